@@ -1,0 +1,23 @@
+# The two commands a newcomer needs: `make run` and `make test`.
+CARGO ?= cargo
+
+.PHONY: run test lint fmt openapi bench check
+
+run:
+	$(CARGO) run -p promptgate-server --bin promptgate -- serve
+
+test:
+	scripts/with-postgres.sh $(CARGO) nextest run --workspace --no-fail-fast
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+fmt:
+	$(CARGO) fmt --all
+
+openapi:
+	$(CARGO) run -q -p promptgate-server --bin promptgate -- openapi > openapi.yaml
+
+bench:
+	$(CARGO) bench -p promptgate-core

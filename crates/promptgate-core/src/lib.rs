@@ -1,0 +1,7 @@
+//! The pure heart of promptgate.
+//!
+//! Nothing in this crate performs I/O, reads the clock or draws randomness: time and identifiers are
+//! passed in, so every prompt, toolset and budget decision is reproducible in a test.
+
+pub mod settings;
+pub mod tools;

@@ -1,0 +1,39 @@
+//! Tool specifications: what the model is offered, and the rules for which tools a send gets.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// One tool as offered to the model and described to the UI.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolSpec {
+    /// The name the model calls. Unique within one send's toolset.
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    pub parameters: serde_json::Value,
+    /// Progress template such as `searching for {query}`; rendered with the call's arguments.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verb: Option<String>,
+    /// Identical calls within one request share one result.
+    pub cacheable: bool,
+    /// Counted against the per-turn web budget.
+    #[serde(skip)]
+    pub web: bool,
+    /// Set for tools discovered on a user's MCP server.
+    #[serde(skip)]
+    pub mcp: Option<McpOrigin>,
+}
+
+/// Where an MCP tool came from; this is what the `mcpTools` message metadata records.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct McpOrigin {
+    /// The server's id in the store.
+    #[serde(skip)]
+    pub server_id: String,
+    /// The server's display name as the user gave it.
+    pub name: String,
+    pub url: String,
+    /// The tool's name on the server, without our prefix.
+    #[serde(rename = "toolName")]
+    pub tool_name: String,
+}

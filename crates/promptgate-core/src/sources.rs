@@ -10,6 +10,8 @@ use std::collections::HashMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::tools::text::truncate_chars;
+
 /// Most sources one turn stores.
 pub const MAX_SOURCES: usize = 200;
 /// Length of the page-text excerpt kept as a fetched source's description.
@@ -232,15 +234,9 @@ fn overwrite(slot: &mut Option<String>, value: Option<String>) {
 }
 
 fn excerpt(text: &str) -> String {
-    match text.char_indices().nth(DESCRIPTION_CHARS) {
-        Some((cut, _)) => text[..cut].to_owned(),
-        None => text.to_owned(),
-    }
+    truncate_chars(text, DESCRIPTION_CHARS, "")
 }
 
 fn bounded_title(title: &str) -> String {
-    match title.char_indices().nth(MAX_TITLE_CHARS) {
-        Some((cut, _)) => format!("{}…", &title[..cut]),
-        None => title.to_owned(),
-    }
+    truncate_chars(title, MAX_TITLE_CHARS, "…")
 }

@@ -14,6 +14,7 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
+use super::text::truncate_chars;
 use super::{McpOrigin, ToolSpec};
 
 /// Most tools one request offers the model, built-ins included.
@@ -261,10 +262,7 @@ fn describe(tool: &McpToolDef, server: &str) -> String {
             || format!("`{}` from the MCP server \"{server}\".", tool.name),
             str::to_owned,
         );
-    match text.char_indices().nth(MAX_DESCRIPTION_CHARS) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text,
-    }
+    truncate_chars(&text, MAX_DESCRIPTION_CHARS, "…")
 }
 
 /// Upstreams want an object schema at the top; servers occasionally send something else.

@@ -4,6 +4,7 @@ pub mod args;
 pub mod catalogue;
 pub mod mcp_names;
 pub mod schema;
+pub(crate) mod text;
 pub mod verb;
 
 use schemars::JsonSchema;

@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use super::ToolSpec;
+use super::text::truncate_chars;
 
 /// Longest argument value shown inside a verb before it is cut and marked with `...`.
 pub const MAX_VERB_VALUE_CHARS: usize = 40;
@@ -102,7 +103,8 @@ pub enum Category {
     Unknown,
 }
 
-/// First match wins, in the order search, data, action, analysis, communication, weather.
+/// First match wins, in the order search, data, action, analysis, communication, weather. A keyword
+/// matches the start of a word of the name, so `thread` does not count as `read`.
 pub fn category(name: &str) -> Category {
     const RULES: [(Category, &[&str]); 6] = [
         (Category::Search, &["search", "find", "lookup", "query"]),
@@ -120,34 +122,46 @@ pub fn category(name: &str) -> Category {
             Category::Analysis,
             &["analy", "calculat", "compute", "summar", "compare"],
         ),
-        (Category::Communication, &["mail", "message", "chat", "send"]),
+        (
+            Category::Communication,
+            &["mail", "email", "message", "chat", "send"],
+        ),
         (Category::Weather, &["weather", "forecast"]),
     ];
-    let lower = name.to_lowercase();
+    let words: Vec<String> = words(name).map(|w| w.to_lowercase()).collect();
     RULES
         .iter()
-        .find(|(_, words)| words.iter().any(|w| lower.contains(w)))
+        .find(|(_, keywords)| keywords.iter().any(|k| words.iter().any(|w| w.starts_with(k))))
         .map_or(Category::Unknown, |(c, _)| *c)
+}
+
+/// The words of a tool name: split at `.`, `_`, `-`, whitespace and camelCase boundaries.
+fn words(name: &str) -> impl Iterator<Item = &str> {
+    let mut boundaries = Vec::new();
+    let mut previous: Option<char> = None;
+    for (i, c) in name.char_indices() {
+        if c.is_uppercase() && previous.is_some_and(|p| p.is_lowercase() || p.is_ascii_digit()) {
+            boundaries.push(i);
+        }
+        previous = Some(c);
+    }
+    boundaries.push(name.len());
+    let mut start = 0;
+    boundaries
+        .into_iter()
+        .map(move |end| {
+            let part = &name[start..end];
+            start = end;
+            part
+        })
+        .flat_map(|part| part.split(|c: char| matches!(c, '.' | '_' | '-') || c.is_whitespace()))
+        .filter(|w| !w.is_empty())
 }
 
 /// A tool name made readable: `._-` become spaces, camelCase is split, each word starts upper-case, and
 /// the result is cut to 25 characters. `fetch_content` → `Fetch Content`, `addTasks` → `Add Tasks`.
 pub fn display_name(name: &str) -> String {
-    let mut spaced = String::with_capacity(name.len() + 4);
-    let mut previous: Option<char> = None;
-    for c in name.chars() {
-        let c = if matches!(c, '.' | '_' | '-') { ' ' } else { c };
-        if c.is_uppercase() && previous.is_some_and(|p| p.is_lowercase() || p.is_ascii_digit()) {
-            spaced.push(' ');
-        }
-        spaced.push(c);
-        previous = Some(c);
-    }
-    let titled = spaced
-        .split_whitespace()
-        .map(capitalise)
-        .collect::<Vec<_>>()
-        .join(" ");
+    let titled = words(name).map(capitalise).collect::<Vec<_>>().join(" ");
     titled
         .chars()
         .take(MAX_DISPLAY_NAME_CHARS)
@@ -176,11 +190,4 @@ fn capitalise(text: &str) -> String {
 
 fn collapse_whitespace(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-fn truncate_chars(text: &str, max: usize, marker: &str) -> String {
-    match text.char_indices().nth(max) {
-        Some((cut, _)) => format!("{}{marker}", &text[..cut]),
-        None => text.to_owned(),
-    }
 }

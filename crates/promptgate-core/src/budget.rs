@@ -224,6 +224,12 @@ impl WebBudget {
         }
         line
     }
+
+    /// The two text parts a web result is shown to the model as: the result as JSON, then
+    /// [`Self::remaining_line`]. The UI keeps the plain result.
+    pub fn model_output_parts(&self, output: &Value) -> [String; 2] {
+        [output.to_string(), self.remaining_line()]
+    }
 }
 
 /// The dedupe key of a web call: `search` queries are trimmed, lower-cased and have whitespace runs

@@ -81,6 +81,18 @@ pub fn label(n: u32) -> String {
     format!("[Source {n}] (cite as [{n}])")
 }
 
+/// A web tool's result with its citation label in front: `sourceLabel` and `sourceIndex` are added to an
+/// object; anything else is wrapped as `content`.
+pub fn labelled(index: u32, result: serde_json::Value) -> serde_json::Value {
+    let mut obj = match result {
+        serde_json::Value::Object(obj) => obj,
+        other => serde_json::Map::from_iter([("content".to_owned(), other)]),
+    };
+    obj.insert("sourceLabel".to_owned(), label(index).into());
+    obj.insert("sourceIndex".to_owned(), index.into());
+    serde_json::Value::Object(obj)
+}
+
 /// The URL's host without a leading `www.`; `None` for input that is not an absolute URL with a host.
 pub fn derive_site_name(url: &str) -> Option<String> {
     let parsed = url::Url::parse(url.trim()).ok()?;

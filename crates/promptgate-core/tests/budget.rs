@@ -247,6 +247,29 @@ fn the_remaining_line_reflects_capacity_when_it_is_rendered() {
     assert_eq!(budget.remaining_line(), "Web calls remaining this turn: 25.");
 }
 
+#[test]
+fn a_shared_result_shows_the_capacity_left_when_it_is_shown_again() {
+    let mut budget = WebBudget::new(WebIntent::Auto, true);
+    let output = json!({"results": [{"title": "A"}]});
+    let Admission::Run { .. } = budget.admit("search", &search("a")) else {
+        panic!("should run");
+    };
+    assert_eq!(
+        budget.model_output_parts(&output),
+        [
+            r#"{"results":[{"title":"A"}]}"#.to_owned(),
+            "Web calls remaining this turn: 4.".to_owned()
+        ]
+    );
+    spend(&mut budget, 4);
+    assert!(matches!(
+        budget.admit("search", &search("a")),
+        Admission::Reuse { .. }
+    ));
+    let [_, line] = budget.model_output_parts(&output);
+    assert!(line.starts_with("Web calls remaining this turn: 0. "), "{line}");
+}
+
 fn spend_more(budget: &mut WebBudget) {
     for i in 0..3 {
         let admission = budget.admit("fetch_content", &fetch(&format!("https://more.test/{i}")));

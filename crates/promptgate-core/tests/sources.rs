@@ -1,6 +1,6 @@
 use promptgate_core::sources::{
     DESCRIPTION_CHARS, MAX_SOURCES, PageMeta, SearchHit, SourceMetadata, SourceRegistry, SourceTool,
-    derive_site_name, label,
+    derive_site_name, label, labelled,
 };
 use serde_json::json;
 
@@ -16,6 +16,18 @@ fn hit(url: &str) -> SearchHit {
 fn labels_tell_the_model_how_to_cite() {
     assert_eq!(label(1), "[Source 1] (cite as [1])");
     assert_eq!(label(17), "[Source 17] (cite as [17])");
+}
+
+#[test]
+fn results_carry_their_label() {
+    assert_eq!(
+        labelled(4, json!({"title": "T", "url": "https://x.test"})),
+        json!({"title": "T", "url": "https://x.test", "sourceLabel": "[Source 4] (cite as [4])", "sourceIndex": 4})
+    );
+    assert_eq!(
+        labelled(2, json!("page text")),
+        json!({"content": "page text", "sourceLabel": "[Source 2] (cite as [2])", "sourceIndex": 2})
+    );
 }
 
 #[test]

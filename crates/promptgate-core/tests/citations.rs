@@ -130,6 +130,21 @@ fn marker_heavy_text() -> impl Strategy<Value = String> {
         .prop_map(|chars| chars.into_iter().collect())
 }
 
+/// A titled marker whose title runs near the length bound, with nested marker starts inside it.
+fn long_title_text() -> impl Strategy<Value = String> {
+    let title_chars = vec!['a', ' ', '【', '1', '†'];
+    (
+        proptest::collection::vec(proptest::sample::select(title_chars), 190..215),
+        proptest::collection::vec(proptest::sample::select(vec!['】', 'b', ' ', '【', '2']), 0..12),
+    )
+        .prop_map(|(title, tail)| {
+            let mut text = String::from("x 【1†");
+            text.extend(title);
+            text.extend(tail);
+            text
+        })
+}
+
 proptest! {
     #[test]
     fn splitting_the_stream_never_changes_the_output(
@@ -142,6 +157,15 @@ proptest! {
     #[test]
     fn cleaning_matches_the_two_pass_specification(text in marker_heavy_text()) {
         prop_assert_eq!(Some(clean_all(&text)), reference_clean(&text));
+    }
+
+    #[test]
+    fn titles_near_the_bound_match_the_specification(
+        text in long_title_text(),
+        cuts in proptest::collection::vec(0usize..260, 0..6),
+    ) {
+        prop_assert_eq!(Some(clean_all(&text)), reference_clean(&text));
+        prop_assert_eq!(stream_in_pieces(&text, &cuts), clean_all(&text));
     }
 }
 

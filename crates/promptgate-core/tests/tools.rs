@@ -170,6 +170,11 @@ fn schemas_are_plain_inline_objects() {
         assert!(schema.get("title").is_none(), "{}", spec.name);
         let text = schema.to_string();
         assert!(!text.contains(r#""null""#), "{}: {text}", spec.name);
+        assert!(
+            !text.contains("\\n"),
+            "descriptions are single paragraphs: {text}"
+        );
+        assert!(!spec.description.contains("  "), "{}", spec.description);
     }
 }
 

@@ -223,7 +223,11 @@ fn odd_schemas_and_descriptions_are_made_usable() {
     bare.input_schema = json!(null);
     bare.description = None;
     let mut typeless = tool("typeless");
-    typeless.input_schema = json!({"properties": {"a": {"type": "integer"}}, "required": ["a"]});
+    typeless.input_schema = json!({
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "properties": {"a": {"type": "integer"}},
+        "required": ["a"]
+    });
     typeless.description = Some("x".repeat(5000));
     let outcome = merge(
         [],
@@ -242,5 +246,6 @@ fn odd_schemas_and_descriptions_are_made_usable() {
     assert!(outcome.added[0].description.contains("\"odd\""));
     assert_eq!(outcome.added[1].parameters["type"], "object");
     assert_eq!(outcome.added[1].parameters["required"], json!(["a"]));
+    assert!(outcome.added[1].parameters.get("$schema").is_none());
     assert!(outcome.added[1].description.chars().count() <= 2049);
 }

@@ -265,12 +265,14 @@ fn describe(tool: &McpToolDef, server: &str) -> String {
     truncate_chars(&text, MAX_DESCRIPTION_CHARS, "…")
 }
 
-/// Upstreams want an object schema at the top; servers occasionally send something else.
+/// Upstreams want an object schema at the top; servers occasionally send something else, or name a
+/// meta-schema some upstreams refuse.
 fn object_schema(schema: &Value) -> Value {
     let mut obj = match schema {
         Value::Object(obj) => obj.clone(),
         _ => Map::new(),
     };
+    obj.remove("$schema");
     obj.insert("type".to_owned(), Value::String("object".to_owned()));
     obj.entry("properties")
         .or_insert_with(|| Value::Object(Map::new()));

@@ -3,5 +3,7 @@
 //! Nothing in this crate performs I/O, reads the clock or draws randomness: time and identifiers are
 //! passed in, so every prompt, toolset and budget decision is reproducible in a test.
 
+pub mod prompt;
 pub mod settings;
+pub mod skills;
 pub mod tools;

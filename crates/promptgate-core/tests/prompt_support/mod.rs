@@ -8,6 +8,7 @@ use promptgate_core::settings::{
     Project, Skill, TemperatureUnit, TimeFormat, UserSettings,
 };
 
+#[derive(Debug, Clone)]
 pub struct Setup {
     pub model_name: String,
     pub profile: ModelProfile,

@@ -107,3 +107,12 @@ fn every_zone_matches_english_icu() {
     assert!(checked > 1000, "fixture too small: {checked}");
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
 }
+
+#[test]
+fn the_settings_zone_falls_back_to_utc_when_unknown() {
+    use promptgate_core::prompt::resolve_time_zone;
+    assert_eq!(resolve_time_zone("America/Sao_Paulo"), Tz::America__Sao_Paulo);
+    assert_eq!(resolve_time_zone(" Europe/Berlin "), Tz::Europe__Berlin);
+    assert_eq!(resolve_time_zone("Mars/Olympus_Mons"), Tz::UTC);
+    assert_eq!(resolve_time_zone(""), Tz::UTC);
+}

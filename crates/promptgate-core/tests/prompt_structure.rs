@@ -398,6 +398,20 @@ fn mcp_block_has_heading_intro_summary_and_closing() {
 }
 
 #[test]
+fn a_blank_mcp_summary_adds_no_block() {
+    let setup = Setup {
+        mcp_summary: Some(" \n ".to_owned()),
+        ..Setup::bare()
+    };
+    let stable = stable_prompt(&setup.input());
+    assert!(!stable.contains("## Connected MCP Servers"));
+    assert_eq!(
+        between(&stable, LAST_TOOL_RULE, "## Link Previews"),
+        "\n\n\n\n\n\n"
+    );
+}
+
+#[test]
 fn skill_listing_names_enabled_skills_and_points_to_the_skill_tool() {
     let fragments = all_fragments();
     let listing = &fragments[3];

@@ -35,6 +35,12 @@ const MONTHS: [&str; 12] = [
     "December",
 ];
 
+/// The zone named in the user's settings; an unknown or empty name falls back to UTC, so a stale or
+/// hand-edited setting degrades the date line instead of failing the send.
+pub fn resolve_time_zone(name: &str) -> Tz {
+    name.trim().parse().unwrap_or(Tz::UTC)
+}
+
 /// `Current date/time: Friday, July 10, 2026 at 12:00 PM UTC`, in `tz`, to the minute.
 pub fn date_line(now: DateTime<Utc>, tz: Tz) -> String {
     let local = now.with_timezone(&tz);

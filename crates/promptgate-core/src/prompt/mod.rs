@@ -32,7 +32,7 @@ use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 
 pub use compose::{ENVIRONMENT_BLOCK, client_identity_block, compose_harness, compose_legacy};
-pub use date_line::date_line;
+pub use date_line::{date_line, resolve_time_zone};
 pub use notes::{
     AskAnswer, AskResponse, NotesInput, VOICE_MODE_NOTE, format_ask_responses_note, volatile_notes,
 };
@@ -92,7 +92,7 @@ pub fn stable_prompt(input: &PromptInput<'_>) -> String {
     let project = input.project.as_ref().and_then(project_section);
     let web = input.has_web_tools.then_some(sections::WEB_TOOLS_FRAGMENT);
     let tools_override = profile_block(profile.tools_override.as_deref());
-    let mcp = input.mcp_summary.map(mcp_block);
+    let mcp = input.mcp_summary.and_then(mcp_block);
     let skills = crate::skills::skill_disclosure(input.skills, input.supports_tools);
     let link_previews_override = profile_block(profile.link_previews_override.as_deref());
     let addendum = profile_block(profile.chat_mode_addendum.as_deref());
@@ -163,12 +163,16 @@ fn profile_block(text: Option<&str>) -> Option<String> {
     text.map(|t| block(t, BLOCK_MAX_CHARS)).filter(|t| !t.is_empty())
 }
 
-fn mcp_block(summary: &str) -> String {
-    format!(
-        "{}\n{}\n{}\n{}",
+/// The `## Connected MCP Servers` block, or `None` for a blank summary (nothing to introduce).
+fn mcp_block(summary: &str) -> Option<String> {
+    let summary = block(summary, BLOCK_MAX_CHARS);
+    if summary.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "{}\n{}\n{summary}\n{}",
         sections::MCP_HEADING,
         sections::MCP_INTRO,
-        block(summary, BLOCK_MAX_CHARS),
         sections::MCP_CLOSING
-    )
+    ))
 }

@@ -115,6 +115,8 @@ pub fn stable_prompt(input: &PromptInput<'_>) -> String {
     out.push_str(sections::OPENING_AFTER_MODEL);
     context::write_context_lines(&mut out, input.settings, input.integration_status);
     out.push('\n');
+    // The project takes one template line with a blank line on each side; without it the line stays
+    // empty and `# Context` reaches `# Tools` through a single blank line.
     push_fragment_line(&mut out, project.as_deref());
     out.push_str(project.as_ref().map_or("\n", |_| "\n\n"));
     out.push_str(sections::TOOLS_SECTION);

@@ -33,6 +33,22 @@ impl std::fmt::Debug for Store {
     }
 }
 
+/// One schema change, written once per backend. Append new versions; never edit a shipped one (the
+/// migrator checks their checksums).
+struct SchemaVersion {
+    version: i64,
+    name: &'static str,
+    postgres: &'static str,
+    sqlite: &'static str,
+}
+
+const MIGRATIONS: &[SchemaVersion] = &[SchemaVersion {
+    version: 1,
+    name: "init",
+    postgres: include_str!("../../../migrations/postgres/0001_init.sql"),
+    sqlite: include_str!("../../../migrations/sqlite/0001_init.sql"),
+}];
+
 const SQLITE_BUSY_TIMEOUT_MS: u32 = 5_000;
 const SQLITE_FILE_CONNECTIONS: u32 = 4;
 const POSTGRES_CONNECTIONS: u32 = 16;
@@ -111,18 +127,23 @@ impl Store {
 
     /// Applies the embedded migrations for this backend; safe to call on every start.
     pub async fn migrate(&self) -> Result<()> {
-        let sql: &'static str = match self.backend {
-            Backend::Postgres => include_str!("../../../migrations/postgres/0001_init.sql"),
-            Backend::Sqlite => include_str!("../../../migrations/sqlite/0001_init.sql"),
-        };
-        let migrator = Migrator::with_migrations(vec![Migration::new(
-            1,
-            "init".into(),
-            MigrationType::Simple,
-            sql.into_sql_str(),
-            false,
-        )]);
-        migrator.run(&self.pool).await?;
+        let migrations = MIGRATIONS
+            .iter()
+            .map(|m| {
+                let sql = match self.backend {
+                    Backend::Postgres => m.postgres,
+                    Backend::Sqlite => m.sqlite,
+                };
+                Migration::new(
+                    m.version,
+                    m.name.into(),
+                    MigrationType::Simple,
+                    sql.into_sql_str(),
+                    false,
+                )
+            })
+            .collect();
+        Migrator::with_migrations(migrations).run(&self.pool).await?;
         Ok(())
     }
 

@@ -46,7 +46,8 @@ fn pg_tsquery(words: &[String]) -> String {
 
 impl Store {
     /// The best `limit` (at most 50) messages in `thread_ids` matching every word of `query`, best
-    /// first. Threads that are not the user's never match.
+    /// first. Threads that are not the user's never match; messages without text (tool calls only)
+    /// are skipped, since their excerpt would be empty.
     pub async fn search_messages(
         &self,
         user: &str,
@@ -66,6 +67,7 @@ impl Store {
                 format!(
                     "SELECT s.thread_id, s.body FROM message_search s \
                      WHERE message_search MATCH $2 AND s.user_id = $1 AND s.thread_id IN ({in_list}) \
+                     AND s.body <> '' \
                      ORDER BY bm25(message_search, 10.0, 1.0), s.rowid DESC LIMIT $3"
                 ),
                 fts5_match(&words),
@@ -74,7 +76,7 @@ impl Store {
                 format!(
                     "SELECT m.thread_id, m.search_text FROM messages m \
                      JOIN threads t ON t.user_id = m.user_id AND t.id = m.thread_id \
-                     WHERE m.user_id = $1 AND m.thread_id IN ({in_list}) \
+                     WHERE m.user_id = $1 AND m.thread_id IN ({in_list}) AND m.search_text <> '' \
                      AND (t.title_vector || m.search_vector) @@ to_tsquery('simple', $2) \
                      ORDER BY ts_rank(setweight(t.title_vector, 'A') || setweight(m.search_vector, 'D'), \
                      to_tsquery('simple', $2)) DESC, m.created_at DESC LIMIT $3"

@@ -35,7 +35,12 @@ conformance! {
         let server = store.create_mcp_server(&alice, &enabled).await.unwrap();
         store.create_mcp_server(&alice, &NewMcpServer { enabled: false, ..enabled.clone() }).await.unwrap();
 
-        let ctx = store.load_send_context(&alice, "main", "demo").await.unwrap();
+        // Spawned, as a server handler would run it: the future must be Send.
+        let spawned = tokio::spawn({
+            let (store, alice) = (store.clone(), alice.clone());
+            async move { store.load_send_context(&alice, "main", "demo").await }
+        });
+        let ctx = spawned.await.unwrap().unwrap();
         assert_eq!(ctx.settings, settings);
         assert!(ctx.integrations.google.usable() && ctx.integrations.do_not_ask);
         assert_eq!(ctx.model.unwrap().id, "demo");

@@ -48,6 +48,20 @@ conformance! {
         assert!(store.search_messages(&alice, &siblings, "spring tulips", 8).await.unwrap().is_empty());
         assert!(store.search_messages(&alice, &siblings, "pring", 8).await.unwrap().is_empty(), "prefix, not infix");
         assert!(store.search_messages(&alice, &[], "roses", 8).await.unwrap().is_empty());
+
+        // A message without text (only a tool call) has no excerpt to show, even when the title matches.
+        let tool_only = NewMessage {
+            id: None,
+            thread_id: "roses".to_owned(),
+            role: Role::Assistant,
+            parts: json!([{ "type": "tool-search", "toolCallId": "c1", "input": { "query": "roses" } }]),
+            metadata: json!({}),
+            status: Some(MessageStatus::Complete),
+        };
+        store.append_message(&alice, &tool_only).await.unwrap();
+        let hits = store.search_messages(&alice, &siblings, "roses", 8).await.unwrap();
+        assert_eq!(hits.len(), 2, "{hits:?}");
+        assert!(hits.iter().all(|h| !h.excerpt.is_empty()));
     }
 
     async fn search_queries_are_never_syntax_errors(store: &Store) {

@@ -58,6 +58,15 @@ conformance! {
         assert_eq!(store.get_integration_secret(&alice, Provider::Google).await.unwrap(), None);
         assert_eq!(store.get_integration(&alice, Provider::Google).await.unwrap(), connected);
         store.delete_integration_secret(&bob, Provider::Microsoft).await.unwrap();
+
+        let nobody = "no-such-user";
+        assert!(matches!(store.put_integration(nobody, Provider::Google, connected).await, Err(StoreError::NotFound)));
+        assert!(matches!(store.put_integration_secret(nobody, Provider::Google, "x").await, Err(StoreError::NotFound)));
+        let oversized = "x".repeat(65 * 1024);
+        assert!(matches!(
+            store.put_integration_secret(&alice, Provider::Google, &oversized).await,
+            Err(StoreError::Invalid(_))
+        ));
     }
 
     async fn mcp_secrets_are_write_only(store: &Store) {

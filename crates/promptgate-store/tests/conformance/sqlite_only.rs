@@ -28,14 +28,28 @@ async fn sqlite_file_keeps_data_across_reopen() {
 }
 
 #[tokio::test]
-async fn sqlite_creates_missing_directories() {
+async fn sqlite_creates_missing_directories_and_uses_wal() {
     let dir = std::env::temp_dir().join(format!("promptgate-dirs-{}", uuid::Uuid::new_v4()));
-    let url = format!("sqlite://{}", dir.join("a/b/store.db").display());
-    let store = Store::connect(&url).await.unwrap();
-    store.migrate().await.unwrap();
-    store.ping().await.unwrap();
-    store.close().await;
-    assert!(dir.join("a/b/store.db").exists());
+    // Both spellings of a file URL work, and neither needs an explicit `mode=rwc`.
+    for (url, file) in [
+        (
+            format!("sqlite://{}", dir.join("a/b/one.db").display()),
+            dir.join("a/b/one.db"),
+        ),
+        (
+            format!("sqlite:{}", dir.join("c/two.db").display()),
+            dir.join("c/two.db"),
+        ),
+    ] {
+        let store = Store::connect(&url).await.unwrap();
+        store.migrate().await.unwrap();
+        user(&store, "Alice").await;
+        assert!(file.exists(), "{url}");
+        // Write-ahead logging lets readers proceed while a turn writes.
+        let wal = file.with_extension("db-wal");
+        assert!(wal.exists(), "no {} after a write", wal.display());
+        store.close().await;
+    }
     std::fs::remove_dir_all(dir).unwrap();
 }
 

@@ -94,6 +94,19 @@ CREATE TABLE messages (
 );
 CREATE INDEX messages_search ON messages USING GIN (search_vector);
 
+-- A new message is activity on its thread: bump the thread in the same statement instead of a second
+-- round trip on the send path.
+CREATE FUNCTION touch_thread_on_message() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE threads SET updated_at = GREATEST(updated_at, NEW.created_at)
+    WHERE user_id = NEW.user_id AND id = NEW.thread_id;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER messages_touch_thread AFTER INSERT ON messages
+    FOR EACH ROW EXECUTE FUNCTION touch_thread_on_message();
+
 CREATE TABLE skills (
     id              TEXT PRIMARY KEY,
     user_id         TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,

@@ -92,6 +92,13 @@ CREATE TABLE messages (
     FOREIGN KEY (user_id, thread_id) REFERENCES threads(user_id, id) ON DELETE CASCADE
 );
 
+-- A new message is activity on its thread: bump the thread in the same statement instead of a second
+-- round trip on the send path.
+CREATE TRIGGER messages_touch_thread AFTER INSERT ON messages BEGIN
+    UPDATE threads SET updated_at = MAX(updated_at, new.created_at)
+    WHERE user_id = new.user_id AND id = new.thread_id;
+END;
+
 -- Keyword search over message text; the thread title is copied into each row so it can be weighted.
 -- Triggers keep it in step with messages (including cascaded deletes) and with thread renames.
 CREATE VIRTUAL TABLE message_search USING fts5(

@@ -91,7 +91,7 @@ pub(crate) fn search_text(parts: &Value) -> String {
 }
 
 impl Store {
-    /// Appends a message at the end of its thread and marks the thread as updated. NotFound when the
+    /// Appends a message at the end of its thread; the thread's `updated_at` follows (a trigger). NotFound when the
     /// thread is not the user's; Conflict when the user already has a message with this id.
     pub async fn append_message(&self, user: &str, m: &NewMessage) -> Result<Message> {
         let id = match &m.id {
@@ -127,7 +127,6 @@ impl Store {
             match inserted {
                 Ok(None) => return Err(StoreError::NotFound),
                 Ok(Some(row)) => {
-                    self.touch_thread(user, &m.thread_id, now).await?;
                     return Ok(Message {
                         id,
                         thread_id: m.thread_id.clone(),

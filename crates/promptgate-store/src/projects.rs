@@ -231,15 +231,4 @@ impl Store {
         .await?;
         rows.iter().map(|r| Ok((r.text(0)?, r.opt_text(1)?))).collect()
     }
-
-    /// Marks activity on a thread so it sorts first.
-    pub(crate) async fn touch_thread(&self, user: &str, id: &str, now: i64) -> Result<()> {
-        sqlx::query("UPDATE threads SET updated_at = $3 WHERE user_id = $1 AND id = $2")
-            .bind(user)
-            .bind(id)
-            .bind(now)
-            .execute(&self.pool)
-            .await?;
-        Ok(())
-    }
 }

@@ -62,15 +62,19 @@ CREATE TABLE projects (
 );
 CREATE INDEX projects_user ON projects (user_id, created_at);
 
--- Clients may choose thread ids, so they are unique per user only.
+-- Clients may choose thread ids, so they are unique per user only. `title_terms` (and a message's
+-- `search_terms`) is the text as the store's search sees it: lower-cased words separated by single
+-- spaces, computed by the application so both databases tokenise the same words regardless of
+-- their locale.
 CREATE TABLE threads (
     user_id     TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
     id          TEXT NOT NULL,
     project_id  TEXT REFERENCES projects(id) ON DELETE SET NULL,
     title       TEXT,
+    title_terms TEXT NOT NULL DEFAULT '',
     created_at  BIGINT NOT NULL,
     updated_at  BIGINT NOT NULL,
-    title_vector tsvector GENERATED ALWAYS AS (to_tsvector('simple', coalesce(title, ''))) STORED,
+    title_vector tsvector GENERATED ALWAYS AS (to_tsvector('simple', title_terms)) STORED,
     PRIMARY KEY (user_id, id)
 );
 CREATE INDEX threads_recent ON threads (user_id, updated_at DESC);
@@ -86,8 +90,9 @@ CREATE TABLE messages (
     metadata     TEXT NOT NULL,
     status       TEXT,
     search_text  TEXT NOT NULL,
+    search_terms TEXT NOT NULL,
     created_at   BIGINT NOT NULL,
-    search_vector tsvector GENERATED ALWAYS AS (to_tsvector('simple', search_text)) STORED,
+    search_vector tsvector GENERATED ALWAYS AS (to_tsvector('simple', search_terms)) STORED,
     PRIMARY KEY (user_id, id),
     UNIQUE (user_id, thread_id, seq),
     FOREIGN KEY (user_id, thread_id) REFERENCES threads(user_id, id) ON DELETE CASCADE

@@ -62,12 +62,16 @@ CREATE TABLE projects (
 );
 CREATE INDEX projects_user ON projects (user_id, created_at);
 
--- Clients may choose thread ids, so they are unique per user only.
+-- Clients may choose thread ids, so they are unique per user only. `title_terms` (and a message's
+-- `search_terms`) is the text as the store's search sees it: lower-cased words separated by single
+-- spaces, computed by the application so both databases tokenise the same words regardless of
+-- their locale.
 CREATE TABLE threads (
     user_id     TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
     id          TEXT NOT NULL,
     project_id  TEXT REFERENCES projects(id) ON DELETE SET NULL,
     title       TEXT,
+    title_terms TEXT NOT NULL DEFAULT '',
     created_at  BIGINT NOT NULL,
     updated_at  BIGINT NOT NULL,
     PRIMARY KEY (user_id, id)
@@ -86,6 +90,7 @@ CREATE TABLE messages (
     metadata     TEXT NOT NULL,
     status       TEXT,
     search_text  TEXT NOT NULL,
+    search_terms TEXT NOT NULL,
     created_at   BIGINT NOT NULL,
     UNIQUE (user_id, id),
     UNIQUE (user_id, thread_id, seq),
@@ -109,20 +114,20 @@ CREATE VIRTUAL TABLE message_search USING fts5(
 CREATE TRIGGER message_search_insert AFTER INSERT ON messages BEGIN
     INSERT INTO message_search (rowid, title, body, user_id, thread_id)
     VALUES (new.pk,
-            COALESCE((SELECT title FROM threads WHERE user_id = new.user_id AND id = new.thread_id), ''),
-            new.search_text, new.user_id, new.thread_id);
+            COALESCE((SELECT title_terms FROM threads WHERE user_id = new.user_id AND id = new.thread_id), ''),
+            new.search_terms, new.user_id, new.thread_id);
 END;
 
-CREATE TRIGGER message_search_update AFTER UPDATE OF search_text ON messages BEGIN
-    UPDATE message_search SET body = new.search_text WHERE rowid = new.pk;
+CREATE TRIGGER message_search_update AFTER UPDATE OF search_terms ON messages BEGIN
+    UPDATE message_search SET body = new.search_terms WHERE rowid = new.pk;
 END;
 
 CREATE TRIGGER message_search_delete AFTER DELETE ON messages BEGIN
     DELETE FROM message_search WHERE rowid = old.pk;
 END;
 
-CREATE TRIGGER message_search_title AFTER UPDATE OF title ON threads BEGIN
-    UPDATE message_search SET title = COALESCE(new.title, '')
+CREATE TRIGGER message_search_title AFTER UPDATE OF title_terms ON threads BEGIN
+    UPDATE message_search SET title = new.title_terms
     WHERE rowid IN (SELECT pk FROM messages WHERE user_id = new.user_id AND thread_id = new.id);
 END;
 

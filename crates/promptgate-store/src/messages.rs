@@ -3,6 +3,7 @@ use sqlx::any::AnyRow;
 
 use crate::connect::Store;
 use crate::error::{Result, StoreError};
+use crate::search::search_terms;
 use crate::types::{Message, MessageStatus, NewMessage, Role};
 use crate::util::{Cols, check_client_id, from_json, new_id, one_row, to_json};
 
@@ -103,14 +104,16 @@ impl Store {
         };
         let (parts, metadata) = encode_body(&m.parts, &m.metadata)?;
         let text = search_text(&m.parts);
+        let terms = search_terms(&text);
         for attempt in 1..=APPEND_ATTEMPTS {
             let now = self.now_ms();
             let inserted = sqlx::query(
                 "INSERT INTO messages \
-                 (user_id, id, thread_id, seq, role, parts, metadata, status, search_text, created_at) \
+                 (user_id, id, thread_id, seq, role, parts, metadata, status, search_text, \
+                 search_terms, created_at) \
                  SELECT t.user_id, $2, t.id, \
                  (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE user_id = $1 AND thread_id = $3), \
-                 $4, $5, $6, $7, $8, $9 FROM threads t WHERE t.user_id = $1 AND t.id = $3 \
+                 $4, $5, $6, $7, $8, $9, $10 FROM threads t WHERE t.user_id = $1 AND t.id = $3 \
                  RETURNING seq",
             )
             .bind(user)
@@ -121,6 +124,7 @@ impl Store {
             .bind(&metadata)
             .bind(m.status.map(status_name))
             .bind(&text)
+            .bind(&terms)
             .bind(now)
             .fetch_optional(&self.pool)
             .await;
@@ -171,16 +175,18 @@ impl Store {
         status: Option<MessageStatus>,
     ) -> Result<()> {
         let (parts_json, metadata_json) = encode_body(parts, metadata)?;
+        let text = search_text(parts);
         let done = sqlx::query(
-            "UPDATE messages SET parts = $3, metadata = $4, status = $5, search_text = $6 \
-             WHERE user_id = $1 AND id = $2",
+            "UPDATE messages SET parts = $3, metadata = $4, status = $5, search_text = $6, \
+             search_terms = $7 WHERE user_id = $1 AND id = $2",
         )
         .bind(user)
         .bind(id)
         .bind(parts_json)
         .bind(metadata_json)
         .bind(status.map(status_name))
-        .bind(search_text(parts))
+        .bind(&text)
+        .bind(search_terms(&text))
         .execute(&self.pool)
         .await?;
         one_row(done.rows_affected())

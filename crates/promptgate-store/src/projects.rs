@@ -5,6 +5,7 @@ use sqlx::any::AnyRow;
 
 use crate::connect::Store;
 use crate::error::{Result, StoreError};
+use crate::search::search_terms;
 use crate::types::{NewProject, NewThread, Thread, ThreadUpdate};
 use crate::util::{Cols, check_client_id, check_name, check_opt_len, delete_owned, new_id, one_row};
 
@@ -123,8 +124,8 @@ impl Store {
         check_opt_len("thread title", t.title.as_deref(), MAX_TITLE)?;
         let now = self.now_ms();
         let done = sqlx::query(
-            "INSERT INTO threads (user_id, id, project_id, title, created_at, updated_at) \
-             SELECT id, $2, $3, $4, $5, $5 FROM users WHERE id = $1 \
+            "INSERT INTO threads (user_id, id, project_id, title, title_terms, created_at, updated_at) \
+             SELECT id, $2, $3, $4, $6, $5, $5 FROM users WHERE id = $1 \
              AND ($3 IS NULL OR EXISTS (SELECT 1 FROM projects p WHERE p.id = $3 AND p.user_id = $1))",
         )
         .bind(user)
@@ -132,6 +133,7 @@ impl Store {
         .bind(t.project_id.as_deref())
         .bind(t.title.as_deref())
         .bind(now)
+        .bind(search_terms(t.title.as_deref().unwrap_or("")))
         .execute(&self.pool)
         .await
         .map_err(|e| match StoreError::from(e) {
@@ -179,13 +181,14 @@ impl Store {
             check_opt_len("thread title", title.as_deref(), MAX_TITLE)?;
         }
         // Only the named columns are written, so a move does not touch the title's search index.
-        // $4 is the target project (checked to be the user's), $5 the new title when one is given.
+        // $4 is the target project (checked to be the user's); $5 and $6 the new title and its search
+        // terms when a title is given.
         let mut sets = vec!["updated_at = $3"];
         if u.project_id.is_some() {
             sets.push("project_id = $4");
         }
         if u.title.is_some() {
-            sets.push("title = $5");
+            sets.push("title = $5, title_terms = $6");
         }
         let sql = format!(
             "UPDATE threads SET {} WHERE user_id = $1 AND id = $2 \
@@ -199,7 +202,9 @@ impl Store {
             .bind(self.now_ms())
             .bind(u.project_id.clone().flatten());
         if let Some(title) = &u.title {
-            query = query.bind(title.clone());
+            query = query
+                .bind(title.clone())
+                .bind(search_terms(title.as_deref().unwrap_or("")));
         }
         let row = query.fetch_optional(&self.pool).await?;
         match row {

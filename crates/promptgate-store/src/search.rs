@@ -18,12 +18,23 @@ const EXCERPT_CHARS: usize = 200;
 /// How much text an excerpt shows before the first match.
 const EXCERPT_LEAD: usize = 60;
 
-/// Lower-cased words of the query, bounded in number and length.
-fn query_words(query: &str) -> Vec<String> {
-    query
-        .split(|c: char| !c.is_alphanumeric())
+/// Lower-cased runs of letters and digits: the words search sees, in text and in queries alike.
+fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
-        .map(|w| w.chars().take(MAX_WORD_CHARS).collect::<String>().to_lowercase())
+        .map(str::to_lowercase)
+}
+
+/// What is stored for the engines to index: the words of `text`, separated by single spaces. Doing
+/// this here rather than in SQL keeps both backends (and any database locale) on the same words.
+pub(crate) fn search_terms(text: &str) -> String {
+    words(text).collect::<Vec<_>>().join(" ")
+}
+
+/// The query's words, bounded in number and length.
+fn query_words(query: &str) -> Vec<String> {
+    words(query)
+        .map(|w| w.chars().take(MAX_WORD_CHARS).collect())
         .take(MAX_QUERY_WORDS)
         .collect()
 }
@@ -65,9 +76,10 @@ impl Store {
         let (sql, expr) = match self.backend() {
             Backend::Sqlite => (
                 format!(
-                    "SELECT s.thread_id, s.body FROM message_search s \
+                    "SELECT s.thread_id, m.search_text FROM message_search s \
+                     JOIN messages m ON m.pk = s.rowid \
                      WHERE message_search MATCH $2 AND s.user_id = $1 AND s.thread_id IN ({in_list}) \
-                     AND s.body <> '' \
+                     AND m.search_text <> '' \
                      ORDER BY bm25(message_search, 10.0, 1.0), s.rowid DESC LIMIT $3"
                 ),
                 fts5_match(&words),

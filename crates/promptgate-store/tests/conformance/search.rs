@@ -101,6 +101,19 @@ conformance! {
         assert!(store.search_messages(&alice, &siblings, "soil", 8).await.unwrap().is_empty());
     }
 
+    async fn search_sees_the_same_words_on_both_backends(store: &Store) {
+        let alice = user(store, "Alice").await;
+        thread(store, &alice, "words", None, Some("Ärger mit Übersetzungen")).await;
+        say(store, &alice, "words", Role::User, "Pi is 3.14; see docs.example.com/pi or ask O'Brien.").await;
+        let scope = ["words".to_owned()];
+        for query in ["3.14", "14", "example", "com/pi", "o'brien", "BRIEN", "ärger", "ÜBERSETZUNG", "DOCS"] {
+            let hits = store.search_messages(&alice, &scope, query, 8).await.unwrap();
+            assert_eq!(hits.len(), 1, "{query:?} should match: {hits:?}");
+        }
+        let hits = store.search_messages(&alice, &scope, "example", 8).await.unwrap();
+        assert_eq!(hits[0].excerpt, "Pi is 3.14; see docs.example.com/pi or ask O'Brien.", "excerpts keep the original text");
+    }
+
     async fn search_excerpts_are_bounded(store: &Store) {
         let alice = user(store, "Alice").await;
         thread(store, &alice, "long", None, None).await;

@@ -9,8 +9,10 @@ use crate::util::{Cols, check_client_id, from_json, new_id, one_row, to_json};
 
 const MAX_PARTS_JSON: usize = 4 * 1024 * 1024;
 const MAX_METADATA_JSON: usize = 1024 * 1024;
-/// Two writers appending to one thread can pick the same next position; the loser tries again.
-const APPEND_ATTEMPTS: usize = 3;
+/// Two writers appending to one thread can pick the same next position; the loser tries again. Every
+/// round lets at least one writer through, so this covers that many simultaneous writers to one
+/// thread (a turn writes its messages one after another, so real contention is two or three).
+const APPEND_ATTEMPTS: usize = 16;
 pub(crate) const MESSAGE_COLS: &str = "id, thread_id, role, parts, metadata, status, created_at, seq";
 
 fn role_name(r: Role) -> &'static str {

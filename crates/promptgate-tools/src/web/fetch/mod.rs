@@ -234,8 +234,13 @@ impl SafeFetcher {
             return Err(fetch_failed(format!("the host name {name} has no addresses")));
         }
         for addr in &addrs {
-            self.check(*addr)
-                .map_err(|_| fetch_failed(format!("{name} resolves to {}", refusal(addr.ip()))))?;
+            self.check(*addr).map_err(|_| {
+                let ip = addr.ip();
+                let range = classify(ip).map_or_else(|| "an address".to_owned(), |r| r.to_string());
+                fetch_failed(format!(
+                    "{name} resolves to {ip}, which is {range} and is not allowed"
+                ))
+            })?;
         }
         Ok(addrs)
     }

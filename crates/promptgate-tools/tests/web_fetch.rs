@@ -459,17 +459,28 @@ async fn redirects_to_internal_addresses_are_refused_at_every_hop() {
             "the address 127.0.0.1 is a loopback address",
         ),
     ];
+    let fetcher = SafeFetcher::new(only_this_server(addr));
     for (target, expected) in cases {
         // The first hop is the one allowed server; it then redirects inward.
         let url = format!("http://{addr}/go?to={target}");
-        let message = failure(fetch(only_this_server(addr), &url, None).await);
+        let message = failure(fetcher.fetch(&url, None).await);
         assert!(message.starts_with("Fetch content failed: "), "{message}");
         assert!(message.contains(expected), "{target}: {message}");
         assert!(message.ends_with("and is not allowed"), "{target}: {message}");
     }
     // The allowed server itself is reachable, so the refusals above come from the redirect target.
-    let page = loaded(fetch(only_this_server(addr), &format!("http://{addr}/notes.txt"), None).await);
+    let page = loaded(fetcher.fetch(&format!("http://{addr}/notes.txt"), None).await);
     assert!(page.text.starts_with("plain notes"));
+}
+
+#[tokio::test]
+async fn https_to_a_server_that_does_not_speak_tls_is_a_clear_error() {
+    let addr = support::serve(site()).await;
+    let message = failure(fetch(loopback_policy(), &format!("https://{addr}/notes.txt"), None).await);
+    assert!(
+        message.starts_with("Fetch content failed: could not set up a secure connection to 127.0.0.1 ("),
+        "{message}"
+    );
 }
 
 #[tokio::test]

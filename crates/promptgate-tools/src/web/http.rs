@@ -9,6 +9,19 @@ pub(crate) fn ensure_tls_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
+/// A TLS configuration that verifies servers against the system's root certificates. Building
+/// one reads every root certificate from disk, so callers that need many clients build it once.
+pub(crate) fn platform_tls_config() -> Result<rustls::ClientConfig, rustls::Error> {
+    use rustls_platform_verifier::BuilderVerifierExt;
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_platform_verifier()?
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(config)
+}
+
 /// A response body, read up to a cap.
 pub(crate) struct CappedBody {
     pub bytes: Vec<u8>,
@@ -41,6 +54,8 @@ pub(crate) async fn read_capped(mut response: Response, cap: usize) -> Result<Ca
 pub(crate) fn describe_transport_error(error: &reqwest::Error, peer: &str) -> String {
     if error.is_timeout() {
         format!("{peer} did not answer in time (timed out)")
+    } else if let Some(tls) = tls_failure(error) {
+        format!("could not set up a secure connection to {peer} ({tls})")
     } else if error.is_connect() {
         format!("could not connect to {peer}")
     } else if error.is_body() || error.is_decode() {
@@ -48,6 +63,22 @@ pub(crate) fn describe_transport_error(error: &reqwest::Error, peer: &str) -> St
     } else {
         format!("the request to {peer} failed")
     }
+}
+
+/// The TLS error under a transport error, if any. TLS errors travel inside (nested) `io::Error`s,
+/// whose `source()` skips the wrapped error itself, so those levels are unwrapped by hand.
+fn tls_failure(error: &reqwest::Error) -> Option<&rustls::Error> {
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = current {
+        if let Some(tls) = e.downcast_ref::<rustls::Error>() {
+            return Some(tls);
+        }
+        current = match e.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref()) {
+            Some(wrapped) => Some(wrapped),
+            None => e.source(),
+        };
+    }
+    None
 }
 
 /// `scheme://host[:port]/favicon.ico`, where browsers look when a page names no icon.

@@ -28,7 +28,9 @@ pub use address::{RestrictedRange, classify};
 pub use content::{DEFAULT_MAX_LENGTH, MAX_MAX_LENGTH, MIN_MAX_LENGTH, clamp_max_length};
 pub use resolve::{HostResolver, SystemResolver};
 
-use super::http::{CappedBody, describe_transport_error, ensure_tls_provider, is_web_url, read_capped};
+use super::http::{
+    CappedBody, describe_transport_error, ensure_tls_provider, is_web_url, platform_tls_config, read_capped,
+};
 use crate::ToolError;
 use content::{Kind, MediaType};
 
@@ -105,9 +107,14 @@ pub struct FetchedPage {
     pub meta: PageMeta,
 }
 
+/// Fetches pages under a `FetchPolicy`. Build one and share it: it holds the TLS set-up that
+/// every hop's pinned client reuses.
 pub struct SafeFetcher {
     policy: FetchPolicy,
     resolver: Arc<dyn HostResolver>,
+    /// Kept as the failure text when the system has no usable root certificates: plain http
+    /// still works, and https fetches say why they cannot.
+    tls: Result<rustls::ClientConfig, String>,
 }
 
 fn fetch_failed(reason: impl std::fmt::Display) -> ToolError {
@@ -122,7 +129,15 @@ impl SafeFetcher {
     /// Uses `resolver` for host names. Its answers get the same checks as the system's.
     pub fn with_resolver(policy: FetchPolicy, resolver: Arc<dyn HostResolver>) -> Self {
         ensure_tls_provider();
-        Self { policy, resolver }
+        let tls = platform_tls_config().map_err(|e| {
+            tracing::warn!(error = %e, "no TLS root certificates; https pages cannot be fetched");
+            format!("https is unavailable on this server ({e})")
+        });
+        Self {
+            policy,
+            resolver,
+            tls,
+        }
     }
 
     pub fn policy(&self) -> &FetchPolicy {
@@ -201,6 +216,11 @@ impl SafeFetcher {
             .no_proxy()
             .user_agent(self.policy.user_agent.as_str())
             .connect_timeout(self.policy.timeout);
+        match (&self.tls, url.scheme()) {
+            (Ok(tls), _) => builder = builder.tls_backend_preconfigured(tls.clone()),
+            (Err(reason), "https") => return Err(fetch_failed(reason)),
+            (Err(_), _) => {}
+        }
         match url.host() {
             Some(Host::Ipv4(ip)) => self.check(SocketAddr::new(IpAddr::V4(ip), port))?,
             Some(Host::Ipv6(ip)) => self.check(SocketAddr::new(IpAddr::V6(ip), port))?,

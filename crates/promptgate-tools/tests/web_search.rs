@@ -255,7 +255,7 @@ async fn backend_errors_are_reported_without_the_key() {
     let message = failure(backend.search("rust", 5).await);
     assert_eq!(
         message,
-        "Search failed: the Brave Search backend answered 401 Unauthorized"
+        "Search failed: the Brave Search backend answered 401 Unauthorized (check the configured API key and its plan)"
     );
     assert!(!message.contains("secret-token-123"));
 
@@ -268,6 +268,17 @@ async fn backend_errors_are_reported_without_the_key() {
     assert_eq!(
         message,
         "Search failed: the SearXNG backend answered 500 Internal Server Error"
+    );
+}
+
+#[tokio::test]
+async fn a_searxng_without_json_output_gets_a_hint() {
+    // SearXNG's stock settings serve HTML only and answer 403 to format=json.
+    let app = Router::new().route("/search", get(|| async { (StatusCode::FORBIDDEN, "Forbidden") }));
+    let backend = searxng(format!("http://{}", support::serve(app).await)).await;
+    assert_eq!(
+        failure(backend.search("rust", 5).await),
+        "Search failed: the SearXNG backend answered 403 Forbidden (its settings must list json under search.formats)"
     );
 }
 

@@ -49,7 +49,7 @@ impl MediaType {
         match self.essence.as_str() {
             "text/html" | "application/xhtml+xml" => Some(Kind::Html),
             "text/plain" | "text/markdown" | "text/x-markdown" => Some(Kind::PlainText),
-            "application/json" => Some(Kind::Json),
+            "application/json" | "text/json" => Some(Kind::Json),
             other if other.starts_with("application/") && other.ends_with("+json") => Some(Kind::Json),
             _ => None,
         }
@@ -258,6 +258,7 @@ mod tests {
         assert_eq!(media.charset.as_deref(), Some("iso-8859-1"));
         assert_eq!(media.kind(), Some(Kind::Html));
         assert_eq!(MediaType::parse("application/ld+json").kind(), Some(Kind::Json));
+        assert_eq!(MediaType::parse("text/json").kind(), Some(Kind::Json));
         assert_eq!(
             MediaType::parse("text/markdown; charset=utf-8").kind(),
             Some(Kind::PlainText)

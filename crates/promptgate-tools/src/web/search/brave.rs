@@ -5,13 +5,18 @@ use reqwest::Client;
 use serde::Deserialize;
 
 use super::{
-    RawHit, SearchBackend, SearchHit, checked_query, clamp_max_results, endpoint, fetch_json, finish_hits,
-    http_client, parse_base_url,
+    BackendLabel, RawHit, SearchBackend, SearchHit, checked_query, clamp_max_results, endpoint, fetch_json,
+    finish_hits, http_client, parse_base_url,
 };
 use crate::ToolError;
 
 /// Brave rejects `count` above 20, so larger requests are served with 20 results.
 const BRAVE_MAX_COUNT: usize = 20;
+
+const BRAVE: BackendLabel = BackendLabel {
+    name: "Brave Search",
+    refusal_hint: "check the configured API key and its plan",
+};
 
 pub(super) fn default_base_url() -> String {
     "https://api.search.brave.com".to_owned()
@@ -95,7 +100,7 @@ impl SearchBackend for BraveSearch {
             .get(url)
             .header("Accept", "application/json")
             .header("X-Subscription-Token", &self.api_key);
-        let response: Response = fetch_json(request, "Brave Search").await?;
+        let response: Response = fetch_json(request, &BRAVE).await?;
         let items = response.web.map(|web| web.results).unwrap_or_default();
         let raw = items.into_iter().map(|item| RawHit {
             title: item.title,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use reqwest::{Client, RequestBuilder};
+use reqwest::{Client, RequestBuilder, StatusCode};
 use serde::{Deserialize, Serialize};
 use url::Url;
 
@@ -130,17 +130,30 @@ pub(crate) fn clamp_max_results(max_results: usize) -> usize {
     max_results.clamp(1, MAX_RESULTS_LIMIT)
 }
 
+/// How a backend is named in errors, and what to check when it refuses us.
+pub(crate) struct BackendLabel {
+    pub name: &'static str,
+    /// Appended to 401/403 answers, the ones an operator fixes in configuration.
+    pub refusal_hint: &'static str,
+}
+
 /// Sends the request and decodes a JSON body of bounded size, with reasons fit for the model.
 async fn fetch_json<T: serde::de::DeserializeOwned>(
     request: RequestBuilder,
-    backend: &str,
+    backend: &BackendLabel,
 ) -> Result<T, ToolError> {
-    let peer = format!("the {backend} backend");
+    let peer = format!("the {} backend", backend.name);
     let response = request
         .send()
         .await
         .map_err(|e| search_failed(describe_transport_error(&e, &peer)))?;
     let status = response.status();
+    if matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) {
+        return Err(search_failed(format!(
+            "{peer} answered {status} ({})",
+            backend.refusal_hint
+        )));
+    }
     if !status.is_success() {
         return Err(search_failed(format!("{peer} answered {status}")));
     }

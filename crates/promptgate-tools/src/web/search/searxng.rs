@@ -5,10 +5,15 @@ use reqwest::Client;
 use serde::Deserialize;
 
 use super::{
-    RawHit, SearchBackend, SearchHit, checked_query, clamp_max_results, endpoint, fetch_json, finish_hits,
-    http_client, parse_base_url,
+    BackendLabel, RawHit, SearchBackend, SearchHit, checked_query, clamp_max_results, endpoint, fetch_json,
+    finish_hits, http_client, parse_base_url,
 };
 use crate::ToolError;
+
+const SEARXNG: BackendLabel = BackendLabel {
+    name: "SearXNG",
+    refusal_hint: "its settings must list json under search.formats",
+};
 
 /// A SearXNG instance. Its settings must list `json` under `search.formats`, or it answers 403.
 #[derive(Debug, Clone)]
@@ -50,7 +55,7 @@ impl SearchBackend for SearxNg {
         // SearXNG has no result-count parameter; one page is ample for 25 results.
         let url = endpoint(&self.base_url, "/search", &[("q", query), ("format", "json")])?;
         let request = self.client.get(url);
-        let response: Response = fetch_json(request, "SearXNG").await?;
+        let response: Response = fetch_json(request, &SEARXNG).await?;
         let raw = response.results.into_iter().map(|item| RawHit {
             title: item.title,
             url: item.url,

@@ -215,7 +215,8 @@ impl SafeFetcher {
             .redirect(redirect::Policy::none())
             .no_proxy()
             .user_agent(self.policy.user_agent.as_str())
-            .connect_timeout(self.policy.timeout);
+            .connect_timeout(self.policy.timeout)
+            .dns_resolver(resolve::NoLookups);
         match (&self.tls, url.scheme()) {
             (Ok(tls), _) => builder = builder.tls_backend_preconfigured(tls.clone()),
             (Err(reason), "https") => return Err(fetch_failed(reason)),
@@ -250,6 +251,8 @@ impl SafeFetcher {
             .resolve(name, port)
             .await
             .map_err(|_| fetch_failed(format!("the host name {name} could not be resolved")))?;
+        // The port is the URL's whatever a resolver reports; that is where the client connects.
+        let addrs: Vec<SocketAddr> = addrs.into_iter().map(|a| SocketAddr::new(a.ip(), port)).collect();
         if addrs.is_empty() {
             return Err(fetch_failed(format!("the host name {name} has no addresses")));
         }

@@ -29,3 +29,15 @@ impl HostResolver for SystemResolver {
             .collect())
     }
 }
+
+/// Installed as the DNS resolver of every pinned client: names are resolved and checked before
+/// the client exists, so a lookup reaching it means a name escaped the pinning. Refusing it
+/// keeps such a bug from turning into a connection to an unchecked address.
+pub(super) struct NoLookups;
+
+impl reqwest::dns::Resolve for NoLookups {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let message = format!("{} was not resolved and checked before connecting", name.as_str());
+        Box::pin(async move { Err(io::Error::other(message).into()) })
+    }
+}

@@ -163,9 +163,13 @@ pub struct HtmlExtract {
 /// Extracts the article with a Readability pass; pages it cannot make sense of (navigation
 /// hubs, app shells) fall back to a plain rendering of the whole document.
 pub fn extract_html(html: &str, page_url: &Url) -> HtmlExtract {
+    extract_html_within(html, page_url, MAX_ELEMENTS_TO_EXTRACT)
+}
+
+fn extract_html_within(html: &str, page_url: &Url, max_elements: usize) -> HtmlExtract {
     let config = Config {
         text_mode: TextMode::Markdown,
-        max_elements_to_parse: MAX_ELEMENTS_TO_EXTRACT,
+        max_elements_to_parse: max_elements,
         ..Config::default()
     };
     let Ok(mut readability) = Readability::new(html, Some(page_url.as_str()), Some(config)) else {
@@ -291,6 +295,29 @@ mod tests {
         assert_eq!(sniff_kind(b"  <!DOCTYPE html><html></html>"), Some(Kind::Html));
         assert_eq!(sniff_kind(b"just words"), Some(Kind::PlainText));
         assert_eq!(sniff_kind(b"\x89PNG\r\n\x1a\n\0\0\0"), None);
+    }
+
+    #[test]
+    fn a_page_too_big_for_extraction_falls_back_to_plain_text_keeping_its_metadata() {
+        let html = "<html><head><title>Big</title><meta property=\"og:site_name\" content=\"Site\"></head>\
+            <body><div><p>First paragraph.</p><p>Second paragraph.</p><ul><li>one</li><li>two</li></ul></div></body></html>";
+        let page_url = Url::parse("https://example.org/big").unwrap_or_else(|e| panic!("{e}"));
+
+        let page = extract_html_within(html, &page_url, 3);
+
+        assert!(
+            page.text.contains("First paragraph.") && page.text.contains("two"),
+            "{}",
+            page.text
+        );
+        // The plain renderer marks list items with `*`; extraction would have used `-`.
+        assert!(page.text.contains("* one"), "{}", page.text);
+        assert_eq!(page.title.as_deref(), Some("Big"));
+        assert_eq!(page.meta.site_name.as_deref(), Some("Site"));
+        assert_eq!(
+            page.meta.favicon.as_deref(),
+            Some("https://example.org/favicon.ico")
+        );
     }
 
     #[test]

@@ -92,6 +92,17 @@ async fn text_markdown_and_json_are_returned_as_text() {
 }
 
 #[tokio::test]
+async fn pages_see_the_configured_user_agent() {
+    let addr = support::serve(site()).await;
+    let policy = FetchPolicy {
+        user_agent: "ExampleBot/2.0 (+https://example.org/bot)".to_owned(),
+        ..loopback_policy()
+    };
+    let page = loaded(fetch(policy, &format!("http://{addr}/user-agent"), None).await);
+    assert_eq!(page.text, "ExampleBot/2.0 (+https://example.org/bot)");
+}
+
+#[tokio::test]
 async fn binary_content_is_refused_by_type() {
     let addr = support::serve(site()).await;
     assert_eq!(

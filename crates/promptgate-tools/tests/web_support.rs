@@ -10,7 +10,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Path, Query};
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use futures::StreamExt;
@@ -148,6 +148,16 @@ pub fn site() -> Router {
         )
         .route("/slow", get(|| async { typed("text/html", stalling_body()) }))
         .route("/missing", get(|| async { StatusCode::NOT_FOUND }))
+        .route(
+            "/user-agent",
+            get(|headers: HeaderMap| async move {
+                let agent = headers
+                    .get(header::USER_AGENT)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("");
+                typed("text/plain", agent.to_owned())
+            }),
+        )
         .route(
             "/hops/{n}",
             get(|Path(n): Path<u32>| async move {

@@ -15,7 +15,10 @@ pub struct ToolOutput {
 
 impl ToolOutput {
     pub fn json(output: Value) -> Self {
-        Self { output, model_text: None }
+        Self {
+            output,
+            model_text: None,
+        }
     }
 
     /// The tool message content for the model.
@@ -46,3 +49,4 @@ pub enum ToolError {
 pub trait ToolExecutor: Send + Sync {
     async fn call(&self, input: Value) -> Result<ToolOutput, ToolError>;
 }
+pub mod web;

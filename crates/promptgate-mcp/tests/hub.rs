@@ -1,5 +1,7 @@
 //! The hub against a real rmcp server on loopback, in both protocol eras.
 
+#![allow(clippy::panic)]
+
 mod common;
 
 use std::sync::atomic::Ordering;
@@ -10,13 +12,6 @@ use promptgate_mcp::{DiscoveryOutcome, HubSettings, McpError};
 use serde_json::json;
 
 const BUDGET: Duration = Duration::from_secs(3);
-
-fn ready_names(outcome: &DiscoveryOutcome) -> Vec<String> {
-    match outcome {
-        DiscoveryOutcome::Ready { tools, .. } => tools.iter().map(|t| t.name.clone()).collect(),
-        DiscoveryOutcome::Failed { error, .. } => panic!("discovery failed: {error}"),
-    }
-}
 
 fn legacy() -> ServerOptions {
     ServerOptions {
@@ -32,7 +27,7 @@ async fn discovery_follows_every_page_in_both_eras() {
         let hub = hub();
         let outcomes = hub.discover(&[config("s1", "Test", &server.url())], BUDGET).await;
         assert_eq!(outcomes.len(), 1);
-        assert_eq!(ready_names(&outcomes[0]), BASE_TOOLS);
+        assert_eq!(tool_names(&outcomes[0]), BASE_TOOLS);
         assert!(
             server.state.list_calls.load(Ordering::SeqCst) >= 3,
             "seven tools in pages of three"
@@ -79,7 +74,7 @@ async fn a_cached_list_is_reused_until_its_ttl() {
     let calls_after_first = server.state.list_calls.load(Ordering::SeqCst);
     for _ in 0..5 {
         assert_eq!(
-            ready_names(&hub.discover(&servers, BUDGET).await[0]).len(),
+            tool_names(&hub.discover(&servers, BUDGET).await[0]).len(),
             BASE_TOOLS.len()
         );
     }
@@ -120,12 +115,12 @@ async fn list_changed_refreshes_the_cached_list() {
         ..HubSettings::default()
     });
     let servers = [config("s1", "Test", &server.url())];
-    assert!(!ready_names(&hub.discover(&servers, BUDGET).await[0]).contains(&"late".to_owned()));
+    assert!(!tool_names(&hub.discover(&servers, BUDGET).await[0]).contains(&"late".to_owned()));
 
     server.state.add_tool("late").await;
 
     let appeared = eventually(100, Duration::from_millis(50), || async {
-        ready_names(&hub.discover(&servers, BUDGET).await[0]).contains(&"late".to_owned())
+        tool_names(&hub.discover(&servers, BUDGET).await[0]).contains(&"late".to_owned())
     })
     .await;
     assert!(appeared, "the new tool shows up without waiting for the TTL");
@@ -263,13 +258,13 @@ async fn changing_the_url_never_reuses_the_old_session() {
     let hub = hub();
     let mut cfg = config("s1", "Test", &first.url());
     assert!(
-        !ready_names(&hub.discover(std::slice::from_ref(&cfg), BUDGET).await[0])
+        !tool_names(&hub.discover(std::slice::from_ref(&cfg), BUDGET).await[0])
             .contains(&"only_second".into())
     );
 
     cfg.url = second.url();
     assert!(
-        ready_names(&hub.discover(std::slice::from_ref(&cfg), BUDGET).await[0])
+        tool_names(&hub.discover(std::slice::from_ref(&cfg), BUDGET).await[0])
             .contains(&"only_second".into())
     );
     let result = hub
@@ -291,7 +286,7 @@ async fn a_stopped_server_is_skipped_and_comes_back_after_a_restart() {
     });
     let servers = [config("s1", "Flaky", &server.url())];
     assert_eq!(
-        ready_names(&hub.discover(&servers, BUDGET).await[0]).len(),
+        tool_names(&hub.discover(&servers, BUDGET).await[0]).len(),
         BASE_TOOLS.len()
     );
 

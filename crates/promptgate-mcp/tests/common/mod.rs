@@ -1,6 +1,8 @@
 //! Real MCP servers on loopback for the tests: an rmcp server in-process and a few plain HTTP
 //! handlers that misbehave in the ways real servers do.
 #![allow(dead_code)]
+// Test support: a broken fixture should stop the test loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -12,7 +14,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
-use promptgate_mcp::{HubSettings, McpHub, McpServerConfig};
+use promptgate_mcp::{DiscoveryOutcome, HubSettings, McpHub, McpServerConfig};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData, Implementation,
     JsonObject, ListToolsResult, PaginatedRequestParams, ProtocolVersion, Resource, ServerCapabilities,
@@ -50,6 +52,14 @@ pub fn config(id: &str, name: &str, url: &str) -> McpServerConfig {
         url: url.into(),
         headers: BTreeMap::new(),
         bearer_token: None,
+    }
+}
+
+/// The tool names of a successful discovery.
+pub fn tool_names(outcome: &DiscoveryOutcome) -> Vec<String> {
+    match outcome {
+        DiscoveryOutcome::Ready { tools, .. } => tools.iter().map(|t| t.name.clone()).collect(),
+        DiscoveryOutcome::Failed { error, .. } => panic!("discovery failed: {error}"),
     }
 }
 

@@ -125,9 +125,9 @@ pub struct HubSettings {
     pub reconnect_initial_backoff: Duration,
     /// Ceiling of the reconnect wait.
     pub reconnect_max_backoff: Duration,
-    /// A background reconnect stops when nobody asked for the server for this long; the next
-    /// discovery starts a new one.
-    pub reconnect_idle_limit: Duration,
+    /// A server nobody asked for in this long loses its pooled session and cached tools, and is no
+    /// longer reconnected; the next discovery starts afresh.
+    pub idle_limit: Duration,
     /// Cap on the model-facing text of one tool result, in characters.
     pub max_result_chars: usize,
     /// Cap on one JSON response or SSE event from a server, in bytes.
@@ -144,7 +144,7 @@ impl Default for HubSettings {
             tool_list_ttl: Duration::from_secs(5 * 60),
             reconnect_initial_backoff: Duration::from_secs(1),
             reconnect_max_backoff: Duration::from_secs(60),
-            reconnect_idle_limit: Duration::from_secs(30 * 60),
+            idle_limit: Duration::from_secs(30 * 60),
             max_result_chars: 100_000,
             max_response_bytes: 16 * 1024 * 1024,
             max_tool_pages: 64,

@@ -49,7 +49,7 @@ pub struct ProbeReport {
 #[derive(Clone)]
 pub struct McpHub {
     shared: Arc<Shared>,
-    pool: Arc<Mutex<HashMap<PoolKey, Arc<ServerEntry>>>>,
+    pool: Arc<Mutex<Pool>>,
 }
 
 struct Shared {
@@ -85,7 +85,10 @@ impl McpHub {
     pub fn with_http_client(http: reqwest::Client, settings: HubSettings) -> McpHub {
         McpHub {
             shared: Arc::new(Shared { http, settings }),
-            pool: Arc::default(),
+            pool: Arc::new(Mutex::new(Pool {
+                entries: HashMap::new(),
+                swept_at: Instant::now(),
+            })),
         }
     }
 
@@ -210,7 +213,9 @@ impl McpHub {
 
     /// Drops every pooled session of a server (deleted, or its user signed out).
     pub fn forget(&self, user_id: &str, server_id: &str) {
-        lock(&self.pool).retain(|key, _| !(key.user_id == user_id && key.server_id == server_id));
+        lock(&self.pool)
+            .entries
+            .retain(|key, _| !(key.user_id == user_id && key.server_id == server_id));
     }
 
     fn entry(&self, config: &McpServerConfig) -> Arc<ServerEntry> {
@@ -220,14 +225,34 @@ impl McpHub {
             fingerprint: config.connection_fingerprint(),
         };
         let mut pool = lock(&self.pool);
-        if let Some(entry) = pool.get(&key) {
+        pool.sweep_idle(self.shared.settings.idle_limit);
+        if let Some(entry) = pool.entries.get(&key) {
             return entry.clone();
         }
         // Settings changed: the sessions opened with the old ones must not serve this server again.
-        pool.retain(|old, _| !(old.user_id == key.user_id && old.server_id == key.server_id));
+        pool.entries
+            .retain(|old, _| !(old.user_id == key.user_id && old.server_id == key.server_id));
         let entry = Arc::new(ServerEntry::new(self.shared.clone(), config.clone()));
-        pool.insert(key, entry.clone());
+        pool.entries.insert(key, entry.clone());
         entry
+    }
+}
+
+struct Pool {
+    entries: HashMap<PoolKey, Arc<ServerEntry>>,
+    swept_at: Instant,
+}
+
+impl Pool {
+    /// Closes the sessions of servers nobody used within `idle_limit`, so idle users do not keep
+    /// connections open. Runs at most once per tenth of the limit.
+    fn sweep_idle(&mut self, idle_limit: Duration) {
+        if self.swept_at.elapsed() < idle_limit / 10 {
+            return;
+        }
+        self.swept_at = Instant::now();
+        self.entries
+            .retain(|_, entry| lock(&entry.health).last_used.elapsed() <= idle_limit);
     }
 }
 
@@ -385,7 +410,7 @@ async fn reconnect(entry: Weak<ServerEntry>, settings: HubSettings) {
         tokio::time::sleep(delay).await;
         let Some(entry) = entry.upgrade() else { return };
         let idle = lock(&entry.health).last_used.elapsed();
-        if idle > settings.reconnect_idle_limit {
+        if idle > settings.idle_limit {
             lock(&entry.health).reconnecting = false;
             tracing::debug!(server_id = %entry.config.id, "stopped reconnecting to an unused MCP server");
             return;

@@ -302,6 +302,12 @@ async fn a_stopped_server_is_skipped_and_comes_back_after_a_restart() {
     ));
 
     server.restart().await;
+    let listed_before = server.state.list_calls.load(Ordering::SeqCst);
+    let reconnected = eventually(100, Duration::from_millis(50), || async {
+        server.state.list_calls.load(Ordering::SeqCst) > listed_before
+    })
+    .await;
+    assert!(reconnected, "the hub reconnects on its own, before any send asks");
     let back = eventually(100, Duration::from_millis(50), || async {
         matches!(
             hub.discover(&servers, BUDGET).await[0],
@@ -309,10 +315,42 @@ async fn a_stopped_server_is_skipped_and_comes_back_after_a_restart() {
         )
     })
     .await;
-    assert!(back, "the server's tools return once it is reachable again");
+    assert!(
+        back,
+        "once the reconnect completes, sends get the server's tools again"
+    );
     let echo = hub
         .call_tool(&servers[0], "echo", json!({"message": "back"}), BUDGET)
         .await
         .unwrap();
     assert_eq!(echo.model_text, "echo: back");
+}
+
+#[tokio::test]
+async fn idle_and_forgotten_servers_lose_their_session() {
+    let server = McpTestServer::start(legacy()).await;
+    let hub = hub_with(HubSettings {
+        idle_limit: Duration::from_millis(200),
+        ..HubSettings::default()
+    });
+    let servers = [config("s1", "Test", &server.url())];
+    hub.discover(&servers, BUDGET).await;
+    hub.discover(&servers, BUDGET).await;
+    assert_eq!(server.state.peers.lock().unwrap().len(), 1);
+
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    hub.discover(&servers, BUDGET).await;
+    assert_eq!(
+        server.state.peers.lock().unwrap().len(),
+        2,
+        "an idle server is connected afresh"
+    );
+
+    hub.forget("user-1", "s1");
+    hub.discover(&servers, BUDGET).await;
+    assert_eq!(
+        server.state.peers.lock().unwrap().len(),
+        3,
+        "a forgotten server is connected afresh"
+    );
 }

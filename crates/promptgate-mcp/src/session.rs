@@ -8,14 +8,14 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
-    PaginatedRequestParams, ProtocolVersion,
+    PaginatedRequestParams, ProtocolVersion, ServerNotification, SubscriptionFilter,
 };
 use rmcp::service::{
     ClientCacheConfig, ClientLifecycleMode, ClientServiceExt, NotificationContext, RunningService,
 };
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{ClientHandler, RoleClient};
+use rmcp::{ClientHandler, Peer, RoleClient};
 use serde_json::Value;
 
 use crate::config::{HubSettings, McpServerConfig};
@@ -113,6 +113,7 @@ impl Session {
                 ProtocolVersion::LATEST_WITH_INITIALIZE,
             ),
         };
+        let tools_changed_watch = tools_changed.clone();
         let listener = ChangeListener {
             tools_changed,
             info: ClientConfig::new(ClientCapabilities::default(), client_info)
@@ -128,6 +129,9 @@ impl Session {
             .peer()
             .set_response_cache_config(ClientCacheConfig::disabled())
             .await;
+        if era == Era::Modern && announces_tool_changes(&service) {
+            tokio::spawn(watch_tool_changes(service.peer().clone(), tools_changed_watch));
+        }
         Ok(Session { service, era })
     }
 
@@ -228,6 +232,41 @@ impl Session {
             .map_err(|e| McpError::from_service(&e))
     }
 }
+
+fn announces_tool_changes(service: &RunningService<RoleClient, ChangeListener>) -> bool {
+    service
+        .peer()
+        .peer_info()
+        .and_then(|info| {
+            info.capabilities
+                .tools
+                .as_ref()
+                .and_then(|tools| tools.list_changed)
+        })
+        .unwrap_or(false)
+}
+
+/// In the stateless era change notifications only flow on a `subscriptions/listen` stream; this keeps
+/// one open for the session's life and marks the tool list stale on each change. It ends when the
+/// session closes or the server refuses or drops the subscription (then `ttlMs` alone governs).
+async fn watch_tool_changes(peer: Peer<RoleClient>, tools_changed: Arc<AtomicBool>) {
+    let filter = SubscriptionFilter::builder().tools_list_changed().build();
+    let mut subscription = match tokio::time::timeout(LISTEN_ACK_TIMEOUT, peer.listen(filter)).await {
+        Ok(Ok(subscription)) => subscription,
+        Ok(Err(error)) => {
+            tracing::debug!(%error, "MCP server refused a tools/list_changed subscription");
+            return;
+        }
+        Err(_) => return,
+    };
+    while let Ok(Some(notification)) = subscription.next().await {
+        if matches!(notification, ServerNotification::ToolListChangedNotification(_)) {
+            tools_changed.store(true, Ordering::SeqCst);
+        }
+    }
+}
+
+const LISTEN_ACK_TIMEOUT: Duration = Duration::from_secs(10);
 
 fn json_kind(value: &Value) -> &'static str {
     match value {

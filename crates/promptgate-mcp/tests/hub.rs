@@ -108,22 +108,36 @@ async fn a_server_ttl_of_zero_is_honoured() {
 }
 
 #[tokio::test]
-async fn list_changed_refreshes_the_cached_list() {
-    let server = McpTestServer::start(legacy()).await;
-    let hub = hub_with(HubSettings {
-        tool_list_ttl: Duration::from_secs(3600),
-        ..HubSettings::default()
-    });
-    let servers = [config("s1", "Test", &server.url())];
-    assert!(!tool_names(&hub.discover(&servers, BUDGET).await[0]).contains(&"late".to_owned()));
+async fn list_changed_refreshes_the_cached_list_in_both_eras() {
+    for options in [ServerOptions::default(), legacy()] {
+        let stateless = !options.legacy_only;
+        let server = McpTestServer::start(options).await;
+        let hub = hub_with(HubSettings {
+            tool_list_ttl: Duration::from_secs(3600),
+            ..HubSettings::default()
+        });
+        let servers = [config("s1", "Test", &server.url())];
+        assert!(!tool_names(&hub.discover(&servers, BUDGET).await[0]).contains(&"late".to_owned()));
+        if stateless {
+            // The announcement can only reach a client whose subscription is open.
+            let subscribed = eventually(100, Duration::from_millis(50), || async {
+                !server.state.subscriptions.lock().unwrap().is_empty()
+            })
+            .await;
+            assert!(subscribed, "a stateless-era session subscribes to tool changes");
+        }
 
-    server.state.add_tool("late").await;
+        server.state.add_tool("late").await;
 
-    let appeared = eventually(100, Duration::from_millis(50), || async {
-        tool_names(&hub.discover(&servers, BUDGET).await[0]).contains(&"late".to_owned())
-    })
-    .await;
-    assert!(appeared, "the new tool shows up without waiting for the TTL");
+        let appeared = eventually(100, Duration::from_millis(50), || async {
+            tool_names(&hub.discover(&servers, BUDGET).await[0]).contains(&"late".to_owned())
+        })
+        .await;
+        assert!(
+            appeared,
+            "the new tool shows up without waiting for the TTL (stateless: {stateless})"
+        );
+    }
 }
 
 #[tokio::test]

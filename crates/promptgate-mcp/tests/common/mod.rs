@@ -18,9 +18,9 @@ use promptgate_mcp::{DiscoveryOutcome, HubSettings, McpHub, McpServerConfig};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData, Implementation,
     JsonObject, ListToolsResult, PaginatedRequestParams, ProtocolVersion, Resource, ServerCapabilities,
-    ServerConfig, Tool,
+    ServerConfig, SubscriptionFilter, Tool,
 };
-use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext, SubscriptionSink};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{Peer, RoleServer, ServerHandler};
@@ -95,6 +95,8 @@ impl Default for ServerOptions {
 pub struct ServerState {
     pub extra_tools: Mutex<Vec<Tool>>,
     pub peers: Mutex<Vec<Peer<RoleServer>>>,
+    /// Open `subscriptions/listen` streams of stateless-era clients.
+    pub subscriptions: Mutex<Vec<SubscriptionSink>>,
     pub list_calls: AtomicUsize,
     pub cancelled_calls: AtomicUsize,
 }
@@ -109,6 +111,10 @@ impl ServerState {
         let peers: Vec<_> = self.peers.lock().unwrap().clone();
         for peer in peers {
             let _ = peer.notify_tool_list_changed().await;
+        }
+        let sinks: Vec<_> = self.subscriptions.lock().unwrap().clone();
+        for sink in sinks {
+            let _ = sink.notify_tool_list_changed().await;
         }
     }
 }
@@ -161,6 +167,20 @@ impl ServerHandler for TestServer {
         } else {
             Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS)
         }
+    }
+
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        Some(requested.supported_by(&self.get_info().capabilities))
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        self.state
+            .subscriptions
+            .lock()
+            .unwrap()
+            .push(context.sink().clone());
+        context.cancelled().await;
+        Ok(())
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

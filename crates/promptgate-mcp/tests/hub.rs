@@ -368,3 +368,20 @@ async fn idle_and_forgotten_servers_lose_their_session() {
         "a forgotten server is connected afresh"
     );
 }
+
+#[tokio::test]
+async fn a_server_that_ignores_discover_is_reached_through_the_handshake() {
+    let server = McpTestServer::start(ServerOptions {
+        hang_on_discover: true,
+        ..ServerOptions::default()
+    })
+    .await;
+    let hub = hub();
+    let cfg = config("s1", "Quiet about discover", &server.url());
+    let budget = Duration::from_millis(1500);
+
+    let report = hub.probe(&cfg, budget).await.unwrap();
+    assert_eq!(report.protocol_version, "2025-11-25");
+    let outcomes = hub.discover(std::slice::from_ref(&cfg), budget).await;
+    assert_eq!(tool_names(&outcomes[0]), BASE_TOOLS);
+}

@@ -76,6 +76,8 @@ pub struct ServerOptions {
     pub ttl_ms: Option<u64>,
     /// Delay of the `slow` tool.
     pub slow_for: Duration,
+    /// Never answer `server/discover` (some servers ignore methods they do not know).
+    pub hang_on_discover: bool,
 }
 
 impl Default for ServerOptions {
@@ -86,6 +88,7 @@ impl Default for ServerOptions {
             looping_cursor: false,
             ttl_ms: None,
             slow_for: Duration::from_secs(30),
+            hang_on_discover: false,
         }
     }
 }
@@ -295,7 +298,10 @@ impl McpTestServer {
             Default::default(),
             StreamableHttpServerConfig::default().with_cancellation_token(stop.child_token()),
         );
-        let app = Router::new().nest_service("/mcp", service);
+        let mut app = Router::new().nest_service("/mcp", service);
+        if self.options.hang_on_discover {
+            app = app.layer(axum::middleware::from_fn(hang_on_discover));
+        }
         let shutdown = stop.clone();
         self.task = Some(tokio::spawn(async move {
             let _ = axum::serve(listener, app)
@@ -332,6 +338,22 @@ impl Drop for McpTestServer {
             task.abort();
         }
     }
+}
+
+async fn hang_on_discover(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let (parts, body) = request.into_parts();
+    let bytes = axum::body::to_bytes(body, 1 << 20).await.unwrap_or_default();
+    if String::from_utf8_lossy(&bytes).contains("\"server/discover\"") {
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+    }
+    next.run(axum::extract::Request::from_parts(
+        parts,
+        axum::body::Body::from(bytes),
+    ))
+    .await
 }
 
 /// Serves `app` on a loopback port until the test ends; returns the MCP url.

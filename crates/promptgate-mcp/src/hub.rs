@@ -20,7 +20,8 @@ pub enum DiscoveryOutcome {
         server: McpServerConfig,
         tools: Arc<[DiscoveredTool]>,
     },
-    /// The server is skipped for this send; a background reconnect is already under way.
+    /// The server is skipped for this send; unless its settings are invalid, a background reconnect
+    /// is under way.
     Failed {
         server: McpServerConfig,
         error: McpError,
@@ -50,6 +51,15 @@ pub struct ProbeReport {
 pub struct McpHub {
     shared: Arc<Shared>,
     pool: Arc<Mutex<Pool>>,
+}
+
+impl std::fmt::Debug for McpHub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpHub")
+            .field("servers", &lock(&self.pool).entries.len())
+            .field("settings", &self.shared.settings)
+            .finish()
+    }
 }
 
 struct Shared {
@@ -378,17 +388,18 @@ impl ServerEntry {
 
     /// Records a failure and makes sure a background reconnect is running.
     fn failed(self: &Arc<Self>, error: &McpError) {
+        *lock(&self.tools) = None;
+        if matches!(error, McpError::InvalidConfig(_)) {
+            // Retrying cannot fix the settings; the next discovery reports the error again.
+            tracing::warn!(server_id = %self.config.id, server_name = %self.config.name, %error, "MCP server skipped");
+            return;
+        }
         tracing::warn!(
             server_id = %self.config.id,
             server_name = %self.config.name,
             %error,
             "MCP server unavailable; it is skipped and will be reconnected in the background"
         );
-        *lock(&self.tools) = None;
-        if matches!(error, McpError::InvalidConfig(_)) {
-            // Retrying cannot fix the settings; the next discovery reports the error again.
-            return;
-        }
         let mut health = lock(&self.health);
         health.last_error = Some(error.clone());
         if health.reconnecting {

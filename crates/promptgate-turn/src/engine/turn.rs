@@ -212,7 +212,7 @@ impl Turn {
         let mut messages = Vec::with_capacity(self.messages.len() + 2);
         messages.push(ChatMessage::System { content: system });
         messages.extend(self.messages.iter().cloned());
-        let mut tools = if final_step {
+        let tools = if final_step {
             Vec::new()
         } else {
             self.definitions.clone()
@@ -233,7 +233,6 @@ impl Turn {
         }
         if tools.is_empty() {
             tool_choice = None;
-            tools.clear();
         }
         ChatRequest {
             model: plan.upstream_model.clone(),

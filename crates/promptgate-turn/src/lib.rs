@@ -16,6 +16,7 @@ pub use engine::{
     Gate, NoHooks, Nudges, PreparedTool, RequestBudget, SourceRef, StepPolicy, ToolCache, TurnHooks,
     TurnLimits, TurnOutcome, TurnPlan, TurnRun, TurnStatus, TurnStream, VerbRenderer, render_verb, run_turn,
 };
+pub use facade::{CompletionChunks, CompletionIdentity, CompletionResponse};
 pub use history::{HistoryOptions, last_user_text, to_model_messages};
 pub use message::UiMessageBuilder;
 pub use ui::{SSE_DONE, TurnEvent, UiChunk, UiFinishReason};

@@ -5,6 +5,7 @@
 
 mod answers;
 mod control;
+mod facade;
 mod hooks;
 mod support;
 mod tools;

@@ -234,6 +234,41 @@ pub struct TurnPlan {
     pub verb_renderer: VerbRenderer,
 }
 
+impl TurnPlan {
+    /// A plan without tools: default policy and limits, no nudge texts, no hooks, a fresh request
+    /// budget and tool cache, the built-in verb rendering. Set the other fields directly.
+    pub fn new(
+        turn_id: impl Into<String>,
+        message_id: impl Into<String>,
+        model_id: impl Into<String>,
+        model: Arc<dyn ChatModel>,
+        upstream_model: impl Into<String>,
+        system_prompt: impl Into<String>,
+        history: Vec<ChatMessage>,
+    ) -> Self {
+        Self {
+            turn_id: turn_id.into(),
+            message_id: message_id.into(),
+            model_id: model_id.into(),
+            model,
+            upstream_model: upstream_model.into(),
+            system_prompt: system_prompt.into(),
+            citation_reinforcement: None,
+            history,
+            tools: Vec::new(),
+            policy: StepPolicy::default(),
+            nudges: Nudges::default(),
+            limits: TurnLimits::default(),
+            request_budget: None,
+            tool_cache: ToolCache::new(),
+            cancel: CancellationToken::new(),
+            extra: Map::new(),
+            hooks: Arc::new(NoHooks),
+            verb_renderer: super::tools::render_verb,
+        }
+    }
+}
+
 /// How a turn ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TurnStatus {

@@ -15,7 +15,14 @@ pub(super) struct StreamedCall {
     pub(super) id: String,
     pub(super) name: String,
     pub(super) arguments: String,
+    /// The arguments outgrew [`MAX_ARGUMENT_BYTES`]; the call is refused instead of run.
+    pub(super) oversized: bool,
 }
+
+/// Calls one step may make; further calls of the step are ignored.
+pub(super) const MAX_CALLS_PER_STEP: usize = 32;
+/// Argument text kept per call; generous enough for a whole HTML page.
+pub(super) const MAX_ARGUMENT_BYTES: usize = 1 << 20;
 
 /// What one step produced so far.
 #[derive(Default)]
@@ -100,6 +107,13 @@ impl Turn {
                 if state.calls.iter().any(|call| call.index == index) {
                     return;
                 }
+                if state.calls.len() >= MAX_CALLS_PER_STEP {
+                    tracing::warn!(
+                        name,
+                        "the model made more tool calls in one step than allowed; ignored"
+                    );
+                    return;
+                }
                 self.close_open_parts(state).await;
                 let id = if id.is_empty() || state.calls.iter().any(|call| call.id == id) {
                     self.next_part_id("call")
@@ -125,6 +139,7 @@ impl Turn {
                     id,
                     name,
                     arguments: String::new(),
+                    oversized: false,
                 });
                 self.out.emit(chunk).await;
             }
@@ -136,7 +151,15 @@ impl Turn {
                     );
                     return;
                 };
-                if fragment.is_empty() {
+                if fragment.is_empty() || call.oversized {
+                    return;
+                }
+                if call.arguments.len() + fragment.len() > MAX_ARGUMENT_BYTES {
+                    tracing::warn!(
+                        name = call.name,
+                        "tool-call arguments too long; the call will be refused"
+                    );
+                    call.oversized = true;
                     return;
                 }
                 call.arguments.push_str(&fragment);

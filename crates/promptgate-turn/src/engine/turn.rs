@@ -23,6 +23,7 @@ pub const BUDGET_EXHAUSTED_TEXT: &str =
     "This turn used up its budget of model requests. Send your message again to start a new turn.";
 /// The error a tool call gets when the turn is stopped before it finished.
 pub const STOPPED_TEXT: &str = "stopped";
+const OVERSIZED_TEXT: &str = "invalid arguments: the arguments are longer than the gateway accepts (1 MiB)";
 const CUT_OFF_TEXT: &str = "the model's response was cut off before this call was complete";
 
 /// How the whole turn ended.
@@ -280,7 +281,14 @@ impl Turn {
         let mut results: Vec<Option<String>> = vec![None; calls.len()];
         let running = FuturesUnordered::new();
         for (position, call) in calls.iter().enumerate() {
-            let checked = check_call(&self.plan.tools, offered, &call.name, &call.arguments);
+            let checked = if call.oversized {
+                Checked::Refused {
+                    input: json!({}),
+                    error: OVERSIZED_TEXT.to_owned(),
+                }
+            } else {
+                check_call(&self.plan.tools, offered, &call.name, &call.arguments)
+            };
             let (input, tool) = match &checked {
                 Checked::Run { tool, input } => (input.clone(), Some(*tool)),
                 Checked::Refused { input, .. } => (input.clone(), None),
@@ -386,7 +394,7 @@ impl Turn {
             .map(|call| {
                 // Providers reject history whose arguments are not JSON; the error result already
                 // tells the model what was wrong with the original text.
-                let arguments = if serde_json::from_str::<Value>(&call.arguments).is_ok() {
+                let arguments = if !call.oversized && serde_json::from_str::<Value>(&call.arguments).is_ok() {
                     call.arguments.clone()
                 } else {
                     "{}".to_owned()

@@ -16,11 +16,9 @@ use promptgate_llm::{
 };
 use promptgate_tools::{ToolError, ToolExecutor, ToolOutput};
 use promptgate_turn::{
-    NoHooks, Nudges, PreparedTool, StepPolicy, ToolCache, TurnEvent, TurnHooks, TurnLimits, TurnOutcome,
-    TurnPlan, UiChunk, UiMessageBuilder, render_verb, run_turn,
+    Nudges, PreparedTool, TurnEvent, TurnOutcome, TurnPlan, UiChunk, UiMessageBuilder, run_turn,
 };
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 pub enum Script {
     Events(Vec<Result<StreamEvent, LlmError>>),
@@ -201,28 +199,22 @@ pub fn nudges() -> Nudges {
 }
 
 pub fn plan(model: Arc<ScriptedModel>, tools: Vec<PreparedTool>) -> TurnPlan {
-    TurnPlan {
-        turn_id: "turn1".into(),
-        message_id: "msg1".into(),
-        model_id: "test-model".into(),
+    let history = vec![ChatMessage::User {
+        content: UserContent::Text("question".into()),
+    }];
+    let mut plan = TurnPlan::new(
+        "turn1",
+        "msg1",
+        "test-model",
         model,
-        upstream_model: "upstream-x".into(),
-        system_prompt: "SYSTEM".into(),
-        citation_reinforcement: Some("CITE with [N].".into()),
-        history: vec![ChatMessage::User {
-            content: UserContent::Text("question".into()),
-        }],
-        tools,
-        policy: StepPolicy::default(),
-        nudges: nudges(),
-        limits: TurnLimits::default(),
-        request_budget: None,
-        tool_cache: ToolCache::new(),
-        cancel: CancellationToken::new(),
-        extra: Default::default(),
-        hooks: Arc::new(NoHooks) as Arc<dyn TurnHooks>,
-        verb_renderer: render_verb,
-    }
+        "upstream-x",
+        "SYSTEM",
+        history,
+    );
+    plan.citation_reinforcement = Some("CITE with [N].".into());
+    plan.tools = tools;
+    plan.nudges = nudges();
+    plan
 }
 
 pub struct Finished {

@@ -362,3 +362,47 @@ async fn long_tool_calls_get_keep_alives() {
         2
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn oversized_arguments_are_refused_without_running() {
+    let echo = Arc::new(Echo::default());
+    let tools = vec![tool(spec("render", None, false), echo.clone())];
+    let huge = format!(r#"{{"html":"{}"}}"#, "x".repeat(1 << 20));
+    let model = ScriptedModel::new(vec![tool_calls(&[("c1", "render", &huge)]), answer(&["too big"])]);
+    let done = run(plan(model.clone(), tools)).await;
+
+    assert_eq!(echo.calls.load(Ordering::SeqCst), 0);
+    let (_, error) = &tool_messages(&model.requests()[1])[0];
+    assert!(error.contains("longer than the gateway accepts"), "{error}");
+    let streamed: usize = done
+        .chunks
+        .iter()
+        .filter_map(|chunk| match chunk {
+            UiChunk::ToolInputDelta { input_text_delta, .. } => Some(input_text_delta.len()),
+            _ => None,
+        })
+        .sum();
+    assert!(
+        streamed <= 1 << 20,
+        "argument text relayed beyond the limit: {streamed}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_step_runs_at_most_32_calls() {
+    let echo = Arc::new(Echo::default());
+    let tools = vec![tool(spec("lookup", None, false), echo.clone())];
+    let ids: Vec<String> = (0..40).map(|n| format!("c{n}")).collect();
+    let calls: Vec<(&str, &str, &str)> = ids.iter().map(|id| (id.as_str(), "lookup", "{}")).collect();
+    let model = ScriptedModel::new(vec![tool_calls(&calls), answer(&["ok"])]);
+    let done = run(plan(model.clone(), tools)).await;
+
+    assert_eq!(echo.calls.load(Ordering::SeqCst), 32);
+    assert_eq!(tool_messages(&model.requests()[1]).len(), 32);
+    let started = done
+        .chunks
+        .iter()
+        .filter(|chunk| matches!(chunk, UiChunk::ToolInputStart { .. }))
+        .count();
+    assert_eq!(started, 32);
+}

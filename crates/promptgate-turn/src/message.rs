@@ -51,7 +51,7 @@ struct ToolPart {
     dynamic: bool,
     title: Option<String>,
     state: ToolState,
-    /// The argument text streamed so far; `input` is its best-effort parse until the final input.
+    /// The argument text streamed so far; shown as `input` (when it parses) until the final input.
     input_text: String,
     input: Option<Value>,
     output: Option<Value>,
@@ -115,8 +115,9 @@ impl ToolPart {
         if let Some(title) = &self.title {
             part.insert("title".into(), title.clone().into());
         }
-        if let Some(input) = &self.input {
-            part.insert("input".into(), input.clone());
+        let streamed_input = || serde_json::from_str::<Value>(&self.input_text).ok();
+        if let Some(input) = self.input.clone().or_else(streamed_input) {
+            part.insert("input".into(), input);
         }
         if let Some(output) = &self.output {
             part.insert("output".into(), output.clone());
@@ -192,9 +193,9 @@ impl UiMessageBuilder {
                 tool_call_id,
                 input_text_delta,
             } => {
-                let part = self.tool_mut(tool_call_id)?;
-                part.input_text.push_str(input_text_delta);
-                part.input = serde_json::from_str(&part.input_text).ok().or(part.input.take());
+                // Parsed only when the part is rendered: re-parsing on every fragment would cost
+                // quadratic time on long arguments.
+                self.tool_mut(tool_call_id)?.input_text.push_str(input_text_delta);
             }
             UiChunk::ToolInputAvailable {
                 tool_call_id,

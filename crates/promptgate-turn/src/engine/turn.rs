@@ -174,7 +174,9 @@ impl Turn {
                 nudge.push(' ');
                 nudge.push_str(&self.plan.nudges.retry_last);
             }
-            self.messages.push(user_message(nudge));
+            if !nudge.is_empty() {
+                self.messages.push(user_message(nudge));
+            }
         }
     }
 

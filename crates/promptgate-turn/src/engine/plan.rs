@@ -305,3 +305,19 @@ pub struct TurnOutcome {
     /// The short text sent in the `error` chunk, when the turn failed.
     pub error: Option<String>,
 }
+
+impl TurnOutcome {
+    /// The metadata to store with the message: what the stream sent, plus how the turn ended
+    /// (`status`, and `finishReason` when there is one).
+    pub fn stored_metadata(&self) -> Value {
+        let mut metadata = match &self.metadata {
+            Value::Object(object) => object.clone(),
+            _ => Map::new(),
+        };
+        metadata.insert("status".into(), self.status.as_str().into());
+        if let Some(reason) = self.finish_reason {
+            metadata.insert("finishReason".into(), reason.as_str().into());
+        }
+        Value::Object(metadata)
+    }
+}

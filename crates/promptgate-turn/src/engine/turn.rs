@@ -487,3 +487,43 @@ fn user_facing_error(err: &LlmError) -> String {
         LlmError::Cancelled => "The request was cancelled.".to_owned(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use promptgate_llm::TimeoutPhase;
+
+    #[test]
+    fn provider_errors_become_short_texts_without_their_details() {
+        let secret = "https://internal.example:8443/v1 key=sk-123";
+        let errors = [
+            LlmError::Connect(secret.into()),
+            LlmError::Status {
+                status: 429,
+                message: secret.into(),
+            },
+            LlmError::Status {
+                status: 401,
+                message: secret.into(),
+            },
+            LlmError::Status {
+                status: 500,
+                message: secret.into(),
+            },
+            LlmError::Timeout {
+                phase: TimeoutPhase::FirstByte,
+                seconds: 30,
+            },
+            LlmError::Protocol(secret.into()),
+        ];
+        let texts: Vec<String> = errors.iter().map(user_facing_error).collect();
+        for text in &texts {
+            assert!(!text.contains("internal") && !text.contains("sk-"), "{text}");
+            assert!(text.ends_with('.'), "{text}");
+        }
+        assert!(texts[1].contains("rate limiting"));
+        assert!(texts[2].contains("credentials"));
+        assert!(texts[3].contains("HTTP 500"));
+        assert!(texts[4].contains("in time"));
+    }
+}

@@ -150,3 +150,41 @@ async fn each_text_part_gets_its_own_id_across_steps() {
         "text must be closed before tool chunks: {kinds:?}"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_stored_message_replays_to_the_model_as_the_turn_sent_it() {
+    let tools = vec![tool(
+        spec("lookup", None, false),
+        std::sync::Arc::new(Echo::default()),
+    )];
+    let model = ScriptedModel::new(vec![
+        tool_calls(&[("c1", "lookup", r#"{"q":"a"}"#), ("c2", "lookup", r#"{"q":"b"}"#)]),
+        answer(&["Both found."]),
+    ]);
+    let done = run(plan(model.clone(), tools)).await;
+
+    let stored = json!([
+        {"role": "user", "parts": [{"type": "text", "text": "question"}]},
+        {"role": "assistant", "parts": done.outcome.parts},
+    ]);
+    let replayed = promptgate_turn::to_model_messages(stored.as_array().unwrap(), Default::default());
+    let last_request = model.requests().pop().unwrap();
+    // What the final step saw (minus the system prompt) plus the final answer.
+    let mut expected = last_request.messages[1..].to_vec();
+    expected.push(promptgate_llm::ChatMessage::Assistant {
+        content: Some("Both found.".into()),
+        tool_calls: vec![],
+    });
+    assert_eq!(replayed, expected);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_stored_metadata_says_how_the_turn_ended() {
+    let model = ScriptedModel::new(vec![answer(&["ok"])]);
+    let done = run(plan(model, vec![])).await;
+    let metadata = done.outcome.stored_metadata();
+    assert_eq!(metadata["status"], "complete");
+    assert_eq!(metadata["finishReason"], "stop");
+    assert_eq!(metadata["modelId"], "test-model");
+    assert_eq!(metadata["usage"]["totalTokens"], 15);
+}

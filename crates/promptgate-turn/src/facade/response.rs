@@ -1,4 +1,4 @@
-//! The turn seen through `POST /v1/chat/completions`: one clean OpenAI completion.
+//! The completion an OpenAI client receives for a turn.
 //!
 //! Tools run inside the turn, so the client must never see a `tool_calls` delta or finish: it gets
 //! the assistant's text (each step's text separated by a blank line), reasoning as

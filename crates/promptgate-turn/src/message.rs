@@ -58,17 +58,20 @@ struct ToolPart {
     error_text: Option<String>,
 }
 
+/// A text or reasoning part. The client keys open parts by their chunk id; it keeps the id on
+/// reasoning parts only.
+#[derive(Debug, Clone)]
+struct TextPart {
+    reasoning: bool,
+    id: String,
+    text: String,
+    state: PartState,
+}
+
 #[derive(Debug, Clone)]
 enum Part {
     StepStart,
-    Text {
-        text: String,
-        state: PartState,
-    },
-    Reasoning {
-        text: String,
-        state: PartState,
-    },
+    Text(TextPart),
     Tool(ToolPart),
     SourceUrl {
         source_id: String,
@@ -81,9 +84,21 @@ impl Part {
     fn to_json(&self) -> Value {
         match self {
             Self::StepStart => json!({"type": "step-start"}),
-            Self::Text { text, state } => json!({"type": "text", "text": text, "state": state.as_str()}),
-            Self::Reasoning { text, state } => {
-                json!({"type": "reasoning", "text": text, "state": state.as_str()})
+            Self::Text(TextPart {
+                reasoning: false,
+                text,
+                state,
+                ..
+            }) => {
+                json!({"type": "text", "text": text, "state": state.as_str()})
+            }
+            Self::Text(TextPart {
+                reasoning: true,
+                id,
+                text,
+                state,
+            }) => {
+                json!({"type": "reasoning", "id": id, "text": text, "state": state.as_str()})
             }
             Self::Tool(tool) => tool.to_json(),
             Self::SourceUrl {
@@ -159,18 +174,12 @@ impl UiMessageBuilder {
             }
             UiChunk::StartStep => self.parts.push(Part::StepStart),
             UiChunk::FinishStep => {}
-            UiChunk::TextStart { .. } => self.parts.push(Part::Text {
-                text: String::new(),
-                state: PartState::Streaming,
-            }),
-            UiChunk::TextDelta { id, delta } => self.open_text(id, false)?.push_str(delta),
-            UiChunk::TextEnd { id } => self.close(id, false)?,
-            UiChunk::ReasoningStart { .. } => self.parts.push(Part::Reasoning {
-                text: String::new(),
-                state: PartState::Streaming,
-            }),
-            UiChunk::ReasoningDelta { id, delta } => self.open_text(id, true)?.push_str(delta),
-            UiChunk::ReasoningEnd { id } => self.close(id, true)?,
+            UiChunk::TextStart { id } => self.open(id, false),
+            UiChunk::TextDelta { id, delta } => self.streaming(id, false)?.text.push_str(delta),
+            UiChunk::TextEnd { id } => self.streaming(id, false)?.state = PartState::Done,
+            UiChunk::ReasoningStart { id } => self.open(id, true),
+            UiChunk::ReasoningDelta { id, delta } => self.streaming(id, true)?.text.push_str(delta),
+            UiChunk::ReasoningEnd { id } => self.streaming(id, true)?.state = PartState::Done,
             UiChunk::ToolInputStart {
                 tool_call_id,
                 tool_name,
@@ -300,50 +309,30 @@ impl UiMessageBuilder {
         }
     }
 
-    /// The open text (or reasoning) part a delta belongs to. The client matches ids among open
-    /// parts only; ours are unique per turn, so the most recent open part of the kind is it.
-    fn open_text(&mut self, id: &str, reasoning: bool) -> Result<&mut String, TurnError> {
-        for part in self.parts.iter_mut().rev() {
-            match part {
-                Part::Text {
-                    text,
-                    state: PartState::Streaming,
-                } if !reasoning => return Ok(text),
-                Part::Reasoning {
-                    text,
-                    state: PartState::Streaming,
-                } if reasoning => return Ok(text),
-                _ => {}
-            }
-        }
-        Err(TurnError::InvalidChunk(format!(
-            "delta for part `{id}` that is not open"
-        )))
+    fn open(&mut self, id: &str, reasoning: bool) {
+        let part = TextPart {
+            reasoning,
+            id: id.to_owned(),
+            text: String::new(),
+            state: PartState::Streaming,
+        };
+        self.parts.push(Part::Text(part));
     }
 
-    fn close(&mut self, id: &str, reasoning: bool) -> Result<(), TurnError> {
-        for part in self.parts.iter_mut().rev() {
-            match part {
-                Part::Text {
-                    state: state @ PartState::Streaming,
-                    ..
-                } if !reasoning => {
-                    *state = PartState::Done;
-                    return Ok(());
+    /// The open text (or reasoning) part with this id, as the client looks it up.
+    fn streaming(&mut self, id: &str, reasoning: bool) -> Result<&mut TextPart, TurnError> {
+        self.parts
+            .iter_mut()
+            .rev()
+            .find_map(|part| match part {
+                Part::Text(text)
+                    if text.reasoning == reasoning && text.id == id && text.state == PartState::Streaming =>
+                {
+                    Some(text)
                 }
-                Part::Reasoning {
-                    state: state @ PartState::Streaming,
-                    ..
-                } if reasoning => {
-                    *state = PartState::Done;
-                    return Ok(());
-                }
-                _ => {}
-            }
-        }
-        Err(TurnError::InvalidChunk(format!(
-            "end of part `{id}` that is not open"
-        )))
+                _ => None,
+            })
+            .ok_or_else(|| TurnError::InvalidChunk(format!("part `{id}` is not open")))
     }
 
     fn tool_mut(&mut self, tool_call_id: &str) -> Result<&mut ToolPart, TurnError> {
@@ -427,7 +416,7 @@ mod tests {
                 "metadata": {"modelId": "x"},
                 "parts": [
                     {"type": "step-start"},
-                    {"type": "reasoning", "text": "thinking", "state": "done"},
+                    {"type": "reasoning", "id": "r1", "text": "thinking", "state": "done"},
                     {"type": "text", "text": "Hello", "state": "done"},
                     {"type": "text", "text": "still going", "state": "streaming"},
                 ]

@@ -103,7 +103,7 @@ async fn reasoning_is_closed_before_the_answer_starts() {
     assert_eq!(
         done.outcome.parts[1..],
         [
-            json!({"type": "reasoning", "text": "Let me think more", "state": "done"}),
+            json!({"type": "reasoning", "id": "reasoning-turn1-1", "text": "Let me think more", "state": "done"}),
             json!({"type": "text", "text": "Answer", "state": "done"}),
         ]
     );

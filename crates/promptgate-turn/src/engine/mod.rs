@@ -16,6 +16,7 @@ use std::task::{Context, Poll};
 use futures::Stream;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::DropGuard;
+use tracing::Instrument;
 
 pub use plan::{
     Gate, NoHooks, Nudges, PreparedTool, RequestBudget, SourceRef, StepPolicy, TurnHooks, TurnLimits,
@@ -48,17 +49,26 @@ impl Stream for TurnStream {
     }
 }
 
-/// Starts a turn on the current tokio runtime.
+/// Starts a turn. Must be called from within a tokio runtime, on which the turn is spawned.
 pub fn run_turn(plan: TurnPlan) -> TurnRun {
     let (events_tx, events_rx) = mpsc::channel(EVENT_BUFFER);
     let (outcome_tx, outcome_rx) = oneshot::channel();
     let stop = plan.cancel.child_token();
     let stop_on_drop = stop.clone().drop_guard();
-    tokio::spawn(async move {
+    let span = tracing::info_span!("turn", turn_id = %plan.turn_id, model = %plan.model_id);
+    let turn = async move {
         let outcome = turn::Turn::new(plan, events_tx, stop).run().await;
+        tracing::info!(
+            status = outcome.status.as_str(),
+            steps = outcome.steps,
+            upstream_requests = outcome.upstream_requests,
+            total_tokens = outcome.usage_total.total_tokens,
+            "turn ended"
+        );
         // The caller may have stopped caring about the outcome; nothing to do then.
         let _ = outcome_tx.send(outcome);
-    });
+    };
+    tokio::spawn(turn.instrument(span));
     TurnRun {
         events: TurnStream {
             events: events_rx,

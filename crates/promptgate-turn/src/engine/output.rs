@@ -11,6 +11,8 @@ use tokio_util::sync::CancellationToken;
 use crate::message::UiMessageBuilder;
 use crate::ui::{TurnEvent, UiChunk};
 
+const MIN_KEEP_ALIVE: Duration = Duration::from_secs(1);
+
 pub(super) struct Output {
     events: mpsc::Sender<TurnEvent>,
     pub(super) message: UiMessageBuilder,
@@ -25,6 +27,8 @@ impl Output {
         keep_alive: Duration,
         stop: CancellationToken,
     ) -> Self {
+        // A zero interval would send heartbeats back to back.
+        let keep_alive = keep_alive.max(MIN_KEEP_ALIVE);
         Self {
             events,
             message: UiMessageBuilder::new(),

@@ -406,3 +406,25 @@ async fn a_step_runs_at_most_32_calls() {
         .count();
     assert_eq!(started, 32);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_zero_keep_alive_interval_does_not_flood_the_stream() {
+    let slow = Arc::new(Echo {
+        delay: Some(Duration::from_secs(5)),
+        ..Echo::default()
+    });
+    let tools = vec![tool(spec("slow", None, false), slow)];
+    let model = ScriptedModel::new(vec![tool_calls(&[("c1", "slow", "{}")]), answer(&["ok"])]);
+    let mut plan = plan(model, tools);
+    plan.limits.keep_alive = Duration::ZERO;
+    let done = run(plan).await;
+    let beats = done
+        .events
+        .iter()
+        .filter(|event| **event == TurnEvent::KeepAlive)
+        .count();
+    assert!(
+        (1..=5).contains(&beats),
+        "one heartbeat per second at most, got {beats}"
+    );
+}

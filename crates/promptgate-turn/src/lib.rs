@@ -5,6 +5,20 @@
 //! - [`history`]: stored or client-sent UI messages back into upstream chat messages.
 //! - [`engine`]: the loop itself ([`run_turn`]).
 //! - [`facade`]: the same turn seen as an OpenAI chat completion (request and response).
+//!
+//! # Wiring a send
+//!
+//! 1. Rebuild the conversation with [`to_model_messages`] (stored or `useChat` messages) or
+//!    [`facade_history`] (an OpenAI request), ending with the new user message.
+//! 2. Fill a [`TurnPlan`] (start from [`TurnPlan::new`]): tools with their executors, the step
+//!    policy from the model profile, nudge texts from the prompt module, and [`TurnHooks`] backed by
+//!    the turn's web budget and source registry. An automatic retry of the same turn passes the
+//!    same [`RequestBudget`] and [`ToolCache`] so the retry cannot start over.
+//! 3. [`run_turn`] returns the events and the outcome. Write each [`TurnEvent`] with
+//!    [`TurnEvent::to_sse`] (or feed it to [`CompletionChunks`] / [`CompletionResponse`]) and end
+//!    with [`SSE_DONE`]. Dropping the event stream stops the turn.
+//! 4. Await the outcome, which arrives however the turn ended, and store its `parts` with
+//!    [`TurnOutcome::stored_metadata`].
 
 pub mod engine;
 pub mod facade;

@@ -524,6 +524,21 @@ async fn dropping_the_stream_closes_the_upstream_request() {
 }
 
 #[tokio::test]
+async fn finished_streams_leave_their_connection_for_the_next_request() {
+    let upstream = upstream().await;
+    // The body ends a moment after [DONE], as it does when the end is a separate network packet.
+    upstream.replay_by_default(text(["again"]).delay(Duration::from_millis(20)));
+    let model = client(&upstream);
+    for _ in 0..4 {
+        assert_eq!(run(&model, ask("q")).await.error, None);
+        // Unlike the caller, the pool only gets the connection back once the body has ended.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    assert_eq!(upstream.calls(), 4);
+    assert_eq!(upstream.connections(), 1);
+}
+
+#[tokio::test]
 async fn an_unreachable_provider_is_a_connect_error() {
     common::init();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use eventsource_stream::{Event, EventStreamError, Eventsource};
-use futures::{Stream, StreamExt};
+use futures::{FutureExt, Stream, StreamExt};
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use tokio::time::Instant;
 
@@ -19,6 +19,8 @@ use transport::{BodyError, timed_body, timeout};
 
 /// Largest error body read from a provider that answered with a failure status.
 const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
+/// How long the rest of a body is read after `[DONE]`, so its connection can be reused.
+const DRAIN_AFTER_DONE: Duration = Duration::from_secs(2);
 
 /// How long to wait for each phase of a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -226,7 +228,7 @@ impl ChatModel for OpenAiCompatible {
         let body = timed_body(response, first_byte_deadline, timeouts.first_byte, timeouts.idle);
         let sse = Box::pin(body).eventsource();
         let reader = Reader {
-            sse,
+            sse: Some(sse),
             parser: ChunkParser::new(self.parser),
             ready: VecDeque::new(),
             closed: false,
@@ -238,7 +240,7 @@ impl ChatModel for OpenAiCompatible {
 /// Drives the parser from the SSE events. Dropping it drops the response body, which closes the
 /// connection: that is how a cancelled turn stops the upstream request.
 struct Reader<S> {
-    sse: S,
+    sse: Option<S>,
     parser: ChunkParser,
     ready: VecDeque<StreamEvent>,
     closed: bool,
@@ -264,9 +266,13 @@ where
                 return None;
             }
             if self.parser.is_done() {
+                self.release_connection();
                 return self.end();
             }
-            let pushed = match self.sse.next().await {
+            let Some(sse) = self.sse.as_mut() else {
+                return self.end();
+            };
+            let pushed = match sse.next().await {
                 None => return self.end(),
                 Some(Err(e)) => Err(stream_error(e)),
                 Some(Ok(event)) if event.event == "error" => Err(error_event(&event.data)),
@@ -280,6 +286,27 @@ where
                 }
             }
         }
+    }
+
+    /// After `[DONE]` only the end of the body is left. Reading it hands the connection back to
+    /// the pool instead of closing it. What has already arrived is read now, so the next request
+    /// can reuse the connection; anything still on its way is read in the background, so the
+    /// caller is never held up.
+    fn release_connection(&mut self) {
+        let Some(mut sse) = self.sse.take() else {
+            return;
+        };
+        loop {
+            match sse.next().now_or_never() {
+                Some(Some(_)) => continue,
+                Some(None) => return,
+                None => break,
+            }
+        }
+        tokio::spawn(async move {
+            let drain = async { while sse.next().await.is_some() {} };
+            let _ = tokio::time::timeout(DRAIN_AFTER_DONE, drain).await;
+        });
     }
 
     fn end(&mut self) -> Option<Result<StreamEvent, LlmError>> {

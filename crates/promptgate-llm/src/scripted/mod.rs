@@ -15,6 +15,7 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use axum::serve::ListenerExt;
 use bytes::Bytes;
 use serde_json::Value;
 use tokio::task::JoinHandle;
@@ -41,6 +42,7 @@ struct Shared {
     requests: Mutex<Vec<Bytes>>,
     recording: AtomicBool,
     calls: AtomicUsize,
+    connections: AtomicUsize,
     disconnects: AtomicUsize,
 }
 
@@ -64,6 +66,10 @@ impl ScriptedUpstream {
         let app = Router::new()
             .route("/v1/chat/completions", post(chat))
             .with_state(shared.clone());
+        let counter = shared.clone();
+        let listener = listener.tap_io(move |_| {
+            counter.connections.fetch_add(1, Ordering::Relaxed);
+        });
         let server = tokio::spawn(async move {
             if let Err(error) = axum::serve(listener, app).await {
                 tracing::warn!(%error, "the scripted upstream stopped");
@@ -100,6 +106,11 @@ impl ScriptedUpstream {
     /// How many requests arrived.
     pub fn calls(&self) -> usize {
         self.shared.calls.load(Ordering::Relaxed)
+    }
+
+    /// How many TCP connections were accepted; fewer than calls means clients reuse connections.
+    pub fn connections(&self) -> usize {
+        self.shared.connections.load(Ordering::Relaxed)
     }
 
     /// How many streamed answers the client abandoned before their script ended.

@@ -573,3 +573,31 @@ fn the_config_debug_output_hides_the_key() {
         "{shown}"
     );
 }
+
+#[tokio::test]
+async fn a_provider_that_never_accepts_the_connection_times_out_connecting() {
+    common::init();
+    // A listener that never accepts, with its backlog filled: further connection attempts get
+    // no answer at all, like a firewalled host.
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket.bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
+    let listener = socket.listen(0).expect("listen");
+    let addr = listener.local_addr().expect("addr");
+    let mut fillers = Vec::new();
+    for _ in 0..8 {
+        let attempt = tokio::time::timeout(Duration::from_millis(200), tokio::net::TcpStream::connect(addr));
+        match attempt.await {
+            Ok(Ok(stream)) => fillers.push(stream),
+            _ => break,
+        }
+    }
+    let mut config = ProviderConfig::new("firewalled", format!("http://{addr}/v1"));
+    config.timeouts.connect = Duration::from_millis(300);
+    let model = OpenAiCompatible::new(config).expect("config");
+    let outcome = run(&model, ask("q")).await;
+    assert!(
+        matches!(outcome.error, Some(LlmError::Timeout { phase: TimeoutPhase::Connect, .. })),
+        "got {:?}",
+        outcome.error
+    );
+}

@@ -596,8 +596,55 @@ async fn a_provider_that_never_accepts_the_connection_times_out_connecting() {
     let model = OpenAiCompatible::new(config).expect("config");
     let outcome = run(&model, ask("q")).await;
     assert!(
-        matches!(outcome.error, Some(LlmError::Timeout { phase: TimeoutPhase::Connect, .. })),
+        matches!(
+            outcome.error,
+            Some(LlmError::Timeout {
+                phase: TimeoutPhase::Connect,
+                ..
+            })
+        ),
         "got {:?}",
         outcome.error
     );
+}
+
+#[tokio::test]
+async fn keep_alive_comments_alone_do_not_count_as_a_first_event() {
+    let upstream = upstream().await;
+    let mut only_comments = Script::new();
+    for _ in 0..40 {
+        only_comments = only_comments.comment().delay(Duration::from_millis(100));
+    }
+    upstream.push(only_comments.chunk(content_chunk("too late")));
+    let outcome = run(&with_timeouts(&upstream, 500, 5_000), ask("q")).await;
+    assert!(
+        matches!(
+            outcome.error,
+            Some(LlmError::Timeout {
+                phase: TimeoutPhase::FirstByte,
+                ..
+            })
+        ),
+        "got {:?}",
+        outcome.error
+    );
+}
+
+#[tokio::test]
+async fn the_api_key_and_extra_headers_are_sent() {
+    let upstream = upstream().await;
+    upstream.push(text(["ok"]));
+    let mut config = common::config(&upstream);
+    config.extra_headers = vec![("HTTP-Referer".to_owned(), "https://promptgate.example".to_owned())];
+    let model = OpenAiCompatible::new(config).expect("config");
+    assert_eq!(run(&model, ask("q")).await.error, None);
+
+    let headers = upstream.request_headers().pop().expect("one request");
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    assert_eq!(header("authorization").as_deref(), Some("Bearer sk-test-secret"));
+    assert_eq!(
+        header("http-referer").as_deref(),
+        Some("https://promptgate.example")
+    );
+    assert_eq!(header("content-type").as_deref(), Some("application/json"));
 }

@@ -27,7 +27,8 @@ const DRAIN_AFTER_DONE: Duration = Duration::from_secs(2);
 pub struct Timeouts {
     /// Establishing the connection (TCP and TLS).
     pub connect: Duration,
-    /// From sending the request until the response headers and the first bytes of the body.
+    /// From sending the request until the response headers and the first event of the body
+    /// (keep-alive comments do not count as an event).
     pub first_byte: Duration,
     /// The longest silence allowed between two pieces of the body once it started.
     pub idle: Duration,
@@ -95,7 +96,6 @@ pub struct OpenAiCompatible {
 struct Inner {
     name: String,
     url: String,
-    headers: HeaderMap,
     api_key: Option<String>,
     timeouts: Timeouts,
     http: reqwest::Client,
@@ -149,6 +149,7 @@ impl OpenAiCompatible {
         }
 
         let http = reqwest::Client::builder()
+            .default_headers(headers)
             .connect_timeout(config.timeouts.connect)
             .build()
             .map_err(|e| LlmError::Connect(format!("could not build the HTTP client: {}", describe(&e))))?;
@@ -156,7 +157,6 @@ impl OpenAiCompatible {
             inner: Arc::new(Inner {
                 name: config.name,
                 url,
-                headers,
                 api_key: config.api_key,
                 timeouts: config.timeouts,
                 http,
@@ -180,12 +180,7 @@ impl OpenAiCompatible {
         let inner = &self.inner;
         let body = body::request_body(request)?;
         let first_byte_deadline = Instant::now() + inner.timeouts.first_byte;
-        let pending = inner
-            .http
-            .post(&inner.url)
-            .headers(inner.headers.clone())
-            .body(body)
-            .send();
+        let pending = inner.http.post(&inner.url).body(body).send();
         let response = match tokio::time::timeout_at(first_byte_deadline, pending).await {
             Err(_) => return Err(timeout(TimeoutPhase::FirstByte, inner.timeouts.first_byte)),
             Ok(Err(e)) => return Err(self.send_error(e)),
@@ -229,6 +224,7 @@ impl ChatModel for OpenAiCompatible {
         let sse = Box::pin(body).eventsource();
         let reader = Reader {
             sse: Some(sse),
+            first_event_deadline: Some((first_byte_deadline, timeouts.first_byte)),
             parser: ChunkParser::new(self.parser),
             ready: VecDeque::new(),
             closed: false,
@@ -241,6 +237,8 @@ impl ChatModel for OpenAiCompatible {
 /// connection: that is how a cancelled turn stops the upstream request.
 struct Reader<S> {
     sse: Option<S>,
+    /// Until the first event arrives, the wait is bounded by the first-byte deadline.
+    first_event_deadline: Option<(Instant, Duration)>,
     parser: ChunkParser,
     ready: VecDeque<StreamEvent>,
     closed: bool,
@@ -272,7 +270,18 @@ where
             let Some(sse) = self.sse.as_mut() else {
                 return self.end();
             };
-            let pushed = match sse.next().await {
+            let next = match self.first_event_deadline {
+                Some((deadline, limit)) => match tokio::time::timeout_at(deadline, sse.next()).await {
+                    Ok(next) => next,
+                    Err(_) => {
+                        self.closed = true;
+                        return Some(Err(timeout(TimeoutPhase::FirstByte, limit)));
+                    }
+                },
+                None => sse.next().await,
+            };
+            self.first_event_deadline = None;
+            let pushed = match next {
                 None => return self.end(),
                 Some(Err(e)) => Err(stream_error(e)),
                 Some(Ok(event)) if event.event == "error" => Err(error_event(&event.data)),

@@ -1,5 +1,6 @@
 //! The response body as a byte stream with the first-byte and idle deadlines applied, and bounded
-//! in size. Deadlines count bytes, not events, so a provider's keep-alive comments keep it alive.
+//! in size. The idle deadline counts bytes, not events, so keep-alive comments hold a slow stream
+//! open once it has started.
 
 use std::pin::Pin;
 use std::time::Duration;

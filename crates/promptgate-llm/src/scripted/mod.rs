@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use axum::Router;
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::serve::ListenerExt;
@@ -39,7 +39,7 @@ pub struct ScriptedUpstream {
 struct Shared {
     queue: Mutex<VecDeque<Script>>,
     default: Mutex<Option<Arc<Prepared>>>,
-    requests: Mutex<Vec<Bytes>>,
+    requests: Mutex<Vec<(HeaderMap, Bytes)>>,
     recording: AtomicBool,
     calls: AtomicUsize,
     connections: AtomicUsize,
@@ -122,7 +122,7 @@ impl ScriptedUpstream {
     pub fn requests(&self) -> Vec<Value> {
         lock(&self.shared.requests)
             .iter()
-            .map(|body| {
+            .map(|(_, body)| {
                 serde_json::from_slice(body)
                     .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned()))
             })
@@ -132,6 +132,14 @@ impl ScriptedUpstream {
     /// The most recent request body.
     pub fn last_request(&self) -> Option<Value> {
         self.requests().pop()
+    }
+
+    /// The headers of every recorded request, in arrival order.
+    pub fn request_headers(&self) -> Vec<HeaderMap> {
+        lock(&self.shared.requests)
+            .iter()
+            .map(|(headers, _)| headers.clone())
+            .collect()
     }
 }
 
@@ -175,7 +183,7 @@ struct StreamFlag {
     stream: bool,
 }
 
-async fn chat(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
+async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
     shared.calls.fetch_add(1, Ordering::Relaxed);
     let Ok(flag) = serde_json::from_slice::<StreamFlag>(&body) else {
         return error(StatusCode::BAD_REQUEST, "the request body is not JSON");
@@ -183,7 +191,7 @@ async fn chat(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
     if shared.recording.load(Ordering::Relaxed) {
         let mut requests = lock(&shared.requests);
         if requests.len() < MAX_RECORDED {
-            requests.push(body);
+            requests.push((headers, body));
         }
     }
 

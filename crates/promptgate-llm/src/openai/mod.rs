@@ -1,6 +1,7 @@
 //! The streaming client for OpenAI-compatible chat-completions servers.
 
 mod body;
+mod non_streamed;
 mod transport;
 
 use std::collections::VecDeque;
@@ -220,7 +221,16 @@ impl ChatModel for OpenAiCompatible {
     async fn stream(&self, request: ChatRequest) -> Result<EventStream, LlmError> {
         let (response, first_byte_deadline) = self.send(&request).await?;
         let timeouts = self.inner.timeouts;
+        let is_json = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|kind| kind.starts_with("application/json"));
         let body = timed_body(response, first_byte_deadline, timeouts.first_byte, timeouts.idle);
+        if is_json {
+            let events = non_streamed::read(body, ChunkParser::new(self.parser)).await?;
+            return Ok(Box::pin(futures::stream::iter(events.into_iter().map(Ok))));
+        }
         let sse = Box::pin(body).eventsource();
         let reader = Reader {
             sse: Some(sse),

@@ -66,25 +66,9 @@ async fn a_slow_first_byte_times_out() {
     let model = with_timeouts(&upstream, 200, 5_000);
 
     let slow_headers = run(&model, ask("q")).await;
-    assert!(
-        matches!(
-            slow_headers.error,
-            Some(LlmError::Timeout {
-                phase: TimeoutPhase::FirstByte,
-                ..
-            })
-        ),
-        "got {:?}",
-        slow_headers.error
-    );
+    assert_timed_out(&slow_headers.error, TimeoutPhase::FirstByte);
     let hung = run(&model, ask("q")).await;
-    assert!(matches!(
-        hung.error,
-        Some(LlmError::Timeout {
-            phase: TimeoutPhase::FirstByte,
-            ..
-        })
-    ));
+    assert_timed_out(&hung.error, TimeoutPhase::FirstByte);
 }
 
 #[tokio::test]
@@ -105,17 +89,7 @@ async fn an_idle_gap_times_out_but_keep_alive_comments_do_not() {
 
     let idle = run(&model, ask("q")).await;
     assert_eq!(idle.text(), "a");
-    assert!(
-        matches!(
-            idle.error,
-            Some(LlmError::Timeout {
-                phase: TimeoutPhase::Idle,
-                ..
-            })
-        ),
-        "got {:?}",
-        idle.error
-    );
+    assert_timed_out(&idle.error, TimeoutPhase::Idle);
 
     let alive = run(&model, ask("q")).await;
     assert_eq!(alive.error, None);
@@ -212,17 +186,7 @@ async fn a_provider_that_never_accepts_the_connection_times_out_connecting() {
     config.timeouts.connect = Duration::from_millis(300);
     let model = OpenAiCompatible::new(config).expect("config");
     let outcome = run(&model, ask("q")).await;
-    assert!(
-        matches!(
-            outcome.error,
-            Some(LlmError::Timeout {
-                phase: TimeoutPhase::Connect,
-                ..
-            })
-        ),
-        "got {:?}",
-        outcome.error
-    );
+    assert_timed_out(&outcome.error, TimeoutPhase::Connect);
 }
 
 #[tokio::test]
@@ -234,17 +198,7 @@ async fn keep_alive_comments_alone_do_not_count_as_a_first_event() {
     }
     upstream.push(only_comments.chunk(content_chunk("too late")));
     let outcome = run(&with_timeouts(&upstream, 500, 5_000), ask("q")).await;
-    assert!(
-        matches!(
-            outcome.error,
-            Some(LlmError::Timeout {
-                phase: TimeoutPhase::FirstByte,
-                ..
-            })
-        ),
-        "got {:?}",
-        outcome.error
-    );
+    assert_timed_out(&outcome.error, TimeoutPhase::FirstByte);
 }
 
 #[tokio::test]
@@ -264,4 +218,11 @@ async fn the_api_key_and_extra_headers_are_sent() {
         Some("https://promptgate.example")
     );
     assert_eq!(header("content-type").as_deref(), Some("application/json"));
+}
+
+fn assert_timed_out(error: &Option<LlmError>, phase: TimeoutPhase) {
+    assert!(
+        matches!(error, Some(LlmError::Timeout { phase: p, .. }) if *p == phase),
+        "expected a {phase} timeout, got {error:?}"
+    );
 }

@@ -113,9 +113,11 @@ impl std::fmt::Debug for OpenAiCompatible {
 }
 
 impl OpenAiCompatible {
-    /// Checks the configuration and builds the HTTP client. A rustls crypto provider must be
-    /// installed in the process before this is called.
+    /// Checks the configuration and builds the HTTP client.
     pub fn new(config: ProviderConfig) -> Result<Self, LlmError> {
+        // reqwest is built without a default TLS crypto provider and would panic without one.
+        // Installing fails harmlessly when the process already chose a provider.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let base = config.base_url.trim().trim_end_matches('/');
         if !(base.starts_with("http://") || base.starts_with("https://")) {
             return Err(LlmError::Connect(format!(

@@ -117,7 +117,7 @@ impl ChunkParser {
         if let Some(think) = self.think.as_mut() {
             think.flush(&mut out);
         }
-        self.tool_calls.drop_unnamed();
+        self.tool_calls.warn_about_unnamed();
         let reason = match self.finish_reason.take() {
             Some(reason) => reason,
             // `[DONE]` is the server saying the answer is complete, even without a reason.

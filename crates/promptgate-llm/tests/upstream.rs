@@ -414,3 +414,15 @@ async fn a_provider_that_ignores_stream_and_answers_with_json_is_still_understoo
         [usage(5, 3), StreamEvent::Finished(FinishReason::ToolCalls)]
     );
 }
+
+#[tokio::test]
+async fn a_page_that_is_not_an_event_stream_hints_at_the_base_url() {
+    let upstream = upstream().await;
+    upstream.push(Script::new().raw("Welcome to my web app\n\n"));
+    let outcome = run(&client(&upstream), ask("q")).await;
+    assert!(
+        matches!(&outcome.error, Some(LlmError::Protocol(m)) if m.contains("base URL")),
+        "got {:?}",
+        outcome.error
+    );
+}

@@ -20,6 +20,8 @@ use transport::{BodyError, timed_body, timeout};
 
 /// Largest error body read from a provider that answered with a failure status.
 const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
+/// The longest wait for the body of an error response.
+const ERROR_BODY_WAIT: Duration = Duration::from_secs(10);
 /// How long the rest of a body is read after `[DONE]`, so its connection can be reused.
 const DRAIN_AFTER_DONE: Duration = Duration::from_secs(2);
 
@@ -191,7 +193,9 @@ impl OpenAiCompatible {
         };
         let status = response.status();
         if !status.is_success() {
-            let body = read_bounded(response, first_byte_deadline).await;
+            // The headers may have come just before the deadline; the body gets its own short wait.
+            let body_deadline = Instant::now() + inner.timeouts.idle.min(ERROR_BODY_WAIT);
+            let body = read_bounded(response, body_deadline).await;
             let message = provider_error::message_from_body(&body);
             tracing::warn!(provider = %inner.name, status = status.as_u16(), "the model provider refused the request");
             return Err(LlmError::Status {

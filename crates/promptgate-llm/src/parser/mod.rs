@@ -15,6 +15,9 @@ use crate::{FinishReason, LlmError, StreamEvent, Usage};
 use think::ThinkSplitter;
 use tool_calls::{ToolCallSlots, WireToolCall};
 
+const NO_CHUNKS: &str = "the response held no chat-completion chunks; check that the base URL \
+     points at an OpenAI-compatible API (with /v1 when the provider needs it)";
+
 /// How one model's text is read.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ParserOptions {
@@ -38,6 +41,8 @@ pub struct ChunkParser {
     tool_calls: ToolCallSlots,
     usage: Option<Usage>,
     finish_reason: Option<FinishReason>,
+    /// Whether any chunk arrived at all, to tell a wrong endpoint from a broken stream.
+    saw_chunk: bool,
     done: bool,
     ended: bool,
 }
@@ -51,6 +56,7 @@ impl ChunkParser {
             tool_calls: ToolCallSlots::default(),
             usage: None,
             finish_reason: None,
+            saw_chunk: false,
             done: false,
             ended: false,
         }
@@ -73,6 +79,7 @@ impl ChunkParser {
         }
         let chunk: WireChunk = serde_json::from_str(data)
             .map_err(|e| LlmError::Protocol(format!("a chunk is not valid JSON ({e}): {}", preview(data))))?;
+        self.saw_chunk = true;
         if let Some(error) = chunk.error.filter(|e| !e.is_null()) {
             let wrapped = serde_json::json!({ "error": error });
             return Err(in_stream_error(&wrapped));
@@ -110,16 +117,17 @@ impl ChunkParser {
         if let Some(think) = self.think.as_mut() {
             think.flush(&mut out);
         }
-        self.tool_calls.drop_unnamed();
+        self.tool_calls.warn_about_unnamed();
         let reason = match self.finish_reason.take() {
             Some(reason) => reason,
             // `[DONE]` is the server saying the answer is complete, even without a reason.
             None if self.done => FinishReason::Stop,
-            None => {
+            None if self.saw_chunk => {
                 return Err(LlmError::Protocol(
                     "stream ended before the model finished".to_owned(),
                 ));
             }
+            None => return Err(LlmError::Protocol(NO_CHUNKS.to_owned())),
         };
         // Some servers report `stop` on a step that made tool calls; the calls are what counts.
         let reason = match reason {

@@ -435,3 +435,9 @@ fn assembler_orders_by_index_and_fills_empty_arguments() {
         ]
     );
 }
+
+#[test]
+fn a_response_without_any_chunk_points_at_the_base_url() {
+    let result = run(ParserOptions::default(), &[]);
+    assert!(matches!(result, Err(LlmError::Protocol(m)) if m.contains("base URL")));
+}

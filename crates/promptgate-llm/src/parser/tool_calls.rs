@@ -73,8 +73,9 @@ impl ToolCallSlots {
         Ok(())
     }
 
-    /// Calls whose name never arrived cannot be run; they are dropped with a warning.
-    pub(super) fn drop_unnamed(&self) {
+    /// Calls whose name never arrived were never announced, so they cannot run; an operator
+    /// should still hear that the provider sent them.
+    pub(super) fn warn_about_unnamed(&self) {
         let unnamed = self.slots.iter().filter(|s| !s.started).count();
         if unnamed > 0 {
             tracing::warn!(

@@ -1,6 +1,10 @@
 //! Executors behind the tools a send offers. Each executor is built per send with what it needs
 //! (store handle, user id, HTTP client, the turn's source registry), so a call takes only its arguments.
 
+pub mod google;
+pub mod microsoft;
+pub mod oauth;
+
 use async_trait::async_trait;
 use serde_json::Value;
 
@@ -15,7 +19,10 @@ pub struct ToolOutput {
 
 impl ToolOutput {
     pub fn json(output: Value) -> Self {
-        Self { output, model_text: None }
+        Self {
+            output,
+            model_text: None,
+        }
     }
 
     /// The tool message content for the model.

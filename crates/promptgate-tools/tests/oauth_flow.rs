@@ -1,5 +1,7 @@
 //! Authorization-code flow with PKCE, token renewal, sealing and disconnect, against a loopback
 //! OAuth server.
+// Helpers outside #[test] functions panic on purpose: a broken fixture should fail loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
 

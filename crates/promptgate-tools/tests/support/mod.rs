@@ -260,3 +260,26 @@ pub fn oauth_routes() -> Router {
         )
         .route("/revoke", post(|| async { "" }))
 }
+
+/// A Gmail + Calendar client whose APIs and token endpoint all live on `server`.
+pub async fn google_client(
+    server: &FakeServer,
+    access_token: &str,
+) -> promptgate_tools::google::GoogleClient {
+    let setup = connected(Provider::Google, &server.base, valid_tokens(access_token)).await;
+    let mut client = promptgate_tools::google::GoogleClient::new(http(), setup.tokens);
+    client.gmail_base = format!("{}/gmail/v1", server.base);
+    client.calendar_base = format!("{}/calendar/v3", server.base);
+    client
+}
+
+/// A Graph client whose API and token endpoint live on `server`.
+pub async fn graph_client(
+    server: &FakeServer,
+    access_token: &str,
+) -> promptgate_tools::microsoft::GraphClient {
+    let setup = connected(Provider::Microsoft, &server.base, valid_tokens(access_token)).await;
+    let mut client = promptgate_tools::microsoft::GraphClient::new(http(), setup.tokens);
+    client.base = format!("{}/v1.0", server.base);
+    client
+}

@@ -3,5 +3,11 @@
 //! Nothing in this crate performs I/O, reads the clock or draws randomness: time and identifiers are
 //! passed in, so every prompt, toolset and budget decision is reproducible in a test.
 
+pub mod budget;
+pub mod citations;
+pub mod error;
 pub mod settings;
+pub mod sources;
 pub mod tools;
+
+pub use error::Error;

@@ -1,7 +1,17 @@
 //! Tool specifications: what the model is offered, and the rules for which tools a send gets.
 
+pub mod args;
+pub mod catalogue;
+pub mod mcp_names;
+pub mod schema;
+pub(crate) mod text;
+pub mod verb;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+pub use catalogue::{available, built_in, has_web_tools, names, search_project_chats_spec, skill_spec};
+pub use schema::{parse_args, schema_of};
 
 /// One tool as offered to the model and described to the UI.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

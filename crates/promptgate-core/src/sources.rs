@@ -1,0 +1,254 @@
+//! The per-turn source registry: every page a web tool touched gets a stable number `N`, the model cites
+//! it as `[N]`, and the message metadata carries the list so the UI can resolve each `[N]` to its URL.
+//!
+//! Numbers are assigned in registration order starting at 1 and keyed by the exact URL string, so the
+//! same page found twice keeps its number. At most [`MAX_SOURCES`] are stored; a page arriving after
+//! that still consumes a number, which is never handed out again.
+
+use std::collections::HashMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::tools::text::truncate_chars;
+
+/// Most sources one turn stores.
+pub const MAX_SOURCES: usize = 200;
+/// Length of the page-text excerpt kept as a fetched source's description.
+pub const DESCRIPTION_CHARS: usize = 200;
+/// Titles come from arbitrary pages; longer ones are cut.
+pub const MAX_TITLE_CHARS: usize = 300;
+
+/// The tool that registered a source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceTool {
+    Search,
+    FetchContent,
+}
+
+/// One source as the message metadata stores it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SourceMetadata {
+    /// 1-based; what the model cites as `[index]`.
+    pub index: u32,
+    pub url: String,
+    pub title: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub favicon: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub site_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub published_date: Option<String>,
+    pub tool_name: SourceTool,
+}
+
+/// One search result as a search backend returned it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SearchHit {
+    pub title: String,
+    pub url: String,
+    pub snippet: Option<String>,
+    pub favicon: Option<String>,
+    pub image: Option<String>,
+    pub published_date: Option<String>,
+}
+
+/// What reading a page told us about it. Every field is optional; absent ones leave an existing
+/// source's value alone.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PageMeta {
+    pub title: Option<String>,
+    /// The start of the extracted text; the first 200 characters become the description.
+    pub text_prefix: Option<String>,
+    pub image: Option<String>,
+    pub favicon: Option<String>,
+    /// The page's own site name (`og:site_name`).
+    pub site_name: Option<String>,
+    pub author: Option<String>,
+    pub published_date: Option<String>,
+}
+
+/// The text that tells the model how to cite source `n`.
+pub fn label(n: u32) -> String {
+    format!("[Source {n}] (cite as [{n}])")
+}
+
+/// A web tool's result with its citation label in front: `sourceLabel` and `sourceIndex` are added to an
+/// object; anything else is wrapped as `content`.
+pub fn labelled(index: u32, result: serde_json::Value) -> serde_json::Value {
+    let mut obj = match result {
+        serde_json::Value::Object(obj) => obj,
+        other => serde_json::Map::from_iter([("content".to_owned(), other)]),
+    };
+    obj.insert("sourceLabel".to_owned(), label(index).into());
+    obj.insert("sourceIndex".to_owned(), index.into());
+    serde_json::Value::Object(obj)
+}
+
+/// The URL's host without a leading `www.`; `None` for input that is not an absolute URL with a host.
+pub fn derive_site_name(url: &str) -> Option<String> {
+    let parsed = url::Url::parse(url.trim()).ok()?;
+    let host = parsed.host_str()?;
+    let host = host.strip_prefix("www.").unwrap_or(host);
+    (!host.is_empty()).then(|| host.to_owned())
+}
+
+/// Sources of one logical turn. Retries of the same turn keep the registry, so labels stay stable.
+#[derive(Debug, Clone)]
+pub struct SourceRegistry {
+    entries: Vec<SourceMetadata>,
+    by_url: HashMap<String, usize>,
+    next_index: u32,
+}
+
+impl Default for SourceRegistry {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl SourceRegistry {
+    pub fn new() -> Self {
+        Self {
+            entries: Vec::new(),
+            by_url: HashMap::new(),
+            next_index: 1,
+        }
+    }
+
+    /// Registers search results in order and returns each result's number (a result past the cap gets
+    /// a number that no source carries).
+    pub fn register_search(&mut self, hits: &[SearchHit]) -> Vec<u32> {
+        hits.iter()
+            .map(|hit| {
+                if let Some(index) = self.index_of(&hit.url) {
+                    return index;
+                }
+                self.push(SourceMetadata {
+                    index: 0,
+                    url: hit.url.clone(),
+                    title: bounded_title(&hit.title),
+                    description: hit.snippet.clone(),
+                    image: hit.image.clone(),
+                    favicon: hit.favicon.clone(),
+                    site_name: derive_site_name(&hit.url),
+                    author: None,
+                    published_date: hit.published_date.clone(),
+                    tool_name: SourceTool::Search,
+                })
+            })
+            .collect()
+    }
+
+    /// Registers a fetched page. A page already registered keeps its number and is enriched with
+    /// whatever the fetch learned; a new page is added like a search result.
+    pub fn register_fetch(&mut self, url: &str, page: PageMeta) -> u32 {
+        let description = page.text_prefix.as_deref().filter(|t| !t.is_empty()).map(excerpt);
+        if let Some(&pos) = self.by_url.get(url) {
+            let source = &mut self.entries[pos];
+            if let Some(title) = page.title.as_deref().filter(|t| !t.is_empty()) {
+                source.title = bounded_title(title);
+            }
+            overwrite(&mut source.description, description);
+            overwrite(&mut source.image, page.image);
+            overwrite(&mut source.favicon, page.favicon);
+            overwrite(&mut source.site_name, page.site_name);
+            overwrite(&mut source.author, page.author);
+            overwrite(&mut source.published_date, page.published_date);
+            return source.index;
+        }
+        let title = page
+            .title
+            .as_deref()
+            .filter(|t| !t.is_empty())
+            .map_or_else(|| bounded_title(url), bounded_title);
+        let site_name = page
+            .site_name
+            .filter(|s| !s.is_empty())
+            .or_else(|| derive_site_name(url));
+        self.push(SourceMetadata {
+            index: 0,
+            url: url.to_owned(),
+            title,
+            description,
+            image: page.image,
+            favicon: page.favicon,
+            site_name,
+            author: page.author,
+            published_date: page.published_date,
+            tool_name: SourceTool::FetchContent,
+        })
+    }
+
+    /// Number of an already registered URL (exact string match).
+    pub fn index_of(&self, url: &str) -> Option<u32> {
+        self.by_url.get(url).map(|&pos| self.entries[pos].index)
+    }
+
+    /// The source numbered `index`, if one is stored.
+    pub fn get(&self, index: u32) -> Option<&SourceMetadata> {
+        self.entries
+            .binary_search_by_key(&index, |s| s.index)
+            .ok()
+            .map(|pos| &self.entries[pos])
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// All stored sources, for the message metadata.
+    pub fn snapshot(&self) -> Vec<SourceMetadata> {
+        self.entries.clone()
+    }
+
+    /// A position to pass to [`Self::new_since`] later.
+    pub fn mark(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Sources stored after `mark`, so a step can announce each new source once.
+    pub fn new_since(&self, mark: usize) -> &[SourceMetadata] {
+        self.entries.get(mark..).unwrap_or_default()
+    }
+
+    fn push(&mut self, mut source: SourceMetadata) -> u32 {
+        let index = self.next_index;
+        self.next_index = self.next_index.saturating_add(1);
+        if self.entries.len() >= MAX_SOURCES {
+            // The number is burned: no source will ever carry it. The caller sees `get(index)` is
+            // `None` and can log the drop.
+            return index;
+        }
+        source.index = index;
+        self.by_url.insert(source.url.clone(), self.entries.len());
+        self.entries.push(source);
+        index
+    }
+}
+
+fn overwrite(slot: &mut Option<String>, value: Option<String>) {
+    if let Some(value) = value.filter(|v| !v.is_empty()) {
+        *slot = Some(value);
+    }
+}
+
+fn excerpt(text: &str) -> String {
+    truncate_chars(text, DESCRIPTION_CHARS, "")
+}
+
+fn bounded_title(title: &str) -> String {
+    truncate_chars(title, MAX_TITLE_CHARS, "…")
+}

@@ -496,3 +496,71 @@ async fn unavailable_without_retry_after_is_a_clear_error() {
     let err = client.get_email("m-full").await.unwrap_err().to_string();
     assert_eq!(err, "Gmail is temporarily unavailable; try again later");
 }
+
+mod as_tools {
+    use super::*;
+    use promptgate_tools::ToolExecutor;
+    use promptgate_tools::google::GoogleExecutor;
+
+    async fn tools() -> (HashMap<&'static str, Arc<dyn ToolExecutor>>, FakeServer) {
+        let (client, server) = google("good-token").await;
+        (
+            GoogleExecutor::all(Arc::new(client)).into_iter().collect(),
+            server,
+        )
+    }
+
+    #[tokio::test]
+    async fn every_google_tool_is_offered_under_its_catalogue_name() {
+        let (tools, _server) = tools().await;
+        let mut names: Vec<_> = tools.keys().copied().collect();
+        names.sort_unstable();
+        assert_eq!(
+            names,
+            [
+                "google_check_calendar",
+                "google_check_inbox",
+                "google_draft_email",
+                "google_get_email",
+                "google_search_emails"
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn the_inbox_tool_applies_the_documented_defaults() {
+        let (tools, server) = tools().await;
+        let output = tools["google_check_inbox"].call(json!({})).await.unwrap();
+        assert_eq!(output.output["total_count"], 57);
+        let list = &server.log.to_path("/gmail/v1/users/me/messages")[0];
+        assert_eq!(list.query_value("labelIds"), Some("INBOX"));
+        assert_eq!(list.query_value("maxResults"), Some("20"));
+        assert_eq!(list.query_value("includeSpamTrash"), Some("false"));
+    }
+
+    #[tokio::test]
+    async fn the_draft_tool_accepts_a_single_address_and_refuses_unknown_keys() {
+        let (tools, server) = tools().await;
+        let output = tools["google_draft_email"]
+            .call(json!({"to": "a@example.com", "subject": "Hi", "body": "Hello", "cc": ["c@example.com"]}))
+            .await
+            .unwrap();
+        assert_eq!(output.output["draft_id"], "r-123");
+        let raw = server.log.to_path("/gmail/v1/users/me/drafts")[0].json()["message"]["raw"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let (headers, _) = parse_raw(&raw);
+        assert_eq!(headers["To"], "a@example.com");
+        assert_eq!(headers["Cc"], "c@example.com");
+
+        let err = tools["google_get_email"]
+            .call(json!({"id": "m-full", "format": "raw"}))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, ToolError::InvalidArguments(ref reason) if reason.contains("format")),
+            "{err}"
+        );
+    }
+}

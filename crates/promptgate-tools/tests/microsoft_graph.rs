@@ -269,3 +269,50 @@ async fn an_id_cannot_reach_another_graph_path() {
         request.path
     );
 }
+
+mod as_tools {
+    use super::*;
+    use promptgate_tools::ToolExecutor;
+    use promptgate_tools::microsoft::MicrosoftExecutor;
+    use std::sync::Arc;
+
+    async fn tools() -> (HashMap<&'static str, Arc<dyn ToolExecutor>>, FakeServer) {
+        let (client, server) = graph().await;
+        (
+            MicrosoftExecutor::all(Arc::new(client)).into_iter().collect(),
+            server,
+        )
+    }
+
+    #[tokio::test]
+    async fn the_listing_tool_treats_empty_strings_as_absent() {
+        let (tools, server) = tools().await;
+        let output = tools["microsoft_list_messages"]
+            .call(json!({"top": "5", "skipToken": "", "filter": "", "includeBodyHtml": false}))
+            .await
+            .unwrap();
+        assert_eq!(output.output["messages"].as_array().unwrap().len(), 2);
+        let request = &server.log.to_path("/v1.0/me/messages")[0];
+        assert_eq!(request.query_value("$top"), Some("5"));
+        assert_eq!(request.query_value("$filter"), None);
+        assert_eq!(request.query_value("$skiptoken"), None);
+    }
+
+    #[tokio::test]
+    async fn the_file_tool_returns_the_failure_shape_for_a_pdf() {
+        let (tools, _server) = tools().await;
+        let output = tools["microsoft_get_onedrive_file_content"]
+            .call(json!({"file_id": "f-pdf"}))
+            .await
+            .unwrap();
+        assert_eq!(output.output["file_category"], "pdf");
+        let err = tools["microsoft_search_onedrive"]
+            .call(json!({}))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, ToolError::InvalidArguments(ref reason) if reason.contains("query")),
+            "{err}"
+        );
+    }
+}

@@ -9,7 +9,7 @@ use crate::ToolError;
 use crate::oauth::http::{JSON_RESPONSE_LIMIT, api_url, array_field, send_authorized, str_field};
 
 pub(crate) const DEFAULT_DAYS_AHEAD: u32 = 7;
-const MAX_DAYS_AHEAD: u32 = 366;
+const MAX_DAYS_AHEAD: u32 = 365;
 const MAX_EVENTS: &str = "100";
 const DESCRIPTION_CHAR_LIMIT: usize = 200;
 

@@ -133,8 +133,9 @@ impl GoogleClient {
 
     /// Fetches each listed message's headers and snippet; totals follow Gmail's estimate.
     async fn summarise(&self, listing: Listing) -> Result<(Vec<Value>, u64, bool), ToolError> {
-        let summaries: Vec<Result<Value, ToolError>> = futures::stream::iter(listing.ids.iter())
-            .map(|id| self.message_summary(id))
+        // Owned ids: a future borrowing from the iterator would not be `Send` for every lifetime.
+        let summaries: Vec<Result<Value, ToolError>> = futures::stream::iter(listing.ids)
+            .map(|id| async move { self.message_summary(&id).await })
             .buffered(METADATA_CONCURRENCY)
             .collect()
             .await;

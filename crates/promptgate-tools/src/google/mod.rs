@@ -3,6 +3,7 @@
 mod address;
 mod calendar;
 mod draft;
+mod executors;
 mod gmail;
 mod mime;
 
@@ -13,6 +14,7 @@ use crate::oauth::AccessTokens;
 use crate::oauth::http::{ApiReply, JSON_RESPONSE_LIMIT, api_url, send_authorized};
 
 pub use draft::DraftEmail;
+pub use executors::{GoogleExecutor, GoogleTool};
 
 pub const DEFAULT_GMAIL_BASE: &str = "https://gmail.googleapis.com/gmail/v1";
 pub const DEFAULT_CALENDAR_BASE: &str = "https://www.googleapis.com/calendar/v3";

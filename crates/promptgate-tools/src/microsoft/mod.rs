@@ -1,5 +1,6 @@
 //! Microsoft Graph: Outlook mail and OneDrive, shaped into the results the `microsoft_*` tools return.
 
+mod executors;
 mod mail;
 mod onedrive;
 
@@ -8,6 +9,8 @@ use serde_json::Value;
 use crate::ToolError;
 use crate::oauth::AccessTokens;
 use crate::oauth::http::{ApiReply, JSON_RESPONSE_LIMIT, api_url, send_authorized};
+
+pub use executors::{MicrosoftExecutor, MicrosoftTool};
 
 pub const DEFAULT_GRAPH_BASE: &str = "https://graph.microsoft.com/v1.0";
 

@@ -430,6 +430,31 @@ async fn a_rejected_token_is_renewed_once_and_the_call_retried() {
 }
 
 #[tokio::test]
+async fn concurrent_calls_rejected_together_renew_the_token_once() {
+    let (client, server) = google("stale-token").await;
+    let (a, b, c) = tokio::join!(
+        client.get_email("m-full"),
+        client.get_email("m-html"),
+        client.get_email("m-full")
+    );
+    assert!(a.is_ok() && b.is_ok() && c.is_ok());
+    assert_eq!(server.log.to_path("/token").len(), 1);
+}
+
+#[tokio::test]
+async fn an_unreachable_gmail_is_reported_as_a_connection_failure() {
+    let server = serve(oauth_routes()).await;
+    let mut client = google_client(&server, "good-token").await;
+    client.gmail_base = "http://127.0.0.1:9/gmail/v1".to_owned();
+    let err = client.get_email("m-full").await.unwrap_err().to_string();
+    assert!(
+        err.starts_with("the Gmail API request could not connect"),
+        "{err}"
+    );
+    assert!(!err.contains("good-token"), "{err}");
+}
+
+#[tokio::test]
 async fn a_token_rejected_twice_asks_to_reconnect() {
     let server = serve(
         Router::new()

@@ -163,10 +163,16 @@ pub(crate) fn request_failed(service: &str, what: &str, err: reqwest::Error) -> 
     } else {
         "failed"
     };
-    ToolError::Failed(format!(
-        "the {service} {what} request {kind}: {}",
-        err.without_url()
-    ))
+    // reqwest's own message is generic ("error sending request"); the cause chain says what broke.
+    let err = err.without_url();
+    let mut detail = err.to_string();
+    let mut source = std::error::Error::source(&err);
+    while let Some(cause) = source {
+        detail.push_str(": ");
+        detail.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    ToolError::Failed(format!("the {service} {what} request {kind}: {detail}"))
 }
 
 /// The whole body, or an error when it exceeds `limit`.

@@ -1,156 +1,22 @@
-//! Gmail through a loopback server speaking the Gmail v1 JSON.
+//! Reading Gmail, and the request discipline (renewal, rate limits), through a loopback Gmail.
 // Helpers outside #[test] functions panic on purpose: a broken fixture should fail loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use axum::extract::{Path, Query};
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::routing::get;
 use axum::{Json, Router};
-use base64::Engine as _;
-use base64::engine::general_purpose::{STANDARD, URL_SAFE, URL_SAFE_NO_PAD};
 use promptgate_tools::ToolError;
-use promptgate_tools::google::{DraftEmail, GoogleClient};
-use serde_json::{Value, json};
-use std::collections::HashMap;
+use promptgate_tools::google::GoogleClient;
+use serde_json::json;
+use support::gmail::*;
 use support::*;
-
-fn b64(text: &str) -> String {
-    URL_SAFE.encode(text)
-}
-
-fn unauthorized(headers: &HeaderMap) -> Option<Response> {
-    let auth = headers.get("authorization")?.to_str().ok()?;
-    (auth == "Bearer stale-token").then(|| {
-        (
-            StatusCode::UNAUTHORIZED,
-            Json(json!({"error": {"code": 401, "message": "Invalid Credentials"}})),
-        )
-            .into_response()
-    })
-}
-
-fn metadata(id: &str) -> Value {
-    json!({
-        "id": id, "threadId": format!("t-{id}"), "labelIds": ["INBOX", "UNREAD"],
-        "snippet": "Let&#39;s meet &amp; talk",
-        "payload": {"headers": [
-            {"name": "From", "value": "\"Ann Example\" <ann@example.com>"},
-            {"name": "Subject", "value": format!("Subject of {id}")},
-            {"name": "Date", "value": "Tue, 1 Dec 2026 09:00:00 +0000"}
-        ]}
-    })
-}
-
-fn full_message() -> Value {
-    json!({
-        "id": "m-full", "threadId": "t-full", "labelIds": ["INBOX", "UNREAD", "IMPORTANT"],
-        "payload": {
-            "mimeType": "multipart/mixed", "filename": "",
-            "headers": [
-                {"name": "From", "value": "Ann Example <ann@example.com>"},
-                {"name": "To", "value": "me@example.com, \"Bob, Jr.\" <bob@example.com>"},
-                {"name": "Cc", "value": "carol@example.com"},
-                {"name": "Subject", "value": "Quarterly report"},
-                {"name": "Date", "value": "Tue, 1 Dec 2026 09:00:00 +0000"}
-            ],
-            "body": {"size": 0},
-            "parts": [
-                {"mimeType": "multipart/alternative", "filename": "", "body": {"size": 0}, "parts": [
-                    {"mimeType": "text/plain", "filename": "", "body": {"size": 30, "data": b64("Hello Bob,\nthe numbers are in ÄÖÜ.")}},
-                    {"mimeType": "text/html", "filename": "", "body": {"size": 60, "data": b64("<p>Hello Bob,</p><p>the numbers are in.</p>")}}
-                ]},
-                {"mimeType": "application/pdf", "filename": "report.pdf", "body": {"attachmentId": "att-1", "size": 52344}}
-            ]
-        }
-    })
-}
-
-fn html_only_message() -> Value {
-    let long = "word ".repeat(1200);
-    json!({
-        "id": "m-html", "threadId": "t-html", "labelIds": ["INBOX"],
-        "payload": {
-            "mimeType": "text/html", "filename": "",
-            "headers": [{"name": "From", "value": "news@example.com"}, {"name": "Subject", "value": "News"}],
-            "body": {"data": b64(&format!("<html><body><h1>Headline</h1><p>{long}</p></body></html>"))}
-        }
-    })
-}
-
-fn original_for_reply() -> Value {
-    json!({
-        "id": "m-orig", "threadId": "t-orig",
-        "payload": {"headers": [
-            {"name": "Message-ID", "value": "<orig@mail.example.com>"},
-            {"name": "References", "value": "<first@mail.example.com>"},
-            {"name": "From", "value": "Ann Example <ann@example.com>"},
-            {"name": "To", "value": "me@example.com, dave@example.com"},
-            {"name": "Cc", "value": "Carol <carol@example.com>, ME@example.com"}
-        ]}
-    })
-}
-
-fn gmail_routes() -> Router {
-    Router::new()
-        .route(
-            "/gmail/v1/users/me/messages",
-            get(|headers: HeaderMap, Query(q): Query<Vec<(String, String)>>| async move {
-                if let Some(denied) = unauthorized(&headers) {
-                    return denied;
-                }
-                let q: HashMap<_, _> = q.into_iter().collect();
-                let page = match (q.get("labelIds").map(String::as_str), q.get("pageToken").map(String::as_str)) {
-                    (Some("EMPTY"), _) => json!({"resultSizeEstimate": 0}),
-                    (Some(_), None) => json!({"messages": [{"id": "m1", "threadId": "t-m1"}, {"id": "m2", "threadId": "t-m2"}],
-                                              "nextPageToken": "p2", "resultSizeEstimate": 57}),
-                    (Some(_), Some("p2")) => json!({"messages": [{"id": "m3", "threadId": "t-m3"}, {"id": "m4", "threadId": "t-m4"}],
-                                                    "nextPageToken": "p3", "resultSizeEstimate": 57}),
-                    _ if q.get("q").map(String::as_str) == Some("bad:query") => {
-                        return (StatusCode::BAD_REQUEST, Json(json!({"error": {"code": 400, "message": "Invalid search query"}})))
-                            .into_response();
-                    }
-                    _ => json!({"messages": [{"id": "m9", "threadId": "t-m9"}]}),
-                };
-                Json(page).into_response()
-            }),
-        )
-        .route(
-            "/gmail/v1/users/me/messages/{id}",
-            get(|headers: HeaderMap, Path(id): Path<String>, Query(q): Query<Vec<(String, String)>>| async move {
-                if let Some(denied) = unauthorized(&headers) {
-                    return denied;
-                }
-                let format = q.iter().find(|(k, _)| k == "format").map(|(_, v)| v.as_str());
-                match (id.as_str(), format) {
-                    ("m-full", Some("full")) => Json(full_message()).into_response(),
-                    ("m-html", Some("full")) => Json(html_only_message()).into_response(),
-                    ("m-orig", Some("metadata")) => Json(original_for_reply()).into_response(),
-                    (id, Some("metadata")) if id.starts_with('m') && id != "missing" => Json(metadata(id)).into_response(),
-                    _ => (StatusCode::NOT_FOUND, Json(json!({"error": {"code": 404, "message": "Requested entity was not found."}})))
-                        .into_response(),
-                }
-            }),
-        )
-        .route("/gmail/v1/users/me/profile", get(|| async { Json(json!({"emailAddress": "me@example.com"})) }))
-        .route(
-            "/gmail/v1/users/me/drafts",
-            post(|Json(body): Json<Value>| async move {
-                let thread = body["message"]["threadId"].as_str().unwrap_or("t-new").to_owned();
-                Json(json!({"id": "r-123", "message": {"id": "m-new", "threadId": thread, "labelIds": ["DRAFT"]}}))
-            }),
-        )
-}
-
-async fn google(access_token: &str) -> (GoogleClient, FakeServer) {
-    let server = serve(gmail_routes().merge(oauth_routes())).await;
-    (google_client(&server, access_token).await, server)
-}
 
 #[tokio::test]
 async fn inbox_follows_short_pages_and_reports_gmails_estimate() {
@@ -292,130 +158,19 @@ async fn get_email_for_an_unknown_id_says_so() {
 }
 
 /// Splits the raw message into header lines (unfolded) and the body.
-fn parse_raw(raw: &str) -> (HashMap<String, String>, String) {
-    let bytes = URL_SAFE_NO_PAD.decode(raw).unwrap();
-    let text = String::from_utf8(bytes).unwrap();
-    assert!(
-        !text.replace("\r\n", "").contains('\n'),
-        "every line ends in CRLF"
-    );
-    let (head, body) = text.split_once("\r\n\r\n").unwrap();
-    let unfolded = head.replace("\r\n ", " ");
-    let headers = unfolded
-        .split("\r\n")
-        .map(|line| {
-            let (name, value) = line.split_once(": ").unwrap();
-            (name.to_owned(), value.to_owned())
-        })
+
+#[tokio::test]
+async fn a_message_deleted_after_listing_is_left_out() {
+    let (client, _server) = google("good-token").await;
+    let inbox = client.check_inbox(Some("VANISHING"), None, false).await.unwrap();
+    let ids: Vec<&str> = inbox["conversations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
         .collect();
-    (headers, body.to_owned())
-}
-
-fn decode_encoded_words(value: &str) -> String {
-    value
-        .split(' ')
-        .map(|word| {
-            let inner = word
-                .strip_prefix("=?UTF-8?B?")
-                .and_then(|w| w.strip_suffix("?="))
-                .unwrap();
-            STANDARD.decode(inner).unwrap()
-        })
-        .map(|bytes| String::from_utf8(bytes).unwrap())
-        .collect()
-}
-
-#[tokio::test]
-async fn a_reply_all_draft_is_threaded_and_carries_the_right_headers() {
-    let (client, server) = google("good-token").await;
-    let draft = DraftEmail {
-        to: vec!["Ann Example <ann@example.com>".into()],
-        subject: "Quarterly numbers – Grüße".into(),
-        body: "Thanks!\nSee you at 10.".into(),
-        cc: vec![],
-        bcc: vec!["boss@example.com".into()],
-        reply_to_id: Some("m-orig".into()),
-        reply_all: true,
-    };
-    let created = client.draft_email(&draft).await.unwrap();
-    assert_eq!(created["draft_id"], "r-123");
-    assert_eq!(created["thread_id"], "t-orig");
-    assert!(chrono::DateTime::parse_from_rfc3339(created["created_at"].as_str().unwrap()).is_ok());
-
-    let posted = &server.log.to_path("/gmail/v1/users/me/drafts")[0];
-    let body = posted.json();
-    assert_eq!(body["message"]["threadId"], "t-orig");
-    let (headers, text) = parse_raw(body["message"]["raw"].as_str().unwrap());
-    assert_eq!(headers["To"], "\"Ann Example\" <ann@example.com>");
-    assert_eq!(
-        headers["Cc"], "dave@example.com, \"Carol\" <carol@example.com>",
-        "everyone but me and Ann"
-    );
-    assert_eq!(headers["Bcc"], "boss@example.com");
-    assert_eq!(
-        decode_encoded_words(&headers["Subject"]),
-        "Re: Quarterly numbers – Grüße"
-    );
-    assert_eq!(headers["In-Reply-To"], "<orig@mail.example.com>");
-    assert_eq!(
-        headers["References"],
-        "<first@mail.example.com> <orig@mail.example.com>"
-    );
-    assert_eq!(headers["MIME-Version"], "1.0");
-    assert_eq!(headers["Content-Type"], "text/plain; charset=UTF-8");
-    assert_eq!(headers["Content-Transfer-Encoding"], "base64");
-    let decoded = STANDARD.decode(text.replace("\r\n", "")).unwrap();
-    assert_eq!(String::from_utf8(decoded).unwrap(), "Thanks!\r\nSee you at 10.");
-}
-
-#[tokio::test]
-async fn a_new_draft_has_no_thread_or_reply_headers() {
-    let (client, server) = google("good-token").await;
-    let draft = DraftEmail {
-        to: vec!["a@example.com".into(), "b@example.com".into()],
-        subject: "Hello".into(),
-        body: "Hi".into(),
-        ..DraftEmail::default()
-    };
-    let created = client.draft_email(&draft).await.unwrap();
-    assert_eq!(created["thread_id"], "t-new");
-    let body = server.log.to_path("/gmail/v1/users/me/drafts")[0].json();
-    assert!(body["message"].get("threadId").is_none());
-    let (headers, _) = parse_raw(body["message"]["raw"].as_str().unwrap());
-    assert_eq!(headers["To"], "a@example.com, b@example.com");
-    assert_eq!(headers["Subject"], "Hello");
-    assert!(!headers.contains_key("In-Reply-To") && !headers.contains_key("References"));
-    assert!(server.log.to_path("/gmail/v1/users/me/profile").is_empty());
-}
-
-#[tokio::test]
-async fn drafts_with_bad_recipients_or_a_missing_original_are_refused() {
-    let (client, server) = google("good-token").await;
-    let no_recipient = DraftEmail {
-        subject: "s".into(),
-        body: "b".into(),
-        ..DraftEmail::default()
-    };
-    assert!(matches!(
-        client.draft_email(&no_recipient).await,
-        Err(ToolError::InvalidArguments(_))
-    ));
-    let bad = DraftEmail {
-        to: vec!["not an address".into()],
-        ..no_recipient.clone()
-    };
-    assert!(matches!(
-        client.draft_email(&bad).await,
-        Err(ToolError::InvalidArguments(_))
-    ));
-    let orphan = DraftEmail {
-        to: vec!["a@example.com".into()],
-        reply_to_id: Some("missing".into()),
-        ..no_recipient
-    };
-    let err = client.draft_email(&orphan).await.unwrap_err().to_string();
-    assert!(err.contains("to reply to"), "{err}");
-    assert!(server.log.to_path("/gmail/v1/users/me/drafts").is_empty());
+    assert_eq!(ids, ["m1"]);
+    assert_eq!(inbox["total_count"], 2);
 }
 
 #[tokio::test]
@@ -561,31 +316,5 @@ mod as_tools {
         assert_eq!(list.query_value("labelIds"), Some("INBOX"));
         assert_eq!(list.query_value("maxResults"), Some("20"));
         assert_eq!(list.query_value("includeSpamTrash"), Some("false"));
-    }
-
-    #[tokio::test]
-    async fn the_draft_tool_accepts_a_single_address_and_refuses_unknown_keys() {
-        let (tools, server) = tools().await;
-        let output = tools["google_draft_email"]
-            .call(json!({"to": "a@example.com", "subject": "Hi", "body": "Hello", "cc": ["c@example.com"]}))
-            .await
-            .unwrap();
-        assert_eq!(output.output["draft_id"], "r-123");
-        let raw = server.log.to_path("/gmail/v1/users/me/drafts")[0].json()["message"]["raw"]
-            .as_str()
-            .unwrap()
-            .to_owned();
-        let (headers, _) = parse_raw(&raw);
-        assert_eq!(headers["To"], "a@example.com");
-        assert_eq!(headers["Cc"], "c@example.com");
-
-        let err = tools["google_get_email"]
-            .call(json!({"id": "m-full", "format": "raw"}))
-            .await
-            .unwrap_err();
-        assert!(
-            matches!(err, ToolError::InvalidArguments(ref reason) if reason.contains("format")),
-            "{err}"
-        );
     }
 }

@@ -134,29 +134,37 @@ impl GoogleClient {
     /// Fetches each listed message's headers and snippet; totals follow Gmail's estimate.
     async fn summarise(&self, listing: Listing) -> Result<(Vec<Value>, u64, bool), ToolError> {
         // Owned ids: a future borrowing from the iterator would not be `Send` for every lifetime.
-        let summaries: Vec<Result<Value, ToolError>> = futures::stream::iter(listing.ids)
+        let summaries: Vec<Result<Option<Value>, ToolError>> = futures::stream::iter(listing.ids)
             .map(|id| async move { self.message_summary(&id).await })
             .buffered(METADATA_CONCURRENCY)
             .collect()
             .await;
-        let summaries = summaries.into_iter().collect::<Result<Vec<_>, _>>()?;
+        let summaries: Vec<Value> = summaries
+            .into_iter()
+            .collect::<Result<Vec<_>, _>>()?
+            .into_iter()
+            .flatten()
+            .collect();
         let count = summaries.len() as u64;
         let total_count = listing.estimate.unwrap_or(count);
         Ok((summaries, total_count, total_count > count))
     }
 
-    async fn message_summary(&self, id: &str) -> Result<Value, ToolError> {
+    /// `None` when the message vanished (deleted or moved) between the listing and this request.
+    async fn message_summary(&self, id: &str) -> Result<Option<Value>, ToolError> {
         let query = [
             ("format", "metadata"),
             ("metadataHeaders", "From"),
             ("metadataHeaders", "Subject"),
             ("metadataHeaders", "Date"),
         ];
-        let message = self
-            .gmail_get_json(&["users", "me", "messages", id], &query)
-            .await?;
+        let reply = self.gmail_get(&["users", "me", "messages", id], &query).await?;
+        if reply.status == StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
+        let message = reply.json(GMAIL)?;
         let payload = message.get("payload").unwrap_or(&Value::Null);
-        Ok(json!({
+        Ok(Some(json!({
             "id": message.get("id").and_then(Value::as_str).unwrap_or(id),
             "thread_id": str_field(&message, "threadId"),
             "from": header(payload, "From").and_then(parse_mailbox).map(|m| m.to_json()).unwrap_or(Value::Null),
@@ -164,7 +172,7 @@ impl GoogleClient {
             "date": header(payload, "Date").unwrap_or_default(),
             "snippet": decode_basic_entities(str_field(&message, "snippet")),
             "unread": has_label(&message, "UNREAD"),
-        }))
+        })))
     }
 }
 

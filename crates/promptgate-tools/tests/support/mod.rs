@@ -2,6 +2,8 @@
 //! in-memory token vault. Every request the fakes receive is recorded for assertions.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod gmail;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Once};
 

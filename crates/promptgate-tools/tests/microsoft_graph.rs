@@ -270,6 +270,44 @@ async fn an_id_cannot_reach_another_graph_path() {
     );
 }
 
+#[tokio::test]
+async fn graph_rejecting_the_token_gets_one_renewal_and_a_retry() {
+    let router = Router::new()
+        .route(
+            "/v1.0/me/messages/{id}",
+            get(|headers: axum::http::HeaderMap| async move {
+                let auth = headers
+                    .get("authorization")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default();
+                if auth == "Bearer fresh-token" {
+                    Json(graph_message("m1", true)).into_response()
+                } else {
+                    (
+                        StatusCode::UNAUTHORIZED,
+                        Json(json!({"error": {"code": "InvalidAuthenticationToken"}})),
+                    )
+                        .into_response()
+                }
+            }),
+        )
+        .merge(oauth_routes());
+    let server = serve(router).await;
+    let client = graph_client(&server, "stale-token").await;
+    let message = client.get_message("m1", false).await.unwrap();
+    assert_eq!(message["id"], "m1");
+    let renewals = server.log.to_path("/token");
+    assert_eq!(renewals.len(), 1);
+    assert_eq!(renewals[0].form()["refresh_token"], "refresh-1");
+    let auth: Vec<_> = server
+        .log
+        .to_path("/v1.0/me/messages/m1")
+        .iter()
+        .map(|r| r.authorization.clone().unwrap())
+        .collect();
+    assert_eq!(auth, ["Bearer stale-token", "Bearer fresh-token"]);
+}
+
 mod as_tools {
     use super::*;
     use promptgate_tools::ToolExecutor;

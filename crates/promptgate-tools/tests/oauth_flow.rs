@@ -64,6 +64,22 @@ fn authorization_url_carries_state_challenge_and_scopes() {
     assert!(query["scope"].split(' ').any(|s| s == "offline_access"));
 }
 
+#[test]
+fn a_started_authorization_keeps_what_the_callback_needs() {
+    let config = provider_config(Provider::Microsoft, "http://127.0.0.1:9");
+    let pending = config.start_authorization().unwrap();
+    let url = url::Url::parse(&pending.url).unwrap();
+    let query: HashMap<String, String> = url.query_pairs().into_owned().collect();
+    assert_eq!(query["state"], pending.state);
+    assert_eq!(query["code_challenge"], s256_challenge(&pending.code_verifier));
+    assert!(
+        !pending.url.contains(&pending.code_verifier),
+        "the verifier stays on the server"
+    );
+    assert!(!format!("{pending:?}").contains(&pending.code_verifier));
+    assert_ne!(config.start_authorization().unwrap().state, pending.state);
+}
+
 #[tokio::test]
 async fn connecting_exchanges_the_code_and_stores_the_tokens_sealed() {
     let oauth = serve(oauth_routes()).await;

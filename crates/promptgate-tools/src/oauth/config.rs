@@ -124,3 +124,34 @@ impl OAuthProviderConfig {
         Ok(url.into())
     }
 }
+
+/// What the authorize endpoint hands the browser, and what it must keep (server-side, keyed by
+/// `state`) until the callback arrives.
+#[derive(Clone)]
+pub struct PendingAuthorization {
+    pub url: String,
+    pub state: String,
+    pub code_verifier: String,
+}
+
+impl std::fmt::Debug for PendingAuthorization {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PendingAuthorization")
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OAuthProviderConfig {
+    /// A fresh state and PKCE pair, and the authorization URL built from them.
+    pub fn start_authorization(&self) -> Result<PendingAuthorization, crate::ToolError> {
+        let pkce = super::pkce_pair();
+        let state = super::new_state();
+        let url = self.authorization_url(&state, &pkce.challenge)?;
+        Ok(PendingAuthorization {
+            url,
+            state,
+            code_verifier: pkce.verifier,
+        })
+    }
+}

@@ -154,6 +154,17 @@ async fn a_token_about_to_expire_is_renewed_once_and_keeps_its_refresh_token() {
 }
 
 #[tokio::test]
+async fn one_send_reads_the_vault_once_while_the_token_is_valid() {
+    let oauth = serve(oauth_routes()).await;
+    let setup = connected(Provider::Google, &oauth.base, valid_tokens("good")).await;
+    let per_send = setup.tokens.clone();
+    for _ in 0..5 {
+        assert_eq!(per_send.access_token().await.unwrap(), "good");
+    }
+    assert_eq!(setup.vault.loads.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
 async fn an_expired_token_without_refresh_token_asks_to_reconnect() {
     let oauth = serve(oauth_routes()).await;
     let expired = TokenSet {

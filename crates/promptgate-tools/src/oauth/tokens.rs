@@ -59,6 +59,9 @@ pub struct AccessTokens {
     locks: RefreshLocks,
     user_id: String,
     provider: Provider,
+    /// The last set read from or written to the vault, so the calls of one send (an inbox listing
+    /// makes one request per message) do not each pay a store round trip and a decryption.
+    cached: Arc<Mutex<Option<TokenSet>>>,
 }
 
 impl std::fmt::Debug for AccessTokens {
@@ -86,6 +89,7 @@ impl AccessTokens {
             locks,
             user_id: user_id.into(),
             provider,
+            cached: Arc::default(),
         }
     }
 
@@ -109,11 +113,15 @@ impl AccessTokens {
                 tracing::warn!(provider = self.provider.as_str(), error = %err, "revocation failed; forgetting the tokens anyway");
             }
         }
+        self.remember(None);
         self.vault.delete(&self.user_id, self.provider).await
     }
 
     /// An access token that is valid for at least another minute, renewing it if needed.
     pub async fn access_token(&self) -> Result<String, ToolError> {
+        if let Some(token) = self.cached_valid() {
+            return Ok(token);
+        }
         let tokens = self.load().await?;
         if !tokens.expires_within(EXPIRY_MARGIN, Utc::now()) {
             return Ok(tokens.access_token);
@@ -173,7 +181,27 @@ impl AccessTokens {
 
     async fn save(&self, tokens: &TokenSet) -> Result<(), ToolError> {
         let sealed = self.sealer.seal(tokens)?;
-        self.vault.store(&self.user_id, self.provider, &sealed).await
+        self.vault.store(&self.user_id, self.provider, &sealed).await?;
+        self.remember(Some(tokens.clone()));
+        Ok(())
+    }
+
+    fn cached_valid(&self) -> Option<String> {
+        let cached = self
+            .cached
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        cached
+            .as_ref()
+            .filter(|tokens| !tokens.expires_within(EXPIRY_MARGIN, Utc::now()))
+            .map(|tokens| tokens.access_token.clone())
+    }
+
+    fn remember(&self, tokens: Option<TokenSet>) {
+        *self
+            .cached
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = tokens;
     }
 
     async fn load(&self) -> Result<TokenSet, ToolError> {
@@ -185,10 +213,13 @@ impl AccessTokens {
         })
     }
 
+    /// Always reads the vault (the source of truth another instance may have renewed into).
     async fn load_optional(&self) -> Result<Option<TokenSet>, ToolError> {
-        match self.vault.load(&self.user_id, self.provider).await? {
-            Some(sealed) => self.sealer.open(&sealed).map(Some),
-            None => Ok(None),
-        }
+        let tokens = match self.vault.load(&self.user_id, self.provider).await? {
+            Some(sealed) => Some(self.sealer.open(&sealed)?),
+            None => None,
+        };
+        self.remember(tokens.clone());
+        Ok(tokens)
     }
 }

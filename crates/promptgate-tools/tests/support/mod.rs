@@ -123,11 +123,13 @@ async fn record(State(log): State<Log>, request: Request, next: Next) -> Respons
 #[derive(Default)]
 pub struct MemoryVault {
     blobs: Mutex<HashMap<(String, Provider), String>>,
+    pub loads: std::sync::atomic::AtomicUsize,
 }
 
 #[async_trait]
 impl TokenVault for MemoryVault {
     async fn load(&self, user_id: &str, provider: Provider) -> Result<Option<String>, ToolError> {
+        self.loads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         Ok(self
             .blobs
             .lock()

@@ -251,7 +251,7 @@ impl MessageParts<'_> {
             out.push_str(&format!("In-Reply-To: {id}\r\n"));
         }
         if let Some(references) = self.references {
-            out.push_str(&format!("References: {references}\r\n"));
+            out.push_str(&format!("References: {}\r\n", fold_references(references)));
         }
         out.push_str("MIME-Version: 1.0\r\n");
         out.push_str("Content-Type: text/plain; charset=UTF-8\r\n");
@@ -264,6 +264,21 @@ impl MessageParts<'_> {
         }
         out
     }
+}
+
+/// Long threads accumulate hundreds of ids. Keep the thread's first message and the most recent
+/// ones (what clients use to thread), one id per line so no header line grows past the limit.
+fn fold_references(references: &str) -> String {
+    const KEEP_RECENT: usize = 20;
+    let ids: Vec<&str> = references.split_whitespace().collect();
+    let kept: Vec<&str> = if ids.len() > KEEP_RECENT + 1 {
+        std::iter::once(ids[0])
+            .chain(ids[ids.len() - KEEP_RECENT..].iter().copied())
+            .collect()
+    } else {
+        ids
+    };
+    kept.join("\r\n ")
 }
 
 #[cfg(test)]
@@ -303,6 +318,17 @@ mod tests {
             "a long subject is folded over several lines"
         );
         assert!(subject_block.iter().all(|l| l.len() <= 78));
+    }
+
+    #[test]
+    fn long_reference_chains_keep_the_root_and_the_latest_ids() {
+        let chain: Vec<String> = (0..50).map(|i| format!("<id{i}@example.com>")).collect();
+        let folded = fold_references(&chain.join(" "));
+        let lines: Vec<&str> = folded.split("\r\n ").collect();
+        assert_eq!(lines.len(), 21);
+        assert_eq!(lines[0], "<id0@example.com>");
+        assert_eq!(lines[1], "<id30@example.com>");
+        assert_eq!(lines[20], "<id49@example.com>");
     }
 
     #[test]

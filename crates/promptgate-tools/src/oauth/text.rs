@@ -47,3 +47,30 @@ pub fn decode_basic_entities(text: &str) -> String {
         .replace("&nbsp;", " ")
         .replace("&amp;", "&")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truncation_counts_characters_not_bytes() {
+        assert_eq!(truncate_marked("äöü", 3), ("äöü".to_owned(), false));
+        assert_eq!(
+            truncate_marked("äöüß", 3),
+            (format!("äöü{TRUNCATION_MARKER}"), true)
+        );
+        assert_eq!(truncate_marked("", 0), (String::new(), false));
+    }
+
+    #[test]
+    fn html_becomes_readable_text() {
+        let text = html_to_text("<html><body><p>Hi <b>Bob</b></p><script>x()</script></body></html>");
+        assert!(text.contains("Hi") && text.contains("Bob"), "{text}");
+        assert!(!text.contains('<') && !text.contains("x()"), "{text}");
+    }
+
+    #[test]
+    fn snippet_entities_are_decoded_once() {
+        assert_eq!(decode_basic_entities("a &amp;lt; b &#39;c&#39;"), "a &lt; b 'c'");
+    }
+}

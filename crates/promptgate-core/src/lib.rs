@@ -6,7 +6,9 @@
 pub mod budget;
 pub mod citations;
 pub mod error;
+pub mod prompt;
 pub mod settings;
+pub mod skills;
 pub mod sources;
 pub mod tools;
 

@@ -1,1 +1,21 @@
-//! See the crate description.
+//! The user's MCP servers as a source of tools, spoken to over streamable HTTP.
+//!
+//! [`McpHub`] is the one entry point: it discovers the tools of a send's servers concurrently (each
+//! bounded by a timeout, failures skipped and reconnected in the background), keeps live sessions
+//! and tool lists between sends, calls tools, and probes a server on demand.
+//!
+//! Both protocol eras are spoken: the `2026-07-28` stateless protocol where a server offers it, and
+//! the `initialize` handshake with sessions otherwise. See `era` for how the choice is made.
+
+mod config;
+mod era;
+mod error;
+mod hub;
+mod result;
+mod session;
+
+pub use config::{DEFAULT_CALL_TIMEOUT, DEFAULT_DISCOVERY_TIMEOUT, HubSettings, McpServerConfig};
+pub use error::McpError;
+pub use hub::{DiscoveryOutcome, McpHub, ProbeReport};
+pub use result::McpToolResult;
+pub use session::DiscoveredTool;

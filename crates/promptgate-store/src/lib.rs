@@ -1,1 +1,35 @@
-//! See the crate description.
+//! Persistence for promptgate: one repository API over Postgres (production) and SQLite (the embedded
+//! default), through sqlx's `Any` driver with portable SQL.
+//!
+//! Conventions every method follows:
+//! - Every row belongs to a user and every query filters by the caller's user id: another user's row
+//!   answers [`StoreError::NotFound`] (or is absent from lists), never "forbidden".
+//! - Times are epoch milliseconds taken from the system clock inside the store, made strictly
+//!   increasing per [`Store`] so that "newest first" is a total order even within one millisecond.
+//! - Generated ids are UUID v7 strings; thread and message ids may be chosen by the client.
+
+mod artifacts;
+mod connect;
+mod context;
+mod error;
+mod mcp;
+mod messages;
+mod models;
+mod projects;
+mod search;
+mod settings;
+mod skills;
+mod tasks;
+mod types;
+mod users;
+mod util;
+
+#[cfg(feature = "testing")]
+pub mod testing;
+
+pub use connect::{Backend, Store};
+pub use error::{Result, StoreError};
+pub use types::*;
+
+/// The owner under which seeded system models are stored. Not a valid user id, so it cannot collide.
+pub const SYSTEM_OWNER: &str = "~system";

@@ -53,3 +53,4 @@ pub enum ToolError {
 pub trait ToolExecutor: Send + Sync {
     async fn call(&self, input: Value) -> Result<ToolOutput, ToolError>;
 }
+pub mod web;

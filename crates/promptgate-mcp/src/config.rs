@@ -1,0 +1,241 @@
+//! What the gateway knows about one of a user's MCP servers, and the knobs of the hub.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::time::Duration;
+
+use reqwest::header::{HeaderName, HeaderValue};
+
+use crate::error::McpError;
+
+/// One MCP server as the user registered it. `headers` and `bearer_token` come from the user's stored
+/// secrets, so `Debug` never prints their values.
+#[derive(Clone, PartialEq, Eq)]
+pub struct McpServerConfig {
+    pub id: String,
+    pub user_id: String,
+    /// The display name the user gave the server (not unique).
+    pub name: String,
+    pub url: String,
+    pub headers: BTreeMap<String, String>,
+    /// Sent as `Authorization: Bearer <token>`; without the `Bearer ` prefix.
+    pub bearer_token: Option<String>,
+}
+
+impl fmt::Debug for McpServerConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpServerConfig")
+            .field("id", &self.id)
+            .field("user_id", &self.user_id)
+            .field("name", &self.name)
+            .field("url", &self.url)
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field("bearer_token", &self.bearer_token.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
+
+/// Headers the MCP transport sets itself; letting a user override them would break the protocol.
+const RESERVED_HEADERS: &[&str] = &[
+    "accept",
+    "content-type",
+    "content-length",
+    "host",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "mcp-method",
+    "mcp-name",
+    "last-event-id",
+];
+
+impl McpServerConfig {
+    /// A fingerprint of everything that shapes the connection. Pooled sessions are keyed by it, so
+    /// editing the url, headers or token never reuses a session opened with the old values.
+    pub(crate) fn connection_fingerprint(&self) -> u64 {
+        let mut hasher = DefaultHasher::new();
+        self.url.hash(&mut hasher);
+        self.headers.hash(&mut hasher);
+        self.bearer_token.hash(&mut hasher);
+        hasher.finish()
+    }
+
+    /// The user's extra headers in the form the transport wants, each marked sensitive.
+    pub(crate) fn header_map(&self) -> Result<HashMap<HeaderName, HeaderValue>, McpError> {
+        let mut map = HashMap::with_capacity(self.headers.len());
+        for (name, value) in &self.headers {
+            let header_name = HeaderName::try_from(name.as_str())
+                .map_err(|_| McpError::InvalidConfig(format!("`{name}` is not a valid HTTP header name")))?;
+            if RESERVED_HEADERS.contains(&header_name.as_str()) {
+                return Err(McpError::InvalidConfig(format!(
+                    "the header `{name}` is set by the MCP transport and cannot be overridden"
+                )));
+            }
+            if header_name == reqwest::header::AUTHORIZATION && self.bearer_token.is_some() {
+                return Err(McpError::InvalidConfig(
+                    "set either a bearer token or an Authorization header, not both".to_owned(),
+                ));
+            }
+            let mut header_value = HeaderValue::try_from(value.as_str()).map_err(|_| {
+                McpError::InvalidConfig(format!(
+                    "the value of header `{name}` is not a valid header value"
+                ))
+            })?;
+            header_value.set_sensitive(true);
+            map.insert(header_name, header_value);
+        }
+        Ok(map)
+    }
+
+    pub(crate) fn validate_url(&self) -> Result<(), McpError> {
+        let lower = self.url.to_ascii_lowercase();
+        if !(lower.starts_with("http://") || lower.starts_with("https://")) {
+            return Err(McpError::InvalidConfig(
+                "the server url must start with http:// or https://".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Replaces every secret value that might have been echoed into `text` (by a server's error
+    /// body, say) so no message built from it leaks the user's credentials.
+    pub(crate) fn redact(&self, text: &str) -> String {
+        let mut out = text.to_owned();
+        let secrets = self
+            .headers
+            .values()
+            .map(String::as_str)
+            .chain(self.bearer_token.as_deref());
+        for secret in secrets {
+            // Very short values would blank out ordinary words; such values are no real secret.
+            if secret.len() >= 4 && out.contains(secret) {
+                out = out.replace(secret, "<redacted>");
+            }
+        }
+        out
+    }
+}
+
+/// Tuning of an [`crate::McpHub`]. `Default` gives the production values.
+#[derive(Debug, Clone)]
+pub struct HubSettings {
+    /// How long a server's tool list is reused when the server does not say (`ttlMs`).
+    pub tool_list_ttl: Duration,
+    /// First wait before reconnecting to a server that failed; doubled after each failure.
+    pub reconnect_initial_backoff: Duration,
+    /// Ceiling of the reconnect wait.
+    pub reconnect_max_backoff: Duration,
+    /// A server nobody asked for in this long loses its pooled session and cached tools, and is no
+    /// longer reconnected; the next discovery starts afresh.
+    pub idle_limit: Duration,
+    /// Cap on the model-facing text of one tool result, in characters.
+    pub max_result_chars: usize,
+    /// Cap on one JSON response or SSE event from a server, in bytes.
+    pub max_response_bytes: usize,
+    /// Cap on the pages of one `tools/list`.
+    pub max_tool_pages: usize,
+    /// Cap on the tools taken from one server.
+    pub max_tools_per_server: usize,
+}
+
+impl Default for HubSettings {
+    fn default() -> Self {
+        Self {
+            tool_list_ttl: Duration::from_secs(5 * 60),
+            reconnect_initial_backoff: Duration::from_secs(1),
+            reconnect_max_backoff: Duration::from_secs(60),
+            idle_limit: Duration::from_secs(30 * 60),
+            max_result_chars: 100_000,
+            max_response_bytes: 16 * 1024 * 1024,
+            max_tool_pages: 64,
+            max_tools_per_server: 1_000,
+        }
+    }
+}
+
+/// Default budget for discovering one server's tools during a send.
+pub const DEFAULT_DISCOVERY_TIMEOUT: Duration = Duration::from_secs(3);
+/// Default budget for one tool call.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> McpServerConfig {
+        McpServerConfig {
+            id: "s1".into(),
+            user_id: "u1".into(),
+            name: "Files".into(),
+            url: "http://127.0.0.1:1/mcp".into(),
+            headers: BTreeMap::from([("X-Api-Key".to_owned(), "key-secret-123".to_owned())]),
+            bearer_token: Some("tok-secret-456".into()),
+        }
+    }
+
+    #[test]
+    fn debug_output_hides_secret_values() {
+        let printed = format!("{:?}", config());
+        assert!(!printed.contains("key-secret-123"), "{printed}");
+        assert!(!printed.contains("tok-secret-456"), "{printed}");
+        assert!(printed.contains("X-Api-Key"));
+    }
+
+    #[test]
+    fn fingerprint_changes_with_url_headers_and_token() {
+        let base = config();
+        let mut url = base.clone();
+        url.url.push('/');
+        let mut header = base.clone();
+        header.headers.insert("X-Api-Key".into(), "other".into());
+        let mut token = base.clone();
+        token.bearer_token = None;
+        let mut renamed = base.clone();
+        renamed.name = "Renamed".into();
+        let fp = base.connection_fingerprint();
+        assert_ne!(fp, url.connection_fingerprint());
+        assert_ne!(fp, header.connection_fingerprint());
+        assert_ne!(fp, token.connection_fingerprint());
+        assert_eq!(
+            fp,
+            renamed.connection_fingerprint(),
+            "the display name does not shape a connection"
+        );
+    }
+
+    #[test]
+    fn reserved_and_malformed_headers_are_refused() {
+        let mut reserved = config();
+        reserved.headers.insert("Mcp-Session-Id".into(), "x".into());
+        assert!(matches!(reserved.header_map(), Err(McpError::InvalidConfig(_))));
+
+        let mut both = config();
+        both.headers.insert("Authorization".into(), "Basic abc".into());
+        assert!(matches!(both.header_map(), Err(McpError::InvalidConfig(_))));
+
+        let mut bad = config();
+        bad.headers.insert("bad header".into(), "x".into());
+        let err = bad.header_map().unwrap_err();
+        assert!(err.to_string().contains("bad header"));
+
+        let mut bad_value = config();
+        bad_value.headers.insert("X-Other".into(), "line\nbreak".into());
+        assert!(matches!(bad_value.header_map(), Err(McpError::InvalidConfig(_))));
+    }
+
+    #[test]
+    fn redact_removes_every_secret() {
+        let text = "server said: key-secret-123 and Bearer tok-secret-456";
+        let redacted = config().redact(text);
+        assert_eq!(redacted, "server said: <redacted> and Bearer <redacted>");
+    }
+
+    #[test]
+    fn only_http_urls_are_accepted() {
+        let mut c = config();
+        c.url = "file:///etc/passwd".into();
+        assert!(matches!(c.validate_url(), Err(McpError::InvalidConfig(_))));
+        c.url = "HTTPS://example.com/mcp".into();
+        assert!(c.validate_url().is_ok());
+    }
+}

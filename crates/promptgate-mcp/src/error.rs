@@ -1,0 +1,221 @@
+//! The crate's one error type, and how rmcp's transport and service errors map onto it.
+
+use std::error::Error as StdError;
+use std::time::Duration;
+
+use rmcp::service::{ClientInitializeError, ServiceError};
+use rmcp::transport::streamable_http_client::{
+    AuthRequiredError, HttpStatusError, InsufficientScopeError, StreamableHttpError,
+};
+
+/// Why talking to an MCP server failed. Variants are coarse on purpose: callers word a message for
+/// the user from them. No message carries a secret header value or token.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum McpError {
+    #[error("invalid MCP server settings: {0}")]
+    InvalidConfig(String),
+    #[error("could not reach the MCP server: {0}")]
+    Connect(String),
+    #[error("the MCP server refused the credentials (HTTP {status})")]
+    Unauthorized { status: u16 },
+    #[error("the MCP server answered with HTTP status {0}")]
+    HttpStatus(u16),
+    #[error("the MCP server did not answer within {} ms", .0.as_millis())]
+    Timeout(Duration),
+    #[error("the MCP server sent a response that is not valid MCP: {0}")]
+    Protocol(String),
+    /// A JSON-RPC error the server returned for a request (bad arguments, an internal failure...).
+    #[error("the MCP server returned error {code}: {message}")]
+    Rpc { code: i32, message: String },
+    #[error("invalid tool arguments: {0}")]
+    InvalidArguments(String),
+    #[error("the MCP server has no tool named `{0}`")]
+    ToolNotFound(String),
+    #[error("the connection to the MCP server was closed")]
+    Closed,
+}
+
+impl McpError {
+    /// Whether the failure says the server (or the way to it) is unusable right now, as opposed to
+    /// one request going wrong on a healthy session.
+    pub fn is_connection_failure(&self) -> bool {
+        matches!(
+            self,
+            McpError::Connect(_)
+                | McpError::Unauthorized { .. }
+                | McpError::HttpStatus(_)
+                | McpError::Timeout(_)
+                | McpError::Protocol(_)
+                | McpError::Closed
+        )
+    }
+
+    /// The same error with every secret of `config` scrubbed from its text.
+    pub(crate) fn redacted(self, config: &crate::McpServerConfig) -> McpError {
+        match self {
+            McpError::InvalidConfig(m) => McpError::InvalidConfig(config.redact(&m)),
+            McpError::Connect(m) => McpError::Connect(config.redact(&m)),
+            McpError::Protocol(m) => McpError::Protocol(config.redact(&m)),
+            McpError::Rpc { code, message } => McpError::Rpc {
+                code,
+                message: config.redact(&message),
+            },
+            other => other,
+        }
+    }
+
+    pub(crate) fn from_reqwest(err: &reqwest::Error) -> McpError {
+        if let Some(status) = err.status() {
+            return status_error(status.as_u16());
+        }
+        if err.is_decode() || err.is_body() {
+            return McpError::Protocol("the response body could not be read".to_owned());
+        }
+        // reqwest's own text names the url, which may carry a token in its query: describe the cause
+        // through the chain of sources instead.
+        let mut cause = String::from(if err.is_connect() {
+            "connection failed"
+        } else {
+            "request failed"
+        });
+        let mut source = err.source();
+        while let Some(inner) = source {
+            cause.push_str(": ");
+            cause.push_str(&inner.to_string());
+            source = inner.source();
+        }
+        McpError::Connect(cause)
+    }
+
+    pub(crate) fn from_init(err: &ClientInitializeError) -> McpError {
+        match err {
+            ClientInitializeError::JsonRpcError(data) => McpError::Rpc {
+                code: data.code.0,
+                message: data.message.to_string(),
+            },
+            ClientInitializeError::TransportError { error, .. } => classify_transport(error.error.as_ref()),
+            ClientInitializeError::LegacyFallbackFailed { fallback, .. } => McpError::from_init(fallback),
+            ClientInitializeError::ConnectionClosed(_) | ClientInitializeError::Cancelled => McpError::Closed,
+            other => McpError::Protocol(other.to_string()),
+        }
+    }
+
+    pub(crate) fn from_service(err: &ServiceError) -> McpError {
+        match err {
+            ServiceError::McpError(data) => McpError::Rpc {
+                code: data.code.0,
+                message: data.message.to_string(),
+            },
+            ServiceError::TransportSend(error) => classify_transport(error.error.as_ref()),
+            ServiceError::TransportClosed | ServiceError::Cancelled { .. } => McpError::Closed,
+            ServiceError::Timeout { timeout } => McpError::Timeout(*timeout),
+            ServiceError::UnexpectedResponse => {
+                McpError::Protocol("the server answered with a result of the wrong kind".to_owned())
+            }
+            other => McpError::Protocol(other.to_string()),
+        }
+    }
+}
+
+pub(crate) fn status_error(status: u16) -> McpError {
+    match status {
+        401 | 403 => McpError::Unauthorized { status },
+        _ => McpError::HttpStatus(status),
+    }
+}
+
+type HttpError = StreamableHttpError<reqwest::Error>;
+
+/// Walks an error chain for the first cause we know how to word.
+fn classify_transport(error: &(dyn StdError + 'static)) -> McpError {
+    let mut current: Option<&(dyn StdError + 'static)> = Some(error);
+    while let Some(err) = current {
+        if err.downcast_ref::<AuthRequiredError>().is_some() {
+            return McpError::Unauthorized { status: 401 };
+        }
+        if err.downcast_ref::<InsufficientScopeError>().is_some() {
+            return McpError::Unauthorized { status: 403 };
+        }
+        if let Some(status) = err.downcast_ref::<HttpStatusError>() {
+            return status_error(status.status);
+        }
+        if let Some(err) = err.downcast_ref::<reqwest::Error>() {
+            return McpError::from_reqwest(err);
+        }
+        if let Some(mapped) = err.downcast_ref::<HttpError>().and_then(classify_http) {
+            return mapped;
+        }
+        current = err.source();
+    }
+    McpError::Protocol(error.to_string())
+}
+
+fn classify_http(err: &HttpError) -> Option<McpError> {
+    Some(match err {
+        StreamableHttpError::Client(inner) => McpError::from_reqwest(inner),
+        StreamableHttpError::HttpStatus(status) => status_error(status.status),
+        StreamableHttpError::AuthRequired(_) => McpError::Unauthorized { status: 401 },
+        StreamableHttpError::InsufficientScope(_) => McpError::Unauthorized { status: 403 },
+        // rmcp words non-JSON error statuses as "HTTP <code> <reason>: <body>".
+        StreamableHttpError::UnexpectedServerResponse(text) => match leading_status(text) {
+            Some(status) => status_error(status),
+            None => McpError::Protocol(text.to_string()),
+        },
+        StreamableHttpError::TransportChannelClosed | StreamableHttpError::UnexpectedEndOfStream => {
+            McpError::Closed
+        }
+        StreamableHttpError::SessionExpired => McpError::Closed,
+        StreamableHttpError::Io(io) => McpError::Connect(io.to_string()),
+        StreamableHttpError::ResponseBodyTooLarge { max_size } => {
+            McpError::Protocol(format!("the response is larger than {max_size} bytes"))
+        }
+        StreamableHttpError::Deserialize(e) => McpError::Protocol(e.to_string()),
+        StreamableHttpError::Sse(e) => McpError::Protocol(e.to_string()),
+        StreamableHttpError::UnexpectedContentType(ct) => McpError::Protocol(format!(
+            "unexpected content type {}",
+            ct.as_deref().unwrap_or("(none)")
+        )),
+        _ => return None,
+    })
+}
+
+fn leading_status(text: &str) -> Option<u16> {
+    let rest = text.strip_prefix("HTTP ")?;
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    if digits.len() != 3 {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_in_rmcp_messages_are_recognised() {
+        assert_eq!(leading_status("HTTP 401 Unauthorized: nope"), Some(401));
+        assert_eq!(leading_status("HTTP 404 Not Found: "), Some(404));
+        assert_eq!(leading_status("could not parse JSON"), None);
+        assert_eq!(leading_status("HTTP 12: odd"), None);
+    }
+
+    #[test]
+    fn auth_statuses_become_unauthorized() {
+        assert_eq!(status_error(401), McpError::Unauthorized { status: 401 });
+        assert_eq!(status_error(403), McpError::Unauthorized { status: 403 });
+        assert_eq!(status_error(500), McpError::HttpStatus(500));
+    }
+
+    #[test]
+    fn messages_read_well() {
+        assert_eq!(
+            McpError::Timeout(Duration::from_millis(3000)).to_string(),
+            "the MCP server did not answer within 3000 ms"
+        );
+        assert_eq!(
+            McpError::ToolNotFound("x".into()).to_string(),
+            "the MCP server has no tool named `x`"
+        );
+    }
+}

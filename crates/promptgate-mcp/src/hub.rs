@@ -1,0 +1,449 @@
+//! The process-wide MCP hub: pooled sessions, cached tool lists, discovery for a send, tool calls,
+//! and quiet background reconnects for servers that failed.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::config::{HubSettings, McpServerConfig};
+use crate::error::McpError;
+use crate::result::McpToolResult;
+use crate::session::{DiscoveredTool, Session};
+
+/// How one server fared in a send's discovery.
+#[derive(Debug, Clone)]
+pub enum DiscoveryOutcome {
+    Ready {
+        server: McpServerConfig,
+        tools: Arc<[DiscoveredTool]>,
+    },
+    /// The server is skipped for this send; unless its settings are invalid, a background reconnect
+    /// is under way.
+    Failed {
+        server: McpServerConfig,
+        error: McpError,
+    },
+}
+
+impl DiscoveryOutcome {
+    pub fn server(&self) -> &McpServerConfig {
+        match self {
+            DiscoveryOutcome::Ready { server, .. } | DiscoveryOutcome::Failed { server, .. } => server,
+        }
+    }
+}
+
+/// What a server reports about itself, from a fresh connection (see [`McpHub::probe`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProbeReport {
+    pub server_name: Option<String>,
+    pub server_version: Option<String>,
+    pub protocol_version: String,
+    pub instructions: Option<String>,
+    pub tools: Vec<DiscoveredTool>,
+}
+
+/// One per process; cheap to clone. Sessions are pooled per user, server and connection settings.
+#[derive(Clone)]
+pub struct McpHub {
+    shared: Arc<Shared>,
+    pool: Arc<Mutex<Pool>>,
+}
+
+impl std::fmt::Debug for McpHub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpHub")
+            .field("servers", &lock(&self.pool).entries.len())
+            .field("settings", &self.shared.settings)
+            .finish()
+    }
+}
+
+struct Shared {
+    http: reqwest::Client,
+    settings: HubSettings,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct PoolKey {
+    user_id: String,
+    server_id: String,
+    fingerprint: u64,
+}
+
+impl McpHub {
+    /// Builds the hub with its own HTTP client. The process must have installed its rustls crypto
+    /// provider before this is called.
+    pub fn new(settings: HubSettings) -> Result<McpHub, McpError> {
+        let http = reqwest::Client::builder()
+            // Reusing a connection whose previous body was not fully read stalls on delayed ACKs;
+            // MCP traffic per server is light, so fresh connections cost little.
+            .pool_max_idle_per_host(0)
+            // A redirect would replay the user's secret headers to wherever it points.
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(Duration::from_secs(10))
+            .user_agent(concat!("promptgate/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| McpError::InvalidConfig(format!("cannot build the HTTP client: {e}")))?;
+        Ok(McpHub::with_http_client(http, settings))
+    }
+
+    /// Builds the hub on a caller's client (which should not follow redirects).
+    pub fn with_http_client(http: reqwest::Client, settings: HubSettings) -> McpHub {
+        McpHub {
+            shared: Arc::new(Shared { http, settings }),
+            pool: Arc::new(Mutex::new(Pool {
+                entries: HashMap::new(),
+                swept_at: Instant::now(),
+            })),
+        }
+    }
+
+    pub fn settings(&self) -> &HubSettings {
+        &self.shared.settings
+    }
+
+    /// Finds the tools of every server at once, each bounded by `timeout`. Outcomes come back in the
+    /// order of `servers`. A server that fails is reported, logged and reconnected in the background;
+    /// while that reconnect is pending, the server is reported failed at once instead of being waited
+    /// for again.
+    pub async fn discover(&self, servers: &[McpServerConfig], timeout: Duration) -> Vec<DiscoveryOutcome> {
+        futures::future::join_all(servers.iter().map(|server| self.discover_one(server, timeout))).await
+    }
+
+    async fn discover_one(&self, config: &McpServerConfig, timeout: Duration) -> DiscoveryOutcome {
+        let entry = self.entry(config);
+        entry.touch();
+        if let Some(tools) = entry.fresh_tools() {
+            return DiscoveryOutcome::Ready {
+                server: config.clone(),
+                tools,
+            };
+        }
+        if let Some(error) = entry.pending_reconnect_error() {
+            return DiscoveryOutcome::Failed {
+                server: config.clone(),
+                error,
+            };
+        }
+        let refreshed = match tokio::time::timeout(timeout, entry.refresh(timeout)).await {
+            Ok(result) => result,
+            Err(_) => Err(McpError::Timeout(timeout)),
+        };
+        match refreshed {
+            Ok(tools) => DiscoveryOutcome::Ready {
+                server: config.clone(),
+                tools,
+            },
+            Err(error) => {
+                entry.failed(&error);
+                DiscoveryOutcome::Failed {
+                    server: config.clone(),
+                    error,
+                }
+            }
+        }
+    }
+
+    /// Calls `tool_name` on the pooled session of `config`, bounded by `timeout`. Dropping the
+    /// returned future cancels the call.
+    pub async fn call_tool(
+        &self,
+        config: &McpServerConfig,
+        tool_name: &str,
+        arguments: Value,
+        timeout: Duration,
+    ) -> Result<McpToolResult, McpError> {
+        let entry = self.entry(config);
+        entry.touch();
+        let call = async {
+            let known = match entry.any_tools() {
+                Some(tools) => tools,
+                None => entry.refresh(timeout).await?,
+            };
+            if !known.iter().any(|t| t.name == tool_name) {
+                // The list may predate the tool; look once more before giving up.
+                let current = entry.refresh(timeout).await?;
+                if !current.iter().any(|t| t.name == tool_name) {
+                    return Err(McpError::ToolNotFound(tool_name.to_owned()));
+                }
+            }
+            let session = entry.session(timeout).await?;
+            session.call_tool(tool_name, arguments).await
+        };
+        let outcome = match tokio::time::timeout(timeout, call).await {
+            Ok(outcome) => outcome.map_err(|e| e.redacted(config)),
+            Err(_) => return Err(McpError::Timeout(timeout)),
+        };
+        match outcome {
+            Ok(result) => Ok(McpToolResult::from_call_result(
+                &result,
+                self.shared.settings.max_result_chars,
+            )),
+            Err(error) => {
+                if error.is_connection_failure() {
+                    entry.failed(&error);
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// Connects to `config` afresh (no pooled session, no cache) and reports what the server says
+    /// about itself, so a user can check a server before chatting.
+    pub async fn probe(&self, config: &McpServerConfig, timeout: Duration) -> Result<ProbeReport, McpError> {
+        let settings = &self.shared.settings;
+        let probe = async {
+            let session = Session::open(
+                &self.shared.http,
+                config,
+                settings,
+                Arc::new(AtomicBool::new(false)),
+                timeout,
+            )
+            .await?;
+            let tools = session.list_tools(settings).await?;
+            let identity = session.identity();
+            Ok(ProbeReport {
+                server_name: identity.name,
+                server_version: identity.version,
+                protocol_version: identity.protocol_version,
+                instructions: identity.instructions,
+                tools: tools.tools,
+            })
+        };
+        match tokio::time::timeout(timeout, probe).await {
+            Ok(result) => result.map_err(|e: McpError| e.redacted(config)),
+            Err(_) => Err(McpError::Timeout(timeout)),
+        }
+    }
+
+    /// Drops every pooled session of a server (deleted, or its user signed out).
+    pub fn forget(&self, user_id: &str, server_id: &str) {
+        lock(&self.pool)
+            .entries
+            .retain(|key, _| !(key.user_id == user_id && key.server_id == server_id));
+    }
+
+    fn entry(&self, config: &McpServerConfig) -> Arc<ServerEntry> {
+        let key = PoolKey {
+            user_id: config.user_id.clone(),
+            server_id: config.id.clone(),
+            fingerprint: config.connection_fingerprint(),
+        };
+        let mut pool = lock(&self.pool);
+        pool.sweep_idle(self.shared.settings.idle_limit);
+        if let Some(entry) = pool.entries.get(&key) {
+            return entry.clone();
+        }
+        // Settings changed: the sessions opened with the old ones must not serve this server again.
+        pool.entries
+            .retain(|old, _| !(old.user_id == key.user_id && old.server_id == key.server_id));
+        let entry = Arc::new(ServerEntry::new(self.shared.clone(), config.clone()));
+        pool.entries.insert(key, entry.clone());
+        entry
+    }
+}
+
+struct Pool {
+    entries: HashMap<PoolKey, Arc<ServerEntry>>,
+    swept_at: Instant,
+}
+
+impl Pool {
+    /// Closes the sessions of servers nobody used within `idle_limit`, so idle users do not keep
+    /// connections open. Runs at most once per tenth of the limit.
+    fn sweep_idle(&mut self, idle_limit: Duration) {
+        if self.swept_at.elapsed() < idle_limit / 10 {
+            return;
+        }
+        self.swept_at = Instant::now();
+        self.entries
+            .retain(|_, entry| lock(&entry.health).last_used.elapsed() <= idle_limit);
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+struct CachedTools {
+    tools: Arc<[DiscoveredTool]>,
+    expires_at: Instant,
+}
+
+struct Health {
+    last_used: Instant,
+    reconnecting: bool,
+    last_error: Option<McpError>,
+}
+
+/// Everything the hub keeps about one server of one user.
+struct ServerEntry {
+    shared: Arc<Shared>,
+    config: McpServerConfig,
+    /// Held across a connect, so concurrent sends share one handshake.
+    session: tokio::sync::Mutex<Option<Arc<Session>>>,
+    tools: Mutex<Option<CachedTools>>,
+    /// Set by the session when the server announces `tools/list_changed`.
+    tools_changed: Arc<AtomicBool>,
+    health: Mutex<Health>,
+}
+
+impl ServerEntry {
+    fn new(shared: Arc<Shared>, config: McpServerConfig) -> ServerEntry {
+        ServerEntry {
+            shared,
+            config,
+            session: tokio::sync::Mutex::new(None),
+            tools: Mutex::new(None),
+            tools_changed: Arc::new(AtomicBool::new(false)),
+            health: Mutex::new(Health {
+                last_used: Instant::now(),
+                reconnecting: false,
+                last_error: None,
+            }),
+        }
+    }
+
+    fn touch(&self) {
+        lock(&self.health).last_used = Instant::now();
+    }
+
+    fn fresh_tools(&self) -> Option<Arc<[DiscoveredTool]>> {
+        if self.tools_changed.load(Ordering::SeqCst) {
+            return None;
+        }
+        let cached = lock(&self.tools);
+        cached
+            .as_ref()
+            .filter(|c| c.expires_at > Instant::now())
+            .map(|c| c.tools.clone())
+    }
+
+    /// The last list, however old.
+    fn any_tools(&self) -> Option<Arc<[DiscoveredTool]>> {
+        lock(&self.tools).as_ref().map(|c| c.tools.clone())
+    }
+
+    fn pending_reconnect_error(&self) -> Option<McpError> {
+        let health = lock(&self.health);
+        if health.reconnecting {
+            health.last_error.clone()
+        } else {
+            None
+        }
+    }
+
+    /// The pooled session, opening one when there is none or the old one closed.
+    async fn session(&self, budget: Duration) -> Result<Arc<Session>, McpError> {
+        let mut slot = self.session.lock().await;
+        if let Some(session) = slot.as_ref().filter(|s| !s.is_closed()) {
+            return Ok(session.clone());
+        }
+        *slot = None;
+        let session = Session::open(
+            &self.shared.http,
+            &self.config,
+            &self.shared.settings,
+            self.tools_changed.clone(),
+            budget,
+        )
+        .await?;
+        tracing::debug!(server = %self.config.id, era = ?session.era, "opened MCP session");
+        let session = Arc::new(session);
+        *slot = Some(session.clone());
+        Ok(session)
+    }
+
+    async fn drop_session(&self) {
+        *self.session.lock().await = None;
+    }
+
+    /// Lists the tools now and caches them.
+    async fn refresh(&self, budget: Duration) -> Result<Arc<[DiscoveredTool]>, McpError> {
+        let session = self.session(budget).await?;
+        // Cleared before listing: a change announced while we list marks the new list stale again.
+        self.tools_changed.store(false, Ordering::SeqCst);
+        let list = match session.list_tools(&self.shared.settings).await {
+            Ok(list) => list,
+            Err(error) => {
+                if error.is_connection_failure() {
+                    self.drop_session().await;
+                }
+                return Err(error.redacted(&self.config));
+            }
+        };
+        let ttl = list.server_ttl.unwrap_or(self.shared.settings.tool_list_ttl);
+        let tools: Arc<[DiscoveredTool]> = list.tools.into();
+        *lock(&self.tools) = Some(CachedTools {
+            tools: tools.clone(),
+            expires_at: Instant::now() + ttl,
+        });
+        Ok(tools)
+    }
+
+    /// Records a failure and makes sure a background reconnect is running.
+    fn failed(self: &Arc<Self>, error: &McpError) {
+        *lock(&self.tools) = None;
+        if matches!(error, McpError::InvalidConfig(_)) {
+            // Retrying cannot fix the settings; the next discovery reports the error again.
+            tracing::warn!(server_id = %self.config.id, server_name = %self.config.name, %error, "MCP server skipped");
+            return;
+        }
+        tracing::warn!(
+            server_id = %self.config.id,
+            server_name = %self.config.name,
+            %error,
+            "MCP server unavailable; it is skipped and will be reconnected in the background"
+        );
+        let mut health = lock(&self.health);
+        health.last_error = Some(error.clone());
+        if health.reconnecting {
+            return;
+        }
+        health.reconnecting = true;
+        drop(health);
+        tokio::spawn(reconnect(Arc::downgrade(self), self.shared.settings.clone()));
+    }
+}
+
+/// Retries a failed server with exponential backoff until it answers, its entry is dropped, or
+/// nobody asked for it in a while.
+async fn reconnect(entry: Weak<ServerEntry>, settings: HubSettings) {
+    let mut delay = settings.reconnect_initial_backoff;
+    // No user waits on a background attempt, so it may take longer than a send's budget.
+    let attempt_budget = crate::config::DEFAULT_DISCOVERY_TIMEOUT * 3;
+    loop {
+        tokio::time::sleep(delay).await;
+        let Some(entry) = entry.upgrade() else { return };
+        let idle = lock(&entry.health).last_used.elapsed();
+        if idle > settings.idle_limit {
+            lock(&entry.health).reconnecting = false;
+            tracing::debug!(server_id = %entry.config.id, "stopped reconnecting to an unused MCP server");
+            return;
+        }
+        entry.drop_session().await;
+        let attempt = match tokio::time::timeout(attempt_budget, entry.refresh(attempt_budget)).await {
+            Ok(result) => result,
+            Err(_) => Err(McpError::Timeout(attempt_budget)),
+        };
+        match attempt {
+            Ok(tools) => {
+                let mut health = lock(&entry.health);
+                health.reconnecting = false;
+                health.last_error = None;
+                tracing::info!(server_id = %entry.config.id, tools = tools.len(), "MCP server is back");
+                return;
+            }
+            Err(error) => {
+                tracing::debug!(server_id = %entry.config.id, %error, ?delay, "MCP reconnect failed");
+                lock(&entry.health).last_error = Some(error);
+            }
+        }
+        delay = (delay * 2).min(settings.reconnect_max_backoff);
+    }
+}

@@ -1,0 +1,73 @@
+use sqlx::any::AnyRow;
+
+use crate::connect::Store;
+use crate::error::{Result, StoreError};
+use crate::types::Artifact;
+use crate::util::{Cols, check_name, new_id, one_row};
+
+const MAX_TITLE: usize = 200;
+/// A rendered page, not a site: bounded so one tool call cannot fill the database.
+const MAX_HTML_BYTES: usize = 2 * 1024 * 1024;
+
+fn artifact_from(row: &AnyRow) -> Result<Artifact> {
+    Ok(Artifact {
+        id: row.text(0)?,
+        thread_id: row.opt_text(1)?,
+        title: row.text(2)?,
+        html: row.text(3)?,
+        created_at: row.int(4)?,
+    })
+}
+
+impl Store {
+    /// Stores an HTML artifact, optionally attached to a thread (deleted with it). NotFound when the
+    /// thread is not the user's.
+    pub async fn create_artifact(
+        &self,
+        user: &str,
+        thread_id: Option<&str>,
+        title: &str,
+        html: &str,
+    ) -> Result<Artifact> {
+        check_name("artifact title", title, MAX_TITLE)?;
+        if html.len() > MAX_HTML_BYTES {
+            return Err(StoreError::Invalid(format!(
+                "artifact html is larger than {MAX_HTML_BYTES} bytes"
+            )));
+        }
+        let artifact = Artifact {
+            id: new_id(),
+            thread_id: thread_id.map(str::to_owned),
+            title: title.to_owned(),
+            html: html.to_owned(),
+            created_at: self.now_ms(),
+        };
+        let done = sqlx::query(
+            "INSERT INTO artifacts (id, user_id, thread_id, title, html, created_at) \
+             SELECT $1, id, $3, $4, $5, $6 FROM users WHERE id = $2 \
+             AND ($3 IS NULL OR EXISTS (SELECT 1 FROM threads t WHERE t.user_id = $2 AND t.id = $3))",
+        )
+        .bind(&artifact.id)
+        .bind(user)
+        .bind(thread_id)
+        .bind(title)
+        .bind(html)
+        .bind(artifact.created_at)
+        .execute(&self.pool)
+        .await?;
+        one_row(done.rows_affected())?;
+        Ok(artifact)
+    }
+
+    pub async fn get_artifact(&self, user: &str, id: &str) -> Result<Option<Artifact>> {
+        let row = sqlx::query(
+            "SELECT id, thread_id, title, html, created_at FROM artifacts \
+             WHERE user_id = $1 AND id = $2",
+        )
+        .bind(user)
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(artifact_from).transpose()
+    }
+}

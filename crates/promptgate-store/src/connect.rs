@@ -1,0 +1,209 @@
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Duration;
+
+use sqlx::any::{AnyPoolOptions, install_default_drivers};
+use sqlx::migrate::{Migration, MigrationType, Migrator};
+use sqlx::{AnyPool, Executor, SqlSafeStr};
+
+use crate::error::{Result, StoreError};
+
+/// Which database a [`Store`] talks to; the few statements that must differ (full-text search) branch
+/// on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Postgres,
+    Sqlite,
+}
+
+/// The repository. Cheap to clone: clones share the connection pool and the clock.
+#[derive(Clone)]
+pub struct Store {
+    pub(crate) pool: AnyPool,
+    backend: Backend,
+    last_ms: Arc<AtomicI64>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("backend", &self.backend)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One schema change, written once per backend. Append new versions; never edit a shipped one (the
+/// migrator checks their checksums).
+struct SchemaVersion {
+    version: i64,
+    name: &'static str,
+    postgres: &'static str,
+    sqlite: &'static str,
+}
+
+const MIGRATIONS: &[SchemaVersion] = &[SchemaVersion {
+    version: 1,
+    name: "init",
+    postgres: include_str!("../../../migrations/postgres/0001_init.sql"),
+    sqlite: include_str!("../../../migrations/sqlite/0001_init.sql"),
+}];
+
+const SQLITE_BUSY_TIMEOUT_MS: u32 = 5_000;
+const SQLITE_FILE_CONNECTIONS: u32 = 4;
+const POSTGRES_CONNECTIONS: u32 = 16;
+const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl Store {
+    /// Opens a pool for `sqlite://path/to/file.db[?mode=rwc]`, `sqlite::memory:` or `postgres://…`.
+    ///
+    /// A SQLite file is created (with its parent directory) when missing and runs in WAL mode with a
+    /// busy timeout and foreign keys on. An in-memory SQLite database lives in exactly one connection
+    /// that the pool never closes, because every new connection would be a new, empty database.
+    pub async fn connect(url: &str) -> Result<Store> {
+        install_default_drivers();
+        let (backend, url) = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            (Backend::Postgres, url.to_owned())
+        } else if url.starts_with("sqlite:") {
+            (Backend::Sqlite, prepare_sqlite_url(url)?)
+        } else {
+            return Err(StoreError::Invalid(
+                "database URL must start with sqlite: or postgres://".to_owned(),
+            ));
+        };
+        let pool = match backend {
+            Backend::Postgres => {
+                AnyPoolOptions::new()
+                    .max_connections(POSTGRES_CONNECTIONS)
+                    .acquire_timeout(ACQUIRE_TIMEOUT)
+                    .connect(&url)
+                    .await?
+            }
+            Backend::Sqlite if is_sqlite_memory(&url) => {
+                AnyPoolOptions::new()
+                    .max_connections(1)
+                    .min_connections(1)
+                    .idle_timeout(None)
+                    .max_lifetime(None)
+                    .acquire_timeout(ACQUIRE_TIMEOUT)
+                    .after_connect(|conn, _| {
+                        Box::pin(async move {
+                            conn.execute("PRAGMA foreign_keys = ON").await?;
+                            Ok(())
+                        })
+                    })
+                    .connect(&url)
+                    .await?
+            }
+            Backend::Sqlite => {
+                AnyPoolOptions::new()
+                    .max_connections(SQLITE_FILE_CONNECTIONS)
+                    .acquire_timeout(ACQUIRE_TIMEOUT)
+                    .after_connect(|conn, _| {
+                        Box::pin(async move {
+                            conn.execute("PRAGMA journal_mode = WAL").await?;
+                            conn.execute(sqlx::AssertSqlSafe(format!(
+                                "PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}"
+                            )))
+                            .await?;
+                            conn.execute("PRAGMA foreign_keys = ON").await?;
+                            Ok(())
+                        })
+                    })
+                    .connect(&url)
+                    .await?
+            }
+        };
+        Ok(Store {
+            pool,
+            backend,
+            last_ms: Arc::new(AtomicI64::new(0)),
+        })
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// Applies the embedded migrations for this backend; safe to call on every start.
+    pub async fn migrate(&self) -> Result<()> {
+        let migrations = MIGRATIONS
+            .iter()
+            .map(|m| {
+                let sql = match self.backend {
+                    Backend::Postgres => m.postgres,
+                    Backend::Sqlite => m.sqlite,
+                };
+                Migration::new(
+                    m.version,
+                    m.name.into(),
+                    MigrationType::Simple,
+                    sql.into_sql_str(),
+                    false,
+                )
+            })
+            .collect();
+        Migrator::with_migrations(migrations).run(&self.pool).await?;
+        Ok(())
+    }
+
+    /// One round trip to the database (readiness checks).
+    pub async fn ping(&self) -> Result<()> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+
+    /// Closes every connection; later calls fail.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    /// Now in epoch milliseconds, strictly greater than any time this store handed out before.
+    pub(crate) fn now_ms(&self) -> i64 {
+        let wall = chrono::Utc::now().timestamp_millis();
+        let mut last = self.last_ms.load(Ordering::Relaxed);
+        loop {
+            let next = wall.max(last + 1);
+            match self
+                .last_ms
+                .compare_exchange_weak(last, next, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return next,
+                Err(seen) => last = seen,
+            }
+        }
+    }
+}
+
+fn is_sqlite_memory(url: &str) -> bool {
+    url == "sqlite::memory:" || url.contains(":memory:") || url.contains("mode=memory")
+}
+
+/// Makes sure a file database can be created: the parent directory exists and, without an explicit
+/// `mode`, the file is opened read-write-create.
+fn prepare_sqlite_url(url: &str) -> Result<String> {
+    if is_sqlite_memory(url) {
+        return Ok(url.to_owned());
+    }
+    let rest = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))
+        .unwrap_or(url);
+    let (path, query) = match rest.split_once('?') {
+        Some((p, q)) => (p, Some(q)),
+        None => (rest, None),
+    };
+    if path.is_empty() {
+        return Err(StoreError::Invalid("sqlite URL names no file".to_owned()));
+    }
+    if let Some(parent) = Path::new(path).parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| {
+            StoreError::Database(format!("cannot create directory {}: {e}", parent.display()))
+        })?;
+    }
+    Ok(match query {
+        Some(q) if q.split('&').any(|kv| kv.starts_with("mode=")) => url.to_owned(),
+        Some(q) => format!("sqlite://{path}?{q}&mode=rwc"),
+        None => format!("sqlite://{path}?mode=rwc"),
+    })
+}

@@ -1,0 +1,47 @@
+use sqlx::error::ErrorKind;
+
+/// Everything a store call can fail with. The server maps these to HTTP statuses; `Database` keeps the
+/// driver's message for logs only and must never reach a client.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("not found")]
+    NotFound,
+    #[error("conflict: {0}")]
+    Conflict(String),
+    #[error("read-only: {0}")]
+    ReadOnly(String),
+    #[error("invalid: {0}")]
+    Invalid(String),
+    #[error("database error: {0}")]
+    Database(String),
+}
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+impl From<sqlx::Error> for StoreError {
+    fn from(err: sqlx::Error) -> Self {
+        match &err {
+            sqlx::Error::RowNotFound => StoreError::NotFound,
+            sqlx::Error::Database(db) => match db.kind() {
+                ErrorKind::UniqueViolation => StoreError::Conflict("already exists".to_owned()),
+                // A dangling reference means the row it points at does not exist (for this user).
+                ErrorKind::ForeignKeyViolation => StoreError::NotFound,
+                _ => StoreError::Database(err.to_string()),
+            },
+            _ => StoreError::Database(err.to_string()),
+        }
+    }
+}
+
+impl From<sqlx::migrate::MigrateError> for StoreError {
+    fn from(err: sqlx::migrate::MigrateError) -> Self {
+        StoreError::Database(format!("migration failed: {err}"))
+    }
+}
+
+impl StoreError {
+    /// A JSON column that does not parse means the database was written by something else.
+    pub(crate) fn corrupt(what: &str, err: impl std::fmt::Display) -> Self {
+        StoreError::Database(format!("stored {what} is not valid: {err}"))
+    }
+}

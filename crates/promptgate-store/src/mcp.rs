@@ -1,0 +1,183 @@
+//! MCP server definitions. Header values and the bearer token are write-only: the API type only says
+//! which are set; [`Store::mcp_server_secrets`] is for the code that connects.
+
+use std::collections::BTreeMap;
+
+use sqlx::any::AnyRow;
+
+use crate::connect::Store;
+use crate::error::{Result, StoreError};
+use crate::types::{McpSecrets, McpServer, NewMcpServer};
+use crate::util::{Cols, check_len, check_name, delete_owned, flag, from_json, new_id, one_row, to_json};
+
+pub(crate) const MCP_COLS: &str = "id, name, url, enabled, headers, bearer_token, created_at";
+const MAX_URL: usize = 2_048;
+const MAX_HEADERS: usize = 32;
+const MAX_HEADER_VALUE: usize = 8 * 1024;
+
+/// The server as shown to clients and its secrets, from one row.
+pub(crate) fn mcp_from(row: &AnyRow) -> Result<(McpServer, McpSecrets)> {
+    let headers: BTreeMap<String, String> = from_json("MCP headers", &row.text(4)?)?;
+    let bearer_token = row.opt_text(5)?;
+    let server = McpServer {
+        id: row.text(0)?,
+        name: row.text(1)?,
+        url: row.text(2)?,
+        enabled: row.flag(3)?,
+        header_names: headers.keys().cloned().collect(),
+        has_bearer_token: bearer_token.is_some(),
+        created_at: row.int(6)?,
+    };
+    Ok((
+        server,
+        McpSecrets {
+            headers,
+            bearer_token,
+        },
+    ))
+}
+
+fn check_server(s: &NewMcpServer) -> Result<()> {
+    check_name("MCP server name", &s.name, 200)?;
+    check_len("MCP server url", &s.url, MAX_URL)?;
+    if !(s.url.starts_with("http://") || s.url.starts_with("https://")) {
+        return Err(StoreError::Invalid(
+            "MCP server url must start with http:// or https://".to_owned(),
+        ));
+    }
+    if s.headers.len() > MAX_HEADERS {
+        return Err(StoreError::Invalid(format!("at most {MAX_HEADERS} MCP headers")));
+    }
+    for (name, value) in &s.headers {
+        let name_ok = !name.is_empty()
+            && name.len() <= 128
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+        if !name_ok {
+            return Err(StoreError::Invalid(format!(
+                "{name:?} is not a valid header name"
+            )));
+        }
+        if value.len() > MAX_HEADER_VALUE || value.bytes().any(|b| b == b'\r' || b == b'\n') {
+            return Err(StoreError::Invalid(format!(
+                "the value of header {name} is not valid"
+            )));
+        }
+    }
+    check_len(
+        "MCP bearer token",
+        s.bearer_token.as_deref().unwrap_or(""),
+        MAX_HEADER_VALUE,
+    )
+}
+
+fn shown(id: String, s: &NewMcpServer, created_at: i64) -> McpServer {
+    McpServer {
+        id,
+        name: s.name.clone(),
+        url: s.url.clone(),
+        enabled: s.enabled,
+        header_names: s.headers.keys().cloned().collect(),
+        has_bearer_token: s.bearer_token.is_some(),
+        created_at,
+    }
+}
+
+impl Store {
+    pub async fn create_mcp_server(&self, user: &str, s: &NewMcpServer) -> Result<McpServer> {
+        check_server(s)?;
+        let id = new_id();
+        let now = self.now_ms();
+        let done = sqlx::query(
+            "INSERT INTO mcp_servers (id, user_id, name, url, enabled, headers, bearer_token, \
+             created_at, updated_at) SELECT $1, id, $3, $4, $5, $6, $7, $8, $8 FROM users WHERE id = $2",
+        )
+        .bind(&id)
+        .bind(user)
+        .bind(&s.name)
+        .bind(&s.url)
+        .bind(flag(s.enabled))
+        .bind(to_json("MCP headers", &s.headers)?)
+        .bind(s.bearer_token.as_deref())
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        one_row(done.rows_affected())?;
+        Ok(shown(id, s, now))
+    }
+
+    /// In creation order; `enabled_only` for what a send connects to.
+    pub(crate) async fn query_mcp_servers(
+        &self,
+        user: &str,
+        enabled_only: bool,
+    ) -> Result<Vec<(McpServer, McpSecrets)>> {
+        // Flags are 0/1, so `enabled >= 0` keeps every row and `enabled >= 1` only enabled ones.
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {MCP_COLS} FROM mcp_servers WHERE user_id = $1 AND enabled >= $2 \
+             ORDER BY created_at, id"
+        )))
+        .bind(user)
+        .bind(flag(enabled_only))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(mcp_from).collect()
+    }
+
+    /// In creation order, without secrets.
+    pub async fn list_mcp_servers(&self, user: &str) -> Result<Vec<McpServer>> {
+        let all = self.query_mcp_servers(user, false).await?;
+        Ok(all.into_iter().map(|(server, _)| server).collect())
+    }
+
+    async fn mcp_row(&self, user: &str, id: &str) -> Result<Option<(McpServer, McpSecrets)>> {
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {MCP_COLS} FROM mcp_servers WHERE user_id = $1 AND id = $2"
+        )))
+        .bind(user)
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(mcp_from).transpose()
+    }
+
+    pub async fn get_mcp_server(&self, user: &str, id: &str) -> Result<Option<McpServer>> {
+        Ok(self.mcp_row(user, id).await?.map(|(server, _)| server))
+    }
+
+    /// Replaces everything, secrets included (headers or token not sent again are removed).
+    pub async fn update_mcp_server(&self, user: &str, id: &str, s: &NewMcpServer) -> Result<McpServer> {
+        check_server(s)?;
+        let row = sqlx::query(
+            "UPDATE mcp_servers SET name = $3, url = $4, enabled = $5, headers = $6, \
+             bearer_token = $7, updated_at = $8 WHERE user_id = $1 AND id = $2 RETURNING created_at",
+        )
+        .bind(user)
+        .bind(id)
+        .bind(&s.name)
+        .bind(&s.url)
+        .bind(flag(s.enabled))
+        .bind(to_json("MCP headers", &s.headers)?)
+        .bind(s.bearer_token.as_deref())
+        .bind(self.now_ms())
+        .fetch_optional(&self.pool)
+        .await?;
+        match row {
+            Some(row) => Ok(shown(id.to_owned(), s, row.int(0)?)),
+            None => Err(StoreError::NotFound),
+        }
+    }
+
+    pub async fn delete_mcp_server(&self, user: &str, id: &str) -> Result<()> {
+        delete_owned(self, "mcp_servers", user, id).await
+    }
+
+    /// Header values and bearer token for connecting; NotFound when the server is not the user's.
+    pub async fn mcp_server_secrets(&self, user: &str, id: &str) -> Result<McpSecrets> {
+        match self.mcp_row(user, id).await? {
+            Some((_, secrets)) => Ok(secrets),
+            None => Err(StoreError::NotFound),
+        }
+    }
+}

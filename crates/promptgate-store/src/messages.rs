@@ -1,0 +1,232 @@
+use serde_json::Value;
+use sqlx::any::AnyRow;
+
+use crate::connect::Store;
+use crate::error::{Result, StoreError};
+use crate::search::search_terms;
+use crate::types::{Message, MessageStatus, NewMessage, Role};
+use crate::util::{Cols, check_client_id, from_json, new_id, one_row, to_json};
+
+const MAX_PARTS_JSON: usize = 4 * 1024 * 1024;
+const MAX_METADATA_JSON: usize = 1024 * 1024;
+/// Two writers appending to one thread can pick the same next position; the loser tries again. Every
+/// round lets at least one writer through, so this covers that many simultaneous writers to one
+/// thread (a turn writes its messages one after another, so real contention is two or three).
+const APPEND_ATTEMPTS: usize = 16;
+pub(crate) const MESSAGE_COLS: &str = "id, thread_id, role, parts, metadata, status, created_at, seq";
+
+fn role_name(r: Role) -> &'static str {
+    match r {
+        Role::User => "user",
+        Role::Assistant => "assistant",
+    }
+}
+
+fn status_name(s: MessageStatus) -> &'static str {
+    match s {
+        MessageStatus::Complete => "complete",
+        MessageStatus::Stopped => "stopped",
+        MessageStatus::Error => "error",
+    }
+}
+
+/// A message whose columns start at `at`.
+pub(crate) fn message_from(row: &AnyRow, at: usize) -> Result<Message> {
+    let role = match row.text(at + 2)?.as_str() {
+        "user" => Role::User,
+        "assistant" => Role::Assistant,
+        other => return Err(StoreError::corrupt("message role", other)),
+    };
+    let status = match row.opt_text(at + 5)?.as_deref() {
+        None => None,
+        Some("complete") => Some(MessageStatus::Complete),
+        Some("stopped") => Some(MessageStatus::Stopped),
+        Some("error") => Some(MessageStatus::Error),
+        Some(other) => return Err(StoreError::corrupt("message status", other)),
+    };
+    Ok(Message {
+        id: row.text(at)?,
+        thread_id: row.text(at + 1)?,
+        role,
+        parts: from_json("message parts", &row.text(at + 3)?)?,
+        metadata: from_json("message metadata", &row.text(at + 4)?)?,
+        status,
+        created_at: row.int(at + 6)?,
+        seq: row.int(at + 7)?,
+    })
+}
+
+/// Serialised parts and metadata, checked for shape and size.
+fn encode_body(parts: &Value, metadata: &Value) -> Result<(String, String)> {
+    if !parts.is_array() {
+        return Err(StoreError::Invalid(
+            "message parts must be a JSON array".to_owned(),
+        ));
+    }
+    if !metadata.is_object() {
+        return Err(StoreError::Invalid(
+            "message metadata must be a JSON object".to_owned(),
+        ));
+    }
+    let parts_json = to_json("message parts", parts)?;
+    let metadata_json = to_json("message metadata", metadata)?;
+    if parts_json.len() > MAX_PARTS_JSON {
+        return Err(StoreError::Invalid(format!(
+            "message parts are larger than {MAX_PARTS_JSON} bytes"
+        )));
+    }
+    if metadata_json.len() > MAX_METADATA_JSON {
+        return Err(StoreError::Invalid(format!(
+            "message metadata is larger than {MAX_METADATA_JSON} bytes"
+        )));
+    }
+    Ok((parts_json, metadata_json))
+}
+
+/// The searchable text of a message: its `text` parts, one per line.
+pub(crate) fn search_text(parts: &Value) -> String {
+    let texts = parts.as_array().into_iter().flatten().filter_map(|part| {
+        (part.get("type").and_then(Value::as_str) == Some("text"))
+            .then(|| part.get("text").and_then(Value::as_str))
+            .flatten()
+    });
+    texts.collect::<Vec<_>>().join("\n")
+}
+
+impl Store {
+    /// Appends a message at the end of its thread; the thread's `updated_at` follows (a trigger). NotFound when the
+    /// thread is not the user's; Conflict when the user already has a message with this id.
+    pub async fn append_message(&self, user: &str, m: &NewMessage) -> Result<Message> {
+        let id = match &m.id {
+            Some(id) => {
+                check_client_id("message", id)?;
+                id.clone()
+            }
+            None => new_id(),
+        };
+        let (parts, metadata) = encode_body(&m.parts, &m.metadata)?;
+        let text = search_text(&m.parts);
+        let terms = search_terms(&text);
+        for attempt in 1..=APPEND_ATTEMPTS {
+            let now = self.now_ms();
+            let inserted = sqlx::query(
+                "INSERT INTO messages \
+                 (user_id, id, thread_id, seq, role, parts, metadata, status, search_text, \
+                 search_terms, created_at) \
+                 SELECT t.user_id, $2, t.id, \
+                 (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE user_id = $1 AND thread_id = $3), \
+                 $4, $5, $6, $7, $8, $9, $10 FROM threads t WHERE t.user_id = $1 AND t.id = $3 \
+                 RETURNING seq",
+            )
+            .bind(user)
+            .bind(&id)
+            .bind(&m.thread_id)
+            .bind(role_name(m.role))
+            .bind(&parts)
+            .bind(&metadata)
+            .bind(m.status.map(status_name))
+            .bind(&text)
+            .bind(&terms)
+            .bind(now)
+            .fetch_optional(&self.pool)
+            .await;
+            match inserted {
+                Ok(None) => return Err(StoreError::NotFound),
+                Ok(Some(row)) => {
+                    return Ok(Message {
+                        id,
+                        thread_id: m.thread_id.clone(),
+                        role: m.role,
+                        parts: m.parts.clone(),
+                        metadata: m.metadata.clone(),
+                        status: m.status,
+                        created_at: now,
+                        seq: row.int(0)?,
+                    });
+                }
+                Err(e) => match StoreError::from(e) {
+                    StoreError::Conflict(_) if self.message_exists(user, &id).await? => {
+                        return Err(StoreError::Conflict(format!("message {id:?} exists")));
+                    }
+                    StoreError::Conflict(_) if attempt < APPEND_ATTEMPTS => continue,
+                    other => return Err(other),
+                },
+            }
+        }
+        Err(StoreError::Conflict(
+            "the thread is being written concurrently".to_owned(),
+        ))
+    }
+
+    async fn message_exists(&self, user: &str, id: &str) -> Result<bool> {
+        let row = sqlx::query("SELECT 1 FROM messages WHERE user_id = $1 AND id = $2")
+            .bind(user)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.is_some())
+    }
+
+    /// Replaces a message's parts, metadata and status (a streamed answer being finished).
+    pub async fn update_message(
+        &self,
+        user: &str,
+        id: &str,
+        parts: &Value,
+        metadata: &Value,
+        status: Option<MessageStatus>,
+    ) -> Result<()> {
+        let (parts_json, metadata_json) = encode_body(parts, metadata)?;
+        let text = search_text(parts);
+        let done = sqlx::query(
+            "UPDATE messages SET parts = $3, metadata = $4, status = $5, search_text = $6, \
+             search_terms = $7 WHERE user_id = $1 AND id = $2",
+        )
+        .bind(user)
+        .bind(id)
+        .bind(parts_json)
+        .bind(metadata_json)
+        .bind(status.map(status_name))
+        .bind(&text)
+        .bind(search_terms(&text))
+        .execute(&self.pool)
+        .await?;
+        one_row(done.rows_affected())
+    }
+
+    /// The thread's messages in order. NotFound when the thread is not the user's.
+    pub async fn list_messages(&self, user: &str, thread_id: &str) -> Result<Vec<Message>> {
+        // One round trip: the thread row is always there when it exists, messages join onto it.
+        let rows = sqlx::query(
+            "SELECT t.id, m.id, m.thread_id, m.role, m.parts, m.metadata, m.status, m.created_at, m.seq \
+             FROM threads t LEFT JOIN messages m ON m.user_id = t.user_id AND m.thread_id = t.id \
+             WHERE t.user_id = $1 AND t.id = $2 ORDER BY m.seq",
+        )
+        .bind(user)
+        .bind(thread_id)
+        .fetch_all(&self.pool)
+        .await?;
+        if rows.is_empty() {
+            return Err(StoreError::NotFound);
+        }
+        let mut messages = Vec::with_capacity(rows.len());
+        for row in &rows {
+            if row.opt_text(1)?.is_some() {
+                messages.push(message_from(row, 1)?);
+            }
+        }
+        Ok(messages)
+    }
+
+    /// Messages of a thread that may not exist (yet): empty instead of NotFound.
+    pub(crate) async fn history(&self, user: &str, thread_id: &str) -> Result<Vec<Message>> {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {MESSAGE_COLS} FROM messages WHERE user_id = $1 AND thread_id = $2 ORDER BY seq"
+        )))
+        .bind(user)
+        .bind(thread_id)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(|r| message_from(r, 0)).collect()
+    }
+}

@@ -1,0 +1,239 @@
+//! Projects and the threads grouped in them.
+
+use promptgate_core::settings::Project;
+use sqlx::any::AnyRow;
+
+use crate::connect::Store;
+use crate::error::{Result, StoreError};
+use crate::search::search_terms;
+use crate::types::{NewProject, NewThread, Thread, ThreadUpdate};
+use crate::util::{Cols, check_client_id, check_name, check_opt_len, delete_owned, new_id, one_row};
+
+const MAX_PROJECT_NAME: usize = 200;
+const MAX_INSTRUCTIONS: usize = 32 * 1024;
+const MAX_TITLE: usize = 500;
+const THREAD_COLS: &str = "id, project_id, title, created_at, updated_at";
+
+fn project_from(row: &AnyRow) -> Result<Project> {
+    Ok(Project {
+        id: row.text(0)?,
+        name: row.text(1)?,
+        instructions: row.opt_text(2)?,
+    })
+}
+
+pub(crate) fn thread_from(row: &AnyRow, at: usize) -> Result<Thread> {
+    Ok(Thread {
+        id: row.text(at)?,
+        project_id: row.opt_text(at + 1)?,
+        title: row.opt_text(at + 2)?,
+        created_at: row.int(at + 3)?,
+        updated_at: row.int(at + 4)?,
+    })
+}
+
+fn check_project(p: &NewProject) -> Result<()> {
+    check_name("project name", &p.name, MAX_PROJECT_NAME)?;
+    check_opt_len(
+        "project instructions",
+        p.instructions.as_deref(),
+        MAX_INSTRUCTIONS,
+    )
+}
+
+impl Store {
+    pub async fn create_project(&self, user: &str, p: &NewProject) -> Result<Project> {
+        check_project(p)?;
+        let project = Project {
+            id: new_id(),
+            name: p.name.clone(),
+            instructions: p.instructions.clone(),
+        };
+        let done = sqlx::query(
+            "INSERT INTO projects (id, user_id, name, instructions, created_at, updated_at) \
+             SELECT $1, id, $2, $3, $4, $4 FROM users WHERE id = $5",
+        )
+        .bind(&project.id)
+        .bind(&project.name)
+        .bind(project.instructions.as_deref())
+        .bind(self.now_ms())
+        .bind(user)
+        .execute(&self.pool)
+        .await?;
+        one_row(done.rows_affected())?;
+        Ok(project)
+    }
+
+    /// Oldest first.
+    pub async fn list_projects(&self, user: &str) -> Result<Vec<Project>> {
+        let rows = sqlx::query(
+            "SELECT id, name, instructions FROM projects WHERE user_id = $1 ORDER BY created_at, id",
+        )
+        .bind(user)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(project_from).collect()
+    }
+
+    pub async fn get_project(&self, user: &str, id: &str) -> Result<Option<Project>> {
+        let row = sqlx::query("SELECT id, name, instructions FROM projects WHERE user_id = $1 AND id = $2")
+            .bind(user)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.as_ref().map(project_from).transpose()
+    }
+
+    /// Replaces name and instructions.
+    pub async fn update_project(&self, user: &str, id: &str, p: &NewProject) -> Result<Project> {
+        check_project(p)?;
+        let done = sqlx::query(
+            "UPDATE projects SET name = $3, instructions = $4, updated_at = $5 \
+             WHERE user_id = $1 AND id = $2",
+        )
+        .bind(user)
+        .bind(id)
+        .bind(&p.name)
+        .bind(p.instructions.as_deref())
+        .bind(self.now_ms())
+        .execute(&self.pool)
+        .await?;
+        one_row(done.rows_affected())?;
+        Ok(Project {
+            id: id.to_owned(),
+            name: p.name.clone(),
+            instructions: p.instructions.clone(),
+        })
+    }
+
+    /// The project's threads survive, without a project.
+    pub async fn delete_project(&self, user: &str, id: &str) -> Result<()> {
+        delete_owned(self, "projects", user, id).await
+    }
+
+    /// Conflict when the user already has a thread with this id; NotFound when the project (or the
+    /// user) does not exist.
+    pub async fn create_thread(&self, user: &str, t: &NewThread) -> Result<Thread> {
+        let id = match &t.id {
+            Some(id) => {
+                check_client_id("thread", id)?;
+                id.clone()
+            }
+            None => new_id(),
+        };
+        check_opt_len("thread title", t.title.as_deref(), MAX_TITLE)?;
+        let now = self.now_ms();
+        let done = sqlx::query(
+            "INSERT INTO threads (user_id, id, project_id, title, title_terms, created_at, updated_at) \
+             SELECT id, $2, $3, $4, $6, $5, $5 FROM users WHERE id = $1 \
+             AND ($3 IS NULL OR EXISTS (SELECT 1 FROM projects p WHERE p.id = $3 AND p.user_id = $1))",
+        )
+        .bind(user)
+        .bind(&id)
+        .bind(t.project_id.as_deref())
+        .bind(t.title.as_deref())
+        .bind(now)
+        .bind(search_terms(t.title.as_deref().unwrap_or("")))
+        .execute(&self.pool)
+        .await
+        .map_err(|e| match StoreError::from(e) {
+            StoreError::Conflict(_) => StoreError::Conflict(format!("thread {id:?} exists")),
+            other => other,
+        })?;
+        one_row(done.rows_affected())?;
+        Ok(Thread {
+            id,
+            project_id: t.project_id.clone(),
+            title: t.title.clone(),
+            created_at: now,
+            updated_at: now,
+        })
+    }
+
+    /// Most recently updated first; only the project's threads when `project_id` is given.
+    pub async fn list_threads(&self, user: &str, project_id: Option<&str>) -> Result<Vec<Thread>> {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {THREAD_COLS} FROM threads WHERE user_id = $1 \
+             AND ($2 IS NULL OR project_id = $2) ORDER BY updated_at DESC, id DESC"
+        )))
+        .bind(user)
+        .bind(project_id)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(|r| thread_from(r, 0)).collect()
+    }
+
+    pub async fn get_thread(&self, user: &str, id: &str) -> Result<Option<Thread>> {
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {THREAD_COLS} FROM threads WHERE user_id = $1 AND id = $2"
+        )))
+        .bind(user)
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(|r| thread_from(r, 0)).transpose()
+    }
+
+    /// Applies the fields present in `u`; NotFound when the thread, or the project it moves to, is
+    /// not the user's.
+    pub async fn update_thread(&self, user: &str, id: &str, u: &ThreadUpdate) -> Result<Thread> {
+        if let Some(title) = &u.title {
+            check_opt_len("thread title", title.as_deref(), MAX_TITLE)?;
+        }
+        // Only the named columns are written, so a move does not touch the title's search index.
+        // $4 is the target project (checked to be the user's); $5 and $6 the new title and its search
+        // terms when a title is given.
+        let mut sets = vec!["updated_at = $3"];
+        if u.project_id.is_some() {
+            sets.push("project_id = $4");
+        }
+        if u.title.is_some() {
+            sets.push("title = $5, title_terms = $6");
+        }
+        let sql = format!(
+            "UPDATE threads SET {} WHERE user_id = $1 AND id = $2 \
+             AND ($4 IS NULL OR EXISTS (SELECT 1 FROM projects p WHERE p.id = $4 AND p.user_id = $1)) \
+             RETURNING {THREAD_COLS}",
+            sets.join(", ")
+        );
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(user)
+            .bind(id)
+            .bind(self.now_ms())
+            .bind(u.project_id.clone().flatten());
+        if let Some(title) = &u.title {
+            query = query
+                .bind(title.clone())
+                .bind(search_terms(title.as_deref().unwrap_or("")));
+        }
+        let row = query.fetch_optional(&self.pool).await?;
+        match row {
+            Some(row) => thread_from(&row, 0),
+            None => Err(StoreError::NotFound),
+        }
+    }
+
+    /// Deletes the thread with its messages and artifacts.
+    pub async fn delete_thread(&self, user: &str, id: &str) -> Result<()> {
+        delete_owned(self, "threads", user, id).await
+    }
+
+    /// The other threads of a project as `(id, title)`, most recently updated first.
+    pub async fn sibling_threads(
+        &self,
+        user: &str,
+        project_id: &str,
+        exclude: &str,
+    ) -> Result<Vec<(String, Option<String>)>> {
+        let rows = sqlx::query(
+            "SELECT id, title FROM threads WHERE user_id = $1 AND project_id = $2 AND id <> $3 \
+             ORDER BY updated_at DESC, id DESC",
+        )
+        .bind(user)
+        .bind(project_id)
+        .bind(exclude)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(|r| Ok((r.text(0)?, r.opt_text(1)?))).collect()
+    }
+}

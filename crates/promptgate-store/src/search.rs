@@ -1,0 +1,198 @@
+//! Keyword search over the text of a user's chats (the `search_project_chats` tool).
+//!
+//! The user's query is reduced to words (runs of letters and digits) before it reaches either engine,
+//! so no input can be a syntax error: SQLite gets `"word"*` terms for FTS5, Postgres gets `'word':*`
+//! terms for `to_tsquery('simple', …)`. Every word must match, as a prefix, in the message text or in
+//! its thread's title; title matches weigh more. The excerpt is cut in Rust, the same for both.
+
+use crate::connect::{Backend, Store};
+use crate::error::Result;
+use crate::types::ChatHit;
+use crate::util::{Cols, placeholders};
+
+const MAX_QUERY_WORDS: usize = 16;
+const MAX_WORD_CHARS: usize = 64;
+const MAX_THREADS: usize = 1_000;
+const MAX_LIMIT: u32 = 50;
+const EXCERPT_CHARS: usize = 200;
+/// How much text an excerpt shows before the first match.
+const EXCERPT_LEAD: usize = 60;
+
+/// Lower-cased runs of letters and digits: the words search sees, in text and in queries alike.
+fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+}
+
+/// What is stored for the engines to index: the words of `text`, separated by single spaces. Doing
+/// this here rather than in SQL keeps both backends (and any database locale) on the same words.
+pub(crate) fn search_terms(text: &str) -> String {
+    words(text).collect::<Vec<_>>().join(" ")
+}
+
+/// The query's words, bounded in number and length.
+fn query_words(query: &str) -> Vec<String> {
+    words(query)
+        .map(|w| w.chars().take(MAX_WORD_CHARS).collect())
+        .take(MAX_QUERY_WORDS)
+        .collect()
+}
+
+fn fts5_match(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| format!("\"{}\"*", w.replace('"', "\"\"")))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn pg_tsquery(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| format!("'{}':*", w.replace('\'', "''")))
+        .collect::<Vec<_>>()
+        .join(" & ")
+}
+
+impl Store {
+    /// The best `limit` (at most 50) messages in `thread_ids` matching every word of `query`, best
+    /// first. Threads that are not the user's never match; messages without text (tool calls only)
+    /// are skipped, since their excerpt would be empty.
+    pub async fn search_messages(
+        &self,
+        user: &str,
+        thread_ids: &[String],
+        query: &str,
+        limit: u32,
+    ) -> Result<Vec<ChatHit>> {
+        let words = query_words(query);
+        let limit = limit.min(MAX_LIMIT);
+        if words.is_empty() || thread_ids.is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let threads = &thread_ids[..thread_ids.len().min(MAX_THREADS)];
+        let in_list = placeholders(4, threads.len());
+        let (sql, expr) = match self.backend() {
+            Backend::Sqlite => (
+                format!(
+                    "SELECT s.thread_id, m.search_text FROM message_search s \
+                     JOIN messages m ON m.pk = s.rowid \
+                     WHERE message_search MATCH $2 AND s.user_id = $1 AND s.thread_id IN ({in_list}) \
+                     AND m.search_text <> '' \
+                     ORDER BY bm25(message_search, 10.0, 1.0), s.rowid DESC LIMIT $3"
+                ),
+                fts5_match(&words),
+            ),
+            Backend::Postgres => (
+                format!(
+                    "SELECT m.thread_id, m.search_text FROM messages m \
+                     JOIN threads t ON t.user_id = m.user_id AND t.id = m.thread_id \
+                     WHERE m.user_id = $1 AND m.thread_id IN ({in_list}) AND m.search_text <> '' \
+                     AND (t.title_vector || m.search_vector) @@ to_tsquery('simple', $2) \
+                     ORDER BY ts_rank(setweight(t.title_vector, 'A') || setweight(m.search_vector, 'D'), \
+                     to_tsquery('simple', $2)) DESC, m.created_at DESC LIMIT $3"
+                ),
+                pg_tsquery(&words),
+            ),
+        };
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(user)
+            .bind(expr)
+            .bind(i64::from(limit));
+        for id in threads {
+            q = q.bind(id.as_str());
+        }
+        let rows = q.fetch_all(&self.pool).await?;
+        rows.iter()
+            .map(|r| {
+                Ok(ChatHit {
+                    thread_id: r.text(0)?,
+                    excerpt: excerpt(&r.text(1)?, &words),
+                })
+            })
+            .collect()
+    }
+}
+
+/// About 200 characters of `text` (whitespace collapsed) around the first word that starts with one
+/// of `words`, with `…` where it was cut. The start of the text when only the title matched.
+pub(crate) fn excerpt(text: &str, words: &[String]) -> String {
+    let chars: Vec<char> = text
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+        .collect();
+    let hit = first_match(&chars, words).unwrap_or(0);
+    let mut start = hit.saturating_sub(EXCERPT_LEAD);
+    let mut end = (start + EXCERPT_CHARS).min(chars.len());
+    if end == chars.len() {
+        start = end.saturating_sub(EXCERPT_CHARS);
+    }
+    // Cut at spaces rather than inside words when a space is near.
+    if start > 0
+        && let Some(space) = chars[start..hit].iter().position(|c| *c == ' ')
+    {
+        start += space + 1;
+    }
+    if end < chars.len()
+        && let Some(space) = chars[hit..end].iter().rposition(|c| *c == ' ')
+    {
+        end = hit + space;
+    }
+    let mut out = String::new();
+    if start > 0 {
+        out.push('…');
+    }
+    out.extend(&chars[start..end]);
+    if end < chars.len() {
+        out.push('…');
+    }
+    out
+}
+
+/// Index of the first word start in `chars` that begins with one of `words` (case-insensitively).
+fn first_match(chars: &[char], words: &[String]) -> Option<usize> {
+    let words: Vec<Vec<char>> = words.iter().map(|w| w.chars().collect()).collect();
+    (0..chars.len()).find(|&i| {
+        let word_start = chars[i].is_alphanumeric() && (i == 0 || !chars[i - 1].is_alphanumeric());
+        word_start
+            && words.iter().any(|w| {
+                let mut text = chars[i..].iter().flat_map(|c| c.to_lowercase());
+                w.iter().all(|wc| text.next() == Some(*wc))
+            })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_syntax_is_neutralised() {
+        assert_eq!(
+            query_words(r#"foo" OR bar* NEAR(x) 'y'"#),
+            ["foo", "or", "bar", "near", "x", "y"]
+        );
+        assert_eq!(fts5_match(&query_words("Ünïcode test")), r#""ünïcode"* "test"*"#);
+        assert_eq!(pg_tsquery(&query_words("a-b")), "'a':* & 'b':*");
+        assert!(query_words(" \"*()' ").is_empty());
+    }
+
+    #[test]
+    fn excerpt_centres_on_the_first_match() {
+        let text = format!("{} Needle here {}", "lead ".repeat(60), "tail ".repeat(60));
+        let cut = excerpt(&text, &["need".to_owned()]);
+        assert!(cut.starts_with('…') && cut.ends_with('…'), "{cut}");
+        assert!(cut.contains("Needle here"), "{cut}");
+        assert!(cut.chars().count() <= EXCERPT_CHARS + 2, "{cut}");
+        assert_eq!(excerpt("short text", &["zzz".to_owned()]), "short text");
+    }
+
+    #[test]
+    fn match_is_at_word_starts_only() {
+        let chars: Vec<char> = "prefix unfix fixed".chars().collect();
+        assert_eq!(first_match(&chars, &["fix".to_owned()]), Some(13));
+    }
+}

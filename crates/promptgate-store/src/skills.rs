@@ -1,0 +1,133 @@
+use promptgate_core::settings::Skill;
+use sqlx::any::AnyRow;
+
+use crate::connect::Store;
+use crate::error::{Result, StoreError};
+use crate::types::NewSkill;
+use crate::util::{Cols, check_len, check_name, check_word, delete_owned, flag, new_id, one_row};
+
+const SKILL_COLS: &str = "id, slug, name, description, instructions, enabled, renders_widgets";
+const MAX_DESCRIPTION: usize = 2_000;
+const MAX_INSTRUCTIONS: usize = 64 * 1024;
+
+pub(crate) fn skill_from(row: &AnyRow) -> Result<Skill> {
+    Ok(Skill {
+        id: row.text(0)?,
+        slug: row.text(1)?,
+        name: row.text(2)?,
+        description: row.text(3)?,
+        instructions: row.text(4)?,
+        enabled: row.flag(5)?,
+        renders_widgets: row.flag(6)?,
+    })
+}
+
+/// Slugs are what users type after `/`: `[A-Za-z0-9_-]{1,64}`.
+fn check_skill(s: &NewSkill) -> Result<()> {
+    check_word("skill slug", &s.slug, 64, b"_-")?;
+    check_name("skill name", &s.name, 200)?;
+    check_len("skill description", &s.description, MAX_DESCRIPTION)?;
+    check_name("skill instructions", &s.instructions, MAX_INSTRUCTIONS)
+}
+
+fn skill_of(id: String, s: &NewSkill) -> Skill {
+    Skill {
+        id,
+        slug: s.slug.clone(),
+        name: s.name.clone(),
+        description: s.description.clone(),
+        instructions: s.instructions.clone(),
+        enabled: s.enabled,
+        renders_widgets: s.renders_widgets,
+    }
+}
+
+impl Store {
+    /// Conflict when the user already has a skill with this slug.
+    pub async fn create_skill(&self, user: &str, s: &NewSkill) -> Result<Skill> {
+        let id = new_id();
+        self.write_skill(
+            "INSERT INTO skills (id, user_id, slug, name, description, instructions, enabled, \
+             renders_widgets, created_at, updated_at) \
+             SELECT $1, id, $3, $4, $5, $6, $7, $8, $9, $9 FROM users WHERE id = $2",
+            user,
+            &id,
+            s,
+        )
+        .await?;
+        Ok(skill_of(id, s))
+    }
+
+    /// Runs a statement that writes skill `id` of `user` from `s` ($1 id, $2 user, $3.. fields).
+    async fn write_skill(&self, sql: &'static str, user: &str, id: &str, s: &NewSkill) -> Result<()> {
+        check_skill(s)?;
+        let done = sqlx::query(sql)
+            .bind(id)
+            .bind(user)
+            .bind(&s.slug)
+            .bind(&s.name)
+            .bind(&s.description)
+            .bind(&s.instructions)
+            .bind(flag(s.enabled))
+            .bind(flag(s.renders_widgets))
+            .bind(self.now_ms())
+            .execute(&self.pool)
+            .await
+            .map_err(|e| match StoreError::from(e) {
+                StoreError::Conflict(_) => StoreError::Conflict(format!("a skill /{} exists", s.slug)),
+                other => other,
+            })?;
+        one_row(done.rows_affected())
+    }
+
+    /// In creation order.
+    pub async fn list_skills(&self, user: &str) -> Result<Vec<Skill>> {
+        self.query_skills(user, false).await
+    }
+
+    /// The skills a send offers, in creation order.
+    pub async fn enabled_skills(&self, user: &str) -> Result<Vec<Skill>> {
+        self.query_skills(user, true).await
+    }
+
+    async fn query_skills(&self, user: &str, enabled_only: bool) -> Result<Vec<Skill>> {
+        // Flags are 0/1, so `enabled >= 0` keeps every row and `enabled >= 1` only enabled ones.
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {SKILL_COLS} FROM skills WHERE user_id = $1 AND enabled >= $2 \
+             ORDER BY created_at, id"
+        )))
+        .bind(user)
+        .bind(flag(enabled_only))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(skill_from).collect()
+    }
+
+    pub async fn get_skill(&self, user: &str, id: &str) -> Result<Option<Skill>> {
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {SKILL_COLS} FROM skills WHERE user_id = $1 AND id = $2"
+        )))
+        .bind(user)
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(skill_from).transpose()
+    }
+
+    /// Replaces every field; Conflict when the new slug belongs to another of the user's skills.
+    pub async fn update_skill(&self, user: &str, id: &str, s: &NewSkill) -> Result<Skill> {
+        self.write_skill(
+            "UPDATE skills SET slug = $3, name = $4, description = $5, instructions = $6, \
+             enabled = $7, renders_widgets = $8, updated_at = $9 WHERE user_id = $2 AND id = $1",
+            user,
+            id,
+            s,
+        )
+        .await?;
+        Ok(skill_of(id.to_owned(), s))
+    }
+
+    pub async fn delete_skill(&self, user: &str, id: &str) -> Result<()> {
+        delete_owned(self, "skills", user, id).await
+    }
+}

@@ -1,0 +1,134 @@
+//! Throwaway, migrated databases for tests (cargo feature `testing`).
+//!
+//! `TestDb::sqlite()` uses a file in a fresh temporary directory; `TestDb::postgres()` creates a fresh
+//! database on the cluster named by `PROMPTGATE_TEST_POSTGRES_URL` (set by `scripts/with-postgres.sh`).
+//! Both are removed by [`TestDb::close`], or on drop if a test ends early.
+//!
+//! Setup failures panic: this module only runs inside tests, where a panic is the failure report.
+#![allow(clippy::panic, clippy::expect_used)]
+
+use std::ops::Deref;
+use std::path::PathBuf;
+
+use crate::connect::Store;
+
+/// Environment variable naming a Postgres superuser URL for tests.
+pub const POSTGRES_URL_ENV: &str = "PROMPTGATE_TEST_POSTGRES_URL";
+
+enum Cleanup {
+    Dir(PathBuf),
+    Database { admin_url: String, name: String },
+    Done,
+}
+
+/// A migrated [`Store`] on a database that exists only for this test. Derefs to the store.
+pub struct TestDb {
+    store: Store,
+    cleanup: Cleanup,
+}
+
+impl Deref for TestDb {
+    type Target = Store;
+    fn deref(&self) -> &Store {
+        &self.store
+    }
+}
+
+impl TestDb {
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// A SQLite file database in a new temporary directory.
+    pub async fn sqlite() -> TestDb {
+        let dir = std::env::temp_dir().join(format!("promptgate-test-{}", uuid::Uuid::new_v4()));
+        let url = format!("sqlite://{}?mode=rwc", dir.join("store.db").display());
+        let store = Store::connect(&url).await.expect("open the test SQLite database");
+        store.migrate().await.expect("migrate the test SQLite database");
+        TestDb {
+            store,
+            cleanup: Cleanup::Dir(dir),
+        }
+    }
+
+    /// The URL of the SQLite file, for tests that reopen it. `None` for Postgres.
+    pub fn sqlite_url(&self) -> Option<String> {
+        match &self.cleanup {
+            Cleanup::Dir(dir) => Some(format!("sqlite://{}", dir.join("store.db").display())),
+            _ => None,
+        }
+    }
+
+    /// A fresh database on the test cluster. Panics (failing the test) when the cluster is not
+    /// configured: a Postgres test must never pass by not running.
+    pub async fn postgres() -> TestDb {
+        let admin_url = std::env::var(POSTGRES_URL_ENV).unwrap_or_else(|_| {
+            panic!(
+                "{POSTGRES_URL_ENV} is not set: run the tests through scripts/with-postgres.sh, \
+                 e.g. `scripts/with-postgres.sh cargo nextest run -p promptgate-store`"
+            )
+        });
+        let name = format!("t_{}", uuid::Uuid::new_v4().simple());
+        let admin = Store::connect(&admin_url)
+            .await
+            .expect("connect to the test Postgres cluster");
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+            .execute(&admin.pool)
+            .await
+            .expect("create the test database");
+        admin.close().await;
+        let mut url = url::Url::parse(&admin_url).expect("parse the test Postgres URL");
+        url.set_path(&name);
+        let store = Store::connect(url.as_str())
+            .await
+            .expect("connect to the test database");
+        store.migrate().await.expect("migrate the test database");
+        TestDb {
+            store,
+            cleanup: Cleanup::Database { admin_url, name },
+        }
+    }
+
+    /// Closes the store and removes the database.
+    pub async fn close(mut self) {
+        self.store.close().await;
+        match std::mem::replace(&mut self.cleanup, Cleanup::Done) {
+            Cleanup::Dir(dir) => {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+            Cleanup::Database { admin_url, name } => drop_database(&admin_url, &name).await,
+            Cleanup::Done => {}
+        }
+    }
+}
+
+async fn drop_database(admin_url: &str, name: &str) {
+    if let Ok(admin) = Store::connect(admin_url).await {
+        let sql = format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)");
+        if let Err(e) = sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&admin.pool).await {
+            tracing::warn!("could not drop test database {name}: {e}");
+        }
+        admin.close().await;
+    }
+}
+
+impl Drop for TestDb {
+    /// A test that panicked never reached `close`: clean up anyway, on a thread with its own runtime
+    /// because drop cannot await.
+    fn drop(&mut self) {
+        match std::mem::replace(&mut self.cleanup, Cleanup::Done) {
+            Cleanup::Dir(dir) => {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+            Cleanup::Database { admin_url, name } => {
+                let cleaner = std::thread::spawn(move || {
+                    if let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                        rt.block_on(drop_database(&admin_url, &name));
+                    }
+                });
+                let _ = cleaner.join();
+            }
+            Cleanup::Done => {}
+        }
+    }
+}

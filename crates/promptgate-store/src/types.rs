@@ -1,0 +1,243 @@
+//! The store's API types. They double as the REST bodies (snake_case JSON), so `Option` fields are
+//! skipped when absent and input types default what a client may leave out.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use promptgate_core::settings::{IntegrationStatus, Model, Project, Skill, UserSettings};
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct User {
+    pub id: String,
+    pub name: String,
+    /// Epoch milliseconds.
+    pub created_at: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewProject {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Thread {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    pub created_at: i64,
+    /// Bumped by renames, moves and every appended message; threads are listed by it, newest first.
+    pub updated_at: i64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct NewThread {
+    /// Client-chosen id (`[A-Za-z0-9_-]{1,128}`); a UUID v7 is generated when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub project_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+}
+
+/// A partial thread update: an absent field is left alone, `null` clears it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct ThreadUpdate {
+    #[serde(deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub title: Option<Option<String>>,
+    #[serde(deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub project_id: Option<Option<String>>,
+}
+
+/// Distinguishes an explicit `null` (Some(None)) from an absent field (None, via `default`).
+fn present<'de, D, T>(de: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(de).map(Some)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+/// How an assistant message ended. Absent for user messages and for turns still streaming.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageStatus {
+    Complete,
+    Stopped,
+    Error,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Message {
+    pub id: String,
+    pub thread_id: String,
+    pub role: Role,
+    /// UI message parts (a JSON array).
+    pub parts: Value,
+    /// Message metadata (a JSON object), e.g. the turn's sources.
+    pub metadata: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<MessageStatus>,
+    pub created_at: i64,
+    /// Position in the thread, starting at 1.
+    pub seq: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewMessage {
+    /// Client-chosen id (`[A-Za-z0-9_-]{1,128}`); a UUID v7 is generated when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    pub thread_id: String,
+    pub role: Role,
+    pub parts: Value,
+    #[serde(default = "empty_object")]
+    pub metadata: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<MessageStatus>,
+}
+
+fn empty_object() -> Value {
+    Value::Object(serde_json::Map::new())
+}
+
+/// One message that matched a project chat search.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ChatHit {
+    pub thread_id: String,
+    /// About 200 characters of the message text around the first matching word.
+    pub excerpt: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewSkill {
+    /// `[A-Za-z0-9_-]{1,64}`, unique per user.
+    pub slug: String,
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    pub instructions: String,
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    #[serde(default)]
+    pub renders_widgets: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// An MCP server as the API shows it: the secret header values and the bearer token never leave the
+/// store through this type, only whether they are set.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct McpServer {
+    pub id: String,
+    pub name: String,
+    pub url: String,
+    pub enabled: bool,
+    /// Names of the configured secret headers, sorted.
+    pub header_names: Vec<String>,
+    pub has_bearer_token: bool,
+    pub created_at: i64,
+}
+
+/// Create or replace an MCP server. An update replaces the secrets too: headers and token that are
+/// not sent again are removed.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewMcpServer {
+    pub name: String,
+    pub url: String,
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bearer_token: Option<String>,
+}
+
+impl fmt::Debug for NewMcpServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NewMcpServer")
+            .field("name", &self.name)
+            .field("url", &self.url)
+            .field("enabled", &self.enabled)
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field("bearer_token", &self.bearer_token.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
+
+/// The secrets an MCP client needs to connect. Deliberately not `Serialize`.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct McpSecrets {
+    pub headers: BTreeMap<String, String>,
+    pub bearer_token: Option<String>,
+}
+
+impl fmt::Debug for McpSecrets {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpSecrets")
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field("bearer_token", &self.bearer_token.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Task {
+    pub id: String,
+    pub item: String,
+    pub completed: bool,
+    pub created_at: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Artifact {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_id: Option<String>,
+    pub title: String,
+    pub html: String,
+    pub created_at: i64,
+}
+
+/// Everything one send needs, loaded together.
+#[derive(Debug, Clone)]
+pub struct SendContext {
+    pub settings: UserSettings,
+    pub integrations: IntegrationStatus,
+    /// The requested model (the user's own or a system one), if it exists.
+    pub model: Option<Model>,
+    /// The thread, if it exists yet (a first send may create it).
+    pub thread: Option<Thread>,
+    /// The thread's project, if it has one.
+    pub project: Option<Project>,
+    /// Other threads in the same project.
+    pub sibling_count: u32,
+    /// Enabled skills only.
+    pub skills: Vec<Skill>,
+    /// Enabled MCP servers with what is needed to connect to them.
+    pub mcp_servers: Vec<(McpServer, McpSecrets)>,
+    /// The thread's messages in order.
+    pub history: Vec<Message>,
+}

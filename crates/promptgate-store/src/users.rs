@@ -1,0 +1,95 @@
+use sha2::{Digest, Sha256};
+use sqlx::any::AnyRow;
+
+use crate::connect::Store;
+use crate::error::{Result, StoreError};
+use crate::types::User;
+use crate::util::{Cols, check_client_id, check_name, new_id};
+
+const TOKEN_PREFIX: &str = "pg_";
+/// "pg_" plus 64 hex digits; anything longer cannot be ours and is not worth hashing.
+const MAX_TOKEN_LEN: usize = 128;
+
+fn token_hash(token: &str) -> String {
+    hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+fn user_from(row: &AnyRow) -> Result<User> {
+    Ok(User {
+        id: row.text(0)?,
+        name: row.text(1)?,
+        created_at: row.int(2)?,
+    })
+}
+
+impl Store {
+    pub async fn create_user(&self, name: &str) -> Result<User> {
+        check_name("user name", name, 200)?;
+        let user = User {
+            id: new_id(),
+            name: name.to_owned(),
+            created_at: self.now_ms(),
+        };
+        sqlx::query("INSERT INTO users (id, name, created_at) VALUES ($1, $2, $3)")
+            .bind(&user.id)
+            .bind(&user.name)
+            .bind(user.created_at)
+            .execute(&self.pool)
+            .await?;
+        Ok(user)
+    }
+
+    /// Creates the user with this id unless it exists; either way returns the stored user (an
+    /// existing user keeps its name). Used for the fixed user of single-user mode.
+    pub async fn ensure_user(&self, id: &str, name: &str) -> Result<User> {
+        check_client_id("user", id)?;
+        check_name("user name", name, 200)?;
+        sqlx::query(
+            "INSERT INTO users (id, name, created_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING",
+        )
+        .bind(id)
+        .bind(name)
+        .bind(self.now_ms())
+        .execute(&self.pool)
+        .await?;
+        let row = sqlx::query("SELECT id, name, created_at FROM users WHERE id = $1")
+            .bind(id)
+            .fetch_one(&self.pool)
+            .await?;
+        user_from(&row)
+    }
+
+    /// Issues a new API token for the user and returns its plaintext; only its SHA-256 is stored, so
+    /// this is the one moment it can be shown.
+    pub async fn issue_token(&self, user_id: &str) -> Result<String> {
+        let token = format!("{TOKEN_PREFIX}{}", hex::encode(rand::random::<[u8; 32]>()));
+        let inserted = sqlx::query(
+            "INSERT INTO api_tokens (token_hash, user_id, created_at) \
+             SELECT $1, id, $2 FROM users WHERE id = $3",
+        )
+        .bind(token_hash(&token))
+        .bind(self.now_ms())
+        .bind(user_id)
+        .execute(&self.pool)
+        .await?;
+        if inserted.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Ok(token)
+    }
+
+    /// The user a bearer token belongs to; `None` for any token we did not issue.
+    pub async fn user_by_token(&self, token: &str) -> Result<Option<User>> {
+        if !token.starts_with(TOKEN_PREFIX) || token.len() > MAX_TOKEN_LEN {
+            return Ok(None);
+        }
+        let row = sqlx::query(
+            "SELECT u.id, u.name, u.created_at FROM api_tokens t JOIN users u ON u.id = t.user_id \
+             WHERE t.token_hash = $1",
+        )
+        .bind(token_hash(token))
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(user_from).transpose()
+    }
+}

@@ -1,0 +1,128 @@
+//! Small pieces every repository module uses: ids, input bounds, and column conversions.
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use sqlx::Row;
+use sqlx::any::AnyRow;
+
+use crate::error::{Result, StoreError};
+
+pub(crate) fn new_id() -> String {
+    uuid::Uuid::now_v7().to_string()
+}
+
+/// Client-chosen ids (threads, messages, users): `[A-Za-z0-9_-]{1,128}`.
+pub(crate) fn check_client_id(what: &str, id: &str) -> Result<()> {
+    check_word(&format!("{what} id"), id, 128, b"_-")
+}
+
+/// An identifier that appears in URLs or slash commands: 1 to `max` ASCII letters, digits or
+/// bytes of `extra`.
+pub(crate) fn check_word(what: &str, value: &str, max: usize, extra: &[u8]) -> Result<()> {
+    let ok = !value.is_empty()
+        && value.len() <= max
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || extra.contains(&b));
+    if ok {
+        return Ok(());
+    }
+    let extra: Vec<String> = extra.iter().map(|b| format!("'{}'", char::from(*b))).collect();
+    Err(StoreError::Invalid(format!(
+        "{what} must be 1 to {max} characters of A-Z, a-z, 0-9, {}",
+        extra.join(", ")
+    )))
+}
+
+/// A required text field: trimmed non-empty, at most `max` characters.
+pub(crate) fn check_name(what: &str, value: &str, max: usize) -> Result<()> {
+    if value.trim().is_empty() {
+        return Err(StoreError::Invalid(format!("{what} must not be empty")));
+    }
+    check_len(what, value, max)
+}
+
+pub(crate) fn check_len(what: &str, value: &str, max: usize) -> Result<()> {
+    if value.chars().count() > max {
+        return Err(StoreError::Invalid(format!(
+            "{what} is longer than {max} characters"
+        )));
+    }
+    Ok(())
+}
+
+pub(crate) fn check_opt_len(what: &str, value: Option<&str>, max: usize) -> Result<()> {
+    value.map_or(Ok(()), |v| check_len(what, v, max))
+}
+
+pub(crate) fn flag(b: bool) -> i64 {
+    i64::from(b)
+}
+
+pub(crate) fn to_json<T: Serialize>(what: &str, value: &T) -> Result<String> {
+    serde_json::to_string(value).map_err(|e| StoreError::Invalid(format!("{what}: {e}")))
+}
+
+pub(crate) fn from_json<T: DeserializeOwned>(what: &str, text: &str) -> Result<T> {
+    serde_json::from_str(text).map_err(|e| StoreError::corrupt(what, e))
+}
+
+/// Typed column access by position, with sqlx errors folded into [`StoreError`].
+pub(crate) trait Cols {
+    fn text(&self, i: usize) -> Result<String>;
+    fn opt_text(&self, i: usize) -> Result<Option<String>>;
+    fn int(&self, i: usize) -> Result<i64>;
+    fn opt_int(&self, i: usize) -> Result<Option<i64>>;
+    fn flag(&self, i: usize) -> Result<bool> {
+        Ok(self.int(i)? != 0)
+    }
+}
+
+impl Cols for AnyRow {
+    fn text(&self, i: usize) -> Result<String> {
+        Ok(self.try_get::<String, _>(i)?)
+    }
+    fn opt_text(&self, i: usize) -> Result<Option<String>> {
+        Ok(self.try_get::<Option<String>, _>(i)?)
+    }
+    fn int(&self, i: usize) -> Result<i64> {
+        Ok(self.try_get::<i64, _>(i)?)
+    }
+    fn opt_int(&self, i: usize) -> Result<Option<i64>> {
+        Ok(self.try_get::<Option<i64>, _>(i)?)
+    }
+}
+
+/// `$first, $first+1, …` for an `IN (…)` list of `count` bound values.
+pub(crate) fn placeholders(first: usize, count: usize) -> String {
+    (first..first + count)
+        .map(|n| format!("${n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Deletes row `id` of `user` from `table` (a table with `user_id` and `id` columns).
+pub(crate) async fn delete_owned(
+    store: &crate::connect::Store,
+    table: &'static str,
+    user: &str,
+    id: &str,
+) -> Result<()> {
+    let done = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "DELETE FROM {table} WHERE user_id = $1 AND id = $2"
+    )))
+    .bind(user)
+    .bind(id)
+    .execute(&store.pool)
+    .await?;
+    one_row(done.rows_affected())
+}
+
+/// Affected-row count of a write that targets one row by key: zero means the row is not the caller's.
+pub(crate) fn one_row(affected: u64) -> Result<()> {
+    if affected == 0 {
+        Err(StoreError::NotFound)
+    } else {
+        Ok(())
+    }
+}

@@ -1,0 +1,86 @@
+pub use promptgate_core::settings::*;
+pub use promptgate_store::*;
+pub use serde_json::{Value, json};
+
+/// A fresh user; returns its id.
+pub async fn user(store: &Store, name: &str) -> String {
+    store.create_user(name).await.unwrap().id
+}
+
+pub fn model(id: &str) -> Model {
+    Model {
+        id: id.to_owned(),
+        name: format!("Model {id}"),
+        provider: "demo".to_owned(),
+        upstream_model: "demo-1".to_owned(),
+        tool_usage: 1,
+        engine: Engine::Legacy,
+        context_window: Some(128_000),
+        supports_images: false,
+        supports_parallel_tool_calls: true,
+        extract_think_tags: false,
+        start_with_reasoning: false,
+        reasoning: None,
+        profile: ModelProfile::default(),
+        system: false,
+    }
+}
+
+pub fn text(s: &str) -> Value {
+    json!([{ "type": "text", "text": s }])
+}
+
+pub async fn thread(store: &Store, user: &str, id: &str, project: Option<&str>, title: Option<&str>) {
+    store
+        .create_thread(
+            user,
+            &NewThread {
+                id: Some(id.to_owned()),
+                project_id: project.map(str::to_owned),
+                title: title.map(str::to_owned),
+            },
+        )
+        .await
+        .unwrap();
+}
+
+pub async fn say(store: &Store, user: &str, thread: &str, role: Role, words: &str) -> Message {
+    store
+        .append_message(
+            user,
+            &NewMessage {
+                id: None,
+                thread_id: thread.to_owned(),
+                role,
+                parts: text(words),
+                metadata: json!({}),
+                status: None,
+            },
+        )
+        .await
+        .unwrap()
+}
+
+pub async fn project(store: &Store, user: &str, name: &str) -> Project {
+    store
+        .create_project(
+            user,
+            &NewProject {
+                name: name.to_owned(),
+                instructions: None,
+            },
+        )
+        .await
+        .unwrap()
+}
+
+pub fn skill(slug: &str, enabled: bool) -> NewSkill {
+    NewSkill {
+        slug: slug.to_owned(),
+        name: format!("Skill {slug}"),
+        description: format!("Does {slug}"),
+        instructions: format!("Steps for {slug}"),
+        enabled,
+        renders_widgets: false,
+    }
+}

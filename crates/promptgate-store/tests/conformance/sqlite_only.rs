@@ -1,0 +1,82 @@
+//! Behaviour only the embedded backend has: files that persist, and the in-memory database.
+
+use crate::common::*;
+use promptgate_store::testing::TestDb;
+
+#[tokio::test]
+async fn sqlite_file_keeps_data_across_reopen() {
+    let db = TestDb::sqlite().await;
+    assert_eq!(db.backend(), Backend::Sqlite);
+    let alice = user(&db, "Alice").await;
+    let token = db.issue_token(&alice).await.unwrap();
+    thread(&db, &alice, "kept", None, Some("Kept")).await;
+    say(&db, &alice, "kept", Role::User, "persist the searchable words").await;
+    let url = db.sqlite_url().unwrap();
+    db.store().close().await;
+
+    let reopened = Store::connect(&url).await.unwrap();
+    reopened.migrate().await.unwrap();
+    assert_eq!(reopened.user_by_token(&token).await.unwrap().unwrap().id, alice);
+    assert_eq!(reopened.list_messages(&alice, "kept").await.unwrap().len(), 1);
+    let hits = reopened
+        .search_messages(&alice, &["kept".to_owned()], "searchable", 8)
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 1);
+    reopened.close().await;
+    db.close().await;
+}
+
+#[tokio::test]
+async fn sqlite_creates_missing_directories_and_uses_wal() {
+    let dir = std::env::temp_dir().join(format!("promptgate-dirs-{}", uuid::Uuid::new_v4()));
+    // Both spellings of a file URL work, and neither needs an explicit `mode=rwc`.
+    for (url, file) in [
+        (
+            format!("sqlite://{}", dir.join("a/b/one.db").display()),
+            dir.join("a/b/one.db"),
+        ),
+        (
+            format!("sqlite:{}", dir.join("c/two.db").display()),
+            dir.join("c/two.db"),
+        ),
+    ] {
+        let store = Store::connect(&url).await.unwrap();
+        store.migrate().await.unwrap();
+        user(&store, "Alice").await;
+        assert!(file.exists(), "{url}");
+        // Write-ahead logging lets readers proceed while a turn writes.
+        let wal = file.with_extension("db-wal");
+        assert!(wal.exists(), "no {} after a write", wal.display());
+        store.close().await;
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[tokio::test]
+async fn sqlite_memory_keeps_one_database() {
+    let store = Store::connect("sqlite::memory:").await.unwrap();
+    store.migrate().await.unwrap();
+    // Many calls, some concurrent: they all see the one migrated database.
+    let alice = user(&store, "Alice").await;
+    let reads = (0..8).map(|_| store.get_settings(&alice));
+    for settings in futures::future::join_all(reads).await {
+        assert_eq!(settings.unwrap(), UserSettings::default());
+    }
+    thread(&store, &alice, "t", None, None).await;
+    say(&store, &alice, "t", Role::User, "hi").await;
+    assert_eq!(store.list_messages(&alice, "t").await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn unknown_database_urls_are_rejected() {
+    let err = Store::connect("mysql://localhost/db").await.unwrap_err();
+    assert!(matches!(err, StoreError::Invalid(_)), "{err}");
+}
+
+#[tokio::test]
+async fn postgres_backend_is_reported() {
+    let db = TestDb::postgres().await;
+    assert_eq!(db.backend(), Backend::Postgres);
+    db.close().await;
+}

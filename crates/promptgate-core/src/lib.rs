@@ -6,6 +6,7 @@
 pub mod budget;
 pub mod citations;
 pub mod error;
+pub mod plan;
 pub mod prompt;
 pub mod settings;
 pub mod skills;

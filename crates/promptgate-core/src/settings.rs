@@ -246,7 +246,11 @@ impl IntegrationStatus {
         if self.do_not_ask {
             flags.push("PROMPTS_DISABLED");
         }
-        if flags.is_empty() { "READY".to_owned() } else { flags.join(", ") }
+        if flags.is_empty() {
+            "READY".to_owned()
+        } else {
+            flags.join(", ")
+        }
     }
 }
 

@@ -66,7 +66,10 @@ impl ToolCall {
         Self {
             id: id.into(),
             kind: function_kind(),
-            function: FunctionCall { name: name.into(), arguments: arguments.into() },
+            function: FunctionCall {
+                name: name.into(),
+                arguments: arguments.into(),
+            },
         }
     }
 }
@@ -113,9 +116,16 @@ pub enum StreamEvent {
     TextDelta(String),
     ReasoningDelta(String),
     /// The first fragment of a tool call; `index` groups the later argument fragments.
-    ToolCallStarted { index: usize, id: String, name: String },
+    ToolCallStarted {
+        index: usize,
+        id: String,
+        name: String,
+    },
     /// A piece of a tool call's JSON arguments, verbatim.
-    ToolCallArgumentsDelta { index: usize, fragment: String },
+    ToolCallArgumentsDelta {
+        index: usize,
+        fragment: String,
+    },
     /// Token counts; a later value replaces an earlier one.
     Usage(Usage),
     /// The model finished this step. The stream ends after it.

@@ -1,1 +1,31 @@
-fn main() {}
+use std::process::ExitCode;
+
+use clap::Parser;
+use promptgate_server::cli::{Cli, run};
+use tracing_subscriber::EnvFilter;
+
+fn main() -> ExitCode {
+    let filter = EnvFilter::try_from_env("PROMPTGATE_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+    // One TLS crypto provider for every HTTP client in the process (reqwest is built without a default).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(err) => {
+            tracing::error!(error = %err, "cannot start the async runtime");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            tracing::error!("{err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,1 +1,50 @@
-//! See the crate description.
+//! The turn engine: one send's model/tool loop, emitted as AI SDK UI message chunks.
+//!
+//! - [`ui`]: the chunk vocabulary of the UI message stream.
+//! - [`message`]: folding chunks into the assistant message that gets stored.
+//! - [`history`]: stored or client-sent UI messages back into upstream chat messages.
+//! - [`engine`]: the loop itself ([`run_turn`]).
+//! - [`facade`]: the same turn seen as an OpenAI chat completion (request and response).
+//!
+//! # Wiring a send
+//!
+//! 1. Rebuild the conversation with [`to_model_messages`] (stored or `useChat` messages) or
+//!    [`facade_history`] (an OpenAI request), ending with the new user message.
+//! 2. Fill a [`TurnPlan`] (start from [`TurnPlan::new`]): tools with their executors, the step
+//!    policy from the model profile, nudge texts from the prompt module, and [`TurnHooks`] backed by
+//!    the turn's web budget and source registry. An automatic retry of the same turn passes the
+//!    same [`RequestBudget`] and [`ToolCache`] so the retry cannot start over.
+//! 3. [`run_turn`] returns the events and the outcome. Write each [`TurnEvent`] with
+//!    [`TurnEvent::to_sse`] (or feed it to [`CompletionChunks`] / [`CompletionResponse`]) and end
+//!    with [`SSE_DONE`]. Dropping the event stream stops the turn.
+//! 4. Await the outcome, which arrives however the turn ended, and store its `parts` with
+//!    [`TurnOutcome::stored_metadata`].
+
+pub mod engine;
+pub mod facade;
+pub mod history;
+pub mod message;
+pub mod ui;
+
+pub use engine::{
+    Gate, NoHooks, Nudges, PreparedTool, RequestBudget, SourceRef, StepPolicy, ToolCache, TurnHooks,
+    TurnLimits, TurnOutcome, TurnPlan, TurnRun, TurnStatus, TurnStream, VerbRenderer, render_verb, run_turn,
+};
+pub use facade::{CompletionChunks, CompletionIdentity, CompletionResponse, FacadeHistory, facade_history};
+pub use history::{HistoryOptions, last_user_text, to_model_messages};
+pub use message::UiMessageBuilder;
+pub use ui::{SSE_DONE, TurnEvent, UiChunk, UiFinishReason};
+
+/// Errors of the turn crate.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TurnError {
+    /// A chunk that the AI SDK client would reject at this point of the stream.
+    #[error("invalid UI chunk: {0}")]
+    InvalidChunk(String),
+    /// A client request that cannot be turned into a conversation; the text says why.
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
+    /// The turn failed; the text is safe to show to the user.
+    #[error("{0}")]
+    Failed(String),
+}

@@ -1,0 +1,193 @@
+//! `plan_send`: the toolset and prompt one send gets, as the preview and the turn both use it.
+
+use chrono::{TimeZone, Utc};
+use promptgate_core::plan::{SendInput, UpstreamIdentity, plan_send};
+use promptgate_core::settings::{
+    Engine, IntegrationStatus, Model, ModelProfile, Project, Skill, UserSettings,
+};
+use promptgate_core::tools::mcp_names::{McpServerTools, McpToolDef};
+use serde_json::json;
+
+fn model(tool_usage: i32, engine: Engine) -> Model {
+    Model {
+        id: "m".into(),
+        name: "Model M".into(),
+        provider: "p".into(),
+        upstream_model: "m-upstream".into(),
+        tool_usage,
+        engine,
+        context_window: None,
+        supports_images: false,
+        supports_parallel_tool_calls: true,
+        extract_think_tags: false,
+        start_with_reasoning: false,
+        reasoning: None,
+        profile: ModelProfile::default(),
+        system: true,
+    }
+}
+
+fn server(id: &str, name: &str, tools: &[&str]) -> McpServerTools {
+    McpServerTools {
+        server_id: id.into(),
+        name: name.into(),
+        url: format!("http://127.0.0.1/{id}"),
+        tools: tools
+            .iter()
+            .map(|t| McpToolDef {
+                name: (*t).into(),
+                description: Some(format!("does {t}")),
+                input_schema: json!({"type": "object"}),
+            })
+            .collect(),
+    }
+}
+
+struct Fixture {
+    settings: UserSettings,
+    integrations: IntegrationStatus,
+    model: Model,
+    project: Project,
+    skills: Vec<Skill>,
+    servers: Vec<McpServerTools>,
+}
+
+impl Fixture {
+    fn new(model: Model) -> Self {
+        Self {
+            settings: UserSettings::default(),
+            integrations: IntegrationStatus::default(),
+            model,
+            project: Project {
+                id: "p1".into(),
+                name: "Atlas".into(),
+                instructions: Some("Be exact.".into()),
+            },
+            skills: Vec::new(),
+            servers: Vec::new(),
+        }
+    }
+
+    fn input<'a>(&'a self, last_user_text: &'a str, siblings: u32) -> SendInput<'a> {
+        SendInput {
+            settings: &self.settings,
+            integrations: &self.integrations,
+            model: &self.model,
+            upstream: UpstreamIdentity {
+                provider: "p",
+                base_url: "http://127.0.0.1:9/v1",
+                api_key: Some("k"),
+            },
+            project: Some(&self.project),
+            sibling_count: siblings,
+            skills: &self.skills,
+            mcp_servers: &self.servers,
+            last_user_text,
+            ask_responses: &[],
+            voice_mode: false,
+            client_env: "web",
+            app_version: None,
+            regeneration_revision: 0,
+        }
+    }
+}
+
+fn names(plan: &promptgate_core::plan::SendPlan) -> Vec<&str> {
+    plan.tools.iter().map(|t| t.name.as_str()).collect()
+}
+
+#[test]
+fn mcp_tools_join_after_built_ins_and_are_summarised_in_the_prompt() {
+    let mut f = Fixture::new(model(1, Engine::Legacy));
+    // The first server failed discovery: it brings no tools but keeps its prefix.
+    f.servers = vec![
+        server("s0", "Tools", &[]),
+        server("s1", "Tools", &["echo", "add"]),
+        server("s2", "Web", &["search"]),
+    ];
+    let now = Utc.with_ymd_and_hms(2026, 7, 10, 12, 0, 0).unwrap();
+    let plan = plan_send(&f.input("hi", 2), now);
+    assert_eq!(
+        names(&plan),
+        [
+            "render_html",
+            "search",
+            "fetch_content",
+            "skill",
+            "search_project_chats",
+            "tools_2_echo",
+            "tools_2_add",
+            "web_search"
+        ]
+    );
+    assert!(plan.has_web_tools);
+    let mcp = plan.tools[5].mcp.as_ref().unwrap();
+    assert_eq!((mcp.name.as_str(), mcp.tool_name.as_str()), ("Tools", "echo"));
+    assert!(plan.parts.stable.contains("## Connected MCP Servers"));
+    assert!(
+        plan.parts.stable.contains("- tools_2 (2 tools)") && plan.parts.stable.contains("- web (1 tool)")
+    );
+    assert_eq!(
+        plan.system,
+        format!("{}\n\n{}", plan.parts.stable, plan.parts.volatile)
+    );
+}
+
+#[test]
+fn a_model_without_tools_gets_none_and_no_mcp_summary() {
+    let mut f = Fixture::new(model(0, Engine::Legacy));
+    f.servers = vec![server("s1", "Tools", &["echo"])];
+    let plan = plan_send(&f.input("hi", 2), Utc::now());
+    assert!(plan.tools.is_empty());
+    assert!(!plan.has_web_tools);
+    assert!(!plan.parts.stable.contains("Connected MCP Servers"));
+    assert!(!plan.parts.stable.contains("## Other chats in this project"));
+}
+
+#[test]
+fn the_harness_engine_gets_identity_environment_and_date_and_a_clock_free_signature() {
+    let f = Fixture::new(model(1, Engine::Harness));
+    let a = plan_send(
+        &f.input("hi", 0),
+        Utc.with_ymd_and_hms(2026, 7, 10, 12, 0, 0).unwrap(),
+    );
+    let b = plan_send(
+        &f.input("hi", 0),
+        Utc.with_ymd_and_hms(2026, 7, 10, 12, 1, 0).unwrap(),
+    );
+    assert!(a.system.starts_with(&a.parts.stable));
+    assert!(a.system.contains("Client environment: web"));
+    assert!(a.system.contains("# Environment"));
+    assert!(a.system.ends_with(&a.parts.volatile));
+    assert_eq!(a.parts.stable, b.parts.stable);
+    assert_eq!(a.harness_signature, b.harness_signature);
+    assert!(
+        !a.harness_signature.contains("\"k\"") && !a.harness_signature.contains("|k|"),
+        "the key never appears"
+    );
+    assert!(
+        !names(&a).contains(&"search_project_chats"),
+        "no siblings, nothing to search"
+    );
+}
+
+#[test]
+fn slash_tokens_pick_skill_notes_and_the_web_intent() {
+    let mut f = Fixture::new(model(1, Engine::Legacy));
+    f.skills = vec![Skill {
+        id: "s".into(),
+        slug: "research".into(),
+        name: "Research".into(),
+        description: "Dig deep.".into(),
+        instructions: "Use many sources.".into(),
+        enabled: true,
+        renders_widgets: false,
+    }];
+    let plan = plan_send(&f.input("please /research tides", 0), Utc::now());
+    assert_eq!(plan.notes.len(), 2);
+    assert_eq!(plan.notes[1], "Use many sources.");
+    assert_eq!(plan.web_intent, promptgate_core::budget::WebIntent::Research);
+    let plan = plan_send(&f.input("please research tides", 0), Utc::now());
+    assert_eq!(plan.notes.len(), 1);
+    assert_eq!(plan.web_intent, promptgate_core::budget::WebIntent::Auto);
+}

@@ -1,0 +1,144 @@
+//! The response body as a byte stream with the first-byte and idle deadlines applied, and bounded
+//! in size. The idle deadline counts bytes, not events, so keep-alive comments hold a slow stream
+//! open once it has started.
+
+use std::pin::Pin;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::{Stream, StreamExt};
+use tokio::time::Instant;
+
+use crate::{LlmError, TimeoutPhase};
+
+/// One SSE line longer than this is not a chat chunk.
+const MAX_LINE_BYTES: usize = 8 * 1024 * 1024;
+/// A whole response larger than this is a runaway stream.
+const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
+
+#[derive(Debug)]
+pub(crate) enum BodyError {
+    Timeout(TimeoutPhase, Duration),
+    TooLarge(&'static str),
+    Transport(reqwest::Error),
+}
+
+impl std::fmt::Display for BodyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Timeout(phase, _) => write!(f, "timed out ({phase})"),
+            Self::TooLarge(what) => write!(f, "{what} is too large"),
+            Self::Transport(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl From<BodyError> for LlmError {
+    fn from(error: BodyError) -> Self {
+        match error {
+            BodyError::Timeout(phase, limit) => timeout(phase, limit),
+            BodyError::TooLarge(what) => LlmError::Protocol(format!("{what} is too large")),
+            BodyError::Transport(e) => LlmError::Protocol(format!(
+                "the connection failed mid-stream: {}",
+                super::describe(&e.without_url())
+            )),
+        }
+    }
+}
+
+pub(crate) fn timeout(phase: TimeoutPhase, limit: Duration) -> LlmError {
+    LlmError::Timeout {
+        phase,
+        seconds: limit.as_secs_f64().ceil() as u64,
+    }
+}
+
+type Body = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
+
+struct Timed {
+    body: Body,
+    first_byte_deadline: Instant,
+    first_byte_limit: Duration,
+    idle: Duration,
+    seen_bytes: bool,
+    total: usize,
+    line: usize,
+    ended: bool,
+}
+
+/// `first_byte_deadline` is shared with the wait for the response headers.
+pub(crate) fn timed_body(
+    response: reqwest::Response,
+    first_byte_deadline: Instant,
+    first_byte_limit: Duration,
+    idle: Duration,
+) -> impl Stream<Item = Result<Bytes, BodyError>> + Send {
+    let state = Timed {
+        body: Box::pin(response.bytes_stream()),
+        first_byte_deadline,
+        first_byte_limit,
+        idle,
+        seen_bytes: false,
+        total: 0,
+        line: 0,
+        ended: false,
+    };
+    futures::stream::unfold(state, |mut s| async move {
+        if s.ended {
+            return None;
+        }
+        let next = if s.seen_bytes {
+            tokio::time::timeout(s.idle, s.body.next()).await
+        } else {
+            tokio::time::timeout_at(s.first_byte_deadline, s.body.next()).await
+        };
+        let item = match next {
+            Err(_) => {
+                s.ended = true;
+                let (phase, limit) = if s.seen_bytes {
+                    (TimeoutPhase::Idle, s.idle)
+                } else {
+                    (TimeoutPhase::FirstByte, s.first_byte_limit)
+                };
+                Err(BodyError::Timeout(phase, limit))
+            }
+            // A last event without its closing blank line is still an event.
+            Ok(None) => {
+                s.ended = true;
+                Ok(Bytes::from_static(b"\n\n"))
+            }
+            Ok(Some(Err(e))) => {
+                s.ended = true;
+                Err(BodyError::Transport(e))
+            }
+            Ok(Some(Ok(bytes))) => {
+                s.seen_bytes |= !bytes.is_empty();
+                match s.account(&bytes) {
+                    Ok(()) => Ok(bytes),
+                    Err(e) => {
+                        s.ended = true;
+                        Err(e)
+                    }
+                }
+            }
+        };
+        Some((item, s))
+    })
+}
+
+impl Timed {
+    fn account(&mut self, bytes: &[u8]) -> Result<(), BodyError> {
+        self.total += bytes.len();
+        self.line = match bytes.iter().rposition(|b| *b == b'\n') {
+            Some(at) => bytes.len() - at - 1,
+            None => self.line + bytes.len(),
+        };
+        if self.total > MAX_BODY_BYTES {
+            return Err(BodyError::TooLarge("the response"));
+        }
+        if self.line > MAX_LINE_BYTES {
+            return Err(BodyError::TooLarge("one event of the response"));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,62 @@
+//! Turning a provider's error payload into a short message fit to show a user.
+
+use serde_json::Value;
+
+/// Longest provider message passed on; providers sometimes send whole HTML pages.
+const MAX_MESSAGE_CHARS: usize = 500;
+
+/// The human part of an error body: `{"error":{"message"}}`, `{"error":"…"}`, `{"message"}` or
+/// `{"detail"}`, whichever the provider used.
+pub(crate) fn message_from_json(value: &Value) -> Option<String> {
+    let error = value.get("error");
+    let candidates = [
+        error.and_then(|e| e.get("message")),
+        error.filter(|e| e.is_string()),
+        value.get("message"),
+        value.get("detail"),
+    ];
+    candidates
+        .into_iter()
+        .flatten()
+        .find_map(|v| v.as_str())
+        .map(str::to_owned)
+}
+
+/// A status code the provider put inside an in-stream error, when it gave one.
+pub(crate) fn status_from_json(value: &Value) -> Option<u16> {
+    let error = value.get("error")?;
+    [error.get("code"), error.get("status")]
+        .into_iter()
+        .flatten()
+        .find_map(|v| v.as_u64().or_else(|| v.as_str().and_then(|s| s.parse().ok())))
+        .and_then(|n| u16::try_from(n).ok())
+        .filter(|n| (400..600).contains(n))
+}
+
+/// The message for an error body that may or may not be JSON.
+pub(crate) fn message_from_body(body: &[u8]) -> String {
+    match serde_json::from_slice::<Value>(body)
+        .ok()
+        .as_ref()
+        .and_then(message_from_json)
+    {
+        Some(message) => message,
+        None => String::from_utf8_lossy(body).trim().to_owned(),
+    }
+}
+
+/// Bounds the length, and removes the API key should the provider echo it back.
+pub(crate) fn sanitise(message: &str, api_key: Option<&str>) -> String {
+    let mut message = match api_key.filter(|k| !k.is_empty()) {
+        Some(key) => message.replace(key, "[redacted]"),
+        None => message.to_owned(),
+    };
+    if let Some((cut, _)) = message.char_indices().nth(MAX_MESSAGE_CHARS) {
+        message.truncate(cut);
+        message.push('…');
+    }
+    if message.is_empty() {
+        message.push_str("no error message");
+    }
+    message
+}

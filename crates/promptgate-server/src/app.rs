@@ -1,0 +1,105 @@
+//! Assembles the HTTP application: documented API routes, plain operational routes, and the layers every
+//! request passes through.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use aide::axum::ApiRouter;
+use aide::openapi::{Info, OpenApi};
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
+
+use crate::error::ApiError;
+use crate::routes;
+use crate::state::AppState;
+
+/// Every documented route.
+fn api_routes() -> ApiRouter<AppState> {
+    ApiRouter::new()
+        .merge(routes::settings::routes())
+        .merge(routes::integrations::routes())
+        .merge(routes::models::routes())
+        .merge(routes::library::routes())
+        .merge(routes::threads::routes())
+        .merge(routes::prompt::routes())
+}
+
+fn api_info() -> OpenApi {
+    OpenApi {
+        info: Info {
+            title: "promptgate".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            description: Some(
+                "A prompt-and-tools gateway for AI chat frontends. Errors are always \
+                 `{\"error\": {\"code\", \"message\"}}`."
+                    .into(),
+            ),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+/// The OpenAPI document, generated from the routes themselves.
+pub fn openapi() -> OpenApi {
+    let mut api = api_info();
+    let _router: Router<AppState> = api_routes().finish_api(&mut api);
+    api
+}
+
+pub fn build(state: AppState) -> Router {
+    let limits = state.config.limits.clone();
+    let mut api = api_info();
+    let documented = api_routes().finish_api(&mut api);
+    let spec = Arc::new(api);
+
+    let rest = documented.layer(TimeoutLayer::with_status_code(
+        StatusCode::GATEWAY_TIMEOUT,
+        Duration::from_secs(limits.request_timeout_secs),
+    ));
+
+    Router::new()
+        .merge(rest)
+        .route("/healthz", get(routes::health::healthz))
+        .route("/readyz", get(routes::health::readyz))
+        .route(
+            "/openapi.json",
+            get(move || {
+                let spec = Arc::clone(&spec);
+                async move { axum::Json(spec.as_ref().clone()) }
+            }),
+        )
+        .fallback(unknown_route)
+        .method_not_allowed_fallback(wrong_method)
+        .layer(DefaultBodyLimit::max(limits.body_bytes))
+        .layer(TraceLayer::new_for_http())
+        .layer(CatchPanicLayer::custom(|_: Box<dyn std::any::Any + Send>| {
+            tracing::error!("a request handler panicked");
+            ApiError::internal().into_response()
+        }))
+        .with_state(state)
+}
+
+async fn unknown_route() -> Response {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        "no such endpoint; see /openapi.json",
+    )
+    .into_response()
+}
+
+async fn wrong_method() -> Response {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        "this endpoint does not take that method",
+    )
+    .into_response()
+}

@@ -1,0 +1,46 @@
+//! Resolves the user a request acts for.
+
+use aide::OperationInput;
+use axum::extract::FromRequestParts;
+use axum::http::header::AUTHORIZATION;
+use axum::http::request::Parts;
+
+use crate::config::AuthMode;
+use crate::error::ApiError;
+use crate::state::{AppState, LOCAL_USER_ID};
+
+/// The authenticated user. Every handler that touches user data takes this, and passes its id to
+/// every store call, so no request can reach another user's rows.
+#[derive(Debug, Clone)]
+pub struct CurrentUser {
+    pub id: String,
+}
+
+impl FromRequestParts<AppState> for CurrentUser {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        if state.config.auth.mode == AuthMode::SingleUser {
+            return Ok(Self {
+                id: LOCAL_USER_ID.to_owned(),
+            });
+        }
+        let header = parts
+            .headers
+            .get(AUTHORIZATION)
+            .ok_or_else(|| ApiError::unauthorized("send `Authorization: Bearer <token>`"))?;
+        let token = header
+            .to_str()
+            .ok()
+            .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| ApiError::unauthorized("the Authorization header must be `Bearer <token>`"))?;
+        match state.store.user_by_token(token).await? {
+            Some(user) => Ok(Self { id: user.id }),
+            None => Err(ApiError::unauthorized("the token is unknown or revoked")),
+        }
+    }
+}
+
+impl OperationInput for CurrentUser {}

@@ -1,0 +1,194 @@
+//! The `promptgate` command line.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use promptgate_store::Store;
+
+use crate::config::{AuthMode, Config, ProcessEnv};
+use crate::state::{AppState, LOCAL_USER_ID};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "promptgate",
+    version,
+    about = "A prompt-and-tools gateway for AI chat frontends"
+)]
+pub struct Cli {
+    /// Configuration file (TOML). Default: $PROMPTGATE_CONFIG, else the embedded default.
+    #[arg(long, global = true)]
+    pub config: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the HTTP server (migrates the database first).
+    Serve,
+    /// Apply database migrations and exit.
+    Migrate,
+    /// Manage users.
+    Users {
+        #[command(subcommand)]
+        command: UsersCommand,
+    },
+    /// Print the OpenAPI document (YAML; --json for JSON).
+    Openapi {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum UsersCommand {
+    /// Create a user and print a bearer token for it. The token is shown only this once.
+    Create { name: String },
+}
+
+pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Openapi { json } => {
+            let api = crate::app::openapi();
+            let text = if json {
+                serde_json::to_string_pretty(&api)?
+            } else {
+                yaml_serde::to_string(&api)?
+            };
+            write_stdout(&text)
+        }
+        Command::Migrate => {
+            let config = Config::load(cli.config.as_deref(), &ProcessEnv)?;
+            let store = open_store(&config).await?;
+            tracing::info!("migrations applied");
+            drop(store);
+            Ok(())
+        }
+        Command::Users {
+            command: UsersCommand::Create { name },
+        } => {
+            let config = Config::load(cli.config.as_deref(), &ProcessEnv)?;
+            let store = open_store(&config).await?;
+            let name = name.trim();
+            anyhow::ensure!(
+                !name.is_empty() && name.len() <= 200,
+                "the user name must be 1-200 characters"
+            );
+            let user = store.create_user(name).await?;
+            let token = store.issue_token(&user.id).await?;
+            write_stdout(&format!(
+                "created user {} (id {})\ntoken: {token}\nThis token is shown only once; send it as `Authorization: Bearer <token>`.",
+                user.name, user.id
+            ))
+        }
+        Command::Serve => serve(Config::load(cli.config.as_deref(), &ProcessEnv)?).await,
+    }
+}
+
+fn write_stdout(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{text}")?;
+    out.flush()?;
+    Ok(())
+}
+
+async fn open_store(config: &Config) -> anyhow::Result<Store> {
+    let store = Store::connect(&config.database_url)
+        .await
+        .with_context(|| format!("cannot open the database at {}", redact(&config.database_url)))?;
+    store.migrate().await.context("database migration failed")?;
+    Ok(store)
+}
+
+/// Hides a password in a database URL before it is logged.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let creds = &url[scheme + 3..at];
+            match creds.find(':') {
+                Some(colon) => format!("{}{}:***{}", &url[..scheme + 3], &creds[..colon], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
+
+/// Prepares the state a server needs: the store (migrated), system models, the local user.
+pub async fn prepare(config: Config) -> anyhow::Result<AppState> {
+    let store = open_store(&config).await?;
+    prepare_with(config, store).await
+}
+
+/// Like [`prepare`], over a store that is already open and migrated.
+pub async fn prepare_with(config: Config, store: Store) -> anyhow::Result<AppState> {
+    let models: Vec<_> = config.models.iter().map(|m| m.to_model()).collect();
+    store
+        .seed_system_models(&models)
+        .await
+        .context("seeding the configured models failed")?;
+    if config.auth.mode == AuthMode::SingleUser {
+        store.ensure_user(LOCAL_USER_ID, "local").await?;
+    }
+    Ok(AppState {
+        store,
+        config: Arc::new(config),
+    })
+}
+
+pub async fn serve(config: Config) -> anyhow::Result<()> {
+    let listen = config.listen;
+    let mode = config.auth.mode;
+    let state = prepare(config).await?;
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("cannot listen on {listen}"))?;
+    tracing::info!(address = %listen, auth = ?mode, backend = ?state.store.backend(), "promptgate listening");
+    axum::serve(listener, crate::app::build(state))
+        .with_graceful_shutdown(shutdown_signal())
+        .await?;
+    tracing::info!("promptgate stopped");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact;
+
+    #[test]
+    fn database_passwords_never_reach_the_log() {
+        assert_eq!(
+            redact("postgres://gw:secret@127.0.0.1:5432/gw"),
+            "postgres://gw:***@127.0.0.1:5432/gw"
+        );
+        assert_eq!(redact("postgres://gw@host/db"), "postgres://gw@host/db");
+        assert_eq!(
+            redact("sqlite://data/x.db?mode=rwc"),
+            "sqlite://data/x.db?mode=rwc"
+        );
+    }
+}

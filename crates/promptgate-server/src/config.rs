@@ -1,0 +1,348 @@
+//! The configuration file (TOML) and its environment overrides.
+
+use std::net::SocketAddr;
+use std::path::Path;
+
+use promptgate_core::settings::{Engine, Model, ModelProfile};
+use serde::Deserialize;
+
+/// The configuration `make run` uses when no file is given.
+pub const EMBEDDED_DEFAULT: &str = include_str!("../../../config/promptgate.toml");
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read { path: String, source: std::io::Error },
+    #[error("invalid config: {0}")]
+    Parse(String),
+    #[error("invalid config: {0}")]
+    Invalid(String),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub listen: SocketAddr,
+    pub database_url: String,
+    /// Model used when neither the send nor the user's settings name one.
+    pub default_model: String,
+    #[serde(default)]
+    pub auth: AuthConfig,
+    #[serde(default)]
+    pub limits: Limits,
+    #[serde(default)]
+    pub providers: Vec<ProviderEntry>,
+    #[serde(default)]
+    pub models: Vec<ModelEntry>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthConfig {
+    #[serde(default)]
+    pub mode: AuthMode,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuthMode {
+    /// Every request acts as the one local user; allowed only on a loopback address.
+    SingleUser,
+    /// Every request needs a bearer token.
+    #[default]
+    Tokens,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// Largest request body accepted, in bytes.
+    pub body_bytes: usize,
+    /// Deadline for ordinary (non-streaming) requests.
+    pub request_timeout_secs: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            body_bytes: 1024 * 1024,
+            request_timeout_secs: 30,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderEntry {
+    pub name: String,
+    pub kind: ProviderKind,
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// Name of the environment variable holding the API key (the key itself never goes in the file).
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    #[serde(default)]
+    pub connect_timeout_secs: Option<u64>,
+    #[serde(default)]
+    pub first_byte_timeout_secs: Option<u64>,
+    #[serde(default)]
+    pub idle_timeout_secs: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderKind {
+    /// Any OpenAI-compatible chat-completions endpoint.
+    Openai,
+    /// The built-in deterministic offline model.
+    Demo,
+}
+
+/// A model seeded into the store as a read-only system model.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelEntry {
+    pub id: String,
+    #[serde(default)]
+    pub name: Option<String>,
+    pub provider: String,
+    #[serde(default)]
+    pub upstream_model: Option<String>,
+    #[serde(default = "one")]
+    pub tool_usage: i32,
+    #[serde(default)]
+    pub engine: Engine,
+    #[serde(default)]
+    pub context_window: Option<i64>,
+    #[serde(default)]
+    pub supports_images: bool,
+    #[serde(default = "yes")]
+    pub supports_parallel_tool_calls: bool,
+    #[serde(default)]
+    pub extract_think_tags: bool,
+    #[serde(default)]
+    pub start_with_reasoning: bool,
+    #[serde(default)]
+    pub reasoning: Option<String>,
+    #[serde(default)]
+    pub profile: ModelProfile,
+}
+
+fn one() -> i32 {
+    1
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl ModelEntry {
+    pub fn to_model(&self) -> Model {
+        Model {
+            id: self.id.clone(),
+            name: self.name.clone().unwrap_or_else(|| self.id.clone()),
+            provider: self.provider.clone(),
+            upstream_model: self.upstream_model.clone().unwrap_or_else(|| self.id.clone()),
+            tool_usage: self.tool_usage,
+            engine: self.engine,
+            context_window: self.context_window,
+            supports_images: self.supports_images,
+            supports_parallel_tool_calls: self.supports_parallel_tool_calls,
+            extract_think_tags: self.extract_think_tags,
+            start_with_reasoning: self.start_with_reasoning,
+            reasoning: self.reasoning.clone(),
+            profile: self.profile.clone(),
+            system: true,
+        }
+    }
+}
+
+/// Reads a variable from the environment; an injectable seam so tests never mutate the process env.
+pub trait Env {
+    fn var(&self, name: &str) -> Option<String>;
+}
+
+/// The real process environment.
+pub struct ProcessEnv;
+
+impl Env for ProcessEnv {
+    fn var(&self, name: &str) -> Option<String> {
+        std::env::var(name).ok().filter(|v| !v.is_empty())
+    }
+}
+
+impl Config {
+    /// Loads the file named by `path`, else `PROMPTGATE_CONFIG`, else the embedded default, then applies the
+    /// environment overrides and validates.
+    pub fn load(path: Option<&Path>, env: &dyn Env) -> Result<Config, ConfigError> {
+        let from_env = env.var("PROMPTGATE_CONFIG");
+        let path = path.map(Path::to_path_buf).or(from_env.map(Into::into));
+        let text = match &path {
+            Some(p) => std::fs::read_to_string(p).map_err(|source| ConfigError::Read {
+                path: p.display().to_string(),
+                source,
+            })?,
+            None => EMBEDDED_DEFAULT.to_owned(),
+        };
+        let mut config = Config::parse(&text)?;
+        config.apply_env(env)?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    pub fn parse(text: &str) -> Result<Config, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError::Parse(e.to_string()))
+    }
+
+    fn apply_env(&mut self, env: &dyn Env) -> Result<(), ConfigError> {
+        if let Some(listen) = env.var("PROMPTGATE_LISTEN") {
+            self.listen = listen.parse().map_err(|_| {
+                ConfigError::Invalid(format!("PROMPTGATE_LISTEN={listen} is not an address:port"))
+            })?;
+        }
+        if let Some(url) = env.var("DATABASE_URL") {
+            self.database_url = url;
+        }
+        if let Some(model) = env.var("PROMPTGATE_DEFAULT_MODEL") {
+            self.default_model = model;
+        }
+        if let Some(mode) = env.var("PROMPTGATE_AUTH_MODE") {
+            self.auth.mode = match mode.as_str() {
+                "single_user" => AuthMode::SingleUser,
+                "tokens" => AuthMode::Tokens,
+                other => {
+                    return Err(ConfigError::Invalid(format!(
+                        "PROMPTGATE_AUTH_MODE={other}: expected single_user or tokens"
+                    )));
+                }
+            };
+        }
+        Ok(())
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.auth.mode == AuthMode::SingleUser && !self.listen.ip().is_loopback() {
+            // Single-user mode has no authentication at all: exposing it beyond this machine would hand
+            // the user's data and integrations to anyone who can reach the port.
+            return Err(ConfigError::Invalid(format!(
+                "auth.mode = \"single_user\" needs a loopback listen address, not {}; use mode = \"tokens\"",
+                self.listen
+            )));
+        }
+        if self.limits.body_bytes == 0 {
+            return Err(ConfigError::Invalid("limits.body_bytes must be positive".into()));
+        }
+        let mut names = std::collections::HashSet::new();
+        for provider in &self.providers {
+            if !names.insert(provider.name.as_str()) {
+                return Err(ConfigError::Invalid(format!(
+                    "provider {} is defined twice",
+                    provider.name
+                )));
+            }
+            if provider.kind == ProviderKind::Openai && provider.base_url.is_none() {
+                return Err(ConfigError::Invalid(format!(
+                    "provider {} needs a base_url",
+                    provider.name
+                )));
+            }
+        }
+        let mut ids = std::collections::HashSet::new();
+        for model in &self.models {
+            if !ids.insert(model.id.as_str()) {
+                return Err(ConfigError::Invalid(format!(
+                    "model {} is defined twice",
+                    model.id
+                )));
+            }
+            if !names.contains(model.provider.as_str()) {
+                return Err(ConfigError::Invalid(format!(
+                    "model {} names provider {}, which is not defined",
+                    model.id, model.provider
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn provider(&self, name: &str) -> Option<&ProviderEntry> {
+        self.providers.iter().find(|p| p.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    struct FakeEnv(HashMap<&'static str, &'static str>);
+
+    impl Env for FakeEnv {
+        fn var(&self, name: &str) -> Option<String> {
+            self.0.get(name).map(|v| (*v).to_owned())
+        }
+    }
+
+    #[test]
+    fn embedded_default_is_single_user_on_loopback_with_the_demo_model() {
+        let config = Config::load(None, &FakeEnv(HashMap::new())).unwrap();
+        assert_eq!(config.listen.to_string(), "127.0.0.1:8080");
+        assert_eq!(config.auth.mode, AuthMode::SingleUser);
+        assert_eq!(config.default_model, "demo");
+        assert!(config.database_url.starts_with("sqlite://data/"));
+        assert_eq!(config.models[0].to_model().provider, "demo");
+    }
+
+    #[test]
+    fn environment_overrides_listen_and_database() {
+        let env = FakeEnv(HashMap::from([
+            ("PROMPTGATE_LISTEN", "127.0.0.1:9999"),
+            ("DATABASE_URL", "postgres://x@127.0.0.1/db"),
+        ]));
+        let config = Config::load(None, &env).unwrap();
+        assert_eq!(config.listen.port(), 9999);
+        assert_eq!(config.database_url, "postgres://x@127.0.0.1/db");
+    }
+
+    #[test]
+    fn single_user_mode_refuses_a_public_address() {
+        let env = FakeEnv(HashMap::from([("PROMPTGATE_LISTEN", "0.0.0.0:8080")]));
+        let err = Config::load(None, &env).unwrap_err().to_string();
+        assert!(err.contains("loopback"), "{err}");
+        let env = FakeEnv(HashMap::from([
+            ("PROMPTGATE_LISTEN", "0.0.0.0:8080"),
+            ("PROMPTGATE_AUTH_MODE", "tokens"),
+        ]));
+        assert!(Config::load(None, &env).is_ok());
+    }
+
+    #[test]
+    fn a_model_must_name_a_defined_provider() {
+        let text = EMBEDDED_DEFAULT.replace(
+            "provider = \"demo\"\nupstream_model",
+            "provider = \"nope\"\nupstream_model",
+        );
+        let err = Config::parse(&text).unwrap().validate().unwrap_err().to_string();
+        assert!(err.contains("provider nope"), "{err}");
+    }
+
+    #[test]
+    fn unknown_keys_are_rejected_with_their_name() {
+        let err = Config::parse(&format!("{EMBEDDED_DEFAULT}\nlisten_port = 3\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("listen_port"), "{err}");
+    }
+
+    #[test]
+    fn a_missing_config_file_is_a_clear_error() {
+        let err = Config::load(
+            Some(Path::new("/nonexistent/promptgate.toml")),
+            &FakeEnv(HashMap::new()),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("/nonexistent/promptgate.toml"), "{err}");
+    }
+}

@@ -1,0 +1,300 @@
+//! The user's own collections: projects, skills and MCP servers.
+
+use aide::axum::ApiRouter;
+use aide::axum::routing::get_with;
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use promptgate_core::settings::{Project, Skill};
+use promptgate_store::{McpServer, NewMcpServer, NewProject, NewSkill};
+
+use super::validate::{bounded_text, optional_text, required_text};
+use crate::auth::CurrentUser;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::ApiJson;
+use crate::state::AppState;
+
+pub fn routes() -> ApiRouter<AppState> {
+    ApiRouter::new()
+        .api_route(
+            "/v1/projects",
+            get_with(list_projects, |op| op.summary("Your projects"))
+                .post_with(create_project, |op| op.summary("Create a project")),
+        )
+        .api_route(
+            "/v1/projects/{id}",
+            get_with(get_project, |op| op.summary("One project"))
+                .put_with(update_project, |op| {
+                    op.summary("Replace a project's name and instructions")
+                })
+                .delete_with(delete_project, |op| {
+                    op.summary("Delete a project (its threads stay, unassigned)")
+                }),
+        )
+        .api_route(
+            "/v1/skills",
+            get_with(list_skills, |op| op.summary("Your skills"))
+                .post_with(create_skill, |op| op.summary("Create a skill")),
+        )
+        .api_route(
+            "/v1/skills/{id}",
+            get_with(get_skill, |op| op.summary("One skill"))
+                .put_with(update_skill, |op| op.summary("Replace a skill"))
+                .delete_with(delete_skill, |op| op.summary("Delete a skill")),
+        )
+        .api_route(
+            "/v1/mcp-servers",
+            get_with(list_mcp, |op| {
+                op.summary("Your MCP servers (secrets are never returned)")
+            })
+            .post_with(create_mcp, |op| {
+                op.summary("Register an MCP server (streamable HTTP)")
+            }),
+        )
+        .api_route(
+            "/v1/mcp-servers/{id}",
+            get_with(get_mcp, |op| {
+                op.summary("One MCP server (secrets are never returned)")
+            })
+            .put_with(update_mcp, |op| {
+                op.summary("Replace an MCP server, secrets included")
+            })
+            .delete_with(delete_mcp, |op| op.summary("Delete an MCP server")),
+        )
+}
+
+fn check_project(p: &NewProject) -> Result<(), ApiError> {
+    required_text("name", &p.name, 200)?;
+    optional_text("instructions", p.instructions.as_deref(), 20_000)
+}
+
+async fn list_projects(State(state): State<AppState>, user: CurrentUser) -> ApiResult<Json<Vec<Project>>> {
+    Ok(Json(state.store.list_projects(&user.id).await?))
+}
+
+async fn create_project(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    ApiJson(body): ApiJson<NewProject>,
+) -> ApiResult<(StatusCode, Json<Project>)> {
+    check_project(&body)?;
+    Ok((
+        StatusCode::CREATED,
+        Json(state.store.create_project(&user.id, &body).await?),
+    ))
+}
+
+async fn get_project(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Project>> {
+    state
+        .store
+        .get_project(&user.id, &id)
+        .await?
+        .map(Json)
+        .ok_or_else(|| ApiError::not_found("project", &id))
+}
+
+async fn update_project(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<NewProject>,
+) -> ApiResult<Json<Project>> {
+    check_project(&body)?;
+    let project = state
+        .store
+        .update_project(&user.id, &id, &body)
+        .await
+        .map_err(|e| ApiError::from_store(e, "project", &id))?;
+    Ok(Json(project))
+}
+
+async fn delete_project(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
+    state
+        .store
+        .delete_project(&user.id, &id)
+        .await
+        .map_err(|e| ApiError::from_store(e, "project", &id))?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+fn check_skill(s: &NewSkill) -> Result<(), ApiError> {
+    let slug_ok = !s.slug.is_empty()
+        && s.slug.len() <= 64
+        && s.slug
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if !slug_ok {
+        return Err(ApiError::invalid(
+            "slug must be 1-64 characters of letters, digits, '-' or '_' (users type it as /slug)",
+        ));
+    }
+    required_text("name", &s.name, 200)?;
+    bounded_text("description", &s.description, 2_000)?;
+    required_text("instructions", &s.instructions, 50_000)
+}
+
+async fn list_skills(State(state): State<AppState>, user: CurrentUser) -> ApiResult<Json<Vec<Skill>>> {
+    Ok(Json(state.store.list_skills(&user.id).await?))
+}
+
+async fn create_skill(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    ApiJson(body): ApiJson<NewSkill>,
+) -> ApiResult<(StatusCode, Json<Skill>)> {
+    check_skill(&body)?;
+    Ok((
+        StatusCode::CREATED,
+        Json(state.store.create_skill(&user.id, &body).await?),
+    ))
+}
+
+async fn get_skill(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Skill>> {
+    state
+        .store
+        .get_skill(&user.id, &id)
+        .await?
+        .map(Json)
+        .ok_or_else(|| ApiError::not_found("skill", &id))
+}
+
+async fn update_skill(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<NewSkill>,
+) -> ApiResult<Json<Skill>> {
+    check_skill(&body)?;
+    let skill = state
+        .store
+        .update_skill(&user.id, &id, &body)
+        .await
+        .map_err(|e| ApiError::from_store(e, "skill", &id))?;
+    Ok(Json(skill))
+}
+
+async fn delete_skill(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
+    state
+        .store
+        .delete_skill(&user.id, &id)
+        .await
+        .map_err(|e| ApiError::from_store(e, "skill", &id))?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+fn check_mcp(s: &NewMcpServer) -> Result<(), ApiError> {
+    required_text("name", &s.name, 100)?;
+    let url = url_ok(&s.url);
+    if !url {
+        return Err(ApiError::invalid(format!(
+            "url {:?} must be an http:// or https:// URL",
+            s.url
+        )));
+    }
+    if s.headers.len() > 32 {
+        return Err(ApiError::invalid("at most 32 headers"));
+    }
+    for (name, value) in &s.headers {
+        let name_ok = !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b));
+        if !name_ok {
+            return Err(ApiError::invalid(format!(
+                "header name {name:?} is not a valid HTTP header name"
+            )));
+        }
+        if value.len() > 8_192 || value.bytes().any(|b| b == b'\r' || b == b'\n') {
+            return Err(ApiError::invalid(format!(
+                "the value of header {name} is too long or has a line break"
+            )));
+        }
+    }
+    if let Some(token) = &s.bearer_token
+        && (token.len() > 8_192 || token.bytes().any(|b| b.is_ascii_whitespace()))
+    {
+        return Err(ApiError::invalid(
+            "bearer_token must be a single token of at most 8192 characters",
+        ));
+    }
+    Ok(())
+}
+
+fn url_ok(url: &str) -> bool {
+    (url.starts_with("http://") || url.starts_with("https://"))
+        && url.len() <= 2_048
+        && !url.contains(char::is_whitespace)
+}
+
+async fn list_mcp(State(state): State<AppState>, user: CurrentUser) -> ApiResult<Json<Vec<McpServer>>> {
+    Ok(Json(state.store.list_mcp_servers(&user.id).await?))
+}
+
+async fn create_mcp(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    ApiJson(body): ApiJson<NewMcpServer>,
+) -> ApiResult<(StatusCode, Json<McpServer>)> {
+    check_mcp(&body)?;
+    Ok((
+        StatusCode::CREATED,
+        Json(state.store.create_mcp_server(&user.id, &body).await?),
+    ))
+}
+
+async fn get_mcp(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+) -> ApiResult<Json<McpServer>> {
+    state
+        .store
+        .get_mcp_server(&user.id, &id)
+        .await?
+        .map(Json)
+        .ok_or_else(|| ApiError::not_found("MCP server", &id))
+}
+
+async fn update_mcp(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<NewMcpServer>,
+) -> ApiResult<Json<McpServer>> {
+    check_mcp(&body)?;
+    let server = state
+        .store
+        .update_mcp_server(&user.id, &id, &body)
+        .await
+        .map_err(|e| ApiError::from_store(e, "MCP server", &id))?;
+    Ok(Json(server))
+}
+
+async fn delete_mcp(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
+    state
+        .store
+        .delete_mcp_server(&user.id, &id)
+        .await
+        .map_err(|e| ApiError::from_store(e, "MCP server", &id))?;
+    Ok(StatusCode::NO_CONTENT)
+}

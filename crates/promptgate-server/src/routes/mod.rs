@@ -1,0 +1,10 @@
+//! HTTP routes, one module per resource.
+
+pub mod health;
+pub mod integrations;
+pub mod library;
+pub mod models;
+pub mod prompt;
+pub mod settings;
+pub mod threads;
+mod validate;

@@ -1,0 +1,140 @@
+//! `/v1/threads` and their messages.
+
+use aide::axum::ApiRouter;
+use aide::axum::routing::get_with;
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use promptgate_store::{Message, NewThread, Thread, ThreadUpdate};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::validate::{client_id, optional_text};
+use crate::auth::CurrentUser;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{ApiJson, ApiQuery};
+use crate::state::AppState;
+
+pub fn routes() -> ApiRouter<AppState> {
+    ApiRouter::new()
+        .api_route(
+            "/v1/threads",
+            get_with(list, |op| op.summary("Your threads, newest first")).post_with(create, |op| {
+                op.summary("Create a thread (optionally with your own id)")
+            }),
+        )
+        .api_route(
+            "/v1/threads/{id}",
+            get_with(get_one, |op| op.summary("One thread"))
+                .put_with(update, |op| {
+                    op.summary("Rename a thread or move it to another project")
+                })
+                .delete_with(delete, |op| op.summary("Delete a thread and its messages")),
+        )
+        .api_route(
+            "/v1/threads/{id}/messages",
+            get_with(messages, |op| {
+                op.summary("The thread's stored messages (UI message parts and metadata)")
+            }),
+        )
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ThreadFilter {
+    /// Only threads of this project.
+    #[serde(default)]
+    pub project_id: Option<String>,
+}
+
+async fn list(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    ApiQuery(filter): ApiQuery<ThreadFilter>,
+) -> ApiResult<Json<Vec<Thread>>> {
+    Ok(Json(
+        state
+            .store
+            .list_threads(&user.id, filter.project_id.as_deref())
+            .await?,
+    ))
+}
+
+async fn create(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    ApiJson(body): ApiJson<NewThread>,
+) -> ApiResult<(StatusCode, Json<Thread>)> {
+    if let Some(id) = &body.id {
+        client_id("id", id)?;
+    }
+    optional_text("title", body.title.as_deref(), 500)?;
+    if let Some(project) = &body.project_id
+        && state.store.get_project(&user.id, project).await?.is_none()
+    {
+        return Err(ApiError::not_found("project", project));
+    }
+    Ok((
+        StatusCode::CREATED,
+        Json(state.store.create_thread(&user.id, &body).await?),
+    ))
+}
+
+async fn get_one(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Thread>> {
+    state
+        .store
+        .get_thread(&user.id, &id)
+        .await?
+        .map(Json)
+        .ok_or_else(|| ApiError::not_found("thread", &id))
+}
+
+async fn update(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<ThreadUpdate>,
+) -> ApiResult<Json<Thread>> {
+    if let Some(Some(title)) = &body.title {
+        optional_text("title", Some(title), 500)?;
+    }
+    if let Some(Some(project)) = &body.project_id
+        && state.store.get_project(&user.id, project).await?.is_none()
+    {
+        return Err(ApiError::not_found("project", project));
+    }
+    let thread = state
+        .store
+        .update_thread(&user.id, &id, &body)
+        .await
+        .map_err(|e| ApiError::from_store(e, "thread", &id))?;
+    Ok(Json(thread))
+}
+
+async fn delete(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
+    state
+        .store
+        .delete_thread(&user.id, &id)
+        .await
+        .map_err(|e| ApiError::from_store(e, "thread", &id))?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn messages(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Vec<Message>>> {
+    if state.store.get_thread(&user.id, &id).await?.is_none() {
+        return Err(ApiError::not_found("thread", &id));
+    }
+    Ok(Json(state.store.list_messages(&user.id, &id).await?))
+}

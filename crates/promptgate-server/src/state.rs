@@ -1,0 +1,16 @@
+//! What every handler can reach.
+
+use std::sync::Arc;
+
+use promptgate_store::Store;
+
+use crate::config::Config;
+
+/// The id of the one user in single-user mode.
+pub const LOCAL_USER_ID: &str = "local";
+
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Store,
+    pub config: Arc<Config>,
+}

@@ -1,0 +1,76 @@
+//! The turn's side of the event channel: every chunk is folded into the stored message and sent,
+//! and every wait watches for Stop and keeps the connection alive.
+
+use std::future::Future;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::message::UiMessageBuilder;
+use crate::ui::{TurnEvent, UiChunk};
+
+const MIN_KEEP_ALIVE: Duration = Duration::from_secs(1);
+
+pub(super) struct Output {
+    events: mpsc::Sender<TurnEvent>,
+    pub(super) message: UiMessageBuilder,
+    last_sent: Instant,
+    keep_alive: Duration,
+    stop: CancellationToken,
+}
+
+impl Output {
+    pub(super) fn new(
+        events: mpsc::Sender<TurnEvent>,
+        keep_alive: Duration,
+        stop: CancellationToken,
+    ) -> Self {
+        // A zero interval would send heartbeats back to back.
+        let keep_alive = keep_alive.max(MIN_KEEP_ALIVE);
+        Self {
+            events,
+            message: UiMessageBuilder::new(),
+            last_sent: Instant::now(),
+            keep_alive,
+            stop,
+        }
+    }
+
+    pub(super) fn stopped(&self) -> bool {
+        self.stop.is_cancelled()
+    }
+
+    pub(super) async fn emit(&mut self, chunk: UiChunk) {
+        if let Err(err) = self.message.apply(&chunk) {
+            // The engine produced a chunk the client would reject: a bug, but the turn goes on.
+            tracing::error!(error = %err, ?chunk, "turn emitted an invalid UI chunk");
+        }
+        self.send(TurnEvent::Chunk(chunk)).await;
+    }
+
+    async fn send(&mut self, event: TurnEvent) {
+        self.last_sent = Instant::now();
+        if self.events.send(event).await.is_err() {
+            // Nobody is reading any more: the client went away, which stops the turn.
+            self.stop.cancel();
+        }
+    }
+
+    /// Awaits `work`, sending heartbeats while the stream is quiet. `None` when the turn was
+    /// stopped first; `work` is then dropped, which cancels it.
+    pub(super) async fn wait<F: Future>(&mut self, work: F) -> Option<F::Output> {
+        let stop = self.stop.clone();
+        tokio::pin!(work);
+        loop {
+            let quiet_until = self.last_sent + self.keep_alive;
+            tokio::select! {
+                biased;
+                () = stop.cancelled() => return None,
+                value = &mut work => return Some(value),
+                () = tokio::time::sleep_until(quiet_until) => self.send(TurnEvent::KeepAlive).await,
+            }
+        }
+    }
+}

@@ -1,0 +1,323 @@
+//! Everything a turn is given up front, and what it reports at the end.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use promptgate_core::settings::ModelProfile;
+use promptgate_core::tools::ToolSpec;
+use promptgate_llm::{ChatMessage, ChatModel, Usage};
+use promptgate_tools::{ToolExecutor, ToolOutput};
+use serde_json::{Map, Value};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::tools::ToolCache;
+use crate::ui::UiFinishReason;
+
+/// A tool of this send with the executor that runs it.
+#[derive(Clone)]
+pub struct PreparedTool {
+    pub spec: ToolSpec,
+    pub executor: Arc<dyn ToolExecutor>,
+}
+
+/// Renders the progress title shown while a tool runs (e.g. `Searching for "rust"...`).
+pub type VerbRenderer = fn(&ToolSpec, &Value) -> Option<String>;
+
+/// How the model/tool loop is steered, from the model's profile.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepPolicy {
+    /// Model steps per attempt; the last one is forced to answer without tools.
+    pub max_steps: u32,
+    /// Tool steps after which the preventive nudge is added.
+    pub nudge_threshold: u32,
+    /// Attempts of the empty-response retry (the first run counts as one).
+    pub max_attempts: u32,
+    pub temperature: Option<f64>,
+    /// `false` asks the provider for one tool call per step.
+    pub parallel_tool_calls: bool,
+    pub reasoning_effort: Option<String>,
+}
+
+impl StepPolicy {
+    pub fn from_profile(profile: &ModelProfile, parallel_tool_calls: bool) -> Self {
+        Self {
+            max_steps: profile.max_steps(),
+            nudge_threshold: profile.nudge_threshold(),
+            max_attempts: profile.max_attempts(),
+            temperature: Some(profile.temperature()),
+            parallel_tool_calls,
+            reasoning_effort: None,
+        }
+    }
+}
+
+impl Default for StepPolicy {
+    fn default() -> Self {
+        Self::from_profile(&ModelProfile::default(), true)
+    }
+}
+
+/// The texts added as user messages to steer the model. They come from the prompt module (and
+/// the profile's overrides); the engine only decides when each one applies.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Nudges {
+    /// The last step of an attempt: answer now, no more tools.
+    pub final_step: String,
+    /// After `nudge_threshold` tool steps: synthesise and answer.
+    pub preventive: String,
+    /// The empty-response retry.
+    pub retry: String,
+    /// Appended to `retry` on the last retry: the answer must not be empty.
+    pub retry_last: String,
+    /// After the web budget denied a call: answer with what was gathered.
+    pub web_budget: String,
+}
+
+/// Bounds on one turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TurnLimits {
+    /// Attempts (the first run and each empty-response retry) the turn may start.
+    pub max_upstream_requests: u32,
+    /// No new attempt starts once the turn is this old.
+    pub wall_clock: Duration,
+    /// A tool call that has not finished after this is answered with a timeout error.
+    pub tool_timeout: Duration,
+    /// Silence after which the transport is told to send a heartbeat.
+    pub keep_alive: Duration,
+}
+
+impl Default for TurnLimits {
+    fn default() -> Self {
+        Self {
+            max_upstream_requests: 6,
+            wall_clock: Duration::from_secs(120),
+            tool_timeout: Duration::from_secs(60),
+            keep_alive: Duration::from_secs(15),
+        }
+    }
+}
+
+/// The turn request budget: a count of attempts and a wall clock, shared by an automatic retry of
+/// the same turn so that retries cannot loop forever.
+#[derive(Debug)]
+pub struct RequestBudget {
+    started: Instant,
+    max_requests: u32,
+    wall_clock: Duration,
+    consumed: AtomicU32,
+}
+
+impl RequestBudget {
+    pub fn new(max_requests: u32, wall_clock: Duration) -> Self {
+        Self {
+            started: Instant::now(),
+            max_requests,
+            wall_clock,
+            consumed: AtomicU32::new(0),
+        }
+    }
+
+    pub fn from_limits(limits: &TurnLimits) -> Self {
+        Self::new(limits.max_upstream_requests, limits.wall_clock)
+    }
+
+    pub fn is_exhausted(&self) -> bool {
+        self.consumed.load(Ordering::SeqCst) >= self.max_requests || self.started.elapsed() >= self.wall_clock
+    }
+
+    /// Takes one request, or returns `false` when the budget is spent.
+    pub fn try_consume(&self) -> bool {
+        if self.started.elapsed() >= self.wall_clock {
+            return false;
+        }
+        self.consumed
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < self.max_requests).then_some(n + 1)
+            })
+            .is_ok()
+    }
+
+    pub fn consumed(&self) -> u32 {
+        self.consumed.load(Ordering::SeqCst)
+    }
+}
+
+/// What the budget layer decides for a budgeted tool call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Gate {
+    /// The call may run; it has been charged.
+    Run,
+    /// The call must not run; this output answers it instead (e.g. `budget_exhausted`).
+    Deny(ToolOutput),
+}
+
+/// A source first registered during the turn, announced to the UI as a `source-url` part.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceRef {
+    pub id: String,
+    pub url: String,
+    pub title: Option<String>,
+}
+
+/// Where the server plugs the per-turn web budget and source registry into the loop. Every method
+/// has a neutral default, so a turn without web tools uses [`NoHooks`].
+pub trait TurnHooks: Send + Sync {
+    /// A budgeted call's normalised key. Calls with equal keys share one result and are charged
+    /// once. `None` means the tool is not budgeted.
+    fn budget_key(&self, _spec: &ToolSpec, _input: &Value) -> Option<String> {
+        None
+    }
+
+    /// Charges a budgeted call whose key has no result yet, or denies it.
+    fn gate(&self, _spec: &ToolSpec, _input: &Value) -> Gate {
+        Gate::Run
+    }
+
+    /// The tool message the model receives for a successful call. Called when the result is
+    /// handed to the model, so a live counter (remaining web calls) is current.
+    fn model_text(&self, _spec: &ToolSpec, output: &ToolOutput) -> String {
+        output.text_for_model()
+    }
+
+    /// The budget has denied a call this turn: the next step may not call tools.
+    fn floor_active(&self) -> bool {
+        false
+    }
+
+    /// The `sources` message metadata at a step end, or `None` while there are none.
+    fn sources_snapshot(&self) -> Option<Value> {
+        None
+    }
+
+    /// Sources registered since the previous call.
+    fn new_sources(&self) -> Vec<SourceRef> {
+        Vec::new()
+    }
+}
+
+/// Hooks that change nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoHooks;
+
+impl TurnHooks for NoHooks {}
+
+/// One send, ready to run.
+pub struct TurnPlan {
+    pub turn_id: String,
+    /// The id of the assistant message being written.
+    pub message_id: String,
+    /// The model id as the user knows it (recorded in metadata).
+    pub model_id: String,
+    pub model: Arc<dyn ChatModel>,
+    /// The name the provider is asked for.
+    pub upstream_model: String,
+    pub system_prompt: String,
+    /// Appended to the system prompt of every step that follows a tool step.
+    pub citation_reinforcement: Option<String>,
+    /// The conversation so far, ending with the new user message. No system message.
+    pub history: Vec<ChatMessage>,
+    pub tools: Vec<PreparedTool>,
+    pub policy: StepPolicy,
+    pub nudges: Nudges,
+    pub limits: TurnLimits,
+    /// Shared with an automatic retry of the same turn; `None` starts a fresh one from `limits`.
+    pub request_budget: Option<Arc<RequestBudget>>,
+    /// Results of cacheable and budgeted calls; shared with an automatic retry of the same turn.
+    pub tool_cache: ToolCache,
+    /// Cancelling it stops the turn.
+    pub cancel: CancellationToken,
+    /// Merged into every upstream request body.
+    pub extra: Map<String, Value>,
+    pub hooks: Arc<dyn TurnHooks>,
+    pub verb_renderer: VerbRenderer,
+}
+
+impl TurnPlan {
+    /// A plan without tools: default policy and limits, no nudge texts, no hooks, a fresh request
+    /// budget and tool cache, the built-in verb rendering. Set the other fields directly.
+    pub fn new(
+        turn_id: impl Into<String>,
+        message_id: impl Into<String>,
+        model_id: impl Into<String>,
+        model: Arc<dyn ChatModel>,
+        upstream_model: impl Into<String>,
+        system_prompt: impl Into<String>,
+        history: Vec<ChatMessage>,
+    ) -> Self {
+        Self {
+            turn_id: turn_id.into(),
+            message_id: message_id.into(),
+            model_id: model_id.into(),
+            model,
+            upstream_model: upstream_model.into(),
+            system_prompt: system_prompt.into(),
+            citation_reinforcement: None,
+            history,
+            tools: Vec::new(),
+            policy: StepPolicy::default(),
+            nudges: Nudges::default(),
+            limits: TurnLimits::default(),
+            request_budget: None,
+            tool_cache: ToolCache::new(),
+            cancel: CancellationToken::new(),
+            extra: Map::new(),
+            hooks: Arc::new(NoHooks),
+            verb_renderer: super::tools::render_verb,
+        }
+    }
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnStatus {
+    Complete,
+    Stopped,
+    Error,
+}
+
+impl TurnStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Complete => "complete",
+            Self::Stopped => "stopped",
+            Self::Error => "error",
+        }
+    }
+}
+
+/// The assistant message as it should be stored, however the turn ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnOutcome {
+    pub message_id: String,
+    pub parts: Vec<Value>,
+    pub metadata: Value,
+    pub status: TurnStatus,
+    pub finish_reason: Option<UiFinishReason>,
+    pub usage_total: Usage,
+    /// Model steps taken, over all attempts.
+    pub steps: u32,
+    /// Requests sent to the model (one per step, retries included).
+    pub upstream_requests: u32,
+    /// Runs drawn from the request budget: the first, plus each empty-response retry.
+    pub attempts: u32,
+    /// The short text sent in the `error` chunk, when the turn failed.
+    pub error: Option<String>,
+}
+
+impl TurnOutcome {
+    /// The metadata to store with the message: what the stream sent, plus how the turn ended
+    /// (`status`, and `finishReason` when there is one).
+    pub fn stored_metadata(&self) -> Value {
+        let mut metadata = match &self.metadata {
+            Value::Object(object) => object.clone(),
+            _ => Map::new(),
+        };
+        metadata.insert("status".into(), self.status.as_str().into());
+        if let Some(reason) = self.finish_reason {
+            metadata.insert("finishReason".into(), reason.as_str().into());
+        }
+        Value::Object(metadata)
+    }
+}

@@ -1,0 +1,251 @@
+//! One model step: the upstream stream translated into text, reasoning and tool-input chunks.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use promptgate_llm::{ChatModel, ChatRequest, FinishReason, LlmError, StreamEvent, Usage};
+use serde_json::{Value, json};
+
+use super::turn::Turn;
+use crate::ui::UiChunk;
+
+/// A tool call as it streamed in.
+pub(super) struct StreamedCall {
+    index: usize,
+    pub(super) id: String,
+    pub(super) name: String,
+    pub(super) arguments: String,
+    /// The arguments outgrew [`MAX_ARGUMENT_BYTES`]; the call is refused instead of run.
+    pub(super) oversized: bool,
+}
+
+/// Calls one step may make; further calls of the step are ignored.
+pub(super) const MAX_CALLS_PER_STEP: usize = 32;
+/// Argument text kept per call; generous enough for a whole HTML page.
+pub(super) const MAX_ARGUMENT_BYTES: usize = 1 << 20;
+
+/// What one step produced so far.
+#[derive(Default)]
+pub(super) struct StepState {
+    open_text: Option<String>,
+    open_reasoning: Option<String>,
+    pub(super) text: String,
+    pub(super) calls: Vec<StreamedCall>,
+    pub(super) usage: Option<Usage>,
+    pub(super) finish: Option<FinishReason>,
+}
+
+/// Why a step's stream ended early.
+pub(super) enum Interrupt {
+    Stopped,
+    Failed(LlmError),
+}
+
+impl Turn {
+    /// Streams one request into `state`, emitting chunks as they arrive.
+    pub(super) async fn stream_step(
+        &mut self,
+        request: ChatRequest,
+        state: &mut StepState,
+    ) -> Result<(), Interrupt> {
+        let model: Arc<dyn ChatModel> = Arc::clone(&self.plan.model);
+        self.upstream_requests += 1;
+        let mut stream = match self.out.wait(model.stream(request)).await {
+            None | Some(Err(LlmError::Cancelled)) => return Err(Interrupt::Stopped),
+            Some(Err(err)) => return Err(Interrupt::Failed(err)),
+            Some(Ok(stream)) => stream,
+        };
+        loop {
+            match self.out.wait(stream.next()).await {
+                None | Some(Some(Err(LlmError::Cancelled))) => return Err(Interrupt::Stopped),
+                Some(None) => return Ok(()),
+                Some(Some(Err(err))) => return Err(Interrupt::Failed(err)),
+                Some(Some(Ok(event))) => self.on_stream_event(event, state).await,
+            }
+        }
+    }
+
+    async fn on_stream_event(&mut self, event: StreamEvent, state: &mut StepState) {
+        match event {
+            StreamEvent::TextDelta(delta) => {
+                if delta.is_empty() {
+                    return;
+                }
+                self.close_reasoning(state).await;
+                let id = match &state.open_text {
+                    Some(id) => id.clone(),
+                    None => {
+                        let id = self.next_part_id("text");
+                        self.out.emit(UiChunk::TextStart { id: id.clone() }).await;
+                        state.open_text = Some(id.clone());
+                        id
+                    }
+                };
+                if !delta.trim().is_empty() {
+                    self.answered = true;
+                }
+                state.text.push_str(&delta);
+                self.out.emit(UiChunk::TextDelta { id, delta }).await;
+            }
+            StreamEvent::ReasoningDelta(delta) => {
+                if delta.is_empty() {
+                    return;
+                }
+                self.close_text(state).await;
+                let id = match &state.open_reasoning {
+                    Some(id) => id.clone(),
+                    None => {
+                        let id = self.next_part_id("reasoning");
+                        self.out.emit(UiChunk::ReasoningStart { id: id.clone() }).await;
+                        state.open_reasoning = Some(id.clone());
+                        id
+                    }
+                };
+                self.out.emit(UiChunk::ReasoningDelta { id, delta }).await;
+            }
+            StreamEvent::ToolCallStarted { index, id, name } => {
+                if state.calls.iter().any(|call| call.index == index) {
+                    return;
+                }
+                if state.calls.len() >= MAX_CALLS_PER_STEP {
+                    tracing::warn!(
+                        name,
+                        "the model made more tool calls in one step than allowed; ignored"
+                    );
+                    return;
+                }
+                self.close_open_parts(state).await;
+                let id = if id.is_empty() || state.calls.iter().any(|call| call.id == id) {
+                    self.next_part_id("call")
+                } else {
+                    id
+                };
+                let spec = self
+                    .plan
+                    .tools
+                    .iter()
+                    .find(|tool| tool.spec.name == name)
+                    .map(|tool| &tool.spec);
+                let title = spec.and_then(|spec| (self.plan.verb_renderer)(spec, &json!({})));
+                let dynamic = self.dynamic_flag(&name);
+                let chunk = UiChunk::ToolInputStart {
+                    tool_call_id: id.clone(),
+                    tool_name: name.clone(),
+                    dynamic,
+                    title,
+                };
+                state.calls.push(StreamedCall {
+                    index,
+                    id,
+                    name,
+                    arguments: String::new(),
+                    oversized: false,
+                });
+                self.out.emit(chunk).await;
+            }
+            StreamEvent::ToolCallArgumentsDelta { index, fragment } => {
+                let Some(call) = state.calls.iter_mut().find(|call| call.index == index) else {
+                    tracing::warn!(
+                        index,
+                        "tool-call arguments for a call that never started; ignored"
+                    );
+                    return;
+                };
+                if fragment.is_empty() || call.oversized {
+                    return;
+                }
+                if call.arguments.len() + fragment.len() > MAX_ARGUMENT_BYTES {
+                    tracing::warn!(
+                        name = call.name,
+                        "tool-call arguments too long; the call will be refused"
+                    );
+                    call.oversized = true;
+                    return;
+                }
+                call.arguments.push_str(&fragment);
+                let chunk = UiChunk::ToolInputDelta {
+                    tool_call_id: call.id.clone(),
+                    input_text_delta: fragment,
+                };
+                self.out.emit(chunk).await;
+            }
+            StreamEvent::Usage(usage) => state.usage = Some(usage),
+            StreamEvent::Finished(reason) => state.finish = Some(reason),
+        }
+    }
+
+    pub(super) async fn close_open_parts(&mut self, state: &mut StepState) {
+        self.close_text(state).await;
+        self.close_reasoning(state).await;
+    }
+
+    async fn close_text(&mut self, state: &mut StepState) {
+        if let Some(id) = state.open_text.take() {
+            self.out.emit(UiChunk::TextEnd { id }).await;
+        }
+    }
+
+    async fn close_reasoning(&mut self, state: &mut StepState) {
+        if let Some(id) = state.open_reasoning.take() {
+            self.out.emit(UiChunk::ReasoningEnd { id }).await;
+        }
+    }
+
+    /// Ends tool calls that will never run: each gets its input and an error, so no part is left
+    /// waiting for a result the client would try to supply itself.
+    pub(super) async fn abandon_calls(&mut self, calls: &[StreamedCall], error: &str) {
+        for call in calls {
+            let input = serde_json::from_str::<Value>(&call.arguments)
+                .unwrap_or_else(|_| Value::String(call.arguments.clone()));
+            let dynamic = self.dynamic_flag(&call.name);
+            self.emit_tool_input(call, input, dynamic, None).await;
+            self.emit_tool_error(&call.id, error.to_owned(), dynamic).await;
+        }
+    }
+
+    pub(super) async fn emit_tool_input(
+        &mut self,
+        call: &StreamedCall,
+        input: Value,
+        dynamic: Option<bool>,
+        title: Option<String>,
+    ) {
+        let chunk = UiChunk::ToolInputAvailable {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            input,
+            dynamic,
+            title,
+        };
+        self.out.emit(chunk).await;
+    }
+
+    pub(super) async fn emit_tool_error(
+        &mut self,
+        tool_call_id: &str,
+        error_text: String,
+        dynamic: Option<bool>,
+    ) {
+        let chunk = UiChunk::ToolOutputError {
+            tool_call_id: tool_call_id.to_owned(),
+            error_text,
+            dynamic,
+        };
+        self.out.emit(chunk).await;
+    }
+
+    pub(super) fn dynamic_flag(&self, name: &str) -> Option<bool> {
+        self.plan
+            .tools
+            .iter()
+            .find(|tool| tool.spec.name == name)
+            .and_then(|tool| tool.spec.mcp.as_ref())
+            .map(|_| true)
+    }
+
+    /// A part id unique within the turn.
+    pub(super) fn next_part_id(&mut self, kind: &str) -> String {
+        self.part_counter += 1;
+        format!("{kind}-{}-{}", self.plan.turn_id, self.part_counter)
+    }
+}

@@ -1,0 +1,339 @@
+//! Running the tool calls of a step: argument checks, the dedupe and budget layers, timeouts.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use futures::FutureExt;
+use futures::future::{BoxFuture, Shared};
+use promptgate_core::tools::ToolSpec;
+use promptgate_tools::{ToolError, ToolOutput};
+use serde_json::Value;
+
+use super::plan::{Gate, PreparedTool, TurnHooks};
+
+pub(super) type CallResult = Result<ToolOutput, ToolError>;
+type SharedCall = Shared<BoxFuture<'static, CallResult>>;
+
+/// Results of identical calls, shared while in flight and after success. A failure is removed so
+/// the next identical call tries again. Clones share the same map.
+#[derive(Clone, Default)]
+pub struct ToolCache {
+    calls: Arc<Mutex<HashMap<String, SharedCall>>>,
+}
+
+impl fmt::Debug for ToolCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolCache")
+            .field("entries", &self.lock().len())
+            .finish()
+    }
+}
+
+impl ToolCache {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, SharedCall>> {
+        // A panic while holding this lock cannot leave the map half-updated (single inserts and
+        // removes), so a poisoned lock is still safe to use.
+        self.calls.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn get(&self, key: &str) -> Option<SharedCall> {
+        self.lock().get(key).cloned()
+    }
+
+    fn insert(&self, key: String, call: BoxFuture<'static, CallResult>) -> SharedCall {
+        let shared = call.shared();
+        self.lock().insert(key, shared.clone());
+        shared
+    }
+
+    fn forget(&self, key: &str, failed: &SharedCall) {
+        let mut calls = self.lock();
+        if calls.get(key).is_some_and(|current| current.ptr_eq(failed)) {
+            calls.remove(key);
+        }
+    }
+
+    /// Drops calls that have not finished. After a Stop nothing polls them any more, and a later
+    /// identical call must run afresh rather than wait on an abandoned one.
+    pub fn drop_unfinished(&self) {
+        self.lock().retain(|_, call| call.peek().is_some());
+    }
+
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Awaits a shared call and forgets it if it failed.
+    fn join(&self, key: String, shared: SharedCall) -> BoxFuture<'static, CallResult> {
+        let cache = self.clone();
+        async move {
+            let result = shared.clone().await;
+            if result.is_err() {
+                cache.forget(&key, &shared);
+            }
+            result
+        }
+        .boxed()
+    }
+}
+
+/// A tool call after its name and arguments were checked.
+pub(super) enum Checked {
+    Run {
+        tool: usize,
+        input: Value,
+    },
+    /// Answered with an error without running; `input` is what the UI shows.
+    Refused {
+        input: Value,
+        error: String,
+    },
+}
+
+/// Checks a call against the tools offered in this step.
+pub(super) fn check_call(tools: &[PreparedTool], offered: bool, name: &str, arguments: &str) -> Checked {
+    let parsed = parse_arguments(arguments);
+    let Some(tool) = tools.iter().position(|tool| tool.spec.name == name) else {
+        let input = parsed.unwrap_or_else(|_| Value::String(arguments.to_owned()));
+        let names: Vec<&str> = tools.iter().map(|tool| tool.spec.name.as_str()).collect();
+        let error = if names.is_empty() {
+            format!("there is no tool named `{name}`, and no tools are available")
+        } else {
+            format!(
+                "there is no tool named `{name}`; the available tools are: {}",
+                names.join(", ")
+            )
+        };
+        return Checked::Refused { input, error };
+    };
+    match parsed {
+        Err(reason) => Checked::Refused {
+            input: Value::String(arguments.to_owned()),
+            error: ToolError::InvalidArguments(reason).to_string(),
+        },
+        Ok(input) if !offered => Checked::Refused {
+            input,
+            error: "tools cannot be called in this step; answer with the information already gathered"
+                .to_owned(),
+        },
+        Ok(input) => Checked::Run { tool, input },
+    }
+}
+
+fn parse_arguments(arguments: &str) -> Result<Value, String> {
+    if arguments.trim().is_empty() {
+        return Ok(Value::Object(Default::default()));
+    }
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(value @ Value::Object(_)) => Ok(value),
+        Ok(_) => Err("the arguments must be a JSON object".to_owned()),
+        Err(err) => Err(format!("the arguments are not valid JSON ({err})")),
+    }
+}
+
+/// Starts one call through the layers: the budget's shared results and gate, then the
+/// per-request dedupe of cacheable tools, then the executor under the timeout. The layering
+/// decision happens synchronously, so parallel identical calls of one step see each other.
+pub(super) fn start_call(
+    tool: &PreparedTool,
+    input: Value,
+    hooks: &dyn TurnHooks,
+    cache: &ToolCache,
+    timeout: Duration,
+) -> BoxFuture<'static, CallResult> {
+    let Some(budget_key) = hooks.budget_key(&tool.spec, &input) else {
+        return deduped_call(tool, input, cache, timeout);
+    };
+    let key = format!("budget:{budget_key}");
+    if let Some(shared) = cache.get(&key) {
+        return cache.join(key, shared);
+    }
+    match hooks.gate(&tool.spec, &input) {
+        Gate::Deny(output) => futures::future::ready(Ok(output)).boxed(),
+        Gate::Run => {
+            let shared = cache.insert(key.clone(), deduped_call(tool, input, cache, timeout));
+            cache.join(key, shared)
+        }
+    }
+}
+
+fn deduped_call(
+    tool: &PreparedTool,
+    input: Value,
+    cache: &ToolCache,
+    timeout: Duration,
+) -> BoxFuture<'static, CallResult> {
+    if !tool.spec.cacheable {
+        return timed_call(tool, input, timeout);
+    }
+    let key = format!("call:{}:{}", tool.spec.name, stable_json(&input));
+    let shared = match cache.get(&key) {
+        Some(shared) => shared,
+        None => cache.insert(key.clone(), timed_call(tool, input, timeout)),
+    };
+    cache.join(key, shared)
+}
+
+fn timed_call(tool: &PreparedTool, input: Value, timeout: Duration) -> BoxFuture<'static, CallResult> {
+    let executor = Arc::clone(&tool.executor);
+    async move {
+        match tokio::time::timeout(timeout, executor.call(input)).await {
+            Ok(result) => result,
+            Err(_) => Err(ToolError::TimedOut(timeout.as_secs())),
+        }
+    }
+    .boxed()
+}
+
+/// JSON with every object's keys sorted, so equal inputs give equal keys whatever their order.
+pub fn stable_json(value: &Value) -> String {
+    let mut out = String::new();
+    write_stable(value, &mut out);
+    out
+}
+
+fn write_stable(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<_> = map.iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            out.push('{');
+            for (i, (key, value)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(key.clone()).to_string());
+                out.push(':');
+                write_stable(value, out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_stable(item, out);
+            }
+            out.push(']');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
+}
+
+const VERB_VALUE_CHARS: usize = 40;
+
+/// The tool's progress line: its verb template with `{field}` replaced by ` "<value>"` from the
+/// input (long strings shortened, missing or empty fields dropped), capitalised, ending in `...`.
+/// `None` for tools without a verb.
+pub fn render_verb(spec: &ToolSpec, input: &Value) -> Option<String> {
+    let template = spec.verb.as_deref()?;
+    let mut rendered = String::with_capacity(template.len() + 16);
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        let Some(close) = rest[open..].find('}').map(|offset| open + offset) else {
+            break;
+        };
+        rendered.push_str(&rest[..open]);
+        let field = &rest[open + 1..close];
+        if let Some(value) = verb_value(input.get(field)) {
+            rendered.push_str(" \"");
+            rendered.push_str(&value);
+            rendered.push('"');
+        }
+        rest = &rest[close + 1..];
+    }
+    rendered.push_str(rest);
+    let collapsed = rendered.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut chars = collapsed.chars();
+    let first = chars.next()?;
+    Some(format!("{}{}...", first.to_uppercase(), chars.as_str()))
+}
+
+fn verb_value(value: Option<&Value>) -> Option<String> {
+    match value? {
+        Value::Null => None,
+        Value::String(text) if text.is_empty() => None,
+        Value::String(text) if text.chars().count() > VERB_VALUE_CHARS => Some(format!(
+            "{}...",
+            text.chars().take(VERB_VALUE_CHARS).collect::<String>()
+        )),
+        Value::String(text) => Some(text.clone()),
+        other => Some(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn spec(verb: Option<&str>) -> ToolSpec {
+        ToolSpec {
+            name: "search".into(),
+            description: String::new(),
+            parameters: json!({}),
+            verb: verb.map(str::to_owned),
+            cacheable: false,
+            web: false,
+            mcp: None,
+        }
+    }
+
+    #[test]
+    fn verbs_render_like_the_reference_client() {
+        let search = spec(Some("searching for {query}"));
+        assert_eq!(
+            render_verb(&search, &json!({"query": "rust async"})).as_deref(),
+            Some("Searching for \"rust async\"...")
+        );
+        assert_eq!(
+            render_verb(&search, &json!({})).as_deref(),
+            Some("Searching for...")
+        );
+        assert_eq!(
+            render_verb(&search, &json!({"query": ""})).as_deref(),
+            Some("Searching for...")
+        );
+        let long = "a".repeat(45);
+        assert_eq!(
+            render_verb(&search, &json!({"query": long})),
+            Some(format!("Searching for \"{}...\"...", "a".repeat(40)))
+        );
+        let fetch = spec(Some("reading {url} page {page}"));
+        assert_eq!(
+            render_verb(&fetch, &json!({"page": 2})).as_deref(),
+            Some("Reading page \"2\"...")
+        );
+        assert_eq!(render_verb(&spec(None), &json!({})), None);
+    }
+
+    #[test]
+    fn stable_json_sorts_keys_at_every_depth() {
+        let a = json!({"b": 1, "a": {"y": [2, {"d": 1, "c": 2}], "x": null}});
+        assert_eq!(stable_json(&a), r#"{"a":{"x":null,"y":[2,{"c":2,"d":1}]},"b":1}"#);
+    }
+
+    #[test]
+    fn arguments_are_checked() {
+        let tools = vec![];
+        assert!(matches!(
+            check_call(&tools, true, "nope", "{}"),
+            Checked::Refused { .. }
+        ));
+        assert_eq!(parse_arguments("  "), Ok(json!({})));
+        assert!(parse_arguments("[1]").is_err());
+        assert!(parse_arguments("{\"a\":").is_err());
+    }
+}

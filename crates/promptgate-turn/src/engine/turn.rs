@@ -1,0 +1,529 @@
+//! The loop: attempts (empty-response retry) → steps (nudges, step cap) → tool calls.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
+use promptgate_llm::{
+    ChatMessage, ChatRequest, FinishReason, LlmError, ToolCall, ToolChoice, ToolDefinition, Usage,
+    UserContent,
+};
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::output::Output;
+use super::plan::{RequestBudget, TurnOutcome, TurnPlan, TurnStatus};
+use super::step::{Interrupt, StepState, StreamedCall};
+use super::tools::{Checked, check_call, start_call};
+use crate::ui::{TurnEvent, UiChunk, UiFinishReason};
+
+/// Shown when a turn has used its request budget.
+pub const BUDGET_EXHAUSTED_TEXT: &str =
+    "This turn used up its budget of model requests. Send your message again to start a new turn.";
+/// The error a tool call gets when the turn is stopped before it finished.
+pub const STOPPED_TEXT: &str = "stopped";
+const OVERSIZED_TEXT: &str = "invalid arguments: the arguments are longer than the gateway accepts (1 MiB)";
+const CUT_OFF_TEXT: &str = "the model's response was cut off before this call was complete";
+
+/// How the whole turn ended.
+enum End {
+    Finished(FinishReason),
+    Stopped,
+    Failed(String),
+}
+
+/// How one step ended.
+enum StepEnd {
+    Tools,
+    Answer(FinishReason),
+    Stopped,
+    Failed(String),
+}
+
+pub(super) struct Turn {
+    pub(super) plan: TurnPlan,
+    pub(super) out: Output,
+    budget: Arc<RequestBudget>,
+    /// The conversation as the model sees it, growing with each tool step.
+    messages: Vec<ChatMessage>,
+    definitions: Vec<ToolDefinition>,
+    pub(super) part_counter: u64,
+    pub(super) answered: bool,
+    pub(super) upstream_requests: u32,
+    made_tool_calls: bool,
+    after_tool_step: bool,
+    usage_total: Usage,
+    steps: u32,
+    attempts: u32,
+}
+
+impl Turn {
+    pub(super) fn new(mut plan: TurnPlan, events: mpsc::Sender<TurnEvent>, stop: CancellationToken) -> Self {
+        let budget = plan
+            .request_budget
+            .clone()
+            .unwrap_or_else(|| Arc::new(RequestBudget::from_limits(&plan.limits)));
+        let definitions = plan
+            .tools
+            .iter()
+            .map(|tool| ToolDefinition {
+                name: tool.spec.name.clone(),
+                description: tool.spec.description.clone(),
+                parameters: tool.spec.parameters.clone(),
+            })
+            .collect();
+        let messages = std::mem::take(&mut plan.history);
+        let out = Output::new(events, plan.limits.keep_alive, stop);
+        Self {
+            plan,
+            out,
+            budget,
+            messages,
+            definitions,
+            part_counter: 0,
+            answered: false,
+            upstream_requests: 0,
+            made_tool_calls: false,
+            after_tool_step: false,
+            usage_total: Usage::default(),
+            steps: 0,
+            attempts: 0,
+        }
+    }
+
+    pub(super) async fn run(mut self) -> TurnOutcome {
+        let metadata = json!({"modelId": self.plan.model_id, "turnId": self.plan.turn_id});
+        self.out
+            .emit(UiChunk::Start {
+                message_id: Some(self.plan.message_id.clone()),
+                message_metadata: Some(metadata),
+            })
+            .await;
+        let (status, finish_reason, error) = match self.attempts().await {
+            End::Finished(reason) => {
+                let reason = UiFinishReason::from(&reason);
+                self.out
+                    .emit(UiChunk::Finish {
+                        finish_reason: Some(reason),
+                        message_metadata: None,
+                    })
+                    .await;
+                (TurnStatus::Complete, Some(reason), None)
+            }
+            End::Stopped => {
+                self.plan.tool_cache.drop_unfinished();
+                self.out
+                    .emit(UiChunk::Abort {
+                        reason: Some(STOPPED_TEXT.to_owned()),
+                    })
+                    .await;
+                (TurnStatus::Stopped, None, None)
+            }
+            End::Failed(text) => {
+                self.out
+                    .emit(UiChunk::Error {
+                        error_text: text.clone(),
+                    })
+                    .await;
+                let reason = UiFinishReason::Error;
+                self.out
+                    .emit(UiChunk::Finish {
+                        finish_reason: Some(reason),
+                        message_metadata: None,
+                    })
+                    .await;
+                (TurnStatus::Error, Some(reason), Some(text))
+            }
+        };
+        TurnOutcome {
+            message_id: self.plan.message_id.clone(),
+            parts: self.out.message.parts(),
+            metadata: self.out.message.metadata(),
+            status,
+            finish_reason,
+            usage_total: self.usage_total,
+            steps: self.steps,
+            upstream_requests: self.upstream_requests,
+            attempts: self.attempts,
+            error,
+        }
+    }
+
+    /// The first run and the empty-response retries, each drawing on the request budget.
+    async fn attempts(&mut self) -> End {
+        loop {
+            if self.out.stopped() {
+                return End::Stopped;
+            }
+            if !self.budget.try_consume() {
+                return End::Failed(BUDGET_EXHAUSTED_TEXT.to_owned());
+            }
+            self.attempts += 1;
+            let reason = match self.steps_of_attempt().await {
+                End::Finished(reason) => reason,
+                other => return other,
+            };
+            let retries_left = self.attempts < self.plan.policy.max_attempts;
+            if self.answered || !self.made_tool_calls || !retries_left {
+                return End::Finished(reason);
+            }
+            // Tools ran but no answer came: ask again, continuing the same message.
+            let mut nudge = self.plan.nudges.retry.clone();
+            if self.attempts + 1 == self.plan.policy.max_attempts && !self.plan.nudges.retry_last.is_empty() {
+                nudge.push(' ');
+                nudge.push_str(&self.plan.nudges.retry_last);
+            }
+            if !nudge.is_empty() {
+                self.messages.push(user_message(nudge));
+            }
+        }
+    }
+
+    async fn steps_of_attempt(&mut self) -> End {
+        let max_steps = self.plan.policy.max_steps.max(1);
+        let mut tool_steps = 0;
+        for index in 0..max_steps {
+            if self.out.stopped() {
+                return End::Stopped;
+            }
+            let final_step = index + 1 >= max_steps;
+            match self.step(final_step, tool_steps).await {
+                StepEnd::Tools => tool_steps += 1,
+                StepEnd::Answer(reason) => return End::Finished(reason),
+                StepEnd::Stopped => return End::Stopped,
+                StepEnd::Failed(text) => return End::Failed(text),
+            }
+        }
+        // The step cap ended the attempt while the model was still calling tools.
+        End::Finished(FinishReason::ToolCalls)
+    }
+
+    /// The request for the next step, with the one nudge that applies (final step, then the web
+    /// budget floor, then the preventive nudge).
+    fn request(&self, final_step: bool, tool_steps: u32) -> ChatRequest {
+        let plan = &self.plan;
+        let mut system = plan.system_prompt.clone();
+        if let Some(reinforcement) = plan
+            .citation_reinforcement
+            .as_deref()
+            .filter(|_| self.after_tool_step)
+        {
+            system.push_str("\n\n");
+            system.push_str(reinforcement);
+        }
+        let mut messages = Vec::with_capacity(self.messages.len() + 2);
+        messages.push(ChatMessage::System { content: system });
+        messages.extend(self.messages.iter().cloned());
+        let tools = if final_step {
+            Vec::new()
+        } else {
+            self.definitions.clone()
+        };
+        let mut tool_choice = None;
+        let nudge = if final_step {
+            Some(&plan.nudges.final_step)
+        } else if plan.hooks.floor_active() {
+            tool_choice = Some(ToolChoice::None);
+            Some(&plan.nudges.web_budget)
+        } else if tool_steps > 0 && tool_steps >= plan.policy.nudge_threshold {
+            Some(&plan.nudges.preventive)
+        } else {
+            None
+        };
+        if let Some(nudge) = nudge.filter(|text| !text.is_empty()) {
+            messages.push(user_message(nudge.clone()));
+        }
+        if tools.is_empty() {
+            tool_choice = None;
+        }
+        ChatRequest {
+            model: plan.upstream_model.clone(),
+            messages,
+            parallel_tool_calls: (!tools.is_empty() && !plan.policy.parallel_tool_calls).then_some(false),
+            tools,
+            tool_choice,
+            temperature: plan.policy.temperature,
+            reasoning_effort: plan.policy.reasoning_effort.clone(),
+            extra: plan.extra.clone(),
+        }
+    }
+
+    async fn step(&mut self, final_step: bool, tool_steps: u32) -> StepEnd {
+        let request = self.request(final_step, tool_steps);
+        self.steps += 1;
+        self.out.emit(UiChunk::StartStep).await;
+        let mut state = StepState::default();
+        let streamed = self.stream_step(request, &mut state).await;
+        self.close_open_parts(&mut state).await;
+        if let Some(usage) = &state.usage {
+            add_usage(&mut self.usage_total, usage);
+        }
+        let end = match streamed {
+            Err(Interrupt::Stopped) => {
+                self.abandon_calls(&state.calls, STOPPED_TEXT).await;
+                StepEnd::Stopped
+            }
+            Err(Interrupt::Failed(err)) => {
+                tracing::warn!(error = %err, turn = %self.plan.turn_id, "model request failed");
+                self.abandon_calls(&state.calls, CUT_OFF_TEXT).await;
+                StepEnd::Failed(user_facing_error(&err))
+            }
+            Ok(()) if state.calls.is_empty() => {
+                StepEnd::Answer(state.finish.take().unwrap_or(FinishReason::Stop))
+            }
+            Ok(()) => self.run_tools(state, !final_step).await,
+        };
+        self.end_step().await;
+        end
+    }
+
+    async fn run_tools(&mut self, state: StepState, offered: bool) -> StepEnd {
+        let calls = state.calls;
+        let mut results: Vec<Option<String>> = vec![None; calls.len()];
+        let running = FuturesUnordered::new();
+        for (position, call) in calls.iter().enumerate() {
+            let checked = if call.oversized {
+                Checked::Refused {
+                    input: json!({}),
+                    error: OVERSIZED_TEXT.to_owned(),
+                }
+            } else {
+                check_call(&self.plan.tools, offered, &call.name, &call.arguments)
+            };
+            let (input, tool) = match &checked {
+                Checked::Run { tool, input } => (input.clone(), Some(*tool)),
+                Checked::Refused { input, .. } => (input.clone(), None),
+            };
+            let spec = tool.map(|index| &self.plan.tools[index].spec);
+            let title = spec.and_then(|spec| (self.plan.verb_renderer)(spec, &input));
+            let dynamic = self.dynamic_flag(&call.name);
+            let mcp = spec.and_then(|spec| spec.mcp.clone());
+            self.emit_tool_input(call, input, dynamic, title).await;
+            if let Some(origin) = mcp {
+                let mut invoked = Map::new();
+                invoked.insert(
+                    call.name.clone(),
+                    serde_json::to_value(origin).unwrap_or(Value::Null),
+                );
+                let metadata = json!({"modelId": self.plan.model_id, "mcpTools": invoked});
+                self.out
+                    .emit(UiChunk::MessageMetadata {
+                        message_metadata: metadata,
+                    })
+                    .await;
+            }
+            match checked {
+                Checked::Refused { error, .. } => {
+                    self.emit_tool_error(&call.id, error.clone(), dynamic).await;
+                    results[position] = Some(error);
+                }
+                Checked::Run { tool, input } => {
+                    let prepared = &self.plan.tools[tool];
+                    let call = start_call(
+                        prepared,
+                        input,
+                        self.plan.hooks.as_ref(),
+                        &self.plan.tool_cache,
+                        self.plan.limits.tool_timeout,
+                    );
+                    running.push(async move { (position, tool, call.await) });
+                }
+            }
+        }
+        let mut running = running;
+        loop {
+            let Some(next) = self.out.wait(running.next()).await else {
+                for (call, result) in calls.iter().zip(&results) {
+                    if result.is_none() {
+                        let dynamic = self.dynamic_flag(&call.name);
+                        self.emit_tool_error(&call.id, STOPPED_TEXT.to_owned(), dynamic)
+                            .await;
+                    }
+                }
+                return StepEnd::Stopped;
+            };
+            let Some((position, tool, result)) = next else {
+                break;
+            };
+            let call = &calls[position];
+            let dynamic = self.dynamic_flag(&call.name);
+            let tool_call_id = call.id.clone();
+            let (chunk, model_text) = match result {
+                Ok(output) => {
+                    let text = self.plan.hooks.model_text(&self.plan.tools[tool].spec, &output);
+                    (
+                        UiChunk::ToolOutputAvailable {
+                            tool_call_id,
+                            output: output.output,
+                            dynamic,
+                        },
+                        text,
+                    )
+                }
+                Err(err) => {
+                    let text = err.to_string();
+                    (
+                        UiChunk::ToolOutputError {
+                            tool_call_id,
+                            error_text: text.clone(),
+                            dynamic,
+                        },
+                        text,
+                    )
+                }
+            };
+            self.out.emit(chunk).await;
+            results[position] = Some(model_text);
+        }
+        for source in self.plan.hooks.new_sources() {
+            self.out
+                .emit(UiChunk::SourceUrl {
+                    source_id: source.id,
+                    url: source.url,
+                    title: source.title,
+                })
+                .await;
+        }
+        self.record_tool_step(state.text, &calls, results);
+        StepEnd::Tools
+    }
+
+    /// Adds the step's assistant message and its tool results to what the model sees next.
+    fn record_tool_step(&mut self, text: String, calls: &[StreamedCall], results: Vec<Option<String>>) {
+        let tool_calls = calls
+            .iter()
+            .map(|call| {
+                // Providers reject history whose arguments are not JSON; the error result already
+                // tells the model what was wrong with the original text.
+                let arguments = if !call.oversized && serde_json::from_str::<Value>(&call.arguments).is_ok() {
+                    call.arguments.clone()
+                } else {
+                    "{}".to_owned()
+                };
+                ToolCall::new(call.id.clone(), call.name.clone(), arguments)
+            })
+            .collect();
+        let content = (!text.is_empty()).then_some(text);
+        self.messages.push(ChatMessage::Assistant { content, tool_calls });
+        for (call, result) in calls.iter().zip(results) {
+            self.messages.push(ChatMessage::Tool {
+                tool_call_id: call.id.clone(),
+                content: result.unwrap_or_else(|| STOPPED_TEXT.to_owned()),
+            });
+        }
+        self.made_tool_calls = true;
+        self.after_tool_step = true;
+    }
+
+    async fn end_step(&mut self) {
+        let mut metadata = json!({"modelId": self.plan.model_id, "usage": usage_metadata(&self.usage_total)});
+        if let (Some(sources), Some(object)) = (self.plan.hooks.sources_snapshot(), metadata.as_object_mut())
+        {
+            object.insert("sources".into(), sources);
+        }
+        self.out
+            .emit(UiChunk::MessageMetadata {
+                message_metadata: metadata,
+            })
+            .await;
+        self.out.emit(UiChunk::FinishStep).await;
+    }
+}
+
+fn user_message(text: String) -> ChatMessage {
+    ChatMessage::User {
+        content: UserContent::Text(text),
+    }
+}
+
+fn add_usage(total: &mut Usage, step: &Usage) {
+    total.prompt_tokens += step.prompt_tokens;
+    total.completion_tokens += step.completion_tokens;
+    total.total_tokens += step.total_tokens;
+    if let Some(reasoning) = step.reasoning_tokens {
+        *total.reasoning_tokens.get_or_insert(0) += reasoning;
+    }
+    if let Some(cached) = step.cached_tokens {
+        *total.cached_tokens.get_or_insert(0) += cached;
+    }
+}
+
+/// Usage in the AI SDK's vocabulary, which is what frontends read from message metadata. The
+/// counts are for the whole turn so far, so the stored message carries the turn's total.
+pub fn usage_metadata(usage: &Usage) -> Value {
+    let mut value = json!({
+        "inputTokens": usage.prompt_tokens,
+        "outputTokens": usage.completion_tokens,
+        "totalTokens": usage.total_tokens,
+    });
+    if let Some(object) = value.as_object_mut() {
+        if let Some(reasoning) = usage.reasoning_tokens {
+            object.insert("reasoningTokens".into(), reasoning.into());
+        }
+        if let Some(cached) = usage.cached_tokens {
+            object.insert("cachedInputTokens".into(), cached.into());
+        }
+    }
+    value
+}
+
+/// A short explanation for the user. The details (provider messages, addresses) go to the log
+/// only, since they can carry internals.
+fn user_facing_error(err: &LlmError) -> String {
+    match err {
+        LlmError::Connect(_) => "The model provider could not be reached. Please try again.".to_owned(),
+        LlmError::Status { status: 429, .. } => {
+            "The model provider is rate limiting requests. Please try again in a moment.".to_owned()
+        }
+        LlmError::Status {
+            status: 401 | 403, ..
+        } => "The model provider rejected the gateway's credentials.".to_owned(),
+        LlmError::Status { status, .. } => format!("The model provider returned an error (HTTP {status})."),
+        LlmError::Timeout { .. } => {
+            "The model provider did not respond in time. Please try again.".to_owned()
+        }
+        LlmError::Protocol(_) => "The model provider sent a response that could not be read.".to_owned(),
+        LlmError::Cancelled => "The request was cancelled.".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use promptgate_llm::TimeoutPhase;
+
+    #[test]
+    fn provider_errors_become_short_texts_without_their_details() {
+        let secret = "https://internal.example:8443/v1 key=sk-123";
+        let errors = [
+            LlmError::Connect(secret.into()),
+            LlmError::Status {
+                status: 429,
+                message: secret.into(),
+            },
+            LlmError::Status {
+                status: 401,
+                message: secret.into(),
+            },
+            LlmError::Status {
+                status: 500,
+                message: secret.into(),
+            },
+            LlmError::Timeout {
+                phase: TimeoutPhase::FirstByte,
+                seconds: 30,
+            },
+            LlmError::Protocol(secret.into()),
+        ];
+        let texts: Vec<String> = errors.iter().map(user_facing_error).collect();
+        for text in &texts {
+            assert!(!text.contains("internal") && !text.contains("sk-"), "{text}");
+            assert!(text.ends_with('.'), "{text}");
+        }
+        assert!(texts[1].contains("rate limiting"));
+        assert!(texts[2].contains("credentials"));
+        assert!(texts[3].contains("HTTP 500"));
+        assert!(texts[4].contains("in time"));
+    }
+}

@@ -1,0 +1,392 @@
+//! Stored or client-sent UI messages → the upstream chat messages the model sees.
+//!
+//! This mirrors what the AI SDK's `convertToModelMessages` does, so a thread replayed from the
+//! store and a thread sent by `useChat` reach the model in the same shape. Input is treated as
+//! untrusted: anything malformed is skipped, never an error.
+
+use promptgate_llm::{ChatMessage, ContentPart, ImageUrl, ToolCall, UserContent};
+use serde_json::Value;
+
+/// How history is rendered for one model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HistoryOptions {
+    /// The model accepts images; otherwise image files become a text label like other files.
+    pub images: bool,
+}
+
+impl Default for HistoryOptions {
+    fn default() -> Self {
+        Self { images: true }
+    }
+}
+
+/// Converts UI messages (`{role, parts}`) into upstream messages.
+pub fn to_model_messages(messages: &[Value], options: HistoryOptions) -> Vec<ChatMessage> {
+    let mut out = Vec::with_capacity(messages.len());
+    for message in messages {
+        match message.get("role").and_then(Value::as_str) {
+            Some("user") => out.extend(user_message(message, options)),
+            Some("assistant") => assistant_messages(message, &mut out),
+            Some("system") => {
+                let text = text_parts(message).join("\n");
+                if !text.is_empty() {
+                    out.push(ChatMessage::System { content: text });
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The text of the last user message, its text parts joined with `\n`.
+pub fn last_user_text(messages: &[Value]) -> Option<String> {
+    messages
+        .iter()
+        .rev()
+        .find(|message| message.get("role").and_then(Value::as_str) == Some("user"))
+        .map(|message| text_parts(message).join("\n"))
+}
+
+fn parts(message: &Value) -> &[Value] {
+    message
+        .get("parts")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+}
+
+/// Text parts, or the legacy `content` string of messages written before parts existed.
+fn text_parts(message: &Value) -> Vec<&str> {
+    let texts: Vec<&str> = parts(message)
+        .iter()
+        .filter(|part| part_type(part) == "text")
+        .filter_map(|part| part.get("text").and_then(Value::as_str))
+        .collect();
+    if texts.is_empty()
+        && let Some(content) = message.get("content").and_then(Value::as_str)
+    {
+        return vec![content];
+    }
+    texts
+}
+
+fn part_type(part: &Value) -> &str {
+    part.get("type").and_then(Value::as_str).unwrap_or("")
+}
+
+fn user_message(message: &Value, options: HistoryOptions) -> Option<ChatMessage> {
+    let mut content = Vec::new();
+    for part in parts(message) {
+        match part_type(part) {
+            "text" => {
+                if let Some(text) = part.get("text").and_then(Value::as_str) {
+                    content.push(ContentPart::Text {
+                        text: text.to_owned(),
+                    });
+                }
+            }
+            "file" => content.extend(file_part(part, options)),
+            _ => {}
+        }
+    }
+    if content.is_empty() {
+        let legacy = message.get("content").and_then(Value::as_str)?;
+        return Some(ChatMessage::User {
+            content: UserContent::Text(legacy.to_owned()),
+        });
+    }
+    let content = match content.as_slice() {
+        [ContentPart::Text { text }] => UserContent::Text(text.clone()),
+        _ => UserContent::Parts(content),
+    };
+    Some(ChatMessage::User { content })
+}
+
+fn file_part(part: &Value, options: HistoryOptions) -> Option<ContentPart> {
+    let media_type = part
+        .get("mediaType")
+        .and_then(Value::as_str)
+        .unwrap_or("application/octet-stream");
+    let url = part.get("url").and_then(Value::as_str)?;
+    if options.images && media_type.starts_with("image/") {
+        return Some(ContentPart::ImageUrl {
+            image_url: ImageUrl { url: url.to_owned() },
+        });
+    }
+    let name = part.get("filename").and_then(Value::as_str).unwrap_or("unnamed");
+    Some(ContentPart::Text {
+        text: format!("[Attached file: {name} ({media_type})]"),
+    })
+}
+
+/// One assistant step: its text and the tool calls that finished, with their results.
+#[derive(Default)]
+struct Step {
+    text: String,
+    calls: Vec<ToolCall>,
+    results: Vec<ChatMessage>,
+}
+
+impl Step {
+    fn flush(&mut self, out: &mut Vec<ChatMessage>) {
+        let step = std::mem::take(self);
+        if step.text.is_empty() && step.calls.is_empty() {
+            return;
+        }
+        let content = (!step.text.is_empty()).then_some(step.text);
+        out.push(ChatMessage::Assistant {
+            content,
+            tool_calls: step.calls,
+        });
+        out.extend(step.results);
+    }
+}
+
+fn assistant_messages(message: &Value, out: &mut Vec<ChatMessage>) {
+    let all = parts(message);
+    if all.is_empty() {
+        if let Some(content) = message.get("content").and_then(Value::as_str)
+            && !content.is_empty()
+        {
+            out.push(ChatMessage::Assistant {
+                content: Some(content.to_owned()),
+                tool_calls: Vec::new(),
+            });
+        }
+        return;
+    }
+    let mut step = Step::default();
+    for part in all {
+        let kind = part_type(part);
+        match kind {
+            "step-start" => step.flush(out),
+            "text" => {
+                if let Some(text) = part.get("text").and_then(Value::as_str) {
+                    step.text.push_str(text);
+                }
+            }
+            "dynamic-tool" => {
+                if let Some(name) = part.get("toolName").and_then(Value::as_str) {
+                    tool_part(name, part, &mut step);
+                }
+            }
+            _ => {
+                if let Some(name) = kind.strip_prefix("tool-") {
+                    tool_part(name, part, &mut step);
+                }
+            }
+        }
+    }
+    step.flush(out);
+}
+
+/// A finished tool part becomes a call plus its result; one still waiting for input or output
+/// never reached the model as a complete call, so it is left out.
+fn tool_part(name: &str, part: &Value, step: &mut Step) {
+    let Some(id) = part.get("toolCallId").and_then(Value::as_str) else {
+        return;
+    };
+    let result = match part.get("state").and_then(Value::as_str) {
+        Some("output-available") => match part.get("output") {
+            Some(Value::String(text)) => text.clone(),
+            Some(output) => output.to_string(),
+            None => "null".to_owned(),
+        },
+        Some("output-error") => part
+            .get("errorText")
+            .and_then(Value::as_str)
+            .unwrap_or("the tool call failed")
+            .to_owned(),
+        _ => return,
+    };
+    let arguments = match part.get("input") {
+        Some(Value::Object(input)) => Value::Object(input.clone()).to_string(),
+        _ => "{}".to_owned(),
+    };
+    step.calls.push(ToolCall::new(id, name, arguments));
+    step.results.push(ChatMessage::Tool {
+        tool_call_id: id.to_owned(),
+        content: result,
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn convert(messages: Value) -> Vec<ChatMessage> {
+        to_model_messages(messages.as_array().unwrap(), HistoryOptions::default())
+    }
+
+    fn user_text(text: &str) -> ChatMessage {
+        ChatMessage::User {
+            content: UserContent::Text(text.into()),
+        }
+    }
+
+    #[test]
+    fn plain_conversation() {
+        let messages = convert(json!([
+            {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Hi"}]},
+            {"id": "a1", "role": "assistant", "parts": [
+                {"type": "step-start"},
+                {"type": "reasoning", "text": "ponder", "state": "done"},
+                {"type": "text", "text": "Hello!", "state": "done"}
+            ]},
+            {"id": "u2", "role": "user", "parts": [{"type": "text", "text": "Bye"}]}
+        ]));
+        assert_eq!(
+            messages,
+            vec![
+                user_text("Hi"),
+                ChatMessage::Assistant {
+                    content: Some("Hello!".into()),
+                    tool_calls: vec![]
+                },
+                user_text("Bye"),
+            ]
+        );
+    }
+
+    #[test]
+    fn tool_steps_become_calls_and_results_split_by_step_start() {
+        let messages = convert(json!([
+            {"role": "assistant", "parts": [
+                {"type": "step-start"},
+                {"type": "text", "text": "Let me look.", "state": "done"},
+                {"type": "tool-search", "toolCallId": "c1", "state": "output-available",
+                 "input": {"query": "rust"}, "output": {"results": []}},
+                {"type": "dynamic-tool", "toolName": "srv_echo", "toolCallId": "c2", "state": "output-error",
+                 "input": {"message": "x"}, "errorText": "server down"},
+                {"type": "tool-search", "toolCallId": "c3", "state": "input-available", "input": {"query": "z"}},
+                {"type": "step-start"},
+                {"type": "source-url", "sourceId": "1", "url": "https://a.example"},
+                {"type": "data-progress", "data": {}},
+                {"type": "text", "text": "Found it [1].", "state": "done"}
+            ]}
+        ]));
+        assert_eq!(
+            messages,
+            vec![
+                ChatMessage::Assistant {
+                    content: Some("Let me look.".into()),
+                    tool_calls: vec![
+                        ToolCall::new("c1", "search", r#"{"query":"rust"}"#),
+                        ToolCall::new("c2", "srv_echo", r#"{"message":"x"}"#),
+                    ],
+                },
+                ChatMessage::Tool {
+                    tool_call_id: "c1".into(),
+                    content: r#"{"results":[]}"#.into()
+                },
+                ChatMessage::Tool {
+                    tool_call_id: "c2".into(),
+                    content: "server down".into()
+                },
+                ChatMessage::Assistant {
+                    content: Some("Found it [1].".into()),
+                    tool_calls: vec![]
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn string_outputs_are_passed_as_text() {
+        let messages = convert(json!([
+            {"role": "assistant", "parts": [
+                {"type": "tool-skill", "toolCallId": "c", "state": "output-available", "input": {}, "output": "Do X."}
+            ]}
+        ]));
+        assert_eq!(
+            messages[1],
+            ChatMessage::Tool {
+                tool_call_id: "c".into(),
+                content: "Do X.".into()
+            }
+        );
+    }
+
+    #[test]
+    fn files_become_images_or_labels() {
+        let message = json!([{"role": "user", "parts": [
+            {"type": "text", "text": "What is this?"},
+            {"type": "file", "mediaType": "image/png", "url": "data:image/png;base64,AAA"},
+            {"type": "file", "mediaType": "application/pdf", "url": "https://x/doc.pdf", "filename": "doc.pdf"}
+        ]}]);
+        let with_images = convert(message.clone());
+        assert_eq!(
+            with_images,
+            vec![ChatMessage::User {
+                content: UserContent::Parts(vec![
+                    ContentPart::Text {
+                        text: "What is this?".into()
+                    },
+                    ContentPart::ImageUrl {
+                        image_url: ImageUrl {
+                            url: "data:image/png;base64,AAA".into()
+                        }
+                    },
+                    ContentPart::Text {
+                        text: "[Attached file: doc.pdf (application/pdf)]".into()
+                    },
+                ])
+            }]
+        );
+        let without = to_model_messages(message.as_array().unwrap(), HistoryOptions { images: false });
+        let ChatMessage::User {
+            content: UserContent::Parts(parts),
+        } = &without[0]
+        else {
+            panic!("expected parts, got {without:?}");
+        };
+        assert_eq!(
+            parts[1],
+            ContentPart::Text {
+                text: "[Attached file: unnamed (image/png)]".into()
+            }
+        );
+    }
+
+    #[test]
+    fn malformed_entries_are_skipped() {
+        let messages = convert(json!([
+            {"role": "user"},
+            {"role": "tool", "parts": [{"type": "text", "text": "x"}]},
+            {"parts": []},
+            {"role": "assistant", "parts": [{"type": "tool-x", "state": "output-available"}]},
+            {"role": "assistant", "content": "legacy answer"},
+            {"role": "user", "content": "legacy question"}
+        ]));
+        assert_eq!(
+            messages,
+            vec![
+                ChatMessage::Assistant {
+                    content: Some("legacy answer".into()),
+                    tool_calls: vec![]
+                },
+                user_text("legacy question"),
+            ]
+        );
+    }
+
+    #[test]
+    fn last_user_text_joins_the_text_parts_of_the_last_user_message() {
+        let messages = json!([
+            {"role": "user", "parts": [{"type": "text", "text": "old"}]},
+            {"role": "user", "parts": [
+                {"type": "text", "text": "/research"},
+                {"type": "file", "mediaType": "image/png", "url": "x"},
+                {"type": "text", "text": "rust async"}
+            ]},
+            {"role": "assistant", "parts": [{"type": "text", "text": "answer"}]}
+        ]);
+        assert_eq!(
+            last_user_text(messages.as_array().unwrap()),
+            Some("/research\nrust async".into())
+        );
+        assert_eq!(last_user_text(&[]), None);
+    }
+}

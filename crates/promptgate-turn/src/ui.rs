@@ -1,0 +1,415 @@
+//! The chunks of the AI SDK UI message stream that a turn emits.
+//!
+//! The client validates every chunk against a strict schema in which an optional field sent as
+//! `null` is an error, so every `Option` here is omitted when absent. `input` and `output` are the
+//! exception: the schema requires the key, so they are always written.
+
+use promptgate_llm::FinishReason;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One chunk of the UI message stream, serialised exactly as `useChat` expects it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case", rename_all_fields = "camelCase")]
+pub enum UiChunk {
+    Start {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message_id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message_metadata: Option<Value>,
+    },
+    StartStep,
+    TextStart {
+        id: String,
+    },
+    TextDelta {
+        id: String,
+        delta: String,
+    },
+    TextEnd {
+        id: String,
+    },
+    ReasoningStart {
+        id: String,
+    },
+    ReasoningDelta {
+        id: String,
+        delta: String,
+    },
+    ReasoningEnd {
+        id: String,
+    },
+    ToolInputStart {
+        tool_call_id: String,
+        tool_name: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dynamic: Option<bool>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
+    },
+    ToolInputDelta {
+        tool_call_id: String,
+        input_text_delta: String,
+    },
+    ToolInputAvailable {
+        tool_call_id: String,
+        tool_name: String,
+        input: Value,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dynamic: Option<bool>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
+    },
+    ToolOutputAvailable {
+        tool_call_id: String,
+        output: Value,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dynamic: Option<bool>,
+    },
+    ToolOutputError {
+        tool_call_id: String,
+        error_text: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dynamic: Option<bool>,
+    },
+    SourceUrl {
+        source_id: String,
+        url: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
+    },
+    MessageMetadata {
+        message_metadata: Value,
+    },
+    FinishStep,
+    Finish {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        finish_reason: Option<UiFinishReason>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message_metadata: Option<Value>,
+    },
+    Abort {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    Error {
+        error_text: String,
+    },
+}
+
+/// Why the assistant message ended, in the stream's hyphenated spelling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UiFinishReason {
+    Stop,
+    Length,
+    ContentFilter,
+    ToolCalls,
+    Error,
+    Interrupted,
+    Other,
+}
+
+impl UiFinishReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Stop => "stop",
+            Self::Length => "length",
+            Self::ContentFilter => "content-filter",
+            Self::ToolCalls => "tool-calls",
+            Self::Error => "error",
+            Self::Interrupted => "interrupted",
+            Self::Other => "other",
+        }
+    }
+}
+
+impl From<&FinishReason> for UiFinishReason {
+    fn from(reason: &FinishReason) -> Self {
+        match reason {
+            FinishReason::Stop => Self::Stop,
+            FinishReason::Length => Self::Length,
+            FinishReason::ToolCalls => Self::ToolCalls,
+            FinishReason::ContentFilter => Self::ContentFilter,
+            FinishReason::Other(_) => Self::Other,
+        }
+    }
+}
+
+/// What a turn yields to its transport.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TurnEvent {
+    Chunk(UiChunk),
+    /// Nothing was sent for a while (a long tool call); the transport should write a heartbeat
+    /// so proxies keep the connection open.
+    KeepAlive,
+}
+
+impl TurnEvent {
+    /// The event as one SSE frame: `data: <json>\n\n`, or the `: keep-alive` comment.
+    pub fn to_sse(&self) -> String {
+        match self {
+            Self::Chunk(chunk) => {
+                // Serialising these types cannot fail: every key is a string and no map is
+                // user-defined, but stay total rather than panic.
+                let json = serde_json::to_string(chunk)
+                    .unwrap_or_else(|_| r#"{"type":"error","errorText":"An error occurred."}"#.to_owned());
+                format!("data: {json}\n\n")
+            }
+            Self::KeepAlive => ": keep-alive\n\n".to_owned(),
+        }
+    }
+}
+
+/// The frame that ends a UI message stream.
+pub const SSE_DONE: &str = "data: [DONE]\n\n";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn wire(chunk: UiChunk) -> Value {
+        serde_json::to_value(chunk).unwrap_or(Value::Null)
+    }
+
+    #[test]
+    fn start_carries_id_and_metadata_and_omits_absent_fields() {
+        let chunk = UiChunk::Start {
+            message_id: Some("msg_1".into()),
+            message_metadata: Some(json!({"modelId": "m", "turnId": "t"})),
+        };
+        assert_eq!(
+            wire(chunk),
+            json!({"type": "start", "messageId": "msg_1", "messageMetadata": {"modelId": "m", "turnId": "t"}})
+        );
+        assert_eq!(
+            wire(UiChunk::Start {
+                message_id: None,
+                message_metadata: None
+            }),
+            json!({"type": "start"})
+        );
+    }
+
+    #[test]
+    fn step_delimiters_have_only_a_type() {
+        assert_eq!(wire(UiChunk::StartStep), json!({"type": "start-step"}));
+        assert_eq!(wire(UiChunk::FinishStep), json!({"type": "finish-step"}));
+    }
+
+    #[test]
+    fn text_chunks() {
+        assert_eq!(
+            wire(UiChunk::TextStart { id: "t1".into() }),
+            json!({"type": "text-start", "id": "t1"})
+        );
+        assert_eq!(
+            wire(UiChunk::TextDelta {
+                id: "t1".into(),
+                delta: "Hi".into()
+            }),
+            json!({"type": "text-delta", "id": "t1", "delta": "Hi"})
+        );
+        assert_eq!(
+            wire(UiChunk::TextEnd { id: "t1".into() }),
+            json!({"type": "text-end", "id": "t1"})
+        );
+    }
+
+    #[test]
+    fn reasoning_chunks() {
+        assert_eq!(
+            wire(UiChunk::ReasoningStart { id: "r1".into() }),
+            json!({"type": "reasoning-start", "id": "r1"})
+        );
+        assert_eq!(
+            wire(UiChunk::ReasoningDelta {
+                id: "r1".into(),
+                delta: "hmm".into()
+            }),
+            json!({"type": "reasoning-delta", "id": "r1", "delta": "hmm"})
+        );
+        assert_eq!(
+            wire(UiChunk::ReasoningEnd { id: "r1".into() }),
+            json!({"type": "reasoning-end", "id": "r1"})
+        );
+    }
+
+    #[test]
+    fn tool_input_start_with_and_without_optional_fields() {
+        let full = UiChunk::ToolInputStart {
+            tool_call_id: "call_1".into(),
+            tool_name: "srv_echo".into(),
+            dynamic: Some(true),
+            title: Some("Echoing...".into()),
+        };
+        assert_eq!(
+            wire(full),
+            json!({"type": "tool-input-start", "toolCallId": "call_1", "toolName": "srv_echo", "dynamic": true, "title": "Echoing..."})
+        );
+        let bare = UiChunk::ToolInputStart {
+            tool_call_id: "call_1".into(),
+            tool_name: "search".into(),
+            dynamic: None,
+            title: None,
+        };
+        assert_eq!(
+            wire(bare),
+            json!({"type": "tool-input-start", "toolCallId": "call_1", "toolName": "search"})
+        );
+    }
+
+    #[test]
+    fn tool_input_delta() {
+        let chunk = UiChunk::ToolInputDelta {
+            tool_call_id: "c".into(),
+            input_text_delta: "{\"q".into(),
+        };
+        assert_eq!(
+            wire(chunk),
+            json!({"type": "tool-input-delta", "toolCallId": "c", "inputTextDelta": "{\"q"})
+        );
+    }
+
+    #[test]
+    fn tool_input_available_always_has_input_even_when_null() {
+        let chunk = UiChunk::ToolInputAvailable {
+            tool_call_id: "c".into(),
+            tool_name: "search".into(),
+            input: Value::Null,
+            dynamic: None,
+            title: Some("Searching...".into()),
+        };
+        assert_eq!(
+            wire(chunk),
+            json!({"type": "tool-input-available", "toolCallId": "c", "toolName": "search", "input": null, "title": "Searching..."})
+        );
+    }
+
+    #[test]
+    fn tool_output_chunks() {
+        let ok = UiChunk::ToolOutputAvailable {
+            tool_call_id: "c".into(),
+            output: json!({"n": 1}),
+            dynamic: Some(true),
+        };
+        assert_eq!(
+            wire(ok),
+            json!({"type": "tool-output-available", "toolCallId": "c", "output": {"n": 1}, "dynamic": true})
+        );
+        let null_output = UiChunk::ToolOutputAvailable {
+            tool_call_id: "c".into(),
+            output: Value::Null,
+            dynamic: None,
+        };
+        assert_eq!(
+            wire(null_output),
+            json!({"type": "tool-output-available", "toolCallId": "c", "output": null})
+        );
+        let err = UiChunk::ToolOutputError {
+            tool_call_id: "c".into(),
+            error_text: "boom".into(),
+            dynamic: None,
+        };
+        assert_eq!(
+            wire(err),
+            json!({"type": "tool-output-error", "toolCallId": "c", "errorText": "boom"})
+        );
+    }
+
+    #[test]
+    fn source_url() {
+        let chunk = UiChunk::SourceUrl {
+            source_id: "1".into(),
+            url: "https://a.example".into(),
+            title: None,
+        };
+        assert_eq!(
+            wire(chunk),
+            json!({"type": "source-url", "sourceId": "1", "url": "https://a.example"})
+        );
+        let titled = UiChunk::SourceUrl {
+            source_id: "2".into(),
+            url: "https://b.example".into(),
+            title: Some("B".into()),
+        };
+        assert_eq!(
+            wire(titled),
+            json!({"type": "source-url", "sourceId": "2", "url": "https://b.example", "title": "B"})
+        );
+    }
+
+    #[test]
+    fn message_metadata() {
+        let chunk = UiChunk::MessageMetadata {
+            message_metadata: json!({"modelId": "m"}),
+        };
+        assert_eq!(
+            wire(chunk),
+            json!({"type": "message-metadata", "messageMetadata": {"modelId": "m"}})
+        );
+    }
+
+    #[test]
+    fn finish_uses_hyphenated_reasons() {
+        let cases = [
+            (FinishReason::Stop, "stop"),
+            (FinishReason::Length, "length"),
+            (FinishReason::ToolCalls, "tool-calls"),
+            (FinishReason::ContentFilter, "content-filter"),
+            (FinishReason::Other("weird".into()), "other"),
+        ];
+        for (reason, expected) in cases {
+            let chunk = UiChunk::Finish {
+                finish_reason: Some(UiFinishReason::from(&reason)),
+                message_metadata: None,
+            };
+            assert_eq!(wire(chunk), json!({"type": "finish", "finishReason": expected}));
+        }
+        assert_eq!(
+            wire(UiChunk::Finish {
+                finish_reason: None,
+                message_metadata: None
+            }),
+            json!({"type": "finish"})
+        );
+    }
+
+    #[test]
+    fn abort_and_error() {
+        assert_eq!(
+            wire(UiChunk::Abort {
+                reason: Some("stopped".into())
+            }),
+            json!({"type": "abort", "reason": "stopped"})
+        );
+        assert_eq!(wire(UiChunk::Abort { reason: None }), json!({"type": "abort"}));
+        assert_eq!(
+            wire(UiChunk::Error {
+                error_text: "The model is unavailable.".into()
+            }),
+            json!({"type": "error", "errorText": "The model is unavailable."})
+        );
+    }
+
+    #[test]
+    fn sse_frames() {
+        let frame = TurnEvent::Chunk(UiChunk::StartStep).to_sse();
+        assert_eq!(frame, "data: {\"type\":\"start-step\"}\n\n");
+        assert_eq!(TurnEvent::KeepAlive.to_sse(), ": keep-alive\n\n");
+    }
+
+    #[test]
+    fn chunks_read_back_from_their_wire_form() {
+        let chunk = UiChunk::ToolInputAvailable {
+            tool_call_id: "c".into(),
+            tool_name: "t".into(),
+            input: json!({"a": 1}),
+            dynamic: Some(true),
+            title: None,
+        };
+        let back: UiChunk = serde_json::from_value(wire(chunk.clone())).unwrap_or(UiChunk::StartStep);
+        assert_eq!(back, chunk);
+    }
+}

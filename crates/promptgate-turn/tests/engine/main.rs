@@ -1,0 +1,11 @@
+//! The turn loop, driven by a scripted model.
+
+// Helpers outside `#[test]` functions are test code too.
+#![allow(clippy::unwrap_used, clippy::panic)]
+
+mod answers;
+mod control;
+mod facade;
+mod hooks;
+mod support;
+mod tools;

@@ -96,7 +96,7 @@ fn graph_routes() -> Router {
             "/v1.0/me/drive/items/{id}/content",
             get(|Path(id): Path<String>| async move {
                 match id.as_str() {
-                    "f-text" => ([("content-type", "text/plain")], "hello world".to_owned()).into_response(),
+                    "f-text" => ([("content-type", "text/plain; charset=utf-8")], "hello world".to_owned()).into_response(),
                     "f-long" => ([("content-type", "text/markdown")], "ä".repeat(20_000)).into_response(),
                     _ => not_found(),
                 }
@@ -211,6 +211,8 @@ async fn a_text_file_comes_back_as_content() {
     assert_eq!(file["isTruncated"], false);
     assert_eq!(file["extraction_failed"], false);
     assert_eq!(file["name"], "notes.txt");
+    assert_eq!(file["mime_type"], "text/plain");
+    assert_eq!(file["size_bytes"], 11);
 }
 
 #[tokio::test]

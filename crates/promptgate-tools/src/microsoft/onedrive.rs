@@ -100,7 +100,12 @@ impl GraphClient {
         Ok(json!({
             "file_id": file_id,
             "name": name,
-            "mime_type": reply.content_type.as_deref().unwrap_or(mime_type),
+            // OneDrive's own type is cleaner than the download's header (which carries a charset).
+            "mime_type": if mime_type.is_empty() {
+                reply.content_type.as_deref().map_or("", |ct| ct.split(';').next().unwrap_or(ct).trim())
+            } else {
+                mime_type
+            },
             "size_bytes": item.get("size").and_then(Value::as_u64).unwrap_or(0),
             "content": content,
             "isTruncated": cut || reply.clipped,

@@ -5,9 +5,11 @@
 
 mod artifacts;
 mod skill;
+mod tasks;
 
 pub use artifacts::{MAX_HTML_BYTES, MAX_TITLE_CHARS, RenderHtml};
 pub use skill::{OnSkillLoaded, SkillTool};
+pub use tasks::{AddTasks, DeleteTasks, GetTasks, MAX_TASK_CHARS, MAX_TASKS_PER_CALL};
 
 use promptgate_store::StoreError;
 use serde::de::DeserializeOwned;

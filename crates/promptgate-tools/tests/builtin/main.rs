@@ -32,3 +32,4 @@ macro_rules! on_both_stores {
 mod artifacts;
 mod common;
 mod skill;
+mod tasks;

@@ -4,10 +4,12 @@
 //! Each is built per send with the handles it needs, so a call takes only the model's arguments.
 
 mod artifacts;
+mod project_chats;
 mod skill;
 mod tasks;
 
 pub use artifacts::{MAX_HTML_BYTES, MAX_TITLE_CHARS, RenderHtml};
+pub use project_chats::{PROJECT_CHAT_HIT_LIMIT, SearchProjectChats};
 pub use skill::{OnSkillLoaded, SkillTool};
 pub use tasks::{AddTasks, DeleteTasks, GetTasks, MAX_TASK_CHARS, MAX_TASKS_PER_CALL};
 

@@ -31,5 +31,6 @@ macro_rules! on_both_stores {
 
 mod artifacts;
 mod common;
+mod project_chats;
 mod skill;
 mod tasks;

@@ -7,11 +7,13 @@ mod artifacts;
 mod project_chats;
 mod skill;
 mod tasks;
+mod web_tools;
 
 pub use artifacts::{MAX_HTML_BYTES, MAX_TITLE_CHARS, RenderHtml};
 pub use project_chats::{PROJECT_CHAT_HIT_LIMIT, SearchProjectChats};
 pub use skill::{OnSkillLoaded, SkillTool};
 pub use tasks::{AddTasks, DeleteTasks, GetTasks, MAX_TASK_CHARS, MAX_TASKS_PER_CALL};
+pub use web_tools::{FetchContent, WebSearch};
 
 use promptgate_store::StoreError;
 use serde::de::DeserializeOwned;

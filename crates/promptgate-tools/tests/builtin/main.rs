@@ -29,8 +29,12 @@ macro_rules! on_both_stores {
     )+};
 }
 
+#[path = "../web_support.rs"]
+mod web_support;
+
 mod artifacts;
 mod common;
 mod project_chats;
 mod skill;
 mod tasks;
+mod web_tools;

@@ -294,3 +294,20 @@ async fn past_two_hundred_sources_numbers_are_burned_not_reused() {
     assert_eq!(turn.fetch("/bare").await["sourceIndex"], json!(226));
     assert_eq!(turn.registry().len(), 200);
 }
+
+#[tokio::test]
+async fn max_results_bounds_how_many_results_are_numbered() {
+    let turn = turn().await;
+    let count = |max_results: Value| {
+        let search = &turn.search;
+        async move {
+            let output = run(search, json!({"query": "batch 3", "max_results": max_results})).await;
+            output.output["results"].as_array().unwrap().len()
+        }
+    };
+    assert_eq!(count(json!(2)).await, 2);
+    assert_eq!(count(json!("4")).await, 4, "a numeric string is accepted");
+    assert_eq!(count(json!(0)).await, 10, "zero means the default");
+    assert_eq!(count(json!(500)).await, 25, "never more than 25");
+    assert_eq!(turn.registry().len(), 25, "repeated URLs kept their numbers");
+}

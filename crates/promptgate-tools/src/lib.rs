@@ -53,4 +53,5 @@ pub enum ToolError {
 pub trait ToolExecutor: Send + Sync {
     async fn call(&self, input: Value) -> Result<ToolOutput, ToolError>;
 }
+pub mod builtin;
 pub mod web;

@@ -30,6 +30,13 @@ fn api_routes() -> ApiRouter<AppState> {
         .merge(routes::prompt::routes())
 }
 
+/// Routes that stream; they are documented but not under the request timeout.
+fn streaming_routes() -> ApiRouter<AppState> {
+    ApiRouter::new()
+        .merge(routes::chat::routes())
+        .merge(routes::completions::routes())
+}
+
 fn api_info() -> OpenApi {
     OpenApi {
         info: Info {
@@ -49,7 +56,7 @@ fn api_info() -> OpenApi {
 /// The OpenAPI document, generated from the routes themselves.
 pub fn openapi() -> OpenApi {
     let mut api = api_info();
-    let _router: Router<AppState> = api_routes().finish_api(&mut api);
+    let _router: Router<AppState> = api_routes().merge(streaming_routes()).finish_api(&mut api);
     api
 }
 
@@ -63,9 +70,13 @@ pub fn build(state: AppState) -> Router {
         StatusCode::GATEWAY_TIMEOUT,
         Duration::from_secs(limits.request_timeout_secs),
     ));
+    // Streams are bounded by the turn's own limits, not by the request timeout.
+    let mut streaming_api = api_info();
+    let streaming = streaming_routes().finish_api(&mut streaming_api);
 
     Router::new()
         .merge(rest)
+        .merge(streaming)
         .route("/healthz", get(routes::health::healthz))
         .route("/readyz", get(routes::health::readyz))
         .route(

@@ -133,9 +133,11 @@ pub async fn prepare_with(config: Config, store: Store) -> anyhow::Result<AppSta
     if config.auth.mode == AuthMode::SingleUser {
         store.ensure_user(LOCAL_USER_ID, "local").await?;
     }
+    let turns = crate::runtime::turn_service(&config, store.clone(), &ProcessEnv)?;
     Ok(AppState {
         store,
         config: Arc::new(config),
+        turns,
     })
 }
 

@@ -31,6 +31,12 @@ pub struct Config {
     #[serde(default)]
     pub limits: Limits,
     #[serde(default)]
+    pub turn: TurnConfig,
+    #[serde(default)]
+    pub web: WebConfig,
+    #[serde(default)]
+    pub mcp: McpConfig,
+    #[serde(default)]
     pub providers: Vec<ProviderEntry>,
     #[serde(default)]
     pub models: Vec<ModelEntry>,
@@ -67,6 +73,82 @@ impl Default for Limits {
         Self {
             body_bytes: 1024 * 1024,
             request_timeout_secs: 30,
+        }
+    }
+}
+
+/// Bounds on one turn.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TurnConfig {
+    /// Upstream attempts per logical turn (the first answer and empty-response retries).
+    pub max_upstream_requests: u32,
+    pub wall_clock_secs: u64,
+    pub tool_timeout_secs: u64,
+    /// A `: keep-alive` comment is written when nothing else was sent for this long.
+    pub keep_alive_secs: u64,
+}
+
+impl Default for TurnConfig {
+    fn default() -> Self {
+        Self {
+            max_upstream_requests: 6,
+            wall_clock_secs: 120,
+            tool_timeout_secs: 60,
+            keep_alive_secs: 15,
+        }
+    }
+}
+
+/// Web tools: `search` needs a backend, `fetch_content` the fetcher policy.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WebConfig {
+    /// `{ kind = "searxng", base_url = "..." }` or `{ kind = "brave", api_key_env = "..." }`. Without it
+    /// the web tools are not offered.
+    pub search: Option<SearchEntry>,
+    pub fetch: promptgate_tools::web::FetchPolicy,
+    /// Loading the `research` skill widens an auto budget (5) to the research cap (30).
+    pub budget_promotion: bool,
+}
+
+impl Default for WebConfig {
+    fn default() -> Self {
+        Self {
+            search: None,
+            fetch: Default::default(),
+            budget_promotion: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, tag = "kind", rename_all = "lowercase")]
+pub enum SearchEntry {
+    Searxng {
+        base_url: String,
+    },
+    Brave {
+        #[serde(default)]
+        base_url: Option<String>,
+        /// Environment variable holding the subscription token.
+        api_key_env: String,
+    },
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct McpConfig {
+    /// A server that has not listed its tools within this time is skipped for the send.
+    pub discovery_timeout_ms: u64,
+    pub call_timeout_secs: u64,
+}
+
+impl Default for McpConfig {
+    fn default() -> Self {
+        Self {
+            discovery_timeout_ms: 3_000,
+            call_timeout_secs: 60,
         }
     }
 }

@@ -7,4 +7,5 @@ pub mod config;
 pub mod error;
 pub mod extract;
 pub mod routes;
+pub mod runtime;
 pub mod state;

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use promptgate_store::Store;
+use promptgate_turn::send::TurnService;
 
 use crate::config::Config;
 
@@ -13,4 +14,5 @@ pub const LOCAL_USER_ID: &str = "local";
 pub struct AppState {
     pub store: Store,
     pub config: Arc<Config>,
+    pub turns: TurnService,
 }

@@ -24,6 +24,7 @@ pub mod engine;
 pub mod facade;
 pub mod history;
 pub mod message;
+pub mod send;
 pub mod ui;
 
 pub use engine::{

@@ -1,5 +1,7 @@
 //! HTTP routes, one module per resource.
 
+pub mod chat;
+pub mod completions;
 pub mod health;
 pub mod integrations;
 pub mod library;

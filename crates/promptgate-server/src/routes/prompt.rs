@@ -4,14 +4,12 @@ use aide::axum::ApiRouter;
 use aide::axum::routing::get_with;
 use axum::Json;
 use axum::extract::{Path, State};
-use chrono::Utc;
-use promptgate_core::plan::{SendInput, UpstreamIdentity, plan_send};
 use promptgate_core::tools::ToolSpec;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::auth::CurrentUser;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::extract::ApiQuery;
 use crate::state::AppState;
 
@@ -57,56 +55,19 @@ async fn preview(
     Path(thread_id): Path<String>,
     ApiQuery(query): ApiQuery<PreviewQuery>,
 ) -> ApiResult<Json<PromptPreview>> {
-    let requested = match query.model {
-        Some(m) => m,
-        None => state
-            .store
-            .get_settings(&user.id)
-            .await?
-            .default_model
-            .unwrap_or_else(|| state.config.default_model.clone()),
-    };
-    let ctx = state
-        .store
-        .load_send_context(&user.id, &thread_id, &requested)
-        .await?;
-    if ctx.thread.is_none() {
-        return Err(ApiError::not_found("thread", &thread_id));
-    }
-    let model = ctx
-        .model
-        .as_ref()
-        .ok_or_else(|| ApiError::not_found("model", &requested))?;
-    let provider = state.config.provider(&model.provider);
-    let api_key = provider
-        .and_then(|p| p.api_key_env.as_deref())
-        .and_then(|var| std::env::var(var).ok());
-    let last_user_text = query.message.unwrap_or_default();
-    let plan = plan_send(
-        &SendInput {
-            settings: &ctx.settings,
-            integrations: &ctx.integrations,
-            model,
-            upstream: UpstreamIdentity {
-                provider: &model.provider,
-                base_url: provider.and_then(|p| p.base_url.as_deref()).unwrap_or(""),
-                api_key: api_key.as_deref(),
-            },
-            project: ctx.project.as_ref(),
-            sibling_count: ctx.sibling_count,
-            skills: &ctx.skills,
-            mcp_servers: &[],
-            last_user_text: &last_user_text,
-            ask_responses: &[],
-            voice_mode: false,
-            client_env: "web",
-            app_version: None,
-            regeneration_revision: 0,
-        },
-        Utc::now(),
-    );
+    let prepared = state
+        .turns
+        .preview(
+            &user.id,
+            &thread_id,
+            query.model.as_deref(),
+            query.message.as_deref(),
+        )
+        .await
+        .map_err(super::chat::send_error)?;
+    let plan = prepared.plan;
     Ok(Json(PromptPreview {
-        model: model.id.clone(),
+        model: prepared.model.id,
         stable: plan.parts.stable,
         volatile: plan.parts.volatile,
         full: plan.parts.full,

@@ -27,8 +27,12 @@ pub fn init() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
+/// The embedded default plus a search backend (on a port nothing listens on), so web tools are offered.
 pub fn test_config(mode: AuthMode) -> Config {
-    let mut config = Config::parse(EMBEDDED_DEFAULT).unwrap();
+    let text = format!(
+        "{EMBEDDED_DEFAULT}\n[web]\nsearch = {{ kind = \"searxng\", base_url = \"http://127.0.0.1:9\" }}\n"
+    );
+    let mut config = Config::parse(&text).unwrap();
     config.auth.mode = mode;
     config
 }
@@ -40,7 +44,9 @@ impl Gateway {
             Backend::Sqlite => TestDb::sqlite().await,
             Backend::Postgres => TestDb::postgres().await,
         };
-        let state = promptgate_server::cli::prepare_with(config, db.store().clone()).await.unwrap();
+        let state = promptgate_server::cli::prepare_with(config, db.store().clone())
+            .await
+            .unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let app = promptgate_server::app::build(state.clone());
@@ -135,4 +141,111 @@ pub fn error_code(body: &Value) -> &str {
     body["error"]["code"]
         .as_str()
         .unwrap_or_else(|| panic!("not an error body: {body}"))
+}
+
+/// A config whose `scripted` provider points at a scripted upstream, with model `scripted` using it.
+pub fn scripted_config(mode: AuthMode, base_url: &str) -> Config {
+    let text = format!(
+        "{EMBEDDED_DEFAULT}\n[[providers]]\nname = \"scripted\"\nkind = \"openai\"\nbase_url = \"{base_url}\"\n\
+         first_byte_timeout_secs = 5\nidle_timeout_secs = 5\n\n[[models]]\nid = \"scripted\"\nname = \"Scripted\"\n\
+         provider = \"scripted\"\nupstream_model = \"upstream-model\"\n"
+    );
+    let mut config = Config::parse(&text).unwrap();
+    config.auth.mode = mode;
+    config
+}
+
+/// A parsed SSE response: its headers and every `data:` payload (`[DONE]` kept as a string).
+pub struct Sse {
+    pub status: StatusCode,
+    pub headers: reqwest::header::HeaderMap,
+    pub events: Vec<Value>,
+    pub done: bool,
+    pub comments: usize,
+}
+
+impl Sse {
+    pub fn types(&self) -> Vec<&str> {
+        self.events.iter().filter_map(|e| e["type"].as_str()).collect()
+    }
+
+    pub fn of_type(&self, kind: &str) -> Vec<&Value> {
+        self.events.iter().filter(|e| e["type"] == kind).collect()
+    }
+
+    pub fn text(&self) -> String {
+        self.of_type("text-delta")
+            .iter()
+            .map(|e| e["delta"].as_str().unwrap())
+            .collect()
+    }
+}
+
+pub fn parse_sse(status: StatusCode, headers: reqwest::header::HeaderMap, body: &str) -> Sse {
+    let mut events = Vec::new();
+    let mut done = false;
+    let mut comments = 0;
+    for frame in body.split("\n\n").filter(|f| !f.trim().is_empty()) {
+        if frame.starts_with(':') {
+            comments += 1;
+            continue;
+        }
+        let data = frame
+            .strip_prefix("data: ")
+            .unwrap_or_else(|| panic!("not a data frame: {frame:?}"));
+        assert!(!done, "nothing may follow [DONE]: {frame}");
+        if data == "[DONE]" {
+            done = true;
+        } else {
+            let value: Value = serde_json::from_str(data).unwrap_or_else(|e| panic!("bad JSON {data}: {e}"));
+            assert!(
+                !data.contains(":null"),
+                "null is not absent for the AI SDK: {data}"
+            );
+            events.push(value);
+        }
+    }
+    Sse {
+        status,
+        headers,
+        events,
+        done,
+        comments,
+    }
+}
+
+impl Gateway {
+    /// POSTs a JSON body and reads the whole SSE answer.
+    pub async fn stream(&self, path: &str, body: Value) -> Sse {
+        let res = self.http.post(self.url(path)).json(&body).send().await.unwrap();
+        let status = res.status();
+        let headers = res.headers().clone();
+        let text = res.text().await.unwrap();
+        parse_sse(status, headers, &text)
+    }
+
+    /// Waits until the thread's assistant answer is stored (it is saved as the turn ends).
+    pub async fn stored_messages(&self, thread: &str, expected: usize) -> Value {
+        for _ in 0..200 {
+            let (_, messages) = self.get(&format!("/v1/threads/{thread}/messages")).await;
+            if messages.as_array().is_some_and(|m| m.len() >= expected) {
+                return messages;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        }
+        panic!("thread {thread} never had {expected} stored messages");
+    }
+}
+
+static NEXT_ID: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
+
+/// A useChat request body with one new user message.
+pub fn use_chat_body(thread: &str, text: &str, model: &str) -> Value {
+    serde_json::json!({
+        "id": thread,
+        "messages": [{"id": format!("u-{thread}-{}", NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed)),
+                      "role": "user", "parts": [{"type": "text", "text": text}]}],
+        "trigger": "submit-message",
+        "model": model
+    })
 }

@@ -1,0 +1,194 @@
+//! `POST /v1/chat/completions`: an OpenAI-compatible view of the same engine. Tools run here, on the
+//! server; the client sees one clean completion. Nothing is stored.
+
+use aide::OperationOutput;
+use aide::axum::ApiRouter;
+use aide::axum::routing::post_with;
+use aide::generate::GenContext;
+use aide::openapi::{MediaType, Operation, Response as ApiResponse, StatusCode as ApiStatus};
+use axum::Json;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use promptgate_turn::send::{CompletionRequest, SendHandle};
+use promptgate_turn::{
+    CompletionChunks, CompletionIdentity, CompletionResponse, SSE_DONE, TurnEvent, facade_history,
+};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use super::chat::send_error;
+use crate::auth::CurrentUser;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::ApiJson;
+use crate::state::AppState;
+
+pub fn routes() -> ApiRouter<AppState> {
+    ApiRouter::new().api_route(
+        "/v1/chat/completions",
+        post_with(completions, |op| {
+            op.summary("OpenAI-compatible chat completions (streamed or not); tools run on the server").description(
+                "The system prompt and tools come from your settings, as for a send; `system` messages you \
+                 include are appended to it. Client-defined `tools` are not accepted. Unknown fields pass \
+                 through to the provider.",
+            )
+        }),
+    )
+}
+
+/// The fields we interpret; everything else passes through to the provider.
+#[derive(Deserialize, JsonSchema)]
+pub struct CompletionBody {
+    #[serde(default)]
+    pub model: Option<String>,
+    pub messages: Vec<Value>,
+    #[serde(default)]
+    pub stream: bool,
+    #[serde(default)]
+    pub stream_options: Option<StreamOptions>,
+    #[serde(flatten)]
+    #[schemars(skip)]
+    pub extra: Map<String, Value>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct StreamOptions {
+    #[serde(default)]
+    pub include_usage: bool,
+}
+
+/// Fields that only make sense for client-side tools or several choices; refused rather than ignored.
+const REFUSED: [(&str, &str); 4] = [
+    (
+        "tools",
+        "this endpoint runs its own tools; client-defined tools are not supported",
+    ),
+    (
+        "functions",
+        "this endpoint runs its own tools; client-defined functions are not supported",
+    ),
+    (
+        "tool_choice",
+        "tool_choice is decided by the server, which runs the tools",
+    ),
+    ("n", "only one choice (n = 1) is supported"),
+];
+
+async fn completions(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    ApiJson(mut body): ApiJson<CompletionBody>,
+) -> ApiResult<Completion> {
+    for (field, reason) in REFUSED {
+        if let Some(value) = body.extra.get(field) {
+            let harmless = field == "n" && value.as_u64() == Some(1);
+            if !harmless {
+                return Err(ApiError::bad_request("unsupported_parameter", reason));
+            }
+        }
+    }
+    body.extra.remove("n");
+    body.extra.remove("parallel_tool_calls");
+    let history = facade_history(&body.messages).map_err(|e| ApiError::invalid(e.to_string()))?;
+    let include_usage = body.stream_options.as_ref().is_some_and(|o| o.include_usage);
+    let handle = state
+        .turns
+        .complete(CompletionRequest {
+            user_id: user.id,
+            model: body.model,
+            history,
+            extra: body.extra,
+        })
+        .await
+        .map_err(send_error)?;
+    let identity = CompletionIdentity {
+        id: format!("chatcmpl-{}", handle.turn_id.trim_start_matches("turn_")),
+        created: chrono::Utc::now().timestamp(),
+        model: handle.model_id.clone(),
+    };
+    if body.stream {
+        return Ok(Completion::Stream(
+            handle,
+            CompletionChunks::new(identity, include_usage),
+        ));
+    }
+    let mut response = CompletionResponse::new(identity);
+    let mut events = handle.events;
+    while let Some(event) = events.next().await {
+        response.push(&event);
+    }
+    match response.finish() {
+        Ok(value) => Ok(Completion::Whole(value)),
+        Err(err) => Err(ApiError::new(
+            StatusCode::BAD_GATEWAY,
+            "upstream_error",
+            err.to_string(),
+        )),
+    }
+}
+
+pub enum Completion {
+    Whole(Value),
+    Stream(SendHandle, CompletionChunks),
+}
+
+impl IntoResponse for Completion {
+    fn into_response(self) -> Response {
+        match self {
+            Self::Whole(value) => Json(value).into_response(),
+            Self::Stream(handle, mut chunks) => {
+                let frames = handle
+                    .events
+                    .map(move |event: TurnEvent| {
+                        let text = match &event {
+                            TurnEvent::KeepAlive => event.to_sse(),
+                            TurnEvent::Chunk(_) => chunks
+                                .push(&event)
+                                .into_iter()
+                                .map(|c| format!("data: {c}\n\n"))
+                                .collect(),
+                        };
+                        Ok::<_, std::convert::Infallible>(text)
+                    })
+                    .chain(futures::stream::once(async { Ok(SSE_DONE.to_owned()) }));
+                let mut res = Response::new(Body::from_stream(frames));
+                let headers = res.headers_mut();
+                headers.insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("text/event-stream"),
+                );
+                headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+                headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+                res
+            }
+        }
+    }
+}
+
+impl OperationOutput for Completion {
+    type Inner = Value;
+
+    fn operation_response(_ctx: &mut GenContext, _op: &mut Operation) -> Option<ApiResponse> {
+        let mut res = ApiResponse {
+            description:
+                "A `chat.completion` object, or with `stream: true` a stream of `chat.completion.chunk` \
+                          events ending with `data: [DONE]`"
+                    .into(),
+            ..Default::default()
+        };
+        res.content
+            .insert("application/json".into(), MediaType::default());
+        res.content
+            .insert("text/event-stream".into(), MediaType::default());
+        Some(res)
+    }
+
+    fn inferred_responses(ctx: &mut GenContext, op: &mut Operation) -> Vec<(Option<ApiStatus>, ApiResponse)> {
+        Self::operation_response(ctx, op)
+            .map(|r| vec![(Some(ApiStatus::Code(200)), r)])
+            .unwrap_or_default()
+    }
+}

@@ -1,0 +1,281 @@
+//! `POST /v1/chat` and friends against a scripted OpenAI-compatible upstream on loopback.
+//! Each test names the scripts it queues and the number of upstream calls it expects.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Backend, Gateway, error_code, scripted_config, use_chat_body};
+use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
+use promptgate_server::config::AuthMode;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+async fn gateway(backend: Backend) -> (Gateway, ScriptedUpstream) {
+    common::init();
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    let gw = Gateway::start(
+        backend,
+        scripted_config(AuthMode::SingleUser, &upstream.base_url()),
+    )
+    .await;
+    (gw, upstream)
+}
+
+async fn text_turn(backend: Backend) {
+    let (gw, upstream) = gateway(backend).await;
+    upstream.push(text(["Hel", "lo ", "Ada"]));
+    gw.put("/v1/settings", json!({"preferred_name": "Ada"})).await;
+
+    let sse = gw
+        .stream("/v1/chat", use_chat_body("chat-1", "Say hello", "scripted"))
+        .await;
+    assert_eq!(sse.status, StatusCode::OK);
+    assert_eq!(sse.headers["content-type"], "text/event-stream");
+    assert_eq!(sse.headers["x-vercel-ai-ui-message-stream"], "v1");
+    assert!(sse.done, "the stream ends with [DONE]");
+    assert_eq!(sse.types().first(), Some(&"start"));
+    let start = sse.of_type("start")[0];
+    assert_eq!(start["messageMetadata"]["modelId"], "scripted");
+    assert!(
+        start["messageMetadata"]["turnId"]
+            .as_str()
+            .unwrap()
+            .starts_with("turn_")
+    );
+    assert_eq!(sse.text(), "Hello Ada");
+    assert_eq!(sse.of_type("finish")[0]["finishReason"], "stop");
+    assert_eq!(upstream.calls(), 1);
+
+    // What the model was sent: our system prompt with the user's name, then the user's message.
+    let request = upstream.last_request().unwrap();
+    assert_eq!(request["model"], "upstream-model");
+    let messages = request["messages"].as_array().unwrap();
+    assert_eq!(messages[0]["role"], "system");
+    let system = messages[0]["content"].as_str().unwrap();
+    assert!(
+        system.contains("User name: Ada") && system.contains("Current date/time"),
+        "{system}"
+    );
+    assert_eq!(messages.last().unwrap()["content"], "Say hello");
+
+    // Both messages are stored, the answer with its metadata.
+    let stored = gw.stored_messages("chat-1", 2).await;
+    assert_eq!(stored[0]["role"], "user");
+    assert_eq!(stored[1]["role"], "assistant");
+    assert_eq!(stored[1]["status"], "complete");
+    assert_eq!(stored[1]["metadata"]["modelId"], "scripted");
+    assert_eq!(stored[1]["id"], start["messageId"]);
+    let answer: String = stored[1]["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["text"].as_str())
+        .collect();
+    assert_eq!(answer, "Hello Ada");
+    let (_, thread) = gw.get("/v1/threads/chat-1").await;
+    assert_eq!(
+        thread["title"], "Say hello",
+        "a new thread is titled from its first message"
+    );
+
+    // The next send carries the stored history; the client's copy is not trusted.
+    upstream.push(text(["Again"]));
+    let sse = gw
+        .stream("/v1/chat", use_chat_body("chat-1", "Once more", "scripted"))
+        .await;
+    assert_eq!(sse.text(), "Again");
+    let messages = upstream.last_request().unwrap()["messages"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let roles: Vec<&str> = messages.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["system", "user", "assistant", "user"]);
+    assert_eq!(messages[2]["content"], "Hello Ada");
+}
+
+#[tokio::test]
+async fn a_use_chat_turn_streams_text_and_is_stored_sqlite() {
+    text_turn(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn a_use_chat_turn_streams_text_and_is_stored_postgres() {
+    text_turn(Backend::Postgres).await;
+}
+
+#[tokio::test]
+async fn an_unknown_tool_becomes_a_tool_error_the_model_sees() {
+    let (gw, upstream) = gateway(Backend::Sqlite).await;
+    upstream.push(tool_calls(&[("call_1", "no_such_tool", &["{\"x\":", "1}"])]));
+    upstream.push(text(["Sorry."]));
+    let sse = gw
+        .stream("/v1/chat", use_chat_body("t", "use a tool", "scripted"))
+        .await;
+    assert_eq!(upstream.calls(), 2);
+    let available = sse.of_type("tool-input-available");
+    assert_eq!(available.len(), 1);
+    assert_eq!(available[0]["toolName"], "no_such_tool");
+    let error = sse.of_type("tool-output-error");
+    assert_eq!(error.len(), 1, "every tool input is answered: {:?}", sse.types());
+    assert_eq!(error[0]["toolCallId"], "call_1");
+    let second = &upstream.requests()[1];
+    let tool_message = second["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap();
+    assert_eq!(tool_message["tool_call_id"], "call_1");
+    assert!(tool_message["content"].as_str().unwrap().contains("no_such_tool"));
+    assert_eq!(sse.text(), "Sorry.");
+}
+
+#[tokio::test]
+async fn stop_mid_answer_saves_the_partial_answer_as_stopped() {
+    let (gw, upstream) = gateway(Backend::Sqlite).await;
+    let pieces: Vec<String> = (0..200).map(|i| format!("w{i} ")).collect();
+    upstream.push(text(pieces).with_delay_between(Duration::from_millis(20)));
+
+    let res = gw
+        .http
+        .post(gw.url("/v1/chat"))
+        .json(&use_chat_body("s", "talk", "scripted"))
+        .send()
+        .await
+        .unwrap();
+    let mut body = res.bytes_stream();
+    use futures::StreamExt;
+    let mut seen = String::new();
+    while let Some(chunk) = body.next().await {
+        seen.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+        if seen.matches("text-delta").count() >= 3 {
+            break;
+        }
+    }
+    let (status, stopped) = gw.post("/v1/chat/s/stop", json!({})).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(stopped["stopped"], true);
+    while let Some(chunk) = body.next().await {
+        seen.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+    }
+    let sse = common::parse_sse(StatusCode::OK, Default::default(), &seen);
+    assert!(sse.types().contains(&"abort"), "{:?}", sse.types());
+    assert!(sse.done);
+
+    let stored = gw.stored_messages("s", 2).await;
+    assert_eq!(stored[1]["status"], "stopped");
+    let partial: String = stored[1]["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["text"].as_str())
+        .collect();
+    assert!(partial.starts_with("w0 w1 w2"), "{partial}");
+    assert!(!partial.contains("w199"), "the answer was cut short");
+    let (_, again) = gw.post("/v1/chat/s/stop", json!({})).await;
+    assert_eq!(again["stopped"], false, "nothing runs any more");
+}
+
+#[tokio::test]
+async fn a_second_send_while_a_turn_runs_is_refused_with_409() {
+    let (gw, upstream) = gateway(Backend::Sqlite).await;
+    upstream.push(promptgate_llm::scripted::Script::new().hang());
+    let first = {
+        let http = gw.http.clone();
+        let url = gw.url("/v1/chat");
+        tokio::spawn(async move {
+            http.post(url)
+                .json(&use_chat_body("busy", "one", "scripted"))
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+        })
+    };
+    for _ in 0..200 {
+        if upstream.calls() == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let res = gw
+        .http
+        .post(gw.url("/v1/chat"))
+        .json(&use_chat_body("busy", "two", "scripted"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::CONFLICT);
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(error_code(&body), "turn_in_progress");
+    gw.post("/v1/chat/busy/stop", json!({})).await;
+    let _ = first.await;
+    let stored = gw.stored_messages("busy", 2).await;
+    assert_eq!(
+        stored.as_array().unwrap().len(),
+        2,
+        "the refused message was not stored"
+    );
+}
+
+#[tokio::test]
+async fn an_upstream_failure_is_an_error_chunk_and_a_stored_error() {
+    let (gw, upstream) = gateway(Backend::Sqlite).await;
+    upstream.push(promptgate_llm::scripted::Script::status(
+        401,
+        "invalid api key sk-secret",
+    ));
+    let sse = gw.stream("/v1/chat", use_chat_body("e", "hi", "scripted")).await;
+    assert_eq!(sse.status, StatusCode::OK);
+    let errors = sse.of_type("error");
+    assert_eq!(errors.len(), 1, "{:?}", sse.types());
+    assert!(!errors[0]["errorText"].as_str().unwrap().contains("sk-secret"));
+    let stored = gw.stored_messages("e", 2).await;
+    assert_eq!(stored[1]["status"], "error");
+    assert_eq!(stored[0]["parts"][0]["text"], "hi", "the user's message is kept");
+}
+
+#[tokio::test]
+async fn bad_sends_are_json_errors_before_any_stream() {
+    let (gw, _upstream) = gateway(Backend::Sqlite).await;
+    let (status, err) = gw.post("/v1/chat", use_chat_body("x", "hi", "no-model")).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(err["error"]["message"].as_str().unwrap().contains("no-model"));
+    let (status, _) = gw.post("/v1/chat", json!({"id": "x", "messages": []})).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    let (status, _) = gw.post("/v1/chat", json!({"id": "bad id", "messages": []})).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    let (status, _) = gw
+        .post("/v1/chat", json!({"id": "x", "messages": [{"id": "a", "role": "assistant", "parts": [{"type": "text", "text": "?"}]}]}))
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    let (status, _) = gw
+        .post("/v1/threads/nope/messages", json!({"message": "hi"}))
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = gw
+        .post(
+            "/v1/chat",
+            json!({"id": "x", "messages": [{"role": "user", "parts": [{"type": "text", "text": "  "}]}]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+}
+
+#[tokio::test]
+async fn thread_messages_endpoint_answers_with_the_same_stream() {
+    let (gw, upstream) = gateway(Backend::Sqlite).await;
+    gw.post("/v1/threads", json!({"id": "th"})).await;
+    upstream.push(text(["Fine."]));
+    let sse = gw
+        .stream(
+            "/v1/threads/th/messages",
+            json!({"message": "How are you?", "model": "scripted"}),
+        )
+        .await;
+    assert_eq!(sse.text(), "Fine.");
+    let stored = gw.stored_messages("th", 2).await;
+    assert_eq!(stored[0]["parts"][0]["text"], "How are you?");
+}

@@ -1,0 +1,421 @@
+//! One send, end to end: load what the user configured, plan the prompt and toolset, run the turn,
+//! and persist both messages however the turn ends. Transports (the UI stream, the OpenAI facade)
+//! sit on top of [`TurnService`].
+
+mod builtin;
+mod complete;
+mod hooks;
+mod live;
+mod prepare;
+mod providers;
+mod toolset;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use promptgate_core::prompt::nudges;
+use promptgate_mcp::McpHub;
+use promptgate_store::{NewMessage, Role, Store, StoreError};
+use promptgate_tools::web::{SafeFetcher, SearchBackend};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+pub use complete::CompletionRequest;
+pub use hooks::{TurnState, WebHooks};
+pub use live::{Continuation, LiveTurns};
+pub use prepare::{Prepared, PreparedSend};
+pub use providers::{Provider, ProviderClient, Providers};
+pub use toolset::{Executors, McpToolExecutor};
+
+use crate::engine::{RequestBudget, StepPolicy, TurnLimits, TurnPlan, TurnStream, run_turn};
+use live::Claim;
+
+/// How long a send waits for the thread's previous turn to finish saving before answering 409.
+const BUSY_GRACE: Duration = Duration::from_secs(3);
+
+/// Web tools of this deployment; absent parts mean the tools are not offered.
+#[derive(Clone, Default)]
+pub struct WebTools {
+    pub search: Option<Arc<dyn SearchBackend>>,
+    pub fetcher: Option<Arc<SafeFetcher>>,
+    /// Loading the `research` skill widens an `auto` budget.
+    pub promotion_enabled: bool,
+}
+
+impl WebTools {
+    pub fn available(&self) -> bool {
+        self.search.is_some() && self.fetcher.is_some()
+    }
+}
+
+#[derive(Clone)]
+pub struct ServiceConfig {
+    pub default_model: String,
+    pub limits: TurnLimits,
+    pub mcp_discovery_timeout: Duration,
+    pub mcp_call_timeout: Duration,
+}
+
+impl Default for ServiceConfig {
+    fn default() -> Self {
+        Self {
+            default_model: "demo".to_owned(),
+            limits: TurnLimits::default(),
+            mcp_discovery_timeout: promptgate_mcp::DEFAULT_DISCOVERY_TIMEOUT,
+            mcp_call_timeout: promptgate_mcp::DEFAULT_CALL_TIMEOUT,
+        }
+    }
+}
+
+/// Runs sends. Cheap to clone.
+#[derive(Clone)]
+pub struct TurnService {
+    pub(crate) store: Store,
+    pub(crate) providers: Providers,
+    pub(crate) web: WebTools,
+    pub(crate) mcp: Option<McpHub>,
+    pub(crate) config: ServiceConfig,
+    live: LiveTurns,
+}
+
+/// What the user sends.
+#[derive(Debug, Clone)]
+pub enum SendInput {
+    /// A new user message (UI message parts: text and files).
+    Message { id: Option<String>, parts: Vec<Value> },
+    /// Answer the newest user message again.
+    Regenerate,
+}
+
+#[derive(Debug, Clone)]
+pub struct SendRequest {
+    pub user_id: String,
+    pub thread_id: String,
+    /// Create the thread when it does not exist (the useChat endpoint); otherwise it must exist.
+    pub create_thread: bool,
+    pub input: SendInput,
+    pub model: Option<String>,
+    /// The turn this send automatically retries; its budget and sources carry over.
+    pub retry_of: Option<String>,
+}
+
+/// A started turn.
+pub struct SendHandle {
+    pub turn_id: String,
+    pub message_id: String,
+    pub model_id: String,
+    pub events: TurnStream,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SendError {
+    #[error("thread {0} does not exist")]
+    UnknownThread(String),
+    #[error("model {0} does not exist")]
+    UnknownModel(String),
+    #[error("the model's provider {0} is not configured on this server")]
+    ProviderMissing(String),
+    #[error("a turn is already running in thread {0}; stop it or wait for it to finish")]
+    Busy(String),
+    #[error("{0}")]
+    InvalidMessage(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl TurnService {
+    pub fn new(
+        store: Store,
+        providers: Providers,
+        web: WebTools,
+        mcp: Option<McpHub>,
+        config: ServiceConfig,
+    ) -> Self {
+        Self {
+            store,
+            providers,
+            web,
+            mcp,
+            config,
+            live: LiveTurns::default(),
+        }
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Cancels the thread's running turn; its partial answer is saved as stopped.
+    pub fn stop(&self, user_id: &str, thread_id: &str) -> bool {
+        self.live.stop(user_id, thread_id)
+    }
+
+    pub async fn send(&self, request: SendRequest) -> Result<SendHandle, SendError> {
+        let turn_id = format!("turn_{}", uuid::Uuid::now_v7().simple());
+        let cancel = CancellationToken::new();
+        let slot = self
+            .claim(&request.user_id, &request.thread_id, &turn_id, cancel.clone())
+            .await?;
+
+        let model_id = match &request.model {
+            Some(m) => m.clone(),
+            None => self.default_model_for(&request.user_id).await?,
+        };
+        let mut ctx = self
+            .store
+            .load_send_context(&request.user_id, &request.thread_id, &model_id)
+            .await?;
+        let model = ctx
+            .model
+            .take()
+            .ok_or_else(|| SendError::UnknownModel(model_id.clone()))?;
+        let provider = self
+            .providers
+            .get(&model.provider)
+            .ok_or_else(|| SendError::ProviderMissing(model.provider.clone()))?
+            .clone();
+
+        let new_user_message = match &request.input {
+            SendInput::Message { id, parts } => Some(validate_user_parts(id.as_deref(), parts)?),
+            SendInput::Regenerate => None,
+        };
+        if ctx.thread.is_none() {
+            if !request.create_thread {
+                return Err(SendError::UnknownThread(request.thread_id.clone()));
+            }
+            let title = new_user_message
+                .as_ref()
+                .map(|(_, parts)| title_from(parts))
+                .filter(|t| !t.is_empty());
+            let thread = self
+                .store
+                .create_thread(
+                    &request.user_id,
+                    &promptgate_store::NewThread {
+                        id: Some(request.thread_id.clone()),
+                        project_id: None,
+                        title,
+                    },
+                )
+                .await?;
+            ctx.thread = Some(thread);
+        }
+
+        // The user's words are saved before anything can fail upstream, so nothing they sent is lost.
+        if let Some((id, parts)) = new_user_message {
+            let already_stored = id
+                .as_deref()
+                .is_some_and(|id| ctx.history.iter().any(|m| m.id == id));
+            if !already_stored {
+                let stored = self
+                    .store
+                    .append_message(
+                        &request.user_id,
+                        &NewMessage {
+                            id,
+                            thread_id: request.thread_id.clone(),
+                            role: Role::User,
+                            parts: Value::Array(parts),
+                            metadata: json!({}),
+                            status: None,
+                        },
+                    )
+                    .await?;
+                ctx.history.push(stored);
+            }
+        } else {
+            while ctx.history.last().is_some_and(|m| m.role == Role::Assistant) {
+                ctx.history.pop();
+            }
+        }
+        if !ctx.history.last().is_some_and(|m| m.role == Role::User) {
+            return Err(SendError::InvalidMessage(
+                "there is no user message to answer".to_owned(),
+            ));
+        }
+
+        let continuation = request
+            .retry_of
+            .as_deref()
+            .and_then(|previous| self.live.recall(&request.user_id, &request.thread_id, previous));
+        let prepared = self
+            .prepare(
+                &request.user_id,
+                ctx,
+                model,
+                &provider,
+                continuation.as_ref().map(|c| &c.state),
+            )
+            .await;
+        let continuation = continuation.unwrap_or_else(|| Continuation {
+            turn_id: turn_id.clone(),
+            state: Arc::clone(&prepared.state),
+            requests: Arc::new(RequestBudget::from_limits(&self.config.limits)),
+            tool_cache: Default::default(),
+        });
+
+        let message_id = format!("msg_{}", uuid::Uuid::now_v7().simple());
+        let profile = &prepared.model.profile;
+        let mut plan = TurnPlan::new(
+            turn_id.clone(),
+            message_id.clone(),
+            prepared.model.id.clone(),
+            provider.model_client(&prepared.model),
+            prepared.model.upstream_model.clone(),
+            prepared.plan.system.clone(),
+            prepared.history.clone(),
+        );
+        plan.citation_reinforcement = profile
+            .citation_reinforcement_enabled
+            .then(|| nudges::citation_reinforcement(profile).to_owned());
+        plan.tools = prepared.tools;
+        plan.policy = StepPolicy {
+            reasoning_effort: prepared.model.reasoning.clone(),
+            ..StepPolicy::from_profile(profile, prepared.model.supports_parallel_tool_calls)
+        };
+        plan.nudges = complete::default_nudges(profile);
+        plan.limits = self.config.limits.clone();
+        plan.request_budget = Some(Arc::clone(&continuation.requests));
+        plan.tool_cache = continuation.tool_cache.clone();
+        plan.cancel = cancel;
+        plan.extra = profile.provider_options.clone().unwrap_or_default();
+        plan.hooks = Arc::new(WebHooks::new(Arc::clone(&continuation.state)));
+
+        tracing::info!(
+            user = %request.user_id, thread = %request.thread_id, turn = %turn_id, model = %prepared.model.id,
+            tools = plan.tools.len(), retry_of = ?request.retry_of, "turn started"
+        );
+        let run = run_turn(plan);
+        let store = self.store.clone();
+        let live = self.live.clone();
+        let (user_id, thread_id) = (request.user_id.clone(), request.thread_id.clone());
+        let continuation = Continuation {
+            turn_id: turn_id.clone(),
+            ..continuation
+        };
+        tokio::spawn(async move {
+            // The slot is held until the answer is saved, so the next send sees the full history.
+            let _slot = slot;
+            let Ok(outcome) = run.outcome.await else {
+                tracing::error!(turn = %continuation.turn_id, "the turn ended without an outcome; nothing to save");
+                return;
+            };
+            let saved = store
+                .append_message(
+                    &user_id,
+                    &NewMessage {
+                        id: Some(outcome.message_id.clone()),
+                        thread_id: thread_id.clone(),
+                        role: Role::Assistant,
+                        parts: Value::Array(outcome.parts.clone()),
+                        metadata: outcome.stored_metadata(),
+                        status: Some(store_status(outcome.status)),
+                    },
+                )
+                .await;
+            match saved {
+                Ok(_) => tracing::info!(
+                    turn = %continuation.turn_id, status = outcome.status.as_str(), steps = outcome.steps,
+                    upstream_requests = outcome.upstream_requests, "turn finished"
+                ),
+                Err(err) => {
+                    tracing::error!(turn = %continuation.turn_id, error = %err, "saving the answer failed")
+                }
+            }
+            live.remember(&user_id, &thread_id, continuation);
+        });
+        Ok(SendHandle {
+            turn_id,
+            message_id,
+            model_id: prepared.model.id,
+            events: run.events,
+        })
+    }
+
+    async fn claim(
+        &self,
+        user: &str,
+        thread: &str,
+        turn_id: &str,
+        cancel: CancellationToken,
+    ) -> Result<live::Slot, SendError> {
+        let mut waited = false;
+        loop {
+            match self.live.claim(user, thread, turn_id, cancel.clone()) {
+                Claim::Claimed(slot) => return Ok(slot),
+                Claim::Busy(mut released) if !waited => {
+                    // A turn whose stream just ended is still saving its answer; give it a moment
+                    // rather than refusing a user who replied quickly.
+                    waited = true;
+                    let _ = tokio::time::timeout(BUSY_GRACE, released.wait_for(|done| *done)).await;
+                }
+                Claim::Busy(_) => return Err(SendError::Busy(thread.to_owned())),
+            }
+        }
+    }
+
+    pub(crate) async fn default_model_for(&self, user: &str) -> Result<String, SendError> {
+        let settings = self.store.get_settings(user).await?;
+        Ok(settings
+            .default_model
+            .unwrap_or_else(|| self.config.default_model.clone()))
+    }
+}
+
+fn store_status(status: crate::engine::TurnStatus) -> promptgate_store::MessageStatus {
+    match status {
+        crate::engine::TurnStatus::Complete => promptgate_store::MessageStatus::Complete,
+        crate::engine::TurnStatus::Stopped => promptgate_store::MessageStatus::Stopped,
+        crate::engine::TurnStatus::Error => promptgate_store::MessageStatus::Error,
+    }
+}
+
+/// Checks a user message's parts: a non-empty array of objects with a `type`, with some content.
+fn validate_user_parts(id: Option<&str>, parts: &[Value]) -> Result<(Option<String>, Vec<Value>), SendError> {
+    if parts.is_empty() {
+        return Err(SendError::InvalidMessage("the message has no parts".to_owned()));
+    }
+    if parts.len() > 64 {
+        return Err(SendError::InvalidMessage(
+            "a message may have at most 64 parts".to_owned(),
+        ));
+    }
+    let mut has_content = false;
+    for part in parts {
+        match part.get("type").and_then(Value::as_str) {
+            Some("text") => {
+                has_content |= part
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .is_some_and(|t| !t.trim().is_empty())
+            }
+            Some("file") => has_content |= part.get("url").and_then(Value::as_str).is_some(),
+            Some(_) => {}
+            None => {
+                return Err(SendError::InvalidMessage(
+                    "every message part needs a `type`".to_owned(),
+                ));
+            }
+        }
+    }
+    if !has_content {
+        return Err(SendError::InvalidMessage(
+            "the message has no text or file".to_owned(),
+        ));
+    }
+    Ok((id.map(str::to_owned), parts.to_vec()))
+}
+
+/// A thread title from the first words of its first message.
+fn title_from(parts: &[Value]) -> String {
+    let text: String = parts
+        .iter()
+        .filter_map(|p| p.get("text").and_then(Value::as_str))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match words.char_indices().nth(80) {
+        Some((cut, _)) => format!("{}…", &words[..cut]),
+        None => words,
+    }
+}

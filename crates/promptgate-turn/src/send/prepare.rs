@@ -1,0 +1,243 @@
+//! From the stored context to a ready plan: MCP discovery, the prompt and toolset, executors, history.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use chrono::Utc;
+use promptgate_core::budget::WebBudget;
+use promptgate_core::plan::{SendInput, SendPlan, UpstreamIdentity, plan_send};
+use promptgate_core::settings::Model;
+use promptgate_core::tools::mcp_names::{McpServerTools, McpToolDef};
+use promptgate_llm::ChatMessage;
+use promptgate_mcp::{DiscoveryOutcome, McpServerConfig};
+use promptgate_store::{Message, SendContext};
+use serde_json::{Value, json};
+
+use super::hooks::TurnState;
+use super::providers::Provider;
+use super::toolset::{Executors, McpToolExecutor};
+use super::{SendError, TurnService};
+use crate::engine::PreparedTool;
+use crate::history::{HistoryOptions, last_user_text, to_model_messages};
+
+/// Everything a turn needs, decided before the first upstream byte.
+pub struct Prepared {
+    pub model: Model,
+    pub plan: SendPlan,
+    pub tools: Vec<PreparedTool>,
+    pub history: Vec<ChatMessage>,
+    pub state: Arc<TurnState>,
+}
+
+/// The prompt and toolset a send to a thread would use now (what the preview shows).
+pub struct PreparedSend {
+    pub model: Model,
+    pub plan: SendPlan,
+}
+
+/// Stored messages as UI messages (`role` + `parts`), the shape the history conversion reads.
+fn ui_messages(history: &[Message]) -> Vec<Value> {
+    history
+        .iter()
+        .map(|m| {
+            let role = match m.role {
+                promptgate_store::Role::User => "user",
+                promptgate_store::Role::Assistant => "assistant",
+            };
+            json!({"id": m.id, "role": role, "parts": m.parts})
+        })
+        .collect()
+}
+
+impl TurnService {
+    /// The prompt and toolset for a send to `thread_id` made now, without running anything.
+    pub async fn preview(
+        &self,
+        user_id: &str,
+        thread_id: &str,
+        model: Option<&str>,
+        message_text: Option<&str>,
+    ) -> Result<PreparedSend, SendError> {
+        let model_id = match model {
+            Some(m) => m.to_owned(),
+            None => self.default_model_for(user_id).await?,
+        };
+        let mut ctx = self
+            .store
+            .load_send_context(user_id, thread_id, &model_id)
+            .await?;
+        if ctx.thread.is_none() {
+            return Err(SendError::UnknownThread(thread_id.to_owned()));
+        }
+        let model = ctx.model.take().ok_or(SendError::UnknownModel(model_id))?;
+        let provider = self
+            .providers
+            .get(&model.provider)
+            .ok_or_else(|| SendError::ProviderMissing(model.provider.clone()))?
+            .clone();
+        let text = message_text.map(str::to_owned).unwrap_or_default();
+        let prepared = self
+            .prepare_with_text(user_id, ctx, model, &provider, None, &text)
+            .await;
+        Ok(PreparedSend {
+            model: prepared.model,
+            plan: prepared.plan,
+        })
+    }
+
+    pub(super) async fn prepare(
+        &self,
+        user_id: &str,
+        ctx: SendContext,
+        model: Model,
+        provider: &Provider,
+        state: Option<&Arc<TurnState>>,
+    ) -> Prepared {
+        let text = last_user_text(&ui_messages(&ctx.history)).unwrap_or_default();
+        self.prepare_with_text(user_id, ctx, model, provider, state, &text)
+            .await
+    }
+
+    pub(super) async fn prepare_with_text(
+        &self,
+        user_id: &str,
+        mut ctx: SendContext,
+        model: Model,
+        provider: &Provider,
+        state: Option<&Arc<TurnState>>,
+        last_user_text: &str,
+    ) -> Prepared {
+        // Offer only what this deployment can run, so the prompt never promises a missing tool.
+        if !self.web.available() {
+            ctx.settings.web_tools_enabled = false;
+        }
+        let (mcp_servers, mcp_configs) = self.discover_mcp(user_id, &ctx, &model).await;
+        let plan = plan_send(
+            &SendInput {
+                settings: &ctx.settings,
+                integrations: &ctx.integrations,
+                model: &model,
+                upstream: UpstreamIdentity {
+                    provider: &provider.name,
+                    base_url: &provider.base_url,
+                    api_key: provider.api_key.as_deref(),
+                },
+                project: ctx.project.as_ref(),
+                sibling_count: ctx.sibling_count,
+                skills: &ctx.skills,
+                mcp_servers: &mcp_servers,
+                last_user_text,
+                ask_responses: &[],
+                voice_mode: false,
+                client_env: "web",
+                app_version: None,
+                regeneration_revision: 0,
+            },
+            Utc::now(),
+        );
+        let state = state.cloned().unwrap_or_else(|| {
+            Arc::new(TurnState::new(WebBudget::new(
+                plan.web_intent,
+                self.web.promotion_enabled,
+            )))
+        });
+        let executors = self.executors(user_id, &ctx, &plan, &mcp_configs, &state).await;
+        let (tools, offered) = executors.attach(plan.tools.clone());
+        let plan = SendPlan {
+            tools: offered,
+            ..plan
+        };
+        let history = to_model_messages(
+            &ui_messages(&ctx.history),
+            HistoryOptions {
+                images: model.supports_images,
+            },
+        );
+        Prepared {
+            model,
+            plan,
+            tools,
+            history,
+            state,
+        }
+    }
+
+    /// Every enabled MCP server, in order; a failed server keeps its place with no tools.
+    async fn discover_mcp(
+        &self,
+        user_id: &str,
+        ctx: &SendContext,
+        model: &Model,
+    ) -> (Vec<McpServerTools>, HashMap<String, McpServerConfig>) {
+        let Some(hub) = &self.mcp else {
+            return (Vec::new(), HashMap::new());
+        };
+        if !model.supports_tools() || ctx.mcp_servers.is_empty() {
+            return (Vec::new(), HashMap::new());
+        }
+        let configs: Vec<McpServerConfig> = ctx
+            .mcp_servers
+            .iter()
+            .map(|(server, secrets)| McpServerConfig {
+                id: server.id.clone(),
+                user_id: user_id.to_owned(),
+                name: server.name.clone(),
+                url: server.url.clone(),
+                headers: secrets.headers.clone(),
+                bearer_token: secrets.bearer_token.clone(),
+            })
+            .collect();
+        let outcomes = hub.discover(&configs, self.config.mcp_discovery_timeout).await;
+        let servers = outcomes
+            .iter()
+            .map(|outcome| {
+                let server = outcome.server();
+                let tools = match outcome {
+                    DiscoveryOutcome::Ready { tools, .. } => tools
+                        .iter()
+                        .map(|t| McpToolDef {
+                            name: t.name.clone(),
+                            description: t.description.clone(),
+                            input_schema: t.input_schema.clone(),
+                        })
+                        .collect(),
+                    DiscoveryOutcome::Failed { error, .. } => {
+                        tracing::warn!(server = %server.name, error = %error, "MCP server skipped for this send");
+                        Vec::new()
+                    }
+                };
+                McpServerTools { server_id: server.id.clone(), name: server.name.clone(), url: server.url.clone(), tools }
+            })
+            .collect();
+        (servers, configs.into_iter().map(|c| (c.id.clone(), c)).collect())
+    }
+
+    async fn executors(
+        &self,
+        user_id: &str,
+        ctx: &SendContext,
+        plan: &SendPlan,
+        mcp_configs: &HashMap<String, McpServerConfig>,
+        state: &Arc<TurnState>,
+    ) -> Executors {
+        let mut executors = Executors::default();
+        super::builtin::register(self, &mut executors, user_id, ctx, state).await;
+        if let Some(hub) = &self.mcp {
+            for spec in &plan.tools {
+                let Some(origin) = &spec.mcp else { continue };
+                if let Some(server) = mcp_configs.get(&origin.server_id) {
+                    executors.insert(
+                        &spec.name,
+                        Arc::new(McpToolExecutor {
+                            hub: hub.clone(),
+                            server: server.clone(),
+                            tool_name: origin.tool_name.clone(),
+                            timeout: self.config.mcp_call_timeout,
+                        }),
+                    );
+                }
+            }
+        }
+        executors
+    }
+}

@@ -1,5 +1,8 @@
 //! The `promptgate` binary as a user runs it: `users create`, `serve`, then curl-like calls.
 
+// Helpers in test files fail the test loudly; that is their job.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use std::net::TcpListener;

@@ -1,6 +1,9 @@
 //! `POST /v1/chat` and friends against a scripted OpenAI-compatible upstream on loopback.
 //! Each test names the scripts it queues and the number of upstream calls it expects.
 
+// Helpers in test files fail the test loudly; that is their job.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use std::time::Duration;

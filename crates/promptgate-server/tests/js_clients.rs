@@ -3,6 +3,9 @@
 //! need `npm ci` there (`.ci/run` does it). Without node_modules the tests fail under CI and are
 //! skipped with a note elsewhere.
 
+// Helpers in test files fail the test loudly; that is their job.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::print_stderr)]
+
 mod common;
 
 use std::path::PathBuf;
@@ -17,19 +20,26 @@ fn js_dir() -> Option<PathBuf> {
     if dir.join("node_modules/ai").is_dir() && dir.join("node_modules/openai").is_dir() {
         return Some(dir);
     }
-    assert!(std::env::var_os("CI").is_none(), "tests/js/node_modules is missing: run `npm ci` in tests/js");
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "tests/js/node_modules is missing: run `npm ci` in tests/js"
+    );
     eprintln!("note: skipping the JavaScript client checks; run `npm ci` in tests/js to include them");
     None
 }
 
 async fn run_node(dir: PathBuf, args: Vec<String>) -> (bool, Value) {
-    let out = tokio::task::spawn_blocking(move || Command::new("node").current_dir(&dir).args(&args).output())
-        .await
-        .unwrap()
-        .expect("node runs");
+    let out =
+        tokio::task::spawn_blocking(move || Command::new("node").current_dir(&dir).args(&args).output())
+            .await
+            .unwrap()
+            .expect("node runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
-        panic!("node printed no JSON ({e}): {stdout}\nstderr: {}", String::from_utf8_lossy(&out.stderr))
+        panic!(
+            "node printed no JSON ({e}): {stdout}\nstderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
     });
     (out.status.success(), value)
 }
@@ -50,17 +60,39 @@ async fn the_ai_sdk_accepts_our_stream_and_rebuilds_the_stored_message() {
         "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Make me a tiny page"}]}],
         "body": {"model": "demo"}
     });
-    let (ok, result) = run_node(dir, vec!["ui-stream-check.mjs".into(), gw.url("/v1/chat"), request.to_string()]).await;
+    let (ok, result) = run_node(
+        dir,
+        vec![
+            "ui-stream-check.mjs".into(),
+            gw.url("/v1/chat"),
+            request.to_string(),
+        ],
+    )
+    .await;
     assert!(ok, "the AI SDK rejected the stream: {result}");
     assert!(result["failure"].is_null(), "{result}");
-    let chunks: Vec<&str> = result["chunks"].as_array().unwrap().iter().map(|c| c.as_str().unwrap()).collect();
-    let input = chunks.iter().position(|c| *c == "tool-input-available").expect("a tool call");
-    let output = chunks.iter().position(|c| *c == "tool-output-available").expect("its result");
+    let chunks: Vec<&str> = result["chunks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    let input = chunks
+        .iter()
+        .position(|c| *c == "tool-input-available")
+        .expect("a tool call");
+    let output = chunks
+        .iter()
+        .position(|c| *c == "tool-output-available")
+        .expect("its result");
     assert!(input < output && chunks.last() == Some(&"finish"), "{chunks:?}");
 
     let message = &result["message"];
     let parts = message["parts"].as_array().unwrap();
-    let tool = parts.iter().find(|p| p["type"] == "tool-render_html").expect("a render_html part");
+    let tool = parts
+        .iter()
+        .find(|p| p["type"] == "tool-render_html")
+        .expect("a render_html part");
     assert_eq!(tool["state"], "output-available");
     assert_eq!(tool["output"]["ok"], true);
     assert!(parts.iter().any(|p| p["type"] == "text" && p["state"] == "done"));
@@ -70,10 +102,22 @@ async fn the_ai_sdk_accepts_our_stream_and_rebuilds_the_stored_message() {
     let stored = gw.stored_messages("js-chat", 2).await;
     assert_eq!(stored[1]["id"], message["id"]);
     let kinds = |parts: &Value| -> Vec<String> {
-        parts.as_array().unwrap().iter().map(|p| p["type"].as_str().unwrap().to_owned()).collect()
+        parts
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["type"].as_str().unwrap().to_owned())
+            .collect()
     };
     assert_eq!(kinds(&stored[1]["parts"]), kinds(&message["parts"]));
-    let text = |parts: &Value| -> String { parts.as_array().unwrap().iter().filter_map(|p| p["text"].as_str()).collect() };
+    let text = |parts: &Value| -> String {
+        parts
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect()
+    };
     assert_eq!(text(&stored[1]["parts"]), text(&message["parts"]));
 }
 
@@ -83,15 +127,29 @@ async fn the_openai_client_consumes_the_facade_streamed_and_whole() {
     let gw = demo_gateway().await;
     let (ok, result) = run_node(
         dir,
-        vec!["openai-check.mjs".into(), gw.url("/v1"), "demo".into(), "Make me a tiny page".into()],
+        vec![
+            "openai-check.mjs".into(),
+            gw.url("/v1"),
+            "demo".into(),
+            "Make me a tiny page".into(),
+        ],
     )
     .await;
     assert!(ok, "the openai client rejected the facade: {result}");
     for mode in ["streamed", "plain"] {
         let completion = &result[mode];
         assert_eq!(completion["finish_reason"], "stop", "{mode}: {completion}");
-        assert!(completion["tool_calls"].is_null(), "{mode}: server-side tool calls must not leak: {completion}");
-        assert!(!completion["content"].as_str().unwrap_or_default().is_empty(), "{mode}: {completion}");
+        assert!(
+            completion["tool_calls"].is_null(),
+            "{mode}: server-side tool calls must not leak: {completion}"
+        );
+        assert!(
+            !completion["content"].as_str().unwrap_or_default().is_empty(),
+            "{mode}: {completion}"
+        );
     }
-    assert!(result["streamed"]["deltas"].as_u64().unwrap() > 1, "the answer arrives in pieces");
+    assert!(
+        result["streamed"]["deltas"].as_u64().unwrap() > 1,
+        "the answer arrives in pieces"
+    );
 }

@@ -1,5 +1,8 @@
 //! `GET /v1/threads/{id}/prompt` shows the user's stored settings where the model will read them.
 
+// Helpers in test files fail the test loudly; that is their job.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use common::{Backend, Gateway, error_code};

@@ -1,5 +1,8 @@
 //! Auth, user isolation, and the CRUD resources over HTTP.
 
+// Helpers in test files fail the test loudly; that is their job.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use common::{Backend, Gateway, error_code, test_config};

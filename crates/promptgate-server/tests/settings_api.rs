@@ -1,5 +1,8 @@
 //! `/v1/settings` and `/v1/integrations` over HTTP, on both backends.
 
+// Helpers in test files fail the test loudly; that is their job.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use common::{Backend, Gateway, error_code};

@@ -1,6 +1,7 @@
 //! A real promptgate on 127.0.0.1:0 over a real store, and a small client for it.
 
-#![allow(dead_code)]
+// Test support: a failure here should fail the test loudly.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::net::SocketAddr;
 

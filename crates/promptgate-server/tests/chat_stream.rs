@@ -282,3 +282,125 @@ async fn thread_messages_endpoint_answers_with_the_same_stream() {
     let stored = gw.stored_messages("th", 2).await;
     assert_eq!(stored[0]["parts"][0]["text"], "How are you?");
 }
+
+#[tokio::test]
+async fn a_client_disconnect_stops_the_turn_and_keeps_the_partial_answer() {
+    let (gw, upstream) = gateway(Backend::Sqlite).await;
+    let pieces: Vec<String> = (0..200).map(|i| format!("p{i} ")).collect();
+    upstream.push(text(pieces).with_delay_between(Duration::from_millis(20)));
+    let res = gw
+        .http
+        .post(gw.url("/v1/chat"))
+        .json(&use_chat_body("gone", "talk", "scripted"))
+        .send()
+        .await
+        .unwrap();
+    let mut body = res.bytes_stream();
+    use futures::StreamExt;
+    let mut seen = String::new();
+    while let Some(chunk) = body.next().await {
+        seen.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+        if seen.matches("text-delta").count() >= 2 {
+            break;
+        }
+    }
+    drop(body);
+    let stored = gw.stored_messages("gone", 2).await;
+    assert_eq!(stored[1]["status"], "stopped");
+    let partial: String = stored[1]["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["text"].as_str())
+        .collect();
+    assert!(partial.starts_with("p0 p1"), "{partial}");
+    assert!(!partial.contains("p199"));
+    // The thread is free again for the next send.
+    upstream.push(text(["Back."]));
+    let sse = gw
+        .stream("/v1/chat", use_chat_body("gone", "again", "scripted"))
+        .await;
+    assert_eq!(sse.text(), "Back.");
+}
+
+#[tokio::test]
+async fn render_html_stores_an_artifact_served_under_a_sandboxing_csp() {
+    let (gw, upstream) = gateway(Backend::Sqlite).await;
+    let args = json!({"title": "Clock", "html": "<!DOCTYPE html><html><body><h1>Tick</h1><script>document.title='x'</script></body></html>"})
+        .to_string();
+    upstream.push(tool_calls(&[("call_r", "render_html", &[args.as_str()])]));
+    upstream.push(text(["Here it is."]));
+    let sse = gw
+        .stream("/v1/chat", use_chat_body("art", "draw a clock", "scripted"))
+        .await;
+    assert_eq!(upstream.calls(), 2);
+    let input = sse.of_type("tool-input-available")[0];
+    assert_eq!(input["title"], "Rendering artifact...");
+    assert!(input.get("dynamic").is_none(), "built-in tools are static");
+    let output = sse.of_type("tool-output-available")[0];
+    assert_eq!(output["output"]["ok"], true);
+    let url = output["output"]["url"].as_str().unwrap();
+
+    let res = gw.http.get(gw.url(url)).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(res.headers()["content-type"], "text/html; charset=utf-8");
+    let csp = res.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        csp.contains("default-src 'none'") && csp.contains("sandbox allow-scripts"),
+        "{csp}"
+    );
+    assert_eq!(res.headers()["x-content-type-options"], "nosniff");
+    assert!(res.text().await.unwrap().contains("<h1>Tick</h1>"));
+    assert_eq!(gw.get("/v1/artifacts/not-there").await.0, StatusCode::NOT_FOUND);
+
+    // The model got the tool's result as the tool message.
+    let second = &upstream.requests()[1];
+    let tool_message = second["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap();
+    assert!(tool_message["content"].as_str().unwrap().contains("artifact_id"));
+}
+
+#[tokio::test]
+async fn tasks_tools_are_offered_only_behind_the_experimental_flag() {
+    let (gw, upstream) = gateway(Backend::Sqlite).await;
+    gw.post("/v1/threads", json!({"id": "tk"})).await;
+    let (_, preview) = gw.get("/v1/threads/tk/prompt?model=scripted").await;
+    assert!(
+        !preview["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "addTasks")
+    );
+    gw.put("/v1/settings", json!({"experimental_tasks": true})).await;
+    upstream.push(tool_calls(&[(
+        "call_t",
+        "addTasks",
+        &["{\"tasks\":[\"buy milk\",\"call mum\"]}"],
+    )]));
+    upstream.push(text(["Added."]));
+    let sse = gw
+        .stream("/v1/chat", use_chat_body("tk", "remind me", "scripted"))
+        .await;
+    let output = sse.of_type("tool-output-available");
+    assert_eq!(output.len(), 1, "{:?}", sse.types());
+    let rows = output[0]["output"].to_string();
+    assert!(rows.contains("buy milk") && rows.contains("call mum"), "{rows}");
+    let offered: Vec<String> = upstream.requests()[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        offered.contains(&"addTasks".to_owned()) && offered.contains(&"getTasks".to_owned()),
+        "{offered:?}"
+    );
+}

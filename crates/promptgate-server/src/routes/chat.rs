@@ -256,6 +256,19 @@ pub(crate) fn send_error(err: SendError) -> ApiError {
     }
 }
 
+/// An SSE response: never cached, never buffered by proxies.
+pub(crate) fn event_stream(body: Body) -> Response {
+    let mut res = Response::new(body);
+    let headers = res.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    res
+}
+
 /// The AI SDK UI message stream: one `data: <chunk>` event per chunk, `: keep-alive` comments while
 /// tools run, then `data: [DONE]`. Dropping the body (client disconnect) stops the turn.
 pub struct UiStream(SendHandle);
@@ -273,16 +286,10 @@ impl IntoResponse for UiStream {
             .events
             .map(|event: TurnEvent| Ok::<_, std::convert::Infallible>(event.to_sse()))
             .chain(futures::stream::once(async { Ok(SSE_DONE.to_owned()) }));
-        let mut res = Response::new(Body::from_stream(frames));
+        let mut res = event_stream(Body::from_stream(frames));
         let headers = res.headers_mut();
-        headers.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("text/event-stream"),
-        );
-        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
         headers.insert(header::CONNECTION, HeaderValue::from_static("keep-alive"));
         headers.insert("x-vercel-ai-ui-message-stream", HeaderValue::from_static("v1"));
-        headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
         if let Ok(turn) = HeaderValue::from_str(&handle.turn_id) {
             headers.insert("x-promptgate-turn-id", turn);
         }

@@ -9,7 +9,7 @@ use aide::openapi::{MediaType, Operation, Response as ApiResponse, StatusCode as
 use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use promptgate_turn::send::{CompletionRequest, SendHandle};
@@ -154,15 +154,7 @@ impl IntoResponse for Completion {
                         Ok::<_, std::convert::Infallible>(text)
                     })
                     .chain(futures::stream::once(async { Ok(SSE_DONE.to_owned()) }));
-                let mut res = Response::new(Body::from_stream(frames));
-                let headers = res.headers_mut();
-                headers.insert(
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static("text/event-stream"),
-                );
-                headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-                headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
-                res
+                super::chat::event_stream(Body::from_stream(frames))
             }
         }
     }

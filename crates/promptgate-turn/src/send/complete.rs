@@ -3,12 +3,11 @@
 
 use std::sync::Arc;
 
-use promptgate_core::prompt::nudges;
 use promptgate_llm::{ChatMessage, ContentPart, UserContent};
 use serde_json::{Map, Value};
 
 use super::{SendError, SendHandle, TurnService, WebHooks};
-use crate::engine::{Nudges, RequestBudget, StepPolicy, TurnPlan, run_turn};
+use crate::engine::{RequestBudget, run_turn};
 use crate::facade::FacadeHistory;
 
 pub struct CompletionRequest {
@@ -86,47 +85,22 @@ impl TurnService {
         }
         let turn_id = format!("turn_{}", uuid::Uuid::now_v7().simple());
         let message_id = format!("msg_{}", uuid::Uuid::now_v7().simple());
-        let profile = &prepared.model.profile;
-        let mut plan = TurnPlan::new(
-            turn_id.clone(),
-            message_id.clone(),
-            prepared.model.id.clone(),
-            provider.model_client(&prepared.model),
-            prepared.model.upstream_model.clone(),
+        let (mut plan, model, state) = prepared.into_turn_plan(
+            &provider,
+            self.config.limits,
+            (turn_id.clone(), message_id.clone()),
             system,
             request.history.messages,
         );
-        plan.citation_reinforcement = profile
-            .citation_reinforcement_enabled
-            .then(|| nudges::citation_reinforcement(profile).to_owned());
-        plan.tools = prepared.tools;
-        plan.policy = StepPolicy {
-            reasoning_effort: prepared.model.reasoning.clone(),
-            ..StepPolicy::from_profile(profile, prepared.model.supports_parallel_tool_calls)
-        };
-        plan.nudges = default_nudges(profile);
-        plan.limits = self.config.limits;
         plan.request_budget = Some(Arc::new(RequestBudget::from_limits(&self.config.limits)));
-        let mut extra = profile.provider_options.clone().unwrap_or_default();
-        extra.extend(request.extra);
-        plan.extra = extra;
-        plan.hooks = Arc::new(WebHooks::new(prepared.state));
+        plan.extra.extend(request.extra);
+        plan.hooks = Arc::new(WebHooks::new(state));
         let run = run_turn(plan);
         Ok(SendHandle {
             turn_id,
             message_id,
-            model_id: prepared.model.id,
+            model_id: model.id,
             events: run.events,
         })
-    }
-}
-
-pub(super) fn default_nudges(profile: &promptgate_core::settings::ModelProfile) -> Nudges {
-    Nudges {
-        final_step: nudges::final_step_nudge(profile).to_owned(),
-        preventive: nudges::preventive_nudge(profile).to_owned(),
-        retry: nudges::retry_nudge(profile, false),
-        retry_last: nudges::LAST_RETRY_SENTENCE.to_owned(),
-        web_budget: nudges::WEB_BUDGET_NUDGE.to_owned(),
     }
 }

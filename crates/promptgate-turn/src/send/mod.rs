@@ -13,7 +13,6 @@ mod toolset;
 use std::sync::Arc;
 use std::time::Duration;
 
-use promptgate_core::prompt::nudges;
 use promptgate_mcp::McpHub;
 use promptgate_store::{NewMessage, Role, Store, StoreError};
 use promptgate_tools::web::{SafeFetcher, SearchBackend};
@@ -27,7 +26,7 @@ pub use prepare::{Prepared, PreparedSend};
 pub use providers::{Provider, ProviderClient, Providers};
 pub use toolset::{Executors, McpToolExecutor};
 
-use crate::engine::{RequestBudget, StepPolicy, TurnLimits, TurnPlan, TurnStream, run_turn};
+use crate::engine::{RequestBudget, TurnLimits, TurnStream, run_turn};
 use live::Claim;
 
 /// How long a send waits for the thread's previous turn to finish saving before answering 409.
@@ -255,34 +254,22 @@ impl TurnService {
         });
 
         let message_id = format!("msg_{}", uuid::Uuid::now_v7().simple());
-        let profile = &prepared.model.profile;
-        let mut plan = TurnPlan::new(
-            turn_id.clone(),
-            message_id.clone(),
-            prepared.model.id.clone(),
-            provider.model_client(&prepared.model),
-            prepared.model.upstream_model.clone(),
-            prepared.plan.system.clone(),
-            prepared.history.clone(),
+        let system = prepared.plan.system.clone();
+        let history = prepared.history.clone();
+        let (mut plan, model, _) = prepared.into_turn_plan(
+            &provider,
+            self.config.limits,
+            (turn_id.clone(), message_id.clone()),
+            system,
+            history,
         );
-        plan.citation_reinforcement = profile
-            .citation_reinforcement_enabled
-            .then(|| nudges::citation_reinforcement(profile).to_owned());
-        plan.tools = prepared.tools;
-        plan.policy = StepPolicy {
-            reasoning_effort: prepared.model.reasoning.clone(),
-            ..StepPolicy::from_profile(profile, prepared.model.supports_parallel_tool_calls)
-        };
-        plan.nudges = complete::default_nudges(profile);
-        plan.limits = self.config.limits;
         plan.request_budget = Some(Arc::clone(&continuation.requests));
         plan.tool_cache = continuation.tool_cache.clone();
         plan.cancel = cancel;
-        plan.extra = profile.provider_options.clone().unwrap_or_default();
         plan.hooks = Arc::new(WebHooks::new(Arc::clone(&continuation.state)));
 
         tracing::info!(
-            user = %request.user_id, thread = %request.thread_id, turn = %turn_id, model = %prepared.model.id,
+            user = %request.user_id, thread = %request.thread_id, turn = %turn_id, model = %model.id,
             tools = plan.tools.len(), retry_of = ?request.retry_of, "turn started"
         );
         let run = run_turn(plan);
@@ -327,7 +314,7 @@ impl TurnService {
         Ok(SendHandle {
             turn_id,
             message_id,
-            model_id: prepared.model.id,
+            model_id: model.id,
             events: run.events,
         })
     }

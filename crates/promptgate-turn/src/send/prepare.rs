@@ -29,6 +29,50 @@ pub struct Prepared {
     pub state: Arc<TurnState>,
 }
 
+impl Prepared {
+    /// The engine plan for this send. The caller sets what differs between a stored send and a
+    /// facade completion: the request budget, tool cache, cancellation and hooks.
+    pub fn into_turn_plan(
+        self,
+        provider: &Provider,
+        limits: crate::engine::TurnLimits,
+        ids: (String, String),
+        system: String,
+        history: Vec<ChatMessage>,
+    ) -> (crate::engine::TurnPlan, Model, Arc<TurnState>) {
+        use promptgate_core::prompt::nudges;
+        let (turn_id, message_id) = ids;
+        let profile = &self.model.profile;
+        let mut plan = crate::engine::TurnPlan::new(
+            turn_id,
+            message_id,
+            self.model.id.clone(),
+            provider.model_client(&self.model),
+            self.model.upstream_model.clone(),
+            system,
+            history,
+        );
+        plan.citation_reinforcement = profile
+            .citation_reinforcement_enabled
+            .then(|| nudges::citation_reinforcement(profile).to_owned());
+        plan.tools = self.tools;
+        plan.policy = crate::engine::StepPolicy {
+            reasoning_effort: self.model.reasoning.clone(),
+            ..crate::engine::StepPolicy::from_profile(profile, self.model.supports_parallel_tool_calls)
+        };
+        plan.nudges = crate::engine::Nudges {
+            final_step: nudges::final_step_nudge(profile).to_owned(),
+            preventive: nudges::preventive_nudge(profile).to_owned(),
+            retry: nudges::retry_nudge(profile, false),
+            retry_last: nudges::LAST_RETRY_SENTENCE.to_owned(),
+            web_budget: nudges::WEB_BUDGET_NUDGE.to_owned(),
+        };
+        plan.limits = limits;
+        plan.extra = profile.provider_options.clone().unwrap_or_default();
+        (plan, self.model, self.state)
+    }
+}
+
 /// The prompt and toolset a send to a thread would use now (what the preview shows).
 pub struct PreparedSend {
     pub model: Model,

@@ -274,7 +274,7 @@ impl TurnService {
             ..StepPolicy::from_profile(profile, prepared.model.supports_parallel_tool_calls)
         };
         plan.nudges = complete::default_nudges(profile);
-        plan.limits = self.config.limits.clone();
+        plan.limits = self.config.limits;
         plan.request_budget = Some(Arc::clone(&continuation.requests));
         plan.tool_cache = continuation.tool_cache.clone();
         plan.cancel = cancel;

@@ -74,16 +74,14 @@ fn remaining(result: &str) -> u32 {
         .lines()
         .find(|l| l.starts_with("Web calls remaining this turn: "))
         .unwrap_or_else(|| panic!("no remaining-calls line in {result}"));
-    line["Web calls remaining this turn: ".len()..]
-        .trim_end_matches(|c: char| !c.is_ascii_digit())
-        .split(|c: char| !c.is_ascii_digit())
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap()
+    let digits: String = line["Web calls remaining this turn: ".len()..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().unwrap()
 }
 
-fn outputs<'a>(sse: &'a Sse) -> Vec<&'a Value> {
+fn outputs(sse: &Sse) -> Vec<&Value> {
     sse.of_type("tool-output-available")
         .into_iter()
         .map(|e| &e["output"])

@@ -209,6 +209,28 @@ async fn a_cited_web_turn_numbers_charges_and_cleans() {
         .map(|r| remaining(r))
         .collect();
     assert_eq!(lines, [3, 2]);
+
+    // The next message is a new turn with a fresh budget: five new calls run, the sixth is denied.
+    let calls: Vec<_> = (1..=6)
+        .map(|n| search(&format!("n{n}"), &format!("harbour question {n}")))
+        .collect();
+    upstream.push(step(&calls));
+    upstream.push(text(["That is all I could check [1]."]));
+    let sse = gw.stream("/v1/chat", body("web-1", "And the harbour?")).await;
+    // Parallel calls report in the order they finish; the denial comes at once.
+    let output_of = |id: &str| {
+        sse.of_type("tool-output-available")
+            .into_iter()
+            .find(|e| e["toolCallId"] == id)
+            .map(|e| e["output"].clone())
+            .unwrap_or_else(|| panic!("no output for {id}"))
+    };
+    for n in 1..=5 {
+        assert!(output_of(&format!("n{n}"))["results"].is_array());
+    }
+    assert_eq!(output_of("n6")["status"], "budget_exhausted");
+    let last = upstream.last_request().unwrap();
+    assert_eq!(last["tool_choice"], "none");
 }
 
 #[tokio::test]

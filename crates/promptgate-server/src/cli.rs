@@ -41,6 +41,18 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run eval scenarios against the configured model and web tools, score them, and exit non-zero
+    /// when any fails. Needs a real model provider (and a search backend for web scenarios).
+    Eval {
+        /// The scenario file (YAML).
+        scenarios: PathBuf,
+        /// Model id for every scenario, overriding the scenarios' own and the config's default.
+        #[arg(long)]
+        model: Option<String>,
+        /// Print the results as JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -83,6 +95,24 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 "created user {} (id {})\ntoken: {token}\nThis token is shown only once; send it as `Authorization: Bearer <token>`.",
                 user.name, user.id
             ))
+        }
+        Command::Eval {
+            scenarios,
+            model,
+            json,
+        } => {
+            let config = Config::load(cli.config.as_deref(), &ProcessEnv)?;
+            let file = crate::eval::load(&scenarios)?;
+            let outcomes = crate::eval::run(config, &file, model.as_deref()).await?;
+            let text = if json {
+                serde_json::to_string_pretty(&outcomes)?
+            } else {
+                crate::eval::table(&outcomes)
+            };
+            write_stdout(&text)?;
+            let failed = outcomes.iter().filter(|o| !o.passed).count();
+            anyhow::ensure!(failed == 0, "{failed} of {} scenarios failed", outcomes.len());
+            Ok(())
         }
         Command::Serve => serve(Config::load(cli.config.as_deref(), &ProcessEnv)?).await,
     }

@@ -5,6 +5,7 @@ pub mod auth;
 pub mod cli;
 pub mod config;
 pub mod error;
+pub mod eval;
 pub mod extract;
 pub mod routes;
 pub mod runtime;

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use futures::StreamExt;
+use promptgate_core::citations::CitationCleaner;
 use promptgate_llm::{ChatModel, ChatRequest, FinishReason, LlmError, StreamEvent, Usage};
 use serde_json::{Value, json};
 
@@ -28,6 +29,9 @@ pub(super) const MAX_ARGUMENT_BYTES: usize = 1 << 20;
 #[derive(Default)]
 pub(super) struct StepState {
     open_text: Option<String>,
+    /// Strips model-native `【N†title】` markers from the open text part; one per part, so a marker
+    /// can never straddle two parts.
+    citations: CitationCleaner,
     open_reasoning: Option<String>,
     pub(super) text: String,
     pub(super) calls: Vec<StreamedCall>,
@@ -78,14 +82,12 @@ impl Turn {
                         let id = self.next_part_id("text");
                         self.out.emit(UiChunk::TextStart { id: id.clone() }).await;
                         state.open_text = Some(id.clone());
+                        state.citations = CitationCleaner::new();
                         id
                     }
                 };
-                if !delta.trim().is_empty() {
-                    self.answered = true;
-                }
-                state.text.push_str(&delta);
-                self.out.emit(UiChunk::TextDelta { id, delta }).await;
+                let cleaned = state.citations.push(&delta);
+                self.emit_text(state, id, cleaned).await;
             }
             StreamEvent::ReasoningDelta(delta) => {
                 if delta.is_empty() {
@@ -181,8 +183,23 @@ impl Turn {
 
     async fn close_text(&mut self, state: &mut StepState) {
         if let Some(id) = state.open_text.take() {
+            // Whatever the cleaner still holds can no longer become a marker.
+            let held = state.citations.finish();
+            self.emit_text(state, id.clone(), held).await;
             self.out.emit(UiChunk::TextEnd { id }).await;
         }
+    }
+
+    /// Sends cleaned text; the model's own history, the stored part and the stream all get the same.
+    async fn emit_text(&mut self, state: &mut StepState, id: String, delta: String) {
+        if delta.is_empty() {
+            return;
+        }
+        if !delta.trim().is_empty() {
+            self.answered = true;
+        }
+        state.text.push_str(&delta);
+        self.out.emit(UiChunk::TextDelta { id, delta }).await;
     }
 
     async fn close_reasoning(&mut self, state: &mut StepState) {

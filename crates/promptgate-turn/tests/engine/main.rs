@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::panic)]
 
 mod answers;
+mod citations;
 mod control;
 mod facade;
 mod hooks;

@@ -1,0 +1,121 @@
+//! A small web on loopback for the web-tool tests: a search backend speaking SearXNG's JSON API whose
+//! results point at a site with real HTML pages, both on ports of their own.
+
+#![allow(dead_code, clippy::panic)]
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+
+use axum::Router;
+use axum::extract::Query;
+use axum::http::header;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use promptgate_tools::web::FetchPolicy;
+use serde_json::json;
+
+const TIDES: &str = r#"<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>Reading a tide table | Coastal Notes</title>
+<meta property="og:site_name" content="Coastal Notes">
+<meta name="author" content="Mara Lindqvist">
+</head><body><article>
+<h1>Reading a tide table</h1>
+<p>Heights in a tide table are measured from chart datum, roughly the lowest level the sea reaches in
+ordinary conditions. A height near zero means the flats are almost dry; five metres means they are deep
+under water. Spring tides have the largest range and neap tides the smallest.</p>
+<p>Start a crossing on foot only after high water has turned, and be back well before the next low water
+has passed, allowing for an onshore wind that can bring the sea in early.</p>
+</article></body></html>"#;
+
+const HARBOUR: &str = r#"<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>Harbour opening hours</title>
+</head><body><main>
+<h1>Harbour opening hours</h1>
+<p>The harbour office opens at eight in the morning and closes at dusk from April to October. Outside the
+season the gates are opened on request; call the harbour master a day ahead to arrange it.</p>
+</main></body></html>"#;
+
+/// The site and the search backend, each on its own loopback port.
+pub struct Web {
+    pub site: SocketAddr,
+    pub search: SocketAddr,
+}
+
+impl Web {
+    pub async fn start() -> Web {
+        let site = serve(site()).await;
+        let search = serve(searxng(site)).await;
+        Web { site, search }
+    }
+
+    pub fn page(&self, path: &str) -> String {
+        format!("http://{}{path}", self.site)
+    }
+
+    /// Fetching may reach the site and nothing else on loopback.
+    pub fn policy(&self) -> FetchPolicy {
+        FetchPolicy {
+            allowed_addrs: vec![self.site],
+            ..FetchPolicy::default()
+        }
+    }
+
+    /// The `[web]` section pointing `search` at the backend and `fetch` at the site only.
+    pub fn config_section(&self) -> String {
+        format!(
+            "[web]\nsearch = {{ kind = \"searxng\", base_url = \"http://{}\" }}\n\n[web.fetch]\nallowed_addrs = [\"{}\"]\n",
+            self.search, self.site
+        )
+    }
+}
+
+async fn serve(app: Router) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap_or_else(|e| panic!("cannot bind a loopback port: {e}"));
+    let addr = listener
+        .local_addr()
+        .unwrap_or_else(|e| panic!("no local address: {e}"));
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    addr
+}
+
+fn html(body: &'static str) -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], body)
+}
+
+fn site() -> Router {
+    Router::new()
+        .route("/tides", get(|| async { html(TIDES) }))
+        .route("/harbour", get(|| async { html(HARBOUR) }))
+}
+
+/// Every query finds the same two pages, the way a real SearXNG answers `format=json`.
+fn searxng(site: SocketAddr) -> Router {
+    Router::new().route(
+        "/search",
+        get(move |Query(q): Query<HashMap<String, String>>| async move {
+            if q.get("format").map(String::as_str) != Some("json") {
+                return (axum::http::StatusCode::FORBIDDEN, "json only").into_response();
+            }
+            let query = q.get("q").cloned().unwrap_or_default();
+            axum::Json(json!({
+                "query": query,
+                "number_of_results": 2,
+                "results": [
+                    {"title": "Reading a tide table", "url": format!("http://{site}/tides"),
+                     "content": "How chart datum and spring tides decide a crossing.", "engine": "duckduckgo"},
+                    {"title": "Harbour opening hours", "url": format!("http://{site}/harbour"),
+                     "content": "When the harbour office is open.", "engine": "bing",
+                     "publishedDate": "2025-04-01T00:00:00"}
+                ],
+                "answers": [], "suggestions": [], "unresponsive_engines": []
+            }))
+            .into_response()
+        }),
+    )
+}

@@ -105,7 +105,7 @@ impl TurnService {
             ..StepPolicy::from_profile(profile, prepared.model.supports_parallel_tool_calls)
         };
         plan.nudges = default_nudges(profile);
-        plan.limits = self.config.limits.clone();
+        plan.limits = self.config.limits;
         plan.request_budget = Some(Arc::new(RequestBudget::from_limits(&self.config.limits)));
         let mut extra = profile.provider_options.clone().unwrap_or_default();
         extra.extend(request.extra);

@@ -91,7 +91,7 @@ impl TurnHooks for WebHooks {
 
     fn sources_snapshot(&self) -> Option<Value> {
         let sources = self.state.sources();
-        if sources.len() == 0 {
+        if sources.is_empty() {
             return None;
         }
         serde_json::to_value(sources.snapshot()).ok()

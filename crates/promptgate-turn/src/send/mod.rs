@@ -5,6 +5,7 @@
 mod builtin;
 mod complete;
 mod hooks;
+mod integrations;
 mod live;
 mod prepare;
 mod providers;
@@ -22,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use complete::CompletionRequest;
 pub use hooks::{TurnState, WebHooks};
+pub use integrations::{GoogleSetup, Integrations, MicrosoftSetup};
 pub use live::{Continuation, LiveTurns};
 pub use prepare::{Prepared, PreparedSend};
 pub use providers::{Provider, ProviderClient, Providers};
@@ -75,6 +77,8 @@ pub struct TurnService {
     pub(crate) web: WebTools,
     pub(crate) mcp: Option<McpHub>,
     pub(crate) config: ServiceConfig,
+    /// Google and Microsoft, when this deployment registered OAuth clients for them.
+    pub(crate) integrations: Option<Integrations>,
     live: LiveTurns,
 }
 
@@ -137,8 +141,19 @@ impl TurnService {
             web,
             mcp,
             config,
+            integrations: None,
             live: LiveTurns::default(),
         }
+    }
+
+    /// Offers the integration tools of the configured providers to users who connected them.
+    pub fn with_integrations(mut self, integrations: Integrations) -> Self {
+        self.integrations = Some(integrations);
+        self
+    }
+
+    pub fn integrations(&self) -> Option<&Integrations> {
+        self.integrations.as_ref()
     }
 
     pub fn store(&self) -> &Store {
@@ -274,7 +289,7 @@ impl TurnService {
             ..StepPolicy::from_profile(profile, prepared.model.supports_parallel_tool_calls)
         };
         plan.nudges = complete::default_nudges(profile);
-        plan.limits = self.config.limits.clone();
+        plan.limits = self.config.limits;
         plan.request_budget = Some(Arc::clone(&continuation.requests));
         plan.tool_cache = continuation.tool_cache.clone();
         plan.cancel = cancel;

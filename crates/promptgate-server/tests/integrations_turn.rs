@@ -20,7 +20,7 @@ use common::{Backend, Gateway, error_code, scripted_config, use_chat_body};
 use promptgate_core::settings::Provider;
 use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
 use promptgate_server::config::{AuthMode, Env, IntegrationsConfig, OAuthEntry};
-use reqwest::{StatusCode, Url};
+use reqwest::{Method as ClientMethod, StatusCode, Url};
 use serde_json::{Value, json};
 
 /// 32 bytes of 0x07, base64.
@@ -196,6 +196,10 @@ struct Setup {
 }
 
 async fn setup(backend: Backend) -> Setup {
+    setup_with(backend, AuthMode::SingleUser).await
+}
+
+async fn setup_with(backend: Backend, mode: AuthMode) -> Setup {
     common::init();
     let hits = Hits::default();
     let app = Router::new().fallback(google_api).with_state(hits.clone());
@@ -204,7 +208,7 @@ async fn setup(backend: Backend) -> Setup {
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
 
     let upstream = ScriptedUpstream::start().await.unwrap();
-    let mut config = scripted_config(AuthMode::SingleUser, &upstream.base_url());
+    let mut config = scripted_config(mode, &upstream.base_url());
     config.integrations = Some(IntegrationsConfig {
         token_key_env: "TEST_TOKEN_KEY".into(),
         redirect_base_url: "http://127.0.0.1:8080/".into(),
@@ -604,4 +608,63 @@ async fn disconnecting_through_put_also_revokes() {
         json!({"provider": "google", "connected": false, "enabled": true})
     );
     assert_eq!(hits.to("/revoke").len(), 1);
+}
+
+#[tokio::test]
+async fn with_tokens_the_state_names_the_user_who_authorized() {
+    let Setup { gw, .. } = setup_with(Backend::Sqlite, AuthMode::Tokens).await;
+    let mut tokens = Vec::new();
+    for name in ["alice", "bob"] {
+        let user = gw.state.store.create_user(name).await.unwrap();
+        tokens.push(gw.state.store.issue_token(&user.id).await.unwrap());
+    }
+    let (alice, bob) = (&tokens[0], &tokens[1]);
+
+    let (status, _) = gw.get("/v1/integrations/google/authorize").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, body) = gw
+        .call(
+            ClientMethod::GET,
+            "/v1/integrations/google/authorize",
+            None,
+            Some(alice.as_str()),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let url = Url::parse(body["authorization_url"].as_str().unwrap()).unwrap();
+    let state = url
+        .query_pairs()
+        .find(|(k, _)| k == "state")
+        .map(|(_, v)| v.into_owned())
+        .unwrap();
+
+    // The browser arrives without any Authorization header.
+    let (status, body) = gw
+        .get(&format!(
+            "/v1/integrations/google/callback?code=good-code&state={state}"
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+
+    let (_, view) = gw
+        .call(
+            ClientMethod::GET,
+            "/v1/integrations/google",
+            None,
+            Some(alice.as_str()),
+        )
+        .await;
+    assert_eq!(view["connected"], true);
+    let (_, view) = gw
+        .call(
+            ClientMethod::GET,
+            "/v1/integrations/google",
+            None,
+            Some(bob.as_str()),
+        )
+        .await;
+    assert_eq!(
+        view["connected"], false,
+        "only the user who authorized is connected"
+    );
 }

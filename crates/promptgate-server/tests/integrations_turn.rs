@@ -668,3 +668,25 @@ async fn with_tokens_the_state_names_the_user_who_authorized() {
         "only the user who authorized is connected"
     );
 }
+
+#[tokio::test]
+async fn a_user_holds_a_bounded_number_of_pending_authorizations() {
+    let Setup { gw, .. } = setup(Backend::Sqlite).await;
+    let first = authorize(&gw).await;
+    let mut latest = String::new();
+    for _ in 0..8 {
+        latest = authorize(&gw).await;
+    }
+    let (status, _) = gw
+        .get(&format!(
+            "/v1/integrations/google/callback?code=good-code&state={first}"
+        ))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "the oldest was dropped");
+    let (status, body) = gw
+        .get(&format!(
+            "/v1/integrations/google/callback?code=good-code&state={latest}"
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+}

@@ -25,6 +25,9 @@ use crate::state::AppState;
 const PENDING_TTL: Duration = Duration::from_secs(10 * 60);
 /// Authorizations in flight across all users; beyond this, new ones are refused until some expire.
 const MAX_PENDING: usize = 10_000;
+/// Authorizations in flight per user; starting another drops that user's oldest, so one account
+/// cannot crowd out everyone else.
+const MAX_PENDING_PER_USER: usize = 8;
 /// Longer `state`/`code` values than these are not ours or not plausible.
 const MAX_STATE_LEN: usize = 256;
 const MAX_CODE_LEN: usize = 4096;
@@ -68,6 +71,19 @@ impl PendingAuthorizations {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let now = Instant::now();
         map.retain(|_, p| p.expires > now);
+        let mine: Vec<(&String, Instant)> = map
+            .iter()
+            .filter(|(_, p)| p.user_id == pending.user_id)
+            .map(|(state, p)| (state, p.expires))
+            .collect();
+        if mine.len() >= MAX_PENDING_PER_USER
+            && let Some(oldest) = mine
+                .iter()
+                .min_by_key(|(_, expires)| *expires)
+                .map(|(s, _)| (*s).clone())
+        {
+            map.remove(&oldest);
+        }
         if map.len() >= MAX_PENDING {
             return Err(ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,

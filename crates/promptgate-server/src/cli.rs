@@ -8,7 +8,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use promptgate_store::Store;
 
-use crate::config::{AuthMode, Config, ProcessEnv};
+use crate::config::{AuthMode, Config, Env, ProcessEnv};
 use crate::state::{AppState, LOCAL_USER_ID};
 
 #[derive(Debug, Parser)]
@@ -155,6 +155,11 @@ pub async fn prepare(config: Config) -> anyhow::Result<AppState> {
 
 /// Like [`prepare`], over a store that is already open and migrated.
 pub async fn prepare_with(config: Config, store: Store) -> anyhow::Result<AppState> {
+    prepare_with_env(config, store, &ProcessEnv).await
+}
+
+/// Like [`prepare_with`], reading secrets (API keys, the token key) from `env`.
+pub async fn prepare_with_env(config: Config, store: Store, env: &dyn Env) -> anyhow::Result<AppState> {
     let models: Vec<_> = config.models.iter().map(|m| m.to_model()).collect();
     store
         .seed_system_models(&models)
@@ -163,11 +168,12 @@ pub async fn prepare_with(config: Config, store: Store) -> anyhow::Result<AppSta
     if config.auth.mode == AuthMode::SingleUser {
         store.ensure_user(LOCAL_USER_ID, "local").await?;
     }
-    let turns = crate::runtime::turn_service(&config, store.clone(), &ProcessEnv)?;
+    let turns = crate::runtime::turn_service(&config, store.clone(), env)?;
     Ok(AppState {
         store,
         config: Arc::new(config),
         turns,
+        oauth: Default::default(),
     })
 }
 

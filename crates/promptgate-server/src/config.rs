@@ -36,6 +36,9 @@ pub struct Config {
     pub web: WebConfig,
     #[serde(default)]
     pub mcp: McpConfig,
+    /// Google and Microsoft OAuth clients; without them the integration tools are not offered.
+    #[serde(default)]
+    pub integrations: Option<IntegrationsConfig>,
     #[serde(default)]
     pub providers: Vec<ProviderEntry>,
     #[serde(default)]
@@ -151,6 +154,41 @@ impl Default for McpConfig {
             call_timeout_secs: 60,
         }
     }
+}
+
+/// The `[integrations]` section.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IntegrationsConfig {
+    /// Environment variable holding the base64 of the 32-byte key that seals tokens at rest.
+    pub token_key_env: String,
+    /// Where browsers reach this server; the callback is `{this}/v1/integrations/{provider}/callback`.
+    pub redirect_base_url: String,
+    #[serde(default)]
+    pub google: Option<OAuthEntry>,
+    #[serde(default)]
+    pub microsoft: Option<OAuthEntry>,
+}
+
+/// One provider's OAuth client registration. The endpoint overrides exist for tests and proxies.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OAuthEntry {
+    pub client_id: String,
+    /// Environment variable holding the client secret.
+    pub client_secret_env: String,
+    #[serde(default)]
+    pub auth_url: Option<String>,
+    #[serde(default)]
+    pub token_url: Option<String>,
+    #[serde(default)]
+    pub revoke_url: Option<String>,
+    /// Google: the Gmail API base (`.../gmail/v1`). Microsoft: the Graph base (`.../v1.0`).
+    #[serde(default)]
+    pub api_base_url: Option<String>,
+    /// Google only: the Calendar API base (`.../calendar/v3`).
+    #[serde(default)]
+    pub calendar_base_url: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -426,5 +464,51 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(err.contains("/nonexistent/promptgate.toml"), "{err}");
+    }
+
+    /// The commented `[integrations]` example of the embedded file, uncommented.
+    fn integrations_example() -> String {
+        EMBEDDED_DEFAULT
+            .lines()
+            .skip_while(|l| !l.starts_with("# [integrations]"))
+            .filter_map(|l| l.strip_prefix("# "))
+            .filter(|l| l.starts_with('[') || l.contains(" = "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn the_documented_integrations_example_parses_and_needs_its_secrets() {
+        let config = Config::parse(&format!("{EMBEDDED_DEFAULT}\n{}", integrations_example())).unwrap();
+        let section = config.integrations.clone().unwrap();
+        assert_eq!(section.token_key_env, "PROMPTGATE_TOKEN_KEY");
+        let google = section.google.unwrap();
+        assert_eq!(google.client_secret_env, "GOOGLE_CLIENT_SECRET");
+        assert_eq!(
+            google.calendar_base_url.as_deref(),
+            Some("https://www.googleapis.com/calendar/v3")
+        );
+        assert!(section.microsoft.is_some());
+
+        let err = crate::runtime::integrations(&config, &FakeEnv(HashMap::new()))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("PROMPTGATE_TOKEN_KEY"), "{err}");
+        let short_key = FakeEnv(HashMap::from([("PROMPTGATE_TOKEN_KEY", "c2hvcnQ=")]));
+        let err = format!(
+            "{:#}",
+            crate::runtime::integrations(&config, &short_key).err().unwrap()
+        );
+        assert!(err.contains("32 bytes"), "{err}");
+        let no_secret = FakeEnv(HashMap::from([(
+            "PROMPTGATE_TOKEN_KEY",
+            "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=",
+        )]));
+        let err = crate::runtime::integrations(&config, &no_secret)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("GOOGLE_CLIENT_SECRET"), "{err}");
     }
 }

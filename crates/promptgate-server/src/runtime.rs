@@ -8,11 +8,17 @@ use anyhow::Context;
 use promptgate_llm::{DemoModel, OpenAiCompatible, ProviderConfig, Timeouts};
 use promptgate_mcp::{HubSettings, McpHub};
 use promptgate_store::Store;
+use promptgate_tools::google::{DEFAULT_CALENDAR_BASE, DEFAULT_GMAIL_BASE};
+use promptgate_tools::microsoft::DEFAULT_GRAPH_BASE;
+use promptgate_tools::oauth::{OAuthProviderConfig, TokenSealer};
 use promptgate_tools::web::{SafeFetcher, SearchConfig};
 use promptgate_turn::TurnLimits;
-use promptgate_turn::send::{Provider, ProviderClient, Providers, ServiceConfig, TurnService, WebTools};
+use promptgate_turn::send::{
+    GoogleSetup, Integrations, MicrosoftSetup, Provider, ProviderClient, Providers, ServiceConfig,
+    TurnService, WebTools,
+};
 
-use crate::config::{Config, Env, ProviderKind, SearchEntry};
+use crate::config::{Config, Env, OAuthEntry, ProviderKind, SearchEntry};
 
 pub fn providers(config: &Config, env: &dyn Env) -> anyhow::Result<Providers> {
     let mut out = Vec::new();
@@ -109,11 +115,95 @@ pub fn turn_service(config: &Config, store: Store, env: &dyn Env) -> anyhow::Res
         mcp_discovery_timeout: Duration::from_millis(config.mcp.discovery_timeout_ms),
         mcp_call_timeout: Duration::from_secs(config.mcp.call_timeout_secs),
     };
-    Ok(TurnService::new(
+    let service = TurnService::new(
         store,
         providers(config, env)?,
         web_tools(config, env)?,
         Some(hub),
         service_config,
-    ))
+    );
+    Ok(match integrations(config, env)? {
+        Some(integrations) => service.with_integrations(integrations),
+        None => service,
+    })
+}
+
+/// The OAuth clients of `[integrations]`; `None` when the section is absent.
+pub fn integrations(config: &Config, env: &dyn Env) -> anyhow::Result<Option<Integrations>> {
+    let Some(section) = &config.integrations else {
+        return Ok(None);
+    };
+    let key = env.var(&section.token_key_env).with_context(|| {
+        format!(
+            "integrations.token_key_env: the variable {} holding the token encryption key is not set",
+            section.token_key_env
+        )
+    })?;
+    let sealer =
+        TokenSealer::from_base64(&key).map_err(|err| anyhow::anyhow!("integrations.token_key_env: {err}"))?;
+    let base = section.redirect_base_url.trim_end_matches('/');
+    let callback = |provider: &str| format!("{base}/v1/integrations/{provider}/callback");
+    let google = match &section.google {
+        Some(entry) => {
+            let secret = client_secret(entry, "google", env)?;
+            let oauth = with_endpoints(
+                OAuthProviderConfig::google(&entry.client_id, secret, callback("google")),
+                entry,
+            );
+            Some(GoogleSetup {
+                oauth,
+                gmail_base: entry
+                    .api_base_url
+                    .clone()
+                    .unwrap_or_else(|| DEFAULT_GMAIL_BASE.to_owned()),
+                calendar_base: entry
+                    .calendar_base_url
+                    .clone()
+                    .unwrap_or_else(|| DEFAULT_CALENDAR_BASE.to_owned()),
+            })
+        }
+        None => None,
+    };
+    let microsoft = match &section.microsoft {
+        Some(entry) => {
+            let secret = client_secret(entry, "microsoft", env)?;
+            let oauth = with_endpoints(
+                OAuthProviderConfig::microsoft(&entry.client_id, secret, callback("microsoft")),
+                entry,
+            );
+            Some(MicrosoftSetup {
+                oauth,
+                graph_base: entry
+                    .api_base_url
+                    .clone()
+                    .unwrap_or_else(|| DEFAULT_GRAPH_BASE.to_owned()),
+            })
+        }
+        None => None,
+    };
+    let integrations =
+        Integrations::new(sealer, google, microsoft).context("cannot build the integrations HTTP client")?;
+    Ok(Some(integrations))
+}
+
+fn client_secret(entry: &OAuthEntry, provider: &str, env: &dyn Env) -> anyhow::Result<String> {
+    env.var(&entry.client_secret_env).with_context(|| {
+        format!(
+            "integrations.{provider}.client_secret_env: the variable {} is not set",
+            entry.client_secret_env
+        )
+    })
+}
+
+fn with_endpoints(mut oauth: OAuthProviderConfig, entry: &OAuthEntry) -> OAuthProviderConfig {
+    if let Some(url) = &entry.auth_url {
+        oauth.auth_url = url.clone();
+    }
+    if let Some(url) = &entry.token_url {
+        oauth.token_url = url.clone();
+    }
+    if let Some(url) = &entry.revoke_url {
+        oauth.revoke_url = Some(url.clone());
+    }
+    oauth
 }

@@ -15,4 +15,6 @@ pub struct AppState {
     pub store: Store,
     pub config: Arc<Config>,
     pub turns: TurnService,
+    /// Authorizations started but not yet called back.
+    pub oauth: crate::routes::oauth::PendingAuthorizations,
 }

@@ -6,6 +6,7 @@
 mod common;
 
 use common::{Backend, Gateway, error_code};
+use promptgate_core::settings::{IntegrationState, Provider};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -96,16 +97,24 @@ async fn toolset_follows_settings_integrations_and_projects() {
         json!({"experimental_tasks": true, "web_tools_enabled": false, "integrations_do_not_ask": true}),
     )
     .await;
-    gw.put(
-        "/v1/integrations/google",
-        json!({"connected": true, "enabled": true}),
-    )
-    .await;
-    gw.put(
-        "/v1/integrations/microsoft",
-        json!({"connected": true, "enabled": false}),
-    )
-    .await;
+    // Connected is what a completed authorization records; set it directly here.
+    let store = &gw.state.store;
+    let user = promptgate_server::state::LOCAL_USER_ID;
+    let (on, off) = (
+        IntegrationState {
+            connected: true,
+            enabled: true,
+        },
+        IntegrationState {
+            connected: true,
+            enabled: false,
+        },
+    );
+    store.put_integration(user, Provider::Google, on).await.unwrap();
+    store
+        .put_integration(user, Provider::Microsoft, off)
+        .await
+        .unwrap();
     let (_, project) = gw
         .post(
             "/v1/projects",
@@ -124,8 +133,8 @@ async fn toolset_follows_settings_integrations_and_projects() {
     let (_, preview) = gw.get("/v1/threads/a/prompt").await;
     let names = tool_names(&preview);
     assert!(names.starts_with(&["render_html", "addTasks"]), "{names:?}");
-    // Integration tools need the deployment's OAuth client configured; without it none are offered,
-    // but the status line still tells the model which integrations the user disabled.
+    // Integration tools need the deployment's OAuth client configured (integrations_turn.rs covers
+    // that); without it none are offered, but the status line still names the disabled ones.
     assert!(
         !names
             .iter()

@@ -131,19 +131,19 @@ async fn integrations_are_listed_and_toggled() {
             {"provider": "microsoft", "connected": false, "enabled": false}
         ])
     );
-    let (status, google) = gw
-        .put(
-            "/v1/integrations/google",
-            json!({"connected": true, "enabled": false}),
-        )
-        .await;
+    let (status, google) = gw.put("/v1/integrations/google", json!({"enabled": true})).await;
     assert_eq!(status, StatusCode::OK);
-    assert_eq!(google["connected"], true);
+    assert_eq!(google["enabled"], true);
     let (_, again) = gw.get("/v1/integrations/google").await;
     assert_eq!(
         again,
-        json!({"provider": "google", "connected": true, "enabled": false})
+        json!({"provider": "google", "connected": false, "enabled": true})
     );
+    // Only a completed authorization connects an integration.
+    let (status, err) = gw
+        .put("/v1/integrations/google", json!({"connected": true}))
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{err}");
 
     let (status, err) = gw.get("/v1/integrations/yahoo").await;
     assert_eq!(status, StatusCode::NOT_FOUND);

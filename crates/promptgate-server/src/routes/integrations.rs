@@ -1,4 +1,5 @@
-//! `GET /v1/integrations`, `GET/PUT /v1/integrations/{provider}`.
+//! `GET /v1/integrations`, `GET/PUT/DELETE /v1/integrations/{provider}`, and the OAuth flow that
+//! connects one: `authorize` hands out the provider's URL, `callback` completes it.
 
 use aide::axum::ApiRouter;
 use aide::axum::routing::get_with;
@@ -24,8 +25,16 @@ pub fn routes() -> ApiRouter<AppState> {
             get_with(get_one, |op| {
                 op.summary("One integration (`google` or `microsoft`)")
             })
-            .put_with(put_one, |op| op.summary("Enable or disable an integration")),
+            .put_with(put_one, |op| {
+                op.summary("Enable or disable an integration; `connected: false` disconnects it")
+            })
+            .delete_with(delete_one, |op| {
+                op.summary(
+                    "Disconnect: revoke the grant where the provider supports it and forget the tokens",
+                )
+            }),
         )
+        .merge(super::oauth::routes())
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -46,11 +55,11 @@ pub struct IntegrationUpdate {
     pub connected: Option<bool>,
 }
 
-fn provider(name: &str) -> Result<Provider, ApiError> {
+pub(super) fn provider(name: &str) -> Result<Provider, ApiError> {
     Provider::parse(name).ok_or_else(|| ApiError::not_found("integration provider", name))
 }
 
-fn view(provider: Provider, state: IntegrationState) -> IntegrationView {
+pub(super) fn view(provider: Provider, state: IntegrationState) -> IntegrationView {
     IntegrationView {
         provider,
         connected: state.connected,
@@ -83,13 +92,29 @@ async fn put_one(
 ) -> ApiResult<Json<IntegrationView>> {
     let p = provider(&name)?;
     let mut current = state.store.get_integration(&user.id, p).await?;
+    if update.connected == Some(true) && !current.connected {
+        return Err(ApiError::invalid(format!(
+            "an integration is connected by authorizing it: GET /v1/integrations/{}/authorize",
+            p.as_str()
+        )));
+    }
+    if update.connected == Some(false) && current.connected {
+        current = super::oauth::disconnect(&state, &user.id, p).await?;
+    }
     if let Some(enabled) = update.enabled {
         current.enabled = enabled;
     }
-    if let Some(connected) = update.connected {
-        current.connected = connected;
-    }
     state.store.put_integration(&user.id, p, current).await?;
     tracing::info!(user = %user.id, provider = p.as_str(), connected = current.connected, enabled = current.enabled, "integration updated");
+    Ok(Json(view(p, current)))
+}
+
+async fn delete_one(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(name): Path<String>,
+) -> ApiResult<Json<IntegrationView>> {
+    let p = provider(&name)?;
+    let current = super::oauth::disconnect(&state, &user.id, p).await?;
     Ok(Json(view(p, current)))
 }

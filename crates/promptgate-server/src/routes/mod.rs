@@ -6,6 +6,7 @@ pub mod health;
 pub mod integrations;
 pub mod library;
 pub mod models;
+pub mod oauth;
 pub mod prompt;
 pub mod settings;
 pub mod threads;

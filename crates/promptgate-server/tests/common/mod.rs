@@ -40,12 +40,21 @@ pub fn test_config(mode: AuthMode) -> Config {
 
 impl Gateway {
     pub async fn start(backend: Backend, config: Config) -> Gateway {
+        Self::start_with_env(backend, config, &promptgate_server::config::ProcessEnv).await
+    }
+
+    /// Like [`Gateway::start`], reading the configured secrets from `env`.
+    pub async fn start_with_env(
+        backend: Backend,
+        config: Config,
+        env: &dyn promptgate_server::config::Env,
+    ) -> Gateway {
         init();
         let db = match backend {
             Backend::Sqlite => TestDb::sqlite().await,
             Backend::Postgres => TestDb::postgres().await,
         };
-        let state = promptgate_server::cli::prepare_with(config, db.store().clone())
+        let state = promptgate_server::cli::prepare_with_env(config, db.store().clone(), env)
             .await
             .unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -5,6 +5,7 @@
 mod builtin;
 mod complete;
 mod hooks;
+mod integrations;
 mod live;
 mod prepare;
 mod providers;
@@ -21,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use complete::CompletionRequest;
 pub use hooks::{TurnState, WebHooks};
+pub use integrations::{GoogleSetup, Integrations, MicrosoftSetup};
 pub use live::{Continuation, LiveTurns};
 pub use prepare::{Prepared, PreparedSend};
 pub use providers::{Provider, ProviderClient, Providers};
@@ -74,6 +76,8 @@ pub struct TurnService {
     pub(crate) web: WebTools,
     pub(crate) mcp: Option<McpHub>,
     pub(crate) config: ServiceConfig,
+    /// Google and Microsoft, when this deployment registered OAuth clients for them.
+    pub(crate) integrations: Option<Integrations>,
     live: LiveTurns,
 }
 
@@ -136,8 +140,19 @@ impl TurnService {
             web,
             mcp,
             config,
+            integrations: None,
             live: LiveTurns::default(),
         }
+    }
+
+    /// Offers the integration tools of the configured providers to users who connected them.
+    pub fn with_integrations(mut self, integrations: Integrations) -> Self {
+        self.integrations = Some(integrations);
+        self
+    }
+
+    pub fn integrations(&self) -> Option<&Integrations> {
+        self.integrations.as_ref()
     }
 
     pub fn store(&self) -> &Store {

@@ -266,6 +266,9 @@ impl TurnService {
     ) -> Executors {
         let mut executors = Executors::default();
         super::builtin::register(self, &mut executors, user_id, ctx, state).await;
+        if let Some(integrations) = &self.integrations {
+            integrations.register(&mut executors, &self.store, user_id, &ctx.integrations);
+        }
         if let Some(hub) = &self.mcp {
             for spec in &plan.tools {
                 let Some(origin) = &spec.mcp else { continue };

@@ -288,6 +288,8 @@ async fn changing_the_url_never_reuses_the_old_session() {
     assert_eq!(result.model_text, "only_second ran");
 }
 
+// A test body shared by both eras.
+#[allow(clippy::unwrap_used, clippy::panic)]
 async fn stop_and_restart(options: ServerOptions) {
     let mut server = McpTestServer::start(ServerOptions {
         // The list stays cached for a minute; only the liveness check can notice the stop.

@@ -121,6 +121,10 @@ impl McpServerConfig {
 pub struct HubSettings {
     /// How long a server's tool list is reused when the server does not say (`ttlMs`).
     pub tool_list_ttl: Duration,
+    /// A cached tool list is offered without asking the server while the server answered anything
+    /// within this interval; past it, one `ping` (bounded by the discovery timeout) comes first, so
+    /// a stopped server is noticed on the next send rather than when its list expires.
+    pub liveness_interval: Duration,
     /// First wait before reconnecting to a server that failed; doubled after each failure.
     pub reconnect_initial_backoff: Duration,
     /// Ceiling of the reconnect wait.
@@ -130,6 +134,8 @@ pub struct HubSettings {
     pub idle_limit: Duration,
     /// Cap on the model-facing text of one tool result, in characters.
     pub max_result_chars: usize,
+    /// Cap on the JSON of one tool result shown to the UI and stored with the message, in bytes.
+    pub max_ui_output_bytes: usize,
     /// Cap on one JSON response or SSE event from a server, in bytes.
     pub max_response_bytes: usize,
     /// Cap on the pages of one `tools/list`.
@@ -142,10 +148,12 @@ impl Default for HubSettings {
     fn default() -> Self {
         Self {
             tool_list_ttl: Duration::from_secs(5 * 60),
+            liveness_interval: Duration::from_secs(10),
             reconnect_initial_backoff: Duration::from_secs(1),
-            reconnect_max_backoff: Duration::from_secs(60),
+            reconnect_max_backoff: Duration::from_secs(30),
             idle_limit: Duration::from_secs(30 * 60),
             max_result_chars: 100_000,
+            max_ui_output_bytes: 1024 * 1024,
             max_response_bytes: 16 * 1024 * 1024,
             max_tool_pages: 64,
             max_tools_per_server: 1_000,

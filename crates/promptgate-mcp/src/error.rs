@@ -50,6 +50,22 @@ impl McpError {
         )
     }
 
+    /// A stable, machine-readable name of the variant, for API responses.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            McpError::InvalidConfig(_) => "invalid_config",
+            McpError::Connect(_) => "connect",
+            McpError::Unauthorized { .. } => "unauthorized",
+            McpError::HttpStatus(_) => "http_status",
+            McpError::Timeout(_) => "timeout",
+            McpError::Protocol(_) => "protocol",
+            McpError::Rpc { .. } => "rpc",
+            McpError::InvalidArguments(_) => "invalid_arguments",
+            McpError::ToolNotFound(_) => "tool_not_found",
+            McpError::Closed => "closed",
+        }
+    }
+
     /// The same error with every secret of `config` scrubbed from its text.
     pub(crate) fn redacted(self, config: &crate::McpServerConfig) -> McpError {
         match self {

@@ -117,23 +117,17 @@ impl McpHub {
     async fn discover_one(&self, config: &McpServerConfig, timeout: Duration) -> DiscoveryOutcome {
         let entry = self.entry(config);
         entry.touch();
-        if let Some(tools) = entry.fresh_tools() {
-            return DiscoveryOutcome::Ready {
-                server: config.clone(),
-                tools,
-            };
-        }
-        if let Some(error) = entry.pending_reconnect_error() {
+        if let Some(error) = entry.waiting_for_retry() {
             return DiscoveryOutcome::Failed {
                 server: config.clone(),
                 error,
             };
         }
-        let refreshed = match tokio::time::timeout(timeout, entry.refresh(timeout)).await {
+        let outcome = match tokio::time::timeout(timeout, entry.tools_for_send(timeout)).await {
             Ok(result) => result,
             Err(_) => Err(McpError::Timeout(timeout)),
         };
-        match refreshed {
+        match outcome {
             Ok(tools) => DiscoveryOutcome::Ready {
                 server: config.clone(),
                 tools,
@@ -179,10 +173,14 @@ impl McpHub {
             Err(_) => return Err(McpError::Timeout(timeout)),
         };
         match outcome {
-            Ok(result) => Ok(McpToolResult::from_call_result(
-                &result,
-                self.shared.settings.max_result_chars,
-            )),
+            Ok(result) => {
+                entry.verified();
+                Ok(McpToolResult::from_call_result(
+                    &result,
+                    self.shared.settings.max_result_chars,
+                    self.shared.settings.max_ui_output_bytes,
+                ))
+            }
             Err(error) => {
                 if error.is_connection_failure() {
                     entry.failed(&error);
@@ -277,8 +275,15 @@ struct CachedTools {
 
 struct Health {
     last_used: Instant,
+    /// When the server last answered anything; a cached list older than the liveness interval is
+    /// only trusted after the server answers again.
+    verified_at: Option<Instant>,
+    /// A background reconnect task is running for this entry.
     reconnecting: bool,
+    /// Set while the server is failing: why, when the next attempt is due, and the wait after that.
     last_error: Option<McpError>,
+    retry_at: Option<Instant>,
+    next_backoff: Duration,
 }
 
 /// Everything the hub keeps about one server of one user.
@@ -295,6 +300,7 @@ struct ServerEntry {
 
 impl ServerEntry {
     fn new(shared: Arc<Shared>, config: McpServerConfig) -> ServerEntry {
+        let next_backoff = shared.settings.reconnect_initial_backoff;
         ServerEntry {
             shared,
             config,
@@ -303,8 +309,11 @@ impl ServerEntry {
             tools_changed: Arc::new(AtomicBool::new(false)),
             health: Mutex::new(Health {
                 last_used: Instant::now(),
+                verified_at: None,
                 reconnecting: false,
                 last_error: None,
+                retry_at: None,
+                next_backoff,
             }),
         }
     }
@@ -329,13 +338,57 @@ impl ServerEntry {
         lock(&self.tools).as_ref().map(|c| c.tools.clone())
     }
 
-    fn pending_reconnect_error(&self) -> Option<McpError> {
+    /// The last error, while the server failed and its next attempt is not due yet: such a server
+    /// is skipped at once instead of making every send wait for it again.
+    fn waiting_for_retry(&self) -> Option<McpError> {
         let health = lock(&self.health);
-        if health.reconnecting {
-            health.last_error.clone()
-        } else {
-            None
+        match (&health.last_error, health.retry_at) {
+            (Some(error), Some(at)) if at > Instant::now() => Some(error.clone()),
+            _ => None,
         }
+    }
+
+    fn verified(&self) {
+        lock(&self.health).verified_at = Some(Instant::now());
+    }
+
+    /// The server answered after failing: forget the failure and start the backoff over.
+    fn recovered(&self) {
+        let mut health = lock(&self.health);
+        health.verified_at = Some(Instant::now());
+        health.last_error = None;
+        health.retry_at = None;
+        health.next_backoff = self.shared.settings.reconnect_initial_backoff;
+    }
+
+    /// The tools a send may offer: the cached list while the server is known to be alive, else a
+    /// fresh one. A cached list older than the liveness interval costs one `ping`; any answer to
+    /// it, even "method not found", shows the server is there.
+    async fn tools_for_send(&self, budget: Duration) -> Result<Arc<[DiscoveredTool]>, McpError> {
+        if let Some(tools) = self.fresh_tools() {
+            let checked_recently = lock(&self.health)
+                .verified_at
+                .is_some_and(|at| at.elapsed() < self.shared.settings.liveness_interval);
+            if checked_recently {
+                return Ok(tools);
+            }
+            let session = self.session(budget).await?;
+            return match session.ping().await {
+                Err(error) if error.is_connection_failure() => {
+                    self.drop_session().await;
+                    Err(error.redacted(&self.config))
+                }
+                _ => {
+                    self.verified();
+                    Ok(tools)
+                }
+            };
+        }
+        if lock(&self.health).last_error.is_some() {
+            // The session that failed is no use for the retry.
+            self.drop_session().await;
+        }
+        self.refresh(budget).await
     }
 
     /// The pooled session, opening one when there is none or the old one closed.
@@ -383,10 +436,11 @@ impl ServerEntry {
             tools: tools.clone(),
             expires_at: Instant::now() + ttl,
         });
+        self.recovered();
         Ok(tools)
     }
 
-    /// Records a failure and makes sure a background reconnect is running.
+    /// Records a failure, schedules the next attempt and makes sure a background reconnect runs.
     fn failed(self: &Arc<Self>, error: &McpError) {
         *lock(&self.tools) = None;
         if matches!(error, McpError::InvalidConfig(_)) {
@@ -401,30 +455,54 @@ impl ServerEntry {
             "MCP server unavailable; it is skipped and will be reconnected in the background"
         );
         let mut health = lock(&self.health);
-        health.last_error = Some(error.clone());
+        schedule_retry(&mut health, error, &self.shared.settings);
         if health.reconnecting {
             return;
         }
         health.reconnecting = true;
         drop(health);
-        tokio::spawn(reconnect(Arc::downgrade(self), self.shared.settings.clone()));
+        tokio::spawn(reconnect(Arc::downgrade(self)));
     }
 }
 
-/// Retries a failed server with exponential backoff until it answers, its entry is dropped, or
-/// nobody asked for it in a while.
-async fn reconnect(entry: Weak<ServerEntry>, settings: HubSettings) {
-    let mut delay = settings.reconnect_initial_backoff;
+/// Notes a failure and pushes the next attempt out by the current backoff, doubling it.
+fn schedule_retry(health: &mut Health, error: &McpError, settings: &HubSettings) {
+    let wait = health.next_backoff;
+    health.last_error = Some(error.clone());
+    health.retry_at = Some(Instant::now() + wait);
+    health.next_backoff = (wait * 2).min(settings.reconnect_max_backoff);
+}
+
+/// Retries a failed server on its backoff schedule until it answers (here, or in a send that got to
+/// it first), its entry is dropped, or nobody asked for it in a while.
+async fn reconnect(entry: Weak<ServerEntry>) {
     // No user waits on a background attempt, so it may take longer than a send's budget.
     let attempt_budget = crate::config::DEFAULT_DISCOVERY_TIMEOUT * 3;
     loop {
-        tokio::time::sleep(delay).await;
+        let due = {
+            let Some(entry) = entry.upgrade() else { return };
+            let mut health = lock(&entry.health);
+            match health.retry_at {
+                Some(at) => at,
+                None => {
+                    health.reconnecting = false;
+                    return;
+                }
+            }
+        };
+        tokio::time::sleep_until(due.into()).await;
         let Some(entry) = entry.upgrade() else { return };
-        let idle = lock(&entry.health).last_used.elapsed();
-        if idle > settings.idle_limit {
-            lock(&entry.health).reconnecting = false;
-            tracing::debug!(server_id = %entry.config.id, "stopped reconnecting to an unused MCP server");
-            return;
+        {
+            let mut health = lock(&entry.health);
+            if health.last_used.elapsed() > entry.shared.settings.idle_limit {
+                health.reconnecting = false;
+                tracing::debug!(server_id = %entry.config.id, "stopped reconnecting to an unused MCP server");
+                return;
+            }
+            // A send failed again meanwhile and moved the attempt out; wait for the new time.
+            if health.retry_at.is_some_and(|at| at > Instant::now()) {
+                continue;
+            }
         }
         entry.drop_session().await;
         let attempt = match tokio::time::timeout(attempt_budget, entry.refresh(attempt_budget)).await {
@@ -433,17 +511,13 @@ async fn reconnect(entry: Weak<ServerEntry>, settings: HubSettings) {
         };
         match attempt {
             Ok(tools) => {
-                let mut health = lock(&entry.health);
-                health.reconnecting = false;
-                health.last_error = None;
                 tracing::info!(server_id = %entry.config.id, tools = tools.len(), "MCP server is back");
-                return;
             }
             Err(error) => {
-                tracing::debug!(server_id = %entry.config.id, %error, ?delay, "MCP reconnect failed");
-                lock(&entry.health).last_error = Some(error);
+                tracing::debug!(server_id = %entry.config.id, %error, "MCP reconnect failed");
+                let mut health = lock(&entry.health);
+                schedule_retry(&mut health, &error, &entry.shared.settings);
             }
         }
-        delay = (delay * 2).min(settings.reconnect_max_backoff);
     }
 }

@@ -15,13 +15,24 @@ pub struct McpToolResult {
 }
 
 impl McpToolResult {
-    /// Converts a server result, capping the model text at `max_chars` characters.
-    pub fn from_call_result(result: &CallToolResult, max_chars: usize) -> McpToolResult {
-        let ui_output = serde_json::to_value(result).unwrap_or(Value::Null);
+    /// Converts a server result, capping the model text at `max_chars` characters. A result whose
+    /// JSON is larger than `max_ui_bytes` reaches the UI (and the stored message) as the capped text
+    /// alone, marked `truncated`.
+    pub fn from_call_result(result: &CallToolResult, max_chars: usize, max_ui_bytes: usize) -> McpToolResult {
+        let model_text = truncate_chars(model_text(result), max_chars);
+        let is_error = result.is_error.unwrap_or(false);
+        let ui_output = match serde_json::to_string(result) {
+            Ok(json) if json.len() <= max_ui_bytes => serde_json::from_str(&json).unwrap_or(Value::Null),
+            _ => serde_json::json!({
+                "content": [{"type": "text", "text": truncate_chars(model_text.clone(), max_ui_bytes / 4)}],
+                "isError": is_error,
+                "truncated": true,
+            }),
+        };
         McpToolResult {
-            model_text: truncate_chars(model_text(result), max_chars),
+            model_text,
             ui_output,
-            is_error: result.is_error.unwrap_or(false),
+            is_error,
         }
     }
 }
@@ -113,7 +124,7 @@ mod tests {
     #[test]
     fn text_blocks_are_joined_in_order() {
         let result = CallToolResult::success(vec![ContentBlock::text("one"), ContentBlock::text("two")]);
-        let converted = McpToolResult::from_call_result(&result, 1000);
+        let converted = McpToolResult::from_call_result(&result, 1000, 10_000);
         assert_eq!(converted.model_text, "one\ntwo");
         assert!(!converted.is_error);
         assert_eq!(converted.ui_output["content"][1]["text"], "two");
@@ -128,7 +139,7 @@ mod tests {
             ContentBlock::resource_link(Resource::new("file:///tmp/a.txt", "a.txt")),
             ContentBlock::embedded_text("file:///tmp/b.txt", "embedded body"),
         ]);
-        let text = McpToolResult::from_call_result(&result, 1000).model_text;
+        let text = McpToolResult::from_call_result(&result, 1000, 10_000).model_text;
         assert_eq!(
             text,
             "[image: image/png, 5 bytes]\n[audio: audio/wav, 6 bytes]\n[resource: a.txt] file:///tmp/a.txt\n[resource file:///tmp/b.txt]\nembedded body"
@@ -141,14 +152,14 @@ mod tests {
         let mut result = CallToolResult::success(vec![]);
         result.structured_content = Some(json!({"temperature": 21}));
         assert_eq!(
-            McpToolResult::from_call_result(&result, 1000).model_text,
+            McpToolResult::from_call_result(&result, 1000, 10_000).model_text,
             r#"{"temperature":21}"#
         );
 
         let mut with_text = CallToolResult::success(vec![ContentBlock::text("21 degrees")]);
         with_text.structured_content = Some(json!({"temperature": 21}));
         assert_eq!(
-            McpToolResult::from_call_result(&with_text, 1000).model_text,
+            McpToolResult::from_call_result(&with_text, 1000, 10_000).model_text,
             "21 degrees"
         );
     }
@@ -156,7 +167,7 @@ mod tests {
     #[test]
     fn error_results_keep_their_text() {
         let result = CallToolResult::error(vec![ContentBlock::text("disk full")]);
-        let converted = McpToolResult::from_call_result(&result, 1000);
+        let converted = McpToolResult::from_call_result(&result, 1000, 10_000);
         assert!(converted.is_error);
         assert_eq!(converted.model_text, "disk full");
         assert_eq!(converted.ui_output["isError"], true);
@@ -165,12 +176,28 @@ mod tests {
     #[test]
     fn long_text_is_cut_with_a_notice_on_a_char_boundary() {
         let result = CallToolResult::success(vec![ContentBlock::text("é".repeat(30))]);
-        let text = McpToolResult::from_call_result(&result, 10).model_text;
+        let converted = McpToolResult::from_call_result(&result, 10, 10_000);
+        let text = &converted.model_text;
         assert!(text.starts_with(&"é".repeat(10)));
         assert!(
             text.ends_with("[Tool result truncated: 20 of 30 characters were cut.]"),
             "{text}"
         );
+        assert_eq!(
+            converted.ui_output["content"][0]["text"],
+            "é".repeat(30),
+            "a result within the UI cap reaches the UI whole"
+        );
+    }
+
+    #[test]
+    fn a_result_over_the_ui_cap_reaches_the_ui_as_capped_text() {
+        let result = CallToolResult::success(vec![ContentBlock::text("x".repeat(5_000))]);
+        let converted = McpToolResult::from_call_result(&result, 100, 1_000);
+        assert_eq!(converted.ui_output["truncated"], true);
+        let shown = converted.ui_output["content"][0]["text"].as_str().unwrap();
+        assert!(shown.len() <= 1_000, "{}", shown.len());
+        assert!(shown.contains("[Tool result truncated"), "{shown}");
     }
 
     #[test]

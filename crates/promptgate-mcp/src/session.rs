@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
-    PaginatedRequestParams, ProtocolVersion, ServerNotification, SubscriptionFilter,
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ClientRequest, Implementation,
+    PaginatedRequestParams, PingRequest, ProtocolVersion, ServerNotification, SubscriptionFilter,
 };
 use rmcp::service::{
     ClientCacheConfig, ClientLifecycleMode, ClientServiceExt, NotificationContext, RunningService,
@@ -210,6 +210,17 @@ impl Session {
             "tools/list did not end within {} pages",
             settings.max_tool_pages
         )))
+    }
+
+    /// Asks the server whether it is there. A JSON-RPC error still proves it is; stateless-era
+    /// servers answer `ping` with "method not found".
+    pub async fn ping(&self) -> Result<(), McpError> {
+        self.service
+            .peer()
+            .send_request(ClientRequest::PingRequest(PingRequest::default()))
+            .await
+            .map(|_| ())
+            .map_err(|e| McpError::from_service(&e))
     }
 
     /// Calls a tool. Dropping the future abandons the request, which rmcp turns into a cancellation

@@ -288,12 +288,17 @@ async fn changing_the_url_never_reuses_the_old_session() {
     assert_eq!(result.model_text, "only_second ran");
 }
 
-#[tokio::test]
-async fn a_stopped_server_is_skipped_and_comes_back_after_a_restart() {
-    let mut server = McpTestServer::start(ServerOptions::default()).await;
+// A test body shared by both eras.
+#[allow(clippy::unwrap_used, clippy::panic)]
+async fn stop_and_restart(options: ServerOptions) {
+    let mut server = McpTestServer::start(ServerOptions {
+        // The list stays cached for a minute; only the liveness check can notice the stop.
+        ttl_ms: Some(60_000),
+        ..options
+    })
+    .await;
     let hub = hub_with(HubSettings {
-        // Always ask the server, so its absence is noticed on the next send.
-        tool_list_ttl: Duration::ZERO,
+        liveness_interval: Duration::ZERO,
         reconnect_initial_backoff: Duration::from_millis(20),
         reconnect_max_backoff: Duration::from_millis(200),
         ..HubSettings::default()
@@ -303,13 +308,23 @@ async fn a_stopped_server_is_skipped_and_comes_back_after_a_restart() {
         tool_names(&hub.discover(&servers, BUDGET).await[0]).len(),
         BASE_TOOLS.len()
     );
+    let listed = server.state.list_calls.load(Ordering::SeqCst);
+    assert_eq!(
+        tool_names(&hub.discover(&servers, BUDGET).await[0]).len(),
+        BASE_TOOLS.len()
+    );
+    assert_eq!(
+        server.state.list_calls.load(Ordering::SeqCst),
+        listed,
+        "a live server's cached list is reused; the check is a ping, not a new listing"
+    );
 
     server.stop().await;
     match &hub.discover(&servers, BUDGET).await[0] {
-        DiscoveryOutcome::Failed { error, .. } => assert!(matches!(error, McpError::Connect(_)), "{error:?}"),
+        DiscoveryOutcome::Failed { error, .. } => assert!(error.is_connection_failure(), "{error:?}"),
         ready => panic!("a stopped server cannot be ready: {ready:?}"),
     }
-    // While the background reconnect runs, later sends are told at once.
+    // Until the next attempt is due, later sends are told at once.
     assert!(matches!(
         hub.discover(&servers, BUDGET).await[0],
         DiscoveryOutcome::Failed { .. }
@@ -338,6 +353,16 @@ async fn a_stopped_server_is_skipped_and_comes_back_after_a_restart() {
         .await
         .unwrap();
     assert_eq!(echo.model_text, "echo: back");
+}
+
+#[tokio::test]
+async fn a_stopped_server_is_skipped_and_comes_back_after_a_restart() {
+    stop_and_restart(ServerOptions::default()).await;
+}
+
+#[tokio::test]
+async fn a_stopped_legacy_server_is_skipped_and_comes_back_after_a_restart() {
+    stop_and_restart(legacy()).await;
 }
 
 #[tokio::test]

@@ -26,6 +26,7 @@ fn api_routes() -> ApiRouter<AppState> {
         .merge(routes::integrations::routes())
         .merge(routes::models::routes())
         .merge(routes::library::routes())
+        .merge(routes::mcp::routes())
         .merge(routes::threads::routes())
         .merge(routes::prompt::routes())
 }

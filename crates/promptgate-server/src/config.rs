@@ -145,6 +145,38 @@ pub struct McpConfig {
     /// A server that has not listed its tools within this time is skipped for the send.
     pub discovery_timeout_ms: u64,
     pub call_timeout_secs: u64,
+    /// Budget of `POST /v1/mcp-servers/{id}/probe`, which connects afresh.
+    pub probe_timeout_ms: u64,
+    /// A cached tool list is offered without asking the server for this long after the server
+    /// last answered; past it each send pings the server first.
+    pub liveness_interval_ms: u64,
+    /// Waits between reconnect attempts to a failed server start here and double up to the max.
+    pub reconnect_initial_backoff_ms: u64,
+    pub reconnect_max_backoff_ms: u64,
+}
+
+impl McpConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        let positive = [
+            ("mcp.discovery_timeout_ms", self.discovery_timeout_ms),
+            ("mcp.call_timeout_secs", self.call_timeout_secs),
+            ("mcp.probe_timeout_ms", self.probe_timeout_ms),
+            // A zero backoff would retry a dead server in a tight loop.
+            (
+                "mcp.reconnect_initial_backoff_ms",
+                self.reconnect_initial_backoff_ms,
+            ),
+        ];
+        if let Some((key, _)) = positive.iter().find(|(_, value)| *value == 0) {
+            return Err(ConfigError::Invalid(format!("{key} must be positive")));
+        }
+        if self.reconnect_max_backoff_ms < self.reconnect_initial_backoff_ms {
+            return Err(ConfigError::Invalid(
+                "mcp.reconnect_max_backoff_ms must not be below mcp.reconnect_initial_backoff_ms".into(),
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl Default for McpConfig {
@@ -152,6 +184,10 @@ impl Default for McpConfig {
         Self {
             discovery_timeout_ms: 3_000,
             call_timeout_secs: 60,
+            probe_timeout_ms: 10_000,
+            liveness_interval_ms: 10_000,
+            reconnect_initial_backoff_ms: 1_000,
+            reconnect_max_backoff_ms: 30_000,
         }
     }
 }
@@ -349,6 +385,7 @@ impl Config {
                 self.listen
             )));
         }
+        self.mcp.validate()?;
         if self.limits.body_bytes == 0 {
             return Err(ConfigError::Invalid("limits.body_bytes must be positive".into()));
         }
@@ -445,6 +482,31 @@ mod tests {
         );
         let err = Config::parse(&text).unwrap().validate().unwrap_err().to_string();
         assert!(err.contains("provider nope"), "{err}");
+    }
+
+    #[test]
+    fn mcp_timings_must_be_usable() {
+        let zero = format!("{EMBEDDED_DEFAULT}\n[mcp]\nreconnect_initial_backoff_ms = 0\n");
+        let err = Config::parse(&zero).unwrap().validate().unwrap_err().to_string();
+        assert!(err.contains("mcp.reconnect_initial_backoff_ms"), "{err}");
+        let inverted = format!(
+            "{EMBEDDED_DEFAULT}\n[mcp]\nreconnect_initial_backoff_ms = 500\nreconnect_max_backoff_ms = 100\n"
+        );
+        let err = Config::parse(&inverted)
+            .unwrap()
+            .validate()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("mcp.reconnect_max_backoff_ms"), "{err}");
+        let tuned =
+            format!("{EMBEDDED_DEFAULT}\n[mcp]\ndiscovery_timeout_ms = 500\nliveness_interval_ms = 0\n");
+        let config = Config::parse(&tuned).unwrap();
+        assert!(config.validate().is_ok());
+        assert_eq!(config.mcp.discovery_timeout_ms, 500);
+        assert_eq!(
+            config.mcp.probe_timeout_ms, 10_000,
+            "unset keys keep their defaults"
+        );
     }
 
     #[test]

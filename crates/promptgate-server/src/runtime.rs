@@ -103,7 +103,13 @@ pub fn web_tools(config: &Config, env: &dyn Env) -> anyhow::Result<WebTools> {
 }
 
 pub fn turn_service(config: &Config, store: Store, env: &dyn Env) -> anyhow::Result<TurnService> {
-    let hub = McpHub::new(HubSettings::default()).context("cannot start the MCP client")?;
+    let hub = McpHub::new(HubSettings {
+        liveness_interval: Duration::from_millis(config.mcp.liveness_interval_ms),
+        reconnect_initial_backoff: Duration::from_millis(config.mcp.reconnect_initial_backoff_ms),
+        reconnect_max_backoff: Duration::from_millis(config.mcp.reconnect_max_backoff_ms),
+        ..HubSettings::default()
+    })
+    .context("cannot start the MCP client")?;
     let service_config = ServiceConfig {
         default_model: config.default_model.clone(),
         limits: TurnLimits {

@@ -296,5 +296,9 @@ async fn delete_mcp(
         .delete_mcp_server(&user.id, &id)
         .await
         .map_err(|e| ApiError::from_store(e, "MCP server", &id))?;
+    // Close its pooled session and stop any reconnect now rather than when it idles out.
+    if let Some(hub) = state.turns.mcp_hub() {
+        hub.forget(&user.id, &id);
+    }
     Ok(StatusCode::NO_CONTENT)
 }

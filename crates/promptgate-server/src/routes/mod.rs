@@ -5,6 +5,7 @@ pub mod completions;
 pub mod health;
 pub mod integrations;
 pub mod library;
+pub mod mcp;
 pub mod models;
 pub mod oauth;
 pub mod prompt;

@@ -155,8 +155,13 @@ pub fn error_code(body: &Value) -> &str {
 
 /// A config whose `scripted` provider points at a scripted upstream, with model `scripted` using it.
 pub fn scripted_config(mode: AuthMode, base_url: &str) -> Config {
+    scripted_config_with(mode, base_url, "")
+}
+
+/// [`scripted_config`] with more TOML appended (tables the embedded default does not set).
+pub fn scripted_config_with(mode: AuthMode, base_url: &str, extra_toml: &str) -> Config {
     let text = format!(
-        "{EMBEDDED_DEFAULT}\n[[providers]]\nname = \"scripted\"\nkind = \"openai\"\nbase_url = \"{base_url}\"\n\
+        "{EMBEDDED_DEFAULT}\n{extra_toml}\n[[providers]]\nname = \"scripted\"\nkind = \"openai\"\nbase_url = \"{base_url}\"\n\
          first_byte_timeout_secs = 5\nidle_timeout_secs = 5\n\n[[models]]\nid = \"scripted\"\nname = \"Scripted\"\n\
          provider = \"scripted\"\nupstream_model = \"upstream-model\"\n"
     );

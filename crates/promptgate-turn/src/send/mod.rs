@@ -159,6 +159,11 @@ impl TurnService {
         &self.store
     }
 
+    /// The MCP hub sends use, when this deployment has one (the probe route connects through it).
+    pub fn mcp_hub(&self) -> Option<&McpHub> {
+        self.mcp.as_ref()
+    }
+
     /// Cancels the thread's running turn; its partial answer is saved as stopped.
     pub fn stop(&self, user_id: &str, thread_id: &str) -> bool {
         self.live.stop(user_id, thread_id)

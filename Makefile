@@ -1,5 +1,7 @@
 # The two commands a newcomer needs: `make run` and `make test`.
 CARGO ?= cargo
+# Where cargo puts its builds (the load driver is run from there).
+CARGO_TARGET_DIR_OR_DEFAULT = $(or $(CARGO_TARGET_DIR),target)
 
 .PHONY: run test lint fmt openapi bench check
 
@@ -21,3 +23,6 @@ openapi:
 
 bench:
 	$(CARGO) bench -p promptgate-core
+	$(CARGO) bench -p promptgate-llm
+	$(CARGO) build --release -p promptgate-loadtest
+	scripts/with-postgres.sh $(CARGO_TARGET_DIR_OR_DEFAULT)/release/promptgate-loadtest

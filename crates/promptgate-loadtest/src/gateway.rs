@@ -1,0 +1,189 @@
+//! promptgate as a child process (this same executable, in its `serve-gateway` mode), so its memory
+//! can be read apart from the driver's and the upstream's.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use axum::serve::ListenerExt;
+use promptgate_server::config::Config;
+
+use crate::error::LoadError;
+
+/// The id of the model the gateway offers; it maps to the scripted upstream.
+pub const BENCH_MODEL: &str = "bench";
+/// The model name the gateway sends upstream, and what direct requests name too.
+pub const UPSTREAM_MODEL: &str = "upstream-model";
+const READY_WITHIN: Duration = Duration::from_secs(60);
+
+/// The gateway's configuration: single user on loopback, one `openai` provider pointing at the upstream.
+pub fn config_text(listen: &str, database_url: &str, upstream_base_url: &str) -> String {
+    format!(
+        r#"listen = "{listen}"
+database_url = "{database_url}"
+default_model = "{BENCH_MODEL}"
+
+[auth]
+mode = "single_user"
+
+[limits]
+body_bytes = 1048576
+request_timeout_secs = 30
+
+[[providers]]
+name = "bench"
+kind = "openai"
+base_url = "{upstream_base_url}"
+
+[[models]]
+id = "{BENCH_MODEL}"
+name = "Bench (scripted upstream)"
+provider = "bench"
+upstream_model = "{UPSTREAM_MODEL}"
+"#
+    )
+}
+
+/// A running gateway; the process is killed when this is dropped.
+pub struct GatewayProcess {
+    child: Child,
+    base_url: String,
+    scratch: PathBuf,
+}
+
+/// Resident memory of the gateway process, from /proc.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Memory {
+    pub rss_kib: u64,
+    pub peak_kib: u64,
+}
+
+impl GatewayProcess {
+    /// Starts the gateway over `database_url` (None: a fresh SQLite file in a scratch directory)
+    /// and waits until it answers `/readyz`.
+    pub async fn start(
+        client: &reqwest::Client,
+        upstream_base_url: &str,
+        database_url: Option<&str>,
+        nodelay: bool,
+    ) -> Result<Self, LoadError> {
+        let scratch = std::env::temp_dir().join(format!("promptgate-loadtest-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&scratch).map_err(LoadError::Files)?;
+        let database_url = match database_url {
+            Some(url) => url.to_owned(),
+            None => format!("sqlite://{}?mode=rwc", scratch.join("bench.db").display()),
+        };
+        let listen = free_loopback_port().map_err(LoadError::Files)?;
+        let text = config_text(&listen, &database_url, upstream_base_url);
+        Config::parse(&text).map_err(|e| LoadError::Config(e.to_string()))?;
+        let config_path = scratch.join("promptgate.toml");
+        std::fs::write(&config_path, text).map_err(LoadError::Files)?;
+
+        let exe = std::env::current_exe().map_err(LoadError::Spawn)?;
+        let mut command = Command::new(exe);
+        command.arg("serve-gateway").arg(&config_path);
+        if nodelay {
+            command.arg("--nodelay");
+        }
+        let child = command
+            // The environment must not redirect the gateway elsewhere.
+            .env_remove("DATABASE_URL")
+            .env_remove("PROMPTGATE_CONFIG")
+            .env_remove("PROMPTGATE_LISTEN")
+            .env_remove("HTTP_PROXY")
+            .env_remove("HTTPS_PROXY")
+            .env_remove("ALL_PROXY")
+            .env_remove("http_proxy")
+            .env_remove("https_proxy")
+            .env_remove("all_proxy")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .map_err(LoadError::Spawn)?;
+        let mut gateway = Self {
+            child,
+            base_url: format!("http://{listen}"),
+            scratch,
+        };
+        gateway.wait_ready(client).await?;
+        Ok(gateway)
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base_url)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn memory(&self) -> Memory {
+        read_memory(self.child.id()).unwrap_or_default()
+    }
+
+    async fn wait_ready(&mut self, client: &reqwest::Client) -> Result<(), LoadError> {
+        let step = Duration::from_millis(50);
+        let attempts = READY_WITHIN.as_millis() / step.as_millis();
+        for _ in 0..attempts {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(LoadError::GatewayExited(status.to_string()));
+            }
+            let ready = client.get(self.url("/readyz")).send().await;
+            if ready.is_ok_and(|r| r.status().is_success()) {
+                return Ok(());
+            }
+            tokio::time::sleep(step).await;
+        }
+        Err(LoadError::GatewayNotReady(READY_WITHIN))
+    }
+}
+
+impl Drop for GatewayProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.scratch);
+    }
+}
+
+/// A loopback address nothing listens on right now (the gateway binds it a moment later).
+fn free_loopback_port() -> std::io::Result<String> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok(listener.local_addr()?.to_string())
+}
+
+fn read_memory(pid: u32) -> Option<Memory> {
+    let status = std::fs::read_to_string(Path::new("/proc").join(pid.to_string()).join("status")).ok()?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|kib| kib.parse().ok())
+    };
+    Some(Memory {
+        rss_kib: field("VmRSS:")?,
+        peak_kib: field("VmHWM:")?,
+    })
+}
+
+/// Runs promptgate in this process from a config file (the child side of [`GatewayProcess`]).
+///
+/// `nodelay` is a what-if: the server as shipped leaves Nagle's algorithm on for its sockets, and this
+/// serves the same app with `TCP_NODELAY` set to show what that costs a stream.
+pub async fn serve(config_path: &Path, nodelay: bool) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(config_path)?;
+    let config = Config::parse(&text)?;
+    if !nodelay {
+        return promptgate_server::cli::serve(config).await;
+    }
+    let listen = config.listen;
+    let state = promptgate_server::cli::prepare(config).await?;
+    let listener = tokio::net::TcpListener::bind(listen).await?.tap_io(|tcp| {
+        if let Err(error) = tcp.set_nodelay(true) {
+            tracing::warn!(%error, "cannot set TCP_NODELAY");
+        }
+    });
+    axum::serve(listener, promptgate_server::app::build(state)).await?;
+    Ok(())
+}

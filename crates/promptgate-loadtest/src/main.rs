@@ -1,0 +1,134 @@
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use promptgate_loadtest::scenario::{Options, Scenario};
+use tracing_subscriber::EnvFilter;
+
+/// Measures what promptgate adds to a zero-delay upstream, at a fixed request rate (open loop).
+#[derive(Debug, Parser)]
+#[command(name = "promptgate-loadtest")]
+struct Cli {
+    /// Scenarios to run (repeat the flag); default: all, with Postgres only when a URL is known.
+    #[arg(long = "scenario", value_enum)]
+    scenarios: Vec<Scenario>,
+    /// Requests per second for every comparison (default: 1000 for the facade, 200 for sends).
+    #[arg(long)]
+    rate: Option<f64>,
+    /// Seconds each measured run lasts (direct and gateway each).
+    #[arg(long, default_value_t = 5.0)]
+    duration: f64,
+    /// Seconds of unmeasured load before each measured run.
+    #[arg(long, default_value_t = 1.0)]
+    warmup: f64,
+    #[arg(long, env = "PROMPTGATE_TEST_POSTGRES_URL")]
+    postgres_url: Option<String>,
+    /// Rates the capacity probe steps through, in order.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "500,1000,2000,3000,4000,5000,6000,8000"
+    )]
+    capacity_rates: Vec<f64>,
+    /// Seconds per capacity step.
+    #[arg(long, default_value_t = 2.0)]
+    capacity_step: f64,
+    /// A capacity step passes only with total-time p99 at or under this many milliseconds.
+    #[arg(long, default_value_t = 10.0)]
+    p99_bound_ms: f64,
+    /// Serve the gateway with TCP_NODELAY on its sockets, to compare against the server as shipped.
+    #[arg(long)]
+    gateway_nodelay: bool,
+    #[command(subcommand)]
+    command: Option<Mode>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Mode {
+    /// Runs the gateway from a config file (what the driver starts as its child process).
+    #[command(hide = true)]
+    ServeGateway {
+        config: PathBuf,
+        #[arg(long)]
+        nodelay: bool,
+    },
+}
+
+fn seconds(value: f64, flag: &str) -> anyhow::Result<Duration> {
+    anyhow::ensure!(
+        value.is_finite() && (0.0..=600.0).contains(&value),
+        "--{flag} must be between 0 and 600 seconds, got {value}"
+    );
+    Ok(Duration::from_secs_f64(value))
+}
+
+async fn drive(cli: Cli) -> anyhow::Result<()> {
+    let scenarios = if cli.scenarios.is_empty() {
+        let mut all = vec![
+            Scenario::FacadeJson,
+            Scenario::FacadeStream,
+            Scenario::SendSqlite,
+            Scenario::Capacity,
+        ];
+        if cli.postgres_url.is_some() {
+            all.push(Scenario::SendPostgres);
+        }
+        all
+    } else {
+        cli.scenarios
+    };
+    anyhow::ensure!(cli.capacity_rates.len() <= 32, "at most 32 capacity rates");
+    let options = Options {
+        scenarios,
+        rate: cli.rate,
+        duration: seconds(cli.duration, "duration")?,
+        warmup: seconds(cli.warmup, "warmup")?,
+        postgres_url: cli.postgres_url,
+        capacity_rates: cli.capacity_rates,
+        capacity_step: seconds(cli.capacity_step, "capacity-step")?,
+        p99_bound: Duration::from_secs_f64(cli.p99_bound_ms.max(0.0) / 1000.0),
+        gateway_nodelay: cli.gateway_nodelay,
+    };
+    let report = promptgate_loadtest::scenario::run(&options).await?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}", promptgate_loadtest::report::markdown(&report))?;
+    out.flush()?;
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let serving = std::env::args().nth(1).as_deref() == Some("serve-gateway");
+    let default_filter = if serving { "warn" } else { "info" };
+    let filter = EnvFilter::try_from_env("PROMPTGATE_LOG").unwrap_or_else(|_| EnvFilter::new(default_filter));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+    promptgate_loadtest::init_tls();
+
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(err) => {
+            tracing::error!(error = %err, "cannot start the async runtime");
+            return ExitCode::FAILURE;
+        }
+    };
+    let outcome = runtime.block_on(async move {
+        match cli.command {
+            Some(Mode::ServeGateway { config, nodelay }) => {
+                promptgate_loadtest::gateway::serve(&config, nodelay).await
+            }
+            None => drive(cli).await,
+        }
+    });
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            tracing::error!("{err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,133 @@
+//! The Markdown tables a run prints.
+
+use std::fmt::Write;
+use std::time::Duration;
+
+use crate::load::RunResult;
+use crate::scenario::Report;
+use crate::stats::Percentiles;
+
+fn ms(d: Duration) -> String {
+    format!("{:.3}", d.as_secs_f64() * 1000.0)
+}
+
+fn signed(v: f64) -> String {
+    format!("{v:+.3}")
+}
+
+fn row(out: &mut String, label: &str, path: &str, r: &RunResult) {
+    let cells = |p: &Percentiles| format!("{} | {} | {} | {}", ms(p.p50), ms(p.p90), ms(p.p99), ms(p.max));
+    let _ = writeln!(
+        out,
+        "| {label} | {path} | {:.0} | {:.0} | {} | {} | {} | {} |",
+        r.offered_rate,
+        r.achieved_rate,
+        r.ok,
+        r.errors,
+        cells(&r.first_byte),
+        cells(&r.total),
+    );
+}
+
+/// Renders every table of the report.
+pub fn markdown(report: &Report) -> String {
+    let mut out = String::new();
+    if report.gateway_nodelay {
+        out.push_str("Gateway sockets: TCP_NODELAY set by the driver (what-if, not the shipped server).\n\n");
+    }
+    if !report.comparisons.is_empty() {
+        out.push_str("### Latency, direct and through the gateway (ms)\n\n");
+        out.push_str(
+            "| scenario | path | offered/s | achieved/s | ok | errors | TTFB p50 | TTFB p90 | TTFB p99 | TTFB max | total p50 | total p90 | total p99 | total max |\n\
+             |---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+        );
+        for c in &report.comparisons {
+            row(&mut out, c.scenario.label(), "direct", &c.direct);
+            row(&mut out, c.scenario.label(), "gateway", &c.gateway);
+        }
+        out.push_str("\n### Added by the gateway (ms, gateway minus direct at the same percentile)\n\n");
+        out.push_str(
+            "| scenario | rate/s | TTFB p50 | TTFB p90 | TTFB p99 | total p50 | total p90 | total p99 |\n\
+             |---|---|---|---|---|---|---|---|\n",
+        );
+        for c in &report.comparisons {
+            let ttfb = c.gateway.first_byte.added_over(&c.direct.first_byte);
+            let total = c.gateway.total.added_over(&c.direct.total);
+            let _ = writeln!(
+                out,
+                "| {} | {:.0} | {} | {} | {} | {} | {} | {} |",
+                c.scenario.label(),
+                c.gateway.offered_rate,
+                signed(ttfb[0]),
+                signed(ttfb[1]),
+                signed(ttfb[2]),
+                signed(total[0]),
+                signed(total[1]),
+                signed(total[2]),
+            );
+        }
+        for c in &report.comparisons {
+            for (path, r) in [("direct", &c.direct), ("gateway", &c.gateway)] {
+                if let Some(error) = &r.first_error {
+                    let _ = writeln!(out, "\n{} {path}: first error: {error}", c.scenario.label());
+                }
+            }
+        }
+        out.push('\n');
+    }
+    if !report.capacity.is_empty() {
+        let _ = writeln!(
+            out,
+            "### Capacity through the facade (pass: no errors, total p99 ≤ {} ms, ≥ 95% of the offered rate answered)\n",
+            ms(report.p99_bound)
+        );
+        out.push_str(
+            "| answer | offered/s | achieved/s | errors | total p50 | total p99 | driver lag max | verdict |\n\
+             |---|---|---|---|---|---|---|---|\n",
+        );
+        for step in &report.capacity {
+            let r = &step.result;
+            let _ = writeln!(
+                out,
+                "| {} | {:.0} | {:.0} | {} | {} | {} | {} | {} |",
+                if step.streamed { "stream" } else { "JSON" },
+                r.offered_rate,
+                r.achieved_rate,
+                r.errors,
+                ms(r.total.p50),
+                ms(r.total.p99),
+                ms(r.max_schedule_lag),
+                if step.passed { "pass" } else { "fail" },
+            );
+        }
+        for streamed in [false, true] {
+            let best = report
+                .capacity
+                .iter()
+                .filter(|s| s.streamed == streamed && s.passed)
+                .map(|s| s.result.offered_rate)
+                .fold(None, |best: Option<f64>, r| Some(best.map_or(r, |b| b.max(r))));
+            let kind = if streamed { "streams" } else { "JSON requests" };
+            let _ = match best {
+                Some(rate) => writeln!(out, "\nHighest passing rate, {kind}: {rate:.0}/s"),
+                None => writeln!(out, "\nNo step passed for {kind}."),
+            };
+        }
+        out.push('\n');
+    }
+    if !report.memory.is_empty() {
+        out.push_str("### Gateway process memory (MiB)\n\n| database | RSS idle after start | RSS after load | peak RSS |\n|---|---|---|---|\n");
+        for m in &report.memory {
+            let mib = |kib: u64| format!("{:.1}", kib as f64 / 1024.0);
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} |",
+                m.backend,
+                mib(m.idle_at_start.rss_kib),
+                mib(m.after_load.rss_kib),
+                mib(m.after_load.peak_kib),
+            );
+        }
+    }
+    out
+}

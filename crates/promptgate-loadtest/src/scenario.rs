@@ -1,0 +1,294 @@
+//! The scenarios: what is sent direct to the upstream and what through the gateway, back to back.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use promptgate_llm::scripted::{ScriptedUpstream, text};
+use serde_json::json;
+
+use crate::error::LoadError;
+use crate::gateway::{BENCH_MODEL, GatewayProcess, Memory, UPSTREAM_MODEL};
+use crate::load::{RunResult, Target, client, drive};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Scenario {
+    /// `POST /v1/chat/completions`, JSON answer.
+    FacadeJson,
+    /// `POST /v1/chat/completions` with `stream: true`.
+    FacadeStream,
+    /// `POST /v1/chat` (useChat body) over SQLite.
+    SendSqlite,
+    /// `POST /v1/chat` (useChat body) over Postgres.
+    SendPostgres,
+    /// The highest facade rate (JSON, then streamed) with p99 under the bound and no errors.
+    Capacity,
+}
+
+impl Scenario {
+    pub fn label(self) -> &'static str {
+        match self {
+            Scenario::FacadeJson => "facade JSON",
+            Scenario::FacadeStream => "facade stream",
+            Scenario::SendSqlite => "send, SQLite",
+            Scenario::SendPostgres => "send, Postgres",
+            Scenario::Capacity => "capacity",
+        }
+    }
+
+    fn default_rate(self) -> f64 {
+        match self {
+            Scenario::SendSqlite | Scenario::SendPostgres => 200.0,
+            _ => 1000.0,
+        }
+    }
+}
+
+/// How a whole run is shaped.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub scenarios: Vec<Scenario>,
+    /// Overrides each scenario's own rate (1,000/s for the facade, 200/s for sends).
+    pub rate: Option<f64>,
+    pub duration: Duration,
+    /// Requests at the measured rate before measuring, so connections exist and caches are warm.
+    pub warmup: Duration,
+    pub postgres_url: Option<String>,
+    pub capacity_rates: Vec<f64>,
+    pub capacity_step: Duration,
+    pub p99_bound: Duration,
+    /// Serve the gateway with `TCP_NODELAY` on its sockets (a what-if; see `gateway::serve`).
+    pub gateway_nodelay: bool,
+}
+
+/// One scenario's pair of runs.
+#[derive(Debug, Clone)]
+pub struct Comparison {
+    pub scenario: Scenario,
+    pub direct: RunResult,
+    pub gateway: RunResult,
+}
+
+#[derive(Debug, Clone)]
+pub struct CapacityStep {
+    pub streamed: bool,
+    pub result: RunResult,
+    pub passed: bool,
+}
+
+/// The gateway process's memory at three moments.
+#[derive(Debug, Clone)]
+pub struct MemoryReport {
+    pub backend: &'static str,
+    pub idle_at_start: Memory,
+    pub after_load: Memory,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    pub comparisons: Vec<Comparison>,
+    pub capacity: Vec<CapacityStep>,
+    pub memory: Vec<MemoryReport>,
+    pub p99_bound: Duration,
+    pub gateway_nodelay: bool,
+}
+
+const QUESTION: &str = "Say hello.";
+
+fn completion_target(url: String, model: &'static str, streamed: bool) -> Target {
+    let body = Bytes::from(
+        json!({
+            "model": model,
+            "messages": [{"role": "user", "content": QUESTION}],
+            "stream": streamed,
+        })
+        .to_string(),
+    );
+    Target {
+        url,
+        body: Arc::new(move |_| body.clone()),
+        streamed,
+    }
+}
+
+/// Every send opens a new thread, so each one pays for creating it and storing both messages, and no
+/// send waits on another's turn (a second send to a busy thread is refused).
+fn send_target(url: String) -> Target {
+    let run = uuid::Uuid::new_v4().simple().to_string();
+    // Counted across every run of this target, so the warm-up's threads are never reused.
+    let sends = AtomicU64::new(0);
+    Target {
+        url,
+        body: Arc::new(move |_| {
+            let n = sends.fetch_add(1, Ordering::Relaxed);
+            Bytes::from(
+                json!({
+                    "id": format!("bench-{run}-{n}"),
+                    "messages": [{"id": format!("u-{n}"), "role": "user",
+                                  "parts": [{"type": "text", "text": QUESTION}]}],
+                    "trigger": "submit-message",
+                    "model": BENCH_MODEL,
+                })
+                .to_string(),
+            )
+        }),
+        streamed: true,
+    }
+}
+
+/// Runs the chosen scenarios and gathers their numbers.
+pub async fn run(options: &Options) -> Result<Report, LoadError> {
+    let wants = |s: Scenario| options.scenarios.contains(&s);
+    let postgres_url = if wants(Scenario::SendPostgres) {
+        Some(options.postgres_url.clone().ok_or(LoadError::NoPostgresUrl)?)
+    } else {
+        None
+    };
+
+    let upstream = ScriptedUpstream::start().await.map_err(LoadError::Upstream)?;
+    upstream.replay_by_default(text(["Hello", " from", " the", " scripted", " upstream."]));
+    upstream.set_recording(false);
+    let http = client()?;
+    let direct_url = format!("{}/chat/completions", upstream.base_url());
+    let mut report = Report {
+        p99_bound: options.p99_bound,
+        gateway_nodelay: options.gateway_nodelay,
+        ..Report::default()
+    };
+
+    let sqlite_scenarios = [
+        Scenario::FacadeJson,
+        Scenario::FacadeStream,
+        Scenario::SendSqlite,
+        Scenario::Capacity,
+    ];
+    if sqlite_scenarios.iter().any(|s| wants(*s)) {
+        let gateway =
+            GatewayProcess::start(&http, &upstream.base_url(), None, options.gateway_nodelay).await?;
+        let idle_at_start = gateway.memory();
+        tracing::info!(pid = gateway.pid(), "gateway on SQLite is ready");
+        for scenario in [Scenario::FacadeJson, Scenario::FacadeStream, Scenario::SendSqlite] {
+            if wants(scenario) {
+                let (direct, through) = targets(scenario, &direct_url, &gateway);
+                report
+                    .comparisons
+                    .push(compare(&http, scenario, &direct, &through, options).await?);
+            }
+        }
+        if wants(Scenario::Capacity) {
+            for streamed in [false, true] {
+                let through = completion_target(gateway.url("/v1/chat/completions"), BENCH_MODEL, streamed);
+                report
+                    .capacity
+                    .extend(probe_capacity(&http, &through, streamed, options).await?);
+            }
+        }
+        report.memory.push(MemoryReport {
+            backend: "SQLite",
+            idle_at_start,
+            after_load: gateway.memory(),
+        });
+    }
+
+    if let Some(url) = postgres_url {
+        let gateway =
+            GatewayProcess::start(&http, &upstream.base_url(), Some(&url), options.gateway_nodelay).await?;
+        let idle_at_start = gateway.memory();
+        let (direct, through) = targets(Scenario::SendPostgres, &direct_url, &gateway);
+        report
+            .comparisons
+            .push(compare(&http, Scenario::SendPostgres, &direct, &through, options).await?);
+        report.memory.push(MemoryReport {
+            backend: "Postgres",
+            idle_at_start,
+            after_load: gateway.memory(),
+        });
+    }
+    Ok(report)
+}
+
+/// The direct request and the gateway request a scenario compares. A send streams, so its direct
+/// counterpart is the upstream's own stream.
+fn targets(scenario: Scenario, direct_url: &str, gateway: &GatewayProcess) -> (Target, Target) {
+    let facade = gateway.url("/v1/chat/completions");
+    match scenario {
+        Scenario::FacadeJson => (
+            completion_target(direct_url.to_owned(), UPSTREAM_MODEL, false),
+            completion_target(facade, BENCH_MODEL, false),
+        ),
+        Scenario::FacadeStream | Scenario::Capacity => (
+            completion_target(direct_url.to_owned(), UPSTREAM_MODEL, true),
+            completion_target(facade, BENCH_MODEL, true),
+        ),
+        Scenario::SendSqlite | Scenario::SendPostgres => (
+            completion_target(direct_url.to_owned(), UPSTREAM_MODEL, true),
+            send_target(gateway.url("/v1/chat")),
+        ),
+    }
+}
+
+async fn compare(
+    http: &reqwest::Client,
+    scenario: Scenario,
+    direct: &Target,
+    through: &Target,
+    options: &Options,
+) -> Result<Comparison, LoadError> {
+    let rate = options.rate.unwrap_or_else(|| scenario.default_rate());
+    tracing::info!(
+        scenario = scenario.label(),
+        rate,
+        "measuring direct, then through the gateway"
+    );
+    warm_up(http, direct, rate, options.warmup).await?;
+    let direct = drive(http, direct, rate, options.duration).await?;
+    warm_up(http, through, rate, options.warmup).await?;
+    let gateway = drive(http, through, rate, options.duration).await?;
+    Ok(Comparison {
+        scenario,
+        direct,
+        gateway,
+    })
+}
+
+async fn warm_up(
+    http: &reqwest::Client,
+    target: &Target,
+    rate: f64,
+    warmup: Duration,
+) -> Result<(), LoadError> {
+    if !warmup.is_zero() {
+        drive(http, target, rate, warmup).await?;
+    }
+    Ok(())
+}
+
+/// Steps the rate up until a step fails: an error, p99 total time over the bound, or fewer answers
+/// per second than 95% of the offered rate.
+async fn probe_capacity(
+    http: &reqwest::Client,
+    target: &Target,
+    streamed: bool,
+    options: &Options,
+) -> Result<Vec<CapacityStep>, LoadError> {
+    let mut steps = Vec::new();
+    for &rate in &options.capacity_rates {
+        tracing::info!(rate, streamed, "capacity step");
+        let result = drive(http, target, rate, options.capacity_step).await?;
+        let passed = result.errors == 0
+            && result.total.p99 <= options.p99_bound
+            && result.achieved_rate >= 0.95 * rate;
+        steps.push(CapacityStep {
+            streamed,
+            result,
+            passed,
+        });
+        if !passed {
+            break;
+        }
+        // Let queued work drain so one step's backlog does not count against the next.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    Ok(steps)
+}

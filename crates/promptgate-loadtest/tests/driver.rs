@@ -1,0 +1,148 @@
+//! Keeps the load driver working in debug builds: short, low-rate runs against real loopback servers.
+//! Nothing here asserts a timing; the numbers belong to docs/benchmarks.md.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use promptgate_llm::scripted::{Script, ScriptedUpstream, text};
+use promptgate_loadtest::LoadError;
+use promptgate_loadtest::load::{Target, client, drive};
+use promptgate_loadtest::scenario::{Options, Scenario, run};
+
+fn completion(url: String, streamed: bool) -> Target {
+    let body = Bytes::from(format!(
+        r#"{{"model":"m","messages":[{{"role":"user","content":"hi"}}],"stream":{streamed}}}"#
+    ));
+    Target {
+        url,
+        body: Arc::new(move |_| body.clone()),
+        streamed,
+    }
+}
+
+#[tokio::test]
+async fn every_scheduled_request_is_sent_and_answered() {
+    promptgate_loadtest::init_tls();
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    upstream.replay_by_default(text(["Hello", " there."]));
+    let target = completion(format!("{}/chat/completions", upstream.base_url()), true);
+
+    let result = drive(&client().unwrap(), &target, 20.0, Duration::from_secs(1))
+        .await
+        .unwrap();
+
+    assert_eq!(result.sent, 20);
+    assert_eq!(result.ok, 20, "first error: {:?}", result.first_error);
+    assert_eq!(upstream.calls(), 20);
+    assert!(result.total.p50 >= result.first_byte.p50);
+}
+
+#[tokio::test]
+async fn refusals_and_cut_streams_count_as_errors_with_their_reason() {
+    promptgate_loadtest::init_tls();
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    upstream.push(Script::status(503, "overloaded"));
+    upstream.push(text(["cut"]).cut());
+    upstream.replay_by_default(text(["fine"]));
+    let target = completion(format!("{}/chat/completions", upstream.base_url()), true);
+
+    let result = drive(&client().unwrap(), &target, 4.0, Duration::from_secs(1))
+        .await
+        .unwrap();
+
+    assert_eq!(result.sent, 4);
+    assert_eq!(result.errors, 2);
+    let first = result.first_error.unwrap();
+    assert!(first.contains("503") && first.contains("overloaded"), "{first}");
+}
+
+#[tokio::test]
+async fn a_stream_without_its_end_marker_is_an_error() {
+    promptgate_loadtest::init_tls();
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    let mut unfinished = text(["no end"]);
+    unfinished.steps.pop();
+    upstream.replay_by_default(unfinished);
+    let target = completion(format!("{}/chat/completions", upstream.base_url()), true);
+
+    let result = drive(&client().unwrap(), &target, 2.0, Duration::from_secs(1))
+        .await
+        .unwrap();
+
+    assert_eq!(result.errors, 2);
+    assert!(result.first_error.unwrap().contains("[DONE]"));
+}
+
+#[tokio::test]
+async fn rates_that_are_not_positive_or_too_large_are_refused() {
+    promptgate_loadtest::init_tls();
+    let target = completion("http://127.0.0.1:9/".to_owned(), false);
+    let http = client().unwrap();
+    let zero = drive(&http, &target, 0.0, Duration::from_secs(1))
+        .await
+        .unwrap_err();
+    assert!(matches!(zero, LoadError::BadRate(_)), "{zero}");
+    let huge = drive(&http, &target, 1e9, Duration::from_secs(1))
+        .await
+        .unwrap_err();
+    assert!(matches!(huge, LoadError::TooManyRequests { .. }), "{huge}");
+}
+
+#[tokio::test]
+async fn the_postgres_scenario_without_a_url_says_how_to_give_one() {
+    let options = Options {
+        scenarios: vec![Scenario::SendPostgres],
+        rate: Some(1.0),
+        duration: Duration::from_secs(1),
+        warmup: Duration::ZERO,
+        postgres_url: None,
+        capacity_rates: Vec::new(),
+        capacity_step: Duration::from_secs(1),
+        p99_bound: Duration::from_millis(10),
+        gateway_nodelay: false,
+    };
+    let error = run(&options).await.unwrap_err();
+    assert!(
+        error.to_string().contains("PROMPTGATE_TEST_POSTGRES_URL"),
+        "{error}"
+    );
+}
+
+/// The whole binary: gateway child process, facade and send scenarios, the Markdown report.
+#[test]
+fn the_binary_measures_the_facade_and_a_send_through_a_real_gateway() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_promptgate-loadtest"))
+        .args([
+            "--scenario",
+            "facade-json",
+            "--scenario",
+            "send-sqlite",
+            "--rate",
+            "20",
+            "--duration",
+            "0.5",
+            // A warm-up before each run: sends after it must still open new threads.
+            "--warmup",
+            "0.25",
+        ])
+        .env_remove("PROMPTGATE_TEST_POSTGRES_URL")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    for scenario in ["facade JSON", "send, SQLite"] {
+        for path in ["direct", "gateway"] {
+            let row = stdout
+                .lines()
+                .find(|l| l.starts_with(&format!("| {scenario} | {path} |")))
+                .unwrap_or_else(|| panic!("no {scenario} {path} row in:\n{stdout}"));
+            let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+            assert_eq!(cells[5], "10", "every request answered: {row}");
+            assert_eq!(cells[6], "0", "no errors: {row}");
+        }
+    }
+    assert!(stdout.contains("Added by the gateway"), "{stdout}");
+    assert!(stdout.contains("| SQLite |"), "memory row missing:\n{stdout}");
+}

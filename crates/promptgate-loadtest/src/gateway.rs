@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use axum::serve::ListenerExt;
 use promptgate_server::config::Config;
 
 use crate::error::LoadError;
@@ -65,7 +64,6 @@ impl GatewayProcess {
         client: &reqwest::Client,
         upstream_base_url: &str,
         database_url: Option<&str>,
-        nodelay: bool,
     ) -> Result<Self, LoadError> {
         let scratch = std::env::temp_dir().join(format!("promptgate-loadtest-{}", uuid::Uuid::new_v4()));
         std::fs::create_dir_all(&scratch).map_err(LoadError::Files)?;
@@ -82,9 +80,6 @@ impl GatewayProcess {
         let exe = std::env::current_exe().map_err(LoadError::Spawn)?;
         let mut command = Command::new(exe);
         command.arg("serve-gateway").arg(&config_path);
-        if nodelay {
-            command.arg("--nodelay");
-        }
         let child = command
             // The environment must not redirect the gateway elsewhere.
             .env_remove("DATABASE_URL")
@@ -168,22 +163,7 @@ fn read_memory(pid: u32) -> Option<Memory> {
 }
 
 /// Runs promptgate in this process from a config file (the child side of [`GatewayProcess`]).
-///
-/// `nodelay` is a what-if: the server as shipped leaves Nagle's algorithm on for its sockets, and this
-/// serves the same app with `TCP_NODELAY` set to show what that costs a stream.
-pub async fn serve(config_path: &Path, nodelay: bool) -> anyhow::Result<()> {
+pub async fn serve(config_path: &Path) -> anyhow::Result<()> {
     let text = std::fs::read_to_string(config_path)?;
-    let config = Config::parse(&text)?;
-    if !nodelay {
-        return promptgate_server::cli::serve(config).await;
-    }
-    let listen = config.listen;
-    let state = promptgate_server::cli::prepare(config).await?;
-    let listener = tokio::net::TcpListener::bind(listen).await?.tap_io(|tcp| {
-        if let Err(error) = tcp.set_nodelay(true) {
-            tracing::warn!(%error, "cannot set TCP_NODELAY");
-        }
-    });
-    axum::serve(listener, promptgate_server::app::build(state)).await?;
-    Ok(())
+    promptgate_server::cli::serve(Config::parse(&text)?).await
 }

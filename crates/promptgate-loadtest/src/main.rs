@@ -38,9 +38,6 @@ struct Cli {
     /// A capacity step passes only with total-time p99 at or under this many milliseconds.
     #[arg(long, default_value_t = 10.0)]
     p99_bound_ms: f64,
-    /// Serve the gateway with TCP_NODELAY on its sockets, to compare against the server as shipped.
-    #[arg(long)]
-    gateway_nodelay: bool,
     #[command(subcommand)]
     command: Option<Mode>,
 }
@@ -49,11 +46,7 @@ struct Cli {
 enum Mode {
     /// Runs the gateway from a config file (what the driver starts as its child process).
     #[command(hide = true)]
-    ServeGateway {
-        config: PathBuf,
-        #[arg(long)]
-        nodelay: bool,
-    },
+    ServeGateway { config: PathBuf },
 }
 
 fn seconds(value: f64, flag: &str) -> anyhow::Result<Duration> {
@@ -89,7 +82,6 @@ async fn drive(cli: Cli) -> anyhow::Result<()> {
         capacity_rates: cli.capacity_rates,
         capacity_step: seconds(cli.capacity_step, "capacity-step")?,
         p99_bound: Duration::from_secs_f64(cli.p99_bound_ms.max(0.0) / 1000.0),
-        gateway_nodelay: cli.gateway_nodelay,
     };
     let report = promptgate_loadtest::scenario::run(&options).await?;
     let mut out = std::io::stdout().lock();
@@ -118,9 +110,7 @@ fn main() -> ExitCode {
     };
     let outcome = runtime.block_on(async move {
         match cli.command {
-            Some(Mode::ServeGateway { config, nodelay }) => {
-                promptgate_loadtest::gateway::serve(&config, nodelay).await
-            }
+            Some(Mode::ServeGateway { config }) => promptgate_loadtest::gateway::serve(&config).await,
             None => drive(cli).await,
         }
     });

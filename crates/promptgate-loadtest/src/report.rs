@@ -32,9 +32,6 @@ fn row(out: &mut String, label: &str, path: &str, r: &RunResult) {
 /// Renders every table of the report.
 pub fn markdown(report: &Report) -> String {
     let mut out = String::new();
-    if report.gateway_nodelay {
-        out.push_str("Gateway sockets: TCP_NODELAY set by the driver (what-if, not the shipped server).\n\n");
-    }
     if !report.comparisons.is_empty() {
         out.push_str("### Latency, direct and through the gateway (ms)\n\n");
         out.push_str(

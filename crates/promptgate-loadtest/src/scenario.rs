@@ -58,8 +58,6 @@ pub struct Options {
     pub capacity_rates: Vec<f64>,
     pub capacity_step: Duration,
     pub p99_bound: Duration,
-    /// Serve the gateway with `TCP_NODELAY` on its sockets (a what-if; see `gateway::serve`).
-    pub gateway_nodelay: bool,
 }
 
 /// One scenario's pair of runs.
@@ -91,7 +89,6 @@ pub struct Report {
     pub capacity: Vec<CapacityStep>,
     pub memory: Vec<MemoryReport>,
     pub p99_bound: Duration,
-    pub gateway_nodelay: bool,
 }
 
 const QUESTION: &str = "Say hello.";
@@ -153,7 +150,6 @@ pub async fn run(options: &Options) -> Result<Report, LoadError> {
     let direct_url = format!("{}/chat/completions", upstream.base_url());
     let mut report = Report {
         p99_bound: options.p99_bound,
-        gateway_nodelay: options.gateway_nodelay,
         ..Report::default()
     };
 
@@ -164,8 +160,7 @@ pub async fn run(options: &Options) -> Result<Report, LoadError> {
         Scenario::Capacity,
     ];
     if sqlite_scenarios.iter().any(|s| wants(*s)) {
-        let gateway =
-            GatewayProcess::start(&http, &upstream.base_url(), None, options.gateway_nodelay).await?;
+        let gateway = GatewayProcess::start(&http, &upstream.base_url(), None).await?;
         let idle_at_start = gateway.memory();
         tracing::info!(pid = gateway.pid(), "gateway on SQLite is ready");
         for scenario in [Scenario::FacadeJson, Scenario::FacadeStream, Scenario::SendSqlite] {
@@ -192,8 +187,7 @@ pub async fn run(options: &Options) -> Result<Report, LoadError> {
     }
 
     if let Some(url) = postgres_url {
-        let gateway =
-            GatewayProcess::start(&http, &upstream.base_url(), Some(&url), options.gateway_nodelay).await?;
+        let gateway = GatewayProcess::start(&http, &upstream.base_url(), Some(&url)).await?;
         let idle_at_start = gateway.memory();
         let (direct, through) = targets(Scenario::SendPostgres, &direct_url, &gateway);
         report

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
+use axum::serve::ListenerExt;
 use clap::{Parser, Subcommand};
 use promptgate_store::Store;
 
@@ -181,9 +182,15 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     let listen = config.listen;
     let mode = config.auth.mode;
     let state = prepare(config).await?;
+    // Streams are many small writes; with Nagle's algorithm on, each waits for the previous ACK (~40 ms).
     let listener = tokio::net::TcpListener::bind(listen)
         .await
-        .with_context(|| format!("cannot listen on {listen}"))?;
+        .with_context(|| format!("cannot listen on {listen}"))?
+        .tap_io(|tcp| {
+            if let Err(error) = tcp.set_nodelay(true) {
+                tracing::warn!(%error, "cannot set TCP_NODELAY on a connection");
+            }
+        });
     tracing::info!(address = %listen, auth = ?mode, backend = ?state.store.backend(), "promptgate listening");
     axum::serve(listener, crate::app::build(state))
         .with_graceful_shutdown(shutdown_signal())

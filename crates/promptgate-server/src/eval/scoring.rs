@@ -11,6 +11,26 @@ use serde_json::Value;
 /// The tools whose calls the tool-call criteria count.
 const WEB_TOOLS: [&str; 2] = ["search", "fetch_content"];
 
+/// Review and aggregator sites `noReviewSites` refuses as link-preview targets: a link to one of these
+/// hosts, or to any subdomain of one, points at someone else's opinion rather than a primary source.
+/// Hosts are compared lower-cased and without a leading `www.`. Wirecutter also lives under
+/// `nytimes.com/wirecutter`, which [`is_review_site`] checks separately.
+const REVIEW_SITES: [&str; 13] = [
+    "yelp.com",
+    "tripadvisor.com",
+    "trustpilot.com",
+    "g2.com",
+    "capterra.com",
+    "consumerreports.org",
+    "wirecutter.com",
+    "rtings.com",
+    "tomsguide.com",
+    "pcmag.com",
+    "cnet.com",
+    "reddit.com",
+    "quora.com",
+];
+
 /// What a scenario requires of its answer. Every criterion is optional.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
@@ -28,6 +48,10 @@ pub struct Criteria {
     pub max_tool_calls: Option<usize>,
     /// Two web calls with the same name and input (key order ignored) fail the scenario.
     pub no_duplicate_tool_calls: bool,
+    /// A link preview of a site's homepage (empty or `/` path) fails the scenario.
+    pub no_homepage_links: bool,
+    /// A link preview of a review or aggregator site ([`REVIEW_SITES`]) fails the scenario.
+    pub no_review_sites: bool,
 }
 
 /// What a turn did, as far as scoring cares.
@@ -105,7 +129,145 @@ pub fn score(criteria: &Criteria, observed: &Observed) -> Vec<String> {
     if criteria.no_duplicate_tool_calls && duplicates > 0 {
         failures.push(format!("Duplicate web tool calls: {duplicates}"));
     }
+    if criteria.no_homepage_links || criteria.no_review_sites {
+        let urls = link_preview_urls(&observed.text);
+        let matching = |check: fn(&str, &str) -> bool| -> Vec<&str> {
+            urls.iter()
+                .map(String::as_str)
+                .filter(|url| split_url(url).is_some_and(|(host, path)| check(&host, path)))
+                .collect()
+        };
+        if criteria.no_homepage_links {
+            let homepages = matching(|_, path| path.is_empty() || path == "/");
+            if !homepages.is_empty() {
+                failures.push(format!("Homepage links found: {}", homepages.join(", ")));
+            }
+        }
+        if criteria.no_review_sites {
+            let reviews = matching(is_review_site);
+            if !reviews.is_empty() {
+                failures.push(format!("Review-site links found: {}", reviews.join(", ")));
+            }
+        }
+    }
     failures
+}
+
+/// Whether `host` (lower-cased, no leading `www.`) and `path` point at a review or aggregator site.
+fn is_review_site(host: &str, path: &str) -> bool {
+    let on = |domain: &str| host == domain || host.strip_suffix(domain).is_some_and(|sub| sub.ends_with('.'));
+    if REVIEW_SITES.iter().any(|domain| on(domain)) {
+        return true;
+    }
+    // Wirecutter's pages under the New York Times: `/wirecutter` and everything below it.
+    let first_segment = path.trim_start_matches('/').split('/').next().unwrap_or("");
+    on("nytimes.com") && first_segment.eq_ignore_ascii_case("wirecutter")
+}
+
+/// The distinct `url` attributes of `<widget:link-preview ...>` tags, first-seen order. Attributes
+/// may come in any order, quoted with `"` or `'`; a `>` inside a quoted value does not end the tag.
+fn link_preview_urls(text: &str) -> Vec<String> {
+    const TAG: &str = "<widget:link-preview";
+    let mut urls: Vec<String> = Vec::new();
+    for (at, _) in text.match_indices(TAG) {
+        let rest = &text[at + TAG.len()..];
+        // `<widget:link-preview-card` is another widget.
+        if !rest.starts_with(|c: char| c.is_whitespace() || c == '/' || c == '>') {
+            continue;
+        }
+        if let Some(url) = tag_attribute(rest, "url")
+            && !url.is_empty()
+            && !urls.contains(&url)
+        {
+            urls.push(url);
+        }
+    }
+    urls
+}
+
+/// The value of attribute `wanted` in `rest`, the text just after a tag's name, up to the tag's end.
+fn tag_attribute(rest: &str, wanted: &str) -> Option<String> {
+    let mut chars = rest.char_indices().peekable();
+    loop {
+        // Skip separators; the tag ends at `>` or at the end of the text.
+        while chars.next_if(|(_, c)| c.is_whitespace() || *c == '/').is_some() {}
+        let (start, first) = chars.next()?;
+        if first == '>' {
+            return None;
+        }
+        let mut end = start + first.len_utf8();
+        while let Some((i, c)) = chars.next_if(|(_, c)| !c.is_whitespace() && !matches!(c, '=' | '>' | '/')) {
+            end = i + c.len_utf8();
+        }
+        let name = &rest[start..end];
+        while chars.next_if(|(_, c)| c.is_whitespace()).is_some() {}
+        if chars.next_if(|(_, c)| *c == '=').is_none() {
+            continue; // a bare attribute
+        }
+        while chars.next_if(|(_, c)| c.is_whitespace()).is_some() {}
+        let value: String = match chars.peek().map(|(_, c)| *c) {
+            Some(quote @ ('"' | '\'')) => {
+                chars.next();
+                let mut value = String::new();
+                loop {
+                    match chars.next()? {
+                        (_, c) if c == quote => break value,
+                        (_, c) => value.push(c),
+                    }
+                }
+            }
+            _ => {
+                let mut value = String::new();
+                while let Some((_, c)) = chars.next_if(|(_, c)| !c.is_whitespace() && *c != '>') {
+                    value.push(c);
+                }
+                // `url=x/>`: the `/` belongs to the tag's end.
+                if value.ends_with('/') && chars.peek().is_some_and(|(_, c)| *c == '>') {
+                    value.pop();
+                }
+                value
+            }
+        };
+        if name.eq_ignore_ascii_case(wanted) {
+            return Some(value.trim().to_owned());
+        }
+    }
+}
+
+/// A link's host (lower-cased, without port, user info, trailing dot or leading `www.`) and its path
+/// (without query or fragment). Takes `http(s)://` and `//` links, and bare `host.tld/...` ones; other
+/// schemes and relative paths give `None`.
+fn split_url(url: &str) -> Option<(String, &str)> {
+    let url = url.trim();
+    let after_scheme = match url.find("://") {
+        Some(at) => {
+            let scheme = &url[..at];
+            if !(scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https")) {
+                return None;
+            }
+            &url[at + 3..]
+        }
+        None => match url.strip_prefix("//") {
+            Some(rest) => rest,
+            None if url.starts_with('/') || url.contains(':') => return None,
+            None => url,
+        },
+    };
+    let authority_end = after_scheme.find(['/', '?', '#']).unwrap_or(after_scheme.len());
+    let (authority, rest) = after_scheme.split_at(authority_end);
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = if host_port.starts_with('[') {
+        host_port.split_inclusive(']').next().unwrap_or(host_port)
+    } else {
+        host_port.split(':').next().unwrap_or(host_port)
+    };
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    let host = host.strip_prefix("www.").map(str::to_owned).unwrap_or(host);
+    if host.is_empty() || (!url.contains("//") && !host.contains('.')) {
+        return None;
+    }
+    let path = &rest[..rest.find(['?', '#']).unwrap_or(rest.len())];
+    Some((host, path))
 }
 
 /// The distinct widget names of `<widget:NAME ...>` tags, first-seen order.
@@ -247,6 +409,102 @@ mod tests {
         assert_eq!(score(&criteria, &with_calls(&[])), ["Too many steps: 2 (max: 1)"]);
     }
 
+    fn preview(attributes: &str) -> String {
+        format!("Read this <widget:link-preview {attributes}/> for more.")
+    }
+
+    #[test]
+    fn homepage_links_fail_whatever_the_quotes_or_attribute_order() {
+        let criteria = Criteria {
+            no_homepage_links: true,
+            ..Criteria::default()
+        };
+        let text = [
+            preview(r#"url="https://example.com""#),
+            preview("title='Docs' url='https://Docs.example.org/?ref=x#top'"),
+            preview(r#"url="https://example.com/guide/tides" title="a > b""#),
+            preview(r#"url="https://example.com""#),
+        ]
+        .concat();
+        assert_eq!(
+            score(&criteria, &answer(&text)),
+            ["Homepage links found: https://example.com, https://Docs.example.org/?ref=x#top"]
+        );
+    }
+
+    #[test]
+    fn links_with_a_path_are_not_homepages() {
+        let criteria = Criteria {
+            no_homepage_links: true,
+            ..Criteria::default()
+        };
+        let text = [
+            preview(r#"url="https://example.com/guide""#),
+            preview("title='x' url='http://example.com:8080/a/b?q=1'"),
+            "<widget:link-preview-card url=\"https://example.com/\"/>".to_owned(),
+            "plain https://example.com/ text".to_owned(),
+        ]
+        .concat();
+        assert!(score(&criteria, &answer(&text)).is_empty());
+    }
+
+    #[test]
+    fn review_sites_and_their_subdomains_fail() {
+        let criteria = Criteria {
+            no_review_sites: true,
+            ..Criteria::default()
+        };
+        let text = [
+            preview(r#"url="https://www.yelp.com/biz/cafe-x""#),
+            preview("url='https://old.Reddit.com/r/tides/comments/1' title='thread'"),
+            preview(r#"url="https://www.nytimes.com/wirecutter/reviews/best-kettle/""#),
+            preview(r#"url="https://uk.trustpilot.com""#),
+        ]
+        .concat();
+        assert_eq!(
+            score(&criteria, &answer(&text)),
+            ["Review-site links found: https://www.yelp.com/biz/cafe-x, \
+              https://old.Reddit.com/r/tides/comments/1, \
+              https://www.nytimes.com/wirecutter/reviews/best-kettle/, https://uk.trustpilot.com"]
+        );
+    }
+
+    #[test]
+    fn sites_that_merely_resemble_review_sites_pass() {
+        let criteria = Criteria {
+            no_review_sites: true,
+            ..Criteria::default()
+        };
+        let text = [
+            preview(r#"url="https://notyelp.com/biz/cafe-x""#),
+            preview("url='https://www.nytimes.com/2024/01/01/science/tides.html'"),
+            preview(r#"url="https://reddit.com.example.org/r/tides""#),
+            preview(r#"title="reddit.com" url="https://noaa.gov/tides""#),
+        ]
+        .concat();
+        assert!(score(&criteria, &answer(&text)).is_empty());
+    }
+
+    #[test]
+    fn link_urls_split_into_host_and_path() {
+        assert_eq!(
+            split_url("https://WWW.Example.com./a?b#c"),
+            Some(("example.com".into(), "/a"))
+        );
+        assert_eq!(
+            split_url("http://user@host.example:81"),
+            Some(("host.example".into(), ""))
+        );
+        assert_eq!(
+            split_url("//cdn.example.net/x"),
+            Some(("cdn.example.net".into(), "/x"))
+        );
+        assert_eq!(split_url("www.yelp.com/biz"), Some(("yelp.com".into(), "/biz")));
+        assert_eq!(split_url("/relative/path"), None);
+        assert_eq!(split_url("mailto:a@example.com"), None);
+        assert_eq!(split_url("ftp://example.com/"), None);
+    }
+
     #[test]
     fn scenario_criteria_read_the_camel_case_keys() {
         let criteria: Criteria = serde_json::from_value(json!({
@@ -255,6 +513,9 @@ mod tests {
         .unwrap();
         assert_eq!(criteria.min_citations, Some(2));
         assert!(criteria.must_produce_output && criteria.no_duplicate_tool_calls);
+        let links: Criteria =
+            serde_json::from_value(json!({"noHomepageLinks": true, "noReviewSites": true})).unwrap();
+        assert!(links.no_homepage_links && links.no_review_sites);
         assert!(serde_json::from_value::<Criteria>(json!({"minCitation": 1})).is_err());
     }
 }

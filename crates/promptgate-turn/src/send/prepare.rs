@@ -179,6 +179,9 @@ impl TurnService {
             },
             Utc::now(),
         );
+        for skipped in &plan.mcp_not_offered {
+            tracing::warn!(user = %user_id, "{}", skipped.warning());
+        }
         let state = state.cloned().unwrap_or_else(|| {
             Arc::new(TurnState::new(WebBudget::new(
                 plan.web_intent,

@@ -55,24 +55,10 @@ impl TurnService {
                 "the conversation needs at least one user message".to_owned(),
             ));
         }
-        let model_id = match &request.model {
-            Some(m) => m.clone(),
-            None => self.default_model_for(&request.user_id).await?,
-        };
         // No thread: the context carries the user's settings, skills and servers but no history.
-        let mut ctx = self
-            .store
-            .load_send_context(&request.user_id, "", &model_id)
+        let (ctx, model, provider) = self
+            .load_with_model(&request.user_id, "", request.model.as_deref())
             .await?;
-        let model = ctx
-            .model
-            .take()
-            .ok_or_else(|| SendError::UnknownModel(model_id.clone()))?;
-        let provider = self
-            .providers
-            .get(&model.provider)
-            .ok_or_else(|| SendError::ProviderMissing(model.provider.clone()))?
-            .clone();
         let text = last_user_text(&request.history.messages);
         let prepared = self
             .prepare_with_text(&request.user_id, ctx, model, &provider, None, &text)

@@ -176,23 +176,9 @@ impl TurnService {
             .claim(&request.user_id, &request.thread_id, &turn_id, cancel.clone())
             .await?;
 
-        let model_id = match &request.model {
-            Some(m) => m.clone(),
-            None => self.default_model_for(&request.user_id).await?,
-        };
-        let mut ctx = self
-            .store
-            .load_send_context(&request.user_id, &request.thread_id, &model_id)
+        let (mut ctx, model, provider) = self
+            .load_with_model(&request.user_id, &request.thread_id, request.model.as_deref())
             .await?;
-        let model = ctx
-            .model
-            .take()
-            .ok_or_else(|| SendError::UnknownModel(model_id.clone()))?;
-        let provider = self
-            .providers
-            .get(&model.provider)
-            .ok_or_else(|| SendError::ProviderMissing(model.provider.clone()))?
-            .clone();
 
         let new_user_message = match &request.input {
             SendInput::Message { id, parts } => Some(validate_user_parts(id.as_deref(), parts)?),
@@ -359,6 +345,37 @@ impl TurnService {
                 Claim::Busy(_) => return Err(SendError::Busy(thread.to_owned())),
             }
         }
+    }
+
+    /// The send context of `thread_id` with the requested model (else the user's default, else the
+    /// server's) taken out of it, and the provider that serves the model.
+    pub(crate) async fn load_with_model(
+        &self,
+        user_id: &str,
+        thread_id: &str,
+        requested: Option<&str>,
+    ) -> Result<
+        (
+            promptgate_store::SendContext,
+            promptgate_core::settings::Model,
+            Provider,
+        ),
+        SendError,
+    > {
+        let model_id = match requested {
+            Some(m) => m.to_owned(),
+            None => self.default_model_for(user_id).await?,
+        };
+        let mut ctx = self
+            .store
+            .load_send_context(user_id, thread_id, &model_id)
+            .await?;
+        let model = ctx.model.take().ok_or(SendError::UnknownModel(model_id))?;
+        let provider = self
+            .providers
+            .get(&model.provider)
+            .ok_or_else(|| SendError::ProviderMissing(model.provider.clone()))?;
+        Ok((ctx, model, provider.clone()))
     }
 
     pub(crate) async fn default_model_for(&self, user: &str) -> Result<String, SendError> {

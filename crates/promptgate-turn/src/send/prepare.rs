@@ -102,23 +102,10 @@ impl TurnService {
         model: Option<&str>,
         message_text: Option<&str>,
     ) -> Result<PreparedSend, SendError> {
-        let model_id = match model {
-            Some(m) => m.to_owned(),
-            None => self.default_model_for(user_id).await?,
-        };
-        let mut ctx = self
-            .store
-            .load_send_context(user_id, thread_id, &model_id)
-            .await?;
+        let (ctx, model, provider) = self.load_with_model(user_id, thread_id, model).await?;
         if ctx.thread.is_none() {
             return Err(SendError::UnknownThread(thread_id.to_owned()));
         }
-        let model = ctx.model.take().ok_or(SendError::UnknownModel(model_id))?;
-        let provider = self
-            .providers
-            .get(&model.provider)
-            .ok_or_else(|| SendError::ProviderMissing(model.provider.clone()))?
-            .clone();
         let text = message_text.map(str::to_owned).unwrap_or_default();
         let prepared = self
             .prepare_with_text(user_id, ctx, model, &provider, None, &text)

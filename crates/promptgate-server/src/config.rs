@@ -362,6 +362,10 @@ impl Config {
         if let Some(model) = env.var("PROMPTGATE_DEFAULT_MODEL") {
             self.default_model = model;
         }
+        if let Some(value) = env.var(promptgate_core::budget::PROMOTION_SETTING) {
+            self.web.budget_promotion = promptgate_core::budget::parse_promotion_setting(Some(&value))
+                .map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        }
         if let Some(mode) = env.var("PROMPTGATE_AUTH_MODE") {
             self.auth.mode = match mode.as_str() {
                 "single_user" => AuthMode::SingleUser,
@@ -460,6 +464,21 @@ mod tests {
         let config = Config::load(None, &env).unwrap();
         assert_eq!(config.listen.port(), 9999);
         assert_eq!(config.database_url, "postgres://x@127.0.0.1/db");
+    }
+
+    #[test]
+    fn budget_promotion_can_be_switched_from_the_environment() {
+        let off = FakeEnv(HashMap::from([("PROMPTGATE_WEB_BUDGET_PROMOTION", "off")]));
+        assert!(!Config::load(None, &off).unwrap().web.budget_promotion);
+        let bad = FakeEnv(HashMap::from([("PROMPTGATE_WEB_BUDGET_PROMOTION", "maybe")]));
+        let err = Config::load(None, &bad).unwrap_err().to_string();
+        assert!(err.contains("PROMPTGATE_WEB_BUDGET_PROMOTION"), "{err}");
+        assert!(
+            Config::load(None, &FakeEnv(HashMap::new()))
+                .unwrap()
+                .web
+                .budget_promotion
+        );
     }
 
     #[test]

@@ -8,6 +8,7 @@ use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::{AnyPool, Executor, SqlSafeStr};
 
 use crate::error::{Result, StoreError};
+use crate::setup::SetupCache;
 
 /// Which database a [`Store`] talks to; the few statements that must differ (full-text search) branch
 /// on it.
@@ -23,6 +24,7 @@ pub struct Store {
     pub(crate) pool: AnyPool,
     backend: Backend,
     last_ms: Arc<AtomicI64>,
+    pub(crate) setups: Arc<SetupCache>,
 }
 
 impl std::fmt::Debug for Store {
@@ -42,12 +44,20 @@ struct SchemaVersion {
     sqlite: &'static str,
 }
 
-const MIGRATIONS: &[SchemaVersion] = &[SchemaVersion {
-    version: 1,
-    name: "init",
-    postgres: include_str!("../../../migrations/postgres/0001_init.sql"),
-    sqlite: include_str!("../../../migrations/sqlite/0001_init.sql"),
-}];
+const MIGRATIONS: &[SchemaVersion] = &[
+    SchemaVersion {
+        version: 1,
+        name: "init",
+        postgres: include_str!("../../../migrations/postgres/0001_init.sql"),
+        sqlite: include_str!("../../../migrations/sqlite/0001_init.sql"),
+    },
+    SchemaVersion {
+        version: 2,
+        name: "config versions",
+        postgres: include_str!("../../../migrations/postgres/0002_config_versions.sql"),
+        sqlite: include_str!("../../../migrations/sqlite/0002_config_versions.sql"),
+    },
+];
 
 const SQLITE_BUSY_TIMEOUT_MS: u32 = 5_000;
 const SQLITE_FILE_CONNECTIONS: u32 = 4;
@@ -57,8 +67,8 @@ const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
 impl Store {
     /// Opens a pool for `sqlite://path/to/file.db[?mode=rwc]`, `sqlite::memory:` or `postgres://…`.
     ///
-    /// A SQLite file is created (with its parent directory) when missing and runs in WAL mode with a
-    /// busy timeout and foreign keys on. An in-memory SQLite database lives in exactly one connection
+    /// A SQLite file is created (with its parent directory) when missing and runs in WAL mode
+    /// (synchronous NORMAL) with a busy timeout and foreign keys on. An in-memory SQLite database lives in exactly one connection
     /// that the pool never closes, because every new connection would be a new, empty database.
     pub async fn connect(url: &str) -> Result<Store> {
         install_default_drivers();
@@ -102,6 +112,9 @@ impl Store {
                     .after_connect(|conn, _| {
                         Box::pin(async move {
                             conn.execute("PRAGMA journal_mode = WAL").await?;
+                            // In WAL mode NORMAL cannot corrupt the database; it only skips the fsync
+                            // per commit (a power cut may lose the last commits, a crash does not).
+                            conn.execute("PRAGMA synchronous = NORMAL").await?;
                             conn.execute(sqlx::AssertSqlSafe(format!(
                                 "PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}"
                             )))
@@ -118,6 +131,7 @@ impl Store {
             pool,
             backend,
             last_ms: Arc::new(AtomicI64::new(0)),
+            setups: Arc::default(),
         })
     }
 

@@ -7,31 +7,48 @@ use crate::types::{SendContext, Thread};
 use crate::util::Cols;
 
 impl Store {
-    /// Everything one send needs. The independent reads run concurrently (on Postgres each on its own
-    /// connection), so the latency is about that of the slowest single query.
+    /// Everything one send needs, with the model `requested` (else the user's default model, else
+    /// `server_default`). The user's setup comes from [`Store::user_setup`]; it, the thread and the
+    /// history are read concurrently. An empty `thread_id` (a stateless completion) reads no thread.
     pub async fn load_send_context(
         &self,
         user: &str,
         thread_id: &str,
-        model_id: &str,
+        requested_model: Option<&str>,
+        server_default: &str,
     ) -> Result<SendContext> {
-        let ((settings, integrations), model, (thread, project, sibling_count), skills, mcp, history) = futures::try_join!(
-            self.settings_and_integrations(user),
-            self.get_model(user, model_id),
-            self.thread_with_project(user, thread_id),
-            self.enabled_skills(user),
-            self.query_mcp_servers(user, true),
-            self.history(user, thread_id),
+        let stateless = thread_id.is_empty();
+        let (setup, (thread, project, sibling_count), history) = futures::try_join!(
+            self.user_setup(user),
+            async {
+                if stateless {
+                    Ok((None, None, 0))
+                } else {
+                    self.thread_with_project(user, thread_id).await
+                }
+            },
+            async {
+                if stateless {
+                    Ok(Vec::new())
+                } else {
+                    self.history(user, thread_id).await
+                }
+            },
         )?;
+        let model_id = requested_model
+            .map(str::to_owned)
+            .or_else(|| setup.settings.default_model.clone())
+            .unwrap_or_else(|| server_default.to_owned());
         Ok(SendContext {
-            settings,
-            integrations,
-            model,
+            settings: setup.settings.clone(),
+            integrations: setup.integrations,
+            model: setup.model(&model_id).cloned(),
+            model_id,
             thread,
             project,
             sibling_count,
-            skills,
-            mcp_servers: mcp,
+            skills: setup.skills.clone(),
+            mcp_servers: setup.mcp_servers.clone(),
             history,
         })
     }

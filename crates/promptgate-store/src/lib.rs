@@ -18,6 +18,7 @@ mod models;
 mod projects;
 mod search;
 mod settings;
+mod setup;
 mod skills;
 mod tasks;
 mod types;
@@ -29,6 +30,7 @@ pub mod testing;
 
 pub use connect::{Backend, Store};
 pub use error::{Result, StoreError};
+pub use setup::UserSetup;
 pub use types::*;
 
 /// The owner under which seeded system models are stored. Not a valid user id, so it cannot collide.

@@ -24,6 +24,7 @@ enum Cleanup {
 /// A migrated [`Store`] on a database that exists only for this test. Derefs to the store.
 pub struct TestDb {
     store: Store,
+    url: String,
     cleanup: Cleanup,
 }
 
@@ -47,8 +48,16 @@ impl TestDb {
         store.migrate().await.expect("migrate the test SQLite database");
         TestDb {
             store,
+            url,
             cleanup: Cleanup::Dir(dir),
         }
+    }
+
+    /// A second store on the same database, as another gateway instance (or the CLI) would open it.
+    pub async fn another_instance(&self) -> Store {
+        Store::connect(&self.url)
+            .await
+            .expect("open the test database a second time")
     }
 
     /// The URL of the SQLite file, for tests that reopen it. `None` for Postgres.
@@ -85,6 +94,7 @@ impl TestDb {
         store.migrate().await.expect("migrate the test database");
         TestDb {
             store,
+            url: url.to_string(),
             cleanup: Cleanup::Database { admin_url, name },
         }
     }

@@ -226,8 +226,10 @@ pub struct Artifact {
 pub struct SendContext {
     pub settings: UserSettings,
     pub integrations: IntegrationStatus,
-    /// The requested model (the user's own or a system one), if it exists.
+    /// The model the send asked for (or defaulted to): the user's own or a system one, if it exists.
     pub model: Option<Model>,
+    /// The id that was looked up for `model`.
+    pub model_id: String,
     /// The thread, if it exists yet (a first send may create it).
     pub thread: Option<Thread>,
     /// The thread's project, if it has one.

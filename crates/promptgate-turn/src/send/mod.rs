@@ -362,27 +362,19 @@ impl TurnService {
         ),
         SendError,
     > {
-        let model_id = match requested {
-            Some(m) => m.to_owned(),
-            None => self.default_model_for(user_id).await?,
-        };
         let mut ctx = self
             .store
-            .load_send_context(user_id, thread_id, &model_id)
+            .load_send_context(user_id, thread_id, requested, &self.config.default_model)
             .await?;
-        let model = ctx.model.take().ok_or(SendError::UnknownModel(model_id))?;
+        let model = ctx
+            .model
+            .take()
+            .ok_or_else(|| SendError::UnknownModel(ctx.model_id.clone()))?;
         let provider = self
             .providers
             .get(&model.provider)
             .ok_or_else(|| SendError::ProviderMissing(model.provider.clone()))?;
         Ok((ctx, model, provider.clone()))
-    }
-
-    pub(crate) async fn default_model_for(&self, user: &str) -> Result<String, SendError> {
-        let settings = self.store.get_settings(user).await?;
-        Ok(settings
-            .default_model
-            .unwrap_or_else(|| self.config.default_model.clone()))
     }
 }
 

@@ -80,3 +80,41 @@ async fn postgres_backend_is_reported() {
     assert_eq!(db.backend(), Backend::Postgres);
     db.close().await;
 }
+
+#[tokio::test]
+async fn sqlite_file_takes_many_concurrent_writers_without_lock_errors() {
+    let db = promptgate_store::testing::TestDb::sqlite().await;
+    let alice = user(&db, "Alice").await;
+    // What 100 first sends arriving together do: open a thread, store the message, store the answer.
+    let sends = (0..100).map(|i| {
+        let (store, alice) = (db.store().clone(), alice.clone());
+        async move {
+            let id = format!("t{i}");
+            store
+                .create_thread(&alice, &NewThread { id: Some(id.clone()), project_id: None, title: None })
+                .await?;
+            for role in [Role::User, Role::Assistant] {
+                store
+                    .append_message(
+                        &alice,
+                        &NewMessage {
+                            id: None,
+                            thread_id: id.clone(),
+                            role,
+                            parts: json!([{"type": "text", "text": format!("n{i}")}]),
+                            metadata: json!({}),
+                            status: None,
+                        },
+                    )
+                    .await?;
+            }
+            Ok::<_, StoreError>(())
+        }
+    });
+    for outcome in futures::future::join_all(sends).await {
+        outcome.unwrap();
+    }
+    assert_eq!(db.list_threads(&alice, None).await.unwrap().len(), 100);
+    assert_eq!(db.list_messages(&alice, "t42").await.unwrap().len(), 2);
+    db.close().await;
+}

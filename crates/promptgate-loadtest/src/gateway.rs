@@ -64,6 +64,7 @@ impl GatewayProcess {
         client: &reqwest::Client,
         upstream_base_url: &str,
         database_url: Option<&str>,
+        cpus: Option<&str>,
     ) -> Result<Self, LoadError> {
         let scratch = std::env::temp_dir().join(format!("promptgate-loadtest-{}", uuid::Uuid::new_v4()));
         std::fs::create_dir_all(&scratch).map_err(LoadError::Files)?;
@@ -78,7 +79,14 @@ impl GatewayProcess {
         std::fs::write(&config_path, text).map_err(LoadError::Files)?;
 
         let exe = std::env::current_exe().map_err(LoadError::Spawn)?;
-        let mut command = Command::new(exe);
+        let mut command = match cpus {
+            Some(cpus) => {
+                let mut pinned = Command::new("taskset");
+                pinned.arg("-c").arg(cpus).arg(exe);
+                pinned
+            }
+            None => Command::new(exe),
+        };
         command.arg("serve-gateway").arg(&config_path);
         let child = command
             // The environment must not redirect the gateway elsewhere.

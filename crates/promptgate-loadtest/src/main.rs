@@ -35,6 +35,10 @@ struct Cli {
     /// Seconds per capacity step.
     #[arg(long, default_value_t = 2.0)]
     capacity_step: f64,
+    /// Run the gateway on these CPUs only (a `taskset -c` list such as `1`), so it does not share a
+    /// core with the driver and the upstream; pin the driver itself with `taskset -c 0 …`.
+    #[arg(long)]
+    gateway_cpus: Option<String>,
     /// A capacity step passes only with total-time p99 at or under this many milliseconds.
     #[arg(long, default_value_t = 10.0)]
     p99_bound_ms: f64,
@@ -82,6 +86,7 @@ async fn drive(cli: Cli) -> anyhow::Result<()> {
         capacity_rates: cli.capacity_rates,
         capacity_step: seconds(cli.capacity_step, "capacity-step")?,
         p99_bound: Duration::from_secs_f64(cli.p99_bound_ms.max(0.0) / 1000.0),
+        gateway_cpus: cli.gateway_cpus,
     };
     let report = promptgate_loadtest::scenario::run(&options).await?;
     let mut out = std::io::stdout().lock();

@@ -58,6 +58,8 @@ pub struct Options {
     pub capacity_rates: Vec<f64>,
     pub capacity_step: Duration,
     pub p99_bound: Duration,
+    /// CPUs the gateway process is confined to (a `taskset -c` list); all of them when absent.
+    pub gateway_cpus: Option<String>,
 }
 
 /// One scenario's pair of runs.
@@ -160,7 +162,8 @@ pub async fn run(options: &Options) -> Result<Report, LoadError> {
         Scenario::Capacity,
     ];
     if sqlite_scenarios.iter().any(|s| wants(*s)) {
-        let gateway = GatewayProcess::start(&http, &upstream.base_url(), None).await?;
+        let gateway =
+            GatewayProcess::start(&http, &upstream.base_url(), None, options.gateway_cpus.as_deref()).await?;
         let idle_at_start = gateway.memory();
         tracing::info!(pid = gateway.pid(), "gateway on SQLite is ready");
         for scenario in [Scenario::FacadeJson, Scenario::FacadeStream, Scenario::SendSqlite] {
@@ -187,7 +190,13 @@ pub async fn run(options: &Options) -> Result<Report, LoadError> {
     }
 
     if let Some(url) = postgres_url {
-        let gateway = GatewayProcess::start(&http, &upstream.base_url(), Some(&url)).await?;
+        let gateway = GatewayProcess::start(
+            &http,
+            &upstream.base_url(),
+            Some(&url),
+            options.gateway_cpus.as_deref(),
+        )
+        .await?;
         let idle_at_start = gateway.memory();
         let (direct, through) = targets(Scenario::SendPostgres, &direct_url, &gateway);
         report

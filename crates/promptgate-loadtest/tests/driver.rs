@@ -100,6 +100,7 @@ async fn the_postgres_scenario_without_a_url_says_how_to_give_one() {
         capacity_rates: Vec::new(),
         capacity_step: Duration::from_secs(1),
         p99_bound: Duration::from_millis(10),
+        gateway_cpus: None,
     };
     let error = run(&options).await.unwrap_err();
     assert!(

@@ -109,6 +109,9 @@ impl Store {
                 AnyPoolOptions::new()
                     .max_connections(SQLITE_FILE_CONNECTIONS)
                     .acquire_timeout(ACQUIRE_TIMEOUT)
+                    // A file connection cannot go stale the way a network one can, and the check is
+                    // a round trip to the connection's worker thread before every query.
+                    .test_before_acquire(false)
                     .after_connect(|conn, _| {
                         Box::pin(async move {
                             conn.execute("PRAGMA journal_mode = WAL").await?;

@@ -91,7 +91,14 @@ async fn sqlite_file_takes_many_concurrent_writers_without_lock_errors() {
         async move {
             let id = format!("t{i}");
             store
-                .create_thread(&alice, &NewThread { id: Some(id.clone()), project_id: None, title: None })
+                .create_thread(
+                    &alice,
+                    &NewThread {
+                        id: Some(id.clone()),
+                        project_id: None,
+                        title: None,
+                    },
+                )
                 .await?;
             for role in [Role::User, Role::Assistant] {
                 store

@@ -90,6 +90,8 @@ pub struct TurnConfig {
     pub tool_timeout_secs: u64,
     /// A `: keep-alive` comment is written when nothing else was sent for this long.
     pub keep_alive_secs: u64,
+    /// Turns (sends and facade completions) running at once on this server; past it, 503 `overloaded`.
+    pub max_in_flight: usize,
 }
 
 impl Default for TurnConfig {
@@ -99,6 +101,7 @@ impl Default for TurnConfig {
             wall_clock_secs: 120,
             tool_timeout_secs: 60,
             keep_alive_secs: 15,
+            max_in_flight: promptgate_turn::send::DEFAULT_TURNS_IN_FLIGHT,
         }
     }
 }
@@ -392,6 +395,9 @@ impl Config {
         self.mcp.validate()?;
         if self.limits.body_bytes == 0 {
             return Err(ConfigError::Invalid("limits.body_bytes must be positive".into()));
+        }
+        if self.turn.max_in_flight == 0 {
+            return Err(ConfigError::Invalid("turn.max_in_flight must be positive".into()));
         }
         let mut names = std::collections::HashSet::new();
         for provider in &self.providers {

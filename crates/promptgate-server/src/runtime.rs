@@ -119,6 +119,7 @@ pub fn turn_service(config: &Config, store: Store, env: &dyn Env) -> anyhow::Res
             keep_alive: Duration::from_secs(config.turn.keep_alive_secs),
         },
         mcp_discovery_timeout: Duration::from_millis(config.mcp.discovery_timeout_ms),
+        max_turns_in_flight: config.turn.max_in_flight,
         mcp_call_timeout: Duration::from_secs(config.mcp.call_timeout_secs),
     };
     let service = TurnService::new(

@@ -25,6 +25,29 @@ async fn gateway(backend: Backend) -> (Gateway, ScriptedUpstream) {
     (gw, upstream)
 }
 
+/// Starts a send in the background and waits until the upstream stub has its request, so the turn
+/// is running.
+async fn send_until_upstream_called(
+    gw: &Gateway,
+    upstream: &ScriptedUpstream,
+    thread: &str,
+    text: &str,
+) -> tokio::task::JoinHandle<reqwest::Result<String>> {
+    let calls_before = upstream.calls();
+    let request = gw
+        .http
+        .post(gw.url("/v1/chat"))
+        .json(&use_chat_body(thread, text, "scripted"));
+    let running = tokio::spawn(async move { request.send().await?.text().await });
+    for _ in 0..200 {
+        if upstream.calls() > calls_before {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    running
+}
+
 async fn text_turn(backend: Backend) {
     let (gw, upstream) = gateway(backend).await;
     upstream.push(text(["Hel", "lo ", "Ada"]));
@@ -184,25 +207,7 @@ async fn stop_mid_answer_saves_the_partial_answer_as_stopped() {
 async fn a_second_send_while_a_turn_runs_is_refused_with_409() {
     let (gw, upstream) = gateway(Backend::Sqlite).await;
     upstream.push(promptgate_llm::scripted::Script::new().hang());
-    let first = {
-        let http = gw.http.clone();
-        let url = gw.url("/v1/chat");
-        tokio::spawn(async move {
-            http.post(url)
-                .json(&use_chat_body("busy", "one", "scripted"))
-                .send()
-                .await
-                .unwrap()
-                .text()
-                .await
-        })
-    };
-    for _ in 0..200 {
-        if upstream.calls() == 1 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let first = send_until_upstream_called(&gw, &upstream, "busy", "one").await;
     let res = gw
         .http
         .post(gw.url("/v1/chat"))
@@ -221,6 +226,64 @@ async fn a_second_send_while_a_turn_runs_is_refused_with_409() {
         2,
         "the refused message was not stored"
     );
+}
+
+#[tokio::test]
+async fn past_the_limit_of_turns_in_flight_a_send_gets_503_and_nothing_is_stored() {
+    common::init();
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    let mut config = scripted_config(AuthMode::SingleUser, &upstream.base_url());
+    config.turn.max_in_flight = 1;
+    let gw = Gateway::start(Backend::Sqlite, config).await;
+    // Upstream stub: two calls expected, the hung turn and the send after it ends; the refused
+    // sends never reach it.
+    upstream.push(promptgate_llm::scripted::Script::new().hang());
+    let first = send_until_upstream_called(&gw, &upstream, "long", "one").await;
+    let res = gw
+        .http
+        .post(gw.url("/v1/chat"))
+        .json(&use_chat_body("other", "two", "scripted"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(error_code(&body), "overloaded");
+    let (status, body) = gw
+        .post(
+            "/v1/chat/completions",
+            json!({"model": "scripted", "messages": [{"role": "user", "content": "three"}]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(error_code(&body), "overloaded");
+    let (status, _) = gw.get("/v1/threads/other/messages").await;
+    assert_eq!(
+        status,
+        StatusCode::NOT_FOUND,
+        "a refused first send creates no thread"
+    );
+    assert_eq!(upstream.calls(), 1);
+
+    // Once the running turn ends, its place is free again.
+    gw.post("/v1/chat/long/stop", json!({})).await;
+    let _ = first.await;
+    upstream.push(text(["back"]));
+    let mut answered = None;
+    for _ in 0..100 {
+        let sse = gw
+            .stream("/v1/chat", use_chat_body("other", "four", "scripted"))
+            .await;
+        if sse.status == StatusCode::OK {
+            answered = Some(sse);
+            break;
+        }
+        // The stopped turn releases its place when its task ends, a moment after the stop.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let sse = answered.expect("a send after the turn ended is admitted");
+    assert_eq!(sse.text(), "back");
+    assert_eq!(upstream.calls(), 2);
 }
 
 #[tokio::test]

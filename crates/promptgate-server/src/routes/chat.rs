@@ -252,6 +252,9 @@ pub(crate) fn send_error(err: SendError) -> ApiError {
         ),
         SendError::Busy(_) => ApiError::new(StatusCode::CONFLICT, "turn_in_progress", err.to_string()),
         SendError::InvalidMessage(m) => ApiError::invalid(m),
+        SendError::Overloaded(_) => {
+            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "overloaded", err.to_string())
+        }
         SendError::Store(e) => e.into(),
     }
 }

@@ -50,13 +50,15 @@ impl Stream for TurnStream {
 }
 
 /// Starts a turn. Must be called from within a tokio runtime, on which the turn is spawned.
-pub fn run_turn(plan: TurnPlan) -> TurnRun {
+pub fn run_turn(mut plan: TurnPlan) -> TurnRun {
     let (events_tx, events_rx) = mpsc::channel(EVENT_BUFFER);
     let (outcome_tx, outcome_rx) = oneshot::channel();
     let stop = plan.cancel.child_token();
     let stop_on_drop = stop.clone().drop_guard();
     let span = tracing::info_span!("turn", turn_id = %plan.turn_id, model = %plan.model_id);
+    let admission = plan.admission.take();
     let turn = async move {
+        let _admission = admission;
         let outcome = turn::Turn::new(plan, events_tx, stop).run().await;
         tracing::info!(
             status = outcome.status.as_str(),

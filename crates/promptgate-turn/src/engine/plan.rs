@@ -232,6 +232,8 @@ pub struct TurnPlan {
     pub extra: Map<String, Value>,
     pub hooks: Arc<dyn TurnHooks>,
     pub verb_renderer: VerbRenderer,
+    /// The turn's place among the turns a server runs at once; released when the turn ends.
+    pub admission: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 impl TurnPlan {
@@ -265,6 +267,7 @@ impl TurnPlan {
             extra: Map::new(),
             hooks: Arc::new(NoHooks),
             verb_renderer: super::tools::render_verb,
+            admission: None,
         }
     }
 }

@@ -55,6 +55,7 @@ impl TurnService {
                 "the conversation needs at least one user message".to_owned(),
             ));
         }
+        let admission = self.admit()?;
         // No thread: the context carries the user's settings, skills and servers but no history.
         let (ctx, model, provider) = self
             .load_with_model(&request.user_id, "", request.model.as_deref())
@@ -81,6 +82,7 @@ impl TurnService {
         plan.request_budget = Some(Arc::new(RequestBudget::from_limits(&self.config.limits)));
         plan.extra.extend(request.extra);
         plan.hooks = Arc::new(WebHooks::new(state));
+        plan.admission = Some(admission);
         let run = run_turn(plan);
         Ok(SendHandle {
             turn_id,

@@ -34,6 +34,10 @@ use live::Claim;
 /// How long a send waits for the thread's previous turn to finish saving before answering 409.
 const BUSY_GRACE: Duration = Duration::from_secs(3);
 
+/// Enough for a busy single instance; each turn holds a client connection, an upstream connection
+/// and its history, so an unbounded number turns overload into memory.
+pub const DEFAULT_TURNS_IN_FLIGHT: usize = 1024;
+
 /// Web tools of this deployment; absent parts mean the tools are not offered.
 #[derive(Clone, Default)]
 pub struct WebTools {
@@ -55,6 +59,8 @@ pub struct ServiceConfig {
     pub limits: TurnLimits,
     pub mcp_discovery_timeout: Duration,
     pub mcp_call_timeout: Duration,
+    /// Turns running at once on this server, across all users; a send past it is refused.
+    pub max_turns_in_flight: usize,
 }
 
 impl Default for ServiceConfig {
@@ -64,6 +70,7 @@ impl Default for ServiceConfig {
             limits: TurnLimits::default(),
             mcp_discovery_timeout: promptgate_mcp::DEFAULT_DISCOVERY_TIMEOUT,
             mcp_call_timeout: promptgate_mcp::DEFAULT_CALL_TIMEOUT,
+            max_turns_in_flight: DEFAULT_TURNS_IN_FLIGHT,
         }
     }
 }
@@ -79,6 +86,7 @@ pub struct TurnService {
     /// Google and Microsoft, when this deployment registered OAuth clients for them.
     pub(crate) integrations: Option<Integrations>,
     live: LiveTurns,
+    admission: Arc<tokio::sync::Semaphore>,
 }
 
 /// What the user sends.
@@ -122,6 +130,8 @@ pub enum SendError {
     Busy(String),
     #[error("{0}")]
     InvalidMessage(String),
+    #[error("the server is running {0} turns, its limit; try again shortly")]
+    Overloaded(usize),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -134,6 +144,7 @@ impl TurnService {
         mcp: Option<McpHub>,
         config: ServiceConfig,
     ) -> Self {
+        let admission = Arc::new(tokio::sync::Semaphore::new(config.max_turns_in_flight.max(1)));
         Self {
             store,
             providers,
@@ -142,6 +153,7 @@ impl TurnService {
             config,
             integrations: None,
             live: LiveTurns::default(),
+            admission,
         }
     }
 
@@ -170,6 +182,7 @@ impl TurnService {
     }
 
     pub async fn send(&self, request: SendRequest) -> Result<SendHandle, SendError> {
+        let admission = self.admit()?;
         let turn_id = format!("turn_{}", uuid::Uuid::now_v7().simple());
         let cancel = CancellationToken::new();
         let slot = self
@@ -273,6 +286,7 @@ impl TurnService {
         plan.tool_cache = continuation.tool_cache.clone();
         plan.cancel = cancel;
         plan.hooks = Arc::new(WebHooks::new(Arc::clone(&continuation.state)));
+        plan.admission = Some(admission);
 
         tracing::info!(
             user = %request.user_id, thread = %request.thread_id, turn = %turn_id, model = %model.id,
@@ -322,6 +336,17 @@ impl TurnService {
             message_id,
             model_id: model.id,
             events: run.events,
+        })
+    }
+
+    /// A place for one more turn, or `Overloaded` when the server already runs its limit.
+    pub(crate) fn admit(&self) -> Result<tokio::sync::OwnedSemaphorePermit, SendError> {
+        Arc::clone(&self.admission).try_acquire_owned().map_err(|_| {
+            tracing::warn!(
+                limit = self.config.max_turns_in_flight,
+                "turn refused: the server is at its limit of turns in flight"
+            );
+            SendError::Overloaded(self.config.max_turns_in_flight)
         })
     }
 

@@ -48,6 +48,43 @@ async fn send_until_upstream_called(
     running
 }
 
+/// Sends to `thread` while the upstream stub streams 200 words (`<prefix>0 `, `<prefix>1 `, …) 20 ms
+/// apart, and reads the answer until `deltas` text deltas have arrived: a turn mid-answer. Returns
+/// the rest of the body and what was read.
+async fn slow_answer_under_way(
+    gw: &Gateway,
+    upstream: &ScriptedUpstream,
+    thread: &str,
+    prefix: &str,
+    deltas: usize,
+) -> (
+    futures::stream::BoxStream<'static, reqwest::Result<Vec<u8>>>,
+    String,
+) {
+    use futures::StreamExt;
+    let pieces: Vec<String> = (0..200).map(|i| format!("{prefix}{i} ")).collect();
+    upstream.push(text(pieces).with_delay_between(Duration::from_millis(20)));
+    let res = gw
+        .http
+        .post(gw.url("/v1/chat"))
+        .json(&use_chat_body(thread, "talk", "scripted"))
+        .send()
+        .await
+        .unwrap();
+    let mut body = res
+        .bytes_stream()
+        .map(|chunk| chunk.map(|bytes| bytes.to_vec()))
+        .boxed();
+    let mut seen = String::new();
+    while let Some(chunk) = body.next().await {
+        seen.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+        if seen.matches("text-delta").count() >= deltas {
+            break;
+        }
+    }
+    (body, seen)
+}
+
 async fn text_turn(backend: Backend) {
     let (gw, upstream) = gateway(backend).await;
     upstream.push(text(["Hel", "lo ", "Ada"]));
@@ -160,25 +197,8 @@ async fn an_unknown_tool_becomes_a_tool_error_the_model_sees() {
 #[tokio::test]
 async fn stop_mid_answer_saves_the_partial_answer_as_stopped() {
     let (gw, upstream) = gateway(Backend::Sqlite).await;
-    let pieces: Vec<String> = (0..200).map(|i| format!("w{i} ")).collect();
-    upstream.push(text(pieces).with_delay_between(Duration::from_millis(20)));
-
-    let res = gw
-        .http
-        .post(gw.url("/v1/chat"))
-        .json(&use_chat_body("s", "talk", "scripted"))
-        .send()
-        .await
-        .unwrap();
-    let mut body = res.bytes_stream();
+    let (mut body, mut seen) = slow_answer_under_way(&gw, &upstream, "s", "w", 3).await;
     use futures::StreamExt;
-    let mut seen = String::new();
-    while let Some(chunk) = body.next().await {
-        seen.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
-        if seen.matches("text-delta").count() >= 3 {
-            break;
-        }
-    }
     let (status, stopped) = gw.post("/v1/chat/s/stop", json!({})).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(stopped["stopped"], true);
@@ -349,24 +369,7 @@ async fn thread_messages_endpoint_answers_with_the_same_stream() {
 #[tokio::test]
 async fn a_client_disconnect_stops_the_turn_and_keeps_the_partial_answer() {
     let (gw, upstream) = gateway(Backend::Sqlite).await;
-    let pieces: Vec<String> = (0..200).map(|i| format!("p{i} ")).collect();
-    upstream.push(text(pieces).with_delay_between(Duration::from_millis(20)));
-    let res = gw
-        .http
-        .post(gw.url("/v1/chat"))
-        .json(&use_chat_body("gone", "talk", "scripted"))
-        .send()
-        .await
-        .unwrap();
-    let mut body = res.bytes_stream();
-    use futures::StreamExt;
-    let mut seen = String::new();
-    while let Some(chunk) = body.next().await {
-        seen.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
-        if seen.matches("text-delta").count() >= 2 {
-            break;
-        }
-    }
+    let (body, _) = slow_answer_under_way(&gw, &upstream, "gone", "p", 2).await;
     drop(body);
     let stored = gw.stored_messages("gone", 2).await;
     assert_eq!(stored[1]["status"], "stopped");

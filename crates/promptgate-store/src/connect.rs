@@ -68,8 +68,9 @@ impl Store {
     /// Opens a pool for `sqlite://path/to/file.db[?mode=rwc]`, `sqlite::memory:` or `postgres://…`.
     ///
     /// A SQLite file is created (with its parent directory) when missing and runs in WAL mode
-    /// (synchronous NORMAL) with a busy timeout and foreign keys on. An in-memory SQLite database lives in exactly one connection
-    /// that the pool never closes, because every new connection would be a new, empty database.
+    /// (synchronous NORMAL) with a busy timeout and foreign keys on. An in-memory SQLite database
+    /// lives in exactly one connection that the pool never closes, because every new connection
+    /// would be a new, empty database.
     pub async fn connect(url: &str) -> Result<Store> {
         install_default_drivers();
         let (backend, url) = if url.starts_with("postgres://") || url.starts_with("postgresql://") {

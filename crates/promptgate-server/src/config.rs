@@ -535,6 +535,20 @@ mod tests {
     }
 
     #[test]
+    fn turns_in_flight_must_be_positive() {
+        let zero = format!("{EMBEDDED_DEFAULT}\n[turn]\nmax_in_flight = 0\n");
+        let err = Config::parse(&zero).unwrap().validate().unwrap_err().to_string();
+        assert!(err.contains("turn.max_in_flight"), "{err}");
+        let two = Config::parse(&format!("{EMBEDDED_DEFAULT}\n[turn]\nmax_in_flight = 2\n")).unwrap();
+        assert!(two.validate().is_ok());
+        assert_eq!(two.turn.max_in_flight, 2);
+        assert_eq!(
+            Config::parse(EMBEDDED_DEFAULT).unwrap().turn.max_in_flight,
+            promptgate_turn::send::DEFAULT_TURNS_IN_FLIGHT
+        );
+    }
+
+    #[test]
     fn unknown_keys_are_rejected_with_their_name() {
         let err = Config::parse(&format!("{EMBEDDED_DEFAULT}\nlisten_port = 3\n"))
             .unwrap_err()

@@ -35,7 +35,7 @@ use live::Claim;
 const BUSY_GRACE: Duration = Duration::from_secs(3);
 
 /// Enough for a busy single instance; each turn holds a client connection, an upstream connection
-/// and its history, so an unbounded number turns overload into memory.
+/// and its history, so without a bound overload turns into memory.
 pub const DEFAULT_TURNS_IN_FLIGHT: usize = 1024;
 
 /// Web tools of this deployment; absent parts mean the tools are not offered.

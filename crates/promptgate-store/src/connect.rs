@@ -8,7 +8,7 @@ use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::{AnyPool, Executor, SqlSafeStr};
 
 use crate::error::{Result, StoreError};
-use crate::setup::SetupCache;
+use crate::setup::{ChangeSignals, SetupCache};
 
 /// Which database a [`Store`] talks to; the few statements that must differ (full-text search) branch
 /// on it.
@@ -25,6 +25,17 @@ pub struct Store {
     backend: Backend,
     last_ms: Arc<AtomicI64>,
     pub(crate) setups: Arc<SetupCache>,
+    /// Postgres only: the task that hears about setup changes made elsewhere.
+    listener: Option<Arc<ListenerTask>>,
+}
+
+/// Stops the listener when the last clone of the store goes away.
+struct ListenerTask(tokio::task::AbortHandle);
+
+impl Drop for ListenerTask {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 impl std::fmt::Debug for Store {
@@ -41,7 +52,8 @@ struct SchemaVersion {
     version: i64,
     name: &'static str,
     postgres: &'static str,
-    sqlite: &'static str,
+    /// `None` when the change concerns Postgres only.
+    sqlite: Option<&'static str>,
 }
 
 const MIGRATIONS: &[SchemaVersion] = &[
@@ -49,13 +61,21 @@ const MIGRATIONS: &[SchemaVersion] = &[
         version: 1,
         name: "init",
         postgres: include_str!("../../../migrations/postgres/0001_init.sql"),
-        sqlite: include_str!("../../../migrations/sqlite/0001_init.sql"),
+        sqlite: Some(include_str!("../../../migrations/sqlite/0001_init.sql")),
     },
     SchemaVersion {
         version: 2,
         name: "config versions",
         postgres: include_str!("../../../migrations/postgres/0002_config_versions.sql"),
-        sqlite: include_str!("../../../migrations/sqlite/0002_config_versions.sql"),
+        sqlite: Some(include_str!(
+            "../../../migrations/sqlite/0002_config_versions.sql"
+        )),
+    },
+    SchemaVersion {
+        version: 3,
+        name: "notify config changes",
+        postgres: include_str!("../../../migrations/postgres/0003_notify_config_changes.sql"),
+        sqlite: None,
     },
 ];
 
@@ -131,11 +151,20 @@ impl Store {
                     .await?
             }
         };
+        let (setups, listener) = match backend {
+            Backend::Sqlite => (Arc::new(SetupCache::new(ChangeSignals::None)), None),
+            Backend::Postgres => {
+                let setups = Arc::new(SetupCache::new(ChangeSignals::Listener));
+                let task = tokio::spawn(crate::listener::follow_changes(url, Arc::downgrade(&setups)));
+                (setups, Some(Arc::new(ListenerTask(task.abort_handle()))))
+            }
+        };
         Ok(Store {
             pool,
             backend,
             last_ms: Arc::new(AtomicI64::new(0)),
-            setups: Arc::default(),
+            setups,
+            listener,
         })
     }
 
@@ -147,18 +176,18 @@ impl Store {
     pub async fn migrate(&self) -> Result<()> {
         let migrations = MIGRATIONS
             .iter()
-            .map(|m| {
+            .filter_map(|m| {
                 let sql = match self.backend {
                     Backend::Postgres => m.postgres,
-                    Backend::Sqlite => m.sqlite,
+                    Backend::Sqlite => m.sqlite?,
                 };
-                Migration::new(
+                Some(Migration::new(
                     m.version,
                     m.name.into(),
                     MigrationType::Simple,
                     sql.into_sql_str(),
                     false,
-                )
+                ))
             })
             .collect();
         Migrator::with_migrations(migrations).run(&self.pool).await?;
@@ -173,6 +202,9 @@ impl Store {
 
     /// Closes every connection; later calls fail.
     pub async fn close(&self) {
+        if let Some(listener) = &self.listener {
+            listener.0.abort();
+        }
         self.pool.close().await;
     }
 

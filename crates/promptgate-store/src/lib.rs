@@ -12,6 +12,7 @@ mod artifacts;
 mod connect;
 mod context;
 mod error;
+mod listener;
 mod mcp;
 mod messages;
 mod models;
@@ -30,7 +31,8 @@ pub mod testing;
 
 pub use connect::{Backend, Store};
 pub use error::{Result, StoreError};
-pub use setup::UserSetup;
+pub use listener::{APPLICATION_NAME as LISTENER_APPLICATION_NAME, CHANNEL as CHANGES_CHANNEL};
+pub use setup::{LISTENED_RECHECK, SQLITE_RECHECK, UserSetup};
 pub use types::*;
 
 /// The owner under which seeded system models are stored. Not a valid user id, so it cannot collide.

@@ -103,6 +103,7 @@ impl Store {
         .bind(now)
         .execute(&self.pool)
         .await?;
+        self.setup_changed(user);
         one_row(done.rows_affected())?;
         Ok(shown(id, s, now))
     }
@@ -163,6 +164,7 @@ impl Store {
         .bind(self.now_ms())
         .fetch_optional(&self.pool)
         .await?;
+        self.setup_changed(user);
         match row {
             Some(row) => Ok(shown(id.to_owned(), s, row.int(0)?)),
             None => Err(StoreError::NotFound),
@@ -170,7 +172,9 @@ impl Store {
     }
 
     pub async fn delete_mcp_server(&self, user: &str, id: &str) -> Result<()> {
-        delete_owned(self, "mcp_servers", user, id).await
+        let deleted = delete_owned(self, "mcp_servers", user, id).await;
+        self.setup_changed(user);
+        deleted
     }
 
     /// Header values and bearer token for connecting; NotFound when the server is not the user's.

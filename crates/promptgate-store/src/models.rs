@@ -114,6 +114,7 @@ impl Store {
             .bind(self.now_ms())
             .execute(&self.pool)
             .await?;
+        self.setup_changed(owner);
         Ok(done.rows_affected())
     }
 
@@ -204,6 +205,7 @@ impl Store {
             .bind(id)
             .execute(&self.pool)
             .await?;
+        self.setup_changed(user);
         if done.rows_affected() == 0 {
             return Err(self.missing_model(user, id).await);
         }

@@ -39,6 +39,7 @@ impl Store {
         .bind(self.now_ms())
         .execute(&self.pool)
         .await?;
+        self.setup_changed(user);
         Ok(())
     }
 
@@ -74,6 +75,7 @@ impl Store {
         .bind(self.now_ms())
         .execute(&self.pool)
         .await?;
+        self.setup_changed(user);
         Ok(())
     }
 
@@ -130,6 +132,7 @@ impl Store {
         .bind(self.now_ms())
         .execute(&self.pool)
         .await?;
+        self.setup_changed(user);
         Ok(())
     }
 
@@ -156,6 +159,7 @@ impl Store {
         .bind(self.now_ms())
         .execute(&self.pool)
         .await?;
+        self.setup_changed(user);
         Ok(())
     }
 }

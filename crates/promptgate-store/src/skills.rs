@@ -77,6 +77,7 @@ impl Store {
                 StoreError::Conflict(_) => StoreError::Conflict(format!("a skill /{} exists", s.slug)),
                 other => other,
             })?;
+        self.setup_changed(user);
         one_row(done.rows_affected())
     }
 
@@ -128,6 +129,8 @@ impl Store {
     }
 
     pub async fn delete_skill(&self, user: &str, id: &str) -> Result<()> {
-        delete_owned(self, "skills", user, id).await
+        let deleted = delete_owned(self, "skills", user, id).await;
+        self.setup_changed(user);
+        deleted
     }
 }

@@ -60,6 +60,11 @@ impl TestDb {
             .expect("open the test database a second time")
     }
 
+    /// The database's URL, for tests that reach it without the store (by hand, as an operator would).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
     /// The URL of the SQLite file, for tests that reopen it. `None` for Postgres.
     pub fn sqlite_url(&self) -> Option<String> {
         match &self.cleanup {

@@ -1,4 +1,7 @@
 use std::collections::BTreeMap;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
 
 use crate::common::*;
 
@@ -68,19 +71,26 @@ conformance! {
     }
 }
 
-/// The setup a send reads is cached per user; every kind of change to it must reach the next send,
-/// including one made through another connection (a second gateway instance, the CLI).
+/// The setup a send reads is cached per user. A change made through this store reaches the very next
+/// send; one made through another connection (a second gateway instance, the CLI) reaches a later
+/// send soon after: by notification on Postgres, once the cached copy is rechecked on SQLite.
 async fn setup_changes_reach_the_next_send(db: &promptgate_store::testing::TestDb) {
     let store: &Store = db;
+    match store.backend() {
+        // SQLite hears of another process's writes only when it rechecks; shorten that here.
+        Backend::Sqlite => store.set_setup_recheck(Duration::from_millis(100)),
+        // Postgres: wait for the change listener, so the changes below must arrive by notification.
+        Backend::Postgres => listening(store).await,
+    }
     let other = db.another_instance().await;
     let alice = user(store, "Alice").await;
     store
         .seed_system_models(&[model("demo"), model("big")])
         .await
         .unwrap();
-    let load = || store.load_send_context(&alice, "", None, "demo");
+    let load = loader(store, &alice);
 
-    let first = load().await.unwrap();
+    let first = load(None).await;
     assert_eq!(first.model_id, "demo", "no user default: the server's");
     assert_eq!(first.model.unwrap().name, "Model demo");
     assert!(
@@ -92,58 +102,51 @@ async fn setup_changes_reach_the_next_send(db: &promptgate_store::testing::TestD
     settings.default_model = Some("big".to_owned());
     store.put_settings(&alice, &settings).await.unwrap();
     assert_eq!(
-        load().await.unwrap().model_id,
+        load(None).await.model_id,
         "big",
-        "the user's new default model"
+        "the user's new default model, at once"
     );
 
     // Changes through the other connection: this store made none of these writes itself.
     settings.preferred_name = "Ali".to_owned();
     other.put_settings(&alice, &settings).await.unwrap();
-    assert_eq!(load().await.unwrap().settings.preferred_name, "Ali");
+    soon(&load, None, "a new name", |c| c.settings.preferred_name == "Ali").await;
 
     let mine = Model {
         name: "Mine".to_owned(),
         ..model("mine")
     };
     other.create_model(&alice, &mine).await.unwrap();
-    let picked = store
-        .load_send_context(&alice, "", Some("mine"), "demo")
-        .await
-        .unwrap();
-    assert_eq!(
-        picked.model.unwrap().name,
-        "Mine",
-        "a model created elsewhere is there"
-    );
+    soon(&load, Some("mine"), "a model created elsewhere", |c| {
+        c.model.as_ref().is_some_and(|m| m.name == "Mine")
+    })
+    .await;
     other.delete_model(&alice, "mine").await.unwrap();
-    let gone = store
-        .load_send_context(&alice, "", Some("mine"), "demo")
-        .await
-        .unwrap();
-    assert!(gone.model.is_none(), "a deleted model is gone");
+    soon(&load, Some("mine"), "a deleted model is gone", |c| {
+        c.model.is_none()
+    })
+    .await;
 
     let renamed = Model {
         name: "Big, renamed".to_owned(),
         ..model("big")
     };
     other.seed_system_models(&[renamed]).await.unwrap();
-    assert_eq!(
-        load().await.unwrap().model.unwrap().name,
-        "Big, renamed",
-        "a system model change reaches every user"
-    );
+    soon(&load, None, "a system model change reaches every user", |c| {
+        c.model.as_ref().is_some_and(|m| m.name == "Big, renamed")
+    })
+    .await;
 
     let skill_row = other.create_skill(&alice, &skill("notes", true)).await.unwrap();
-    assert_eq!(load().await.unwrap().skills.len(), 1);
+    soon(&load, None, "a new skill", |c| c.skills.len() == 1).await;
     other
         .update_skill(&alice, &skill_row.id, &skill("notes", false))
         .await
         .unwrap();
-    assert!(
-        load().await.unwrap().skills.is_empty(),
-        "a disabled skill leaves the send"
-    );
+    soon(&load, None, "a disabled skill leaves the send", |c| {
+        c.skills.is_empty()
+    })
+    .await;
 
     let server = NewMcpServer {
         name: "Docs".to_owned(),
@@ -153,9 +156,9 @@ async fn setup_changes_reach_the_next_send(db: &promptgate_store::testing::TestD
         bearer_token: None,
     };
     let created = other.create_mcp_server(&alice, &server).await.unwrap();
-    assert_eq!(load().await.unwrap().mcp_servers.len(), 1);
+    soon(&load, None, "a new MCP server", |c| c.mcp_servers.len() == 1).await;
     other.delete_mcp_server(&alice, &created.id).await.unwrap();
-    assert!(load().await.unwrap().mcp_servers.is_empty());
+    soon(&load, None, "a deleted MCP server", |c| c.mcp_servers.is_empty()).await;
 
     other
         .put_integration(
@@ -168,17 +171,83 @@ async fn setup_changes_reach_the_next_send(db: &promptgate_store::testing::TestD
         )
         .await
         .unwrap();
-    assert!(load().await.unwrap().integrations.google.usable());
+    soon(&load, None, "a connected integration", |c| {
+        c.integrations.google.usable()
+    })
+    .await;
+
+    // Writes through this store again: each reaches the very next send.
+    let local = store.create_skill(&alice, &skill("local", true)).await.unwrap();
+    assert_eq!(load(None).await.skills, vec![local.clone()]);
+    store.delete_skill(&alice, &local.id).await.unwrap();
+    assert!(load(None).await.skills.is_empty());
+    store.create_mcp_server(&alice, &server).await.unwrap();
+    assert_eq!(load(None).await.mcp_servers.len(), 1);
+    store.create_model(&alice, &mine).await.unwrap();
+    assert!(load(Some("mine")).await.model.is_some());
 
     // Another user's change leaves Alice's setup as it was.
     let bob = user(&other, "Bob").await;
     other.put_settings(&bob, &UserSettings::default()).await.unwrap();
-    let again = load().await.unwrap();
+    let again = load(None).await;
     assert_eq!(
         (again.settings.preferred_name.as_str(), again.model_id.as_str()),
         ("Ali", "big")
     );
     other.close().await;
+}
+
+/// Loads the user's context for a send without a thread (as the facade does), naming a model or not.
+pub fn loader(
+    store: &Store,
+    user: &str,
+) -> impl Fn(Option<&'static str>) -> BoxFuture<'static, SendContext> + use<> {
+    let (store, user) = (store.clone(), user.to_owned());
+    move |requested| {
+        let (store, user) = (store.clone(), user.clone());
+        Box::pin(async move {
+            store
+                .load_send_context(&user, "", requested, "demo")
+                .await
+                .unwrap()
+        })
+    }
+}
+
+/// Waits (up to five seconds) until the store's change listener is connected.
+pub async fn listening(store: &Store) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while !store.setup_changes_signalled() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the change listener did not connect"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Loads until `check` holds; fails after five seconds, well before a cached setup would be
+/// rechecked on Postgres, so there only a notification can make it in time.
+pub async fn soon<F, Fut>(
+    load: &F,
+    requested: Option<&'static str>,
+    what: &str,
+    check: impl Fn(&SendContext) -> bool,
+) where
+    F: Fn(Option<&'static str>) -> Fut,
+    Fut: std::future::Future<Output = SendContext>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        if check(&load(requested).await) {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what} did not reach a send within 5 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 mod setup_changes_reach_the_next_send {

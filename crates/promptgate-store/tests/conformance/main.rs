@@ -34,6 +34,7 @@ mod common;
 mod context;
 mod messages;
 mod models;
+mod postgres_only;
 mod projects;
 mod search;
 mod secrets;

@@ -1,68 +1,201 @@
 //! The JSON body of a streaming chat-completions request.
+//!
+//! Written straight from the request, borrowing it: the system prompt and the tools' schemas are most of
+//! the bytes, and copying them into a `Value` first cost more than writing them.
 
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde::ser::{SerializeMap, Serializer};
+use serde_json::Value;
 
-use crate::{ChatRequest, LlmError};
+use crate::{ChatRequest, LlmError, ToolDefinition};
 
 /// Builds the upstream body. `extra` is merged last so provider options and fields a client
 /// passed through reach the provider untouched, except that it cannot turn streaming off or
 /// drop the usage report: the client depends on both.
 pub(crate) fn request_body(request: &ChatRequest) -> Result<Vec<u8>, LlmError> {
-    let mut body = Map::new();
-    body.insert("model".into(), Value::String(request.model.clone()));
-    body.insert("messages".into(), to_value(&request.messages)?);
-    body.insert("stream".into(), Value::Bool(true));
-    body.insert("stream_options".into(), json!({ "include_usage": true }));
-
-    // Providers reject `tool_choice` and `parallel_tool_calls` when no tools are offered.
-    if !request.tools.is_empty() {
-        let tools = request
-            .tools
-            .iter()
-            .map(|tool| {
-                json!({
-                    "type": "function",
-                    "function": {
-                        "name": tool.name,
-                        "description": tool.description,
-                        "parameters": tool.parameters,
-                    }
-                })
-            })
-            .collect();
-        body.insert("tools".into(), Value::Array(tools));
-        if let Some(choice) = &request.tool_choice {
-            body.insert("tool_choice".into(), to_value(choice)?);
-        }
-        if let Some(parallel) = request.parallel_tool_calls {
-            body.insert("parallel_tool_calls".into(), Value::Bool(parallel));
-        }
+    if request.extra.contains_key("stream") {
+        tracing::debug!("ignoring an extra `stream` field: the client always streams");
     }
-    if let Some(temperature) = request.temperature {
-        body.insert("temperature".into(), json!(temperature));
-    }
-    if let Some(effort) = &request.reasoning_effort {
-        body.insert("reasoning_effort".into(), Value::String(effort.clone()));
-    }
-
-    for (key, value) in &request.extra {
-        match (key.as_str(), value) {
-            ("stream", _) => {
-                tracing::debug!("ignoring an extra `stream` field: the client always streams");
-            }
-            ("stream_options", Value::Object(options)) => {
-                let mut merged = options.clone();
-                merged.insert("include_usage".into(), Value::Bool(true));
-                body.insert(key.clone(), Value::Object(merged));
-            }
-            _ => {
-                body.insert(key.clone(), value.clone());
-            }
-        }
-    }
-    serde_json::to_vec(&body).map_err(|e| LlmError::Protocol(format!("could not encode the request: {e}")))
+    serde_json::to_vec(&Body(request))
+        .map_err(|e| LlmError::Protocol(format!("could not encode the request: {e}")))
 }
 
-fn to_value<T: serde::Serialize>(value: &T) -> Result<Value, LlmError> {
-    serde_json::to_value(value).map_err(|e| LlmError::Protocol(format!("could not encode the request: {e}")))
+struct Body<'a>(&'a ChatRequest);
+
+impl Serialize for Body<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let request = self.0;
+        let extra = &request.extra;
+        // A field the extras also carry is written once, from the extras.
+        let ours = |key: &str| !extra.contains_key(key);
+        let mut body = serializer.serialize_map(None)?;
+        if ours("model") {
+            body.serialize_entry("model", &request.model)?;
+        }
+        if ours("messages") {
+            body.serialize_entry("messages", &request.messages)?;
+        }
+        body.serialize_entry("stream", &true)?;
+        match extra.get("stream_options") {
+            Some(Value::Object(options)) => {
+                let mut merged = options.clone();
+                merged.insert("include_usage".into(), Value::Bool(true));
+                body.serialize_entry("stream_options", &merged)?;
+            }
+            Some(other) => body.serialize_entry("stream_options", other)?,
+            None => body.serialize_entry("stream_options", &IncludeUsage { include_usage: true })?,
+        }
+        // Providers reject `tool_choice` and `parallel_tool_calls` when no tools are offered.
+        if !request.tools.is_empty() {
+            if ours("tools") {
+                body.serialize_entry("tools", &Tools(&request.tools))?;
+            }
+            if let Some(choice) = request.tool_choice.as_ref().filter(|_| ours("tool_choice")) {
+                body.serialize_entry("tool_choice", choice)?;
+            }
+            if let Some(parallel) = request
+                .parallel_tool_calls
+                .filter(|_| ours("parallel_tool_calls"))
+            {
+                body.serialize_entry("parallel_tool_calls", &parallel)?;
+            }
+        }
+        if let Some(temperature) = request.temperature.filter(|_| ours("temperature")) {
+            body.serialize_entry("temperature", &temperature)?;
+        }
+        if let Some(effort) = request
+            .reasoning_effort
+            .as_ref()
+            .filter(|_| ours("reasoning_effort"))
+        {
+            body.serialize_entry("reasoning_effort", effort)?;
+        }
+        for (key, value) in extra {
+            if key != "stream" && key != "stream_options" {
+                body.serialize_entry(key, value)?;
+            }
+        }
+        body.end()
+    }
+}
+
+#[derive(Serialize)]
+struct IncludeUsage {
+    include_usage: bool,
+}
+
+struct Tools<'a>(&'a [ToolDefinition]);
+
+impl Serialize for Tools<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(|tool| FunctionTool {
+            kind: "function",
+            function: Function {
+                name: &tool.name,
+                description: &tool.description,
+                parameters: &tool.parameters,
+            },
+        }))
+    }
+}
+
+#[derive(Serialize)]
+struct FunctionTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: Function<'a>,
+}
+
+#[derive(Serialize)]
+struct Function<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Map, json};
+
+    use super::*;
+    use crate::{ChatMessage, ToolChoice};
+
+    fn request() -> ChatRequest {
+        ChatRequest {
+            model: "m".to_owned(),
+            messages: vec![ChatMessage::System {
+                content: "Be brief.".to_owned(),
+            }],
+            tools: vec![ToolDefinition {
+                name: "lookup".to_owned(),
+                description: "Looks up.".to_owned(),
+                parameters: json!({"type": "object"}),
+            }],
+            tool_choice: Some(ToolChoice::Auto),
+            temperature: Some(0.5),
+            parallel_tool_calls: Some(false),
+            reasoning_effort: Some("low".to_owned()),
+            extra: Map::new(),
+        }
+    }
+
+    fn body(request: &ChatRequest) -> Value {
+        serde_json::from_slice(&request_body(request).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn every_field_lands_where_the_provider_expects_it() {
+        assert_eq!(
+            body(&request()),
+            json!({
+                "model": "m",
+                "messages": [{"role": "system", "content": "Be brief."}],
+                "stream": true,
+                "stream_options": {"include_usage": true},
+                "tools": [{"type": "function", "function": {
+                    "name": "lookup", "description": "Looks up.", "parameters": {"type": "object"}
+                }}],
+                "tool_choice": "auto",
+                "parallel_tool_calls": false,
+                "temperature": 0.5,
+                "reasoning_effort": "low",
+            })
+        );
+    }
+
+    #[test]
+    fn extras_win_once_each_but_cannot_stop_the_stream_or_its_usage() {
+        let mut request = request();
+        request.extra = json!({
+            "temperature": 0.1,
+            "stream": false,
+            "stream_options": {"other": 1},
+            "top_p": 0.9,
+        })
+        .as_object()
+        .cloned()
+        .unwrap();
+        let bytes = request_body(&request).unwrap();
+        let text = String::from_utf8(bytes).unwrap();
+        assert_eq!(text.matches("\"temperature\"").count(), 1, "{text}");
+        assert_eq!(text.matches("\"stream\"").count(), 1, "{text}");
+        let value: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(value["temperature"], json!(0.1));
+        assert_eq!(value["stream"], json!(true));
+        assert_eq!(
+            value["stream_options"],
+            json!({"other": 1, "include_usage": true})
+        );
+        assert_eq!(value["top_p"], json!(0.9));
+    }
+
+    #[test]
+    fn without_tools_no_tool_fields_are_sent() {
+        let mut request = request();
+        request.tools.clear();
+        let value = body(&request);
+        for field in ["tools", "tool_choice", "parallel_tool_calls"] {
+            assert!(value.get(field).is_none(), "{field} sent without tools");
+        }
+    }
 }

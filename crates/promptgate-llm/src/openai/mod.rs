@@ -99,6 +99,7 @@ pub struct OpenAiCompatible {
 struct Inner {
     name: String,
     url: String,
+    parsed_url: reqwest::Url,
     api_key: Option<String>,
     timeouts: Timeouts,
     http: reqwest::Client,
@@ -128,7 +129,8 @@ impl OpenAiCompatible {
             )));
         }
         let url = format!("{base}/chat/completions");
-        reqwest::Url::parse(&url)
+        // Parsed once here rather than on every request.
+        let parsed_url = reqwest::Url::parse(&url)
             .map_err(|e| LlmError::Connect(format!("provider `{}`: invalid base URL: {e}", config.name)))?;
 
         let mut headers = HeaderMap::new();
@@ -162,6 +164,7 @@ impl OpenAiCompatible {
             inner: Arc::new(Inner {
                 name: config.name,
                 url,
+                parsed_url,
                 api_key: config.api_key,
                 timeouts: config.timeouts,
                 http,
@@ -185,7 +188,7 @@ impl OpenAiCompatible {
         let inner = &self.inner;
         let body = body::request_body(request)?;
         let first_byte_deadline = Instant::now() + inner.timeouts.first_byte;
-        let pending = inner.http.post(&inner.url).body(body).send();
+        let pending = inner.http.post(inner.parsed_url.clone()).body(body).send();
         let response = match tokio::time::timeout_at(first_byte_deadline, pending).await {
             Err(_) => return Err(timeout(TimeoutPhase::FirstByte, inner.timeouts.first_byte)),
             Ok(Err(e)) => return Err(self.send_error(e)),

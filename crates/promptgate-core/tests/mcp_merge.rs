@@ -239,7 +239,7 @@ fn odd_schemas_and_descriptions_are_made_usable() {
         }],
     );
     assert_eq!(
-        outcome.added[0].parameters,
+        *outcome.added[0].parameters,
         json!({"type": "object", "properties": {}})
     );
     assert!(outcome.added[0].description.contains("bare"));

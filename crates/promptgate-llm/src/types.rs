@@ -85,7 +85,8 @@ pub struct FunctionCall {
 pub struct ToolDefinition {
     pub name: String,
     pub description: String,
-    pub parameters: Value,
+    /// Shared with the tool's spec rather than copied per request.
+    pub parameters: std::sync::Arc<Value>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

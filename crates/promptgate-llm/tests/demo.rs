@@ -18,7 +18,7 @@ fn tool(name: &str, parameters: Value) -> ToolDefinition {
     ToolDefinition {
         name: name.to_owned(),
         description: format!("The {name} tool"),
-        parameters,
+        parameters: parameters.into(),
     }
 }
 

@@ -356,7 +356,7 @@ async fn tools_options_and_unknown_extra_fields_reach_the_provider() {
     request.tools = vec![ToolDefinition {
         name: "search".to_owned(),
         description: "Search the web".to_owned(),
-        parameters: json!({ "type": "object", "properties": { "query": { "type": "string" } }, "required": ["query"] }),
+        parameters: json!({ "type": "object", "properties": { "query": { "type": "string" } }, "required": ["query"] }).into(),
     }];
     request.tool_choice = Some(ToolChoice::Auto);
     request.temperature = Some(0.2);

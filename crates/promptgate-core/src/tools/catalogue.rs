@@ -52,7 +52,7 @@ fn spec<T: JsonSchema>(name: &str, description: &str, verb: &str, cacheable: boo
     ToolSpec {
         name: name.to_owned(),
         description: description.to_owned(),
-        parameters: schema_of::<T>(),
+        parameters: std::sync::Arc::new(schema_of::<T>()),
         verb: Some(verb.to_owned()),
         cacheable,
         web: names::WEB.contains(&name),
@@ -243,7 +243,7 @@ static SKILL_SPEC: LazyLock<ToolSpec> = LazyLock::new(|| ToolSpec {
     description: "Load the full instructions of one of the enabled skills listed in the prompt. Pass the \
                   skill's name exactly as listed, then follow the instructions it returns."
         .to_owned(),
-    parameters: schema_of::<SkillArgs>(),
+    parameters: std::sync::Arc::new(schema_of::<SkillArgs>()),
     verb: None,
     cacheable: false,
     web: false,
@@ -258,7 +258,8 @@ pub fn skill_spec() -> ToolSpec {
 /// The `search_project_chats` tool for a project with other chats. The description names the project
 /// so the model knows what it searches.
 pub fn search_project_chats_spec(project_name: &str) -> ToolSpec {
-    static PARAMETERS: LazyLock<serde_json::Value> = LazyLock::new(schema_of::<SearchProjectChatsArgs>);
+    static PARAMETERS: LazyLock<std::sync::Arc<serde_json::Value>> =
+        LazyLock::new(|| std::sync::Arc::new(schema_of::<SearchProjectChatsArgs>()));
     ToolSpec {
         name: names::SEARCH_PROJECT_CHATS.to_owned(),
         description: format!(

@@ -225,7 +225,7 @@ pub fn merge<'a>(existing: impl IntoIterator<Item = &'a str>, servers: &[McpServ
             taken.insert(name.clone());
             outcome.added.push(ToolSpec {
                 description: describe(tool, &server.name),
-                parameters: object_schema(&tool.input_schema),
+                parameters: std::sync::Arc::new(object_schema(&tool.input_schema)),
                 verb: None,
                 cacheable: false,
                 web: false,

@@ -20,7 +20,8 @@ pub struct ToolSpec {
     pub name: String,
     pub description: String,
     /// JSON Schema of the arguments object.
-    pub parameters: serde_json::Value,
+    // Shared: the same schema goes into every send that offers the tool.
+    pub parameters: std::sync::Arc<serde_json::Value>,
     /// Progress template such as `searching for {query}`; rendered with the call's arguments.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verb: Option<String>,

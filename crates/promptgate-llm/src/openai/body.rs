@@ -129,7 +129,7 @@ mod tests {
             tools: vec![ToolDefinition {
                 name: "lookup".to_owned(),
                 description: "Looks up.".to_owned(),
-                parameters: json!({"type": "object"}),
+                parameters: json!({"type": "object"}).into(),
             }],
             tool_choice: Some(ToolChoice::Auto),
             temperature: Some(0.5),

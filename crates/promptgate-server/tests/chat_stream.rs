@@ -348,6 +348,16 @@ async fn bad_sends_are_json_errors_before_any_stream() {
         )
         .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    // Regenerating in a thread that does not exist yet has nothing to answer, and starts no thread.
+    let regenerate = json!({
+        "id": "never-started",
+        "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}],
+        "trigger": "regenerate-message",
+    });
+    let (status, err) = gw.post("/v1/chat", regenerate).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{err}");
+    let (status, _) = gw.get("/v1/threads/never-started").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
 }
 
 #[tokio::test]

@@ -12,6 +12,7 @@ mod artifacts;
 mod connect;
 mod context;
 mod error;
+mod first_message;
 mod listener;
 mod mcp;
 mod messages;

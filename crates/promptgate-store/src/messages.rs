@@ -5,7 +5,7 @@ use crate::connect::Store;
 use crate::error::{Result, StoreError};
 use crate::search::search_terms;
 use crate::types::{Message, MessageStatus, NewMessage, Role};
-use crate::util::{Cols, check_client_id, from_json, new_id, one_row, to_json};
+use crate::util::{Cols, client_id_or_new, from_json, one_row, to_json};
 
 const MAX_PARTS_JSON: usize = 4 * 1024 * 1024;
 const MAX_METADATA_JSON: usize = 1024 * 1024;
@@ -56,6 +56,75 @@ pub(crate) fn message_from(row: &AnyRow, at: usize) -> Result<Message> {
     })
 }
 
+/// The columns a new message is written with, in the order of [`MessageRow::bind`]'s parameters.
+pub(crate) const MESSAGE_INSERT_COLS: &str = "user_id, id, thread_id, seq, role, parts, metadata, status, \
+     search_text, search_terms, created_at";
+
+/// A new message's values, encoded and checked once (an append may be tried more than once).
+pub(crate) struct MessageRow {
+    pub(crate) id: String,
+    role: &'static str,
+    status: Option<&'static str>,
+    parts: String,
+    metadata: String,
+    text: String,
+    terms: String,
+}
+
+impl MessageRow {
+    pub(crate) fn of(m: &NewMessage) -> Result<MessageRow> {
+        let id = client_id_or_new("message", m.id.as_deref())?;
+        let (parts, metadata) = encode_body(&m.parts, &m.metadata)?;
+        let text = search_text(&m.parts);
+        let terms = search_terms(&text);
+        Ok(MessageRow {
+            id,
+            role: role_name(m.role),
+            status: m.status.map(status_name),
+            parts,
+            metadata,
+            text,
+            terms,
+        })
+    }
+
+    /// Binds $1 user, $2 id, $3 thread, $4 role, $5 parts, $6 metadata, $7 status, $8 search text,
+    /// $9 search terms, $10 time; `m` must be the message this row was made of.
+    pub(crate) fn bind<'q>(
+        &'q self,
+        query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>,
+        user: &'q str,
+        thread_id: &'q str,
+        now: i64,
+    ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments> {
+        query
+            .bind(user)
+            .bind(&self.id)
+            .bind(thread_id)
+            .bind(self.role)
+            .bind(&self.parts)
+            .bind(&self.metadata)
+            .bind(self.status)
+            .bind(&self.text)
+            .bind(&self.terms)
+            .bind(now)
+    }
+
+    /// The message as stored at `seq`.
+    pub(crate) fn stored(&self, m: &NewMessage, created_at: i64, seq: i64) -> Message {
+        Message {
+            id: self.id.clone(),
+            thread_id: m.thread_id.clone(),
+            role: m.role,
+            parts: m.parts.clone(),
+            metadata: m.metadata.clone(),
+            status: m.status,
+            created_at,
+            seq,
+        }
+    }
+}
+
 /// Serialised parts and metadata, checked for shape and size.
 fn encode_body(parts: &Value, metadata: &Value) -> Result<(String, String)> {
     if !parts.is_array() {
@@ -97,55 +166,30 @@ impl Store {
     /// Appends a message at the end of its thread; the thread's `updated_at` follows (a trigger). NotFound when the
     /// thread is not the user's; Conflict when the user already has a message with this id.
     pub async fn append_message(&self, user: &str, m: &NewMessage) -> Result<Message> {
-        let id = match &m.id {
-            Some(id) => {
-                check_client_id("message", id)?;
-                id.clone()
-            }
-            None => new_id(),
-        };
-        let (parts, metadata) = encode_body(&m.parts, &m.metadata)?;
-        let text = search_text(&m.parts);
-        let terms = search_terms(&text);
+        let row = MessageRow::of(m)?;
+        let id = &row.id;
         for attempt in 1..=APPEND_ATTEMPTS {
             let now = self.now_ms();
-            let inserted = sqlx::query(
-                "INSERT INTO messages \
-                 (user_id, id, thread_id, seq, role, parts, metadata, status, search_text, \
-                 search_terms, created_at) \
-                 SELECT t.user_id, $2, t.id, \
-                 (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE user_id = $1 AND thread_id = $3), \
-                 $4, $5, $6, $7, $8, $9, $10 FROM threads t WHERE t.user_id = $1 AND t.id = $3 \
-                 RETURNING seq",
-            )
-            .bind(user)
-            .bind(&id)
-            .bind(&m.thread_id)
-            .bind(role_name(m.role))
-            .bind(&parts)
-            .bind(&metadata)
-            .bind(m.status.map(status_name))
-            .bind(&text)
-            .bind(&terms)
-            .bind(now)
-            .fetch_optional(&self.pool)
-            .await;
+            let inserted = row
+                .bind(
+                    sqlx::query(sqlx::AssertSqlSafe(format!(
+                        "INSERT INTO messages ({MESSAGE_INSERT_COLS}) \
+                         SELECT t.user_id, $2, t.id, \
+                         (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE user_id = $1 AND thread_id = $3), \
+                         $4, $5, $6, $7, $8, $9, $10 FROM threads t WHERE t.user_id = $1 AND t.id = $3 \
+                         RETURNING seq"
+                    ))),
+                    user,
+                    &m.thread_id,
+                    now,
+                )
+                .fetch_optional(&self.pool)
+                .await;
             match inserted {
                 Ok(None) => return Err(StoreError::NotFound),
-                Ok(Some(row)) => {
-                    return Ok(Message {
-                        id,
-                        thread_id: m.thread_id.clone(),
-                        role: m.role,
-                        parts: m.parts.clone(),
-                        metadata: m.metadata.clone(),
-                        status: m.status,
-                        created_at: now,
-                        seq: row.int(0)?,
-                    });
-                }
+                Ok(Some(stored)) => return Ok(row.stored(m, now, stored.int(0)?)),
                 Err(e) => match StoreError::from(e) {
-                    StoreError::Conflict(_) if self.message_exists(user, &id).await? => {
+                    StoreError::Conflict(_) if self.message_exists(user, id).await? => {
                         return Err(StoreError::Conflict(format!("message {id:?} exists")));
                     }
                     StoreError::Conflict(_) if attempt < APPEND_ATTEMPTS => continue,

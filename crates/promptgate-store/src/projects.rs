@@ -7,7 +7,7 @@ use crate::connect::Store;
 use crate::error::{Result, StoreError};
 use crate::search::search_terms;
 use crate::types::{NewProject, NewThread, Thread, ThreadUpdate};
-use crate::util::{Cols, check_client_id, check_name, check_opt_len, delete_owned, new_id, one_row};
+use crate::util::{Cols, check_name, check_opt_len, client_id_or_new, delete_owned, new_id, one_row};
 
 const MAX_PROJECT_NAME: usize = 200;
 const MAX_INSTRUCTIONS: usize = 32 * 1024;
@@ -39,6 +39,38 @@ fn check_project(p: &NewProject) -> Result<()> {
         p.instructions.as_deref(),
         MAX_INSTRUCTIONS,
     )
+}
+
+/// The columns a new thread is written with.
+pub(crate) const THREAD_INSERT_COLS: &str =
+    "user_id, id, project_id, title, title_terms, created_at, updated_at";
+
+/// A new thread's id and searchable title, checked once.
+pub(crate) struct ThreadRow {
+    pub(crate) id: String,
+    pub(crate) title_terms: String,
+}
+
+impl ThreadRow {
+    pub(crate) fn of(t: &NewThread) -> Result<ThreadRow> {
+        let id = client_id_or_new("thread", t.id.as_deref())?;
+        check_opt_len("thread title", t.title.as_deref(), MAX_TITLE)?;
+        Ok(ThreadRow {
+            id,
+            title_terms: search_terms(t.title.as_deref().unwrap_or("")),
+        })
+    }
+
+    /// The thread as created at `now` from `t`, the thread this row was made of.
+    pub(crate) fn stored(&self, t: &NewThread, now: i64) -> Thread {
+        Thread {
+            id: self.id.clone(),
+            project_id: t.project_id.clone(),
+            title: t.title.clone(),
+            created_at: now,
+            updated_at: now,
+        }
+    }
 }
 
 impl Store {
@@ -114,40 +146,27 @@ impl Store {
     /// Conflict when the user already has a thread with this id; NotFound when the project (or the
     /// user) does not exist.
     pub async fn create_thread(&self, user: &str, t: &NewThread) -> Result<Thread> {
-        let id = match &t.id {
-            Some(id) => {
-                check_client_id("thread", id)?;
-                id.clone()
-            }
-            None => new_id(),
-        };
-        check_opt_len("thread title", t.title.as_deref(), MAX_TITLE)?;
+        let thread = ThreadRow::of(t)?;
         let now = self.now_ms();
-        let done = sqlx::query(
-            "INSERT INTO threads (user_id, id, project_id, title, title_terms, created_at, updated_at) \
+        let done = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "INSERT INTO threads ({THREAD_INSERT_COLS}) \
              SELECT id, $2, $3, $4, $6, $5, $5 FROM users WHERE id = $1 \
-             AND ($3 IS NULL OR EXISTS (SELECT 1 FROM projects p WHERE p.id = $3 AND p.user_id = $1))",
-        )
+             AND ($3 IS NULL OR EXISTS (SELECT 1 FROM projects p WHERE p.id = $3 AND p.user_id = $1))"
+        )))
         .bind(user)
-        .bind(&id)
+        .bind(&thread.id)
         .bind(t.project_id.as_deref())
         .bind(t.title.as_deref())
         .bind(now)
-        .bind(search_terms(t.title.as_deref().unwrap_or("")))
+        .bind(&thread.title_terms)
         .execute(&self.pool)
         .await
         .map_err(|e| match StoreError::from(e) {
-            StoreError::Conflict(_) => StoreError::Conflict(format!("thread {id:?} exists")),
+            StoreError::Conflict(_) => StoreError::Conflict(format!("thread {:?} exists", thread.id)),
             other => other,
         })?;
         one_row(done.rows_affected())?;
-        Ok(Thread {
-            id,
-            project_id: t.project_id.clone(),
-            title: t.title.clone(),
-            created_at: now,
-            updated_at: now,
-        })
+        Ok(thread.stored(t, now))
     }
 
     /// Most recently updated first; only the project's threads when `project_id` is given.

@@ -16,6 +16,17 @@ pub(crate) fn check_client_id(what: &str, id: &str) -> Result<()> {
     check_word(&format!("{what} id"), id, 128, b"_-")
 }
 
+/// The id the client chose, once checked, or a fresh one.
+pub(crate) fn client_id_or_new(what: &str, id: Option<&str>) -> Result<String> {
+    match id {
+        Some(id) => {
+            check_client_id(what, id)?;
+            Ok(id.to_owned())
+        }
+        None => Ok(new_id()),
+    }
+}
+
 /// An identifier that appears in URLs or slash commands: 1 to `max` ASCII letters, digits or
 /// bytes of `extra`.
 pub(crate) fn check_word(what: &str, value: &str, max: usize, extra: &[u8]) -> Result<()> {

@@ -1,6 +1,51 @@
 use crate::common::*;
 
 conformance! {
+    async fn a_thread_starts_with_its_first_message_or_not_at_all(store: &Store) {
+        let alice = user(store, "Alice").await;
+        let first = NewMessage {
+            id: Some("msg_first".to_owned()),
+            thread_id: String::new(),
+            role: Role::User,
+            parts: text("Plan a garden"),
+            metadata: json!({}),
+            status: None,
+        };
+        let new_thread = |id: &str| NewThread {
+            id: Some(id.to_owned()),
+            project_id: None,
+            title: Some("Plan a garden".to_owned()),
+        };
+        let (thread, message) = store
+            .create_thread_with_message(&alice, &new_thread("garden"), &first)
+            .await
+            .unwrap();
+        assert_eq!((thread.id.as_str(), thread.title.as_deref()), ("garden", Some("Plan a garden")));
+        assert_eq!((message.id.as_str(), message.thread_id.as_str(), message.seq), ("msg_first", "garden", 1));
+        assert_eq!(store.get_thread(&alice, "garden").await.unwrap(), Some(thread.clone()));
+        assert_eq!(store.list_messages(&alice, "garden").await.unwrap(), vec![message]);
+        let hits = store.search_messages(&alice, &["garden".to_owned()], "garden", 8).await.unwrap();
+        assert_eq!(hits.len(), 1, "the first message is searchable like any other");
+        let reply = say(store, &alice, "garden", Role::Assistant, "Start with the soil.").await;
+        assert_eq!(reply.seq, 2);
+
+        // The same thread again, or a message id already taken: nothing is written.
+        let again = store.create_thread_with_message(&alice, &new_thread("garden"), &NewMessage { id: None, ..first.clone() }).await;
+        assert!(matches!(again, Err(StoreError::Conflict(_))), "{again:?}");
+        let taken = store.create_thread_with_message(&alice, &new_thread("orchard"), &first).await;
+        assert!(matches!(taken, Err(StoreError::Conflict(_))), "{taken:?}");
+        assert_eq!(store.get_thread(&alice, "orchard").await.unwrap(), None, "no thread without its message");
+        assert_eq!(store.list_messages(&alice, "garden").await.unwrap().len(), 2);
+
+        let nobody = store.create_thread_with_message("no-such-user", &new_thread("ghost"), &NewMessage { id: None, ..first.clone() }).await;
+        assert!(matches!(nobody, Err(StoreError::NotFound)), "{nobody:?}");
+        let in_project = NewThread { project_id: Some("p".to_owned()), ..new_thread("filed") };
+        assert!(matches!(
+            store.create_thread_with_message(&alice, &in_project, &first).await,
+            Err(StoreError::Invalid(_))
+        ));
+    }
+
     async fn messages_keep_their_order(store: &Store) {
         let alice = user(store, "Alice").await;
         let bob = user(store, "Bob").await;

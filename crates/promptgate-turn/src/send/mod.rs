@@ -197,26 +197,8 @@ impl TurnService {
             SendInput::Message { id, parts } => Some(validate_user_parts(id.as_deref(), parts)?),
             SendInput::Regenerate => None,
         };
-        if ctx.thread.is_none() {
-            if !request.create_thread {
-                return Err(SendError::UnknownThread(request.thread_id.clone()));
-            }
-            let title = new_user_message
-                .as_ref()
-                .map(|(_, parts)| title_from(parts))
-                .filter(|t| !t.is_empty());
-            let thread = self
-                .store
-                .create_thread(
-                    &request.user_id,
-                    &promptgate_store::NewThread {
-                        id: Some(request.thread_id.clone()),
-                        project_id: None,
-                        title,
-                    },
-                )
-                .await?;
-            ctx.thread = Some(thread);
+        if ctx.thread.is_none() && !request.create_thread {
+            return Err(SendError::UnknownThread(request.thread_id.clone()));
         }
 
         // The user's words are saved before anything can fail upstream, so nothing they sent is lost.
@@ -224,24 +206,41 @@ impl TurnService {
             let already_stored = id
                 .as_deref()
                 .is_some_and(|id| ctx.history.iter().any(|m| m.id == id));
-            if !already_stored {
-                let stored = self
+            let message = NewMessage {
+                id,
+                thread_id: request.thread_id.clone(),
+                role: Role::User,
+                parts: Value::Array(parts),
+                metadata: json!({}),
+                status: None,
+            };
+            if ctx.thread.is_none() {
+                // A first send creates its thread and message in one write.
+                let title = title_from(message.parts.as_array().map_or(&[][..], Vec::as_slice));
+                let (thread, stored) = self
                     .store
-                    .append_message(
+                    .create_thread_with_message(
                         &request.user_id,
-                        &NewMessage {
-                            id,
-                            thread_id: request.thread_id.clone(),
-                            role: Role::User,
-                            parts: Value::Array(parts),
-                            metadata: json!({}),
-                            status: None,
+                        &promptgate_store::NewThread {
+                            id: Some(request.thread_id.clone()),
+                            project_id: None,
+                            title: Some(title).filter(|t| !t.is_empty()),
                         },
+                        &message,
                     )
                     .await?;
+                ctx.thread = Some(thread);
+                ctx.history.push(stored);
+            } else if !already_stored {
+                let stored = self.store.append_message(&request.user_id, &message).await?;
                 ctx.history.push(stored);
             }
         } else {
+            if ctx.thread.is_none() {
+                return Err(SendError::InvalidMessage(
+                    "there is no user message to answer".to_owned(),
+                ));
+            }
             while ctx.history.last().is_some_and(|m| m.role == Role::Assistant) {
                 ctx.history.pop();
             }

@@ -10,7 +10,7 @@ use clap::{Parser, Subcommand};
 use promptgate_store::Store;
 
 use crate::config::{AuthMode, Config, Env, ProcessEnv};
-use crate::state::{AppState, LOCAL_USER_ID};
+use crate::state::{AppState, LOCAL_USER_ID, Shared};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -170,12 +170,12 @@ pub async fn prepare_with_env(config: Config, store: Store, env: &dyn Env) -> an
         store.ensure_user(LOCAL_USER_ID, "local").await?;
     }
     let turns = crate::runtime::turn_service(&config, store.clone(), env)?;
-    Ok(AppState {
+    Ok(AppState::new(Shared {
         store,
         config: Arc::new(config),
         turns,
         oauth: Default::default(),
-    })
+    }))
 }
 
 pub async fn serve(config: Config) -> anyhow::Result<()> {

@@ -105,6 +105,26 @@ async fn bad_settings_get_json_errors_and_change_nothing() {
     assert_eq!(status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
     assert_eq!(error_code(&err), "unsupported_media_type");
 
+    for kind in ["text/plain", "application/jsonx", "json", "application/xml"] {
+        let (status, _) = gw.raw(Method::PUT, "/v1/settings", kind, b"{}".to_vec()).await;
+        assert_eq!(status, StatusCode::UNSUPPORTED_MEDIA_TYPE, "{kind}");
+    }
+    for kind in [
+        "application/json; charset=utf-8",
+        "Application/JSON",
+        "application/merge-patch+json",
+    ] {
+        let (status, body) = gw
+            .raw(
+                Method::PUT,
+                "/v1/settings",
+                kind,
+                br#"{"preferred_name": "Kept"}"#.to_vec(),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{kind}: {body}");
+    }
+
     let huge = format!("{{\"preferred_name\": \"{}\"}}", "x".repeat(2 * 1024 * 1024));
     let (status, err) = gw
         .raw(Method::PUT, "/v1/settings", "application/json", huge.into_bytes())

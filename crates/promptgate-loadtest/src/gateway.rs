@@ -43,6 +43,15 @@ upstream_model = "{UPSTREAM_MODEL}"
     )
 }
 
+/// Where the gateway process runs: which CPUs, and how many runtime worker threads it starts.
+#[derive(Debug, Clone, Default)]
+pub struct Placement {
+    /// A `taskset -c` list such as `1`; every CPU when absent.
+    pub cpus: Option<String>,
+    /// Worker threads of the gateway's async runtime; one per CPU when absent.
+    pub workers: Option<usize>,
+}
+
 /// A running gateway; the process is killed when this is dropped.
 pub struct GatewayProcess {
     child: Child,
@@ -64,7 +73,7 @@ impl GatewayProcess {
         client: &reqwest::Client,
         upstream_base_url: &str,
         database_url: Option<&str>,
-        cpus: Option<&str>,
+        placement: &Placement,
     ) -> Result<Self, LoadError> {
         let scratch = std::env::temp_dir().join(format!("promptgate-loadtest-{}", uuid::Uuid::new_v4()));
         std::fs::create_dir_all(&scratch).map_err(LoadError::Files)?;
@@ -79,7 +88,7 @@ impl GatewayProcess {
         std::fs::write(&config_path, text).map_err(LoadError::Files)?;
 
         let exe = std::env::current_exe().map_err(LoadError::Spawn)?;
-        let mut command = match cpus {
+        let mut command = match placement.cpus.as_deref() {
             Some(cpus) => {
                 let mut pinned = Command::new("taskset");
                 pinned.arg("-c").arg(cpus).arg(exe);
@@ -88,6 +97,11 @@ impl GatewayProcess {
             None => Command::new(exe),
         };
         command.arg("serve-gateway").arg(&config_path);
+        // The runtime reads this when it is built; without it, it starts one worker per CPU.
+        match placement.workers {
+            Some(workers) => command.env("TOKIO_WORKER_THREADS", workers.to_string()),
+            None => command.env_remove("TOKIO_WORKER_THREADS"),
+        };
         let child = command
             // The environment must not redirect the gateway elsewhere.
             .env_remove("DATABASE_URL")

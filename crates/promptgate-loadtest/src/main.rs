@@ -39,6 +39,10 @@ struct Cli {
     /// core with the driver and the upstream; pin the driver itself with `taskset -c 0 …`.
     #[arg(long)]
     gateway_cpus: Option<String>,
+    /// Worker threads of the gateway's async runtime (default: one per CPU it may use); with
+    /// `--gateway-cpus 1`, `--gateway-workers 1` measures the gateway on one core.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
+    gateway_workers: Option<u16>,
     /// A capacity step passes only with total-time p99 at or under this many milliseconds.
     #[arg(long, default_value_t = 10.0)]
     p99_bound_ms: f64,
@@ -86,7 +90,10 @@ async fn drive(cli: Cli) -> anyhow::Result<()> {
         capacity_rates: cli.capacity_rates,
         capacity_step: seconds(cli.capacity_step, "capacity-step")?,
         p99_bound: Duration::from_secs_f64(cli.p99_bound_ms.max(0.0) / 1000.0),
-        gateway_cpus: cli.gateway_cpus,
+        gateway: promptgate_loadtest::gateway::Placement {
+            cpus: cli.gateway_cpus,
+            workers: cli.gateway_workers.map(usize::from),
+        },
     };
     let report = promptgate_loadtest::scenario::run(&options).await?;
     let mut out = std::io::stdout().lock();

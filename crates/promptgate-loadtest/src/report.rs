@@ -32,6 +32,15 @@ fn row(out: &mut String, label: &str, path: &str, r: &RunResult) {
 /// Renders every table of the report.
 pub fn markdown(report: &Report) -> String {
     let mut out = String::new();
+    let workers = report
+        .gateway
+        .workers
+        .map_or_else(|| "one per CPU".to_owned(), |n| n.to_string());
+    let cpus = report.gateway.cpus.as_deref().unwrap_or("all");
+    let _ = writeln!(
+        out,
+        "Gateway process: runtime worker threads {workers}, CPUs {cpus}.\n"
+    );
     if !report.comparisons.is_empty() {
         out.push_str("### Latency, direct and through the gateway (ms)\n\n");
         out.push_str(

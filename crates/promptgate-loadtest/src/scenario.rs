@@ -9,7 +9,7 @@ use promptgate_llm::scripted::{ScriptedUpstream, text};
 use serde_json::json;
 
 use crate::error::LoadError;
-use crate::gateway::{BENCH_MODEL, GatewayProcess, Memory, UPSTREAM_MODEL};
+use crate::gateway::{BENCH_MODEL, GatewayProcess, Memory, Placement, UPSTREAM_MODEL};
 use crate::load::{RunResult, Target, client, drive};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -58,8 +58,8 @@ pub struct Options {
     pub capacity_rates: Vec<f64>,
     pub capacity_step: Duration,
     pub p99_bound: Duration,
-    /// CPUs the gateway process is confined to (a `taskset -c` list); all of them when absent.
-    pub gateway_cpus: Option<String>,
+    /// Where the gateway process runs.
+    pub gateway: Placement,
 }
 
 /// One scenario's pair of runs.
@@ -91,6 +91,8 @@ pub struct Report {
     pub capacity: Vec<CapacityStep>,
     pub memory: Vec<MemoryReport>,
     pub p99_bound: Duration,
+    /// Where the gateway ran, printed with the numbers it explains.
+    pub gateway: Placement,
 }
 
 const QUESTION: &str = "Say hello.";
@@ -152,6 +154,7 @@ pub async fn run(options: &Options) -> Result<Report, LoadError> {
     let direct_url = format!("{}/chat/completions", upstream.base_url());
     let mut report = Report {
         p99_bound: options.p99_bound,
+        gateway: options.gateway.clone(),
         ..Report::default()
     };
 
@@ -162,8 +165,7 @@ pub async fn run(options: &Options) -> Result<Report, LoadError> {
         Scenario::Capacity,
     ];
     if sqlite_scenarios.iter().any(|s| wants(*s)) {
-        let gateway =
-            GatewayProcess::start(&http, &upstream.base_url(), None, options.gateway_cpus.as_deref()).await?;
+        let gateway = GatewayProcess::start(&http, &upstream.base_url(), None, &options.gateway).await?;
         let idle_at_start = gateway.memory();
         tracing::info!(pid = gateway.pid(), "gateway on SQLite is ready");
         for scenario in [Scenario::FacadeJson, Scenario::FacadeStream, Scenario::SendSqlite] {
@@ -190,13 +192,8 @@ pub async fn run(options: &Options) -> Result<Report, LoadError> {
     }
 
     if let Some(url) = postgres_url {
-        let gateway = GatewayProcess::start(
-            &http,
-            &upstream.base_url(),
-            Some(&url),
-            options.gateway_cpus.as_deref(),
-        )
-        .await?;
+        let gateway =
+            GatewayProcess::start(&http, &upstream.base_url(), Some(&url), &options.gateway).await?;
         let idle_at_start = gateway.memory();
         let (direct, through) = targets(Scenario::SendPostgres, &direct_url, &gateway);
         report

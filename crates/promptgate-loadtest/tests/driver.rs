@@ -100,7 +100,7 @@ async fn the_postgres_scenario_without_a_url_says_how_to_give_one() {
         capacity_rates: Vec::new(),
         capacity_step: Duration::from_secs(1),
         p99_bound: Duration::from_millis(10),
-        gateway_cpus: None,
+        gateway: Default::default(),
     };
     let error = run(&options).await.unwrap_err();
     assert!(
@@ -125,6 +125,9 @@ fn the_binary_measures_the_facade_and_a_send_through_a_real_gateway() {
             // A warm-up before each run: sends after it must still open new threads.
             "--warmup",
             "0.25",
+            // The gateway on a one-worker runtime still serves both scenarios.
+            "--gateway-workers",
+            "1",
         ])
         .env_remove("PROMPTGATE_TEST_POSTGRES_URL")
         .output()
@@ -144,5 +147,9 @@ fn the_binary_measures_the_facade_and_a_send_through_a_real_gateway() {
         }
     }
     assert!(stdout.contains("Added by the gateway"), "{stdout}");
+    assert!(
+        stdout.contains("runtime worker threads 1, CPUs all"),
+        "the report says where the gateway ran:\n{stdout}"
+    );
     assert!(stdout.contains("| SQLite |"), "memory row missing:\n{stdout}");
 }

@@ -18,6 +18,10 @@ pub enum LoadError {
     NoPostgresUrl,
     #[error("cannot start the scripted upstream: {0}")]
     Upstream(#[source] std::io::Error),
+    #[error("the upstream's script cannot be served as fixed bytes (it pauses, cuts or fails)")]
+    UnplayableScript,
+    #[error("load targets are plain http://IP:PORT/path URLs, not {0:?}")]
+    BadUrl(String),
     #[error("cannot build the HTTP client: {0}")]
     Client(#[source] reqwest::Error),
     #[error("the gateway configuration is invalid: {0}")]

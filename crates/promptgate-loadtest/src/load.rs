@@ -1,6 +1,7 @@
 //! The open-loop driver: requests start on a fixed schedule, whatever the server's answers do, so a
 //! slow server shows up as latency instead of quietly lowering the offered rate.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,6 +12,7 @@ use tokio::time::Instant;
 
 use crate::error::LoadError;
 use crate::stats::Percentiles;
+use crate::wire::WireClient;
 
 /// No single run sends more than this, whatever the flags say.
 pub const MAX_REQUESTS_PER_RUN: u64 = 200_000;
@@ -25,10 +27,31 @@ pub type BodyFn = Arc<dyn Fn(u64) -> Bytes + Send + Sync>;
 /// Where requests go and what a complete answer looks like.
 #[derive(Clone)]
 pub struct Target {
-    pub url: String,
+    client: Arc<WireClient>,
+    path: String,
     pub body: BodyFn,
     /// The answer is an SSE stream that must end with `data: [DONE]`.
     pub streamed: bool,
+}
+
+impl Target {
+    /// `url` is a plain `http://IP:PORT/path` on loopback; its connections are kept per target.
+    pub fn new(url: &str, body: BodyFn, streamed: bool) -> Result<Self, LoadError> {
+        let bad = || LoadError::BadUrl(url.to_owned());
+        let parsed = reqwest::Url::parse(url).map_err(|_| bad())?;
+        if parsed.scheme() != "http" {
+            return Err(bad());
+        }
+        let host = parsed.host_str().ok_or_else(bad)?;
+        let port = parsed.port_or_known_default().ok_or_else(bad)?;
+        let addr: SocketAddr = format!("{host}:{port}").parse().map_err(|_| bad())?;
+        Ok(Self {
+            client: Arc::new(WireClient::new(addr)),
+            path: parsed.path().to_owned(),
+            body,
+            streamed,
+        })
+    }
 }
 
 /// One request's outcome. Times run from the moment the request was handed to the client.
@@ -74,24 +97,18 @@ pub fn planned_requests(rate: f64, duration: Duration) -> Result<u64, LoadError>
     Ok(count)
 }
 
-/// A client for load runs: loopback only, no proxy, connections kept and reused.
+/// The client that waits for the gateway to come up: loopback only, no proxy.
 pub fn client() -> Result<Client, LoadError> {
     Client::builder()
         .no_proxy()
         .timeout(REQUEST_TIMEOUT)
-        .pool_idle_timeout(Duration::from_secs(30))
         .tcp_nodelay(true)
         .build()
         .map_err(LoadError::Client)
 }
 
 /// Sends `rate` requests per second to `target` for `duration`, on a fixed schedule.
-pub async fn drive(
-    client: &Client,
-    target: &Target,
-    rate: f64,
-    duration: Duration,
-) -> Result<RunResult, LoadError> {
+pub async fn drive(target: &Target, rate: f64, duration: Duration) -> Result<RunResult, LoadError> {
     let count = planned_requests(rate, duration)?;
     let interval = Duration::from_secs_f64(1.0 / rate);
     let start = Instant::now();
@@ -102,11 +119,8 @@ pub async fn drive(
         let due = start + interval.mul_f64(n as f64);
         tokio::time::sleep_until(due).await;
         max_lag = max_lag.max(Instant::now().saturating_duration_since(due));
-        let request = client
-            .post(&target.url)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body((target.body)(n));
-        tasks.spawn(measure(request, target.streamed));
+        let request = target.client.post_json(&target.path, &(target.body)(n));
+        tasks.spawn(measure(Arc::clone(&target.client), request, target.streamed));
         // Reap what has finished so a long run holds only its in-flight tasks.
         while let Some(done) = tasks.try_join_next() {
             samples.push(done?);
@@ -141,52 +155,33 @@ fn summarize(rate: f64, samples: Vec<Sample>, elapsed: Duration, max_lag: Durati
     }
 }
 
-async fn measure(request: reqwest::RequestBuilder, streamed: bool) -> Sample {
+async fn measure(client: Arc<WireClient>, request: Vec<u8>, streamed: bool) -> Sample {
     let begun = Instant::now();
-    let mut first_byte = None;
-    let outcome = read_answer(request, streamed, begun, &mut first_byte).await;
-    let total = begun.elapsed();
-    Sample {
-        first_byte: first_byte.unwrap_or(total),
-        total,
-        error: outcome.err(),
-    }
-}
-
-async fn read_answer(
-    request: reqwest::RequestBuilder,
-    streamed: bool,
-    begun: Instant,
-    first_byte: &mut Option<Duration>,
-) -> Result<(), String> {
-    let mut response = request.send().await.map_err(|e| describe(&e))?;
-    let status = response.status();
-    // Only the last few bytes matter for the end marker; a long answer must not be buffered whole.
-    let mut tail: Vec<u8> = Vec::with_capacity(64);
-    while let Some(chunk) = response.chunk().await.map_err(|e| describe(&e))? {
-        if first_byte.is_none() {
-            *first_byte = Some(begun.elapsed());
-        }
-        tail.extend_from_slice(&chunk);
-        if tail.len() > 64 {
-            tail.drain(..tail.len() - 64);
-        }
-    }
-    if !status.is_success() {
-        return Err(format!("HTTP {status}: {}", String::from_utf8_lossy(&tail)));
-    }
-    if streamed && !tail.windows(DONE_MARKER.len()).any(|w| w == DONE_MARKER) {
-        return Err("the stream ended without data: [DONE]".to_owned());
-    }
-    Ok(())
-}
-
-fn describe(error: &reqwest::Error) -> String {
-    if error.is_timeout() {
-        format!("timed out after {REQUEST_TIMEOUT:?}")
-    } else if error.is_connect() {
-        format!("cannot connect: {error}")
+    let answer = tokio::time::timeout(REQUEST_TIMEOUT, client.send(&request, begun)).await;
+    let failed = |error: String| Sample {
+        first_byte: begun.elapsed(),
+        total: begun.elapsed(),
+        error: Some(error),
+    };
+    let answer = match answer {
+        Err(_) => return failed(format!("timed out after {REQUEST_TIMEOUT:?}")),
+        Ok(Err(error)) => return failed(error),
+        Ok(Ok(answer)) => answer,
+    };
+    let error = if !(200..300).contains(&answer.status) {
+        Some(format!(
+            "HTTP {}: {}",
+            answer.status,
+            String::from_utf8_lossy(&answer.tail)
+        ))
+    } else if streamed && !answer.tail.windows(DONE_MARKER.len()).any(|w| w == DONE_MARKER) {
+        Some("the stream ended without data: [DONE]".to_owned())
     } else {
-        error.to_string()
+        None
+    };
+    Sample {
+        first_byte: answer.first_byte,
+        total: answer.total,
+        error,
     }
 }

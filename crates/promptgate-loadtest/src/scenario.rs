@@ -5,12 +5,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
-use promptgate_llm::scripted::{ScriptedUpstream, text};
+use promptgate_llm::scripted::{rendered, text};
 use serde_json::json;
 
 use crate::error::LoadError;
 use crate::gateway::{BENCH_MODEL, GatewayProcess, Memory, Placement, UPSTREAM_MODEL};
 use crate::load::{RunResult, Target, client, drive};
+use crate::wire::BenchUpstream;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Scenario {
@@ -97,7 +98,7 @@ pub struct Report {
 
 const QUESTION: &str = "Say hello.";
 
-fn completion_target(url: String, model: &'static str, streamed: bool) -> Target {
+fn completion_target(url: String, model: &'static str, streamed: bool) -> Result<Target, LoadError> {
     let body = Bytes::from(
         json!({
             "model": model,
@@ -106,22 +107,18 @@ fn completion_target(url: String, model: &'static str, streamed: bool) -> Target
         })
         .to_string(),
     );
-    Target {
-        url,
-        body: Arc::new(move |_| body.clone()),
-        streamed,
-    }
+    Target::new(&url, Arc::new(move |_| body.clone()), streamed)
 }
 
 /// Every send opens a new thread, so each one pays for creating it and storing both messages, and no
 /// send waits on another's turn (a second send to a busy thread is refused).
-fn send_target(url: String) -> Target {
+fn send_target(url: String) -> Result<Target, LoadError> {
     let run = uuid::Uuid::new_v4().simple().to_string();
     // Counted across every run of this target, so the warm-up's threads are never reused.
     let sends = AtomicU64::new(0);
-    Target {
-        url,
-        body: Arc::new(move |_| {
+    Target::new(
+        &url,
+        Arc::new(move |_| {
             let n = sends.fetch_add(1, Ordering::Relaxed);
             Bytes::from(
                 json!({
@@ -134,8 +131,8 @@ fn send_target(url: String) -> Target {
                 .to_string(),
             )
         }),
-        streamed: true,
-    }
+        true,
+    )
 }
 
 /// Runs the chosen scenarios and gathers their numbers.
@@ -147,9 +144,11 @@ pub async fn run(options: &Options) -> Result<Report, LoadError> {
         None
     };
 
-    let upstream = ScriptedUpstream::start().await.map_err(LoadError::Upstream)?;
-    upstream.replay_by_default(text(["Hello", " from", " the", " scripted", " upstream."]));
-    upstream.set_recording(false);
+    let (sse, completion) = rendered(&text(["Hello", " from", " the", " scripted", " upstream."]))
+        .ok_or(LoadError::UnplayableScript)?;
+    let upstream = BenchUpstream::start(&sse, &completion)
+        .await
+        .map_err(LoadError::Upstream)?;
     let http = client()?;
     let direct_url = format!("{}/chat/completions", upstream.base_url());
     let mut report = Report {
@@ -170,18 +169,18 @@ pub async fn run(options: &Options) -> Result<Report, LoadError> {
         tracing::info!(pid = gateway.pid(), "gateway on SQLite is ready");
         for scenario in [Scenario::FacadeJson, Scenario::FacadeStream, Scenario::SendSqlite] {
             if wants(scenario) {
-                let (direct, through) = targets(scenario, &direct_url, &gateway);
+                let (direct, through) = targets(scenario, &direct_url, &gateway)?;
                 report
                     .comparisons
-                    .push(compare(&http, scenario, &direct, &through, options).await?);
+                    .push(compare(scenario, &direct, &through, options).await?);
             }
         }
         if wants(Scenario::Capacity) {
             for streamed in [false, true] {
-                let through = completion_target(gateway.url("/v1/chat/completions"), BENCH_MODEL, streamed);
+                let through = completion_target(gateway.url("/v1/chat/completions"), BENCH_MODEL, streamed)?;
                 report
                     .capacity
-                    .extend(probe_capacity(&http, &through, streamed, options).await?);
+                    .extend(probe_capacity(&through, streamed, options).await?);
             }
         }
         report.memory.push(MemoryReport {
@@ -195,10 +194,10 @@ pub async fn run(options: &Options) -> Result<Report, LoadError> {
         let gateway =
             GatewayProcess::start(&http, &upstream.base_url(), Some(&url), &options.gateway).await?;
         let idle_at_start = gateway.memory();
-        let (direct, through) = targets(Scenario::SendPostgres, &direct_url, &gateway);
+        let (direct, through) = targets(Scenario::SendPostgres, &direct_url, &gateway)?;
         report
             .comparisons
-            .push(compare(&http, Scenario::SendPostgres, &direct, &through, options).await?);
+            .push(compare(Scenario::SendPostgres, &direct, &through, options).await?);
         report.memory.push(MemoryReport {
             backend: "Postgres",
             idle_at_start,
@@ -210,26 +209,29 @@ pub async fn run(options: &Options) -> Result<Report, LoadError> {
 
 /// The direct request and the gateway request a scenario compares. A send streams, so its direct
 /// counterpart is the upstream's own stream.
-fn targets(scenario: Scenario, direct_url: &str, gateway: &GatewayProcess) -> (Target, Target) {
+fn targets(
+    scenario: Scenario,
+    direct_url: &str,
+    gateway: &GatewayProcess,
+) -> Result<(Target, Target), LoadError> {
     let facade = gateway.url("/v1/chat/completions");
-    match scenario {
+    Ok(match scenario {
         Scenario::FacadeJson => (
-            completion_target(direct_url.to_owned(), UPSTREAM_MODEL, false),
-            completion_target(facade, BENCH_MODEL, false),
+            completion_target(direct_url.to_owned(), UPSTREAM_MODEL, false)?,
+            completion_target(facade, BENCH_MODEL, false)?,
         ),
         Scenario::FacadeStream | Scenario::Capacity => (
-            completion_target(direct_url.to_owned(), UPSTREAM_MODEL, true),
-            completion_target(facade, BENCH_MODEL, true),
+            completion_target(direct_url.to_owned(), UPSTREAM_MODEL, true)?,
+            completion_target(facade, BENCH_MODEL, true)?,
         ),
         Scenario::SendSqlite | Scenario::SendPostgres => (
-            completion_target(direct_url.to_owned(), UPSTREAM_MODEL, true),
-            send_target(gateway.url("/v1/chat")),
+            completion_target(direct_url.to_owned(), UPSTREAM_MODEL, true)?,
+            send_target(gateway.url("/v1/chat"))?,
         ),
-    }
+    })
 }
 
 async fn compare(
-    http: &reqwest::Client,
     scenario: Scenario,
     direct: &Target,
     through: &Target,
@@ -241,10 +243,10 @@ async fn compare(
         rate,
         "measuring direct, then through the gateway"
     );
-    warm_up(http, direct, rate, options.warmup).await?;
-    let direct = drive(http, direct, rate, options.duration).await?;
-    warm_up(http, through, rate, options.warmup).await?;
-    let gateway = drive(http, through, rate, options.duration).await?;
+    warm_up(direct, rate, options.warmup).await?;
+    let direct = drive(direct, rate, options.duration).await?;
+    warm_up(through, rate, options.warmup).await?;
+    let gateway = drive(through, rate, options.duration).await?;
     Ok(Comparison {
         scenario,
         direct,
@@ -252,14 +254,9 @@ async fn compare(
     })
 }
 
-async fn warm_up(
-    http: &reqwest::Client,
-    target: &Target,
-    rate: f64,
-    warmup: Duration,
-) -> Result<(), LoadError> {
+async fn warm_up(target: &Target, rate: f64, warmup: Duration) -> Result<(), LoadError> {
     if !warmup.is_zero() {
-        drive(http, target, rate, warmup).await?;
+        drive(target, rate, warmup).await?;
     }
     Ok(())
 }
@@ -267,7 +264,6 @@ async fn warm_up(
 /// Steps the rate up until a step fails: an error, p99 total time over the bound, or fewer answers
 /// per second than 95% of the offered rate.
 async fn probe_capacity(
-    http: &reqwest::Client,
     target: &Target,
     streamed: bool,
     options: &Options,
@@ -275,7 +271,7 @@ async fn probe_capacity(
     let mut steps = Vec::new();
     for &rate in &options.capacity_rates {
         tracing::info!(rate, streamed, "capacity step");
-        let result = drive(http, target, rate, options.capacity_step).await?;
+        let result = drive(target, rate, options.capacity_step).await?;
         let passed = result.errors == 0
             && result.total.p99 <= options.p99_bound
             && result.achieved_rate >= 0.95 * rate;

@@ -1,24 +1,24 @@
 //! Keeps the load driver working in debug builds: short, low-rate runs against real loopback servers.
 //! Nothing here asserts a timing; the numbers belong to docs/benchmarks.md.
 
+// Helpers in test files fail the test loudly; that is their job.
+#![allow(clippy::unwrap_used)]
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use promptgate_llm::scripted::{Script, ScriptedUpstream, text};
+use promptgate_llm::scripted::{Script, ScriptedUpstream, rendered, text};
 use promptgate_loadtest::LoadError;
-use promptgate_loadtest::load::{Target, client, drive};
+use promptgate_loadtest::load::{Target, drive};
 use promptgate_loadtest::scenario::{Options, Scenario, run};
+use promptgate_loadtest::wire::BenchUpstream;
 
 fn completion(url: String, streamed: bool) -> Target {
     let body = Bytes::from(format!(
         r#"{{"model":"m","messages":[{{"role":"user","content":"hi"}}],"stream":{streamed}}}"#
     ));
-    Target {
-        url,
-        body: Arc::new(move |_| body.clone()),
-        streamed,
-    }
+    Target::new(&url, Arc::new(move |_| body.clone()), streamed).unwrap()
 }
 
 #[tokio::test]
@@ -28,14 +28,71 @@ async fn every_scheduled_request_is_sent_and_answered() {
     upstream.replay_by_default(text(["Hello", " there."]));
     let target = completion(format!("{}/chat/completions", upstream.base_url()), true);
 
-    let result = drive(&client().unwrap(), &target, 20.0, Duration::from_secs(1))
-        .await
-        .unwrap();
+    let result = drive(&target, 20.0, Duration::from_secs(1)).await.unwrap();
 
     assert_eq!(result.sent, 20);
     assert_eq!(result.ok, 20, "first error: {:?}", result.first_error);
     assert_eq!(upstream.calls(), 20);
     assert!(result.total.p50 >= result.first_byte.p50);
+}
+
+#[tokio::test]
+async fn json_answers_are_read_to_their_length_on_kept_connections() {
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    upstream.replay_by_default(text(["Hello", " there."]));
+    let target = completion(format!("{}/chat/completions", upstream.base_url()), false);
+
+    let result = drive(&target, 20.0, Duration::from_secs(1)).await.unwrap();
+
+    assert_eq!(result.ok, 20, "first error: {:?}", result.first_error);
+    assert_eq!(upstream.calls(), 20);
+    assert!(
+        upstream.connections() < 20,
+        "one request at a time reuses connections: {} for 20 requests",
+        upstream.connections()
+    );
+}
+
+#[tokio::test]
+async fn the_bench_upstream_answers_streams_and_json_with_the_scripted_bytes() {
+    promptgate_loadtest::init_tls();
+    let (sse, completion_json) = rendered(&text(["Hello", " from", " the", " bench."])).unwrap();
+    let upstream = BenchUpstream::start(&sse, &completion_json).await.unwrap();
+    let url = format!("{}/chat/completions", upstream.base_url());
+
+    let streamed = drive(&completion(url.clone(), true), 10.0, Duration::from_secs(1))
+        .await
+        .unwrap();
+    let whole = drive(&completion(url, false), 10.0, Duration::from_secs(1))
+        .await
+        .unwrap();
+    assert_eq!(
+        (streamed.ok, whole.ok),
+        (10, 10),
+        "{:?} {:?}",
+        streamed.first_error,
+        whole.first_error
+    );
+    assert_eq!(upstream.calls(), 20);
+
+    // What it says is what an OpenAI client reads: the same answer both ways.
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let sent = |stream: bool| {
+        http.post(format!("{}/chat/completions", upstream.base_url()))
+            .json(&serde_json::json!({"model": "m", "messages": [], "stream": stream}))
+            .send()
+    };
+    let body: serde_json::Value = sent(false).await.unwrap().json().await.unwrap();
+    assert_eq!(body["choices"][0]["message"]["content"], "Hello from the bench.");
+    let events = sent(true).await.unwrap().text().await.unwrap();
+    assert!(events.trim_end().ends_with("data: [DONE]"), "{events}");
+    let text: String = events
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str::<serde_json::Value>(d).ok())
+        .filter_map(|c| c["choices"][0]["delta"]["content"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(text, "Hello from the bench.");
 }
 
 #[tokio::test]
@@ -47,9 +104,7 @@ async fn refusals_and_cut_streams_count_as_errors_with_their_reason() {
     upstream.replay_by_default(text(["fine"]));
     let target = completion(format!("{}/chat/completions", upstream.base_url()), true);
 
-    let result = drive(&client().unwrap(), &target, 4.0, Duration::from_secs(1))
-        .await
-        .unwrap();
+    let result = drive(&target, 4.0, Duration::from_secs(1)).await.unwrap();
 
     assert_eq!(result.sent, 4);
     assert_eq!(result.errors, 2);
@@ -66,9 +121,7 @@ async fn a_stream_without_its_end_marker_is_an_error() {
     upstream.replay_by_default(unfinished);
     let target = completion(format!("{}/chat/completions", upstream.base_url()), true);
 
-    let result = drive(&client().unwrap(), &target, 2.0, Duration::from_secs(1))
-        .await
-        .unwrap();
+    let result = drive(&target, 2.0, Duration::from_secs(1)).await.unwrap();
 
     assert_eq!(result.errors, 2);
     assert!(result.first_error.unwrap().contains("[DONE]"));
@@ -78,14 +131,9 @@ async fn a_stream_without_its_end_marker_is_an_error() {
 async fn rates_that_are_not_positive_or_too_large_are_refused() {
     promptgate_loadtest::init_tls();
     let target = completion("http://127.0.0.1:9/".to_owned(), false);
-    let http = client().unwrap();
-    let zero = drive(&http, &target, 0.0, Duration::from_secs(1))
-        .await
-        .unwrap_err();
+    let zero = drive(&target, 0.0, Duration::from_secs(1)).await.unwrap_err();
     assert!(matches!(zero, LoadError::BadRate(_)), "{zero}");
-    let huge = drive(&http, &target, 1e9, Duration::from_secs(1))
-        .await
-        .unwrap_err();
+    let huge = drive(&target, 1e9, Duration::from_secs(1)).await.unwrap_err();
     assert!(matches!(huge, LoadError::TooManyRequests { .. }), "{huge}");
 }
 

@@ -149,6 +149,14 @@ impl Drop for ScriptedUpstream {
     }
 }
 
+/// The two answers a plain script stands for, as bytes: its SSE body, and the same answer as one
+/// `chat.completion` for a request that did not ask for a stream. `None` when the script pauses,
+/// cuts, hangs or fails, which only a live replay can do.
+pub fn rendered(script: &Script) -> Option<(Bytes, Bytes)> {
+    let prepared = Prepared::new(script.clone());
+    prepared.sse.map(|sse| (sse, prepared.completion))
+}
+
 impl Prepared {
     fn new(script: Script) -> Self {
         let plain = script

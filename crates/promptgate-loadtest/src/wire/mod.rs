@@ -1,0 +1,8 @@
+//! The driver's own HTTP/1.1 on loopback: a lean client and the fixed-answer upstream.
+
+mod chunked;
+pub mod client;
+pub mod upstream;
+
+pub use client::{Answer, WireClient};
+pub use upstream::BenchUpstream;

@@ -109,6 +109,19 @@ pub fn client() -> Result<Client, LoadError> {
 
 /// Sends `rate` requests per second to `target` for `duration`, on a fixed schedule.
 pub async fn drive(target: &Target, rate: f64, duration: Duration) -> Result<RunResult, LoadError> {
+    Ok(pooled(rate, vec![drive_stretch(target, rate, duration).await?]))
+}
+
+/// The samples of one stretch of load, kept apart so stretches of the same target can be pooled.
+#[derive(Debug, Default)]
+pub struct Stretch {
+    samples: Vec<Sample>,
+    elapsed: Duration,
+    max_lag: Duration,
+}
+
+/// Like [`drive`], leaving the summary to [`pooled`].
+pub async fn drive_stretch(target: &Target, rate: f64, duration: Duration) -> Result<Stretch, LoadError> {
     let count = planned_requests(rate, duration)?;
     let interval = Duration::from_secs_f64(1.0 / rate);
     let start = Instant::now();
@@ -129,11 +142,18 @@ pub async fn drive(target: &Target, rate: f64, duration: Duration) -> Result<Run
     while let Some(done) = tasks.join_next().await {
         samples.push(done?);
     }
-    let elapsed = start.elapsed();
-    Ok(summarize(rate, samples, elapsed, max_lag))
+    Ok(Stretch {
+        samples,
+        elapsed: start.elapsed(),
+        max_lag,
+    })
 }
 
-fn summarize(rate: f64, samples: Vec<Sample>, elapsed: Duration, max_lag: Duration) -> RunResult {
+/// One result from stretches at the same rate: their samples together, their times added.
+pub fn pooled(rate: f64, stretches: Vec<Stretch>) -> RunResult {
+    let elapsed: Duration = stretches.iter().map(|s| s.elapsed).sum();
+    let max_lag = stretches.iter().map(|s| s.max_lag).max().unwrap_or_default();
+    let samples: Vec<Sample> = stretches.into_iter().flat_map(|s| s.samples).collect();
     let sent = samples.len() as u64;
     let first_error = samples.iter().find_map(|s| s.error.clone());
     let good: Vec<&Sample> = samples.iter().filter(|s| s.error.is_none()).collect();

@@ -20,6 +20,10 @@ struct Cli {
     /// Seconds each measured run lasts (direct and gateway each).
     #[arg(long, default_value_t = 5.0)]
     duration: f64,
+    /// Rounds the measured time is split into, each direct then through the gateway; the samples
+    /// of each path are pooled, so noise from the machine falls on both alike.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100))]
+    rounds: u32,
     /// Seconds of unmeasured load before each measured run.
     #[arg(long, default_value_t = 1.0)]
     warmup: f64,
@@ -85,6 +89,7 @@ async fn drive(cli: Cli) -> anyhow::Result<()> {
         scenarios,
         rate: cli.rate,
         duration: seconds(cli.duration, "duration")?,
+        rounds: cli.rounds,
         warmup: seconds(cli.warmup, "warmup")?,
         postgres_url: cli.postgres_url,
         capacity_rates: cli.capacity_rates,

@@ -39,7 +39,9 @@ pub fn markdown(report: &Report) -> String {
     let cpus = report.gateway.cpus.as_deref().unwrap_or("all");
     let _ = writeln!(
         out,
-        "Gateway process: runtime worker threads {workers}, CPUs {cpus}.\n"
+        "Gateway process: runtime worker threads {workers}, CPUs {cpus}. Each comparison ran in {} \
+         rounds of direct then gateway, samples pooled per path.\n",
+        report.rounds
     );
     if !report.comparisons.is_empty() {
         out.push_str("### Latency, direct and through the gateway (ms)\n\n");

@@ -10,7 +10,7 @@ use serde_json::json;
 
 use crate::error::LoadError;
 use crate::gateway::{BENCH_MODEL, GatewayProcess, Memory, Placement, UPSTREAM_MODEL};
-use crate::load::{RunResult, Target, client, drive};
+use crate::load::{RunResult, Target, client, drive, drive_stretch, pooled};
 use crate::wire::BenchUpstream;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -53,6 +53,9 @@ pub struct Options {
     /// Overrides each scenario's own rate (1,000/s for the facade, 200/s for sends).
     pub rate: Option<f64>,
     pub duration: Duration,
+    /// The measured time is split into this many rounds of direct-then-gateway, whose samples are
+    /// pooled per path, so a burst of noise from the machine lands on both paths alike.
+    pub rounds: u32,
     /// Requests at the measured rate before measuring, so connections exist and caches are warm.
     pub warmup: Duration,
     pub postgres_url: Option<String>,
@@ -94,6 +97,7 @@ pub struct Report {
     pub p99_bound: Duration,
     /// Where the gateway ran, printed with the numbers it explains.
     pub gateway: Placement,
+    pub rounds: u32,
 }
 
 const QUESTION: &str = "Say hello.";
@@ -154,6 +158,7 @@ pub async fn run(options: &Options) -> Result<Report, LoadError> {
     let mut report = Report {
         p99_bound: options.p99_bound,
         gateway: options.gateway.clone(),
+        rounds: options.rounds.max(1),
         ..Report::default()
     };
 
@@ -244,9 +249,16 @@ async fn compare(
         "measuring direct, then through the gateway"
     );
     warm_up(direct, rate, options.warmup).await?;
-    let direct = drive(direct, rate, options.duration).await?;
     warm_up(through, rate, options.warmup).await?;
-    let gateway = drive(through, rate, options.duration).await?;
+    let rounds = options.rounds.max(1);
+    let slice = options.duration / rounds;
+    let (mut direct_runs, mut gateway_runs) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        direct_runs.push(drive_stretch(direct, rate, slice).await?);
+        gateway_runs.push(drive_stretch(through, rate, slice).await?);
+    }
+    let direct = pooled(rate, direct_runs);
+    let gateway = pooled(rate, gateway_runs);
     Ok(Comparison {
         scenario,
         direct,

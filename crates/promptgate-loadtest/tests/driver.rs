@@ -143,6 +143,7 @@ async fn the_postgres_scenario_without_a_url_says_how_to_give_one() {
         scenarios: vec![Scenario::SendPostgres],
         rate: Some(1.0),
         duration: Duration::from_secs(1),
+        rounds: 1,
         warmup: Duration::ZERO,
         postgres_url: None,
         capacity_rates: Vec::new(),
@@ -176,6 +177,8 @@ fn the_binary_measures_the_facade_and_a_send_through_a_real_gateway() {
             // The gateway on a one-worker runtime still serves both scenarios.
             "--gateway-workers",
             "1",
+            "--rounds",
+            "2",
         ])
         .env_remove("PROMPTGATE_TEST_POSTGRES_URL")
         .output()
@@ -196,7 +199,7 @@ fn the_binary_measures_the_facade_and_a_send_through_a_real_gateway() {
     }
     assert!(stdout.contains("Added by the gateway"), "{stdout}");
     assert!(
-        stdout.contains("runtime worker threads 1, CPUs all"),
+        stdout.contains("runtime worker threads 1, CPUs all. Each comparison ran in 2 rounds"),
         "the report says where the gateway ran:\n{stdout}"
     );
     assert!(stdout.contains("| SQLite |"), "memory row missing:\n{stdout}");

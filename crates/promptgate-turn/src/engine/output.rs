@@ -15,7 +15,8 @@ const MIN_KEEP_ALIVE: Duration = Duration::from_secs(1);
 
 pub(super) struct Output {
     events: mpsc::Sender<TurnEvent>,
-    pub(super) message: UiMessageBuilder,
+    /// `None` when the turn's answer is not kept.
+    message: Option<UiMessageBuilder>,
     last_sent: Instant,
     keep_alive: Duration,
     stop: CancellationToken,
@@ -26,12 +27,13 @@ impl Output {
         events: mpsc::Sender<TurnEvent>,
         keep_alive: Duration,
         stop: CancellationToken,
+        record_message: bool,
     ) -> Self {
         // A zero interval would send heartbeats back to back.
         let keep_alive = keep_alive.max(MIN_KEEP_ALIVE);
         Self {
             events,
-            message: UiMessageBuilder::new(),
+            message: record_message.then(UiMessageBuilder::new),
             last_sent: Instant::now(),
             keep_alive,
             stop,
@@ -43,11 +45,21 @@ impl Output {
     }
 
     pub(super) async fn emit(&mut self, chunk: UiChunk) {
-        if let Err(err) = self.message.apply(&chunk) {
+        if let Some(message) = &mut self.message
+            && let Err(err) = message.apply(&chunk)
+        {
             // The engine produced a chunk the client would reject: a bug, but the turn goes on.
             tracing::error!(error = %err, ?chunk, "turn emitted an invalid UI chunk");
         }
         self.send(TurnEvent::Chunk(chunk)).await;
+    }
+
+    /// The message's parts and metadata so far; empty when it is not recorded.
+    pub(super) fn message(&self) -> (Vec<serde_json::Value>, serde_json::Value) {
+        match &self.message {
+            Some(message) => (message.parts(), message.metadata()),
+            None => (Vec::new(), serde_json::Value::Object(Default::default())),
+        }
     }
 
     async fn send(&mut self, event: TurnEvent) {

@@ -234,6 +234,9 @@ pub struct TurnPlan {
     pub verb_renderer: VerbRenderer,
     /// The turn's place among the turns a server runs at once; released when the turn ends.
     pub admission: Option<tokio::sync::OwnedSemaphorePermit>,
+    /// Fold the chunks into the message the outcome carries (parts and metadata). A turn whose
+    /// answer is not stored (the OpenAI facade) skips it; its outcome then has no parts.
+    pub record_message: bool,
 }
 
 impl TurnPlan {
@@ -268,6 +271,7 @@ impl TurnPlan {
             hooks: Arc::new(NoHooks),
             verb_renderer: super::tools::render_verb,
             admission: None,
+            record_message: true,
         }
     }
 }

@@ -74,7 +74,7 @@ impl Turn {
             })
             .collect();
         let messages = std::mem::take(&mut plan.history);
-        let out = Output::new(events, plan.limits.keep_alive, stop);
+        let out = Output::new(events, plan.limits.keep_alive, stop, plan.record_message);
         Self {
             plan,
             out,
@@ -136,10 +136,11 @@ impl Turn {
                 (TurnStatus::Error, Some(reason), Some(text))
             }
         };
+        let (parts, metadata) = self.out.message();
         TurnOutcome {
             message_id: self.plan.message_id.clone(),
-            parts: self.out.message.parts(),
-            metadata: self.out.message.metadata(),
+            parts,
+            metadata,
             status,
             finish_reason,
             usage_total: self.usage_total,

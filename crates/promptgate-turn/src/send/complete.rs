@@ -83,6 +83,8 @@ impl TurnService {
         plan.extra.extend(request.extra);
         plan.hooks = Arc::new(WebHooks::new(state));
         plan.admission = Some(admission);
+        // Nothing of a facade completion is stored.
+        plan.record_message = false;
         let run = run_turn(plan);
         Ok(SendHandle {
             turn_id,

@@ -40,3 +40,23 @@ async fn a_tool_turn_reaches_an_openai_client_as_one_clean_completion() {
     );
     assert_eq!(out.last().unwrap()["usage"]["total_tokens"], 23 + 15);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_turn_that_keeps_no_message_streams_the_same_chunks() {
+    let script = || {
+        ScriptedModel::new(vec![
+            tool_calls(&[("c1", "lookup", "{}")]),
+            answer(&["All ", "good."]),
+        ])
+    };
+    let tools = || vec![tool(spec("lookup", None, false), Arc::new(Echo::default()))];
+    let kept = run(plan(script(), tools())).await;
+    let mut unkept_plan = plan(script(), tools());
+    unkept_plan.record_message = false;
+    let unkept = run(unkept_plan).await;
+
+    assert_eq!(types(&unkept.chunks), types(&kept.chunks));
+    assert!(!kept.outcome.parts.is_empty());
+    assert!(unkept.outcome.parts.is_empty(), "nothing folded for storage");
+    assert_eq!(unkept.outcome.usage_total, kept.outcome.usage_total);
+}

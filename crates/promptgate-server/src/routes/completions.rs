@@ -6,7 +6,6 @@ use aide::axum::ApiRouter;
 use aide::axum::routing::post_with;
 use aide::generate::GenContext;
 use aide::openapi::{MediaType, Operation, Response as ApiResponse, StatusCode as ApiStatus};
-use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -120,8 +119,8 @@ async fn completions(
     while let Some(event) = events.next().await {
         response.push(&event);
     }
-    match response.finish() {
-        Ok(value) => Ok(Completion::Whole(value)),
+    match response.finish_json() {
+        Ok(body) => Ok(Completion::Whole(body)),
         Err(err) => Err(ApiError::new(
             StatusCode::BAD_GATEWAY,
             "upstream_error",
@@ -131,29 +130,32 @@ async fn completions(
 }
 
 pub enum Completion {
-    Whole(Value),
+    /// The `chat.completion` object's JSON bytes.
+    Whole(Vec<u8>),
     Stream(SendHandle, CompletionChunks),
 }
 
 impl IntoResponse for Completion {
     fn into_response(self) -> Response {
         match self {
-            Self::Whole(value) => Json(value).into_response(),
+            Self::Whole(body) => {
+                ([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response()
+            }
             Self::Stream(handle, mut chunks) => {
                 let frames = handle
                     .events
-                    .map(move |event: TurnEvent| {
-                        let text = match &event {
-                            TurnEvent::KeepAlive => event.to_sse(),
-                            TurnEvent::Chunk(_) => chunks
-                                .push(&event)
-                                .into_iter()
-                                .map(|c| format!("data: {c}\n\n"))
-                                .collect(),
-                        };
-                        Ok::<_, std::convert::Infallible>(text)
+                    .map(move |event: TurnEvent| match &event {
+                        TurnEvent::KeepAlive => event.to_sse().into_bytes(),
+                        TurnEvent::Chunk(_) => {
+                            let mut frames = Vec::new();
+                            chunks.push_sse(&event, &mut frames);
+                            frames
+                        }
                     })
-                    .chain(futures::stream::once(async { Ok(SSE_DONE.to_owned()) }));
+                    // Most engine chunks have no counterpart in a completion stream.
+                    .filter(|frames| std::future::ready(!frames.is_empty()))
+                    .chain(futures::stream::once(async { SSE_DONE.as_bytes().to_vec() }))
+                    .map(Ok::<_, std::convert::Infallible>);
                 super::chat::event_stream(Body::from_stream(frames))
             }
         }

@@ -4,7 +4,8 @@
 //! the assistant's text (each step's text separated by a blank line), reasoning as
 //! `reasoning_content`, exactly one finish reason and, when asked, the usage chunk.
 
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde_json::{Value, json};
 
 use crate::TurnError;
 use crate::ui::{TurnEvent, UiChunk, UiFinishReason};
@@ -25,7 +26,7 @@ struct Translator {
     any_text: bool,
     step_has_text: bool,
     /// The turn's usage from the latest step metadata, in OpenAI's shape.
-    usage: Option<Value>,
+    usage: Option<OpenAiUsage>,
     done: bool,
 }
 
@@ -56,7 +57,7 @@ impl Translator {
             UiChunk::ReasoningDelta { delta, .. } => Some(Delta::Reasoning(delta.clone())),
             UiChunk::MessageMetadata { message_metadata } => {
                 if let Some(usage) = message_metadata.get("usage") {
-                    self.usage = Some(openai_usage(usage));
+                    self.usage = Some(OpenAiUsage::from_metadata(usage));
                 }
                 None
             }
@@ -87,26 +88,42 @@ fn openai_finish_reason(reason: Option<UiFinishReason>) -> &'static str {
     }
 }
 
-/// The engine's usage metadata (AI SDK names) back in OpenAI's names.
-fn openai_usage(usage: &Value) -> Value {
-    let count = |key: &str| usage.get(key).and_then(Value::as_u64);
-    let mut out = json!({
-        "prompt_tokens": count("inputTokens").unwrap_or(0),
-        "completion_tokens": count("outputTokens").unwrap_or(0),
-        "total_tokens": count("totalTokens").unwrap_or(0),
-    });
-    if let Some(object) = out.as_object_mut() {
-        if let Some(cached) = count("cachedInputTokens") {
-            object.insert("prompt_tokens_details".into(), json!({"cached_tokens": cached}));
-        }
-        if let Some(reasoning) = count("reasoningTokens") {
-            object.insert(
-                "completion_tokens_details".into(),
-                json!({"reasoning_tokens": reasoning}),
-            );
+/// Usage in OpenAI's names.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+struct OpenAiUsage {
+    prompt_tokens: u64,
+    completion_tokens: u64,
+    total_tokens: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_tokens_details: Option<CachedTokens>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    completion_tokens_details: Option<ReasoningTokens>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+struct CachedTokens {
+    cached_tokens: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+struct ReasoningTokens {
+    reasoning_tokens: u64,
+}
+
+impl OpenAiUsage {
+    /// From the engine's usage metadata (AI SDK names).
+    fn from_metadata(usage: &Value) -> Self {
+        let count = |key: &str| usage.get(key).and_then(Value::as_u64);
+        Self {
+            prompt_tokens: count("inputTokens").unwrap_or(0),
+            completion_tokens: count("outputTokens").unwrap_or(0),
+            total_tokens: count("totalTokens").unwrap_or(0),
+            prompt_tokens_details: count("cachedInputTokens")
+                .map(|cached_tokens| CachedTokens { cached_tokens }),
+            completion_tokens_details: count("reasoningTokens")
+                .map(|reasoning_tokens| ReasoningTokens { reasoning_tokens }),
         }
     }
-    out
 }
 
 /// The identity every chunk of one completion repeats.
@@ -118,6 +135,38 @@ pub struct CompletionIdentity {
     pub created: i64,
     /// The model as the client named it.
     pub model: String,
+}
+
+/// One `chat.completion.chunk`. Serialised straight from these borrowed fields: a stream sends
+/// one per text delta, and building each as a JSON tree first cost a dozen allocations.
+#[derive(Serialize)]
+struct ChunkFrame<'a> {
+    id: &'a str,
+    object: &'static str,
+    created: i64,
+    model: &'a str,
+    choices: &'a [StreamChoice<'a>],
+    /// Present (`null` but on the last chunk) only when the client asked for usage.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage: Option<Option<&'a OpenAiUsage>>,
+}
+
+#[derive(Serialize)]
+struct StreamChoice<'a> {
+    index: u32,
+    delta: DeltaFields<'a>,
+    logprobs: Option<()>,
+    finish_reason: Option<&'static str>,
+}
+
+#[derive(Serialize, Default)]
+struct DeltaFields<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    role: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    content: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_content: Option<&'a str>,
 }
 
 /// Streaming view: `chat.completion.chunk` objects, each sent as one `data:` event.
@@ -140,48 +189,118 @@ impl CompletionChunks {
 
     /// The objects to send for one event (none for most).
     pub fn push(&mut self, event: &TurnEvent) -> Vec<Value> {
+        let mut out = Vec::new();
+        self.each(event, |frame| match frame {
+            Ok(chunk) => out.push(serde_json::to_value(chunk).unwrap_or(Value::Null)),
+            Err(error) => out.push(error),
+        });
+        out
+    }
+
+    /// Like [`push`](Self::push), written as SSE `data:` events onto `out`.
+    pub fn push_sse(&mut self, event: &TurnEvent, out: &mut Vec<u8>) {
+        self.each(event, |frame| {
+            out.extend_from_slice(b"data: ");
+            // Serialising into a vector fails only for types with non-string keys; these have none.
+            let _ = match frame {
+                Ok(chunk) => serde_json::to_writer(&mut *out, chunk),
+                Err(error) => serde_json::to_writer(&mut *out, &error),
+            };
+            out.extend_from_slice(b"\n\n");
+        });
+    }
+
+    /// Hands each frame an event makes to `emit`: a chunk, or an error object that ends the stream.
+    fn each(&mut self, event: &TurnEvent, mut emit: impl FnMut(Result<&ChunkFrame<'_>, Value>)) {
         let Some(delta) = self.translator.translate(event) else {
-            return Vec::new();
+            return;
         };
-        match delta {
-            Delta::Role => vec![self.chunk(json!({"role": "assistant", "content": ""}), None)],
-            Delta::Content(text) => vec![self.chunk(json!({"content": text}), None)],
-            Delta::Reasoning(text) => vec![self.chunk(json!({"reasoning_content": text}), None)],
-            Delta::Finish(reason) => {
-                let mut out = vec![self.chunk(json!({}), Some(reason))];
-                if self.include_usage {
-                    let usage = self
-                        .translator
-                        .usage
-                        .clone()
-                        .unwrap_or_else(|| openai_usage(&Value::Null));
-                    out.push(self.envelope(Value::Array(Vec::new()), usage));
-                }
-                out
-            }
+        let (fields, finish_reason) = match &delta {
+            Delta::Role => (
+                DeltaFields {
+                    role: Some("assistant"),
+                    content: Some(""),
+                    ..DeltaFields::default()
+                },
+                None,
+            ),
+            Delta::Content(text) => (
+                DeltaFields {
+                    content: Some(text),
+                    ..DeltaFields::default()
+                },
+                None,
+            ),
+            Delta::Reasoning(text) => (
+                DeltaFields {
+                    reasoning_content: Some(text),
+                    ..DeltaFields::default()
+                },
+                None,
+            ),
+            Delta::Finish(reason) => (DeltaFields::default(), Some(*reason)),
             Delta::Error(message) => {
-                vec![json!({"error": {"message": message, "type": "upstream_error", "code": null}})]
+                emit(Err(
+                    json!({"error": {"message": message, "type": "upstream_error", "code": null}}),
+                ));
+                return;
             }
+        };
+        let choice = [StreamChoice {
+            index: 0,
+            delta: fields,
+            logprobs: None,
+            finish_reason,
+        }];
+        let usage_slot = self.include_usage.then_some(None);
+        emit(Ok(&self.frame(&choice, usage_slot)));
+        if finish_reason.is_some() && self.include_usage {
+            let usage = self.translator.usage.unwrap_or_default();
+            emit(Ok(&self.frame(&[], Some(Some(&usage)))));
         }
     }
 
-    fn chunk(&self, delta: Value, finish_reason: Option<&str>) -> Value {
-        let choice = json!({"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish_reason});
-        self.envelope(Value::Array(vec![choice]), Value::Null)
-    }
-
-    fn envelope(&self, choices: Value, usage: Value) -> Value {
-        let mut object = Map::new();
-        object.insert("id".into(), self.identity.id.clone().into());
-        object.insert("object".into(), "chat.completion.chunk".into());
-        object.insert("created".into(), self.identity.created.into());
-        object.insert("model".into(), self.identity.model.clone().into());
-        object.insert("choices".into(), choices);
-        if self.include_usage {
-            object.insert("usage".into(), usage);
+    fn frame<'a>(
+        &'a self,
+        choices: &'a [StreamChoice<'a>],
+        usage: Option<Option<&'a OpenAiUsage>>,
+    ) -> ChunkFrame<'a> {
+        ChunkFrame {
+            id: &self.identity.id,
+            object: "chat.completion.chunk",
+            created: self.identity.created,
+            model: &self.identity.model,
+            choices,
+            usage,
         }
-        Value::Object(object)
     }
+}
+
+/// One `chat.completion`.
+#[derive(Serialize)]
+struct CompletionBody<'a> {
+    id: &'a str,
+    object: &'static str,
+    created: i64,
+    model: &'a str,
+    choices: [WholeChoice<'a>; 1],
+    usage: OpenAiUsage,
+}
+
+#[derive(Serialize)]
+struct WholeChoice<'a> {
+    index: u32,
+    message: WholeMessage<'a>,
+    logprobs: Option<()>,
+    finish_reason: &'static str,
+}
+
+#[derive(Serialize)]
+struct WholeMessage<'a> {
+    role: &'static str,
+    content: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_content: Option<&'a str>,
 }
 
 /// Non-streaming view: the events folded into one `chat.completion` object.
@@ -219,28 +338,36 @@ impl CompletionResponse {
 
     /// The completion, or the turn's error (a text safe to show) when it failed.
     pub fn finish(self) -> Result<Value, TurnError> {
+        self.with_body(|body| serde_json::to_value(body).unwrap_or(Value::Null))
+    }
+
+    /// Like [`finish`](Self::finish), as the JSON bytes of the response body.
+    pub fn finish_json(self) -> Result<Vec<u8>, TurnError> {
+        self.with_body(|body| serde_json::to_vec(body).unwrap_or_default())
+    }
+
+    fn with_body<T>(self, encode: impl FnOnce(&CompletionBody<'_>) -> T) -> Result<T, TurnError> {
         if let Some(message) = self.error {
             return Err(TurnError::Failed(message));
         }
-        let mut message = json!({"role": "assistant", "content": self.content});
-        if !self.reasoning.is_empty()
-            && let Some(object) = message.as_object_mut()
-        {
-            object.insert("reasoning_content".into(), self.reasoning.into());
-        }
-        Ok(json!({
-            "id": self.identity.id,
-            "object": "chat.completion",
-            "created": self.identity.created,
-            "model": self.identity.model,
-            "choices": [{
-                "index": 0,
-                "message": message,
-                "logprobs": null,
-                "finish_reason": self.finish_reason.unwrap_or("stop"),
+        let body = CompletionBody {
+            id: &self.identity.id,
+            object: "chat.completion",
+            created: self.identity.created,
+            model: &self.identity.model,
+            choices: [WholeChoice {
+                index: 0,
+                message: WholeMessage {
+                    role: "assistant",
+                    content: &self.content,
+                    reasoning_content: Some(self.reasoning.as_str()).filter(|r| !r.is_empty()),
+                },
+                logprobs: None,
+                finish_reason: self.finish_reason.unwrap_or("stop"),
             }],
-            "usage": self.translator.usage.unwrap_or_else(|| openai_usage(&Value::Null)),
-        }))
+            usage: self.translator.usage.unwrap_or_default(),
+        };
+        Ok(encode(&body))
     }
 }
 
@@ -359,6 +486,39 @@ mod tests {
             assert!(chunk.get("usage").is_none());
             assert!(chunk["choices"][0]["delta"].get("tool_calls").is_none());
         }
+    }
+
+    #[test]
+    fn the_sse_frames_are_the_same_objects() {
+        for include_usage in [false, true] {
+            let mut chunks = CompletionChunks::new(identity(), include_usage);
+            let mut sse = Vec::new();
+            for event in tool_turn() {
+                chunks.push_sse(&event, &mut sse);
+            }
+            let text = String::from_utf8(sse).unwrap();
+            let frames: Vec<Value> = text
+                .split_terminator("\n\n")
+                .map(|frame| serde_json::from_str(frame.strip_prefix("data: ").unwrap()).unwrap())
+                .collect();
+            assert_eq!(frames, stream(&tool_turn(), include_usage));
+        }
+    }
+
+    #[test]
+    fn the_whole_response_bytes_are_the_same_object() {
+        let fold = || {
+            let mut response = CompletionResponse::new(identity());
+            for event in tool_turn() {
+                response.push(&event);
+            }
+            response
+        };
+        let bytes = fold().finish_json().unwrap();
+        assert_eq!(
+            serde_json::from_slice::<Value>(&bytes).unwrap(),
+            fold().finish().unwrap()
+        );
     }
 
     #[test]

@@ -226,3 +226,50 @@ fn assert_timed_out(error: &Option<LlmError>, phase: TimeoutPhase) {
         "expected a {phase} timeout, got {error:?}"
     );
 }
+
+#[tokio::test]
+async fn a_redirect_is_a_refusal_not_a_second_request() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    // A provider that answers every request with a redirect, counting the requests it sees.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let requests = Arc::new(AtomicUsize::new(0));
+    let seen = requests.clone();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let seen = seen.clone();
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 64 * 1024];
+                while let Ok(n) = socket.read(&mut buf).await {
+                    if n == 0 {
+                        return;
+                    }
+                    let lines = buf[..n].windows(11).filter(|w| w == b" HTTP/1.1\r\n").count();
+                    for _ in 0..lines {
+                        seen.fetch_add(1, Ordering::SeqCst);
+                        let answer = b"HTTP/1.1 308 Permanent Redirect\r\nlocation: /v2/chat/completions\r\ncontent-length: 0\r\n\r\n";
+                        if socket.write_all(answer).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+
+    let model = OpenAiCompatible::new(ProviderConfig::new("moved", base_url)).unwrap();
+    let outcome = run(&model, ask("q")).await;
+    assert!(
+        matches!(outcome.error, Some(LlmError::Status { status: 308, .. })),
+        "{:?}",
+        outcome.error
+    );
+    assert_eq!(
+        requests.load(Ordering::SeqCst),
+        1,
+        "the request is not re-sent to where the provider points"
+    );
+}

@@ -158,6 +158,9 @@ impl OpenAiCompatible {
         let http = reqwest::Client::builder()
             .default_headers(headers)
             .connect_timeout(config.timeouts.connect)
+            // A redirect is reported, not followed: following turns a POST into a bodiless GET
+            // (301, 302) or re-sends the prompt, key included, to wherever the answer points.
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| LlmError::Connect(format!("could not build the HTTP client: {}", describe(&e))))?;
         Ok(Self {

@@ -11,6 +11,7 @@ use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
@@ -75,7 +76,7 @@ pub fn build(state: AppState) -> Router {
     let mut streaming_api = api_info();
     let streaming = streaming_routes().finish_api(&mut streaming_api);
 
-    Router::new()
+    let routes = Router::new()
         .merge(rest)
         .merge(streaming)
         .route("/healthz", get(routes::health::healthz))
@@ -89,13 +90,19 @@ pub fn build(state: AppState) -> Router {
         )
         .fallback(unknown_route)
         .method_not_allowed_fallback(wrong_method)
-        .layer(DefaultBodyLimit::max(limits.body_bytes))
-        .layer(TraceLayer::new_for_http())
+        .with_state(state);
+    // The layers every request passes wrap the router once. Added with `Router::layer` they would
+    // wrap each route, and axum clones a route's whole boxed stack for every request it serves.
+    let layered = ServiceBuilder::new()
+        .map_response(IntoResponse::into_response)
         .layer(CatchPanicLayer::custom(|_: Box<dyn std::any::Any + Send>| {
             tracing::error!("a request handler panicked");
             ApiError::internal().into_response()
         }))
-        .with_state(state)
+        .layer(TraceLayer::new_for_http())
+        .layer(DefaultBodyLimit::max(limits.body_bytes))
+        .service(routes);
+    Router::new().fallback_service(layered)
 }
 
 async fn unknown_route() -> Response {

@@ -20,8 +20,9 @@ struct Cli {
     /// Seconds each measured run lasts (direct and gateway each).
     #[arg(long, default_value_t = 5.0)]
     duration: f64,
-    /// Rounds the measured time is split into, each direct then through the gateway; the samples
-    /// of each path are pooled, so noise from the machine falls on both alike.
+    /// Rounds the measured time is split into, each direct then through the gateway (each slice
+    /// after a short unmeasured lead-in); the samples of each path are pooled, so noise from the
+    /// machine falls on both alike.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100))]
     rounds: u32,
     /// Seconds of unmeasured load before each measured run.

@@ -40,7 +40,7 @@ pub fn markdown(report: &Report) -> String {
     let _ = writeln!(
         out,
         "Gateway process: runtime worker threads {workers}, CPUs {cpus}. Each comparison ran in {} \
-         rounds of direct then gateway, samples pooled per path.\n",
+         rounds of direct then gateway (each slice after a short unmeasured lead-in), samples pooled per path.\n",
         report.rounds
     );
     if !report.comparisons.is_empty() {

@@ -101,6 +101,8 @@ pub struct Report {
 }
 
 const QUESTION: &str = "Say hello.";
+/// Unmeasured load before each measured slice of a round.
+const ROUND_LEAD_IN: Duration = Duration::from_millis(300);
 
 fn completion_target(url: String, model: &'static str, streamed: bool) -> Result<Target, LoadError> {
     let body = Bytes::from(
@@ -253,9 +255,14 @@ async fn compare(
     let rounds = options.rounds.max(1);
     let slice = options.duration / rounds;
     let (mut direct_runs, mut gateway_runs) = (Vec::new(), Vec::new());
+    // A path that sat idle while the other ran starts its slice cold (parked threads, a halted
+    // virtual CPU); real traffic at this rate never idles, so each slice gets a short lead-in.
+    let lead_in = options.warmup.min(ROUND_LEAD_IN);
     for _ in 0..rounds {
-        direct_runs.push(drive_stretch(direct, rate, slice).await?);
-        gateway_runs.push(drive_stretch(through, rate, slice).await?);
+        for (target, runs) in [(direct, &mut direct_runs), (through, &mut gateway_runs)] {
+            warm_up(target, rate, lead_in).await?;
+            runs.push(drive_stretch(target, rate, slice).await?);
+        }
     }
     let direct = pooled(rate, direct_runs);
     let gateway = pooled(rate, gateway_runs);

@@ -290,6 +290,8 @@ async fn probe_capacity(
     let mut steps = Vec::new();
     for &rate in &options.capacity_rates {
         tracing::info!(rate, streamed, "capacity step");
+        // Connections for the higher rate are opened in the lead-in, not inside the measured step.
+        warm_up(target, rate, options.warmup.min(ROUND_LEAD_IN)).await?;
         let result = drive(target, rate, options.capacity_step).await?;
         let passed = result.errors == 0
             && result.total.p99 <= options.p99_bound

@@ -20,6 +20,8 @@ pub enum LoadError {
     Upstream(#[source] std::io::Error),
     #[error("the upstream's script cannot be served as fixed bytes (it pauses, cuts or fails)")]
     UnplayableScript,
+    #[error("holding turns open failed: {0}")]
+    Held(String),
     #[error("load targets are plain http://IP:PORT/path URLs, not {0:?}")]
     BadUrl(String),
     #[error("cannot build the HTTP client: {0}")]

@@ -54,6 +54,17 @@ impl Target {
     }
 }
 
+impl Target {
+    pub fn addr(&self) -> SocketAddr {
+        self.client.addr()
+    }
+
+    /// The whole request bytes of the `n`th request.
+    pub fn request(&self, n: u64) -> Vec<u8> {
+        self.client.post_json(&self.path, &(self.body)(n))
+    }
+}
+
 /// One request's outcome. Times run from the moment the request was handed to the client.
 #[derive(Debug, Clone)]
 pub struct Sample {

@@ -48,6 +48,10 @@ struct Cli {
     /// `--gateway-cpus 1`, `--gateway-workers 1` measures the gateway on one core.
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
     gateway_workers: Option<u16>,
+    /// Sends the held-turns scenario keeps in flight at once (at most 1000, under the gateway's
+    /// default limit of turns in flight).
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u16).range(1..=1000))]
+    held_turns: u16,
     /// A capacity step passes only with total-time p99 at or under this many milliseconds.
     #[arg(long, default_value_t = 10.0)]
     p99_bound_ms: f64,
@@ -77,6 +81,7 @@ async fn drive(cli: Cli) -> anyhow::Result<()> {
             Scenario::FacadeStream,
             Scenario::SendSqlite,
             Scenario::Capacity,
+            Scenario::HeldTurns,
         ];
         if cli.postgres_url.is_some() {
             all.push(Scenario::SendPostgres);
@@ -96,6 +101,7 @@ async fn drive(cli: Cli) -> anyhow::Result<()> {
         capacity_rates: cli.capacity_rates,
         capacity_step: seconds(cli.capacity_step, "capacity-step")?,
         p99_bound: Duration::from_secs_f64(cli.p99_bound_ms.max(0.0) / 1000.0),
+        held_turns: usize::from(cli.held_turns),
         gateway: promptgate_loadtest::gateway::Placement {
             cpus: cli.gateway_cpus,
             workers: cli.gateway_workers.map(usize::from),

@@ -11,6 +11,10 @@ fn ms(d: Duration) -> String {
     format!("{:.3}", d.as_secs_f64() * 1000.0)
 }
 
+fn mib(kib: u64) -> String {
+    format!("{:.1}", kib as f64 / 1024.0)
+}
+
 fn signed(v: f64) -> String {
     format!("{v:+.3}")
 }
@@ -123,10 +127,25 @@ pub fn markdown(report: &Report) -> String {
         }
         out.push('\n');
     }
+    if let Some(held) = &report.held {
+        out.push_str(
+            "### Memory per turn in flight (SQLite; sends held open by an upstream that never finishes)\n\n\
+             | turns held | RSS before (MiB) | RSS holding (MiB) | added per turn (KiB) | RSS after they end (MiB) |\n\
+             |---|---|---|---|---|\n",
+        );
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {:.1} | {} |\n",
+            held.turns,
+            mib(held.before.rss_kib),
+            mib(held.holding.rss_kib),
+            held.per_turn_kib(),
+            mib(held.after.rss_kib),
+        );
+    }
     if !report.memory.is_empty() {
         out.push_str("### Gateway process memory (MiB)\n\n| database | RSS idle after start | RSS after load | peak RSS |\n|---|---|---|---|\n");
         for m in &report.memory {
-            let mib = |kib: u64| format!("{:.1}", kib as f64 / 1024.0);
             let _ = writeln!(
                 out,
                 "| {} | {} | {} | {} |",

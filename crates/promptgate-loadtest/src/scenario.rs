@@ -11,7 +11,7 @@ use serde_json::json;
 use crate::error::LoadError;
 use crate::gateway::{BENCH_MODEL, GatewayProcess, Memory, Placement, UPSTREAM_MODEL};
 use crate::load::{RunResult, Target, client, drive, drive_stretch, pooled};
-use crate::wire::BenchUpstream;
+use crate::wire::{BenchUpstream, hold_open};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Scenario {
@@ -25,6 +25,8 @@ pub enum Scenario {
     SendPostgres,
     /// The highest facade rate (JSON, then streamed) with p99 under the bound and no errors.
     Capacity,
+    /// Memory per turn in flight: many sends held open by an upstream that never finishes.
+    HeldTurns,
 }
 
 impl Scenario {
@@ -35,6 +37,7 @@ impl Scenario {
             Scenario::SendSqlite => "send, SQLite",
             Scenario::SendPostgres => "send, Postgres",
             Scenario::Capacity => "capacity",
+            Scenario::HeldTurns => "held turns",
         }
     }
 
@@ -64,6 +67,8 @@ pub struct Options {
     pub p99_bound: Duration,
     /// Where the gateway process runs.
     pub gateway: Placement,
+    /// How many sends the held-turns scenario keeps in flight at once.
+    pub held_turns: usize,
 }
 
 /// One scenario's pair of runs.
@@ -98,6 +103,25 @@ pub struct Report {
     /// Where the gateway ran, printed with the numbers it explains.
     pub gateway: Placement,
     pub rounds: u32,
+    pub held: Option<HeldReport>,
+}
+
+/// The gateway's memory with many turns in flight.
+#[derive(Debug, Clone)]
+pub struct HeldReport {
+    pub turns: usize,
+    /// After start-up and a first, smaller batch of held turns (so one-time growth is not counted).
+    pub before: Memory,
+    pub holding: Memory,
+    /// Once every held turn has ended.
+    pub after: Memory,
+}
+
+impl HeldReport {
+    /// Resident memory added per turn in flight, in KiB.
+    pub fn per_turn_kib(&self) -> f64 {
+        self.holding.rss_kib.saturating_sub(self.before.rss_kib) as f64 / self.turns.max(1) as f64
+    }
 }
 
 const QUESTION: &str = "Say hello.";
@@ -211,7 +235,67 @@ pub async fn run(options: &Options) -> Result<Report, LoadError> {
             after_load: gateway.memory(),
         });
     }
+    if wants(Scenario::HeldTurns) {
+        report.held = Some(held_turns(&http, options).await?);
+    }
     Ok(report)
+}
+
+/// Holds `options.held_turns` sends open (each on a new thread) against an upstream that never
+/// finishes, and reads the gateway's memory before, during and after.
+async fn held_turns(http: &reqwest::Client, options: &Options) -> Result<HeldReport, LoadError> {
+    const WARM_UP_TURNS: usize = 50;
+    let role = b"data: {\"id\":\"held\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"},\"finish_reason\":null}]}\n\n";
+    let upstream = BenchUpstream::start_holding(role)
+        .await
+        .map_err(LoadError::Upstream)?;
+    let gateway = GatewayProcess::start(http, &upstream.base_url(), None, &options.gateway).await?;
+    let target = send_target(gateway.url("/v1/chat"))?;
+    let hold = |count: usize| {
+        let target = &target;
+        async move {
+            let held = hold_open(target.addr(), count, |n| target.request(n as u64))
+                .await
+                .map_err(LoadError::Held)?;
+            Ok::<_, LoadError>(held)
+        }
+    };
+    let settle = |calls: usize| {
+        let upstream = &upstream;
+        async move {
+            // Every turn has reached the upstream, and the gateway has had a moment to settle.
+            for _ in 0..300 {
+                if upstream.calls() >= calls {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    };
+    let warm = hold(WARM_UP_TURNS).await?;
+    settle(WARM_UP_TURNS).await;
+    drop(warm);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let before = gateway.memory();
+    let turns = options.held_turns.max(1);
+    let held = hold(turns).await?;
+    settle(WARM_UP_TURNS + turns).await;
+    if upstream.calls() < WARM_UP_TURNS + turns {
+        return Err(LoadError::Held(format!(
+            "only {} of {turns} held turns reached the upstream",
+            upstream.calls() - WARM_UP_TURNS
+        )));
+    }
+    let holding = gateway.memory();
+    drop(held);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    Ok(HeldReport {
+        turns,
+        before,
+        holding,
+        after: gateway.memory(),
+    })
 }
 
 /// The direct request and the gateway request a scenario compares. A send streams, so its direct
@@ -227,7 +311,8 @@ fn targets(
             completion_target(direct_url.to_owned(), UPSTREAM_MODEL, false)?,
             completion_target(facade, BENCH_MODEL, false)?,
         ),
-        Scenario::FacadeStream | Scenario::Capacity => (
+        // Capacity and held turns compare nothing; where asked, they stand for the streamed facade.
+        Scenario::FacadeStream | Scenario::Capacity | Scenario::HeldTurns => (
             completion_target(direct_url.to_owned(), UPSTREAM_MODEL, true)?,
             completion_target(facade, BENCH_MODEL, true)?,
         ),

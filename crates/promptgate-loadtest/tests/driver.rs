@@ -144,6 +144,7 @@ async fn the_postgres_scenario_without_a_url_says_how_to_give_one() {
         rate: Some(1.0),
         duration: Duration::from_secs(1),
         rounds: 1,
+        held_turns: 1,
         warmup: Duration::ZERO,
         postgres_url: None,
         capacity_rates: Vec::new(),
@@ -167,6 +168,10 @@ fn the_binary_measures_the_facade_and_a_send_through_a_real_gateway() {
             "facade-json",
             "--scenario",
             "send-sqlite",
+            "--scenario",
+            "held-turns",
+            "--held-turns",
+            "5",
             "--rate",
             "20",
             "--duration",
@@ -203,4 +208,11 @@ fn the_binary_measures_the_facade_and_a_send_through_a_real_gateway() {
         "the report says where the gateway ran:\n{stdout}"
     );
     assert!(stdout.contains("| SQLite |"), "memory row missing:\n{stdout}");
+    let held = stdout
+        .lines()
+        .find(|l| l.starts_with("| 5 |"))
+        .unwrap_or_else(|| panic!("no held-turns row in:\n{stdout}"));
+    // The run itself fails unless all five turns reached the upstream; the row says how much each cost.
+    let per_turn = held.split('|').nth(4).unwrap().trim();
+    assert!(per_turn.parse::<f64>().is_ok(), "{held}");
 }

@@ -57,6 +57,10 @@ impl WireClient {
         }
     }
 
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
     /// A `POST` of a JSON `body` to `path`, as the bytes that go on the wire.
     pub fn post_json(&self, path: &str, body: &[u8]) -> Vec<u8> {
         let head = format!(
@@ -243,4 +247,51 @@ impl Body {
         }
         Ok(done)
     }
+}
+
+/// Opens `count` connections to `addr`, sends `request(n)` on each, and returns them once each
+/// answer has started (its head and first body bytes read): requests the server is in the middle
+/// of answering. Dropping the streams ends them.
+pub async fn hold_open(
+    addr: SocketAddr,
+    count: usize,
+    request: impl Fn(usize) -> Vec<u8>,
+) -> Result<Vec<TcpStream>, String> {
+    let mut held = Vec::with_capacity(count);
+    for n in 0..count {
+        let mut stream = TcpStream::connect(addr)
+            .await
+            .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
+        stream
+            .write_all(&request(n))
+            .await
+            .map_err(|e| format!("sending request {n}: {e}"))?;
+        held.push(stream);
+    }
+    for (n, stream) in held.iter_mut().enumerate() {
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        // The head, then at least one byte past it.
+        loop {
+            let read = tokio::time::timeout(Duration::from_secs(15), stream.read(&mut buf))
+                .await
+                .map_err(|_| format!("answer {n} did not start within 15 s"))?
+                .map_err(|e| format!("reading answer {n}: {e}"))?;
+            if read == 0 {
+                return Err(format!(
+                    "answer {n} ended before it started: {}",
+                    String::from_utf8_lossy(&seen)
+                ));
+            }
+            seen.extend_from_slice(&buf[..read]);
+            let head_end = memchr::memmem::find(&seen, b"\r\n\r\n");
+            if head_end.is_some_and(|end| seen.len() > end + 4) {
+                if !seen.starts_with(b"HTTP/1.1 200") {
+                    return Err(format!("answer {n}: {}", String::from_utf8_lossy(&seen)));
+                }
+                break;
+            }
+        }
+    }
+    Ok(held)
 }

@@ -4,5 +4,5 @@ mod chunked;
 pub mod client;
 pub mod upstream;
 
-pub use client::{Answer, WireClient};
+pub use client::{Answer, WireClient, hold_open};
 pub use upstream::BenchUpstream;

@@ -28,18 +28,46 @@ pub struct BenchUpstream {
 struct Answers {
     stream: Bytes,
     json: Bytes,
+    /// The answers are only the start of a stream, which then stays open until the client leaves.
+    hold: bool,
 }
 
 impl BenchUpstream {
     /// Binds a free loopback port. `sse` answers requests that ask for a stream, `completion` the
     /// others.
     pub async fn start(sse: &[u8], completion: &[u8]) -> std::io::Result<Self> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
-        let addr = listener.local_addr()?;
-        let answers = Arc::new(Answers {
+        Self::serve_answers(Answers {
             stream: response("text/event-stream", sse, true),
             json: response("application/json", completion, false),
-        });
+            hold: false,
+        })
+        .await
+    }
+
+    /// An upstream that starts every answer with `first` (SSE events) and then says nothing more,
+    /// as a model that is still thinking: the turns it serves stay in flight until their clients
+    /// leave.
+    pub async fn start_holding(first: &[u8]) -> std::io::Result<Self> {
+        let mut head = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n",
+            first.len()
+        )
+        .into_bytes();
+        head.extend_from_slice(first);
+        head.extend_from_slice(b"\r\n");
+        let head = Bytes::from(head);
+        Self::serve_answers(Answers {
+            stream: head.clone(),
+            json: head,
+            hold: true,
+        })
+        .await
+    }
+
+    async fn serve_answers(answers: Answers) -> std::io::Result<Self> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let answers = Arc::new(answers);
         let calls = Arc::new(AtomicUsize::new(0));
         let counter = Arc::clone(&calls);
         let server = tokio::spawn(async move {
@@ -122,6 +150,12 @@ async fn serve(mut stream: TcpStream, answers: Arc<Answers>, calls: Arc<AtomicUs
         };
         calls.fetch_add(1, Ordering::Relaxed);
         if stream.write_all(answer).await.is_err() {
+            return;
+        }
+        if answers.hold {
+            // Nothing more is sent; the connection ends when the client closes it.
+            let mut rest = [0u8; 1024];
+            while matches!(stream.read(&mut rest).await, Ok(n) if n > 0) {}
             return;
         }
         // Pipelined bytes of the next request stay in the buffer.

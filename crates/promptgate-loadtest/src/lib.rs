@@ -7,6 +7,7 @@ pub mod load;
 pub mod report;
 pub mod scenario;
 pub mod stats;
+pub mod steal;
 pub mod wire;
 
 pub use error::LoadError;

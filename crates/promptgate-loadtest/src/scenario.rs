@@ -11,6 +11,7 @@ use serde_json::json;
 use crate::error::LoadError;
 use crate::gateway::{BENCH_MODEL, GatewayProcess, Memory, Placement, UPSTREAM_MODEL};
 use crate::load::{RunResult, Target, client, drive, drive_stretch, pooled};
+use crate::steal::CpuTicks;
 use crate::wire::{BenchUpstream, hold_open};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -77,6 +78,8 @@ pub struct Comparison {
     pub scenario: Scenario,
     pub direct: RunResult,
     pub gateway: RunResult,
+    /// Share of the machine's CPU time the host took while the comparison ran, when known.
+    pub steal_percent: Option<f64>,
 }
 
 #[derive(Debug, Clone)]
@@ -337,6 +340,7 @@ async fn compare(
     );
     warm_up(direct, rate, options.warmup).await?;
     warm_up(through, rate, options.warmup).await?;
+    let ticks_at_start = CpuTicks::now();
     let rounds = options.rounds.max(1);
     let slice = options.duration / rounds;
     let (mut direct_runs, mut gateway_runs) = (Vec::new(), Vec::new());
@@ -351,10 +355,14 @@ async fn compare(
     }
     let direct = pooled(rate, direct_runs);
     let gateway = pooled(rate, gateway_runs);
+    let steal_percent = ticks_at_start
+        .zip(CpuTicks::now())
+        .and_then(|(start, end)| start.steal_percent_until(&end));
     Ok(Comparison {
         scenario,
         direct,
         gateway,
+        steal_percent,
     })
 }
 

@@ -48,6 +48,11 @@ struct Cli {
     /// `--gateway-cpus 1`, `--gateway-workers 1` measures the gateway on one core.
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
     gateway_workers: Option<u16>,
+    /// Worker threads of the driver's own runtime (its client and the upstream). One leaves the
+    /// other core of a 2-core machine to the gateway, as a client and a provider on other machines
+    /// would.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    driver_workers: u16,
     /// Sends the held-turns scenario keeps in flight at once (at most 1000, under the gateway's
     /// default limit of turns in flight).
     #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u16).range(1..=1000))]
@@ -102,6 +107,7 @@ async fn drive(cli: Cli) -> anyhow::Result<()> {
         capacity_step: seconds(cli.capacity_step, "capacity-step")?,
         p99_bound: Duration::from_secs_f64(cli.p99_bound_ms.max(0.0) / 1000.0),
         held_turns: usize::from(cli.held_turns),
+        driver_workers: cli.driver_workers,
         gateway: promptgate_loadtest::gateway::Placement {
             cpus: cli.gateway_cpus,
             workers: cli.gateway_workers.map(usize::from),
@@ -125,7 +131,12 @@ fn main() -> ExitCode {
     promptgate_loadtest::init_tls();
 
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    // The gateway child takes its worker count from TOKIO_WORKER_THREADS, which the driver sets.
+    if cli.command.is_none() {
+        runtime.worker_threads(usize::from(cli.driver_workers));
+    }
+    let runtime = match runtime.enable_all().build() {
         Ok(rt) => rt,
         Err(err) => {
             tracing::error!(error = %err, "cannot start the async runtime");

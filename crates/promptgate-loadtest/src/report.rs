@@ -43,9 +43,10 @@ pub fn markdown(report: &Report) -> String {
     let cpus = report.gateway.cpus.as_deref().unwrap_or("all");
     let _ = writeln!(
         out,
-        "Gateway process: runtime worker threads {workers}, CPUs {cpus}. Each comparison ran in {} \
-         rounds of direct then gateway (each slice after a short unmeasured lead-in), samples pooled per path.\n",
-        report.rounds
+        "Gateway process: runtime worker threads {workers}, CPUs {cpus}. Driver (client and \
+         upstream): {} worker thread(s). Each comparison ran in {} rounds of direct then gateway \
+         (each slice after a short unmeasured lead-in), samples pooled per path.\n",
+        report.driver_workers, report.rounds
     );
     if !report.comparisons.is_empty() {
         out.push_str("### Latency, direct and through the gateway (ms)\n\n");

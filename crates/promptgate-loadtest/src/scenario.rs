@@ -70,6 +70,8 @@ pub struct Options {
     pub gateway: Placement,
     /// How many sends the held-turns scenario keeps in flight at once.
     pub held_turns: usize,
+    /// Worker threads of the driver's runtime, for the report.
+    pub driver_workers: u16,
 }
 
 /// One scenario's pair of runs.
@@ -106,6 +108,7 @@ pub struct Report {
     /// Where the gateway ran, printed with the numbers it explains.
     pub gateway: Placement,
     pub rounds: u32,
+    pub driver_workers: u16,
     pub held: Option<HeldReport>,
 }
 
@@ -188,6 +191,7 @@ pub async fn run(options: &Options) -> Result<Report, LoadError> {
         p99_bound: options.p99_bound,
         gateway: options.gateway.clone(),
         rounds: options.rounds.max(1),
+        driver_workers: options.driver_workers,
         ..Report::default()
     };
 

@@ -145,6 +145,7 @@ async fn the_postgres_scenario_without_a_url_says_how_to_give_one() {
         duration: Duration::from_secs(1),
         rounds: 1,
         held_turns: 1,
+        driver_workers: 1,
         warmup: Duration::ZERO,
         postgres_url: None,
         capacity_rates: Vec::new(),
@@ -204,7 +205,8 @@ fn the_binary_measures_the_facade_and_a_send_through_a_real_gateway() {
     }
     assert!(stdout.contains("Added by the gateway"), "{stdout}");
     assert!(
-        stdout.contains("runtime worker threads 1, CPUs all. Each comparison ran in 2 rounds"),
+        stdout.contains("runtime worker threads 1, CPUs all. Driver (client and upstream): 1 worker")
+            && stdout.contains("Each comparison ran in 2 rounds"),
         "the report says where the gateway ran:\n{stdout}"
     );
     assert!(stdout.contains("| SQLite |"), "memory row missing:\n{stdout}");

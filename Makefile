@@ -24,5 +24,6 @@ openapi:
 bench:
 	$(CARGO) bench -p promptgate-core
 	$(CARGO) bench -p promptgate-llm
+	$(CARGO) bench -p promptgate-mcp
 	$(CARGO) build --release -p promptgate-loadtest
-	scripts/with-postgres.sh $(CARGO_TARGET_DIR_OR_DEFAULT)/release/promptgate-loadtest
+	scripts/with-postgres.sh $(CARGO_TARGET_DIR_OR_DEFAULT)/release/promptgate-loadtest --gateway-workers 1

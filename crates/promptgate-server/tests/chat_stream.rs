@@ -8,22 +8,11 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Backend, Gateway, error_code, scripted_config, use_chat_body};
+use common::{Backend, Gateway, error_code, scripted_config, single_user_gateway, use_chat_body};
 use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
 use promptgate_server::config::AuthMode;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-
-async fn gateway(backend: Backend) -> (Gateway, ScriptedUpstream) {
-    common::init();
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let gw = Gateway::start(
-        backend,
-        scripted_config(AuthMode::SingleUser, &upstream.base_url()),
-    )
-    .await;
-    (gw, upstream)
-}
 
 /// Starts a send in the background and waits until the upstream stub has its request, so the turn
 /// is running.
@@ -86,7 +75,7 @@ async fn slow_answer_under_way(
 }
 
 async fn text_turn(backend: Backend) {
-    let (gw, upstream) = gateway(backend).await;
+    let (gw, upstream) = single_user_gateway(backend).await;
     upstream.push(text(["Hel", "lo ", "Ada"]));
     gw.put("/v1/settings", json!({"preferred_name": "Ada"})).await;
 
@@ -169,7 +158,7 @@ async fn a_use_chat_turn_streams_text_and_is_stored_postgres() {
 
 #[tokio::test]
 async fn an_unknown_tool_becomes_a_tool_error_the_model_sees() {
-    let (gw, upstream) = gateway(Backend::Sqlite).await;
+    let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
     upstream.push(tool_calls(&[("call_1", "no_such_tool", &["{\"x\":", "1}"])]));
     upstream.push(text(["Sorry."]));
     let sse = gw
@@ -196,7 +185,7 @@ async fn an_unknown_tool_becomes_a_tool_error_the_model_sees() {
 
 #[tokio::test]
 async fn stop_mid_answer_saves_the_partial_answer_as_stopped() {
-    let (gw, upstream) = gateway(Backend::Sqlite).await;
+    let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
     let (mut body, mut seen) = slow_answer_under_way(&gw, &upstream, "s", "w", 3).await;
     use futures::StreamExt;
     let (status, stopped) = gw.post("/v1/chat/s/stop", json!({})).await;
@@ -225,7 +214,7 @@ async fn stop_mid_answer_saves_the_partial_answer_as_stopped() {
 
 #[tokio::test]
 async fn a_second_send_while_a_turn_runs_is_refused_with_409() {
-    let (gw, upstream) = gateway(Backend::Sqlite).await;
+    let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
     upstream.push(promptgate_llm::scripted::Script::new().hang());
     let first = send_until_upstream_called(&gw, &upstream, "busy", "one").await;
     let res = gw
@@ -308,7 +297,7 @@ async fn past_the_limit_of_turns_in_flight_a_send_gets_503_and_nothing_is_stored
 
 #[tokio::test]
 async fn an_upstream_failure_is_an_error_chunk_and_a_stored_error() {
-    let (gw, upstream) = gateway(Backend::Sqlite).await;
+    let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
     upstream.push(promptgate_llm::scripted::Script::status(
         401,
         "invalid api key sk-secret",
@@ -325,7 +314,7 @@ async fn an_upstream_failure_is_an_error_chunk_and_a_stored_error() {
 
 #[tokio::test]
 async fn bad_sends_are_json_errors_before_any_stream() {
-    let (gw, _upstream) = gateway(Backend::Sqlite).await;
+    let (gw, _upstream) = single_user_gateway(Backend::Sqlite).await;
     let (status, err) = gw.post("/v1/chat", use_chat_body("x", "hi", "no-model")).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert!(err["error"]["message"].as_str().unwrap().contains("no-model"));
@@ -362,7 +351,7 @@ async fn bad_sends_are_json_errors_before_any_stream() {
 
 #[tokio::test]
 async fn thread_messages_endpoint_answers_with_the_same_stream() {
-    let (gw, upstream) = gateway(Backend::Sqlite).await;
+    let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
     gw.post("/v1/threads", json!({"id": "th"})).await;
     upstream.push(text(["Fine."]));
     let sse = gw
@@ -378,7 +367,7 @@ async fn thread_messages_endpoint_answers_with_the_same_stream() {
 
 #[tokio::test]
 async fn a_client_disconnect_stops_the_turn_and_keeps_the_partial_answer() {
-    let (gw, upstream) = gateway(Backend::Sqlite).await;
+    let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
     let (body, _) = slow_answer_under_way(&gw, &upstream, "gone", "p", 2).await;
     drop(body);
     let stored = gw.stored_messages("gone", 2).await;
@@ -401,7 +390,7 @@ async fn a_client_disconnect_stops_the_turn_and_keeps_the_partial_answer() {
 
 #[tokio::test]
 async fn render_html_stores_an_artifact_served_under_a_sandboxing_csp() {
-    let (gw, upstream) = gateway(Backend::Sqlite).await;
+    let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
     let args = json!({"title": "Clock", "html": "<!DOCTYPE html><html><body><h1>Tick</h1><script>document.title='x'</script></body></html>"})
         .to_string();
     upstream.push(tool_calls(&[("call_r", "render_html", &[args.as_str()])]));
@@ -445,7 +434,7 @@ async fn render_html_stores_an_artifact_served_under_a_sandboxing_csp() {
 
 #[tokio::test]
 async fn tasks_tools_are_offered_only_behind_the_experimental_flag() {
-    let (gw, upstream) = gateway(Backend::Sqlite).await;
+    let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
     gw.post("/v1/threads", json!({"id": "tk"})).await;
     let (_, preview) = gw.get("/v1/threads/tk/prompt?model=scripted").await;
     assert!(

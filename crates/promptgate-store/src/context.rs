@@ -3,7 +3,7 @@ use promptgate_core::settings::Project;
 use crate::connect::Store;
 use crate::error::Result;
 use crate::projects::thread_from;
-use crate::types::{SendContext, Thread};
+use crate::types::{SendContext, Thread, current_conversation};
 use crate::util::Cols;
 
 impl Store {
@@ -31,7 +31,7 @@ impl Store {
                 if stateless {
                     Ok(Vec::new())
                 } else {
-                    self.history(user, thread_id).await
+                    self.history(user, thread_id).await.map(current_conversation)
                 }
             },
         )?;

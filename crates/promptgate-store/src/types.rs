@@ -100,6 +100,21 @@ pub struct Message {
     pub seq: i64,
 }
 
+/// The thread as it now reads. A turn stores one answer per user message, so an answer directly
+/// followed by another answer was replaced by a regenerate (or an automatic retry): only the later
+/// one is part of the conversation. Replaced answers stay stored; the model and the default
+/// message listing see this view.
+pub fn current_conversation(messages: Vec<Message>) -> Vec<Message> {
+    let mut current: Vec<Message> = Vec::with_capacity(messages.len());
+    for message in messages {
+        if message.role == Role::Assistant && current.last().is_some_and(|m| m.role == Role::Assistant) {
+            current.pop();
+        }
+        current.push(message);
+    }
+    current
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewMessage {
@@ -240,6 +255,52 @@ pub struct SendContext {
     pub skills: Vec<Skill>,
     /// Enabled MCP servers with what is needed to connect to them.
     pub mcp_servers: Vec<(McpServer, McpSecrets)>,
-    /// The thread's messages in order.
+    /// The thread's messages in order, without answers a regenerate replaced.
     pub history: Vec<Message>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(id: &str, role: Role) -> Message {
+        Message {
+            id: id.to_owned(),
+            thread_id: "t".to_owned(),
+            role,
+            parts: Value::Array(Vec::new()),
+            metadata: empty_object(),
+            status: None,
+            created_at: 0,
+            seq: 0,
+        }
+    }
+
+    fn ids(messages: &[Message]) -> Vec<&str> {
+        messages.iter().map(|m| m.id.as_str()).collect()
+    }
+
+    #[test]
+    fn only_the_last_of_consecutive_answers_is_current() {
+        let stored = vec![
+            message("u1", Role::User),
+            message("a1", Role::Assistant),
+            message("a1-again", Role::Assistant),
+            message("a1-third", Role::Assistant),
+            message("u2", Role::User),
+            message("a2", Role::Assistant),
+        ];
+        assert_eq!(ids(&current_conversation(stored)), ["u1", "a1-third", "u2", "a2"]);
+    }
+
+    #[test]
+    fn user_messages_in_a_row_are_all_kept() {
+        // A send whose turn failed before storing an answer leaves two user messages in a row.
+        let stored = vec![
+            message("u1", Role::User),
+            message("u2", Role::User),
+            message("a2", Role::Assistant),
+        ];
+        assert_eq!(ids(&current_conversation(stored)), ["u1", "u2", "a2"]);
+    }
 }

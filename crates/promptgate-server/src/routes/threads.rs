@@ -5,7 +5,7 @@ use aide::axum::routing::get_with;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use promptgate_store::{Message, NewThread, Thread, ThreadUpdate};
+use promptgate_store::{Message, NewThread, Thread, ThreadUpdate, current_conversation};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -34,7 +34,7 @@ pub fn routes() -> ApiRouter<AppState> {
         .api_route(
             "/v1/threads/{id}/messages",
             get_with(messages, |op| {
-                op.summary("The thread's stored messages (UI message parts and metadata)")
+                op.summary("The thread's stored messages (UI message parts and metadata); `replaced=true` adds answers a regenerate replaced")
             }),
         )
 }
@@ -128,13 +128,28 @@ async fn delete(
     Ok(StatusCode::NO_CONTENT)
 }
 
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MessageFilter {
+    /// Also list answers that a regenerate replaced (default: only the conversation as it reads now).
+    #[serde(default)]
+    pub replaced: bool,
+}
+
 async fn messages(
     State(state): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
+    ApiQuery(filter): ApiQuery<MessageFilter>,
 ) -> ApiResult<Json<Vec<Message>>> {
-    if state.store.get_thread(&user.id, &id).await?.is_none() {
-        return Err(ApiError::not_found("thread", &id));
-    }
-    Ok(Json(state.store.list_messages(&user.id, &id).await?))
+    let messages = state
+        .store
+        .list_messages(&user.id, &id)
+        .await
+        .map_err(|e| ApiError::from_store(e, "thread", &id))?;
+    Ok(Json(if filter.replaced {
+        messages
+    } else {
+        current_conversation(messages)
+    }))
 }

@@ -264,3 +264,15 @@ pub fn use_chat_body(thread: &str, text: &str, model: &str) -> Value {
         "model": model
     })
 }
+
+/// A single-user gateway whose `scripted` model answers from a fresh scripted upstream on loopback.
+pub async fn single_user_gateway(backend: Backend) -> (Gateway, promptgate_llm::scripted::ScriptedUpstream) {
+    init();
+    let upstream = promptgate_llm::scripted::ScriptedUpstream::start().await.unwrap();
+    let gw = Gateway::start(
+        backend,
+        scripted_config(AuthMode::SingleUser, &upstream.base_url()),
+    )
+    .await;
+    (gw, upstream)
+}

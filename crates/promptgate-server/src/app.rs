@@ -101,6 +101,7 @@ pub fn build(state: AppState) -> Router {
         }))
         .layer(TraceLayer::new_for_http())
         .layer(DefaultBodyLimit::max(limits.body_bytes))
+        .layer(axum::middleware::from_fn(crate::nul::refuse_nul_in_uri))
         .service(routes);
     Router::new().fallback_service(layered)
 }

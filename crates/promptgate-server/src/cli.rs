@@ -5,9 +5,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
+use std::future::IntoFuture;
+use std::time::Duration;
+
 use axum::serve::ListenerExt;
 use clap::{Parser, Subcommand};
 use promptgate_store::Store;
+use promptgate_turn::send::TurnService;
+use tokio_util::sync::CancellationToken;
 
 use crate::config::{AuthMode, Config, Env, ProcessEnv};
 use crate::state::{AppState, LOCAL_USER_ID, Shared};
@@ -181,7 +186,22 @@ pub async fn prepare_with_env(config: Config, store: Store, env: &dyn Env) -> an
 pub async fn serve(config: Config) -> anyhow::Result<()> {
     let listen = config.listen;
     let mode = config.auth.mode;
+    let grace = Duration::from_secs(config.server.shutdown_grace_secs);
+    let flush = Duration::from_secs(config.server.shutdown_flush_secs);
     let state = prepare(config).await?;
+    // This process is the only one running turns against this database's rows it left streaming
+    // (one instance per database until turns hold leases), so those turns died with a previous run.
+    let interrupted = state
+        .store
+        .interrupt_streaming()
+        .await
+        .context("marking the answers of a previous run as interrupted failed")?;
+    if interrupted > 0 {
+        tracing::warn!(
+            answers = interrupted,
+            "answers left streaming by a previous run are now marked interrupted"
+        );
+    }
     // Streams are many small writes; with Nagle's algorithm on, each waits for the previous ACK (~40 ms).
     let listener = tokio::net::TcpListener::bind(listen)
         .await
@@ -193,14 +213,69 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         });
     tracing::info!(address = %listen, auth = ?mode, backend = ?state.store.backend(), "promptgate listening");
     let near_timer = tokio::spawn(keep_a_timer_due_soon());
+    let turns = state.turns.clone();
+    let stopping = CancellationToken::new();
     // As a make-service, each connection gets a cheap clone of the router; handing axum the router
     // itself would rebuild every route for every connection (~50 KiB and a few µs each).
-    axum::serve(listener, crate::app::build(state).into_make_service())
-        .with_graceful_shutdown(shutdown_signal())
-        .await?;
+    let server = axum::serve(listener, crate::app::build(state).into_make_service())
+        .with_graceful_shutdown(stopping.clone().cancelled_owned())
+        .into_future();
+    tokio::pin!(server);
+    tokio::select! {
+        served = &mut server => {
+            near_timer.abort();
+            return served.context("the server stopped");
+        }
+        () = shutdown_signal() => {}
+    }
+    tracing::info!(
+        turns_running = turns.turns_in_flight(),
+        grace_secs = grace.as_secs(),
+        "shutdown signal received: no new connections; running turns may finish within the grace"
+    );
+    stopping.cancel();
+    wind_down(&turns, grace, flush).await;
+    // The streams of the stopped turns end with their last chunks; give the connections a moment
+    // to write them, but do not wait on a client that stopped reading.
+    if tokio::time::timeout(CONNECTIONS_CLOSE, &mut server)
+        .await
+        .is_err()
+    {
+        tracing::warn!("some connections were still open at exit");
+    }
     near_timer.abort();
     tracing::info!("promptgate stopped");
     Ok(())
+}
+
+/// How long connections get to close once every turn has ended.
+const CONNECTIONS_CLOSE: Duration = Duration::from_secs(2);
+
+/// Lets running turns finish within `grace`, stops the rest (their partial answers are stored as
+/// stopped), then waits up to `flush` for answers still being saved and names those left unsaved.
+pub async fn wind_down(turns: &TurnService, grace: Duration, flush: Duration) {
+    let deadline = tokio::time::Instant::now() + grace;
+    while turns.turns_in_flight() > 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let running = turns.turns_in_flight();
+    if running > 0 {
+        tracing::warn!(
+            turns = running,
+            "the shutdown grace is over: stopping the turns still running"
+        );
+    }
+    turns.stop_all();
+    let unsaved = turns.drain(grace.max(Duration::from_secs(1)) + flush).await;
+    if unsaved.is_empty() {
+        tracing::info!("every answer is stored");
+    }
+    for answer in &unsaved {
+        tracing::error!(
+            thread = %answer.thread_id, turn = %answer.turn_id, message = %answer.message_id,
+            "exiting with this answer not stored: the database did not take it"
+        );
+    }
 }
 
 /// tokio wakes its I/O driver (an eventfd write, then an extra trip through epoll) whenever a
@@ -210,7 +285,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
 /// request's timeouts are never the earliest; it costs one wake-up a second.
 async fn keep_a_timer_due_soon() {
     loop {
-        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
     }
 }
 

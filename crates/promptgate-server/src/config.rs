@@ -29,6 +29,8 @@ pub struct Config {
     #[serde(default)]
     pub auth: AuthConfig,
     #[serde(default)]
+    pub server: ServerConfig,
+    #[serde(default)]
     pub limits: Limits,
     #[serde(default)]
     pub turn: TurnConfig,
@@ -62,6 +64,26 @@ pub enum AuthMode {
     Tokens,
 }
 
+/// How the server process behaves as a whole.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerConfig {
+    /// After SIGTERM/SIGINT, running turns may go on this long before they are stopped.
+    pub shutdown_grace_secs: u64,
+    /// After the turns have ended, answers still being saved get this long before the process
+    /// exits anyway (each one left is logged with its thread and turn).
+    pub shutdown_flush_secs: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            shutdown_grace_secs: 20,
+            shutdown_flush_secs: 10,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Limits {
@@ -92,6 +114,13 @@ pub struct TurnConfig {
     pub keep_alive_secs: u64,
     /// Turns (sends and facade completions) running at once on this server; past it, 503 `overloaded`.
     pub max_in_flight: usize,
+    /// The end of a stream waits this long for its answer to be stored; past it the stream says the
+    /// answer is not stored yet (the save goes on in the background).
+    pub save_grace_secs: u64,
+    /// How long a failed save of an answer keeps being retried while the database is unavailable.
+    pub save_retry_secs: u64,
+    /// While text streams, the answer so far is stored at most this often (and at every step end).
+    pub checkpoint_interval_ms: u64,
 }
 
 impl Default for TurnConfig {
@@ -102,6 +131,9 @@ impl Default for TurnConfig {
             tool_timeout_secs: 60,
             keep_alive_secs: 15,
             max_in_flight: promptgate_turn::send::DEFAULT_TURNS_IN_FLIGHT,
+            save_grace_secs: 5,
+            save_retry_secs: promptgate_turn::send::DEFAULT_SAVE_RETRY.as_secs(),
+            checkpoint_interval_ms: 1000,
         }
     }
 }

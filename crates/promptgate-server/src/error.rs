@@ -10,6 +10,9 @@ use promptgate_store::StoreError;
 use schemars::JsonSchema;
 use serde::Serialize;
 
+/// What `Retry-After` suggests while the database is unavailable.
+const STORE_RETRY_AFTER_SECS: u64 = 2;
+
 /// The error body every endpoint returns.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct ErrorBody {
@@ -29,6 +32,8 @@ pub struct ApiError {
     pub status: StatusCode,
     pub code: &'static str,
     pub message: String,
+    /// Seconds after which the same request may succeed (`Retry-After`).
+    pub retry_after: Option<u64>,
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
@@ -39,7 +44,24 @@ impl ApiError {
             status,
             code,
             message: message.into(),
+            retry_after: None,
         }
+    }
+
+    /// Tells the client when to try again.
+    pub fn with_retry_after(mut self, secs: u64) -> Self {
+        self.retry_after = Some(secs);
+        self
+    }
+
+    /// The database cannot be reached: retryable, unlike a server bug.
+    pub fn store_unavailable() -> Self {
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "store_unavailable",
+            "the database is unavailable right now; try again in a few seconds",
+        )
+        .with_retry_after(STORE_RETRY_AFTER_SECS)
     }
 
     pub fn not_found(what: &str, id: &str) -> Self {
@@ -90,6 +112,10 @@ impl From<StoreError> for ApiError {
             StoreError::Conflict(m) => Self::conflict(m),
             StoreError::ReadOnly(m) => Self::new(StatusCode::FORBIDDEN, "read_only", m),
             StoreError::Invalid(m) => Self::invalid(m),
+            StoreError::Unavailable(detail) => {
+                tracing::warn!(error = %detail, "store unavailable");
+                Self::store_unavailable()
+            }
             other => {
                 tracing::error!(error = %other, "store failure");
                 Self::internal()
@@ -106,7 +132,13 @@ impl IntoResponse for ApiError {
                 message: self.message,
             },
         };
-        (self.status, Json(body)).into_response()
+        let mut response = (self.status, Json(body)).into_response();
+        if let Some(secs) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, secs.into());
+        }
+        response
     }
 }
 

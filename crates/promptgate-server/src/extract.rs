@@ -29,6 +29,9 @@ where
             return Err(not_json());
         }
         let body = Bytes::from_request(req, state).await.map_err(body_rejection)?;
+        if crate::nul::json_has_nul(&body) {
+            return Err(crate::nul::nul_refused("body"));
+        }
         // Plain serde_json first: the path-tracking parser that names where a body went wrong
         // allocates for every key it passes, so it only runs when there is an error to explain.
         match serde_json::from_slice(&body) {

@@ -7,6 +7,7 @@ pub mod config;
 pub mod error;
 pub mod eval;
 pub mod extract;
+pub mod nul;
 pub mod routes;
 pub mod runtime;
 pub mod state;

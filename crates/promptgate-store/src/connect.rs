@@ -25,6 +25,8 @@ pub struct Store {
     backend: Backend,
     last_ms: Arc<AtomicI64>,
     pub(crate) setups: Arc<SetupCache>,
+    /// Tokens checked recently, honoured while the database is unreachable.
+    pub(crate) recent_tokens: Arc<crate::recent_tokens::RecentTokens>,
     /// Postgres only: the task that hears about setup changes made elsewhere.
     listener: Option<Arc<ListenerTask>>,
 }
@@ -82,6 +84,11 @@ const MIGRATIONS: &[SchemaVersion] = &[
 const SQLITE_BUSY_TIMEOUT_MS: u32 = 5_000;
 const SQLITE_FILE_CONNECTIONS: u32 = 4;
 const POSTGRES_CONNECTIONS: u32 = 16;
+/// How long a query waits for a Postgres connection. Short, so that while Postgres is down a request
+/// fails fast with "unavailable" instead of hanging.
+const POSTGRES_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(2);
+/// SQLite has no server to lose: a wait for a connection is a wait for the one writer, which a
+/// burst of first sends can make long.
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl Store {
@@ -106,7 +113,7 @@ impl Store {
             Backend::Postgres => {
                 AnyPoolOptions::new()
                     .max_connections(POSTGRES_CONNECTIONS)
-                    .acquire_timeout(ACQUIRE_TIMEOUT)
+                    .acquire_timeout(POSTGRES_ACQUIRE_TIMEOUT)
                     .connect(&url)
                     .await?
             }
@@ -164,6 +171,7 @@ impl Store {
             backend,
             last_ms: Arc::new(AtomicI64::new(0)),
             setups,
+            recent_tokens: Default::default(),
             listener,
         })
     }

@@ -12,6 +12,10 @@ pub enum StoreError {
     ReadOnly(String),
     #[error("invalid: {0}")]
     Invalid(String),
+    /// The database cannot be reached right now (down, restarting, no connection free in time).
+    /// Worth retrying; the message is for logs.
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
     #[error("database error: {0}")]
     Database(String),
 }
@@ -26,11 +30,24 @@ impl From<sqlx::Error> for StoreError {
                 ErrorKind::UniqueViolation => StoreError::Conflict("already exists".to_owned()),
                 // A dangling reference means the row it points at does not exist (for this user).
                 ErrorKind::ForeignKeyViolation => StoreError::NotFound,
+                _ if db.code().is_some_and(|code| is_unavailable_sqlstate(&code)) => {
+                    StoreError::Unavailable(err.to_string())
+                }
                 _ => StoreError::Database(err.to_string()),
             },
+            sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::Io(_)
+            | sqlx::Error::Tls(_)
+            | sqlx::Error::WorkerCrashed => StoreError::Unavailable(err.to_string()),
             _ => StoreError::Database(err.to_string()),
         }
     }
+}
+
+/// Postgres's classes for a lost connection (08) and a server shutting down or starting (57P).
+fn is_unavailable_sqlstate(code: &str) -> bool {
+    code.starts_with("08") || code.starts_with("57P")
 }
 
 impl From<sqlx::migrate::MigrateError> for StoreError {
@@ -40,6 +57,11 @@ impl From<sqlx::migrate::MigrateError> for StoreError {
 }
 
 impl StoreError {
+    /// True when the same call may succeed once the database is back.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, StoreError::Unavailable(_))
+    }
+
     /// A JSON column that does not parse means the database was written by something else.
     pub(crate) fn corrupt(what: &str, err: impl std::fmt::Display) -> Self {
         StoreError::Database(format!("stored {what} is not valid: {err}"))

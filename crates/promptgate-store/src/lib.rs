@@ -18,6 +18,7 @@ mod mcp;
 mod messages;
 mod models;
 mod projects;
+mod recent_tokens;
 mod search;
 mod settings;
 mod setup;

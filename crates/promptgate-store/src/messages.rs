@@ -24,9 +24,11 @@ fn role_name(r: Role) -> &'static str {
 
 fn status_name(s: MessageStatus) -> &'static str {
     match s {
+        MessageStatus::Streaming => "streaming",
         MessageStatus::Complete => "complete",
         MessageStatus::Stopped => "stopped",
         MessageStatus::Error => "error",
+        MessageStatus::Interrupted => "interrupted",
     }
 }
 
@@ -39,9 +41,11 @@ pub(crate) fn message_from(row: &AnyRow, at: usize) -> Result<Message> {
     };
     let status = match row.opt_text(at + 5)?.as_deref() {
         None => None,
+        Some("streaming") => Some(MessageStatus::Streaming),
         Some("complete") => Some(MessageStatus::Complete),
         Some("stopped") => Some(MessageStatus::Stopped),
         Some("error") => Some(MessageStatus::Error),
+        Some("interrupted") => Some(MessageStatus::Interrupted),
         Some(other) => return Err(StoreError::corrupt("message status", other)),
     };
     Ok(Message {
@@ -152,14 +156,18 @@ fn encode_body(parts: &Value, metadata: &Value) -> Result<(String, String)> {
     Ok((parts_json, metadata_json))
 }
 
-/// The searchable text of a message: its `text` parts, one per line.
+/// The searchable text of a message: its `text` parts, one per line. The parts themselves are kept
+/// as JSON, where U+0000 is an escape, but this column is plain text, which Postgres refuses to
+/// hold a NUL in; search loses nothing by skipping it.
 pub(crate) fn search_text(parts: &Value) -> String {
     let texts = parts.as_array().into_iter().flatten().filter_map(|part| {
         (part.get("type").and_then(Value::as_str) == Some("text"))
             .then(|| part.get("text").and_then(Value::as_str))
             .flatten()
     });
-    texts.collect::<Vec<_>>().join("\n")
+    let mut text = texts.collect::<Vec<_>>().join("\n");
+    text.retain(|c| c != '\0');
+    text
 }
 
 impl Store {
@@ -236,6 +244,39 @@ impl Store {
         .execute(&self.pool)
         .await?;
         one_row(done.rows_affected())
+    }
+
+    /// Writes an answer whatever became of its earlier writes: updates the row when it exists, else
+    /// appends it (the write that created it at the turn's start may have failed). NotFound when
+    /// the thread is gone.
+    pub async fn save_message(&self, user: &str, m: &NewMessage) -> Result<()> {
+        let Some(id) = m.id.as_deref() else {
+            return self.append_message(user, m).await.map(|_| ());
+        };
+        match self
+            .update_message(user, id, &m.parts, &m.metadata, m.status)
+            .await
+        {
+            Err(StoreError::NotFound) => match self.append_message(user, m).await {
+                Ok(_) => Ok(()),
+                // Created in between by an earlier write that was slow to land.
+                Err(StoreError::Conflict(_)) => {
+                    self.update_message(user, id, &m.parts, &m.metadata, m.status)
+                        .await
+                }
+                Err(err) => Err(err),
+            },
+            other => other,
+        }
+    }
+
+    /// Marks every answer still `streaming` as `interrupted`: run at start-up, when no turn of this
+    /// store's can be running any more. Returns how many answers were marked.
+    pub async fn interrupt_streaming(&self) -> Result<u64> {
+        let done = sqlx::query("UPDATE messages SET status = 'interrupted' WHERE status = 'streaming'")
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected())
     }
 
     /// The thread's messages in order. NotFound when the thread is not the user's.

@@ -75,13 +75,17 @@ pub enum Role {
     Assistant,
 }
 
-/// How an assistant message ended. Absent for user messages and for turns still streaming.
+/// Where an assistant message stands; absent for user messages. `streaming`: its turn is still
+/// running and the parts are its last checkpoint. `interrupted`: the process running the turn
+/// ended before the turn did; the parts are its last checkpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum MessageStatus {
+    Streaming,
     Complete,
     Stopped,
     Error,
+    Interrupted,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

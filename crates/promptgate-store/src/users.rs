@@ -83,13 +83,30 @@ impl Store {
         if !token.starts_with(TOKEN_PREFIX) || token.len() > MAX_TOKEN_LEN {
             return Ok(None);
         }
+        let hash = token_hash(token);
         let row = sqlx::query(
             "SELECT u.id, u.name, u.created_at FROM api_tokens t JOIN users u ON u.id = t.user_id \
              WHERE t.token_hash = $1",
         )
-        .bind(token_hash(token))
+        .bind(&hash)
         .fetch_optional(&self.pool)
-        .await?;
-        row.as_ref().map(user_from).transpose()
+        .await;
+        match row {
+            Ok(row) => {
+                let user = row.as_ref().map(user_from).transpose()?;
+                match &user {
+                    Some(user) => self.recent_tokens.remember(&hash, user),
+                    None => self.recent_tokens.forget_hash(&hash),
+                }
+                Ok(user)
+            }
+            Err(err) => {
+                let err = StoreError::from(err);
+                match self.recent_tokens.recall(&hash) {
+                    Some(user) if err.is_unavailable() => Ok(Some(user)),
+                    _ => Err(err),
+                }
+            }
+        }
     }
 }

@@ -28,8 +28,9 @@ pub mod send;
 pub mod ui;
 
 pub use engine::{
-    Gate, NoHooks, Nudges, PreparedTool, RequestBudget, SourceRef, StepPolicy, ToolCache, TurnHooks,
-    TurnLimits, TurnOutcome, TurnPlan, TurnRun, TurnStatus, TurnStream, VerbRenderer, render_verb, run_turn,
+    AnswerRecorder, EMPTY_ANSWER_TEXT, Gate, NOT_STORED_TEXT, NoHooks, Nudges, PreparedTool, RequestBudget,
+    SourceRef, StepPolicy, ToolCache, TurnHooks, TurnLimits, TurnOutcome, TurnPlan, TurnRun, TurnStatus,
+    TurnStream, VerbRenderer, render_verb, run_turn,
 };
 pub use facade::{CompletionChunks, CompletionIdentity, CompletionResponse, FacadeHistory, facade_history};
 pub use history::{HistoryOptions, last_user_text, to_model_messages};

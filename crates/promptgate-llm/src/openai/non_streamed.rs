@@ -20,6 +20,17 @@ pub(super) async fn read(
     }
     let completion: Value = serde_json::from_slice(&bytes)
         .map_err(|e| LlmError::Protocol(format!("the JSON answer is not valid JSON: {e}")))?;
+    let is_error = completion.get("error").is_some_and(|e| !e.is_null());
+    let has_choices = completion
+        .get("choices")
+        .and_then(Value::as_array)
+        .is_some_and(|choices| !choices.is_empty());
+    if !is_error && !has_choices {
+        // Neither a completion nor an error: reading it as an empty answer would hide the fault.
+        return Err(LlmError::Protocol(
+            "a stream was asked for and the answer was a JSON body that is not a chat completion".to_owned(),
+        ));
+    }
     let mut events = parser.push(&as_chunk(completion).to_string())?;
     parser.push("[DONE]")?;
     events.extend(parser.finish()?);

@@ -19,10 +19,11 @@ use tokio_util::sync::DropGuard;
 use tracing::Instrument;
 
 pub use plan::{
-    Gate, NoHooks, Nudges, PreparedTool, RequestBudget, SourceRef, StepPolicy, TurnHooks, TurnLimits,
-    TurnOutcome, TurnPlan, TurnStatus, VerbRenderer,
+    AnswerRecorder, Gate, NoHooks, Nudges, PreparedTool, RequestBudget, SourceRef, StepPolicy, TurnHooks,
+    TurnLimits, TurnOutcome, TurnPlan, TurnStatus, VerbRenderer,
 };
 pub use tools::{ToolCache, render_verb, stable_json};
+pub use turn::{EMPTY_ANSWER_TEXT, NOT_STORED_TEXT};
 
 use crate::ui::TurnEvent;
 
@@ -57,6 +58,7 @@ pub fn run_turn(mut plan: TurnPlan) -> TurnRun {
     let stop_on_drop = stop.clone().drop_guard();
     let span = tracing::info_span!("turn", turn_id = %plan.turn_id, model = %plan.model_id);
     let admission = plan.admission.take();
+    let plan_tasks = plan.tasks.clone();
     let turn = async move {
         let _admission = admission;
         let outcome = turn::Turn::new(plan, events_tx, stop).run().await;
@@ -70,7 +72,8 @@ pub fn run_turn(mut plan: TurnPlan) -> TurnRun {
         // The caller may have stopped caring about the outcome; nothing to do then.
         let _ = outcome_tx.send(outcome);
     };
-    tokio::spawn(turn.instrument(span));
+    let tasks = plan_tasks;
+    tasks.spawn(turn.instrument(span));
     TurnRun {
         events: TurnStream {
             events: events_rx,

@@ -2,12 +2,14 @@
 //! and every wait watches for Stop and keeps the connection alive.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::plan::AnswerRecorder;
 use crate::message::UiMessageBuilder;
 use crate::ui::{TurnEvent, UiChunk};
 
@@ -20,6 +22,14 @@ pub(super) struct Output {
     last_sent: Instant,
     keep_alive: Duration,
     stop: CancellationToken,
+    checkpoints: Option<Checkpoints>,
+}
+
+/// When the growing answer was last handed to the recorder.
+struct Checkpoints {
+    recorder: Arc<dyn AnswerRecorder>,
+    every: Duration,
+    last: Instant,
 }
 
 impl Output {
@@ -28,15 +38,22 @@ impl Output {
         keep_alive: Duration,
         stop: CancellationToken,
         record_message: bool,
+        recorder: Option<(Arc<dyn AnswerRecorder>, Duration)>,
     ) -> Self {
         // A zero interval would send heartbeats back to back.
         let keep_alive = keep_alive.max(MIN_KEEP_ALIVE);
+        let now = Instant::now();
         Self {
             events,
             message: record_message.then(UiMessageBuilder::new),
-            last_sent: Instant::now(),
+            last_sent: now,
             keep_alive,
             stop,
+            checkpoints: recorder.map(|(recorder, every)| Checkpoints {
+                recorder,
+                every,
+                last: now,
+            }),
         }
     }
 
@@ -45,13 +62,44 @@ impl Output {
     }
 
     pub(super) async fn emit(&mut self, chunk: UiChunk) {
+        self.record(&chunk);
+        let grows_text = matches!(chunk, UiChunk::TextDelta { .. } | UiChunk::ReasoningDelta { .. });
+        self.send(TurnEvent::Chunk(chunk)).await;
+        if grows_text
+            && let Some(checkpoints) = &self.checkpoints
+            && checkpoints.last.elapsed() >= checkpoints.every
+        {
+            self.checkpoint();
+        }
+    }
+
+    /// Folds a chunk into the recorded message without sending it (the end of a turn is recorded
+    /// first and sent once the answer is stored).
+    pub(super) fn record(&mut self, chunk: &UiChunk) {
         if let Some(message) = &mut self.message
-            && let Err(err) = message.apply(&chunk)
+            && let Err(err) = message.apply(chunk)
         {
             // The engine produced a chunk the client would reject: a bug, but the turn goes on.
             tracing::error!(error = %err, ?chunk, "turn emitted an invalid UI chunk");
         }
+    }
+
+    /// Sends a chunk that is already recorded, or that the stored answer leaves out.
+    pub(super) async fn send_only(&mut self, chunk: UiChunk) {
         self.send(TurnEvent::Chunk(chunk)).await;
+    }
+
+    /// Hands the answer so far to the recorder, when there is one.
+    pub(super) fn checkpoint(&mut self) {
+        let Some(checkpoints) = &mut self.checkpoints else {
+            return;
+        };
+        checkpoints.last = Instant::now();
+        let (parts, metadata) = match &self.message {
+            Some(message) => (message.parts(), message.metadata()),
+            None => return,
+        };
+        checkpoints.recorder.checkpoint(parts, metadata);
     }
 
     /// The message's parts and metadata so far; empty when it is not recorded.

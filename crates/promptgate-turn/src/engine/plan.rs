@@ -1,5 +1,7 @@
 //! Everything a turn is given up front, and what it reports at the end.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
@@ -86,6 +88,11 @@ pub struct TurnLimits {
     pub tool_timeout: Duration,
     /// Silence after which the transport is told to send a heartbeat.
     pub keep_alive: Duration,
+    /// How long the end of the stream waits for the answer to be stored before it says so instead.
+    pub save_grace: Duration,
+    /// The most streamed text goes unrecorded: a checkpoint follows a text delta this long after
+    /// the previous one (and every step end is one).
+    pub checkpoint_every: Duration,
 }
 
 impl Default for TurnLimits {
@@ -95,6 +102,8 @@ impl Default for TurnLimits {
             wall_clock: Duration::from_secs(120),
             tool_timeout: Duration::from_secs(60),
             keep_alive: Duration::from_secs(15),
+            save_grace: Duration::from_secs(5),
+            checkpoint_every: Duration::from_secs(1),
         }
     }
 }
@@ -197,6 +206,18 @@ pub trait TurnHooks: Send + Sync {
     }
 }
 
+/// Keeps the answer as it grows and when it ends. The engine knows nothing of storage; the service
+/// behind this decides where and how (with retries) the answer goes.
+pub trait AnswerRecorder: Send + Sync {
+    /// The answer so far. Must return at once: a slow store may not slow the stream down, and a
+    /// checkpoint that is overtaken by a newer one need never be written.
+    fn checkpoint(&self, parts: Vec<Value>, metadata: Value);
+
+    /// The final answer. Resolves to true once it is stored; the turn waits for that (at most
+    /// `TurnLimits::save_grace`) before the stream says it is done.
+    fn finish(&self, outcome: TurnOutcome) -> Pin<Box<dyn Future<Output = bool> + Send>>;
+}
+
 /// Hooks that change nothing.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NoHooks;
@@ -237,6 +258,10 @@ pub struct TurnPlan {
     /// Fold the chunks into the message the outcome carries (parts and metadata). A turn whose
     /// answer is not stored (the OpenAI facade) skips it; its outcome then has no parts.
     pub record_message: bool,
+    /// Where the answer is checkpointed and finally stored; `None` keeps it only in the outcome.
+    pub recorder: Option<Arc<dyn AnswerRecorder>>,
+    /// Owns the turn's task, so a shutdown can wait for every turn it stopped.
+    pub tasks: tokio_util::task::TaskTracker,
 }
 
 impl TurnPlan {
@@ -272,6 +297,8 @@ impl TurnPlan {
             verb_renderer: super::tools::render_verb,
             admission: None,
             record_message: true,
+            recorder: None,
+            tasks: tokio_util::task::TaskTracker::new(),
         }
     }
 }

@@ -23,6 +23,13 @@ pub const BUDGET_EXHAUSTED_TEXT: &str =
     "This turn used up its budget of model requests. Send your message again to start a new turn.";
 /// The error a tool call gets when the turn is stopped before it finished.
 pub const STOPPED_TEXT: &str = "stopped";
+/// Sent before the end of a stream whose answer the store has not taken yet; it is still being saved.
+pub const NOT_STORED_TEXT: &str = "This answer is not stored yet: the database did not take it in time. \
+     The gateway keeps trying; reload the conversation later before relying on it.";
+/// The turn's end when the model answered nothing, even when asked again.
+pub const EMPTY_ANSWER_TEXT: &str = "The model returned an empty answer. Please try again.";
+/// The pause before asking again after an empty answer.
+const EMPTY_RETRY_DELAY: std::time::Duration = std::time::Duration::from_millis(250);
 const OVERSIZED_TEXT: &str = "invalid arguments: the arguments are longer than the gateway accepts (1 MiB)";
 const CUT_OFF_TEXT: &str = "the model's response was cut off before this call was complete";
 
@@ -74,7 +81,17 @@ impl Turn {
             })
             .collect();
         let messages = std::mem::take(&mut plan.history);
-        let out = Output::new(events, plan.limits.keep_alive, stop, plan.record_message);
+        let recorder = plan
+            .recorder
+            .clone()
+            .map(|recorder| (recorder, plan.limits.checkpoint_every));
+        let out = Output::new(
+            events,
+            plan.limits.keep_alive,
+            stop,
+            plan.record_message,
+            recorder,
+        );
         Self {
             plan,
             out,
@@ -100,44 +117,43 @@ impl Turn {
                 message_metadata: Some(metadata),
             })
             .await;
-        let (status, finish_reason, error) = match self.attempts().await {
+        let (status, finish_reason, error, ending) = match self.attempts().await {
             End::Finished(reason) => {
                 let reason = UiFinishReason::from(&reason);
-                self.out
-                    .emit(UiChunk::Finish {
-                        finish_reason: Some(reason),
-                        message_metadata: None,
-                    })
-                    .await;
-                (TurnStatus::Complete, Some(reason), None)
+                let finish = UiChunk::Finish {
+                    finish_reason: Some(reason),
+                    message_metadata: None,
+                };
+                (TurnStatus::Complete, Some(reason), None, vec![finish])
             }
             End::Stopped => {
                 self.plan.tool_cache.drop_unfinished();
-                self.out
-                    .emit(UiChunk::Abort {
-                        reason: Some(STOPPED_TEXT.to_owned()),
-                    })
-                    .await;
-                (TurnStatus::Stopped, None, None)
+                let abort = UiChunk::Abort {
+                    reason: Some(STOPPED_TEXT.to_owned()),
+                };
+                (TurnStatus::Stopped, None, None, vec![abort])
             }
             End::Failed(text) => {
-                self.out
-                    .emit(UiChunk::Error {
-                        error_text: text.clone(),
-                    })
-                    .await;
                 let reason = UiFinishReason::Error;
-                self.out
-                    .emit(UiChunk::Finish {
+                let chunks = vec![
+                    UiChunk::Error {
+                        error_text: text.clone(),
+                    },
+                    UiChunk::Finish {
                         finish_reason: Some(reason),
                         message_metadata: None,
-                    })
-                    .await;
-                (TurnStatus::Error, Some(reason), Some(text))
+                    },
+                ];
+                (TurnStatus::Error, Some(reason), Some(text), chunks)
             }
         };
+        // The answer is stored before the stream says it is done, so a client that reads the
+        // thread right after the end finds it.
+        for chunk in &ending {
+            self.out.record(chunk);
+        }
         let (parts, metadata) = self.out.message();
-        TurnOutcome {
+        let outcome = TurnOutcome {
             message_id: self.plan.message_id.clone(),
             parts,
             metadata,
@@ -148,11 +164,33 @@ impl Turn {
             upstream_requests: self.upstream_requests,
             attempts: self.attempts,
             error,
+        };
+        if let Some(recorder) = self.plan.recorder.clone() {
+            let grace = self.plan.limits.save_grace;
+            let stored = tokio::time::timeout(grace, recorder.finish(outcome.clone()))
+                .await
+                .unwrap_or(false);
+            if !stored {
+                tracing::warn!(
+                    turn = %self.plan.turn_id, grace_ms = grace.as_millis() as u64,
+                    "the answer was not stored within the grace; the stream says so"
+                );
+                self.out
+                    .send_only(UiChunk::Error {
+                        error_text: NOT_STORED_TEXT.to_owned(),
+                    })
+                    .await;
+            }
         }
+        for chunk in ending {
+            self.out.send_only(chunk).await;
+        }
+        outcome
     }
 
     /// The first run and the empty-response retries, each drawing on the request budget.
     async fn attempts(&mut self) -> End {
+        let mut asked_again_after_empty = false;
         loop {
             if self.out.stopped() {
                 return End::Stopped;
@@ -165,8 +203,29 @@ impl Turn {
                 End::Finished(reason) => reason,
                 other => return other,
             };
+            if self.answered {
+                return End::Finished(reason);
+            }
+            if !self.made_tool_calls {
+                // Nothing at all came back: ask once more as it was, then give up loudly rather
+                // than end a turn as complete with nothing in it.
+                if asked_again_after_empty {
+                    return End::Failed(EMPTY_ANSWER_TEXT.to_owned());
+                }
+                asked_again_after_empty = true;
+                tracing::info!(turn = %self.plan.turn_id, "the model answered nothing; asking again");
+                if self
+                    .out
+                    .wait(tokio::time::sleep(EMPTY_RETRY_DELAY))
+                    .await
+                    .is_none()
+                {
+                    return End::Stopped;
+                }
+                continue;
+            }
             let retries_left = self.attempts < self.plan.policy.max_attempts;
-            if self.answered || !self.made_tool_calls || !retries_left {
+            if !retries_left {
                 return End::Finished(reason);
             }
             // Tools ran but no answer came: ask again, continuing the same message.
@@ -418,6 +477,11 @@ impl Turn {
     }
 
     async fn end_step(&mut self) {
+        self.end_step_chunks().await;
+        self.out.checkpoint();
+    }
+
+    async fn end_step_chunks(&mut self) {
         let mut metadata = json!({"modelId": self.plan.model_id, "usage": usage_metadata(&self.usage_total)});
         if let (Some(sources), Some(object)) = (self.plan.hooks.sources_snapshot(), metadata.as_object_mut())
         {

@@ -85,6 +85,8 @@ impl TurnService {
         plan.admission = Some(admission);
         // Nothing of a facade completion is stored.
         plan.record_message = false;
+        plan.cancel = self.stop_all.child_token();
+        plan.tasks = self.tasks.clone();
         let run = run_turn(plan);
         Ok(SendHandle {
             turn_id,

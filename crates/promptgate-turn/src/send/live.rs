@@ -4,7 +4,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::hooks::TurnState;
@@ -27,8 +26,6 @@ pub struct Continuation {
 struct Running {
     turn_id: String,
     cancel: CancellationToken,
-    /// Flips to true when the slot is released; a send that finds the thread busy may wait on it.
-    released: watch::Receiver<bool>,
 }
 
 struct Remembered {
@@ -53,7 +50,6 @@ pub struct Slot {
     live: LiveTurns,
     key: (String, String),
     turn_id: String,
-    released: watch::Sender<bool>,
 }
 
 impl Drop for Slot {
@@ -66,15 +62,13 @@ impl Drop for Slot {
         {
             inner.running.remove(&self.key);
         }
-        drop(inner);
-        let _ = self.released.send(true);
     }
 }
 
 pub enum Claim {
     Claimed(Slot),
-    /// Another turn runs in this thread; the receiver tells when it ends.
-    Busy(watch::Receiver<bool>),
+    /// Another turn runs in this thread (or is still storing its answer).
+    Busy,
 }
 
 impl LiveTurns {
@@ -87,23 +81,20 @@ impl LiveTurns {
     pub fn claim(&self, user: &str, thread: &str, turn_id: &str, cancel: CancellationToken) -> Claim {
         let key = (user.to_owned(), thread.to_owned());
         let mut inner = self.lock();
-        if let Some(running) = inner.running.get(&key) {
-            return Claim::Busy(running.released.clone());
+        if inner.running.contains_key(&key) {
+            return Claim::Busy;
         }
-        let (tx, rx) = watch::channel(false);
         inner.running.insert(
             key.clone(),
             Running {
                 turn_id: turn_id.to_owned(),
                 cancel,
-                released: rx,
             },
         );
         Claim::Claimed(Slot {
             live: self.clone(),
             key,
             turn_id: turn_id.to_owned(),
-            released: tx,
         })
     }
 

@@ -9,6 +9,7 @@ mod integrations;
 mod live;
 mod prepare;
 mod providers;
+mod record;
 mod toolset;
 
 use std::sync::Arc;
@@ -26,13 +27,15 @@ pub use integrations::{GoogleSetup, Integrations, MicrosoftSetup};
 pub use live::{Continuation, LiveTurns};
 pub use prepare::{Prepared, PreparedSend};
 pub use providers::{Provider, ProviderClient, Providers};
+pub use record::{PendingSave, PendingSaves};
 pub use toolset::{Executors, McpToolExecutor};
 
 use crate::engine::{RequestBudget, TurnLimits, TurnStream, run_turn};
 use live::Claim;
+use record::AnswerWriter;
 
-/// How long a send waits for the thread's previous turn to finish saving before answering 409.
-const BUSY_GRACE: Duration = Duration::from_secs(3);
+/// How long a final save keeps trying while the store is unavailable.
+pub const DEFAULT_SAVE_RETRY: Duration = Duration::from_secs(600);
 
 /// Enough for a busy single instance; each turn holds a client connection, an upstream connection
 /// and its history, so without a bound overload turns into memory.
@@ -61,6 +64,8 @@ pub struct ServiceConfig {
     pub mcp_call_timeout: Duration,
     /// Turns running at once on this server, across all users; a send past it is refused.
     pub max_turns_in_flight: usize,
+    /// How long the final save of an answer keeps trying while the store is unavailable.
+    pub save_retry: Duration,
 }
 
 impl Default for ServiceConfig {
@@ -71,6 +76,7 @@ impl Default for ServiceConfig {
             mcp_discovery_timeout: promptgate_mcp::DEFAULT_DISCOVERY_TIMEOUT,
             mcp_call_timeout: promptgate_mcp::DEFAULT_CALL_TIMEOUT,
             max_turns_in_flight: DEFAULT_TURNS_IN_FLIGHT,
+            save_retry: DEFAULT_SAVE_RETRY,
         }
     }
 }
@@ -87,6 +93,11 @@ pub struct TurnService {
     pub(crate) integrations: Option<Integrations>,
     live: LiveTurns,
     admission: Arc<tokio::sync::Semaphore>,
+    /// Owns turns and answer writers, so a shutdown can stop the first and wait for the second.
+    tasks: tokio_util::task::TaskTracker,
+    /// The parent of every turn's Stop: cancelled when a shutdown's grace is over.
+    stop_all: CancellationToken,
+    pending: PendingSaves,
 }
 
 /// What the user sends.
@@ -154,7 +165,29 @@ impl TurnService {
             integrations: None,
             live: LiveTurns::default(),
             admission,
+            tasks: tokio_util::task::TaskTracker::new(),
+            stop_all: CancellationToken::new(),
+            pending: PendingSaves::default(),
         }
+    }
+
+    /// Turns running now (sends and facade completions).
+    pub fn turns_in_flight(&self) -> usize {
+        self.config.max_turns_in_flight.max(1) - self.admission.available_permits()
+    }
+
+    /// Stops every running turn (their partial answers are saved as stopped) and refuses new ones.
+    pub fn stop_all(&self) {
+        self.admission.close();
+        self.stop_all.cancel();
+    }
+
+    /// Waits until every turn has ended and every answer writer is done, or until `deadline`.
+    /// Returns the answers still not stored (empty when all are).
+    pub async fn drain(&self, deadline: Duration) -> Vec<PendingSave> {
+        self.tasks.close();
+        let _ = tokio::time::timeout(deadline, self.tasks.wait()).await;
+        self.pending.list()
     }
 
     /// Offers the integration tools of the configured providers to users who connected them.
@@ -184,10 +217,14 @@ impl TurnService {
     pub async fn send(&self, request: SendRequest) -> Result<SendHandle, SendError> {
         let admission = self.admit()?;
         let turn_id = format!("turn_{}", uuid::Uuid::now_v7().simple());
-        let cancel = CancellationToken::new();
-        let slot = self
+        let cancel = self.stop_all.child_token();
+        let slot = match self
+            .live
             .claim(&request.user_id, &request.thread_id, &turn_id, cancel.clone())
-            .await?;
+        {
+            Claim::Claimed(slot) => slot,
+            Claim::Busy => return Err(SendError::Busy(request.thread_id.clone())),
+        };
 
         let (mut ctx, model, provider) = self
             .load_with_model(&request.user_id, &request.thread_id, request.model.as_deref())
@@ -291,45 +328,26 @@ impl TurnService {
             user = %request.user_id, thread = %request.thread_id, turn = %turn_id, model = %model.id,
             tools = plan.tools.len(), retry_of = ?request.retry_of, "turn started"
         );
-        let run = run_turn(plan);
-        let store = self.store.clone();
-        let live = self.live.clone();
-        let (user_id, thread_id) = (request.user_id.clone(), request.thread_id.clone());
-        let continuation = Continuation {
+        let recorder = AnswerWriter {
+            store: self.store.clone(),
+            user_id: request.user_id.clone(),
+            thread_id: request.thread_id.clone(),
             turn_id: turn_id.clone(),
-            ..continuation
-        };
-        tokio::spawn(async move {
-            // The slot is held until the answer is saved, so the next send sees the full history.
-            let _slot = slot;
-            let Ok(outcome) = run.outcome.await else {
-                tracing::error!(turn = %continuation.turn_id, "the turn ended without an outcome; nothing to save");
-                return;
-            };
-            let saved = store
-                .append_message(
-                    &user_id,
-                    &NewMessage {
-                        id: Some(outcome.message_id.clone()),
-                        thread_id: thread_id.clone(),
-                        role: Role::Assistant,
-                        parts: Value::Array(outcome.parts.clone()),
-                        metadata: outcome.stored_metadata(),
-                        status: Some(store_status(outcome.status)),
-                    },
-                )
-                .await;
-            match saved {
-                Ok(_) => tracing::info!(
-                    turn = %continuation.turn_id, status = outcome.status.as_str(), steps = outcome.steps,
-                    upstream_requests = outcome.upstream_requests, "turn finished"
-                ),
-                Err(err) => {
-                    tracing::error!(turn = %continuation.turn_id, error = %err, "saving the answer failed")
-                }
-            }
-            live.remember(&user_id, &thread_id, continuation);
-        });
+            message_id: message_id.clone(),
+            model_id: model.id.clone(),
+            slot,
+            live: self.live.clone(),
+            continuation: Continuation {
+                turn_id: turn_id.clone(),
+                ..continuation
+            },
+            retry_for: self.config.save_retry,
+            pending: self.pending.clone(),
+        }
+        .start(&self.tasks);
+        plan.recorder = Some(recorder);
+        plan.tasks = self.tasks.clone();
+        let run = run_turn(plan);
         Ok(SendHandle {
             turn_id,
             message_id,
@@ -347,28 +365,6 @@ impl TurnService {
             );
             SendError::Overloaded(self.config.max_turns_in_flight)
         })
-    }
-
-    async fn claim(
-        &self,
-        user: &str,
-        thread: &str,
-        turn_id: &str,
-        cancel: CancellationToken,
-    ) -> Result<live::Slot, SendError> {
-        let mut waited = false;
-        loop {
-            match self.live.claim(user, thread, turn_id, cancel.clone()) {
-                Claim::Claimed(slot) => return Ok(slot),
-                Claim::Busy(mut released) if !waited => {
-                    // A turn whose stream just ended is still saving its answer; give it a moment
-                    // rather than refusing a user who replied quickly.
-                    waited = true;
-                    let _ = tokio::time::timeout(BUSY_GRACE, released.wait_for(|done| *done)).await;
-                }
-                Claim::Busy(_) => return Err(SendError::Busy(thread.to_owned())),
-            }
-        }
     }
 
     /// The send context of `thread_id` with the requested model (else the user's default, else the
@@ -399,14 +395,6 @@ impl TurnService {
             .get(&model.provider)
             .ok_or_else(|| SendError::ProviderMissing(model.provider.clone()))?;
         Ok((ctx, model, provider.clone()))
-    }
-}
-
-fn store_status(status: crate::engine::TurnStatus) -> promptgate_store::MessageStatus {
-    match status {
-        crate::engine::TurnStatus::Complete => promptgate_store::MessageStatus::Complete,
-        crate::engine::TurnStatus::Stopped => promptgate_store::MessageStatus::Stopped,
-        crate::engine::TurnStatus::Error => promptgate_store::MessageStatus::Error,
     }
 }
 

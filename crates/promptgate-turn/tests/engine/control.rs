@@ -153,13 +153,32 @@ async fn an_earlier_retry_gets_the_plain_retry_nudge() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn an_empty_answer_without_tools_is_not_retried() {
-    let model = ScriptedModel::new(vec![Script::Events(vec![Ok(StreamEvent::Finished(
-        FinishReason::Stop,
-    ))])]);
+async fn an_empty_answer_is_asked_for_once_more_then_ends_as_an_error() {
+    let empty = || Script::Events(vec![Ok(StreamEvent::Finished(FinishReason::Stop))]);
+    let model = ScriptedModel::new(vec![empty(), empty()]);
     let done = run(plan(model.clone(), vec![])).await;
-    assert_eq!(model.requests().len(), 1);
+    assert_eq!(model.requests().len(), 2);
+    assert_eq!(done.outcome.status, TurnStatus::Error);
+    let errors: Vec<_> = done
+        .chunks
+        .iter()
+        .filter_map(|c| match c {
+            UiChunk::Error { error_text } => Some(error_text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(errors, [promptgate_turn::EMPTY_ANSWER_TEXT]);
+    assert_eq!(types(&done.chunks).last().map(String::as_str), Some("finish"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_empty_first_answer_is_followed_by_the_second() {
+    let empty = Script::Events(vec![Ok(StreamEvent::Finished(FinishReason::Stop))]);
+    let model = ScriptedModel::new(vec![empty, answer(&["second time lucky"])]);
+    let done = run(plan(model.clone(), vec![])).await;
+    assert_eq!(model.requests().len(), 2);
     assert_eq!(done.outcome.status, TurnStatus::Complete);
+    assert!(types(&done.chunks).iter().any(|t| t == "text-delta"));
 }
 
 #[tokio::test(start_paused = true)]

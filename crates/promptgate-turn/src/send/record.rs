@@ -1,0 +1,274 @@
+//! Keeping a turn's answer in the store: a row from the turn's start (`streaming`), checkpoints while
+//! it grows, and a final save that outlasts a database outage.
+//!
+//! One writer task per turn does every write, in order, so a slow checkpoint can never land after
+//! the final state. The engine only hands it snapshots and waits (a short grace) for the final save.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use promptgate_store::{MessageStatus, NewMessage, Role, Store, StoreError};
+use serde_json::{Value, json};
+use tokio::sync::{oneshot, watch};
+use tokio::time::Instant;
+use tokio_util::task::TaskTracker;
+
+use super::live::{Continuation, LiveTurns, Slot};
+use crate::engine::{AnswerRecorder, TurnOutcome, TurnStatus};
+
+/// Failures of the final save that are neither an outage nor a race (a driver error of unknown
+/// cause) are tried this many times, not for the whole retry window.
+const OTHER_FAILURES: u32 = 5;
+/// The first pause after a failed save; it doubles up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_millis(100);
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+/// Answers whose final save has not succeeded yet, by turn, so a shutdown can name what it leaves.
+#[derive(Clone, Default)]
+pub struct PendingSaves {
+    inner: Arc<Mutex<HashMap<String, PendingSave>>>,
+}
+
+/// Who a pending answer belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingSave {
+    pub turn_id: String,
+    pub thread_id: String,
+    pub message_id: String,
+}
+
+impl PendingSaves {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, PendingSave>> {
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn add(&self, save: PendingSave) {
+        self.lock().insert(save.turn_id.clone(), save);
+    }
+
+    fn remove(&self, turn_id: &str) {
+        self.lock().remove(turn_id);
+    }
+
+    /// The answers not stored yet, oldest turn first (turn ids sort by time).
+    pub fn list(&self) -> Vec<PendingSave> {
+        let mut all: Vec<_> = self.lock().values().cloned().collect();
+        all.sort_by(|a, b| a.turn_id.cmp(&b.turn_id));
+        all
+    }
+}
+
+/// Everything the writer needs besides the snapshots.
+pub(crate) struct AnswerWriter {
+    pub store: Store,
+    pub user_id: String,
+    pub thread_id: String,
+    pub turn_id: String,
+    pub message_id: String,
+    pub model_id: String,
+    /// Held until the final save is done (or given up), so the thread takes no new turn before
+    /// its history is complete.
+    pub slot: Slot,
+    pub live: LiveTurns,
+    pub continuation: Continuation,
+    /// How long the final save keeps trying while the store is unavailable.
+    pub retry_for: Duration,
+    pub pending: PendingSaves,
+}
+
+/// The answer so far: parts and metadata.
+type Snapshot = Option<(Vec<Value>, Value)>;
+/// The final answer, with where to say whether it was stored.
+type Ending = (TurnOutcome, oneshot::Sender<bool>);
+
+/// The engine's side: snapshots go into a watch channel (only the newest matters), the outcome
+/// into a oneshot.
+pub(crate) struct ChannelRecorder {
+    snapshots: watch::Sender<Snapshot>,
+    outcome: Mutex<Option<oneshot::Sender<Ending>>>,
+}
+
+impl AnswerRecorder for ChannelRecorder {
+    fn checkpoint(&self, parts: Vec<Value>, metadata: Value) {
+        self.snapshots.send_replace(Some((parts, metadata)));
+    }
+
+    fn finish(&self, outcome: TurnOutcome) -> Pin<Box<dyn Future<Output = bool> + Send>> {
+        let sender = self
+            .outcome
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        let (stored_tx, stored_rx) = oneshot::channel();
+        if let Some(sender) = sender {
+            let _ = sender.send((outcome, stored_tx));
+        }
+        Box::pin(async move { stored_rx.await.unwrap_or(false) })
+    }
+}
+
+impl AnswerWriter {
+    /// Starts the writer on `tasks` and returns the recorder the turn reports to.
+    pub(crate) fn start(self, tasks: &TaskTracker) -> Arc<ChannelRecorder> {
+        let (snapshots_tx, snapshots_rx) = watch::channel(None);
+        let (outcome_tx, outcome_rx) = oneshot::channel();
+        self.pending.add(PendingSave {
+            turn_id: self.turn_id.clone(),
+            thread_id: self.thread_id.clone(),
+            message_id: self.message_id.clone(),
+        });
+        tasks.spawn(self.run(snapshots_rx, outcome_rx));
+        Arc::new(ChannelRecorder {
+            snapshots: snapshots_tx,
+            outcome: Mutex::new(Some(outcome_tx)),
+        })
+    }
+
+    fn message(&self, parts: Vec<Value>, metadata: Value, status: MessageStatus) -> NewMessage {
+        NewMessage {
+            id: Some(self.message_id.clone()),
+            thread_id: self.thread_id.clone(),
+            role: Role::Assistant,
+            parts: Value::Array(parts),
+            metadata,
+            status: Some(status),
+        }
+    }
+
+    async fn run(self, mut snapshots: watch::Receiver<Snapshot>, mut outcome: oneshot::Receiver<Ending>) {
+        // The row exists from the start, so a reload mid-answer shows it and a crash leaves it
+        // behind to be marked interrupted.
+        let opening = json!({"modelId": self.model_id, "turnId": self.turn_id});
+        let mut reachable = self
+            .checkpoint(self.message(Vec::new(), opening, MessageStatus::Streaming), true)
+            .await;
+        let ended = loop {
+            tokio::select! {
+                biased;
+                ended = &mut outcome => break ended.ok(),
+                changed = snapshots.changed() => {
+                    if changed.is_err() {
+                        // The recorder is gone without a final answer; the outcome tells why.
+                        break (&mut outcome).await.ok();
+                    }
+                    let snapshot = snapshots.borrow_and_update().clone();
+                    if let Some((parts, metadata)) = snapshot {
+                        let message = self.message(parts, metadata, MessageStatus::Streaming);
+                        reachable = self.checkpoint(message, reachable).await;
+                    }
+                }
+            }
+        };
+        let (message, stored_tx, status) = match ended {
+            Some((outcome, stored_tx)) => {
+                let status = store_status(outcome.status);
+                let metadata = outcome.stored_metadata();
+                (
+                    self.message(outcome.parts, metadata, status),
+                    Some(stored_tx),
+                    outcome.status.as_str(),
+                )
+            }
+            None => {
+                // The turn's task ended without an outcome (it panicked): keep what was seen.
+                let (parts, metadata) = snapshots.borrow().clone().unwrap_or((Vec::new(), json!({})));
+                (self.message(parts, metadata, MessageStatus::Error), None, "error")
+            }
+        };
+        let stored = self.save_final(&message).await;
+        let AnswerWriter {
+            slot,
+            live,
+            continuation,
+            user_id,
+            thread_id,
+            turn_id,
+            pending,
+            ..
+        } = self;
+        if stored {
+            pending.remove(&turn_id);
+        }
+        // Free the thread before the stream says done, so the client's next message is accepted.
+        drop(slot);
+        if let Some(stored_tx) = stored_tx {
+            let _ = stored_tx.send(stored);
+        }
+        if stored {
+            tracing::info!(turn = %turn_id, thread = %thread_id, status, "answer stored");
+        }
+        live.remember(&user_id, &thread_id, continuation);
+    }
+
+    /// A best-effort write of the answer so far. Failures are logged once per outage: the final
+    /// save is the one that must succeed.
+    async fn checkpoint(&self, message: NewMessage, reachable: bool) -> bool {
+        match self.store.save_message(&self.user_id, &message).await {
+            Ok(()) => {
+                if !reachable {
+                    tracing::info!(turn = %self.turn_id, "the store is back; checkpoints resume");
+                }
+                true
+            }
+            Err(err) => {
+                if reachable {
+                    tracing::warn!(turn = %self.turn_id, error = %err, "checkpoint not stored; the final save will retry");
+                }
+                false
+            }
+        }
+    }
+
+    /// Saves the final answer, retrying with backoff while the store is unavailable, up to
+    /// `retry_for`. True once stored.
+    async fn save_final(&self, message: &NewMessage) -> bool {
+        let deadline = Instant::now() + self.retry_for;
+        let mut backoff = FIRST_BACKOFF;
+        let mut failures = 0u32;
+        loop {
+            let err = match self.store.save_message(&self.user_id, message).await {
+                Ok(()) => {
+                    if failures > 0 {
+                        tracing::info!(turn = %self.turn_id, thread = %self.thread_id, failures, "answer stored after the store came back");
+                    }
+                    return true;
+                }
+                Err(err) => err,
+            };
+            failures += 1;
+            let retryable = match err {
+                StoreError::Unavailable(_) | StoreError::Conflict(_) => true,
+                StoreError::Database(_) => failures < OTHER_FAILURES,
+                _ => false,
+            };
+            if !retryable || Instant::now() + backoff > deadline {
+                tracing::error!(
+                    turn = %self.turn_id, thread = %self.thread_id, message = %self.message_id,
+                    error = %err, failures, retryable, "the answer could not be stored; giving up"
+                );
+                return false;
+            }
+            if failures == 1 {
+                tracing::warn!(
+                    turn = %self.turn_id, thread = %self.thread_id, error = %err,
+                    retry_for_secs = self.retry_for.as_secs(), "storing the answer failed; retrying until the store is back"
+                );
+            }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+        }
+    }
+}
+
+pub(crate) fn store_status(status: TurnStatus) -> MessageStatus {
+    match status {
+        TurnStatus::Complete => MessageStatus::Complete,
+        TurnStatus::Stopped => MessageStatus::Stopped,
+        TurnStatus::Error => MessageStatus::Error,
+    }
+}

@@ -35,5 +35,7 @@ as_pg "$pgbin/pg_ctl" -D "$scratch/data" -l "$scratch/server.log" -w \
   start >/dev/null || { cat "$scratch/server.log" >&2; exit 1; }
 
 export PROMPTGATE_TEST_POSTGRES_URL="postgres://postgres@127.0.0.1:$port/postgres"
+# Tests that stop and start a cluster of their own (database outages) use the same binaries.
+export PROMPTGATE_TEST_PG_BIN="$pgbin"
 echo "with-postgres: throwaway cluster on 127.0.0.1:$port" >&2
 "$@"

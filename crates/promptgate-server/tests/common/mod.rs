@@ -20,7 +20,7 @@ pub struct Gateway {
     pub addr: SocketAddr,
     pub state: AppState,
     pub http: reqwest::Client,
-    _db: TestDb,
+    _db: Option<TestDb>,
     _server: tokio::task::JoinHandle<()>,
 }
 
@@ -54,7 +54,23 @@ impl Gateway {
             Backend::Sqlite => TestDb::sqlite().await,
             Backend::Postgres => TestDb::postgres().await,
         };
-        let state = promptgate_server::cli::prepare_with_env(config, db.store().clone(), env)
+        let store = db.store().clone();
+        Self::serve(store, Some(db), config, env).await
+    }
+
+    /// A gateway over a store the test manages itself (e.g. on a cluster it stops and starts).
+    pub async fn over_store(store: promptgate_store::Store, config: Config) -> Gateway {
+        init();
+        Self::serve(store, None, config, &promptgate_server::config::ProcessEnv).await
+    }
+
+    async fn serve(
+        store: promptgate_store::Store,
+        db: Option<TestDb>,
+        config: Config,
+        env: &dyn promptgate_server::config::Env,
+    ) -> Gateway {
+        let state = promptgate_server::cli::prepare_with_env(config, store, env)
             .await
             .unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -30,6 +30,15 @@ struct Checkpoints {
     recorder: Arc<dyn AnswerRecorder>,
     every: Duration,
     last: Instant,
+    /// Text arrived since the last checkpoint.
+    dirty: bool,
+}
+
+impl Checkpoints {
+    /// When the text that arrived since the last checkpoint is due to be recorded.
+    fn due(&self) -> Option<Instant> {
+        self.dirty.then(|| self.last + self.every)
+    }
 }
 
 impl Output {
@@ -53,6 +62,7 @@ impl Output {
                 recorder,
                 every,
                 last: now,
+                dirty: false,
             }),
         }
     }
@@ -65,11 +75,11 @@ impl Output {
         self.record(&chunk);
         let grows_text = matches!(chunk, UiChunk::TextDelta { .. } | UiChunk::ReasoningDelta { .. });
         self.send(TurnEvent::Chunk(chunk)).await;
-        if grows_text
-            && let Some(checkpoints) = &self.checkpoints
-            && checkpoints.last.elapsed() >= checkpoints.every
-        {
-            self.checkpoint();
+        if grows_text && let Some(checkpoints) = &mut self.checkpoints {
+            checkpoints.dirty = true;
+            if checkpoints.last.elapsed() >= checkpoints.every {
+                self.checkpoint();
+            }
         }
     }
 
@@ -95,6 +105,7 @@ impl Output {
             return;
         };
         checkpoints.last = Instant::now();
+        checkpoints.dirty = false;
         let (parts, metadata) = match &self.message {
             Some(message) => (message.parts(), message.metadata()),
             None => return,
@@ -125,11 +136,21 @@ impl Output {
         tokio::pin!(work);
         loop {
             let quiet_until = self.last_sent + self.keep_alive;
+            // Text that stopped arriving (the model pauses, a tool starts) is still recorded on time.
+            let checkpoint_due = self.checkpoints.as_ref().and_then(Checkpoints::due);
+            let wake_at = checkpoint_due.map_or(quiet_until, |due| due.min(quiet_until));
             tokio::select! {
                 biased;
                 () = stop.cancelled() => return None,
                 value = &mut work => return Some(value),
-                () = tokio::time::sleep_until(quiet_until) => self.send(TurnEvent::KeepAlive).await,
+                () = tokio::time::sleep_until(wake_at) => {
+                    if checkpoint_due.is_some_and(|due| due <= Instant::now()) {
+                        self.checkpoint();
+                    }
+                    if self.last_sent + self.keep_alive <= Instant::now() {
+                        self.send(TurnEvent::KeepAlive).await;
+                    }
+                }
             }
         }
     }

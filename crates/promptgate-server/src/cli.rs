@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
-use axum::serve::ListenerExt;
 use clap::{Parser, Subcommand};
 use promptgate_store::Store;
 
@@ -182,22 +181,13 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     let listen = config.listen;
     let mode = config.auth.mode;
     let state = prepare(config).await?;
-    // Streams are many small writes; with Nagle's algorithm on, each waits for the previous ACK (~40 ms).
     let listener = tokio::net::TcpListener::bind(listen)
         .await
-        .with_context(|| format!("cannot listen on {listen}"))?
-        .tap_io(|tcp| {
-            if let Err(error) = tcp.set_nodelay(true) {
-                tracing::warn!(%error, "cannot set TCP_NODELAY on a connection");
-            }
-        });
+        .with_context(|| format!("cannot listen on {listen}"))?;
+    let limits = crate::listen::ConnectionLimits::from_config(&state.config.server);
     tracing::info!(address = %listen, auth = ?mode, backend = ?state.store.backend(), "promptgate listening");
     let near_timer = tokio::spawn(keep_a_timer_due_soon());
-    // As a make-service, each connection gets a cheap clone of the router; handing axum the router
-    // itself would rebuild every route for every connection (~50 KiB and a few µs each).
-    axum::serve(listener, crate::app::build(state).into_make_service())
-        .with_graceful_shutdown(shutdown_signal())
-        .await?;
+    crate::listen::serve_connections(listener, crate::app::build(state), limits, shutdown_signal()).await?;
     near_timer.abort();
     tracing::info!("promptgate stopped");
     Ok(())

@@ -2,11 +2,14 @@
 
 pub mod app;
 pub mod auth;
+pub mod boundary;
 pub mod cli;
 pub mod config;
 pub mod error;
 pub mod eval;
 pub mod extract;
+pub mod listen;
 pub mod routes;
 pub mod runtime;
 pub mod state;
+pub mod user_limits;

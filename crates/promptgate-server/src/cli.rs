@@ -59,6 +59,12 @@ pub enum Command {
 pub enum UsersCommand {
     /// Create a user and print a bearer token for it. The token is shown only this once.
     Create { name: String },
+    /// List the users with their ids, creation times and how many tokens each holds.
+    List,
+    /// Revoke every token of a user (by name or id); requests with them get 401 from then on.
+    Revoke { name: String },
+    /// Replace a user's tokens (by name or id) with a new one, printed this once.
+    Rotate { name: String },
 }
 
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
@@ -79,22 +85,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             drop(store);
             Ok(())
         }
-        Command::Users {
-            command: UsersCommand::Create { name },
-        } => {
+        Command::Users { command } => {
             let config = Config::load(cli.config.as_deref(), &ProcessEnv)?;
             let store = open_store(&config).await?;
-            let name = name.trim();
-            anyhow::ensure!(
-                !name.is_empty() && name.len() <= 200,
-                "the user name must be 1-200 characters"
-            );
-            let user = store.create_user(name).await?;
-            let token = store.issue_token(&user.id).await?;
-            write_stdout(&format!(
-                "created user {} (id {})\ntoken: {token}\nThis token is shown only once; send it as `Authorization: Bearer <token>`.",
-                user.name, user.id
-            ))
+            let text = crate::users::run(&store, command, config.auth.mode).await?;
+            write_stdout(&text)
         }
         Command::Eval {
             scenarios,

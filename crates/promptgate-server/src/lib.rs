@@ -13,3 +13,4 @@ pub mod routes;
 pub mod runtime;
 pub mod state;
 pub mod user_limits;
+pub mod users;

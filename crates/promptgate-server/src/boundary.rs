@@ -319,6 +319,38 @@ mod tests {
         assert!(!p.origin_allowed("http://127.0.0.1:8080", None));
     }
 
+    /// The commented `[server]` example of the embedded file, uncommented.
+    fn server_example() -> String {
+        crate::config::EMBEDDED_DEFAULT
+            .lines()
+            .skip_while(|l| !l.starts_with("# [server]"))
+            .take_while(|l| l.starts_with('#'))
+            .filter_map(|l| l.strip_prefix("# "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn the_documented_server_example_parses_with_the_defaults_it_shows() {
+        let example = server_example();
+        assert!(example.contains("[server.cors]"), "{example}");
+        let text = format!("{}\n{example}\n", crate::config::EMBEDDED_DEFAULT);
+        let config = Config::parse(&text).unwrap();
+        config.validate().unwrap();
+        let defaults = ServerConfig::default();
+        assert_eq!(
+            config.server.header_read_timeout_secs,
+            defaults.header_read_timeout_secs
+        );
+        assert_eq!(config.server.idle_timeout_secs, defaults.idle_timeout_secs);
+        assert_eq!(config.server.body_timeout_secs, defaults.body_timeout_secs);
+        assert_eq!(config.server.max_connections, defaults.max_connections);
+        assert!(config.server.cors.allowed_origins.is_empty());
+        let zero = text.replace("max_connections = 4096", "max_connections = 0");
+        let err = Config::parse(&zero).unwrap().validate().unwrap_err().to_string();
+        assert!(err.contains("server.max_connections"), "{err}");
+    }
+
     #[test]
     fn origins_in_the_config_must_be_exact() {
         let mut server = ServerConfig::default();

@@ -17,11 +17,11 @@ use axum::body::{Body, HttpBody};
 use axum::extract::Request;
 use axum::response::Response;
 use hyper::body::Incoming;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
+use tokio::sync::{Notify, Semaphore};
 use tokio::time::Instant;
 use tower::ServiceExt;
 
@@ -58,9 +58,7 @@ pub async fn serve_connections(
 ) -> std::io::Result<()> {
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     let graceful = GracefulShutdown::new();
-    let mut http = hyper::server::conn::http1::Builder::new();
-    http.timer(TokioTimer::new());
-    let http = Arc::new(http);
+    let http = Arc::new(hyper::server::conn::http1::Builder::new());
     tokio::pin!(shutdown);
     loop {
         // Past the cap, clients wait in the kernel's accept queue rather than costing us a descriptor.
@@ -131,6 +129,9 @@ struct Clock {
     /// Whether bytes of a new request head have arrived while idle, and when the first did.
     head_started: AtomicBool,
     head_started_at: AtomicU64,
+    /// Wakes the watchdog when a head starts, the one change that can bring its deadline forward
+    /// (starting or ending a request only ever moves it later, which it notices when it wakes).
+    changed: Notify,
 }
 
 impl Clock {
@@ -141,6 +142,7 @@ impl Clock {
             idle_since: AtomicU64::new(0),
             head_started: AtomicBool::new(false),
             head_started_at: AtomicU64::new(0),
+            changed: Notify::new(),
         }
     }
 
@@ -153,8 +155,10 @@ impl Clock {
     }
 
     fn bytes_read(&self) {
-        if self.busy.load(Ordering::Acquire) == 0 && !self.head_started.swap(true, Ordering::AcqRel) {
+        if self.busy.load(Ordering::Acquire) == 0 && !self.head_started.load(Ordering::Acquire) {
             self.head_started_at.store(self.now(), Ordering::Release);
+            self.head_started.store(true, Ordering::Release);
+            self.changed.notify_one();
         }
     }
 
@@ -162,14 +166,17 @@ impl Clock {
     async fn expired(&self, limits: ConnectionLimits) {
         loop {
             let deadline = if self.busy.load(Ordering::Acquire) > 0 {
-                // Nothing can expire while a request runs; look again later.
+                // Nothing expires while a request runs; look again later.
                 Instant::now() + limits.idle_timeout
             } else if self.head_started.load(Ordering::Acquire) {
                 self.at(self.head_started_at.load(Ordering::Acquire)) + limits.header_read_timeout
             } else {
                 self.at(self.idle_since.load(Ordering::Acquire)) + limits.idle_timeout
             };
-            tokio::time::sleep_until(deadline).await;
+            tokio::select! {
+                () = tokio::time::sleep_until(deadline) => {},
+                () = self.changed.notified() => continue,
+            }
             if self.busy.load(Ordering::Acquire) > 0 {
                 continue;
             }

@@ -165,6 +165,17 @@ async fn a_foreign_origin_cannot_change_state_whatever_the_content_type() {
     assert_eq!(own.status, 200, "{own:?}");
     let stop = with_host(&gw, "POST", "/v1/chat/kept/stop", &host, "", b"").await;
     assert_ne!(stop.status, 403, "{stop:?}");
+    // Behind a proxy that rewrites Host, the page's own origin arrives as X-Forwarded-Host.
+    let proxied = with_host(
+        &gw,
+        "POST",
+        "/v1/chat/kept/stop",
+        &host,
+        "origin: https://gw.localhost\r\nx-forwarded-host: gw.localhost",
+        b"",
+    )
+    .await;
+    assert_eq!(proxied.status, 200, "{proxied:?}");
 }
 
 #[tokio::test]

@@ -13,12 +13,15 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::timeout::TimeoutLayer;
+use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
 use tower_http::trace::TraceLayer;
 
+use crate::boundary;
+use crate::config::AuthMode;
 use crate::error::ApiError;
 use crate::routes;
 use crate::state::AppState;
+use crate::user_limits::UserLimits;
 
 /// Every documented route.
 fn api_routes() -> ApiRouter<AppState> {
@@ -74,7 +77,17 @@ pub fn build(state: AppState) -> Router {
     ));
     // Streams are bounded by the turn's own limits, not by the request timeout.
     let mut streaming_api = api_info();
-    let streaming = streaming_routes().finish_api(&mut streaming_api);
+    let mut streaming = streaming_routes().finish_api(&mut streaming_api);
+    if state.config.auth.mode == AuthMode::Tokens {
+        let per_user = UserLimits::new(&limits);
+        streaming = streaming.route_layer(axum::middleware::from_fn_with_state(
+            (state.clone(), per_user),
+            crate::user_limits::limit_sends,
+        ));
+    }
+    let policy = boundary::Policy::new(&state.config);
+    let cors = boundary::cors(&state.config);
+    let body_timeout = Duration::from_secs(state.config.server.body_timeout_secs);
 
     let routes = Router::new()
         .merge(rest)
@@ -93,16 +106,27 @@ pub fn build(state: AppState) -> Router {
         .with_state(state);
     // The layers every request passes wrap the router once. Added with `Router::layer` they would
     // wrap each route, and axum clones a route's whole boxed stack for every request it serves.
-    let layered = ServiceBuilder::new()
-        .map_response(IntoResponse::into_response)
-        .layer(CatchPanicLayer::custom(|_: Box<dyn std::any::Any + Send>| {
-            tracing::error!("a request handler panicked");
-            ApiError::internal().into_response()
-        }))
-        .layer(TraceLayer::new_for_http())
-        .layer(DefaultBodyLimit::max(limits.body_bytes))
-        .layer(axum::middleware::from_fn(crate::nul::refuse_nul_in_uri))
-        .service(routes);
+    let layered =
+        ServiceBuilder::new()
+            .map_response(IntoResponse::into_response)
+            .layer(axum::middleware::from_fn(
+                |req, next: axum::middleware::Next| async move {
+                    boundary::json_errors(next.run(req).await).await
+                },
+            ))
+            .layer(CatchPanicLayer::custom(|_: Box<dyn std::any::Any + Send>| {
+                tracing::error!("a request handler panicked");
+                ApiError::internal().into_response()
+            }))
+            .layer(TraceLayer::new_for_http())
+            .layer(axum::middleware::from_fn(move |req, next| {
+                boundary::admit(Arc::clone(&policy), req, next)
+            }))
+            .layer(axum::middleware::from_fn(crate::nul::refuse_nul_in_uri))
+            .layer(cors)
+            .layer(RequestBodyTimeoutLayer::new(body_timeout))
+            .layer(DefaultBodyLimit::max(limits.body_bytes))
+            .service(routes);
     Router::new().fallback_service(layered)
 }
 

@@ -5,10 +5,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
-use std::future::IntoFuture;
 use std::time::Duration;
 
-use axum::serve::ListenerExt;
 use clap::{Parser, Subcommand};
 use promptgate_store::Store;
 use promptgate_turn::send::TurnService;
@@ -65,6 +63,12 @@ pub enum Command {
 pub enum UsersCommand {
     /// Create a user and print a bearer token for it. The token is shown only this once.
     Create { name: String },
+    /// List the users with their ids, creation times and how many tokens each holds.
+    List,
+    /// Revoke every token of a user (by name or id); requests with them get 401 from then on.
+    Revoke { name: String },
+    /// Replace a user's tokens (by name or id) with a new one, printed this once.
+    Rotate { name: String },
 }
 
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
@@ -85,22 +89,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             drop(store);
             Ok(())
         }
-        Command::Users {
-            command: UsersCommand::Create { name },
-        } => {
+        Command::Users { command } => {
             let config = Config::load(cli.config.as_deref(), &ProcessEnv)?;
             let store = open_store(&config).await?;
-            let name = name.trim();
-            anyhow::ensure!(
-                !name.is_empty() && name.len() <= 200,
-                "the user name must be 1-200 characters"
-            );
-            let user = store.create_user(name).await?;
-            let token = store.issue_token(&user.id).await?;
-            write_stdout(&format!(
-                "created user {} (id {})\ntoken: {token}\nThis token is shown only once; send it as `Authorization: Bearer <token>`.",
-                user.name, user.id
-            ))
+            let text = crate::users::run(&store, command, config.auth.mode).await?;
+            write_stdout(&text)
         }
         Command::Eval {
             scenarios,
@@ -202,24 +195,20 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
             "answers left streaming by a previous run are now marked interrupted"
         );
     }
-    // Streams are many small writes; with Nagle's algorithm on, each waits for the previous ACK (~40 ms).
     let listener = tokio::net::TcpListener::bind(listen)
         .await
-        .with_context(|| format!("cannot listen on {listen}"))?
-        .tap_io(|tcp| {
-            if let Err(error) = tcp.set_nodelay(true) {
-                tracing::warn!(%error, "cannot set TCP_NODELAY on a connection");
-            }
-        });
+        .with_context(|| format!("cannot listen on {listen}"))?;
+    let limits = crate::listen::ConnectionLimits::from_config(&state.config.server);
     tracing::info!(address = %listen, auth = ?mode, backend = ?state.store.backend(), "promptgate listening");
     let near_timer = tokio::spawn(keep_a_timer_due_soon());
     let turns = state.turns.clone();
     let stopping = CancellationToken::new();
-    // As a make-service, each connection gets a cheap clone of the router; handing axum the router
-    // itself would rebuild every route for every connection (~50 KiB and a few µs each).
-    let server = axum::serve(listener, crate::app::build(state).into_make_service())
-        .with_graceful_shutdown(stopping.clone().cancelled_owned())
-        .into_future();
+    let server = crate::listen::serve_connections(
+        listener,
+        crate::app::build(state),
+        limits,
+        stopping.clone().cancelled_owned(),
+    );
     tokio::pin!(server);
     tokio::select! {
         served = &mut server => {

@@ -29,9 +29,10 @@ pub struct Config {
     #[serde(default)]
     pub auth: AuthConfig,
     #[serde(default)]
-    pub server: ServerConfig,
-    #[serde(default)]
     pub limits: Limits,
+    /// Who may connect and how: Host and Origin checks, CORS, connection limits.
+    #[serde(default)]
+    pub server: ServerConfig,
     #[serde(default)]
     pub turn: TurnConfig,
     #[serde(default)]
@@ -64,10 +65,46 @@ pub enum AuthMode {
     Tokens,
 }
 
-/// How the server process behaves as a whole.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// Largest request body accepted, in bytes.
+    pub body_bytes: usize,
+    /// Deadline for ordinary (non-streaming) requests.
+    pub request_timeout_secs: u64,
+    /// `tokens` mode: turns one user may have running at once; past it a send gets 429.
+    pub user_turns_in_flight: usize,
+    /// `tokens` mode: sends one user may start per minute; past it a send gets 429.
+    pub user_sends_per_minute: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            body_bytes: 1024 * 1024,
+            request_timeout_secs: 30,
+            user_turns_in_flight: 4,
+            user_sends_per_minute: 30,
+        }
+    }
+}
+
+/// The `[server]` section: which requests are let in at all, and how long a connection may idle.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ServerConfig {
+    /// Host names (optionally `name:port`) accepted besides the loopback ones. Checked in
+    /// `single_user` mode always, in `tokens` mode only when the list is not empty.
+    pub allowed_hosts: Vec<String>,
+    /// A request head must arrive in full within this time of its first byte.
+    pub header_read_timeout_secs: u64,
+    /// A connection with no request in progress is closed after this long.
+    pub idle_timeout_secs: u64,
+    /// A request body that sends nothing for this long is abandoned with 408.
+    pub body_timeout_secs: u64,
+    /// Connections open at once; further clients wait in the kernel's accept queue.
+    pub max_connections: usize,
+    pub cors: CorsConfig,
     /// After SIGTERM/SIGINT, running turns may go on this long before they are stopped.
     pub shutdown_grace_secs: u64,
     /// After the turns have ended, answers still being saved get this long before the process
@@ -78,28 +115,24 @@ pub struct ServerConfig {
 impl Default for ServerConfig {
     fn default() -> Self {
         Self {
+            allowed_hosts: Vec::new(),
+            header_read_timeout_secs: 10,
+            idle_timeout_secs: 60,
+            body_timeout_secs: 30,
+            max_connections: 4096,
+            cors: CorsConfig::default(),
             shutdown_grace_secs: 20,
             shutdown_flush_secs: 10,
         }
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+/// `[server.cors]`: the web origins whose pages may call this server.
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct Limits {
-    /// Largest request body accepted, in bytes.
-    pub body_bytes: usize,
-    /// Deadline for ordinary (non-streaming) requests.
-    pub request_timeout_secs: u64,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Self {
-            body_bytes: 1024 * 1024,
-            request_timeout_secs: 30,
-        }
-    }
+pub struct CorsConfig {
+    /// Exact origins such as `http://localhost:5173`; no wildcards.
+    pub allowed_origins: Vec<String>,
 }
 
 /// Bounds on one turn.
@@ -427,6 +460,27 @@ impl Config {
         self.mcp.validate()?;
         if self.limits.body_bytes == 0 {
             return Err(ConfigError::Invalid("limits.body_bytes must be positive".into()));
+        }
+        crate::boundary::validate(&self.server)?;
+        let positive = [
+            (
+                "limits.user_turns_in_flight",
+                self.limits.user_turns_in_flight as u64,
+            ),
+            (
+                "limits.user_sends_per_minute",
+                u64::from(self.limits.user_sends_per_minute),
+            ),
+            (
+                "server.header_read_timeout_secs",
+                self.server.header_read_timeout_secs,
+            ),
+            ("server.idle_timeout_secs", self.server.idle_timeout_secs),
+            ("server.body_timeout_secs", self.server.body_timeout_secs),
+            ("server.max_connections", self.server.max_connections as u64),
+        ];
+        if let Some((key, _)) = positive.iter().find(|(_, value)| *value == 0) {
+            return Err(ConfigError::Invalid(format!("{key} must be positive")));
         }
         if self.turn.max_in_flight == 0 {
             return Err(ConfigError::Invalid("turn.max_in_flight must be positive".into()));

@@ -68,7 +68,7 @@ impl ApiError {
         Self::new(
             StatusCode::NOT_FOUND,
             "not_found",
-            format!("{what} {id} does not exist"),
+            format!("{what} {} does not exist", short(id)),
         )
     }
 
@@ -124,12 +124,69 @@ impl From<StoreError> for ApiError {
     }
 }
 
+/// How much of a client's own value an error message repeats. Enough to recognise it; a client that
+/// sent a megabyte of nonsense does not get the megabyte back.
+pub const PREVIEW_CHARS: usize = 64;
+
+/// The longest message an error body carries, whatever produced it (serde explanations quote input).
+pub const MAX_MESSAGE_CHARS: usize = 600;
+
+/// A client-supplied value as an error message quotes it: debug-quoted and cut to a short prefix.
+pub fn preview(value: &str) -> String {
+    match value.char_indices().nth(PREVIEW_CHARS) {
+        None => format!("{value:?}"),
+        Some((cut, _)) => format!("{:?}... ({} bytes)", &value[..cut], value.len()),
+    }
+}
+
+/// An id as a message names it: as sent when it is short, else its [`preview`].
+fn short(id: &str) -> String {
+    if id.chars().nth(PREVIEW_CHARS).is_none() && !id.chars().any(char::is_control) {
+        id.to_owned()
+    } else {
+        preview(id)
+    }
+}
+
+fn bounded(mut message: String) -> String {
+    if let Some((cut, _)) = message.char_indices().nth(MAX_MESSAGE_CHARS) {
+        message.truncate(cut);
+        message.push_str("...");
+    }
+    message
+}
+
+/// The machine-readable code for a bare HTTP status, for errors produced outside our handlers
+/// (the router, timeouts, body limits, the connection layer).
+pub fn code_for_status(status: StatusCode) -> &'static str {
+    match status.as_u16() {
+        400 => "invalid_request",
+        401 => "unauthorized",
+        403 => "forbidden",
+        404 => "not_found",
+        405 => "method_not_allowed",
+        408 => "request_timeout",
+        409 => "conflict",
+        413 => "payload_too_large",
+        414 => "uri_too_long",
+        415 => "unsupported_media_type",
+        421 => "misdirected_request",
+        422 => "invalid_body",
+        429 => "rate_limited",
+        431 => "headers_too_large",
+        503 => "unavailable",
+        504 => "timeout",
+        _ if status.is_server_error() => "internal",
+        _ => "invalid_request",
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = ErrorBody {
             error: ErrorDetail {
                 code: self.code.to_owned(),
-                message: self.message,
+                message: bounded(self.message),
             },
         };
         let mut response = (self.status, Json(body)).into_response();
@@ -160,5 +217,27 @@ impl OperationOutput for ApiError {
             }
             None => Vec::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn previews_keep_short_values_and_cut_long_ones() {
+        assert_eq!(preview("Europe/Berlin"), "\"Europe/Berlin\"");
+        let long = "x".repeat(900_000);
+        let shown = preview(&long);
+        assert!(shown.len() < 120, "{shown}");
+        assert!(shown.contains("900000 bytes"), "{shown}");
+        // Cutting respects character boundaries.
+        assert!(preview(&"é".repeat(100)).starts_with("\"é"));
+    }
+
+    #[test]
+    fn messages_are_bounded_whatever_produced_them() {
+        let message = bounded("y".repeat(10_000));
+        assert!(message.chars().count() <= MAX_MESSAGE_CHARS + 3);
     }
 }

@@ -14,7 +14,8 @@ use serde::de::DeserializeOwned;
 use crate::error::ApiError;
 
 /// A JSON body. Malformed JSON is 400, a body of the wrong shape (wrong types, unknown fields or enum
-/// values) is 422 with serde's explanation, a missing JSON content type is 415 and an oversized body 413.
+/// values, or anything but an object) is 422 with serde's explanation, a content type other than
+/// `application/json` is 415 and an oversized body 413.
 pub struct ApiJson<T>(pub T);
 
 impl<S, T> FromRequest<S> for ApiJson<T>
@@ -32,6 +33,11 @@ where
         if crate::nul::json_has_nul(&body) {
             return Err(crate::nul::nul_refused("body"));
         }
+        // Every documented body is an object; serde's derive would also take an array of the fields
+        // in order, which no client means to send.
+        if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+            return Err(not_an_object(&body));
+        }
         // Plain serde_json first: the path-tracking parser that names where a body went wrong
         // allocates for every key it passes, so it only runs when there is an error to explain.
         match serde_json::from_slice(&body) {
@@ -44,22 +50,32 @@ where
     }
 }
 
-/// `application/json` or a `+json` type such as `application/merge-patch+json`, as axum's own
-/// extractor accepts.
+/// `application/json`, optionally with `charset=utf-8`: JSON has no other charset, and the `+json`
+/// family (`json-patch+json`, ...) carries meanings these endpoints do not implement.
 fn is_json(headers: &HeaderMap) -> bool {
     let Some(kind) = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()) else {
         return false;
     };
-    let essence = kind.split(';').next().unwrap_or_default().trim();
-    let Some((kind, sub)) = essence.split_once('/') else {
+    let mut parts = kind.split(';');
+    let essence = parts.next().unwrap_or_default().trim();
+    if !essence.eq_ignore_ascii_case("application/json") {
         return false;
-    };
-    let json_suffix = sub
-        .len()
-        .checked_sub(5)
-        .and_then(|at| sub.get(at..))
-        .is_some_and(|end| end.eq_ignore_ascii_case("+json"));
-    kind.eq_ignore_ascii_case("application") && (sub.eq_ignore_ascii_case("json") || json_suffix)
+    }
+    parts.all(|param| {
+        let param = param.trim();
+        param.is_empty()
+            || param.split_once('=').is_some_and(|(name, value)| {
+                name.trim().eq_ignore_ascii_case("charset")
+                    && value.trim().trim_matches('"').eq_ignore_ascii_case("utf-8")
+            })
+    })
+}
+
+fn not_an_object(body: &[u8]) -> ApiError {
+    match serde_json::from_slice::<serde::de::IgnoredAny>(body) {
+        Ok(_) => ApiError::invalid("the body must be a JSON object"),
+        Err(e) => ApiError::bad_request("malformed_json", format!("the body is not valid JSON: {e}")),
+    }
 }
 
 fn not_json() -> ApiError {
@@ -81,9 +97,26 @@ fn too_large() -> ApiError {
 fn body_rejection(rejection: BytesRejection) -> ApiError {
     if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
         too_large()
+    } else if body_timed_out(&rejection) {
+        ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "request_timeout",
+            "the request body stopped arriving (server.body_timeout_secs)",
+        )
     } else {
         ApiError::bad_request("invalid_request", rejection.body_text())
     }
+}
+
+fn body_timed_out(rejection: &BytesRejection) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(rejection);
+    while let Some(error) = cause {
+        if error.is::<tower_http::timeout::TimeoutError>() {
+            return true;
+        }
+        cause = error.source();
+    }
+    false
 }
 
 fn json_rejection(rejection: JsonRejection) -> ApiError {
@@ -141,5 +174,42 @@ fn query_rejection(rejection: QueryRejection) -> ApiError {
 impl<T: JsonSchema> OperationInput for ApiQuery<T> {
     fn operation_input(ctx: &mut GenContext, operation: &mut Operation) {
         axum::extract::Query::<T>::operation_input(ctx, operation);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::HeaderValue;
+
+    use super::*;
+
+    fn typed(kind: &'static str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));
+        headers
+    }
+
+    #[test]
+    fn only_plain_json_with_an_optional_utf8_charset_is_json() {
+        for ok in [
+            "application/json",
+            "Application/JSON",
+            "application/json; charset=utf-8",
+            "application/json;charset=\"UTF-8\"",
+        ] {
+            assert!(is_json(&typed(ok)), "{ok}");
+        }
+        for refused in [
+            "application/json-patch+json",
+            "application/merge-patch+json",
+            "application/json; charset=latin1",
+            "application/json; boundary=x",
+            "text/plain",
+            "application/x-www-form-urlencoded",
+            "multipart/form-data; boundary=x",
+        ] {
+            assert!(!is_json(&typed(refused)), "{refused}");
+        }
+        assert!(!is_json(&HeaderMap::new()));
     }
 }

@@ -2,12 +2,16 @@
 
 pub mod app;
 pub mod auth;
+pub mod boundary;
 pub mod cli;
 pub mod config;
 pub mod error;
 pub mod eval;
 pub mod extract;
+pub mod listen;
 pub mod nul;
 pub mod routes;
 pub mod runtime;
 pub mod state;
+pub mod user_limits;
+pub mod users;

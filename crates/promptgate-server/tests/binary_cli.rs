@@ -157,3 +157,117 @@ fn a_bad_config_fails_fast_with_a_readable_message() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("loopback"), "{stderr}");
 }
+
+/// Runs `promptgate users ARGS...` in tokens mode on `db` and returns its output.
+fn users_cmd(db: &str, args: &[&str]) -> String {
+    let out = promptgate()
+        .arg("users")
+        .args(args)
+        .env("DATABASE_URL", db)
+        .env("PROMPTGATE_AUTH_MODE", "tokens")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn token_in(stdout: &str) -> String {
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("token: "))
+        .unwrap_or_else(|| panic!("no token line in {stdout:?}"))
+        .to_owned()
+}
+
+#[tokio::test]
+async fn users_list_rotate_and_revoke_change_which_tokens_a_running_server_accepts() {
+    common::init();
+    let dir = std::env::temp_dir().join(format!("promptgate-rotate-{}", std::process::id()));
+    let db = format!("sqlite://{}/gw.db?mode=rwc", dir.display());
+    let ada_first = token_in(&users_cmd(&db, &["create", "ada"]));
+    let bob = token_in(&users_cmd(&db, &["create", "bob"]));
+
+    let listed = users_cmd(&db, &["list"]);
+    for name in ["ada", "bob"] {
+        let line = listed
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(name))
+            .unwrap_or_else(|| panic!("{name} is not listed: {listed}"));
+        assert!(line.trim_end().ends_with(" 1"), "one token each: {line}");
+    }
+    assert!(!listed.contains("pg_"), "a listing never shows tokens: {listed}");
+
+    let port = free_port();
+    let _server = Server(
+        promptgate()
+            .arg("serve")
+            .env("DATABASE_URL", &db)
+            .env("PROMPTGATE_LISTEN", format!("127.0.0.1:{port}"))
+            .env("PROMPTGATE_AUTH_MODE", "tokens")
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let http = reqwest::Client::new();
+    let base = format!("http://127.0.0.1:{port}");
+    wait_ready(&http, &base).await;
+    let status = |token: String| {
+        let http = http.clone();
+        let url = format!("{base}/v1/settings");
+        async move {
+            http.get(url)
+                .bearer_auth(token)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    assert_eq!(status(ada_first.clone()).await, 200);
+
+    let rotated = users_cmd(&db, &["rotate", "ada"]);
+    let ada_second = token_in(&rotated);
+    assert_ne!(ada_second, ada_first);
+    assert_eq!(
+        status(ada_first.clone()).await,
+        401,
+        "the old token stops working"
+    );
+    assert_eq!(status(ada_second.clone()).await, 200);
+
+    let revoked = users_cmd(&db, &["revoke", "ada"]);
+    assert!(revoked.contains("revoked 1 token"), "{revoked}");
+    assert_eq!(status(ada_second).await, 401);
+    assert_eq!(status(bob).await, 200, "other users keep their tokens");
+
+    let out = promptgate()
+        .args(["users", "revoke", "nobody"])
+        .env("DATABASE_URL", &db)
+        .env("PROMPTGATE_AUTH_MODE", "tokens")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nobody"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn users_create_in_single_user_mode_says_the_token_is_not_used() {
+    let dir = std::env::temp_dir().join(format!("promptgate-single-{}", std::process::id()));
+    let db = format!("sqlite://{}/gw.db?mode=rwc", dir.display());
+    let out = promptgate()
+        .args(["users", "create", "ada"])
+        .env("DATABASE_URL", &db)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.contains("single_user mode"), "{stdout}");
+    assert!(stdout.contains("auth.mode = \"tokens\""), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -17,6 +17,13 @@ pub struct User {
     pub created_at: i64,
 }
 
+/// A user and the number of API tokens it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserTokens {
+    pub user: User,
+    pub tokens: i64,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewProject {

@@ -3,7 +3,7 @@ use sqlx::any::AnyRow;
 
 use crate::connect::Store;
 use crate::error::{Result, StoreError};
-use crate::types::User;
+use crate::types::{User, UserTokens};
 use crate::util::{Cols, check_client_id, check_name, new_id};
 
 const TOKEN_PREFIX: &str = "pg_";
@@ -108,5 +108,66 @@ impl Store {
                 }
             }
         }
+    }
+
+    /// Every user, oldest first, with how many tokens each holds.
+    pub async fn list_users(&self) -> Result<Vec<UserTokens>> {
+        let rows = sqlx::query(
+            "SELECT u.id, u.name, u.created_at, \
+             (SELECT COUNT(*) FROM api_tokens t WHERE t.user_id = u.id) \
+             FROM users u ORDER BY u.created_at, u.id",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(UserTokens {
+                    user: user_from(row)?,
+                    tokens: row.int(3)?,
+                })
+            })
+            .collect()
+    }
+
+    /// Deletes every token of the user; returns how many there were. NotFound for an unknown user.
+    pub async fn revoke_tokens(&self, user_id: &str) -> Result<u64> {
+        let mut tx = self.pool.begin().await?;
+        let exists = sqlx::query("SELECT id FROM users WHERE id = $1")
+            .bind(user_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+        if exists.is_none() {
+            return Err(StoreError::NotFound);
+        }
+        let gone = sqlx::query("DELETE FROM api_tokens WHERE user_id = $1")
+            .bind(user_id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(gone.rows_affected())
+    }
+
+    /// Replaces every token of the user with one new token, at once: no moment with both or neither.
+    pub async fn rotate_token(&self, user_id: &str) -> Result<String> {
+        let token = format!("{TOKEN_PREFIX}{}", hex::encode(rand::random::<[u8; 32]>()));
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("DELETE FROM api_tokens WHERE user_id = $1")
+            .bind(user_id)
+            .execute(&mut *tx)
+            .await?;
+        let inserted = sqlx::query(
+            "INSERT INTO api_tokens (token_hash, user_id, created_at) \
+             SELECT $1, id, $2 FROM users WHERE id = $3",
+        )
+        .bind(token_hash(&token))
+        .bind(self.now_ms())
+        .bind(user_id)
+        .execute(&mut *tx)
+        .await?;
+        if inserted.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        tx.commit().await?;
+        Ok(token)
     }
 }

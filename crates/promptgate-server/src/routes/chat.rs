@@ -98,7 +98,8 @@ async fn chat(
         }
         Some(other) => {
             return Err(ApiError::invalid(format!(
-                "trigger {other:?} is not supported; use submit-message or regenerate-message"
+                "trigger {} is not supported; use submit-message or regenerate-message",
+                crate::error::preview(other)
             )));
         }
     };

@@ -203,8 +203,8 @@ fn check_mcp(s: &NewMcpServer) -> Result<(), ApiError> {
     let url = url_ok(&s.url);
     if !url {
         return Err(ApiError::invalid(format!(
-            "url {:?} must be an http:// or https:// URL",
-            s.url
+            "url {} must be an http:// or https:// URL",
+            crate::error::preview(&s.url)
         )));
     }
     if s.headers.len() > 32 {
@@ -217,12 +217,14 @@ fn check_mcp(s: &NewMcpServer) -> Result<(), ApiError> {
                 .all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b));
         if !name_ok {
             return Err(ApiError::invalid(format!(
-                "header name {name:?} is not a valid HTTP header name"
+                "header name {} is not a valid HTTP header name",
+                crate::error::preview(name)
             )));
         }
         if value.len() > 8_192 || value.bytes().any(|b| b == b'\r' || b == b'\n') {
             return Err(ApiError::invalid(format!(
-                "the value of header {name} is too long or has a line break"
+                "the value of header {} is too long or has a line break",
+                crate::error::preview(name)
             )));
         }
     }

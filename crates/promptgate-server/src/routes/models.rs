@@ -78,7 +78,7 @@ impl ModelInput {
             let known: Vec<&str> = state.config.providers.iter().map(|p| p.name.as_str()).collect();
             return Err(ApiError::invalid(format!(
                 "provider {} is not configured; configured providers: {}",
-                self.provider,
+                crate::error::preview(&self.provider),
                 known.join(", ")
             )));
         }
@@ -159,8 +159,9 @@ async fn update(
 ) -> ApiResult<Json<Model>> {
     if input.id != id {
         return Err(ApiError::invalid(format!(
-            "the body's id {} does not match the URL's {id}",
-            input.id
+            "the body's id {} does not match the URL's {}",
+            crate::error::preview(&input.id),
+            crate::error::preview(&id)
         )));
     }
     let model = input.into_model(&state)?;

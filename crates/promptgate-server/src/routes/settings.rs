@@ -12,7 +12,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 
 use super::validate::{bounded_text, merge_json};
 use crate::auth::CurrentUser;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, preview};
 use crate::extract::ApiJson;
 use crate::state::AppState;
 
@@ -74,7 +74,8 @@ async fn put_settings(
         && state.store.get_model(&user.id, model).await?.is_none()
     {
         return Err(ApiError::invalid(format!(
-            "default_model {model} is not a model you can use"
+            "default_model {} is not a model you can use",
+            preview(model)
         )));
     }
     state.store.put_settings(&user.id, &settings).await?;
@@ -101,14 +102,15 @@ fn validate(s: &UserSettings) -> Result<(), ApiError> {
     }
     if chrono_tz::Tz::from_str(&s.time_zone).is_err() {
         return Err(ApiError::invalid(format!(
-            "time_zone {:?} is not an IANA time zone name (such as Europe/Berlin or America/New_York)",
-            s.time_zone
+            "time_zone {} is not an IANA time zone name (such as Europe/Berlin or America/New_York)",
+            preview(&s.time_zone)
         )));
     }
     let currency = &s.localization.currency;
     if !(currency.len() == 3 && currency.bytes().all(|b| b.is_ascii_uppercase())) {
         return Err(ApiError::invalid(format!(
-            "localization.currency {currency:?} must be an ISO 4217 code such as USD or EUR"
+            "localization.currency {} must be an ISO 4217 code such as USD or EUR",
+            preview(currency)
         )));
     }
     Ok(())

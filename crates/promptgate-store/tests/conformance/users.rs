@@ -67,3 +67,31 @@ conformance! {
         ));
     }
 }
+
+conformance! {
+    async fn tokens_can_be_listed_revoked_and_rotated(store: &Store) {
+        let alice = store.create_user("Alice").await.unwrap();
+        let bob = store.create_user("Bob").await.unwrap();
+        let first = store.issue_token(&alice.id).await.unwrap();
+        let second = store.issue_token(&alice.id).await.unwrap();
+        let bobs = store.issue_token(&bob.id).await.unwrap();
+
+        let listed = store.list_users().await.unwrap();
+        let count = |id: &str| listed.iter().find(|u| u.user.id == id).map(|u| u.tokens);
+        assert_eq!(count(&alice.id), Some(2));
+        assert_eq!(count(&bob.id), Some(1));
+
+        let fresh = store.rotate_token(&alice.id).await.unwrap();
+        assert_eq!(store.user_by_token(&first).await.unwrap(), None);
+        assert_eq!(store.user_by_token(&second).await.unwrap(), None);
+        assert_eq!(store.user_by_token(&fresh).await.unwrap().unwrap().id, alice.id);
+        assert_eq!(store.user_by_token(&bobs).await.unwrap().unwrap().id, bob.id, "other users keep theirs");
+
+        assert_eq!(store.revoke_tokens(&alice.id).await.unwrap(), 1);
+        assert_eq!(store.user_by_token(&fresh).await.unwrap(), None);
+        assert_eq!(store.revoke_tokens(&alice.id).await.unwrap(), 0);
+        assert!(matches!(store.revoke_tokens("no-such-user").await, Err(StoreError::NotFound)));
+        assert!(matches!(store.rotate_token("no-such-user").await, Err(StoreError::NotFound)));
+        assert_eq!(store.user_by_token(&bobs).await.unwrap().unwrap().id, bob.id);
+    }
+}

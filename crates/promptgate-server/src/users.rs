@@ -1,0 +1,99 @@
+//! `promptgate users ...`: the API tokens of `tokens` mode, managed from the command line.
+
+use anyhow::Context;
+use promptgate_store::{Store, User};
+
+use crate::cli::UsersCommand;
+use crate::config::AuthMode;
+
+/// Runs one users command and returns what to print.
+pub async fn run(store: &Store, command: UsersCommand, mode: AuthMode) -> anyhow::Result<String> {
+    let mut text = match command {
+        UsersCommand::Create { name } => {
+            let name = name.trim();
+            anyhow::ensure!(
+                !name.is_empty() && name.len() <= 200,
+                "the user name must be 1-200 characters"
+            );
+            let user = store.create_user(name).await?;
+            let token = store.issue_token(&user.id).await?;
+            format!(
+                "created user {} (id {})\ntoken: {token}\n{}",
+                user.name,
+                user.id,
+                shown_once()
+            )
+        }
+        UsersCommand::List => {
+            let users = store.list_users().await?;
+            let mut out = format!("{:<28} {:<24} {:<20} tokens", "id", "name", "created (UTC)");
+            for entry in users {
+                let created = chrono::DateTime::from_timestamp_millis(entry.user.created_at)
+                    .map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
+                    .unwrap_or_default();
+                out.push_str(&format!(
+                    "\n{:<28} {:<24} {:<20} {}",
+                    entry.user.id, entry.user.name, created, entry.tokens
+                ));
+            }
+            out
+        }
+        UsersCommand::Revoke { name } => {
+            let user = find(store, &name).await?;
+            let revoked = store.revoke_tokens(&user.id).await?;
+            format!(
+                "revoked {revoked} token(s) of {} (id {}); requests with them now get 401",
+                user.name, user.id
+            )
+        }
+        UsersCommand::Rotate { name } => {
+            let user = find(store, &name).await?;
+            let token = store.rotate_token(&user.id).await?;
+            format!(
+                "new token for {} (id {}); the old ones no longer work\ntoken: {token}\n{}",
+                user.name,
+                user.id,
+                shown_once()
+            )
+        }
+    };
+    if mode == AuthMode::SingleUser {
+        text.push_str(
+            "\nNote: this configuration runs in single_user mode, where requests need no token and act as \
+             the local user; tokens are used only with auth.mode = \"tokens\".",
+        );
+    }
+    Ok(text)
+}
+
+fn shown_once() -> &'static str {
+    "This token is shown only once; send it as `Authorization: Bearer <token>`."
+}
+
+/// The one user with this id, else the one with this name; several users sharing a name must be
+/// told apart by id.
+async fn find(store: &Store, name_or_id: &str) -> anyhow::Result<User> {
+    let wanted = name_or_id.trim();
+    let users = store.list_users().await.context("cannot list the users")?;
+    if let Some(entry) = users.iter().find(|u| u.user.id == wanted) {
+        return Ok(entry.user.clone());
+    }
+    let named: Vec<&User> = users
+        .iter()
+        .map(|u| &u.user)
+        .filter(|u| u.name == wanted)
+        .collect();
+    match named.as_slice() {
+        [one] => Ok((*one).clone()),
+        [] => anyhow::bail!("no user is named {wanted:?}; `promptgate users list` shows them"),
+        several => anyhow::bail!(
+            "{} users are named {wanted:?}; name one by id: {}",
+            several.len(),
+            several
+                .iter()
+                .map(|u| u.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}

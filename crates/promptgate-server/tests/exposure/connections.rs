@@ -1,0 +1,248 @@
+//! Connection limits on the server's own accept loop: slow heads, idle keep-alives, stalled bodies,
+//! the cap on open connections, streams that outlive all of those, and draining on shutdown.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use promptgate_llm::scripted::{ScriptedUpstream, Step, text};
+use promptgate_server::config::{AuthMode, Config};
+use promptgate_server::listen::{ConnectionLimits, serve_connections};
+use promptgate_store::testing::TestDb;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::oneshot;
+
+use super::{Raw, parse};
+use crate::common::{init, parse_sse, scripted_config, test_config, use_chat_body};
+
+/// A generous bound on waits that should end, so a broken server fails the test instead of hanging it.
+const HANG_GUARD: Duration = Duration::from_secs(60);
+
+struct Served {
+    addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+    _db: TestDb,
+}
+
+async fn serve(config: Config, limits: ConnectionLimits) -> Served {
+    init();
+    let db = TestDb::sqlite().await;
+    let state = promptgate_server::cli::prepare_with(config, db.store().clone())
+        .await
+        .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let app = promptgate_server::app::build(state);
+    let task = tokio::spawn(serve_connections(listener, app, limits, async {
+        let _ = stopped.await;
+    }));
+    Served {
+        addr,
+        stop: Some(stop),
+        task,
+        _db: db,
+    }
+}
+
+fn limits(header_read: u64, idle: u64, max_connections: usize) -> ConnectionLimits {
+    ConnectionLimits {
+        header_read_timeout: Duration::from_secs(header_read),
+        idle_timeout: Duration::from_secs(idle),
+        max_connections,
+    }
+}
+
+/// Waits until the server closes the socket (end of stream or reset), reading whatever it sends.
+async fn closed_by_server(tcp: &mut TcpStream) -> Vec<u8> {
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match tokio::time::timeout(HANG_GUARD, tcp.read(&mut buf)).await {
+            Err(_) => panic!("the server kept the connection open; it sent {seen:?}"),
+            Ok(Ok(0) | Err(_)) => return seen,
+            Ok(Ok(n)) => seen.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+/// One keep-alive request on an open connection; reads exactly one response.
+async fn roundtrip(tcp: &mut TcpStream, path: &str) -> Raw {
+    tcp.write_all(format!("GET {path} HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut bytes = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = tokio::time::timeout(HANG_GUARD, tcp.read(&mut buf))
+            .await
+            .expect("no answer")
+            .unwrap();
+        assert!(n > 0, "the connection closed mid-answer: {bytes:?}");
+        bytes.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&bytes);
+        if let Some((head, body)) = text.split_once("\r\n\r\n") {
+            let length = head
+                .lines()
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length:")
+                        .map(|v| v.trim().to_owned())
+                })
+                .and_then(|v| v.parse::<usize>().ok())
+                .unwrap_or(0);
+            if body.len() >= length {
+                return parse(&bytes);
+            }
+        }
+    }
+}
+
+async fn healthz(http: &reqwest::Client, addr: SocketAddr) -> u16 {
+    http.get(format!("http://{addr}/healthz"))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+#[tokio::test]
+async fn idle_half_sent_and_stalled_connections_are_closed_while_healthz_keeps_answering() {
+    let mut config = test_config(AuthMode::SingleUser);
+    config.server.body_timeout_secs = 1;
+    let server = serve(config, limits(1, 1, 64)).await;
+    let addr = server.addr;
+
+    let mut silent = TcpStream::connect(addr).await.unwrap();
+    let mut half_head = TcpStream::connect(addr).await.unwrap();
+    half_head
+        .write_all(b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\nx-slow: ")
+        .await
+        .unwrap();
+    let mut kept_alive = TcpStream::connect(addr).await.unwrap();
+    assert_eq!(roundtrip(&mut kept_alive, "/healthz").await.status, 200);
+    let mut stalled_body = TcpStream::connect(addr).await.unwrap();
+    stalled_body
+        .write_all(
+            b"POST /v1/threads HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n\
+              content-length: 100\r\n\r\n{\"id\":",
+        )
+        .await
+        .unwrap();
+
+    // Fresh connections are served all along.
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap();
+    for _ in 0..5 {
+        assert_eq!(healthz(&http, addr).await, 200);
+    }
+
+    assert!(closed_by_server(&mut silent).await.is_empty());
+    assert!(
+        closed_by_server(&mut half_head).await.is_empty(),
+        "a half-sent head gets no answer"
+    );
+    assert!(closed_by_server(&mut kept_alive).await.is_empty());
+    let answer = parse(&closed_by_server(&mut stalled_body).await);
+    assert_eq!(answer.status, 408, "{answer:?}");
+    assert_eq!(answer.code(), "request_timeout");
+    assert_eq!(healthz(&http, addr).await, 200);
+}
+
+#[tokio::test]
+async fn past_the_connection_cap_a_client_waits_until_a_slot_frees() {
+    let server = serve(test_config(AuthMode::SingleUser), limits(60, 60, 2)).await;
+    let addr = server.addr;
+    let mut first = TcpStream::connect(addr).await.unwrap();
+    assert_eq!(roundtrip(&mut first, "/healthz").await.status, 200);
+    let mut second = TcpStream::connect(addr).await.unwrap();
+    assert_eq!(roundtrip(&mut second, "/healthz").await.status, 200);
+
+    // The kernel completes the handshake, but the server does not take the connection.
+    let mut third = TcpStream::connect(addr).await.unwrap();
+    third
+        .write_all(b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    for _ in 0..20 {
+        assert_eq!(roundtrip(&mut first, "/healthz").await.status, 200);
+    }
+    let mut buf = [0u8; 64];
+    assert!(
+        matches!(third.try_read(&mut buf), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "the third connection was served while two were open"
+    );
+
+    drop(second);
+    let answer = parse(&closed_by_server(&mut third).await);
+    assert_eq!(answer.status, 200, "{answer:?}");
+}
+
+/// A useChat send whose answer pauses mid-way, read to the end in a task.
+async fn slow_stream(
+    server_addr: SocketAddr,
+    upstream: &ScriptedUpstream,
+) -> tokio::task::JoinHandle<crate::common::Sse> {
+    // One pause longer than both connection clocks (1 s), in the middle of the answer.
+    let mut script = text(["slow ", "but ", "whole"]);
+    script.steps.insert(2, Step::Delay(Duration::from_millis(2500)));
+    upstream.push(script);
+    let stream = tokio::spawn(async move {
+        let res = reqwest::Client::new()
+            .post(format!("http://{server_addr}/v1/chat"))
+            .json(&use_chat_body("slow", "go", "scripted"))
+            .send()
+            .await
+            .unwrap();
+        let status = res.status();
+        let headers = res.headers().clone();
+        parse_sse(status, headers, &res.text().await.unwrap())
+    });
+    while upstream.calls() == 0 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    stream
+}
+
+#[tokio::test]
+async fn a_stream_with_pauses_longer_than_the_connection_timeouts_is_not_cut() {
+    init();
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    let config = scripted_config(AuthMode::SingleUser, &upstream.base_url());
+    let server = serve(config, limits(1, 1, 64)).await;
+    let stream = slow_stream(server.addr, &upstream).await;
+    let sse = tokio::time::timeout(HANG_GUARD, stream).await.unwrap().unwrap();
+    assert!(sse.done, "the stream was cut: {:?}", sse.types());
+    assert_eq!(sse.text(), "slow but whole");
+}
+
+#[tokio::test]
+async fn shutdown_closes_idle_connections_and_returns_once_streams_are_done() {
+    init();
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    let config = scripted_config(AuthMode::SingleUser, &upstream.base_url());
+    let mut server = serve(config, limits(60, 60, 64)).await;
+    let addr = server.addr;
+    let mut idle = TcpStream::connect(addr).await.unwrap();
+    assert_eq!(roundtrip(&mut idle, "/healthz").await.status, 200);
+    let stream = slow_stream(addr, &upstream).await;
+
+    server.stop.take().unwrap().send(()).unwrap();
+    assert!(
+        closed_by_server(&mut idle).await.is_empty(),
+        "an idle keep-alive connection is closed"
+    );
+    let sse = tokio::time::timeout(HANG_GUARD, stream).await.unwrap().unwrap();
+    assert!(sse.done, "the stream was cut by shutdown: {:?}", sse.types());
+    assert_eq!(sse.text(), "slow but whole");
+    let served = tokio::time::timeout(HANG_GUARD, server.task)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(served.is_ok());
+    assert!(TcpStream::connect(addr).await.is_err(), "no longer accepting");
+}

@@ -1,0 +1,301 @@
+//! Every operation of openapi.yaml, called as another user with the owner's ids, with no token and
+//! with a bad token: never the owner's data, never a change to it.
+
+use std::collections::BTreeMap;
+
+use promptgate_llm::scripted::{ScriptedUpstream, text};
+use promptgate_server::config::AuthMode;
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+use crate::common::{Backend, Gateway, error_code, init, scripted_config, use_chat_body};
+
+/// Written into everything Bob owns; Alice must never see it.
+const MARK: &str = "zq-bob-private";
+
+struct Bob {
+    token: String,
+    ids: BTreeMap<&'static str, String>,
+}
+
+async fn bob_with_data(gw: &Gateway) -> Bob {
+    let user = gw.state.store.create_user("bob").await.unwrap();
+    let token = gw.state.store.issue_token(&user.id).await.unwrap();
+    let call = |method: Method, path: &str, body: Value| {
+        let token = token.clone();
+        let path = path.to_owned();
+        async move {
+            let (status, value) = gw.call(method, &path, Some(body), Some(&token)).await;
+            assert!(status.is_success(), "bob's {path}: {status} {value}");
+            value
+        }
+    };
+    call(Method::PUT, "/v1/settings", json!({"preferred_name": MARK})).await;
+    let project = call(
+        Method::POST,
+        "/v1/projects",
+        json!({"name": MARK, "instructions": MARK}),
+    )
+    .await;
+    let skill = call(
+        Method::POST,
+        "/v1/skills",
+        json!({"slug": "bobskill", "name": MARK, "instructions": MARK}),
+    )
+    .await;
+    let mcp = call(
+        Method::POST,
+        "/v1/mcp-servers",
+        json!({"name": MARK, "url": "https://mcp.example.com/mcp", "bearer_token": MARK,
+               "headers": {"x-key": MARK}}),
+    )
+    .await;
+    let model = call(
+        Method::POST,
+        "/v1/models",
+        json!({"id": "bob-model", "name": MARK, "provider": "scripted"}),
+    )
+    .await;
+    let thread_id = "bob-thread";
+    let sent = gw
+        .http
+        .post(gw.url("/v1/chat"))
+        .bearer_auth(&token)
+        .json(&use_chat_body(thread_id, MARK, "scripted"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(sent.status(), 200);
+    let _ = sent.text().await;
+    call(
+        Method::PUT,
+        &format!("/v1/threads/{thread_id}"),
+        json!({"title": MARK}),
+    )
+    .await;
+    let artifact = gw
+        .state
+        .store
+        .create_artifact(&user.id, Some(thread_id), MARK, &format!("<p>{MARK}</p>"))
+        .await
+        .unwrap();
+    let id = |v: &Value| v["id"].as_str().unwrap().to_owned();
+    let ids = BTreeMap::from([
+        ("project", id(&project)),
+        ("skill", id(&skill)),
+        ("mcp", id(&mcp)),
+        ("model", id(&model)),
+        ("thread", thread_id.to_owned()),
+        ("artifact", artifact.id),
+    ]);
+    Bob { token, ids }
+}
+
+/// Everything Bob can read about his own data, to compare before and after.
+async fn snapshot(gw: &Gateway, bob: &Bob) -> Vec<(String, Value)> {
+    let thread = &bob.ids["thread"];
+    let mut paths = vec![
+        "/v1/settings".to_owned(),
+        "/v1/projects".to_owned(),
+        "/v1/skills".to_owned(),
+        "/v1/mcp-servers".to_owned(),
+        "/v1/models".to_owned(),
+        "/v1/threads".to_owned(),
+        format!("/v1/threads/{thread}/messages"),
+        format!("/v1/artifacts/{}", bob.ids["artifact"]),
+    ];
+    paths.sort();
+    let mut out = Vec::new();
+    for path in paths {
+        let (status, value) = gw.call(Method::GET, &path, None, Some(&bob.token)).await;
+        assert_eq!(status, StatusCode::OK, "{path}: {value}");
+        out.push((path, value));
+    }
+    out
+}
+
+/// Bob's id for a path template's parameter, by the resource the path names.
+fn concrete(template: &str, bob: &Bob) -> String {
+    let resource = match template.split('/').nth(2) {
+        Some("projects") => "project",
+        Some("skills") => "skill",
+        Some("mcp-servers") => "mcp",
+        Some("models") => "model",
+        Some("threads" | "chat") => "thread",
+        Some("artifacts") => "artifact",
+        Some("integrations") => return template.replace("{provider}", "google"),
+        _ => "",
+    };
+    if !template.contains('{') {
+        return template.to_owned();
+    }
+    let id = bob
+        .ids
+        .get(resource)
+        .unwrap_or_else(|| panic!("{template} is new: give the isolation test an owned id for it"));
+    let open = template.find('{').unwrap();
+    let close = template.find('}').unwrap();
+    format!("{}{id}{}", &template[..open], &template[close + 1..])
+}
+
+/// A body that passes validation, so a refusal comes from ownership and not from the shape.
+fn body_for(method: &Method, template: &str, bob: &Bob) -> Value {
+    let thread = &bob.ids["thread"];
+    match (method.as_str(), template) {
+        ("PUT", "/v1/settings") => json!({"preferred_name": "alice"}),
+        ("PUT", "/v1/integrations/{provider}") => json!({"enabled": false}),
+        ("POST", "/v1/models") | ("PUT", "/v1/models/{id}") => {
+            json!({"id": bob.ids["model"], "name": "alice", "provider": "scripted"})
+        }
+        ("POST", "/v1/projects") | ("PUT", "/v1/projects/{id}") => json!({"name": "alice"}),
+        ("POST", "/v1/skills") | ("PUT", "/v1/skills/{id}") => {
+            json!({"slug": "bobskill", "name": "alice", "instructions": "alice"})
+        }
+        ("POST", "/v1/mcp-servers") | ("PUT", "/v1/mcp-servers/{id}") => {
+            json!({"name": "alice", "url": "https://mcp.example.com/alice"})
+        }
+        ("POST", "/v1/threads") => json!({"id": thread, "project_id": bob.ids["project"]}),
+        ("PUT", "/v1/threads/{id}") => json!({"title": "alice"}),
+        ("POST", "/v1/threads/{id}/messages") => json!({
+            "message": {"id": "alice-m", "role": "user", "parts": [{"type": "text", "text": "hi"}]},
+            "model": "scripted"
+        }),
+        ("POST", "/v1/chat") => use_chat_body(thread, "hi", "scripted"),
+        ("POST", "/v1/chat/completions") => {
+            json!({"model": "scripted", "messages": [{"role": "user", "content": "hi"}]})
+        }
+        _ => json!({}),
+    }
+}
+
+struct Operation {
+    method: Method,
+    template: String,
+    has_body: bool,
+}
+
+fn operations() -> Vec<Operation> {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../openapi.yaml")).unwrap();
+    let doc: Value = yaml_serde::from_str(&text).unwrap();
+    let mut out = Vec::new();
+    for (template, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let Ok(method) = method.to_ascii_uppercase().parse::<Method>() else {
+                continue;
+            };
+            out.push(Operation {
+                method,
+                template: template.clone(),
+                has_body: op.get("requestBody").is_some(),
+            });
+        }
+    }
+    assert!(out.len() > 30, "openapi.yaml lists only {} operations", out.len());
+    out
+}
+
+async fn call_as(gw: &Gateway, op: &Operation, bob: &Bob, token: Option<&str>) -> (StatusCode, String) {
+    let mut path = concrete(&op.template, bob);
+    if op.template == "/v1/threads" && op.method == Method::GET {
+        path.push_str(&format!("?project_id={}", bob.ids["project"]));
+    }
+    let mut req = gw.http.request(op.method.clone(), gw.url(&path));
+    if op.has_body {
+        req = req.json(&body_for(&op.method, &op.template, bob));
+    }
+    if let Some(token) = token {
+        req = req.bearer_auth(token);
+    }
+    let res = req.send().await.unwrap();
+    let status = res.status();
+    (status, res.text().await.unwrap_or_default())
+}
+
+/// Reached by the provider's redirect, without a token: it answers only to a pending `state`.
+fn is_public(op: &Operation) -> bool {
+    op.template.ends_with("/callback")
+}
+
+async fn users_stay_apart(backend: Backend) {
+    init();
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    upstream.replay_by_default(text(["an answer"]));
+    let gw = Gateway::start(backend, scripted_config(AuthMode::Tokens, &upstream.base_url())).await;
+    let bob = bob_with_data(&gw).await;
+    let alice = {
+        let user = gw.state.store.create_user("alice").await.unwrap();
+        gw.state.store.issue_token(&user.id).await.unwrap()
+    };
+    let before = snapshot(&gw, &bob).await;
+    upstream.set_recording(true);
+    let upstream_calls = upstream.calls();
+    let bobs_requests = upstream.requests().len();
+
+    // Operations on Bob's ids first: Alice's own creations below may reuse ids from her namespace.
+    let mut ops = operations();
+    ops.sort_by_key(|op| !op.template.contains("{id}"));
+    for op in ops {
+        let name = format!("{} {}", op.method, op.template);
+        for token in [
+            None,
+            Some("pg_0000000000000000000000000000000000000000000000000000000000000000"),
+        ] {
+            let (status, body) = call_as(&gw, &op, &bob, token).await;
+            assert!(
+                !body.contains(MARK),
+                "{name} without a valid token showed bob's data: {body}"
+            );
+            if is_public(&op) {
+                assert!(!status.is_success(), "{name}: {status} {body}");
+            } else {
+                assert_eq!(
+                    status,
+                    StatusCode::UNAUTHORIZED,
+                    "{name} with token {token:?}: {body}"
+                );
+                let value: Value = serde_json::from_str(&body).unwrap();
+                assert_eq!(error_code(&value), "unauthorized");
+            }
+        }
+
+        let (status, body) = call_as(&gw, &op, &bob, Some(&alice)).await;
+        assert!(
+            !body.contains(MARK),
+            "{name} as alice showed bob's data: {status} {body}"
+        );
+        let targets_bob = op.template.contains("{id}");
+        if targets_bob {
+            let stop_of_nothing = op.template.ends_with("/stop")
+                && serde_json::from_str::<Value>(&body).unwrap()["stopped"] == false;
+            assert!(
+                status == StatusCode::NOT_FOUND || stop_of_nothing,
+                "{name} as alice with bob's id: {status} {body}"
+            );
+        } else {
+            assert!(status != StatusCode::INTERNAL_SERVER_ERROR, "{name}: {body}");
+        }
+    }
+
+    assert_eq!(snapshot(&gw, &bob).await, before, "alice changed bob's data");
+    let leaked: Vec<Value> = upstream
+        .requests()
+        .into_iter()
+        .skip(bobs_requests)
+        .filter(|r| r.to_string().contains(MARK))
+        .collect();
+    assert!(
+        leaked.is_empty(),
+        "bob's data reached the model in alice's turns: {leaked:?}"
+    );
+    assert!(upstream.calls() > upstream_calls, "alice's own sends ran");
+}
+
+#[tokio::test]
+async fn every_documented_operation_keeps_users_apart_sqlite() {
+    users_stay_apart(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn every_documented_operation_keeps_users_apart_postgres() {
+    users_stay_apart(Backend::Postgres).await;
+}

@@ -58,7 +58,7 @@ pub async fn serve_connections(
 ) -> std::io::Result<()> {
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     let graceful = GracefulShutdown::new();
-    let http = Arc::new(hyper::server::conn::http1::Builder::new());
+    let http = hyper::server::conn::http1::Builder::new();
     tokio::pin!(shutdown);
     loop {
         // Past the cap, clients wait in the kernel's accept queue rather than costing us a descriptor.

@@ -9,4 +9,5 @@ pub mod eval;
 pub mod extract;
 pub mod routes;
 pub mod runtime;
+pub mod secrets;
 pub mod state;

@@ -19,6 +19,7 @@ mod messages;
 mod models;
 mod projects;
 mod search;
+mod secrets;
 mod settings;
 mod setup;
 mod skills;
@@ -33,6 +34,7 @@ pub mod testing;
 pub use connect::{Backend, Store};
 pub use error::{Result, StoreError};
 pub use listener::{APPLICATION_NAME as LISTENER_APPLICATION_NAME, CHANNEL as CHANGES_CHANNEL};
+pub use secrets::{SealingReport, SecretBox};
 pub use setup::{LISTENED_RECHECK, SQLITE_RECHECK, UserSetup};
 pub use types::*;
 

@@ -54,6 +54,10 @@ impl Gateway {
             Backend::Sqlite => TestDb::sqlite().await,
             Backend::Postgres => TestDb::postgres().await,
         };
+        // The config names the database the gateway really uses, so files kept beside it (the
+        // single_user key for secrets at rest) land in the test's own directory.
+        let mut config = config;
+        config.database_url = db.url().to_owned();
         let state = promptgate_server::cli::prepare_with_env(config, db.store().clone(), env)
             .await
             .unwrap();

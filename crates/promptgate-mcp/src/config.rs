@@ -5,6 +5,7 @@ use std::fmt;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::time::Duration;
 
+use promptgate_outbound::AddressPolicy;
 use reqwest::header::{HeaderName, HeaderValue};
 
 use crate::error::McpError;
@@ -87,14 +88,9 @@ impl McpServerConfig {
         Ok(map)
     }
 
-    pub(crate) fn validate_url(&self) -> Result<(), McpError> {
-        let lower = self.url.to_ascii_lowercase();
-        if !(lower.starts_with("http://") || lower.starts_with("https://")) {
-            return Err(McpError::InvalidConfig(
-                "the server url must start with http:// or https://".into(),
-            ));
-        }
-        Ok(())
+    /// The URL as reqwest will read it, so the address we check is the one it connects to.
+    pub(crate) fn parsed_url(&self) -> Result<url::Url, McpError> {
+        parse_server_url(&self.url)
     }
 
     /// Replaces every secret value that might have been echoed into `text` (by a server's error
@@ -114,6 +110,24 @@ impl McpServerConfig {
         }
         out
     }
+}
+
+/// Parses an MCP server URL; only http(s) URLs with a host are accepted.
+pub(crate) fn parse_server_url(raw: &str) -> Result<url::Url, McpError> {
+    let bad_scheme = || McpError::InvalidConfig("the server url must start with http:// or https://".into());
+    let lower = raw.trim_start().to_ascii_lowercase();
+    if !(lower.starts_with("http://") || lower.starts_with("https://")) {
+        return Err(bad_scheme());
+    }
+    let url = url::Url::parse(raw)
+        .map_err(|_| McpError::InvalidConfig("the server url is not a valid URL".into()))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(bad_scheme());
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(McpError::InvalidConfig("the server url has no host".into()));
+    }
+    Ok(url)
 }
 
 /// Tuning of an [`crate::McpHub`]. `Default` gives the production values.
@@ -142,6 +156,9 @@ pub struct HubSettings {
     pub max_tool_pages: usize,
     /// Cap on the tools taken from one server.
     pub max_tools_per_server: usize,
+    /// Which addresses a server URL may point at. Checked at every connect (a probe, a discovery,
+    /// a background reconnect), since what a name resolves to may change.
+    pub addresses: AddressPolicy,
 }
 
 impl Default for HubSettings {
@@ -157,6 +174,7 @@ impl Default for HubSettings {
             max_response_bytes: 16 * 1024 * 1024,
             max_tool_pages: 64,
             max_tools_per_server: 1_000,
+            addresses: AddressPolicy::public_only(),
         }
     }
 }
@@ -242,8 +260,10 @@ mod tests {
     fn only_http_urls_are_accepted() {
         let mut c = config();
         c.url = "file:///etc/passwd".into();
-        assert!(matches!(c.validate_url(), Err(McpError::InvalidConfig(_))));
+        assert!(matches!(c.parsed_url(), Err(McpError::InvalidConfig(_))));
+        c.url = "http://".into();
+        assert!(matches!(c.parsed_url(), Err(McpError::InvalidConfig(_))));
         c.url = "HTTPS://example.com/mcp".into();
-        assert!(c.validate_url().is_ok());
+        assert!(c.parsed_url().is_ok());
     }
 }

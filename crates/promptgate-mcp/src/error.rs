@@ -9,12 +9,19 @@ use rmcp::transport::streamable_http_client::{
 };
 
 /// Why talking to an MCP server failed. Variants are coarse on purpose: callers word a message for
-/// the user from them. No message carries a secret header value or token.
+/// the user from them. No message carries a secret header value or token, and none repeats what a
+/// foreign server sent back beyond a status code or a JSON-RPC error of an MCP server: a URL may
+/// point at any internal service, and its answer must not reach the user who aimed it there. For
+/// the same reason every failure to connect reads the same, whatever the operating system said.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum McpError {
     #[error("invalid MCP server settings: {0}")]
     InvalidConfig(String),
-    #[error("could not reach the MCP server: {0}")]
+    /// The outbound address policy refused the server's address.
+    #[error("the MCP server address is refused: {0}")]
+    RefusedAddress(String),
+    /// The address is allowed but nothing usable answered there; the text is ours, never the OS's.
+    #[error("the MCP server is unreachable: {0}")]
     Connect(String),
     #[error("the MCP server refused the credentials (HTTP {status})")]
     Unauthorized { status: u16 },
@@ -22,7 +29,7 @@ pub enum McpError {
     HttpStatus(u16),
     #[error("the MCP server did not answer within {} ms", .0.as_millis())]
     Timeout(Duration),
-    #[error("the MCP server sent a response that is not valid MCP: {0}")]
+    #[error("not an MCP server: {0}")]
     Protocol(String),
     /// A JSON-RPC error the server returned for a request (bad arguments, an internal failure...).
     #[error("the MCP server returned error {code}: {message}")]
@@ -54,6 +61,7 @@ impl McpError {
     pub fn kind(&self) -> &'static str {
         match self {
             McpError::InvalidConfig(_) => "invalid_config",
+            McpError::RefusedAddress(_) => "refused_address",
             McpError::Connect(_) => "connect",
             McpError::Unauthorized { .. } => "unauthorized",
             McpError::HttpStatus(_) => "http_status",
@@ -70,6 +78,7 @@ impl McpError {
     pub(crate) fn redacted(self, config: &crate::McpServerConfig) -> McpError {
         match self {
             McpError::InvalidConfig(m) => McpError::InvalidConfig(config.redact(&m)),
+            McpError::RefusedAddress(m) => McpError::RefusedAddress(config.redact(&m)),
             McpError::Connect(m) => McpError::Connect(config.redact(&m)),
             McpError::Protocol(m) => McpError::Protocol(config.redact(&m)),
             McpError::Rpc { code, message } => McpError::Rpc {
@@ -80,27 +89,40 @@ impl McpError {
         }
     }
 
+    pub(crate) fn from_outbound(err: promptgate_outbound::OutboundError) -> McpError {
+        use promptgate_outbound::OutboundError;
+        match err {
+            OutboundError::Refused(reason) => McpError::RefusedAddress(reason),
+            OutboundError::Unresolvable(_) | OutboundError::NoAddresses(_) => {
+                McpError::Connect(err.to_string())
+            }
+            OutboundError::NoHost => McpError::InvalidConfig(err.to_string()),
+            OutboundError::TlsUnavailable(_) | OutboundError::Client => McpError::Connect(err.to_string()),
+        }
+    }
+
     pub(crate) fn from_reqwest(err: &reqwest::Error) -> McpError {
         if let Some(status) = err.status() {
             return status_error(status.as_u16());
         }
+        if err.is_timeout() {
+            return McpError::Connect(NO_ANSWER.to_owned());
+        }
         if err.is_decode() || err.is_body() {
             return McpError::Protocol("the response body could not be read".to_owned());
         }
-        // reqwest's own text names the url, which may carry a token in its query: describe the cause
-        // through the chain of sources instead.
-        let mut cause = String::from(if err.is_connect() {
-            "connection failed"
-        } else {
-            "request failed"
-        });
+        // The operating system's reason (refused, reset, no route) would let a user map which ports
+        // of a host are open; it goes to the operator's log only. reqwest's own text names the url,
+        // which may carry a token in its query, so only the sources are logged.
+        let mut cause = String::new();
         let mut source = err.source();
         while let Some(inner) = source {
             cause.push_str(": ");
             cause.push_str(&inner.to_string());
             source = inner.source();
         }
-        McpError::Connect(cause)
+        tracing::debug!(cause = %cause, connect = err.is_connect(), "MCP request failed");
+        McpError::Connect(NO_CONNECTION.to_owned())
     }
 
     pub(crate) fn from_init(err: &ClientInitializeError) -> McpError {
@@ -112,7 +134,10 @@ impl McpError {
             ClientInitializeError::TransportError { error, .. } => classify_transport(error.error.as_ref()),
             ClientInitializeError::LegacyFallbackFailed { fallback, .. } => McpError::from_init(fallback),
             ClientInitializeError::ConnectionClosed(_) | ClientInitializeError::Cancelled => McpError::Closed,
-            other => McpError::Protocol(other.to_string()),
+            other => {
+                tracing::debug!(error = %other, "MCP handshake failed");
+                McpError::Protocol("the handshake did not complete".to_owned())
+            }
         }
     }
 
@@ -128,10 +153,16 @@ impl McpError {
             ServiceError::UnexpectedResponse => {
                 McpError::Protocol("the server answered with a result of the wrong kind".to_owned())
             }
-            other => McpError::Protocol(other.to_string()),
+            other => {
+                tracing::debug!(error = %other, "MCP request failed");
+                McpError::Protocol("the server's answer could not be used".to_owned())
+            }
         }
     }
 }
+
+const NO_CONNECTION: &str = "no connection could be made";
+const NO_ANSWER: &str = "the connection was made but no answer came in time";
 
 pub(crate) fn status_error(status: u16) -> McpError {
     match status {
@@ -163,7 +194,8 @@ fn classify_transport(error: &(dyn StdError + 'static)) -> McpError {
         }
         current = err.source();
     }
-    McpError::Protocol(error.to_string())
+    tracing::debug!(%error, "unrecognised MCP transport failure");
+    McpError::Protocol("the server's answer could not be used".to_owned())
 }
 
 fn classify_http(err: &HttpError) -> Option<McpError> {
@@ -172,25 +204,28 @@ fn classify_http(err: &HttpError) -> Option<McpError> {
         StreamableHttpError::HttpStatus(status) => status_error(status.status),
         StreamableHttpError::AuthRequired(_) => McpError::Unauthorized { status: 401 },
         StreamableHttpError::InsufficientScope(_) => McpError::Unauthorized { status: 403 },
-        // rmcp words non-JSON error statuses as "HTTP <code> <reason>: <body>".
+        // rmcp words non-JSON error statuses as "HTTP <code> <reason>: <body>"; only the code is kept.
         StreamableHttpError::UnexpectedServerResponse(text) => match leading_status(text) {
             Some(status) => status_error(status),
-            None => McpError::Protocol(text.to_string()),
+            None => McpError::Protocol("the server answered with something other than MCP".to_owned()),
         },
         StreamableHttpError::TransportChannelClosed | StreamableHttpError::UnexpectedEndOfStream => {
             McpError::Closed
         }
         StreamableHttpError::SessionExpired => McpError::Closed,
-        StreamableHttpError::Io(io) => McpError::Connect(io.to_string()),
+        StreamableHttpError::Io(io) => {
+            tracing::debug!(error = %io, "MCP connection failed");
+            McpError::Connect(NO_CONNECTION.to_owned())
+        }
         StreamableHttpError::ResponseBodyTooLarge { max_size } => {
             McpError::Protocol(format!("the response is larger than {max_size} bytes"))
         }
-        StreamableHttpError::Deserialize(e) => McpError::Protocol(e.to_string()),
-        StreamableHttpError::Sse(e) => McpError::Protocol(e.to_string()),
-        StreamableHttpError::UnexpectedContentType(ct) => McpError::Protocol(format!(
-            "unexpected content type {}",
-            ct.as_deref().unwrap_or("(none)")
-        )),
+        // serde's and the SSE parser's texts quote pieces of the body.
+        StreamableHttpError::Deserialize(_) => McpError::Protocol("the answer is not JSON-RPC".to_owned()),
+        StreamableHttpError::Sse(_) => McpError::Protocol("the event stream could not be read".to_owned()),
+        StreamableHttpError::UnexpectedContentType(_) => {
+            McpError::Protocol("the answer is neither JSON nor an event stream".to_owned())
+        }
         _ => return None,
     })
 }

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
+use promptgate_outbound::Outbound;
 use serde_json::Value;
 
 use crate::config::{HubSettings, McpServerConfig};
@@ -63,7 +64,7 @@ impl std::fmt::Debug for McpHub {
 }
 
 struct Shared {
-    http: reqwest::Client,
+    outbound: Arc<Outbound>,
     settings: HubSettings,
 }
 
@@ -75,31 +76,35 @@ struct PoolKey {
 }
 
 impl McpHub {
-    /// Builds the hub with its own HTTP client. The process must have installed its rustls crypto
-    /// provider before this is called.
+    /// Builds the hub, its connections checked by `settings.addresses`. The process must have
+    /// installed its rustls crypto provider before this is called.
     pub fn new(settings: HubSettings) -> Result<McpHub, McpError> {
-        let http = reqwest::Client::builder()
-            // Reusing a connection whose previous body was not fully read stalls on delayed ACKs;
-            // MCP traffic per server is light, so fresh connections cost little.
-            .pool_max_idle_per_host(0)
-            // A redirect would replay the user's secret headers to wherever it points.
-            .redirect(reqwest::redirect::Policy::none())
-            .connect_timeout(Duration::from_secs(10))
-            .user_agent(concat!("promptgate/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| McpError::InvalidConfig(format!("cannot build the HTTP client: {e}")))?;
-        Ok(McpHub::with_http_client(http, settings))
+        let outbound = Arc::new(Outbound::new(settings.addresses.clone()));
+        Ok(McpHub::with_outbound(outbound, settings))
     }
 
-    /// Builds the hub on a caller's client (which should not follow redirects).
-    pub fn with_http_client(http: reqwest::Client, settings: HubSettings) -> McpHub {
+    /// Builds the hub on a caller's outbound policy (a custom resolver, say); `settings.addresses`
+    /// is then not consulted.
+    pub fn with_outbound(outbound: Arc<Outbound>, settings: HubSettings) -> McpHub {
         McpHub {
-            shared: Arc::new(Shared { http, settings }),
+            shared: Arc::new(Shared { outbound, settings }),
             pool: Arc::new(Mutex::new(Pool {
                 entries: HashMap::new(),
                 swept_at: Instant::now(),
             })),
         }
+    }
+
+    /// Checks a server URL against the outbound policy without connecting, for registration: a
+    /// host name is resolved and each of its addresses checked. Every later connect checks again.
+    pub async fn check_url(&self, url: &str) -> Result<(), McpError> {
+        let parsed = crate::config::parse_server_url(url)?;
+        self.shared
+            .outbound
+            .check_url(&parsed)
+            .await
+            .map(|_| ())
+            .map_err(McpError::from_outbound)
     }
 
     pub fn settings(&self) -> &HubSettings {
@@ -196,7 +201,7 @@ impl McpHub {
         let settings = &self.shared.settings;
         let probe = async {
             let session = Session::open(
-                &self.shared.http,
+                &self.shared.outbound,
                 config,
                 settings,
                 Arc::new(AtomicBool::new(false)),
@@ -399,7 +404,7 @@ impl ServerEntry {
         }
         *slot = None;
         let session = Session::open(
-            &self.shared.http,
+            &self.shared.outbound,
             &self.config,
             &self.shared.settings,
             self.tools_changed.clone(),
@@ -443,8 +448,9 @@ impl ServerEntry {
     /// Records a failure, schedules the next attempt and makes sure a background reconnect runs.
     fn failed(self: &Arc<Self>, error: &McpError) {
         *lock(&self.tools) = None;
-        if matches!(error, McpError::InvalidConfig(_)) {
-            // Retrying cannot fix the settings; the next discovery reports the error again.
+        if matches!(error, McpError::InvalidConfig(_) | McpError::RefusedAddress(_)) {
+            // Retrying cannot fix the settings (nor, most likely, the address); the next discovery
+            // checks and reports again.
             tracing::warn!(server_id = %self.config.id, server_name = %self.config.name, %error, "MCP server skipped");
             return;
         }

@@ -17,5 +17,7 @@ mod session;
 pub use config::{DEFAULT_CALL_TIMEOUT, DEFAULT_DISCOVERY_TIMEOUT, HubSettings, McpServerConfig};
 pub use error::McpError;
 pub use hub::{DiscoveryOutcome, McpHub, ProbeReport};
+/// The address policy MCP connections are checked by; the same type `[web.fetch]` uses.
+pub use promptgate_outbound::AddressPolicy;
 pub use result::McpToolResult;
 pub use session::DiscoveredTool;

@@ -18,6 +18,8 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::{ClientHandler, Peer, RoleClient};
 use serde_json::Value;
 
+use promptgate_outbound::Outbound;
+
 use crate::config::{HubSettings, McpServerConfig};
 use crate::era::{self, Era};
 use crate::error::McpError;
@@ -75,15 +77,15 @@ impl Session {
     /// server is taken for a legacy one, whose handshake then gets whatever the caller's own timeout
     /// leaves.
     pub async fn open(
-        http: &reqwest::Client,
+        outbound: &Outbound,
         config: &McpServerConfig,
         settings: &HubSettings,
         tools_changed: Arc<AtomicBool>,
         budget: Duration,
     ) -> Result<Session, McpError> {
-        config.validate_url()?;
         let headers = config.header_map()?;
-        let era = match tokio::time::timeout(era::probe_budget(budget), era::detect(http, config)).await {
+        let http = pinned_client(outbound, config).await?;
+        let era = match tokio::time::timeout(era::probe_budget(budget), era::detect(&http, config)).await {
             Ok(verdict) => verdict?,
             Err(_) => {
                 tracing::debug!(server = %config.id, "server/discover probe timed out; trying initialize");
@@ -99,7 +101,7 @@ impl Session {
         if let Some(token) = &config.bearer_token {
             transport_config = transport_config.auth_header(token.clone());
         }
-        let transport = StreamableHttpClientTransport::with_client(http.clone(), transport_config);
+        let transport = StreamableHttpClientTransport::with_client(http, transport_config);
         let client_info = Implementation::new("promptgate", env!("CARGO_PKG_VERSION"));
         let (lifecycle, protocol) = match era {
             Era::Modern => (
@@ -243,6 +245,28 @@ impl Session {
             .map_err(|e| McpError::from_service(&e))
     }
 }
+
+/// A client for one session, resolved and checked now and pinned to the checked addresses for the
+/// session's life; the next session (a reconnect) resolves and checks again.
+async fn pinned_client(outbound: &Outbound, config: &McpServerConfig) -> Result<reqwest::Client, McpError> {
+    let url = config.parsed_url()?;
+    let target = outbound
+        .check_url(&url)
+        .await
+        .map_err(|e| McpError::from_outbound(e).redacted(config))?;
+    outbound
+        .pinned_builder(&url, &target)
+        .map_err(McpError::from_outbound)?
+        // Reusing a connection whose previous body was not fully read stalls on delayed ACKs;
+        // MCP traffic per server is light, so fresh connections cost little.
+        .pool_max_idle_per_host(0)
+        .connect_timeout(CONNECT_TIMEOUT)
+        .user_agent(concat!("promptgate/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|_| McpError::Connect("the HTTP client could not be set up".to_owned()))
+}
+
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 fn announces_tool_changes(service: &RunningService<RoleClient, ChangeListener>) -> bool {
     service

@@ -27,7 +27,7 @@ async fn a_refused_connection_is_a_connect_error() {
     let error = discovery_error(&dead_url().await, BUDGET).await;
     assert!(matches!(error, McpError::Connect(_)), "{error:?}");
     assert!(
-        error.to_string().starts_with("could not reach the MCP server"),
+        error.to_string().starts_with("the MCP server is unreachable"),
         "{error}"
     );
 }

@@ -167,6 +167,7 @@ pub async fn prepare_with_env(config: Config, store: Store, env: &dyn Env) -> an
     if config.auth.mode == AuthMode::SingleUser {
         store.ensure_user(LOCAL_USER_ID, "local").await?;
     }
+    let store = crate::secrets::prepare(&config, store, env).await?;
     let turns = crate::runtime::turn_service(&config, store.clone(), env)?;
     Ok(AppState::new(Shared {
         store,

@@ -221,9 +221,25 @@ pub struct McpConfig {
     /// Waits between reconnect attempts to a failed server start here and double up to the max.
     pub reconnect_initial_backoff_ms: u64,
     pub reconnect_max_backoff_ms: u64,
+    /// MCP server URLs may point at loopback. Unset: allowed in `single_user` mode (local MCP servers
+    /// are the common case there), refused in `tokens` mode.
+    pub allow_loopback: Option<bool>,
+    /// MCP server URLs may point at private networks (RFC 1918, CGNAT, IPv6 unique-local).
+    pub allow_private: bool,
+    /// Exact `ip:port` pairs an MCP server URL may point at whatever their range.
+    pub allowed_addrs: Vec<SocketAddr>,
 }
 
 impl McpConfig {
+    /// Where users' MCP server URLs may point, given the auth mode the defaults depend on.
+    pub fn address_policy(&self, mode: AuthMode) -> promptgate_mcp::AddressPolicy {
+        promptgate_mcp::AddressPolicy {
+            allow_loopback: self.allow_loopback.unwrap_or(mode == AuthMode::SingleUser),
+            allow_private: self.allow_private,
+            allowed_addrs: self.allowed_addrs.clone(),
+        }
+    }
+
     fn validate(&self) -> Result<(), ConfigError> {
         let positive = [
             ("mcp.discovery_timeout_ms", self.discovery_timeout_ms),
@@ -256,6 +272,9 @@ impl Default for McpConfig {
             liveness_interval_ms: 10_000,
             reconnect_initial_backoff_ms: 1_000,
             reconnect_max_backoff_ms: 30_000,
+            allow_loopback: None,
+            allow_private: false,
+            allowed_addrs: Vec::new(),
         }
     }
 }
@@ -593,6 +612,25 @@ mod tests {
         );
         let err = Config::parse(&text).unwrap().validate().unwrap_err().to_string();
         assert!(err.contains("provider nope"), "{err}");
+    }
+
+    #[test]
+    fn mcp_loopback_follows_the_auth_mode_unless_set() {
+        let config = Config::load(None, &FakeEnv(HashMap::new())).unwrap();
+        assert!(config.mcp.address_policy(AuthMode::SingleUser).allow_loopback);
+        assert!(!config.mcp.address_policy(AuthMode::Tokens).allow_loopback);
+        assert!(!config.mcp.address_policy(AuthMode::SingleUser).allow_private);
+
+        let text = format!(
+            "{EMBEDDED_DEFAULT}\n[mcp]\nallow_loopback = false\nallow_private = true\nallowed_addrs = [\"10.1.2.3:8000\"]\n"
+        );
+        let config = Config::parse(&text).unwrap();
+        let single = config.mcp.address_policy(AuthMode::SingleUser);
+        assert!(!single.allow_loopback, "an explicit setting wins over the mode");
+        assert!(single.allow_private);
+        assert_eq!(single.allowed_addrs, vec!["10.1.2.3:8000".parse().unwrap()]);
+        let opened = Config::parse(&format!("{EMBEDDED_DEFAULT}\n[mcp]\nallow_loopback = true\n")).unwrap();
+        assert!(opened.mcp.address_policy(AuthMode::Tokens).allow_loopback);
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod listen;
 pub mod nul;
 pub mod routes;
 pub mod runtime;
+pub mod secrets;
 pub mod state;
 pub mod user_limits;
 pub mod users;

@@ -107,6 +107,7 @@ pub fn turn_service(config: &Config, store: Store, env: &dyn Env) -> anyhow::Res
         liveness_interval: Duration::from_millis(config.mcp.liveness_interval_ms),
         reconnect_initial_backoff: Duration::from_millis(config.mcp.reconnect_initial_backoff_ms),
         reconnect_max_backoff: Duration::from_millis(config.mcp.reconnect_max_backoff_ms),
+        addresses: config.mcp.address_policy(config.auth.mode),
         ..HubSettings::default()
     })
     .context("cannot start the MCP client")?;

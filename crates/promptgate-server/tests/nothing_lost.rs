@@ -376,7 +376,7 @@ async fn a_database_outage_mid_turn_loses_no_answer() {
         &upstream.base_url(),
         "[turn]\nsave_grace_secs = 1\ncheckpoint_interval_ms = 100\n",
     );
-    let gw = Gateway::over_store(store, config).await;
+    let gw = Gateway::over_store(store, &cluster.url(), config).await;
     let pieces: Vec<String> = (0..12).map(|i| format!("piece {i}. ")).collect();
     upstream.replay_by_default(text(&pieces).with_delay_between(Duration::from_millis(400)));
 

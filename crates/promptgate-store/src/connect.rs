@@ -29,6 +29,8 @@ pub struct Store {
     pub(crate) recent_tokens: Arc<crate::recent_tokens::RecentTokens>,
     /// Postgres only: the task that hears about setup changes made elsewhere.
     listener: Option<Arc<ListenerTask>>,
+    /// Seals MCP header values and bearer tokens; without one they cannot be stored (see `secrets`).
+    pub(crate) secrets: Option<Arc<dyn crate::secrets::SecretBox>>,
 }
 
 /// Stops the listener when the last clone of the store goes away.
@@ -78,6 +80,14 @@ const MIGRATIONS: &[SchemaVersion] = &[
         name: "notify config changes",
         postgres: include_str!("../../../migrations/postgres/0003_notify_config_changes.sql"),
         sqlite: None,
+    },
+    SchemaVersion {
+        version: 4,
+        name: "sealed mcp secrets",
+        postgres: include_str!("../../../migrations/postgres/0004_sealed_mcp_secrets.sql"),
+        sqlite: Some(include_str!(
+            "../../../migrations/sqlite/0004_sealed_mcp_secrets.sql"
+        )),
     },
 ];
 
@@ -173,6 +183,7 @@ impl Store {
             setups,
             recent_tokens: Default::default(),
             listener,
+            secrets: None,
         })
     }
 

@@ -20,6 +20,7 @@ mod models;
 mod projects;
 mod recent_tokens;
 mod search;
+mod secrets;
 mod settings;
 mod setup;
 mod skills;
@@ -34,6 +35,7 @@ pub mod testing;
 pub use connect::{Backend, Store};
 pub use error::{Result, StoreError};
 pub use listener::{APPLICATION_NAME as LISTENER_APPLICATION_NAME, CHANNEL as CHANGES_CHANNEL};
+pub use secrets::{SealingReport, SecretBox};
 pub use setup::{LISTENED_RECHECK, SQLITE_RECHECK, UserSetup};
 pub use types::*;
 

@@ -1,24 +1,29 @@
 //! MCP server definitions. Header values and the bearer token are write-only: the API type only says
-//! which are set; [`Store::mcp_server_secrets`] is for the code that connects.
-
-use std::collections::BTreeMap;
+//! which are set; [`Store::mcp_server_secrets`] is for the code that connects. They are stored sealed
+//! (see `secrets`); header names stay readable so listing a server needs no key.
 
 use sqlx::any::AnyRow;
 
 use crate::connect::Store;
 use crate::error::{Result, StoreError};
 use crate::types::{McpSecrets, McpServer, NewMcpServer};
-use crate::util::{Cols, check_len, check_name, delete_owned, flag, from_json, new_id, one_row, to_json};
+use crate::util::{Cols, check_len, check_name, delete_owned, flag, new_id, one_row};
 
-pub(crate) const MCP_COLS: &str = "id, name, url, enabled, headers, bearer_token, created_at";
+pub(crate) const MCP_COLS: &str = "id, name, url, enabled, headers, bearer_token, created_at, secrets_sealed";
 const MAX_URL: usize = 2_048;
 const MAX_HEADERS: usize = 32;
 const MAX_HEADER_VALUE: usize = 8 * 1024;
 
-/// The server as shown to clients and its secrets, from one row.
-pub(crate) fn mcp_from(row: &AnyRow) -> Result<(McpServer, McpSecrets)> {
-    let headers: BTreeMap<String, String> = from_json("MCP headers", &row.text(4)?)?;
-    let bearer_token = row.opt_text(5)?;
+/// The server as shown to clients, from one row; its secrets too (opened) when `open` is set.
+/// Showing a server needs no key: header names are stored in clear.
+fn mcp_from(store: &Store, row: &AnyRow, open: bool) -> Result<(McpServer, McpSecrets)> {
+    let (headers, bearer_token) = if open {
+        store.open_mcp_secrets(&row.text(4)?, row.opt_text(5)?, row.flag(7)?)?
+    } else {
+        let headers: std::collections::BTreeMap<String, String> =
+            crate::util::from_json("MCP headers", &row.text(4)?)?;
+        (headers, row.opt_text(5)?)
+    };
     let server = McpServer {
         id: row.text(0)?,
         name: row.text(1)?,
@@ -28,6 +33,9 @@ pub(crate) fn mcp_from(row: &AnyRow) -> Result<(McpServer, McpSecrets)> {
         has_bearer_token: bearer_token.is_some(),
         created_at: row.int(6)?,
     };
+    if !open {
+        return Ok((server, McpSecrets::default()));
+    }
     Ok((
         server,
         McpSecrets {
@@ -87,20 +95,23 @@ fn shown(id: String, s: &NewMcpServer, created_at: i64) -> McpServer {
 impl Store {
     pub async fn create_mcp_server(&self, user: &str, s: &NewMcpServer) -> Result<McpServer> {
         check_server(s)?;
+        let stored = self.seal_mcp_secrets(&s.headers, s.bearer_token.as_deref())?;
         let id = new_id();
         let now = self.now_ms();
         let done = sqlx::query(
             "INSERT INTO mcp_servers (id, user_id, name, url, enabled, headers, bearer_token, \
-             created_at, updated_at) SELECT $1, id, $3, $4, $5, $6, $7, $8, $8 FROM users WHERE id = $2",
+             created_at, updated_at, secrets_sealed) \
+             SELECT $1, id, $3, $4, $5, $6, $7, $8, $8, $9 FROM users WHERE id = $2",
         )
         .bind(&id)
         .bind(user)
         .bind(&s.name)
         .bind(&s.url)
         .bind(flag(s.enabled))
-        .bind(to_json("MCP headers", &s.headers)?)
-        .bind(s.bearer_token.as_deref())
+        .bind(&stored.headers_json)
+        .bind(stored.bearer_token.as_deref())
         .bind(now)
+        .bind(flag(stored.sealed))
         .execute(&self.pool)
         .await?;
         self.setup_changed(user);
@@ -108,7 +119,8 @@ impl Store {
         Ok(shown(id, s, now))
     }
 
-    /// In creation order; `enabled_only` for what a send connects to.
+    /// In creation order; `enabled_only` for what a send connects to, and only then with the
+    /// secrets opened (a listing shows none).
     pub(crate) async fn query_mcp_servers(
         &self,
         user: &str,
@@ -123,7 +135,7 @@ impl Store {
         .bind(flag(enabled_only))
         .fetch_all(&self.pool)
         .await?;
-        rows.iter().map(mcp_from).collect()
+        rows.iter().map(|row| mcp_from(self, row, enabled_only)).collect()
     }
 
     /// In creation order, without secrets.
@@ -132,7 +144,7 @@ impl Store {
         Ok(all.into_iter().map(|(server, _)| server).collect())
     }
 
-    async fn mcp_row(&self, user: &str, id: &str) -> Result<Option<(McpServer, McpSecrets)>> {
+    async fn mcp_row(&self, user: &str, id: &str, open: bool) -> Result<Option<(McpServer, McpSecrets)>> {
         let row = sqlx::query(sqlx::AssertSqlSafe(format!(
             "SELECT {MCP_COLS} FROM mcp_servers WHERE user_id = $1 AND id = $2"
         )))
@@ -140,28 +152,31 @@ impl Store {
         .bind(id)
         .fetch_optional(&self.pool)
         .await?;
-        row.as_ref().map(mcp_from).transpose()
+        row.as_ref().map(|row| mcp_from(self, row, open)).transpose()
     }
 
     pub async fn get_mcp_server(&self, user: &str, id: &str) -> Result<Option<McpServer>> {
-        Ok(self.mcp_row(user, id).await?.map(|(server, _)| server))
+        Ok(self.mcp_row(user, id, false).await?.map(|(server, _)| server))
     }
 
     /// Replaces everything, secrets included (headers or token not sent again are removed).
     pub async fn update_mcp_server(&self, user: &str, id: &str, s: &NewMcpServer) -> Result<McpServer> {
         check_server(s)?;
+        let stored = self.seal_mcp_secrets(&s.headers, s.bearer_token.as_deref())?;
         let row = sqlx::query(
             "UPDATE mcp_servers SET name = $3, url = $4, enabled = $5, headers = $6, \
-             bearer_token = $7, updated_at = $8 WHERE user_id = $1 AND id = $2 RETURNING created_at",
+             bearer_token = $7, updated_at = $8, secrets_sealed = $9 \
+             WHERE user_id = $1 AND id = $2 RETURNING created_at",
         )
         .bind(user)
         .bind(id)
         .bind(&s.name)
         .bind(&s.url)
         .bind(flag(s.enabled))
-        .bind(to_json("MCP headers", &s.headers)?)
-        .bind(s.bearer_token.as_deref())
+        .bind(&stored.headers_json)
+        .bind(stored.bearer_token.as_deref())
         .bind(self.now_ms())
+        .bind(flag(stored.sealed))
         .fetch_optional(&self.pool)
         .await?;
         self.setup_changed(user);
@@ -179,7 +194,7 @@ impl Store {
 
     /// Header values and bearer token for connecting; NotFound when the server is not the user's.
     pub async fn mcp_server_secrets(&self, user: &str, id: &str) -> Result<McpSecrets> {
-        match self.mcp_row(user, id).await? {
+        match self.mcp_row(user, id, true).await? {
             Some((_, secrets)) => Ok(secrets),
             None => Err(StoreError::NotFound),
         }

@@ -147,3 +147,32 @@ impl Drop for TestDb {
         }
     }
 }
+
+/// A stand-in for the gateway's cipher, for tests of the store alone (the store cannot depend on the
+/// crate that holds the real one): reversible, visibly not the clear value, and refusing anything it
+/// did not produce.
+pub struct ReversibleBox;
+
+impl crate::SecretBox for ReversibleBox {
+    fn seal(&self, plaintext: &str) -> std::result::Result<String, String> {
+        Ok(format!("test.{}", hex::encode(plaintext.as_bytes())))
+    }
+
+    fn open(&self, sealed: &str) -> std::result::Result<String, String> {
+        let encoded = sealed.strip_prefix("test.").ok_or("not sealed by this box")?;
+        let bytes = hex::decode(encoded).map_err(|e| e.to_string())?;
+        String::from_utf8(bytes).map_err(|e| e.to_string())
+    }
+}
+
+/// The store of `db` with [`ReversibleBox`] sealing its MCP secrets.
+pub fn with_test_box(store: &Store) -> Store {
+    store.clone().with_secret_box(std::sync::Arc::new(ReversibleBox))
+}
+
+/// The same database with no sealer, as a gateway started without a key sees it.
+pub fn without_box(store: &Store) -> Store {
+    let mut bare = store.clone();
+    bare.secrets = None;
+    bare
+}

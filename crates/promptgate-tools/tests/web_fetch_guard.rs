@@ -87,7 +87,7 @@ async fn redirects_to_internal_addresses_are_refused_at_every_hop() {
         ),
         (
             "http://169.254.169.254/latest/meta-data/".to_owned(),
-            "the address 169.254.169.254 is a link-local address",
+            "the address 169.254.169.254 is a cloud metadata address",
         ),
         (
             format!("http://[::1]:{port}/"),
@@ -99,11 +99,11 @@ async fn redirects_to_internal_addresses_are_refused_at_every_hop() {
         ),
         (
             "http://[64:ff9b::a9fe:a9fe]/".to_owned(),
-            "is a link-local address",
+            "is a cloud metadata address",
         ),
         (
             "http://100.100.100.200/".to_owned(),
-            "is a carrier-grade NAT address",
+            "is a cloud metadata address",
         ),
         (
             "http://0x7f.1/".to_owned(),
@@ -204,7 +204,7 @@ async fn resolved_addresses_are_checked_like_literal_ones() {
     );
     assert_eq!(
         failure(fetcher.fetch("http://mixed.test/", None).await),
-        "Fetch content failed: mixed.test resolves to 169.254.169.254, which is a link-local address and is not allowed"
+        "Fetch content failed: mixed.test resolves to 169.254.169.254, which is a cloud metadata address and is not allowed"
     );
     assert_eq!(
         failure(fetcher.fetch("http://unknown.test/", None).await),
@@ -213,7 +213,7 @@ async fn resolved_addresses_are_checked_like_literal_ones() {
 }
 
 #[tokio::test]
-async fn allow_private_opens_private_ranges_but_never_link_local() {
+async fn allow_private_opens_private_ranges_but_never_cloud_metadata() {
     let fetcher = fetcher_with_names(
         FetchPolicy {
             allow_private: true,
@@ -224,7 +224,7 @@ async fn allow_private_opens_private_ranges_but_never_link_local() {
     );
     assert_eq!(
         failure(fetcher.fetch("http://metadata.test/", None).await),
-        "Fetch content failed: metadata.test resolves to 169.254.169.254, which is a link-local address and is not allowed"
+        "Fetch content failed: metadata.test resolves to 169.254.169.254, which is a cloud metadata address and is not allowed"
     );
     let message = failure(fetcher.fetch("http://127.0.0.1:9/", None).await);
     assert!(

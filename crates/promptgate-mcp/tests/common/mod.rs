@@ -39,8 +39,11 @@ pub fn hub() -> McpHub {
     hub_with(HubSettings::default())
 }
 
-pub fn hub_with(settings: HubSettings) -> McpHub {
+/// A hub for the test servers, which all live on loopback: loopback is opened here, as an
+/// operator would for local MCP servers. The address policy itself is tested in `ssrf.rs`.
+pub fn hub_with(mut settings: HubSettings) -> McpHub {
     init();
+    settings.addresses.allow_loopback = true;
     McpHub::new(settings).expect("hub")
 }
 
@@ -296,7 +299,10 @@ impl McpTestServer {
         let service: StreamableHttpService<TestServer, LocalSessionManager> = StreamableHttpService::new(
             move || Ok(handler.clone()),
             Default::default(),
-            StreamableHttpServerConfig::default().with_cancellation_token(stop.child_token()),
+            StreamableHttpServerConfig::default()
+                .with_cancellation_token(stop.child_token())
+                // `mcp.test` is the name the address-policy tests resolve to this server themselves.
+                .with_allowed_hosts(["localhost", "127.0.0.1", "::1", "mcp.test"]),
         );
         let mut app = Router::new().nest_service("/mcp", service);
         if self.options.hang_on_discover {

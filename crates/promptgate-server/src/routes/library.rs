@@ -254,6 +254,7 @@ async fn create_mcp(
     ApiJson(body): ApiJson<NewMcpServer>,
 ) -> ApiResult<(StatusCode, Json<McpServer>)> {
     check_mcp(&body)?;
+    super::mcp::check_destination(&state, &body.url).await?;
     Ok((
         StatusCode::CREATED,
         Json(state.store.create_mcp_server(&user.id, &body).await?),
@@ -280,6 +281,7 @@ async fn update_mcp(
     ApiJson(body): ApiJson<NewMcpServer>,
 ) -> ApiResult<Json<McpServer>> {
     check_mcp(&body)?;
+    super::mcp::check_destination(&state, &body.url).await?;
     let server = state
         .store
         .update_mcp_server(&user.id, &id, &body)

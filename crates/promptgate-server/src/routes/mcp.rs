@@ -22,8 +22,10 @@ pub fn routes() -> ApiRouter<AppState> {
             op.summary("Connect to an MCP server now and list its tools").description(
                 "Opens a fresh connection with the stored headers and token (nothing cached is used) within \
                  `[mcp] probe_timeout_ms`. Answers 200 either way: `ok: true` with the server's identity and \
-                 tools, or `ok: false` with the reason (`error.kind` is one of `invalid_config`, `connect`, \
-                 `unauthorized`, `http_status`, `timeout`, `protocol`, `rpc`, `closed`, `unavailable`).",
+                 tools, or `ok: false` with the reason (`error.kind` is one of `invalid_config`, \
+                 `refused_address` (the outbound address policy refuses the URL's address), `connect` \
+                 (unreachable), `unauthorized`, `http_status`, `timeout`, `protocol` (not an MCP server), \
+                 `rpc`, `closed`, `unavailable`). Messages never repeat what the server sent.",
             )
         }),
     )
@@ -106,6 +108,26 @@ async fn probe(
             from_error(&error)
         }
     }))
+}
+
+/// Refuses a server URL the outbound address policy would refuse at connect time (422
+/// `refused_address`), so a user learns it when registering rather than at the first send. A name
+/// that does not resolve now is accepted: the server may simply be down. Every connect checks again.
+pub(crate) async fn check_destination(state: &AppState, url: &str) -> Result<(), ApiError> {
+    let Some(hub) = state.turns.mcp_hub() else {
+        return Ok(());
+    };
+    match hub.check_url(url).await {
+        Err(McpError::RefusedAddress(reason)) => Err(ApiError::new(
+            axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+            "refused_address",
+            format!(
+                "{reason}; this server does not connect there (see [mcp] allow_loopback, allow_private and allowed_addrs)"
+            ),
+        )),
+        Err(McpError::InvalidConfig(reason)) => Err(ApiError::invalid(reason)),
+        _ => Ok(()),
+    }
 }
 
 fn success(report: ProbeReport) -> ProbeResponse {

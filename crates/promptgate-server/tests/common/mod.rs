@@ -54,13 +54,20 @@ impl Gateway {
             Backend::Sqlite => TestDb::sqlite().await,
             Backend::Postgres => TestDb::postgres().await,
         };
+        // The config names the database the gateway really uses, so files kept beside it (the
+        // single_user key for secrets at rest) land in the test's own directory.
+        let mut config = config;
+        config.database_url = db.url().to_owned();
         let store = db.store().clone();
         Self::serve(store, Some(db), config, env).await
     }
 
-    /// A gateway over a store the test manages itself (e.g. on a cluster it stops and starts).
-    pub async fn over_store(store: promptgate_store::Store, config: Config) -> Gateway {
+    /// A gateway over a store the test manages itself (e.g. on a cluster it stops and starts),
+    /// opened from `url`.
+    pub async fn over_store(store: promptgate_store::Store, url: &str, config: Config) -> Gateway {
         init();
+        let mut config = config;
+        config.database_url = url.to_owned();
         Self::serve(store, None, config, &promptgate_server::config::ProcessEnv).await
     }
 

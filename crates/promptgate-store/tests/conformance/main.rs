@@ -16,14 +16,14 @@ macro_rules! conformance {
             #[tokio::test]
             async fn sqlite() {
                 let db = promptgate_store::testing::TestDb::sqlite().await;
-                check(&db).await;
+                check(&promptgate_store::testing::with_test_box(&db)).await;
                 db.close().await;
             }
 
             #[tokio::test]
             async fn postgres() {
                 let db = promptgate_store::testing::TestDb::postgres().await;
-                check(&db).await;
+                check(&promptgate_store::testing::with_test_box(&db)).await;
                 db.close().await;
             }
         }

@@ -118,4 +118,27 @@ conformance! {
         assert!(store.list_mcp_servers(&alice).await.unwrap().is_empty());
         assert!(matches!(store.delete_mcp_server(&alice, &created.id).await, Err(StoreError::NotFound)));
     }
+
+    async fn mcp_secrets_are_sealed_and_need_the_box(store: &Store) {
+        let alice = user(store, "Alice").await;
+        let created = store.create_mcp_server(&alice, &server("Docs", true)).await.unwrap();
+        assert_eq!(store.count_sealed_mcp_servers().await.unwrap(), 1);
+        assert_eq!(store.count_plain_mcp_secrets().await.unwrap(), 0);
+
+        // Without the box a sealed row cannot be opened, and no secret is written in clear.
+        let bare = promptgate_store::testing::without_box(store);
+        assert!(matches!(bare.mcp_server_secrets(&alice, &created.id).await, Err(StoreError::Database(_))));
+        assert!(matches!(bare.create_mcp_server(&alice, &server("More", true)).await, Err(StoreError::Invalid(_))));
+        let mut open = server("Open", true);
+        open.headers.clear();
+        open.bearer_token = None;
+        let open = bare.create_mcp_server(&alice, &open).await.unwrap();
+        assert_eq!(bare.mcp_server_secrets(&alice, &open.id).await.unwrap().bearer_token, None);
+        assert!(matches!(bare.seal_plain_mcp_secrets().await, Err(StoreError::Invalid(_))));
+
+        // Listing needs no key: header names stay readable.
+        assert_eq!(bare.get_mcp_server(&alice, &created.id).await.unwrap().unwrap().header_names, ["X-Api-Key", "X-Team"]);
+        let report = store.seal_plain_mcp_secrets().await.unwrap();
+        assert_eq!(report.already_sealed, 1);
+    }
 }

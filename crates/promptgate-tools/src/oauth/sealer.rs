@@ -1,5 +1,6 @@
-//! Encryption of token sets at rest (AES-256-GCM), so a leaked database does not leak access to
-//! users' mail.
+//! Encryption of secrets at rest (AES-256-GCM), so a leaked database does not leak access to users'
+//! mail or their MCP servers. OAuth token sets and MCP header values and bearer tokens share the key
+//! and the `v1.` format.
 
 use aes_gcm::aead::{Aead, KeyInit};
 use aes_gcm::{Aes256Gcm, Nonce};
@@ -49,15 +50,38 @@ impl TokenSealer {
         Ok(Self::from_key(&key))
     }
 
+    /// A fresh random key in the form [`TokenSealer::from_base64`] reads.
+    pub fn generate_key_base64() -> String {
+        let mut key = [0u8; 32];
+        rand::fill(&mut key[..]);
+        URL_SAFE_NO_PAD.encode(key)
+    }
+
     pub fn seal(&self, tokens: &TokenSet) -> Result<String, ToolError> {
         let plaintext = serde_json::to_vec(tokens)
             .map_err(|_| ToolError::Failed("the tokens could not be serialised".to_owned()))?;
+        self.seal_bytes(&plaintext)
+            .map_err(|_| ToolError::Failed("the tokens could not be encrypted".to_owned()))
+    }
+
+    /// Seals any text (an MCP header value or bearer token) in the same format as token sets.
+    pub fn seal_text(&self, text: &str) -> Result<String, ToolError> {
+        self.seal_bytes(text.as_bytes())
+            .map_err(|_| ToolError::Failed("the secret could not be encrypted".to_owned()))
+    }
+
+    /// Opens what [`TokenSealer::seal_text`] sealed with this key.
+    pub fn open_text(&self, sealed: &str) -> Result<String, ToolError> {
+        let unreadable =
+            || ToolError::Failed("the stored secret cannot be decrypted with this key".to_owned());
+        let plaintext = self.open_bytes(sealed).ok_or_else(unreadable)?;
+        String::from_utf8(plaintext).map_err(|_| unreadable())
+    }
+
+    fn seal_bytes(&self, plaintext: &[u8]) -> Result<String, aes_gcm::Error> {
         let mut nonce = [0u8; NONCE_LEN];
         rand::fill(&mut nonce[..]);
-        let ciphertext = self
-            .cipher
-            .encrypt(&Nonce::from(nonce), plaintext.as_slice())
-            .map_err(|_| ToolError::Failed("the tokens could not be encrypted".to_owned()))?;
+        let ciphertext = self.cipher.encrypt(&Nonce::from(nonce), plaintext)?;
         let mut blob = Vec::with_capacity(NONCE_LEN + ciphertext.len());
         blob.extend_from_slice(&nonce);
         blob.extend_from_slice(&ciphertext);
@@ -69,19 +93,29 @@ impl TokenSealer {
         let unreadable = || {
             ToolError::Failed("the stored tokens cannot be decrypted; reconnect the integration".to_owned())
         };
-        let encoded = sealed.strip_prefix(FORMAT_PREFIX).ok_or_else(unreadable)?;
-        let blob = URL_SAFE_NO_PAD_INDIFFERENT
-            .decode(encoded)
-            .map_err(|_| unreadable())?;
+        let plaintext = self.open_bytes(sealed).ok_or_else(unreadable)?;
+        serde_json::from_slice(&plaintext).map_err(|_| unreadable())
+    }
+
+    fn open_bytes(&self, sealed: &str) -> Option<Vec<u8>> {
+        let encoded = sealed.strip_prefix(FORMAT_PREFIX)?;
+        let blob = URL_SAFE_NO_PAD_INDIFFERENT.decode(encoded).ok()?;
         if blob.len() <= NONCE_LEN {
-            return Err(unreadable());
+            return None;
         }
         let (nonce, ciphertext) = blob.split_at(NONCE_LEN);
-        let nonce: [u8; NONCE_LEN] = nonce.try_into().map_err(|_| unreadable())?;
-        let plaintext = self
-            .cipher
-            .decrypt(&Nonce::from(nonce), ciphertext)
-            .map_err(|_| unreadable())?;
-        serde_json::from_slice(&plaintext).map_err(|_| unreadable())
+        let nonce: [u8; NONCE_LEN] = nonce.try_into().ok()?;
+        self.cipher.decrypt(&Nonce::from(nonce), ciphertext).ok()
+    }
+}
+
+/// The store seals MCP secrets through this without knowing the cipher.
+impl promptgate_store::SecretBox for TokenSealer {
+    fn seal(&self, plaintext: &str) -> Result<String, String> {
+        self.seal_text(plaintext).map_err(|e| e.to_string())
+    }
+
+    fn open(&self, sealed: &str) -> Result<String, String> {
+        self.open_text(sealed).map_err(|e| e.to_string())
     }
 }

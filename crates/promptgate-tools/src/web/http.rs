@@ -3,25 +3,6 @@
 use reqwest::Response;
 use url::Url;
 
-/// Installs the process-wide TLS crypto provider before any client is built; reqwest is compiled
-/// without a default provider and would otherwise panic on first use. Installing twice is harmless.
-pub(crate) fn ensure_tls_provider() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-}
-
-/// A TLS configuration that verifies servers against the system's root certificates. Building
-/// one reads every root certificate from disk, so callers that need many clients build it once.
-pub(crate) fn platform_tls_config() -> Result<rustls::ClientConfig, rustls::Error> {
-    use rustls_platform_verifier::BuilderVerifierExt;
-    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
-        .with_platform_verifier()?
-        .with_no_client_auth();
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Ok(config)
-}
-
 /// A response body, read up to a cap.
 pub(crate) struct CappedBody {
     pub bytes: Vec<u8>,

@@ -11,26 +11,21 @@
 //! so far is used and the page is reported as truncated, since the beginning of a huge page is
 //! usually what the model needs.
 
-mod address;
 mod content;
-mod resolve;
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use promptgate_outbound::{AddressPolicy, Outbound};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, LOCATION};
-use reqwest::redirect;
 use serde::{Deserialize, Deserializer, Serialize};
-use url::{Host, Url};
+use url::Url;
 
-pub use address::{RestrictedRange, classify};
 pub use content::{DEFAULT_MAX_LENGTH, MAX_MAX_LENGTH, MIN_MAX_LENGTH, clamp_max_length};
-pub use resolve::{HostResolver, SystemResolver};
+pub use promptgate_outbound::{HostResolver, RestrictedRange, SystemResolver, classify};
 
-use super::http::{
-    CappedBody, describe_transport_error, ensure_tls_provider, is_web_url, platform_tls_config, read_capped,
-};
+use super::http::{CappedBody, describe_transport_error, is_web_url, read_capped};
 use crate::ToolError;
 use content::{Kind, MediaType};
 
@@ -108,17 +103,26 @@ pub struct FetchedPage {
 }
 
 /// Fetches pages under a `FetchPolicy`. Build one and share it: it holds the TLS set-up that
-/// every hop's pinned client reuses.
+/// every hop's pinned client reuses. Where a hop may connect is decided by the gateway-wide
+/// outbound policy (`promptgate_outbound`), the same one MCP connections go through.
 pub struct SafeFetcher {
     policy: FetchPolicy,
-    resolver: Arc<dyn HostResolver>,
-    /// Kept as the failure text when the system has no usable root certificates: plain http
-    /// still works, and https fetches say why they cannot.
-    tls: Result<rustls::ClientConfig, String>,
+    outbound: Outbound,
 }
 
 fn fetch_failed(reason: impl std::fmt::Display) -> ToolError {
     ToolError::Failed(format!("Fetch content failed: {reason}"))
+}
+
+impl FetchPolicy {
+    /// The address part of this policy, in the shape every outbound connection shares.
+    pub fn addresses(&self) -> AddressPolicy {
+        AddressPolicy {
+            allow_loopback: self.allow_loopback,
+            allow_private: self.allow_private,
+            allowed_addrs: self.allowed_addrs.clone(),
+        }
+    }
 }
 
 impl SafeFetcher {
@@ -128,16 +132,8 @@ impl SafeFetcher {
 
     /// Uses `resolver` for host names. Its answers get the same checks as the system's.
     pub fn with_resolver(policy: FetchPolicy, resolver: Arc<dyn HostResolver>) -> Self {
-        ensure_tls_provider();
-        let tls = platform_tls_config().map_err(|e| {
-            tracing::warn!(error = %e, "no TLS root certificates; https pages cannot be fetched");
-            format!("https is unavailable on this server ({e})")
-        });
-        Self {
-            policy,
-            resolver,
-            tls,
-        }
+        let outbound = Outbound::with_resolver(policy.addresses(), resolver);
+        Self { policy, outbound }
     }
 
     pub fn policy(&self) -> &FetchPolicy {
@@ -210,28 +206,13 @@ impl SafeFetcher {
 
     /// Sends one GET whose connection can only go to addresses the policy allows.
     async fn send_pinned(&self, url: &Url) -> Result<reqwest::Response, ToolError> {
-        let port = url.port_or_known_default().unwrap_or(80);
-        let mut builder = reqwest::Client::builder()
-            .redirect(redirect::Policy::none())
-            .no_proxy()
+        let target = self.outbound.check_url(url).await.map_err(fetch_failed)?;
+        let client = self
+            .outbound
+            .pinned_builder(url, &target)
+            .map_err(fetch_failed)?
             .user_agent(self.policy.user_agent.as_str())
             .connect_timeout(self.policy.timeout)
-            .dns_resolver(resolve::NoLookups);
-        match (&self.tls, url.scheme()) {
-            (Ok(tls), _) => builder = builder.tls_backend_preconfigured(tls.clone()),
-            (Err(reason), "https") => return Err(fetch_failed(reason)),
-            (Err(_), _) => {}
-        }
-        match url.host() {
-            Some(Host::Ipv4(ip)) => self.check(SocketAddr::new(IpAddr::V4(ip), port))?,
-            Some(Host::Ipv6(ip)) => self.check(SocketAddr::new(IpAddr::V6(ip), port))?,
-            Some(Host::Domain(name)) => {
-                let addrs = self.resolve_checked(name, port).await?;
-                builder = builder.resolve_to_addrs(name, &addrs);
-            }
-            None => return Err(fetch_failed("the URL has no host")),
-        }
-        let client = builder
             .build()
             .map_err(|_| fetch_failed("could not set up the HTTP client"))?;
         let host = url.host_str().unwrap_or_default();
@@ -241,47 +222,6 @@ impl SafeFetcher {
             .send()
             .await
             .map_err(|e| fetch_failed(describe_transport_error(&e, host)))
-    }
-
-    /// Resolves once; refuses the host when any of its addresses is not allowed, since we cannot
-    /// control which one the connection would use.
-    async fn resolve_checked(&self, name: &str, port: u16) -> Result<Vec<SocketAddr>, ToolError> {
-        let addrs = self
-            .resolver
-            .resolve(name, port)
-            .await
-            .map_err(|_| fetch_failed(format!("the host name {name} could not be resolved")))?;
-        // The port is the URL's whatever a resolver reports; that is where the client connects.
-        let addrs: Vec<SocketAddr> = addrs.into_iter().map(|a| SocketAddr::new(a.ip(), port)).collect();
-        if addrs.is_empty() {
-            return Err(fetch_failed(format!("the host name {name} has no addresses")));
-        }
-        for addr in &addrs {
-            self.check(*addr).map_err(|_| {
-                let ip = addr.ip();
-                let range = classify(ip).map_or_else(|| "an address".to_owned(), |r| r.to_string());
-                fetch_failed(format!(
-                    "{name} resolves to {ip}, which is {range} and is not allowed"
-                ))
-            })?;
-        }
-        Ok(addrs)
-    }
-
-    fn check(&self, addr: SocketAddr) -> Result<(), ToolError> {
-        if self.policy.allowed_addrs.contains(&addr) {
-            return Ok(());
-        }
-        match classify(addr.ip()) {
-            None => Ok(()),
-            Some(RestrictedRange::Loopback) if self.policy.allow_loopback => Ok(()),
-            Some(RestrictedRange::Private | RestrictedRange::SharedCarrierNat)
-                if self.policy.allow_private =>
-            {
-                Ok(())
-            }
-            Some(_) => Err(fetch_failed(refusal(addr.ip()))),
-        }
     }
 
     async fn read_page(
@@ -357,13 +297,6 @@ fn sniffed_type_name(kind: Kind) -> String {
         Kind::Json => "application/json",
     }
     .to_owned()
-}
-
-fn refusal(ip: IpAddr) -> String {
-    match classify(ip) {
-        Some(range) => format!("the address {ip} is {range} and is not allowed"),
-        None => format!("the address {ip} is not allowed"),
-    }
 }
 
 fn parse_web_url(raw: &str) -> Result<Url, ToolError> {

@@ -15,8 +15,9 @@ use url::Url;
 pub use brave::BraveSearch;
 pub use searxng::SearxNg;
 
-use super::http::{describe_transport_error, ensure_tls_provider, read_capped};
+use super::http::{describe_transport_error, read_capped};
 use crate::ToolError;
+use promptgate_outbound::ensure_tls_provider;
 
 /// Results a caller may ask for; a backend is never asked for more.
 pub const MAX_RESULTS_LIMIT: usize = 25;

@@ -1,5 +1,5 @@
-//! Name resolution for the fetcher, behind a trait so a test can map a name of its own choosing
-//! to a loopback server. Whatever a resolver returns is still checked against the policy.
+//! Name resolution, behind a trait so a test can map a name of its own choosing to a loopback
+//! server. Whatever a resolver returns is still checked against the policy.
 
 use std::io;
 use std::net::SocketAddr;
@@ -33,7 +33,7 @@ impl HostResolver for SystemResolver {
 /// Installed as the DNS resolver of every pinned client: names are resolved and checked before
 /// the client exists, so a lookup reaching it means a name escaped the pinning. Refusing it
 /// keeps such a bug from turning into a connection to an unchecked address.
-pub(super) struct NoLookups;
+pub(crate) struct NoLookups;
 
 impl reqwest::dns::Resolve for NoLookups {
     fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {

@@ -1,10 +1,10 @@
-//! Which IP addresses a fetch may connect to.
+//! What kind of IP address a destination is.
 //!
-//! A fetch is driven by a model that reads untrusted pages, so any URL it asks for may be an attempt
-//! to reach the gateway's own network (cloud metadata at 169.254.169.254, an admin port on
-//! localhost, a database on 10.x). Everything that is not plain public unicast is classified here,
-//! including IPv6 forms that carry an IPv4 address inside them, because a connect to
-//! `[::ffff:127.0.0.1]` or `[64:ff9b::a00:1]` reaches the embedded IPv4 host.
+//! A URL a user or a model hands us may be an attempt to reach the gateway's own network (cloud
+//! metadata at 169.254.169.254, an admin port on localhost, a database on 10.x). Everything that is
+//! not plain public unicast is classified here, including IPv6 forms that carry an IPv4 address
+//! inside them, because a connect to `[::ffff:127.0.0.1]` or `[64:ff9b::a00:1]` reaches the
+//! embedded IPv4 host.
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -12,6 +12,9 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 /// Why an address is not an ordinary public one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RestrictedRange {
+    /// A cloud provider's instance metadata service, which hands out credentials. Only an exact
+    /// `allowed_addrs` entry opens it; `allow_private` does not.
+    Metadata,
     Loopback,
     Unspecified,
     /// RFC 1918 networks and IPv6 unique-local / site-local addresses.
@@ -30,6 +33,7 @@ pub enum RestrictedRange {
 impl RestrictedRange {
     fn description(self) -> &'static str {
         match self {
+            Self::Metadata => "a cloud metadata address",
             Self::Loopback => "a loopback address",
             Self::Unspecified => "an unspecified address",
             Self::Private => "a private network address",
@@ -66,6 +70,10 @@ fn in_v4_net(ip: Ipv4Addr, net: [u8; 4], prefix: u32) -> bool {
 fn classify_v4(ip: Ipv4Addr) -> Option<RestrictedRange> {
     use RestrictedRange::*;
     let table: &[([u8; 4], u32, RestrictedRange)] = &[
+        // Metadata endpoints first: some sit inside ranges an operator may open (CGNAT, public).
+        ([169, 254, 169, 254], 32, Metadata),
+        ([100, 100, 100, 200], 32, Metadata),
+        ([168, 63, 129, 16], 32, Metadata),
         ([0, 0, 0, 0], 32, Unspecified),
         // "This network": never a valid destination, and 0.x is routed to localhost by some stacks.
         ([0, 0, 0, 0], 8, Reserved),
@@ -130,6 +138,8 @@ fn classify_v6(ip: Ipv6Addr) -> Option<RestrictedRange> {
         return classify_v4(v4);
     }
     let table: &[(u128, u32, RestrictedRange)] = &[
+        // fd00:ec2::254, the IPv6 metadata endpoint, inside unique-local space.
+        (0xfd00_0ec2_0000_0000_0000_0000_0000_0254, 128, Metadata),
         // 64:ff9b:1::/48, NAT64 for local use: translates into private networks.
         (0x0064_ff9b_0001 << 80, 48, Private),
         (0xfc00 << 112, 7, Private),
@@ -178,7 +188,12 @@ mod tests {
             ("100.64.0.1", Some(SharedCarrierNat)),
             ("100.127.255.255", Some(SharedCarrierNat)),
             ("100.128.0.1", None),
-            ("169.254.169.254", Some(LinkLocal)),
+            ("169.254.169.254", Some(Metadata)),
+            ("169.254.1.1", Some(LinkLocal)),
+            ("100.100.100.200", Some(Metadata)),
+            ("168.63.129.16", Some(Metadata)),
+            ("fd00:ec2::254", Some(Metadata)),
+            ("fd00:ec2::253", Some(Private)),
             ("192.0.0.8", Some(Reserved)),
             ("192.0.2.10", Some(Documentation)),
             ("198.51.100.7", Some(Documentation)),
@@ -210,7 +225,7 @@ mod tests {
             // IPv4-mapped
             ("::ffff:127.0.0.1", Some(Loopback)),
             ("::ffff:10.0.0.1", Some(Private)),
-            ("::ffff:169.254.169.254", Some(LinkLocal)),
+            ("::ffff:169.254.169.254", Some(Metadata)),
             ("::ffff:8.8.8.8", None),
             // IPv4-compatible
             ("::127.0.0.1", Some(Loopback)),
@@ -218,12 +233,14 @@ mod tests {
             // NAT64 well-known prefix
             ("64:ff9b::127.0.0.1", Some(Loopback)),
             ("64:ff9b::a00:1", Some(Private)),
-            ("64:ff9b::169.254.169.254", Some(LinkLocal)),
+            ("64:ff9b::169.254.169.254", Some(Metadata)),
             ("64:ff9b::8.8.8.8", None),
             ("64:ff9b:1::1", Some(Private)),
             // 6to4 embedding 127.0.0.1 and 192.168.0.1
             ("2002:7f00:1::1", Some(Loopback)),
             ("2002:c0a8:1::", Some(Private)),
+            // Teredo
+            ("2001:0:4136:e378:8000:63bf:3fff:fdd2", Some(Reserved)),
         ];
         for (text, expected) in cases {
             let ip: IpAddr = text.parse().unwrap_or_else(|e| panic!("{text}: {e}"));

@@ -59,6 +59,7 @@ fn api_info() -> OpenApi {
 pub fn openapi() -> OpenApi {
     let mut api = api_info();
     let _router: Router<AppState> = api_routes().merge(streaming_routes()).finish_api(&mut api);
+    crate::api_doc::complete(&mut api);
     api
 }
 
@@ -66,7 +67,9 @@ pub fn build(state: AppState) -> Router {
     let limits = state.config.limits.clone();
     let mut api = api_info();
     let documented = api_routes().finish_api(&mut api);
-    let spec = Arc::new(api);
+    // The served document describes every route, the streaming ones included: the same as
+    // `promptgate openapi` prints.
+    let spec = Arc::new(openapi());
 
     let rest = documented.layer(TimeoutLayer::with_status_code(
         StatusCode::GATEWAY_TIMEOUT,

@@ -1,5 +1,6 @@
 //! The promptgate server: configuration, HTTP routes and the CLI behind the `promptgate` binary.
 
+pub mod api_doc;
 pub mod app;
 pub mod auth;
 pub mod cli;

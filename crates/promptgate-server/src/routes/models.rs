@@ -4,12 +4,12 @@ use aide::axum::ApiRouter;
 use aide::axum::routing::get_with;
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
 use promptgate_core::settings::{Engine, Model, ModelProfile};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::validate::{client_id, optional_text, required_text};
+use crate::api_doc::{Created, NoContent};
 use crate::auth::CurrentUser;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
@@ -144,11 +144,11 @@ async fn create(
     State(state): State<AppState>,
     user: CurrentUser,
     ApiJson(input): ApiJson<ModelInput>,
-) -> ApiResult<(StatusCode, Json<Model>)> {
+) -> ApiResult<Created<Json<Model>>> {
     let model = input.into_model(&state)?;
     let created = state.store.create_model(&user.id, &model).await?;
     tracing::info!(user = %user.id, model = %created.id, "model created");
-    Ok((StatusCode::CREATED, Json(created)))
+    Ok(Created(Json(created)))
 }
 
 async fn update(
@@ -176,11 +176,11 @@ async fn delete(
     State(state): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
-) -> ApiResult<StatusCode> {
+) -> ApiResult<NoContent> {
     state
         .store
         .delete_model(&user.id, &id)
         .await
         .map_err(|e| ApiError::from_store(e, "model", &id))?;
-    Ok(StatusCode::NO_CONTENT)
+    Ok(NoContent)
 }

@@ -13,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
@@ -65,6 +66,7 @@ pub fn openapi() -> OpenApi {
 
 pub fn build(state: AppState) -> Router {
     let limits = state.config.limits.clone();
+    crate::observe::prometheus();
     let mut api = api_info();
     let documented = api_routes().finish_api(&mut api);
     // The served document describes every route, the streaming ones included: the same as
@@ -84,6 +86,7 @@ pub fn build(state: AppState) -> Router {
         .merge(streaming)
         .route("/healthz", get(routes::health::healthz))
         .route("/readyz", get(routes::health::readyz))
+        .route("/metrics", get(crate::observe::metrics_endpoint))
         .route(
             "/openapi.json",
             get(move || {
@@ -91,6 +94,8 @@ pub fn build(state: AppState) -> Router {
                 async move { axum::Json(spec.as_ref().clone()) }
             }),
         )
+        // Runs after routing, so it knows the route's template; cheap: it only copies that label.
+        .route_layer(axum::middleware::from_fn(crate::observe::label_route))
         .fallback(unknown_route)
         .method_not_allowed_fallback(wrong_method)
         .with_state(state);
@@ -102,6 +107,11 @@ pub fn build(state: AppState) -> Router {
             tracing::error!("a request handler panicked");
             ApiError::internal().into_response()
         }))
+        // A client's x-request-id is kept, else one is made; it is echoed, logged with every line of
+        // the request and its turn, and put into error bodies.
+        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+        .layer(PropagateRequestIdLayer::x_request_id())
+        .layer(axum::middleware::from_fn(crate::observe::track_request))
         .layer(TraceLayer::new_for_http())
         .layer(DefaultBodyLimit::max(limits.body_bytes))
         .service(routes);

@@ -229,10 +229,11 @@ async fn shutdown_signal() {
     };
     #[cfg(not(unix))]
     let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = terminate => {},
-    }
+    let signal = tokio::select! {
+        () = ctrl_c => "SIGINT",
+        () = terminate => "SIGTERM",
+    };
+    tracing::info!(signal, "shutdown signal received; finishing requests in flight");
 }
 
 #[cfg(test)]

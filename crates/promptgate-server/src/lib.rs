@@ -8,6 +8,7 @@ pub mod config;
 pub mod error;
 pub mod eval;
 pub mod extract;
+pub mod observe;
 pub mod routes;
 pub mod runtime;
 pub mod state;

@@ -157,3 +157,168 @@ fn a_bad_config_fails_fast_with_a_readable_message() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("loopback"), "{stderr}");
 }
+
+/// The JSON log lines a server wrote, parsed.
+fn json_lines(path: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("not a JSON log line ({e}): {line}"))
+        })
+        .collect()
+}
+
+/// The value of `key` in the line's own fields or in the span it was logged in.
+fn field<'a>(line: &'a Value, key: &str) -> &'a Value {
+    if !line["fields"][key].is_null() {
+        return &line["fields"][key];
+    }
+    &line["span"][key]
+}
+
+#[tokio::test]
+async fn an_operator_gets_metrics_request_ids_and_one_json_line_per_request_and_turn() {
+    common::init();
+    let dir = std::env::temp_dir().join(format!("promptgate-observe-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = format!("sqlite://{}/gw.db?mode=rwc", dir.display());
+    let log_path = dir.join("stderr.log");
+    let port = free_port();
+    let mut server = Server(
+        promptgate()
+            .arg("serve")
+            .env("DATABASE_URL", &db)
+            .env("PROMPTGATE_LISTEN", format!("127.0.0.1:{port}"))
+            .env("PROMPTGATE_LOG", "info")
+            .env("PROMPTGATE_LOG_FORMAT", "json")
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(std::fs::File::create(&log_path).unwrap()))
+            .spawn()
+            .unwrap(),
+    );
+    let http = reqwest::Client::new();
+    let base = format!("http://127.0.0.1:{port}");
+    wait_ready(&http, &base).await;
+
+    // A turn in which the demo model calls render_html, under the client's request id.
+    let res = http
+        .post(format!("{base}/v1/chat"))
+        .header("x-request-id", "req-turn-1")
+        .json(&common::use_chat_body("observed", "Make me a tiny page", "demo"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    assert_eq!(res.headers()["x-request-id"], "req-turn-1", "the id is echoed");
+    let stream = res.text().await.unwrap();
+    assert!(stream.contains("tool-output-available"), "{stream}");
+
+    // An error body names the request, whether the client chose the id or the server made one up.
+    let res = http
+        .get(format!("{base}/v1/threads/nowhere"))
+        .header("x-request-id", "req-missing-1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 404);
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["error"]["request_id"], "req-missing-1", "{body}");
+    let res = http
+        .get(format!("{base}/v1/threads/nowhere"))
+        .send()
+        .await
+        .unwrap();
+    let made_up = res.headers()["x-request-id"].to_str().unwrap().to_owned();
+    assert!(!made_up.is_empty());
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["error"]["request_id"], made_up.as_str(), "{body}");
+
+    let metrics = http
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let value = |series: &str| -> f64 {
+        metrics
+            .lines()
+            .find(|line| line.starts_with(series))
+            .and_then(|line| line.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {series} in\n{metrics}"))
+    };
+    assert_eq!(
+        value(r#"promptgate_http_requests_total{route="/v1/chat",method="POST",status="200"}"#),
+        1.0
+    );
+    assert_eq!(
+        value(r#"promptgate_http_requests_total{route="/v1/threads/{id}",method="GET",status="404"}"#),
+        2.0
+    );
+    assert_eq!(
+        value(r#"promptgate_turns_total{kind="chat",outcome="completed"}"#),
+        1.0
+    );
+    assert_eq!(
+        value(r#"promptgate_tool_calls_total{tool="render_html",outcome="ok"}"#),
+        1.0
+    );
+    assert_eq!(value("promptgate_turns_in_flight"), 0.0);
+    assert!(value("promptgate_prompt_tokens_total") > 0.0, "{metrics}");
+    assert!(
+        metrics.contains("promptgate_http_request_duration_seconds_bucket{"),
+        "{metrics}"
+    );
+
+    // SIGTERM: the server says so and stops.
+    let pid = server.0.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    for _ in 0..200 {
+        if server.0.try_wait().unwrap().is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let lines = json_lines(&log_path);
+    let access: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["target"] == "promptgate::access")
+        .collect();
+    let chat = access
+        .iter()
+        .find(|l| field(l, "request_id") == "req-turn-1")
+        .unwrap_or_else(|| panic!("no access line for the turn: {access:?}"));
+    assert_eq!(field(chat, "status"), 200);
+    assert_eq!(field(chat, "route"), "/v1/chat");
+    assert_eq!(chat["level"], "INFO");
+    assert!(
+        access.iter().any(|l| field(l, "request_id") == "req-missing-1"),
+        "{access:?}"
+    );
+    let turn = lines
+        .iter()
+        .find(|l| l["target"] == "promptgate::turn")
+        .unwrap_or_else(|| panic!("no turn summary: {lines:?}"));
+    assert_eq!(field(turn, "request_id"), "req-turn-1");
+    assert_eq!(field(turn, "model"), "demo");
+    assert_eq!(field(turn, "tool_calls"), 1);
+    assert_eq!(field(turn, "status"), "completed");
+    assert!(field(turn, "steps").as_u64().unwrap() >= 2, "{turn}");
+    assert!(
+        lines.iter().any(|l| field(l, "message")
+            .as_str()
+            .is_some_and(|m| m.contains("shutdown signal"))
+            && field(l, "signal") == "SIGTERM"),
+        "no line about the signal: {lines:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -5,6 +5,7 @@ pub mod app;
 pub mod auth;
 pub mod cli;
 pub mod config;
+pub mod deploy;
 pub mod error;
 pub mod eval;
 pub mod extract;

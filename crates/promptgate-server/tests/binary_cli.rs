@@ -322,3 +322,182 @@ async fn an_operator_gets_metrics_request_ids_and_one_json_line_per_request_and_
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test]
+async fn healthcheck_passes_for_a_ready_server_and_fails_without_one() {
+    common::init();
+    let dir = std::env::temp_dir().join(format!("promptgate-health-{}", std::process::id()));
+    let db = format!("sqlite://{}/gw.db?mode=rwc", dir.display());
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let _server = Server(
+        promptgate()
+            .arg("serve")
+            .env("DATABASE_URL", &db)
+            .env("PROMPTGATE_LISTEN", &listen)
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_ready(&reqwest::Client::new(), &format!("http://{listen}")).await;
+    // The configured listen address, as the image's HEALTHCHECK runs it.
+    let ok = promptgate()
+        .arg("healthcheck")
+        .env("PROMPTGATE_LISTEN", &listen)
+        .output()
+        .unwrap();
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+
+    let nobody = format!("127.0.0.1:{}", free_port());
+    let down = promptgate()
+        .args(["healthcheck", "--address", &nobody, "--timeout", "2"])
+        .output()
+        .unwrap();
+    assert!(!down.status.success());
+    assert!(
+        String::from_utf8_lossy(&down.stderr).contains("nothing answers"),
+        "{}",
+        String::from_utf8_lossy(&down.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn repo_root() -> std::path::PathBuf {
+    std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+}
+
+/// The compose file against the compose specification's JSON schema (vendored in docker/schema),
+/// with check-jsonschema from tests/py/.venv (`tests/py/install.sh`). No Docker daemon is needed.
+#[test]
+fn the_compose_file_follows_the_compose_specification() {
+    let bin = repo_root().join("tests/py/.venv/bin/check-jsonschema");
+    if !bin.is_file() {
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "tests/py/.venv is missing: run tests/py/install.sh"
+        );
+        #[allow(clippy::print_stderr)]
+        {
+            eprintln!("note: skipping the compose schema check; run tests/py/install.sh to include it");
+        }
+        return;
+    }
+    let out = Command::new(bin)
+        .arg("--schemafile")
+        .arg(repo_root().join("docker/schema/compose-spec.json"))
+        .arg(repo_root().join("docker/docker-compose.yml"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn the_docker_files_name_files_that_exist_and_pinned_images() {
+    let root = repo_root();
+    let dockerfile = std::fs::read_to_string(root.join("docker/Dockerfile")).unwrap();
+    let ignored: Vec<String> = std::fs::read_to_string(root.join(".dockerignore"))
+        .unwrap()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_owned)
+        .collect();
+    let mut copies = 0;
+    for line in dockerfile.lines().map(str::trim) {
+        let Some(args) = line.strip_prefix("COPY ") else {
+            continue;
+        };
+        if args.contains("--from=") {
+            continue;
+        }
+        let words: Vec<&str> = args.split_whitespace().filter(|w| !w.starts_with("--")).collect();
+        let (_, sources) = words.split_last().unwrap();
+        for source in sources {
+            copies += 1;
+            assert!(
+                root.join(source).exists(),
+                "the Dockerfile copies {source}, which does not exist"
+            );
+            let top = source.split('/').next().unwrap();
+            assert!(
+                !ignored.iter().any(|i| i == source || i == top),
+                "the Dockerfile copies {source}, which .dockerignore leaves out of the context"
+            );
+        }
+    }
+    assert!(copies >= 4, "no COPY lines found");
+    let mut stages = Vec::new();
+    for line in dockerfile.lines().filter(|l| l.starts_with("FROM ")) {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if let [_, _, as_, stage] = words[..]
+            && as_.eq_ignore_ascii_case("as")
+        {
+            stages.push(stage);
+        }
+        let image = words[1];
+        if stages.contains(&image) {
+            continue;
+        }
+        assert!(
+            image.contains(':') && !image.ends_with(":latest"),
+            "unpinned base image: {line}"
+        );
+    }
+
+    let compose: Value =
+        yaml_serde::from_str(&std::fs::read_to_string(root.join("docker/docker-compose.yml")).unwrap())
+            .unwrap();
+    let services = compose["services"].as_object().unwrap();
+    for (name, service) in services {
+        assert_eq!(service["restart"], "unless-stopped", "{name}");
+        if let Some(image) = service["image"].as_str()
+            && service.get("build").is_none()
+        {
+            let tag = image.rsplit_once(':').map(|(_, t)| t).unwrap_or("latest");
+            assert!(
+                tag != "latest" && tag.chars().any(|c| c.is_ascii_digit()),
+                "{name}: image {image} is not pinned to a version"
+            );
+        }
+        for volume in service["volumes"].as_array().into_iter().flatten() {
+            let source = volume.as_str().unwrap().split(':').next().unwrap();
+            if source.starts_with('.') {
+                assert!(
+                    root.join("docker").join(source).exists(),
+                    "{name} mounts {source}, which does not exist"
+                );
+            }
+        }
+    }
+    let gateway = &services["gateway"];
+    let context = root
+        .join("docker")
+        .join(gateway["build"]["context"].as_str().unwrap());
+    assert!(
+        context
+            .join(gateway["build"]["dockerfile"].as_str().unwrap())
+            .is_file()
+    );
+    let grace = gateway["stop_grace_period"].as_str().unwrap();
+    let secs: u64 = grace.trim_end_matches('s').parse().unwrap();
+    // The server's default shutdown grace is 20 s; Docker must wait longer before SIGKILL.
+    assert!(
+        secs > 20,
+        "stop_grace_period {grace} is not longer than the shutdown grace"
+    );
+    let probe = &services["postgres"]["healthcheck"]["test"];
+    assert!(
+        probe.to_string().contains("127.0.0.1"),
+        "pg_isready must ask over TCP: {probe}"
+    );
+    assert_eq!(
+        gateway["healthcheck"]["test"],
+        json!(["CMD", "promptgate", "healthcheck"])
+    );
+}

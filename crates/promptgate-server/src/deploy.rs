@@ -59,6 +59,7 @@ pub const DATABASE_WAIT: Duration = Duration::from_secs(60);
 /// (0.5 s up to 5 s) until `wait` has passed. SQLite is never retried: its failures are about the
 /// file and do not go away by waiting.
 pub async fn connect_with_retry(url: &str, wait: Duration) -> anyhow::Result<Store> {
+    check_sqlite_file(url)?;
     let retry = url.starts_with("postgres");
     let deadline = tokio::time::Instant::now() + wait;
     let mut backoff = Duration::from_millis(500);
@@ -77,6 +78,40 @@ pub async fn connect_with_retry(url: &str, wait: Duration) -> anyhow::Result<Sto
             Err(err) => return Err(err.into()),
         }
     }
+}
+
+/// A SQLite URL that does not ask for `mode=rwc` must name a file that exists: otherwise a relative
+/// path run from another directory would quietly start over with a new, empty database.
+pub fn check_sqlite_file(url: &str) -> anyhow::Result<()> {
+    let Some(rest) = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))
+    else {
+        return Ok(());
+    };
+    let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let modes: Vec<&str> = query
+        .split('&')
+        .filter_map(|kv| kv.strip_prefix("mode="))
+        .collect();
+    if path.is_empty() || path == ":memory:" || modes.iter().any(|m| *m == "rwc" || *m == "memory") {
+        return Ok(());
+    }
+    let file = std::path::Path::new(path);
+    if file.exists() {
+        return Ok(());
+    }
+    let absolute = std::env::current_dir().map_or_else(|_| file.to_path_buf(), |dir| dir.join(file));
+    let dir_note = match absolute.parent() {
+        Some(parent) if !parent.exists() => format!(" (nor does its directory {})", parent.display()),
+        _ => String::new(),
+    };
+    anyhow::bail!(
+        "the SQLite database {} does not exist{dir_note}. Fix the path (a relative one is resolved from \
+         the directory promptgate runs in), or add ?mode=rwc to the URL to create a new database there: \
+         sqlite://{path}?mode=rwc",
+        absolute.display()
+    )
 }
 
 /// The database as the start-up log names it: the password hidden, a SQLite file as an absolute path

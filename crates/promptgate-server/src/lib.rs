@@ -5,6 +5,8 @@ pub mod app;
 pub mod auth;
 pub mod cli;
 pub mod config;
+#[cfg(test)]
+mod config_keys;
 pub mod deploy;
 pub mod error;
 pub mod eval;

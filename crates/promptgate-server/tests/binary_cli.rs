@@ -501,3 +501,78 @@ fn the_docker_files_name_files_that_exist_and_pinned_images() {
         json!(["CMD", "promptgate", "healthcheck"])
     );
 }
+
+#[test]
+fn config_mistakes_are_refused_at_start_with_a_reason() {
+    let dir = std::env::temp_dir().join(format!("promptgate-config-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let listen = format!("127.0.0.1:{}", free_port());
+    let stderr_of = |cmd: &mut Command| -> String {
+        let out = cmd.output().unwrap();
+        assert!(!out.status.success(), "started although it should not");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+
+    // A default model nobody configured: every send would 404.
+    let err = stderr_of(
+        promptgate()
+            .arg("serve")
+            .env("PROMPTGATE_LISTEN", &listen)
+            .env("DATABASE_URL", "sqlite::memory:")
+            .env("PROMPTGATE_DEFAULT_MODEL", "gtp-4"),
+    );
+    assert!(
+        err.contains("default_model") && err.contains("gtp-4") && err.contains("demo"),
+        "{err}"
+    );
+
+    // A SQLite file that is not there, without mode=rwc: no silent new database.
+    let missing = dir.join("nowhere/gw.db");
+    let err = stderr_of(
+        promptgate()
+            .arg("serve")
+            .env("PROMPTGATE_LISTEN", &listen)
+            .env("DATABASE_URL", format!("sqlite://{}", missing.display())),
+    );
+    assert!(
+        err.contains(&missing.display().to_string()) && err.contains("mode=rwc"),
+        "{err}"
+    );
+
+    // A provider whose key variable is unset, unless it is marked keyless.
+    let config = |keyless: bool| {
+        let path = dir.join(format!("keyless-{keyless}.toml"));
+        std::fs::write(
+            &path,
+            format!(
+                "{}\n[[providers]]\nname = \"local\"\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\n\
+                 api_key_env = \"PROMPTGATE_TEST_UNSET_KEY\"\nkeyless = {keyless}\n",
+                promptgate_server::config::EMBEDDED_DEFAULT
+            ),
+        )
+        .unwrap();
+        path
+    };
+    let err = stderr_of(
+        promptgate()
+            .args(["--config"])
+            .arg(config(false))
+            .arg("serve")
+            .env("PROMPTGATE_LISTEN", &listen)
+            .env("DATABASE_URL", "sqlite::memory:")
+            .env_remove("PROMPTGATE_TEST_UNSET_KEY"),
+    );
+    assert!(
+        err.contains("PROMPTGATE_TEST_UNSET_KEY") && err.contains("keyless"),
+        "{err}"
+    );
+    let ok = promptgate()
+        .args(["--config"])
+        .arg(config(true))
+        .arg("migrate")
+        .env("DATABASE_URL", "sqlite::memory:")
+        .output()
+        .unwrap();
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    let _ = std::fs::remove_dir_all(&dir);
+}

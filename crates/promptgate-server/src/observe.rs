@@ -112,7 +112,7 @@ pub async fn track_request(request: Request, next: Next) -> Response {
             target: "promptgate::access",
             %path,
             status,
-            duration_ms = elapsed.as_secs_f64() * 1000.0,
+            duration_ms = millis(elapsed),
             "request"
         );
     });
@@ -240,7 +240,7 @@ impl Drop for TurnWatch {
                 output_tokens = self.output_tokens,
                 cached_tokens = self.cached_tokens,
                 status = self.outcome,
-                duration_ms = elapsed.as_secs_f64() * 1000.0,
+                duration_ms = millis(elapsed),
                 "turn finished"
             );
         });
@@ -257,6 +257,11 @@ where
         watch.see(&event);
         event
     })
+}
+
+/// Milliseconds with microsecond precision, so log lines stay short.
+fn millis(elapsed: std::time::Duration) -> f64 {
+    (elapsed.as_secs_f64() * 1_000_000.0).round() / 1000.0
 }
 
 /// Counts a store failure that became a 500.

@@ -3,10 +3,14 @@ CARGO ?= cargo
 # Where cargo puts its builds (the load driver is run from there).
 CARGO_TARGET_DIR_OR_DEFAULT = $(or $(CARGO_TARGET_DIR),target)
 
-.PHONY: run test lint fmt openapi bench check
+.PHONY: run test lint fmt openapi bench check install
 
 run:
 	$(CARGO) run -p promptgate-server --bin promptgate -- serve
+
+# Puts the `promptgate` binary into ~/.cargo/bin (on PATH after a rustup install).
+install:
+	$(CARGO) install --locked --path crates/promptgate-server --bin promptgate
 
 test:
 	scripts/with-postgres.sh $(CARGO) nextest run --workspace --no-fail-fast

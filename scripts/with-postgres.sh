@@ -3,16 +3,41 @@
 # The command sees PROMPTGATE_TEST_POSTGRES_URL (a superuser URL; tests create their own databases).
 set -euo pipefail
 
-pgbin=""
-for dir in /usr/lib/postgresql/*/bin; do
-  [ -x "$dir/initdb" ] && pgbin="$dir"
-done
+# Where the server binaries are: $PG_BINDIR if set, else initdb on PATH, else what pg_config reports,
+# else the newest of the distribution's versioned directories (compared as versions: 16 beats 9.6).
+find_pgbin() {
+  if [ -n "${PG_BINDIR:-}" ] && [ -x "$PG_BINDIR/initdb" ]; then
+    echo "$PG_BINDIR"; return
+  fi
+  local found
+  if found=$(command -v initdb 2>/dev/null) && [ -n "$found" ]; then
+    dirname "$found"; return
+  fi
+  if command -v pg_config >/dev/null 2>&1; then
+    found=$(pg_config --bindir 2>/dev/null || true)
+    if [ -n "$found" ] && [ -x "$found/initdb" ]; then
+      echo "$found"; return
+    fi
+  fi
+  local dir
+  for dir in $(ls -d /usr/lib/postgresql/*/bin /usr/pgsql-*/bin /usr/local/pgsql/bin \
+                 /opt/homebrew/opt/postgresql@*/bin /usr/local/opt/postgresql@*/bin 2>/dev/null | sort -V -r); do
+    if [ -x "$dir/initdb" ]; then
+      echo "$dir"; return
+    fi
+  done
+}
+
+pgbin=$(find_pgbin)
 if [ -z "$pgbin" ]; then
-  echo "with-postgres: no PostgreSQL server binaries found (apt-get install postgresql)" >&2
+  echo "with-postgres: no PostgreSQL server binaries (initdb, pg_ctl) found on PATH, through pg_config," >&2
+  echo "  or under /usr/lib/postgresql; install them (Debian/Ubuntu: apt-get install postgresql;" >&2
+  echo "  macOS: brew install postgresql@16) or set PG_BINDIR" >&2
   exit 1
 fi
 
-scratch=$(mktemp -d /tmp/promptgate-pg.XXXXXX)
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/promptgate-pg.XXXXXX")
+# As an ordinary user the cluster simply belongs to that user.
 as_pg() { "$@"; }
 if [ "$(id -u)" = "0" ]; then
   # initdb refuses to run as root: the cluster belongs to the postgres system user.
@@ -20,7 +45,12 @@ if [ "$(id -u)" = "0" ]; then
   as_pg() { runuser -u postgres -- "$@"; }
 fi
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+if command -v python3 >/dev/null 2>&1; then
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+else
+  # A port from the ephemeral range; pg_ctl fails loudly below in the rare case it is taken.
+  port=$(( 20000 + RANDOM % 20000 ))
+fi
 
 cleanup() {
   as_pg "$pgbin/pg_ctl" -D "$scratch/data" -m immediate -w stop >/dev/null 2>&1 || true

@@ -1,5 +1,6 @@
-// Drives promptgate's OpenAI-compatible facade with the official `openai` client, streamed and not, and
-// prints {"streamed": {...}, "plain": {...}} as JSON. The client's own validation (finish_reason present,
+// Drives promptgate's OpenAI-compatible facade with the official `openai` client: lists and retrieves
+// models, completes streamed and not, and prints {"models": [...], "retrieved": {...}, "streamed": {...},
+// "plain": {...}} as JSON. The client's own validation (finish_reason present,
 // roles, well-formed chunks) makes this exit with status 1 on a malformed response.
 //
 // usage: node openai-check.mjs <base-url-ending-in-/v1> <model> <user-text> [api-key]
@@ -14,6 +15,13 @@ const client = new OpenAI({ baseURL, apiKey: apiKey ?? 'unused-in-single-user-mo
 const messages = [{ role: 'user', content: text }];
 
 try {
+  // models.list() pages through `data` of an OpenAI list; a bare array would make it throw.
+  const models = [];
+  for await (const m of client.models.list()) {
+    models.push({ id: m.id, object: m.object, created: m.created, owned_by: m.owned_by });
+  }
+  const one = await client.models.retrieve(model);
+  const retrieved = { id: one.id, object: one.object, owned_by: one.owned_by };
   const stream = client.chat.completions.stream({ model, messages, stream_options: { include_usage: true } });
   let deltas = 0;
   stream.on('content', () => {
@@ -24,6 +32,8 @@ try {
   const plain = await client.chat.completions.create({ model, messages });
   process.stdout.write(
     JSON.stringify({
+      models,
+      retrieved,
       streamed: {
         content: choice.message.content,
         finish_reason: choice.finish_reason,

@@ -123,6 +123,8 @@ impl McpHub {
         let entry = self.entry(config);
         entry.touch();
         if let Some(error) = entry.waiting_for_retry() {
+            metrics::counter!("promptgate_mcp_discovery_failures_total", "kind" => "backing_off")
+                .increment(1);
             return DiscoveryOutcome::Failed {
                 server: config.clone(),
                 error,
@@ -138,6 +140,9 @@ impl McpHub {
                 tools,
             },
             Err(error) => {
+                // `kind` = `timeout` counts the servers that cost a send their whole discovery budget.
+                metrics::counter!("promptgate_mcp_discovery_failures_total", "kind" => error.kind())
+                    .increment(1);
                 entry.failed(&error);
                 DiscoveryOutcome::Failed {
                     server: config.clone(),

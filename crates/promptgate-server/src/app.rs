@@ -13,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
 use tower_http::trace::TraceLayer;
 
@@ -62,14 +63,18 @@ fn api_info() -> OpenApi {
 pub fn openapi() -> OpenApi {
     let mut api = api_info();
     let _router: Router<AppState> = api_routes().merge(streaming_routes()).finish_api(&mut api);
+    crate::api_doc::complete(&mut api);
     api
 }
 
 pub fn build(state: AppState) -> Router {
     let limits = state.config.limits.clone();
+    crate::observe::prometheus();
     let mut api = api_info();
     let documented = api_routes().finish_api(&mut api);
-    let spec = Arc::new(api);
+    // The served document describes every route, the streaming ones included: the same as
+    // `promptgate openapi` prints.
+    let spec = Arc::new(openapi());
 
     let rest = documented.layer(TimeoutLayer::with_status_code(
         StatusCode::GATEWAY_TIMEOUT,
@@ -94,6 +99,7 @@ pub fn build(state: AppState) -> Router {
         .merge(streaming)
         .route("/healthz", get(routes::health::healthz))
         .route("/readyz", get(routes::health::readyz))
+        .route("/metrics", get(crate::observe::metrics_endpoint))
         .route(
             "/openapi.json",
             get(move || {
@@ -101,6 +107,8 @@ pub fn build(state: AppState) -> Router {
                 async move { axum::Json(spec.as_ref().clone()) }
             }),
         )
+        // Runs after routing, so it knows the route's template; cheap: it only copies that label.
+        .route_layer(axum::middleware::from_fn(crate::observe::label_route))
         .fallback(unknown_route)
         .method_not_allowed_fallback(wrong_method)
         .with_state(state);
@@ -109,6 +117,12 @@ pub fn build(state: AppState) -> Router {
     let layered =
         ServiceBuilder::new()
             .map_response(IntoResponse::into_response)
+            // A client's x-request-id is kept, else one is made; it is echoed, logged with every line
+            // of the request and its turn, and put into error bodies (the ones the boundary rewrites
+            // too, so it sits inside the request's scope).
+            .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+            .layer(PropagateRequestIdLayer::x_request_id())
+            .layer(axum::middleware::from_fn(crate::observe::track_request))
             .layer(axum::middleware::from_fn(
                 |req, next: axum::middleware::Next| async move {
                     boundary::json_errors(next.run(req).await).await

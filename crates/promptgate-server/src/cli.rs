@@ -40,6 +40,16 @@ pub enum Command {
         #[command(subcommand)]
         command: UsersCommand,
     },
+    /// Ask the running server's /readyz (exit 0 when ready): a container health check that needs
+    /// no curl. Probes the configured listen address, over loopback when it listens on all interfaces.
+    Healthcheck {
+        /// Probe this address:port instead of the configured one.
+        #[arg(long)]
+        address: Option<std::net::SocketAddr>,
+        /// Seconds to wait for the answer.
+        #[arg(long, default_value_t = 3)]
+        timeout: u64,
+    },
     /// Print the OpenAPI document (YAML; --json for JSON).
     Openapi {
         #[arg(long)]
@@ -81,6 +91,15 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 yaml_serde::to_string(&api)?
             };
             write_stdout(&text)
+        }
+        Command::Healthcheck { address, timeout } => {
+            let address = match address {
+                Some(address) => address,
+                None => {
+                    crate::deploy::probe_address(Config::load(cli.config.as_deref(), &ProcessEnv)?.listen)
+                }
+            };
+            crate::deploy::healthcheck(address, std::time::Duration::from_secs(timeout)).await
         }
         Command::Migrate => {
             let config = Config::load(cli.config.as_deref(), &ProcessEnv)?;
@@ -125,7 +144,8 @@ fn write_stdout(text: &str) -> anyhow::Result<()> {
 }
 
 async fn open_store(config: &Config) -> anyhow::Result<Store> {
-    let store = Store::connect(&config.database_url)
+    tracing::info!(database = %crate::deploy::describe_database(&config.database_url), "opening the database");
+    let store = crate::deploy::connect_with_retry(&config.database_url, crate::deploy::DATABASE_WAIT)
         .await
         .with_context(|| format!("cannot open the database at {}", redact(&config.database_url)))?;
     store.migrate().await.context("database migration failed")?;
@@ -133,7 +153,7 @@ async fn open_store(config: &Config) -> anyhow::Result<Store> {
 }
 
 /// Hides a password in a database URL before it is logged.
-fn redact(url: &str) -> String {
+pub(crate) fn redact(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
         (Some(scheme), Some(at)) if at > scheme => {
             let creds = &url[scheme + 3..at];
@@ -294,10 +314,11 @@ async fn shutdown_signal() {
     };
     #[cfg(not(unix))]
     let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = terminate => {},
-    }
+    let signal = tokio::select! {
+        () = ctrl_c => "SIGINT",
+        () = terminate => "SIGTERM",
+    };
+    tracing::info!(signal, "shutdown signal received; finishing requests in flight");
 }
 
 #[cfg(test)]

@@ -324,6 +324,10 @@ pub struct ProviderEntry {
     /// Name of the environment variable holding the API key (the key itself never goes in the file).
     #[serde(default)]
     pub api_key_env: Option<String>,
+    /// The provider works without a key (a local server): an unset `api_key_env` variable is not an
+    /// error then.
+    #[serde(default)]
+    pub keyless: bool,
     #[serde(default)]
     pub connect_timeout_secs: Option<u64>,
     #[serde(default)]
@@ -518,6 +522,19 @@ impl Config {
                     provider.name
                 )));
             }
+        }
+        if !self.models.iter().any(|m| m.id == self.default_model) {
+            // Every send that names no model would answer 404 otherwise.
+            let known: Vec<&str> = self.models.iter().map(|m| m.id.as_str()).collect();
+            return Err(ConfigError::Invalid(format!(
+                "default_model = \"{}\" is not a configured model; configured: {}",
+                self.default_model,
+                if known.is_empty() {
+                    "none".to_owned()
+                } else {
+                    known.join(", ")
+                }
+            )));
         }
         let mut ids = std::collections::HashSet::new();
         for model in &self.models {

@@ -25,6 +25,10 @@ pub struct ErrorDetail {
     pub code: String,
     /// A sentence for humans.
     pub message: String,
+    /// The request's `x-request-id` (the client's, else one the server made up): quote it when
+    /// reporting a problem, the server's log lines for the request carry it too.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,10 +118,12 @@ impl From<StoreError> for ApiError {
             StoreError::Invalid(m) => Self::invalid(m),
             StoreError::Unavailable(detail) => {
                 tracing::warn!(error = %detail, "store unavailable");
+                crate::observe::store_error();
                 Self::store_unavailable()
             }
             other => {
                 tracing::error!(error = %other, "store failure");
+                crate::observe::store_error();
                 Self::internal()
             }
         }
@@ -187,6 +193,7 @@ impl IntoResponse for ApiError {
             error: ErrorDetail {
                 code: self.code.to_owned(),
                 message: bounded(self.message),
+                request_id: crate::observe::current_request_id(),
             },
         };
         let mut response = (self.status, Json(body)).into_response();

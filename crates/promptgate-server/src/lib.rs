@@ -1,15 +1,20 @@
 //! The promptgate server: configuration, HTTP routes and the CLI behind the `promptgate` binary.
 
+pub mod api_doc;
 pub mod app;
 pub mod auth;
 pub mod boundary;
 pub mod cli;
 pub mod config;
+#[cfg(test)]
+mod config_keys;
+pub mod deploy;
 pub mod error;
 pub mod eval;
 pub mod extract;
 pub mod listen;
 pub mod nul;
+pub mod observe;
 pub mod routes;
 pub mod runtime;
 pub mod secrets;

@@ -26,8 +26,13 @@ pub fn providers(config: &Config, env: &dyn Env) -> anyhow::Result<Providers> {
         let api_key = match &entry.api_key_env {
             Some(var) => {
                 let key = env.var(var);
-                if key.is_none() {
-                    tracing::warn!(provider = %entry.name, variable = %var, "the provider's API key variable is not set");
+                if key.is_none() && !entry.keyless {
+                    // Starting anyway would fail every send to this provider with a 401 from upstream.
+                    anyhow::bail!(
+                        "provider {}: the variable {var} holding its API key is not set; set it, or mark \
+                         the provider `keyless = true` if it needs no key",
+                        entry.name
+                    );
                 }
                 key
             }

@@ -158,6 +158,425 @@ fn a_bad_config_fails_fast_with_a_readable_message() {
     assert!(stderr.contains("loopback"), "{stderr}");
 }
 
+/// The JSON log lines a server wrote, parsed.
+fn json_lines(path: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("not a JSON log line ({e}): {line}"))
+        })
+        .collect()
+}
+
+/// The value of `key` in the line's own fields or in the span it was logged in.
+fn field<'a>(line: &'a Value, key: &str) -> &'a Value {
+    if !line["fields"][key].is_null() {
+        return &line["fields"][key];
+    }
+    &line["span"][key]
+}
+
+#[tokio::test]
+async fn an_operator_gets_metrics_request_ids_and_one_json_line_per_request_and_turn() {
+    common::init();
+    let dir = std::env::temp_dir().join(format!("promptgate-observe-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = format!("sqlite://{}/gw.db?mode=rwc", dir.display());
+    let log_path = dir.join("stderr.log");
+    let port = free_port();
+    let mut server = Server(
+        promptgate()
+            .arg("serve")
+            .env("DATABASE_URL", &db)
+            .env("PROMPTGATE_LISTEN", format!("127.0.0.1:{port}"))
+            .env("PROMPTGATE_LOG", "info")
+            .env("PROMPTGATE_LOG_FORMAT", "json")
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(std::fs::File::create(&log_path).unwrap()))
+            .spawn()
+            .unwrap(),
+    );
+    let http = reqwest::Client::new();
+    let base = format!("http://127.0.0.1:{port}");
+    wait_ready(&http, &base).await;
+
+    // A turn in which the demo model calls render_html, under the client's request id.
+    let res = http
+        .post(format!("{base}/v1/chat"))
+        .header("x-request-id", "req-turn-1")
+        .json(&common::use_chat_body("observed", "Make me a tiny page", "demo"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    assert_eq!(res.headers()["x-request-id"], "req-turn-1", "the id is echoed");
+    let stream = res.text().await.unwrap();
+    assert!(stream.contains("tool-output-available"), "{stream}");
+
+    // An error body names the request, whether the client chose the id or the server made one up.
+    let res = http
+        .get(format!("{base}/v1/threads/nowhere"))
+        .header("x-request-id", "req-missing-1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 404);
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["error"]["request_id"], "req-missing-1", "{body}");
+    let res = http
+        .get(format!("{base}/v1/threads/nowhere"))
+        .send()
+        .await
+        .unwrap();
+    let made_up = res.headers()["x-request-id"].to_str().unwrap().to_owned();
+    assert!(!made_up.is_empty());
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["error"]["request_id"], made_up.as_str(), "{body}");
+
+    let metrics = http
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let value = |series: &str| -> f64 {
+        metrics
+            .lines()
+            .find(|line| line.starts_with(series))
+            .and_then(|line| line.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {series} in\n{metrics}"))
+    };
+    assert_eq!(
+        value(r#"promptgate_http_requests_total{route="/v1/chat",method="POST",status="200"}"#),
+        1.0
+    );
+    assert_eq!(
+        value(r#"promptgate_http_requests_total{route="/v1/threads/{id}",method="GET",status="404"}"#),
+        2.0
+    );
+    assert_eq!(
+        value(r#"promptgate_turns_total{kind="chat",outcome="completed"}"#),
+        1.0
+    );
+    assert_eq!(
+        value(r#"promptgate_tool_calls_total{tool="render_html",outcome="ok"}"#),
+        1.0
+    );
+    assert_eq!(value("promptgate_turns_in_flight"), 0.0);
+    assert!(value("promptgate_prompt_tokens_total") > 0.0, "{metrics}");
+    assert!(
+        metrics.contains("promptgate_http_request_duration_seconds_bucket{"),
+        "{metrics}"
+    );
+
+    // SIGTERM: the server says so and stops.
+    let pid = server.0.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    for _ in 0..200 {
+        if server.0.try_wait().unwrap().is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let lines = json_lines(&log_path);
+    let access: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["target"] == "promptgate::access")
+        .collect();
+    let chat = access
+        .iter()
+        .find(|l| field(l, "request_id") == "req-turn-1")
+        .unwrap_or_else(|| panic!("no access line for the turn: {access:?}"));
+    assert_eq!(field(chat, "status"), 200);
+    assert_eq!(field(chat, "route"), "/v1/chat");
+    assert_eq!(chat["level"], "INFO");
+    assert!(
+        access.iter().any(|l| field(l, "request_id") == "req-missing-1"),
+        "{access:?}"
+    );
+    let turn = lines
+        .iter()
+        .find(|l| l["target"] == "promptgate::turn")
+        .unwrap_or_else(|| panic!("no turn summary: {lines:?}"));
+    assert_eq!(field(turn, "request_id"), "req-turn-1");
+    assert_eq!(field(turn, "model"), "demo");
+    assert_eq!(field(turn, "tool_calls"), 1);
+    assert_eq!(field(turn, "status"), "completed");
+    assert!(field(turn, "steps").as_u64().unwrap() >= 2, "{turn}");
+    assert!(
+        lines.iter().any(|l| field(l, "message")
+            .as_str()
+            .is_some_and(|m| m.contains("shutdown signal"))
+            && field(l, "signal") == "SIGTERM"),
+        "no line about the signal: {lines:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn healthcheck_passes_for_a_ready_server_and_fails_without_one() {
+    common::init();
+    let dir = std::env::temp_dir().join(format!("promptgate-health-{}", std::process::id()));
+    let db = format!("sqlite://{}/gw.db?mode=rwc", dir.display());
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let _server = Server(
+        promptgate()
+            .arg("serve")
+            .env("DATABASE_URL", &db)
+            .env("PROMPTGATE_LISTEN", &listen)
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_ready(&reqwest::Client::new(), &format!("http://{listen}")).await;
+    // The configured listen address, as the image's HEALTHCHECK runs it.
+    let ok = promptgate()
+        .arg("healthcheck")
+        .env("PROMPTGATE_LISTEN", &listen)
+        .output()
+        .unwrap();
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+
+    let nobody = format!("127.0.0.1:{}", free_port());
+    let down = promptgate()
+        .args(["healthcheck", "--address", &nobody, "--timeout", "2"])
+        .output()
+        .unwrap();
+    assert!(!down.status.success());
+    assert!(
+        String::from_utf8_lossy(&down.stderr).contains("nothing answers"),
+        "{}",
+        String::from_utf8_lossy(&down.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn repo_root() -> std::path::PathBuf {
+    std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+}
+
+/// The compose file against the compose specification's JSON schema (vendored in docker/schema),
+/// with check-jsonschema from tests/py/.venv (`tests/py/install.sh`). No Docker daemon is needed.
+#[test]
+fn the_compose_file_follows_the_compose_specification() {
+    let bin = repo_root().join("tests/py/.venv/bin/check-jsonschema");
+    if !bin.is_file() {
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "tests/py/.venv is missing: run tests/py/install.sh"
+        );
+        #[allow(clippy::print_stderr)]
+        {
+            eprintln!("note: skipping the compose schema check; run tests/py/install.sh to include it");
+        }
+        return;
+    }
+    let out = Command::new(bin)
+        .arg("--schemafile")
+        .arg(repo_root().join("docker/schema/compose-spec.json"))
+        .arg(repo_root().join("docker/docker-compose.yml"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn the_docker_files_name_files_that_exist_and_pinned_images() {
+    let root = repo_root();
+    let dockerfile = std::fs::read_to_string(root.join("docker/Dockerfile")).unwrap();
+    let ignored: Vec<String> = std::fs::read_to_string(root.join(".dockerignore"))
+        .unwrap()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_owned)
+        .collect();
+    let mut copies = 0;
+    for line in dockerfile.lines().map(str::trim) {
+        let Some(args) = line.strip_prefix("COPY ") else {
+            continue;
+        };
+        if args.contains("--from=") {
+            continue;
+        }
+        let words: Vec<&str> = args.split_whitespace().filter(|w| !w.starts_with("--")).collect();
+        let (_, sources) = words.split_last().unwrap();
+        for source in sources {
+            copies += 1;
+            assert!(
+                root.join(source).exists(),
+                "the Dockerfile copies {source}, which does not exist"
+            );
+            let top = source.split('/').next().unwrap();
+            assert!(
+                !ignored.iter().any(|i| i == source || i == top),
+                "the Dockerfile copies {source}, which .dockerignore leaves out of the context"
+            );
+        }
+    }
+    assert!(copies >= 4, "no COPY lines found");
+    let mut stages = Vec::new();
+    for line in dockerfile.lines().filter(|l| l.starts_with("FROM ")) {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if let [_, _, as_, stage] = words[..]
+            && as_.eq_ignore_ascii_case("as")
+        {
+            stages.push(stage);
+        }
+        let image = words[1];
+        if stages.contains(&image) {
+            continue;
+        }
+        assert!(
+            image.contains(':') && !image.ends_with(":latest"),
+            "unpinned base image: {line}"
+        );
+    }
+
+    let compose: Value =
+        yaml_serde::from_str(&std::fs::read_to_string(root.join("docker/docker-compose.yml")).unwrap())
+            .unwrap();
+    let services = compose["services"].as_object().unwrap();
+    for (name, service) in services {
+        assert_eq!(service["restart"], "unless-stopped", "{name}");
+        if let Some(image) = service["image"].as_str()
+            && service.get("build").is_none()
+        {
+            let tag = image.rsplit_once(':').map(|(_, t)| t).unwrap_or("latest");
+            assert!(
+                tag != "latest" && tag.chars().any(|c| c.is_ascii_digit()),
+                "{name}: image {image} is not pinned to a version"
+            );
+        }
+        for volume in service["volumes"].as_array().into_iter().flatten() {
+            let source = volume.as_str().unwrap().split(':').next().unwrap();
+            if source.starts_with('.') {
+                assert!(
+                    root.join("docker").join(source).exists(),
+                    "{name} mounts {source}, which does not exist"
+                );
+            }
+        }
+    }
+    let gateway = &services["gateway"];
+    let context = root
+        .join("docker")
+        .join(gateway["build"]["context"].as_str().unwrap());
+    assert!(
+        context
+            .join(gateway["build"]["dockerfile"].as_str().unwrap())
+            .is_file()
+    );
+    let grace = gateway["stop_grace_period"].as_str().unwrap();
+    let secs: u64 = grace.trim_end_matches('s').parse().unwrap();
+    // The server's default shutdown grace is 20 s; Docker must wait longer before SIGKILL.
+    assert!(
+        secs > 20,
+        "stop_grace_period {grace} is not longer than the shutdown grace"
+    );
+    let probe = &services["postgres"]["healthcheck"]["test"];
+    assert!(
+        probe.to_string().contains("127.0.0.1"),
+        "pg_isready must ask over TCP: {probe}"
+    );
+    assert_eq!(
+        gateway["healthcheck"]["test"],
+        json!(["CMD", "promptgate", "healthcheck"])
+    );
+}
+
+#[test]
+fn config_mistakes_are_refused_at_start_with_a_reason() {
+    let dir = std::env::temp_dir().join(format!("promptgate-config-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let listen = format!("127.0.0.1:{}", free_port());
+    let stderr_of = |cmd: &mut Command| -> String {
+        let out = cmd.output().unwrap();
+        assert!(!out.status.success(), "started although it should not");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+
+    // A default model nobody configured: every send would 404.
+    let err = stderr_of(
+        promptgate()
+            .arg("serve")
+            .env("PROMPTGATE_LISTEN", &listen)
+            .env("DATABASE_URL", "sqlite::memory:")
+            .env("PROMPTGATE_DEFAULT_MODEL", "gtp-4"),
+    );
+    assert!(
+        err.contains("default_model") && err.contains("gtp-4") && err.contains("demo"),
+        "{err}"
+    );
+
+    // A SQLite file that is not there, without mode=rwc: no silent new database.
+    let missing = dir.join("nowhere/gw.db");
+    let err = stderr_of(
+        promptgate()
+            .arg("serve")
+            .env("PROMPTGATE_LISTEN", &listen)
+            .env("DATABASE_URL", format!("sqlite://{}", missing.display())),
+    );
+    assert!(
+        err.contains(&missing.display().to_string()) && err.contains("mode=rwc"),
+        "{err}"
+    );
+
+    // A provider whose key variable is unset, unless it is marked keyless.
+    let config = |keyless: bool| {
+        let path = dir.join(format!("keyless-{keyless}.toml"));
+        std::fs::write(
+            &path,
+            format!(
+                "{}\n[[providers]]\nname = \"local\"\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\n\
+                 api_key_env = \"PROMPTGATE_TEST_UNSET_KEY\"\nkeyless = {keyless}\n",
+                promptgate_server::config::EMBEDDED_DEFAULT
+            ),
+        )
+        .unwrap();
+        path
+    };
+    let err = stderr_of(
+        promptgate()
+            .args(["--config"])
+            .arg(config(false))
+            .arg("serve")
+            .env("PROMPTGATE_LISTEN", &listen)
+            .env("DATABASE_URL", "sqlite::memory:")
+            .env_remove("PROMPTGATE_TEST_UNSET_KEY"),
+    );
+    assert!(
+        err.contains("PROMPTGATE_TEST_UNSET_KEY") && err.contains("keyless"),
+        "{err}"
+    );
+    let ok = promptgate()
+        .args(["--config"])
+        .arg(config(true))
+        .arg("migrate")
+        .env("DATABASE_URL", "sqlite::memory:")
+        .output()
+        .unwrap();
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Runs `promptgate users ARGS...` in tokens mode on `db` and returns its output.
 fn users_cmd(db: &str, args: &[&str]) -> String {
     let out = promptgate()

@@ -310,6 +310,17 @@ async fn an_upstream_failure_is_an_error_chunk_and_a_stored_error() {
     let stored = gw.stored_messages("e", 2).await;
     assert_eq!(stored[1]["status"], "error");
     assert_eq!(stored[0]["parts"][0]["text"], "hi", "the user's message is kept");
+    assert!(
+        gw.metric(r#"promptgate_upstream_errors_total{provider="scripted",kind="status_4xx"}"#)
+            .await
+            >= 1.0,
+        "the refusal is counted by provider and kind"
+    );
+    assert_eq!(
+        gw.metric(r#"promptgate_turns_total{kind="chat",outcome="error"}"#)
+            .await,
+        1.0
+    );
 }
 
 #[tokio::test]
@@ -399,6 +410,17 @@ async fn render_html_stores_an_artifact_served_under_a_sandboxing_csp() {
         .stream("/v1/chat", use_chat_body("art", "draw a clock", "scripted"))
         .await;
     assert_eq!(upstream.calls(), 2);
+    // Both upstream answers timed to their first event; the tool call counted and timed.
+    assert_eq!(
+        gw.metric(r#"promptgate_upstream_time_to_first_token_seconds_count{provider="scripted"}"#)
+            .await,
+        2.0
+    );
+    assert_eq!(
+        gw.metric(r#"promptgate_tool_call_duration_seconds_count{tool="render_html",outcome="ok"}"#)
+            .await,
+        1.0
+    );
     let input = sse.of_type("tool-input-available")[0];
     assert_eq!(input["title"], "Rendering artifact...");
     assert!(input.get("dynamic").is_none(), "built-in tools are static");

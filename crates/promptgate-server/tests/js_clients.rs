@@ -20,8 +20,9 @@ fn js_dir() -> Option<PathBuf> {
     if dir.join("node_modules/ai").is_dir() && dir.join("node_modules/openai").is_dir() {
         return Some(dir);
     }
-    assert!(
-        std::env::var_os("CI").is_none(),
+    assert_ne!(
+        std::env::var("CI").as_deref(),
+        Ok("true"),
         "tests/js/node_modules is missing: run `npm ci` in tests/js"
     );
     eprintln!("note: skipping the JavaScript client checks; run `npm ci` in tests/js to include them");
@@ -136,6 +137,14 @@ async fn the_openai_client_consumes_the_facade_streamed_and_whole() {
     )
     .await;
     assert!(ok, "the openai client rejected the facade: {result}");
+    let models = result["models"].as_array().unwrap();
+    let demo = models
+        .iter()
+        .find(|m| m["id"] == "demo")
+        .unwrap_or_else(|| panic!("models.list() did not list demo: {result}"));
+    assert_eq!(demo["object"], "model");
+    assert_eq!(demo["owned_by"], "system");
+    assert_eq!(result["retrieved"]["id"], "demo");
     for mode in ["streamed", "plain"] {
         let completion = &result[mode];
         assert_eq!(completion["finish_reason"], "stop", "{mode}: {completion}");

@@ -216,7 +216,9 @@ async fn mcp_server_secrets_are_write_only() {
 async fn system_models_are_read_only_and_user_models_need_a_configured_provider() {
     let gw = Gateway::single_user(Backend::Sqlite).await;
     let (_, models) = gw.get("/v1/models").await;
-    let demo = models
+    // OpenAI's list shape, promptgate's fields alongside.
+    assert_eq!(models["object"], "list", "{models}");
+    let demo = models["data"]
         .as_array()
         .unwrap()
         .iter()
@@ -224,6 +226,12 @@ async fn system_models_are_read_only_and_user_models_need_a_configured_provider(
         .cloned()
         .unwrap();
     assert_eq!(demo["system"], true);
+    assert_eq!(demo["object"], "model");
+    assert_eq!(demo["owned_by"], "system");
+    assert!(demo["created"].is_i64(), "{demo}");
+    assert_eq!(demo["provider"], "demo");
+    let (_, one) = gw.get("/v1/models/demo").await;
+    assert_eq!(one, demo, "one model reads as it does in the list");
 
     let (status, err) = gw
         .put("/v1/models/demo", json!({"id": "demo", "provider": "demo"}))

@@ -231,6 +231,56 @@ impl OpenAiCompatible {
 #[async_trait::async_trait]
 impl ChatModel for OpenAiCompatible {
     async fn stream(&self, request: ChatRequest) -> Result<EventStream, LlmError> {
+        let started = std::time::Instant::now();
+        let provider = self.inner.name.clone();
+        metrics::counter!("promptgate_upstream_requests_total", "provider" => provider.clone()).increment(1);
+        match self.stream_unmetered(request).await {
+            Ok(stream) => Ok(metered(provider, started, stream)),
+            Err(err) => {
+                count_upstream_error(&provider, &err);
+                Err(err)
+            }
+        }
+    }
+}
+
+/// Upstream failures by provider and kind (`connect`, `timeout_first_byte`, `status_5xx`, ...).
+fn count_upstream_error(provider: &str, err: &LlmError) {
+    let kind = match err {
+        LlmError::Cancelled => return,
+        LlmError::Connect(_) => "connect".to_owned(),
+        LlmError::Status { status, .. } => format!("status_{}xx", status / 100),
+        LlmError::Timeout { phase, .. } => match phase {
+            TimeoutPhase::Connect => "timeout_connect".to_owned(),
+            TimeoutPhase::FirstByte => "timeout_first_byte".to_owned(),
+            TimeoutPhase::Idle => "timeout_idle".to_owned(),
+        },
+        LlmError::Protocol(_) => "protocol".to_owned(),
+    };
+    metrics::counter!("promptgate_upstream_errors_total", "provider" => provider.to_owned(), "kind" => kind)
+        .increment(1);
+}
+
+/// Records the time to the first event (the first token, or the first tool-call fragment) and any
+/// error the stream ends with.
+fn metered(provider: String, started: std::time::Instant, stream: EventStream) -> EventStream {
+    let mut first = true;
+    Box::pin(stream.map(move |item| {
+        match &item {
+            Ok(_) if first => {
+                first = false;
+                metrics::histogram!("promptgate_upstream_time_to_first_token_seconds", "provider" => provider.clone())
+                    .record(started.elapsed().as_secs_f64());
+            }
+            Ok(_) => {}
+            Err(err) => count_upstream_error(&provider, err),
+        }
+        item
+    }))
+}
+
+impl OpenAiCompatible {
+    async fn stream_unmetered(&self, request: ChatRequest) -> Result<EventStream, LlmError> {
         let (response, first_byte_deadline) = self.send(&request).await?;
         let timeouts = self.inner.timeouts;
         let is_json = response

@@ -286,8 +286,8 @@ impl UiStream {
 impl IntoResponse for UiStream {
     fn into_response(self) -> Response {
         let handle = self.0;
-        let frames = handle
-            .events
+        let watch = crate::observe::TurnWatch::start("chat", &handle.turn_id, &handle.model_id);
+        let frames = crate::observe::watch_turn(watch, handle.events)
             .map(|event: TurnEvent| Ok::<_, std::convert::Infallible>(event.to_sse()))
             .chain(futures::stream::once(async { Ok(SSE_DONE.to_owned()) }));
         let mut res = event_stream(Body::from_stream(frames));

@@ -115,7 +115,8 @@ async fn completions(
         ));
     }
     let mut response = CompletionResponse::new(identity);
-    let mut events = handle.events;
+    let watch = crate::observe::TurnWatch::start("completion", &handle.turn_id, &handle.model_id);
+    let mut events = std::pin::pin!(crate::observe::watch_turn(watch, handle.events));
     while let Some(event) = events.next().await {
         response.push(&event);
     }
@@ -142,8 +143,8 @@ impl IntoResponse for Completion {
                 ([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response()
             }
             Self::Stream(handle, mut chunks) => {
-                let frames = handle
-                    .events
+                let watch = crate::observe::TurnWatch::start("completion", &handle.turn_id, &handle.model_id);
+                let frames = crate::observe::watch_turn(watch, handle.events)
                     .map(move |event: TurnEvent| match &event {
                         TurnEvent::KeepAlive => event.to_sse().into_bytes(),
                         TurnEvent::Chunk(_) => {

@@ -4,11 +4,11 @@ use aide::axum::ApiRouter;
 use aide::axum::routing::get_with;
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
 use promptgate_core::settings::{Project, Skill};
 use promptgate_store::{McpServer, NewMcpServer, NewProject, NewSkill};
 
 use super::validate::{bounded_text, optional_text, required_text};
+use crate::api_doc::{Created, NoContent};
 use crate::auth::CurrentUser;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
@@ -76,12 +76,9 @@ async fn create_project(
     State(state): State<AppState>,
     user: CurrentUser,
     ApiJson(body): ApiJson<NewProject>,
-) -> ApiResult<(StatusCode, Json<Project>)> {
+) -> ApiResult<Created<Json<Project>>> {
     check_project(&body)?;
-    Ok((
-        StatusCode::CREATED,
-        Json(state.store.create_project(&user.id, &body).await?),
-    ))
+    Ok(Created(Json(state.store.create_project(&user.id, &body).await?)))
 }
 
 async fn get_project(
@@ -116,13 +113,13 @@ async fn delete_project(
     State(state): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
-) -> ApiResult<StatusCode> {
+) -> ApiResult<NoContent> {
     state
         .store
         .delete_project(&user.id, &id)
         .await
         .map_err(|e| ApiError::from_store(e, "project", &id))?;
-    Ok(StatusCode::NO_CONTENT)
+    Ok(NoContent)
 }
 
 fn check_skill(s: &NewSkill) -> Result<(), ApiError> {
@@ -149,12 +146,9 @@ async fn create_skill(
     State(state): State<AppState>,
     user: CurrentUser,
     ApiJson(body): ApiJson<NewSkill>,
-) -> ApiResult<(StatusCode, Json<Skill>)> {
+) -> ApiResult<Created<Json<Skill>>> {
     check_skill(&body)?;
-    Ok((
-        StatusCode::CREATED,
-        Json(state.store.create_skill(&user.id, &body).await?),
-    ))
+    Ok(Created(Json(state.store.create_skill(&user.id, &body).await?)))
 }
 
 async fn get_skill(
@@ -189,13 +183,13 @@ async fn delete_skill(
     State(state): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
-) -> ApiResult<StatusCode> {
+) -> ApiResult<NoContent> {
     state
         .store
         .delete_skill(&user.id, &id)
         .await
         .map_err(|e| ApiError::from_store(e, "skill", &id))?;
-    Ok(StatusCode::NO_CONTENT)
+    Ok(NoContent)
 }
 
 fn check_mcp(s: &NewMcpServer) -> Result<(), ApiError> {
@@ -252,13 +246,12 @@ async fn create_mcp(
     State(state): State<AppState>,
     user: CurrentUser,
     ApiJson(body): ApiJson<NewMcpServer>,
-) -> ApiResult<(StatusCode, Json<McpServer>)> {
+) -> ApiResult<Created<Json<McpServer>>> {
     check_mcp(&body)?;
     super::mcp::check_destination(&state, &body.url).await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(state.store.create_mcp_server(&user.id, &body).await?),
-    ))
+    Ok(Created(Json(
+        state.store.create_mcp_server(&user.id, &body).await?,
+    )))
 }
 
 async fn get_mcp(
@@ -294,7 +287,7 @@ async fn delete_mcp(
     State(state): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
-) -> ApiResult<StatusCode> {
+) -> ApiResult<NoContent> {
     state
         .store
         .delete_mcp_server(&user.id, &id)
@@ -304,5 +297,5 @@ async fn delete_mcp(
     if let Some(hub) = state.turns.mcp_hub() {
         hub.forget(&user.id, &id);
     }
-    Ok(StatusCode::NO_CONTENT)
+    Ok(NoContent)
 }

@@ -1,15 +1,18 @@
-//! `/v1/models`: the system models from the config file plus each user's own.
+//! `/v1/models`: the system models from the config file plus each user's own. The list is shaped like
+//! OpenAI's (`{"object": "list", "data": [{"id", "object": "model", "created", "owned_by", ...}]}`), so
+//! OpenAI clients and UIs that discover models that way work; every item carries promptgate's own fields
+//! (name, provider, engine, profile, ...) alongside.
 
 use aide::axum::ApiRouter;
 use aide::axum::routing::get_with;
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
 use promptgate_core::settings::{Engine, Model, ModelProfile};
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::validate::{client_id, optional_text, required_text};
+use crate::api_doc::{Created, NoContent};
 use crate::auth::CurrentUser;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
@@ -20,7 +23,11 @@ pub fn routes() -> ApiRouter<AppState> {
         .api_route(
             "/v1/models",
             get_with(list, |op| {
-                op.summary("Models you can chat with (system models first)")
+                op.summary("Models you can chat with (system models first), as an OpenAI model list")
+                    .description(
+                        "OpenAI's list shape; each item also carries promptgate's own fields \
+                         (name, provider, engine, profile, ...).",
+                    )
             })
             .post_with(create, |op| {
                 op.summary("Add a model that uses a configured provider")
@@ -28,12 +35,59 @@ pub fn routes() -> ApiRouter<AppState> {
         )
         .api_route(
             "/v1/models/{id}",
-            get_with(get_one, |op| op.summary("One model with its profile"))
-                .put_with(update, |op| {
-                    op.summary("Replace one of your models (system models are read-only)")
-                })
-                .delete_with(delete, |op| op.summary("Delete one of your models")),
+            get_with(get_one, |op| {
+                op.summary("One model with its profile (also an OpenAI model object)")
+            })
+            .put_with(update, |op| {
+                op.summary("Replace one of your models (system models are read-only)")
+            })
+            .delete_with(delete, |op| op.summary("Delete one of your models")),
         )
+}
+
+/// What `object` says in OpenAI's model list.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ListObject {
+    List,
+}
+
+/// What `object` says in an OpenAI model object.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ModelObject {
+    Model,
+}
+
+/// A model as OpenAI clients expect one (`id`, `object`, `created`, `owned_by`), with promptgate's own
+/// fields alongside.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ModelEntry {
+    pub object: ModelObject,
+    /// Unix seconds. promptgate does not record when a model was added, so this is always 0.
+    pub created: i64,
+    /// `system` for the config file's models, `user` for your own.
+    pub owned_by: String,
+    #[serde(flatten)]
+    pub model: Model,
+}
+
+impl From<Model> for ModelEntry {
+    fn from(model: Model) -> Self {
+        Self {
+            object: ModelObject::Model,
+            created: 0,
+            owned_by: if model.system { "system" } else { "user" }.to_owned(),
+            model,
+        }
+    }
+}
+
+/// OpenAI's model list.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ModelList {
+    pub object: ListObject,
+    pub data: Vec<ModelEntry>,
 }
 
 /// A model as a user defines it. Omitted fields take their defaults.
@@ -123,20 +177,24 @@ impl ModelInput {
     }
 }
 
-async fn list(State(state): State<AppState>, user: CurrentUser) -> ApiResult<Json<Vec<Model>>> {
-    Ok(Json(state.store.list_models(&user.id).await?))
+async fn list(State(state): State<AppState>, user: CurrentUser) -> ApiResult<Json<ModelList>> {
+    let models = state.store.list_models(&user.id).await?;
+    Ok(Json(ModelList {
+        object: ListObject::List,
+        data: models.into_iter().map(ModelEntry::from).collect(),
+    }))
 }
 
 async fn get_one(
     State(state): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
-) -> ApiResult<Json<Model>> {
+) -> ApiResult<Json<ModelEntry>> {
     state
         .store
         .get_model(&user.id, &id)
         .await?
-        .map(Json)
+        .map(|model| Json(model.into()))
         .ok_or_else(|| ApiError::not_found("model", &id))
 }
 
@@ -144,11 +202,11 @@ async fn create(
     State(state): State<AppState>,
     user: CurrentUser,
     ApiJson(input): ApiJson<ModelInput>,
-) -> ApiResult<(StatusCode, Json<Model>)> {
+) -> ApiResult<Created<Json<Model>>> {
     let model = input.into_model(&state)?;
     let created = state.store.create_model(&user.id, &model).await?;
     tracing::info!(user = %user.id, model = %created.id, "model created");
-    Ok((StatusCode::CREATED, Json(created)))
+    Ok(Created(Json(created)))
 }
 
 async fn update(
@@ -177,11 +235,11 @@ async fn delete(
     State(state): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
-) -> ApiResult<StatusCode> {
+) -> ApiResult<NoContent> {
     state
         .store
         .delete_model(&user.id, &id)
         .await
         .map_err(|e| ApiError::from_store(e, "model", &id))?;
-    Ok(StatusCode::NO_CONTENT)
+    Ok(NoContent)
 }

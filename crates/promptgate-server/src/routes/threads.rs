@@ -4,12 +4,12 @@ use aide::axum::ApiRouter;
 use aide::axum::routing::get_with;
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
 use promptgate_store::{Message, NewThread, Thread, ThreadUpdate, current_conversation};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::validate::{client_id, optional_text};
+use crate::api_doc::{Created, NoContent};
 use crate::auth::CurrentUser;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiQuery};
@@ -64,7 +64,7 @@ async fn create(
     State(state): State<AppState>,
     user: CurrentUser,
     ApiJson(body): ApiJson<NewThread>,
-) -> ApiResult<(StatusCode, Json<Thread>)> {
+) -> ApiResult<Created<Json<Thread>>> {
     if let Some(id) = &body.id {
         client_id("id", id)?;
     }
@@ -74,10 +74,7 @@ async fn create(
     {
         return Err(ApiError::not_found("project", project));
     }
-    Ok((
-        StatusCode::CREATED,
-        Json(state.store.create_thread(&user.id, &body).await?),
-    ))
+    Ok(Created(Json(state.store.create_thread(&user.id, &body).await?)))
 }
 
 async fn get_one(
@@ -119,13 +116,13 @@ async fn delete(
     State(state): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
-) -> ApiResult<StatusCode> {
+) -> ApiResult<NoContent> {
     state
         .store
         .delete_thread(&user.id, &id)
         .await
         .map_err(|e| ApiError::from_store(e, "thread", &id))?;
-    Ok(StatusCode::NO_CONTENT)
+    Ok(NoContent)
 }
 
 #[derive(Deserialize, JsonSchema)]

@@ -275,6 +275,25 @@ impl Gateway {
     }
 }
 
+impl Gateway {
+    /// The value of one series on `/metrics` (its name with labels, as Prometheus prints it); 0 when
+    /// the series has not been written yet. Metrics are per process, and each test runs in its own.
+    pub async fn metric(&self, series: &str) -> f64 {
+        let text = self
+            .http
+            .get(self.url("/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        text.lines()
+            .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or(0.0)
+    }
+}
+
 static NEXT_ID: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
 
 /// A useChat request body with one new user message.

@@ -159,7 +159,11 @@ pub(super) fn start_call(
         return cache.join(key, shared);
     }
     match hooks.gate(&tool.spec, &input) {
-        Gate::Deny(output) => futures::future::ready(Ok(output)).boxed(),
+        Gate::Deny(output) => {
+            metrics::counter!("promptgate_web_budget_denials_total", "tool" => metric_tool_name(&tool.spec))
+                .increment(1);
+            futures::future::ready(Ok(output)).boxed()
+        }
         Gate::Run => {
             let shared = cache.insert(key.clone(), deduped_call(tool, input, cache, timeout));
             cache.join(key, shared)
@@ -186,13 +190,36 @@ fn deduped_call(
 
 fn timed_call(tool: &PreparedTool, input: Value, timeout: Duration) -> BoxFuture<'static, CallResult> {
     let executor = Arc::clone(&tool.executor);
+    let name = metric_tool_name(&tool.spec);
     async move {
-        match tokio::time::timeout(timeout, executor.call(input)).await {
+        let started = std::time::Instant::now();
+        let result = match tokio::time::timeout(timeout, executor.call(input)).await {
             Ok(result) => result,
             Err(_) => Err(ToolError::TimedOut(timeout.as_secs())),
-        }
+        };
+        let outcome = match &result {
+            Ok(_) => "ok",
+            Err(ToolError::TimedOut(_)) => "timeout",
+            Err(ToolError::Cancelled) => "cancelled",
+            Err(_) => "error",
+        };
+        let labels = [("tool", name), ("outcome", outcome.to_owned())];
+        metrics::counter!("promptgate_tool_calls_total", &labels).increment(1);
+        metrics::histogram!("promptgate_tool_call_duration_seconds", &labels)
+            .record(started.elapsed().as_secs_f64());
+        result
     }
     .boxed()
+}
+
+/// The tool's label in metrics. MCP tools are named by their users, so they share one label and a
+/// user cannot create series at will.
+fn metric_tool_name(spec: &promptgate_core::tools::ToolSpec) -> String {
+    if spec.mcp.is_some() {
+        "mcp".to_owned()
+    } else {
+        spec.name.clone()
+    }
 }
 
 /// JSON with every object's keys sorted, so equal inputs give equal keys whatever their order.

@@ -1,0 +1,298 @@
+//! What the generated OpenAPI document needs beyond what aide infers from handler types, so that
+//! validators and client generators accept it: declared path parameters, a bearer security scheme,
+//! documented 201/204 and error statuses, and operation ids.
+
+use aide::OperationOutput;
+use aide::generate::GenContext;
+use aide::openapi::{
+    OpenApi, Operation, Parameter, ParameterData, ParameterSchemaOrContent, PathItem, ReferenceOr,
+    Response as ApiResponse, SchemaObject, SecurityScheme, StatusCode as ApiStatus,
+};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+/// The name the bearer scheme has in `components.securitySchemes`.
+pub const BEARER_SCHEME: &str = "bearer";
+
+/// A handler answer that created something: `201 Created` with `T` as the body.
+pub struct Created<T>(pub T);
+
+impl<T: IntoResponse> IntoResponse for Created<T> {
+    fn into_response(self) -> Response {
+        (StatusCode::CREATED, self.0).into_response()
+    }
+}
+
+impl<T: OperationOutput> OperationOutput for Created<T> {
+    type Inner = T::Inner;
+
+    fn operation_response(ctx: &mut GenContext, operation: &mut Operation) -> Option<ApiResponse> {
+        T::operation_response(ctx, operation)
+    }
+
+    fn inferred_responses(
+        ctx: &mut GenContext,
+        operation: &mut Operation,
+    ) -> Vec<(Option<ApiStatus>, ApiResponse)> {
+        match T::operation_response(ctx, operation) {
+            Some(mut res) => {
+                if res.description.is_empty() {
+                    res.description = "Created".into();
+                }
+                vec![(Some(ApiStatus::Code(201)), res)]
+            }
+            None => Vec::new(),
+        }
+    }
+}
+
+/// A handler answer with nothing to say: `204 No Content`.
+pub struct NoContent;
+
+impl IntoResponse for NoContent {
+    fn into_response(self) -> Response {
+        StatusCode::NO_CONTENT.into_response()
+    }
+}
+
+impl OperationOutput for NoContent {
+    type Inner = Self;
+
+    fn operation_response(_: &mut GenContext, _: &mut Operation) -> Option<ApiResponse> {
+        Some(ApiResponse {
+            description: "Done; no body".into(),
+            ..Default::default()
+        })
+    }
+
+    fn inferred_responses(
+        ctx: &mut GenContext,
+        operation: &mut Operation,
+    ) -> Vec<(Option<ApiStatus>, ApiResponse)> {
+        Self::operation_response(ctx, operation)
+            .map(|res| vec![(Some(ApiStatus::Code(204)), res)])
+            .unwrap_or_default()
+    }
+}
+
+/// Routes that must be reachable without a token (the browser arrives there from the provider).
+fn is_public(path: &str) -> bool {
+    path.ends_with("/callback")
+}
+
+/// Fills in what the handler types cannot say. Runs on every generated document, so routes added
+/// later get the same treatment.
+pub fn complete(api: &mut OpenApi) {
+    let components = api.components.get_or_insert_with(Default::default);
+    components.security_schemes.insert(
+        BEARER_SCHEME.into(),
+        ReferenceOr::Item(SecurityScheme::Http {
+            scheme: "bearer".into(),
+            bearer_format: None,
+            description: Some(
+                "A token from `promptgate users create NAME`. A server in single-user mode (loopback \
+                 only) needs none."
+                    .into(),
+            ),
+            extensions: Default::default(),
+        }),
+    );
+    let has_error_schema = components.schemas.contains_key("ErrorBody");
+    let mut bearer: aide::openapi::SecurityRequirement = Default::default();
+    bearer.insert(BEARER_SCHEME.to_owned(), Vec::new());
+    api.security = vec![bearer];
+
+    let Some(paths) = api.paths.as_mut() else {
+        return;
+    };
+    for (path, item) in paths.paths.iter_mut() {
+        let ReferenceOr::Item(item) = item else {
+            continue;
+        };
+        let names = template_names(path);
+        for (method, op) in operations(item) {
+            declare_path_parameters(op, &names);
+            drop_null_defaults(op);
+            if op.operation_id.is_none() {
+                op.operation_id = Some(operation_id(method, path));
+            }
+            if is_public(path) {
+                op.security = vec![aide::openapi::SecurityRequirement::default()];
+            }
+            if has_error_schema {
+                document_errors(op, path, !names.is_empty());
+            }
+        }
+    }
+}
+
+fn operations(item: &mut PathItem) -> impl Iterator<Item = (&'static str, &mut Operation)> {
+    [
+        ("get", item.get.as_mut()),
+        ("put", item.put.as_mut()),
+        ("post", item.post.as_mut()),
+        ("delete", item.delete.as_mut()),
+        ("patch", item.patch.as_mut()),
+    ]
+    .into_iter()
+    .filter_map(|(method, op)| op.map(|op| (method, op)))
+}
+
+/// `{id}` and `{provider}` in `/v1/integrations/{provider}/...`, in order.
+fn template_names(path: &str) -> Vec<String> {
+    path.split('{')
+        .skip(1)
+        .filter_map(|rest| rest.split_once('}').map(|(name, _)| name.to_owned()))
+        .collect()
+}
+
+/// `GET /v1/threads/{id}/messages` → `get_v1_threads_id_messages`.
+fn operation_id(method: &str, path: &str) -> String {
+    let mut id = method.to_owned();
+    for segment in path.split('/').filter(|s| !s.is_empty()) {
+        id.push('_');
+        id.extend(
+            segment
+                .chars()
+                .filter(|c| !matches!(c, '{' | '}'))
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }),
+        );
+    }
+    id
+}
+
+/// aide declares a path parameter only when the extractor is a named struct; a `Path<String>` leaves
+/// the template's name undeclared, which validators reject.
+fn declare_path_parameters(op: &mut Operation, names: &[String]) {
+    for name in names {
+        let declared = op.parameters.iter().any(|p| {
+            matches!(p, ReferenceOr::Item(Parameter::Path { parameter_data, .. }) if &parameter_data.name == name)
+        });
+        if declared {
+            continue;
+        }
+        let schema: schemars::Schema = match serde_json::from_value(json!({"type": "string"})) {
+            Ok(schema) => schema,
+            Err(_) => continue,
+        };
+        op.parameters.push(ReferenceOr::Item(Parameter::Path {
+            parameter_data: ParameterData {
+                name: name.clone(),
+                description: None,
+                required: true,
+                deprecated: None,
+                format: ParameterSchemaOrContent::Schema(SchemaObject {
+                    json_schema: schema,
+                    external_docs: None,
+                    example: None,
+                }),
+                example: None,
+                examples: Default::default(),
+                explode: None,
+                extensions: Default::default(),
+            },
+            style: Default::default(),
+        }));
+    }
+}
+
+/// An optional query field's schema says `default: null` while its parameter schema is a plain
+/// string: the default then contradicts the type. Absent is what null meant.
+fn drop_null_defaults(op: &mut Operation) {
+    for param in &mut op.parameters {
+        let ReferenceOr::Item(param) = param else {
+            continue;
+        };
+        let data = match param {
+            Parameter::Query { parameter_data, .. }
+            | Parameter::Header { parameter_data, .. }
+            | Parameter::Path { parameter_data, .. }
+            | Parameter::Cookie { parameter_data, .. } => parameter_data,
+        };
+        if let ParameterSchemaOrContent::Schema(schema) = &mut data.format
+            && let Some(object) = schema.json_schema.as_object_mut()
+            && object.get("default") == Some(&Value::Null)
+        {
+            object.remove("default");
+        }
+    }
+}
+
+/// The statuses a client must be ready for, each with the error envelope.
+fn document_errors(op: &mut Operation, path: &str, has_path_params: bool) {
+    let responses = op.responses.get_or_insert_with(Default::default);
+    let envelope = || {
+        let mut res = ApiResponse {
+            description: String::new(),
+            ..Default::default()
+        };
+        let schema: Option<schemars::Schema> =
+            serde_json::from_value(json!({"$ref": "#/components/schemas/ErrorBody"})).ok();
+        if let Some(schema) = schema {
+            res.content.insert(
+                "application/json".to_owned(),
+                aide::openapi::MediaType {
+                    schema: Some(SchemaObject {
+                        json_schema: schema,
+                        external_docs: None,
+                        example: None,
+                    }),
+                    ..Default::default()
+                },
+            );
+        }
+        res
+    };
+    let mut add = |code: u16, description: &str| {
+        responses
+            .responses
+            .entry(ApiStatus::Code(code))
+            .or_insert_with(|| {
+                let mut res = envelope();
+                res.description = description.into();
+                ReferenceOr::Item(res)
+            });
+    };
+    if !is_public(path) {
+        add(401, "No valid bearer token (`unauthorized`)");
+    }
+    if has_path_params {
+        add(404, "No such record of yours (`not_found`)");
+    }
+    if op.request_body.is_some() || !op.parameters.is_empty() {
+        add(
+            422,
+            "The body or query is malformed or breaks a rule (`invalid_body` and friends)",
+        );
+    }
+    add(500, "A failure on the server's side (`internal`)");
+    if responses.default.is_none() {
+        let mut res = envelope();
+        res.description = "An error: `{\"error\": {\"code\", \"message\"}}`".into();
+        responses.default = Some(ReferenceOr::Item(res));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn template_names_in_order() {
+        assert_eq!(
+            template_names("/v1/integrations/{provider}/x/{id}"),
+            vec!["provider".to_owned(), "id".to_owned()]
+        );
+        assert!(template_names("/v1/threads").is_empty());
+    }
+
+    #[test]
+    fn operation_ids_follow_method_and_path() {
+        assert_eq!(
+            operation_id("get", "/v1/threads/{id}/messages"),
+            "get_v1_threads_id_messages"
+        );
+        assert_eq!(operation_id("post", "/v1/mcp-servers"), "post_v1_mcp_servers");
+    }
+}

@@ -1,0 +1,270 @@
+//! What an operator sees: Prometheus metrics, request ids, one access line per request and one
+//! summary line per turn.
+//!
+//! Metric names (all prefixed `promptgate_`):
+//! - `http_requests_total{route,method,status}`, `http_request_duration_seconds{route,method,status}`
+//!   (time to the response head; a stream's body is measured by the turn metrics)
+//! - `turns_total{outcome}`, `turn_duration_seconds{outcome}`, `turns_in_flight`
+//! - `turn_tool_calls_total{outcome}` as a turn's stream shows them
+//! - `prompt_tokens_total`, `prompt_cached_tokens_total`, `completion_tokens_total` (cached tokens are
+//!   the upstream's prompt cache hits)
+//! - `store_errors_total` (store failures that reached a client as 500)
+//! - the turn engine adds `upstream_*`, `tool_*` and `web_budget_denials_total`; the MCP hub adds
+//!   `mcp_discovery_failures_total{kind}`.
+
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, Request};
+use axum::http::{HeaderName, HeaderValue, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use promptgate_turn::TurnEvent;
+use promptgate_turn::ui::UiChunk;
+use serde_json::Value;
+use tracing::Instrument;
+
+/// The header a request id travels in, both ways.
+pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+tokio::task_local! {
+    static CURRENT_REQUEST_ID: String;
+}
+
+/// The id of the request being handled on this task, for error bodies.
+pub fn current_request_id() -> Option<String> {
+    CURRENT_REQUEST_ID.try_with(Clone::clone).ok()
+}
+
+/// The process's Prometheus recorder. Installed once; every server in the process (tests start many)
+/// reports into it.
+pub fn prometheus() -> &'static PrometheusHandle {
+    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+    HANDLE.get_or_init(|| {
+        let latency = [
+            0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0,
+        ];
+        let builder = PrometheusBuilder::new()
+            .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &latency)
+            .unwrap_or_else(|_| PrometheusBuilder::new());
+        let recorder = builder.build_recorder();
+        let handle = recorder.handle();
+        if metrics::set_global_recorder(recorder).is_err() {
+            tracing::warn!("a metrics recorder was already installed; /metrics may stay empty");
+        }
+        handle
+    })
+}
+
+/// `GET /metrics` in Prometheus' text format.
+pub async fn metrics_endpoint() -> Response {
+    let handle = prometheus();
+    handle.run_upkeep();
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+        )],
+        handle.render(),
+    )
+        .into_response()
+}
+
+/// Counts and times every request, logs one access line, and runs the handler inside a span that
+/// carries the request id (set by tower-http's request-id layer before this runs).
+pub async fn track_request(request: Request, next: Next) -> Response {
+    let start = Instant::now();
+    let request_id = request
+        .headers()
+        .get(&REQUEST_ID)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    let method = request.method().as_str().to_owned();
+    let path = request.uri().path().to_owned();
+    let span = tracing::info_span!(
+        "request",
+        request_id = %request_id,
+        method = %method,
+        route = tracing::field::Empty
+    );
+    let response = CURRENT_REQUEST_ID
+        .scope(request_id, next.run(request).instrument(span.clone()))
+        .await;
+    // Unknown paths share one label, so a scan cannot blow up the number of series.
+    let route = response
+        .extensions()
+        .get::<RouteLabel>()
+        .map_or_else(|| "unmatched".to_owned(), |r| r.0.clone());
+    span.record("route", route.as_str());
+    let status = response.status().as_u16();
+    let elapsed = start.elapsed();
+    let labels = [
+        ("route", route),
+        ("method", method),
+        ("status", status.to_string()),
+    ];
+    metrics::counter!("promptgate_http_requests_total", &labels).increment(1);
+    metrics::histogram!("promptgate_http_request_duration_seconds", &labels).record(elapsed.as_secs_f64());
+    span.in_scope(|| {
+        tracing::info!(
+            target: "promptgate::access",
+            %path,
+            status,
+            duration_ms = millis(elapsed),
+            "request"
+        );
+    });
+    response
+}
+
+/// The matched route's template, carried out to [`track_request`] on the response.
+#[derive(Clone)]
+struct RouteLabel(String);
+
+/// Copies the matched route's template (`/v1/threads/{id}`) onto the response.
+pub async fn label_route(matched: Option<MatchedPath>, request: Request, next: Next) -> Response {
+    let mut response = next.run(request).await;
+    if let Some(matched) = matched {
+        response
+            .extensions_mut()
+            .insert(RouteLabel(matched.as_str().to_owned()));
+    }
+    response
+}
+
+/// Watches a turn's events on their way to the client; when the stream ends (finished, failed, or
+/// dropped because the client left) it records the turn's metrics and logs its summary line.
+pub struct TurnWatch {
+    start: Instant,
+    span: tracing::Span,
+    kind: &'static str,
+    turn_id: String,
+    model: String,
+    steps: u64,
+    tool_calls: u64,
+    tool_errors: u64,
+    input_tokens: u64,
+    output_tokens: u64,
+    cached_tokens: u64,
+    outcome: &'static str,
+}
+
+impl TurnWatch {
+    /// `kind` is `chat` or `completion`. Call inside the request's span so the summary carries its id.
+    pub fn start(kind: &'static str, turn_id: &str, model: &str) -> Self {
+        metrics::gauge!("promptgate_turns_in_flight").increment(1.0);
+        Self {
+            start: Instant::now(),
+            span: tracing::Span::current(),
+            kind,
+            turn_id: turn_id.to_owned(),
+            model: model.to_owned(),
+            steps: 0,
+            tool_calls: 0,
+            tool_errors: 0,
+            input_tokens: 0,
+            output_tokens: 0,
+            cached_tokens: 0,
+            // Until a finish or error arrives, the client went away first.
+            outcome: "disconnected",
+        }
+    }
+
+    pub fn see(&mut self, event: &TurnEvent) {
+        let TurnEvent::Chunk(chunk) = event else {
+            return;
+        };
+        match chunk {
+            UiChunk::FinishStep => self.steps += 1,
+            UiChunk::ToolInputAvailable { .. } => self.tool_calls += 1,
+            UiChunk::ToolOutputError { .. } => self.tool_errors += 1,
+            UiChunk::MessageMetadata { message_metadata } => self.usage(message_metadata),
+            UiChunk::Finish { message_metadata, .. } => {
+                if let Some(meta) = message_metadata {
+                    self.usage(meta);
+                }
+                if self.outcome == "disconnected" {
+                    self.outcome = "completed";
+                }
+            }
+            UiChunk::Abort { .. } => self.outcome = "stopped",
+            UiChunk::Error { .. } => self.outcome = "error",
+            _ => {}
+        }
+    }
+
+    /// Usage snapshots are the turn's running totals, so the last one wins.
+    fn usage(&mut self, meta: &Value) {
+        let Some(usage) = meta.get("usage") else {
+            return;
+        };
+        let count = |key: &str| usage.get(key).and_then(Value::as_u64);
+        if let Some(n) = count("inputTokens") {
+            self.input_tokens = n;
+        }
+        if let Some(n) = count("outputTokens") {
+            self.output_tokens = n;
+        }
+        if let Some(n) = count("cachedInputTokens") {
+            self.cached_tokens = n;
+        }
+    }
+}
+
+impl Drop for TurnWatch {
+    fn drop(&mut self) {
+        let elapsed = self.start.elapsed();
+        metrics::gauge!("promptgate_turns_in_flight").decrement(1.0);
+        let labels = [("kind", self.kind), ("outcome", self.outcome)];
+        metrics::counter!("promptgate_turns_total", &labels).increment(1);
+        metrics::histogram!("promptgate_turn_duration_seconds", &labels).record(elapsed.as_secs_f64());
+        let ok = self.tool_calls.saturating_sub(self.tool_errors);
+        metrics::counter!("promptgate_turn_tool_calls_total", "outcome" => "ok").increment(ok);
+        metrics::counter!("promptgate_turn_tool_calls_total", "outcome" => "error")
+            .increment(self.tool_errors);
+        metrics::counter!("promptgate_prompt_tokens_total").increment(self.input_tokens);
+        metrics::counter!("promptgate_prompt_cached_tokens_total").increment(self.cached_tokens);
+        metrics::counter!("promptgate_completion_tokens_total").increment(self.output_tokens);
+        self.span.in_scope(|| {
+            tracing::info!(
+                target: "promptgate::turn",
+                kind = self.kind,
+                turn_id = %self.turn_id,
+                model = %self.model,
+                steps = self.steps,
+                tool_calls = self.tool_calls,
+                tool_errors = self.tool_errors,
+                input_tokens = self.input_tokens,
+                output_tokens = self.output_tokens,
+                cached_tokens = self.cached_tokens,
+                status = self.outcome,
+                duration_ms = millis(elapsed),
+                "turn finished"
+            );
+        });
+    }
+}
+
+/// Wraps a turn's event stream so a [`TurnWatch`] sees every event and is dropped with the stream.
+pub fn watch_turn<S>(mut watch: TurnWatch, events: S) -> impl futures::Stream<Item = TurnEvent> + Send
+where
+    S: futures::Stream<Item = TurnEvent> + Send,
+{
+    use futures::StreamExt;
+    events.map(move |event| {
+        watch.see(&event);
+        event
+    })
+}
+
+/// Milliseconds with microsecond precision, so log lines stay short.
+fn millis(elapsed: std::time::Duration) -> f64 {
+    (elapsed.as_secs_f64() * 1_000_000.0).round() / 1000.0
+}
+
+/// Counts a store failure that became a 500.
+pub fn store_error() {
+    metrics::counter!("promptgate_store_errors_total").increment(1);
+}

@@ -10,3 +10,4 @@ pub mod extract;
 pub mod routes;
 pub mod runtime;
 pub mod state;
+pub mod ui;

@@ -77,6 +77,14 @@ const MIGRATIONS: &[SchemaVersion] = &[
         postgres: include_str!("../../../migrations/postgres/0003_notify_config_changes.sql"),
         sqlite: None,
     },
+    SchemaVersion {
+        version: 4,
+        name: "thread-scoped message ids",
+        postgres: include_str!("../../../migrations/postgres/0004_thread_scoped_message_ids.sql"),
+        sqlite: Some(include_str!(
+            "../../../migrations/sqlite/0004_thread_scoped_message_ids.sql"
+        )),
+    },
 ];
 
 const SQLITE_BUSY_TIMEOUT_MS: u32 = 5_000;

@@ -216,7 +216,7 @@ function ThreadItem({ thread, active, onOpen, onChanged, onDeleted }: { thread: 
           onChanged();
         }}
       >
-        🗑
+        ×
       </button>
     </li>
   );

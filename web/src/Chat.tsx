@@ -144,7 +144,7 @@ function ChatView({ threadId, model, onChanged, initial, selectedMessage, onSele
           }}
         />
         <label className="attach">
-          <span className="sr-only">Attach files</span>📎
+          Attach
           <input ref={fileRef} type="file" multiple aria-label="Attach files" onChange={(e) => setFiles(e.target.files)} />
         </label>
         {files?.length ? <span className="attached">{files.length} file(s)</span> : null}

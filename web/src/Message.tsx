@@ -56,7 +56,7 @@ function ToolPart({ part, mcp }: { part: any; mcp?: { name?: string } }) {
     <div className={`tool ${failed ? 'failed' : running ? 'running' : 'done'}`} data-tool={name}>
       <details>
         <summary>
-          <span className="tool-state" aria-hidden="true">{running ? '⏳' : failed ? '⚠️' : '✓'}</span>{' '}
+          <span className="tool-state" aria-hidden="true">{running ? '…' : failed ? '!' : '✓'}</span>{' '}
           <span className="tool-title">{running ? label : `${name}`}</span>
           {mcp && <span className="badge mcp" title="a tool of your MCP server">MCP · {mcp.name}</span>}
           {!running && part.title && <span className="tool-sub"> — {part.title}</span>}
@@ -197,5 +197,5 @@ export const Message = memo(function Message({ message, busy, isLast, selected, 
 function FilePart({ part }: { part: any }) {
   if (typeof part.mediaType === 'string' && part.mediaType.startsWith('image/'))
     return <img className="attachment" src={part.url} alt={part.filename ?? 'attached image'} />;
-  return <div className="attachment">📎 {part.filename ?? part.mediaType}</div>;
+  return <div className="attachment">Attached: {part.filename ?? part.mediaType}</div>;
 }

@@ -112,6 +112,8 @@ interface McpServer {
   name: string;
   url: string;
   enabled: boolean;
+  header_names: string[];
+  has_bearer_token: boolean;
 }
 
 export function McpPanel() {
@@ -137,12 +139,20 @@ export function McpPanel() {
             <li key={s.id} data-mcp-server={s.name}>
               <strong>{s.name}</strong> <code>{s.url}</code>
               <div className="row">
-                <label className="check">
+                <label className="check" title={s.header_names.length ? 'Secret headers cannot be read back: delete and add the server again to change it' : undefined}>
                   <input
                     type="checkbox"
                     checked={s.enabled}
+                    disabled={s.header_names.length > 0}
                     onChange={async (e) => {
-                      await api(`/v1/mcp-servers/${s.id}`, { method: 'PUT', body: { name: s.name, url: s.url, enabled: e.target.checked } }).catch((err) => setNote(err.message));
+                      // A PUT replaces the secrets too, so a stored token has to be sent again.
+                      const enabled = e.target.checked;
+                      let bearer_token: string | undefined;
+                      if (s.has_bearer_token) {
+                        bearer_token = prompt(`Bearer token of ${s.name} (it is stored again with the change)`) ?? undefined;
+                        if (!bearer_token) return;
+                      }
+                      await api(`/v1/mcp-servers/${s.id}`, { method: 'PUT', body: { name: s.name, url: s.url, enabled, ...(bearer_token ? { bearer_token } : {}) } }).catch((err) => setNote(err.message));
                       reload();
                     }}
                   />{' '}

@@ -151,3 +151,26 @@ test('an MCP server is added and probed, and its tools join the next send', asyn
   await page.getByRole('button', { name: 'Inspector' }).click();
   await expect(page.locator('.tool-list')).toContainText('everything_echo');
 });
+
+test('tokens mode: sign in with a token, and artifacts load through signed links', async ({ page }) => {
+  const tokensBase = process.env.PROMPTGATE_TOKENS_BASE_URL!;
+  await page.goto(tokensBase + '/');
+  await page.getByLabel('Access token').fill('pg_not-a-real-token');
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await expect(page.getByRole('alert')).toContainText('unknown or revoked');
+  await shot(page, 'sign-in');
+  await page.getByLabel('Access token').fill(process.env.PROMPTGATE_TEST_TOKEN!);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+
+  await send(page, 'Make me a tiny page');
+  const frame = page.locator('.artifact iframe');
+  await expect(frame).toHaveAttribute('src', new RegExp(`^${tokensBase}/v1/artifacts/[^/]+/view\\?`));
+  await expect(frame).not.toHaveAttribute('src', new RegExp(process.env.PROMPTGATE_TEST_TOKEN!));
+  await expect(page.frameLocator('.artifact iframe').locator('h1')).toHaveText('Made by the offline demo model');
+
+  // The token stays in this browser: a reload goes straight to the thread.
+  await page.reload();
+  await expect(page.locator('.msg.user')).toContainText('Make me a tiny page');
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await expect(page.getByLabel('Access token')).toBeVisible();
+});

@@ -1,7 +1,7 @@
 // Starts what the browser tests run against, all on loopback: the scripted upstream (model and
 // search), the official MCP "everything" server, and a real promptgate binary on a fresh SQLite
 // database serving the built app.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -52,17 +52,37 @@ export default async function globalSetup() {
   const mcp = spawn(process.execPath, [mcpEntry, 'streamableHttp'], { env: { ...process.env, PORT: String(mcpPort) }, stdio: 'ignore' });
   children.push(mcp);
 
-  const gatewayPort = await freePort();
-  const config = `
-listen = "127.0.0.1:${gatewayPort}"
-database_url = "sqlite://${tmp}/promptgate.db?mode=rwc"
+  const stopAll = () => {
+    for (const child of children) child.kill('SIGTERM');
+  };
+  try {
+    return await startGateways();
+  } catch (e) {
+    stopAll();
+    upstream.close();
+    throw e;
+  }
+
+  async function startGateways() {
+  const bin = process.env.PROMPTGATE_BIN ?? path.join(repo, 'target/debug/promptgate');
+  // The config file says everything; overrides meant for another gateway must not leak in.
+  const env: NodeJS.ProcessEnv = { ...process.env, PROMPTGATE_LOG: 'warn' };
+  for (const key of ['DATABASE_URL', 'PROMPTGATE_LISTEN', 'PROMPTGATE_AUTH_MODE', 'PROMPTGATE_CONFIG', 'PROMPTGATE_DEFAULT_MODEL']) delete env[key];
+
+  /// Starts a gateway on a fresh SQLite database; `extra` is appended to its config file.
+  async function gateway(name: string, mode: string, extra: string) {
+    const port = await freePort();
+    const dir = path.join(tmp, name);
+    fs.mkdirSync(dir);
+    const configPath = path.join(dir, 'promptgate.toml');
+    fs.writeFileSync(
+      configPath,
+      `listen = "127.0.0.1:${port}"
+database_url = "sqlite://${dir}/promptgate.db?mode=rwc"
 default_model = "demo"
 
 [auth]
-mode = "single_user"
-
-[web]
-search = { kind = "searxng", base_url = "http://127.0.0.1:${upstreamPort}" }
+mode = "${mode}"
 
 [ui]
 dir = "${path.join(web, 'dist')}"
@@ -71,51 +91,59 @@ dir = "${path.join(web, 'dist')}"
 name = "demo"
 kind = "demo"
 
+[[models]]
+id = "demo"
+name = "promptgate demo (offline)"
+provider = "demo"
+upstream_model = "demo"
+${extra}`,
+    );
+    let log = '';
+    const child = spawn(bin, ['serve', '--config', configPath], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout?.on('data', (d) => (log += d));
+    child.stderr?.on('data', (d) => (log += d));
+    children.push(child);
+    const base = `http://127.0.0.1:${port}`;
+    await waitFor(`${base}/readyz`, `promptgate (${name})`, child, () => log);
+    return { base, configPath };
+  }
+
+  const { base } = await gateway(
+    'single-user',
+    'single_user',
+    `
+[web]
+search = { kind = "searxng", base_url = "http://127.0.0.1:${upstreamPort}" }
+
 [[providers]]
 name = "scripted"
 kind = "openai"
 base_url = "http://127.0.0.1:${upstreamPort}/v1"
 
 [[models]]
-id = "demo"
-name = "promptgate demo (offline)"
-provider = "demo"
-upstream_model = "demo"
-
-[[models]]
 id = "scripted"
 name = "Scripted upstream"
 provider = "scripted"
 upstream_model = "upstream-model"
-`;
-  const configPath = path.join(tmp, 'promptgate.toml');
-  fs.writeFileSync(configPath, config);
-  const bin = process.env.PROMPTGATE_BIN ?? path.join(repo, 'target/debug/promptgate');
-  let gatewayLog = '';
-  // The config file says everything; overrides meant for another gateway must not leak in.
-  const env: NodeJS.ProcessEnv = { ...process.env, PROMPTGATE_LOG: 'warn' };
-  for (const key of ['DATABASE_URL', 'PROMPTGATE_LISTEN', 'PROMPTGATE_AUTH_MODE', 'PROMPTGATE_CONFIG', 'PROMPTGATE_DEFAULT_MODEL']) delete env[key];
-  const gateway = spawn(bin, ['serve', '--config', configPath], {
-    cwd: tmp,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  gateway.stdout?.on('data', (d) => (gatewayLog += d));
-  gateway.stderr?.on('data', (d) => (gatewayLog += d));
-  children.push(gateway);
-
-  const base = `http://127.0.0.1:${gatewayPort}`;
-  await waitFor(`${base}/readyz`, 'promptgate', gateway, () => gatewayLog);
+`,
+  );
+  const tokens = await gateway('tokens', 'tokens', '');
+  const created = spawnSync(bin, ['--config', tokens.configPath, 'users', 'create', 'ada'], { env, encoding: 'utf8' });
+  const token = /\b(pg_[A-Za-z0-9_-]+)/.exec(created.stdout ?? '')?.[1];
+  if (!token) throw new Error(`users create printed no token:\n${created.stdout}\n${created.stderr}`);
   await waitFor(`http://127.0.0.1:${mcpPort}/mcp`, 'server-everything', mcp);
 
+  process.env.PROMPTGATE_TOKENS_BASE_URL = tokens.base;
+  process.env.PROMPTGATE_TEST_TOKEN = token;
   process.env.PROMPTGATE_BASE_URL = base;
   process.env.PROMPTGATE_MCP_URL = `http://127.0.0.1:${mcpPort}/mcp`;
   process.env.PROMPTGATE_SCREENSHOTS = process.env.PROMPTGATE_SCREENSHOTS ?? path.join(web, 'screenshots');
   fs.mkdirSync(process.env.PROMPTGATE_SCREENSHOTS, { recursive: true });
 
   return async () => {
-    for (const child of children) child.kill('SIGTERM');
+    stopAll();
     await new Promise<void>((r) => upstream.close(() => r()));
     fs.rmSync(tmp, { recursive: true, force: true });
   };
+  }
 }

@@ -112,7 +112,19 @@ function Main({ onSignOut }: { onSignOut?: () => void }) {
     });
   }, [loadThreads]);
 
-  const shown = threads.filter((t) => (t.title ?? t.id).toLowerCase().includes(query.trim().toLowerCase()));
+  // The gateway searches titles and message text; the list shows its answer for the current words.
+  const [found, setFound] = useState<{ query: string; threads: Thread[] } | null>(null);
+  useEffect(() => {
+    const q = query.trim();
+    if (!q) return setFound(null);
+    const timer = setTimeout(() => {
+      api<Thread[]>(`/v1/threads?q=${encodeURIComponent(q)}`)
+        .then((threads) => setFound({ query: q, threads }))
+        .catch(() => undefined);
+    }, 200);
+    return () => clearTimeout(timer);
+  }, [query, refresh]);
+  const shown = query.trim() && found ? found.threads : threads;
 
   return (
     <div className={`app${inspector ? ' with-inspector' : ''}`}>

@@ -34,6 +34,12 @@ test('a message shows the tool part with its progress title, then the answer', a
   await tool.locator('summary').click();
   await expect(tool.locator('.tool-body')).toContainText('rust-lang.org');
   await expect(page.locator('.threads')).toContainText('What is new in Rust?');
+  // Search reaches message text, not only titles: the answer quoted the search result's snippet.
+  await page.getByLabel('Search threads').fill('Rust book');
+  await expect(page.locator('.threads li')).toHaveCount(1);
+  await page.getByLabel('Search threads').fill('nothing like this anywhere');
+  await expect(page.locator('.threads li')).toHaveCount(0);
+  await page.getByLabel('Search threads').fill('');
   await shot(page, 'chat-with-tool');
 });
 

@@ -157,6 +157,51 @@ async fn message_ids_are_scoped_to_their_thread_postgres() {
     message_ids_are_scoped_to_their_thread(Backend::Postgres).await;
 }
 
+async fn threads_are_searched_by_title_and_message_text(backend: Backend) {
+    let (gw, upstream) = single_user_gateway(backend).await;
+    for (thread, question, answer) in [
+        ("garden", "Plan my garden", "Plant tomatoes in May."),
+        ("trip", "Plan a trip", "Visit the botanical gardens of Padua."),
+        ("cooking", "Dinner ideas", "Risotto."),
+    ] {
+        upstream.push(text([answer]));
+        gw.stream("/v1/chat", send(thread, user_message("m1", question), None))
+            .await;
+        current_once(&gw, thread, &format!("assistant: {answer}")).await;
+    }
+    let ids = |threads: &Value| -> Vec<String> {
+        let mut ids: Vec<String> = threads
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["id"].as_str().unwrap().to_owned())
+            .collect();
+        ids.sort();
+        ids
+    };
+    let (status, found) = gw.get("/v1/threads?q=tomatoes").await;
+    assert_eq!(status, StatusCode::OK, "{found}");
+    assert_eq!(ids(&found), ["garden"], "a word of an answer");
+    let (_, found) = gw.get("/v1/threads?q=Plan").await;
+    assert_eq!(ids(&found), ["garden", "trip"], "a word of the titles");
+    let (_, found) = gw.get("/v1/threads?q=botanical%20padua").await;
+    assert_eq!(ids(&found), ["trip"], "every word, in any case");
+    let (_, found) = gw.get("/v1/threads?q=volcano").await;
+    assert_eq!(ids(&found), Vec::<String>::new());
+    let (_, all) = gw.get("/v1/threads?q=").await;
+    assert_eq!(ids(&all).len(), 3, "an empty search lists every thread");
+}
+
+#[tokio::test]
+async fn threads_are_searched_by_title_and_message_text_sqlite() {
+    threads_are_searched_by_title_and_message_text(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn threads_are_searched_by_title_and_message_text_postgres() {
+    threads_are_searched_by_title_and_message_text(Backend::Postgres).await;
+}
+
 #[tokio::test]
 async fn a_signed_artifact_link_loads_without_a_header_and_only_as_signed() {
     common::init();

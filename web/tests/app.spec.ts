@@ -156,6 +156,14 @@ test('an MCP server is added and probed, and its tools join the next send', asyn
   await expect(answers(page).last()).toContainText('to: Hi MCP');
   await page.getByRole('button', { name: 'Inspector' }).click();
   await expect(page.locator('.tool-list')).toContainText('everything_echo');
+
+  // A call of an MCP tool is marked with its server.
+  await send(page, 'Please echo something');
+  const tool = page.locator('.tool[data-tool="everything_echo"]');
+  await expect(answers(page).last()).toContainText('The MCP server echoed.');
+  await expect(tool.locator('.badge.mcp')).toHaveText('MCP · Everything');
+  await tool.locator('summary').click();
+  await expect(tool.locator('.tool-body')).toContainText('hello from the browser');
 });
 
 test('tokens mode: sign in with a token, and artifacts load through signed links', async ({ page }) => {

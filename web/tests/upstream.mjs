@@ -51,6 +51,10 @@ function completions(body, res) {
     if (!afterTool) return toolCall(res, 'render_html', { title: 'Clock', html: '<!DOCTYPE html><html><body><h1>Tick tock</h1></body></html>' });
     return streamText(res, ['Here is your page.']);
   }
+  if (/\becho\b/i.test(question)) {
+    if (!afterTool) return toolCall(res, 'everything_echo', { message: 'hello from the browser' });
+    return streamText(res, ['The MCP server echoed.']);
+  }
   if (/\bslow\b/i.test(question)) {
     return streamText(res, Array.from({ length: 600 }, (_, i) => `word${i} `), 100);
   }

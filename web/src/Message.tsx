@@ -1,7 +1,7 @@
 import { memo, useEffect, useMemo, useState } from 'react';
 import type { UIMessage } from 'ai';
 import { artifactUrl } from './api';
-import { renderMarkdown, type Source } from './markdown';
+import { hasMath, loadMath, mathReady, renderMarkdown, type Source } from './markdown';
 
 /// Sources of an answer by citation number: the `sources` metadata snapshot, then `source-url` parts.
 export function sourcesOf(message: UIMessage): Map<number, Source> {
@@ -86,7 +86,12 @@ function ToolPart({ part, mcp }: { part: any; mcp?: { name?: string } }) {
 }
 
 function Text({ text, sources }: { text: string; sources: Map<number, Source> }) {
-  const html = useMemo(() => renderMarkdown(text, sources), [text, sources]);
+  const math = hasMath(text);
+  const [mathLoaded, setMathLoaded] = useState(mathReady());
+  useEffect(() => {
+    if (math && !mathLoaded) loadMath().then(() => setMathLoaded(true));
+  }, [math, mathLoaded]);
+  const html = useMemo(() => renderMarkdown(text, sources), [text, sources, mathLoaded]);
   return <div className="md" dangerouslySetInnerHTML={{ __html: html }} />;
 }
 

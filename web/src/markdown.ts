@@ -1,6 +1,7 @@
 // Markdown for answers: raw HTML in model text is shown as text, links are limited to web and mail
 // addresses, and `[N]` citations become chips linking to the source the gateway registered as N.
 import { Marked } from 'marked';
+import { loadMath, mathReady, renderMath } from './math';
 
 export interface Source {
   index: number;
@@ -21,9 +22,57 @@ function safeHref(href: string): string | null {
   }
 }
 
+function mathHtml(tex: string, display: boolean): string {
+  const html = renderMath(tex, display);
+  if (html !== null) return display ? `<div class="math">${html}</div>` : html;
+  return `<code class="math-pending">${escapeHtml(tex)}</code>`;
+}
+
+// `$$…$$` and `\[…\]` are display math; `$…$` and `\(…\)` inline. A `$` followed by a space or
+// closing before a digit is a price, not math.
+const BLOCK_MATH = /^(?:\$\$([\s\S]+?)\$\$|\\\[([\s\S]+?)\\\])[ \t]*(?:\n|$)/;
+const INLINE_MATH = /^(?:\$([^\s$](?:[^$\n]*?[^\s$\\])?)\$(?!\d)|\\\((.+?)\\\))/;
+
+/// Whether a text has formulas to typeset.
+export function hasMath(text: string): boolean {
+  return /\$\$[\s\S]+?\$\$|\\\[[\s\S]+?\\\]|\\\(.+?\\\)|\$[^\s$][^$\n]*\$(?!\d)/.test(text);
+}
+
+export { loadMath, mathReady };
+
 const marked = new Marked({ gfm: true, breaks: false });
 marked.use({
   extensions: [
+    {
+      name: 'mathBlock',
+      level: 'block',
+      start(src: string) {
+        const i = src.search(/\$\$|\\\[/);
+        return i < 0 ? undefined : i;
+      },
+      tokenizer(src: string) {
+        const m = BLOCK_MATH.exec(src);
+        return m ? { type: 'mathBlock', raw: m[0], tex: (m[1] ?? m[2]).trim() } : undefined;
+      },
+      renderer(token: any) {
+        return mathHtml(token.tex, true);
+      },
+    },
+    {
+      name: 'mathInline',
+      level: 'inline',
+      start(src: string) {
+        const i = src.search(/\$|\\\(/);
+        return i < 0 ? undefined : i;
+      },
+      tokenizer(src: string) {
+        const m = INLINE_MATH.exec(src);
+        return m ? { type: 'mathInline', raw: m[0], tex: m[1] ?? m[2] } : undefined;
+      },
+      renderer(token: any) {
+        return mathHtml(token.tex, false);
+      },
+    },
     {
       name: 'citation',
       level: 'inline',

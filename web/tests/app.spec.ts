@@ -57,6 +57,16 @@ test('citations are chips linking to the registered sources', async ({ page }) =
   await shot(page, 'citations');
 });
 
+test('formulas are typeset, and dollar amounts stay text', async ({ page }) => {
+  await newChat(page, 'scripted');
+  await send(page, 'Show me a formula');
+  const answer = answers(page).last();
+  await expect(answer.locator('.katex')).toHaveCount(2);
+  await expect(answer.locator('.math .katex-display')).toHaveCount(1);
+  await expect(answer).toContainText('a price of $5 and $10 stays text');
+  await shot(page, 'math');
+});
+
 test('an artifact renders in a sandboxed iframe', async ({ page }) => {
   await newChat(page, 'scripted');
   await send(page, 'Make me a page with a clock');

@@ -51,6 +51,9 @@ function completions(body, res) {
     if (!afterTool) return toolCall(res, 'render_html', { title: 'Clock', html: '<!DOCTYPE html><html><body><h1>Tick tock</h1></body></html>' });
     return streamText(res, ['Here is your page.']);
   }
+  if (/\bformula\b/i.test(question)) {
+    return streamText(res, ['Euler: $e^{i\\pi} + 1 = 0$, a price of $5 and $10 stays text, and\n\n', '$$\\int_0^1 x\\,dx = \\frac{1}{2}$$\n']);
+  }
   if (/\becho\b/i.test(question)) {
     if (!afterTool) return toolCall(res, 'everything_echo', { message: 'hello from the browser' });
     return streamText(res, ['The MCP server echoed.']);

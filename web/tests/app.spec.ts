@@ -128,6 +128,20 @@ test('editing an earlier message replaces it and what followed; reload keeps the
   await shot(page, 'after-edit');
 });
 
+test('an attachment is sent with the message and kept in the thread', async ({ page }) => {
+  await newChat(page, 'scripted');
+  // A 1×1 PNG.
+  const png = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==', 'base64');
+  await page.getByLabel('Attach files').setInputFiles({ name: 'dot.png', mimeType: 'image/png', buffer: png });
+  await expect(page.locator('.attached')).toHaveText('1 file(s)');
+  await send(page, 'What is in this picture?');
+  // The scripted model takes no images, so the gateway tells it what was attached instead.
+  await expect(answers(page).last()).toContainText('[Attached file: dot.png (image/png)]');
+  await expect(page.locator('.msg.user img.attachment')).toHaveAttribute('src', /^data:image\/png;base64,/);
+  await page.reload();
+  await expect(page.locator('.msg.user img.attachment')).toHaveAttribute('alt', 'dot.png');
+});
+
 test('a setting changed in the app shows in the inspector', async ({ page }) => {
   await newChat(page, 'scripted');
   await send(page, 'Hello there');
@@ -197,4 +211,40 @@ test('tokens mode: sign in with a token, and artifacts load through signed links
   await expect(page.locator('.msg.user')).toContainText('Make me a tiny page');
   await page.getByRole('button', { name: 'Sign out' }).click();
   await expect(page.getByLabel('Access token')).toBeVisible();
+});
+
+test('threads are renamed and deleted; skills and projects are added', async ({ page }) => {
+  await newChat(page, 'scripted');
+  await send(page, 'A thread to rename');
+  await expect(answers(page).last()).toContainText('to: A thread to rename');
+  const item = page.locator('.threads li', { hasText: 'A thread to rename' });
+  await item.getByRole('button', { name: 'Rename A thread to rename' }).click();
+  await page.getByLabel('New title').fill('Renamed thread');
+  await page.getByRole('button', { name: 'Save' }).click();
+  const renamed = page.locator('.threads li', { hasText: 'Renamed thread' });
+  await expect(renamed).toHaveCount(1);
+  page.once('dialog', (dialog) => dialog.accept());
+  await renamed.getByRole('button', { name: 'Delete Renamed thread' }).click();
+  await expect(renamed).toHaveCount(0);
+
+  await page.getByRole('button', { name: 'Skills' }).click();
+  await page.getByLabel('Slug').fill('haiku');
+  await page.getByLabel('Name').fill('Haiku');
+  await page.getByLabel('Description').fill('Answer in a haiku');
+  await page.getByLabel('Instructions').fill('Answer in three lines of 5, 7 and 5 syllables.');
+  await page.getByRole('button', { name: 'Add skill' }).click();
+  await expect(page.locator('.panel .cards')).toContainText('/haiku');
+
+  await page.getByRole('button', { name: 'Projects', exact: true }).click();
+  await page.getByLabel('Project name').fill('Garden');
+  await page.getByLabel('Instructions').fill('Everything is about my vegetable garden.');
+  await page.getByRole('button', { name: 'Add project' }).click();
+  await expect(page.locator('.panel .cards')).toContainText('Garden');
+
+  await page.getByRole('button', { name: 'Integrations' }).click();
+  await expect(page.locator('.panel .cards')).toContainText('Google');
+  // This gateway registered no OAuth clients: the app shows the gateway's reason.
+  await page.getByRole('button', { name: 'Connect Google' }).click();
+  await expect(page.locator('.panel [role=status]')).toContainText('no OAuth client for google');
+  await shot(page, 'integrations');
 });

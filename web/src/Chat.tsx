@@ -42,7 +42,8 @@ function ChatView({ threadId, model, onChanged, initial, selectedMessage, onSele
       new DefaultChatTransport<UIMessage>({
         api: `${BASE_URL}/v1/chat`,
         headers: () => authHeaders(),
-        body: () => ({ model: modelRef.current }),
+        // Until the model list has loaded no model is picked; the gateway then uses the default.
+        body: () => (modelRef.current ? { model: modelRef.current } : {}),
         // The gateway keeps the history: only the new (or edited) message travels, so long threads
         // with attachments stay under the request body limit.
         prepareSendMessagesRequest: ({ id, messages, trigger, messageId, body }) => ({

@@ -229,7 +229,7 @@ test('threads are renamed and deleted; skills and projects are added', async ({ 
 
   await page.getByRole('button', { name: 'Skills' }).click();
   await page.getByLabel('Slug').fill('haiku');
-  await page.getByLabel('Name').fill('Haiku');
+  await page.getByLabel('Name', { exact: true }).fill('Haiku');
   await page.getByLabel('Description').fill('Answer in a haiku');
   await page.getByLabel('Instructions').fill('Answer in three lines of 5, 7 and 5 syllables.');
   await page.getByRole('button', { name: 'Add skill' }).click();

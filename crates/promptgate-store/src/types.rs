@@ -107,6 +107,13 @@ pub struct Message {
 /// the old version leaves the conversation. Replaced messages stay stored; the model and the
 /// default message listing see this view.
 pub fn current_conversation(messages: Vec<Message>) -> Vec<Message> {
+    // Every send reads its history through here; threads without an edit skip the search for one.
+    let mut seen = std::collections::HashSet::new();
+    let edited = messages
+        .iter()
+        .filter(|m| m.role == Role::User)
+        .any(|m| !seen.insert(m.id.as_str()));
+    drop(seen);
     let mut current: Vec<Message> = Vec::with_capacity(messages.len());
     for message in messages {
         match message.role {
@@ -115,6 +122,7 @@ pub fn current_conversation(messages: Vec<Message>) -> Vec<Message> {
                     current.pop();
                 }
             }
+            Role::User if !edited => {}
             Role::User => {
                 if let Some(at) = current
                     .iter()

@@ -21,6 +21,18 @@ async function send(page: Page, text: string) {
   await box.press('Enter');
 }
 
+// The gateway serves the page under a strict Content Security Policy: nothing the app does may trip it.
+let violations: string[] = [];
+test.beforeEach(({ page }) => {
+  violations = [];
+  page.on('console', (message) => {
+    if (message.type() === 'error' && /Content Security Policy/i.test(message.text())) violations.push(message.text());
+  });
+});
+test.afterEach(() => {
+  expect(violations).toEqual([]);
+});
+
 const answers = (page: Page) => page.locator('.msg.assistant');
 const sendButton = (page: Page) => page.getByRole('button', { name: 'Send', exact: true });
 

@@ -113,7 +113,8 @@ async fn unknown_route(
     uri: axum::http::Uri,
 ) -> Response {
     if let Some(root) = state.config.ui.root()
-        && let Some(res) = crate::ui::serve(&root, &method, &uri).await
+        && let Some(res) =
+            crate::ui::serve(&root, &method, &uri, state.config.artifacts.public_url.as_deref()).await
     {
         return res;
     }

@@ -60,8 +60,25 @@ fn file_for(root: &Path, path: &str) -> Option<PathBuf> {
     file.is_file().then_some(file)
 }
 
+/// What the app's page may load: its own files, API calls to this origin, artifacts in frames from
+/// this origin (or `artifact_origin`, where signed artifact links point), images from attachments.
+/// Answers are Markdown rendered without raw HTML; this is the second line should that ever slip.
+fn page_csp(artifact_origin: Option<&str>) -> String {
+    let frames = artifact_origin.map_or_else(String::new, |o| format!(" {}", o.trim_end_matches('/')));
+    format!(
+        "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; \
+         font-src 'self' data:; connect-src 'self'; frame-src 'self'{frames}; object-src 'none'; \
+         base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+    )
+}
+
 /// Answers a GET for a page or asset of the app, or `None` when the request is not the app's.
-pub async fn serve(root: &Path, method: &Method, uri: &Uri) -> Option<Response> {
+pub async fn serve(
+    root: &Path,
+    method: &Method,
+    uri: &Uri,
+    artifact_origin: Option<&str>,
+) -> Option<Response> {
     if (method != Method::GET && method != Method::HEAD) || is_api_path(uri.path()) {
         return None;
     }
@@ -82,10 +99,13 @@ pub async fn serve(root: &Path, method: &Method, uri: &Uri) -> Option<Response> 
         Body::from(bytes)
     });
     let headers = res.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static(content_type(&file)),
-    );
+    let kind = content_type(&file);
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));
+    if kind.starts_with("text/html")
+        && let Ok(csp) = HeaderValue::from_str(&page_csp(artifact_origin))
+    {
+        headers.insert(header::CONTENT_SECURITY_POLICY, csp);
+    }
     headers.insert(
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),

@@ -299,6 +299,14 @@ async fn the_built_app_is_served_at_root_without_shadowing_the_api() {
         let res = gw.http.get(gw.url(page)).send().await.unwrap();
         assert_eq!(res.status(), StatusCode::OK, "{page}");
         assert_eq!(res.headers()["content-type"], "text/html; charset=utf-8");
+        let csp = res.headers()["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            csp.contains("script-src 'self'") && csp.contains("frame-ancestors 'none'"),
+            "{csp}"
+        );
         assert!(res.text().await.unwrap().contains("<title>app</title>"));
     }
     let res = gw.http.get(gw.url("/assets/app-1.js")).send().await.unwrap();

@@ -34,6 +34,7 @@ fn api_routes() -> ApiRouter<AppState> {
         .merge(routes::mcp::routes())
         .merge(routes::threads::routes())
         .merge(routes::prompt::routes())
+        .merge(routes::artifact_links::routes())
 }
 
 /// Routes that stream; they are documented but not under the request timeout.
@@ -144,7 +145,18 @@ pub fn build(state: AppState) -> Router {
     Router::new().fallback_service(layered)
 }
 
-async fn unknown_route() -> Response {
+/// The web app for page paths when one is built; the JSON 404 for everything else.
+async fn unknown_route(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    method: axum::http::Method,
+    uri: axum::http::Uri,
+) -> Response {
+    if let Some(root) = state.config.ui.root()
+        && let Some(res) =
+            crate::ui::serve(&root, &method, &uri, state.config.artifacts.public_url.as_deref()).await
+    {
+        return res;
+    }
     ApiError::new(
         StatusCode::NOT_FOUND,
         "not_found",

@@ -46,6 +46,12 @@ pub struct Config {
     pub providers: Vec<ProviderEntry>,
     #[serde(default)]
     pub models: Vec<ModelEntry>,
+    /// The web app served at `/`.
+    #[serde(default)]
+    pub ui: crate::ui::UiConfig,
+    /// Signed artifact links.
+    #[serde(default)]
+    pub artifacts: crate::routes::artifact_links::ArtifactsConfig,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -19,5 +19,6 @@ pub mod routes;
 pub mod runtime;
 pub mod secrets;
 pub mod state;
+pub mod ui;
 pub mod user_limits;
 pub mod users;

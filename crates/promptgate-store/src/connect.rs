@@ -89,6 +89,14 @@ const MIGRATIONS: &[SchemaVersion] = &[
             "../../../migrations/sqlite/0004_sealed_mcp_secrets.sql"
         )),
     },
+    SchemaVersion {
+        version: 5,
+        name: "thread-scoped message ids",
+        postgres: include_str!("../../../migrations/postgres/0005_thread_scoped_message_ids.sql"),
+        sqlite: Some(include_str!(
+            "../../../migrations/sqlite/0005_thread_scoped_message_ids.sql"
+        )),
+    },
 ];
 
 const SQLITE_BUSY_TIMEOUT_MS: u32 = 5_000;

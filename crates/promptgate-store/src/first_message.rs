@@ -13,8 +13,8 @@ use crate::util::{Cols, one_row};
 
 impl Store {
     /// Creates thread `t` (no project) with `first` as its first message (whatever thread id `first`
-    /// names), both or neither. Conflict when the user already has a thread or a message with that
-    /// id; NotFound when the user does not exist.
+    /// names), both or neither. Conflict when the user already has a thread with that id; NotFound
+    /// when the user does not exist.
     pub async fn create_thread_with_message(
         &self,
         user: &str,
@@ -34,10 +34,7 @@ impl Store {
         let message = MessageRow::of(&first)?;
         let now = self.now_ms();
         let conflict = |e: sqlx::Error| match StoreError::from(e) {
-            StoreError::Conflict(_) => StoreError::Conflict(format!(
-                "thread {:?} or message {:?} exists",
-                thread.id, message.id
-            )),
+            StoreError::Conflict(_) => StoreError::Conflict(format!("thread {:?} exists", thread.id)),
             other => other,
         };
         let seq = match self.backend() {

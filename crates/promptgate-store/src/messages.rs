@@ -172,10 +172,10 @@ pub(crate) fn search_text(parts: &Value) -> String {
 
 impl Store {
     /// Appends a message at the end of its thread; the thread's `updated_at` follows (a trigger). NotFound when the
-    /// thread is not the user's; Conflict when the user already has a message with this id.
+    /// thread is not the user's. Ids need not be unique: a user message whose id repeats an earlier one in
+    /// the thread is an edit (see [`crate::current_conversation`]).
     pub async fn append_message(&self, user: &str, m: &NewMessage) -> Result<Message> {
         let row = MessageRow::of(m)?;
-        let id = &row.id;
         for attempt in 1..=APPEND_ATTEMPTS {
             let now = self.now_ms();
             let inserted = row
@@ -197,9 +197,7 @@ impl Store {
                 Ok(None) => return Err(StoreError::NotFound),
                 Ok(Some(stored)) => return Ok(row.stored(m, now, stored.int(0)?)),
                 Err(e) => match StoreError::from(e) {
-                    StoreError::Conflict(_) if self.message_exists(user, id).await? => {
-                        return Err(StoreError::Conflict(format!("message {id:?} exists")));
-                    }
+                    // Only the position is unique: another writer took it, so try the next one.
                     StoreError::Conflict(_) if attempt < APPEND_ATTEMPTS => continue,
                     other => return Err(other),
                 },
@@ -208,15 +206,6 @@ impl Store {
         Err(StoreError::Conflict(
             "the thread is being written concurrently".to_owned(),
         ))
-    }
-
-    async fn message_exists(&self, user: &str, id: &str) -> Result<bool> {
-        let row = sqlx::query("SELECT 1 FROM messages WHERE user_id = $1 AND id = $2")
-            .bind(user)
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await?;
-        Ok(row.is_some())
     }
 
     /// Replaces a message's parts, metadata and status (a streamed answer being finished).

@@ -113,13 +113,35 @@ pub struct Message {
 
 /// The thread as it now reads. A turn stores one answer per user message, so an answer directly
 /// followed by another answer was replaced by a regenerate (or an automatic retry): only the later
-/// one is part of the conversation. Replaced answers stay stored; the model and the default
-/// message listing see this view.
+/// one is part of the conversation. Likewise a user message whose id repeats an earlier user
+/// message of the thread is an edit of it: the edit takes that message's place and what followed
+/// the old version leaves the conversation. Replaced messages stay stored; the model and the
+/// default message listing see this view.
 pub fn current_conversation(messages: Vec<Message>) -> Vec<Message> {
+    // Every send reads its history through here; threads without an edit skip the search for one.
+    let mut seen = std::collections::HashSet::new();
+    let edited = messages
+        .iter()
+        .filter(|m| m.role == Role::User)
+        .any(|m| !seen.insert(m.id.as_str()));
+    drop(seen);
     let mut current: Vec<Message> = Vec::with_capacity(messages.len());
     for message in messages {
-        if message.role == Role::Assistant && current.last().is_some_and(|m| m.role == Role::Assistant) {
-            current.pop();
+        match message.role {
+            Role::Assistant => {
+                if current.last().is_some_and(|m| m.role == Role::Assistant) {
+                    current.pop();
+                }
+            }
+            Role::User if !edited => {}
+            Role::User => {
+                if let Some(at) = current
+                    .iter()
+                    .position(|m| m.role == Role::User && m.id == message.id)
+                {
+                    current.truncate(at);
+                }
+            }
         }
         current.push(message);
     }
@@ -302,6 +324,41 @@ mod tests {
             message("a2", Role::Assistant),
         ];
         assert_eq!(ids(&current_conversation(stored)), ["u1", "a1-third", "u2", "a2"]);
+    }
+
+    #[test]
+    fn an_edited_message_replaces_its_old_version_and_what_followed() {
+        let mut stored = vec![
+            message("u1", Role::User),
+            message("a1", Role::Assistant),
+            message("u2", Role::User),
+            message("a2", Role::Assistant),
+            message("u1", Role::User),
+            message("a1-edited", Role::Assistant),
+        ];
+        for (seq, m) in (0..).zip(stored.iter_mut()) {
+            m.seq = seq;
+        }
+        let current = current_conversation(stored);
+        assert_eq!(ids(&current), ["u1", "a1-edited"]);
+        assert_eq!(current[0].seq, 4, "the edit, not the old version");
+    }
+
+    #[test]
+    fn an_edit_after_a_regenerate_still_cuts_at_the_edited_message() {
+        let stored = vec![
+            message("u1", Role::User),
+            message("a1", Role::Assistant),
+            message("u2", Role::User),
+            message("a2", Role::Assistant),
+            message("a2-again", Role::Assistant),
+            message("u2", Role::User),
+            message("a2-edited", Role::Assistant),
+        ];
+        assert_eq!(
+            ids(&current_conversation(stored)),
+            ["u1", "a1", "u2", "a2-edited"]
+        );
     }
 
     #[test]

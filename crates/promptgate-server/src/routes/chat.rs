@@ -198,6 +198,12 @@ async fn artifact(
 /// A sandboxed HTML document.
 pub struct Html(String);
 
+impl Html {
+    pub fn new(html: String) -> Self {
+        Self(html)
+    }
+}
+
 impl IntoResponse for Html {
     fn into_response(self) -> Response {
         let mut res = self.0.into_response();

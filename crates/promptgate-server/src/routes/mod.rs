@@ -1,5 +1,6 @@
 //! HTTP routes, one module per resource.
 
+pub mod artifact_links;
 pub mod chat;
 pub mod completions;
 pub mod health;

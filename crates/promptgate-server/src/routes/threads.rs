@@ -45,18 +45,42 @@ pub struct ThreadFilter {
     /// Only threads of this project.
     #[serde(default)]
     pub project_id: Option<String>,
+    /// Only threads whose title, or one of whose messages, contains every word of this text.
+    #[serde(default)]
+    pub q: Option<String>,
 }
+
+/// How many matching messages a thread search looks at; enough for a search box's list.
+const SEARCH_HITS: u32 = 50;
 
 async fn list(
     State(state): State<AppState>,
     user: CurrentUser,
     ApiQuery(filter): ApiQuery<ThreadFilter>,
 ) -> ApiResult<Json<Vec<Thread>>> {
+    let threads = state
+        .store
+        .list_threads(&user.id, filter.project_id.as_deref())
+        .await?;
+    let Some(query) = filter.q.as_deref().map(str::trim).filter(|q| !q.is_empty()) else {
+        return Ok(Json(threads));
+    };
+    optional_text("q", Some(query), 500)?;
+    let ids: Vec<String> = threads.iter().map(|t| t.id.clone()).collect();
+    let hits = state
+        .store
+        .search_messages(&user.id, &ids, query, SEARCH_HITS)
+        .await?;
+    let words: Vec<String> = query.split_whitespace().map(str::to_lowercase).collect();
+    let title_matches = |t: &Thread| {
+        let title = t.title.as_deref().unwrap_or_default().to_lowercase();
+        words.iter().all(|w| title.contains(w.as_str()))
+    };
     Ok(Json(
-        state
-            .store
-            .list_threads(&user.id, filter.project_id.as_deref())
-            .await?,
+        threads
+            .into_iter()
+            .filter(|t| title_matches(t) || hits.iter().any(|h| h.thread_id == t.id))
+            .collect(),
     ))
 }
 

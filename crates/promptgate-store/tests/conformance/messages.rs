@@ -29,12 +29,13 @@ conformance! {
         let reply = say(store, &alice, "garden", Role::Assistant, "Start with the soil.").await;
         assert_eq!(reply.seq, 2);
 
-        // The same thread again, or a message id already taken: nothing is written.
+        // The same thread again: nothing is written.
         let again = store.create_thread_with_message(&alice, &new_thread("garden"), &NewMessage { id: None, ..first.clone() }).await;
         assert!(matches!(again, Err(StoreError::Conflict(_))), "{again:?}");
-        let taken = store.create_thread_with_message(&alice, &new_thread("orchard"), &first).await;
-        assert!(matches!(taken, Err(StoreError::Conflict(_))), "{taken:?}");
-        assert_eq!(store.get_thread(&alice, "orchard").await.unwrap(), None, "no thread without its message");
+        assert_eq!(store.list_messages(&alice, "garden").await.unwrap().len(), 2);
+        // Message ids are the client's and scoped to their thread: another thread may reuse one.
+        let (_, reused) = store.create_thread_with_message(&alice, &new_thread("orchard"), &first).await.unwrap();
+        assert_eq!((reused.id.as_str(), reused.thread_id.as_str()), ("msg_first", "orchard"));
         assert_eq!(store.list_messages(&alice, "garden").await.unwrap().len(), 2);
 
         let nobody = store.create_thread_with_message("no-such-user", &new_thread("ghost"), &NewMessage { id: None, ..first.clone() }).await;
@@ -70,7 +71,6 @@ conformance! {
         let stored = store.append_message(&alice, &rich).await.unwrap();
         assert_eq!((stored.id.as_str(), stored.seq), ("msg_client-1", 13));
         assert_eq!(store.list_messages(&alice, "chat").await.unwrap().last(), Some(&stored));
-        assert!(matches!(store.append_message(&alice, &rich).await, Err(StoreError::Conflict(_))));
 
         store
             .update_message(&alice, "msg_client-1", &text("Final"), &json!({ "done": true }), Some(MessageStatus::Complete))
@@ -78,6 +78,13 @@ conformance! {
             .unwrap();
         let last = store.list_messages(&alice, "chat").await.unwrap().pop().unwrap();
         assert_eq!((last.parts, last.metadata, last.status), (text("Final"), json!({ "done": true }), Some(MessageStatus::Complete)));
+
+        // Ids are not unique keys: an edit is stored under the id of the message it replaces.
+        let edit = NewMessage { role: Role::User, parts: text("Edited"), status: None, ..rich.clone() };
+        let edit = NewMessage { id: Some("msg_user-1".to_owned()), ..edit };
+        let first = store.append_message(&alice, &edit).await.unwrap();
+        let again = store.append_message(&alice, &edit).await.unwrap();
+        assert_eq!((first.id.as_str(), first.seq, again.id.as_str(), again.seq), ("msg_user-1", 14, "msg_user-1", 15));
 
         // Bob cannot read, append to, or edit Alice's thread.
         assert!(matches!(store.list_messages(&bob, "chat").await, Err(StoreError::NotFound)));
@@ -98,7 +105,7 @@ conformance! {
         let mut huge = intrusion.clone();
         huge.parts = text(&"x".repeat(5 * 1024 * 1024));
         assert!(matches!(store.append_message(&alice, &huge).await, Err(StoreError::Invalid(_))));
-        assert_eq!(store.list_messages(&alice, "chat").await.unwrap().len(), 13);
+        assert_eq!(store.list_messages(&alice, "chat").await.unwrap().len(), 15, "the two edits and nothing invalid");
     }
 
     async fn concurrent_appends_get_distinct_positions(store: &Store) {

@@ -240,9 +240,14 @@ impl TurnService {
 
         // The user's words are saved before anything can fail upstream, so nothing they sent is lost.
         if let Some((id, parts)) = new_user_message {
-            let already_stored = id
-                .as_deref()
-                .is_some_and(|id| ctx.history.iter().any(|m| m.id == id));
+            // A resend of the thread's last question (its turn failed) is already stored; any other
+            // id the thread has seen is an edit, which takes that message's place (see
+            // `current_conversation`).
+            let already_stored = id.as_deref().is_some_and(|id| {
+                ctx.history
+                    .last()
+                    .is_some_and(|m| m.role == Role::User && m.id == id && m.parts.as_array() == Some(&parts))
+            });
             let message = NewMessage {
                 id,
                 thread_id: request.thread_id.clone(),
@@ -271,6 +276,7 @@ impl TurnService {
             } else if !already_stored {
                 let stored = self.store.append_message(&request.user_id, &message).await?;
                 ctx.history.push(stored);
+                ctx.history = promptgate_store::current_conversation(std::mem::take(&mut ctx.history));
             }
         } else {
             if ctx.thread.is_none() {

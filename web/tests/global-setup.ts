@@ -1,0 +1,149 @@
+// Starts what the browser tests run against, all on loopback: the scripted upstream (model and
+// search), the official MCP "everything" server, and a real promptgate binary on a fresh SQLite
+// database serving the built app.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startUpstream } from './upstream.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const web = path.resolve(here, '..');
+const repo = path.resolve(web, '..');
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+    s.on('error', reject);
+  });
+}
+
+async function waitFor(url: string, what: string, child?: ChildProcess, log?: () => string) {
+  for (let i = 0; i < 300; i++) {
+    if (child && child.exitCode !== null) throw new Error(`${what} exited early:\n${log?.() ?? ''}`);
+    try {
+      const res = await fetch(url, { method: 'GET' });
+      if (res.status < 500) return;
+    } catch {
+      // not up yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${what} never answered at ${url}:\n${log?.() ?? ''}`);
+}
+
+export default async function globalSetup() {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'promptgate-browser-'));
+  const upstream = await startUpstream();
+  const upstreamPort = (upstream.address() as net.AddressInfo).port;
+  const children: ChildProcess[] = [];
+
+  const everything =
+    process.env.PROMPTGATE_TEST_NODE_PEERS_DIR ?? path.join(repo, 'crates/promptgate-mcp/tests/peers');
+  const mcpEntry = path.join(everything, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js');
+  if (!fs.existsSync(mcpEntry)) throw new Error(`${mcpEntry} is missing: run crates/promptgate-mcp/tests/peers/install.sh`);
+  const mcpPort = await freePort();
+  const mcp = spawn(process.execPath, [mcpEntry, 'streamableHttp'], { env: { ...process.env, PORT: String(mcpPort) }, stdio: 'ignore' });
+  children.push(mcp);
+
+  const stopAll = () => {
+    for (const child of children) child.kill('SIGTERM');
+  };
+  try {
+    return await startGateways();
+  } catch (e) {
+    stopAll();
+    upstream.close();
+    throw e;
+  }
+
+  async function startGateways() {
+  const bin = process.env.PROMPTGATE_BIN ?? path.join(repo, 'target/debug/promptgate');
+  // The config file says everything; overrides meant for another gateway must not leak in.
+  const env: NodeJS.ProcessEnv = { ...process.env, PROMPTGATE_LOG: 'warn' };
+  for (const key of ['DATABASE_URL', 'PROMPTGATE_LISTEN', 'PROMPTGATE_AUTH_MODE', 'PROMPTGATE_CONFIG', 'PROMPTGATE_DEFAULT_MODEL']) delete env[key];
+
+  /// Starts a gateway on a fresh SQLite database; `extra` is appended to its config file.
+  async function gateway(name: string, mode: string, extra: string) {
+    const port = await freePort();
+    const dir = path.join(tmp, name);
+    fs.mkdirSync(dir);
+    const configPath = path.join(dir, 'promptgate.toml');
+    fs.writeFileSync(
+      configPath,
+      `listen = "127.0.0.1:${port}"
+database_url = "sqlite://${dir}/promptgate.db?mode=rwc"
+default_model = "demo"
+
+[auth]
+mode = "${mode}"
+
+[ui]
+dir = "${path.join(web, 'dist')}"
+
+[[providers]]
+name = "demo"
+kind = "demo"
+
+[[models]]
+id = "demo"
+name = "promptgate demo (offline)"
+provider = "demo"
+upstream_model = "demo"
+${extra}`,
+    );
+    let log = '';
+    const child = spawn(bin, ['serve', '--config', configPath], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout?.on('data', (d) => (log += d));
+    child.stderr?.on('data', (d) => (log += d));
+    children.push(child);
+    const base = `http://127.0.0.1:${port}`;
+    await waitFor(`${base}/readyz`, `promptgate (${name})`, child, () => log);
+    return { base, configPath };
+  }
+
+  const { base } = await gateway(
+    'single-user',
+    'single_user',
+    `
+[web]
+search = { kind = "searxng", base_url = "http://127.0.0.1:${upstreamPort}" }
+
+[[providers]]
+name = "scripted"
+kind = "openai"
+base_url = "http://127.0.0.1:${upstreamPort}/v1"
+
+[[models]]
+id = "scripted"
+name = "Scripted upstream"
+provider = "scripted"
+upstream_model = "upstream-model"
+`,
+  );
+  const tokens = await gateway('tokens', 'tokens', '');
+  const created = spawnSync(bin, ['--config', tokens.configPath, 'users', 'create', 'ada'], { env, encoding: 'utf8' });
+  const token = /\b(pg_[A-Za-z0-9_-]+)/.exec(created.stdout ?? '')?.[1];
+  if (!token) throw new Error(`users create printed no token:\n${created.stdout}\n${created.stderr}`);
+  await waitFor(`http://127.0.0.1:${mcpPort}/mcp`, 'server-everything', mcp);
+
+  process.env.PROMPTGATE_TOKENS_BASE_URL = tokens.base;
+  process.env.PROMPTGATE_TEST_TOKEN = token;
+  process.env.PROMPTGATE_BASE_URL = base;
+  process.env.PROMPTGATE_MCP_URL = `http://127.0.0.1:${mcpPort}/mcp`;
+  process.env.PROMPTGATE_SCREENSHOTS = process.env.PROMPTGATE_SCREENSHOTS ?? path.join(web, 'screenshots');
+  fs.mkdirSync(process.env.PROMPTGATE_SCREENSHOTS, { recursive: true });
+
+  return async () => {
+    stopAll();
+    await new Promise<void>((r) => upstream.close(() => r()));
+    fs.rmSync(tmp, { recursive: true, force: true });
+  };
+  }
+}

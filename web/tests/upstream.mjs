@@ -1,0 +1,94 @@
+// A scripted stand-in for two outside services, on loopback only: an OpenAI-compatible chat
+// completions endpoint (streamed) and a SearXNG-style search endpoint. What the "model" does is
+// decided by words in the user's last message, so each browser test picks its own script.
+import http from 'node:http';
+
+export const SEARCH_RESULTS = [
+  { url: 'https://www.rust-lang.org/learn', title: 'Learn Rust', content: 'The Rust book and more.' },
+  { url: 'https://doc.rust-lang.org/nomicon/', title: 'The Rustonomicon', content: 'Unsafe Rust, explained.' },
+];
+
+let answers = 0;
+
+function chunk(delta, finish = null) {
+  return `data: ${JSON.stringify({ id: 'chatcmpl-test', object: 'chat.completion.chunk', created: 0, model: 'upstream-model', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+}
+
+function textOf(message) {
+  if (typeof message?.content === 'string') return message.content;
+  if (Array.isArray(message?.content)) return message.content.map((p) => p.text ?? '').join('');
+  return '';
+}
+
+function toolCall(res, name, args) {
+  res.write(chunk({ role: 'assistant', tool_calls: [{ index: 0, id: `call_${name}_${Date.now()}`, type: 'function', function: { name, arguments: JSON.stringify(args) } }] }));
+  res.write(chunk({}, 'tool_calls'));
+  res.end('data: [DONE]\n\n');
+}
+
+async function streamText(res, pieces, delayMs = 0) {
+  res.write(chunk({ role: 'assistant', content: '' }));
+  for (const piece of pieces) {
+    if (res.destroyed) return;
+    res.write(chunk({ content: piece }));
+    if (delayMs) await new Promise((r) => setTimeout(r, delayMs));
+  }
+  res.write(chunk({}, 'stop'));
+  res.end('data: [DONE]\n\n');
+}
+
+function completions(body, res) {
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  const messages = body.messages ?? [];
+  const lastUser = [...messages].reverse().find((m) => m.role === 'user');
+  const question = textOf(lastUser);
+  const afterTool = messages.at(-1)?.role === 'tool';
+  if (/\bcite\b/i.test(question)) {
+    if (!afterTool) return toolCall(res, 'search', { query: 'rust language' });
+    return streamText(res, ['Rust is fast ', '[1] and its unsafe side ', 'is documented [2].']);
+  }
+  if (/\bpage\b/i.test(question)) {
+    if (!afterTool) return toolCall(res, 'render_html', { title: 'Clock', html: '<!DOCTYPE html><html><body><h1>Tick tock</h1></body></html>' });
+    return streamText(res, ['Here is your page.']);
+  }
+  if (/\bformula\b/i.test(question)) {
+    return streamText(res, ['Euler: $e^{i\\pi} + 1 = 0$, a price of $5 and $10 stays text, and\n\n', '$$\\int_0^1 x\\,dx = \\frac{1}{2}$$\n']);
+  }
+  if (/\becho\b/i.test(question)) {
+    if (!afterTool) return toolCall(res, 'everything_echo', { message: 'hello from the browser' });
+    return streamText(res, ['The MCP server echoed.']);
+  }
+  if (/\bslow\b/i.test(question)) {
+    return streamText(res, Array.from({ length: 600 }, (_, i) => `word${i} `), 100);
+  }
+  answers += 1;
+  const quoted = question.split('\n')[0].slice(0, 80);
+  return streamText(res, [`Answer ${answers} `, `to: ${quoted}`]);
+}
+
+export function startUpstream() {
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url, 'http://127.0.0.1');
+    if (req.method === 'GET' && url.pathname === '/search') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      return res.end(JSON.stringify({ query: url.searchParams.get('q'), results: SEARCH_RESULTS }));
+    }
+    if (req.method === 'POST' && url.pathname.endsWith('/chat/completions')) {
+      let raw = '';
+      req.on('data', (d) => (raw += d));
+      req.on('end', () => {
+        let body = {};
+        try {
+          body = JSON.parse(raw);
+        } catch {
+          res.writeHead(400).end();
+          return;
+        }
+        completions(body, res);
+      });
+      return;
+    }
+    res.writeHead(404).end();
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
+}

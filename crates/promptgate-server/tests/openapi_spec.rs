@@ -116,7 +116,8 @@ async fn live_gateway() -> Gateway {
          redirect_base_url = \"http://127.0.0.1:8080\"\n\n[integrations.google]\nclient_id = \"spec-client\"\n\
          client_secret_env = \"SPEC_GOOGLE_SECRET\"\nauth_url = \"http://127.0.0.1:9/auth\"\n\
          token_url = \"http://127.0.0.1:9/token\"\nrevoke_url = \"http://127.0.0.1:9/revoke\"\n\
-         api_base_url = \"http://127.0.0.1:9/gmail\"\ncalendar_base_url = \"http://127.0.0.1:9/calendar\"\n"
+         api_base_url = \"http://127.0.0.1:9/gmail\"\ncalendar_base_url = \"http://127.0.0.1:9/calendar\"\n\n\
+         [mcp]\nallow_loopback = true\n"
     );
     let mut config = Config::parse(&text).unwrap();
     config.auth.mode = AuthMode::Tokens;

@@ -262,11 +262,14 @@ impl Gateway {
         parse_sse(status, headers, &text)
     }
 
-    /// Waits until the thread's assistant answer is stored (it is saved as the turn ends).
+    /// Waits until the thread has `expected` messages and no answer is still `streaming` (the answer
+    /// row exists from the turn's start; a turn ended by a disconnect stores its end a moment later).
     pub async fn stored_messages(&self, thread: &str, expected: usize) -> Value {
         for _ in 0..200 {
             let (_, messages) = self.get(&format!("/v1/threads/{thread}/messages")).await;
-            if messages.as_array().is_some_and(|m| m.len() >= expected) {
+            if messages.as_array().is_some_and(|m| {
+                m.len() >= expected && m.iter().all(|m| m["status"] != "streaming")
+            }) {
                 return messages;
             }
             tokio::time::sleep(std::time::Duration::from_millis(25)).await;

@@ -216,11 +216,26 @@ fn is_public(op: &Operation) -> bool {
     op.template.ends_with("/callback")
 }
 
+/// An environment with only the key that seals secrets at rest (32 zero bytes, base64).
+struct SealingKey;
+
+impl promptgate_server::config::Env for SealingKey {
+    fn var(&self, name: &str) -> Option<String> {
+        (name == "PROMPTGATE_TOKEN_KEY").then(|| "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=".to_owned())
+    }
+}
+
 async fn users_stay_apart(backend: Backend) {
     init();
     let upstream = ScriptedUpstream::start().await.unwrap();
     upstream.replay_by_default(text(["an answer"]));
-    let gw = Gateway::start(backend, scripted_config(AuthMode::Tokens, &upstream.base_url())).await;
+    // Bob's MCP server carries secrets, which a tokens-mode server seals with a configured key.
+    let gw = Gateway::start_with_env(
+        backend,
+        scripted_config(AuthMode::Tokens, &upstream.base_url()),
+        &SealingKey,
+    )
+    .await;
     let bob = bob_with_data(&gw).await;
     let alice = {
         let user = gw.state.store.create_user("alice").await.unwrap();

@@ -533,7 +533,9 @@ async fn resuming_a_thread_without_a_running_turn_is_204() {
 async fn a_second_reader_gets_the_whole_stream_from_start_and_the_same_text() {
     let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
     let (body, seen) = slow_answer_under_way(&gw, &upstream, "two", "r", 3).await;
-    let (follower, owner) = tokio::join!(resume(&gw, "two"), read_rest(body, seen));
+    let (follower, third, owner) =
+        tokio::join!(resume(&gw, "two"), resume(&gw, "two"), read_rest(body, seen));
+    assert_eq!(third.events, follower.events, "any number of readers may follow");
     assert_eq!(follower.status, StatusCode::OK);
     assert_eq!(follower.headers["content-type"], "text/event-stream");
     assert_eq!(follower.headers["x-vercel-ai-ui-message-stream"], "v1");

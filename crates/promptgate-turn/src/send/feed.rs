@@ -344,3 +344,81 @@ impl Stream for SseFrames {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(text: &str) -> Bytes {
+        TurnEvent::Chunk(UiChunk::TextDelta {
+            id: "t".into(),
+            delta: text.into(),
+        })
+        .to_sse()
+        .into()
+    }
+
+    async fn read_all(stream: FollowStream) -> String {
+        let parts: Vec<Bytes> = stream.collect().await;
+        parts.iter().map(|b| String::from_utf8_lossy(b)).collect()
+    }
+
+    #[tokio::test]
+    async fn a_follower_gets_every_frame_from_the_first_then_done() {
+        let feed = Arc::new(TurnFeed::default());
+        let writer = FeedWriter(Arc::clone(&feed));
+        writer.0.push(frame("a"));
+        let Follow::Stream(follower) = follow(Arc::clone(&feed), "turn_1".into(), Duration::from_secs(5))
+        else {
+            panic!("a running turn can be followed");
+        };
+        let reading = tokio::spawn(read_all(follower));
+        writer.0.push(frame("b"));
+        drop(writer);
+        let body = reading.await.unwrap();
+        assert_eq!(
+            body,
+            format!(
+                "{}{}{SSE_DONE}",
+                String::from_utf8_lossy(&frame("a")),
+                String::from_utf8_lossy(&frame("b"))
+            )
+        );
+    }
+
+    #[tokio::test]
+    async fn past_the_bound_a_new_reader_is_refused_and_a_lagging_one_told_why() {
+        let feed = Arc::new(TurnFeed::default());
+        let writer = FeedWriter(Arc::clone(&feed));
+        writer.0.push(frame("start"));
+        let Follow::Stream(lagging) = follow(Arc::clone(&feed), "turn_1".into(), Duration::from_secs(5))
+        else {
+            panic!("a running turn can be followed");
+        };
+        let big = "x".repeat(64 << 10);
+        for _ in 0..(MAX_FEED_BYTES / big.len() + 1) {
+            writer.0.push(frame(&big));
+        }
+        assert!(matches!(
+            follow(Arc::clone(&feed), "turn_1".into(), Duration::from_secs(5)),
+            Follow::TooLong
+        ));
+        drop(writer);
+        let body = read_all(lagging).await;
+        assert!(
+            body.contains(FELL_BEHIND_TEXT) && body.ends_with(SSE_DONE),
+            "{body}"
+        );
+        assert!(feed.lock().bytes <= MAX_FEED_BYTES);
+    }
+
+    #[tokio::test]
+    async fn a_turn_that_ended_before_its_first_chunk_is_idle() {
+        let feed = Arc::new(TurnFeed::default());
+        drop(FeedWriter(Arc::clone(&feed)));
+        assert!(matches!(
+            follow(feed, "turn_1".into(), Duration::from_secs(5)),
+            Follow::Idle
+        ));
+    }
+}

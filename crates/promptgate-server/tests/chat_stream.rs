@@ -669,3 +669,64 @@ async fn an_unknown_retry_of_is_a_404_on_both_routes_in_both_spellings() {
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
+
+#[tokio::test]
+async fn another_user_cannot_follow_a_running_turn() {
+    common::init();
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    let gw = Gateway::start(
+        Backend::Sqlite,
+        scripted_config(AuthMode::Tokens, &upstream.base_url()),
+    )
+    .await;
+    let token = |name: &'static str| {
+        let store = gw.state.store.clone();
+        async move {
+            let user = store.create_user(name).await.unwrap();
+            store.issue_token(&user.id).await.unwrap()
+        }
+    };
+    let (bob, alice) = (token("bob").await, token("alice").await);
+    upstream.push(promptgate_llm::scripted::Script::new().hang());
+    let request = gw
+        .http
+        .post(gw.url("/v1/chat"))
+        .bearer_auth(&bob)
+        .json(&use_chat_body("bobs", "secret plans", "scripted"));
+    let sending = tokio::spawn(async move { request.send().await?.text().await });
+    for _ in 0..200 {
+        if upstream.calls() > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let as_alice = gw
+        .http
+        .get(gw.url("/v1/chat/bobs/stream"))
+        .bearer_auth(&alice)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(as_alice.status(), StatusCode::NO_CONTENT);
+    let as_bob = gw
+        .http
+        .get(gw.url("/v1/chat/bobs/stream"))
+        .bearer_auth(&bob)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(as_bob.status(), StatusCode::OK, "the owner can follow it");
+    let (status, _) = gw
+        .call(
+            reqwest::Method::POST,
+            "/v1/chat/bobs/stop",
+            Some(json!({})),
+            Some(&bob),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let followed = common::parse_sse(StatusCode::OK, Default::default(), &as_bob.text().await.unwrap());
+    assert_eq!(followed.types().first(), Some(&"start"));
+    assert!(followed.done);
+    let _ = sending.await;
+}

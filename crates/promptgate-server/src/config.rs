@@ -160,6 +160,9 @@ pub struct TurnConfig {
     pub save_retry_secs: u64,
     /// While text streams, the answer so far is stored at most this often (and at every step end).
     pub checkpoint_interval_ms: u64,
+    /// `stop`: a client that goes away stops its turn. `continue`: the turn runs to its end and is
+    /// stored, and `GET /v1/chat/{id}/stream` resumes it.
+    pub on_disconnect: promptgate_turn::send::OnDisconnect,
 }
 
 impl Default for TurnConfig {
@@ -173,6 +176,7 @@ impl Default for TurnConfig {
             save_grace_secs: 5,
             save_retry_secs: promptgate_turn::send::DEFAULT_SAVE_RETRY.as_secs(),
             checkpoint_interval_ms: 1000,
+            on_disconnect: promptgate_turn::send::OnDisconnect::Stop,
         }
     }
 }

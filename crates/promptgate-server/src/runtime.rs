@@ -130,6 +130,7 @@ pub fn turn_service(config: &Config, store: Store, env: &dyn Env) -> anyhow::Res
         mcp_discovery_timeout: Duration::from_millis(config.mcp.discovery_timeout_ms),
         max_turns_in_flight: config.turn.max_in_flight,
         mcp_call_timeout: Duration::from_secs(config.mcp.call_timeout_secs),
+        on_disconnect: config.turn.on_disconnect,
     };
     let service = TurnService::new(
         store,

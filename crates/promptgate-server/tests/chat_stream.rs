@@ -491,3 +491,264 @@ async fn tasks_tools_are_offered_only_behind_the_experimental_flag() {
         "{offered:?}"
     );
 }
+
+/// A gateway whose dropped clients leave their turns running.
+async fn continuing_gateway(backend: Backend) -> (Gateway, ScriptedUpstream) {
+    common::init();
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    let config = common::scripted_config_with(
+        AuthMode::SingleUser,
+        &upstream.base_url(),
+        "[turn]\non_disconnect = \"continue\"\n",
+    );
+    let gw = Gateway::start(backend, config).await;
+    (gw, upstream)
+}
+
+/// `GET /v1/chat/{thread}/stream`, read to its end.
+async fn resume(gw: &Gateway, thread: &str) -> common::Sse {
+    let res = gw
+        .http
+        .get(gw.url(&format!("/v1/chat/{thread}/stream")))
+        .send()
+        .await
+        .unwrap();
+    let status = res.status();
+    let headers = res.headers().clone();
+    let body = res.text().await.unwrap();
+    common::parse_sse(status, headers, &body)
+}
+
+/// Reads what is left of a stream.
+async fn read_rest(
+    mut body: futures::stream::BoxStream<'static, reqwest::Result<Vec<u8>>>,
+    mut seen: String,
+) -> common::Sse {
+    use futures::StreamExt;
+    while let Some(chunk) = body.next().await {
+        seen.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+    }
+    common::parse_sse(StatusCode::OK, Default::default(), &seen)
+}
+
+fn words(prefix: &str) -> String {
+    (0..200).map(|i| format!("{prefix}{i} ")).collect()
+}
+
+#[tokio::test]
+async fn resuming_a_thread_without_a_running_turn_is_204() {
+    let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
+    let res = gw.http.get(gw.url("/v1/chat/never/stream")).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::NO_CONTENT);
+    assert!(res.text().await.unwrap().is_empty());
+    // Nor once its turn is over.
+    upstream.push(text(["Done."]));
+    let sse = gw
+        .stream("/v1/chat", use_chat_body("over", "hi", "scripted"))
+        .await;
+    assert_eq!(sse.text(), "Done.");
+    let res = gw.http.get(gw.url("/v1/chat/over/stream")).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::NO_CONTENT);
+}
+
+#[tokio::test]
+async fn a_second_reader_gets_the_whole_stream_from_start_and_the_same_text() {
+    let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
+    let (body, seen) = slow_answer_under_way(&gw, &upstream, "two", "r", 3).await;
+    let (follower, third, owner) =
+        tokio::join!(resume(&gw, "two"), resume(&gw, "two"), read_rest(body, seen));
+    assert_eq!(third.events, follower.events, "any number of readers may follow");
+    assert_eq!(follower.status, StatusCode::OK);
+    assert_eq!(follower.headers["content-type"], "text/event-stream");
+    assert_eq!(follower.headers["x-vercel-ai-ui-message-stream"], "v1");
+    assert_eq!(follower.types().first(), Some(&"start"), "{:?}", follower.types());
+    assert!(follower.done && owner.done);
+    assert_eq!(owner.text(), words("r"));
+    assert_eq!(follower.text(), owner.text());
+    assert_eq!(follower.events, owner.events, "both readers see the same chunks");
+    assert_eq!(
+        follower.headers["x-promptgate-turn-id"],
+        owner.of_type("start")[0]["messageMetadata"]["turnId"]
+            .as_str()
+            .unwrap()
+    );
+    let stored = gw.stored_messages("two", 2).await;
+    assert_eq!(stored[1]["status"], "complete");
+}
+
+async fn disconnect_with_continue(backend: Backend) {
+    let (gw, upstream) = continuing_gateway(backend).await;
+    let (body, seen) = slow_answer_under_way(&gw, &upstream, "cont", "c", 2).await;
+    drop(body);
+    assert!(seen.contains("\"type\":\"start\""));
+    // A reload resumes it: the whole answer from `start`, to its end.
+    let resumed = resume(&gw, "cont").await;
+    assert_eq!(resumed.status, StatusCode::OK);
+    assert_eq!(resumed.types().first(), Some(&"start"));
+    assert!(resumed.done);
+    assert_eq!(resumed.text(), words("c"));
+    assert_eq!(resumed.of_type("finish")[0]["finishReason"], "stop");
+    // And it is stored whole, as complete.
+    let mut stored = gw.stored_messages("cont", 2).await;
+    for _ in 0..200 {
+        if stored[1]["status"] == "complete" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+        stored = gw.stored_messages("cont", 2).await;
+    }
+    assert_eq!(stored[1]["status"], "complete");
+    let answer: String = stored[1]["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["text"].as_str())
+        .collect();
+    assert_eq!(answer, words("c"));
+    assert_eq!(upstream.calls(), 1);
+}
+
+#[tokio::test]
+async fn with_continue_a_dropped_client_leaves_the_turn_running_and_a_resume_gets_it_sqlite() {
+    disconnect_with_continue(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn with_continue_a_dropped_client_leaves_the_turn_running_and_a_resume_gets_it_postgres() {
+    disconnect_with_continue(Backend::Postgres).await;
+}
+
+#[tokio::test]
+async fn with_stop_a_dropped_client_stops_the_turn_and_its_followers_see_the_end() {
+    let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
+    let (body, _) = slow_answer_under_way(&gw, &upstream, "halt", "h", 2).await;
+    let res = gw.http.get(gw.url("/v1/chat/halt/stream")).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    drop(body);
+    let follower = common::parse_sse(StatusCode::OK, Default::default(), &res.text().await.unwrap());
+    assert_eq!(follower.types().first(), Some(&"start"));
+    assert!(follower.types().contains(&"abort"), "{:?}", follower.types());
+    assert!(follower.done);
+    assert!(!follower.text().contains("h199"), "the turn was cut short");
+    let stored = gw.stored_messages("halt", 2).await;
+    assert_eq!(stored[1]["status"], "stopped");
+}
+
+#[tokio::test]
+async fn an_unknown_retry_of_is_a_404_on_both_routes_in_both_spellings() {
+    let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
+    for field in ["retryOf", "retry_of"] {
+        let mut body = use_chat_body("rt", "hi", "scripted");
+        body[field] = json!("turn_0000");
+        let (status, err) = gw.post("/v1/chat", body).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{field}: {err}");
+        assert_eq!(error_code(&err), "unknown_turn");
+    }
+    let (status, _) = gw.get("/v1/threads/rt").await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "a refused retry creates no thread");
+
+    upstream.push(text(["First."]));
+    let first = gw.stream("/v1/chat", use_chat_body("rt", "hi", "scripted")).await;
+    let turn = first.of_type("start")[0]["messageMetadata"]["turnId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for field in ["retryOf", "retry_of"] {
+        let (status, err) = gw
+            .post(
+                "/v1/threads/rt/messages",
+                json!({"message": "again", "model": "scripted", field: "turn_0000"}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{field}: {err}");
+        assert_eq!(error_code(&err), "unknown_turn");
+    }
+    assert_eq!(
+        gw.stored_messages("rt", 2).await.as_array().unwrap().len(),
+        2,
+        "nothing of a refused retry is stored"
+    );
+    // A known turn is retried, whichever spelling names it.
+    upstream.push(text(["Second."]));
+    let sse = gw
+        .stream(
+            "/v1/threads/rt/messages",
+            json!({"message": "again", "model": "scripted", "retryOf": turn}),
+        )
+        .await;
+    assert_eq!(sse.text(), "Second.");
+    let mut body = use_chat_body("rt", "more", "scripted");
+    body["retry_of"] = json!(turn);
+    upstream.push(text(["Third."]));
+    let sse = gw.stream("/v1/chat", body).await;
+    assert_eq!(sse.text(), "Third.");
+    // A turn of another thread is not this thread's to retry.
+    let (status, _) = gw
+        .post(
+            "/v1/threads/rt-other/messages",
+            json!({"message": "x", "retry_of": turn}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn another_user_cannot_follow_a_running_turn() {
+    common::init();
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    let gw = Gateway::start(
+        Backend::Sqlite,
+        scripted_config(AuthMode::Tokens, &upstream.base_url()),
+    )
+    .await;
+    let token = |name: &'static str| {
+        let store = gw.state.store.clone();
+        async move {
+            let user = store.create_user(name).await.unwrap();
+            store.issue_token(&user.id).await.unwrap()
+        }
+    };
+    let (bob, alice) = (token("bob").await, token("alice").await);
+    upstream.push(promptgate_llm::scripted::Script::new().hang());
+    let request = gw
+        .http
+        .post(gw.url("/v1/chat"))
+        .bearer_auth(&bob)
+        .json(&use_chat_body("bobs", "secret plans", "scripted"));
+    let sending = tokio::spawn(async move { request.send().await?.text().await });
+    for _ in 0..200 {
+        if upstream.calls() > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let as_alice = gw
+        .http
+        .get(gw.url("/v1/chat/bobs/stream"))
+        .bearer_auth(&alice)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(as_alice.status(), StatusCode::NO_CONTENT);
+    let as_bob = gw
+        .http
+        .get(gw.url("/v1/chat/bobs/stream"))
+        .bearer_auth(&bob)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(as_bob.status(), StatusCode::OK, "the owner can follow it");
+    let (status, _) = gw
+        .call(
+            reqwest::Method::POST,
+            "/v1/chat/bobs/stop",
+            Some(json!({})),
+            Some(&bob),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let followed = common::parse_sse(StatusCode::OK, Default::default(), &as_bob.text().await.unwrap());
+    assert_eq!(followed.types().first(), Some(&"start"));
+    assert!(followed.done);
+    let _ = sending.await;
+}

@@ -162,3 +162,67 @@ async fn the_openai_client_consumes_the_facade_streamed_and_whole() {
         "the answer arrives in pieces"
     );
 }
+
+#[tokio::test]
+async fn the_ai_sdk_resumes_a_turn_after_its_connection_dropped() {
+    let Some(dir) = js_dir() else { return };
+    common::init();
+    let upstream = promptgate_llm::scripted::ScriptedUpstream::start().await.unwrap();
+    let config = common::scripted_config_with(
+        AuthMode::SingleUser,
+        &upstream.base_url(),
+        "[turn]\non_disconnect = \"continue\"\n",
+    );
+    let gw = Gateway::start(Backend::Sqlite, config).await;
+    // Upstream stub: one call, 80 words 25 ms apart, so the turn is still running when the client
+    // comes back.
+    let words: Vec<String> = (0..80).map(|i| format!("w{i} ")).collect();
+    let expected: String = words.concat();
+    upstream
+        .push(promptgate_llm::scripted::text(words).with_delay_between(std::time::Duration::from_millis(25)));
+    let request = json!({
+        "chatId": "js-resume",
+        "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Talk for a while"}]}],
+        "body": {"model": "scripted"}
+    });
+    let (ok, result) = run_node(
+        dir,
+        vec!["resume-check.mjs".into(), gw.url("/v1/chat"), request.to_string()],
+    )
+    .await;
+    assert!(ok, "the AI SDK could not resume: {result}");
+    assert!(
+        result["idle"].is_null(),
+        "no running turn: 204, which the SDK reads as null: {result}"
+    );
+    assert_eq!(result["seenBeforeDrop"], 2);
+    let chunks: Vec<&str> = result["chunks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert_eq!(chunks.first(), Some(&"start"), "{chunks:?}");
+    assert_eq!(chunks.last(), Some(&"finish"), "{chunks:?}");
+    let message = &result["message"];
+    let text: String = message["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["text"].as_str())
+        .collect();
+    assert_eq!(text, expected, "the resumed message is the whole answer");
+
+    // The turn outlived the dropped connection and was stored whole.
+    let mut stored = gw.stored_messages("js-resume", 2).await;
+    for _ in 0..200 {
+        if stored[1]["status"] == "complete" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        stored = gw.stored_messages("js-resume", 2).await;
+    }
+    assert_eq!(stored[1]["status"], "complete");
+    assert_eq!(stored[1]["id"], message["id"]);
+    assert_eq!(upstream.calls(), 1);
+}

@@ -12,8 +12,9 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
-use promptgate_turn::send::{SendError, SendHandle, SendInput, SendRequest};
-use promptgate_turn::{SSE_DONE, TurnEvent};
+use promptgate_turn::send::{
+    Follow, FollowStream, MAX_FEED_BYTES, SendError, SendHandle, SendInput, SendRequest,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -41,6 +42,20 @@ pub fn routes() -> ApiRouter<AppState> {
             post_with(post_message, |op| op.summary("Send a message to an existing thread; answers with the UI message stream")),
         )
         .api_route(
+            "/v1/chat/{id}/stream",
+            get_with(resume, |op| {
+                op.summary("Resume the thread's running turn: its UI message stream from `start`, then live")
+                    .description(
+                        "What the AI SDK calls for `useChat({ resume: true })` (DefaultChatTransport.reconnectToStream). \
+                         `204` with an empty body when no turn runs in the thread; otherwise the running turn's UI \
+                         message stream from its `start` chunk, then live until `data: [DONE]`. Any number of readers \
+                         may follow one turn; reading it never stops it. `409 stream_too_long` when the turn's stream \
+                         has outgrown what the server keeps (4 MiB): the answer so far is in the thread's messages.",
+                    )
+                    .response_with::<204, (), _>(|res| res.description("No turn is running in the thread"))
+            }),
+        )
+        .api_route(
             "/v1/chat/{id}/stop",
             post_with(stop, |op| op.summary("Stop the thread's running turn; its partial answer is saved as stopped")),
         )
@@ -62,8 +77,10 @@ pub struct ChatBody {
     /// Model id; default: your settings' default model, then the server's.
     #[serde(default)]
     pub model: Option<String>,
-    /// An automatic retry of this turn id: the web budget and sources carry over.
-    #[serde(default, rename = "retryOf")]
+    /// An automatic retry of this turn id (from the `start` chunk's `messageMetadata.turnId`): the web
+    /// budget and sources carry over. Also accepted as `retry_of`. An id this server does not know, or
+    /// older than 10 minutes, is refused with `404 unknown_turn`.
+    #[serde(default, rename = "retryOf", alias = "retry_of")]
     pub retry_of: Option<String>,
 }
 
@@ -125,8 +142,10 @@ pub struct ThreadMessage {
     pub message: MessageContent,
     #[serde(default)]
     pub model: Option<String>,
-    /// An automatic retry of this turn id: the web budget and sources carry over.
-    #[serde(default)]
+    /// An automatic retry of this turn id (from the `start` chunk's `messageMetadata.turnId`): the web
+    /// budget and sources carry over. Also accepted as `retryOf`. An id this server does not know, or
+    /// older than 10 minutes, is refused with `404 unknown_turn`.
+    #[serde(default, alias = "retryOf")]
     pub retry_of: Option<String>,
 }
 
@@ -160,6 +179,62 @@ async fn post_message(
         .await
         .map_err(send_error)?;
     Ok(UiStream::new(handle))
+}
+
+/// The running turn's stream, or `204 No Content` when the thread has none.
+pub enum Resumed {
+    Idle,
+    Stream(FollowStream),
+}
+
+async fn resume(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(thread_id): Path<String>,
+) -> ApiResult<Resumed> {
+    match state.turns.follow(&user.id, &thread_id) {
+        Follow::Idle => Ok(Resumed::Idle),
+        Follow::Stream(stream) => {
+            tracing::info!(user = %user.id, thread = %thread_id, turn = %stream.turn_id, "stream resumed");
+            Ok(Resumed::Stream(stream))
+        }
+        Follow::TooLong => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "stream_too_long",
+            format!(
+                "the running turn's stream is longer than the {} MiB this server keeps to replay; \
+                 its answer so far is in GET /v1/threads/{{id}}/messages",
+                MAX_FEED_BYTES >> 20
+            ),
+        )),
+    }
+}
+
+impl IntoResponse for Resumed {
+    fn into_response(self) -> Response {
+        match self {
+            Self::Idle => StatusCode::NO_CONTENT.into_response(),
+            Self::Stream(stream) => {
+                let turn_id = stream.turn_id.clone();
+                ui_stream_response(
+                    Body::from_stream(stream.map(Ok::<_, std::convert::Infallible>)),
+                    &turn_id,
+                )
+            }
+        }
+    }
+}
+
+impl OperationOutput for Resumed {
+    type Inner = ();
+
+    fn operation_response(ctx: &mut GenContext, op: &mut Operation) -> Option<ApiResponse> {
+        UiStream::operation_response(ctx, op)
+    }
+
+    fn inferred_responses(ctx: &mut GenContext, op: &mut Operation) -> Vec<(Option<ApiStatus>, ApiResponse)> {
+        UiStream::inferred_responses(ctx, op)
+    }
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -262,6 +337,7 @@ pub(crate) fn send_error(err: SendError) -> ApiError {
         SendError::Overloaded(_) => {
             ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "overloaded", err.to_string())
         }
+        SendError::UnknownTurn(_) => ApiError::new(StatusCode::NOT_FOUND, "unknown_turn", err.to_string()),
         SendError::Store(e) => e.into(),
     }
 }
@@ -279,8 +355,21 @@ pub(crate) fn event_stream(body: Body) -> Response {
     res
 }
 
+/// The headers of a UI message stream.
+fn ui_stream_response(body: Body, turn_id: &str) -> Response {
+    let mut res = event_stream(body);
+    let headers = res.headers_mut();
+    headers.insert(header::CONNECTION, HeaderValue::from_static("keep-alive"));
+    headers.insert("x-vercel-ai-ui-message-stream", HeaderValue::from_static("v1"));
+    if let Ok(turn) = HeaderValue::from_str(turn_id) {
+        headers.insert("x-promptgate-turn-id", turn);
+    }
+    res
+}
+
 /// The AI SDK UI message stream: one `data: <chunk>` event per chunk, `: keep-alive` comments while
-/// tools run, then `data: [DONE]`. Dropping the body (client disconnect) stops the turn.
+/// tools run, then `data: [DONE]`. Dropping the body (client disconnect) stops the turn, unless
+/// `[turn] on_disconnect = "continue"`.
 pub struct UiStream(SendHandle);
 
 impl UiStream {
@@ -292,18 +381,13 @@ impl UiStream {
 impl IntoResponse for UiStream {
     fn into_response(self) -> Response {
         let handle = self.0;
-        let watch = crate::observe::TurnWatch::start("chat", &handle.turn_id, &handle.model_id);
-        let frames = crate::observe::watch_turn(watch, handle.events)
-            .map(|event: TurnEvent| Ok::<_, std::convert::Infallible>(event.to_sse()))
-            .chain(futures::stream::once(async { Ok(SSE_DONE.to_owned()) }));
-        let mut res = event_stream(Body::from_stream(frames));
-        let headers = res.headers_mut();
-        headers.insert(header::CONNECTION, HeaderValue::from_static("keep-alive"));
-        headers.insert("x-vercel-ai-ui-message-stream", HeaderValue::from_static("v1"));
-        if let Ok(turn) = HeaderValue::from_str(&handle.turn_id) {
-            headers.insert("x-promptgate-turn-id", turn);
-        }
-        res
+        let mut watch = crate::observe::TurnWatch::start("chat", &handle.turn_id, &handle.model_id);
+        let frames = handle
+            .events
+            .inspect(move |event| watch.see(event))
+            .into_sse()
+            .map(Ok::<_, std::convert::Infallible>);
+        ui_stream_response(Body::from_stream(frames), &handle.turn_id)
     }
 }
 

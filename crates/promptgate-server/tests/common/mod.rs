@@ -267,9 +267,10 @@ impl Gateway {
     pub async fn stored_messages(&self, thread: &str, expected: usize) -> Value {
         for _ in 0..200 {
             let (_, messages) = self.get(&format!("/v1/threads/{thread}/messages")).await;
-            if messages.as_array().is_some_and(|m| {
-                m.len() >= expected && m.iter().all(|m| m["status"] != "streaming")
-            }) {
+            if messages
+                .as_array()
+                .is_some_and(|m| m.len() >= expected && m.iter().all(|m| m["status"] != "streaming"))
+            {
                 return messages;
             }
             tokio::time::sleep(std::time::Duration::from_millis(25)).await;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use promptgate_llm::{ChatMessage, ContentPart, UserContent};
 use serde_json::{Map, Value};
 
-use super::{SendError, SendHandle, TurnService, WebHooks};
+use super::{SendError, SendHandle, SendStream, TurnService, WebHooks};
 use crate::engine::{RequestBudget, run_turn};
 use crate::facade::FacadeHistory;
 
@@ -92,7 +92,7 @@ impl TurnService {
             turn_id,
             message_id,
             model_id: model.id,
-            events: run.events,
+            events: SendStream::plain(run.events),
         })
     }
 }

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
+use super::feed::TurnFeed;
 use super::hooks::TurnState;
 use crate::engine::{RequestBudget, ToolCache};
 
@@ -26,6 +27,8 @@ pub struct Continuation {
 struct Running {
     turn_id: String,
     cancel: CancellationToken,
+    /// Its stream, for readers that follow it.
+    feed: Arc<TurnFeed>,
 }
 
 struct Remembered {
@@ -78,7 +81,14 @@ impl LiveTurns {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    pub fn claim(&self, user: &str, thread: &str, turn_id: &str, cancel: CancellationToken) -> Claim {
+    pub(crate) fn claim(
+        &self,
+        user: &str,
+        thread: &str,
+        turn_id: &str,
+        cancel: CancellationToken,
+        feed: Arc<TurnFeed>,
+    ) -> Claim {
         let key = (user.to_owned(), thread.to_owned());
         let mut inner = self.lock();
         if inner.running.contains_key(&key) {
@@ -89,6 +99,7 @@ impl LiveTurns {
             Running {
                 turn_id: turn_id.to_owned(),
                 cancel,
+                feed,
             },
         );
         Claim::Claimed(Slot {
@@ -108,6 +119,15 @@ impl LiveTurns {
             }
             None => false,
         }
+    }
+
+    /// The running turn of this user's thread and its stream.
+    pub(crate) fn feed(&self, user: &str, thread: &str) -> Option<(String, Arc<TurnFeed>)> {
+        let inner = self.lock();
+        inner
+            .running
+            .get(&(user.to_owned(), thread.to_owned()))
+            .map(|running| (running.turn_id.clone(), Arc::clone(&running.feed)))
     }
 
     pub fn remember(&self, user: &str, thread: &str, continuation: Continuation) {

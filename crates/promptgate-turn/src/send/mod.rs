@@ -4,6 +4,7 @@
 
 mod builtin;
 mod complete;
+mod feed;
 mod hooks;
 mod integrations;
 mod live;
@@ -22,6 +23,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 pub use complete::CompletionRequest;
+pub use feed::{FELL_BEHIND_TEXT, Follow, FollowStream, MAX_FEED_BYTES, OnDisconnect, SendStream, SseFrames};
 pub use hooks::{TurnState, WebHooks};
 pub use integrations::{GoogleSetup, Integrations, MicrosoftSetup};
 pub use live::{Continuation, LiveTurns};
@@ -30,7 +32,8 @@ pub use providers::{Provider, ProviderClient, Providers};
 pub use record::{PendingSave, PendingSaves};
 pub use toolset::{Executors, McpToolExecutor};
 
-use crate::engine::{RequestBudget, TurnLimits, TurnStream, run_turn};
+use crate::engine::{RequestBudget, TurnLimits, run_turn};
+use feed::{Detach, FeedWriter, TurnFeed};
 use live::Claim;
 use record::AnswerWriter;
 
@@ -66,6 +69,8 @@ pub struct ServiceConfig {
     pub max_turns_in_flight: usize,
     /// How long the final save of an answer keeps trying while the store is unavailable.
     pub save_retry: Duration,
+    /// Whether a send's turn stops when its client goes away.
+    pub on_disconnect: OnDisconnect,
 }
 
 impl Default for ServiceConfig {
@@ -77,6 +82,7 @@ impl Default for ServiceConfig {
             mcp_call_timeout: promptgate_mcp::DEFAULT_CALL_TIMEOUT,
             max_turns_in_flight: DEFAULT_TURNS_IN_FLIGHT,
             save_retry: DEFAULT_SAVE_RETRY,
+            on_disconnect: OnDisconnect::Stop,
         }
     }
 }
@@ -126,7 +132,7 @@ pub struct SendHandle {
     pub turn_id: String,
     pub message_id: String,
     pub model_id: String,
-    pub events: TurnStream,
+    pub events: SendStream,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -143,6 +149,10 @@ pub enum SendError {
     InvalidMessage(String),
     #[error("the server is running {0} turns, its limit; try again shortly")]
     Overloaded(usize),
+    #[error(
+        "turn {0} is unknown here or too old to retry (a retry must come within 10 minutes); send without retry_of to start a fresh turn"
+    )]
+    UnknownTurn(String),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -214,16 +224,38 @@ impl TurnService {
         self.live.stop(user_id, thread_id)
     }
 
+    /// The stream of the thread's running turn from its `start` chunk, for another reader (a reload
+    /// that resumes it).
+    pub fn follow(&self, user_id: &str, thread_id: &str) -> Follow {
+        match self.live.feed(user_id, thread_id) {
+            Some((turn_id, feed)) => feed::follow(feed, turn_id, self.config.limits.keep_alive),
+            None => Follow::Idle,
+        }
+    }
+
     pub async fn send(&self, request: SendRequest) -> Result<SendHandle, SendError> {
         let admission = self.admit()?;
         let turn_id = format!("turn_{}", uuid::Uuid::now_v7().simple());
         let cancel = self.stop_all.child_token();
-        let slot = match self
-            .live
-            .claim(&request.user_id, &request.thread_id, &turn_id, cancel.clone())
-        {
+        let feed = FeedWriter(Arc::new(TurnFeed::default()));
+        let slot = match self.live.claim(
+            &request.user_id,
+            &request.thread_id,
+            &turn_id,
+            cancel.clone(),
+            Arc::clone(&feed.0),
+        ) {
             Claim::Claimed(slot) => slot,
             Claim::Busy => return Err(SendError::Busy(request.thread_id.clone())),
+        };
+        // A retry whose turn is gone must say so before anything is stored, not start afresh.
+        let continuation = match request.retry_of.as_deref() {
+            Some(previous) => Some(
+                self.live
+                    .recall(&request.user_id, &request.thread_id, previous)
+                    .ok_or_else(|| SendError::UnknownTurn(previous.to_owned()))?,
+            ),
+            None => None,
         };
 
         let (mut ctx, model, provider) = self
@@ -294,10 +326,6 @@ impl TurnService {
             ));
         }
 
-        let continuation = request
-            .retry_of
-            .as_deref()
-            .and_then(|previous| self.live.recall(&request.user_id, &request.thread_id, previous));
         let prepared = self
             .prepare(
                 &request.user_id,
@@ -326,7 +354,7 @@ impl TurnService {
         );
         plan.request_budget = Some(Arc::clone(&continuation.requests));
         plan.tool_cache = continuation.tool_cache.clone();
-        plan.cancel = cancel;
+        plan.cancel = cancel.clone();
         plan.hooks = Arc::new(WebHooks::new(Arc::clone(&continuation.state)));
         plan.admission = Some(admission);
 
@@ -354,11 +382,17 @@ impl TurnService {
         plan.recorder = Some(recorder);
         plan.tasks = self.tasks.clone();
         let run = run_turn(plan);
+        let detach = Detach {
+            on_disconnect: self.config.on_disconnect,
+            cancel,
+            tasks: self.tasks.clone(),
+            drained: false,
+        };
         Ok(SendHandle {
             turn_id,
             message_id,
             model_id: model.id,
-            events: run.events,
+            events: SendStream::fed(run.events, feed, detach),
         })
     }
 

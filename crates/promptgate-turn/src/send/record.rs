@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
 use tokio_util::task::TaskTracker;
+use tracing::Instrument;
 
 use super::live::{Continuation, LiveTurns, Slot};
 use crate::engine::{AnswerRecorder, TurnOutcome, TurnStatus};
@@ -122,7 +123,11 @@ impl AnswerWriter {
             thread_id: self.thread_id.clone(),
             message_id: self.message_id.clone(),
         });
-        tasks.spawn(self.run(snapshots_rx, outcome_rx));
+        // In the request's span, so the writer's lines carry its request id like the turn's do.
+        tasks.spawn(
+            self.run(snapshots_rx, outcome_rx)
+                .instrument(tracing::Span::current()),
+        );
         Arc::new(ChannelRecorder {
             snapshots: snapshots_tx,
             outcome: Mutex::new(Some(outcome_tx)),

@@ -109,10 +109,10 @@ async fn completions(
         model: handle.model_id.clone(),
     };
     if body.stream {
-        return Ok(Completion::Stream(
+        return Ok(Completion::Stream(Box::new((
             handle,
             CompletionChunks::new(identity, include_usage),
-        ));
+        ))));
     }
     let mut response = CompletionResponse::new(identity);
     let watch = crate::observe::TurnWatch::start("completion", &handle.turn_id, &handle.model_id);
@@ -133,7 +133,8 @@ async fn completions(
 pub enum Completion {
     /// The `chat.completion` object's JSON bytes.
     Whole(Vec<u8>),
-    Stream(SendHandle, CompletionChunks),
+    /// Boxed: the handle is large and a JSON completion need not carry its size.
+    Stream(Box<(SendHandle, CompletionChunks)>),
 }
 
 impl IntoResponse for Completion {
@@ -142,7 +143,8 @@ impl IntoResponse for Completion {
             Self::Whole(body) => {
                 ([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response()
             }
-            Self::Stream(handle, mut chunks) => {
+            Self::Stream(stream) => {
+                let (handle, mut chunks) = *stream;
                 let watch = crate::observe::TurnWatch::start("completion", &handle.turn_id, &handle.model_id);
                 let frames = crate::observe::watch_turn(watch, handle.events)
                     .map(move |event: TurnEvent| match &event {

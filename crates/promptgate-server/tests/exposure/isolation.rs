@@ -212,8 +212,10 @@ async fn call_as(gw: &Gateway, op: &Operation, bob: &Bob, token: Option<&str>) -
 }
 
 /// Reached by the provider's redirect, without a token: it answers only to a pending `state`.
+/// Operations that take no token: the OAuth callback (it carries its own state) and an artifact's
+/// signed view link (it carries its own signature).
 fn is_public(op: &Operation) -> bool {
-    op.template.ends_with("/callback")
+    op.template.ends_with("/callback") || op.template.ends_with("/view")
 }
 
 /// An environment with only the key that seals secrets at rest (32 zero bytes, base64).
@@ -279,7 +281,9 @@ async fn users_stay_apart(backend: Backend) {
             "{name} as alice showed bob's data: {status} {body}"
         );
         let targets_bob = op.template.contains("{id}");
-        if targets_bob {
+        if is_public(&op) {
+            assert!(!status.is_success(), "{name} as alice: {status} {body}");
+        } else if targets_bob {
             let stop_of_nothing = op.template.ends_with("/stop")
                 && serde_json::from_str::<Value>(&body).unwrap()["stopped"] == false;
             // Resuming is keyed by the caller's own threads: bob's running turn is not alice's, so

@@ -66,6 +66,9 @@ impl std::fmt::Debug for McpHub {
 struct Shared {
     outbound: Arc<Outbound>,
     settings: HubSettings,
+    /// Background reconnects, so a shutdown can end them and wait until they have.
+    background: tokio_util::task::TaskTracker,
+    stopping: tokio_util::sync::CancellationToken,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -85,9 +88,21 @@ impl McpHub {
 
     /// Builds the hub on a caller's outbound policy (a custom resolver, say); `settings.addresses`
     /// is then not consulted.
+    /// Ends the background reconnects and waits for them, at most `deadline`; no new ones start.
+    pub async fn shutdown(&self, deadline: Duration) {
+        self.shared.stopping.cancel();
+        self.shared.background.close();
+        let _ = tokio::time::timeout(deadline, self.shared.background.wait()).await;
+    }
+
     pub fn with_outbound(outbound: Arc<Outbound>, settings: HubSettings) -> McpHub {
         McpHub {
-            shared: Arc::new(Shared { outbound, settings }),
+            shared: Arc::new(Shared {
+                outbound,
+                settings,
+                background: tokio_util::task::TaskTracker::new(),
+                stopping: tokio_util::sync::CancellationToken::new(),
+            }),
             pool: Arc::new(Mutex::new(Pool {
                 entries: HashMap::new(),
                 swept_at: Instant::now(),
@@ -472,7 +487,14 @@ impl ServerEntry {
         }
         health.reconnecting = true;
         drop(health);
-        tokio::spawn(reconnect(Arc::downgrade(self)));
+        let stopping = self.shared.stopping.clone();
+        let entry = Arc::downgrade(self);
+        self.shared.background.spawn(async move {
+            tokio::select! {
+                () = stopping.cancelled() => {}
+                () = reconnect(entry) => {}
+            }
+        });
     }
 }
 

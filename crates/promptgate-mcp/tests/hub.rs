@@ -410,3 +410,39 @@ async fn a_server_that_ignores_discover_is_reached_through_the_handshake() {
     let outcomes = hub.discover(std::slice::from_ref(&cfg), budget).await;
     assert_eq!(tool_names(&outcomes[0]), BASE_TOOLS);
 }
+
+#[tokio::test]
+async fn a_shut_down_hub_stops_reconnecting_in_the_background() {
+    let mut server = McpTestServer::start(ServerOptions {
+        ttl_ms: Some(60_000),
+        ..ServerOptions::default()
+    })
+    .await;
+    let hub = hub_with(HubSettings {
+        liveness_interval: Duration::ZERO,
+        reconnect_initial_backoff: Duration::from_millis(20),
+        reconnect_max_backoff: Duration::from_millis(50),
+        ..HubSettings::default()
+    });
+    let servers = [config("s1", "Going", &server.url())];
+    assert!(matches!(
+        hub.discover(&servers, BUDGET).await[0],
+        DiscoveryOutcome::Ready { .. }
+    ));
+    server.stop().await;
+    assert!(matches!(
+        hub.discover(&servers, BUDGET).await[0],
+        DiscoveryOutcome::Failed { .. }
+    ));
+
+    // The reconnect now running in the background ends with the shutdown...
+    hub.shutdown(Duration::from_secs(5)).await;
+    server.restart().await;
+    let listed = server.state.list_calls.load(Ordering::SeqCst);
+    let reconnected = eventually(10, Duration::from_millis(50), || async {
+        server.state.list_calls.load(Ordering::SeqCst) > listed
+    })
+    .await;
+    // ...so the server that came back hears nothing from it.
+    assert!(!reconnected, "a shut-down hub must not reconnect on its own");
+}

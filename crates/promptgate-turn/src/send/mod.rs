@@ -192,11 +192,15 @@ impl TurnService {
         self.stop_all.cancel();
     }
 
-    /// Waits until every turn has ended and every answer writer is done, or until `deadline`.
-    /// Returns the answers still not stored (empty when all are).
+    /// Waits until every turn has ended and every answer writer is done, or until `deadline`, then
+    /// ends the MCP hub's background reconnects. Returns the answers still not stored (empty when
+    /// all are).
     pub async fn drain(&self, deadline: Duration) -> Vec<PendingSave> {
         self.tasks.close();
         let _ = tokio::time::timeout(deadline, self.tasks.wait()).await;
+        if let Some(hub) = &self.mcp {
+            hub.shutdown(Duration::from_secs(1)).await;
+        }
         self.pending.list()
     }
 

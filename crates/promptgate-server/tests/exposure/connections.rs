@@ -28,6 +28,9 @@ struct Served {
 async fn serve(config: Config, limits: ConnectionLimits) -> Served {
     init();
     let db = TestDb::sqlite().await;
+    // The config names the test's own database, so a key the server keeps beside it lands there.
+    let mut config = config;
+    config.database_url = db.url().to_owned();
     let state = promptgate_server::cli::prepare_with(config, db.store().clone())
         .await
         .unwrap();

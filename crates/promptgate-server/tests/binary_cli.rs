@@ -486,10 +486,13 @@ fn the_docker_files_name_files_that_exist_and_pinned_images() {
     );
     let grace = gateway["stop_grace_period"].as_str().unwrap();
     let secs: u64 = grace.trim_end_matches('s').parse().unwrap();
-    // The server's default shutdown grace is 20 s; Docker must wait longer before SIGKILL.
+    // Docker must wait out the server's shutdown (the turns' grace, then the flush of pending saves)
+    // before it sends SIGKILL.
+    let server = promptgate_server::config::ServerConfig::default();
+    let shutdown = server.shutdown_grace_secs + server.shutdown_flush_secs;
     assert!(
-        secs > 20,
-        "stop_grace_period {grace} is not longer than the shutdown grace"
+        secs > shutdown,
+        "stop_grace_period {grace} is not longer than the server's shutdown ({shutdown} s)"
     );
     let probe = &services["postgres"]["healthcheck"]["test"];
     assert!(

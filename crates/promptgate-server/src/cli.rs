@@ -276,7 +276,7 @@ pub async fn wind_down(turns: &TurnService, grace: Duration, flush: Duration) {
         );
     }
     turns.stop_all();
-    let unsaved = turns.drain(grace.max(Duration::from_secs(1)) + flush).await;
+    let unsaved = turns.drain(flush).await;
     if unsaved.is_empty() {
         tracing::info!("every answer is stored");
     }

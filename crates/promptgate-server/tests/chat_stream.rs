@@ -8,34 +8,14 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Backend, Gateway, error_code, scripted_config, single_user_gateway, use_chat_body};
+use common::{
+    Backend, Gateway, error_code, scripted_config, send_until_upstream_called, single_user_gateway,
+    use_chat_body,
+};
 use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
 use promptgate_server::config::AuthMode;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-
-/// Starts a send in the background and waits until the upstream stub has its request, so the turn
-/// is running.
-async fn send_until_upstream_called(
-    gw: &Gateway,
-    upstream: &ScriptedUpstream,
-    thread: &str,
-    text: &str,
-) -> tokio::task::JoinHandle<reqwest::Result<String>> {
-    let calls_before = upstream.calls();
-    let request = gw
-        .http
-        .post(gw.url("/v1/chat"))
-        .json(&use_chat_body(thread, text, "scripted"));
-    let running = tokio::spawn(async move { request.send().await?.text().await });
-    for _ in 0..200 {
-        if upstream.calls() > calls_before {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    running
-}
 
 /// Sends to `thread` while the upstream stub streams 200 words (`<prefix>0 `, `<prefix>1 `, …) 20 ms
 /// apart, and reads the answer until `deltas` text deltas have arrived: a turn mid-answer. Returns

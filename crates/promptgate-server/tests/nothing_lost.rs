@@ -94,20 +94,7 @@ async fn busy_thread(backend: Backend) {
             .chunk(promptgate_llm::scripted::content_chunk("Thinking"))
             .hang(),
     );
-    let first = {
-        let http = gw.http.clone();
-        let url = gw.url("/v1/chat");
-        let body = use_chat_body("busy", "First", "scripted");
-        tokio::spawn(async move {
-            let res = http.post(url).json(&body).send().await.unwrap();
-            let status = res.status();
-            let headers = res.headers().clone();
-            parse_sse(status, headers, &res.text().await.unwrap())
-        })
-    };
-    while upstream.calls() < 1 {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let first = common::send_until_upstream_called(&gw, &upstream, "busy", "First").await;
     let res = gw
         .http
         .post(gw.url("/v1/chat"))
@@ -122,8 +109,8 @@ async fn busy_thread(backend: Backend) {
 
     let (_, stopped) = gw.post("/v1/chat/busy/stop", json!({})).await;
     assert_eq!(stopped["stopped"], true);
-    let first = first.await.unwrap();
-    assert!(first.done);
+    let first = first.await.unwrap().unwrap();
+    assert!(first.trim_end().ends_with("data: [DONE]"), "{first}");
     // Right after [DONE] the thread takes the next message: the slot is freed before the end.
     upstream.push(text(["Next."]));
     let next = gw

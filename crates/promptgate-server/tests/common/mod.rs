@@ -322,3 +322,26 @@ pub async fn single_user_gateway(backend: Backend) -> (Gateway, promptgate_llm::
     .await;
     (gw, upstream)
 }
+
+/// Starts a send in the background and waits until the upstream stub has its request, so the turn
+/// is running.
+pub async fn send_until_upstream_called(
+    gw: &Gateway,
+    upstream: &promptgate_llm::scripted::ScriptedUpstream,
+    thread: &str,
+    text: &str,
+) -> tokio::task::JoinHandle<reqwest::Result<String>> {
+    let calls_before = upstream.calls();
+    let request = gw
+        .http
+        .post(gw.url("/v1/chat"))
+        .json(&use_chat_body(thread, text, "scripted"));
+    let running = tokio::spawn(async move { request.send().await?.text().await });
+    for _ in 0..200 {
+        if upstream.calls() > calls_before {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    running
+}

@@ -95,12 +95,15 @@ pub fn build(state: AppState) -> Router {
     let cors = boundary::cors(&state.config);
     let body_timeout = Duration::from_secs(state.config.server.body_timeout_secs);
 
-    let routes = Router::new()
+    let mut routes = Router::new()
         .merge(rest)
         .merge(streaming)
         .route("/healthz", get(routes::health::healthz))
-        .route("/readyz", get(routes::health::readyz))
-        .route("/metrics", get(crate::observe::metrics_endpoint))
+        .route("/readyz", get(routes::health::readyz));
+    if state.config.server.metrics_listen.is_none() {
+        routes = routes.route("/metrics", get(crate::observe::metrics_endpoint));
+    }
+    let routes = routes
         .route(
             "/openapi.json",
             get(move || {

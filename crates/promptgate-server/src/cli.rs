@@ -221,9 +221,22 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         .with_context(|| format!("cannot listen on {listen}"))?;
     let limits = crate::listen::ConnectionLimits::from_config(&state.config.server);
     tracing::info!(address = %listen, auth = ?mode, backend = ?state.store.backend(), "promptgate listening");
+    let stopping = CancellationToken::new();
+    let metrics_server = match state.config.server.metrics_listen {
+        Some(address) => {
+            let listener = tokio::net::TcpListener::bind(address)
+                .await
+                .with_context(|| format!("cannot listen on {address} for metrics"))?;
+            tracing::info!(address = %address, "metrics served on their own address");
+            Some(tokio::spawn(crate::observe::serve_metrics(
+                listener,
+                stopping.clone(),
+            )))
+        }
+        None => None,
+    };
     let near_timer = tokio::spawn(keep_a_timer_due_soon());
     let turns = state.turns.clone();
-    let stopping = CancellationToken::new();
     let server = crate::listen::serve_connections(
         listener,
         crate::app::build(state),
@@ -254,6 +267,9 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         tracing::warn!("some connections were still open at exit");
     }
     near_timer.abort();
+    if let Some(metrics_server) = metrics_server {
+        metrics_server.abort();
+    }
     tracing::info!("promptgate stopped");
     Ok(())
 }

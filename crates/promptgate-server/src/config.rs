@@ -116,6 +116,9 @@ pub struct ServerConfig {
     /// After the turns have ended, answers still being saved get this long before the process
     /// exits anyway (each one left is logged with its thread and turn).
     pub shutdown_flush_secs: u64,
+    /// When set, `/metrics` is served on this address only (and not on `listen`), so the scrape port
+    /// can stay inside the operator's network while the API is exposed.
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 impl Default for ServerConfig {
@@ -129,6 +132,7 @@ impl Default for ServerConfig {
             cors: CorsConfig::default(),
             shutdown_grace_secs: 20,
             shutdown_flush_secs: 10,
+            metrics_listen: None,
         }
     }
 }
@@ -457,6 +461,13 @@ impl Config {
                 ConfigError::Invalid(format!("PROMPTGATE_LISTEN={listen} is not an address:port"))
             })?;
         }
+        if let Some(listen) = env.var("PROMPTGATE_METRICS_LISTEN") {
+            self.server.metrics_listen = Some(listen.parse().map_err(|_| {
+                ConfigError::Invalid(format!(
+                    "PROMPTGATE_METRICS_LISTEN={listen} is not an address:port"
+                ))
+            })?);
+        }
         if let Some(url) = env.var("DATABASE_URL") {
             self.database_url = url;
         }
@@ -487,6 +498,12 @@ impl Config {
             // the user's data and integrations to anyone who can reach the port.
             return Err(ConfigError::Invalid(format!(
                 "auth.mode = \"single_user\" needs a loopback listen address, not {}; use mode = \"tokens\"",
+                self.listen
+            )));
+        }
+        if self.server.metrics_listen == Some(self.listen) {
+            return Err(ConfigError::Invalid(format!(
+                "server.metrics_listen is the API's own address {}; leave it unset to serve /metrics there",
                 self.listen
             )));
         }

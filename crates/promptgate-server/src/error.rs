@@ -118,12 +118,10 @@ impl From<StoreError> for ApiError {
             StoreError::Invalid(m) => Self::invalid(m),
             StoreError::Unavailable(detail) => {
                 tracing::warn!(error = %detail, "store unavailable");
-                crate::observe::store_error();
                 Self::store_unavailable()
             }
             other => {
                 tracing::error!(error = %other, "store failure");
-                crate::observe::store_error();
                 Self::internal()
             }
         }

@@ -71,6 +71,18 @@ pub async fn metrics_endpoint() -> Response {
         .into_response()
 }
 
+/// Serves `/metrics` alone on its own listener (`[server] metrics_listen`) until `stopping` fires.
+/// Everything else there is a 404: the scrape port offers nothing of the API.
+pub async fn serve_metrics(
+    listener: tokio::net::TcpListener,
+    stopping: tokio_util::sync::CancellationToken,
+) -> std::io::Result<()> {
+    let router = axum::Router::new().route("/metrics", axum::routing::get(metrics_endpoint));
+    axum::serve(listener, router)
+        .with_graceful_shutdown(stopping.cancelled_owned())
+        .await
+}
+
 /// Counts and times every request, logs one access line, and runs the handler inside a span that
 /// carries the request id (set by tower-http's request-id layer before this runs).
 pub async fn track_request(request: Request, next: Next) -> Response {
@@ -262,9 +274,4 @@ where
 /// Milliseconds with microsecond precision, so log lines stay short.
 fn millis(elapsed: std::time::Duration) -> f64 {
     (elapsed.as_secs_f64() * 1_000_000.0).round() / 1000.0
-}
-
-/// Counts a store failure that became a 500.
-pub fn store_error() {
-    metrics::counter!("promptgate_store_errors_total").increment(1);
 }

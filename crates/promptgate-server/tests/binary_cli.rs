@@ -362,6 +362,49 @@ async fn healthcheck_passes_for_a_ready_server_and_fails_without_one() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+#[tokio::test]
+async fn metrics_listen_moves_the_scrape_off_the_public_port() {
+    common::init();
+    let dir = std::env::temp_dir().join(format!("promptgate-metrics-{}", std::process::id()));
+    let db = format!("sqlite://{}/gw.db?mode=rwc", dir.display());
+    let listen = format!("127.0.0.1:{}", free_port());
+    let metrics_listen = format!("127.0.0.1:{}", free_port());
+    let _server = Server(
+        promptgate()
+            .arg("serve")
+            .env("DATABASE_URL", &db)
+            .env("PROMPTGATE_LISTEN", &listen)
+            .env("PROMPTGATE_METRICS_LISTEN", &metrics_listen)
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let http = reqwest::Client::new();
+    wait_ready(&http, &format!("http://{listen}")).await;
+    // A request on the public port, so the scrape has something to show.
+    let res = http
+        .get(format!("http://{listen}/v1/settings"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+
+    let public = http.get(format!("http://{listen}/metrics")).send().await.unwrap();
+    assert_eq!(public.status(), 404, "the public port must not show metrics");
+    let scrape = http
+        .get(format!("http://{metrics_listen}/metrics"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(scrape.status(), 200);
+    let text = scrape.text().await.unwrap();
+    assert!(
+        text.contains(r#"promptgate_http_requests_total{route="/v1/settings",method="GET",status="200"}"#),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 fn repo_root() -> std::path::PathBuf {
     std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
 }

@@ -401,6 +401,17 @@ async fn render_html_stores_an_artifact_served_under_a_sandboxing_csp() {
             .await,
         1.0
     );
+    // The artifact's row written once, and the answer's saves timed under their own operation.
+    assert_eq!(
+        gw.metric(r#"promptgate_store_query_duration_seconds_count{op="artifacts.create_artifact"}"#)
+            .await,
+        1.0
+    );
+    assert!(
+        gw.metric(r#"promptgate_store_query_duration_seconds_count{op="messages.update_message"}"#)
+            .await
+            >= 1.0
+    );
     let input = sse.of_type("tool-input-available")[0];
     assert_eq!(input["title"], "Rendering artifact...");
     assert!(input.get("dynamic").is_none(), "built-in tools are static");

@@ -396,6 +396,12 @@ async fn a_database_outage_mid_turn_loses_no_answer() {
     assert!(res.headers().contains_key("retry-after"));
     let (status, _) = gw.get("/readyz").await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    // The failed round trips are counted for the operator, by operation.
+    assert!(
+        gw.metric(r#"promptgate_store_errors_total{op="projects.list_threads",kind="unavailable"}"#)
+            .await
+            >= 1.0
+    );
 
     // Longer than the pool's old ten-second wait, so nothing is saved by merely waiting it out.
     tokio::time::sleep(Duration::from_secs(12)).await;

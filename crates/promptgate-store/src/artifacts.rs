@@ -2,6 +2,7 @@ use sqlx::any::AnyRow;
 
 use crate::connect::Store;
 use crate::error::{Result, StoreError};
+use crate::observed::Observed;
 use crate::types::Artifact;
 use crate::util::{Cols, check_name, new_id, one_row};
 
@@ -54,6 +55,7 @@ impl Store {
         .bind(html)
         .bind(artifact.created_at)
         .execute(&self.pool)
+        .observed("artifacts.create_artifact")
         .await?;
         one_row(done.rows_affected())?;
         Ok(artifact)
@@ -67,6 +69,7 @@ impl Store {
         .bind(user)
         .bind(id)
         .fetch_optional(&self.pool)
+        .observed("artifacts.get_artifact")
         .await?;
         row.as_ref().map(artifact_from).transpose()
     }

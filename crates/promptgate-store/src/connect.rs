@@ -8,6 +8,7 @@ use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::{AnyPool, Executor, SqlSafeStr};
 
 use crate::error::{Result, StoreError};
+use crate::observed::Observed;
 use crate::setup::{ChangeSignals, SetupCache};
 
 /// Which database a [`Store`] talks to; the few statements that must differ (full-text search) branch
@@ -223,7 +224,10 @@ impl Store {
 
     /// One round trip to the database (readiness checks).
     pub async fn ping(&self) -> Result<()> {
-        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        sqlx::query("SELECT 1")
+            .execute(&self.pool)
+            .observed("connect.ping")
+            .await?;
         Ok(())
     }
 

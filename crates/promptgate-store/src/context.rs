@@ -2,6 +2,7 @@ use promptgate_core::settings::Project;
 
 use crate::connect::Store;
 use crate::error::Result;
+use crate::observed::Observed;
 use crate::projects::thread_from;
 use crate::types::{SendContext, Thread, current_conversation};
 use crate::util::Cols;
@@ -69,6 +70,7 @@ impl Store {
         .bind(user)
         .bind(thread_id)
         .fetch_optional(&self.pool)
+        .observed("context.thread_with_project")
         .await?;
         let Some(row) = row else {
             return Ok((None, None, 0));

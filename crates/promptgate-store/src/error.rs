@@ -22,25 +22,44 @@ pub enum StoreError {
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
-impl From<sqlx::Error> for StoreError {
-    fn from(err: sqlx::Error) -> Self {
-        match &err {
-            sqlx::Error::RowNotFound => StoreError::NotFound,
+/// What a driver error means for the caller. One classification serves both the error a call returns and
+/// the failure metrics ([`crate::observed`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ErrorClass {
+    NotFound,
+    Conflict,
+    Unavailable,
+    Database,
+}
+
+impl ErrorClass {
+    pub(crate) fn of(err: &sqlx::Error) -> ErrorClass {
+        match err {
+            sqlx::Error::RowNotFound => ErrorClass::NotFound,
             sqlx::Error::Database(db) => match db.kind() {
-                ErrorKind::UniqueViolation => StoreError::Conflict("already exists".to_owned()),
+                ErrorKind::UniqueViolation => ErrorClass::Conflict,
                 // A dangling reference means the row it points at does not exist (for this user).
-                ErrorKind::ForeignKeyViolation => StoreError::NotFound,
-                _ if db.code().is_some_and(|code| is_unavailable_sqlstate(&code)) => {
-                    StoreError::Unavailable(err.to_string())
-                }
-                _ => StoreError::Database(err.to_string()),
+                ErrorKind::ForeignKeyViolation => ErrorClass::NotFound,
+                _ if db.code().is_some_and(|code| is_unavailable_sqlstate(&code)) => ErrorClass::Unavailable,
+                _ => ErrorClass::Database,
             },
             sqlx::Error::PoolTimedOut
             | sqlx::Error::PoolClosed
             | sqlx::Error::Io(_)
             | sqlx::Error::Tls(_)
-            | sqlx::Error::WorkerCrashed => StoreError::Unavailable(err.to_string()),
-            _ => StoreError::Database(err.to_string()),
+            | sqlx::Error::WorkerCrashed => ErrorClass::Unavailable,
+            _ => ErrorClass::Database,
+        }
+    }
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(err: sqlx::Error) -> Self {
+        match ErrorClass::of(&err) {
+            ErrorClass::NotFound => StoreError::NotFound,
+            ErrorClass::Conflict => StoreError::Conflict("already exists".to_owned()),
+            ErrorClass::Unavailable => StoreError::Unavailable(err.to_string()),
+            ErrorClass::Database => StoreError::Database(err.to_string()),
         }
     }
 }

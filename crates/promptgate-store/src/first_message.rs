@@ -7,6 +7,7 @@
 use crate::connect::{Backend, Store};
 use crate::error::{Result, StoreError};
 use crate::messages::{MESSAGE_INSERT_COLS, MessageRow};
+use crate::observed::Observed;
 use crate::projects::{THREAD_INSERT_COLS, ThreadRow};
 use crate::types::{Message, NewMessage, NewThread, Thread};
 use crate::util::{Cols, one_row};
@@ -58,6 +59,7 @@ impl Store {
                     .bind(t.title.as_deref())
                     .bind(&thread.title_terms)
                     .fetch_optional(&self.pool)
+                    .observed("first_message.create_thread_with_message")
                     .await
                     .map_err(conflict)?;
                 match inserted {
@@ -66,7 +68,7 @@ impl Store {
                 }
             }
             Backend::Sqlite => {
-                let mut tx = self.pool.begin().await?;
+                let mut tx = self.pool.begin().observed("transaction.begin").await?;
                 let created = sqlx::query(sqlx::AssertSqlSafe(format!(
                     "INSERT INTO threads ({THREAD_INSERT_COLS}) \
                      SELECT id, $2, NULL, $3, $5, $4, $4 FROM users WHERE id = $1"
@@ -77,6 +79,7 @@ impl Store {
                 .bind(now)
                 .bind(&thread.title_terms)
                 .execute(&mut *tx)
+                .observed("first_message.create_thread_with_message")
                 .await
                 .map_err(conflict)?;
                 one_row(created.rows_affected())?;
@@ -91,9 +94,10 @@ impl Store {
                         now,
                     )
                     .execute(&mut *tx)
+                    .observed("first_message.create_thread_with_message")
                     .await
                     .map_err(conflict)?;
-                tx.commit().await?;
+                tx.commit().observed("transaction.commit").await?;
                 1
             }
         };

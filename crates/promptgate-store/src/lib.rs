@@ -17,6 +17,7 @@ mod listener;
 mod mcp;
 mod messages;
 mod models;
+mod observed;
 mod projects;
 mod recent_tokens;
 mod search;

@@ -6,6 +6,7 @@ use sqlx::any::AnyRow;
 
 use crate::connect::Store;
 use crate::error::{Result, StoreError};
+use crate::observed::Observed;
 use crate::types::{McpSecrets, McpServer, NewMcpServer};
 use crate::util::{Cols, check_len, check_name, delete_owned, flag, new_id, one_row};
 
@@ -113,6 +114,7 @@ impl Store {
         .bind(now)
         .bind(flag(stored.sealed))
         .execute(&self.pool)
+        .observed("mcp.create_mcp_server")
         .await?;
         self.setup_changed(user);
         one_row(done.rows_affected())?;
@@ -134,6 +136,7 @@ impl Store {
         .bind(user)
         .bind(flag(enabled_only))
         .fetch_all(&self.pool)
+        .observed("mcp.query_mcp_servers")
         .await?;
         rows.iter().map(|row| mcp_from(self, row, enabled_only)).collect()
     }
@@ -151,6 +154,7 @@ impl Store {
         .bind(user)
         .bind(id)
         .fetch_optional(&self.pool)
+        .observed("mcp.mcp_row")
         .await?;
         row.as_ref().map(|row| mcp_from(self, row, open)).transpose()
     }
@@ -178,6 +182,7 @@ impl Store {
         .bind(self.now_ms())
         .bind(flag(stored.sealed))
         .fetch_optional(&self.pool)
+        .observed("mcp.update_mcp_server")
         .await?;
         self.setup_changed(user);
         match row {

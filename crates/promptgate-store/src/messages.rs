@@ -3,6 +3,7 @@ use sqlx::any::AnyRow;
 
 use crate::connect::Store;
 use crate::error::{Result, StoreError};
+use crate::observed::Observed;
 use crate::search::search_terms;
 use crate::types::{Message, MessageStatus, NewMessage, Role};
 use crate::util::{Cols, client_id_or_new, from_json, one_row, to_json};
@@ -192,6 +193,7 @@ impl Store {
                     now,
                 )
                 .fetch_optional(&self.pool)
+                .observed("messages.append_message")
                 .await;
             match inserted {
                 Ok(None) => return Err(StoreError::NotFound),
@@ -231,6 +233,7 @@ impl Store {
         .bind(&text)
         .bind(search_terms(&text))
         .execute(&self.pool)
+        .observed("messages.update_message")
         .await?;
         one_row(done.rows_affected())
     }
@@ -264,6 +267,7 @@ impl Store {
     pub async fn interrupt_streaming(&self) -> Result<u64> {
         let done = sqlx::query("UPDATE messages SET status = 'interrupted' WHERE status = 'streaming'")
             .execute(&self.pool)
+            .observed("messages.interrupt_streaming")
             .await?;
         Ok(done.rows_affected())
     }
@@ -279,6 +283,7 @@ impl Store {
         .bind(user)
         .bind(thread_id)
         .fetch_all(&self.pool)
+        .observed("messages.list_messages")
         .await?;
         if rows.is_empty() {
             return Err(StoreError::NotFound);
@@ -300,6 +305,7 @@ impl Store {
         .bind(user)
         .bind(thread_id)
         .fetch_all(&self.pool)
+        .observed("messages.history")
         .await?;
         rows.iter().map(|r| message_from(r, 0)).collect()
     }

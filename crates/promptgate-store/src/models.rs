@@ -4,6 +4,7 @@ use sqlx::any::AnyRow;
 use crate::SYSTEM_OWNER;
 use crate::connect::Store;
 use crate::error::{Result, StoreError};
+use crate::observed::Observed;
 use crate::util::{Cols, check_len, check_name, check_word, flag, from_json, to_json};
 
 const MODEL_COLS: &str = "owner, id, name, provider, upstream_model, tool_usage, engine, context_window, \
@@ -113,6 +114,7 @@ impl Store {
             .bind(profile)
             .bind(self.now_ms())
             .execute(&self.pool)
+            .observed("models.write_model")
             .await?;
         self.setup_changed(owner);
         Ok(done.rows_affected())
@@ -137,6 +139,7 @@ impl Store {
         .bind(user)
         .bind(SYSTEM_OWNER)
         .fetch_all(&self.pool)
+        .observed("models.list_models")
         .await?;
         let models = rows.iter().map(model_from).collect::<Result<Vec<_>>>()?;
         let own: std::collections::HashSet<&str> = models
@@ -166,6 +169,7 @@ impl Store {
         .bind(user)
         .bind(SYSTEM_OWNER)
         .fetch_optional(&self.pool)
+        .observed("models.get_model")
         .await?;
         row.as_ref().map(model_from).transpose()
     }
@@ -204,6 +208,7 @@ impl Store {
             .bind(user)
             .bind(id)
             .execute(&self.pool)
+            .observed("models.delete_model")
             .await?;
         self.setup_changed(user);
         if done.rows_affected() == 0 {

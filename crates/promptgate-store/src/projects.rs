@@ -5,6 +5,7 @@ use sqlx::any::AnyRow;
 
 use crate::connect::Store;
 use crate::error::{Result, StoreError};
+use crate::observed::Observed;
 use crate::search::search_terms;
 use crate::types::{NewProject, NewThread, Thread, ThreadUpdate};
 use crate::util::{Cols, check_name, check_opt_len, client_id_or_new, delete_owned, new_id, one_row};
@@ -91,6 +92,7 @@ impl Store {
         .bind(self.now_ms())
         .bind(user)
         .execute(&self.pool)
+        .observed("projects.create_project")
         .await?;
         one_row(done.rows_affected())?;
         Ok(project)
@@ -103,6 +105,7 @@ impl Store {
         )
         .bind(user)
         .fetch_all(&self.pool)
+        .observed("projects.list_projects")
         .await?;
         rows.iter().map(project_from).collect()
     }
@@ -112,6 +115,7 @@ impl Store {
             .bind(user)
             .bind(id)
             .fetch_optional(&self.pool)
+            .observed("projects.get_project")
             .await?;
         row.as_ref().map(project_from).transpose()
     }
@@ -129,6 +133,7 @@ impl Store {
         .bind(p.instructions.as_deref())
         .bind(self.now_ms())
         .execute(&self.pool)
+        .observed("projects.update_project")
         .await?;
         one_row(done.rows_affected())?;
         Ok(Project {
@@ -160,6 +165,7 @@ impl Store {
         .bind(now)
         .bind(&thread.title_terms)
         .execute(&self.pool)
+        .observed("projects.create_thread")
         .await
         .map_err(|e| match StoreError::from(e) {
             StoreError::Conflict(_) => StoreError::Conflict(format!("thread {:?} exists", thread.id)),
@@ -178,6 +184,7 @@ impl Store {
         .bind(user)
         .bind(project_id)
         .fetch_all(&self.pool)
+        .observed("projects.list_threads")
         .await?;
         rows.iter().map(|r| thread_from(r, 0)).collect()
     }
@@ -189,6 +196,7 @@ impl Store {
         .bind(user)
         .bind(id)
         .fetch_optional(&self.pool)
+        .observed("projects.get_thread")
         .await?;
         row.as_ref().map(|r| thread_from(r, 0)).transpose()
     }
@@ -225,7 +233,10 @@ impl Store {
                 .bind(title.clone())
                 .bind(search_terms(title.as_deref().unwrap_or("")));
         }
-        let row = query.fetch_optional(&self.pool).await?;
+        let row = query
+            .fetch_optional(&self.pool)
+            .observed("projects.update_thread")
+            .await?;
         match row {
             Some(row) => thread_from(&row, 0),
             None => Err(StoreError::NotFound),
@@ -252,6 +263,7 @@ impl Store {
         .bind(project_id)
         .bind(exclude)
         .fetch_all(&self.pool)
+        .observed("projects.sibling_threads")
         .await?;
         rows.iter().map(|r| Ok((r.text(0)?, r.opt_text(1)?))).collect()
     }

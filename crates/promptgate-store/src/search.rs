@@ -7,6 +7,7 @@
 
 use crate::connect::{Backend, Store};
 use crate::error::Result;
+use crate::observed::Observed;
 use crate::types::ChatHit;
 use crate::util::{Cols, placeholders};
 
@@ -103,7 +104,7 @@ impl Store {
         for id in threads {
             q = q.bind(id.as_str());
         }
-        let rows = q.fetch_all(&self.pool).await?;
+        let rows = q.fetch_all(&self.pool).observed("search.search_messages").await?;
         rows.iter()
             .map(|r| {
                 Ok(ChatHit {

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use crate::connect::Store;
 use crate::error::{Result, StoreError};
+use crate::observed::Observed;
 use crate::util::{Cols, from_json, to_json};
 
 /// Seals and opens secret text. Implemented by the gateway's token sealer.
@@ -116,6 +117,7 @@ impl Store {
     pub async fn count_sealed_mcp_servers(&self) -> Result<u64> {
         let row = sqlx::query("SELECT COUNT(*) FROM mcp_servers WHERE secrets_sealed = 1")
             .fetch_one(&self.pool)
+            .observed("secrets.count_sealed_mcp_servers")
             .await?;
         Ok(u64::try_from(row.int(0)?).unwrap_or(0))
     }
@@ -127,6 +129,7 @@ impl Store {
              AND (bearer_token IS NOT NULL OR headers <> '{}')",
         )
         .fetch_one(&self.pool)
+        .observed("secrets.count_plain_mcp_secrets")
         .await?;
         Ok(u64::try_from(row.int(0)?).unwrap_or(0))
     }
@@ -143,6 +146,7 @@ impl Store {
              AND (bearer_token IS NOT NULL OR headers <> '{}') LIMIT 1",
         )
         .fetch_optional(&self.pool)
+        .observed("secrets.seal_plain_mcp_secrets")
         .await?;
         if let Some(row) = sample {
             self.open_mcp_secrets(&row.text(0)?, row.opt_text(1)?, true)
@@ -157,6 +161,7 @@ impl Store {
         let already_sealed = self.count_sealed_mcp_servers().await?;
         let plain = sqlx::query("SELECT id, headers, bearer_token FROM mcp_servers WHERE secrets_sealed = 0")
             .fetch_all(&self.pool)
+            .observed("secrets.seal_plain_mcp_secrets")
             .await?;
         let mut sealed_now = 0;
         for row in &plain {
@@ -171,15 +176,20 @@ impl Store {
             .bind(&stored.headers_json)
             .bind(stored.bearer_token.as_deref())
             .execute(&self.pool)
+            .observed("secrets.seal_plain_mcp_secrets")
             .await?;
             sealed_now += done.rows_affected();
         }
         if sealed_now > 0 && self.backend() == crate::connect::Backend::Sqlite {
             // The clear values still sit in freed pages and in the write-ahead log; rewrite the file
             // and empty the log so they leave the disk with this start.
-            sqlx::query("VACUUM").execute(&self.pool).await?;
+            sqlx::query("VACUUM")
+                .execute(&self.pool)
+                .observed("secrets.seal_plain_mcp_secrets")
+                .await?;
             sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
                 .execute(&self.pool)
+                .observed("secrets.seal_plain_mcp_secrets")
                 .await?;
         }
         Ok(SealingReport {

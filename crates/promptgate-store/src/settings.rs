@@ -2,6 +2,7 @@ use promptgate_core::settings::{IntegrationState, IntegrationStatus, Provider, U
 
 use crate::connect::Store;
 use crate::error::{Result, StoreError};
+use crate::observed::Observed;
 use crate::util::{Cols, check_len, flag, from_json, to_json};
 
 /// Sealed OAuth blobs are small; a bound keeps a confused caller from storing megabytes.
@@ -15,6 +16,7 @@ impl Store {
         let row = sqlx::query("SELECT data FROM user_settings WHERE user_id = $1")
             .bind(user)
             .fetch_optional(&self.pool)
+            .observed("settings.get_settings")
             .await?;
         match row {
             Some(row) => from_json("settings", &row.text(0)?),
@@ -38,6 +40,7 @@ impl Store {
         .bind(data)
         .bind(self.now_ms())
         .execute(&self.pool)
+        .observed("settings.put_settings")
         .await?;
         self.setup_changed(user);
         Ok(())
@@ -50,6 +53,7 @@ impl Store {
                 .bind(user)
                 .bind(p.as_str())
                 .fetch_optional(&self.pool)
+                .observed("settings.get_integration")
                 .await?;
         match row {
             Some(row) => Ok(IntegrationState {
@@ -74,6 +78,7 @@ impl Store {
         .bind(flag(s.enabled))
         .bind(self.now_ms())
         .execute(&self.pool)
+        .observed("settings.put_integration")
         .await?;
         self.setup_changed(user);
         Ok(())
@@ -95,6 +100,7 @@ impl Store {
         )
         .bind(user)
         .fetch_all(&self.pool)
+        .observed("settings.settings_and_integrations")
         .await?;
         let mut settings = UserSettings::default();
         let mut status = IntegrationStatus::default();
@@ -131,6 +137,7 @@ impl Store {
         .bind(sealed)
         .bind(self.now_ms())
         .execute(&self.pool)
+        .observed("settings.put_integration_secret")
         .await?;
         self.setup_changed(user);
         Ok(())
@@ -141,6 +148,7 @@ impl Store {
             .bind(user)
             .bind(p.as_str())
             .fetch_optional(&self.pool)
+            .observed("settings.get_integration_secret")
             .await?;
         match row {
             Some(row) => row.opt_text(0),
@@ -158,6 +166,7 @@ impl Store {
         .bind(p.as_str())
         .bind(self.now_ms())
         .execute(&self.pool)
+        .observed("settings.delete_integration_secret")
         .await?;
         self.setup_changed(user);
         Ok(())

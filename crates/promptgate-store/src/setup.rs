@@ -25,6 +25,7 @@ use promptgate_core::settings::{IntegrationStatus, Model, Skill, UserSettings};
 use crate::SYSTEM_OWNER;
 use crate::connect::Store;
 use crate::error::Result;
+use crate::observed::Observed;
 use crate::types::{McpSecrets, McpServer};
 use crate::util::Cols;
 
@@ -274,6 +275,7 @@ impl Store {
             .bind(user)
             .bind(SYSTEM_OWNER)
             .fetch_all(&self.pool)
+            .observed("setup.config_versions")
             .await?;
         let mut versions = (0, 0);
         for row in &rows {

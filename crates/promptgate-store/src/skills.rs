@@ -3,6 +3,7 @@ use sqlx::any::AnyRow;
 
 use crate::connect::Store;
 use crate::error::{Result, StoreError};
+use crate::observed::Observed;
 use crate::types::NewSkill;
 use crate::util::{Cols, check_len, check_name, check_word, delete_owned, flag, new_id, one_row};
 
@@ -72,6 +73,7 @@ impl Store {
             .bind(flag(s.renders_widgets))
             .bind(self.now_ms())
             .execute(&self.pool)
+            .observed("skills.write_skill")
             .await
             .map_err(|e| match StoreError::from(e) {
                 StoreError::Conflict(_) => StoreError::Conflict(format!("a skill /{} exists", s.slug)),
@@ -100,6 +102,7 @@ impl Store {
         .bind(user)
         .bind(flag(enabled_only))
         .fetch_all(&self.pool)
+        .observed("skills.query_skills")
         .await?;
         rows.iter().map(skill_from).collect()
     }
@@ -111,6 +114,7 @@ impl Store {
         .bind(user)
         .bind(id)
         .fetch_optional(&self.pool)
+        .observed("skills.get_skill")
         .await?;
         row.as_ref().map(skill_from).transpose()
     }

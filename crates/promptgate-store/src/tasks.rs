@@ -2,6 +2,7 @@ use sqlx::any::AnyRow;
 
 use crate::connect::Store;
 use crate::error::{Result, StoreError};
+use crate::observed::Observed;
 use crate::types::Task;
 use crate::util::{Cols, check_name, new_id, placeholders};
 
@@ -32,7 +33,7 @@ impl Store {
         for item in items {
             check_name("task", item, MAX_ITEM)?;
         }
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.pool.begin().observed("transaction.begin").await?;
         let mut tasks = Vec::with_capacity(items.len());
         for item in items {
             let task = Task {
@@ -50,13 +51,14 @@ impl Store {
             .bind(&task.item)
             .bind(task.created_at)
             .execute(&mut *tx)
+            .observed("tasks.add_tasks")
             .await?;
             if done.rows_affected() == 0 {
                 return Err(StoreError::NotFound);
             }
             tasks.push(task);
         }
-        tx.commit().await?;
+        tx.commit().observed("transaction.commit").await?;
         Ok(tasks)
     }
 
@@ -68,6 +70,7 @@ impl Store {
         )
         .bind(user)
         .fetch_all(&self.pool)
+        .observed("tasks.list_tasks")
         .await?;
         rows.iter().map(task_from).collect()
     }
@@ -86,6 +89,9 @@ impl Store {
         for id in ids {
             q = q.bind(id.as_str());
         }
-        Ok(q.execute(&self.pool).await?.rows_affected())
+        Ok(q.execute(&self.pool)
+            .observed("tasks.delete_tasks")
+            .await?
+            .rows_affected())
     }
 }

@@ -3,6 +3,7 @@ use sqlx::any::AnyRow;
 
 use crate::connect::Store;
 use crate::error::{Result, StoreError};
+use crate::observed::Observed;
 use crate::types::{User, UserTokens};
 use crate::util::{Cols, check_client_id, check_name, new_id};
 
@@ -35,6 +36,7 @@ impl Store {
             .bind(&user.name)
             .bind(user.created_at)
             .execute(&self.pool)
+            .observed("users.create_user")
             .await?;
         Ok(user)
     }
@@ -51,10 +53,12 @@ impl Store {
         .bind(name)
         .bind(self.now_ms())
         .execute(&self.pool)
+        .observed("users.ensure_user")
         .await?;
         let row = sqlx::query("SELECT id, name, created_at FROM users WHERE id = $1")
             .bind(id)
             .fetch_one(&self.pool)
+            .observed("users.ensure_user")
             .await?;
         user_from(&row)
     }
@@ -71,6 +75,7 @@ impl Store {
         .bind(self.now_ms())
         .bind(user_id)
         .execute(&self.pool)
+        .observed("users.issue_token")
         .await?;
         if inserted.rows_affected() == 0 {
             return Err(StoreError::NotFound);
@@ -90,6 +95,7 @@ impl Store {
         )
         .bind(&hash)
         .fetch_optional(&self.pool)
+        .observed("users.user_by_token")
         .await;
         match row {
             Ok(row) => {
@@ -118,6 +124,7 @@ impl Store {
              FROM users u ORDER BY u.created_at, u.id",
         )
         .fetch_all(&self.pool)
+        .observed("users.list_users")
         .await?;
         rows.iter()
             .map(|row| {
@@ -131,10 +138,11 @@ impl Store {
 
     /// Deletes every token of the user; returns how many there were. NotFound for an unknown user.
     pub async fn revoke_tokens(&self, user_id: &str) -> Result<u64> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.pool.begin().observed("transaction.begin").await?;
         let exists = sqlx::query("SELECT id FROM users WHERE id = $1")
             .bind(user_id)
             .fetch_optional(&mut *tx)
+            .observed("users.revoke_tokens")
             .await?;
         if exists.is_none() {
             return Err(StoreError::NotFound);
@@ -142,18 +150,20 @@ impl Store {
         let gone = sqlx::query("DELETE FROM api_tokens WHERE user_id = $1")
             .bind(user_id)
             .execute(&mut *tx)
+            .observed("users.revoke_tokens")
             .await?;
-        tx.commit().await?;
+        tx.commit().observed("transaction.commit").await?;
         Ok(gone.rows_affected())
     }
 
     /// Replaces every token of the user with one new token, at once: no moment with both or neither.
     pub async fn rotate_token(&self, user_id: &str) -> Result<String> {
         let token = format!("{TOKEN_PREFIX}{}", hex::encode(rand::random::<[u8; 32]>()));
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.pool.begin().observed("transaction.begin").await?;
         sqlx::query("DELETE FROM api_tokens WHERE user_id = $1")
             .bind(user_id)
             .execute(&mut *tx)
+            .observed("users.rotate_token")
             .await?;
         let inserted = sqlx::query(
             "INSERT INTO api_tokens (token_hash, user_id, created_at) \
@@ -163,11 +173,12 @@ impl Store {
         .bind(self.now_ms())
         .bind(user_id)
         .execute(&mut *tx)
+        .observed("users.rotate_token")
         .await?;
         if inserted.rows_affected() == 0 {
             return Err(StoreError::NotFound);
         }
-        tx.commit().await?;
+        tx.commit().observed("transaction.commit").await?;
         Ok(token)
     }
 }

@@ -182,11 +182,18 @@ impl Store {
 
     /// Claims the thread for a turn, for `lease`. One statement when the thread is free; a claim
     /// whose lease ran out is taken over (its answer marked interrupted) in one transaction.
+    ///
+    /// A claim the same instance holds is replaced: the instance's memory keeps its own turns apart
+    /// (a thread is claimed there first), so such a row belongs to a send that failed before its
+    /// turn ran and whose release has not landed yet.
     pub async fn claim_turn(&self, claim: &NewTurnClaim<'_>, lease: Duration) -> Result<ClaimOutcome> {
         let now = self.now_ms();
         let inserted = sqlx::query(
             "INSERT INTO turn_claims (user_id, thread_id, turn_id, message_id, instance_id, lease_until, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (user_id, thread_id) DO NOTHING",
+             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (user_id, thread_id) DO UPDATE SET \
+             turn_id = excluded.turn_id, message_id = excluded.message_id, lease_until = excluded.lease_until, \
+             created_at = excluded.created_at, stop_requested = 0, follow_requested = 0 \
+             WHERE turn_claims.instance_id = excluded.instance_id",
         )
         .bind(claim.user_id)
         .bind(claim.thread_id)

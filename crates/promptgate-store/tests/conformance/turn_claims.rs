@@ -51,6 +51,14 @@ conformance! {
         assert_eq!(second, ClaimOutcome::Busy);
         let running = store.running_turn(&alice, "t").await.unwrap().unwrap();
         assert_eq!((running.turn_id.as_str(), running.instance_id.as_str()), ("turn_1", "instance_a"));
+        // The instance that holds it may replace its own claim (a failed send's release not landed yet).
+        let again = store.claim_turn(&claim(&alice, "t", "turn_1b", "instance_a"), LONG).await.unwrap();
+        assert_eq!(again, ClaimOutcome::Claimed);
+        store.end_turn(&alice, "t", "turn_1", None).await.unwrap();
+        let running = store.running_turn(&alice, "t").await.unwrap().unwrap();
+        assert_eq!(running.turn_id, "turn_1b", "the late release of the old claim does not free the thread");
+        store.end_turn(&alice, "t", "turn_1b", None).await.unwrap();
+        store.claim_turn(&claim(&alice, "t", "turn_1", "instance_a"), LONG).await.unwrap();
         // Another user's thread of the same id is another thread.
         let bob = user(store, "Bob").await;
         assert_eq!(store.claim_turn(&claim(&bob, "t", "turn_3", "instance_b"), LONG).await.unwrap(), ClaimOutcome::Claimed);

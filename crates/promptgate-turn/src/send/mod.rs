@@ -258,29 +258,29 @@ impl TurnService {
             Claim::Busy => return Err(SendError::Busy(request.thread_id.clone())),
         };
         // A retry whose turn is gone must say so before anything is stored, not start afresh.
-        let continuation = match request.retry_of.as_deref() {
-            Some(previous) => Some(
-                self.recall_retry(&request.user_id, &request.thread_id, previous)
-                    .await?,
-            ),
-            None => None,
+        let recall = async {
+            match request.retry_of.as_deref() {
+                Some(previous) => self
+                    .recall_retry(&request.user_id, &request.thread_id, previous)
+                    .await
+                    .map(Some),
+                None => Ok(None),
+            }
         };
         // The store's claim is what keeps other instances out of the thread; it is taken before the
-        // user's message is stored, so a refused send leaves no trace.
+        // user's message is stored, so a refused send leaves no trace. It goes to the database
+        // alongside the reads, so it adds no round trip before the first byte.
         let message_id = format!("msg_{}", uuid::Uuid::now_v7().simple());
-        self.claim_in_store(
+        let claim = self.claim_in_store(
             &mut slot,
             &request.user_id,
             &request.thread_id,
             &turn_id,
             &message_id,
             request.retry_of.as_deref(),
-        )
-        .await?;
-
-        let (mut ctx, model, provider) = self
-            .load_with_model(&request.user_id, &request.thread_id, request.model.as_deref())
-            .await?;
+        );
+        let load = self.load_with_model(&request.user_id, &request.thread_id, request.model.as_deref());
+        let (continuation, (), (mut ctx, model, provider)) = tokio::try_join!(recall, claim, load)?;
 
         let new_user_message = match &request.input {
             SendInput::Message { id, parts } => Some(validate_user_parts(id.as_deref(), parts)?),

@@ -274,6 +274,16 @@ async fn a_killed_instances_turn_is_interrupted_after_its_lease() {
         .post("/v1/chat", use_chat_body("orphan", "me too", "scripted"))
         .await;
     assert_eq!(status, StatusCode::CONFLICT, "the process holds the thread");
+    // A reload on the survivor follows the turn through the database.
+    let follower = {
+        let http = survivor.http.clone();
+        let url = survivor.url("/v1/chat/orphan/stream");
+        tokio::spawn(async move {
+            let res = http.get(url).send().await.unwrap();
+            (res.status(), res.text().await.unwrap())
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
 
     doomed.0.kill().unwrap();
     doomed.0.wait().unwrap();
@@ -290,6 +300,16 @@ async fn a_killed_instances_turn_is_interrupted_after_its_lease() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert_eq!(status, "interrupted");
+    // The follower is told the turn is gone, and its stream ends.
+    let (code, body) = follower.await.unwrap();
+    let followed = common::parse_sse(code, Default::default(), &body);
+    assert_eq!(followed.status, StatusCode::OK);
+    assert_eq!(followed.types().first(), Some(&"start"), "{:?}", followed.types());
+    assert_eq!(
+        followed.of_type("error")[0]["errorText"],
+        promptgate_turn::send::LOST_TURN_TEXT
+    );
+    assert!(followed.done);
     let idle = survivor
         .http
         .get(survivor.url("/v1/chat/orphan/stream"))

@@ -4,24 +4,26 @@
 // Prints {"idle", "seenBeforeDrop", "message", "chunks", "failure"} as JSON; exits 1 on any failure.
 //   idle: what reconnectToStream answered for a chat with no running turn (null expected)
 //
-// usage: node resume-check.mjs <api-url> <request-json>
+// usage: node resume-check.mjs <api-url> <request-json> [<resume-api-url>]
 //   request-json: {"chatId", "messages", "body"?}
+//   resume-api-url: where the reload goes (another instance behind the same load balancer); default api-url
 import { DefaultChatTransport, readUIMessageStream } from 'ai';
 
-const [api, requestJson] = process.argv.slice(2);
+const [api, requestJson, resumeApi] = process.argv.slice(2);
 if (!api || !requestJson) {
   console.error('usage: node resume-check.mjs <api-url> <request-json>');
   process.exit(2);
 }
 const request = JSON.parse(requestJson);
 const transport = new DefaultChatTransport({ api, body: request.body ?? {} });
+const resumer = new DefaultChatTransport({ api: resumeApi ?? api, body: request.body ?? {} });
 const chunkTypes = [];
 let failure = null;
 let idle;
 let seenBeforeDrop = 0;
 
 try {
-  idle = await transport.reconnectToStream({ chatId: `${request.chatId}-idle` });
+  idle = await resumer.reconnectToStream({ chatId: `${request.chatId}-idle` });
 
   const dropped = new AbortController();
   const first = await transport.sendMessages({
@@ -40,7 +42,7 @@ try {
   dropped.abort();
   await reader.cancel().catch(() => {});
 
-  const resumed = await transport.reconnectToStream({ chatId: request.chatId });
+  const resumed = await resumer.reconnectToStream({ chatId: request.chatId });
   if (resumed == null) throw new Error('reconnectToStream found no running turn');
   const recorded = resumed.pipeThrough(
     new TransformStream({

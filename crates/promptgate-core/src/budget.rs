@@ -7,13 +7,14 @@
 
 use std::collections::HashSet;
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::Error;
 use crate::tools::names;
 
 /// How much web work the user asked for in this turn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum WebIntent {
     Auto,
     Search,
@@ -126,8 +127,9 @@ pub enum Admission {
     Exhausted(Value),
 }
 
-/// Web-call budget of one logical turn. Retries of the same turn keep using it.
-#[derive(Debug, Clone)]
+/// Web-call budget of one logical turn. Retries of the same turn keep using it, also on another
+/// instance (it is stored with the turn as JSON).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WebBudget {
     intent: WebIntent,
     cap: u32,
@@ -208,6 +210,11 @@ impl WebBudget {
         self.consumed += 1;
         self.admitted.insert(key.clone());
         Admission::Run { key }
+    }
+
+    /// The keys of the calls admitted so far (their repeats are free).
+    pub fn admitted_keys(&self) -> impl Iterator<Item = &str> {
+        self.admitted.iter().map(String::as_str)
     }
 
     /// Forgets a call that failed so a repeat runs again. The charge stays.

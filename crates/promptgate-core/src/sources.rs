@@ -101,8 +101,9 @@ pub fn derive_site_name(url: &str) -> Option<String> {
     (!host.is_empty()).then(|| host.to_owned())
 }
 
-/// Sources of one logical turn. Retries of the same turn keep the registry, so labels stay stable.
-#[derive(Debug, Clone)]
+/// Sources of one logical turn. Retries of the same turn keep the registry, so labels stay stable
+/// (it is stored with the turn as JSON, so a retry on another instance keeps them too).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SourceRegistry {
     entries: Vec<SourceMetadata>,
     by_url: HashMap<String, usize>,

@@ -28,6 +28,9 @@ pub type BodyFn = Arc<dyn Fn(u64) -> Bytes + Send + Sync>;
 #[derive(Clone)]
 pub struct Target {
     client: Arc<WireClient>,
+    /// More servers answering the same path (instances behind a load balancer): request `n` goes
+    /// to `[client, others...][n % count]`, as a round-robin balancer would send it.
+    others: Vec<Arc<WireClient>>,
     path: String,
     pub body: BodyFn,
     /// The answer is an SSE stream that must end with `data: [DONE]`.
@@ -37,21 +40,47 @@ pub struct Target {
 impl Target {
     /// `url` is a plain `http://IP:PORT/path` on loopback; its connections are kept per target.
     pub fn new(url: &str, body: BodyFn, streamed: bool) -> Result<Self, LoadError> {
-        let bad = || LoadError::BadUrl(url.to_owned());
-        let parsed = reqwest::Url::parse(url).map_err(|_| bad())?;
-        if parsed.scheme() != "http" {
-            return Err(bad());
-        }
-        let host = parsed.host_str().ok_or_else(bad)?;
-        let port = parsed.port_or_known_default().ok_or_else(bad)?;
-        let addr: SocketAddr = format!("{host}:{port}").parse().map_err(|_| bad())?;
+        let (addr, path) = loopback(url)?;
         Ok(Self {
             client: Arc::new(WireClient::new(addr)),
-            path: parsed.path().to_owned(),
+            others: Vec::new(),
+            path,
             body,
             streamed,
         })
     }
+
+    /// Also sends to `url` (the same path on another server), in turn with the servers before it.
+    pub fn and(mut self, url: &str) -> Result<Self, LoadError> {
+        let (addr, path) = loopback(url)?;
+        if path != self.path {
+            return Err(LoadError::BadUrl(url.to_owned()));
+        }
+        self.others.push(Arc::new(WireClient::new(addr)));
+        Ok(self)
+    }
+
+    /// The server request `n` goes to.
+    fn client_for(&self, n: u64) -> &Arc<WireClient> {
+        let count = 1 + self.others.len() as u64;
+        match (n % count) as usize {
+            0 => &self.client,
+            i => &self.others[i - 1],
+        }
+    }
+}
+
+/// The address and path of a plain `http://IP:PORT/path` URL.
+fn loopback(url: &str) -> Result<(SocketAddr, String), LoadError> {
+    let bad = || LoadError::BadUrl(url.to_owned());
+    let parsed = reqwest::Url::parse(url).map_err(|_| bad())?;
+    if parsed.scheme() != "http" {
+        return Err(bad());
+    }
+    let host = parsed.host_str().ok_or_else(bad)?;
+    let port = parsed.port_or_known_default().ok_or_else(bad)?;
+    let addr: SocketAddr = format!("{host}:{port}").parse().map_err(|_| bad())?;
+    Ok((addr, parsed.path().to_owned()))
 }
 
 impl Target {
@@ -143,8 +172,9 @@ pub async fn drive_stretch(target: &Target, rate: f64, duration: Duration) -> Re
         let due = start + interval.mul_f64(n as f64);
         tokio::time::sleep_until(due).await;
         max_lag = max_lag.max(Instant::now().saturating_duration_since(due));
-        let request = target.client.post_json(&target.path, &(target.body)(n));
-        tasks.spawn(measure(Arc::clone(&target.client), request, target.streamed));
+        let client = target.client_for(n);
+        let request = client.post_json(&target.path, &(target.body)(n));
+        tasks.spawn(measure(Arc::clone(client), request, target.streamed));
         // Reap what has finished so a long run holds only its in-flight tasks.
         while let Some(done) = tasks.try_join_next() {
             samples.push(done?);

@@ -89,7 +89,7 @@ async fn drive(cli: Cli) -> anyhow::Result<()> {
             Scenario::HeldTurns,
         ];
         if cli.postgres_url.is_some() {
-            all.push(Scenario::SendPostgres);
+            all.extend([Scenario::SendPostgres, Scenario::SendPostgresTwo]);
         }
         all
     } else {

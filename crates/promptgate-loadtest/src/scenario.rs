@@ -24,6 +24,9 @@ pub enum Scenario {
     SendSqlite,
     /// `POST /v1/chat` (useChat body) over Postgres.
     SendPostgres,
+    /// `POST /v1/chat` over Postgres to two gateway instances on the same database, sends
+    /// alternating between them as a round-robin load balancer would.
+    SendPostgresTwo,
     /// The highest facade rate (JSON, then streamed) with p99 under the bound and no errors.
     Capacity,
     /// Memory per turn in flight: many sends held open by an upstream that never finishes.
@@ -37,6 +40,7 @@ impl Scenario {
             Scenario::FacadeStream => "facade stream",
             Scenario::SendSqlite => "send, SQLite",
             Scenario::SendPostgres => "send, Postgres",
+            Scenario::SendPostgresTwo => "send, Postgres, 2 instances",
             Scenario::Capacity => "capacity",
             Scenario::HeldTurns => "held turns",
         }
@@ -44,7 +48,7 @@ impl Scenario {
 
     fn default_rate(self) -> f64 {
         match self {
-            Scenario::SendSqlite | Scenario::SendPostgres => 200.0,
+            Scenario::SendSqlite | Scenario::SendPostgres | Scenario::SendPostgresTwo => 200.0,
             _ => 1000.0,
         }
     }
@@ -174,7 +178,7 @@ fn send_target(url: String) -> Result<Target, LoadError> {
 /// Runs the chosen scenarios and gathers their numbers.
 pub async fn run(options: &Options) -> Result<Report, LoadError> {
     let wants = |s: Scenario| options.scenarios.contains(&s);
-    let postgres_url = if wants(Scenario::SendPostgres) {
+    let postgres_url = if wants(Scenario::SendPostgres) || wants(Scenario::SendPostgresTwo) {
         Some(options.postgres_url.clone().ok_or(LoadError::NoPostgresUrl)?)
     } else {
         None
@@ -228,9 +232,10 @@ pub async fn run(options: &Options) -> Result<Report, LoadError> {
         });
     }
 
-    if let Some(url) = postgres_url {
-        let gateway =
-            GatewayProcess::start(&http, &upstream.base_url(), Some(&url), &options.gateway).await?;
+    if let Some(url) = postgres_url.as_deref()
+        && wants(Scenario::SendPostgres)
+    {
+        let gateway = GatewayProcess::start(&http, &upstream.base_url(), Some(url), &options.gateway).await?;
         let idle_at_start = gateway.memory();
         let (direct, through) = targets(Scenario::SendPostgres, &direct_url, &gateway)?;
         report
@@ -241,6 +246,18 @@ pub async fn run(options: &Options) -> Result<Report, LoadError> {
             idle_at_start,
             after_load: gateway.memory(),
         });
+    }
+    if let Some(url) = postgres_url.as_deref()
+        && wants(Scenario::SendPostgresTwo)
+    {
+        // Each instance claims its turns in the database, so the pair pays for the shared state.
+        let first = GatewayProcess::start(&http, &upstream.base_url(), Some(url), &options.gateway).await?;
+        let second = GatewayProcess::start(&http, &upstream.base_url(), Some(url), &options.gateway).await?;
+        let (direct, through) = targets(Scenario::SendPostgresTwo, &direct_url, &first)?;
+        let through = through.and(&second.url("/v1/chat"))?;
+        report
+            .comparisons
+            .push(compare(Scenario::SendPostgresTwo, &direct, &through, options).await?);
     }
     if wants(Scenario::HeldTurns) {
         report.held = Some(held_turns(&http, options).await?);
@@ -323,7 +340,7 @@ fn targets(
             completion_target(direct_url.to_owned(), UPSTREAM_MODEL, true)?,
             completion_target(facade, BENCH_MODEL, true)?,
         ),
-        Scenario::SendSqlite | Scenario::SendPostgres => (
+        Scenario::SendSqlite | Scenario::SendPostgres | Scenario::SendPostgresTwo => (
             completion_target(direct_url.to_owned(), UPSTREAM_MODEL, true)?,
             send_target(gateway.url("/v1/chat"))?,
         ),

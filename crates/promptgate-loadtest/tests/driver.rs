@@ -37,6 +37,26 @@ async fn every_scheduled_request_is_sent_and_answered() {
 }
 
 #[tokio::test]
+async fn a_target_on_two_servers_sends_to_each_in_turn() {
+    promptgate_loadtest::init_tls();
+    let first = ScriptedUpstream::start().await.unwrap();
+    let second = ScriptedUpstream::start().await.unwrap();
+    for upstream in [&first, &second] {
+        upstream.replay_by_default(text(["Hello", " there."]));
+    }
+    let target = completion(format!("{}/chat/completions", first.base_url()), true)
+        .and(&format!("{}/chat/completions", second.base_url()))
+        .unwrap();
+
+    let result = drive(&target, 20.0, Duration::from_secs(1)).await.unwrap();
+
+    assert_eq!(result.ok, 20, "first error: {:?}", result.first_error);
+    assert_eq!((first.calls(), second.calls()), (10, 10));
+    let elsewhere = target.clone().and(&format!("{}/v1/other", second.base_url()));
+    assert!(elsewhere.is_err(), "every server answers the same path");
+}
+
+#[tokio::test]
 async fn json_answers_are_read_to_their_length_on_kept_connections() {
     let upstream = ScriptedUpstream::start().await.unwrap();
     upstream.replay_by_default(text(["Hello", " there."]));

@@ -189,11 +189,11 @@ pub async fn prepare_with_env(config: Config, store: Store, env: &dyn Env) -> an
     }
     let store = crate::secrets::prepare(&config, store, env).await?;
     let turns = crate::runtime::turn_service(&config, store.clone(), env)?;
+    turns.start_instance();
     Ok(AppState::new(Shared {
         store,
         config: Arc::new(config),
         turns,
-        oauth: Default::default(),
     }))
 }
 
@@ -203,11 +203,13 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     let grace = Duration::from_secs(config.server.shutdown_grace_secs);
     let flush = Duration::from_secs(config.server.shutdown_flush_secs);
     let state = prepare(config).await?;
-    // This process is the only one running turns against this database's rows it left streaming
-    // (one instance per database until turns hold leases), so those turns died with a previous run.
+    // An answer left streaming that no live claim covers belongs to a turn whose instance died (a
+    // previous run of this one, or another instance past its lease). SQLite serves one instance, so
+    // every claim found there is a previous run's; on Postgres other instances' live turns are kept.
+    let only_instance = state.store.backend() == promptgate_store::Backend::Sqlite;
     let interrupted = state
         .store
-        .interrupt_streaming()
+        .interrupt_unclaimed_answers(only_instance)
         .await
         .context("marking the answers of a previous run as interrupted failed")?;
     if interrupted > 0 {

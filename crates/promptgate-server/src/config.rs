@@ -167,6 +167,13 @@ pub struct TurnConfig {
     /// `stop`: a client that goes away stops its turn. `continue`: the turn runs to its end and is
     /// stored, and `GET /v1/chat/{id}/stream` resumes it.
     pub on_disconnect: promptgate_turn::send::OnDisconnect,
+    /// A running turn's claim on its thread holds this long without renewal; past it, the instance
+    /// running the turn is taken for dead: the thread is freed and the answer marked `interrupted`.
+    pub lease_secs: u64,
+    /// How often an instance renews the leases of its running turns (well under `lease_secs`).
+    pub heartbeat_secs: u64,
+    /// How long after a turn ended an automatic retry of it (`retry_of`) is accepted.
+    pub retry_window_secs: u64,
 }
 
 impl Default for TurnConfig {
@@ -181,6 +188,9 @@ impl Default for TurnConfig {
             save_retry_secs: promptgate_turn::send::DEFAULT_SAVE_RETRY.as_secs(),
             checkpoint_interval_ms: 1000,
             on_disconnect: promptgate_turn::send::OnDisconnect::Stop,
+            lease_secs: promptgate_turn::send::DEFAULT_LEASE.as_secs(),
+            heartbeat_secs: promptgate_turn::send::DEFAULT_HEARTBEAT.as_secs(),
+            retry_window_secs: promptgate_turn::send::DEFAULT_RETRY_WINDOW.as_secs(),
         }
     }
 }
@@ -528,9 +538,18 @@ impl Config {
             ("server.idle_timeout_secs", self.server.idle_timeout_secs),
             ("server.body_timeout_secs", self.server.body_timeout_secs),
             ("server.max_connections", self.server.max_connections as u64),
+            ("turn.lease_secs", self.turn.lease_secs),
+            ("turn.heartbeat_secs", self.turn.heartbeat_secs),
         ];
         if let Some((key, _)) = positive.iter().find(|(_, value)| *value == 0) {
             return Err(ConfigError::Invalid(format!("{key} must be positive")));
+        }
+        if self.turn.heartbeat_secs >= self.turn.lease_secs {
+            // A lease that runs out between two renewals would hand a live turn's thread to a
+            // second instance.
+            return Err(ConfigError::Invalid(
+                "turn.heartbeat_secs must be shorter than turn.lease_secs".into(),
+            ));
         }
         if self.turn.max_in_flight == 0 {
             return Err(ConfigError::Invalid("turn.max_in_flight must be positive".into()));

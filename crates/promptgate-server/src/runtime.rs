@@ -14,8 +14,8 @@ use promptgate_tools::oauth::{OAuthProviderConfig, TokenSealer};
 use promptgate_tools::web::{SafeFetcher, SearchConfig};
 use promptgate_turn::TurnLimits;
 use promptgate_turn::send::{
-    GoogleSetup, Integrations, MicrosoftSetup, Provider, ProviderClient, Providers, ServiceConfig,
-    TurnService, WebTools,
+    GoogleSetup, InstanceConfig, Integrations, MicrosoftSetup, Provider, ProviderClient, Providers,
+    ServiceConfig, TurnService, WebTools,
 };
 
 use crate::config::{Config, Env, OAuthEntry, ProviderKind, SearchEntry};
@@ -131,6 +131,11 @@ pub fn turn_service(config: &Config, store: Store, env: &dyn Env) -> anyhow::Res
         max_turns_in_flight: config.turn.max_in_flight,
         mcp_call_timeout: Duration::from_secs(config.mcp.call_timeout_secs),
         on_disconnect: config.turn.on_disconnect,
+        instance: InstanceConfig {
+            lease: Duration::from_secs(config.turn.lease_secs.max(1)),
+            heartbeat: Duration::from_secs(config.turn.heartbeat_secs.max(1)),
+            retry_window: Duration::from_secs(config.turn.retry_window_secs),
+        },
     };
     let service = TurnService::new(
         store,

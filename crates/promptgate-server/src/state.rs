@@ -20,8 +20,6 @@ pub struct Shared {
     pub store: Store,
     pub config: Arc<Config>,
     pub turns: TurnService,
-    /// Authorizations started but not yet called back.
-    pub oauth: crate::routes::oauth::PendingAuthorizations,
 }
 
 impl AppState {

@@ -9,50 +9,13 @@ mod common;
 use std::time::Duration;
 
 use common::{
-    Backend, Gateway, error_code, scripted_config, send_until_upstream_called, single_user_gateway,
-    use_chat_body,
+    Backend, Gateway, error_code, read_rest, resume, scripted_config, send_until_upstream_called,
+    single_user_gateway, slow_answer_under_way, use_chat_body, words,
 };
 use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
 use promptgate_server::config::AuthMode;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-
-/// Sends to `thread` while the upstream stub streams 200 words (`<prefix>0 `, `<prefix>1 `, …) 20 ms
-/// apart, and reads the answer until `deltas` text deltas have arrived: a turn mid-answer. Returns
-/// the rest of the body and what was read.
-async fn slow_answer_under_way(
-    gw: &Gateway,
-    upstream: &ScriptedUpstream,
-    thread: &str,
-    prefix: &str,
-    deltas: usize,
-) -> (
-    futures::stream::BoxStream<'static, reqwest::Result<Vec<u8>>>,
-    String,
-) {
-    use futures::StreamExt;
-    let pieces: Vec<String> = (0..200).map(|i| format!("{prefix}{i} ")).collect();
-    upstream.push(text(pieces).with_delay_between(Duration::from_millis(20)));
-    let res = gw
-        .http
-        .post(gw.url("/v1/chat"))
-        .json(&use_chat_body(thread, "talk", "scripted"))
-        .send()
-        .await
-        .unwrap();
-    let mut body = res
-        .bytes_stream()
-        .map(|chunk| chunk.map(|bytes| bytes.to_vec()))
-        .boxed();
-    let mut seen = String::new();
-    while let Some(chunk) = body.next().await {
-        seen.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
-        if seen.matches("text-delta").count() >= deltas {
-            break;
-        }
-    }
-    (body, seen)
-}
 
 async fn text_turn(backend: Backend) {
     let (gw, upstream) = single_user_gateway(backend).await;
@@ -496,36 +459,6 @@ async fn continuing_gateway(backend: Backend) -> (Gateway, ScriptedUpstream) {
     (gw, upstream)
 }
 
-/// `GET /v1/chat/{thread}/stream`, read to its end.
-async fn resume(gw: &Gateway, thread: &str) -> common::Sse {
-    let res = gw
-        .http
-        .get(gw.url(&format!("/v1/chat/{thread}/stream")))
-        .send()
-        .await
-        .unwrap();
-    let status = res.status();
-    let headers = res.headers().clone();
-    let body = res.text().await.unwrap();
-    common::parse_sse(status, headers, &body)
-}
-
-/// Reads what is left of a stream.
-async fn read_rest(
-    mut body: futures::stream::BoxStream<'static, reqwest::Result<Vec<u8>>>,
-    mut seen: String,
-) -> common::Sse {
-    use futures::StreamExt;
-    while let Some(chunk) = body.next().await {
-        seen.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
-    }
-    common::parse_sse(StatusCode::OK, Default::default(), &seen)
-}
-
-fn words(prefix: &str) -> String {
-    (0..200).map(|i| format!("{prefix}{i} ")).collect()
-}
-
 #[tokio::test]
 async fn resuming_a_thread_without_a_running_turn_is_204() {
     let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
@@ -569,34 +502,7 @@ async fn a_second_reader_gets_the_whole_stream_from_start_and_the_same_text() {
 
 async fn disconnect_with_continue(backend: Backend) {
     let (gw, upstream) = continuing_gateway(backend).await;
-    let (body, seen) = slow_answer_under_way(&gw, &upstream, "cont", "c", 2).await;
-    drop(body);
-    assert!(seen.contains("\"type\":\"start\""));
-    // A reload resumes it: the whole answer from `start`, to its end.
-    let resumed = resume(&gw, "cont").await;
-    assert_eq!(resumed.status, StatusCode::OK);
-    assert_eq!(resumed.types().first(), Some(&"start"));
-    assert!(resumed.done);
-    assert_eq!(resumed.text(), words("c"));
-    assert_eq!(resumed.of_type("finish")[0]["finishReason"], "stop");
-    // And it is stored whole, as complete.
-    let mut stored = gw.stored_messages("cont", 2).await;
-    for _ in 0..200 {
-        if stored[1]["status"] == "complete" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-        stored = gw.stored_messages("cont", 2).await;
-    }
-    assert_eq!(stored[1]["status"], "complete");
-    let answer: String = stored[1]["parts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|p| p["text"].as_str())
-        .collect();
-    assert_eq!(answer, words("c"));
-    assert_eq!(upstream.calls(), 1);
+    common::drop_then_resume(&gw, &gw, &upstream, "cont").await;
 }
 
 #[tokio::test]

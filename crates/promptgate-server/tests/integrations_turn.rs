@@ -190,6 +190,8 @@ async fn google_api(
 
 struct Setup {
     gw: Gateway,
+    /// What `gw` was started with, for a second instance beside it.
+    config: promptgate_server::config::Config,
     upstream: ScriptedUpstream,
     google: String,
     hits: Hits,
@@ -223,9 +225,10 @@ async fn setup_with(backend: Backend, mode: AuthMode) -> Setup {
         }),
         microsoft: None,
     });
-    let gw = Gateway::start_with_env(backend, config, &FakeEnv).await;
+    let gw = Gateway::start_with_env(backend, config.clone(), &FakeEnv).await;
     Setup {
         gw,
+        config,
         upstream,
         google,
         hits,
@@ -338,13 +341,16 @@ async fn the_callback_stores_sealed_tokens_and_connects() {
         !sealed.contains("first-token") && !sealed.contains("refresh-1"),
         "the store holds no plaintext token"
     );
+    connected_and_state_used(&gw, &state).await;
+}
+
+/// Google shows as connected, and `state` no longer works: a state works once.
+async fn connected_and_state_used(gw: &Gateway, state: &str) {
     let (_, view) = gw.get("/v1/integrations/google").await;
     assert_eq!(
         view,
         json!({"provider": "google", "connected": true, "enabled": true})
     );
-
-    // A state works once.
     let (status, body) = gw
         .get(&format!(
             "/v1/integrations/google/callback?code=good-code&state={state}"
@@ -352,6 +358,21 @@ async fn the_callback_stores_sealed_tokens_and_connects() {
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert_eq!(error_code(&body), "invalid_state");
+}
+
+#[tokio::test]
+async fn the_callback_may_land_on_another_instance() {
+    let Setup { gw, config, .. } = setup(Backend::Postgres).await;
+    let other = gw.another_instance_with_env(config, &FakeEnv).await;
+    let state = authorize(&gw).await;
+    let (status, body) = other
+        .get(&format!(
+            "/v1/integrations/google/callback?code=good-code&state={state}"
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    // Seen from the instance that started it, whichever instance completed it.
+    connected_and_state_used(&gw, &state).await;
 }
 
 #[tokio::test]

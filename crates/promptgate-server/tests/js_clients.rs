@@ -165,6 +165,16 @@ async fn the_openai_client_consumes_the_facade_streamed_and_whole() {
 
 #[tokio::test]
 async fn the_ai_sdk_resumes_a_turn_after_its_connection_dropped() {
+    resume_with_the_ai_sdk(Backend::Sqlite, false).await;
+}
+
+/// Behind a load balancer the reload may reach another instance than the one running the turn.
+#[tokio::test]
+async fn the_ai_sdk_resumes_a_turn_on_another_instance() {
+    resume_with_the_ai_sdk(Backend::Postgres, true).await;
+}
+
+async fn resume_with_the_ai_sdk(backend: Backend, on_another_instance: bool) {
     let Some(dir) = js_dir() else { return };
     common::init();
     let upstream = promptgate_llm::scripted::ScriptedUpstream::start().await.unwrap();
@@ -173,7 +183,13 @@ async fn the_ai_sdk_resumes_a_turn_after_its_connection_dropped() {
         &upstream.base_url(),
         "[turn]\non_disconnect = \"continue\"\n",
     );
-    let gw = Gateway::start(Backend::Sqlite, config).await;
+    let gw = Gateway::start(backend, config.clone()).await;
+    let resumer = if on_another_instance {
+        Some(gw.another_instance(config).await)
+    } else {
+        None
+    };
+    let resume_api = resumer.as_ref().unwrap_or(&gw).url("/v1/chat");
     // Upstream stub: one call, 80 words 25 ms apart, so the turn is still running when the client
     // comes back.
     let words: Vec<String> = (0..80).map(|i| format!("w{i} ")).collect();
@@ -187,7 +203,12 @@ async fn the_ai_sdk_resumes_a_turn_after_its_connection_dropped() {
     });
     let (ok, result) = run_node(
         dir,
-        vec!["resume-check.mjs".into(), gw.url("/v1/chat"), request.to_string()],
+        vec![
+            "resume-check.mjs".into(),
+            gw.url("/v1/chat"),
+            request.to_string(),
+            resume_api,
+        ],
     )
     .await;
     assert!(ok, "the AI SDK could not resume: {result}");

@@ -32,6 +32,8 @@ pub struct Store {
     listener: Option<Arc<ListenerTask>>,
     /// Seals MCP header values and bearer tokens; without one they cannot be stored (see `secrets`).
     pub(crate) secrets: Option<Arc<dyn crate::secrets::SecretBox>>,
+    /// Stop and follow requests for running turns, heard from any instance (see `turn_claims`).
+    pub(crate) turn_signals: Arc<crate::turn_claims::TurnSignals>,
 }
 
 /// Stops the listener when the last clone of the store goes away.
@@ -96,6 +98,14 @@ const MIGRATIONS: &[SchemaVersion] = &[
         postgres: include_str!("../../../migrations/postgres/0005_thread_scoped_message_ids.sql"),
         sqlite: Some(include_str!(
             "../../../migrations/sqlite/0005_thread_scoped_message_ids.sql"
+        )),
+    },
+    SchemaVersion {
+        version: 6,
+        name: "shared turn state",
+        postgres: include_str!("../../../migrations/postgres/0006_shared_turn_state.sql"),
+        sqlite: Some(include_str!(
+            "../../../migrations/sqlite/0006_shared_turn_state.sql"
         )),
     },
 ];
@@ -177,11 +187,16 @@ impl Store {
                     .await?
             }
         };
+        let turn_signals = Arc::new(crate::turn_claims::TurnSignals::default());
         let (setups, listener) = match backend {
             Backend::Sqlite => (Arc::new(SetupCache::new(ChangeSignals::None)), None),
             Backend::Postgres => {
                 let setups = Arc::new(SetupCache::new(ChangeSignals::Listener));
-                let task = tokio::spawn(crate::listener::follow_changes(url, Arc::downgrade(&setups)));
+                let task = tokio::spawn(crate::listener::follow_changes(
+                    url,
+                    Arc::downgrade(&setups),
+                    Arc::downgrade(&turn_signals),
+                ));
                 (setups, Some(Arc::new(ListenerTask(task.abort_handle()))))
             }
         };
@@ -193,6 +208,7 @@ impl Store {
             recent_tokens: Default::default(),
             listener,
             secrets: None,
+            turn_signals,
         })
     }
 

@@ -17,6 +17,7 @@ mod listener;
 mod mcp;
 mod messages;
 mod models;
+mod oauth_pending;
 mod observed;
 mod projects;
 mod recent_tokens;
@@ -26,6 +27,7 @@ mod settings;
 mod setup;
 mod skills;
 mod tasks;
+mod turn_claims;
 mod types;
 mod users;
 mod util;
@@ -36,8 +38,13 @@ pub mod testing;
 pub use connect::{Backend, Store};
 pub use error::{Result, StoreError};
 pub use listener::{APPLICATION_NAME as LISTENER_APPLICATION_NAME, CHANNEL as CHANGES_CHANNEL};
+pub use oauth_pending::{OAuthPending, PendingLimits, PendingRefused};
 pub use secrets::{SealingReport, SecretBox};
 pub use setup::{LISTENED_RECHECK, SQLITE_RECHECK, UserSetup};
+pub use turn_claims::{
+    ClaimOutcome, ClaimRequests, ExpiredTurn, FrameBatch, NewTurnClaim, RetryLookup, RetrySave, RunningTurn,
+    TURNS_CHANNEL, TurnSignal,
+};
 pub use types::*;
 
 /// The owner under which seeded system models are stored. Not a valid user id, so it cannot collide.

@@ -12,6 +12,7 @@ use std::time::Duration;
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 
 use crate::setup::SetupCache;
+use crate::turn_claims::{TURNS_CHANNEL, TurnSignals};
 
 /// The notification channel the triggers of migration 0003 publish on.
 pub const CHANNEL: &str = "promptgate_config";
@@ -23,7 +24,9 @@ const FIRST_RETRY: Duration = Duration::from_millis(100);
 const LONGEST_RETRY: Duration = Duration::from_secs(30);
 
 /// Runs until the cache is gone (every store clone dropped) or the task is aborted.
-pub(crate) async fn follow_changes(url: String, cache: Weak<SetupCache>) {
+/// The same connection also listens on [`TURNS_CHANNEL`] and passes those to `turns`: one
+/// listening connection per instance, whatever it hears about.
+pub(crate) async fn follow_changes(url: String, cache: Weak<SetupCache>, turns: Weak<TurnSignals>) {
     let mut retry = FIRST_RETRY;
     loop {
         match listen(&url).await {
@@ -35,6 +38,11 @@ pub(crate) async fn follow_changes(url: String, cache: Weak<SetupCache>) {
                 tracing::debug!("listening for setup changes");
                 loop {
                     match listener.try_recv().await {
+                        Ok(Some(notification)) if notification.channel() == TURNS_CHANNEL => {
+                            if let Some(turns) = turns.upgrade() {
+                                turns.heard(notification.payload());
+                            }
+                        }
                         Ok(Some(notification)) => {
                             let Some(live) = cache.upgrade() else { return };
                             live.changed(notification.payload());
@@ -73,6 +81,6 @@ async fn listen(url: &str) -> Result<PgListener, sqlx::Error> {
         .connect_with(options)
         .await?;
     let mut listener = PgListener::connect_with(&pool).await?;
-    listener.listen(CHANNEL).await?;
+    listener.listen_all([CHANNEL, TURNS_CHANNEL]).await?;
     Ok(listener)
 }

@@ -49,7 +49,8 @@ pub fn routes() -> ApiRouter<AppState> {
                         "What the AI SDK calls for `useChat({ resume: true })` (DefaultChatTransport.reconnectToStream). \
                          `204` with an empty body when no turn runs in the thread; otherwise the running turn's UI \
                          message stream from its `start` chunk, then live until `data: [DONE]`. Any number of readers \
-                         may follow one turn; reading it never stops it. `409 stream_too_long` when the turn's stream \
+                         may follow one turn; reading it never stops it. Any instance on the same database answers: \
+                         the one running the turn from memory, another by following it through the database. `409 stream_too_long` when the turn's stream \
                          has outgrown what the server keeps (4 MiB): the answer so far is in the thread's messages.",
                     )
                     .response_with::<204, (), _>(|res| res.description("No turn is running in the thread"))
@@ -57,7 +58,10 @@ pub fn routes() -> ApiRouter<AppState> {
         )
         .api_route(
             "/v1/chat/{id}/stop",
-            post_with(stop, |op| op.summary("Stop the thread's running turn; its partial answer is saved as stopped")),
+            post_with(stop, |op| {
+                op.summary("Stop the thread's running turn; its partial answer is saved as stopped")
+                    .description("Any instance on the same database stops the turn, whichever instance runs it.")
+            }),
         )
         .api_route("/v1/artifacts/{id}", get_with(artifact, |op| op.summary("An HTML artifact, served sandboxed")))
 }
@@ -78,9 +82,10 @@ pub struct ChatBody {
     #[serde(default)]
     pub model: Option<String>,
     /// An automatic retry of this turn id (from the `start` chunk's `messageMetadata.turnId`): the web
-    /// budget and sources carry over. Also accepted as `retry_of`. An id this server does not know, or
-    /// older than 10 minutes, is refused with `404 unknown_turn`.
-    #[serde(default, rename = "retryOf", alias = "retry_of")]
+    /// budget and sources carry over, whichever instance ran it. Also accepted as `retryOf`. An id
+    /// that is not a turn of this thread is refused with `404 unknown_turn`; one that ended longer ago
+    /// than `[turn] retry_window_secs` (default 10 minutes) with `409 retry_expired`.
+    #[serde(default, alias = "retryOf")]
     pub retry_of: Option<String>,
 }
 
@@ -143,8 +148,9 @@ pub struct ThreadMessage {
     #[serde(default)]
     pub model: Option<String>,
     /// An automatic retry of this turn id (from the `start` chunk's `messageMetadata.turnId`): the web
-    /// budget and sources carry over. Also accepted as `retryOf`. An id this server does not know, or
-    /// older than 10 minutes, is refused with `404 unknown_turn`.
+    /// budget and sources carry over, whichever instance ran it. Also accepted as `retryOf`. An id
+    /// that is not a turn of this thread is refused with `404 unknown_turn`; one that ended longer ago
+    /// than `[turn] retry_window_secs` (default 10 minutes) with `409 retry_expired`.
     #[serde(default, alias = "retryOf")]
     pub retry_of: Option<String>,
 }
@@ -192,7 +198,7 @@ async fn resume(
     user: CurrentUser,
     Path(thread_id): Path<String>,
 ) -> ApiResult<Resumed> {
-    match state.turns.follow(&user.id, &thread_id) {
+    match state.turns.follow(&user.id, &thread_id).await {
         Follow::Idle => Ok(Resumed::Idle),
         Follow::Stream(stream) => {
             tracing::info!(user = %user.id, thread = %thread_id, turn = %stream.turn_id, "stream resumed");
@@ -248,7 +254,7 @@ async fn stop(
     user: CurrentUser,
     Path(thread_id): Path<String>,
 ) -> Json<StopResult> {
-    let stopped = state.turns.stop(&user.id, &thread_id);
+    let stopped = state.turns.stop(&user.id, &thread_id).await;
     tracing::info!(user = %user.id, thread = %thread_id, stopped, "stop requested");
     Json(StopResult { stopped })
 }
@@ -338,6 +344,7 @@ pub(crate) fn send_error(err: SendError) -> ApiError {
             ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "overloaded", err.to_string())
         }
         SendError::UnknownTurn(_) => ApiError::new(StatusCode::NOT_FOUND, "unknown_turn", err.to_string()),
+        SendError::RetryExpired(..) => ApiError::new(StatusCode::CONFLICT, "retry_expired", err.to_string()),
         SendError::Store(e) => e.into(),
     }
 }

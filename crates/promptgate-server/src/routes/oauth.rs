@@ -2,9 +2,7 @@
 //! authorization-code flow with PKCE, `GET /v1/integrations/{provider}/callback` completes it, and
 //! [`disconnect`] undoes it. Tokens go sealed into the store and never into a response or a log.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use aide::axum::ApiRouter;
 use aide::axum::routing::get_with;
@@ -13,6 +11,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Html;
 use promptgate_core::settings::{IntegrationState, Provider};
+use promptgate_store::{OAuthPending, PendingLimits, PendingRefused};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -50,59 +49,13 @@ pub fn routes() -> ApiRouter<AppState> {
         )
 }
 
-struct Pending {
-    user_id: String,
-    provider: Provider,
-    code_verifier: String,
-    expires: Instant,
-}
-
-/// `state` → who started the authorization and the PKCE verifier, until the callback uses it once.
-#[derive(Clone, Default)]
-pub struct PendingAuthorizations {
-    by_state: Arc<Mutex<HashMap<String, Pending>>>,
-}
-
-impl PendingAuthorizations {
-    fn insert(&self, state: String, pending: Pending) -> ApiResult<()> {
-        let mut map = self
-            .by_state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let now = Instant::now();
-        map.retain(|_, p| p.expires > now);
-        let mine: Vec<(&String, Instant)> = map
-            .iter()
-            .filter(|(_, p)| p.user_id == pending.user_id)
-            .map(|(state, p)| (state, p.expires))
-            .collect();
-        if mine.len() >= MAX_PENDING_PER_USER
-            && let Some(oldest) = mine
-                .iter()
-                .min_by_key(|(_, expires)| *expires)
-                .map(|(s, _)| (*s).clone())
-        {
-            map.remove(&oldest);
-        }
-        if map.len() >= MAX_PENDING {
-            return Err(ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "too_many_authorizations",
-                "too many integration authorizations are in progress; try again in a few minutes",
-            ));
-        }
-        map.insert(state, pending);
-        Ok(())
-    }
-
-    /// The authorization `state` belongs to, at most once, and only while it is fresh.
-    fn take(&self, state: &str) -> Option<Pending> {
-        let pending = self
-            .by_state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(state)?;
-        (pending.expires > Instant::now()).then_some(pending)
+/// Where the pending authorizations live: the store, so the provider's callback may land on any
+/// instance sharing the database, not only on the one that started the flow.
+fn limits() -> PendingLimits {
+    PendingLimits {
+        ttl: PENDING_TTL,
+        per_user: MAX_PENDING_PER_USER,
+        total: MAX_PENDING,
     }
 }
 
@@ -138,15 +91,25 @@ async fn authorize(
         tracing::error!(provider = p.as_str(), error = %err, "cannot build the authorization URL");
         ApiError::internal()
     })?;
-    state.oauth.insert(
-        started.state.clone(),
-        Pending {
-            user_id: user.id.clone(),
-            provider: p,
-            code_verifier: started.code_verifier.clone(),
-            expires: Instant::now() + PENDING_TTL,
-        },
-    )?;
+    let pending = OAuthPending {
+        user_id: user.id.clone(),
+        provider: p.as_str().to_owned(),
+        code_verifier: started.code_verifier.clone(),
+    };
+    match state
+        .store
+        .put_oauth_pending(&started.state, &pending, limits())
+        .await?
+    {
+        Ok(()) => {}
+        Err(PendingRefused::TooMany) => {
+            return Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "too_many_authorizations",
+                "too many integration authorizations are in progress; try again in a few minutes",
+            ));
+        }
+    }
     tracing::info!(user = %user.id, provider = p.as_str(), "integration authorization started");
     Ok(Json(AuthorizationStart {
         authorization_url: started.url,
@@ -188,8 +151,8 @@ async fn callback(
         .as_deref()
         .filter(|s| !s.is_empty() && s.len() <= MAX_STATE_LEN)
         .ok_or_else(bad_state)?;
-    let pending = state.oauth.take(key).ok_or_else(bad_state)?;
-    if pending.provider != p {
+    let pending = state.store.take_oauth_pending(key).await?.ok_or_else(bad_state)?;
+    if pending.provider != p.as_str() {
         return Err(bad_state());
     }
     if let Some(error) = &query.error {

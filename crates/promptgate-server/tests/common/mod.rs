@@ -20,6 +20,8 @@ pub struct Gateway {
     pub addr: SocketAddr,
     pub state: AppState,
     pub http: reqwest::Client,
+    /// The database this gateway runs on, for a second instance on the same one.
+    pub database_url: String,
     _db: Option<TestDb>,
     _server: tokio::task::JoinHandle<()>,
 }
@@ -77,6 +79,7 @@ impl Gateway {
         config: Config,
         env: &dyn promptgate_server::config::Env,
     ) -> Gateway {
+        let database_url = config.database_url.clone();
         let state = promptgate_server::cli::prepare_with_env(config, store, env)
             .await
             .unwrap();
@@ -90,9 +93,31 @@ impl Gateway {
             addr,
             state,
             http: reqwest::Client::new(),
+            database_url,
             _db: db,
             _server: server,
         }
+    }
+
+    /// A second gateway instance on this one's database: its own store connections, listener, turn
+    /// claims and memory, as another process behind the same load balancer would have.
+    pub async fn another_instance(&self, config: Config) -> Gateway {
+        self.another_instance_with_env(config, &promptgate_server::config::ProcessEnv)
+            .await
+    }
+
+    /// Like [`Gateway::another_instance`], reading the configured secrets from `env`.
+    pub async fn another_instance_with_env(
+        &self,
+        config: Config,
+        env: &dyn promptgate_server::config::Env,
+    ) -> Gateway {
+        let store = promptgate_store::Store::connect(&self.database_url)
+            .await
+            .unwrap();
+        let mut config = config;
+        config.database_url = self.database_url.clone();
+        Self::serve(store, None, config, env).await
     }
 
     pub async fn single_user(backend: Backend) -> Gateway {
@@ -344,4 +369,112 @@ pub async fn send_until_upstream_called(
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     running
+}
+
+/// Sends to `thread` while the upstream stub streams 200 words (`<prefix>0 `, `<prefix>1 `, …) 20 ms
+/// apart, and reads the answer until `deltas` text deltas have arrived: a turn mid-answer. Returns
+/// the rest of the body and what was read.
+pub async fn slow_answer_under_way(
+    gw: &Gateway,
+    upstream: &promptgate_llm::scripted::ScriptedUpstream,
+    thread: &str,
+    prefix: &str,
+    deltas: usize,
+) -> (
+    futures::stream::BoxStream<'static, reqwest::Result<Vec<u8>>>,
+    String,
+) {
+    use futures::StreamExt;
+    let pieces: Vec<String> = (0..200).map(|i| format!("{prefix}{i} ")).collect();
+    upstream.push(
+        promptgate_llm::scripted::text(pieces).with_delay_between(std::time::Duration::from_millis(20)),
+    );
+    let res = gw
+        .http
+        .post(gw.url("/v1/chat"))
+        .json(&use_chat_body(thread, "talk", "scripted"))
+        .send()
+        .await
+        .unwrap();
+    let mut body = res
+        .bytes_stream()
+        .map(|chunk| chunk.map(|bytes| bytes.to_vec()))
+        .boxed();
+    let mut seen = String::new();
+    while let Some(chunk) = body.next().await {
+        seen.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+        if seen.matches("text-delta").count() >= deltas {
+            break;
+        }
+    }
+    (body, seen)
+}
+
+/// `GET /v1/chat/{thread}/stream`, read to its end.
+pub async fn resume(gw: &Gateway, thread: &str) -> Sse {
+    let res = gw
+        .http
+        .get(gw.url(&format!("/v1/chat/{thread}/stream")))
+        .send()
+        .await
+        .unwrap();
+    let status = res.status();
+    let headers = res.headers().clone();
+    let body = res.text().await.unwrap();
+    parse_sse(status, headers, &body)
+}
+
+/// Reads what is left of a stream.
+pub async fn read_rest(
+    mut body: futures::stream::BoxStream<'static, reqwest::Result<Vec<u8>>>,
+    mut seen: String,
+) -> Sse {
+    use futures::StreamExt;
+    while let Some(chunk) = body.next().await {
+        seen.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+    }
+    parse_sse(StatusCode::OK, Default::default(), &seen)
+}
+
+/// The text of the answer [`slow_answer_under_way`] streams.
+pub fn words(prefix: &str) -> String {
+    (0..200).map(|i| format!("{prefix}{i} ")).collect()
+}
+
+/// With `on_disconnect = "continue"`: drops the client of a slow answer on `owner` mid-answer, resumes
+/// the turn on `reader` (the same instance or another), and checks the whole answer came and was stored.
+pub async fn drop_then_resume(
+    owner: &Gateway,
+    reader: &Gateway,
+    upstream: &promptgate_llm::scripted::ScriptedUpstream,
+    thread: &str,
+) {
+    let (body, seen) = slow_answer_under_way(owner, upstream, thread, "c", 2).await;
+    drop(body);
+    assert!(seen.contains("\"type\":\"start\""));
+    // A reload resumes it: the whole answer from `start`, to its end.
+    let resumed = resume(reader, thread).await;
+    assert_eq!(resumed.status, StatusCode::OK);
+    assert_eq!(resumed.types().first(), Some(&"start"));
+    assert!(resumed.done);
+    assert_eq!(resumed.text(), words("c"));
+    assert_eq!(resumed.of_type("finish")[0]["finishReason"], "stop");
+    // And it is stored whole, as complete.
+    let mut stored = reader.stored_messages(thread, 2).await;
+    for _ in 0..200 {
+        if stored[1]["status"] == "complete" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        stored = reader.stored_messages(thread, 2).await;
+    }
+    assert_eq!(stored[1]["status"], "complete");
+    let answer: String = stored[1]["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["text"].as_str())
+        .collect();
+    assert_eq!(answer, words("c"));
+    assert_eq!(upstream.calls(), 1);
 }

@@ -41,4 +41,5 @@ mod secrets;
 mod skills;
 mod sqlite_only;
 mod tasks;
+mod turn_claims;
 mod users;

@@ -132,6 +132,22 @@ impl RequestBudget {
         Self::new(limits.max_upstream_requests, limits.wall_clock)
     }
 
+    /// The budget of a turn that already used `consumed` requests over `elapsed` (a retry restored
+    /// from the store, possibly on another instance).
+    pub fn resumed(limits: &TurnLimits, consumed: u32, elapsed: Duration) -> Self {
+        let budget = Self::from_limits(limits);
+        Self {
+            started: Instant::now().checked_sub(elapsed).unwrap_or(budget.started),
+            consumed: AtomicU32::new(consumed),
+            ..budget
+        }
+    }
+
+    /// Time since the turn's first attempt started.
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+
     pub fn is_exhausted(&self) -> bool {
         self.consumed.load(Ordering::SeqCst) >= self.max_requests || self.started.elapsed() >= self.wall_clock
     }

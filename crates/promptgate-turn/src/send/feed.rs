@@ -36,7 +36,7 @@ pub const MAX_FEED_BYTES: usize = 4 << 20;
 pub const FELL_BEHIND_TEXT: &str =
     "This stream fell too far behind the answer to continue; reload the conversation to see it.";
 
-const KEEP_ALIVE_FRAME: &str = ": keep-alive\n\n";
+pub(crate) const KEEP_ALIVE_FRAME: &str = ": keep-alive\n\n";
 
 /// What a dropped client does to its turn.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -142,6 +142,12 @@ pub enum Follow {
 pub struct FollowStream {
     pub turn_id: String,
     frames: futures::stream::BoxStream<'static, Bytes>,
+}
+
+impl FollowStream {
+    pub(crate) fn new(turn_id: String, frames: futures::stream::BoxStream<'static, Bytes>) -> Self {
+        Self { turn_id, frames }
+    }
 }
 
 impl Stream for FollowStream {

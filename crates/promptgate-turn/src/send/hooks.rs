@@ -15,13 +15,23 @@ use crate::engine::{Gate, SourceRef, TurnHooks};
 pub struct TurnState {
     pub budget: Mutex<WebBudget>,
     pub sources: Arc<Mutex<SourceRegistry>>,
+    /// Calls the earlier attempt ran whose results this process does not hold (the state came
+    /// from the store): the first repeat of each runs again without a charge.
+    pub carried: Mutex<std::collections::HashSet<String>>,
 }
 
 impl TurnState {
     pub fn new(budget: WebBudget) -> Self {
+        Self::restored(budget, SourceRegistry::new())
+    }
+
+    /// The state of an earlier attempt, read back from the store.
+    pub fn restored(budget: WebBudget, sources: SourceRegistry) -> Self {
+        let carried = budget.admitted_keys().map(str::to_owned).collect();
         Self {
             budget: Mutex::new(budget),
-            sources: Arc::new(Mutex::new(SourceRegistry::new())),
+            sources: Arc::new(Mutex::new(sources)),
+            carried: Mutex::new(carried),
         }
     }
 
@@ -62,6 +72,16 @@ impl TurnHooks for WebHooks {
     fn gate(&self, spec: &ToolSpec, input: &Value) -> Gate {
         let mut budget = self.state.budget();
         let mut admission = budget.admit(&spec.name, input);
+        if let Admission::Reuse { key } = &admission
+            && self
+                .state
+                .carried
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .remove(key)
+        {
+            return Gate::Run;
+        }
         if let Admission::Reuse { key } = &admission {
             // The engine shares results of calls still cached; a key the budget knows but the engine
             // asked about anyway belongs to a call that failed, which is forgotten (not refunded).

@@ -1,19 +1,14 @@
-//! Turns in flight, per thread, and the state of recent turns that an automatic retry may reuse.
+//! Turns in flight on this instance, per thread. What a retry reuses is kept in the store (see
+//! `claims`), with the claims that hold across instances.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
 use super::feed::TurnFeed;
 use super::hooks::TurnState;
 use crate::engine::{RequestBudget, ToolCache};
-
-/// How long a finished turn's state stays available to `retry_of`.
-const RETRY_WINDOW: Duration = Duration::from_secs(600);
-/// Bound on remembered turns, whatever their age.
-const MAX_REMEMBERED: usize = 10_000;
 
 /// What an automatic retry of a turn inherits: budget, sources, attempt budget and shared results.
 #[derive(Clone)]
@@ -31,16 +26,9 @@ struct Running {
     feed: Arc<TurnFeed>,
 }
 
-struct Remembered {
-    owner: (String, String),
-    continuation: Continuation,
-    at: Instant,
-}
-
 #[derive(Default)]
 struct Inner {
     running: HashMap<(String, String), Running>,
-    remembered: HashMap<String, Remembered>,
 }
 
 #[derive(Default, Clone)]
@@ -53,6 +41,8 @@ pub struct Slot {
     live: LiveTurns,
     key: (String, String),
     turn_id: String,
+    /// The thread's claim in the store, once taken.
+    pub(super) store_claim: Option<Box<super::claims::StoreClaim>>,
 }
 
 impl Drop for Slot {
@@ -106,6 +96,7 @@ impl LiveTurns {
             live: self.clone(),
             key,
             turn_id: turn_id.to_owned(),
+            store_claim: None,
         })
     }
 
@@ -130,38 +121,26 @@ impl LiveTurns {
             .map(|running| (running.turn_id.clone(), Arc::clone(&running.feed)))
     }
 
-    pub fn remember(&self, user: &str, thread: &str, continuation: Continuation) {
-        let mut inner = self.lock();
-        let now = Instant::now();
-        inner
-            .remembered
-            .retain(|_, r| now.duration_since(r.at) < RETRY_WINDOW);
-        if inner.remembered.len() >= MAX_REMEMBERED
-            && let Some(oldest) = inner
-                .remembered
-                .iter()
-                .min_by_key(|(_, r)| r.at)
-                .map(|(k, _)| k.clone())
-        {
-            inner.remembered.remove(&oldest);
+    /// Cancels the running turn `turn_id` (a stop asked at another instance). False when it does
+    /// not run here.
+    pub(crate) fn stop_turn(&self, turn_id: &str) -> bool {
+        let inner = self.lock();
+        match inner.running.values().find(|r| r.turn_id == turn_id) {
+            Some(running) => {
+                running.cancel.cancel();
+                true
+            }
+            None => false,
         }
-        inner.remembered.insert(
-            continuation.turn_id.clone(),
-            Remembered {
-                owner: (user.to_owned(), thread.to_owned()),
-                continuation,
-                at: now,
-            },
-        );
     }
 
-    /// The state of a recent turn of this user's thread, for an automatic retry.
-    pub fn recall(&self, user: &str, thread: &str, turn_id: &str) -> Option<Continuation> {
+    /// The stream of the running turn `turn_id`, if it runs here.
+    pub(crate) fn feed_of_turn(&self, turn_id: &str) -> Option<Arc<TurnFeed>> {
         let inner = self.lock();
         inner
-            .remembered
-            .get(turn_id)
-            .filter(|r| r.owner.0 == user && r.owner.1 == thread && r.at.elapsed() < RETRY_WINDOW)
-            .map(|r| r.continuation.clone())
+            .running
+            .values()
+            .find(|r| r.turn_id == turn_id)
+            .map(|r| Arc::clone(&r.feed))
     }
 }

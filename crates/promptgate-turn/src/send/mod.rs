@@ -3,8 +3,10 @@
 //! sit on top of [`TurnService`].
 
 mod builtin;
+mod claims;
 mod complete;
 mod feed;
+mod follow;
 mod hooks;
 mod integrations;
 mod live;
@@ -22,8 +24,10 @@ use promptgate_tools::web::{SafeFetcher, SearchBackend};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+pub use claims::{DEFAULT_HEARTBEAT, DEFAULT_LEASE, DEFAULT_RETRY_WINDOW, InstanceConfig};
 pub use complete::CompletionRequest;
 pub use feed::{FELL_BEHIND_TEXT, Follow, FollowStream, MAX_FEED_BYTES, OnDisconnect, SendStream, SseFrames};
+pub use follow::LOST_TURN_TEXT;
 pub use hooks::{TurnState, WebHooks};
 pub use integrations::{GoogleSetup, Integrations, MicrosoftSetup};
 pub use live::{Continuation, LiveTurns};
@@ -71,6 +75,8 @@ pub struct ServiceConfig {
     pub save_retry: Duration,
     /// Whether a send's turn stops when its client goes away.
     pub on_disconnect: OnDisconnect,
+    /// Leases of running turns and the retry window, shared with the other instances on the database.
+    pub instance: InstanceConfig,
 }
 
 impl Default for ServiceConfig {
@@ -83,6 +89,7 @@ impl Default for ServiceConfig {
             max_turns_in_flight: DEFAULT_TURNS_IN_FLIGHT,
             save_retry: DEFAULT_SAVE_RETRY,
             on_disconnect: OnDisconnect::Stop,
+            instance: InstanceConfig::default(),
         }
     }
 }
@@ -104,6 +111,8 @@ pub struct TurnService {
     /// The parent of every turn's Stop: cancelled when a shutdown's grace is over.
     stop_all: CancellationToken,
     pending: PendingSaves,
+    /// This process among the instances on the database: its id, heartbeat and signal listener.
+    instance: Arc<claims::Instance>,
 }
 
 /// What the user sends.
@@ -149,10 +158,12 @@ pub enum SendError {
     InvalidMessage(String),
     #[error("the server is running {0} turns, its limit; try again shortly")]
     Overloaded(usize),
-    #[error(
-        "turn {0} is unknown here or too old to retry (a retry must come within 10 minutes); send without retry_of to start a fresh turn"
-    )]
+    #[error("turn {0} is not a turn of this thread; send without retry_of to start a fresh turn")]
     UnknownTurn(String),
+    #[error(
+        "turn {0} ended too long ago to retry (a retry must come within {1} seconds); send without retry_of to start a fresh turn"
+    )]
+    RetryExpired(String, u64),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -178,6 +189,7 @@ impl TurnService {
             tasks: tokio_util::task::TaskTracker::new(),
             stop_all: CancellationToken::new(),
             pending: PendingSaves::default(),
+            instance: Arc::new(claims::Instance::default()),
         }
     }
 
@@ -198,6 +210,8 @@ impl TurnService {
     pub async fn drain(&self, deadline: Duration) -> Vec<PendingSave> {
         self.tasks.close();
         let _ = tokio::time::timeout(deadline, self.tasks.wait()).await;
+        // Every turn has released its claim by now; the heartbeat has nothing left to renew.
+        self.stop_instance(Duration::from_secs(1)).await;
         if let Some(hub) = &self.mcp {
             hub.shutdown(Duration::from_secs(1)).await;
         }
@@ -223,18 +237,9 @@ impl TurnService {
         self.mcp.as_ref()
     }
 
-    /// Cancels the thread's running turn; its partial answer is saved as stopped.
-    pub fn stop(&self, user_id: &str, thread_id: &str) -> bool {
-        self.live.stop(user_id, thread_id)
-    }
-
-    /// The stream of the thread's running turn from its `start` chunk, for another reader (a reload
-    /// that resumes it).
-    pub fn follow(&self, user_id: &str, thread_id: &str) -> Follow {
-        match self.live.feed(user_id, thread_id) {
-            Some((turn_id, feed)) => feed::follow(feed, turn_id, self.config.limits.keep_alive),
-            None => Follow::Idle,
-        }
+    /// This instance's id among those sharing the database (it owns the claims of its turns).
+    pub fn instance_id(&self) -> &str {
+        &self.instance.id
     }
 
     pub async fn send(&self, request: SendRequest) -> Result<SendHandle, SendError> {
@@ -242,7 +247,7 @@ impl TurnService {
         let turn_id = format!("turn_{}", uuid::Uuid::now_v7().simple());
         let cancel = self.stop_all.child_token();
         let feed = FeedWriter(Arc::new(TurnFeed::default()));
-        let slot = match self.live.claim(
+        let mut slot = match self.live.claim(
             &request.user_id,
             &request.thread_id,
             &turn_id,
@@ -253,18 +258,29 @@ impl TurnService {
             Claim::Busy => return Err(SendError::Busy(request.thread_id.clone())),
         };
         // A retry whose turn is gone must say so before anything is stored, not start afresh.
-        let continuation = match request.retry_of.as_deref() {
-            Some(previous) => Some(
-                self.live
-                    .recall(&request.user_id, &request.thread_id, previous)
-                    .ok_or_else(|| SendError::UnknownTurn(previous.to_owned()))?,
-            ),
-            None => None,
+        let recall = async {
+            match request.retry_of.as_deref() {
+                Some(previous) => self
+                    .recall_retry(&request.user_id, &request.thread_id, previous)
+                    .await
+                    .map(Some),
+                None => Ok(None),
+            }
         };
-
-        let (mut ctx, model, provider) = self
-            .load_with_model(&request.user_id, &request.thread_id, request.model.as_deref())
-            .await?;
+        // The store's claim is what keeps other instances out of the thread; it is taken before the
+        // user's message is stored, so a refused send leaves no trace. It goes to the database
+        // alongside the reads, so it adds no round trip before the first byte.
+        let message_id = format!("msg_{}", uuid::Uuid::now_v7().simple());
+        let claim = self.claim_in_store(
+            &mut slot,
+            &request.user_id,
+            &request.thread_id,
+            &turn_id,
+            &message_id,
+            request.retry_of.as_deref(),
+        );
+        let load = self.load_with_model(&request.user_id, &request.thread_id, request.model.as_deref());
+        let (continuation, (), (mut ctx, model, provider)) = tokio::try_join!(recall, claim, load)?;
 
         let new_user_message = match &request.input {
             SendInput::Message { id, parts } => Some(validate_user_parts(id.as_deref(), parts)?),
@@ -346,7 +362,6 @@ impl TurnService {
             tool_cache: Default::default(),
         });
 
-        let message_id = format!("msg_{}", uuid::Uuid::now_v7().simple());
         let system = prepared.plan.system.clone();
         let history = prepared.history.clone();
         let (mut plan, model, _) = prepared.into_turn_plan(
@@ -374,7 +389,6 @@ impl TurnService {
             message_id: message_id.clone(),
             model_id: model.id.clone(),
             slot,
-            live: self.live.clone(),
             continuation: Continuation {
                 turn_id: turn_id.clone(),
                 ..continuation

@@ -17,7 +17,7 @@ use tokio::time::Instant;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
-use super::live::{Continuation, LiveTurns, Slot};
+use super::live::{Continuation, Slot};
 use crate::engine::{AnswerRecorder, TurnOutcome, TurnStatus};
 
 /// Failures of the final save that are neither an outage nor a race (a driver error of unknown
@@ -75,7 +75,6 @@ pub(crate) struct AnswerWriter {
     /// Held until the final save is done (or given up), so the thread takes no new turn before
     /// its history is complete.
     pub slot: Slot,
-    pub live: LiveTurns,
     pub continuation: Continuation,
     /// How long the final save keeps trying while the store is unavailable.
     pub retry_for: Duration,
@@ -188,9 +187,7 @@ impl AnswerWriter {
         let stored = self.save_final(&message).await;
         let AnswerWriter {
             slot,
-            live,
             continuation,
-            user_id,
             thread_id,
             turn_id,
             pending,
@@ -199,15 +196,15 @@ impl AnswerWriter {
         if stored {
             pending.remove(&turn_id);
         }
-        // Free the thread before the stream says done, so the client's next message is accepted.
-        drop(slot);
+        // Free the thread before the stream says done, so the client's next message is accepted
+        // (on any instance); what a retry of this turn carries over is saved with it.
+        slot.end(&continuation).await;
         if let Some(stored_tx) = stored_tx {
             let _ = stored_tx.send(stored);
         }
         if stored {
             tracing::info!(turn = %turn_id, thread = %thread_id, status, "answer stored");
         }
-        live.remember(&user_id, &thread_id, continuation);
     }
 
     /// A best-effort write of the answer so far. Failures are logged once per outage: the final

@@ -1,0 +1,117 @@
+//! Integration authorizations between the authorize redirect and the provider's callback, kept in
+//! the store so that the callback may land on any instance.
+
+use std::time::Duration;
+
+use crate::connect::Store;
+use crate::error::Result;
+use crate::util::Cols;
+
+/// Who started an authorization, for which provider, and the PKCE verifier to finish it with.
+#[derive(Clone, PartialEq, Eq)]
+pub struct OAuthPending {
+    pub user_id: String,
+    pub provider: String,
+    pub code_verifier: String,
+}
+
+impl std::fmt::Debug for OAuthPending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthPending")
+            .field("user_id", &self.user_id)
+            .field("provider", &self.provider)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why an authorization was not kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PendingRefused {
+    /// As many authorizations as the server allows are in flight.
+    TooMany,
+}
+
+/// Bounds on authorizations in flight.
+#[derive(Debug, Clone, Copy)]
+pub struct PendingLimits {
+    pub ttl: Duration,
+    /// Starting one more drops the user's oldest, so one account cannot crowd out everyone else.
+    pub per_user: usize,
+    pub total: usize,
+}
+
+impl Store {
+    /// Keeps an authorization under `state` until the callback takes it or `limits.ttl` passes.
+    pub async fn put_oauth_pending(
+        &self,
+        state: &str,
+        pending: &OAuthPending,
+        limits: PendingLimits,
+    ) -> Result<std::result::Result<(), PendingRefused>> {
+        let now = self.now_ms();
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("DELETE FROM oauth_pending WHERE user_id = $1 AND expires_at <= $2")
+            .bind(&pending.user_id)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        let mine = sqlx::query("SELECT COUNT(*) FROM oauth_pending WHERE user_id = $1")
+            .bind(&pending.user_id)
+            .fetch_one(&mut *tx)
+            .await?
+            .int(0)?;
+        let per_user = i64::try_from(limits.per_user.max(1)).unwrap_or(i64::MAX);
+        if mine >= per_user {
+            sqlx::query(
+                "DELETE FROM oauth_pending WHERE state IN \
+                 (SELECT state FROM oauth_pending WHERE user_id = $1 ORDER BY created_at LIMIT $2)",
+            )
+            .bind(&pending.user_id)
+            .bind(mine - per_user + 1)
+            .execute(&mut *tx)
+            .await?;
+        }
+        let all = sqlx::query("SELECT COUNT(*) FROM oauth_pending WHERE expires_at > $1")
+            .bind(now)
+            .fetch_one(&mut *tx)
+            .await?
+            .int(0)?;
+        if all >= i64::try_from(limits.total).unwrap_or(i64::MAX) {
+            return Ok(Err(PendingRefused::TooMany));
+        }
+        let ttl = i64::try_from(limits.ttl.as_millis()).unwrap_or(i64::MAX);
+        sqlx::query(
+            "INSERT INTO oauth_pending (state, user_id, provider, code_verifier, expires_at, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(state)
+        .bind(&pending.user_id)
+        .bind(&pending.provider)
+        .bind(&pending.code_verifier)
+        .bind(now.saturating_add(ttl))
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(Ok(()))
+    }
+
+    /// The authorization kept under `state`, at most once, and only while it is fresh.
+    pub async fn take_oauth_pending(&self, state: &str) -> Result<Option<OAuthPending>> {
+        let row = sqlx::query(
+            "DELETE FROM oauth_pending WHERE state = $1 RETURNING user_id, provider, code_verifier, expires_at",
+        )
+        .bind(state)
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        if row.int(3)? <= self.now_ms() {
+            return Ok(None);
+        }
+        Ok(Some(OAuthPending {
+            user_id: row.text(0)?,
+            provider: row.text(1)?,
+            code_verifier: row.text(2)?,
+        }))
+    }
+}

@@ -1,0 +1,509 @@
+//! Running turns shared by every instance on one database: claims with leases, stop requests, the
+//! state an automatic retry carries over, and the frames of a turn someone follows from elsewhere.
+//!
+//! A claim row per thread (its primary key) is what keeps a thread to one running turn, whichever
+//! instance tries: the loser of a race gets a conflict, not a second turn. Its owner renews the
+//! lease with one statement per heartbeat for all its turns; a claim whose lease ran out belongs to
+//! an instance that died, and the next sweep (or the next claim of that thread) marks its answer
+//! `interrupted` and frees the thread.
+//!
+//! Instances tell each other about a turn on [`TURNS_CHANNEL`] (Postgres `NOTIFY`, heard by the one
+//! listening connection of `listener`). A notification is a hint that saves waiting: a stop request
+//! is also a column the owner's heartbeat reads, and a follower also polls, so a notification lost
+//! while the listener reconnects costs a heartbeat or a poll interval, never the request.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::broadcast;
+
+use crate::connect::{Backend, Store};
+use crate::error::{Result, StoreError};
+use crate::util::Cols;
+
+/// The notification channel of turn signals.
+pub const TURNS_CHANNEL: &str = "promptgate_turns";
+
+/// A retry state that expired still answers "expired" (not "unknown") this long after.
+const EXPIRED_RETRY_KEPT_MS: i64 = 60 * 60 * 1000;
+/// Frames of a followed turn are kept this long after they were written; a follower reads them
+/// within a poll interval.
+const FRAMES_KEPT_MS: i64 = 5 * 60 * 1000;
+
+/// What one instance asks of the instance running a turn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum TurnSignal {
+    /// Stop the turn; its partial answer is stored as stopped.
+    Stop { turn_id: String },
+    /// A reader elsewhere follows the turn: write its frames to the store.
+    Follow { turn_id: String },
+    /// New frames of the turn are in the store.
+    Frames { turn_id: String },
+}
+
+impl TurnSignal {
+    pub fn turn_id(&self) -> &str {
+        match self {
+            Self::Stop { turn_id } | Self::Follow { turn_id } | Self::Frames { turn_id } => turn_id,
+        }
+    }
+}
+
+/// Turn signals heard by this process, for whoever subscribed.
+pub(crate) struct TurnSignals {
+    sender: broadcast::Sender<TurnSignal>,
+}
+
+impl Default for TurnSignals {
+    fn default() -> Self {
+        Self {
+            sender: broadcast::channel(1024).0,
+        }
+    }
+}
+
+impl TurnSignals {
+    /// A notification's payload; anything that does not parse is not ours and is ignored.
+    pub(crate) fn heard(&self, payload: &str) {
+        match serde_json::from_str::<TurnSignal>(payload) {
+            Ok(signal) => {
+                let _ = self.sender.send(signal);
+            }
+            Err(err) => tracing::debug!(error = %err, "ignoring a turn notification that does not parse"),
+        }
+    }
+}
+
+/// A turn about to run.
+#[derive(Debug, Clone, Copy)]
+pub struct NewTurnClaim<'a> {
+    pub user_id: &'a str,
+    pub thread_id: &'a str,
+    pub turn_id: &'a str,
+    /// The answer the turn writes; marked interrupted if its owner dies.
+    pub message_id: &'a str,
+    pub instance_id: &'a str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimOutcome {
+    Claimed,
+    /// The thread's claim had expired (its owner died): that turn is now interrupted and this one
+    /// holds the thread.
+    TookOver {
+        interrupted_turn: String,
+    },
+    /// Another turn holds the thread.
+    Busy,
+}
+
+/// A turn running somewhere, by its live claim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunningTurn {
+    pub turn_id: String,
+    pub instance_id: String,
+}
+
+/// What other instances asked of an instance's running turns, as its heartbeat finds it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClaimRequests {
+    /// Turns to stop.
+    pub stop: Vec<String>,
+    /// Turns a reader elsewhere follows.
+    pub follow: Vec<String>,
+}
+
+/// A claim whose owner stopped renewing it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExpiredTurn {
+    pub user_id: String,
+    pub thread_id: String,
+    pub turn_id: String,
+}
+
+/// What `retry_of` finds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RetryLookup {
+    /// The carried-over state, as saved.
+    Found(String),
+    /// The turn is known but its retry window is over.
+    Expired,
+    /// No such turn of this user's thread.
+    Unknown,
+}
+
+/// What an ended turn leaves for an automatic retry of it.
+#[derive(Debug, Clone, Copy)]
+pub struct RetrySave<'a> {
+    /// The carried-over state (JSON).
+    pub state: &'a str,
+    /// How long a retry may come.
+    pub window: Duration,
+    /// The turn this one retried: a later retry naming it gets this turn's state, which is where the
+    /// budget now stands.
+    pub retried: Option<&'a str>,
+}
+
+/// Frames of a followed turn, in the order its owner wrote them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FrameBatch {
+    pub seq: i64,
+    pub frames: String,
+    /// The turn's stream ended with this batch.
+    pub done: bool,
+}
+
+fn ms(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+impl Store {
+    /// Turn signals this process hears from now on (from every instance, itself included).
+    pub fn turn_signals(&self) -> broadcast::Receiver<TurnSignal> {
+        self.turn_signals.sender.subscribe()
+    }
+
+    /// Tells every instance (Postgres) or this process (SQLite, one instance) about a turn.
+    pub async fn signal_turn(&self, signal: &TurnSignal) -> Result<()> {
+        let payload = serde_json::to_string(signal).map_err(|e| StoreError::Invalid(e.to_string()))?;
+        match self.backend() {
+            Backend::Postgres => {
+                sqlx::query("SELECT pg_notify($1, $2)")
+                    .bind(TURNS_CHANNEL)
+                    .bind(payload)
+                    .execute(&self.pool)
+                    .await?;
+            }
+            Backend::Sqlite => self.turn_signals.heard(&payload),
+        }
+        Ok(())
+    }
+
+    /// Claims the thread for a turn, for `lease`. One statement when the thread is free; a claim
+    /// whose lease ran out is taken over (its answer marked interrupted) in one transaction.
+    ///
+    /// A claim the same instance holds is replaced: the instance's memory keeps its own turns apart
+    /// (a thread is claimed there first), so such a row belongs to a send that failed before its
+    /// turn ran and whose release has not landed yet.
+    pub async fn claim_turn(&self, claim: &NewTurnClaim<'_>, lease: Duration) -> Result<ClaimOutcome> {
+        let now = self.now_ms();
+        let inserted = sqlx::query(
+            "INSERT INTO turn_claims (user_id, thread_id, turn_id, message_id, instance_id, lease_until, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (user_id, thread_id) DO UPDATE SET \
+             turn_id = excluded.turn_id, message_id = excluded.message_id, lease_until = excluded.lease_until, \
+             created_at = excluded.created_at, stop_requested = 0, follow_requested = 0 \
+             WHERE turn_claims.instance_id = excluded.instance_id",
+        )
+        .bind(claim.user_id)
+        .bind(claim.thread_id)
+        .bind(claim.turn_id)
+        .bind(claim.message_id)
+        .bind(claim.instance_id)
+        .bind(now.saturating_add(ms(lease)))
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        if inserted.rows_affected() == 1 {
+            return Ok(ClaimOutcome::Claimed);
+        }
+        let mut tx = self.pool.begin().await?;
+        // Deleting, not reading, is the take-over: of two instances trying at once, one deletes
+        // the row and the other finds nothing to delete.
+        let expired = sqlx::query(
+            "DELETE FROM turn_claims WHERE user_id = $1 AND thread_id = $2 AND lease_until < $3 \
+             RETURNING turn_id, message_id",
+        )
+        .bind(claim.user_id)
+        .bind(claim.thread_id)
+        .bind(now)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(expired) = expired else {
+            return Ok(ClaimOutcome::Busy);
+        };
+        let interrupted_turn = expired.text(0)?;
+        sqlx::query(
+            "UPDATE messages SET status = 'interrupted' \
+             WHERE user_id = $1 AND thread_id = $2 AND id = $3 AND status = 'streaming'",
+        )
+        .bind(claim.user_id)
+        .bind(claim.thread_id)
+        .bind(expired.text(1)?)
+        .execute(&mut *tx)
+        .await?;
+        let taken = sqlx::query(
+            "INSERT INTO turn_claims (user_id, thread_id, turn_id, message_id, instance_id, lease_until, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(claim.user_id)
+        .bind(claim.thread_id)
+        .bind(claim.turn_id)
+        .bind(claim.message_id)
+        .bind(claim.instance_id)
+        .bind(now + ms(lease))
+        .bind(now)
+        .execute(&mut *tx)
+        .await;
+        match taken.map_err(StoreError::from) {
+            Ok(_) => {}
+            Err(StoreError::Conflict(_)) => return Ok(ClaimOutcome::Busy),
+            Err(err) => return Err(err),
+        }
+        tx.commit().await?;
+        Ok(ClaimOutcome::TookOver { interrupted_turn })
+    }
+
+    /// Renews the lease of every turn `instance_id` runs, to `lease` from now. Returns what other
+    /// instances asked of them.
+    pub async fn renew_turn_claims(&self, instance_id: &str, lease: Duration) -> Result<ClaimRequests> {
+        let rows = sqlx::query(
+            "UPDATE turn_claims SET lease_until = $2 WHERE instance_id = $1 \
+             RETURNING turn_id, stop_requested, follow_requested",
+        )
+        .bind(instance_id)
+        .bind(self.now_ms().saturating_add(ms(lease)))
+        .fetch_all(&self.pool)
+        .await?;
+        let mut requests = ClaimRequests::default();
+        for row in &rows {
+            if row.flag(1)? {
+                requests.stop.push(row.text(0)?);
+            }
+            if row.flag(2)? {
+                requests.follow.push(row.text(0)?);
+            }
+        }
+        Ok(requests)
+    }
+
+    /// Frees the thread of an ended turn and, in the same transaction, saves what a retry of it
+    /// carries over.
+    pub async fn end_turn(
+        &self,
+        user_id: &str,
+        thread_id: &str,
+        turn_id: &str,
+        retry: Option<RetrySave<'_>>,
+    ) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        if let Some(retry) = retry {
+            let expires_at = self.now_ms().saturating_add(ms(retry.window));
+            for id in std::iter::once(turn_id).chain(retry.retried) {
+                // Only this user's thread's row is replaced: a turn id is not a capability.
+                sqlx::query(
+                    "INSERT INTO turn_retry_states (turn_id, user_id, thread_id, state, expires_at) \
+                     VALUES ($1, $2, $3, $4, $5) \
+                     ON CONFLICT (turn_id) DO UPDATE SET state = excluded.state, expires_at = excluded.expires_at \
+                     WHERE turn_retry_states.user_id = excluded.user_id \
+                     AND turn_retry_states.thread_id = excluded.thread_id",
+                )
+                .bind(id)
+                .bind(user_id)
+                .bind(thread_id)
+                .bind(retry.state)
+                .bind(expires_at)
+                .execute(&mut *tx)
+                .await?;
+            }
+        }
+        sqlx::query("DELETE FROM turn_claims WHERE user_id = $1 AND thread_id = $2 AND turn_id = $3")
+            .bind(user_id)
+            .bind(thread_id)
+            .bind(turn_id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The thread's running turn, if its claim is live.
+    pub async fn running_turn(&self, user_id: &str, thread_id: &str) -> Result<Option<RunningTurn>> {
+        let row = sqlx::query(
+            "SELECT turn_id, instance_id FROM turn_claims \
+             WHERE user_id = $1 AND thread_id = $2 AND lease_until >= $3",
+        )
+        .bind(user_id)
+        .bind(thread_id)
+        .bind(self.now_ms())
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(|r| {
+            Ok(RunningTurn {
+                turn_id: r.text(0)?,
+                instance_id: r.text(1)?,
+            })
+        })
+        .transpose()
+    }
+
+    /// Asks the thread's running turn to stop, wherever it runs: marks its claim and signals its
+    /// owner. `None` when no turn runs in the thread.
+    pub async fn request_turn_stop(&self, user_id: &str, thread_id: &str) -> Result<Option<RunningTurn>> {
+        self.ask_owner(
+            "UPDATE turn_claims SET stop_requested = 1 \
+             WHERE user_id = $1 AND thread_id = $2 AND lease_until >= $3 RETURNING turn_id, instance_id",
+            user_id,
+            thread_id,
+            |turn_id| TurnSignal::Stop { turn_id },
+        )
+        .await
+    }
+
+    /// Asks the owner of the thread's running turn to copy its stream into the store for a reader
+    /// here: marks the claim and signals the owner. `None` when no turn runs in the thread.
+    pub async fn request_turn_follow(&self, user_id: &str, thread_id: &str) -> Result<Option<RunningTurn>> {
+        self.ask_owner(
+            "UPDATE turn_claims SET follow_requested = 1 \
+             WHERE user_id = $1 AND thread_id = $2 AND lease_until >= $3 RETURNING turn_id, instance_id",
+            user_id,
+            thread_id,
+            |turn_id| TurnSignal::Follow { turn_id },
+        )
+        .await
+    }
+
+    /// Marks a request on the thread's live claim (`mark`, a constant statement) and signals the
+    /// owner; the mark is what the owner's heartbeat finds should the signal be lost.
+    async fn ask_owner(
+        &self,
+        mark: &'static str,
+        user_id: &str,
+        thread_id: &str,
+        signal: impl FnOnce(String) -> TurnSignal,
+    ) -> Result<Option<RunningTurn>> {
+        let row = sqlx::query(mark)
+            .bind(user_id)
+            .bind(thread_id)
+            .bind(self.now_ms())
+            .fetch_optional(&self.pool)
+            .await?;
+        let Some(row) = row else { return Ok(None) };
+        let running = RunningTurn {
+            turn_id: row.text(0)?,
+            instance_id: row.text(1)?,
+        };
+        self.signal_turn(&signal(running.turn_id.clone())).await?;
+        Ok(Some(running))
+    }
+
+    /// Frees the threads of claims whose lease ran out, marking their answers interrupted, and
+    /// forgets retry states, frames and OAuth authorizations past their time. Any instance may run
+    /// it; each expired claim is handled by exactly one.
+    pub async fn expire_turn_claims(&self) -> Result<Vec<ExpiredTurn>> {
+        let now = self.now_ms();
+        let mut tx = self.pool.begin().await?;
+        let rows = sqlx::query(
+            "DELETE FROM turn_claims WHERE lease_until < $1 RETURNING user_id, thread_id, turn_id, message_id",
+        )
+        .bind(now)
+        .fetch_all(&mut *tx)
+        .await?;
+        let mut expired = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let turn = ExpiredTurn {
+                user_id: row.text(0)?,
+                thread_id: row.text(1)?,
+                turn_id: row.text(2)?,
+            };
+            sqlx::query(
+                "UPDATE messages SET status = 'interrupted' \
+                 WHERE user_id = $1 AND thread_id = $2 AND id = $3 AND status = 'streaming'",
+            )
+            .bind(&turn.user_id)
+            .bind(&turn.thread_id)
+            .bind(row.text(3)?)
+            .execute(&mut *tx)
+            .await?;
+            expired.push(turn);
+        }
+        tx.commit().await?;
+        sqlx::query("DELETE FROM turn_retry_states WHERE expires_at < $1")
+            .bind(now - EXPIRED_RETRY_KEPT_MS)
+            .execute(&self.pool)
+            .await?;
+        sqlx::query("DELETE FROM turn_frames WHERE created_at < $1")
+            .bind(now - FRAMES_KEPT_MS)
+            .execute(&self.pool)
+            .await?;
+        sqlx::query("DELETE FROM oauth_pending WHERE expires_at < $1")
+            .bind(now)
+            .execute(&self.pool)
+            .await?;
+        Ok(expired)
+    }
+
+    /// At start-up: marks `interrupted` the answers left streaming by turns that no live claim
+    /// covers (their instance died). With `only_instance` (SQLite: one instance per database) every
+    /// claim is a previous run's and is released first. Returns how many answers were marked.
+    pub async fn interrupt_unclaimed_answers(&self, only_instance: bool) -> Result<u64> {
+        if only_instance {
+            sqlx::query("DELETE FROM turn_claims").execute(&self.pool).await?;
+        } else {
+            self.expire_turn_claims().await?;
+        }
+        let done = sqlx::query(
+            "UPDATE messages SET status = 'interrupted' WHERE status = 'streaming' AND NOT EXISTS \
+             (SELECT 1 FROM turn_claims c WHERE c.user_id = messages.user_id \
+              AND c.thread_id = messages.thread_id AND c.message_id = messages.id)",
+        )
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected())
+    }
+
+    /// What a retry of `turn_id` (a turn of this user's thread) carries over.
+    pub async fn retry_state(&self, user_id: &str, thread_id: &str, turn_id: &str) -> Result<RetryLookup> {
+        let row = sqlx::query(
+            "SELECT state, expires_at FROM turn_retry_states WHERE turn_id = $1 AND user_id = $2 AND thread_id = $3",
+        )
+        .bind(turn_id)
+        .bind(user_id)
+        .bind(thread_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(match row {
+            None => RetryLookup::Unknown,
+            Some(row) if row.int(1)? < self.now_ms() => RetryLookup::Expired,
+            Some(row) => RetryLookup::Found(row.text(0)?),
+        })
+    }
+
+    /// Stores a batch of a followed turn's frames and signals its followers.
+    pub async fn put_turn_frames(&self, turn_id: &str, batch: &FrameBatch) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO turn_frames (turn_id, seq, frames, done, created_at) VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(turn_id)
+        .bind(batch.seq)
+        .bind(&batch.frames)
+        .bind(i64::from(batch.done))
+        .bind(self.now_ms())
+        .execute(&self.pool)
+        .await?;
+        self.signal_turn(&TurnSignal::Frames {
+            turn_id: turn_id.to_owned(),
+        })
+        .await
+    }
+
+    /// The batches of a followed turn after `after_seq`, in order.
+    pub async fn turn_frames_after(&self, turn_id: &str, after_seq: i64) -> Result<Vec<FrameBatch>> {
+        let rows = sqlx::query(
+            "SELECT seq, frames, done FROM turn_frames WHERE turn_id = $1 AND seq > $2 ORDER BY seq",
+        )
+        .bind(turn_id)
+        .bind(after_seq)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(FrameBatch {
+                    seq: r.int(0)?,
+                    frames: r.text(1)?,
+                    done: r.flag(2)?,
+                })
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,414 @@
+//! This instance's part in the turns every instance on one database shares (see
+//! `promptgate_store::turn_claims`): a claim row per running turn, renewed by one heartbeat for all of
+//! them; stop requests and follow requests heard from other instances; the retry state saved with
+//! each ended turn.
+//!
+//! The in-memory claim (`live`) stays the first check, so a second send to a busy thread on the same
+//! instance is refused without a round trip; the store's claim is what holds across instances.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use promptgate_core::budget::WebBudget;
+use promptgate_core::sources::SourceRegistry;
+use promptgate_store::{ClaimOutcome, NewTurnClaim, RetryLookup, RetrySave, Store, TurnSignal};
+use serde::{Deserialize, Serialize};
+use tokio::sync::broadcast::error::RecvError;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::Instrument;
+
+use super::hooks::TurnState;
+use super::live::{Continuation, Slot};
+use super::{SendError, TurnService};
+use crate::engine::{RequestBudget, TurnLimits};
+
+/// How long a claim holds its thread without a renewal; past it the turn's owner is taken for dead.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
+/// How often an instance renews the leases of its running turns (and sweeps expired ones).
+pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(10);
+/// How long after a turn ended a retry of it (`retry_of`) is accepted.
+pub const DEFAULT_RETRY_WINDOW: Duration = Duration::from_secs(600);
+
+/// Lease, heartbeat and retry window of this instance.
+#[derive(Debug, Clone, Copy)]
+pub struct InstanceConfig {
+    pub lease: Duration,
+    pub heartbeat: Duration,
+    pub retry_window: Duration,
+}
+
+impl Default for InstanceConfig {
+    fn default() -> Self {
+        Self {
+            lease: DEFAULT_LEASE,
+            heartbeat: DEFAULT_HEARTBEAT,
+            retry_window: DEFAULT_RETRY_WINDOW,
+        }
+    }
+}
+
+/// This process among the instances sharing the database.
+pub(crate) struct Instance {
+    pub(crate) id: String,
+    /// The heartbeat and the signal listener, started with the first send.
+    started: AtomicBool,
+    background: TaskTracker,
+    quit: CancellationToken,
+    /// Turns whose frames this instance writes to the store for readers elsewhere.
+    pub(crate) mirrored: Mutex<HashSet<String>>,
+}
+
+impl Default for Instance {
+    fn default() -> Self {
+        Self {
+            id: format!("inst_{}", uuid::Uuid::now_v7().simple()),
+            started: AtomicBool::new(false),
+            background: TaskTracker::new(),
+            quit: CancellationToken::new(),
+            mirrored: Mutex::new(HashSet::new()),
+        }
+    }
+}
+
+/// What a retry carries over, as stored with the ended turn.
+#[derive(Serialize, Deserialize)]
+struct StoredRetry {
+    budget: WebBudget,
+    sources: SourceRegistry,
+    requests_consumed: u32,
+    elapsed_ms: u64,
+}
+
+fn encode(continuation: &Continuation) -> Option<String> {
+    let stored = StoredRetry {
+        budget: continuation.state.budget().clone(),
+        sources: continuation.state.sources().clone(),
+        requests_consumed: continuation.requests.consumed(),
+        elapsed_ms: u64::try_from(continuation.requests.elapsed().as_millis()).unwrap_or(u64::MAX),
+    };
+    serde_json::to_string(&stored)
+        .inspect_err(|err| tracing::error!(error = %err, "cannot encode a turn's retry state"))
+        .ok()
+}
+
+fn decode(turn_id: &str, limits: &TurnLimits, json: &str) -> Option<Continuation> {
+    let stored: StoredRetry = serde_json::from_str(json)
+        .inspect_err(
+            |err| tracing::warn!(turn = turn_id, error = %err, "a stored retry state does not parse"),
+        )
+        .ok()?;
+    Some(Continuation {
+        turn_id: turn_id.to_owned(),
+        state: Arc::new(TurnState::restored(stored.budget, stored.sources)),
+        requests: Arc::new(RequestBudget::resumed(
+            limits,
+            stored.requests_consumed,
+            Duration::from_millis(stored.elapsed_ms),
+        )),
+        tool_cache: Default::default(),
+    })
+}
+
+/// A turn's claim in the store. Ended explicitly when its answer is stored ([`Slot::end`]); a
+/// send that fails before its turn starts drops it, which frees the thread in the background.
+pub(crate) struct StoreClaim {
+    store: Store,
+    user_id: String,
+    thread_id: String,
+    turn_id: String,
+    /// The turn this one retries, whose saved state this turn's end brings up to date.
+    retried: Option<String>,
+    retry_window: Duration,
+    tasks: TaskTracker,
+    armed: bool,
+}
+
+impl StoreClaim {
+    async fn end(mut self, continuation: Option<&Continuation>) {
+        self.armed = false;
+        let state = continuation.and_then(encode);
+        let retry = state.as_deref().map(|state| RetrySave {
+            state,
+            window: self.retry_window,
+            retried: self.retried.as_deref(),
+        });
+        // A failed release leaves the claim to expire with its lease: the thread is refused until
+        // then, which is the safe side.
+        for attempt in 1..=3u32 {
+            match self
+                .store
+                .end_turn(&self.user_id, &self.thread_id, &self.turn_id, retry)
+                .await
+            {
+                Ok(()) => return,
+                Err(err) => {
+                    tracing::warn!(turn = %self.turn_id, error = %err, attempt, "releasing the turn's claim failed");
+                    tokio::time::sleep(Duration::from_millis(100 * u64::from(attempt))).await;
+                }
+            }
+        }
+    }
+}
+
+impl Drop for StoreClaim {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let claim = StoreClaim {
+            store: self.store.clone(),
+            user_id: std::mem::take(&mut self.user_id),
+            thread_id: std::mem::take(&mut self.thread_id),
+            turn_id: std::mem::take(&mut self.turn_id),
+            retried: None,
+            retry_window: self.retry_window,
+            tasks: self.tasks.clone(),
+            armed: false,
+        };
+        self.tasks.spawn_on(claim.end(None), &runtime);
+    }
+}
+
+impl Slot {
+    /// Frees the thread everywhere: the store's claim (saving what a retry of the turn carries
+    /// over), then this instance's.
+    pub(crate) async fn end(mut self, continuation: &Continuation) {
+        if let Some(claim) = self.store_claim.take() {
+            claim.end(Some(continuation)).await;
+        }
+    }
+}
+
+impl TurnService {
+    /// Claims the thread in the store, so no other instance runs a turn there meanwhile.
+    pub(crate) async fn claim_in_store(
+        &self,
+        slot: &mut Slot,
+        user_id: &str,
+        thread_id: &str,
+        turn_id: &str,
+        message_id: &str,
+        retry_of: Option<&str>,
+    ) -> Result<(), SendError> {
+        self.start_instance();
+        let claim = NewTurnClaim {
+            user_id,
+            thread_id,
+            turn_id,
+            message_id,
+            instance_id: &self.instance.id,
+        };
+        match self.store.claim_turn(&claim, self.config.instance.lease).await? {
+            ClaimOutcome::Claimed => {}
+            ClaimOutcome::TookOver { interrupted_turn } => {
+                tracing::warn!(
+                    thread = thread_id, turn = %interrupted_turn,
+                    "the thread's previous turn lost its instance (its lease ran out); its answer is marked interrupted"
+                );
+            }
+            ClaimOutcome::Busy => return Err(SendError::Busy(thread_id.to_owned())),
+        }
+        slot.store_claim = Some(Box::new(StoreClaim {
+            store: self.store.clone(),
+            user_id: user_id.to_owned(),
+            thread_id: thread_id.to_owned(),
+            turn_id: turn_id.to_owned(),
+            retried: retry_of.map(str::to_owned),
+            retry_window: self.config.instance.retry_window,
+            tasks: self.instance.background.clone(),
+            armed: true,
+        }));
+        Ok(())
+    }
+
+    /// What a retry of `previous` carries over, from the store (whichever instance ran it).
+    pub(crate) async fn recall_retry(
+        &self,
+        user_id: &str,
+        thread_id: &str,
+        previous: &str,
+    ) -> Result<Continuation, SendError> {
+        match self.store.retry_state(user_id, thread_id, previous).await? {
+            RetryLookup::Found(json) => decode(previous, &self.config.limits, &json)
+                .ok_or_else(|| SendError::UnknownTurn(previous.to_owned())),
+            RetryLookup::Expired => Err(SendError::RetryExpired(
+                previous.to_owned(),
+                self.config.instance.retry_window.as_secs(),
+            )),
+            RetryLookup::Unknown => Err(SendError::UnknownTurn(previous.to_owned())),
+        }
+    }
+
+    /// Stops the thread's running turn on whichever instance runs it. True when a turn was asked
+    /// to stop. Without the store, only a turn of this instance can be reached.
+    pub async fn stop(&self, user_id: &str, thread_id: &str) -> bool {
+        if self.live.stop(user_id, thread_id) {
+            return true;
+        }
+        match self.store.request_turn_stop(user_id, thread_id).await {
+            Ok(Some(running)) => {
+                tracing::info!(thread = thread_id, turn = %running.turn_id, owner = %running.instance_id, "stop sent to the turn's instance");
+                true
+            }
+            Ok(None) => false,
+            Err(err) => {
+                tracing::warn!(thread = thread_id, error = %err, "cannot reach the store to stop a turn of another instance");
+                false
+            }
+        }
+    }
+
+    /// Starts this instance's heartbeat (renewing its turns' leases, sweeping the expired claims of
+    /// instances that died) and its signal listener. Idempotent; the server calls it at start-up,
+    /// and the first send does if nobody did.
+    pub fn start_instance(&self) {
+        if self.instance.started.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let service = self.clone();
+        self.instance.background.spawn(
+            async move { service.heartbeat().await }.instrument(tracing::info_span!("turn_heartbeat")),
+        );
+        let service = self.clone();
+        let signals = self.store.turn_signals();
+        self.instance
+            .background
+            .spawn(async move { service.hear_signals(signals).await });
+    }
+
+    /// Ends the heartbeat and the listener; run once every turn has ended and been released.
+    pub(crate) async fn stop_instance(&self, deadline: Duration) {
+        self.instance.quit.cancel();
+        self.instance.background.close();
+        let _ = tokio::time::timeout(deadline, self.instance.background.wait()).await;
+    }
+
+    async fn heartbeat(&self) {
+        let every = self.config.instance.heartbeat.max(Duration::from_millis(50));
+        loop {
+            tokio::select! {
+                () = self.instance.quit.cancelled() => return,
+                () = tokio::time::sleep(every) => {}
+            }
+            match self
+                .store
+                .renew_turn_claims(&self.instance.id, self.config.instance.lease)
+                .await
+            {
+                Ok(requests) => {
+                    for turn_id in requests.stop {
+                        self.live.stop_turn(&turn_id);
+                    }
+                    for turn_id in requests.follow {
+                        self.mirror(&turn_id);
+                    }
+                }
+                Err(err) => {
+                    tracing::warn!(error = %err, "renewing the leases of this instance's turns failed")
+                }
+            }
+            match self.store.expire_turn_claims().await {
+                Ok(expired) => {
+                    for turn in expired {
+                        tracing::warn!(
+                            user = %turn.user_id, thread = %turn.thread_id, turn = %turn.turn_id,
+                            "a turn's instance stopped renewing its lease; its answer is marked interrupted"
+                        );
+                    }
+                }
+                Err(err) => tracing::warn!(error = %err, "sweeping expired turn claims failed"),
+            }
+        }
+    }
+
+    async fn hear_signals(&self, mut signals: tokio::sync::broadcast::Receiver<TurnSignal>) {
+        loop {
+            let signal = tokio::select! {
+                () = self.instance.quit.cancelled() => return,
+                signal = signals.recv() => signal,
+            };
+            match signal {
+                Ok(TurnSignal::Stop { turn_id }) => {
+                    if self.live.stop_turn(&turn_id) {
+                        tracing::info!(turn = %turn_id, "turn stopped at another instance's request");
+                    }
+                }
+                Ok(TurnSignal::Follow { turn_id }) => self.mirror(&turn_id),
+                Ok(TurnSignal::Frames { .. }) => {}
+                // Missed signals: stop and follow requests are also read by the heartbeat.
+                Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => return,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use promptgate_core::budget::{Admission, WebIntent};
+    use promptgate_core::sources::SearchHit;
+    use serde_json::json;
+
+    use super::*;
+
+    fn hit(url: &str) -> SearchHit {
+        SearchHit {
+            title: url.to_owned(),
+            url: url.to_owned(),
+            ..SearchHit::default()
+        }
+    }
+
+    /// A retry on another instance sees the budget, dedupe keys and source numbers the first
+    /// attempt left, as the stored JSON carries them.
+    #[test]
+    fn a_stored_retry_state_comes_back_as_the_turn_left_it() {
+        let mut budget = WebBudget::new(WebIntent::Search, false);
+        let search = json!({"query": "rust async"});
+        assert!(matches!(budget.admit("search", &search), Admission::Run { .. }));
+        let state = Arc::new(TurnState::new(budget));
+        state
+            .sources()
+            .register_search(&[hit("https://a.example/"), hit("https://b.example/")]);
+        let limits = TurnLimits::default();
+        let requests = Arc::new(RequestBudget::from_limits(&limits));
+        requests.try_consume();
+        let continuation = Continuation {
+            turn_id: "turn_1".to_owned(),
+            state,
+            requests,
+            tool_cache: Default::default(),
+        };
+
+        let json = encode(&continuation).unwrap();
+        let back = decode("turn_1", &limits, &json).unwrap();
+        assert_eq!(back.state.budget().consumed(), 1);
+        assert_eq!(back.state.budget().intent(), WebIntent::Search);
+        assert_eq!(back.requests.consumed(), 1);
+        let sources = back.state.sources();
+        assert_eq!(sources.index_of("https://b.example/"), Some(2));
+        drop(sources);
+        assert_eq!(
+            back.state.sources().register_search(&[hit("https://c.example/")]),
+            vec![3],
+            "numbering continues where the first attempt stopped"
+        );
+        // The same search again is not charged twice.
+        let mut budget = back.state.budget();
+        assert!(matches!(budget.admit("search", &search), Admission::Reuse { .. }));
+        assert_eq!(budget.consumed(), 1);
+    }
+
+    #[test]
+    fn a_retry_state_that_does_not_parse_is_no_state() {
+        assert!(decode("turn_1", &TurnLimits::default(), "{\"budget\": 1}").is_none());
+    }
+}

@@ -28,6 +28,7 @@ mod tasks;
 mod types;
 mod users;
 mod util;
+mod workspace;
 
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -38,6 +39,7 @@ pub use listener::{APPLICATION_NAME as LISTENER_APPLICATION_NAME, CHANNEL as CHA
 pub use secrets::{SealingReport, SecretBox};
 pub use setup::{LISTENED_RECHECK, SQLITE_RECHECK, UserSetup};
 pub use types::*;
+pub use workspace::{MAX_WORKSPACE_FILE_BYTES, WorkspaceChanges, WorkspaceEntry};
 
 /// The owner under which seeded system models are stored. Not a valid user id, so it cannot collide.
 pub const SYSTEM_OWNER: &str = "~system";

@@ -42,3 +42,4 @@ mod skills;
 mod sqlite_only;
 mod tasks;
 mod users;
+mod workspace;

@@ -19,8 +19,9 @@ use serde_json::Value;
 
 pub use error::WorkspaceError;
 pub use limits::WorkspaceLimits;
+pub use promptgate_core::tools::workspace_specs as tool_specs;
 pub use shell::{BashOutcome, command_names, help_text};
-pub use tools::{TOOL_NAMES, ToolOutcome, run_tool, tool_specs};
+pub use tools::{TOOL_NAMES, ToolOutcome, run_tool};
 pub use tree::{PathError, Workspace, resolve};
 
 /// True for the names [`ThreadWorkspace::run_tool`] handles.

@@ -1,18 +1,16 @@
-//! The four workspace tools: their definitions for the model and their executors.
-
-use std::sync::Arc;
+//! The four workspace tools' executors. Their definitions (and argument types) live in core, with
+//! the other tools the model is offered.
 
 use chrono::{DateTime, Utc};
-use promptgate_core::prompt::WORKSPACE_HOME;
-use promptgate_core::tools::ToolSpec;
-use serde::Deserialize;
+use promptgate_core::tools::args::{BashArgs, EditArgs, ReadArgs, WriteArgs};
+use promptgate_core::tools::{names, parse_args};
 use serde_json::{Value, json};
 
 use crate::shell::{self, cut};
 use crate::tree::{Workspace, resolve};
 
-/// The workspace tools' names, in the order the harness installs them (before the app's tools).
-pub const TOOL_NAMES: [&str; 4] = ["read", "write", "edit", "bash"];
+/// The workspace tools' names, in the order the harness offers them (before the app's tools).
+pub const TOOL_NAMES: [&str; 4] = names::WORKSPACE;
 
 /// What a tool call gives back to the model. `is_error` marks a call that did nothing useful, so the
 /// stream can show it as a failed tool.
@@ -37,140 +35,8 @@ impl ToolOutcome {
     }
 }
 
-fn spec(name: &str, description: String, parameters: Value) -> ToolSpec {
-    ToolSpec {
-        name: name.to_owned(),
-        description,
-        parameters: Arc::new(parameters),
-        verb: None,
-        cacheable: false,
-        web: false,
-        mcp: None,
-    }
-}
-
-/// Definitions of `read`, `write`, `edit` and `bash`, in [`TOOL_NAMES`] order.
-pub fn tool_specs() -> Vec<ToolSpec> {
-    vec![
-        spec(
-            "read",
-            format!(
-                "Read a text file of the workspace. Relative paths start at {WORKSPACE_HOME}. Returns the \
-                 lines from `offset` (1-based) on, at most `limit` of them."
-            ),
-            json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "The file to read."},
-                    "offset": {"type": "integer", "minimum": 1, "description": "First line to return, counting from 1."},
-                    "limit": {"type": "integer", "minimum": 1, "description": "Most lines to return."}
-                },
-                "required": ["path"],
-                "additionalProperties": false
-            }),
-        ),
-        spec(
-            "write",
-            format!(
-                "Create or replace a file of the workspace with `content`; missing directories are created. \
-                 Relative paths start at {WORKSPACE_HOME}."
-            ),
-            json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "The file to write."},
-                    "content": {"type": "string", "description": "The whole new content."}
-                },
-                "required": ["path", "content"],
-                "additionalProperties": false
-            }),
-        ),
-        spec(
-            "edit",
-            "Edit a workspace file by exact replacement: each `oldText` must occur exactly once in the file \
-             and is replaced by its `newText`. The edits apply in order; if any fails, the file is unchanged."
-                .to_owned(),
-            json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "The file to edit."},
-                    "edits": {
-                        "type": "array",
-                        "minItems": 1,
-                        "items": {
-                            "type": "object",
-                            "properties": {
-                                "oldText": {"type": "string", "description": "Text to find; must be unique in the file."},
-                                "newText": {"type": "string", "description": "Replacement text."}
-                            },
-                            "required": ["oldText", "newText"],
-                            "additionalProperties": false
-                        }
-                    }
-                },
-                "required": ["path", "edits"],
-                "additionalProperties": false
-            }),
-        ),
-        spec(
-            "bash",
-            format!(
-                "Run a command in the workspace's simulated shell (no network; run `help` for the commands). \
-                 Each call starts a fresh shell in {WORKSPACE_HOME}: files persist, variables do not. \
-                 Returns stdout, stderr and the exit code, cut to a size limit."
-            ),
-            json!({
-                "type": "object",
-                "properties": {
-                    "command": {"type": "string", "description": "The shell command or script to run."},
-                    "timeout": {"type": "number", "description": "Seconds to allow; capped by the workspace limit."}
-                },
-                "required": ["command"],
-                "additionalProperties": false
-            }),
-        ),
-    ]
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ReadArgs {
-    path: String,
-    offset: Option<u64>,
-    limit: Option<u64>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct WriteArgs {
-    path: String,
-    content: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct EditArgs {
-    path: String,
-    edits: Vec<Edit>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct Edit {
-    old_text: String,
-    new_text: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct BashArgs {
-    command: String,
-    timeout: Option<f64>,
-}
-
-fn parse<T: for<'de> Deserialize<'de>>(tool: &str, args: &Value) -> Result<T, ToolOutcome> {
-    serde_json::from_value(args.clone())
-        .map_err(|e| ToolOutcome::fail(format!("invalid arguments for {tool}: {e}")))
+fn parse<T: serde::de::DeserializeOwned>(tool: &str, args: &Value) -> Result<T, ToolOutcome> {
+    parse_args(tool, args).map_err(|e| ToolOutcome::fail(e.to_string()))
 }
 
 /// Runs the workspace tool `name`, or `None` when `name` is not one of them (the caller's other
@@ -182,10 +48,10 @@ pub async fn run_tool(
     now: DateTime<Utc>,
 ) -> Option<ToolOutcome> {
     let outcome = match name {
-        "read" => parse(name, args).map(|a| read(ws, a)),
-        "write" => parse(name, args).map(|a| write(ws, a)),
-        "edit" => parse(name, args).map(|a| edit(ws, a)),
-        "bash" => match parse::<BashArgs>(name, args) {
+        names::READ => parse(name, args).map(|a| read(ws, a)),
+        names::WRITE => parse(name, args).map(|a| write(ws, a)),
+        names::EDIT => parse(name, args).map(|a| edit(ws, a)),
+        names::BASH => match parse::<BashArgs>(name, args) {
             Ok(a) => Ok(bash(ws, a, now).await),
             Err(e) => Err(e),
         },
@@ -210,11 +76,11 @@ fn read(ws: &Workspace, args: ReadArgs) -> ToolOutcome {
         ));
     };
     let limits = ws.limits();
-    let offset = usize::try_from(args.offset.unwrap_or(1).max(1)).unwrap_or(usize::MAX);
-    let limit = usize::try_from(args.limit.unwrap_or(limits.max_output_lines as u64))
-        .unwrap_or(usize::MAX)
-        .min(limits.max_output_lines)
-        .max(1);
+    let offset = args.offset.map_or(1, |o| o.max(1) as usize);
+    let limit = args
+        .limit
+        .map_or(limits.max_output_lines, |l| l as usize)
+        .clamp(1, limits.max_output_lines);
     let total_lines = text.lines().count();
     if offset > total_lines.max(1) {
         return ToolOutcome::fail(format!(

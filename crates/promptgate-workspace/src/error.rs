@@ -7,4 +7,7 @@ pub enum WorkspaceError {
     /// The stored workspace breaks the current limits or holds an unusable path.
     #[error("stored workspace is not usable: {0}")]
     Corrupt(String),
+    /// A call named a tool the workspace does not have.
+    #[error("{0} is not a workspace tool")]
+    UnknownTool(String),
 }

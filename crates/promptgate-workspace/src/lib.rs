@@ -9,6 +9,7 @@
 
 mod error;
 mod limits;
+mod session;
 mod shell;
 mod tools;
 mod tree;
@@ -20,6 +21,7 @@ use serde_json::Value;
 pub use error::WorkspaceError;
 pub use limits::WorkspaceLimits;
 pub use promptgate_core::tools::workspace_specs as tool_specs;
+pub use session::WorkspaceSession;
 pub use shell::{BashOutcome, command_names, help_text};
 pub use tools::{TOOL_NAMES, ToolOutcome, run_tool};
 pub use tree::{PathError, Workspace, resolve};
@@ -33,7 +35,8 @@ pub fn is_workspace_tool(name: &str) -> bool {
 #[derive(Debug, Clone)]
 pub struct ThreadWorkspace {
     owner: String,
-    thread: String,
+    /// `None` for a workspace that is never stored.
+    thread: Option<String>,
     workspace: Workspace,
 }
 
@@ -50,9 +53,18 @@ impl ThreadWorkspace {
         let workspace = Workspace::from_entries(entries, limits).map_err(|e| WorkspaceError::Corrupt(e.0))?;
         Ok(ThreadWorkspace {
             owner: owner.to_owned(),
-            thread: thread.to_owned(),
+            thread: Some(thread.to_owned()),
             workspace,
         })
+    }
+
+    /// An empty workspace that saving never stores, for a send that has no thread.
+    pub fn ephemeral(limits: WorkspaceLimits) -> ThreadWorkspace {
+        ThreadWorkspace {
+            owner: String::new(),
+            thread: None,
+            workspace: Workspace::new(limits),
+        }
     }
 
     /// Runs a workspace tool call; `None` when `name` is not a workspace tool. `now` is what `date`
@@ -64,11 +76,15 @@ impl ThreadWorkspace {
     /// Writes what changed since loading or the last save; nothing when nothing changed. On failure
     /// the changes stay pending, so a later save retries them.
     pub async fn save(&mut self, store: &Store) -> Result<(), WorkspaceError> {
+        let Some(thread) = &self.thread else {
+            self.workspace.mark_saved();
+            return Ok(());
+        };
         let changes = self.workspace.changes();
         if changes.is_empty() {
             return Ok(());
         }
-        store.save_workspace(&self.owner, &self.thread, &changes).await?;
+        store.save_workspace(&self.owner, thread, &changes).await?;
         self.workspace.mark_saved();
         Ok(())
     }

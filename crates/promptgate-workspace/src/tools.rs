@@ -33,6 +33,47 @@ impl ToolOutcome {
             is_error: true,
         }
     }
+
+    /// The failure's message, for a call that did nothing (a shell command that ran and exited
+    /// non-zero is not one: its output is the answer).
+    pub fn error_message(&self) -> Option<&str> {
+        self.output.get("error").and_then(Value::as_str)
+    }
+
+    /// The result as the model reads it: plain text rather than JSON with escaped newlines. A shell
+    /// call shows stdout, then stderr and the exit code when there are any.
+    pub fn model_text(&self) -> String {
+        if let Some(text) = self.output.as_str() {
+            return text.to_owned();
+        }
+        if let Some(message) = self.error_message() {
+            return message.to_owned();
+        }
+        let field = |k: &str| self.output.get(k).and_then(Value::as_str).unwrap_or_default();
+        let code = self
+            .output
+            .get("exit_code")
+            .and_then(Value::as_i64)
+            .unwrap_or_default();
+        let mut text = field("stdout").to_owned();
+        let section = |text: &mut String, part: &str| {
+            if !text.is_empty() && !text.ends_with('\n') {
+                text.push('\n');
+            }
+            text.push_str(part);
+        };
+        let stderr = field("stderr");
+        if !stderr.is_empty() {
+            section(&mut text, &format!("[stderr]\n{stderr}"));
+        }
+        if code != 0 {
+            section(&mut text, &format!("[exit code {code}]"));
+        }
+        if text.is_empty() {
+            text.push_str("(no output)");
+        }
+        text
+    }
 }
 
 fn parse<T: serde::de::DeserializeOwned>(tool: &str, args: &Value) -> Result<T, ToolOutcome> {

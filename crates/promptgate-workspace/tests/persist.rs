@@ -8,7 +8,7 @@ mod common;
 use common::now;
 use promptgate_store::testing::TestDb;
 use promptgate_store::{NewThread, Store, StoreError};
-use promptgate_workspace::{ThreadWorkspace, WorkspaceError, WorkspaceLimits};
+use promptgate_workspace::{ThreadWorkspace, WorkspaceError, WorkspaceLimits, WorkspaceSession};
 use serde_json::json;
 
 async fn new_thread(store: &Store, user: &str, id: &str) {
@@ -118,12 +118,107 @@ async fn kept_across_turns_and_restarts(db: TestDb) {
     db.close().await;
 }
 
-#[tokio::test]
-async fn sqlite_keeps_the_workspace_across_turns_and_restarts() {
-    kept_across_turns_and_restarts(TestDb::sqlite().await).await;
+async fn a_session_saves_after_every_call(db: TestDb) {
+    let alice = db.create_user("Alice").await.unwrap().id;
+    new_thread(&db, &alice, "chat").await;
+    let session = WorkspaceSession::new(
+        db.store().clone(),
+        &alice,
+        Some("chat"),
+        WorkspaceLimits::default(),
+    );
+    let wrote = session
+        .call("write", &json!({"path": "a.txt", "content": "b\na\nb\n"}), now())
+        .await
+        .unwrap();
+    assert_eq!(wrote.model_text(), "wrote 6 bytes to /home/user/a.txt");
+
+    // Another send (another session) sees the file at once: the call saved it.
+    let other = WorkspaceSession::new(
+        db.store().clone(),
+        &alice,
+        Some("chat"),
+        WorkspaceLimits::default(),
+    );
+    let counted = other
+        .call(
+            "bash",
+            &json!({"command": "sort a.txt | uniq -c | sort -rn"}),
+            now(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(counted.model_text(), "      2 b\n      1 a\n");
+    let failed = other
+        .call("bash", &json!({"command": "cat missing.txt"}), now())
+        .await
+        .unwrap();
+    assert!(
+        failed.error_message().is_none(),
+        "a failed command is still an answer"
+    );
+    assert!(
+        failed.model_text().contains("[stderr]") && failed.model_text().ends_with("[exit code 1]"),
+        "{}",
+        failed.model_text()
+    );
+    let refused = other
+        .call("read", &json!({"path": "../../../x"}), now())
+        .await
+        .unwrap();
+    assert!(refused.error_message().unwrap().contains("leaves the workspace"));
+    assert!(matches!(
+        other.call("skill", &json!({}), now()).await,
+        Err(WorkspaceError::UnknownTool(_))
+    ));
+
+    // Without a thread, the files last for the session only and nothing is stored.
+    let facade = WorkspaceSession::new(db.store().clone(), &alice, None, WorkspaceLimits::default());
+    facade
+        .call("write", &json!({"path": "a.txt", "content": "facade"}), now())
+        .await
+        .unwrap();
+    let read = facade
+        .call("read", &json!({"path": "a.txt"}), now())
+        .await
+        .unwrap();
+    assert_eq!(read.model_text(), "facade");
+    facade.flush().await.unwrap();
+    let stored = db.load_workspace(&alice, "chat").await.unwrap();
+    assert_eq!(stored.len(), 1);
+    assert_eq!(stored[0].content, b"b\na\nb\n");
+
+    // A session on someone else's thread fails to load, and does nothing.
+    let bob = db.create_user("Bob").await.unwrap().id;
+    let intruder = WorkspaceSession::new(db.store().clone(), &bob, Some("chat"), WorkspaceLimits::default());
+    let denied = intruder
+        .call("write", &json!({"path": "a.txt", "content": "bob"}), now())
+        .await;
+    assert!(
+        matches!(denied, Err(WorkspaceError::Store(StoreError::NotFound))),
+        "{denied:?}"
+    );
+    assert_eq!(
+        db.load_workspace(&alice, "chat").await.unwrap()[0].content,
+        b"b\na\nb\n"
+    );
+    db.close().await;
 }
 
-#[tokio::test]
-async fn postgres_keeps_the_workspace_across_turns_and_restarts() {
-    kept_across_turns_and_restarts(TestDb::postgres().await).await;
+/// Runs each scenario on both backends, as `<scenario>::sqlite` and `<scenario>::postgres`.
+macro_rules! on_both_backends {
+    ($($scenario:ident),+) => {$(
+        mod $scenario {
+            #[tokio::test]
+            async fn sqlite() {
+                super::$scenario(promptgate_store::testing::TestDb::sqlite().await).await;
+            }
+            #[tokio::test]
+            async fn postgres() {
+                super::$scenario(promptgate_store::testing::TestDb::postgres().await).await;
+            }
+        }
+    )+};
 }
+
+on_both_backends!(kept_across_turns_and_restarts, a_session_saves_after_every_call);

@@ -233,11 +233,13 @@ async fn shell_memory_is_bounded() {
     });
     let (out, err, code) = sh(
         &mut ws,
-        "s=aaaaaaaaaaaaaaaa; for i in $(seq 1 40); do s=\"$s$s\"; done; echo ${#s}",
+        "echo gone > keep.txt; s=aaaaaaaaaaaaaaaa; for i in $(seq 1 40); do s=\"$s$s\"; done; echo ${#s}",
     )
     .await;
     assert_ne!(code, 0, "grew to {out}");
-    assert!(!err.is_empty());
+    assert!(err.contains("nothing was changed"), "{err}");
+    let (out, _, _) = sh(&mut ws, "ls").await;
+    assert_eq!(out, "", "the stopped call left no file");
 }
 
 #[tokio::test]

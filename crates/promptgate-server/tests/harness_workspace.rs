@@ -158,3 +158,38 @@ async fn sqlite_harness_workspace_across_sends_and_a_restart() {
 async fn postgres_harness_workspace_across_sends_and_a_restart() {
     workspace_kept_across_sends_and_a_restart(TestDb::postgres().await).await;
 }
+
+#[tokio::test]
+async fn a_completion_without_a_thread_gets_a_workspace_for_that_request_only() {
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    let db = TestDb::sqlite().await;
+    let gw = Gateway::over_store(
+        db.another_instance().await,
+        db.url(),
+        harness_config(&upstream.base_url()),
+    )
+    .await;
+    let completion = json!({"model": "scripted", "messages": [{"role": "user", "content": "sum 1..4"}]});
+
+    upstream.push(tool_calls(&[(
+        "c1",
+        "bash",
+        &[r#"{"command": "seq 1 4 > n.txt && paste -sd+ n.txt | bc"}"#],
+    )]));
+    upstream.push(text(["10"]));
+    let (status, body) = gw.post("/v1/chat/completions", completion.clone()).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["choices"][0]["message"]["content"], "10");
+    assert_eq!(tool_message(&upstream.last_request().unwrap(), "c1"), "10\n");
+
+    // The next completion starts with an empty workspace.
+    upstream.push(tool_calls(&[("c2", "bash", &[r#"{"command": "ls -A"}"#])]));
+    upstream.push(text(["nothing"]));
+    let (status, _) = gw.post("/v1/chat/completions", completion).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        tool_message(&upstream.last_request().unwrap(), "c2"),
+        "(no output)"
+    );
+    db.close().await;
+}

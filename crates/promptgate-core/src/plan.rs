@@ -12,7 +12,9 @@ use crate::prompt::{
 use crate::settings::{Engine, IntegrationStatus, Model, Project, Skill, UserSettings};
 use crate::skills::resolve_skill_instructions;
 use crate::tools::mcp_names::{McpServerTools, NotOffered, merge};
-use crate::tools::{ToolSpec, available, has_web_tools, search_project_chats_spec, skill_spec};
+use crate::tools::{
+    ToolSpec, available, has_web_tools, search_project_chats_spec, skill_spec, workspace_specs,
+};
 
 /// Where the model is served from; it takes part in the harness signature.
 #[derive(Debug, Clone, Copy)]
@@ -70,7 +72,13 @@ pub struct SendPlan {
 
 pub fn plan_send(input: &SendInput<'_>, now: DateTime<Utc>) -> SendPlan {
     let supports_tools = input.model.supports_tools();
-    let mut tools = available(input.settings, input.integrations, supports_tools);
+    // A harness model works in its workspace first, so those tools lead; the app's tools follow.
+    let mut tools = if supports_tools && input.model.engine == Engine::Harness {
+        workspace_specs()
+    } else {
+        Vec::new()
+    };
+    tools.extend(available(input.settings, input.integrations, supports_tools));
     if supports_tools {
         tools.push(skill_spec());
         if let Some(project) = input.project

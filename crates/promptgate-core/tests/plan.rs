@@ -172,6 +172,44 @@ fn the_harness_engine_gets_identity_environment_and_date_and_a_clock_free_signat
 }
 
 #[test]
+fn a_harness_model_gets_the_workspace_tools_first_and_mcp_cannot_shadow_them() {
+    let mut f = Fixture::new(model(1, Engine::Harness));
+    f.servers = vec![server("s1", "Shell", &["bash", "lint"])];
+    let plan = plan_send(&f.input("hi", 0), Utc::now());
+    let names = names(&plan);
+    assert_eq!(names[..4], ["read", "write", "edit", "bash"]);
+    assert_eq!(names[4], "render_html", "the app's tools follow");
+    assert_eq!(names.iter().filter(|n| **n == "bash").count(), 1, "{names:?}");
+    assert!(
+        names.contains(&"shell_bash") && names.contains(&"shell_lint"),
+        "{names:?}"
+    );
+    let bash = &plan.tools[3];
+    assert!(
+        bash.parameters["required"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r == "command")
+    );
+
+    // The legacy engine has no workspace, and a harness model without tools gets no tools at all.
+    let legacy = plan_send(&Fixture::new(model(1, Engine::Legacy)).input("hi", 0), Utc::now());
+    assert!(
+        !legacy
+            .tools
+            .iter()
+            .any(|t| promptgate_core::tools::names::WORKSPACE.contains(&t.name.as_str()))
+    );
+    let toolless = plan_send(
+        &Fixture::new(model(0, Engine::Harness)).input("hi", 0),
+        Utc::now(),
+    );
+    assert!(toolless.tools.is_empty());
+    assert!(!toolless.system.contains("# Environment"));
+}
+
+#[test]
 fn slash_tokens_pick_skill_notes_and_the_web_intent() {
     let mut f = Fixture::new(model(1, Engine::Legacy));
     f.skills = vec![Skill {

@@ -6,8 +6,9 @@ use chrono_tz::Tz;
 use prompt_support::{Setup, july_10_noon};
 use promptgate_core::prompt::nudges;
 use promptgate_core::prompt::{
-    AskAnswer, AskResponse, ENVIRONMENT_BLOCK, NotesInput, VOICE_MODE_NOTE, client_identity_block,
-    compose_harness, compose_legacy, create_parts, format_ask_responses_note, volatile_notes,
+    AskAnswer, AskResponse, ENVIRONMENT_BLOCK, NotesInput, VOICE_MODE_NOTE, WORKSPACE_COMMANDS,
+    client_identity_block, compose_harness, compose_legacy, create_parts, format_ask_responses_note,
+    volatile_notes,
 };
 use promptgate_core::settings::ModelProfile;
 
@@ -121,10 +122,15 @@ fn environment_block_states_the_workspace_rules() {
         "`curl`",
         "`wget`",
         "jq",
-        "sqlite3",
         "`render_html`",
+        "/home/user",
     ] {
         assert!(ENVIRONMENT_BLOCK.contains(needle), "{needle}");
+    }
+    // The block names the shell's commands as one list, and nothing the shell does not have.
+    assert!(ENVIRONMENT_BLOCK.contains(&WORKSPACE_COMMANDS.join(", ")));
+    for absent in ["sqlite3", "python", "rg, jq, sqlite3"] {
+        assert!(!ENVIRONMENT_BLOCK.contains(absent), "{absent}");
     }
 }
 

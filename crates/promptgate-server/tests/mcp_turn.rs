@@ -8,7 +8,7 @@ mod common;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use common::{Backend, Gateway, scripted_config_with, use_chat_body};
+use common::{Backend, Gateway, scripted_config_with, tool_message, use_chat_body};
 use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
 use promptgate_server::config::AuthMode;
 use reqwest::StatusCode;
@@ -206,18 +206,6 @@ fn offered(request: &Value) -> Vec<String> {
 }
 
 /// The content of the tool message answering `call_id` in an upstream request.
-fn tool_message(request: &Value, call_id: &str) -> String {
-    request["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id)
-        .unwrap_or_else(|| panic!("no tool message for {call_id}: {request}"))["content"]
-        .as_str()
-        .unwrap()
-        .to_owned()
-}
-
 fn event_for<'a>(events: &[&'a Value], call_id: &str) -> &'a Value {
     events
         .iter()

@@ -108,6 +108,14 @@ const MIGRATIONS: &[SchemaVersion] = &[
             "../../../migrations/sqlite/0006_shared_turn_state.sql"
         )),
     },
+    SchemaVersion {
+        version: 7,
+        name: "workspace files",
+        postgres: include_str!("../../../migrations/postgres/0007_workspace_files.sql"),
+        sqlite: Some(include_str!(
+            "../../../migrations/sqlite/0007_workspace_files.sql"
+        )),
+    },
 ];
 
 const SQLITE_BUSY_TIMEOUT_MS: u32 = 5_000;

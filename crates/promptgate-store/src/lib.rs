@@ -31,6 +31,7 @@ mod turn_claims;
 mod types;
 mod users;
 mod util;
+mod workspace;
 
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -46,6 +47,7 @@ pub use turn_claims::{
     TURNS_CHANNEL, TurnSignal,
 };
 pub use types::*;
+pub use workspace::{MAX_WORKSPACE_FILE_BYTES, WorkspaceChanges, WorkspaceEntry};
 
 /// The owner under which seeded system models are stored. Not a valid user id, so it cannot collide.
 pub const SYSTEM_OWNER: &str = "~system";

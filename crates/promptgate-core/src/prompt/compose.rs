@@ -2,14 +2,105 @@
 
 use super::sanitize::single_line;
 
-/// Rules for the harness engine's workspace tools. Only the harness composition includes it: the legacy
-/// engine has no workspace, and naming tools it cannot call would only mislead the model.
-pub const ENVIRONMENT_BLOCK: &str = "# Environment
-- `bash`, `read`, `write` and `edit` work inside a virtual workspace that belongs to this conversation alone.
-- `bash` is a simulated shell without network access; `curl` and `wget` do not exist there.
-- Inside `bash` you have coreutils, grep, find, sed, awk, rg, jq, sqlite3 and tar, meant for computation and data processing.
-- For anything on the web, use the search and fetch tools when you have them, never `bash`.
-- The user cannot see workspace files: never say that output was saved to a file; deliver the content in the chat or with `render_html`.";
+/// Declares the commands of the workspace shell once: the list itself (the shell registers exactly these
+/// and its `help` prints them) and the environment block that names them to the model, so the prompt
+/// can never promise a command the shell lacks.
+macro_rules! workspace_shell {
+    ($($name:literal),+ $(,)?) => {
+        /// Every command the harness workspace's `bash` runs, in the order the prompt names them.
+        pub const WORKSPACE_COMMANDS: &[&str] = &[$($name),+];
+
+        /// Rules for the harness engine's workspace tools. Only the harness composition includes it: the
+        /// legacy engine has no workspace, and naming tools it cannot call would only mislead the model.
+        pub const ENVIRONMENT_BLOCK: &str = concat!(
+            "# Environment\n",
+            "- `bash`, `read`, `write` and `edit` work inside a virtual workspace that belongs to this conversation alone; relative paths start at ",
+            workspace_shell!(@home),
+            ".\n",
+            "- `bash` is a simulated shell without network access; `curl` and `wget` do not exist there, and nothing else can be installed or run.\n",
+            "- The shell has pipes, redirects, `&&`, `||`, variables, `$(...)`, `for`, `while` and `if`, and only these commands, meant for computation and data processing: ",
+            workspace_shell!(@join $($name),+),
+            ".\n",
+            "- For anything on the web, use the search and fetch tools when you have them, never `bash`.\n",
+            "- The user cannot see workspace files: never say that output was saved to a file; deliver the content in the chat or with `render_html`."
+        );
+    };
+    (@join $first:literal $(, $rest:literal)*) => { concat!($first $(, ", ", $rest)*) };
+    (@home) => { "/home/user" };
+}
+
+workspace_shell!(
+    "echo",
+    "printf",
+    "cat",
+    "ls",
+    "pwd",
+    "cd",
+    "mkdir",
+    "rmdir",
+    "rm",
+    "cp",
+    "mv",
+    "touch",
+    "find",
+    "tree",
+    "stat",
+    "head",
+    "tail",
+    "wc",
+    "sort",
+    "uniq",
+    "cut",
+    "tr",
+    "paste",
+    "join",
+    "comm",
+    "diff",
+    "nl",
+    "tac",
+    "rev",
+    "fold",
+    "column",
+    "tee",
+    "xargs",
+    "grep",
+    "rg",
+    "sed",
+    "awk",
+    "jq",
+    "tar",
+    "gzip",
+    "gunzip",
+    "seq",
+    "expr",
+    "bc",
+    "base64",
+    "md5sum",
+    "sha256sum",
+    "basename",
+    "dirname",
+    "realpath",
+    "date",
+    "true",
+    "false",
+    "test",
+    "[",
+    "read",
+    "export",
+    "unset",
+    "set",
+    "local",
+    "shift",
+    "eval",
+    "exit",
+    "break",
+    "continue",
+    "return",
+    "help",
+);
+
+/// Where the workspace shell starts and where relative tool paths resolve.
+pub const WORKSPACE_HOME: &str = workspace_shell!(@home);
 
 /// Longest app version echoed into the prompt; the value comes from a client header.
 const MAX_VERSION_CHARS: usize = 64;

@@ -31,7 +31,10 @@ mod signature;
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 
-pub use compose::{ENVIRONMENT_BLOCK, client_identity_block, compose_harness, compose_legacy};
+pub use compose::{
+    ENVIRONMENT_BLOCK, WORKSPACE_COMMANDS, WORKSPACE_HOME, client_identity_block, compose_harness,
+    compose_legacy,
+};
 pub use date_line::{date_line, resolve_time_zone};
 pub use notes::{
     AskAnswer, AskResponse, NotesInput, VOICE_MODE_NOTE, format_ask_responses_note, volatile_notes,

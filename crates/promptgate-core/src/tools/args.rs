@@ -328,6 +328,64 @@ pub struct SearchProjectChatsArgs {
     pub query: String,
 }
 
+/// Arguments of the harness workspace's `read`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadArgs {
+    /// The file to read; relative paths start at the workspace home.
+    pub path: String,
+    /// First line to return, counting from 1.
+    #[serde(default, deserialize_with = "lenient_opt_count")]
+    #[schemars(range(min = 1))]
+    pub offset: Option<u32>,
+    /// Most lines to return.
+    #[serde(default, deserialize_with = "lenient_opt_count")]
+    #[schemars(range(min = 1))]
+    pub limit: Option<u32>,
+}
+
+/// Arguments of the harness workspace's `write`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WriteArgs {
+    /// The file to create or replace; relative paths start at the workspace home.
+    pub path: String,
+    /// The file's whole new content.
+    pub content: String,
+}
+
+/// Arguments of the harness workspace's `edit`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EditArgs {
+    /// The file to edit; relative paths start at the workspace home.
+    pub path: String,
+    /// Replacements applied in order; all or none take effect.
+    #[schemars(length(min = 1))]
+    pub edits: Vec<TextEdit>,
+}
+
+/// One exact replacement of an `edit` call.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TextEdit {
+    /// Text to find; it must occur exactly once in the file.
+    pub old_text: String,
+    /// What replaces it.
+    pub new_text: String,
+}
+
+/// Arguments of the harness workspace's `bash`.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BashArgs {
+    /// The shell command or script to run.
+    pub command: String,
+    /// Seconds to allow; the workspace's own limit caps it.
+    #[serde(default)]
+    pub timeout: Option<f64>,
+}
+
 /// A count as models actually send it: an integer, a float with an integral meaning, or a numeric
 /// string. Negative values become 0 and huge ones saturate; the accessors clamp afterwards.
 fn lenient_count<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u32, D::Error> {

@@ -28,9 +28,15 @@ pub mod names {
     pub const MICROSOFT_GET_ONEDRIVE_FILE_CONTENT: &str = "microsoft_get_onedrive_file_content";
     pub const SKILL: &str = "skill";
     pub const SEARCH_PROJECT_CHATS: &str = "search_project_chats";
+    pub const READ: &str = "read";
+    pub const WRITE: &str = "write";
+    pub const EDIT: &str = "edit";
+    pub const BASH: &str = "bash";
 
     /// The tools the per-turn web budget counts.
     pub const WEB: [&str; 2] = [SEARCH, FETCH_CONTENT];
+    /// The harness engine's workspace tools, in the order they are offered (before the app's tools).
+    pub const WORKSPACE: [&str; 4] = [READ, WRITE, EDIT, BASH];
 }
 
 /// Which gate a built-in tool sits behind.
@@ -249,6 +255,56 @@ static SKILL_SPEC: LazyLock<ToolSpec> = LazyLock::new(|| ToolSpec {
     web: false,
     mcp: None,
 });
+
+static WORKSPACE_SPECS: LazyLock<Vec<ToolSpec>> = LazyLock::new(|| {
+    use crate::prompt::WORKSPACE_HOME;
+    use names::*;
+    vec![
+        spec::<ReadArgs>(
+            READ,
+            &format!(
+                "Read a text file of the workspace. Relative paths start at {WORKSPACE_HOME}. Returns the \
+                 lines from `offset` on, at most `limit` of them, and says where to continue when it stops \
+                 early."
+            ),
+            "Reading {path}",
+            false,
+        ),
+        spec::<WriteArgs>(
+            WRITE,
+            &format!(
+                "Create or replace a file of the workspace with `content`; missing directories are created. \
+                 Relative paths start at {WORKSPACE_HOME}."
+            ),
+            "Writing {path}",
+            false,
+        ),
+        spec::<EditArgs>(
+            EDIT,
+            "Edit a workspace file by exact replacement: each `oldText` must occur exactly once in the file \
+             and is replaced by its `newText`. The edits apply in order; if any fails, the file is unchanged.",
+            "Editing {path}",
+            false,
+        ),
+        spec::<BashArgs>(
+            BASH,
+            &format!(
+                "Run a command in the workspace's simulated shell (no network; run `help` for its \
+                 commands). Each call starts a fresh shell in {WORKSPACE_HOME}: files persist, variables \
+                 and the working directory do not. Returns stdout, stderr and the exit code, cut to a size \
+                 limit."
+            ),
+            "Running a command",
+            false,
+        ),
+    ]
+});
+
+/// The harness engine's `read`, `write`, `edit` and `bash`, in [`names::WORKSPACE`] order. Only a
+/// harness model that can call tools gets them; the legacy engine has no workspace.
+pub fn workspace_specs() -> Vec<ToolSpec> {
+    WORKSPACE_SPECS.clone()
+}
 
 /// The `skill` tool, offered to every model that can call tools.
 pub fn skill_spec() -> ToolSpec {

@@ -10,7 +10,9 @@ pub mod verb;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-pub use catalogue::{available, built_in, has_web_tools, names, search_project_chats_spec, skill_spec};
+pub use catalogue::{
+    available, built_in, has_web_tools, names, search_project_chats_spec, skill_spec, workspace_specs,
+};
 pub use schema::{parse_args, schema_of};
 
 /// One tool as offered to the model and described to the UI.

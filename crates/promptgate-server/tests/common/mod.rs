@@ -478,3 +478,16 @@ pub async fn drop_then_resume(
     assert_eq!(answer, words("c"));
     assert_eq!(upstream.calls(), 1);
 }
+
+/// The model-facing text of the tool result for `call_id` in a recorded upstream request.
+pub fn tool_message(request: &Value, call_id: &str) -> String {
+    request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id)
+        .unwrap_or_else(|| panic!("no tool message for {call_id}: {request}"))["content"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}

@@ -43,3 +43,4 @@ mod sqlite_only;
 mod tasks;
 mod turn_claims;
 mod users;
+mod workspace;

@@ -14,6 +14,7 @@ mod prepare;
 mod providers;
 mod record;
 mod toolset;
+mod workspace;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -256,6 +256,7 @@ impl TurnService {
     ) -> Executors {
         let mut executors = Executors::default();
         super::builtin::register(self, &mut executors, user_id, ctx, state).await;
+        super::workspace::register(&mut executors, &self.store, user_id, ctx, plan);
         if let Some(integrations) = &self.integrations {
             integrations.register(&mut executors, &self.store, user_id, &ctx.integrations);
         }

@@ -1,0 +1,150 @@
+//! The harness workspace's files: loaded whole when a thread's harness starts, written back as the
+//! set of paths that changed. Rows cascade away with their thread.
+
+use sqlx::Row;
+
+use crate::connect::Store;
+use crate::error::{Result, StoreError};
+use crate::util::{Cols, check_client_id, flag};
+
+/// The largest single file the store accepts; the workspace's own limits are stricter by default.
+pub const MAX_WORKSPACE_FILE_BYTES: usize = 16 * 1024 * 1024;
+/// Longest path kept, in bytes (what Linux allows).
+const MAX_PATH_BYTES: usize = 4096;
+
+/// One file or directory of a thread's workspace. `path` is absolute inside the workspace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkspaceEntry {
+    pub path: String,
+    pub is_dir: bool,
+    /// Empty for directories.
+    pub content: Vec<u8>,
+}
+
+/// What a run of the workspace tools changed: entries written (created or replaced) and paths removed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorkspaceChanges {
+    pub written: Vec<WorkspaceEntry>,
+    pub removed: Vec<String>,
+}
+
+impl WorkspaceChanges {
+    pub fn is_empty(&self) -> bool {
+        self.written.is_empty() && self.removed.is_empty()
+    }
+}
+
+fn check_entry(entry: &WorkspaceEntry) -> Result<()> {
+    check_path(&entry.path)?;
+    if entry.content.len() > MAX_WORKSPACE_FILE_BYTES {
+        return Err(StoreError::Invalid(format!(
+            "workspace file {} is larger than {MAX_WORKSPACE_FILE_BYTES} bytes",
+            entry.path
+        )));
+    }
+    if entry.is_dir && !entry.content.is_empty() {
+        return Err(StoreError::Invalid(format!(
+            "workspace directory {} cannot have content",
+            entry.path
+        )));
+    }
+    Ok(())
+}
+
+fn check_path(path: &str) -> Result<()> {
+    if !path.starts_with('/') || path.len() > MAX_PATH_BYTES || path.contains('\0') {
+        return Err(StoreError::Invalid(format!(
+            "workspace path must be absolute and at most {MAX_PATH_BYTES} bytes"
+        )));
+    }
+    Ok(())
+}
+
+impl Store {
+    /// Every entry of the thread's workspace, sorted by path (parents before children). An empty
+    /// list for a thread that never used one; NotFound when the thread is not the user's.
+    pub async fn load_workspace(&self, user: &str, thread_id: &str) -> Result<Vec<WorkspaceEntry>> {
+        check_client_id("thread", thread_id)?;
+        self.require_thread(user, thread_id).await?;
+        let rows = sqlx::query(
+            "SELECT path, is_dir, content FROM workspace_files \
+             WHERE user_id = $1 AND thread_id = $2 ORDER BY path",
+        )
+        .bind(user)
+        .bind(thread_id)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(WorkspaceEntry {
+                    path: row.text(0)?,
+                    is_dir: row.flag(1)?,
+                    content: row.try_get::<Vec<u8>, _>(2)?,
+                })
+            })
+            .collect()
+    }
+
+    /// Applies one run's changes atomically: removals first (a path may be removed and written
+    /// again), then writes. NotFound when the thread is not the user's; nothing is written then.
+    pub async fn save_workspace(
+        &self,
+        user: &str,
+        thread_id: &str,
+        changes: &WorkspaceChanges,
+    ) -> Result<()> {
+        check_client_id("thread", thread_id)?;
+        for entry in &changes.written {
+            check_entry(entry)?;
+        }
+        for path in &changes.removed {
+            check_path(path)?;
+        }
+        let now = self.now_ms();
+        let mut tx = self.pool.begin().await?;
+        let owned = sqlx::query("SELECT 1 FROM threads WHERE user_id = $1 AND id = $2")
+            .bind(user)
+            .bind(thread_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+        if owned.is_none() {
+            return Err(StoreError::NotFound);
+        }
+        for path in &changes.removed {
+            sqlx::query("DELETE FROM workspace_files WHERE user_id = $1 AND thread_id = $2 AND path = $3")
+                .bind(user)
+                .bind(thread_id)
+                .bind(path)
+                .execute(&mut *tx)
+                .await?;
+        }
+        for entry in &changes.written {
+            sqlx::query(
+                "INSERT INTO workspace_files (user_id, thread_id, path, is_dir, content, updated_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6) \
+                 ON CONFLICT (user_id, thread_id, path) DO UPDATE SET \
+                 is_dir = excluded.is_dir, content = excluded.content, updated_at = excluded.updated_at",
+            )
+            .bind(user)
+            .bind(thread_id)
+            .bind(&entry.path)
+            .bind(flag(entry.is_dir))
+            .bind(entry.content.clone())
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn require_thread(&self, user: &str, thread_id: &str) -> Result<()> {
+        sqlx::query("SELECT 1 FROM threads WHERE user_id = $1 AND id = $2")
+            .bind(user)
+            .bind(thread_id)
+            .fetch_optional(&self.pool)
+            .await?
+            .map(|_| ())
+            .ok_or(StoreError::NotFound)
+    }
+}

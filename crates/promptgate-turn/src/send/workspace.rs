@@ -1,0 +1,72 @@
+//! Executors of the harness workspace's `read`, `write`, `edit` and `bash`, over one session per send.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use chrono::Utc;
+use promptgate_core::plan::SendPlan;
+use promptgate_core::tools::names;
+use promptgate_store::{SendContext, Store};
+use promptgate_tools::{ToolError, ToolExecutor, ToolOutput};
+use promptgate_workspace::{WorkspaceLimits, WorkspaceSession};
+use serde_json::Value;
+
+use super::toolset::Executors;
+
+/// One workspace tool, sharing the send's session with the other three.
+struct WorkspaceTool {
+    session: Arc<WorkspaceSession>,
+    name: &'static str,
+}
+
+#[async_trait]
+impl ToolExecutor for WorkspaceTool {
+    async fn call(&self, input: Value) -> Result<ToolOutput, ToolError> {
+        match self.session.call(self.name, &input, Utc::now()).await {
+            Ok(outcome) => match outcome.error_message() {
+                Some(message) => Err(ToolError::Failed(message.to_owned())),
+                None => Ok(ToolOutput {
+                    model_text: Some(outcome.model_text()),
+                    output: outcome.output,
+                }),
+            },
+            Err(err) => Err(ToolError::Failed(format!(
+                "the workspace is not available: {err}"
+            ))),
+        }
+    }
+}
+
+/// Registers the workspace tools when the plan offers them (a harness model that can call tools).
+/// Nothing is loaded until the model calls one.
+pub(super) fn register(
+    executors: &mut Executors,
+    store: &Store,
+    user_id: &str,
+    ctx: &SendContext,
+    plan: &SendPlan,
+) {
+    if !plan
+        .tools
+        .iter()
+        .any(|t| names::WORKSPACE.contains(&t.name.as_str()))
+    {
+        return;
+    }
+    let thread = ctx.thread.as_ref().map(|t| t.id.as_str());
+    let session = Arc::new(WorkspaceSession::new(
+        store.clone(),
+        user_id,
+        thread,
+        WorkspaceLimits::default(),
+    ));
+    for name in names::WORKSPACE {
+        executors.insert(
+            name,
+            Arc::new(WorkspaceTool {
+                session: Arc::clone(&session),
+                name,
+            }),
+        );
+    }
+}

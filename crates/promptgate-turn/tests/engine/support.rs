@@ -69,6 +69,7 @@ pub fn usage(prompt: u64, completion: u64) -> StreamEvent {
         total_tokens: prompt + completion,
         reasoning_tokens: None,
         cached_tokens: None,
+        cache_write_tokens: None,
     })
 }
 

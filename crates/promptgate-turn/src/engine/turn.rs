@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::output::Output;
 use super::plan::{RequestBudget, TurnOutcome, TurnPlan, TurnStatus};
+use super::reasoning::ReasoningTimes;
 use super::step::{Interrupt, StepState, StreamedCall};
 use super::tools::{Checked, check_call, start_call};
 use crate::ui::{TurnEvent, UiChunk, UiFinishReason};
@@ -63,6 +64,7 @@ pub(super) struct Turn {
     made_tool_calls: bool,
     after_tool_step: bool,
     usage_total: Usage,
+    pub(super) reasoning_times: ReasoningTimes,
     steps: u32,
     attempts: u32,
 }
@@ -113,6 +115,7 @@ impl Turn {
             made_tool_calls: false,
             after_tool_step: false,
             usage_total: Usage::default(),
+            reasoning_times: ReasoningTimes::default(),
             steps: 0,
             attempts: 0,
         }
@@ -496,9 +499,11 @@ impl Turn {
 
     async fn end_step_chunks(&mut self) {
         let mut metadata = json!({"modelId": self.plan.model_id, "usage": usage_metadata(&self.usage_total)});
-        if let (Some(sources), Some(object)) = (self.plan.hooks.sources_snapshot(), metadata.as_object_mut())
-        {
-            object.insert("sources".into(), sources);
+        if let Some(object) = metadata.as_object_mut() {
+            if let Some(sources) = self.plan.hooks.sources_snapshot() {
+                object.insert("sources".into(), sources);
+            }
+            self.reasoning_times.add_to(object);
         }
         self.out
             .emit(UiChunk::MessageMetadata {

@@ -1,8 +1,10 @@
-//! How long the model reasoned, in the message metadata's vocabulary: `reasoningStartTimes` (Unix
-//! milliseconds when a reasoning part opened) and `reasoningTime` (milliseconds it stayed open),
-//! both keyed `reasoning-<n>` by the part's order in the answer, so a frontend can say "thought
-//! for 4 s" under each reasoning part, also when it shows a stored thread.
+//! How long the model reasoned and each tool ran, in the message metadata's vocabulary:
+//! `reasoningStartTimes` (Unix milliseconds when a reasoning part opened or a tool started) and
+//! `reasoningTime` (milliseconds it lasted). Reasoning parts are keyed `reasoning-<n>` by their
+//! order in the answer, tool runs by their tool call id, so a frontend can say "thought for 4 s"
+//! or "searched for 2 s" under each part, also when it shows a stored thread.
 
+use std::collections::HashMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value};
@@ -11,34 +13,59 @@ use tokio::time::Instant;
 #[derive(Default)]
 pub(super) struct ReasoningTimes {
     opened: usize,
-    open: Option<(String, Instant)>,
+    open_reasoning: Option<(String, Instant)>,
+    running_tools: HashMap<String, Instant>,
     starts: Map<String, Value>,
     times: Map<String, Value>,
 }
 
 impl ReasoningTimes {
+    /// A reasoning part opened.
     pub fn start(&mut self) {
         let key = format!("reasoning-{}", self.opened);
         self.opened += 1;
-        let wall = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |since| u64::try_from(since.as_millis()).unwrap_or(u64::MAX));
-        self.starts.insert(key.clone(), wall.into());
-        // The duration comes from the monotonic clock: a wall clock step must not make it negative.
-        self.open = Some((key, Instant::now()));
+        let since = self.started(&key);
+        self.open_reasoning = Some((key, since));
     }
 
+    /// The open reasoning part closed.
     pub fn end(&mut self) {
-        if let Some((key, since)) = self.open.take() {
-            let millis = u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX);
-            // A part that opened and closed within the same millisecond has no duration to show.
-            if millis > 0 {
-                self.times.insert(key, millis.into());
-            }
+        if let Some((key, since)) = self.open_reasoning.take() {
+            self.ended(key, since);
         }
     }
 
-    /// Adds both maps to a metadata snapshot, when the answer has reasoned at all.
+    /// A tool call started running.
+    pub fn start_tool(&mut self, call_id: &str) {
+        let since = self.started(call_id);
+        self.running_tools.insert(call_id.to_owned(), since);
+    }
+
+    /// A tool call has its result.
+    pub fn end_tool(&mut self, call_id: &str) {
+        if let Some(since) = self.running_tools.remove(call_id) {
+            self.ended(call_id.to_owned(), since);
+        }
+    }
+
+    fn started(&mut self, key: &str) -> Instant {
+        let wall = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |since| u64::try_from(since.as_millis()).unwrap_or(u64::MAX));
+        self.starts.insert(key.to_owned(), wall.into());
+        // The duration comes from the monotonic clock: a wall clock step must not make it negative.
+        Instant::now()
+    }
+
+    fn ended(&mut self, key: String, since: Instant) {
+        let millis = u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX);
+        // Something that began and ended within the same millisecond has no duration to show.
+        if millis > 0 {
+            self.times.insert(key, millis.into());
+        }
+    }
+
+    /// Adds both maps to a metadata snapshot, when the answer has reasoned or run a tool.
     pub fn add_to(&self, metadata: &mut Map<String, Value>) {
         if !self.starts.is_empty() {
             metadata.insert("reasoningStartTimes".into(), Value::Object(self.starts.clone()));

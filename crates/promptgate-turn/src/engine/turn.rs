@@ -395,6 +395,7 @@ impl Turn {
                     results[position] = Some(error);
                 }
                 Checked::Run { tool, input } => {
+                    self.reasoning_times.start_tool(&call.id);
                     let prepared = &self.plan.tools[tool];
                     let call = start_call(
                         prepared,
@@ -423,6 +424,7 @@ impl Turn {
                 break;
             };
             let call = &calls[position];
+            self.reasoning_times.end_tool(&call.id);
             let dynamic = self.dynamic_flag(&call.name);
             let tool_call_id = call.id.clone();
             let (chunk, model_text) = match result {

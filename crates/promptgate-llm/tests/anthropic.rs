@@ -98,12 +98,14 @@ async fn a_recorded_answer_streams_its_text_and_reports_cache_reads() {
         body["system"],
         json!([
             {"type": "text", "text": "You answer tide questions.", "cache_control": {"type": "ephemeral"}},
-            {"type": "text", "text": "Today is Monday."},
         ])
     );
+    // What changes between sends opens the question, after everything cached.
     assert_eq!(
         body["messages"],
-        json!([{"role": "user", "content": [{"type": "text", "text": "When is high tide?"}]}])
+        json!([{"role": "user", "content": [
+            {"type": "text", "text": "Today is Monday."},
+            {"type": "text", "text": "When is high tide?"}]}])
     );
     assert_eq!(body["stream"], json!(true));
     assert_eq!(body["max_tokens"], json!(promptgate_llm::ANTHROPIC_MAX_TOKENS));
@@ -306,7 +308,9 @@ async fn the_conversation_prefix_of_a_later_send_carries_a_breakpoint() {
         json!([
             {"role": "user", "content": [{"type": "text", "text": "When is high tide?"}]},
             {"role": "assistant", "content": [{"type": "text", "text": "06:40.", "cache_control": {"type": "ephemeral"}}]},
-            {"role": "user", "content": [{"type": "text", "text": "And tomorrow?"}]},
+            {"role": "user", "content": [
+                {"type": "text", "text": "Today is Monday."},
+                {"type": "text", "text": "And tomorrow?"}]},
         ])
     );
 }

@@ -121,15 +121,23 @@ async fn an_anthropic_model_runs_a_tool_turn_and_a_second_send_reads_the_cached_
             .iter()
             .any(|t| t["name"] == "render_html" && t["input_schema"]["type"] == "object")
     );
-    // The stable half of the prompt ends in a breakpoint; the clock follows it, uncached.
+    // The system prompt is its stable half alone, ending in a breakpoint; the clock opens the
+    // question instead, so nothing that changes between sends comes before the conversation.
     let system = system_blocks(opening);
-    assert_eq!(system.len(), 2, "{system:?}");
-    assert!(system[0].1 && !system[1].1, "{system:?}");
+    assert_eq!(system.len(), 1, "{system:?}");
     assert!(
-        system[1].0.starts_with("Current date/time: ") && !system[0].0.contains("Current date/time"),
-        "only the volatile half carries the clock: {:?}",
-        system[1].0
+        system[0].1 && !system[0].0.contains("Current date/time"),
+        "{system:?}"
     );
+    let question = opening["messages"][0]["content"].as_array().unwrap();
+    assert!(
+        question[0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Current date/time: "),
+        "{question:?}"
+    );
+    assert_eq!(question.last().unwrap()["text"], "When is high tide?");
     assert_eq!(
         system_blocks(tool_step),
         system,
@@ -169,11 +177,17 @@ async fn an_anthropic_model_runs_a_tool_turn_and_a_second_send_reads_the_cached_
     assert_eq!(second.text(), "Tomorrow at 07:25.");
     let later = upstream.last_request().unwrap();
     assert_eq!(
-        system_blocks(&later)[0],
-        system[0],
+        system_blocks(&later),
+        system,
         "the cached stable half is unchanged"
     );
     let messages = later["messages"].as_array().unwrap();
+    // The first question went upstream as it was stored, without the clock of its send: the
+    // prefix up to the new breakpoint is the same on every later send.
+    assert_eq!(
+        messages[0]["content"],
+        json!([{"type": "text", "text": "When is high tide?"}])
+    );
     let newest = messages.len() - 1;
     assert_eq!(
         messages[newest]["content"].as_array().unwrap().last().unwrap()["text"],

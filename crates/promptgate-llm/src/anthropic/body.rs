@@ -1,10 +1,15 @@
 //! The JSON body of a streamed Messages API request, built from the engine's request.
 //!
-//! Prompt caching: Anthropic caches a prefix only where a block carries `cache_control`. The
+//! Prompt caching: Anthropic caches a prefix only where a block carries `cache_control`, and a
+//! cached prefix is only read back when every byte before the breakpoint is the same. The
 //! breakpoints go at the end of the stable half of the system prompt (tools and the user's setup,
 //! the same on every send of a thread), at the end of the conversation before the newest user
 //! message (what the previous send already paid for), and on the newest tool result inside a
 //! tool loop (so each step reads what the step before it wrote). Three of the four allowed.
+//!
+//! The rest of the system prompt (the clock, per-send notes) changes from send to send; left in
+//! the system prompt it would sit before the conversation and spoil every cached prefix after it.
+//! It opens the newest user message instead, where nothing cached follows it across sends.
 
 use serde_json::{Map, Value, json};
 
@@ -69,6 +74,15 @@ impl Conversation {
 fn convert(request: &ChatRequest, memory: &ThinkingMemory, thinking_on: bool) -> Conversation {
     let hints = request.cache;
     let current_turn_from = hints.conversation_prefix_end.map_or(0, |end| end + 1);
+    // The newest user message: the one after the conversation prefix, or on a thread's first
+    // send the first one (later user messages of a turn are the engine's nudges).
+    let newest_user = hints.conversation_prefix_end.map(|end| end + 1).or_else(|| {
+        request
+            .messages
+            .iter()
+            .position(|m| matches!(m, ChatMessage::User { .. }))
+    });
+    let mut volatile: Option<String> = None;
     let mut out = Conversation {
         system: Vec::new(),
         messages: Vec::new(),
@@ -92,7 +106,7 @@ fn convert(request: &ChatRequest, memory: &ThinkingMemory, thinking_on: bool) ->
                             .push(json!({"type": "text", "text": stable, "cache_control": ephemeral()}));
                         let rest = rest.trim_start_matches('\n');
                         if !rest.trim().is_empty() {
-                            out.system.push(json!({"type": "text", "text": rest}));
+                            volatile = Some(rest.to_owned());
                         }
                     }
                     None if !content.trim().is_empty() => {
@@ -101,7 +115,15 @@ fn convert(request: &ChatRequest, memory: &ThinkingMemory, thinking_on: bool) ->
                     None => {}
                 }
             }
-            ChatMessage::User { content } => out.push("user", user_blocks(content)),
+            ChatMessage::User { content } => {
+                let mut blocks = user_blocks(content);
+                if newest_user == Some(at)
+                    && let Some(text) = volatile.take()
+                {
+                    blocks.insert(0, json!({"type": "text", "text": text}));
+                }
+                out.push("user", blocks);
+            }
             ChatMessage::Assistant { content, tool_calls } => {
                 let mut blocks = Vec::new();
                 if thinking_on
@@ -144,6 +166,10 @@ fn convert(request: &ChatRequest, memory: &ThinkingMemory, thinking_on: bool) ->
         if hints.conversation_prefix_end == Some(at) && !out.messages.is_empty() {
             prefix_marked = out.mark_last_block();
         }
+    }
+    if let Some(text) = volatile {
+        // No user message to carry it: the system prompt keeps it, after the breakpoint.
+        out.system.push(json!({"type": "text", "text": text}));
     }
     // Inside a tool loop the request ends with tool results: the next step starts from them.
     let ends_with_results = matches!(request.messages.last(), Some(ChatMessage::Tool { .. }));
@@ -352,20 +378,44 @@ mod tests {
             body["system"],
             json!([
                 {"type": "text", "text": "Stable rules.", "cache_control": {"type": "ephemeral"}},
-                {"type": "text", "text": "Today is Monday."},
             ])
         );
+        // The clock opens the newest question, after both breakpoints.
         assert_eq!(
             body["messages"],
             json!([
                 {"role": "user", "content": [{"type": "text", "text": "Hi"}]},
                 {"role": "assistant", "content": [
                     {"type": "text", "text": "Hello.", "cache_control": {"type": "ephemeral"}}]},
-                {"role": "user", "content": [{"type": "text", "text": "And now?"}]},
+                {"role": "user", "content": [
+                    {"type": "text", "text": "Today is Monday."},
+                    {"type": "text", "text": "And now?"}]},
             ])
         );
         assert_eq!(body["max_tokens"], json!(1000));
         assert_eq!(body["stream"], json!(true));
+    }
+
+    #[test]
+    fn on_a_first_send_the_clock_opens_the_only_question_and_without_one_stays_in_the_system() {
+        let memory = ThinkingMemory::default();
+        let mut request = second_send();
+        request.messages.drain(1..3);
+        request.cache.conversation_prefix_end = None;
+        let body = build(&request, &options(&memory));
+        assert_eq!(
+            body["messages"],
+            json!([{"role": "user", "content": [
+                {"type": "text", "text": "Today is Monday."},
+                {"type": "text", "text": "And now?"}]}])
+        );
+
+        request.messages.truncate(1);
+        let body = build(&request, &options(&memory));
+        assert_eq!(
+            body["system"][1],
+            json!({"type": "text", "text": "Today is Monday."})
+        );
     }
 
     #[test]
@@ -497,8 +547,9 @@ mod tests {
             .unwrap();
         let body = build(&request, &options(&memory));
         let last = body["messages"].as_array().unwrap().last().unwrap().clone();
+        // Consecutive user messages merge into one: the clock, the question, then the image's.
         assert_eq!(
-            last["content"][1],
+            last["content"][2],
             json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}})
         );
         assert_eq!(body["max_tokens"], json!(64));

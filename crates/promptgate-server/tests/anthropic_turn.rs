@@ -9,7 +9,7 @@ mod common;
 
 use common::{Backend, Gateway, init, use_chat_body};
 use promptgate_llm::scripted::ScriptedUpstream;
-use promptgate_llm::scripted::anthropic::{Answer, PromptCounts};
+use promptgate_llm::scripted::anthropic::{Answer, PromptCache, PromptCounts};
 use promptgate_server::config::{AuthMode, Config, EMBEDDED_DEFAULT};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -64,7 +64,7 @@ fn message_breakpoints(body: &Value) -> Vec<(usize, String)> {
 }
 
 #[tokio::test]
-async fn an_anthropic_model_runs_a_tool_turn_and_a_second_send_reads_the_cached_prompt() {
+async fn an_anthropic_model_runs_a_tool_turn_and_later_sends_read_the_cached_prompt() {
     init();
     let upstream = ScriptedUpstream::start().await.unwrap();
     let gw = Gateway::start(Backend::Sqlite, anthropic_config(&upstream.base_url())).await;
@@ -204,4 +204,21 @@ async fn an_anthropic_model_runs_a_tool_turn_and_a_second_send_reads_the_cached_
     assert_eq!(usage["cachedInputTokens"], 2460);
     assert_eq!(usage["cacheWriteInputTokens"], 30);
     assert_eq!(usage["inputTokens"], 12 + 2460 + 30);
+
+    // What the provider's cache would give back for these layouts: the tool step and the second
+    // send read the tools and the stable prompt; the third send also reads the first exchange,
+    // written at the breakpoint that closed the conversation on the second send.
+    upstream.push(Answer::new().text(["Friday, 08:10."]).script());
+    gw.stream("/v1/chat", use_chat_body("tides", "And the day after?", "claude"))
+        .await;
+    let requests = upstream.requests();
+    let mut cache = PromptCache::default();
+    let reads: Vec<usize> = requests.iter().map(|r| cache.serve(r)).collect();
+    let stable = requests[0]["tools"].as_array().unwrap().len() + 1;
+    let first_exchange = 4; // the question, the tool call, its result, the answer
+    assert_eq!(
+        reads,
+        [0, stable, stable, stable + first_exchange],
+        "{requests:#?}"
+    );
 }

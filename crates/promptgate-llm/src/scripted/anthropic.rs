@@ -225,3 +225,114 @@ where
 pub fn tool_use(id: &str, name: &str, fragments: &[&str]) -> Script {
     Answer::new().tool_use(id, name, fragments).script()
 }
+
+/// Blocks before a breakpoint that Anthropic also checks for an earlier cache entry.
+const LOOKBACK_BLOCKS: usize = 20;
+
+/// A model of Anthropic's prompt cache, to check what a request layout would read back. The
+/// prompt is the sequence of tool definitions, system blocks and message blocks, in that order;
+/// a block with `cache_control` writes the prefix that ends with it, and a later request reads
+/// the longest written prefix that it repeats byte for byte, found at one of its own breakpoints
+/// or up to 20 blocks before one. The counts are in blocks, not tokens.
+#[derive(Debug, Default)]
+pub struct PromptCache {
+    written: std::collections::HashSet<u64>,
+}
+
+impl PromptCache {
+    /// Serves one request body: returns how many of its leading blocks came from the cache
+    /// (0 for a miss), and writes its breakpoints.
+    pub fn serve(&mut self, request: &Value) -> usize {
+        let (prefixes, breakpoints) = prefix_hashes(request);
+        let mut read = 0;
+        for &breakpoint in &breakpoints {
+            let earliest = breakpoint.saturating_sub(LOOKBACK_BLOCKS);
+            if let Some(hit) = (earliest..=breakpoint)
+                .rev()
+                .find(|&end| self.written.contains(&prefixes[end]))
+            {
+                read = read.max(hit + 1);
+            }
+        }
+        for breakpoint in breakpoints {
+            self.written.insert(prefixes[breakpoint]);
+        }
+        read
+    }
+}
+
+/// The hash of every prefix (index `i`: blocks `0..=i`) and the indexes of the blocks that carry
+/// a breakpoint. Block text leaves `cache_control` out: marking a block changes no prompt byte.
+fn prefix_hashes(request: &Value) -> (Vec<u64>, Vec<usize>) {
+    use std::hash::{Hash, Hasher};
+
+    let list = |value: &Value| value.as_array().cloned().unwrap_or_default();
+    let mut blocks: Vec<(String, Value)> = Vec::new();
+    for tool in list(&request["tools"]) {
+        blocks.push(("tool".to_owned(), tool));
+    }
+    for block in list(&request["system"]) {
+        blocks.push(("system".to_owned(), block));
+    }
+    for message in list(&request["messages"]) {
+        let role = message["role"].as_str().unwrap_or_default().to_owned();
+        for block in list(&message["content"]) {
+            blocks.push((role.clone(), block));
+        }
+    }
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    let mut prefixes = Vec::with_capacity(blocks.len());
+    let mut breakpoints = Vec::new();
+    for (at, (role, mut block)) in blocks.into_iter().enumerate() {
+        if let Some(object) = block.as_object_mut()
+            && object.remove("cache_control").is_some()
+        {
+            breakpoints.push(at);
+        }
+        role.hash(&mut hasher);
+        block.to_string().hash(&mut hasher);
+        prefixes.push(hasher.finish());
+    }
+    (prefixes, breakpoints)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(system: &str, messages: Value) -> Value {
+        json!({
+            "tools": [{"name": "lookup", "input_schema": {"type": "object"}}],
+            "system": [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}],
+            "messages": messages,
+        })
+    }
+
+    #[test]
+    fn a_repeated_prefix_is_read_back_and_a_changed_one_is_not() {
+        let mut cache = PromptCache::default();
+        let first = request(
+            "Rules.",
+            json!([{"role": "user", "content": [{"type": "text", "text": "Hi"}]}]),
+        );
+        assert_eq!(cache.serve(&first), 0, "nothing written yet");
+        let second = request(
+            "Rules.",
+            json!([
+                {"role": "user", "content": [{"type": "text", "text": "Hi"}]},
+                {"role": "assistant", "content": [{"type": "text", "text": "Hello.",
+                    "cache_control": {"type": "ephemeral"}}]},
+                {"role": "user", "content": [{"type": "text", "text": "More"}]},
+            ]),
+        );
+        assert_eq!(cache.serve(&second), 2, "the tool and the system prompt");
+        let mut third = second.clone();
+        third["messages"][2]["content"][0]["text"] = json!("Else");
+        assert_eq!(cache.serve(&third), 4, "through the earlier answer");
+        let changed = request(
+            "Other rules.",
+            json!([{"role": "user", "content": [{"type": "text", "text": "Hi"}]}]),
+        );
+        assert_eq!(cache.serve(&changed), 0);
+    }
+}

@@ -88,6 +88,7 @@ fn reply_events(request: &ChatRequest) -> Vec<StreamEvent> {
         total_tokens: prompt_tokens + completion_tokens,
         reasoning_tokens: None,
         cached_tokens: None,
+        cache_write_tokens: None,
     }));
     events.push(StreamEvent::Finished(reason));
     events

@@ -4,6 +4,8 @@
 //! - [`OpenAiCompatible`] streams from `{base_url}/chat/completions` ([`ProviderConfig`]); one
 //!   instance per provider, cloned per model with [`OpenAiCompatible::with_parser_options`] when a
 //!   model writes its reasoning in `<think>` tags.
+//! - [`Anthropic`] streams from Anthropic's `{base_url}/messages` ([`AnthropicConfig`]), with prompt
+//!   caching placed from the request's [`CacheHints`].
 //! - [`DemoModel`] needs no network and no key; it makes one real tool call when tools are offered
 //!   and answers from the result.
 //! - [`ChunkParser`] is the pure stream parser behind the client; [`ToolCallAssembler`] turns a
@@ -14,17 +16,26 @@
 //! Every stream ends with [`StreamEvent::Finished`] (after the last [`StreamEvent::Usage`]) or with
 //! an error; dropping it closes the upstream request.
 
+mod anthropic;
 mod assembler;
 mod demo;
+mod endpoint;
 mod openai;
 mod parser;
 mod provider_error;
 #[cfg(feature = "scripted-upstream")]
 pub mod scripted;
+mod sse;
+mod transport;
 mod types;
 
+pub use anthropic::{
+    ANTHROPIC_VERSION, Anthropic, AnthropicConfig, DEFAULT_BASE_URL as ANTHROPIC_BASE_URL,
+    DEFAULT_MAX_TOKENS as ANTHROPIC_MAX_TOKENS, ThinkingMode,
+};
 pub use assembler::ToolCallAssembler;
 pub use demo::DemoModel;
-pub use openai::{OpenAiCompatible, ProviderConfig, Timeouts};
+pub use endpoint::Timeouts;
+pub use openai::{OpenAiCompatible, ProviderConfig};
 pub use parser::{ChunkParser, ParserOptions};
 pub use types::*;

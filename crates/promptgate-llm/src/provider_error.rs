@@ -45,6 +45,26 @@ pub(crate) fn message_from_body(body: &[u8]) -> String {
     }
 }
 
+/// The wait a refusing provider asked for (`Retry-After` in seconds, or Anthropic's and OpenAI's
+/// millisecond variants), when it gave one.
+pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<std::time::Duration> {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
+    if let Some(ms) = header("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
+        return (ms.is_finite() && ms >= 0.0).then(|| std::time::Duration::from_secs_f64(ms / 1000.0));
+    }
+    header("retry-after")
+        .and_then(|v| v.parse::<u64>().ok())
+        .map(std::time::Duration::from_secs)
+}
+
+/// The provider's message, with the wait it asked for so the log and the client can honour it.
+pub(crate) fn with_retry_after(message: String, wait: Option<std::time::Duration>) -> String {
+    match wait {
+        Some(wait) => format!("{message} (retry after {} s)", wait.as_secs_f64().ceil() as u64),
+        None => message,
+    }
+}
+
 /// Bounds the length, and removes the API key should the provider echo it back.
 pub(crate) fn sanitise(message: &str, api_key: Option<&str>) -> String {
     let mut message = match api_key.filter(|k| !k.is_empty()) {

@@ -109,6 +109,21 @@ pub struct ChatRequest {
     pub parallel_tool_calls: Option<bool>,
     pub reasoning_effort: Option<String>,
     pub extra: Map<String, Value>,
+    /// Where the prompt stops being the same from one request to the next. Providers that cache
+    /// only where they are told (Anthropic) place their breakpoints from it; the OpenAI-compatible
+    /// wire has no such field, so those providers send exactly what they sent without it.
+    pub cache: CacheHints,
+}
+
+/// The stable prefixes of a request, for providers with explicit prompt caching.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CacheHints {
+    /// Length in bytes of the leading part of the first system message that does not change
+    /// between sends (the stable half of the prompt); what follows it carries the clock.
+    pub stable_system_len: Option<usize>,
+    /// Index in `messages` of the last message before the newest user turn: everything up to it
+    /// was already sent on an earlier send of the conversation.
+    pub conversation_prefix_end: Option<usize>,
 }
 
 /// What a model stream yields, already normalised across provider quirks.
@@ -140,8 +155,13 @@ pub struct Usage {
     pub total_tokens: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_tokens: Option<u64>,
+    /// Prompt tokens read from the provider's prompt cache (part of `prompt_tokens`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_tokens: Option<u64>,
+    /// Prompt tokens written to the provider's prompt cache by this request (part of
+    /// `prompt_tokens`); only providers with explicit caching report it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_tokens: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -221,6 +221,7 @@ async fn usage_on_the_finish_chunk_and_in_a_final_empty_choices_chunk() {
         total_tokens: 26,
         reasoning_tokens: Some(4),
         cached_tokens: Some(16),
+        cache_write_tokens: None,
     };
     assert_eq!(
         second.events[second.events.len() - 2..],

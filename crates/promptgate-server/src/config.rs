@@ -358,6 +358,12 @@ pub struct ProviderEntry {
     pub first_byte_timeout_secs: Option<u64>,
     #[serde(default)]
     pub idle_timeout_secs: Option<u64>,
+    /// Anthropic only: the answer's length limit (`max_tokens`, which its API requires).
+    #[serde(default)]
+    pub max_tokens: Option<u64>,
+    /// Anthropic only: how a model's `reasoning` setting turns into thinking.
+    #[serde(default)]
+    pub thinking: Option<ThinkingStyle>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -365,8 +371,20 @@ pub struct ProviderEntry {
 pub enum ProviderKind {
     /// Any OpenAI-compatible chat-completions endpoint.
     Openai,
+    /// Anthropic's Messages API, with prompt caching.
+    Anthropic,
     /// The built-in deterministic offline model.
     Demo,
+}
+
+/// How an Anthropic provider asks for thinking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ThinkingStyle {
+    /// The model decides how much to think; the reasoning setting is its effort (current models).
+    Adaptive,
+    /// A fixed thinking budget per reasoning level (models before adaptive thinking).
+    Budget,
 }
 
 /// A model seeded into the store as a read-only system model.
@@ -568,6 +586,21 @@ impl Config {
                     provider.name
                 )));
             }
+            if provider.kind != ProviderKind::Anthropic
+                && (provider.max_tokens.is_some() || provider.thinking.is_some())
+            {
+                // Silently ignoring them would leave the operator believing they apply.
+                return Err(ConfigError::Invalid(format!(
+                    "provider {}: max_tokens and thinking apply to kind = \"anthropic\" only",
+                    provider.name
+                )));
+            }
+            if provider.max_tokens == Some(0) {
+                return Err(ConfigError::Invalid(format!(
+                    "provider {}: max_tokens must be positive",
+                    provider.name
+                )));
+            }
         }
         if !self.models.iter().any(|m| m.id == self.default_model) {
             // Every send that names no model would answer 404 otherwise.
@@ -675,6 +708,36 @@ mod tests {
         );
         let err = Config::parse(&text).unwrap().validate().unwrap_err().to_string();
         assert!(err.contains("provider nope"), "{err}");
+    }
+
+    #[test]
+    fn an_anthropic_provider_needs_no_base_url_and_alone_takes_max_tokens_and_thinking() {
+        let anthropic = format!(
+            "{EMBEDDED_DEFAULT}\n[[providers]]\nname = \"claude\"\nkind = \"anthropic\"\n\
+             api_key_env = \"ANTHROPIC_API_KEY\"\nmax_tokens = 4096\nthinking = \"budget\"\n"
+        );
+        let config = Config::parse(&anthropic).unwrap();
+        assert!(config.validate().is_ok());
+        let entry = config.provider("claude").unwrap();
+        assert_eq!(entry.kind, ProviderKind::Anthropic);
+        assert_eq!(entry.base_url, None);
+        assert_eq!(entry.max_tokens, Some(4096));
+        assert_eq!(entry.thinking, Some(ThinkingStyle::Budget));
+
+        let misplaced = format!(
+            "{EMBEDDED_DEFAULT}\n[[providers]]\nname = \"local\"\nkind = \"openai\"\n\
+             base_url = \"http://127.0.0.1:1/v1\"\nthinking = \"adaptive\"\n"
+        );
+        let err = Config::parse(&misplaced)
+            .unwrap()
+            .validate()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("anthropic"), "{err}");
+        let unknown = format!(
+            "{EMBEDDED_DEFAULT}\n[[providers]]\nname = \"claude\"\nkind = \"anthropic\"\nthinking = \"lots\"\n"
+        );
+        assert!(Config::parse(&unknown).is_err());
     }
 
     #[test]

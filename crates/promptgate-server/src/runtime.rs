@@ -5,7 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use promptgate_llm::{DemoModel, OpenAiCompatible, ProviderConfig, Timeouts};
+use promptgate_llm::{
+    ANTHROPIC_BASE_URL, ANTHROPIC_MAX_TOKENS, Anthropic, AnthropicConfig, DemoModel, OpenAiCompatible,
+    ProviderConfig, ThinkingMode, Timeouts,
+};
 use promptgate_mcp::{HubSettings, McpHub};
 use promptgate_store::Store;
 use promptgate_tools::google::{DEFAULT_CALENDAR_BASE, DEFAULT_GMAIL_BASE};
@@ -18,7 +21,7 @@ use promptgate_turn::send::{
     ServiceConfig, TurnService, WebTools,
 };
 
-use crate::config::{Config, Env, OAuthEntry, ProviderKind, SearchEntry};
+use crate::config::{Config, Env, OAuthEntry, ProviderEntry, ProviderKind, SearchEntry, ThinkingStyle};
 
 pub fn providers(config: &Config, env: &dyn Env) -> anyhow::Result<Providers> {
     let mut out = Vec::new();
@@ -38,36 +41,56 @@ pub fn providers(config: &Config, env: &dyn Env) -> anyhow::Result<Providers> {
             }
             None => None,
         };
+        let base_url = match (entry.kind, &entry.base_url) {
+            (_, Some(url)) => url.clone(),
+            (ProviderKind::Anthropic, None) => ANTHROPIC_BASE_URL.to_owned(),
+            (_, None) => String::new(),
+        };
         let client = match entry.kind {
             ProviderKind::Demo => ProviderClient::Demo(DemoModel::new()),
             ProviderKind::Openai => {
-                let base_url = entry.base_url.clone().unwrap_or_default();
-                let defaults = Timeouts::default();
-                let mut provider = ProviderConfig::new(entry.name.clone(), base_url);
+                let mut provider = ProviderConfig::new(entry.name.clone(), base_url.clone());
                 provider.api_key = api_key.clone();
-                provider.timeouts = Timeouts {
-                    connect: entry
-                        .connect_timeout_secs
-                        .map_or(defaults.connect, Duration::from_secs),
-                    first_byte: entry
-                        .first_byte_timeout_secs
-                        .map_or(defaults.first_byte, Duration::from_secs),
-                    idle: entry.idle_timeout_secs.map_or(defaults.idle, Duration::from_secs),
-                };
+                provider.timeouts = timeouts(entry);
                 ProviderClient::OpenAi(
                     OpenAiCompatible::new(provider)
+                        .with_context(|| format!("provider {} is unusable", entry.name))?,
+                )
+            }
+            ProviderKind::Anthropic => {
+                let mut provider = AnthropicConfig::new(entry.name.clone(), base_url.clone());
+                provider.provider.api_key = api_key.clone();
+                provider.provider.timeouts = timeouts(entry);
+                provider.max_tokens = entry.max_tokens.unwrap_or(ANTHROPIC_MAX_TOKENS);
+                provider.thinking = match entry.thinking {
+                    None | Some(ThinkingStyle::Adaptive) => ThinkingMode::Adaptive,
+                    Some(ThinkingStyle::Budget) => ThinkingMode::Budget,
+                };
+                ProviderClient::Anthropic(
+                    Anthropic::new(provider)
                         .with_context(|| format!("provider {} is unusable", entry.name))?,
                 )
             }
         };
         out.push(Provider {
             name: entry.name.clone(),
-            base_url: entry.base_url.clone().unwrap_or_default(),
+            base_url,
             api_key,
             client,
         });
     }
     Ok(Providers::new(out))
+}
+
+/// The provider's timeouts, each defaulting where the entry sets none.
+fn timeouts(entry: &ProviderEntry) -> Timeouts {
+    let defaults = Timeouts::default();
+    let secs = |value: Option<u64>, default: Duration| value.map_or(default, Duration::from_secs);
+    Timeouts {
+        connect: secs(entry.connect_timeout_secs, defaults.connect),
+        first_byte: secs(entry.first_byte_timeout_secs, defaults.first_byte),
+        idle: secs(entry.idle_timeout_secs, defaults.idle),
+    }
 }
 
 pub fn web_tools(config: &Config, env: &dyn Env) -> anyhow::Result<WebTools> {

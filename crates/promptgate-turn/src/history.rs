@@ -7,6 +7,8 @@
 use promptgate_llm::{ChatMessage, ContentPart, ImageUrl, ToolCall, UserContent};
 use serde_json::Value;
 
+use crate::attachments::{FileText, file_text};
+
 /// How history is rendered for one model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HistoryOptions {
@@ -115,9 +117,13 @@ fn file_part(part: &Value, options: HistoryOptions) -> Option<ContentPart> {
         });
     }
     let name = part.get("filename").and_then(Value::as_str).unwrap_or("unnamed");
-    Some(ContentPart::Text {
-        text: format!("[Attached file: {name} ({media_type})]"),
-    })
+    // Every send renders the whole history this way, so an earlier file reads the same each
+    // time and the conversation prefix stays cacheable upstream.
+    let text = match file_text(name, media_type, url) {
+        FileText::Text(text) => text,
+        FileText::Label => format!("[Attached file: {name} ({media_type})]"),
+    };
+    Some(ContentPart::Text { text })
 }
 
 /// One assistant step: its text and the tool calls that finished, with their results.
@@ -346,6 +352,29 @@ mod tests {
             parts[1],
             ContentPart::Text {
                 text: "[Attached file: unnamed (image/png)]".into()
+            }
+        );
+    }
+
+    #[test]
+    fn an_inline_csv_file_reaches_the_model_as_its_text() {
+        let messages = convert(json!([{"role": "user", "parts": [
+            {"type": "text", "text": "Which day is earliest?"},
+            {"type": "file", "mediaType": "text/csv", "filename": "tides.csv",
+             "url": "data:text/csv;base64,ZGF5LGhpZ2gKbW9uLDA2OjQwCnR1ZSwwNzoyNQo="}
+        ]}]));
+        assert_eq!(
+            messages[0],
+            ChatMessage::User {
+                content: UserContent::Parts(vec![
+                    ContentPart::Text {
+                        text: "Which day is earliest?".into()
+                    },
+                    ContentPart::Text {
+                        text: "[Attached file: tides.csv (text/csv)]\nday,high\nmon,06:40\ntue,07:25\n[End of tides.csv]"
+                            .into()
+                    },
+                ])
             }
         );
     }

@@ -20,6 +20,7 @@
 //! 4. Await the outcome, which arrives however the turn ended, and store its `parts` with
 //!    [`TurnOutcome::stored_metadata`].
 
+mod attachments;
 pub mod engine;
 pub mod facade;
 pub mod history;

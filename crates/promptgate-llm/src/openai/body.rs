@@ -136,6 +136,7 @@ mod tests {
             parallel_tool_calls: Some(false),
             reasoning_effort: Some("low".to_owned()),
             extra: Map::new(),
+            cache: Default::default(),
         }
     }
 

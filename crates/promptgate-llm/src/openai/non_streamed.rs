@@ -5,8 +5,8 @@ use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use serde_json::{Value, json};
 
-use super::transport::BodyError;
 use crate::parser::ChunkParser;
+use crate::transport::BodyError;
 use crate::{LlmError, StreamEvent};
 
 pub(super) async fn read(

@@ -272,6 +272,7 @@ impl WireUsage {
             total_tokens: total.unwrap_or(prompt_tokens.saturating_add(completion_tokens)),
             reasoning_tokens: detail(self.completion_tokens_details.as_ref(), "reasoning_tokens"),
             cached_tokens: detail(self.prompt_tokens_details.as_ref(), "cached_tokens"),
+            cache_write_tokens: None,
         })
     }
 }

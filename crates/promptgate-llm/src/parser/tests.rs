@@ -298,6 +298,7 @@ fn usage_from_any_chunk_latest_wins_with_details() {
         total_tokens: 13,
         reasoning_tokens: Some(2),
         cached_tokens: Some(3),
+        cache_write_tokens: None,
     };
     assert_eq!(events[events.len() - 2], StreamEvent::Usage(expected));
 }

@@ -1,6 +1,7 @@
 //! A scripted OpenAI-compatible server on loopback, speaking the real wire format. Tests queue
 //! scripts and then assert what was sent; the load driver replays one answer as fast as it can.
 
+pub mod anthropic;
 mod completion;
 mod script;
 
@@ -55,7 +56,8 @@ struct Prepared {
 }
 
 impl ScriptedUpstream {
-    /// Binds 127.0.0.1 on a free port and serves `POST /v1/chat/completions`.
+    /// Binds 127.0.0.1 on a free port and serves `POST /v1/chat/completions` and
+    /// `POST /v1/messages`.
     pub async fn start() -> std::io::Result<Self> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
@@ -65,6 +67,9 @@ impl ScriptedUpstream {
         });
         let app = Router::new()
             .route("/v1/chat/completions", post(chat))
+            // The same scripts, for clients of Anthropic's Messages API; the scripts of
+            // [`anthropic`] speak that wire format.
+            .route("/v1/messages", post(chat))
             .with_state(shared.clone());
         let counter = shared.clone();
         let listener = listener.tap_io(move |_| {
@@ -218,14 +223,29 @@ async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes
     };
 
     let mut steps: VecDeque<Step> = prepared.script.steps.iter().cloned().collect();
+    let mut extra_headers = HeaderMap::new();
     // Leading steps decide when, and whether, the headers go out.
     while let Some(step) = steps.front() {
         match step {
             Step::Delay(delay) => tokio::time::sleep(*delay).await,
             Step::Hang => std::future::pending::<()>().await,
+            Step::Header(name, value) => {
+                if let (Ok(name), Ok(value)) = (
+                    header::HeaderName::try_from(name.as_str()),
+                    header::HeaderValue::try_from(value.as_str()),
+                ) {
+                    extra_headers.insert(name, value);
+                }
+            }
             Step::Status(status, body) => {
                 let status = StatusCode::from_u16(*status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-                return (status, [(header::CONTENT_TYPE, "application/json")], body.clone()).into_response();
+                return (
+                    status,
+                    extra_headers,
+                    [(header::CONTENT_TYPE, "application/json")],
+                    body.clone(),
+                )
+                    .into_response();
             }
             _ => break,
         }
@@ -244,6 +264,7 @@ async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes
         None => Body::from_stream(play(steps, shared.clone())),
     };
     (
+        extra_headers,
         [
             (header::CONTENT_TYPE, "text/event-stream"),
             (header::CACHE_CONTROL, "no-cache"),
@@ -270,7 +291,7 @@ fn step_bytes(step: &Step) -> Option<Bytes> {
             let chunk = serde_json::json!({ "error": { "message": body, "code": status } });
             Some(Bytes::from(format!("data: {chunk}\n\n")))
         }
-        Step::Delay(_) | Step::Cut | Step::Hang => None,
+        Step::Delay(_) | Step::Cut | Step::Hang | Step::Header(..) => None,
     }
 }
 

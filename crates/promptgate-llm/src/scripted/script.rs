@@ -24,6 +24,8 @@ pub enum Step {
     Status(u16, String),
     /// Sends nothing more, ever; the client has to give up.
     Hang,
+    /// Adds a response header (only as a leading step), e.g. `retry-after` on a refusal.
+    Header(String, String),
 }
 
 /// The steps that answer one request. A script that runs out of steps ends the body cleanly.

@@ -6,6 +6,7 @@
 
 mod output;
 mod plan;
+mod reasoning;
 mod step;
 mod tools;
 mod turn;

@@ -251,6 +251,9 @@ pub struct TurnPlan {
     /// The name the provider is asked for.
     pub upstream_model: String,
     pub system_prompt: String,
+    /// Length of the system prompt's leading part that is the same on every send of the thread
+    /// (the stable half); providers with explicit prompt caching end a cache breakpoint there.
+    pub system_stable_len: Option<usize>,
     /// Appended to the system prompt of every step that follows a tool step.
     pub citation_reinforcement: Option<String>,
     /// The conversation so far, ending with the new user message. No system message.
@@ -299,6 +302,7 @@ impl TurnPlan {
             model,
             upstream_model: upstream_model.into(),
             system_prompt: system_prompt.into(),
+            system_stable_len: None,
             citation_reinforcement: None,
             history,
             tools: Vec::new(),

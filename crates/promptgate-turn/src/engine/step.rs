@@ -99,6 +99,7 @@ impl Turn {
                     None => {
                         let id = self.next_part_id("reasoning");
                         self.out.emit(UiChunk::ReasoningStart { id: id.clone() }).await;
+                        self.reasoning_times.start();
                         state.open_reasoning = Some(id.clone());
                         id
                     }
@@ -204,6 +205,7 @@ impl Turn {
 
     async fn close_reasoning(&mut self, state: &mut StepState) {
         if let Some(id) = state.open_reasoning.take() {
+            self.reasoning_times.end();
             self.out.emit(UiChunk::ReasoningEnd { id }).await;
         }
     }

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use promptgate_llm::{
-    ChatMessage, ChatRequest, FinishReason, LlmError, ToolCall, ToolChoice, ToolDefinition, Usage,
-    UserContent,
+    CacheHints, ChatMessage, ChatRequest, FinishReason, LlmError, ToolCall, ToolChoice, ToolDefinition,
+    Usage, UserContent,
 };
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::output::Output;
 use super::plan::{RequestBudget, TurnOutcome, TurnPlan, TurnStatus};
+use super::reasoning::ReasoningTimes;
 use super::step::{Interrupt, StepState, StreamedCall};
 use super::tools::{Checked, check_call, start_call};
 use crate::ui::{TurnEvent, UiChunk, UiFinishReason};
@@ -54,6 +55,8 @@ pub(super) struct Turn {
     budget: Arc<RequestBudget>,
     /// The conversation as the model sees it, growing with each tool step.
     messages: Vec<ChatMessage>,
+    /// Index in each request's messages of the last message before the newest user turn.
+    conversation_prefix_end: Option<usize>,
     definitions: Vec<ToolDefinition>,
     pub(super) part_counter: u64,
     pub(super) answered: bool,
@@ -61,6 +64,7 @@ pub(super) struct Turn {
     made_tool_calls: bool,
     after_tool_step: bool,
     usage_total: Usage,
+    pub(super) reasoning_times: ReasoningTimes,
     steps: u32,
     attempts: u32,
 }
@@ -81,6 +85,12 @@ impl Turn {
             })
             .collect();
         let messages = std::mem::take(&mut plan.history);
+        // The history only grows during a turn, and each request puts the system message first,
+        // so the message before the newest user message sits one further on.
+        let conversation_prefix_end = messages
+            .iter()
+            .rposition(|m| matches!(m, ChatMessage::User { .. }))
+            .filter(|&newest_user| newest_user > 0);
         let recorder = plan
             .recorder
             .clone()
@@ -97,6 +107,7 @@ impl Turn {
             out,
             budget,
             messages,
+            conversation_prefix_end,
             definitions,
             part_counter: 0,
             answered: false,
@@ -104,6 +115,7 @@ impl Turn {
             made_tool_calls: false,
             after_tool_step: false,
             usage_total: Usage::default(),
+            reasoning_times: ReasoningTimes::default(),
             steps: 0,
             attempts: 0,
         }
@@ -306,6 +318,10 @@ impl Turn {
             temperature: plan.policy.temperature,
             reasoning_effort: plan.policy.reasoning_effort.clone(),
             extra: plan.extra.clone(),
+            cache: CacheHints {
+                stable_system_len: plan.system_stable_len,
+                conversation_prefix_end: self.conversation_prefix_end,
+            },
         }
     }
 
@@ -379,6 +395,7 @@ impl Turn {
                     results[position] = Some(error);
                 }
                 Checked::Run { tool, input } => {
+                    self.reasoning_times.start_tool(&call.id);
                     let prepared = &self.plan.tools[tool];
                     let call = start_call(
                         prepared,
@@ -407,6 +424,7 @@ impl Turn {
                 break;
             };
             let call = &calls[position];
+            self.reasoning_times.end_tool(&call.id);
             let dynamic = self.dynamic_flag(&call.name);
             let tool_call_id = call.id.clone();
             let (chunk, model_text) = match result {
@@ -483,9 +501,11 @@ impl Turn {
 
     async fn end_step_chunks(&mut self) {
         let mut metadata = json!({"modelId": self.plan.model_id, "usage": usage_metadata(&self.usage_total)});
-        if let (Some(sources), Some(object)) = (self.plan.hooks.sources_snapshot(), metadata.as_object_mut())
-        {
-            object.insert("sources".into(), sources);
+        if let Some(object) = metadata.as_object_mut() {
+            if let Some(sources) = self.plan.hooks.sources_snapshot() {
+                object.insert("sources".into(), sources);
+            }
+            self.reasoning_times.add_to(object);
         }
         self.out
             .emit(UiChunk::MessageMetadata {
@@ -512,6 +532,9 @@ fn add_usage(total: &mut Usage, step: &Usage) {
     if let Some(cached) = step.cached_tokens {
         *total.cached_tokens.get_or_insert(0) += cached;
     }
+    if let Some(written) = step.cache_write_tokens {
+        *total.cache_write_tokens.get_or_insert(0) += written;
+    }
 }
 
 /// Usage in the AI SDK's vocabulary, which is what frontends read from message metadata. The
@@ -529,6 +552,9 @@ pub fn usage_metadata(usage: &Usage) -> Value {
         if let Some(cached) = usage.cached_tokens {
             object.insert("cachedInputTokens".into(), cached.into());
         }
+        if let Some(written) = usage.cache_write_tokens {
+            object.insert("cacheWriteInputTokens".into(), written.into());
+        }
     }
     value
 }
@@ -544,6 +570,9 @@ fn user_facing_error(err: &LlmError) -> String {
         LlmError::Status {
             status: 401 | 403, ..
         } => "The model provider rejected the gateway's credentials.".to_owned(),
+        LlmError::Status {
+            status: 503 | 529, ..
+        } => "The model provider is overloaded right now. Please try again in a moment.".to_owned(),
         LlmError::Status { status, .. } => format!("The model provider returned an error (HTTP {status})."),
         LlmError::Timeout { .. } => {
             "The model provider did not respond in time. Please try again.".to_owned()

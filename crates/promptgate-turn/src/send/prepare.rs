@@ -52,6 +52,9 @@ impl Prepared {
             system,
             history,
         );
+        let stable = &self.plan.parts.stable;
+        plan.system_stable_len =
+            (!stable.is_empty() && plan.system_prompt.starts_with(stable.as_str())).then_some(stable.len());
         plan.citation_reinforcement = profile
             .citation_reinforcement_enabled
             .then(|| nudges::citation_reinforcement(profile).to_owned());

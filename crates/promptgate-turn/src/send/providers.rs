@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use promptgate_core::settings::Model;
-use promptgate_llm::{ChatModel, DemoModel, OpenAiCompatible, ParserOptions};
+use promptgate_llm::{Anthropic, ChatModel, DemoModel, OpenAiCompatible, ParserOptions};
 
 /// One provider from the config file, ready to serve requests.
 #[derive(Clone)]
@@ -21,6 +21,9 @@ pub struct Provider {
 pub enum ProviderClient {
     Demo(DemoModel),
     OpenAi(OpenAiCompatible),
+    /// Anthropic's Messages API; reasoning arrives as thinking blocks, so think-tag options do
+    /// not apply.
+    Anthropic(Anthropic),
 }
 
 impl Provider {
@@ -32,6 +35,7 @@ impl Provider {
                 think_tags: model.extract_think_tags,
                 start_with_reasoning: model.start_with_reasoning,
             })),
+            ProviderClient::Anthropic(client) => Arc::new(client.clone()),
         }
     }
 }

@@ -1,5 +1,7 @@
 //! Plain answers: the shape of the stream and of the stored message.
 
+use std::time::Duration;
+
 use promptgate_llm::{FinishReason, StreamEvent};
 use promptgate_turn::{TurnStatus, UiChunk, UiFinishReason};
 use serde_json::json;
@@ -107,6 +109,57 @@ async fn reasoning_is_closed_before_the_answer_starts() {
             json!({"type": "text", "text": "Answer", "state": "done"}),
         ]
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_stored_answer_says_when_each_reasoning_part_began_and_how_long_it_lasted() {
+    let model = ScriptedModel::new(vec![Script::Paced(
+        Duration::from_millis(700),
+        vec![
+            Ok(StreamEvent::ReasoningDelta("Tides follow".into())),
+            Ok(StreamEvent::ReasoningDelta(" the moon.".into())),
+            Ok(StreamEvent::TextDelta("06:40. ".into())),
+            Ok(StreamEvent::ReasoningDelta("Check the date.".into())),
+            Ok(StreamEvent::TextDelta("Today.".into())),
+            Ok(StreamEvent::Finished(FinishReason::Stop)),
+        ],
+    )]);
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let done = run(plan(model, vec![])).await;
+
+    let metadata = &done.outcome.metadata;
+    let starts = metadata["reasoningStartTimes"].as_object().unwrap();
+    assert_eq!(starts.keys().collect::<Vec<_>>(), ["reasoning-0", "reasoning-1"]);
+    let first_start = starts["reasoning-0"].as_u64().unwrap();
+    assert!(first_start >= before, "a wall-clock time: {first_start}");
+    // Open from the first reasoning delta to the first text, two events later; the second part
+    // from its one delta to the next text.
+    assert_eq!(
+        metadata["reasoningTime"],
+        json!({"reasoning-0": 1400, "reasoning-1": 700})
+    );
+    // The client saw the same in the step's metadata chunk.
+    let streamed = done
+        .chunks
+        .iter()
+        .filter_map(|chunk| match chunk {
+            UiChunk::MessageMetadata { message_metadata } => message_metadata.get("reasoningTime"),
+            _ => None,
+        })
+        .next_back()
+        .cloned();
+    assert_eq!(streamed, Some(metadata["reasoningTime"].clone()));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_answer_without_reasoning_has_no_reasoning_times() {
+    let model = ScriptedModel::new(vec![answer(&["Plain."])]);
+    let done = run(plan(model, vec![])).await;
+    assert!(done.outcome.metadata.get("reasoningStartTimes").is_none());
+    assert!(done.outcome.metadata.get("reasoningTime").is_none());
 }
 
 #[tokio::test(start_paused = true)]

@@ -25,6 +25,8 @@ pub enum Script {
     /// The events, then silence until the request is dropped.
     EventsThenHang(Vec<Result<StreamEvent, LlmError>>),
     Refuse(LlmError),
+    /// The events, each after this pause (the tests run on a paused clock, so it is exact).
+    Paced(Duration, Vec<Result<StreamEvent, LlmError>>),
 }
 
 #[derive(Default)]
@@ -57,6 +59,12 @@ impl ChatModel for ScriptedModel {
                 .chain(futures::stream::pending())
                 .boxed()),
             Some(Script::Refuse(err)) => Err(err),
+            Some(Script::Paced(pause, events)) => Ok(futures::stream::iter(events)
+                .then(move |event| async move {
+                    tokio::time::sleep(pause).await;
+                    event
+                })
+                .boxed()),
             None => Err(LlmError::Protocol("the test script has no more steps".into())),
         }
     }
@@ -69,6 +77,7 @@ pub fn usage(prompt: u64, completion: u64) -> StreamEvent {
         total_tokens: prompt + completion,
         reasoning_tokens: None,
         cached_tokens: None,
+        cache_write_tokens: None,
     })
 }
 

@@ -428,3 +428,26 @@ async fn a_zero_keep_alive_interval_does_not_flood_the_stream() {
         "one heartbeat per second at most, got {beats}"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_stored_answer_says_how_long_each_tool_that_ran_took() {
+    let slow = Arc::new(Echo {
+        delay: Some(Duration::from_millis(1500)),
+        ..Echo::default()
+    });
+    let tools = vec![tool(spec("lookup", None, false), slow)];
+    let model = ScriptedModel::new(vec![
+        tool_calls(&[("call_1", "lookup", "{}"), ("call_2", "no_such_tool", "{}")]),
+        answer(&["Done."]),
+    ]);
+    let done = run(plan(model, tools)).await;
+
+    let metadata = &done.outcome.metadata;
+    let starts = metadata["reasoningStartTimes"].as_object().unwrap();
+    assert_eq!(
+        starts.keys().collect::<Vec<_>>(),
+        ["call_1"],
+        "a refused call never ran"
+    );
+    assert_eq!(metadata["reasoningTime"], json!({"call_1": 1500}));
+}

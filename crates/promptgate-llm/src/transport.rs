@@ -40,7 +40,7 @@ impl From<BodyError> for LlmError {
             BodyError::TooLarge(what) => LlmError::Protocol(format!("{what} is too large")),
             BodyError::Transport(e) => LlmError::Protocol(format!(
                 "the connection failed mid-stream: {}",
-                super::describe(&e.without_url())
+                crate::endpoint::describe(&e.without_url())
             )),
         }
     }

@@ -1,0 +1,146 @@
+//! A streamed answer read event by event: the server-sent events of a timed body fed to the wire
+//! format's parser, the first event held to the first-byte deadline, and the connection handed
+//! back to the pool once the parser has seen the answer's end.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use eventsource_stream::{Event, EventStreamError, Eventsource};
+use futures::{FutureExt, Stream, StreamExt};
+use tokio::time::Instant;
+
+use crate::transport::{BodyError, timed_body, timeout};
+use crate::{EventStream, LlmError, StreamEvent, TimeoutPhase, Timeouts};
+
+/// How long the rest of a body is read after the answer's end, so its connection can be reused.
+const DRAIN_AFTER_END: Duration = Duration::from_secs(2);
+
+/// One wire format's reading of the events.
+pub(crate) trait EventParser: Send + 'static {
+    /// Reads one event; an `Err` ends the stream with it.
+    fn push(&mut self, event: &Event) -> Result<Vec<StreamEvent>, LlmError>;
+    /// The answer has ended; nothing after this event matters.
+    fn is_done(&self) -> bool;
+    /// The body ended (or the answer did): the closing events, or the error that the answer is
+    /// incomplete.
+    fn finish(&mut self) -> Result<Vec<StreamEvent>, LlmError>;
+}
+
+/// The events of a successful streamed response.
+pub(crate) fn event_stream<P: EventParser>(
+    response: reqwest::Response,
+    first_byte_deadline: Instant,
+    timeouts: Timeouts,
+    parser: P,
+) -> EventStream {
+    let body = timed_body(response, first_byte_deadline, timeouts.first_byte, timeouts.idle);
+    let reader = Reader {
+        sse: Some(Box::pin(body).eventsource()),
+        first_event_deadline: Some((first_byte_deadline, timeouts.first_byte)),
+        parser,
+        ready: VecDeque::new(),
+        closed: false,
+    };
+    Box::pin(futures::stream::unfold(reader, |mut reader| async move {
+        let item = reader.next_event().await?;
+        Some((item, reader))
+    }))
+}
+
+/// Drives the parser from the SSE events. Dropping it drops the response body, which closes the
+/// connection: that is how a cancelled turn stops the upstream request.
+struct Reader<S, P> {
+    sse: Option<S>,
+    /// Until the first event arrives, the wait is bounded by the first-byte deadline.
+    first_event_deadline: Option<(Instant, Duration)>,
+    parser: P,
+    ready: VecDeque<StreamEvent>,
+    closed: bool,
+}
+
+impl<S, P> Reader<S, P>
+where
+    S: Stream<Item = Result<Event, EventStreamError<BodyError>>> + Send + Unpin + 'static,
+    P: EventParser,
+{
+    async fn next_event(&mut self) -> Option<Result<StreamEvent, LlmError>> {
+        loop {
+            if let Some(event) = self.ready.pop_front() {
+                return Some(Ok(event));
+            }
+            if self.closed {
+                return None;
+            }
+            if self.parser.is_done() {
+                self.release_connection();
+                return self.end();
+            }
+            let Some(sse) = self.sse.as_mut() else {
+                return self.end();
+            };
+            let next = match self.first_event_deadline {
+                Some((deadline, limit)) => match tokio::time::timeout_at(deadline, sse.next()).await {
+                    Ok(next) => next,
+                    Err(_) => {
+                        self.closed = true;
+                        return Some(Err(timeout(TimeoutPhase::FirstByte, limit)));
+                    }
+                },
+                None => sse.next().await,
+            };
+            self.first_event_deadline = None;
+            let pushed = match next {
+                None => return self.end(),
+                Some(Err(e)) => Err(stream_error(e)),
+                Some(Ok(event)) => self.parser.push(&event),
+            };
+            match pushed {
+                Ok(events) => self.ready.extend(events),
+                Err(e) => {
+                    self.closed = true;
+                    return Some(Err(e));
+                }
+            }
+        }
+    }
+
+    /// After the answer's end only the end of the body is left. Reading it hands the connection
+    /// back to the pool instead of closing it. What has already arrived is read now, so the next
+    /// request can reuse the connection; anything still on its way is read in the background, so
+    /// the caller is never held up.
+    fn release_connection(&mut self) {
+        let Some(mut sse) = self.sse.take() else {
+            return;
+        };
+        loop {
+            match sse.next().now_or_never() {
+                Some(Some(_)) => continue,
+                Some(None) => return,
+                None => break,
+            }
+        }
+        tokio::spawn(async move {
+            let drain = async { while sse.next().await.is_some() {} };
+            let _ = tokio::time::timeout(DRAIN_AFTER_END, drain).await;
+        });
+    }
+
+    fn end(&mut self) -> Option<Result<StreamEvent, LlmError>> {
+        self.closed = true;
+        match self.parser.finish() {
+            Ok(events) => {
+                self.ready.extend(events);
+                self.ready.pop_front().map(Ok)
+            }
+            Err(e) => Some(Err(e)),
+        }
+    }
+}
+
+fn stream_error(error: EventStreamError<BodyError>) -> LlmError {
+    match error {
+        EventStreamError::Transport(e) => e.into(),
+        EventStreamError::Utf8(_) => LlmError::Protocol("the stream is not valid UTF-8".to_owned()),
+        EventStreamError::Parser(e) => LlmError::Protocol(format!("malformed server-sent event: {e}")),
+    }
+}

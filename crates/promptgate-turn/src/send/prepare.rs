@@ -6,13 +6,15 @@ use std::sync::Arc;
 use chrono::Utc;
 use promptgate_core::budget::WebBudget;
 use promptgate_core::plan::{SendInput, SendPlan, UpstreamIdentity, plan_send};
-use promptgate_core::settings::Model;
+use promptgate_core::settings::{Engine, Model};
 use promptgate_core::tools::mcp_names::{McpServerTools, McpToolDef};
 use promptgate_llm::ChatMessage;
 use promptgate_mcp::{DiscoveryOutcome, McpServerConfig};
 use promptgate_store::{Message, SendContext};
+use promptgate_workspace::WorkspaceSession;
 use serde_json::{Value, json};
 
+use super::harness::{ClientIdentity, FlushWorkspace};
 use super::hooks::TurnState;
 use super::providers::Provider;
 use super::toolset::{Executors, McpToolExecutor};
@@ -27,6 +29,13 @@ pub struct Prepared {
     pub tools: Vec<PreparedTool>,
     pub history: Vec<ChatMessage>,
     pub state: Arc<TurnState>,
+    /// A harness model's new prompt (skill instructions and attachments in place), which follows
+    /// either the kept transcript or the seed that `history` starts with.
+    pub harness_prompt: Option<ChatMessage>,
+    /// The thread's latest stored answer before the new message: a kept transcript must end there.
+    pub previous_answer: Option<String>,
+    /// The workspace of this send, flushed when the turn ends.
+    pub workspace: Option<Arc<WorkspaceSession>>,
 }
 
 impl Prepared {
@@ -72,6 +81,13 @@ impl Prepared {
         };
         plan.limits = limits;
         plan.extra = profile.provider_options.clone().unwrap_or_default();
+        if self.model.engine == Engine::Harness {
+            plan.floor = crate::engine::Floor::Steer(nudges::WEB_FLOOR_STEER.to_owned());
+            plan.verb_renderer = crate::engine::title_by_name;
+        }
+        if let Some(session) = self.workspace {
+            plan.on_end.push(Arc::new(FlushWorkspace(session)));
+        }
         (plan, self.model, self.state)
     }
 }
@@ -111,7 +127,7 @@ impl TurnService {
         }
         let text = message_text.map(str::to_owned).unwrap_or_default();
         let prepared = self
-            .prepare_with_text(user_id, ctx, model, &provider, None, &text)
+            .prepare_with_text(user_id, ctx, model, &provider, &text, &Planned::default())
             .await;
         Ok(PreparedSend {
             model: prepared.model,
@@ -125,10 +141,10 @@ impl TurnService {
         ctx: SendContext,
         model: Model,
         provider: &Provider,
-        state: Option<&Arc<TurnState>>,
+        planned: &Planned,
     ) -> Prepared {
         let text = last_user_text(&ui_messages(&ctx.history)).unwrap_or_default();
-        self.prepare_with_text(user_id, ctx, model, provider, state, &text)
+        self.prepare_with_text(user_id, ctx, model, provider, &text, planned)
             .await
     }
 
@@ -138,8 +154,8 @@ impl TurnService {
         mut ctx: SendContext,
         model: Model,
         provider: &Provider,
-        state: Option<&Arc<TurnState>>,
         last_user_text: &str,
+        planned: &Planned,
     ) -> Prepared {
         // Offer only what this deployment can run, so the prompt never promises a missing tool.
         if !self.web.available() {
@@ -152,6 +168,7 @@ impl TurnService {
                 integrations: &ctx.integrations,
                 model: &model,
                 upstream: UpstreamIdentity {
+                    kind: provider.harness_kind(),
                     provider: &provider.name,
                     base_url: &provider.base_url,
                     api_key: provider.api_key.as_deref(),
@@ -163,39 +180,55 @@ impl TurnService {
                 last_user_text,
                 ask_responses: &[],
                 voice_mode: false,
-                client_env: "web",
-                app_version: None,
-                regeneration_revision: 0,
+                client_env: &planned.client.environment,
+                app_version: planned.client.version.as_deref(),
+                regeneration_revision: planned.regeneration_revision,
             },
             Utc::now(),
         );
         for skipped in &plan.mcp_not_offered {
             tracing::warn!(user = %user_id, "{}", skipped.warning());
         }
-        let state = state.cloned().unwrap_or_else(|| {
+        let state = planned.state.clone().unwrap_or_else(|| {
             Arc::new(TurnState::new(WebBudget::new(
                 plan.web_intent,
                 self.web.promotion_enabled,
             )))
         });
-        let executors = self.executors(user_id, &ctx, &plan, &mcp_configs, &state).await;
+        let (executors, workspace) = self.executors(user_id, &ctx, &plan, &mcp_configs, &state).await;
         let (tools, offered) = executors.attach(plan.tools.clone());
         let plan = SendPlan {
             tools: offered,
             ..plan
         };
-        let history = to_model_messages(
-            &ui_messages(&ctx.history),
-            HistoryOptions {
-                images: model.supports_images,
-            },
-        );
+        let options = HistoryOptions {
+            images: model.supports_images,
+        };
+        let messages = ui_messages(&ctx.history);
+        let previous_answer = ctx
+            .history
+            .iter()
+            .rev()
+            .find(|m| m.role == promptgate_store::Role::Assistant)
+            .map(|m| m.id.clone());
+        let (history, harness_prompt) = match (model.engine, messages.split_last()) {
+            (Engine::Harness, Some((last, earlier))) if last["role"] == "user" => {
+                let prompt = crate::harness::prompt_message(last, &plan.skill_instructions, options);
+                let mut history = crate::harness::seed_turns(earlier);
+                history.extend(prompt.clone());
+                (history, prompt)
+            }
+            _ => (to_model_messages(&messages, options), None),
+        };
         Prepared {
             model,
             plan,
             tools,
             history,
             state,
+            harness_prompt,
+            previous_answer,
+            workspace,
         }
     }
 
@@ -256,10 +289,17 @@ impl TurnService {
         plan: &SendPlan,
         mcp_configs: &HashMap<String, McpServerConfig>,
         state: &Arc<TurnState>,
-    ) -> Executors {
+    ) -> (Executors, Option<Arc<WorkspaceSession>>) {
         let mut executors = Executors::default();
         super::builtin::register(self, &mut executors, user_id, ctx, state).await;
-        super::workspace::register(&mut executors, &self.store, user_id, ctx, plan);
+        let workspace = super::workspace::register(
+            &mut executors,
+            &self.store,
+            user_id,
+            ctx,
+            plan,
+            &self.config.workspace,
+        );
         if let Some(integrations) = &self.integrations {
             integrations.register(&mut executors, &self.store, user_id, &ctx.integrations);
         }
@@ -279,6 +319,25 @@ impl TurnService {
                 }
             }
         }
-        executors
+        (executors, workspace)
+    }
+}
+
+/// What a send adds to the stored setup when planning: who is asking and how often the thread's
+/// answer was regenerated (both shape a harness), and the turn state a retry carries over.
+#[derive(Clone)]
+pub(crate) struct Planned {
+    pub client: ClientIdentity,
+    pub regeneration_revision: u32,
+    pub state: Option<Arc<TurnState>>,
+}
+
+impl Default for Planned {
+    fn default() -> Self {
+        Self {
+            client: ClientIdentity::web(),
+            regeneration_revision: 0,
+            state: None,
+        }
     }
 }

@@ -67,8 +67,11 @@ impl TurnService {
                 ctx,
                 model,
                 &provider,
-                &text,
-                &super::prepare::Planned::default(),
+                None,
+                super::prepare::Asked {
+                    text: &text,
+                    planned: &super::prepare::Planned::default(),
+                },
             )
             .await;
 

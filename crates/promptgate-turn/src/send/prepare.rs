@@ -18,7 +18,7 @@ use super::harness::{ClientIdentity, FlushWorkspace};
 use super::hooks::TurnState;
 use super::providers::Provider;
 use super::toolset::{Executors, McpToolExecutor};
-use super::{SendError, TurnService};
+use super::{ClientNotes, SendError, TurnService};
 use crate::engine::PreparedTool;
 use crate::history::{HistoryOptions, last_user_text, to_model_messages};
 
@@ -92,6 +92,13 @@ impl Prepared {
     }
 }
 
+/// What the user asks this send: the last message's text (its `/slug` skills), and what the
+/// request says besides the stored setup.
+pub(super) struct Asked<'a> {
+    pub text: &'a str,
+    pub planned: &'a Planned,
+}
+
 /// The prompt and toolset a send to a thread would use now (what the preview shows).
 pub struct PreparedSend {
     pub model: Model,
@@ -127,7 +134,17 @@ impl TurnService {
         }
         let text = message_text.map(str::to_owned).unwrap_or_default();
         let prepared = self
-            .prepare_with_text(user_id, ctx, model, &provider, &text, &Planned::default())
+            .prepare_with_text(
+                user_id,
+                ctx,
+                model,
+                &provider,
+                None,
+                Asked {
+                    text: &text,
+                    planned: &Planned::default(),
+                },
+            )
             .await;
         Ok(PreparedSend {
             model: prepared.model,
@@ -141,11 +158,19 @@ impl TurnService {
         ctx: SendContext,
         model: Model,
         provider: &Provider,
+        state: Option<&Arc<TurnState>>,
         planned: &Planned,
     ) -> Prepared {
         let text = last_user_text(&ui_messages(&ctx.history)).unwrap_or_default();
-        self.prepare_with_text(user_id, ctx, model, provider, &text, planned)
-            .await
+        self.prepare_with_text(
+            user_id,
+            ctx,
+            model,
+            provider,
+            state,
+            Asked { text: &text, planned },
+        )
+        .await
     }
 
     pub(super) async fn prepare_with_text(
@@ -154,9 +179,14 @@ impl TurnService {
         mut ctx: SendContext,
         model: Model,
         provider: &Provider,
-        last_user_text: &str,
-        planned: &Planned,
+        state: Option<&Arc<TurnState>>,
+        asked: Asked<'_>,
     ) -> Prepared {
+        let Asked {
+            text: last_user_text,
+            planned,
+        } = asked;
+        let notes = &planned.notes;
         // Offer only what this deployment can run, so the prompt never promises a missing tool.
         if !self.web.available() {
             ctx.settings.web_tools_enabled = false;
@@ -178,8 +208,8 @@ impl TurnService {
                 skills: &ctx.skills,
                 mcp_servers: &mcp_servers,
                 last_user_text,
-                ask_responses: &[],
-                voice_mode: false,
+                ask_responses: &notes.ask_responses,
+                voice_mode: notes.voice_mode,
                 client_env: &planned.client.environment,
                 app_version: planned.client.version.as_deref(),
                 regeneration_revision: planned.regeneration_revision,
@@ -189,7 +219,7 @@ impl TurnService {
         for skipped in &plan.mcp_not_offered {
             tracing::warn!(user = %user_id, "{}", skipped.warning());
         }
-        let state = planned.state.clone().unwrap_or_else(|| {
+        let state = state.cloned().unwrap_or_else(|| {
             Arc::new(TurnState::new(WebBudget::new(
                 plan.web_intent,
                 self.web.promotion_enabled,
@@ -324,12 +354,12 @@ impl TurnService {
 }
 
 /// What a send adds to the stored setup when planning: who is asking and how often the thread's
-/// answer was regenerated (both shape a harness), and the turn state a retry carries over.
-#[derive(Clone)]
+/// answer was regenerated (both shape a harness), and the client's notes (the legacy prompt's).
+#[derive(Debug, Clone)]
 pub(crate) struct Planned {
     pub client: ClientIdentity,
     pub regeneration_revision: u32,
-    pub state: Option<Arc<TurnState>>,
+    pub notes: ClientNotes,
 }
 
 impl Default for Planned {
@@ -337,7 +367,7 @@ impl Default for Planned {
         Self {
             client: ClientIdentity::web(),
             regeneration_revision: 0,
-            state: None,
+            notes: ClientNotes::default(),
         }
     }
 }

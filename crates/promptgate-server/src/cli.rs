@@ -8,8 +8,8 @@ use anyhow::Context;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+use promptgate_service::TurnService;
 use promptgate_store::Store;
-use promptgate_turn::send::TurnService;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{AuthMode, Config, Env, ProcessEnv};

@@ -166,7 +166,7 @@ pub struct TurnConfig {
     pub checkpoint_interval_ms: u64,
     /// `stop`: a client that goes away stops its turn. `continue`: the turn runs to its end and is
     /// stored, and `GET /v1/chat/{id}/stream` resumes it.
-    pub on_disconnect: promptgate_turn::send::OnDisconnect,
+    pub on_disconnect: promptgate_service::OnDisconnect,
     /// A running turn's claim on its thread holds this long without renewal; past it, the instance
     /// running the turn is taken for dead: the thread is freed and the answer marked `interrupted`.
     pub lease_secs: u64,
@@ -183,14 +183,14 @@ impl Default for TurnConfig {
             wall_clock_secs: 120,
             tool_timeout_secs: 60,
             keep_alive_secs: 15,
-            max_in_flight: promptgate_turn::send::DEFAULT_TURNS_IN_FLIGHT,
+            max_in_flight: promptgate_service::DEFAULT_TURNS_IN_FLIGHT,
             save_grace_secs: 5,
-            save_retry_secs: promptgate_turn::send::DEFAULT_SAVE_RETRY.as_secs(),
+            save_retry_secs: promptgate_service::DEFAULT_SAVE_RETRY.as_secs(),
             checkpoint_interval_ms: 1000,
-            on_disconnect: promptgate_turn::send::OnDisconnect::Stop,
-            lease_secs: promptgate_turn::send::DEFAULT_LEASE.as_secs(),
-            heartbeat_secs: promptgate_turn::send::DEFAULT_HEARTBEAT.as_secs(),
-            retry_window_secs: promptgate_turn::send::DEFAULT_RETRY_WINDOW.as_secs(),
+            on_disconnect: promptgate_service::OnDisconnect::Stop,
+            lease_secs: promptgate_service::DEFAULT_LEASE.as_secs(),
+            heartbeat_secs: promptgate_service::DEFAULT_HEARTBEAT.as_secs(),
+            retry_window_secs: promptgate_service::DEFAULT_RETRY_WINDOW.as_secs(),
         }
     }
 }
@@ -794,7 +794,7 @@ mod tests {
         assert_eq!(two.turn.max_in_flight, 2);
         assert_eq!(
             Config::parse(EMBEDDED_DEFAULT).unwrap().turn.max_in_flight,
-            promptgate_turn::send::DEFAULT_TURNS_IN_FLIGHT
+            promptgate_service::DEFAULT_TURNS_IN_FLIGHT
         );
     }
 

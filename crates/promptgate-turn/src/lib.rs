@@ -25,7 +25,6 @@ pub mod engine;
 pub mod facade;
 pub mod history;
 pub mod message;
-pub mod send;
 pub mod ui;
 
 pub use engine::{

@@ -12,7 +12,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
-use promptgate_turn::send::{
+use promptgate_service::{
     Follow, FollowStream, MAX_FEED_BYTES, SendError, SendHandle, SendInput, SendRequest,
 };
 use schemars::JsonSchema;

@@ -11,7 +11,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
-use promptgate_turn::send::{CompletionRequest, SendHandle};
+use promptgate_service::{CompletionRequest, SendHandle};
 use promptgate_turn::{
     CompletionChunks, CompletionIdentity, CompletionResponse, SSE_DONE, TurnEvent, facade_history,
 };

@@ -56,14 +56,17 @@ impl Executors {
     }
 
     /// Keeps the specs that have an executor, in order; the others are logged and not offered.
-    pub fn attach(&self, specs: Vec<ToolSpec>) -> (Vec<crate::engine::PreparedTool>, Vec<ToolSpec>) {
+    pub fn attach(
+        &self,
+        specs: Vec<ToolSpec>,
+    ) -> (Vec<promptgate_turn::engine::PreparedTool>, Vec<ToolSpec>) {
         let mut prepared = Vec::with_capacity(specs.len());
         let mut kept = Vec::with_capacity(specs.len());
         for spec in specs {
             match self.get(&spec.name) {
                 Some(executor) => {
                     kept.push(spec.clone());
-                    prepared.push(crate::engine::PreparedTool { spec, executor });
+                    prepared.push(promptgate_turn::engine::PreparedTool { spec, executor });
                 }
                 None => {
                     tracing::warn!(tool = %spec.name, "no executor is configured for this tool; not offered")

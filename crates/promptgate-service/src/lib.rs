@@ -37,9 +37,9 @@ pub use providers::{Provider, ProviderClient, Providers};
 pub use record::{PendingSave, PendingSaves};
 pub use toolset::{Executors, McpToolExecutor};
 
-use crate::engine::{RequestBudget, TurnLimits, run_turn};
 use feed::{Detach, FeedWriter, TurnFeed};
 use live::Claim;
+use promptgate_turn::engine::{RequestBudget, TurnLimits, run_turn};
 use record::AnswerWriter;
 
 /// How long a final save keeps trying while the store is unavailable.

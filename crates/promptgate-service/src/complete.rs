@@ -7,8 +7,8 @@ use promptgate_llm::{ChatMessage, ContentPart, UserContent};
 use serde_json::{Map, Value};
 
 use super::{SendError, SendHandle, SendStream, TurnService, WebHooks};
-use crate::engine::{RequestBudget, run_turn};
-use crate::facade::FacadeHistory;
+use promptgate_turn::engine::{RequestBudget, run_turn};
+use promptgate_turn::facade::FacadeHistory;
 
 pub struct CompletionRequest {
     pub user_id: String,

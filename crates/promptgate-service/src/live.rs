@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::feed::TurnFeed;
 use super::hooks::TurnState;
-use crate::engine::{RequestBudget, ToolCache};
+use promptgate_turn::engine::{RequestBudget, ToolCache};
 
 /// What an automatic retry of a turn inherits: budget, sources, attempt budget and shared results.
 #[derive(Clone)]

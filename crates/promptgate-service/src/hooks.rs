@@ -8,7 +8,7 @@ use promptgate_core::tools::ToolSpec;
 use promptgate_tools::ToolOutput;
 use serde_json::Value;
 
-use crate::engine::{Gate, SourceRef, TurnHooks};
+use promptgate_turn::engine::{Gate, SourceRef, TurnHooks};
 
 /// Budget and registry of one logical turn. An automatic retry of the turn (`retry_of`) gets the same
 /// state back, so it neither re-spends nor renumbers.

@@ -17,8 +17,8 @@ use super::hooks::TurnState;
 use super::providers::Provider;
 use super::toolset::{Executors, McpToolExecutor};
 use super::{SendError, TurnService};
-use crate::engine::PreparedTool;
-use crate::history::{HistoryOptions, last_user_text, to_model_messages};
+use promptgate_turn::engine::PreparedTool;
+use promptgate_turn::history::{HistoryOptions, last_user_text, to_model_messages};
 
 /// Everything a turn needs, decided before the first upstream byte.
 pub struct Prepared {
@@ -35,15 +35,15 @@ impl Prepared {
     pub fn into_turn_plan(
         self,
         provider: &Provider,
-        limits: crate::engine::TurnLimits,
+        limits: promptgate_turn::engine::TurnLimits,
         ids: (String, String),
         system: String,
         history: Vec<ChatMessage>,
-    ) -> (crate::engine::TurnPlan, Model, Arc<TurnState>) {
+    ) -> (promptgate_turn::engine::TurnPlan, Model, Arc<TurnState>) {
         use promptgate_core::prompt::nudges;
         let (turn_id, message_id) = ids;
         let profile = &self.model.profile;
-        let mut plan = crate::engine::TurnPlan::new(
+        let mut plan = promptgate_turn::engine::TurnPlan::new(
             turn_id,
             message_id,
             self.model.id.clone(),
@@ -59,11 +59,14 @@ impl Prepared {
             .citation_reinforcement_enabled
             .then(|| nudges::citation_reinforcement(profile).to_owned());
         plan.tools = self.tools;
-        plan.policy = crate::engine::StepPolicy {
+        plan.policy = promptgate_turn::engine::StepPolicy {
             reasoning_effort: self.model.reasoning.clone(),
-            ..crate::engine::StepPolicy::from_profile(profile, self.model.supports_parallel_tool_calls)
+            ..promptgate_turn::engine::StepPolicy::from_profile(
+                profile,
+                self.model.supports_parallel_tool_calls,
+            )
         };
-        plan.nudges = crate::engine::Nudges {
+        plan.nudges = promptgate_turn::engine::Nudges {
             final_step: nudges::final_step_nudge(profile).to_owned(),
             preventive: nudges::preventive_nudge(profile).to_owned(),
             retry: nudges::retry_nudge(profile, false),

@@ -4,8 +4,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use promptgate_core::budget::{Admission, WebBudget, normalize_web_tool_key};
 use promptgate_core::sources::SourceRegistry;
+use promptgate_core::tools::ToolOutput;
 use promptgate_core::tools::ToolSpec;
-use promptgate_tools::ToolOutput;
 use serde_json::Value;
 
 use promptgate_turn::engine::{Gate, SourceRef, TurnHooks};

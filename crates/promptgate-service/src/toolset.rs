@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use promptgate_core::tools::ToolSpec;
+use promptgate_core::tools::{ToolError, ToolExecutor, ToolOutput};
 use promptgate_mcp::{McpError, McpHub, McpServerConfig};
-use promptgate_tools::{ToolError, ToolExecutor, ToolOutput};
 use serde_json::Value;
 
 /// Forwards a call to the MCP server the tool was discovered on.

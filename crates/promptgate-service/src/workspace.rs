@@ -6,8 +6,8 @@ use async_trait::async_trait;
 use chrono::Utc;
 use promptgate_core::plan::SendPlan;
 use promptgate_core::tools::names;
+use promptgate_core::tools::{ToolError, ToolExecutor, ToolOutput};
 use promptgate_store::{SendContext, Store};
-use promptgate_tools::{ToolError, ToolExecutor, ToolOutput};
 use promptgate_workspace::{WorkspaceLimits, WorkspaceSession};
 use serde_json::Value;
 

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use promptgate_core::settings::ModelProfile;
 use promptgate_core::tools::ToolSpec;
+use promptgate_core::tools::{ToolExecutor, ToolOutput};
 use promptgate_llm::{ChatMessage, ChatModel, Usage};
-use promptgate_tools::{ToolExecutor, ToolOutput};
 use serde_json::{Map, Value};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;

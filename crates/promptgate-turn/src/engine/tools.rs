@@ -8,7 +8,7 @@ use std::time::Duration;
 use futures::FutureExt;
 use futures::future::{BoxFuture, Shared};
 use promptgate_core::tools::ToolSpec;
-use promptgate_tools::{ToolError, ToolOutput};
+use promptgate_core::tools::{ToolError, ToolOutput};
 use serde_json::Value;
 
 use super::plan::{Gate, PreparedTool, TurnHooks};

@@ -21,9 +21,9 @@ use tracing::Instrument;
 
 pub use plan::{
     AnswerRecorder, Gate, NoHooks, Nudges, PreparedTool, RequestBudget, SourceRef, StepPolicy, TurnHooks,
-    TurnLimits, TurnOutcome, TurnPlan, TurnStatus, VerbRenderer,
+    TurnLimits, TurnOutcome, TurnPlan, TurnStatus,
 };
-pub use tools::{ToolCache, render_verb, stable_json};
+pub use tools::ToolCache;
 pub use turn::{EMPTY_ANSWER_TEXT, NOT_STORED_TEXT};
 
 use crate::ui::TurnEvent;

@@ -24,9 +24,6 @@ pub struct PreparedTool {
     pub executor: Arc<dyn ToolExecutor>,
 }
 
-/// Renders the progress title shown while a tool runs (e.g. `Searching for "rust"...`).
-pub type VerbRenderer = fn(&ToolSpec, &Value) -> Option<String>;
-
 /// How the model/tool loop is steered, from the model's profile.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StepPolicy {
@@ -271,7 +268,6 @@ pub struct TurnPlan {
     /// Merged into every upstream request body.
     pub extra: Map<String, Value>,
     pub hooks: Arc<dyn TurnHooks>,
-    pub verb_renderer: VerbRenderer,
     /// The turn's place among the turns a server runs at once; released when the turn ends.
     pub admission: Option<tokio::sync::OwnedSemaphorePermit>,
     /// Fold the chunks into the message the outcome carries (parts and metadata). A turn whose
@@ -285,7 +281,7 @@ pub struct TurnPlan {
 
 impl TurnPlan {
     /// A plan without tools: default policy and limits, no nudge texts, no hooks, a fresh request
-    /// budget and tool cache, the built-in verb rendering. Set the other fields directly.
+    /// budget and tool cache. Set the other fields directly.
     pub fn new(
         turn_id: impl Into<String>,
         message_id: impl Into<String>,
@@ -314,7 +310,6 @@ impl TurnPlan {
             cancel: CancellationToken::new(),
             extra: Map::new(),
             hooks: Arc::new(NoHooks),
-            verb_renderer: super::tools::render_verb,
             admission: None,
             record_message: true,
             recorder: None,

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use promptgate_core::citations::CitationCleaner;
+use promptgate_core::tools::verb::loading_message_for;
 use promptgate_llm::{ChatModel, ChatRequest, FinishReason, LlmError, StreamEvent, Usage};
 use serde_json::{Value, json};
 
@@ -129,7 +130,7 @@ impl Turn {
                     .iter()
                     .find(|tool| tool.spec.name == name)
                     .map(|tool| &tool.spec);
-                let title = spec.and_then(|spec| (self.plan.verb_renderer)(spec, &json!({})));
+                let title = spec.map(|spec| loading_message_for(spec, &json!({})));
                 let dynamic = self.dynamic_flag(&name);
                 let chunk = UiChunk::ToolInputStart {
                     tool_call_id: id.clone(),

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
+use promptgate_core::tools::verb::loading_message_for;
 use promptgate_llm::{
     CacheHints, ChatMessage, ChatRequest, FinishReason, LlmError, ToolCall, ToolChoice, ToolDefinition,
     Usage, UserContent,
@@ -372,7 +373,7 @@ impl Turn {
                 Checked::Refused { input, .. } => (input.clone(), None),
             };
             let spec = tool.map(|index| &self.plan.tools[index].spec);
-            let title = spec.and_then(|spec| (self.plan.verb_renderer)(spec, &input));
+            let title = spec.map(|spec| loading_message_for(spec, &input));
             let dynamic = self.dynamic_flag(&call.name);
             let mcp = spec.and_then(|spec| spec.mcp.clone());
             self.emit_tool_input(call, input, dynamic, title).await;

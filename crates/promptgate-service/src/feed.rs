@@ -395,7 +395,7 @@ mod tests {
         else {
             panic!("a running turn can be followed");
         };
-        let reading = tokio::spawn(read_all(follower));
+        let reading = TaskTracker::new().spawn(read_all(follower));
         writer.0.push(frame("b"));
         drop(writer);
         let body = reading.await.unwrap();

@@ -11,7 +11,7 @@ use promptgate_llm::{
 };
 use promptgate_mcp::{HubSettings, McpHub};
 use promptgate_service::{
-    GoogleSetup, InstanceConfig, Integrations, MicrosoftSetup, Provider, ProviderClient, Providers,
+    GoogleSetup, InstanceConfig, Integrations, MicrosoftSetup, ModelProvider, ProviderClient, Providers,
     ServiceConfig, TurnService, WebTools,
 };
 use promptgate_store::Store;
@@ -72,7 +72,7 @@ pub fn providers(config: &Config, env: &dyn Env) -> anyhow::Result<Providers> {
                 )
             }
         };
-        out.push(Provider {
+        out.push(ModelProvider {
             name: entry.name.clone(),
             base_url,
             api_key,

@@ -3,22 +3,28 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use chrono::Utc;
 use promptgate_core::budget::WebBudget;
-use promptgate_core::plan::{SendInput, SendPlan, UpstreamIdentity, plan_send};
+use promptgate_core::plan::{PlanInput, SendPlan, UpstreamIdentity, plan_send};
+use promptgate_core::prompt::nudges;
 use promptgate_core::settings::Model;
 use promptgate_core::tools::mcp_names::{McpServerTools, McpToolDef};
 use promptgate_llm::ChatMessage;
 use promptgate_mcp::{DiscoveryOutcome, McpServerConfig};
 use promptgate_store::{Message, SendContext};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
-use super::hooks::TurnState;
-use super::providers::Provider;
+use super::hooks::{TurnState, WebHooks};
+use super::providers::ModelProvider;
 use super::toolset::{Executors, McpToolExecutor};
 use super::{SendError, TurnService};
-use promptgate_turn::engine::PreparedTool;
+use promptgate_turn::engine::{
+    AnswerRecorder, Nudges, PreparedTool, RequestBudget, StepPolicy, ToolCache, TurnLimits, TurnPlan,
+};
+use promptgate_turn::facade::FacadeHistory;
 use promptgate_turn::history::{HistoryOptions, last_user_text, to_model_messages};
+use tokio::sync::OwnedSemaphorePermit;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 /// Everything a turn needs, decided before the first upstream byte.
 pub struct Prepared {
@@ -29,53 +35,92 @@ pub struct Prepared {
     pub state: Arc<TurnState>,
 }
 
+/// What a run of the prepared send needs besides the prepared parts: what differs between a
+/// stored send and a facade completion, and what an automatic retry carries over.
+pub struct RunParts {
+    pub turn_id: String,
+    /// The id of the assistant message being written.
+    pub message_id: String,
+    /// The turn's attempts so far; a retry passes its turn's.
+    pub request_budget: Arc<RequestBudget>,
+    /// Results of earlier calls; a retry passes its turn's.
+    pub tool_cache: ToolCache,
+    /// Stops the turn.
+    pub cancel: CancellationToken,
+    /// The turn's place among those the server runs at once.
+    pub admission: OwnedSemaphorePermit,
+    /// Where the answer is stored; `None` keeps nothing (the facade).
+    pub recorder: Option<Arc<dyn AnswerRecorder>>,
+    /// Request fields the client sent that we pass to the provider as they are.
+    pub extra: Map<String, Value>,
+    /// Owns the turn's task, so a shutdown waits for it.
+    pub tasks: TaskTracker,
+}
+
 impl Prepared {
-    /// The engine plan for this send. The caller sets what differs between a stored send and a
-    /// facade completion: the request budget, tool cache, cancellation and hooks.
-    pub fn into_turn_plan(
-        self,
-        provider: &Provider,
-        limits: promptgate_turn::engine::TurnLimits,
-        ids: (String, String),
-        system: String,
-        history: Vec<ChatMessage>,
-    ) -> (promptgate_turn::engine::TurnPlan, Model, Arc<TurnState>) {
-        use promptgate_core::prompt::nudges;
-        let (turn_id, message_id) = ids;
-        let profile = &self.model.profile;
-        let mut plan = promptgate_turn::engine::TurnPlan::new(
-            turn_id,
-            message_id,
-            self.model.id.clone(),
-            provider.model_client(&self.model),
-            self.model.upstream_model.clone(),
-            system,
+    /// The same send over a conversation the client supplies (the OpenAI facade): its messages
+    /// replace the stored history and its system messages follow our system prompt.
+    pub fn over_client_conversation(mut self, conversation: FacadeHistory) -> Self {
+        for note in &conversation.system {
+            self.plan.system.push_str("\n\n");
+            self.plan.system.push_str(note);
+        }
+        self.history = conversation.messages;
+        self
+    }
+
+    /// The engine's plan for this send: the prepared prompt, tools and history, the model's
+    /// profile (step policy, nudges, provider options), the server's limits and the run's parts.
+    pub fn into_turn_plan(self, provider: &ModelProvider, limits: TurnLimits, run: RunParts) -> TurnPlan {
+        let Prepared {
+            model,
+            plan,
+            tools,
             history,
-        );
-        let stable = &self.plan.parts.stable;
-        plan.system_stable_len =
-            (!stable.is_empty() && plan.system_prompt.starts_with(stable.as_str())).then_some(stable.len());
-        plan.citation_reinforcement = profile
-            .citation_reinforcement_enabled
-            .then(|| nudges::citation_reinforcement(profile).to_owned());
-        plan.tools = self.tools;
-        plan.policy = promptgate_turn::engine::StepPolicy {
-            reasoning_effort: self.model.reasoning.clone(),
-            ..promptgate_turn::engine::StepPolicy::from_profile(
-                profile,
-                self.model.supports_parallel_tool_calls,
-            )
-        };
-        plan.nudges = promptgate_turn::engine::Nudges {
-            final_step: nudges::final_step_nudge(profile).to_owned(),
-            preventive: nudges::preventive_nudge(profile).to_owned(),
-            retry: nudges::retry_nudge(profile, false),
-            retry_last: nudges::LAST_RETRY_SENTENCE.to_owned(),
-            web_budget: nudges::WEB_BUDGET_NUDGE.to_owned(),
-        };
-        plan.limits = limits;
-        plan.extra = profile.provider_options.clone().unwrap_or_default();
-        (plan, self.model, self.state)
+            state,
+        } = self;
+        let profile = &model.profile;
+        let stable = &plan.parts.stable;
+        let system_stable_len =
+            (!stable.is_empty() && plan.system.starts_with(stable.as_str())).then_some(stable.len());
+        let mut extra = profile.provider_options.clone().unwrap_or_default();
+        extra.extend(run.extra);
+        TurnPlan {
+            turn_id: run.turn_id,
+            message_id: run.message_id,
+            model_id: model.id.clone(),
+            model: provider.model_client(&model),
+            upstream_model: model.upstream_model.clone(),
+            system_stable_len,
+            system_prompt: plan.system,
+            citation_reinforcement: profile
+                .citation_reinforcement_enabled
+                .then(|| nudges::citation_reinforcement(profile).to_owned()),
+            history,
+            tools,
+            policy: StepPolicy {
+                reasoning_effort: model.reasoning.clone(),
+                ..StepPolicy::from_profile(profile, model.supports_parallel_tool_calls)
+            },
+            nudges: Nudges {
+                final_step: nudges::final_step_nudge(profile).to_owned(),
+                preventive: nudges::preventive_nudge(profile).to_owned(),
+                retry: nudges::retry_nudge(profile, false),
+                retry_last: nudges::LAST_RETRY_SENTENCE.to_owned(),
+                web_budget: nudges::WEB_BUDGET_NUDGE.to_owned(),
+            },
+            limits,
+            request_budget: Some(run.request_budget),
+            tool_cache: run.tool_cache,
+            cancel: run.cancel,
+            extra,
+            hooks: Arc::new(WebHooks::new(state)),
+            admission: Some(run.admission),
+            // Without a recorder nothing is stored, so the message need not be folded either.
+            record_message: run.recorder.is_some(),
+            recorder: run.recorder,
+            tasks: run.tasks,
+        }
     }
 }
 
@@ -108,7 +153,7 @@ impl TurnService {
         model: Option<&str>,
         message_text: Option<&str>,
     ) -> Result<PreparedSend, SendError> {
-        let (ctx, model, provider) = self.load_with_model(user_id, thread_id, model).await?;
+        let (ctx, model, provider) = self.load_with_model(user_id, Some(thread_id), model).await?;
         if ctx.thread.is_none() {
             return Err(SendError::UnknownThread(thread_id.to_owned()));
         }
@@ -127,7 +172,7 @@ impl TurnService {
         user_id: &str,
         ctx: SendContext,
         model: Model,
-        provider: &Provider,
+        provider: &ModelProvider,
         state: Option<&Arc<TurnState>>,
     ) -> Prepared {
         let text = last_user_text(&ui_messages(&ctx.history)).unwrap_or_default();
@@ -135,12 +180,13 @@ impl TurnService {
             .await
     }
 
+    #[tracing::instrument(name = "prepare", skip_all)]
     pub(super) async fn prepare_with_text(
         &self,
         user_id: &str,
         mut ctx: SendContext,
         model: Model,
-        provider: &Provider,
+        provider: &ModelProvider,
         state: Option<&Arc<TurnState>>,
         last_user_text: &str,
     ) -> Prepared {
@@ -150,7 +196,7 @@ impl TurnService {
         }
         let (mcp_servers, mcp_configs) = self.discover_mcp(user_id, &ctx, &model).await;
         let plan = plan_send(
-            &SendInput {
+            &PlanInput {
                 settings: &ctx.settings,
                 integrations: &ctx.integrations,
                 model: &model,
@@ -170,7 +216,7 @@ impl TurnService {
                 app_version: None,
                 regeneration_revision: 0,
             },
-            Utc::now(),
+            super::now(),
         );
         for skipped in &plan.mcp_not_offered {
             tracing::warn!(user = %user_id, "{}", skipped.warning());

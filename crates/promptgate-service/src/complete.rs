@@ -6,7 +6,8 @@ use std::sync::Arc;
 use promptgate_llm::{ChatMessage, ContentPart, UserContent};
 use serde_json::{Map, Value};
 
-use super::{RunParts, SendError, SendHandle, SendStream, TurnIds, TurnService};
+use super::prepare::Asked;
+use super::{ClientNotes, RunParts, SendError, SendHandle, SendStream, TurnIds, TurnService};
 use promptgate_turn::engine::{RequestBudget, ToolCache, run_turn};
 use promptgate_turn::facade::FacadeHistory;
 
@@ -69,7 +70,17 @@ impl TurnService {
             .await?;
         let text = last_user_text(&request.history.messages);
         let prepared = self
-            .prepare_with_text(&request.user_id, ctx, model, &provider, None, &text)
+            .prepare_with_text(
+                &request.user_id,
+                ctx,
+                model,
+                &provider,
+                None,
+                Asked {
+                    text: &text,
+                    notes: &ClientNotes::default(),
+                },
+            )
             .await
             .over_client_conversation(request.history);
         let model_id = prepared.model.id.clone();

@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 use super::hooks::{TurnState, WebHooks};
 use super::providers::ModelProvider;
 use super::toolset::{Executors, McpToolExecutor};
-use super::{SendError, TurnService};
+use super::{ClientNotes, SendError, TurnService};
 use promptgate_turn::engine::{
     AnswerRecorder, Nudges, PreparedTool, RequestBudget, StepPolicy, ToolCache, TurnLimits, TurnPlan,
 };
@@ -124,6 +124,12 @@ impl Prepared {
     }
 }
 
+/// What the user asks this send: the last message's text (its `/slug` skills) and the client's notes.
+pub(super) struct Asked<'a> {
+    pub text: &'a str,
+    pub notes: &'a ClientNotes,
+}
+
 /// The prompt and toolset a send to a thread would use now (what the preview shows).
 pub struct PreparedSend {
     pub model: Model,
@@ -159,7 +165,17 @@ impl TurnService {
         }
         let text = message_text.map(str::to_owned).unwrap_or_default();
         let prepared = self
-            .prepare_with_text(user_id, ctx, model, &provider, None, &text)
+            .prepare_with_text(
+                user_id,
+                ctx,
+                model,
+                &provider,
+                None,
+                Asked {
+                    text: &text,
+                    notes: &ClientNotes::default(),
+                },
+            )
             .await;
         Ok(PreparedSend {
             model: prepared.model,
@@ -174,9 +190,10 @@ impl TurnService {
         model: Model,
         provider: &ModelProvider,
         state: Option<&Arc<TurnState>>,
+        notes: &ClientNotes,
     ) -> Prepared {
         let text = last_user_text(&ui_messages(&ctx.history)).unwrap_or_default();
-        self.prepare_with_text(user_id, ctx, model, provider, state, &text)
+        self.prepare_with_text(user_id, ctx, model, provider, state, Asked { text: &text, notes })
             .await
     }
 
@@ -188,8 +205,12 @@ impl TurnService {
         model: Model,
         provider: &ModelProvider,
         state: Option<&Arc<TurnState>>,
-        last_user_text: &str,
+        asked: Asked<'_>,
     ) -> Prepared {
+        let Asked {
+            text: last_user_text,
+            notes,
+        } = asked;
         // Offer only what this deployment can run, so the prompt never promises a missing tool.
         if !self.web.available() {
             ctx.settings.web_tools_enabled = false;
@@ -210,8 +231,8 @@ impl TurnService {
                 skills: &ctx.skills,
                 mcp_servers: &mcp_servers,
                 last_user_text,
-                ask_responses: &[],
-                voice_mode: false,
+                ask_responses: &notes.ask_responses,
+                voice_mode: notes.voice_mode,
                 client_env: "web",
                 app_version: None,
                 regeneration_revision: 0,

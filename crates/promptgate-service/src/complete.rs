@@ -7,7 +7,7 @@ use promptgate_llm::{ChatMessage, ContentPart, UserContent};
 use serde_json::{Map, Value};
 
 use super::prepare::Asked;
-use super::{ClientNotes, RunParts, SendError, SendHandle, SendStream, TurnIds, TurnService};
+use super::{RunParts, SendError, SendHandle, SendStream, TurnIds, TurnService};
 use promptgate_turn::engine::{RequestBudget, ToolCache, run_turn};
 use promptgate_turn::facade::FacadeHistory;
 
@@ -76,10 +76,7 @@ impl TurnService {
                 model,
                 &provider,
                 None,
-                Asked {
-                    text: &text,
-                    notes: &ClientNotes::default(),
-                },
+                Asked::without_notes(&text),
             )
             .await
             .over_client_conversation(request.history);

@@ -130,6 +130,21 @@ pub(super) struct Asked<'a> {
     pub notes: &'a ClientNotes,
 }
 
+/// A send whose client said nothing about the user's situation (the preview, the facade).
+static NO_NOTES: ClientNotes = ClientNotes {
+    voice_mode: false,
+    ask_responses: Vec::new(),
+};
+
+impl<'a> Asked<'a> {
+    pub(super) fn without_notes(text: &'a str) -> Self {
+        Self {
+            text,
+            notes: &NO_NOTES,
+        }
+    }
+}
+
 /// The prompt and toolset a send to a thread would use now (what the preview shows).
 pub struct PreparedSend {
     pub model: Model,
@@ -165,17 +180,7 @@ impl TurnService {
         }
         let text = message_text.map(str::to_owned).unwrap_or_default();
         let prepared = self
-            .prepare_with_text(
-                user_id,
-                ctx,
-                model,
-                &provider,
-                None,
-                Asked {
-                    text: &text,
-                    notes: &ClientNotes::default(),
-                },
-            )
+            .prepare_with_text(user_id, ctx, model, &provider, None, Asked::without_notes(&text))
             .await;
         Ok(PreparedSend {
             model: prepared.model,

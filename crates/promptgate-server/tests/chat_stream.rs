@@ -375,6 +375,12 @@ async fn render_html_stores_an_artifact_served_under_a_sandboxing_csp() {
             .await
             >= 1.0
     );
+    // The thread's claim (one running turn per thread) is a database call like any other.
+    assert_eq!(
+        gw.metric(r#"promptgate_store_query_duration_seconds_count{op="turn_claims.claim_turn"}"#)
+            .await,
+        1.0
+    );
     let input = sse.of_type("tool-input-available")[0];
     assert_eq!(input["title"], "Rendering artifact...");
     assert!(input.get("dynamic").is_none(), "built-in tools are static");

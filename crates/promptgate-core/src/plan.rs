@@ -29,7 +29,7 @@ pub struct UpstreamIdentity<'a> {
 
 /// Everything a send's prompt and toolset depend on, apart from the clock.
 #[derive(Debug, Clone, Copy)]
-pub struct SendInput<'a> {
+pub struct PlanInput<'a> {
     pub settings: &'a UserSettings,
     pub integrations: &'a IntegrationStatus,
     pub model: &'a Model,
@@ -77,7 +77,7 @@ pub struct SendPlan {
     pub mcp_not_offered: Vec<NotOffered>,
 }
 
-pub fn plan_send(input: &SendInput<'_>, now: DateTime<Utc>) -> SendPlan {
+pub fn plan_send(input: &PlanInput<'_>, now: DateTime<Utc>) -> SendPlan {
     let supports_tools = input.model.supports_tools();
     // A harness model works in its workspace first, so those tools lead; the app's tools follow.
     let mut tools = if supports_tools && input.model.engine == Engine::Harness {

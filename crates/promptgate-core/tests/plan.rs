@@ -1,7 +1,7 @@
 //! `plan_send`: the toolset and prompt one send gets, as the preview and the turn both use it.
 
 use chrono::{TimeZone, Utc};
-use promptgate_core::plan::{SendInput, UpstreamIdentity, plan_send};
+use promptgate_core::plan::{PlanInput, UpstreamIdentity, plan_send};
 use promptgate_core::prompt::HarnessKind;
 use promptgate_core::settings::{
     Engine, IntegrationStatus, Model, ModelProfile, Project, Skill, UserSettings,
@@ -69,8 +69,8 @@ impl Fixture {
         }
     }
 
-    fn input<'a>(&'a self, last_user_text: &'a str, siblings: u32) -> SendInput<'a> {
-        SendInput {
+    fn input<'a>(&'a self, last_user_text: &'a str, siblings: u32) -> PlanInput<'a> {
+        PlanInput {
             settings: &self.settings,
             integrations: &self.integrations,
             model: &self.model,

@@ -8,8 +8,8 @@ use anyhow::Context;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+use promptgate_service::TurnService;
 use promptgate_store::Store;
-use promptgate_turn::send::TurnService;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{AuthMode, Config, Env, ProcessEnv};
@@ -230,13 +230,19 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
                 .await
                 .with_context(|| format!("cannot listen on {address} for metrics"))?;
             tracing::info!(address = %address, "metrics served on their own address");
-            Some(tokio::spawn(crate::observe::serve_metrics(
-                listener,
-                stopping.clone(),
-            )))
+            #[expect(
+                clippy::disallowed_methods,
+                reason = "the metrics listener lives as long as the process; `stopping` ends it and exit aborts it"
+            )]
+            let task = tokio::spawn(crate::observe::serve_metrics(listener, stopping.clone()));
+            Some(task)
         }
         None => None,
     };
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a process-lifetime timer, aborted at exit; nothing to wait for"
+    )]
     let near_timer = tokio::spawn(keep_a_timer_due_soon());
     let turns = state.turns.clone();
     let server = crate::listen::serve_connections(

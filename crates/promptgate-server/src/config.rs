@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 
 use promptgate_core::settings::{Engine, Model, ModelProfile};
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 /// The configuration `make run` uses when no file is given.
@@ -48,7 +49,7 @@ pub struct Config {
     #[serde(default)]
     pub providers: Vec<ProviderEntry>,
     #[serde(default)]
-    pub models: Vec<ModelEntry>,
+    pub models: Vec<ModelDefinition>,
     /// The web app served at `/`.
     #[serde(default)]
     pub ui: crate::ui::UiConfig,
@@ -169,7 +170,7 @@ pub struct TurnConfig {
     pub checkpoint_interval_ms: u64,
     /// `stop`: a client that goes away stops its turn. `continue`: the turn runs to its end and is
     /// stored, and `GET /v1/chat/{id}/stream` resumes it.
-    pub on_disconnect: promptgate_turn::send::OnDisconnect,
+    pub on_disconnect: promptgate_service::OnDisconnect,
     /// A running turn's claim on its thread holds this long without renewal; past it, the instance
     /// running the turn is taken for dead: the thread is freed and the answer marked `interrupted`.
     pub lease_secs: u64,
@@ -182,21 +183,23 @@ pub struct TurnConfig {
 }
 
 impl Default for TurnConfig {
+    // The engine's and the service's own defaults, in the units of the file.
     fn default() -> Self {
+        let limits = promptgate_turn::TurnLimits::default();
         Self {
-            max_upstream_requests: 6,
-            wall_clock_secs: 120,
-            tool_timeout_secs: 60,
-            keep_alive_secs: 15,
-            max_in_flight: promptgate_turn::send::DEFAULT_TURNS_IN_FLIGHT,
-            save_grace_secs: 5,
-            save_retry_secs: promptgate_turn::send::DEFAULT_SAVE_RETRY.as_secs(),
-            checkpoint_interval_ms: 1000,
-            on_disconnect: promptgate_turn::send::OnDisconnect::Stop,
-            lease_secs: promptgate_turn::send::DEFAULT_LEASE.as_secs(),
-            heartbeat_secs: promptgate_turn::send::DEFAULT_HEARTBEAT.as_secs(),
-            retry_window_secs: promptgate_turn::send::DEFAULT_RETRY_WINDOW.as_secs(),
-            kept_harnesses: promptgate_turn::send::DEFAULT_KEPT_HARNESSES,
+            max_upstream_requests: limits.max_upstream_requests,
+            wall_clock_secs: limits.wall_clock.as_secs(),
+            tool_timeout_secs: limits.tool_timeout.as_secs(),
+            keep_alive_secs: limits.keep_alive.as_secs(),
+            max_in_flight: promptgate_service::DEFAULT_TURNS_IN_FLIGHT,
+            save_grace_secs: limits.save_grace.as_secs(),
+            save_retry_secs: promptgate_service::DEFAULT_SAVE_RETRY.as_secs(),
+            checkpoint_interval_ms: millis(limits.checkpoint_every),
+            on_disconnect: promptgate_service::OnDisconnect::default(),
+            lease_secs: promptgate_service::DEFAULT_LEASE.as_secs(),
+            heartbeat_secs: promptgate_service::DEFAULT_HEARTBEAT.as_secs(),
+            retry_window_secs: promptgate_service::DEFAULT_RETRY_WINDOW.as_secs(),
+            kept_harnesses: promptgate_service::DEFAULT_KEPT_HARNESSES,
         }
     }
 }
@@ -219,7 +222,7 @@ pub struct WorkspaceConfig {
 
 impl Default for WorkspaceConfig {
     fn default() -> Self {
-        let limits = promptgate_turn::send::WorkspaceLimits::default();
+        let limits = promptgate_service::WorkspaceLimits::default();
         Self {
             max_file_bytes: limits.max_file_bytes,
             max_total_bytes: limits.max_total_bytes,
@@ -236,8 +239,8 @@ impl Default for WorkspaceConfig {
 }
 
 impl WorkspaceConfig {
-    pub fn limits(&self) -> promptgate_turn::send::WorkspaceLimits {
-        promptgate_turn::send::WorkspaceLimits {
+    pub fn limits(&self) -> promptgate_service::WorkspaceLimits {
+        promptgate_service::WorkspaceLimits {
             max_file_bytes: self.max_file_bytes,
             max_total_bytes: self.max_total_bytes,
             max_entries: self.max_entries,
@@ -408,19 +411,27 @@ impl McpConfig {
 }
 
 impl Default for McpConfig {
+    // The MCP client's own defaults, in the units of the file.
     fn default() -> Self {
+        let hub = promptgate_mcp::HubSettings::default();
         Self {
-            discovery_timeout_ms: 3_000,
-            call_timeout_secs: 60,
+            discovery_timeout_ms: millis(promptgate_mcp::DEFAULT_DISCOVERY_TIMEOUT),
+            call_timeout_secs: promptgate_mcp::DEFAULT_CALL_TIMEOUT.as_secs(),
+            // The probe is the server's own route; its budget has no other owner.
             probe_timeout_ms: 10_000,
-            liveness_interval_ms: 10_000,
-            reconnect_initial_backoff_ms: 1_000,
-            reconnect_max_backoff_ms: 30_000,
+            liveness_interval_ms: millis(hub.liveness_interval),
+            reconnect_initial_backoff_ms: millis(hub.reconnect_initial_backoff),
+            reconnect_max_backoff_ms: millis(hub.reconnect_max_backoff),
             allow_loopback: None,
             allow_private: false,
             allowed_addrs: Vec::new(),
         }
     }
+}
+
+/// A default duration in whole milliseconds, as the file states it.
+fn millis(duration: std::time::Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// The `[integrations]` section.
@@ -507,26 +518,30 @@ pub enum ThinkingStyle {
     Budget,
 }
 
-/// A model seeded into the store as a read-only system model.
-#[derive(Debug, Clone, Deserialize)]
+/// A model as a user defines it. Omitted fields take their defaults.
+// The one definition of a model's fields: `[[models]]` in the config file (seeded as read-only system
+// models) and the body of `POST`/`PUT /v1/models` read the same shape with the same defaults.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ModelEntry {
+#[schemars(rename = "ModelInput")]
+pub struct ModelDefinition {
     pub id: String,
     #[serde(default)]
     pub name: Option<String>,
+    /// A provider name from the config file.
     pub provider: String,
     #[serde(default)]
     pub upstream_model: Option<String>,
-    #[serde(default = "one")]
-    pub tool_usage: i32,
+    #[serde(default)]
+    pub tool_usage: Option<i32>,
     #[serde(default)]
     pub engine: Engine,
     #[serde(default)]
     pub context_window: Option<i64>,
     #[serde(default)]
     pub supports_images: bool,
-    #[serde(default = "yes")]
-    pub supports_parallel_tool_calls: bool,
+    #[serde(default)]
+    pub supports_parallel_tool_calls: Option<bool>,
     #[serde(default)]
     pub extract_think_tags: bool,
     #[serde(default)]
@@ -537,32 +552,31 @@ pub struct ModelEntry {
     pub profile: ModelProfile,
 }
 
-fn one() -> i32 {
-    1
-}
-
-fn yes() -> bool {
-    true
-}
-
-impl ModelEntry {
-    pub fn to_model(&self) -> Model {
+impl ModelDefinition {
+    /// The model with every default filled in; `system` marks a model of the config file, which
+    /// users can read but not change.
+    pub fn into_model(self, system: bool) -> Model {
         Model {
-            id: self.id.clone(),
-            name: self.name.clone().unwrap_or_else(|| self.id.clone()),
-            provider: self.provider.clone(),
-            upstream_model: self.upstream_model.clone().unwrap_or_else(|| self.id.clone()),
-            tool_usage: self.tool_usage,
+            name: self.name.unwrap_or_else(|| self.id.clone()),
+            upstream_model: self.upstream_model.unwrap_or_else(|| self.id.clone()),
+            id: self.id,
+            provider: self.provider,
+            tool_usage: self.tool_usage.unwrap_or(1),
             engine: self.engine,
             context_window: self.context_window,
             supports_images: self.supports_images,
-            supports_parallel_tool_calls: self.supports_parallel_tool_calls,
+            supports_parallel_tool_calls: self.supports_parallel_tool_calls.unwrap_or(true),
             extract_think_tags: self.extract_think_tags,
             start_with_reasoning: self.start_with_reasoning,
-            reasoning: self.reasoning.clone(),
-            profile: self.profile.clone(),
-            system: true,
+            reasoning: self.reasoning,
+            profile: self.profile,
+            system,
         }
+    }
+
+    /// A system model seeded from the config file.
+    pub fn to_model(&self) -> Model {
+        self.clone().into_model(true)
     }
 }
 
@@ -815,7 +829,7 @@ mod tests {
         let config = Config::load(None, &FakeEnv(HashMap::new())).unwrap();
         assert_eq!(
             config.workspace.limits(),
-            promptgate_turn::send::WorkspaceLimits::default()
+            promptgate_service::WorkspaceLimits::default()
         );
         let mut config = Config::parse(&format!(
             "{EMBEDDED_DEFAULT}\n[workspace]\nmax_file_bytes = 1024\nbash_timeout_ms = 2500\n"
@@ -945,7 +959,7 @@ mod tests {
         assert_eq!(two.turn.max_in_flight, 2);
         assert_eq!(
             Config::parse(EMBEDDED_DEFAULT).unwrap().turn.max_in_flight,
-            promptgate_turn::send::DEFAULT_TURNS_IN_FLIGHT
+            promptgate_service::DEFAULT_TURNS_IN_FLIGHT
         );
     }
 

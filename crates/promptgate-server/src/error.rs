@@ -6,6 +6,7 @@ use aide::openapi::{Operation, Response as ApiResponse};
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use promptgate_service::SendError;
 use promptgate_store::StoreError;
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -124,6 +125,28 @@ impl From<StoreError> for ApiError {
                 tracing::error!(error = %other, "store failure");
                 Self::internal()
             }
+        }
+    }
+}
+
+impl From<SendError> for ApiError {
+    fn from(err: SendError) -> Self {
+        match err {
+            SendError::UnknownThread(id) => Self::not_found("thread", &id),
+            SendError::UnknownModel(id) => Self::not_found("model", &id),
+            SendError::ProviderMissing(_) => Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "provider_unavailable",
+                err.to_string(),
+            ),
+            SendError::Busy(_) => Self::new(StatusCode::CONFLICT, "turn_in_progress", err.to_string()),
+            SendError::InvalidMessage(m) => Self::invalid(m),
+            SendError::Overloaded(_) => {
+                Self::new(StatusCode::SERVICE_UNAVAILABLE, "overloaded", err.to_string())
+            }
+            SendError::UnknownTurn(_) => Self::new(StatusCode::NOT_FOUND, "unknown_turn", err.to_string()),
+            SendError::RetryExpired(..) => Self::new(StatusCode::CONFLICT, "retry_expired", err.to_string()),
+            SendError::Store(e) => e.into(),
         }
     }
 }

@@ -1,5 +1,7 @@
 //! The promptgate server: configuration, HTTP routes and the CLI behind the `promptgate` binary.
 
+#![deny(clippy::disallowed_methods)]
+
 pub mod api_doc;
 pub mod app;
 pub mod auth;

@@ -58,6 +58,8 @@ pub async fn serve_connections(
 ) -> std::io::Result<()> {
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     let graceful = GracefulShutdown::new();
+    // Each connection's task, so the return below waits for the last one to have ended.
+    let connections = tokio_util::task::TaskTracker::new();
     let http = hyper::server::conn::http1::Builder::new();
     tokio::pin!(shutdown);
     loop {
@@ -104,7 +106,7 @@ pub async fn serve_connections(
             })
         };
         let conn = graceful.watch(http.serve_connection(io, service));
-        tokio::spawn(async move {
+        connections.spawn(async move {
             tokio::select! {
                 result = conn => if let Err(error) = result {
                     tracing::debug!(%error, "connection ended with an error");
@@ -116,6 +118,8 @@ pub async fn serve_connections(
     }
     drop(listener);
     graceful.shutdown().await;
+    connections.close();
+    connections.wait().await;
     Ok(())
 }
 

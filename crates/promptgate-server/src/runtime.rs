@@ -10,16 +10,16 @@ use promptgate_llm::{
     ProviderConfig, ThinkingMode, Timeouts,
 };
 use promptgate_mcp::{HubSettings, McpHub};
+use promptgate_service::{
+    GoogleSetup, InstanceConfig, Integrations, MicrosoftSetup, ModelProvider, ProviderClient, Providers,
+    ServiceConfig, TurnService, WebTools,
+};
 use promptgate_store::Store;
 use promptgate_tools::google::{DEFAULT_CALENDAR_BASE, DEFAULT_GMAIL_BASE};
 use promptgate_tools::microsoft::DEFAULT_GRAPH_BASE;
 use promptgate_tools::oauth::{OAuthProviderConfig, TokenSealer};
 use promptgate_tools::web::{SafeFetcher, SearchConfig};
 use promptgate_turn::TurnLimits;
-use promptgate_turn::send::{
-    GoogleSetup, InstanceConfig, Integrations, MicrosoftSetup, Provider, ProviderClient, Providers,
-    ServiceConfig, TurnService, WebTools,
-};
 
 use crate::config::{Config, Env, OAuthEntry, ProviderEntry, ProviderKind, SearchEntry, ThinkingStyle};
 
@@ -72,7 +72,7 @@ pub fn providers(config: &Config, env: &dyn Env) -> anyhow::Result<Providers> {
                 )
             }
         };
-        out.push(Provider {
+        out.push(ModelProvider {
             name: entry.name.clone(),
             base_url,
             api_key,

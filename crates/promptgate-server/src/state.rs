@@ -3,8 +3,8 @@
 use std::ops::Deref;
 use std::sync::Arc;
 
+use promptgate_service::TurnService;
 use promptgate_store::Store;
-use promptgate_turn::send::TurnService;
 
 use crate::config::Config;
 

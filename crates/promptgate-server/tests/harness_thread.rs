@@ -16,8 +16,8 @@ use promptgate_core::prompt::nudges::WEB_FLOOR_STEER;
 use promptgate_core::settings::Engine;
 use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
 use promptgate_server::config::{AuthMode, Config};
+use promptgate_service::REPLAY_REFUSED_TEXT;
 use promptgate_store::testing::TestDb;
-use promptgate_turn::send::REPLAY_REFUSED_TEXT;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 

@@ -307,7 +307,7 @@ async fn a_killed_instances_turn_is_interrupted_after_its_lease() {
     assert_eq!(followed.types().first(), Some(&"start"), "{:?}", followed.types());
     assert_eq!(
         followed.of_type("error")[0]["errorText"],
-        promptgate_turn::send::LOST_TURN_TEXT
+        promptgate_service::LOST_TURN_TEXT
     );
     assert!(followed.done);
     let idle = survivor

@@ -10,29 +10,26 @@ use crate::util::Cols;
 impl Store {
     /// Everything one send needs, with the model `requested` (else the user's default model, else
     /// `server_default`). The user's setup comes from [`Store::user_setup`]; it, the thread and the
-    /// history are read concurrently. An empty `thread_id` (a stateless completion) reads no thread.
+    /// history are read concurrently. Without a `thread_id` (a stateless completion) no thread is read.
     pub async fn load_send_context(
         &self,
         user: &str,
-        thread_id: &str,
+        thread_id: Option<&str>,
         requested_model: Option<&str>,
         server_default: &str,
     ) -> Result<SendContext> {
-        let stateless = thread_id.is_empty();
         let (setup, (thread, project, sibling_count), history) = futures::try_join!(
             self.user_setup(user),
             async {
-                if stateless {
-                    Ok((None, None, 0))
-                } else {
-                    self.thread_with_project(user, thread_id).await
+                match thread_id {
+                    Some(thread_id) => self.thread_with_project(user, thread_id).await,
+                    None => Ok((None, None, 0)),
                 }
             },
             async {
-                if stateless {
-                    Ok(Vec::new())
-                } else {
-                    self.history(user, thread_id).await.map(current_conversation)
+                match thread_id {
+                    Some(thread_id) => self.history(user, thread_id).await.map(current_conversation),
+                    None => Ok(Vec::new()),
                 }
             },
         )?;

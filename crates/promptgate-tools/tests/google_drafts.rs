@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use promptgate_core::tools::{ToolError, ToolExecutor};
 use promptgate_tools::google::{DraftEmail, GoogleExecutor};
-use promptgate_tools::{ToolError, ToolExecutor};
 use serde_json::json;
 use support::gmail::*;
 

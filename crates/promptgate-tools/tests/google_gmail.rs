@@ -12,7 +12,7 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::{Json, Router};
-use promptgate_tools::ToolError;
+use promptgate_core::tools::ToolError;
 use promptgate_tools::google::GoogleClient;
 use serde_json::json;
 use support::gmail::*;
@@ -279,7 +279,7 @@ async fn unavailable_without_retry_after_is_a_clear_error() {
 
 mod as_tools {
     use super::*;
-    use promptgate_tools::ToolExecutor;
+    use promptgate_core::tools::ToolExecutor;
     use promptgate_tools::google::GoogleExecutor;
 
     async fn tools() -> (HashMap<&'static str, Arc<dyn ToolExecutor>>, FakeServer) {

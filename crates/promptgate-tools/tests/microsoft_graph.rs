@@ -9,7 +9,7 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::{Json, Router};
-use promptgate_tools::ToolError;
+use promptgate_core::tools::ToolError;
 use promptgate_tools::microsoft::GraphClient;
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -312,7 +312,7 @@ async fn graph_rejecting_the_token_gets_one_renewal_and_a_retry() {
 
 mod as_tools {
     use super::*;
-    use promptgate_tools::ToolExecutor;
+    use promptgate_core::tools::ToolExecutor;
     use promptgate_tools::microsoft::MicrosoftExecutor;
     use std::sync::Arc;
 

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use chrono::{Duration, Utc};
 use promptgate_core::settings::Provider;
-use promptgate_tools::ToolError;
+use promptgate_core::tools::ToolError;
 use promptgate_tools::oauth::{TokenSealer, TokenSet, TokenVault, new_state, pkce_pair, s256_challenge};
 use support::*;
 

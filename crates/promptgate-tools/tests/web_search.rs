@@ -14,7 +14,7 @@ use axum::Router;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::get;
-use promptgate_tools::ToolError;
+use promptgate_core::tools::ToolError;
 use promptgate_tools::web::{SearchBackend, SearchConfig};
 use serde_json::{Value, json};
 

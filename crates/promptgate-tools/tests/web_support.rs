@@ -14,7 +14,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use futures::StreamExt;
-use promptgate_tools::ToolError;
+use promptgate_core::tools::ToolError;
 use promptgate_tools::web::{FetchPolicy, FetchedPage, SafeFetcher};
 
 pub fn init() {

@@ -1,4 +1,6 @@
-//! The turn engine: one send's model/tool loop, emitted as AI SDK UI message chunks.
+//! The turn engine: one send's model/tool loop, emitted as AI SDK UI message chunks. It depends on
+//! promptgate-core and promptgate-llm only: storage, MCP, tool implementations and transports reach
+//! it as parts of a [`TurnPlan`] (the `promptgate-service` crate builds one per send).
 //!
 //! - [`ui`]: the chunk vocabulary of the UI message stream.
 //! - [`message`]: folding chunks into the assistant message that gets stored.
@@ -6,19 +8,21 @@
 //! - [`engine`]: the loop itself ([`run_turn`]).
 //! - [`facade`]: the same turn seen as an OpenAI chat completion (request and response).
 //!
-//! # Wiring a send
+//! # Running a turn
 //!
 //! 1. Rebuild the conversation with [`to_model_messages`] (stored or `useChat` messages) or
 //!    [`facade_history`] (an OpenAI request), ending with the new user message.
-//! 2. Fill a [`TurnPlan`] (start from [`TurnPlan::new`]): tools with their executors, the step
-//!    policy from the model profile, nudge texts from the prompt module, and [`TurnHooks`] backed by
-//!    the turn's web budget and source registry. An automatic retry of the same turn passes the
-//!    same [`RequestBudget`] and [`ToolCache`] so the retry cannot start over.
+//! 2. Fill a [`TurnPlan`]: tools with their executors (`promptgate_core::tools::ToolExecutor`), the
+//!    step policy, nudge texts, [`TurnHooks`] for a web budget and source registry, and an
+//!    [`AnswerRecorder`] where the answer should be kept. An automatic retry of the same turn passes
+//!    the same [`RequestBudget`] and [`ToolCache`] so the retry cannot start over.
 //! 3. [`run_turn`] returns the events and the outcome. Write each [`TurnEvent`] with
 //!    [`TurnEvent::to_sse`] (or feed it to [`CompletionChunks`] / [`CompletionResponse`]) and end
 //!    with [`SSE_DONE`]. Dropping the event stream stops the turn.
-//! 4. Await the outcome, which arrives however the turn ended, and store its `parts` with
+//! 4. Await the outcome, which arrives however the turn ended, with its `parts` and
 //!    [`TurnOutcome::stored_metadata`].
+
+#![deny(clippy::disallowed_methods)]
 
 mod attachments;
 pub mod engine;
@@ -26,13 +30,12 @@ pub mod facade;
 pub mod harness;
 pub mod history;
 pub mod message;
-pub mod send;
 pub mod ui;
 
 pub use engine::{
     AnswerRecorder, EMPTY_ANSWER_TEXT, Gate, NOT_STORED_TEXT, NoHooks, Nudges, PreparedTool, RequestBudget,
     SourceRef, StepPolicy, ToolCache, TurnHooks, TurnLimits, TurnOutcome, TurnPlan, TurnRun, TurnStatus,
-    TurnStream, VerbRenderer, render_verb, run_turn,
+    TurnStream, run_turn,
 };
 pub use facade::{CompletionChunks, CompletionIdentity, CompletionResponse, FacadeHistory, facade_history};
 pub use history::{HistoryOptions, last_user_text, to_model_messages};

@@ -2,6 +2,7 @@
 
 pub mod args;
 pub mod catalogue;
+mod executor;
 pub mod mcp_names;
 pub mod schema;
 pub(crate) mod text;
@@ -13,6 +14,7 @@ use serde::{Deserialize, Serialize};
 pub use catalogue::{
     available, built_in, has_web_tools, names, search_project_chats_spec, skill_spec, workspace_specs,
 };
+pub use executor::{ToolError, ToolExecutor, ToolOutput};
 pub use schema::{parse_args, schema_of};
 
 /// One tool as offered to the model and described to the UI.

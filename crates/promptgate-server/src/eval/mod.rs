@@ -8,8 +8,8 @@ use std::path::Path;
 use anyhow::Context;
 use futures::StreamExt;
 use promptgate_core::settings::UserSettings;
+use promptgate_service::{SendInput, SendRequest};
 use promptgate_store::{NewSkill, Store};
-use promptgate_turn::send::{SendInput, SendRequest};
 use promptgate_turn::{TurnEvent, UiChunk};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -149,7 +149,7 @@ async fn prepare_user(store: &Store, user: &str, scenario: &Scenario) -> anyhow:
 }
 
 async fn run_one(
-    turns: &promptgate_turn::send::TurnService,
+    turns: &promptgate_service::TurnService,
     user: &str,
     thread: &str,
     scenario: &Scenario,

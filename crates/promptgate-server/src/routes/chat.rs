@@ -13,9 +13,8 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use promptgate_core::prompt::{AskAnswer, AskResponse};
-use promptgate_turn::send::{
-    ClientIdentity, ClientNotes, Follow, FollowStream, MAX_FEED_BYTES, SendError, SendHandle, SendInput,
-    SendRequest,
+use promptgate_service::{
+    ClientIdentity, ClientNotes, Follow, FollowStream, MAX_FEED_BYTES, SendHandle, SendInput, SendRequest,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -171,8 +170,7 @@ async fn chat(
             client: client_identity(&headers),
             notes: client_notes(body.voice_mode, body.ask_responses)?,
         })
-        .await
-        .map_err(send_error)?;
+        .await?;
     Ok(UiStream::new(handle))
 }
 
@@ -229,8 +227,7 @@ async fn post_message(
             client: client_identity(&headers),
             notes: client_notes(body.voice_mode, body.ask_responses)?,
         })
-        .await
-        .map_err(send_error)?;
+        .await?;
     Ok(UiStream::new(handle))
 }
 
@@ -442,26 +439,6 @@ impl OperationOutput for Html {
         Self::operation_response(ctx, op)
             .map(|r| vec![(Some(ApiStatus::Code(200)), r)])
             .unwrap_or_default()
-    }
-}
-
-pub(crate) fn send_error(err: SendError) -> ApiError {
-    match err {
-        SendError::UnknownThread(id) => ApiError::not_found("thread", &id),
-        SendError::UnknownModel(id) => ApiError::not_found("model", &id),
-        SendError::ProviderMissing(_) => ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "provider_unavailable",
-            err.to_string(),
-        ),
-        SendError::Busy(_) => ApiError::new(StatusCode::CONFLICT, "turn_in_progress", err.to_string()),
-        SendError::InvalidMessage(m) => ApiError::invalid(m),
-        SendError::Overloaded(_) => {
-            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "overloaded", err.to_string())
-        }
-        SendError::UnknownTurn(_) => ApiError::new(StatusCode::NOT_FOUND, "unknown_turn", err.to_string()),
-        SendError::RetryExpired(..) => ApiError::new(StatusCode::CONFLICT, "retry_expired", err.to_string()),
-        SendError::Store(e) => e.into(),
     }
 }
 

@@ -11,7 +11,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
-use promptgate_turn::send::{CompletionRequest, SendHandle};
+use promptgate_service::{CompletionRequest, SendHandle};
 use promptgate_turn::{
     CompletionChunks, CompletionIdentity, CompletionResponse, SSE_DONE, TurnEvent, facade_history,
 };
@@ -19,7 +19,6 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::chat::send_error;
 use crate::auth::CurrentUser;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
@@ -101,8 +100,7 @@ async fn completions(
             history,
             extra: body.extra,
         })
-        .await
-        .map_err(send_error)?;
+        .await?;
     let identity = CompletionIdentity {
         id: format!("chatcmpl-{}", handle.turn_id.trim_start_matches("turn_")),
         created: chrono::Utc::now().timestamp(),

@@ -7,13 +7,14 @@ use aide::axum::ApiRouter;
 use aide::axum::routing::get_with;
 use axum::Json;
 use axum::extract::{Path, State};
-use promptgate_core::settings::{Engine, Model, ModelProfile};
+use promptgate_core::settings::Model;
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::validate::{client_id, optional_text, required_text};
 use crate::api_doc::{Created, NoContent};
 use crate::auth::CurrentUser;
+use crate::config::ModelDefinition;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
 use crate::state::AppState;
@@ -90,91 +91,44 @@ pub struct ModelList {
     pub data: Vec<ModelEntry>,
 }
 
-/// A model as a user defines it. Omitted fields take their defaults.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ModelInput {
-    pub id: String,
-    #[serde(default)]
-    pub name: Option<String>,
-    /// A provider name from the config file.
-    pub provider: String,
-    #[serde(default)]
-    pub upstream_model: Option<String>,
-    #[serde(default)]
-    pub tool_usage: Option<i32>,
-    #[serde(default)]
-    pub engine: Engine,
-    #[serde(default)]
-    pub context_window: Option<i64>,
-    #[serde(default)]
-    pub supports_images: bool,
-    #[serde(default)]
-    pub supports_parallel_tool_calls: Option<bool>,
-    #[serde(default)]
-    pub extract_think_tags: bool,
-    #[serde(default)]
-    pub start_with_reasoning: bool,
-    #[serde(default)]
-    pub reasoning: Option<String>,
-    #[serde(default)]
-    pub profile: ModelProfile,
-}
-
-impl ModelInput {
-    fn into_model(self, state: &AppState) -> Result<Model, ApiError> {
-        client_id("id", &self.id)?;
-        if let Some(name) = &self.name {
-            required_text("name", name, 200)?;
-        }
-        optional_text("upstream_model", self.upstream_model.as_deref(), 200)?;
-        if state.config.provider(&self.provider).is_none() {
-            let known: Vec<&str> = state.config.providers.iter().map(|p| p.name.as_str()).collect();
-            return Err(ApiError::invalid(format!(
-                "provider {} is not configured; configured providers: {}",
-                crate::error::preview(&self.provider),
-                known.join(", ")
-            )));
-        }
-        if let Some(t) = self.profile.temperature
-            && !(0.0..=2.0).contains(&t)
-        {
-            return Err(ApiError::invalid("profile.temperature must be between 0 and 2"));
-        }
-        if self.profile.max_steps == Some(0) {
-            return Err(ApiError::invalid("profile.max_steps must be at least 1"));
-        }
-        for (field, value) in [
-            ("profile.tools_override", &self.profile.tools_override),
-            (
-                "profile.link_previews_override",
-                &self.profile.link_previews_override,
-            ),
-            ("profile.chat_mode_addendum", &self.profile.chat_mode_addendum),
-            (
-                "profile.citation_reinforcement_prompt",
-                &self.profile.citation_reinforcement_prompt,
-            ),
-        ] {
-            optional_text(field, value.as_deref(), 20_000)?;
-        }
-        Ok(Model {
-            name: self.name.unwrap_or_else(|| self.id.clone()),
-            upstream_model: self.upstream_model.unwrap_or_else(|| self.id.clone()),
-            id: self.id,
-            provider: self.provider,
-            tool_usage: self.tool_usage.unwrap_or(1),
-            engine: self.engine,
-            context_window: self.context_window,
-            supports_images: self.supports_images,
-            supports_parallel_tool_calls: self.supports_parallel_tool_calls.unwrap_or(true),
-            extract_think_tags: self.extract_think_tags,
-            start_with_reasoning: self.start_with_reasoning,
-            reasoning: self.reasoning,
-            profile: self.profile,
-            system: false,
-        })
+/// Checks a user's model definition against the limits of the API and this server's providers.
+fn user_model(input: ModelDefinition, state: &AppState) -> Result<Model, ApiError> {
+    client_id("id", &input.id)?;
+    if let Some(name) = &input.name {
+        required_text("name", name, 200)?;
     }
+    optional_text("upstream_model", input.upstream_model.as_deref(), 200)?;
+    if state.config.provider(&input.provider).is_none() {
+        let known: Vec<&str> = state.config.providers.iter().map(|p| p.name.as_str()).collect();
+        return Err(ApiError::invalid(format!(
+            "provider {} is not configured; configured providers: {}",
+            crate::error::preview(&input.provider),
+            known.join(", ")
+        )));
+    }
+    if let Some(t) = input.profile.temperature
+        && !(0.0..=2.0).contains(&t)
+    {
+        return Err(ApiError::invalid("profile.temperature must be between 0 and 2"));
+    }
+    if input.profile.max_steps == Some(0) {
+        return Err(ApiError::invalid("profile.max_steps must be at least 1"));
+    }
+    for (field, value) in [
+        ("profile.tools_override", &input.profile.tools_override),
+        (
+            "profile.link_previews_override",
+            &input.profile.link_previews_override,
+        ),
+        ("profile.chat_mode_addendum", &input.profile.chat_mode_addendum),
+        (
+            "profile.citation_reinforcement_prompt",
+            &input.profile.citation_reinforcement_prompt,
+        ),
+    ] {
+        optional_text(field, value.as_deref(), 20_000)?;
+    }
+    Ok(input.into_model(false))
 }
 
 async fn list(State(state): State<AppState>, user: CurrentUser) -> ApiResult<Json<ModelList>> {
@@ -201,9 +155,9 @@ async fn get_one(
 async fn create(
     State(state): State<AppState>,
     user: CurrentUser,
-    ApiJson(input): ApiJson<ModelInput>,
+    ApiJson(input): ApiJson<ModelDefinition>,
 ) -> ApiResult<Created<Json<Model>>> {
-    let model = input.into_model(&state)?;
+    let model = user_model(input, &state)?;
     let created = state.store.create_model(&user.id, &model).await?;
     tracing::info!(user = %user.id, model = %created.id, "model created");
     Ok(Created(Json(created)))
@@ -213,7 +167,7 @@ async fn update(
     State(state): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
-    ApiJson(input): ApiJson<ModelInput>,
+    ApiJson(input): ApiJson<ModelDefinition>,
 ) -> ApiResult<Json<Model>> {
     if input.id != id {
         return Err(ApiError::invalid(format!(
@@ -222,7 +176,7 @@ async fn update(
             crate::error::preview(&id)
         )));
     }
-    let model = input.into_model(&state)?;
+    let model = user_model(input, &state)?;
     let updated = state
         .store
         .update_model(&user.id, &model)

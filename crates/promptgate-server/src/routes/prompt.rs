@@ -63,8 +63,7 @@ async fn preview(
             query.model.as_deref(),
             query.message.as_deref(),
         )
-        .await
-        .map_err(super::chat::send_error)?;
+        .await?;
     let plan = prepared.plan;
     Ok(Json(PromptPreview {
         model: prepared.model.id,

@@ -41,7 +41,7 @@ conformance! {
         // Spawned, as a server handler would run it: the future must be Send.
         let spawned = tokio::spawn({
             let (store, alice) = (store.clone(), alice.clone());
-            async move { store.load_send_context(&alice, "main", Some("demo"), "demo").await }
+            async move { store.load_send_context(&alice, Some("main"), Some("demo"), "demo").await }
         });
         let ctx = spawned.await.unwrap().unwrap();
         assert_eq!(ctx.settings, settings);
@@ -56,14 +56,14 @@ conformance! {
         assert_eq!(ctx.mcp_servers[0].1.bearer_token.as_deref(), Some("t"));
         assert_eq!(ctx.history, vec![first, second]);
 
-        let loose = store.load_send_context(&alice, "loose", Some("missing-model"), "demo").await.unwrap();
+        let loose = store.load_send_context(&alice, Some("loose"), Some("missing-model"), "demo").await.unwrap();
         assert!(loose.model.is_none() && loose.project.is_none() && loose.history.is_empty());
         assert_eq!(loose.model_id, "missing-model");
         assert_eq!(loose.sibling_count, 0);
         assert!(loose.thread.is_some());
 
         // A thread that does not exist yet (or is someone else's) loads as absent, with the user's defaults.
-        let fresh = store.load_send_context(&bob, "main", None, "demo").await.unwrap();
+        let fresh = store.load_send_context(&bob, Some("main"), None, "demo").await.unwrap();
         assert!(fresh.thread.is_none() && fresh.project.is_none() && fresh.history.is_empty());
         assert_eq!(fresh.settings, UserSettings::default());
         assert!(fresh.skills.is_empty() && fresh.mcp_servers.is_empty());
@@ -207,7 +207,7 @@ pub fn loader(
         let (store, user) = (store.clone(), user.clone());
         Box::pin(async move {
             store
-                .load_send_context(&user, "", requested, "demo")
+                .load_send_context(&user, None, requested, "demo")
                 .await
                 .unwrap()
         })

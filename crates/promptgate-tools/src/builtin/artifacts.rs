@@ -10,7 +10,7 @@ use promptgate_store::Store;
 use serde_json::{Value, json};
 
 use super::{parse, store_failed};
-use crate::{ToolError, ToolExecutor, ToolOutput};
+use promptgate_core::tools::{ToolError, ToolExecutor, ToolOutput};
 
 /// Largest document accepted, in bytes: an artifact is one page, not a bundle of assets.
 pub const MAX_HTML_BYTES: usize = 1024 * 1024;

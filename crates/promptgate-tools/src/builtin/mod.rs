@@ -19,7 +19,7 @@ use promptgate_store::StoreError;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::ToolError;
+use promptgate_core::tools::ToolError;
 
 /// The model's arguments for `tool`, or an error that tells the model what was wrong with them.
 fn parse<T: DeserializeOwned>(tool: &str, input: &Value) -> Result<T, ToolError> {

@@ -9,7 +9,7 @@ use promptgate_store::Store;
 use serde_json::{Value, json};
 
 use super::{parse, shortened, store_failed};
-use crate::{ToolError, ToolExecutor, ToolOutput};
+use promptgate_core::tools::{ToolError, ToolExecutor, ToolOutput};
 
 /// Most messages one search returns.
 pub const PROJECT_CHAT_HIT_LIMIT: u32 = 8;

@@ -10,7 +10,7 @@ use promptgate_core::tools::names;
 use serde_json::{Value, json};
 
 use super::{parse, shortened};
-use crate::{ToolError, ToolExecutor, ToolOutput};
+use promptgate_core::tools::{ToolError, ToolExecutor, ToolOutput};
 
 /// Called with the slug of each skill the model loads; the turn uses it to widen the web budget when
 /// the research skill is loaded.

@@ -7,7 +7,7 @@ use promptgate_store::Store;
 use serde_json::{Value, json};
 
 use super::{parse, store_failed};
-use crate::{ToolError, ToolExecutor, ToolOutput};
+use promptgate_core::tools::{ToolError, ToolExecutor, ToolOutput};
 
 /// Most tasks one call adds or deletes.
 pub const MAX_TASKS_PER_CALL: usize = 100;

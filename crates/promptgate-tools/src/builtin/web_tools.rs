@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 
 use super::parse;
 use crate::web::{FetchedPage, SafeFetcher, SearchBackend, SearchHit};
-use crate::{ToolError, ToolExecutor, ToolOutput};
+use promptgate_core::tools::{ToolError, ToolExecutor, ToolOutput};
 
 /// Registration never awaits while holding the lock, so a poisoned lock only means another call
 /// panicked mid-update of plain data; the registry is still usable.

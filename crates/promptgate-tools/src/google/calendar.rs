@@ -5,8 +5,8 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use super::{CALENDAR, GoogleClient};
-use crate::ToolError;
 use crate::oauth::http::{JSON_RESPONSE_LIMIT, api_url, array_field, send_authorized, str_field};
+use promptgate_core::tools::ToolError;
 
 pub(crate) const DEFAULT_DAYS_AHEAD: u32 = 7;
 const MAX_DAYS_AHEAD: u32 = 365;

@@ -10,8 +10,8 @@ use super::address::{Mailbox, encode_words, parse_mailbox_list};
 use super::gmail::non_empty_id;
 use super::mime::header;
 use super::{GMAIL, GoogleClient};
-use crate::ToolError;
 use crate::oauth::http::{JSON_RESPONSE_LIMIT, api_url, send_authorized, str_field};
+use promptgate_core::tools::ToolError;
 
 /// Bounds what a model can ask us to put in one draft.
 const MAX_RECIPIENTS: usize = 100;

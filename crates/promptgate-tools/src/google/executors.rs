@@ -9,8 +9,8 @@ use promptgate_core::tools::names;
 use serde_json::Value;
 
 use super::{DraftEmail, GoogleClient};
-use crate::ToolError;
 use crate::oauth::{IntegrationExecutor, IntegrationTool, tool_args};
+use promptgate_core::tools::ToolError;
 
 /// Which Google tool an executor runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

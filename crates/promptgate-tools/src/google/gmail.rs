@@ -7,9 +7,9 @@ use serde_json::{Value, json};
 use super::address::{parse_mailbox, parse_mailbox_list};
 use super::mime::{extract_content, header};
 use super::{GMAIL, GoogleClient};
-use crate::ToolError;
 use crate::oauth::http::{array_field, str_field};
 use crate::oauth::text::{decode_basic_entities, html_to_text, truncate_marked};
+use promptgate_core::tools::ToolError;
 
 pub(crate) const DEFAULT_MAX_RESULTS: u32 = 20;
 pub(crate) const MAX_RESULTS_CAP: u32 = 50;

@@ -9,9 +9,9 @@ mod mime;
 
 use serde_json::Value;
 
-use crate::ToolError;
 use crate::oauth::AccessTokens;
 use crate::oauth::http::{ApiReply, JSON_RESPONSE_LIMIT, api_url, send_authorized};
+use promptgate_core::tools::ToolError;
 
 pub use draft::DraftEmail;
 pub use executors::{GoogleExecutor, GoogleTool};

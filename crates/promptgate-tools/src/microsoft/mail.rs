@@ -4,9 +4,9 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use super::{GraphClient, OUTLOOK, next_skip_token, recipients};
-use crate::ToolError;
 use crate::oauth::http::{array_field, str_field};
 use crate::oauth::text::{html_to_text, truncate_marked};
+use promptgate_core::tools::ToolError;
 
 const DEFAULT_TOP: u32 = 20;
 const TOP_CAP: u32 = 50;

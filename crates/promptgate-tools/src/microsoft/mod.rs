@@ -6,9 +6,9 @@ mod onedrive;
 
 use serde_json::Value;
 
-use crate::ToolError;
 use crate::oauth::AccessTokens;
 use crate::oauth::http::{ApiReply, JSON_RESPONSE_LIMIT, api_url, send_authorized};
+use promptgate_core::tools::ToolError;
 
 pub use executors::{MicrosoftExecutor, MicrosoftTool};
 

@@ -4,9 +4,9 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use super::{GraphClient, ONEDRIVE};
-use crate::ToolError;
 use crate::oauth::http::{array_field, str_field};
 use crate::oauth::text::truncate_marked;
+use promptgate_core::tools::ToolError;
 
 const DEFAULT_MAX_RESULTS: u32 = 20;
 const MAX_RESULTS_CAP: u32 = 50;

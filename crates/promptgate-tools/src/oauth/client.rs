@@ -7,7 +7,7 @@ use url::form_urlencoded;
 
 use super::OAuthProviderConfig;
 use super::http::{TOKEN_RESPONSE_LIMIT, read_bounded, request_failed};
-use crate::ToolError;
+use promptgate_core::tools::ToolError;
 
 /// The tokens one user holds for one provider. Never logged: `Debug` hides the secrets.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -100,9 +100,13 @@ impl OAuthProviderConfig {
 
     /// The URL the user's browser is sent to. `state` must be unguessable and checked on the
     /// callback; `code_challenge` is the S256 challenge of a verifier kept server-side.
-    pub fn authorization_url(&self, state: &str, code_challenge: &str) -> Result<String, crate::ToolError> {
+    pub fn authorization_url(
+        &self,
+        state: &str,
+        code_challenge: &str,
+    ) -> Result<String, promptgate_core::tools::ToolError> {
         let mut url = Url::parse(&self.auth_url).map_err(|err| {
-            crate::ToolError::Failed(format!(
+            promptgate_core::tools::ToolError::Failed(format!(
                 "the {} authorization URL is not valid: {err}",
                 self.display_name
             ))
@@ -144,7 +148,7 @@ impl std::fmt::Debug for PendingAuthorization {
 
 impl OAuthProviderConfig {
     /// A fresh state and PKCE pair, and the authorization URL built from them.
-    pub fn start_authorization(&self) -> Result<PendingAuthorization, crate::ToolError> {
+    pub fn start_authorization(&self) -> Result<PendingAuthorization, promptgate_core::tools::ToolError> {
         let pkce = super::pkce_pair();
         let state = super::new_state();
         let url = self.authorization_url(&state, &pkce.challenge)?;

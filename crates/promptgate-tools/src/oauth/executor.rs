@@ -5,7 +5,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::Value;
 
-use crate::{ToolError, ToolExecutor, ToolOutput};
+use promptgate_core::tools::{ToolError, ToolExecutor, ToolOutput};
 
 /// A family of tools served by one API client (the Google tools, the Microsoft tools).
 #[async_trait]

@@ -11,7 +11,7 @@ use reqwest::header::{CONTENT_TYPE, RETRY_AFTER};
 use serde_json::Value;
 
 use super::AccessTokens;
-use crate::ToolError;
+use promptgate_core::tools::ToolError;
 
 pub(crate) const TOKEN_RESPONSE_LIMIT: usize = 64 * 1024;
 /// Gmail `format=full` messages with inline HTML can be large; beyond this we refuse.

@@ -31,11 +31,11 @@ pub use tokens::{AccessTokens, RefreshLocks, TokenVault};
 pub(crate) fn tool_args<T: serde::de::DeserializeOwned>(
     tool: &str,
     input: &serde_json::Value,
-) -> Result<T, crate::ToolError> {
+) -> Result<T, promptgate_core::tools::ToolError> {
     promptgate_core::tools::parse_args(tool, input).map_err(|err| match err {
         promptgate_core::Error::InvalidToolArguments { reason, .. } => {
-            crate::ToolError::InvalidArguments(reason)
+            promptgate_core::tools::ToolError::InvalidArguments(reason)
         }
-        other => crate::ToolError::InvalidArguments(other.to_string()),
+        other => promptgate_core::tools::ToolError::InvalidArguments(other.to_string()),
     })
 }

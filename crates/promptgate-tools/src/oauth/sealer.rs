@@ -10,7 +10,7 @@ use base64::engine::general_purpose::{
 };
 
 use super::TokenSet;
-use crate::ToolError;
+use promptgate_core::tools::ToolError;
 
 /// Marks the layout `v1.` + base64url(nonce ‖ ciphertext+tag), so the format can change later.
 const FORMAT_PREFIX: &str = "v1.";

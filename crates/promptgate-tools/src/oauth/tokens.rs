@@ -10,7 +10,7 @@ use chrono::{Duration, Utc};
 use promptgate_core::settings::Provider;
 
 use super::{OAuthClient, TokenSealer, TokenSet};
-use crate::ToolError;
+use promptgate_core::tools::ToolError;
 
 /// Renew this long before the provider's stated expiry, so a token does not lapse mid-request.
 const EXPIRY_MARGIN: Duration = Duration::seconds(60);

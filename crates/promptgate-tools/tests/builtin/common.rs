@@ -1,5 +1,5 @@
+pub use promptgate_core::tools::{ToolError, ToolExecutor, ToolOutput};
 pub use promptgate_store::{NewMessage, NewProject, NewThread, Role, Store};
-pub use promptgate_tools::{ToolError, ToolExecutor, ToolOutput};
 pub use serde_json::{Value, json};
 
 /// A fresh user; returns its id.

@@ -15,7 +15,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use chrono::{Duration, Utc};
 use promptgate_core::settings::Provider;
-use promptgate_tools::ToolError;
+use promptgate_core::tools::ToolError;
 use promptgate_tools::oauth::{
     AccessTokens, OAuthClient, OAuthProviderConfig, RefreshLocks, TokenSealer, TokenSet, TokenVault,
 };

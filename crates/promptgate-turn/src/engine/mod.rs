@@ -21,9 +21,9 @@ use tracing::Instrument;
 
 pub use plan::{
     AnswerRecorder, Floor, Gate, NoHooks, Nudges, PreparedTool, RequestBudget, SourceRef, StepPolicy,
-    TurnEnd, TurnHooks, TurnLimits, TurnOutcome, TurnPlan, TurnStatus, VerbRenderer,
+    ToolTitles, TurnEnd, TurnHooks, TurnLimits, TurnOutcome, TurnPlan, TurnStatus,
 };
-pub use tools::{ToolCache, render_verb, stable_json, title_by_name};
+pub use tools::ToolCache;
 pub use turn::{EMPTY_ANSWER_TEXT, NOT_STORED_TEXT};
 
 use crate::ui::TurnEvent;

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use promptgate_core::settings::ModelProfile;
 use promptgate_core::tools::ToolSpec;
+use promptgate_core::tools::{ToolExecutor, ToolOutput};
 use promptgate_llm::{ChatMessage, ChatModel, Usage};
-use promptgate_tools::{ToolExecutor, ToolOutput};
 use serde_json::{Map, Value};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -23,9 +23,6 @@ pub struct PreparedTool {
     pub spec: ToolSpec,
     pub executor: Arc<dyn ToolExecutor>,
 }
-
-/// Renders the progress title shown while a tool runs (e.g. `Searching for "rust"...`).
-pub type VerbRenderer = fn(&ToolSpec, &Value) -> Option<String>;
 
 /// How the model/tool loop is steered, from the model's profile.
 #[derive(Debug, Clone, PartialEq)]
@@ -251,6 +248,25 @@ pub enum Floor {
     Steer(String),
 }
 
+/// How the progress title of a running tool reads.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ToolTitles {
+    /// The tool's verb with its input, as core renders it (`Searching for "rust"...`) (legacy).
+    #[default]
+    Verb,
+    /// The tool's name: a harness shows which tool ran.
+    Name,
+}
+
+impl ToolTitles {
+    pub fn title(self, spec: &ToolSpec, input: &Value) -> String {
+        match self {
+            ToolTitles::Verb => promptgate_core::tools::verb::loading_message_for(spec, input),
+            ToolTitles::Name => spec.name.clone(),
+        }
+    }
+}
+
 /// Work due when a turn ends, before its stream says done: whatever a later send relies on
 /// (the harness transcript, the workspace's last changes) is in place once the client sees the end.
 pub trait TurnEnd: Send + Sync {
@@ -306,7 +322,8 @@ pub struct TurnPlan {
     pub refusal: Option<String>,
     /// Run when the turn ends, within `TurnLimits::save_grace`, before the final chunks go out.
     pub on_end: Vec<Arc<dyn TurnEnd>>,
-    pub verb_renderer: VerbRenderer,
+    /// How tool progress titles read.
+    pub titles: ToolTitles,
     /// The turn's place among the turns a server runs at once; released when the turn ends.
     pub admission: Option<tokio::sync::OwnedSemaphorePermit>,
     /// Fold the chunks into the message the outcome carries (parts and metadata). A turn whose
@@ -320,7 +337,7 @@ pub struct TurnPlan {
 
 impl TurnPlan {
     /// A plan without tools: default policy and limits, no nudge texts, no hooks, a fresh request
-    /// budget and tool cache, the built-in verb rendering. Set the other fields directly.
+    /// budget and tool cache. Set the other fields directly.
     pub fn new(
         turn_id: impl Into<String>,
         message_id: impl Into<String>,
@@ -352,7 +369,7 @@ impl TurnPlan {
             floor: Floor::NoTools,
             refusal: None,
             on_end: Vec::new(),
-            verb_renderer: super::tools::render_verb,
+            titles: ToolTitles::Verb,
             admission: None,
             record_message: true,
             recorder: None,

@@ -129,7 +129,7 @@ impl Turn {
                     .iter()
                     .find(|tool| tool.spec.name == name)
                     .map(|tool| &tool.spec);
-                let title = spec.and_then(|spec| (self.plan.verb_renderer)(spec, &json!({})));
+                let title = spec.map(|spec| self.plan.titles.title(spec, &json!({})));
                 let dynamic = self.dynamic_flag(&name);
                 let chunk = UiChunk::ToolInputStart {
                     tool_call_id: id.clone(),

@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use futures::future::{BoxFuture, Shared};
+use promptgate_core::budget::tool_call_key;
 use promptgate_core::tools::ToolSpec;
-use promptgate_tools::{ToolError, ToolOutput};
+use promptgate_core::tools::{ToolError, ToolOutput};
 use serde_json::Value;
 
 use super::plan::{Gate, PreparedTool, TurnHooks};
@@ -180,7 +181,7 @@ fn deduped_call(
     if !tool.spec.cacheable {
         return timed_call(tool, input, timeout);
     }
-    let key = format!("call:{}:{}", tool.spec.name, stable_json(&input));
+    let key = format!("call:{}", tool_call_key(&tool.spec.name, &input));
     let shared = match cache.get(&key) {
         Some(shared) => shared,
         None => cache.insert(key.clone(), timed_call(tool, input, timeout)),
@@ -214,7 +215,7 @@ fn timed_call(tool: &PreparedTool, input: Value, timeout: Duration) -> BoxFuture
 
 /// The tool's label in metrics. MCP tools are named by their users, so they share one label and a
 /// user cannot create series at will.
-fn metric_tool_name(spec: &promptgate_core::tools::ToolSpec) -> String {
+fn metric_tool_name(spec: &ToolSpec) -> String {
     if spec.mcp.is_some() {
         "mcp".to_owned()
     } else {
@@ -222,140 +223,10 @@ fn metric_tool_name(spec: &promptgate_core::tools::ToolSpec) -> String {
     }
 }
 
-/// JSON with every object's keys sorted, so equal inputs give equal keys whatever their order.
-pub fn stable_json(value: &Value) -> String {
-    let mut out = String::new();
-    write_stable(value, &mut out);
-    out
-}
-
-fn write_stable(value: &Value, out: &mut String) {
-    match value {
-        Value::Object(map) => {
-            let mut entries: Vec<_> = map.iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(b.0));
-            out.push('{');
-            for (i, (key, value)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(key.clone()).to_string());
-                out.push(':');
-                write_stable(value, out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_stable(item, out);
-            }
-            out.push(']');
-        }
-        scalar => out.push_str(&scalar.to_string()),
-    }
-}
-
-const VERB_VALUE_CHARS: usize = 40;
-
-/// The tool's name as its progress line: the harness shows what ran rather than a rendered verb.
-pub fn title_by_name(spec: &ToolSpec, _input: &Value) -> Option<String> {
-    Some(spec.name.clone())
-}
-
-/// The tool's progress line: its verb template with `{field}` replaced by ` "<value>"` from the
-/// input (long strings shortened, missing or empty fields dropped), capitalised, ending in `...`.
-/// `None` for tools without a verb.
-pub fn render_verb(spec: &ToolSpec, input: &Value) -> Option<String> {
-    let template = spec.verb.as_deref()?;
-    let mut rendered = String::with_capacity(template.len() + 16);
-    let mut rest = template;
-    while let Some(open) = rest.find('{') {
-        let Some(close) = rest[open..].find('}').map(|offset| open + offset) else {
-            break;
-        };
-        rendered.push_str(&rest[..open]);
-        let field = &rest[open + 1..close];
-        if let Some(value) = verb_value(input.get(field)) {
-            rendered.push_str(" \"");
-            rendered.push_str(&value);
-            rendered.push('"');
-        }
-        rest = &rest[close + 1..];
-    }
-    rendered.push_str(rest);
-    let collapsed = rendered.split_whitespace().collect::<Vec<_>>().join(" ");
-    let mut chars = collapsed.chars();
-    let first = chars.next()?;
-    Some(format!("{}{}...", first.to_uppercase(), chars.as_str()))
-}
-
-fn verb_value(value: Option<&Value>) -> Option<String> {
-    match value? {
-        Value::Null => None,
-        Value::String(text) if text.is_empty() => None,
-        Value::String(text) if text.chars().count() > VERB_VALUE_CHARS => Some(format!(
-            "{}...",
-            text.chars().take(VERB_VALUE_CHARS).collect::<String>()
-        )),
-        Value::String(text) => Some(text.clone()),
-        other => Some(other.to_string()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
-
-    fn spec(verb: Option<&str>) -> ToolSpec {
-        ToolSpec {
-            name: "search".into(),
-            description: String::new(),
-            parameters: json!({}).into(),
-            verb: verb.map(str::to_owned),
-            cacheable: false,
-            web: false,
-            mcp: None,
-        }
-    }
-
-    #[test]
-    fn verbs_render_like_the_reference_client() {
-        let search = spec(Some("searching for {query}"));
-        assert_eq!(
-            render_verb(&search, &json!({"query": "rust async"})).as_deref(),
-            Some("Searching for \"rust async\"...")
-        );
-        assert_eq!(
-            render_verb(&search, &json!({})).as_deref(),
-            Some("Searching for...")
-        );
-        assert_eq!(
-            render_verb(&search, &json!({"query": ""})).as_deref(),
-            Some("Searching for...")
-        );
-        let long = "a".repeat(45);
-        assert_eq!(
-            render_verb(&search, &json!({"query": long})),
-            Some(format!("Searching for \"{}...\"...", "a".repeat(40)))
-        );
-        let fetch = spec(Some("reading {url} page {page}"));
-        assert_eq!(
-            render_verb(&fetch, &json!({"page": 2})).as_deref(),
-            Some("Reading page \"2\"...")
-        );
-        assert_eq!(render_verb(&spec(None), &json!({})), None);
-    }
-
-    #[test]
-    fn stable_json_sorts_keys_at_every_depth() {
-        let a = json!({"b": 1, "a": {"y": [2, {"d": 1, "c": 2}], "x": null}});
-        assert_eq!(stable_json(&a), r#"{"a":{"x":null,"y":[2,{"c":2,"d":1}]},"b":1}"#);
-    }
 
     #[test]
     fn arguments_are_checked() {

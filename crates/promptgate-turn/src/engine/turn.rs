@@ -447,7 +447,7 @@ impl Turn {
                 Checked::Refused { input, .. } => (input.clone(), None),
             };
             let spec = tool.map(|index| &self.plan.tools[index].spec);
-            let title = spec.and_then(|spec| (self.plan.verb_renderer)(spec, &input));
+            let title = spec.map(|spec| self.plan.titles.title(spec, &input));
             let dynamic = self.dynamic_flag(&call.name);
             let mcp = spec.and_then(|spec| spec.mcp.clone());
             self.emit_tool_input(call, input, dynamic, title).await;

@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use promptgate_core::tools::ToolSpec;
+use promptgate_core::tools::{ToolError, ToolExecutor, ToolOutput};
 use promptgate_llm::ToolChoice;
-use promptgate_tools::{ToolError, ToolExecutor, ToolOutput};
 use promptgate_turn::{Gate, SourceRef, TurnHooks, UiChunk};
 use serde_json::{Value, json};
 

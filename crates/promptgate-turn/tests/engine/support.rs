@@ -11,10 +11,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::StreamExt;
 use promptgate_core::tools::{McpOrigin, ToolSpec};
+use promptgate_core::tools::{ToolError, ToolExecutor, ToolOutput};
 use promptgate_llm::{
     ChatMessage, ChatModel, ChatRequest, EventStream, FinishReason, LlmError, StreamEvent, Usage, UserContent,
 };
-use promptgate_tools::{ToolError, ToolExecutor, ToolOutput};
 use promptgate_turn::{
     Nudges, PreparedTool, TurnEvent, TurnOutcome, TurnPlan, UiChunk, UiMessageBuilder, run_turn,
 };

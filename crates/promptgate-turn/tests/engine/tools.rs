@@ -5,8 +5,8 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use promptgate_core::tools::{ToolError, ToolExecutor, ToolOutput};
 use promptgate_llm::{ChatMessage, ToolCall};
-use promptgate_tools::{ToolError, ToolExecutor, ToolOutput};
 use promptgate_turn::{TurnEvent, UiChunk};
 use serde_json::{Value, json};
 use tokio::sync::Barrier;

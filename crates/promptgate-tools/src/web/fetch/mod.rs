@@ -26,8 +26,8 @@ pub use content::{DEFAULT_MAX_LENGTH, MAX_MAX_LENGTH, MIN_MAX_LENGTH, clamp_max_
 pub use promptgate_outbound::{HostResolver, RestrictedRange, SystemResolver, classify};
 
 use super::http::{CappedBody, describe_transport_error, is_web_url, read_capped};
-use crate::ToolError;
 use content::{Kind, MediaType};
+use promptgate_core::tools::ToolError;
 
 const ACCEPTED_TYPES: &str = "text/html,application/xhtml+xml;q=0.9,text/markdown;q=0.9,text/plain;q=0.8,application/json;q=0.8,*/*;q=0.1";
 

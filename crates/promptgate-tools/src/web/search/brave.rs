@@ -8,7 +8,7 @@ use super::{
     BackendLabel, RawHit, SearchBackend, SearchHit, checked_query, clamp_max_results, endpoint, fetch_json,
     finish_hits, http_client, parse_base_url,
 };
-use crate::ToolError;
+use promptgate_core::tools::ToolError;
 
 /// Brave rejects `count` above 20, so larger requests are served with 20 results.
 const BRAVE_MAX_COUNT: usize = 20;

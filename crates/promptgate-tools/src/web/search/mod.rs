@@ -16,7 +16,7 @@ pub use brave::BraveSearch;
 pub use searxng::SearxNg;
 
 use super::http::{describe_transport_error, read_capped};
-use crate::ToolError;
+use promptgate_core::tools::ToolError;
 use promptgate_outbound::ensure_tls_provider;
 
 /// Results a caller may ask for; a backend is never asked for more.

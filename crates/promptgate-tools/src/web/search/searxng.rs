@@ -8,7 +8,7 @@ use super::{
     BackendLabel, RawHit, SearchBackend, SearchHit, checked_query, clamp_max_results, endpoint, fetch_json,
     finish_hits, http_client, parse_base_url,
 };
-use crate::ToolError;
+use promptgate_core::tools::ToolError;
 
 const SEARXNG: BackendLabel = BackendLabel {
     name: "SearXNG",

@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::feed::TurnFeed;
 use super::hooks::TurnState;
-use crate::engine::{RequestBudget, ToolCache};
+use promptgate_turn::engine::{RequestBudget, ToolCache, TurnLimits};
 
 /// What an automatic retry of a turn inherits: budget, sources, attempt budget and shared results.
 #[derive(Clone)]
@@ -17,6 +17,19 @@ pub struct Continuation {
     pub state: Arc<TurnState>,
     pub requests: Arc<RequestBudget>,
     pub tool_cache: ToolCache,
+}
+
+impl Continuation {
+    /// What a first attempt starts with: its own budget and sources, a full request budget, no
+    /// results yet.
+    pub fn fresh(turn_id: &str, state: &Arc<TurnState>, limits: &TurnLimits) -> Self {
+        Self {
+            turn_id: turn_id.to_owned(),
+            state: Arc::clone(state),
+            requests: Arc::new(RequestBudget::from_limits(limits)),
+            tool_cache: ToolCache::default(),
+        }
+    }
 }
 
 struct Running {

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use promptgate_core::settings::Model;
 use promptgate_llm::{Anthropic, ChatModel, DemoModel, OpenAiCompatible, ParserOptions};
 
-/// One provider from the config file, ready to serve requests.
+/// One model provider from the config file, ready to serve requests.
 #[derive(Clone)]
-pub struct Provider {
+pub struct ModelProvider {
     pub name: String,
     /// Empty for the demo provider.
     pub base_url: String,
@@ -26,7 +26,7 @@ pub enum ProviderClient {
     Anthropic(Anthropic),
 }
 
-impl Provider {
+impl ModelProvider {
     /// How a harness reaches this provider (it decides which fields identify the harness).
     pub fn harness_kind(&self) -> promptgate_core::prompt::HarnessKind {
         match self.client {
@@ -53,17 +53,17 @@ impl Provider {
 /// Providers by name.
 #[derive(Clone, Default)]
 pub struct Providers {
-    by_name: HashMap<String, Provider>,
+    by_name: HashMap<String, ModelProvider>,
 }
 
 impl Providers {
-    pub fn new(providers: impl IntoIterator<Item = Provider>) -> Self {
+    pub fn new(providers: impl IntoIterator<Item = ModelProvider>) -> Self {
         Self {
             by_name: providers.into_iter().map(|p| (p.name.clone(), p)).collect(),
         }
     }
 
-    pub fn get(&self, name: &str) -> Option<&Provider> {
+    pub fn get(&self, name: &str) -> Option<&ModelProvider> {
         self.by_name.get(name)
     }
 }

@@ -4,11 +4,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use promptgate_core::budget::{Admission, WebBudget, normalize_web_tool_key};
 use promptgate_core::sources::SourceRegistry;
+use promptgate_core::tools::ToolOutput;
 use promptgate_core::tools::ToolSpec;
-use promptgate_tools::ToolOutput;
 use serde_json::Value;
 
-use crate::engine::{Gate, SourceRef, TurnHooks};
+use promptgate_turn::engine::{Gate, SourceRef, TurnHooks};
 
 /// Budget and registry of one logical turn. An automatic retry of the turn (`retry_of`) gets the same
 /// state back, so it neither re-spends nor renumbers.

@@ -23,7 +23,7 @@ use tracing::Instrument;
 use super::hooks::TurnState;
 use super::live::{Continuation, Slot};
 use super::{SendError, TurnService};
-use crate::engine::{RequestBudget, TurnLimits};
+use promptgate_turn::engine::{RequestBudget, TurnLimits};
 
 /// How long a claim holds its thread without a renewal; past it the turn's owner is taken for dead.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);

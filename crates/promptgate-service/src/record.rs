@@ -18,7 +18,7 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use super::live::{Continuation, Slot};
-use crate::engine::{AnswerRecorder, TurnOutcome, TurnStatus};
+use promptgate_turn::engine::{AnswerRecorder, TurnOutcome, TurnStatus};
 
 /// Failures of the final save that are neither an outage nor a race (a driver error of unknown
 /// cause) are tried this many times, not for the whole retry window.

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use promptgate_core::settings::{IntegrationStatus, Provider};
+use promptgate_core::tools::ToolError;
 use promptgate_store::Store;
-use promptgate_tools::ToolError;
 use promptgate_tools::google::{GoogleClient, GoogleExecutor};
 use promptgate_tools::microsoft::{GraphClient, MicrosoftExecutor};
 use promptgate_tools::oauth::{

@@ -3,24 +3,31 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use chrono::Utc;
 use promptgate_core::budget::WebBudget;
-use promptgate_core::plan::{SendInput, SendPlan, UpstreamIdentity, plan_send};
+use promptgate_core::plan::{PlanInput, SendPlan, UpstreamIdentity, plan_send};
+use promptgate_core::prompt::nudges;
 use promptgate_core::settings::{Engine, Model};
 use promptgate_core::tools::mcp_names::{McpServerTools, McpToolDef};
 use promptgate_llm::ChatMessage;
 use promptgate_mcp::{DiscoveryOutcome, McpServerConfig};
 use promptgate_store::{Message, SendContext};
 use promptgate_workspace::WorkspaceSession;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::harness::{ClientIdentity, FlushWorkspace};
-use super::hooks::TurnState;
-use super::providers::Provider;
+use super::hooks::{TurnState, WebHooks};
+use super::providers::ModelProvider;
 use super::toolset::{Executors, McpToolExecutor};
 use super::{ClientNotes, SendError, TurnService};
-use crate::engine::PreparedTool;
-use crate::history::{HistoryOptions, last_user_text, to_model_messages};
+use promptgate_turn::engine::{
+    AnswerRecorder, Floor, Nudges, PreparedTool, RequestBudget, StepPolicy, ToolCache, ToolTitles, TurnEnd,
+    TurnLimits, TurnPlan,
+};
+use promptgate_turn::facade::FacadeHistory;
+use promptgate_turn::history::{HistoryOptions, last_user_text, to_model_messages};
+use tokio::sync::OwnedSemaphorePermit;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 /// Everything a turn needs, decided before the first upstream byte.
 pub struct Prepared {
@@ -38,57 +45,119 @@ pub struct Prepared {
     pub workspace: Option<Arc<WorkspaceSession>>,
 }
 
+/// What a run of the prepared send needs besides the prepared parts: what differs between a
+/// stored send and a facade completion, and what an automatic retry carries over.
+pub struct RunParts {
+    pub turn_id: String,
+    /// The id of the assistant message being written.
+    pub message_id: String,
+    /// The turn's attempts so far; a retry passes its turn's.
+    pub request_budget: Arc<RequestBudget>,
+    /// Results of earlier calls; a retry passes its turn's.
+    pub tool_cache: ToolCache,
+    /// Stops the turn.
+    pub cancel: CancellationToken,
+    /// The turn's place among those the server runs at once.
+    pub admission: OwnedSemaphorePermit,
+    /// Where the answer is stored; `None` keeps nothing (the facade).
+    pub recorder: Option<Arc<dyn AnswerRecorder>>,
+    /// Request fields the client sent that we pass to the provider as they are.
+    pub extra: Map<String, Value>,
+    /// Owns the turn's task, so a shutdown waits for it.
+    pub tasks: TaskTracker,
+    /// End the turn at once with this error, before any upstream request.
+    pub refusal: Option<String>,
+    /// Work due at the turn's end, after the workspace flush and before the stream says done.
+    pub on_end: Vec<Arc<dyn TurnEnd>>,
+}
+
 impl Prepared {
-    /// The engine plan for this send. The caller sets what differs between a stored send and a
-    /// facade completion: the request budget, tool cache, cancellation and hooks.
-    pub fn into_turn_plan(
-        self,
-        provider: &Provider,
-        limits: crate::engine::TurnLimits,
-        ids: (String, String),
-        system: String,
-        history: Vec<ChatMessage>,
-    ) -> (crate::engine::TurnPlan, Model, Arc<TurnState>) {
-        use promptgate_core::prompt::nudges;
-        let (turn_id, message_id) = ids;
-        let profile = &self.model.profile;
-        let mut plan = crate::engine::TurnPlan::new(
-            turn_id,
-            message_id,
-            self.model.id.clone(),
-            provider.model_client(&self.model),
-            self.model.upstream_model.clone(),
-            system,
+    /// The same send over a conversation the client supplies (the OpenAI facade): its messages
+    /// replace the stored history and its system messages follow our system prompt.
+    pub fn over_client_conversation(mut self, conversation: FacadeHistory) -> Self {
+        for note in &conversation.system {
+            self.plan.system.push_str("\n\n");
+            self.plan.system.push_str(note);
+        }
+        self.history = conversation.messages;
+        self
+    }
+
+    /// The engine's plan for this send: the prepared prompt, tools and history, the model's
+    /// profile (step policy, nudges, provider options), the server's limits and the run's parts.
+    pub fn into_turn_plan(self, provider: &ModelProvider, limits: TurnLimits, run: RunParts) -> TurnPlan {
+        let Prepared {
+            model,
+            plan,
+            tools,
             history,
-        );
-        let stable = &self.plan.parts.stable;
-        plan.system_stable_len =
-            (!stable.is_empty() && plan.system_prompt.starts_with(stable.as_str())).then_some(stable.len());
-        plan.citation_reinforcement = profile
-            .citation_reinforcement_enabled
-            .then(|| nudges::citation_reinforcement(profile).to_owned());
-        plan.tools = self.tools;
-        plan.policy = crate::engine::StepPolicy {
-            reasoning_effort: self.model.reasoning.clone(),
-            ..crate::engine::StepPolicy::from_profile(profile, self.model.supports_parallel_tool_calls)
-        };
-        plan.nudges = crate::engine::Nudges {
-            final_step: nudges::final_step_nudge(profile).to_owned(),
-            preventive: nudges::preventive_nudge(profile).to_owned(),
-            retry: nudges::retry_nudge(profile, false),
-            retry_last: nudges::LAST_RETRY_SENTENCE.to_owned(),
-            web_budget: nudges::WEB_BUDGET_NUDGE.to_owned(),
-        };
-        plan.limits = limits;
-        plan.extra = profile.provider_options.clone().unwrap_or_default();
-        if self.model.engine == Engine::Harness {
-            plan.floor = crate::engine::Floor::Steer(nudges::WEB_FLOOR_STEER.to_owned());
-            plan.verb_renderer = crate::engine::title_by_name;
+            state,
+            workspace,
+            // Used before the plan is built: they decide `history` (see `TurnService::send`).
+            harness_prompt: _,
+            previous_answer: _,
+        } = self;
+        let profile = &model.profile;
+        let stable = &plan.parts.stable;
+        let system_stable_len =
+            (!stable.is_empty() && plan.system.starts_with(stable.as_str())).then_some(stable.len());
+        let harness = model.engine == Engine::Harness;
+        // The workspace's last changes are saved before whatever else the turn's end depends on.
+        let mut on_end: Vec<Arc<dyn TurnEnd>> = Vec::new();
+        if let Some(session) = workspace {
+            on_end.push(Arc::new(FlushWorkspace(session)));
         }
-        if let Some(session) = self.workspace {
-            plan.on_end.push(Arc::new(FlushWorkspace(session)));
+        on_end.extend(run.on_end);
+        let mut extra = profile.provider_options.clone().unwrap_or_default();
+        extra.extend(run.extra);
+        TurnPlan {
+            turn_id: run.turn_id,
+            message_id: run.message_id,
+            model_id: model.id.clone(),
+            model: provider.model_client(&model),
+            upstream_model: model.upstream_model.clone(),
+            system_stable_len,
+            system_prompt: plan.system,
+            citation_reinforcement: profile
+                .citation_reinforcement_enabled
+                .then(|| nudges::citation_reinforcement(profile).to_owned()),
+            history,
+            tools,
+            policy: StepPolicy {
+                reasoning_effort: model.reasoning.clone(),
+                ..StepPolicy::from_profile(profile, model.supports_parallel_tool_calls)
+            },
+            nudges: Nudges {
+                final_step: nudges::final_step_nudge(profile).to_owned(),
+                preventive: nudges::preventive_nudge(profile).to_owned(),
+                retry: nudges::retry_nudge(profile, false),
+                retry_last: nudges::LAST_RETRY_SENTENCE.to_owned(),
+                web_budget: nudges::WEB_BUDGET_NUDGE.to_owned(),
+            },
+            limits,
+            request_budget: Some(run.request_budget),
+            tool_cache: run.tool_cache,
+            cancel: run.cancel,
+            extra,
+            hooks: Arc::new(WebHooks::new(state)),
+            admission: Some(run.admission),
+            // Without a recorder nothing is stored, so the message need not be folded either.
+            record_message: run.recorder.is_some(),
+            recorder: run.recorder,
+            tasks: run.tasks,
+            floor: if harness {
+                Floor::Steer(nudges::WEB_FLOOR_STEER.to_owned())
+            } else {
+                Floor::NoTools
+            },
+            titles: if harness {
+                ToolTitles::Name
+            } else {
+                ToolTitles::Verb
+            },
+            refusal: run.refusal,
+            on_end,
         }
-        (plan, self.model, self.state)
     }
 }
 
@@ -97,6 +166,18 @@ impl Prepared {
 pub(super) struct Asked<'a> {
     pub text: &'a str,
     pub planned: &'a Planned,
+}
+
+/// A send whose client said nothing about the user or itself (the preview, the facade).
+static NOTHING_SAID: std::sync::LazyLock<Planned> = std::sync::LazyLock::new(Planned::default);
+
+impl<'a> Asked<'a> {
+    pub(super) fn without_notes(text: &'a str) -> Self {
+        Self {
+            text,
+            planned: &NOTHING_SAID,
+        }
+    }
 }
 
 /// The prompt and toolset a send to a thread would use now (what the preview shows).
@@ -128,23 +209,13 @@ impl TurnService {
         model: Option<&str>,
         message_text: Option<&str>,
     ) -> Result<PreparedSend, SendError> {
-        let (ctx, model, provider) = self.load_with_model(user_id, thread_id, model).await?;
+        let (ctx, model, provider) = self.load_with_model(user_id, Some(thread_id), model).await?;
         if ctx.thread.is_none() {
             return Err(SendError::UnknownThread(thread_id.to_owned()));
         }
         let text = message_text.map(str::to_owned).unwrap_or_default();
         let prepared = self
-            .prepare_with_text(
-                user_id,
-                ctx,
-                model,
-                &provider,
-                None,
-                Asked {
-                    text: &text,
-                    planned: &Planned::default(),
-                },
-            )
+            .prepare_with_text(user_id, ctx, model, &provider, None, Asked::without_notes(&text))
             .await;
         Ok(PreparedSend {
             model: prepared.model,
@@ -157,7 +228,7 @@ impl TurnService {
         user_id: &str,
         ctx: SendContext,
         model: Model,
-        provider: &Provider,
+        provider: &ModelProvider,
         state: Option<&Arc<TurnState>>,
         planned: &Planned,
     ) -> Prepared {
@@ -173,12 +244,13 @@ impl TurnService {
         .await
     }
 
+    #[tracing::instrument(name = "prepare", skip_all)]
     pub(super) async fn prepare_with_text(
         &self,
         user_id: &str,
         mut ctx: SendContext,
         model: Model,
-        provider: &Provider,
+        provider: &ModelProvider,
         state: Option<&Arc<TurnState>>,
         asked: Asked<'_>,
     ) -> Prepared {
@@ -193,7 +265,7 @@ impl TurnService {
         }
         let (mcp_servers, mcp_configs) = self.discover_mcp(user_id, &ctx, &model).await;
         let plan = plan_send(
-            &SendInput {
+            &PlanInput {
                 settings: &ctx.settings,
                 integrations: &ctx.integrations,
                 model: &model,
@@ -214,7 +286,7 @@ impl TurnService {
                 app_version: planned.client.version.as_deref(),
                 regeneration_revision: planned.regeneration_revision,
             },
-            Utc::now(),
+            super::now(),
         );
         for skipped in &plan.mcp_not_offered {
             tracing::warn!(user = %user_id, "{}", skipped.warning());
@@ -243,8 +315,9 @@ impl TurnService {
             .map(|m| m.id.clone());
         let (history, harness_prompt) = match (model.engine, messages.split_last()) {
             (Engine::Harness, Some((last, earlier))) if last["role"] == "user" => {
-                let prompt = crate::harness::prompt_message(last, &plan.skill_instructions, options);
-                let mut history = crate::harness::seed_turns(earlier);
+                let prompt =
+                    promptgate_turn::harness::prompt_message(last, &plan.skill_instructions, options);
+                let mut history = promptgate_turn::harness::seed_turns(earlier);
                 history.extend(prompt.clone());
                 (history, prompt)
             }

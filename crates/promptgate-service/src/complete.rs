@@ -6,9 +6,10 @@ use std::sync::Arc;
 use promptgate_llm::{ChatMessage, ContentPart, UserContent};
 use serde_json::{Map, Value};
 
-use super::{SendError, SendHandle, SendStream, TurnService, WebHooks};
-use crate::engine::{RequestBudget, run_turn};
-use crate::facade::FacadeHistory;
+use super::prepare::Asked;
+use super::{RunParts, SendError, SendHandle, SendStream, TurnIds, TurnService};
+use promptgate_turn::engine::{RequestBudget, ToolCache, run_turn};
+use promptgate_turn::facade::FacadeHistory;
 
 pub struct CompletionRequest {
     pub user_id: String,
@@ -44,6 +45,11 @@ fn last_user_text(messages: &[ChatMessage]) -> String {
 }
 
 impl TurnService {
+    #[tracing::instrument(
+        name = "complete",
+        skip_all,
+        fields(user = %request.user_id, turn_id = tracing::field::Empty)
+    )]
     pub async fn complete(&self, request: CompletionRequest) -> Result<SendHandle, SendError> {
         if !request
             .history
@@ -56,9 +62,11 @@ impl TurnService {
             ));
         }
         let admission = self.admit()?;
+        let TurnIds { turn_id, message_id } = TurnIds::fresh();
+        tracing::Span::current().record("turn_id", turn_id.as_str());
         // No thread: the context carries the user's settings, skills and servers but no history.
         let (ctx, model, provider) = self
-            .load_with_model(&request.user_id, "", request.model.as_deref())
+            .load_with_model(&request.user_id, None, request.model.as_deref())
             .await?;
         let text = last_user_text(&request.history.messages);
         let prepared = self
@@ -68,40 +76,34 @@ impl TurnService {
                 model,
                 &provider,
                 None,
-                super::prepare::Asked {
-                    text: &text,
-                    planned: &super::prepare::Planned::default(),
-                },
+                Asked::without_notes(&text),
             )
-            .await;
-
-        let mut system = prepared.plan.system.clone();
-        for note in &request.history.system {
-            system.push_str("\n\n");
-            system.push_str(note);
-        }
-        let turn_id = format!("turn_{}", uuid::Uuid::now_v7().simple());
-        let message_id = format!("msg_{}", uuid::Uuid::now_v7().simple());
-        let (mut plan, model, state) = prepared.into_turn_plan(
+            .await
+            .over_client_conversation(request.history);
+        let model_id = prepared.model.id.clone();
+        let plan = prepared.into_turn_plan(
             &provider,
             self.config.limits,
-            (turn_id.clone(), message_id.clone()),
-            system,
-            request.history.messages,
+            RunParts {
+                turn_id: turn_id.clone(),
+                message_id: message_id.clone(),
+                request_budget: Arc::new(RequestBudget::from_limits(&self.config.limits)),
+                tool_cache: ToolCache::default(),
+                cancel: self.stop_all.child_token(),
+                admission,
+                // Nothing of a facade completion is stored.
+                recorder: None,
+                extra: request.extra,
+                tasks: self.tasks.clone(),
+                refusal: None,
+                on_end: Vec::new(),
+            },
         );
-        plan.request_budget = Some(Arc::new(RequestBudget::from_limits(&self.config.limits)));
-        plan.extra.extend(request.extra);
-        plan.hooks = Arc::new(WebHooks::new(state));
-        plan.admission = Some(admission);
-        // Nothing of a facade completion is stored.
-        plan.record_message = false;
-        plan.cancel = self.stop_all.child_token();
-        plan.tasks = self.tasks.clone();
         let run = run_turn(plan);
         Ok(SendHandle {
             turn_id,
             message_id,
-            model_id: model.id,
+            model_id,
             events: SendStream::plain(run.events),
         })
     }

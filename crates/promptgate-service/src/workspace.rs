@@ -3,11 +3,10 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use chrono::Utc;
 use promptgate_core::plan::SendPlan;
 use promptgate_core::tools::names;
+use promptgate_core::tools::{ToolError, ToolExecutor, ToolOutput};
 use promptgate_store::{SendContext, Store};
-use promptgate_tools::{ToolError, ToolExecutor, ToolOutput};
 use promptgate_workspace::{WorkspaceLimits, WorkspaceSession};
 use serde_json::Value;
 
@@ -22,7 +21,7 @@ struct WorkspaceTool {
 #[async_trait]
 impl ToolExecutor for WorkspaceTool {
     async fn call(&self, input: Value) -> Result<ToolOutput, ToolError> {
-        match self.session.call(self.name, &input, Utc::now()).await {
+        match self.session.call(self.name, &input, super::now()).await {
             Ok(outcome) => match outcome.error_message() {
                 Some(message) => Err(ToolError::Failed(message.to_owned())),
                 None => Ok(ToolOutput {

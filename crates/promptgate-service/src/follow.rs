@@ -16,7 +16,7 @@ use tokio::time::Instant;
 
 use super::TurnService;
 use super::feed::{self, Follow, FollowStream, KEEP_ALIVE_FRAME};
-use crate::ui::{SSE_DONE, TurnEvent, UiChunk};
+use promptgate_turn::ui::{SSE_DONE, TurnEvent, UiChunk};
 
 /// The owner gathers frames this long into one stored batch.
 const MIRROR_BATCH: Duration = Duration::from_millis(40);

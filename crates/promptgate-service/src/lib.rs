@@ -1,6 +1,32 @@
-//! One send, end to end: load what the user configured, plan the prompt and toolset, run the turn,
-//! and persist both messages however the turn ends. Transports (the UI stream, the OpenAI facade)
-//! sit on top of [`TurnService`].
+//! The send and completion use cases: one send, end to end. Load what the user configured, store
+//! their message, discover MCP tools, plan the prompt and toolset, run the turn engine, and persist
+//! the answer however the turn ends. Transports (the UI stream, the OpenAI facade) sit on top of
+//! [`TurnService`].
+//!
+//! # Where it sits
+//!
+//! `server → service → {turn, store, mcp, tools, llm, workspace} → core`. The engine
+//! ([`promptgate_turn`]) knows neither storage nor transports; this crate gives it everything as
+//! parts: the tools with their executors (behind `promptgate_core::tools::ToolExecutor`), hooks over
+//! the turn's web budget and sources ([`WebHooks`]), and an answer recorder that stores checkpoints
+//! and the final answer.
+//!
+//! # One send
+//!
+//! [`TurnService::send`] reads top-down as its steps: admit (a bounded number of turns run at once),
+//! claim the thread here and in the store, load the send context, settle the conversation (store the
+//! user's message, or trim for a regenerate), [`prepare`](Prepared) the prompt and tools, and start
+//! the engine with [`Prepared::into_turn_plan`], which takes every per-run part at once
+//! ([`RunParts`]) so no half-built plan is ever passed around. [`TurnService::complete`] is the same
+//! without a thread or a stored answer.
+//!
+//! # Background work
+//!
+//! Every task a send leaves behind (the turn, its answer writer, claim releases, the instance
+//! heartbeat) runs on a task tracker the service owns; [`TurnService::drain`] waits for them at
+//! shutdown, so `tokio::spawn` is not used here.
+
+#![deny(clippy::disallowed_methods)]
 
 mod builtin;
 mod claims;
@@ -20,10 +46,11 @@ mod workspace;
 use std::sync::Arc;
 use std::time::Duration;
 
+use promptgate_core::settings::Model;
 use promptgate_mcp::McpHub;
-use promptgate_store::{NewMessage, Role, Store, StoreError};
+use promptgate_store::{NewMessage, Role, SendContext, Store, StoreError};
 use promptgate_tools::web::{SafeFetcher, SearchBackend};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 pub use claims::{DEFAULT_HEARTBEAT, DEFAULT_LEASE, DEFAULT_RETRY_WINDOW, InstanceConfig};
@@ -34,16 +61,16 @@ pub use harness::{ClientIdentity, DEFAULT_KEPT_HARNESSES, REPLAY_REFUSED_TEXT};
 pub use hooks::{TurnState, WebHooks};
 pub use integrations::{GoogleSetup, Integrations, MicrosoftSetup};
 pub use live::{Continuation, LiveTurns};
-pub use prepare::{Prepared, PreparedSend};
+pub use prepare::{Prepared, PreparedSend, RunParts};
 pub use promptgate_workspace::WorkspaceLimits;
-pub use providers::{Provider, ProviderClient, Providers};
+pub use providers::{ModelProvider, ProviderClient, Providers};
 pub use record::{PendingSave, PendingSaves};
 pub use toolset::{Executors, McpToolExecutor};
 
-use crate::engine::{RequestBudget, TurnLimits, run_turn};
 use feed::{Detach, FeedWriter, TurnFeed};
 use harness::{Harnesses, KeepTranscript};
-use live::Claim;
+use live::{Claim, Slot};
+use promptgate_turn::engine::{TurnEnd, TurnLimits, run_turn};
 use record::AnswerWriter;
 
 /// How long a final save keeps trying while the store is unavailable.
@@ -171,6 +198,31 @@ pub struct SendHandle {
     pub events: SendStream,
 }
 
+/// The ids a new turn and its answer get.
+pub(crate) struct TurnIds {
+    pub(crate) turn_id: String,
+    pub(crate) message_id: String,
+}
+
+impl TurnIds {
+    pub(crate) fn fresh() -> Self {
+        Self {
+            turn_id: format!("turn_{}", uuid::Uuid::now_v7().simple()),
+            message_id: format!("msg_{}", uuid::Uuid::now_v7().simple()),
+        }
+    }
+}
+
+/// A send's hold on its thread on this instance, from the claim until its turn starts.
+struct ThreadTurn {
+    ids: TurnIds,
+    slot: Slot,
+    /// Stops this turn (and only it); a child of the service's stop-all.
+    cancel: CancellationToken,
+    feed: FeedWriter,
+    admission: tokio::sync::OwnedSemaphorePermit,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum SendError {
     #[error("thread {0} does not exist")]
@@ -271,113 +323,20 @@ impl TurnService {
         &self.instance.id
     }
 
+    /// Starts a turn in a thread: claims the thread, stores the user's message, prepares the
+    /// prompt and toolset, and runs the engine with an answer writer behind it. Each step below
+    /// may refuse the send; nothing after a refusal runs.
+    #[tracing::instrument(
+        name = "send",
+        skip_all,
+        fields(user = %request.user_id, thread_id = %request.thread_id, turn_id = tracing::field::Empty)
+    )]
     pub async fn send(&self, request: SendRequest) -> Result<SendHandle, SendError> {
         let admission = self.admit()?;
-        let turn_id = format!("turn_{}", uuid::Uuid::now_v7().simple());
-        let cancel = self.stop_all.child_token();
-        let feed = FeedWriter(Arc::new(TurnFeed::default()));
-        let mut slot = match self.live.claim(
-            &request.user_id,
-            &request.thread_id,
-            &turn_id,
-            cancel.clone(),
-            Arc::clone(&feed.0),
-        ) {
-            Claim::Claimed(slot) => slot,
-            Claim::Busy => return Err(SendError::Busy(request.thread_id.clone())),
-        };
-        // A retry whose turn is gone must say so before anything is stored, not start afresh.
-        let recall = async {
-            match request.retry_of.as_deref() {
-                Some(previous) => self
-                    .recall_retry(&request.user_id, &request.thread_id, previous)
-                    .await
-                    .map(Some),
-                None => Ok(None),
-            }
-        };
-        // The store's claim is what keeps other instances out of the thread; it is taken before the
-        // user's message is stored, so a refused send leaves no trace. It goes to the database
-        // alongside the reads, so it adds no round trip before the first byte.
-        let message_id = format!("msg_{}", uuid::Uuid::now_v7().simple());
-        let claim = self.claim_in_store(
-            &mut slot,
-            &request.user_id,
-            &request.thread_id,
-            &turn_id,
-            &message_id,
-            request.retry_of.as_deref(),
-        );
-        let load = self.load_with_model(&request.user_id, &request.thread_id, request.model.as_deref());
-        let (continuation, (), (mut ctx, model, provider)) = tokio::try_join!(recall, claim, load)?;
-
-        let new_user_message = match &request.input {
-            SendInput::Message { id, parts } => Some(validate_user_parts(id.as_deref(), parts)?),
-            SendInput::Regenerate => None,
-        };
-        if ctx.thread.is_none() && !request.create_thread {
-            return Err(SendError::UnknownThread(request.thread_id.clone()));
-        }
-
-        // The user's words are saved before anything can fail upstream, so nothing they sent is lost.
-        if let Some((id, parts)) = new_user_message {
-            // A resend of the thread's last question (its turn failed) is already stored; any other
-            // id the thread has seen is an edit, which takes that message's place (see
-            // `current_conversation`).
-            let already_stored =
-                is_resent_prompt(&ctx.history, id.as_deref(), &parts, request.retry_of.is_some());
-            if already_stored {
-                // The retried turn's answer is replaced by this one; the model answers the prompt.
-                while ctx.history.last().is_some_and(|m| m.role == Role::Assistant) {
-                    ctx.history.pop();
-                }
-            }
-            let message = NewMessage {
-                id,
-                thread_id: request.thread_id.clone(),
-                role: Role::User,
-                parts: Value::Array(parts),
-                metadata: json!({}),
-                status: None,
-            };
-            if ctx.thread.is_none() {
-                // A first send creates its thread and message in one write.
-                let title = title_from(message.parts.as_array().map_or(&[][..], Vec::as_slice));
-                let (thread, stored) = self
-                    .store
-                    .create_thread_with_message(
-                        &request.user_id,
-                        &promptgate_store::NewThread {
-                            id: Some(request.thread_id.clone()),
-                            project_id: None,
-                            title: Some(title).filter(|t| !t.is_empty()),
-                        },
-                        &message,
-                    )
-                    .await?;
-                ctx.thread = Some(thread);
-                ctx.history.push(stored);
-            } else if !already_stored {
-                let stored = self.store.append_message(&request.user_id, &message).await?;
-                ctx.history.push(stored);
-                ctx.history = promptgate_store::current_conversation(std::mem::take(&mut ctx.history));
-            }
-        } else {
-            if ctx.thread.is_none() {
-                return Err(SendError::InvalidMessage(
-                    "there is no user message to answer".to_owned(),
-                ));
-            }
-            while ctx.history.last().is_some_and(|m| m.role == Role::Assistant) {
-                ctx.history.pop();
-            }
-        }
-        if !ctx.history.last().is_some_and(|m| m.role == Role::User) {
-            return Err(SendError::InvalidMessage(
-                "there is no user message to answer".to_owned(),
-            ));
-        }
-
+        let mut turn = self.claim_thread_here(&request, admission)?;
+        tracing::Span::current().record("turn_id", turn.ids.turn_id.as_str());
+        let (continuation, mut ctx, model, provider) = self.claim_and_load(&request, &mut turn).await?;
+        self.settle_conversation(&request, &mut ctx).await?;
         let planned = prepare::Planned {
             client: request.client.clone().unwrap_or_else(ClientIdentity::web),
             regeneration_revision: self.harnesses.revision(
@@ -397,82 +356,227 @@ impl TurnService {
                 &planned,
             )
             .await;
-        let continuation = continuation.unwrap_or_else(|| Continuation {
-            turn_id: turn_id.clone(),
-            state: Arc::clone(&prepared.state),
-            requests: Arc::new(RequestBudget::from_limits(&self.config.limits)),
-            tool_cache: Default::default(),
-        });
+        let continuation = continuation
+            .unwrap_or_else(|| Continuation::fresh(&turn.ids.turn_id, &prepared.state, &self.config.limits));
+        Ok(self.start_send(&request, turn, prepared, &provider, continuation, &planned))
+    }
 
-        let system = prepared.plan.system.clone();
-        let mut history = prepared.history.clone();
-        let mut keep_transcript = None;
-        let mut refusal = None;
-        if let Some(prompt) = prepared.harness_prompt.clone() {
-            let signature = &prepared.plan.harness_signature;
-            let started = self.harnesses.start(
-                (&request.user_id, &request.thread_id),
-                signature,
-                planned.regeneration_revision,
-                prepared.previous_answer.as_deref(),
-                cancel.clone(),
-            );
-            if let Some(mut transcript) = started.transcript {
-                transcript.push(prompt);
-                history = transcript;
-            }
-            keep_transcript = Some(KeepTranscript {
-                harnesses: self.harnesses.clone(),
-                user_id: request.user_id.clone(),
-                thread_id: request.thread_id.clone(),
-                signature: signature.clone(),
-                answer_id: message_id.clone(),
-            });
-            // A retry carrying a spent budget could only replay the same denials; the user decides
-            // whether a new research attempt is worth it.
-            if continuation.state.budget().is_exhausted() {
-                refusal = Some(REPLAY_REFUSED_TEXT.to_owned());
-            }
+    /// Takes the thread on this instance, or refuses the send while a turn runs there.
+    fn claim_thread_here(
+        &self,
+        request: &SendRequest,
+        admission: tokio::sync::OwnedSemaphorePermit,
+    ) -> Result<ThreadTurn, SendError> {
+        let ids = TurnIds::fresh();
+        let cancel = self.stop_all.child_token();
+        let feed = FeedWriter(Arc::new(TurnFeed::default()));
+        match self.live.claim(
+            &request.user_id,
+            &request.thread_id,
+            &ids.turn_id,
+            cancel.clone(),
+            Arc::clone(&feed.0),
+        ) {
+            Claim::Claimed(slot) => Ok(ThreadTurn {
+                ids,
+                slot,
+                cancel,
+                feed,
+                admission,
+            }),
+            Claim::Busy => Err(SendError::Busy(request.thread_id.clone())),
         }
-        let (mut plan, model, _) = prepared.into_turn_plan(
-            &provider,
-            self.config.limits,
-            (turn_id.clone(), message_id.clone()),
-            system,
-            history,
+    }
+
+    /// The thread's claim in the store, what a retry carries over, and the send context with its
+    /// model, in one round of concurrent reads.
+    #[tracing::instrument(skip_all)]
+    async fn claim_and_load(
+        &self,
+        request: &SendRequest,
+        turn: &mut ThreadTurn,
+    ) -> Result<(Option<Continuation>, SendContext, Model, ModelProvider), SendError> {
+        // A retry whose turn is gone must say so before anything is stored, not start afresh.
+        let recall = async {
+            match request.retry_of.as_deref() {
+                Some(previous) => self
+                    .recall_retry(&request.user_id, &request.thread_id, previous)
+                    .await
+                    .map(Some),
+                None => Ok(None),
+            }
+        };
+        // The store's claim is what keeps other instances out of the thread; it is taken before the
+        // user's message is stored, so a refused send leaves no trace. It goes to the database
+        // alongside the reads, so it adds no round trip before the first byte.
+        let claim = self.claim_in_store(
+            &mut turn.slot,
+            &request.user_id,
+            &request.thread_id,
+            &turn.ids.turn_id,
+            &turn.ids.message_id,
+            request.retry_of.as_deref(),
         );
-        plan.request_budget = Some(Arc::clone(&continuation.requests));
-        plan.tool_cache = continuation.tool_cache.clone();
-        plan.cancel = cancel.clone();
-        plan.hooks = Arc::new(WebHooks::new(Arc::clone(&continuation.state)));
-        plan.refusal = refusal;
-        if let Some(keep) = keep_transcript {
-            plan.on_end.push(Arc::new(keep));
-        }
-        plan.admission = Some(admission);
+        let load = self.load_with_model(
+            &request.user_id,
+            Some(&request.thread_id),
+            request.model.as_deref(),
+        );
+        let (continuation, (), (ctx, model, provider)) = tokio::try_join!(recall, claim, load)?;
+        Ok((continuation, ctx, model, provider))
+    }
 
+    /// Makes the conversation end with the user message to answer: the new message stored (with its
+    /// thread, on a first send), or for a regenerate the answers after the newest user message
+    /// dropped.
+    #[tracing::instrument(skip_all)]
+    async fn settle_conversation(
+        &self,
+        request: &SendRequest,
+        ctx: &mut SendContext,
+    ) -> Result<(), SendError> {
+        let new_user_message = match &request.input {
+            SendInput::Message { id, parts } => Some(validate_user_parts(id.as_deref(), parts)?),
+            SendInput::Regenerate => None,
+        };
+        if ctx.thread.is_none() && !request.create_thread {
+            return Err(SendError::UnknownThread(request.thread_id.clone()));
+        }
+        match new_user_message {
+            Some((id, parts)) => self.store_user_message(request, ctx, id, parts).await?,
+            None => {
+                if ctx.thread.is_none() {
+                    return Err(SendError::InvalidMessage(
+                        "there is no user message to answer".to_owned(),
+                    ));
+                }
+                while ctx.history.last().is_some_and(|m| m.role == Role::Assistant) {
+                    ctx.history.pop();
+                }
+            }
+        }
+        if !ctx.history.last().is_some_and(|m| m.role == Role::User) {
+            return Err(SendError::InvalidMessage(
+                "there is no user message to answer".to_owned(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Saves the user's words before anything can fail upstream, so nothing they sent is lost.
+    async fn store_user_message(
+        &self,
+        request: &SendRequest,
+        ctx: &mut SendContext,
+        id: Option<String>,
+        parts: Vec<Value>,
+    ) -> Result<(), SendError> {
+        // A resend of the thread's last question (its turn failed) is already stored; any other
+        // id the thread has seen is an edit, which takes that message's place (see
+        // `current_conversation`).
+        let already_stored =
+            is_resent_prompt(&ctx.history, id.as_deref(), &parts, request.retry_of.is_some());
+        if already_stored {
+            // The retried turn's answer is replaced by this one; the model answers the prompt.
+            while ctx.history.last().is_some_and(|m| m.role == Role::Assistant) {
+                ctx.history.pop();
+            }
+        }
+        let message = NewMessage {
+            id,
+            thread_id: request.thread_id.clone(),
+            role: Role::User,
+            parts: Value::Array(parts),
+            metadata: json!({}),
+            status: None,
+        };
+        if ctx.thread.is_none() {
+            // A first send creates its thread and message in one write.
+            let title = title_from(message.parts.as_array().map_or(&[][..], Vec::as_slice));
+            let (thread, stored) = self
+                .store
+                .create_thread_with_message(
+                    &request.user_id,
+                    &promptgate_store::NewThread {
+                        id: Some(request.thread_id.clone()),
+                        project_id: None,
+                        title: Some(title).filter(|t| !t.is_empty()),
+                    },
+                    &message,
+                )
+                .await?;
+            ctx.thread = Some(thread);
+            ctx.history.push(stored);
+        } else if !already_stored {
+            let stored = self.store.append_message(&request.user_id, &message).await?;
+            ctx.history.push(stored);
+            ctx.history = promptgate_store::current_conversation(std::mem::take(&mut ctx.history));
+        }
+        Ok(())
+    }
+
+    /// Runs the prepared turn with its answer writer; its events are kept for followers.
+    fn start_send(
+        &self,
+        request: &SendRequest,
+        turn: ThreadTurn,
+        mut prepared: Prepared,
+        provider: &ModelProvider,
+        continuation: Continuation,
+        planned: &prepare::Planned,
+    ) -> SendHandle {
+        let ThreadTurn {
+            ids,
+            slot,
+            cancel,
+            feed,
+            admission,
+        } = turn;
+        let model_id = prepared.model.id.clone();
         tracing::info!(
-            user = %request.user_id, thread = %request.thread_id, turn = %turn_id, model = %model.id,
-            tools = plan.tools.len(), retry_of = ?request.retry_of, "turn started"
+            model = %model_id, tools = prepared.tools.len(), retry_of = ?request.retry_of, "turn started"
         );
         let recorder = AnswerWriter {
             store: self.store.clone(),
             user_id: request.user_id.clone(),
             thread_id: request.thread_id.clone(),
-            turn_id: turn_id.clone(),
-            message_id: message_id.clone(),
-            model_id: model.id.clone(),
+            turn_id: ids.turn_id.clone(),
+            message_id: ids.message_id.clone(),
+            model_id: model_id.clone(),
             slot,
             continuation: Continuation {
-                turn_id: turn_id.clone(),
-                ..continuation
+                turn_id: ids.turn_id.clone(),
+                ..continuation.clone()
             },
             retry_for: self.config.save_retry,
             pending: self.pending.clone(),
         }
         .start(&self.tasks);
-        plan.recorder = Some(recorder);
-        plan.tasks = self.tasks.clone();
+        let (refusal, on_end) = self.continue_harness(
+            request,
+            &mut prepared,
+            planned,
+            &continuation,
+            &ids.message_id,
+            &cancel,
+        );
+        let plan = prepared.into_turn_plan(
+            provider,
+            self.config.limits,
+            RunParts {
+                turn_id: ids.turn_id.clone(),
+                message_id: ids.message_id.clone(),
+                request_budget: continuation.requests,
+                tool_cache: continuation.tool_cache,
+                cancel: cancel.clone(),
+                admission,
+                recorder: Some(recorder),
+                extra: Map::new(),
+                tasks: self.tasks.clone(),
+                refusal,
+                on_end,
+            },
+        );
         let run = run_turn(plan);
         let detach = Detach {
             on_disconnect: self.config.on_disconnect,
@@ -480,12 +584,56 @@ impl TurnService {
             tasks: self.tasks.clone(),
             drained: false,
         };
-        Ok(SendHandle {
-            turn_id,
-            message_id,
-            model_id: model.id,
+        SendHandle {
+            turn_id: ids.turn_id,
+            message_id: ids.message_id,
+            model_id,
             events: SendStream::fed(run.events, feed, detach),
-        })
+        }
+    }
+
+    /// A harness model's send continues the thread's kept transcript when its signature still
+    /// holds (else the prepared history re-seeds it), and keeps the new transcript when the turn
+    /// ends. Returns the refusal of a retry whose web budget is spent, and the turn-end work.
+    fn continue_harness(
+        &self,
+        request: &SendRequest,
+        prepared: &mut Prepared,
+        planned: &prepare::Planned,
+        continuation: &Continuation,
+        message_id: &str,
+        cancel: &CancellationToken,
+    ) -> (Option<String>, Vec<Arc<dyn TurnEnd>>) {
+        let Some(prompt) = prepared.harness_prompt.clone() else {
+            return (None, Vec::new());
+        };
+        let signature = &prepared.plan.harness_signature;
+        let started = self.harnesses.start(
+            (&request.user_id, &request.thread_id),
+            signature,
+            planned.regeneration_revision,
+            prepared.previous_answer.as_deref(),
+            cancel.clone(),
+        );
+        if let Some(mut transcript) = started.transcript {
+            transcript.push(prompt);
+            prepared.history = transcript;
+        }
+        let keep: Arc<dyn TurnEnd> = Arc::new(KeepTranscript {
+            harnesses: self.harnesses.clone(),
+            user_id: request.user_id.clone(),
+            thread_id: request.thread_id.clone(),
+            signature: signature.clone(),
+            answer_id: message_id.to_owned(),
+        });
+        // A retry carrying a spent budget could only replay the same denials; the user decides
+        // whether a new research attempt is worth it.
+        let refusal = continuation
+            .state
+            .budget()
+            .is_exhausted()
+            .then(|| REPLAY_REFUSED_TEXT.to_owned());
+        (refusal, vec![keep])
     }
 
     /// A place for one more turn, or `Overloaded` when the server already runs its limit.
@@ -499,21 +647,15 @@ impl TurnService {
         })
     }
 
-    /// The send context of `thread_id` with the requested model (else the user's default, else the
-    /// server's) taken out of it, and the provider that serves the model.
+    /// The send context of `thread_id` (none: a stateless completion) with the requested model
+    /// (else the user's default, else the server's) taken out of it, and the provider that serves
+    /// the model.
     pub(crate) async fn load_with_model(
         &self,
         user_id: &str,
-        thread_id: &str,
+        thread_id: Option<&str>,
         requested: Option<&str>,
-    ) -> Result<
-        (
-            promptgate_store::SendContext,
-            promptgate_core::settings::Model,
-            Provider,
-        ),
-        SendError,
-    > {
+    ) -> Result<(SendContext, Model, ModelProvider), SendError> {
         let mut ctx = self
             .store
             .load_send_context(user_id, thread_id, requested, &self.config.default_model)
@@ -528,6 +670,16 @@ impl TurnService {
             .ok_or_else(|| SendError::ProviderMissing(model.provider.clone()))?;
         Ok((ctx, model, provider.clone()))
     }
+}
+
+/// The time core's decisions are made at (the prompt's date, a workspace's clock): the service is
+/// the edge that reads the clock, so core can take time as an argument.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the one clock the use cases read; everything below takes the time as an argument"
+)]
+pub(crate) fn now() -> chrono::DateTime<chrono::Utc> {
+    chrono::Utc::now()
 }
 
 /// Checks a user message's parts: a non-empty array of objects with a `type`, with some content.

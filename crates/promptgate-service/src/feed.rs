@@ -25,8 +25,8 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::engine::TurnStream;
-use crate::ui::{SSE_DONE, TurnEvent, UiChunk};
+use promptgate_turn::engine::TurnStream;
+use promptgate_turn::ui::{SSE_DONE, TurnEvent, UiChunk};
 
 /// The most frame bytes a running turn keeps for its readers (an answer of about a million words,
 /// or a few large tool results).
@@ -395,7 +395,7 @@ mod tests {
         else {
             panic!("a running turn can be followed");
         };
-        let reading = tokio::spawn(read_all(follower));
+        let reading = TaskTracker::new().spawn(read_all(follower));
         writer.0.push(frame("b"));
         drop(writer);
         let body = reading.await.unwrap();

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use promptgate_core::tools::ToolSpec;
+use promptgate_core::tools::{ToolError, ToolExecutor, ToolOutput};
 use promptgate_mcp::{McpError, McpHub, McpServerConfig};
-use promptgate_tools::{ToolError, ToolExecutor, ToolOutput};
 use serde_json::Value;
 
 /// Forwards a call to the MCP server the tool was discovered on.
@@ -56,14 +56,17 @@ impl Executors {
     }
 
     /// Keeps the specs that have an executor, in order; the others are logged and not offered.
-    pub fn attach(&self, specs: Vec<ToolSpec>) -> (Vec<crate::engine::PreparedTool>, Vec<ToolSpec>) {
+    pub fn attach(
+        &self,
+        specs: Vec<ToolSpec>,
+    ) -> (Vec<promptgate_turn::engine::PreparedTool>, Vec<ToolSpec>) {
         let mut prepared = Vec::with_capacity(specs.len());
         let mut kept = Vec::with_capacity(specs.len());
         for spec in specs {
             match self.get(&spec.name) {
                 Some(executor) => {
                     kept.push(spec.clone());
-                    prepared.push(crate::engine::PreparedTool { spec, executor });
+                    prepared.push(promptgate_turn::engine::PreparedTool { spec, executor });
                 }
                 None => {
                     tracing::warn!(tool = %spec.name, "no executor is configured for this tool; not offered")

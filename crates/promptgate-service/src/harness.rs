@@ -11,7 +11,7 @@ use promptgate_llm::ChatMessage;
 use promptgate_workspace::WorkspaceSession;
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::{TurnEnd, TurnStatus};
+use promptgate_turn::engine::{TurnEnd, TurnStatus};
 
 /// Threads whose harness one instance keeps; the least recently used goes first. A thread that lost
 /// its harness is rebuilt from its stored messages on its next send.

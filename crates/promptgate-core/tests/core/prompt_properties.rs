@@ -1,10 +1,8 @@
 //! Whatever a user types into their settings, project or skills, the prompt keeps its shape: the same
 //! top-level sections in the same order, the conversation style last, and no date line in the stable half.
 
-mod prompt_support;
-
+use crate::prompt_support::{Setup, july_10_noon, skill, top_level_headings};
 use chrono_tz::Tz;
-use prompt_support::{Setup, july_10_noon, skill, top_level_headings};
 use promptgate_core::prompt::create_parts;
 use promptgate_core::settings::{Location, Project};
 use proptest::prelude::*;

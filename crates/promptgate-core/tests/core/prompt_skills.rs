@@ -1,8 +1,6 @@
 //! Slash tokens and which skills a send discloses or loads.
 
-mod prompt_support;
-
-use prompt_support::{default_skills, skill};
+use crate::prompt_support::{default_skills, skill};
 use promptgate_core::skills::{
     find_enabled_skill, resolve_skill_instructions, select_prompt_skills, skill_disclosure,
 };

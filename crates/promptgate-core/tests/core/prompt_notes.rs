@@ -1,9 +1,7 @@
 //! Per-send notes, engine compositions, client identity and nudge texts.
 
-mod prompt_support;
-
+use crate::prompt_support::{Setup, july_10_noon};
 use chrono_tz::Tz;
-use prompt_support::{Setup, july_10_noon};
 use promptgate_core::prompt::nudges;
 use promptgate_core::prompt::{
     AskAnswer, AskResponse, ENVIRONMENT_BLOCK, NotesInput, VOICE_MODE_NOTE, WORKSPACE_COMMANDS,

@@ -1,10 +1,8 @@
 //! The structural contract of the stable prompt: section order, the ordering invariants, the blank-line
 //! facts of the line template, and what each conditional fragment contributes.
 
-mod prompt_support;
-
+use crate::prompt_support::{Setup, july_10_noon, skill, top_level_headings};
 use chrono_tz::Tz;
-use prompt_support::{Setup, july_10_noon, skill, top_level_headings};
 use promptgate_core::prompt::{PromptParts, create_parts, stable_prompt};
 use promptgate_core::settings::{AppLanguage, IntegrationState, Location};
 

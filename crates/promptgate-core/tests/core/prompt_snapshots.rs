@@ -1,9 +1,7 @@
 //! Whole prompts, reviewed once and pinned. A wording change shows up here as a diff to review.
 
-mod prompt_support;
-
+use crate::prompt_support::{Setup, july_10_noon, languages};
 use chrono_tz::Tz;
-use prompt_support::{Setup, july_10_noon, languages};
 use promptgate_core::prompt::{
     NotesInput, client_identity_block, compose_harness, compose_legacy, create_parts, volatile_notes,
 };

@@ -1,10 +1,8 @@
 //! The volatile date line: English ICU's rendering in the user's zone, to the minute.
 
-mod prompt_support;
-
+use crate::prompt_support::{Setup, at, july_10_noon};
 use chrono::DateTime;
 use chrono_tz::Tz;
-use prompt_support::{Setup, at, july_10_noon};
 use promptgate_core::prompt::{create_parts, date_line};
 
 #[test]

@@ -1,10 +1,8 @@
 //! Stability of the stable half and the harness signature built on it.
 
-mod prompt_support;
-
+use crate::prompt_support::{Setup, july_10_noon};
 use chrono::Duration;
 use chrono_tz::Tz;
-use prompt_support::{Setup, july_10_noon};
 use promptgate_core::prompt::{HarnessKind, HarnessModel, create_parts, fnv1a_base36, harness_signature};
 
 fn model<'a>() -> HarnessModel<'a> {

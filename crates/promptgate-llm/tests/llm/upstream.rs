@@ -1,6 +1,6 @@
 //! What the client makes of provider streams, replayed by a real HTTP server on loopback.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

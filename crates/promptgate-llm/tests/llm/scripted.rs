@@ -1,6 +1,6 @@
 //! The scripted upstream itself, as other crates' tests and the load driver use it.
 
-mod common;
+use crate::common;
 
 use common::{post, upstream};
 use promptgate_llm::scripted::{Script, text, tool_calls};

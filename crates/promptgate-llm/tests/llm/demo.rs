@@ -1,6 +1,6 @@
 //! The offline demo model: what a fresh install shows without an API key.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

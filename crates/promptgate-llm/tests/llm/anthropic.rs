@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 
@@ -17,7 +17,10 @@ use promptgate_llm::{
 use serde_json::json;
 
 fn fixture(name: &str) -> Script {
-    let path = format!("{}/tests/fixtures/anthropic/{name}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}/tests/llm/fixtures/anthropic/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
     anthropic::transcript(&std::fs::read_to_string(&path).unwrap())
 }
 

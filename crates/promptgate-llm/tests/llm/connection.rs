@@ -1,7 +1,7 @@
 //! The client's connection to a provider over real loopback HTTP: refusals, deadlines,
 //! cancellation, connection reuse and what goes out in the headers.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -4,13 +4,12 @@
 
 #![allow(clippy::unwrap_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -19,80 +18,11 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use common::*;
 use promptgate_mcp::{DiscoveryOutcome, HubSettings, McpError, McpHub};
+use promptgate_outbound::testing::Tripwire;
 use promptgate_outbound::{AddressPolicy, HostResolver, Outbound};
 use serde_json::json;
-use tokio::net::TcpListener;
 
 const BUDGET: Duration = Duration::from_secs(3);
-
-/// Listeners on one port of 127.0.0.1, 127.0.0.2 and ::1 that count every connection they accept.
-/// A refusal that still connected would show up here.
-struct Tripwire {
-    port: u16,
-    hits: Arc<AtomicUsize>,
-    v6: bool,
-}
-
-impl Tripwire {
-    async fn start() -> Tripwire {
-        let hits = Arc::new(AtomicUsize::new(0));
-        let first = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = first.local_addr().unwrap().port();
-        spawn_counter(first, hits.clone());
-        if let Ok(second) = TcpListener::bind(("127.0.0.2", port)).await {
-            spawn_counter(second, hits.clone());
-        }
-        let v6 = match TcpListener::bind(("::1", port)).await {
-            Ok(listener) => {
-                spawn_counter(listener, hits.clone());
-                true
-            }
-            Err(_) => false,
-        };
-        Tripwire { port, hits, v6 }
-    }
-
-    fn hits(&self) -> usize {
-        self.hits.load(Ordering::SeqCst)
-    }
-
-    /// The same loopback destination written every way a URL can spell it.
-    fn urls(&self) -> Vec<String> {
-        let p = self.port;
-        let mut hosts = vec![
-            "127.0.0.1",
-            "127.0.0.2",
-            "2130706433",
-            "0x7f.1",
-            "0x7f000001",
-            "0177.0.0.1",
-            "127.1",
-            "localhost",
-            "0.0.0.0",
-            "0",
-            "[::ffff:127.0.0.1]",
-            "[::ffff:7f00:1]",
-            "[::127.0.0.1]",
-            "[64:ff9b::127.0.0.1]",
-            "[2002:7f00:1::]",
-            "[::]",
-        ];
-        if self.v6 {
-            hosts.push("[::1]");
-            hosts.push("[0:0:0:0:0:0:0:1]");
-        }
-        hosts.into_iter().map(|h| format!("http://{h}:{p}/mcp")).collect()
-    }
-}
-
-fn spawn_counter(listener: TcpListener, hits: Arc<AtomicUsize>) {
-    tokio::spawn(async move {
-        while let Ok((socket, _)) = listener.accept().await {
-            hits.fetch_add(1, Ordering::SeqCst);
-            drop(socket);
-        }
-    });
-}
 
 /// The hub as a `tokens`-mode gateway builds it: public addresses only.
 fn public_only_hub() -> McpHub {
@@ -111,7 +41,7 @@ fn refused(result: Result<impl std::fmt::Debug, McpError>, url: &str) -> String 
 async fn every_loopback_form_is_refused_before_connecting() {
     let wire = Tripwire::start().await;
     let hub = public_only_hub();
-    for url in wire.urls() {
+    for url in wire.urls("/mcp") {
         let server = config("s1", "Inside", &url);
         let reason = refused(hub.probe(&server, BUDGET).await, &url);
         assert!(reason.ends_with("is not allowed"), "{url}: {reason}");

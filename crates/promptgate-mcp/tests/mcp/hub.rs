@@ -2,7 +2,7 @@
 
 #![allow(clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 
 #![allow(clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -1,20 +1,19 @@
-//! Real MCP servers on loopback for the tests: an rmcp server in-process and a few plain HTTP
+//! Real MCP servers on loopback for tests (cargo feature `testing`): an in-process rmcp server with
+//! tools that echo, stall, fail and overflow, a host for any other rmcp handler, and plain HTTP
 //! handlers that misbehave in the ways real servers do.
-#![allow(dead_code)]
-// Test support: a broken fixture should stop the test loudly.
+//!
+//! Setup failures panic: this module only runs inside tests, where a panic is the failure report.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, Once};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
-use promptgate_mcp::{DiscoveryOutcome, HubSettings, McpHub, McpServerConfig};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData, Implementation,
     JsonObject, ListToolsResult, PaginatedRequestParams, ProtocolVersion, Resource, ServerCapabilities,
@@ -27,44 +26,6 @@ use rmcp::{Peer, RoleServer, ServerHandler};
 use serde_json::json;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
-
-pub fn init() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
-}
-
-pub fn hub() -> McpHub {
-    hub_with(HubSettings::default())
-}
-
-/// A hub for the test servers, which all live on loopback: loopback is opened here, as an
-/// operator would for local MCP servers. The address policy itself is tested in `ssrf.rs`.
-pub fn hub_with(mut settings: HubSettings) -> McpHub {
-    init();
-    settings.addresses.allow_loopback = true;
-    McpHub::new(settings).expect("hub")
-}
-
-pub fn config(id: &str, name: &str, url: &str) -> McpServerConfig {
-    McpServerConfig {
-        id: id.into(),
-        user_id: "user-1".into(),
-        name: name.into(),
-        url: url.into(),
-        headers: BTreeMap::new(),
-        bearer_token: None,
-    }
-}
-
-/// The tool names of a successful discovery.
-pub fn tool_names(outcome: &DiscoveryOutcome) -> Vec<String> {
-    match outcome {
-        DiscoveryOutcome::Ready { tools, .. } => tools.iter().map(|t| t.name.clone()).collect(),
-        DiscoveryOutcome::Failed { error, .. } => panic!("discovery failed: {error}"),
-    }
-}
 
 /// How the in-process server behaves.
 #[derive(Clone)]
@@ -263,22 +224,55 @@ impl ServerHandler for TestServer {
     }
 }
 
+/// Builds the app one run of a server serves; called again on restart, with that run's stop token.
+type MakeApp = Arc<dyn Fn(CancellationToken) -> Router + Send + Sync>;
+
 /// An in-process rmcp server on loopback that can be stopped and started again on its port.
 pub struct McpTestServer {
     pub addr: SocketAddr,
+    /// What the built-in handler has seen; stays empty for a server started [`with_handler`].
+    ///
+    /// [`with_handler`]: McpTestServer::with_handler
     pub state: Arc<ServerState>,
-    options: ServerOptions,
+    make_app: MakeApp,
     stop: Option<CancellationToken>,
     task: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl McpTestServer {
+    /// The built-in server: [`BASE_TOOLS`] plus whatever the test adds, behaving as `options` say.
     pub async fn start(options: ServerOptions) -> McpTestServer {
+        let state = Arc::new(ServerState::default());
+        let handler = TestServer {
+            options: options.clone(),
+            state: state.clone(),
+        };
+        let make_app: MakeApp = Arc::new(move |stop| {
+            let app = mcp_app(handler.clone(), stop);
+            if options.hang_on_discover {
+                app.layer(axum::middleware::from_fn(hang_on_discover))
+            } else {
+                app
+            }
+        });
+        Self::serve_first(state, make_app).await
+    }
+
+    /// Any rmcp handler, served at `/mcp` the same way.
+    pub async fn with_handler<H>(handler: H) -> McpTestServer
+    where
+        H: ServerHandler + Clone + Send + Sync + 'static,
+    {
+        let make_app: MakeApp = Arc::new(move |stop| mcp_app(handler.clone(), stop));
+        Self::serve_first(Arc::new(ServerState::default()), make_app).await
+    }
+
+    async fn serve_first(state: Arc<ServerState>, make_app: MakeApp) -> McpTestServer {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let mut server = McpTestServer {
             addr: listener.local_addr().unwrap(),
-            state: Arc::new(ServerState::default()),
-            options,
+            state,
+            make_app,
             stop: None,
             task: None,
         };
@@ -292,22 +286,7 @@ impl McpTestServer {
 
     fn serve(&mut self, listener: TcpListener) {
         let stop = CancellationToken::new();
-        let handler = TestServer {
-            options: self.options.clone(),
-            state: self.state.clone(),
-        };
-        let service: StreamableHttpService<TestServer, LocalSessionManager> = StreamableHttpService::new(
-            move || Ok(handler.clone()),
-            Default::default(),
-            StreamableHttpServerConfig::default()
-                .with_cancellation_token(stop.child_token())
-                // `mcp.test` is the name the address-policy tests resolve to this server themselves.
-                .with_allowed_hosts(["localhost", "127.0.0.1", "::1", "mcp.test"]),
-        );
-        let mut app = Router::new().nest_service("/mcp", service);
-        if self.options.hang_on_discover {
-            app = app.layer(axum::middleware::from_fn(hang_on_discover));
-        }
+        let app = (self.make_app)(stop.child_token());
         let shutdown = stop.clone();
         self.task = Some(tokio::spawn(async move {
             let _ = axum::serve(listener, app)
@@ -344,6 +323,22 @@ impl Drop for McpTestServer {
             task.abort();
         }
     }
+}
+
+/// `handler` behind rmcp's streamable HTTP transport at `/mcp`, its sessions ending with `stop`.
+fn mcp_app<H>(handler: H, stop: CancellationToken) -> Router
+where
+    H: ServerHandler + Clone + Send + Sync + 'static,
+{
+    let service: StreamableHttpService<H, LocalSessionManager> = StreamableHttpService::new(
+        move || Ok(handler.clone()),
+        Default::default(),
+        StreamableHttpServerConfig::default()
+            .with_cancellation_token(stop)
+            // `mcp.test` is the name the address-policy tests resolve to this server themselves.
+            .with_allowed_hosts(["localhost", "127.0.0.1", "::1", "mcp.test"]),
+    );
+    Router::new().nest_service("/mcp", service)
 }
 
 async fn hang_on_discover(
@@ -422,19 +417,4 @@ pub async fn dead_url() -> String {
     let addr = listener.local_addr().unwrap();
     drop(listener);
     format!("http://{addr}/mcp")
-}
-
-/// Polls `check` until it holds, for at most `attempts` rounds of `every`.
-pub async fn eventually<F, Fut>(attempts: usize, every: Duration, mut check: F) -> bool
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    for _ in 0..attempts {
-        if check().await {
-            return true;
-        }
-        tokio::time::sleep(every).await;
-    }
-    false
 }

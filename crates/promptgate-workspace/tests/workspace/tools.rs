@@ -1,7 +1,7 @@
 //! The workspace tools doing real work through the bashkit shell.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::{call, sh, text, ws};
 use promptgate_core::prompt::{ENVIRONMENT_BLOCK, WORKSPACE_COMMANDS};

@@ -3,7 +3,7 @@
 //! Runs on SQLite (a temp file) and Postgres (scripts/with-postgres.sh).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::now;
 use promptgate_store::testing::TestDb;
@@ -205,20 +205,4 @@ async fn a_session_saves_after_every_call(db: TestDb) {
     db.close().await;
 }
 
-/// Runs each scenario on both backends, as `<scenario>::sqlite` and `<scenario>::postgres`.
-macro_rules! on_both_backends {
-    ($($scenario:ident),+) => {$(
-        mod $scenario {
-            #[tokio::test]
-            async fn sqlite() {
-                super::$scenario(promptgate_store::testing::TestDb::sqlite().await).await;
-            }
-            #[tokio::test]
-            async fn postgres() {
-                super::$scenario(promptgate_store::testing::TestDb::postgres().await).await;
-            }
-        }
-    )+};
-}
-
-on_both_backends!(kept_across_turns_and_restarts, a_session_saves_after_every_call);
+promptgate_store::on_both_backends!(kept_across_turns_and_restarts, a_session_saves_after_every_call);

@@ -3,7 +3,7 @@
 //! model would try it, through the tools.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -3,7 +3,7 @@ use std::sync::{Arc, Mutex};
 use promptgate_core::settings::Skill;
 use promptgate_tools::builtin::SkillTool;
 
-use crate::common::*;
+use crate::builtin::common::*;
 
 fn skill(slug: &str, enabled: bool) -> Skill {
     Skill {

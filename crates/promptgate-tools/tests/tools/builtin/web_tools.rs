@@ -11,7 +11,7 @@ use promptgate_core::sources::{SourceRegistry, SourceTool};
 use promptgate_tools::builtin::{FetchContent, WebSearch};
 use promptgate_tools::web::{SafeFetcher, SearchConfig};
 
-use crate::common::*;
+use crate::builtin::common::*;
 use crate::web_support::{init, loopback_policy, serve, site};
 
 fn hit(title: &str, url: &str, snippet: &str) -> Value {

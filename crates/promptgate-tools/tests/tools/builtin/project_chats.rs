@@ -1,6 +1,6 @@
 use promptgate_tools::builtin::SearchProjectChats;
 
-use crate::common::*;
+use crate::builtin::common::*;
 
 /// Alice's project "Garden" with the current chat `now` and two siblings (one untitled), a chat of hers
 /// outside the project, and Bob's chat; every one of them mentions compost.
@@ -27,7 +27,7 @@ async fn garden(store: &Store) -> (String, SearchProjectChats) {
     (alice, tool)
 }
 
-on_both_stores! {
+promptgate_store::on_both_backends! {
     async fn hits_come_only_from_sibling_chats(store: &Store) {
         let (_, tool) = garden(store).await;
 

@@ -3,7 +3,7 @@
 // Helpers outside #[test] functions panic on purpose: a broken fixture should fail loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 

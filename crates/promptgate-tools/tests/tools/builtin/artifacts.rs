@@ -1,7 +1,7 @@
 use promptgate_store::testing::TestDb;
 use promptgate_tools::builtin::{MAX_HTML_BYTES, RenderHtml};
 
-use crate::common::*;
+use crate::builtin::common::*;
 
 const CHART: &str = r#"<!DOCTYPE html>
 <html><head><title>Rainfall</title>
@@ -31,7 +31,7 @@ async fn only_error(tool: &RenderHtml, html: &str, title: &str) -> String {
     errors.remove(0)
 }
 
-on_both_stores! {
+promptgate_store::on_both_backends! {
     async fn a_valid_document_is_stored_for_its_user_and_thread(store: &Store) {
         let alice = user(store, "Alice").await;
         let bob = user(store, "Bob").await;

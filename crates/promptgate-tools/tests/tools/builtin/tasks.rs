@@ -1,6 +1,6 @@
 use promptgate_tools::builtin::{AddTasks, DeleteTasks, GetTasks};
 
-use crate::common::*;
+use crate::builtin::common::*;
 
 struct Tools {
     add: AddTasks,
@@ -30,7 +30,7 @@ fn ids(output: &ToolOutput) -> Vec<String> {
         .collect()
 }
 
-on_both_stores! {
+promptgate_store::on_both_backends! {
     async fn tasks_are_added_listed_and_deleted(store: &Store) {
         let alice = user(store, "Alice").await;
         let tools = tools(store, &alice);

@@ -3,8 +3,7 @@
 // Helpers outside #[test] functions fail the test the same way an assertion does.
 #![allow(clippy::panic)]
 
-#[path = "web_support.rs"]
-mod support;
+use crate::web_support as support;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -375,6 +375,12 @@ async fn render_html_stores_an_artifact_served_under_a_sandboxing_csp() {
             .await
             >= 1.0
     );
+    // The thread's claim (one running turn per thread) is a database call like any other.
+    assert_eq!(
+        gw.metric(r#"promptgate_store_query_duration_seconds_count{op="turn_claims.claim_turn"}"#)
+            .await,
+        1.0
+    );
     let input = sse.of_type("tool-input-available")[0];
     assert_eq!(input["title"], "Rendering artifact...");
     assert!(input.get("dynamic").is_none(), "built-in tools are static");
@@ -587,6 +593,123 @@ async fn an_unknown_retry_of_is_a_404_on_both_routes_in_both_spellings() {
         )
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn a_retry_on_the_thread_route_answers_the_stored_prompt_without_storing_it_again() {
+    let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
+    upstream.push(text(["Low tide at six."]));
+    let first = gw
+        .stream("/v1/chat", use_chat_body("rq", "When is low tide?", "scripted"))
+        .await;
+    let turn = first.of_type("start")[0]["messageMetadata"]["turnId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    upstream.push(text(["Low tide is at 6:10."]));
+    let retry = gw
+        .stream(
+            "/v1/threads/rq/messages",
+            json!({"message": "When is low tide?", "model": "scripted", "retry_of": turn}),
+        )
+        .await;
+    assert_eq!(retry.text(), "Low tide is at 6:10.");
+    // The model sees the question once, as the last message, not the replaced answer after it.
+    let sent = upstream.last_request().unwrap();
+    let user_turns: Vec<&Value> = sent["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .collect();
+    assert_eq!(user_turns.len(), 1, "{sent}");
+    assert_eq!(
+        sent["messages"].as_array().unwrap().last().unwrap()["role"],
+        "user"
+    );
+
+    // Stored: the question once; the retry's answer replaced the first one.
+    let (_, everything) = gw.get("/v1/threads/rq/messages?replaced=true").await;
+    let roles: Vec<&str> = everything
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "assistant"]);
+    let now = gw.stored_messages("rq", 2).await;
+    assert_eq!(now.as_array().unwrap().len(), 2);
+    assert_eq!(
+        now[1]["parts"][now[1]["parts"].as_array().unwrap().len() - 1]["text"],
+        "Low tide is at 6:10."
+    );
+}
+
+#[tokio::test]
+async fn voice_mode_and_ask_answers_from_the_body_reach_the_model_as_notes() {
+    let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
+    upstream.push(text(["Sure."]));
+    let mut body = use_chat_body("notes", "Plan my day", "scripted");
+    body["voiceMode"] = json!(true);
+    body["askResponses"] = json!([
+        {"prompt": "Which beach?", "chosen": ["North", "South"]},
+        {"prompt": "Anything to avoid?", "answer": "crowds"},
+        {"prompt": "Bring a dog?", "chosen": []},
+    ]);
+    let sse = gw.stream("/v1/chat", body).await;
+    assert_eq!(sse.text(), "Sure.");
+    let sent = upstream.last_request().unwrap();
+    let system = sent["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+        + &sent["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "system")
+            .map(|m| m["content"].to_string())
+            .collect::<String>();
+    assert!(system.contains("voice mode"), "{system}");
+    assert!(system.contains("## User responses"), "{system}");
+    assert!(
+        system.contains("- \"Which beach?\" \u{2014} chose \"North\", \"South\""),
+        "{system}"
+    );
+    assert!(system.contains("answered \"crowds\""), "{system}");
+    assert!(
+        system.contains("- \"Bring a dog?\" \u{2014} (no response)"),
+        "{system}"
+    );
+
+    // Without the fields the next send carries neither note.
+    upstream.push(text(["Done."]));
+    gw.stream(
+        "/v1/threads/notes/messages",
+        json!({"message": "Thanks", "model": "scripted"}),
+    )
+    .await;
+    let sent = upstream.last_request().unwrap().to_string();
+    assert!(!sent.contains("voice mode") && !sent.contains("User responses"));
+
+    // An entry with both kinds of answer (or neither) is refused before anything is stored.
+    let (status, err) = gw
+        .post(
+            "/v1/threads/notes/messages",
+            json!({"message": "x", "ask_responses": [{"prompt": "Q", "chosen": ["a"], "answer": "b"}]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{err}");
+    assert_eq!(error_code(&err), "invalid_body");
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("either chosen"),
+        "{err}"
+    );
+    assert_eq!(gw.stored_messages("notes", 4).await.as_array().unwrap().len(), 4);
 }
 
 #[tokio::test]

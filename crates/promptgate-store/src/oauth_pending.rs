@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::connect::Store;
 use crate::error::Result;
+use crate::observed::Observed;
 use crate::util::Cols;
 
 /// Who started an authorization, for which provider, and the PKCE verifier to finish it with.
@@ -49,15 +50,17 @@ impl Store {
         limits: PendingLimits,
     ) -> Result<std::result::Result<(), PendingRefused>> {
         let now = self.now_ms();
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.pool.begin().observed("transaction.begin").await?;
         sqlx::query("DELETE FROM oauth_pending WHERE user_id = $1 AND expires_at <= $2")
             .bind(&pending.user_id)
             .bind(now)
             .execute(&mut *tx)
+            .observed("oauth_pending.put_oauth_pending")
             .await?;
         let mine = sqlx::query("SELECT COUNT(*) FROM oauth_pending WHERE user_id = $1")
             .bind(&pending.user_id)
             .fetch_one(&mut *tx)
+            .observed("oauth_pending.put_oauth_pending")
             .await?
             .int(0)?;
         let per_user = i64::try_from(limits.per_user.max(1)).unwrap_or(i64::MAX);
@@ -69,11 +72,13 @@ impl Store {
             .bind(&pending.user_id)
             .bind(mine - per_user + 1)
             .execute(&mut *tx)
+            .observed("oauth_pending.put_oauth_pending")
             .await?;
         }
         let all = sqlx::query("SELECT COUNT(*) FROM oauth_pending WHERE expires_at > $1")
             .bind(now)
             .fetch_one(&mut *tx)
+            .observed("oauth_pending.put_oauth_pending")
             .await?
             .int(0)?;
         if all >= i64::try_from(limits.total).unwrap_or(i64::MAX) {
@@ -91,8 +96,9 @@ impl Store {
         .bind(now.saturating_add(ttl))
         .bind(now)
         .execute(&mut *tx)
+        .observed("oauth_pending.put_oauth_pending")
         .await?;
-        tx.commit().await?;
+        tx.commit().observed("transaction.commit").await?;
         Ok(Ok(()))
     }
 
@@ -103,6 +109,7 @@ impl Store {
         )
         .bind(state)
         .fetch_optional(&self.pool)
+        .observed("oauth_pending.take_oauth_pending")
         .await?;
         let Some(row) = row else { return Ok(None) };
         if row.int(3)? <= self.now_ms() {

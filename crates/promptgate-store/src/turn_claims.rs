@@ -19,6 +19,7 @@ use tokio::sync::broadcast;
 
 use crate::connect::{Backend, Store};
 use crate::error::{Result, StoreError};
+use crate::observed::Observed;
 use crate::util::Cols;
 
 /// The notification channel of turn signals.
@@ -173,6 +174,7 @@ impl Store {
                     .bind(TURNS_CHANNEL)
                     .bind(payload)
                     .execute(&self.pool)
+                    .observed("turn_claims.signal_turn")
                     .await?;
             }
             Backend::Sqlite => self.turn_signals.heard(&payload),
@@ -203,11 +205,12 @@ impl Store {
         .bind(now.saturating_add(ms(lease)))
         .bind(now)
         .execute(&self.pool)
+        .observed("turn_claims.claim_turn")
         .await?;
         if inserted.rows_affected() == 1 {
             return Ok(ClaimOutcome::Claimed);
         }
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.pool.begin().observed("transaction.begin").await?;
         // Deleting, not reading, is the take-over: of two instances trying at once, one deletes
         // the row and the other finds nothing to delete.
         let expired = sqlx::query(
@@ -218,6 +221,7 @@ impl Store {
         .bind(claim.thread_id)
         .bind(now)
         .fetch_optional(&mut *tx)
+        .observed("turn_claims.claim_turn")
         .await?;
         let Some(expired) = expired else {
             return Ok(ClaimOutcome::Busy);
@@ -231,6 +235,7 @@ impl Store {
         .bind(claim.thread_id)
         .bind(expired.text(1)?)
         .execute(&mut *tx)
+        .observed("turn_claims.claim_turn")
         .await?;
         let taken = sqlx::query(
             "INSERT INTO turn_claims (user_id, thread_id, turn_id, message_id, instance_id, lease_until, created_at) \
@@ -244,13 +249,14 @@ impl Store {
         .bind(now + ms(lease))
         .bind(now)
         .execute(&mut *tx)
+        .observed("turn_claims.claim_turn")
         .await;
         match taken.map_err(StoreError::from) {
             Ok(_) => {}
             Err(StoreError::Conflict(_)) => return Ok(ClaimOutcome::Busy),
             Err(err) => return Err(err),
         }
-        tx.commit().await?;
+        tx.commit().observed("transaction.commit").await?;
         Ok(ClaimOutcome::TookOver { interrupted_turn })
     }
 
@@ -264,6 +270,7 @@ impl Store {
         .bind(instance_id)
         .bind(self.now_ms().saturating_add(ms(lease)))
         .fetch_all(&self.pool)
+        .observed("turn_claims.renew_turn_claims")
         .await?;
         let mut requests = ClaimRequests::default();
         for row in &rows {
@@ -286,7 +293,7 @@ impl Store {
         turn_id: &str,
         retry: Option<RetrySave<'_>>,
     ) -> Result<()> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.pool.begin().observed("transaction.begin").await?;
         if let Some(retry) = retry {
             let expires_at = self.now_ms().saturating_add(ms(retry.window));
             for id in std::iter::once(turn_id).chain(retry.retried) {
@@ -304,6 +311,7 @@ impl Store {
                 .bind(retry.state)
                 .bind(expires_at)
                 .execute(&mut *tx)
+                .observed("turn_claims.end_turn")
                 .await?;
             }
         }
@@ -312,8 +320,9 @@ impl Store {
             .bind(thread_id)
             .bind(turn_id)
             .execute(&mut *tx)
+            .observed("turn_claims.end_turn")
             .await?;
-        tx.commit().await?;
+        tx.commit().observed("transaction.commit").await?;
         Ok(())
     }
 
@@ -327,6 +336,7 @@ impl Store {
         .bind(thread_id)
         .bind(self.now_ms())
         .fetch_optional(&self.pool)
+        .observed("turn_claims.running_turn")
         .await?;
         row.map(|r| {
             Ok(RunningTurn {
@@ -377,6 +387,7 @@ impl Store {
             .bind(thread_id)
             .bind(self.now_ms())
             .fetch_optional(&self.pool)
+            .observed("turn_claims.ask_owner")
             .await?;
         let Some(row) = row else { return Ok(None) };
         let running = RunningTurn {
@@ -392,12 +403,13 @@ impl Store {
     /// it; each expired claim is handled by exactly one.
     pub async fn expire_turn_claims(&self) -> Result<Vec<ExpiredTurn>> {
         let now = self.now_ms();
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.pool.begin().observed("transaction.begin").await?;
         let rows = sqlx::query(
             "DELETE FROM turn_claims WHERE lease_until < $1 RETURNING user_id, thread_id, turn_id, message_id",
         )
         .bind(now)
         .fetch_all(&mut *tx)
+        .observed("turn_claims.expire_turn_claims")
         .await?;
         let mut expired = Vec::with_capacity(rows.len());
         for row in &rows {
@@ -414,21 +426,25 @@ impl Store {
             .bind(&turn.thread_id)
             .bind(row.text(3)?)
             .execute(&mut *tx)
+            .observed("turn_claims.expire_turn_claims")
             .await?;
             expired.push(turn);
         }
-        tx.commit().await?;
+        tx.commit().observed("transaction.commit").await?;
         sqlx::query("DELETE FROM turn_retry_states WHERE expires_at < $1")
             .bind(now - EXPIRED_RETRY_KEPT_MS)
             .execute(&self.pool)
+            .observed("turn_claims.expire_turn_claims")
             .await?;
         sqlx::query("DELETE FROM turn_frames WHERE created_at < $1")
             .bind(now - FRAMES_KEPT_MS)
             .execute(&self.pool)
+            .observed("turn_claims.expire_turn_claims")
             .await?;
         sqlx::query("DELETE FROM oauth_pending WHERE expires_at < $1")
             .bind(now)
             .execute(&self.pool)
+            .observed("turn_claims.expire_turn_claims")
             .await?;
         Ok(expired)
     }
@@ -448,6 +464,7 @@ impl Store {
               AND c.thread_id = messages.thread_id AND c.message_id = messages.id)",
         )
         .execute(&self.pool)
+        .observed("turn_claims.interrupt_unclaimed_answers")
         .await?;
         Ok(done.rows_affected())
     }
@@ -461,6 +478,7 @@ impl Store {
         .bind(user_id)
         .bind(thread_id)
         .fetch_optional(&self.pool)
+        .observed("turn_claims.retry_state")
         .await?;
         Ok(match row {
             None => RetryLookup::Unknown,
@@ -480,6 +498,7 @@ impl Store {
         .bind(i64::from(batch.done))
         .bind(self.now_ms())
         .execute(&self.pool)
+        .observed("turn_claims.put_turn_frames")
         .await?;
         self.signal_turn(&TurnSignal::Frames {
             turn_id: turn_id.to_owned(),
@@ -495,6 +514,7 @@ impl Store {
         .bind(turn_id)
         .bind(after_seq)
         .fetch_all(&self.pool)
+        .observed("turn_claims.turn_frames_after")
         .await?;
         rows.iter()
             .map(|r| {

@@ -5,6 +5,7 @@ use sqlx::Row;
 
 use crate::connect::Store;
 use crate::error::{Result, StoreError};
+use crate::observed::Observed;
 use crate::util::{Cols, check_client_id, flag};
 
 /// The largest single file the store accepts; the workspace's own limits are stricter by default.
@@ -73,6 +74,7 @@ impl Store {
         .bind(user)
         .bind(thread_id)
         .fetch_all(&self.pool)
+        .observed("workspace.load_workspace")
         .await?;
         rows.iter()
             .map(|row| {
@@ -101,11 +103,12 @@ impl Store {
             check_path(path)?;
         }
         let now = self.now_ms();
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.pool.begin().observed("transaction.begin").await?;
         let owned = sqlx::query("SELECT 1 FROM threads WHERE user_id = $1 AND id = $2")
             .bind(user)
             .bind(thread_id)
             .fetch_optional(&mut *tx)
+            .observed("workspace.save_workspace")
             .await?;
         if owned.is_none() {
             return Err(StoreError::NotFound);
@@ -116,6 +119,7 @@ impl Store {
                 .bind(thread_id)
                 .bind(path)
                 .execute(&mut *tx)
+                .observed("workspace.save_workspace")
                 .await?;
         }
         for entry in &changes.written {
@@ -132,9 +136,10 @@ impl Store {
             .bind(entry.content.clone())
             .bind(now)
             .execute(&mut *tx)
+            .observed("workspace.save_workspace")
             .await?;
         }
-        tx.commit().await?;
+        tx.commit().observed("transaction.commit").await?;
         Ok(())
     }
 
@@ -143,6 +148,7 @@ impl Store {
             .bind(user)
             .bind(thread_id)
             .fetch_optional(&self.pool)
+            .observed("workspace.require_thread")
             .await?
             .map(|_| ())
             .ok_or(StoreError::NotFound)

@@ -1,7 +1,7 @@
-//! The text of attached files, for the model: text, Markdown, CSV and JSON files sent inline (as
-//! `data:` URLs, which is how `useChat` sends a picked file) reach the model as their text, framed
-//! by their name. Anything else stays a label. Files behind an http(s) URL are never fetched from
-//! here: that URL came from a client and may point anywhere, the server's own network included.
+//! The text of attached files, for the model: text, Markdown, CSV, JSON and PDF files sent inline
+//! (as `data:` URLs, which is how `useChat` sends a picked file) reach the model as their text,
+//! framed by their name. Anything else stays a label. Files behind an http(s) URL are never fetched
+//! from here: that URL came from a client and may point anywhere, the server's own network included.
 
 use base64::Engine as _;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
@@ -26,19 +26,57 @@ pub enum FileText {
 
 /// The text a model sees for an attached file, or [`FileText::Label`] when there is none to give.
 pub fn file_text(name: &str, media_type: &str, url: &str) -> FileText {
-    if !is_text_file(name, media_type) {
+    let pdf = is_pdf(name, media_type);
+    if !pdf && !is_text_file(name, media_type) {
         return FileText::Label;
     }
     let Some(bytes) = data_url_bytes(url) else {
         return FileText::Label;
     };
+    if pdf {
+        return match pdf_text(&bytes) {
+            Ok(text) => FileText::Text(framed(name, media_type, &text)),
+            Err(why) => FileText::Text(unreadable(name, media_type, why)),
+        };
+    }
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
     let Ok(text) = std::str::from_utf8(bytes) else {
-        // The prompt tells the model to say when an attachment is unreadable; it needs to know.
-        return FileText::Text(format!(
-            "[Attached file: {name} ({media_type}); its content is not UTF-8 text and could not be read]"
-        ));
+        return FileText::Text(unreadable(name, media_type, "its content is not UTF-8 text"));
     };
+    FileText::Text(framed(name, media_type, text))
+}
+
+/// The prompt tells the model to say when an attachment is unreadable; it needs to know which and why.
+fn unreadable(name: &str, media_type: &str, why: &str) -> String {
+    format!("[Attached file: {name} ({media_type}); {why} and could not be read]")
+}
+
+/// Largest PDF whose text is extracted; a bigger one is reported unreadable rather than parsed.
+pub const MAX_PDF_BYTES: usize = 16 * 1024 * 1024;
+
+/// The text layer of a PDF. A malformed file may make the parser panic; that is the file's fault,
+/// and it must cost the user one unreadable attachment, not the turn.
+fn pdf_text(bytes: &[u8]) -> Result<String, &'static str> {
+    if bytes.len() > MAX_PDF_BYTES {
+        return Err("it is a PDF larger than 16 MiB");
+    }
+    let parsed = std::panic::catch_unwind(|| pdf_extract::extract_text_from_mem(bytes));
+    match parsed {
+        Ok(Ok(text)) if text.trim().is_empty() => {
+            Err("it is a PDF without a text layer (a scan or images only)")
+        }
+        // Page breaks come out as leading blank lines; the frame already starts a line.
+        Ok(Ok(text)) => Ok(text.trim_start().to_owned()),
+        Ok(Err(err)) => {
+            tracing::debug!(%err, "an attached PDF could not be parsed");
+            Err("it is not a PDF this server can parse")
+        }
+        Err(_) => Err("it is not a PDF this server can parse"),
+    }
+}
+
+/// The file's text between its name and an end marker, cut at [`MAX_FILE_CHARS`].
+fn framed(name: &str, media_type: &str, text: &str) -> String {
     let (body, cut) = match text.char_indices().nth(MAX_FILE_CHARS) {
         Some((end, _)) => (&text[..end], true),
         None => (text, false),
@@ -52,7 +90,16 @@ pub fn file_text(name: &str, media_type: &str, url: &str) -> FileText {
         ));
     }
     out.push_str(&format!("\n[End of {name}]"));
-    FileText::Text(out)
+    out
+}
+
+fn is_pdf(name: &str, media_type: &str) -> bool {
+    let essence = media_type.split(';').next().unwrap_or_default().trim();
+    essence.eq_ignore_ascii_case("application/pdf")
+        || matches!(essence, "" | "application/octet-stream")
+            && name
+                .rsplit_once('.')
+                .is_some_and(|(_, ext)| ext.eq_ignore_ascii_case("pdf"))
 }
 
 /// Text, Markdown, CSV and JSON by media type; by the name's extension when the client sent a
@@ -165,11 +212,7 @@ mod tests {
     #[test]
     fn other_files_remote_files_and_html_stay_labels() {
         assert_eq!(
-            file_text(
-                "doc.pdf",
-                "application/pdf",
-                "data:application/pdf;base64,JVBERi0="
-            ),
+            file_text("doc.pdf", "application/pdf", "https://files.example/doc.pdf"),
             FileText::Label
         );
         assert_eq!(
@@ -207,5 +250,86 @@ mod tests {
             panic!("reported, not dropped");
         };
         assert!(text.contains("could not be read"), "{text}");
+    }
+
+    /// A one-page PDF whose page shows `lines` in Helvetica, with a correct cross-reference table.
+    fn pdf_with(lines: &[&str]) -> Vec<u8> {
+        let mut content = String::from("BT /F1 12 Tf 72 720 Td 14 TL");
+        for line in lines {
+            content.push_str(&format!(" ({line}) Tj T*"));
+        }
+        content.push_str(" ET");
+        let objects = [
+            "<< /Type /Catalog /Pages 2 0 R >>".to_owned(),
+            "<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_owned(),
+            "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>".to_owned(),
+            format!("<< /Length {} >>\nstream\n{content}\nendstream", content.len()),
+            "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>".to_owned(),
+        ];
+        let mut pdf = b"%PDF-1.4\n".to_vec();
+        let mut offsets = Vec::new();
+        for (n, body) in objects.iter().enumerate() {
+            offsets.push(pdf.len());
+            pdf.extend_from_slice(format!("{} 0 obj\n{body}\nendobj\n", n + 1).as_bytes());
+        }
+        let xref = pdf.len();
+        pdf.extend_from_slice(format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes());
+        for offset in offsets {
+            pdf.extend_from_slice(format!("{offset:010} 00000 n \n").as_bytes());
+        }
+        pdf.extend_from_slice(
+            format!(
+                "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
+                objects.len() + 1
+            )
+            .as_bytes(),
+        );
+        pdf
+    }
+
+    fn pdf_url(bytes: &[u8]) -> String {
+        format!(
+            "data:application/pdf;base64,{}",
+            base64::engine::general_purpose::STANDARD.encode(bytes)
+        )
+    }
+
+    #[test]
+    fn a_pdf_reaches_the_model_as_the_text_of_its_pages() {
+        let pdf = pdf_with(&["Invoice 2026-114", "Total due: 42 EUR"]);
+        let FileText::Text(text) = file_text("invoice.pdf", "application/pdf", &pdf_url(&pdf)) else {
+            panic!("a PDF with text is read");
+        };
+        assert!(
+            text.starts_with("[Attached file: invoice.pdf (application/pdf)]\n"),
+            "{text}"
+        );
+        assert!(text.contains("Invoice 2026-114"), "{text}");
+        assert!(text.contains("Total due: 42 EUR"), "{text}");
+        assert!(text.ends_with("[End of invoice.pdf]"));
+        // Browsers may send no type; the name says it is a PDF.
+        let by_name = file_text("INVOICE.PDF", "", &pdf_url(&pdf));
+        let expected = text
+            .replace("invoice.pdf (application/pdf)", "INVOICE.PDF ()")
+            .replace("End of invoice.pdf", "End of INVOICE.PDF");
+        assert_eq!(by_name, FileText::Text(expected));
+        assert!(
+            text.starts_with("[Attached file: invoice.pdf (application/pdf)]\nInvoice"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_broken_or_textless_pdf_is_reported_unreadable_not_dropped() {
+        for (bytes, why) in [
+            (b"%PDF-".to_vec(), "not a PDF this server can parse"),
+            (b"not a pdf at all".to_vec(), "not a PDF this server can parse"),
+            (pdf_with(&[]), "without a text layer"),
+        ] {
+            let FileText::Text(text) = file_text("scan.pdf", "application/pdf", &pdf_url(&bytes)) else {
+                panic!("reported, not dropped");
+            };
+            assert!(text.contains(why) && text.contains("could not be read"), "{text}");
+        }
     }
 }

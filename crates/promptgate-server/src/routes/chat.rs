@@ -12,8 +12,9 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
+use promptgate_core::prompt::{AskAnswer, AskResponse};
 use promptgate_turn::send::{
-    Follow, FollowStream, MAX_FEED_BYTES, SendError, SendHandle, SendInput, SendRequest,
+    ClientNotes, Follow, FollowStream, MAX_FEED_BYTES, SendError, SendHandle, SendInput, SendRequest,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -87,6 +88,14 @@ pub struct ChatBody {
     /// than `[turn] retry_window_secs` (default 10 minutes) with `409 retry_expired`.
     #[serde(default, alias = "retryOf")]
     pub retry_of: Option<String>,
+    /// The user is talking by voice and the answer is read aloud: the prompt asks for short, spoken
+    /// replies. Also accepted as `voiceMode`.
+    #[serde(default, alias = "voiceMode")]
+    pub voice_mode: bool,
+    /// What the user answered in `ask` widgets of earlier answers, oldest first; the prompt lists them
+    /// so the model builds on them instead of asking again. Also accepted as `askResponses`.
+    #[serde(default, alias = "askResponses")]
+    pub ask_responses: Vec<AskResponseBody>,
 }
 
 async fn chat(
@@ -134,6 +143,7 @@ async fn chat(
             input,
             model: body.model,
             retry_of: body.retry_of,
+            notes: client_notes(body.voice_mode, body.ask_responses)?,
         })
         .await
         .map_err(send_error)?;
@@ -153,6 +163,14 @@ pub struct ThreadMessage {
     /// than `[turn] retry_window_secs` (default 10 minutes) with `409 retry_expired`.
     #[serde(default, alias = "retryOf")]
     pub retry_of: Option<String>,
+    /// The user is talking by voice and the answer is read aloud: the prompt asks for short, spoken
+    /// replies. Also accepted as `voiceMode`.
+    #[serde(default, alias = "voiceMode")]
+    pub voice_mode: bool,
+    /// What the user answered in `ask` widgets of earlier answers, oldest first; the prompt lists them
+    /// so the model builds on them instead of asking again. Also accepted as `askResponses`.
+    #[serde(default, alias = "askResponses")]
+    pub ask_responses: Vec<AskResponseBody>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -181,10 +199,80 @@ async fn post_message(
             input: SendInput::Message { id: None, parts },
             model: body.model,
             retry_of: body.retry_of,
+            notes: client_notes(body.voice_mode, body.ask_responses)?,
         })
         .await
         .map_err(send_error)?;
     Ok(UiStream::new(handle))
+}
+
+/// One answered `ask` widget question: `chosen` for the options picked (empty: none), or `answer`
+/// for a free-text reply.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AskResponseBody {
+    /// The question as the widget showed it.
+    pub prompt: String,
+    #[serde(default)]
+    pub chosen: Option<Vec<String>>,
+    #[serde(default)]
+    pub answer: Option<String>,
+}
+
+/// Most answered questions one send may carry, and the longest text of any of them.
+const MAX_ASK_RESPONSES: usize = 64;
+const MAX_ASK_TEXT: usize = 4_000;
+
+fn client_notes(voice_mode: bool, asks: Vec<AskResponseBody>) -> Result<ClientNotes, ApiError> {
+    if asks.len() > MAX_ASK_RESPONSES {
+        return Err(ApiError::invalid(format!(
+            "ask_responses has {} entries; at most {MAX_ASK_RESPONSES} are accepted",
+            asks.len()
+        )));
+    }
+    let too_long = |what: &str, text: &str| {
+        (text.chars().count() > MAX_ASK_TEXT).then(|| {
+            ApiError::invalid(format!(
+                "ask_responses: a {what} is longer than {MAX_ASK_TEXT} characters"
+            ))
+        })
+    };
+    let mut ask_responses = Vec::with_capacity(asks.len());
+    for ask in asks {
+        if ask.prompt.trim().is_empty() {
+            return Err(ApiError::invalid("ask_responses: every entry needs a prompt"));
+        }
+        if let Some(err) = too_long("prompt", &ask.prompt) {
+            return Err(err);
+        }
+        let answer = match (ask.chosen, ask.answer) {
+            (Some(chosen), None) => {
+                if let Some(err) = chosen.iter().find_map(|c| too_long("choice", c)) {
+                    return Err(err);
+                }
+                AskAnswer::Chose(chosen)
+            }
+            (None, Some(text)) => {
+                if let Some(err) = too_long("answer", &text) {
+                    return Err(err);
+                }
+                AskAnswer::Answered(text)
+            }
+            _ => {
+                return Err(ApiError::invalid(
+                    "ask_responses: each entry has either chosen (the options picked) or answer (free text)",
+                ));
+            }
+        };
+        ask_responses.push(AskResponse {
+            prompt: ask.prompt,
+            answer,
+        });
+    }
+    Ok(ClientNotes {
+        voice_mode,
+        ask_responses,
+    })
 }
 
 /// The running turn's stream, or `204 No Content` when the thread has none.

@@ -62,7 +62,17 @@ impl TurnService {
             .await?;
         let text = last_user_text(&request.history.messages);
         let prepared = self
-            .prepare_with_text(&request.user_id, ctx, model, &provider, None, &text)
+            .prepare_with_text(
+                &request.user_id,
+                ctx,
+                model,
+                &provider,
+                None,
+                super::prepare::Asked {
+                    text: &text,
+                    notes: &super::ClientNotes::default(),
+                },
+            )
             .await;
 
         let mut system = prepared.plan.system.clone();

@@ -135,6 +135,18 @@ pub struct SendRequest {
     pub model: Option<String>,
     /// The turn this send automatically retries; its budget and sources carry over.
     pub retry_of: Option<String>,
+    /// What the client says about the user's situation, for the prompt's per-send notes.
+    pub notes: ClientNotes,
+}
+
+/// Per-send facts only the client knows, which the legacy prompt carries as notes after the date
+/// line. The harness engine leaves them out: its system prompt keeps only the clock per send.
+#[derive(Debug, Clone, Default)]
+pub struct ClientNotes {
+    /// The user is talking by voice and the answer is read aloud.
+    pub voice_mode: bool,
+    /// What the user answered in `ask` widgets of earlier answers, so the model does not ask again.
+    pub ask_responses: Vec<promptgate_core::prompt::AskResponse>,
 }
 
 /// A started turn.
@@ -296,11 +308,14 @@ impl TurnService {
             // A resend of the thread's last question (its turn failed) is already stored; any other
             // id the thread has seen is an edit, which takes that message's place (see
             // `current_conversation`).
-            let already_stored = id.as_deref().is_some_and(|id| {
-                ctx.history
-                    .last()
-                    .is_some_and(|m| m.role == Role::User && m.id == id && m.parts.as_array() == Some(&parts))
-            });
+            let already_stored =
+                is_resent_prompt(&ctx.history, id.as_deref(), &parts, request.retry_of.is_some());
+            if already_stored {
+                // The retried turn's answer is replaced by this one; the model answers the prompt.
+                while ctx.history.last().is_some_and(|m| m.role == Role::Assistant) {
+                    ctx.history.pop();
+                }
+            }
             let message = NewMessage {
                 id,
                 thread_id: request.thread_id.clone(),
@@ -354,6 +369,7 @@ impl TurnService {
                 model,
                 &provider,
                 continuation.as_ref().map(|c| &c.state),
+                &request.notes,
             )
             .await;
         let continuation = continuation.unwrap_or_else(|| Continuation {
@@ -504,5 +520,28 @@ fn title_from(parts: &[Value]) -> String {
     match words.char_indices().nth(80) {
         Some((cut, _)) => format!("{}…", &words[..cut]),
         None => words,
+    }
+}
+
+/// Whether a send's new message is the thread's last question sent again, so it must not be stored
+/// twice. Without `retry_of` only a resend under the same id, right after that question (its turn left
+/// no answer), counts. An automatic retry (`retry_of`) repeats the prompt its turn answered, whatever
+/// that turn stored after it, and may come without an id (the thread-messages route has none).
+fn is_resent_prompt(
+    history: &[promptgate_store::Message],
+    id: Option<&str>,
+    parts: &[Value],
+    retry: bool,
+) -> bool {
+    let Some(at) = history.iter().rposition(|m| m.role == Role::User) else {
+        return false;
+    };
+    let question = &history[at];
+    let same = question.parts.as_array().is_some_and(|p| p.as_slice() == parts)
+        && id.is_none_or(|id| question.id == id);
+    if retry {
+        same
+    } else {
+        id.is_some() && same && at + 1 == history.len()
     }
 }

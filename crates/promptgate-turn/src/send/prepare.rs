@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use super::hooks::TurnState;
 use super::providers::Provider;
 use super::toolset::{Executors, McpToolExecutor};
-use super::{SendError, TurnService};
+use super::{ClientNotes, SendError, TurnService};
 use crate::engine::PreparedTool;
 use crate::history::{HistoryOptions, last_user_text, to_model_messages};
 
@@ -76,6 +76,12 @@ impl Prepared {
     }
 }
 
+/// What the user asks this send: the last message's text (its `/slug` skills) and the client's notes.
+pub(super) struct Asked<'a> {
+    pub text: &'a str,
+    pub notes: &'a ClientNotes,
+}
+
 /// The prompt and toolset a send to a thread would use now (what the preview shows).
 pub struct PreparedSend {
     pub model: Model,
@@ -111,7 +117,17 @@ impl TurnService {
         }
         let text = message_text.map(str::to_owned).unwrap_or_default();
         let prepared = self
-            .prepare_with_text(user_id, ctx, model, &provider, None, &text)
+            .prepare_with_text(
+                user_id,
+                ctx,
+                model,
+                &provider,
+                None,
+                Asked {
+                    text: &text,
+                    notes: &ClientNotes::default(),
+                },
+            )
             .await;
         Ok(PreparedSend {
             model: prepared.model,
@@ -126,9 +142,10 @@ impl TurnService {
         model: Model,
         provider: &Provider,
         state: Option<&Arc<TurnState>>,
+        notes: &ClientNotes,
     ) -> Prepared {
         let text = last_user_text(&ui_messages(&ctx.history)).unwrap_or_default();
-        self.prepare_with_text(user_id, ctx, model, provider, state, &text)
+        self.prepare_with_text(user_id, ctx, model, provider, state, Asked { text: &text, notes })
             .await
     }
 
@@ -139,8 +156,12 @@ impl TurnService {
         model: Model,
         provider: &Provider,
         state: Option<&Arc<TurnState>>,
-        last_user_text: &str,
+        asked: Asked<'_>,
     ) -> Prepared {
+        let Asked {
+            text: last_user_text,
+            notes,
+        } = asked;
         // Offer only what this deployment can run, so the prompt never promises a missing tool.
         if !self.web.available() {
             ctx.settings.web_tools_enabled = false;
@@ -161,8 +182,8 @@ impl TurnService {
                 skills: &ctx.skills,
                 mcp_servers: &mcp_servers,
                 last_user_text,
-                ask_responses: &[],
-                voice_mode: false,
+                ask_responses: &notes.ask_responses,
+                voice_mode: notes.voice_mode,
                 client_env: "web",
                 app_version: None,
                 regeneration_revision: 0,

@@ -4,13 +4,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use axum::response::IntoResponse;
 use common::{Backend, Gateway, error_code, test_config};
+use promptgate_mcp::testing::McpTestServer;
+use promptgate_outbound::testing::Tripwire;
 use promptgate_server::config::{AuthMode, Config};
 use promptgate_store::NewMcpServer;
 use reqwest::{Method, StatusCode};
@@ -19,8 +20,6 @@ use rmcp::model::{
     ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{RoleServer, ServerHandler};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
@@ -46,74 +45,6 @@ impl ServerHandler for OneTool {
             schema,
         )]))
     }
-}
-
-/// A real rmcp server on loopback; returns its URL.
-async fn local_mcp_server() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let service: StreamableHttpService<OneTool, LocalSessionManager> = StreamableHttpService::new(
-        || Ok(OneTool),
-        Default::default(),
-        StreamableHttpServerConfig::default(),
-    );
-    let app = axum::Router::new().nest_service("/mcp", service);
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    format!("http://{addr}/mcp")
-}
-
-/// Counts every connection accepted on one port of 127.0.0.1 (and ::1 where it exists).
-struct Tripwire {
-    port: u16,
-    hits: Arc<AtomicUsize>,
-}
-
-impl Tripwire {
-    async fn start() -> Tripwire {
-        let hits = Arc::new(AtomicUsize::new(0));
-        let v4 = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = v4.local_addr().unwrap().port();
-        count(v4, hits.clone());
-        if let Ok(v6) = TcpListener::bind(("::1", port)).await {
-            count(v6, hits.clone());
-        }
-        Tripwire { port, hits }
-    }
-
-    fn hits(&self) -> usize {
-        self.hits.load(Ordering::SeqCst)
-    }
-
-    fn loopback_urls(&self) -> Vec<String> {
-        [
-            "127.0.0.1",
-            "2130706433",
-            "0x7f.1",
-            "0177.0.0.1",
-            "127.1",
-            "localhost",
-            "0.0.0.0",
-            "[::1]",
-            "[::ffff:127.0.0.1]",
-            "[::127.0.0.1]",
-            "[64:ff9b::127.0.0.1]",
-            "[2002:7f00:1::]",
-        ]
-        .iter()
-        .map(|host| format!("http://{host}:{}/mcp", self.port))
-        .collect()
-    }
-}
-
-fn count(listener: TcpListener, hits: Arc<AtomicUsize>) {
-    tokio::spawn(async move {
-        while let Ok((socket, _)) = listener.accept().await {
-            hits.fetch_add(1, Ordering::SeqCst);
-            drop(socket);
-        }
-    });
 }
 
 async fn token_for(gw: &Gateway, name: &str) -> String {
@@ -154,7 +85,7 @@ async fn tokens_mode_refuses_loopback_and_private_servers_at_registration() {
     let wire = Tripwire::start().await;
     let gw = Gateway::start(Backend::Sqlite, test_config(AuthMode::Tokens)).await;
     let token = token_for(&gw, "alice").await;
-    let mut refused = wire.loopback_urls();
+    let mut refused = wire.urls("/mcp");
     refused.extend(
         [
             "http://10.0.0.1/mcp",
@@ -197,12 +128,12 @@ async fn tokens_mode_refuses_loopback_and_private_servers_at_registration() {
 
 #[tokio::test]
 async fn tokens_mode_with_allow_loopback_reaches_a_local_server() {
-    let server = local_mcp_server().await;
+    let server = McpTestServer::with_handler(OneTool).await;
     let mut config = with_probe_timeout(test_config(AuthMode::Tokens));
     config.mcp.allow_loopback = Some(true);
     let gw = Gateway::start(Backend::Sqlite, config).await;
     let token = token_for(&gw, "alice").await;
-    let (status, created) = register(&gw, Some(&token), &server).await;
+    let (status, created) = register(&gw, Some(&token), &server.url()).await;
     assert_eq!(status, StatusCode::CREATED, "{created}");
     let body = probe(&gw, Some(&token), created["id"].as_str().unwrap()).await;
     assert_eq!(body["ok"], true, "{body}");
@@ -215,13 +146,13 @@ async fn tokens_mode_with_allow_loopback_reaches_a_local_server() {
 
 #[tokio::test]
 async fn single_user_mode_allows_loopback_by_default_but_not_private_or_metadata() {
-    let server = local_mcp_server().await;
+    let server = McpTestServer::with_handler(OneTool).await;
     let gw = Gateway::start(
         Backend::Sqlite,
         with_probe_timeout(test_config(AuthMode::SingleUser)),
     )
     .await;
-    let (status, created) = register(&gw, None, &server).await;
+    let (status, created) = register(&gw, None, &server.url()).await;
     assert_eq!(status, StatusCode::CREATED, "{created}");
     let body = probe(&gw, None, created["id"].as_str().unwrap()).await;
     assert_eq!(body["ok"], true, "{body}");

@@ -4,9 +4,6 @@
 // Helpers in test files fail the test loudly; that is their job.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-#[path = "../common/mod.rs"]
-mod common;
-
 mod connections;
 mod hosts_and_origins;
 mod isolation;
@@ -47,7 +44,7 @@ impl Raw {
 
     /// The error code of a JSON error body.
     pub fn code(&self) -> String {
-        common::error_code(&self.json()).to_owned()
+        crate::common::error_code(&self.json()).to_owned()
     }
 }
 

@@ -4,8 +4,8 @@
 
 #![allow(clippy::unwrap_used, clippy::panic)]
 
-mod common;
-mod web_site;
+use crate::common;
+use crate::web_site;
 
 use common::{Backend, Gateway, Sse};
 use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
@@ -333,10 +333,10 @@ async fn loading_the_research_skill_widens_an_auto_budget() {
 
 #[test]
 fn the_compose_config_searches_through_its_searxng_service() {
-    let text = include_str!("../../../docker/promptgate.toml");
+    let text = include_str!("../../../../docker/promptgate.toml");
     let config = Config::parse(text).unwrap();
     let search = format!("{:?}", config.web.search);
     assert!(search.contains("http://searxng:8080"), "{search}");
-    let compose = include_str!("../../../docker/docker-compose.yml");
+    let compose = include_str!("../../../../docker/docker-compose.yml");
     assert!(compose.contains("image: searxng/searxng"));
 }

@@ -5,7 +5,7 @@
 // Helpers in test files fail the test loudly; that is their job.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use common::{Backend, Gateway, init, use_chat_body};
 use promptgate_llm::scripted::ScriptedUpstream;

@@ -4,7 +4,7 @@
 //! the file, counts again and answers from the new result.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::{Gateway, scripted_config, tool_message, use_chat_body};
 use promptgate_core::settings::Engine;

@@ -4,7 +4,7 @@
 // Helpers outside #[test] functions panic on purpose: a broken fixture should fail loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

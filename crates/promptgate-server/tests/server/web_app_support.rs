@@ -5,7 +5,7 @@
 // Helpers in test files fail the test loudly; that is their job.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use common::{Backend, Gateway, error_code, scripted_config, single_user_gateway};
 use promptgate_llm::scripted::{text, tool_calls};

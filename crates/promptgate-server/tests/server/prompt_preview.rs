@@ -3,7 +3,7 @@
 // Helpers in test files fail the test loudly; that is their job.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use common::{Backend, Gateway, error_code};
 use promptgate_core::settings::{IntegrationState, Provider};

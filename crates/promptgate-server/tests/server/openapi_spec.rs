@@ -7,7 +7,7 @@
 // Helpers in test files fail the test loudly; that is their job.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::print_stderr)]
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::Command;

@@ -3,13 +3,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use common::{Backend, Gateway, scripted_config_with, tool_message, use_chat_body};
 use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
+use promptgate_mcp::testing::McpTestServer;
 use promptgate_server::config::AuthMode;
 use reqwest::StatusCode;
 use rmcp::model::{
@@ -17,12 +17,9 @@ use rmcp::model::{
     JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{RoleServer, ServerHandler};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
-use tokio_util::sync::CancellationToken;
 
 const TOOLS: &[&str] = &["echo", "search", "content", "fail", "big"];
 /// Characters of the `big` tool's answer: over the model-facing cap of 100 000.
@@ -72,73 +69,6 @@ impl ServerHandler for ToolBox {
             other => CallToolResult::success(vec![ContentBlock::text(format!("{other} ran"))]),
         };
         Ok(result.into())
-    }
-}
-
-/// An rmcp server on loopback that can be stopped and started again on its port.
-struct ToolBoxServer {
-    addr: SocketAddr,
-    stop: Option<CancellationToken>,
-    task: Option<tokio::task::JoinHandle<()>>,
-}
-
-impl ToolBoxServer {
-    async fn start() -> ToolBoxServer {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let mut server = ToolBoxServer {
-            addr: listener.local_addr().unwrap(),
-            stop: None,
-            task: None,
-        };
-        server.serve(listener);
-        server
-    }
-
-    fn url(&self) -> String {
-        format!("http://{}/mcp", self.addr)
-    }
-
-    fn serve(&mut self, listener: TcpListener) {
-        let stop = CancellationToken::new();
-        let service: StreamableHttpService<ToolBox, LocalSessionManager> = StreamableHttpService::new(
-            || Ok(ToolBox),
-            Default::default(),
-            StreamableHttpServerConfig::default().with_cancellation_token(stop.child_token()),
-        );
-        let app = axum::Router::new().nest_service("/mcp", service);
-        let shutdown = stop.clone();
-        self.task = Some(tokio::spawn(async move {
-            let _ = axum::serve(listener, app)
-                .with_graceful_shutdown(shutdown.cancelled_owned())
-                .await;
-        }));
-        self.stop = Some(stop);
-    }
-
-    async fn stop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            stop.cancel();
-        }
-        if let Some(task) = self.task.take() {
-            task.abort();
-            let _ = task.await;
-        }
-    }
-
-    async fn restart(&mut self) {
-        let listener = TcpListener::bind(self.addr).await.unwrap();
-        self.serve(listener);
-    }
-}
-
-impl Drop for ToolBoxServer {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            stop.cancel();
-        }
-        if let Some(task) = self.task.take() {
-            task.abort();
-        }
     }
 }
 
@@ -215,8 +145,8 @@ fn event_for<'a>(events: &[&'a Value], call_id: &str) -> &'a Value {
 
 async fn mcp_tools_in_a_turn(backend: Backend) {
     let (gw, upstream) = gateway(backend, TEST_TOML).await;
-    let first = ToolBoxServer::start().await;
-    let second = ToolBoxServer::start().await;
+    let first = McpTestServer::with_handler(ToolBox).await;
+    let second = McpTestServer::with_handler(ToolBox).await;
     register(&gw, "Fetch", &first.url()).await;
     register(&gw, "Fetch", &second.url()).await;
     gw.post("/v1/threads", json!({"id": "t1"})).await;
@@ -336,7 +266,7 @@ async fn mcp_tools_are_offered_called_and_recorded_postgres() {
 #[tokio::test]
 async fn failing_servers_are_skipped_and_a_restarted_one_comes_back() {
     let (gw, upstream) = gateway(Backend::Sqlite, TEST_TOML).await;
-    let mut files = ToolBoxServer::start().await;
+    let mut files = McpTestServer::with_handler(ToolBox).await;
     register(&gw, "Files", &files.url()).await;
     register(&gw, "Stuck", &silent_server().await).await;
     gw.post("/v1/threads", json!({"id": "t2"})).await;
@@ -390,7 +320,7 @@ async fn failing_servers_are_skipped_and_a_restarted_one_comes_back() {
 #[tokio::test]
 async fn probe_reports_the_server_or_why_it_failed() {
     let (gw, _upstream) = gateway(Backend::Sqlite, TEST_TOML).await;
-    let server = ToolBoxServer::start().await;
+    let server = McpTestServer::with_handler(ToolBox).await;
     let good = register(&gw, "Files", &server.url()).await;
     let (status, body) = gw.post(&format!("/v1/mcp-servers/{good}/probe"), json!({})).await;
     assert_eq!(status, StatusCode::OK, "{body}");
@@ -492,7 +422,7 @@ async fn a_turn_calls_server_everything_through_the_gateway() {
         .replace("probe_timeout_ms = 800", "probe_timeout_ms = 1000");
     let (gw, upstream) = gateway(Backend::Sqlite, &toml).await;
     let everything = register(&gw, "Everything", &format!("http://127.0.0.1:{port}/mcp")).await;
-    let files = ToolBoxServer::start().await;
+    let files = McpTestServer::with_handler(ToolBox).await;
     register(&gw, "Files", &files.url()).await;
 
     // It needs a moment to boot; the probe says when it is up.

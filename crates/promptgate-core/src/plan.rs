@@ -19,6 +19,8 @@ use crate::tools::{
 /// Where the model is served from; it takes part in the harness signature.
 #[derive(Debug, Clone, Copy)]
 pub struct UpstreamIdentity<'a> {
+    /// How the provider is reached: a native Anthropic provider is identified by model and key only.
+    pub kind: HarnessKind,
     pub provider: &'a str,
     pub base_url: &'a str,
     /// Only a hash of it enters the signature.
@@ -44,8 +46,10 @@ pub struct SendInput<'a> {
     pub last_user_text: &'a str,
     pub ask_responses: &'a [AskResponse],
     pub voice_mode: bool,
-    /// `web`, `ios`, `android`, `desktop` or `cli`: named in the harness composition.
+    /// `web`, `ios`, `android`, `desktop` or `cli`: named in the harness composition; anything else
+    /// is taken for `desktop`.
     pub client_env: &'a str,
+    /// The client's version; the literal `undefined` counts as absent.
     pub app_version: Option<&'a str>,
     /// Bumped by an explicit regenerate; part of the harness signature.
     pub regeneration_revision: u32,
@@ -66,6 +70,9 @@ pub struct SendPlan {
     pub harness_signature: String,
     /// The web budget intent the newest user message asks for.
     pub web_intent: WebIntent,
+    /// Instructions of the `/slug` skills in the newest user message. The legacy composition puts
+    /// them in the notes; a harness carries them on the user's text instead.
+    pub skill_instructions: Vec<String>,
     /// MCP tools that were discovered but not offered, with the reason.
     pub mcp_not_offered: Vec<NotOffered>,
 }
@@ -114,10 +121,11 @@ pub fn plan_send(input: &SendInput<'_>, now: DateTime<Utc>) -> SendPlan {
         project,
     };
     let parts = create_parts(&prompt_input, now, resolve_time_zone(&input.settings.time_zone));
+    let skill_instructions = resolve_skill_instructions(input.last_user_text, input.skills);
     let notes = volatile_notes(NotesInput {
         date_line: &parts.volatile,
         voice_mode: input.voice_mode,
-        skill_instructions: resolve_skill_instructions(input.last_user_text, input.skills),
+        skill_instructions: skill_instructions.clone(),
         ask_responses: input.ask_responses,
     });
     let system = match input.model.engine {
@@ -131,7 +139,7 @@ pub fn plan_send(input: &SendInput<'_>, now: DateTime<Utc>) -> SendPlan {
     };
     let signature = harness_signature(
         &HarnessModel {
-            kind: HarnessKind::OpenAiCompat,
+            kind: input.upstream.kind,
             provider_id: input.upstream.provider,
             model_id: &input.model.upstream_model,
             vendor: None,
@@ -154,6 +162,7 @@ pub fn plan_send(input: &SendInput<'_>, now: DateTime<Utc>) -> SendPlan {
         has_web_tools: web,
         harness_signature: signature,
         web_intent: resolve_web_intent(input.last_user_text),
+        skill_instructions,
         mcp_not_offered,
     }
 }

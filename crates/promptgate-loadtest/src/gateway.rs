@@ -138,6 +138,13 @@ impl GatewayProcess {
         read_memory(self.child.id()).unwrap_or_default()
     }
 
+    /// CPU time the process has used so far, all its threads, user and kernel; `None` without /proc.
+    pub fn cpu_time(&self) -> Option<Duration> {
+        let stat = std::fs::read_to_string(Path::new("/proc").join(self.child.id().to_string()).join("stat"))
+            .ok()?;
+        cpu_time_of(&stat)
+    }
+
     async fn wait_ready(&mut self, client: &reqwest::Client) -> Result<(), LoadError> {
         let step = Duration::from_millis(50);
         let attempts = READY_WITHIN.as_millis() / step.as_millis();
@@ -169,6 +176,20 @@ fn free_loopback_port() -> std::io::Result<String> {
     Ok(listener.local_addr()?.to_string())
 }
 
+/// `utime + stime` of a `/proc/PID/stat` line. The command name may hold spaces and parentheses, so
+/// the fields are counted after its last `)`. The kernel reports them in `USER_HZ` ticks, 1/100 s on
+/// every Linux (independent of the kernel's own tick rate).
+fn cpu_time_of(stat: &str) -> Option<Duration> {
+    const USER_HZ: u64 = 100;
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    let mut fields = after_name.split_whitespace();
+    // After the name: state(3) ... utime(14), stime(15), i.e. the 12th and 13th from here.
+    let utime: u64 = fields.nth(11)?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    let ticks = utime + stime;
+    Some(Duration::from_millis(ticks * 1000 / USER_HZ))
+}
+
 fn read_memory(pid: u32) -> Option<Memory> {
     let status = std::fs::read_to_string(Path::new("/proc").join(pid.to_string()).join("status")).ok()?;
     let field = |name: &str| {
@@ -188,4 +209,16 @@ fn read_memory(pid: u32) -> Option<Memory> {
 pub async fn serve(config_path: &Path) -> anyhow::Result<()> {
     let text = std::fs::read_to_string(config_path)?;
     promptgate_server::cli::serve(Config::parse(&text)?).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_time_is_user_plus_kernel_ticks_after_the_command_name() {
+        let stat = "4242 (promptgate (x) y) S 1 4242 4242 0 -1 4194560 900 0 0 0 250 75 0 0 20 0 3 0 100 0";
+        assert_eq!(cpu_time_of(stat), Some(Duration::from_millis(3_250)));
+        assert_eq!(cpu_time_of("4242 (short) S 1"), None);
+    }
 }

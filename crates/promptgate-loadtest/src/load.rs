@@ -160,6 +160,13 @@ pub struct Stretch {
     max_lag: Duration,
 }
 
+impl Stretch {
+    /// Wall time from the first request's start to the last answer.
+    pub fn elapsed(&self) -> Duration {
+        self.elapsed
+    }
+}
+
 /// Like [`drive`], leaving the summary to [`pooled`].
 pub async fn drive_stretch(target: &Target, rate: f64, duration: Duration) -> Result<Stretch, LoadError> {
     let count = planned_requests(rate, duration)?;

@@ -4,7 +4,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use promptgate_loadtest::scenario::{Options, Scenario};
+use promptgate_loadtest::scenario::{Options, Scenario, StreamShape};
+use promptgate_loadtest::wire::Pacing;
 use tracing_subscriber::EnvFilter;
 
 /// Measures what promptgate adds to a zero-delay upstream, at a fixed request rate (open loop).
@@ -17,9 +18,24 @@ struct Cli {
     /// Requests per second for every comparison (default: 1000 for the facade, 200 for sends).
     #[arg(long)]
     rate: Option<f64>,
-    /// Seconds each measured run lasts (direct and gateway each).
-    #[arg(long, default_value_t = 5.0)]
-    duration: f64,
+    /// Seconds each measured run lasts (direct and gateway each); default 5, or 30 with `--sustained`.
+    #[arg(long)]
+    duration: Option<f64>,
+    /// Sustained mode: one continuous measured window per path (direct, then gateway, each after its
+    /// own warm-up) instead of rounds of slices, and an upstream that sends every SSE event in its
+    /// own chunked frame. What a busy server lives through, tails included.
+    #[arg(long)]
+    sustained: bool,
+    /// Content chunks per streamed upstream answer; default 5 (one frame), or 20 with `--sustained`.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=10_000))]
+    chunks: Option<u16>,
+    /// Milliseconds before the upstream's first stream event, as a model's time to first token.
+    /// Setting it (or `--chunk-every-ms`) sends every event in its own frame.
+    #[arg(long, default_value_t = 0.0)]
+    first_chunk_ms: f64,
+    /// Milliseconds between the upstream's stream events after the first, as a model's token pace.
+    #[arg(long, default_value_t = 0.0)]
+    chunk_every_ms: f64,
     /// Rounds the measured time is split into, each direct then through the gateway (each slice
     /// after a short unmeasured lead-in); the samples of each path are pooled, so noise from the
     /// machine falls on both alike.
@@ -96,10 +112,22 @@ async fn drive(cli: Cli) -> anyhow::Result<()> {
         cli.scenarios
     };
     anyhow::ensure!(cli.capacity_rates.len() <= 32, "at most 32 capacity rates");
+    let pacing = Pacing {
+        first: seconds(cli.first_chunk_ms / 1000.0, "first-chunk-ms (in seconds)")?,
+        every: seconds(cli.chunk_every_ms / 1000.0, "chunk-every-ms (in seconds)")?,
+    };
+    let stream = StreamShape {
+        chunks: usize::from(cli.chunks.unwrap_or(if cli.sustained { 20 } else { 5 })),
+        framed: cli.sustained || pacing != Pacing::default() || cli.chunks.is_some(),
+        pacing,
+    };
+    let duration = cli.duration.unwrap_or(if cli.sustained { 30.0 } else { 5.0 });
     let options = Options {
         scenarios,
         rate: cli.rate,
-        duration: seconds(cli.duration, "duration")?,
+        duration: seconds(duration, "duration")?,
+        sustained: cli.sustained,
+        stream,
         rounds: cli.rounds,
         warmup: seconds(cli.warmup, "warmup")?,
         postgres_url: cli.postgres_url,

@@ -33,6 +33,45 @@ fn row(out: &mut String, label: &str, path: &str, r: &RunResult) {
     );
 }
 
+/// What the gateway's CPU spent on the measured gateway path: per answered request and, for
+/// streams, per content chunk (all of one request's work divided over its chunks).
+fn cpu_table(out: &mut String, report: &Report) {
+    out.push_str(
+        "\n### Gateway CPU while the gateway path was measured\n\n\
+         | scenario | answered | CPU time (s) | share of one core | µs per request | µs per content chunk |\n\
+         |---|---|---|---|---|---|\n",
+    );
+    for c in &report.comparisons {
+        let Some(cpu) = c.gateway_cpu else {
+            let _ = writeln!(
+                out,
+                "| {} | {} | n/a | n/a | n/a | n/a |",
+                c.scenario.label(),
+                c.gateway.ok
+            );
+            continue;
+        };
+        let answered = c.gateway.ok.max(1) as f64;
+        let per_request = cpu.as_secs_f64() * 1e6 / answered;
+        let share = if c.gateway_wall.is_zero() {
+            0.0
+        } else {
+            100.0 * cpu.as_secs_f64() / c.gateway_wall.as_secs_f64()
+        };
+        let per_chunk = c.chunks.map_or_else(
+            || "—".to_owned(),
+            |n| format!("{:.1}", per_request / n.max(1) as f64),
+        );
+        let _ = writeln!(
+            out,
+            "| {} | {} | {:.2} | {share:.0}% | {per_request:.0} | {per_chunk} |",
+            c.scenario.label(),
+            c.gateway.ok,
+            cpu.as_secs_f64(),
+        );
+    }
+}
+
 /// Renders every table of the report.
 pub fn markdown(report: &Report) -> String {
     let mut out = String::new();
@@ -41,12 +80,38 @@ pub fn markdown(report: &Report) -> String {
         .workers
         .map_or_else(|| "one per CPU".to_owned(), |n| n.to_string());
     let cpus = report.gateway.cpus.as_deref().unwrap_or("all");
+    let how = match report.sustained {
+        Some(window) => format!(
+            "Sustained: each comparison ran one continuous window of {:.1} s per path, direct then \
+             gateway, each after its own warm-up.",
+            window.as_secs_f64()
+        ),
+        None => format!(
+            "Each comparison ran in {} rounds of direct then gateway (each slice after a short \
+             unmeasured lead-in), samples pooled per path.",
+            report.rounds
+        ),
+    };
+    let shape = &report.stream;
+    let upstream = if shape.framed {
+        format!(
+            "Upstream streams: {} content chunks, every SSE event in its own chunked frame, the first \
+             after {} ms, then one every {} ms.",
+            shape.chunks,
+            ms(shape.pacing.first),
+            ms(shape.pacing.every)
+        )
+    } else {
+        format!(
+            "Upstream streams: {} content chunks, the whole stream in one frame.",
+            shape.chunks
+        )
+    };
     let _ = writeln!(
         out,
         "Gateway process: runtime worker threads {workers}, CPUs {cpus}. Driver (client and \
-         upstream): {} worker thread(s). Each comparison ran in {} rounds of direct then gateway \
-         (each slice after a short unmeasured lead-in), samples pooled per path.\n",
-        report.driver_workers, report.rounds
+         upstream): {} worker thread(s). {how} {upstream}\n",
+        report.driver_workers
     );
     if !report.comparisons.is_empty() {
         out.push_str("### Latency, direct and through the gateway (ms)\n\n");
@@ -81,6 +146,7 @@ pub fn markdown(report: &Report) -> String {
                     .map_or_else(|| "n/a".to_owned(), |p| format!("{p:.1}%")),
             );
         }
+        cpu_table(&mut out, report);
         for c in &report.comparisons {
             for (path, r) in [("direct", &c.direct), ("gateway", &c.gateway)] {
                 if let Some(error) = &r.first_error {

@@ -12,7 +12,7 @@ use crate::error::LoadError;
 use crate::gateway::{BENCH_MODEL, GatewayProcess, Memory, Placement, UPSTREAM_MODEL};
 use crate::load::{RunResult, Target, client, drive, drive_stretch, pooled};
 use crate::steal::CpuTicks;
-use crate::wire::{BenchUpstream, hold_open};
+use crate::wire::{BenchUpstream, Pacing, hold_open};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Scenario {
@@ -76,6 +76,31 @@ pub struct Options {
     pub held_turns: usize,
     /// Worker threads of the driver's runtime, for the report.
     pub driver_workers: u16,
+    /// One continuous window of `duration` per path (direct, then gateway) instead of rounds of
+    /// slices: what a busy server lives through, tails and all.
+    pub sustained: bool,
+    /// What the upstream's streams look like.
+    pub stream: StreamShape,
+}
+
+/// The upstream's streamed answer: how many content chunks, and how they are sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamShape {
+    pub chunks: usize,
+    /// One chunked frame and one write per SSE event, on `pacing`'s schedule; otherwise the whole
+    /// stream goes out in one frame (the quick checks' upstream).
+    pub framed: bool,
+    pub pacing: Pacing,
+}
+
+impl Default for StreamShape {
+    fn default() -> Self {
+        Self {
+            chunks: 5,
+            framed: false,
+            pacing: Pacing::default(),
+        }
+    }
 }
 
 /// One scenario's pair of runs.
@@ -86,6 +111,12 @@ pub struct Comparison {
     pub gateway: RunResult,
     /// Share of the machine's CPU time the host took while the comparison ran, when known.
     pub steal_percent: Option<f64>,
+    /// CPU time the gateway process(es) used while the gateway path was measured, when known.
+    pub gateway_cpu: Option<Duration>,
+    /// Wall time of the measured gateway path (its slices added up).
+    pub gateway_wall: Duration,
+    /// Content chunks per streamed answer; `None` for JSON answers.
+    pub chunks: Option<usize>,
 }
 
 #[derive(Debug, Clone)]
@@ -114,6 +145,8 @@ pub struct Report {
     pub rounds: u32,
     pub driver_workers: u16,
     pub held: Option<HeldReport>,
+    pub sustained: Option<Duration>,
+    pub stream: StreamShape,
 }
 
 /// The gateway's memory with many turns in flight.
@@ -184,11 +217,22 @@ pub async fn run(options: &Options) -> Result<Report, LoadError> {
         None
     };
 
-    let (sse, completion) = rendered(&text(["Hello", " from", " the", " scripted", " upstream."]))
-        .ok_or(LoadError::UnplayableScript)?;
-    let upstream = BenchUpstream::start(&sse, &completion)
-        .await
-        .map_err(LoadError::Upstream)?;
+    let words: Vec<String> = if options.stream.chunks == 5 {
+        ["Hello", " from", " the", " scripted", " upstream."]
+            .map(str::to_owned)
+            .to_vec()
+    } else {
+        (0..options.stream.chunks.max(1))
+            .map(|n| format!("w{n} "))
+            .collect()
+    };
+    let (sse, completion) = rendered(&text(words)).ok_or(LoadError::UnplayableScript)?;
+    let upstream = if options.stream.framed {
+        BenchUpstream::start_paced(&sse, &completion, options.stream.pacing).await
+    } else {
+        BenchUpstream::start(&sse, &completion).await
+    }
+    .map_err(LoadError::Upstream)?;
     let http = client()?;
     let direct_url = format!("{}/chat/completions", upstream.base_url());
     let mut report = Report {
@@ -196,6 +240,8 @@ pub async fn run(options: &Options) -> Result<Report, LoadError> {
         gateway: options.gateway.clone(),
         rounds: options.rounds.max(1),
         driver_workers: options.driver_workers,
+        sustained: options.sustained.then_some(options.duration),
+        stream: options.stream,
         ..Report::default()
     };
 
@@ -214,7 +260,7 @@ pub async fn run(options: &Options) -> Result<Report, LoadError> {
                 let (direct, through) = targets(scenario, &direct_url, &gateway)?;
                 report
                     .comparisons
-                    .push(compare(scenario, &direct, &through, options).await?);
+                    .push(compare(scenario, &direct, &through, &[&gateway], options).await?);
             }
         }
         if wants(Scenario::Capacity) {
@@ -240,7 +286,7 @@ pub async fn run(options: &Options) -> Result<Report, LoadError> {
         let (direct, through) = targets(Scenario::SendPostgres, &direct_url, &gateway)?;
         report
             .comparisons
-            .push(compare(Scenario::SendPostgres, &direct, &through, options).await?);
+            .push(compare(Scenario::SendPostgres, &direct, &through, &[&gateway], options).await?);
         report.memory.push(MemoryReport {
             backend: "Postgres",
             idle_at_start,
@@ -255,9 +301,16 @@ pub async fn run(options: &Options) -> Result<Report, LoadError> {
         let second = GatewayProcess::start(&http, &upstream.base_url(), Some(url), &options.gateway).await?;
         let (direct, through) = targets(Scenario::SendPostgresTwo, &direct_url, &first)?;
         let through = through.and(&second.url("/v1/chat"))?;
-        report
-            .comparisons
-            .push(compare(Scenario::SendPostgresTwo, &direct, &through, options).await?);
+        report.comparisons.push(
+            compare(
+                Scenario::SendPostgresTwo,
+                &direct,
+                &through,
+                &[&first, &second],
+                options,
+            )
+            .await?,
+        );
     }
     if wants(Scenario::HeldTurns) {
         report.held = Some(held_turns(&http, options).await?);
@@ -347,10 +400,16 @@ fn targets(
     })
 }
 
+/// CPU time of all the gateway processes together, when /proc tells it for each.
+fn gateway_cpu(gateways: &[&GatewayProcess]) -> Option<Duration> {
+    gateways.iter().map(|g| g.cpu_time()).sum()
+}
+
 async fn compare(
     scenario: Scenario,
     direct: &Target,
     through: &Target,
+    gateways: &[&GatewayProcess],
     options: &Options,
 ) -> Result<Comparison, LoadError> {
     let rate = options.rate.unwrap_or_else(|| scenario.default_rate());
@@ -359,21 +418,39 @@ async fn compare(
         rate,
         "measuring direct, then through the gateway"
     );
-    warm_up(direct, rate, options.warmup).await?;
-    warm_up(through, rate, options.warmup).await?;
+    if !options.sustained {
+        warm_up(direct, rate, options.warmup).await?;
+        warm_up(through, rate, options.warmup).await?;
+    }
     let ticks_at_start = CpuTicks::now();
-    let rounds = options.rounds.max(1);
+    // Sustained: one window per path, each right after its own warm-up, so neither starts cold.
+    let rounds = if options.sustained {
+        1
+    } else {
+        options.rounds.max(1)
+    };
     let slice = options.duration / rounds;
     let (mut direct_runs, mut gateway_runs) = (Vec::new(), Vec::new());
     // A path that sat idle while the other ran starts its slice cold (parked threads, a halted
     // virtual CPU); real traffic at this rate never idles, so each slice gets a short lead-in.
-    let lead_in = options.warmup.min(ROUND_LEAD_IN);
+    let lead_in = if options.sustained {
+        options.warmup
+    } else {
+        options.warmup.min(ROUND_LEAD_IN)
+    };
+    let mut cpu = Some(Duration::ZERO);
     for _ in 0..rounds {
-        for (target, runs) in [(direct, &mut direct_runs), (through, &mut gateway_runs)] {
-            warm_up(target, rate, lead_in).await?;
-            runs.push(drive_stretch(target, rate, slice).await?);
-        }
+        warm_up(direct, rate, lead_in).await?;
+        direct_runs.push(drive_stretch(direct, rate, slice).await?);
+        warm_up(through, rate, lead_in).await?;
+        let before = gateway_cpu(gateways);
+        gateway_runs.push(drive_stretch(through, rate, slice).await?);
+        let used = gateway_cpu(gateways)
+            .zip(before)
+            .map(|(after, before)| after.saturating_sub(before));
+        cpu = cpu.zip(used).map(|(sum, used)| sum + used);
     }
+    let gateway_wall = gateway_runs.iter().map(|r| r.elapsed()).sum();
     let direct = pooled(rate, direct_runs);
     let gateway = pooled(rate, gateway_runs);
     let steal_percent = ticks_at_start
@@ -384,6 +461,9 @@ async fn compare(
         direct,
         gateway,
         steal_percent,
+        gateway_cpu: cpu,
+        gateway_wall,
+        chunks: through.streamed.then_some(options.stream.chunks),
     })
 }
 

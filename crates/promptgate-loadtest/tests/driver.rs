@@ -12,7 +12,7 @@ use promptgate_llm::scripted::{Script, ScriptedUpstream, rendered, text};
 use promptgate_loadtest::LoadError;
 use promptgate_loadtest::load::{Target, drive};
 use promptgate_loadtest::scenario::{Options, Scenario, run};
-use promptgate_loadtest::wire::BenchUpstream;
+use promptgate_loadtest::wire::{BenchUpstream, Pacing};
 
 fn completion(url: String, streamed: bool) -> Target {
     let body = Bytes::from(format!(
@@ -172,6 +172,8 @@ async fn the_postgres_scenario_without_a_url_says_how_to_give_one() {
         capacity_step: Duration::from_secs(1),
         p99_bound: Duration::from_millis(10),
         gateway: Default::default(),
+        sustained: false,
+        stream: Default::default(),
     };
     let error = run(&options).await.unwrap_err();
     assert!(
@@ -180,38 +182,44 @@ async fn the_postgres_scenario_without_a_url_says_how_to_give_one() {
     );
 }
 
-/// The whole binary: gateway child process, facade and send scenarios, the Markdown report.
-#[test]
-fn the_binary_measures_the_facade_and_a_send_through_a_real_gateway() {
+/// Runs the driver binary without Postgres and returns its report; it must succeed.
+fn run_binary(args: &[&str]) -> String {
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_promptgate-loadtest"))
-        .args([
-            "--scenario",
-            "facade-json",
-            "--scenario",
-            "send-sqlite",
-            "--scenario",
-            "held-turns",
-            "--held-turns",
-            "5",
-            "--rate",
-            "20",
-            "--duration",
-            "0.5",
-            // A warm-up before each run: sends after it must still open new threads.
-            "--warmup",
-            "0.25",
-            // The gateway on a one-worker runtime still serves both scenarios.
-            "--gateway-workers",
-            "1",
-            "--rounds",
-            "2",
-        ])
+        .args(args)
         .env_remove("PROMPTGATE_TEST_POSTGRES_URL")
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    stdout
+}
+
+/// The whole binary: gateway child process, facade and send scenarios, the Markdown report.
+#[test]
+fn the_binary_measures_the_facade_and_a_send_through_a_real_gateway() {
+    let stdout = run_binary(&[
+        "--scenario",
+        "facade-json",
+        "--scenario",
+        "send-sqlite",
+        "--scenario",
+        "held-turns",
+        "--held-turns",
+        "5",
+        "--rate",
+        "20",
+        "--duration",
+        "0.5",
+        // A warm-up before each run: sends after it must still open new threads.
+        "--warmup",
+        "0.25",
+        // The gateway on a one-worker runtime still serves both scenarios.
+        "--gateway-workers",
+        "1",
+        "--rounds",
+        "2",
+    ]);
     for scenario in ["facade JSON", "send, SQLite"] {
         for path in ["direct", "gateway"] {
             let row = stdout
@@ -237,4 +245,108 @@ fn the_binary_measures_the_facade_and_a_send_through_a_real_gateway() {
     // The run itself fails unless all five turns reached the upstream; the row says how much each cost.
     let per_turn = held.split('|').nth(4).unwrap().trim();
     assert!(per_turn.parse::<f64>().is_ok(), "{held}");
+}
+
+#[tokio::test]
+async fn a_paced_upstream_sends_each_event_in_its_own_frame_on_its_schedule() {
+    promptgate_loadtest::init_tls();
+    let (sse, completion_json) = rendered(&text(["one ", "two ", "three"])).unwrap();
+    let pacing = Pacing {
+        first: Duration::from_millis(40),
+        every: Duration::from_millis(15),
+    };
+    let upstream = BenchUpstream::start_paced(&sse, &completion_json, pacing)
+        .await
+        .unwrap();
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let response = http
+        .post(format!("{}/chat/completions", upstream.base_url()))
+        .json(&serde_json::json!({"model": "m", "messages": [], "stream": true}))
+        .send()
+        .await
+        .unwrap();
+    let mut frames = Vec::new();
+    let mut body = response.bytes_stream();
+    while let Some(frame) = futures::StreamExt::next(&mut body).await {
+        frames.push(frame.unwrap());
+    }
+    // The same bytes as the one-frame upstream, one SSE event per frame: role, three words,
+    // the finish, and [DONE]; sleeping between frames keeps them apart on the wire.
+    let events = sse
+        .split(|b| *b == b'\n')
+        .filter(|l| l.starts_with(b"data: "))
+        .count();
+    assert_eq!(frames.len(), events, "{frames:?}");
+    assert_eq!(frames.concat(), sse.to_vec());
+    assert!(frames.iter().all(|f| f.ends_with(b"\n\n")));
+
+    // A run against it takes at least the schedule: the first delay and the spacing after it.
+    let target = completion(format!("{}/chat/completions", upstream.base_url()), true);
+    let result = drive(&target, 5.0, Duration::from_secs(1)).await.unwrap();
+    assert_eq!(result.ok, 5, "first error: {:?}", result.first_error);
+    let schedule = pacing.first + pacing.every * (events as u32 - 1);
+    assert!(result.first_byte.p50 >= pacing.first, "{:?}", result.first_byte);
+    assert!(result.total.p50 >= schedule, "{:?}", result.total);
+    // JSON answers are not paced.
+    let whole = drive(
+        &completion(format!("{}/chat/completions", upstream.base_url()), false),
+        5.0,
+        Duration::from_secs(1),
+    )
+    .await
+    .unwrap();
+    assert_eq!(whole.ok, 5);
+}
+
+/// Sustained mode through the binary: one window per path, paced upstream, the CPU table.
+#[test]
+fn the_sustained_mode_reports_one_window_and_the_gateways_cpu_per_request_and_chunk() {
+    let stdout = run_binary(&[
+        "--sustained",
+        "--scenario",
+        "facade-stream",
+        "--scenario",
+        "facade-json",
+        "--rate",
+        "20",
+        "--duration",
+        "0.5",
+        "--warmup",
+        "0.2",
+        "--chunks",
+        "4",
+        "--first-chunk-ms",
+        "5",
+        "--chunk-every-ms",
+        "1",
+        "--gateway-workers",
+        "1",
+    ]);
+    assert!(
+        stdout.contains("one continuous window of 0.5 s per path"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("4 content chunks, every SSE event in its own chunked frame, the first after 5.000 ms, then one every 1.000 ms"),
+        "{stdout}"
+    );
+    let row = |scenario: &str| {
+        stdout
+            .lines()
+            .rfind(|l| l.starts_with(&format!("| {scenario} |")))
+            .unwrap_or_else(|| panic!("no CPU row for {scenario}:\n{stdout}"))
+            .split('|')
+            .map(|c| c.trim().to_owned())
+            .collect::<Vec<_>>()
+    };
+    let stream = row("facade stream");
+    assert_eq!(
+        stream[2], "10",
+        "every request of the window answered: {stream:?}"
+    );
+    let per_request: f64 = stream[5].parse().unwrap();
+    let per_chunk: f64 = stream[6].parse().unwrap();
+    assert!((per_chunk - per_request / 4.0).abs() < 1.0, "{stream:?}");
+    let json = row("facade JSON");
+    assert_eq!(json[6], "—", "a JSON answer has no chunks: {json:?}");
 }

@@ -232,7 +232,12 @@ pub fn cors(config: &Config) -> CorsLayer {
             Method::PATCH,
             Method::DELETE,
         ])
-        .allow_headers([header::AUTHORIZATION, header::CONTENT_TYPE])
+        .allow_headers([
+            header::AUTHORIZATION,
+            header::CONTENT_TYPE,
+            // A browser client on another origin names itself for the harness prompt.
+            HeaderName::from_static(crate::routes::chat::CLIENT_HEADER),
+        ])
         .expose_headers(EXPOSED_HEADERS.map(HeaderName::from_static))
         .max_age(Duration::from_secs(600))
 }

@@ -35,6 +35,9 @@ pub struct Config {
     pub server: ServerConfig,
     #[serde(default)]
     pub turn: TurnConfig,
+    /// Bounds of each thread's workspace (harness models).
+    #[serde(default)]
+    pub workspace: WorkspaceConfig,
     #[serde(default)]
     pub web: WebConfig,
     #[serde(default)]
@@ -174,6 +177,8 @@ pub struct TurnConfig {
     pub heartbeat_secs: u64,
     /// How long after a turn ended an automatic retry of it (`retry_of`) is accepted.
     pub retry_window_secs: u64,
+    /// Threads whose harness transcript (harness models) this instance keeps in memory.
+    pub kept_harnesses: usize,
 }
 
 impl Default for TurnConfig {
@@ -191,7 +196,122 @@ impl Default for TurnConfig {
             lease_secs: promptgate_turn::send::DEFAULT_LEASE.as_secs(),
             heartbeat_secs: promptgate_turn::send::DEFAULT_HEARTBEAT.as_secs(),
             retry_window_secs: promptgate_turn::send::DEFAULT_RETRY_WINDOW.as_secs(),
+            kept_harnesses: promptgate_turn::send::DEFAULT_KEPT_HARNESSES,
         }
+    }
+}
+
+/// Bounds of each thread's workspace; every key defaults to `WorkspaceLimits::default()`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WorkspaceConfig {
+    pub max_file_bytes: usize,
+    pub max_total_bytes: usize,
+    pub max_entries: usize,
+    pub max_output_bytes: usize,
+    pub max_output_lines: usize,
+    pub bash_timeout_ms: u64,
+    pub max_commands: usize,
+    pub max_loop_iterations: usize,
+    pub max_total_loop_iterations: usize,
+    pub max_shell_memory_bytes: usize,
+}
+
+impl Default for WorkspaceConfig {
+    fn default() -> Self {
+        let limits = promptgate_turn::send::WorkspaceLimits::default();
+        Self {
+            max_file_bytes: limits.max_file_bytes,
+            max_total_bytes: limits.max_total_bytes,
+            max_entries: limits.max_entries,
+            max_output_bytes: limits.max_output_bytes,
+            max_output_lines: limits.max_output_lines,
+            bash_timeout_ms: u64::try_from(limits.bash_timeout.as_millis()).unwrap_or(u64::MAX),
+            max_commands: limits.max_commands,
+            max_loop_iterations: limits.max_loop_iterations,
+            max_total_loop_iterations: limits.max_total_loop_iterations,
+            max_shell_memory_bytes: limits.max_shell_memory_bytes,
+        }
+    }
+}
+
+impl WorkspaceConfig {
+    pub fn limits(&self) -> promptgate_turn::send::WorkspaceLimits {
+        promptgate_turn::send::WorkspaceLimits {
+            max_file_bytes: self.max_file_bytes,
+            max_total_bytes: self.max_total_bytes,
+            max_entries: self.max_entries,
+            max_output_bytes: self.max_output_bytes,
+            max_output_lines: self.max_output_lines,
+            bash_timeout: std::time::Duration::from_millis(self.bash_timeout_ms),
+            max_commands: self.max_commands,
+            max_loop_iterations: self.max_loop_iterations,
+            max_total_loop_iterations: self.max_total_loop_iterations,
+            max_shell_memory_bytes: self.max_shell_memory_bytes,
+        }
+    }
+
+    /// The keys by name, for `PROMPTGATE_WORKSPACE_<KEY>` and the positivity check.
+    fn fields(&mut self) -> [(&'static str, &mut dyn WorkspaceValue); 10] {
+        [
+            ("max_file_bytes", &mut self.max_file_bytes),
+            ("max_total_bytes", &mut self.max_total_bytes),
+            ("max_entries", &mut self.max_entries),
+            ("max_output_bytes", &mut self.max_output_bytes),
+            ("max_output_lines", &mut self.max_output_lines),
+            ("bash_timeout_ms", &mut self.bash_timeout_ms),
+            ("max_commands", &mut self.max_commands),
+            ("max_loop_iterations", &mut self.max_loop_iterations),
+            ("max_total_loop_iterations", &mut self.max_total_loop_iterations),
+            ("max_shell_memory_bytes", &mut self.max_shell_memory_bytes),
+        ]
+    }
+
+    fn apply_env(&mut self, env: &dyn Env) -> Result<(), ConfigError> {
+        for (key, value) in self.fields() {
+            let name = format!("PROMPTGATE_WORKSPACE_{}", key.to_ascii_uppercase());
+            if let Some(text) = env.var(&name) {
+                value
+                    .set(&text)
+                    .map_err(|()| ConfigError::Invalid(format!("{name}={text} is not a whole number")))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let mut copy = self.clone();
+        match copy.fields().into_iter().find(|(_, value)| value.is_zero()) {
+            // A zero bound would make every workspace call fail, which reads as a broken model.
+            Some((key, _)) => Err(ConfigError::Invalid(format!("workspace.{key} must be positive"))),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A workspace bound, whichever integer type it has.
+trait WorkspaceValue {
+    fn set(&mut self, text: &str) -> Result<(), ()>;
+    fn is_zero(&self) -> bool;
+}
+
+impl WorkspaceValue for usize {
+    fn set(&mut self, text: &str) -> Result<(), ()> {
+        *self = text.trim().parse().map_err(|_| ())?;
+        Ok(())
+    }
+    fn is_zero(&self) -> bool {
+        *self == 0
+    }
+}
+
+impl WorkspaceValue for u64 {
+    fn set(&mut self, text: &str) -> Result<(), ()> {
+        *self = text.trim().parse().map_err(|_| ())?;
+        Ok(())
+    }
+    fn is_zero(&self) -> bool {
+        *self == 0
     }
 }
 
@@ -506,6 +626,7 @@ impl Config {
             self.web.budget_promotion = promptgate_core::budget::parse_promotion_setting(Some(&value))
                 .map_err(|e| ConfigError::Invalid(e.to_string()))?;
         }
+        self.workspace.apply_env(env)?;
         if let Some(mode) = env.var("PROMPTGATE_AUTH_MODE") {
             self.auth.mode = match mode.as_str() {
                 "single_user" => AuthMode::SingleUser,
@@ -536,6 +657,7 @@ impl Config {
             )));
         }
         self.mcp.validate()?;
+        self.workspace.validate()?;
         if self.limits.body_bytes == 0 {
             return Err(ConfigError::Invalid("limits.body_bytes must be positive".into()));
         }
@@ -685,6 +807,35 @@ mod tests {
                 .unwrap()
                 .web
                 .budget_promotion
+        );
+    }
+
+    #[test]
+    fn workspace_limits_default_to_the_workspace_crate_and_follow_file_and_environment() {
+        let config = Config::load(None, &FakeEnv(HashMap::new())).unwrap();
+        assert_eq!(
+            config.workspace.limits(),
+            promptgate_turn::send::WorkspaceLimits::default()
+        );
+        let mut config = Config::parse(&format!(
+            "{EMBEDDED_DEFAULT}\n[workspace]\nmax_file_bytes = 1024\nbash_timeout_ms = 2500\n"
+        ))
+        .unwrap();
+        let env = FakeEnv(HashMap::from([("PROMPTGATE_WORKSPACE_MAX_ENTRIES", "50")]));
+        config.apply_env(&env).unwrap();
+        let limits = config.workspace.limits();
+        assert_eq!(limits.max_file_bytes, 1024);
+        assert_eq!(limits.bash_timeout, std::time::Duration::from_millis(2500));
+        assert_eq!(limits.max_entries, 50);
+
+        let bad = FakeEnv(HashMap::from([("PROMPTGATE_WORKSPACE_MAX_COMMANDS", "lots")]));
+        let err = Config::load(None, &bad).unwrap_err().to_string();
+        assert!(err.contains("PROMPTGATE_WORKSPACE_MAX_COMMANDS"), "{err}");
+        let zero = FakeEnv(HashMap::from([("PROMPTGATE_WORKSPACE_MAX_TOTAL_BYTES", "0")]));
+        let err = Config::load(None, &zero).unwrap_err().to_string();
+        assert!(
+            err.contains("workspace.max_total_bytes must be positive"),
+            "{err}"
         );
     }
 

@@ -159,6 +159,8 @@ pub fn turn_service(config: &Config, store: Store, env: &dyn Env) -> anyhow::Res
             heartbeat: Duration::from_secs(config.turn.heartbeat_secs.max(1)),
             retry_window: Duration::from_secs(config.turn.retry_window_secs),
         },
+        workspace: config.workspace.limits(),
+        kept_harnesses: config.turn.kept_harnesses,
     };
     let service = TurnService::new(
         store,

@@ -50,7 +50,7 @@ pub fn last_user_text(messages: &[Value]) -> Option<String> {
         .map(|message| text_parts(message).join("\n"))
 }
 
-fn parts(message: &Value) -> &[Value] {
+pub(crate) fn parts(message: &Value) -> &[Value] {
     message
         .get("parts")
         .and_then(Value::as_array)
@@ -59,7 +59,7 @@ fn parts(message: &Value) -> &[Value] {
 }
 
 /// Text parts, or the legacy `content` string of messages written before parts existed.
-fn text_parts(message: &Value) -> Vec<&str> {
+pub(crate) fn text_parts(message: &Value) -> Vec<&str> {
     let texts: Vec<&str> = parts(message)
         .iter()
         .filter(|part| part_type(part) == "text")
@@ -73,11 +73,11 @@ fn text_parts(message: &Value) -> Vec<&str> {
     texts
 }
 
-fn part_type(part: &Value) -> &str {
+pub(crate) fn part_type(part: &Value) -> &str {
     part.get("type").and_then(Value::as_str).unwrap_or("")
 }
 
-fn user_message(message: &Value, options: HistoryOptions) -> Option<ChatMessage> {
+pub(crate) fn user_message(message: &Value, options: HistoryOptions) -> Option<ChatMessage> {
     let mut content = Vec::new();
     for part in parts(message) {
         match part_type(part) {

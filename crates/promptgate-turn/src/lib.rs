@@ -23,6 +23,7 @@
 mod attachments;
 pub mod engine;
 pub mod facade;
+pub mod harness;
 pub mod history;
 pub mod message;
 pub mod send;

@@ -19,6 +19,12 @@ pub const LAST_RETRY_SENTENCE: &str =
 /// The web budget of this turn is spent. Profiles cannot replace this one: it states a fact.
 pub const WEB_BUDGET_NUDGE: &str = "The web budget for this turn is used up, so no more web calls will run. Answer now with the results you already have.";
 
+/// Steers a harness once after the web budget's first denial. Its other tools stay, so the model is
+/// pointed at finishing the work with them rather than at answering at once.
+pub const WEB_FLOOR_STEER: &str = "No more web searches or page fetches will run in this turn: its web budget is spent. \
+Finish the task with the evidence you already gathered and the tools you still have, and say plainly which parts \
+you could not cover or verify instead of presenting the answer as complete.";
+
 /// Appended verbatim to the system prompt of every step after a tool step when the profile asks for it.
 pub const DEFAULT_CITATION_REINFORCEMENT: &str = "\n\nReminder: cite every claim drawn from a tool result with [N], \
 written once after the last sentence that uses that source, with a space before the bracket. Use no other citation format.";

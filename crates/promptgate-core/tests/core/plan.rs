@@ -2,6 +2,7 @@
 
 use chrono::{TimeZone, Utc};
 use promptgate_core::plan::{SendInput, UpstreamIdentity, plan_send};
+use promptgate_core::prompt::HarnessKind;
 use promptgate_core::settings::{
     Engine, IntegrationStatus, Model, ModelProfile, Project, Skill, UserSettings,
 };
@@ -74,6 +75,7 @@ impl Fixture {
             integrations: &self.integrations,
             model: &self.model,
             upstream: UpstreamIdentity {
+                kind: HarnessKind::OpenAiCompat,
                 provider: "p",
                 base_url: "http://127.0.0.1:9/v1",
                 api_key: Some("k"),
@@ -169,6 +171,34 @@ fn the_harness_engine_gets_identity_environment_and_date_and_a_clock_free_signat
         !names(&a).contains(&"search_project_chats"),
         "no siblings, nothing to search"
     );
+    assert!(a.harness_signature.starts_with("openai-compat|p|"));
+
+    // A native Anthropic provider is identified by model and key alone: a new base URL keeps it.
+    let mut anthropic = f.input("hi", 0);
+    anthropic.upstream.kind = HarnessKind::Anthropic;
+    let c = plan_send(&anthropic, Utc::now());
+    anthropic.upstream.base_url = "http://127.0.0.1:10/v1";
+    let d = plan_send(&anthropic, Utc::now());
+    assert!(
+        c.harness_signature.starts_with("anthropic|"),
+        "{}",
+        c.harness_signature
+    );
+    assert_eq!(c.harness_signature, d.harness_signature);
+
+    // The client named by the request shows in the harness prompt; an unknown one is a desktop.
+    let mut ios = f.input("hi", 0);
+    ios.client_env = "ios";
+    ios.app_version = Some("2.0.1");
+    assert!(
+        plan_send(&ios, Utc::now())
+            .system
+            .contains("Client environment: ios\nApp version: 2.0.1")
+    );
+    ios.client_env = "toaster";
+    ios.app_version = Some("undefined");
+    let toaster = plan_send(&ios, Utc::now()).system;
+    assert!(toaster.contains("Client environment: desktop\n") && !toaster.contains("App version"));
 }
 
 #[test]
@@ -224,6 +254,7 @@ fn slash_tokens_pick_skill_notes_and_the_web_intent() {
     let plan = plan_send(&f.input("please /research tides", 0), Utc::now());
     assert_eq!(plan.notes.len(), 2);
     assert_eq!(plan.notes[1], "Use many sources.");
+    assert_eq!(plan.skill_instructions, ["Use many sources."]);
     assert_eq!(plan.web_intent, promptgate_core::budget::WebIntent::Research);
     let plan = plan_send(&f.input("please research tides", 0), Utc::now());
     assert_eq!(plan.notes.len(), 1);

@@ -5,4 +5,4 @@ pub mod client;
 pub mod upstream;
 
 pub use client::{Answer, WireClient, hold_open};
-pub use upstream::BenchUpstream;
+pub use upstream::{BenchUpstream, Pacing};

@@ -8,6 +8,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -30,6 +31,23 @@ struct Answers {
     json: Bytes,
     /// The answers are only the start of a stream, which then stays open until the client leaves.
     hold: bool,
+    /// Streams are sent event by event on this schedule instead of as `stream`.
+    paced: Option<PacedStream>,
+}
+
+/// How a model paces its stream: the first event after `first`, then one every `every`, each event
+/// in its own chunked frame (and its own write), as a provider flushes tokens as they come.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Pacing {
+    pub first: Duration,
+    pub every: Duration,
+}
+
+struct PacedStream {
+    head: Bytes,
+    /// One SSE event per frame, already framed; the last is followed by the terminating chunk.
+    frames: Vec<Bytes>,
+    pacing: Pacing,
 }
 
 impl BenchUpstream {
@@ -40,6 +58,30 @@ impl BenchUpstream {
             stream: response("text/event-stream", sse, true),
             json: response("application/json", completion, false),
             hold: false,
+            paced: None,
+        })
+        .await
+    }
+
+    /// Like [`BenchUpstream::start`], but a stream goes out one SSE event per chunked frame on the
+    /// schedule of `pacing` (with zero delays, still one frame and one write per event).
+    pub async fn start_paced(sse: &[u8], completion: &[u8], pacing: Pacing) -> std::io::Result<Self> {
+        let frames = sse_events(sse)
+            .map(|event| {
+                let mut frame = format!("{:x}\r\n", event.len()).into_bytes();
+                frame.extend_from_slice(event);
+                frame.extend_from_slice(b"\r\n");
+                Bytes::from(frame)
+            })
+            .collect();
+        let head = Bytes::from_static(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\n\r\n",
+        );
+        Self::serve_answers(Answers {
+            stream: response("text/event-stream", sse, true),
+            json: response("application/json", completion, false),
+            hold: false,
+            paced: Some(PacedStream { head, frames, pacing }),
         })
         .await
     }
@@ -60,6 +102,7 @@ impl BenchUpstream {
             stream: head.clone(),
             json: head,
             hold: true,
+            paced: None,
         })
         .await
     }
@@ -141,15 +184,20 @@ async fn serve(mut stream: TcpStream, answers: Arc<Answers>, calls: Arc<AtomicUs
                 return;
             }
         }
+        let wants_stream = is_post && asks_for_stream(&buf[head_len..end]);
         let answer: &[u8] = if !is_post {
             NOT_FOUND
-        } else if asks_for_stream(&buf[head_len..end]) {
+        } else if wants_stream {
             &answers.stream
         } else {
             &answers.json
         };
         calls.fetch_add(1, Ordering::Relaxed);
-        if stream.write_all(answer).await.is_err() {
+        let sent = match &answers.paced {
+            Some(paced) if wants_stream => send_paced(&mut stream, paced).await,
+            _ => stream.write_all(answer).await,
+        };
+        if sent.is_err() {
             return;
         }
         if answers.hold {
@@ -161,6 +209,39 @@ async fn serve(mut stream: TcpStream, answers: Arc<Answers>, calls: Arc<AtomicUs
         // Pipelined bytes of the next request stay in the buffer.
         buf.drain(..end);
     }
+}
+
+async fn send_paced(stream: &mut TcpStream, paced: &PacedStream) -> std::io::Result<()> {
+    stream.write_all(&paced.head).await?;
+    for (n, frame) in paced.frames.iter().enumerate() {
+        let wait = if n == 0 {
+            paced.pacing.first
+        } else {
+            paced.pacing.every
+        };
+        if !wait.is_zero() {
+            tokio::time::sleep(wait).await;
+        }
+        stream.write_all(frame).await?;
+    }
+    stream.write_all(b"0\r\n\r\n").await
+}
+
+/// The events of an SSE body, each with the blank line that ends it.
+fn sse_events(sse: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut rest = sse;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let end = rest
+            .windows(2)
+            .position(|w| w == b"\n\n")
+            .map_or(rest.len(), |at| at + 2);
+        let (event, tail) = rest.split_at(end);
+        rest = tail;
+        Some(event)
+    })
 }
 
 /// Reads until a whole request head is in `buf`: its length, the body's length and whether it is

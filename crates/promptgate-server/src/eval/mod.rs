@@ -166,6 +166,7 @@ async fn run_one(
             },
             model: Some(model.to_owned()),
             retry_of: None,
+            client: None,
             notes: Default::default(),
         })
         .await?;

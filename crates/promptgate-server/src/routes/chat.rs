@@ -9,12 +9,13 @@ use aide::openapi::{MediaType, Operation, Response as ApiResponse, StatusCode as
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{Path, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use promptgate_core::prompt::{AskAnswer, AskResponse};
 use promptgate_turn::send::{
-    ClientNotes, Follow, FollowStream, MAX_FEED_BYTES, SendError, SendHandle, SendInput, SendRequest,
+    ClientIdentity, ClientNotes, Follow, FollowStream, MAX_FEED_BYTES, SendError, SendHandle, SendInput,
+    SendRequest,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -34,13 +35,19 @@ pub fn routes() -> ApiRouter<AppState> {
                 op.summary("Send a message the way useChat does; answers with the UI message stream").description(
                     "The body is what the AI SDK's DefaultChatTransport sends: `{id, messages, trigger, messageId?}` \
                      plus an optional `model`. `id` is the thread (created on first use); the stored history is \
-                     authoritative and only the last message is new.",
+                     authoritative and only the last message is new. Optional header \
+                     `X-Promptgate-Client: <environment>[; version=<version>]` names the client (environment \
+                     `web`, `ios`, `android`, `desktop` or `cli`; anything else counts as `desktop`; default `web`); \
+                     a harness model's prompt says where it is talking to.",
                 )
             }),
         )
         .api_route(
             "/v1/threads/{id}/messages",
-            post_with(post_message, |op| op.summary("Send a message to an existing thread; answers with the UI message stream")),
+            post_with(post_message, |op| {
+                op.summary("Send a message to an existing thread; answers with the UI message stream")
+                    .description("Takes the same optional `X-Promptgate-Client` header as `POST /v1/chat`.")
+            }),
         )
         .api_route(
             "/v1/chat/{id}/stream",
@@ -98,9 +105,27 @@ pub struct ChatBody {
     pub ask_responses: Vec<AskResponseBody>,
 }
 
+/// Names the client, e.g. `X-Promptgate-Client: ios; version=2.3.0`.
+pub const CLIENT_HEADER: &str = "x-promptgate-client";
+
+/// The client the request names in [`CLIENT_HEADER`]: its first item is the environment, then
+/// `key=value` parameters of which `version` is read. Missing or unreadable means the web app.
+pub fn client_identity(headers: &HeaderMap) -> Option<ClientIdentity> {
+    let value = headers.get(CLIENT_HEADER)?.to_str().ok()?;
+    let mut items = value.split(';').map(str::trim);
+    let environment = items.next().filter(|e| !e.is_empty())?.to_ascii_lowercase();
+    let version = items
+        .filter_map(|item| item.split_once('='))
+        .find(|(key, _)| key.trim().eq_ignore_ascii_case("version"))
+        .map(|(_, version)| version.trim().trim_matches('"').to_owned())
+        .filter(|version| !version.is_empty());
+    Some(ClientIdentity { environment, version })
+}
+
 async fn chat(
     State(state): State<AppState>,
     user: CurrentUser,
+    headers: HeaderMap,
     ApiJson(body): ApiJson<ChatBody>,
 ) -> ApiResult<UiStream> {
     client_id("id", &body.id)?;
@@ -143,6 +168,7 @@ async fn chat(
             input,
             model: body.model,
             retry_of: body.retry_of,
+            client: client_identity(&headers),
             notes: client_notes(body.voice_mode, body.ask_responses)?,
         })
         .await
@@ -184,6 +210,7 @@ async fn post_message(
     State(state): State<AppState>,
     user: CurrentUser,
     Path(thread_id): Path<String>,
+    headers: HeaderMap,
     ApiJson(body): ApiJson<ThreadMessage>,
 ) -> ApiResult<UiStream> {
     let parts = match body.message {
@@ -199,6 +226,7 @@ async fn post_message(
             input: SendInput::Message { id: None, parts },
             model: body.model,
             retry_of: body.retry_of,
+            client: client_identity(&headers),
             notes: client_notes(body.voice_mode, body.ask_responses)?,
         })
         .await

@@ -491,3 +491,16 @@ pub fn tool_message(request: &Value, call_id: &str) -> String {
         .unwrap()
         .to_owned()
 }
+
+/// The names of the tools offered in a recorded upstream request (none when it offered no tools).
+pub fn offered_tools(request: &Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}

@@ -122,19 +122,6 @@ fn preview_tools(preview: &Value) -> Vec<String> {
         .collect()
 }
 
-/// The tool names the model was offered in the upstream request.
-fn offered(request: &Value) -> Vec<String> {
-    request["tools"]
-        .as_array()
-        .map(|tools| {
-            tools
-                .iter()
-                .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// The content of the tool message answering `call_id` in an upstream request.
 fn event_for<'a>(events: &[&'a Value], call_id: &str) -> &'a Value {
     events
@@ -277,7 +264,7 @@ async fn failing_servers_are_skipped_and_a_restarted_one_comes_back() {
         .stream("/v1/chat", use_chat_body("t2", "one", "scripted"))
         .await;
     assert_eq!(sse.text(), "First.");
-    let tools = offered(&upstream.last_request().unwrap());
+    let tools = common::offered_tools(&upstream.last_request().unwrap());
     assert!(tools.contains(&"files_echo".to_owned()), "{tools:?}");
     assert!(!tools.iter().any(|t| t.starts_with("stuck_")), "{tools:?}");
     let stable = preview(&gw, "t2").await["stable"].as_str().unwrap().to_owned();
@@ -293,7 +280,7 @@ async fn failing_servers_are_skipped_and_a_restarted_one_comes_back() {
         .stream("/v1/chat", use_chat_body("t2", "two", "scripted"))
         .await;
     assert_eq!(sse.text(), "Second.");
-    let tools = offered(&upstream.last_request().unwrap());
+    let tools = common::offered_tools(&upstream.last_request().unwrap());
     assert!(!tools.iter().any(|t| t.starts_with("files_")), "{tools:?}");
 
     // Restarted on the same address: a later send offers its tools again and can call them.

@@ -20,10 +20,10 @@ use tokio_util::sync::DropGuard;
 use tracing::Instrument;
 
 pub use plan::{
-    AnswerRecorder, Gate, NoHooks, Nudges, PreparedTool, RequestBudget, SourceRef, StepPolicy, TurnHooks,
-    TurnLimits, TurnOutcome, TurnPlan, TurnStatus, VerbRenderer,
+    AnswerRecorder, Floor, Gate, NoHooks, Nudges, PreparedTool, RequestBudget, SourceRef, StepPolicy,
+    TurnEnd, TurnHooks, TurnLimits, TurnOutcome, TurnPlan, TurnStatus, VerbRenderer,
 };
-pub use tools::{ToolCache, render_verb, stable_json};
+pub use tools::{ToolCache, render_verb, stable_json, title_by_name};
 pub use turn::{EMPTY_ANSWER_TEXT, NOT_STORED_TEXT};
 
 use crate::ui::TurnEvent;

@@ -206,8 +206,14 @@ pub trait TurnHooks: Send + Sync {
         output.text_for_model()
     }
 
-    /// The budget has denied a call this turn: the next step may not call tools.
+    /// The budget has denied a call this turn: the floor applies to the next step.
     fn floor_active(&self) -> bool {
+        false
+    }
+
+    /// A research promotion has reopened web capacity since the floor went up. Only the harness
+    /// floor lifts on it; the legacy floor holds for the rest of the turn.
+    fn floor_lifted(&self) -> bool {
         false
     }
 
@@ -232,6 +238,28 @@ pub trait AnswerRecorder: Send + Sync {
     /// The final answer. Resolves to true once it is stored; the turn waits for that (at most
     /// `TurnLimits::save_grace`) before the stream says it is done.
     fn finish(&self, outcome: TurnOutcome) -> Pin<Box<dyn Future<Output = bool> + Send>>;
+}
+
+/// How a turn answers the web budget's first denial.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Floor {
+    /// The following steps may not call tools and each carries the web-budget nudge (legacy).
+    #[default]
+    NoTools,
+    /// Only the web tools leave the toolset and this message steers the model once; a promotion
+    /// that reopens capacity brings the tools back and withdraws the message (harness).
+    Steer(String),
+}
+
+/// Work due when a turn ends, before its stream says done: whatever a later send relies on
+/// (the harness transcript, the workspace's last changes) is in place once the client sees the end.
+pub trait TurnEnd: Send + Sync {
+    /// `transcript` is the conversation the model saw, ending with its answer when it gave one.
+    fn turn_ended<'a>(
+        &'a self,
+        status: TurnStatus,
+        transcript: &'a [ChatMessage],
+    ) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
 }
 
 /// Hooks that change nothing.
@@ -271,6 +299,13 @@ pub struct TurnPlan {
     /// Merged into every upstream request body.
     pub extra: Map<String, Value>,
     pub hooks: Arc<dyn TurnHooks>,
+    /// What the web budget's first denial changes.
+    pub floor: Floor,
+    /// The turn ends at once with this error, before any upstream request (a harness run that
+    /// would start on an already exhausted web budget).
+    pub refusal: Option<String>,
+    /// Run when the turn ends, within `TurnLimits::save_grace`, before the final chunks go out.
+    pub on_end: Vec<Arc<dyn TurnEnd>>,
     pub verb_renderer: VerbRenderer,
     /// The turn's place among the turns a server runs at once; released when the turn ends.
     pub admission: Option<tokio::sync::OwnedSemaphorePermit>,
@@ -314,6 +349,9 @@ impl TurnPlan {
             cancel: CancellationToken::new(),
             extra: Map::new(),
             hooks: Arc::new(NoHooks),
+            floor: Floor::NoTools,
+            refusal: None,
+            on_end: Vec::new(),
             verb_renderer: super::tools::render_verb,
             admission: None,
             record_message: true,

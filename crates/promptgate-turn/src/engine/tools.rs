@@ -261,6 +261,11 @@ fn write_stable(value: &Value, out: &mut String) {
 
 const VERB_VALUE_CHARS: usize = 40;
 
+/// The tool's name as its progress line: the harness shows what ran rather than a rendered verb.
+pub fn title_by_name(spec: &ToolSpec, _input: &Value) -> Option<String> {
+    Some(spec.name.clone())
+}
+
 /// The tool's progress line: its verb template with `{field}` replaced by ` "<value>"` from the
 /// input (long strings shortened, missing or empty fields dropped), capitalised, ending in `...`.
 /// `None` for tools without a verb.

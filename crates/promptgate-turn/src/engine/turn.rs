@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::output::Output;
-use super::plan::{RequestBudget, TurnOutcome, TurnPlan, TurnStatus};
+use super::plan::{Floor, RequestBudget, TurnOutcome, TurnPlan, TurnStatus};
 use super::reasoning::ReasoningTimes;
 use super::step::{Interrupt, StepState, StreamedCall};
 use super::tools::{Checked, check_call, start_call};
@@ -58,6 +58,10 @@ pub(super) struct Turn {
     /// Index in each request's messages of the last message before the newest user turn.
     conversation_prefix_end: Option<usize>,
     definitions: Vec<ToolDefinition>,
+    /// Which of `definitions` are budgeted web tools (the harness floor takes those away).
+    web_definitions: Vec<bool>,
+    /// Where the harness floor's steering message sits in `messages`, while it applies.
+    steer_at: Option<usize>,
     pub(super) part_counter: u64,
     pub(super) answered: bool,
     pub(super) upstream_requests: u32,
@@ -84,6 +88,7 @@ impl Turn {
                 parameters: tool.spec.parameters.clone(),
             })
             .collect();
+        let web_definitions = plan.tools.iter().map(|tool| tool.spec.web).collect();
         let messages = std::mem::take(&mut plan.history);
         // The history only grows during a turn, and each request puts the system message first,
         // so the message before the newest user message sits one further on.
@@ -109,6 +114,8 @@ impl Turn {
             messages,
             conversation_prefix_end,
             definitions,
+            web_definitions,
+            steer_at: None,
             part_counter: 0,
             answered: false,
             upstream_requests: 0,
@@ -129,7 +136,11 @@ impl Turn {
                 message_metadata: Some(metadata),
             })
             .await;
-        let (status, finish_reason, error, ending) = match self.attempts().await {
+        let end = match self.plan.refusal.clone() {
+            Some(text) => End::Failed(text),
+            None => self.attempts().await,
+        };
+        let (status, finish_reason, error, ending) = match end {
             End::Finished(reason) => {
                 let reason = UiFinishReason::from(&reason);
                 let finish = UiChunk::Finish {
@@ -164,6 +175,7 @@ impl Turn {
         for chunk in &ending {
             self.out.record(chunk);
         }
+        self.settle(status).await;
         let (parts, metadata) = self.out.message();
         let outcome = TurnOutcome {
             message_id: self.plan.message_id.clone(),
@@ -198,6 +210,32 @@ impl Turn {
             self.out.send_only(chunk).await;
         }
         outcome
+    }
+
+    /// Runs the plan's end-of-turn work, all at once and within the save grace.
+    async fn settle(&mut self, status: TurnStatus) {
+        if self.plan.on_end.is_empty() {
+            return;
+        }
+        // The steer answers this turn's budget; a later send starts with a fresh one.
+        if let Some(at) = self.steer_at.take()
+            && at < self.messages.len()
+        {
+            self.messages.remove(at);
+        }
+        let transcript = &self.messages;
+        let work = futures::future::join_all(
+            self.plan
+                .on_end
+                .iter()
+                .map(|task| task.turn_ended(status, transcript)),
+        );
+        if tokio::time::timeout(self.plan.limits.save_grace, work)
+            .await
+            .is_err()
+        {
+            tracing::warn!(turn = %self.plan.turn_id, "end-of-turn work did not finish within the save grace");
+        }
     }
 
     /// The first run and the empty-response retries, each drawing on the request budget.
@@ -289,13 +327,20 @@ impl Turn {
         messages.extend(self.messages.iter().cloned());
         let tools = if final_step {
             Vec::new()
+        } else if self.steer_at.is_some() {
+            self.definitions
+                .iter()
+                .zip(&self.web_definitions)
+                .filter(|(_, web)| !**web)
+                .map(|(definition, _)| definition.clone())
+                .collect()
         } else {
             self.definitions.clone()
         };
         let mut tool_choice = None;
         let nudge = if final_step {
             Some(&plan.nudges.final_step)
-        } else if plan.hooks.floor_active() {
+        } else if plan.floor == Floor::NoTools && plan.hooks.floor_active() {
             tool_choice = Some(ToolChoice::None);
             Some(&plan.nudges.web_budget)
         } else if tool_steps > 0 && tool_steps >= plan.policy.nudge_threshold {
@@ -325,7 +370,30 @@ impl Turn {
         }
     }
 
+    /// The harness floor follows the budget: the steer goes in after the first denial and comes
+    /// out again when a promotion reopens capacity.
+    fn follow_floor(&mut self) {
+        let Floor::Steer(text) = &self.plan.floor else {
+            return;
+        };
+        let active = self.plan.hooks.floor_active() && !self.plan.hooks.floor_lifted();
+        match self.steer_at {
+            None if active => {
+                self.steer_at = Some(self.messages.len());
+                self.messages.push(user_message(text.clone()));
+            }
+            Some(at) if !active => {
+                if at < self.messages.len() {
+                    self.messages.remove(at);
+                }
+                self.steer_at = None;
+            }
+            _ => {}
+        }
+    }
+
     async fn step(&mut self, final_step: bool, tool_steps: u32) -> StepEnd {
+        self.follow_floor();
         let request = self.request(final_step, tool_steps);
         self.steps += 1;
         self.out.emit(UiChunk::StartStep).await;
@@ -346,6 +414,13 @@ impl Turn {
                 StepEnd::Failed(user_facing_error(&err))
             }
             Ok(()) if state.calls.is_empty() => {
+                if !state.text.is_empty() {
+                    // A kept harness transcript continues from the answer on the next send.
+                    self.messages.push(ChatMessage::Assistant {
+                        content: Some(std::mem::take(&mut state.text)),
+                        tool_calls: Vec::new(),
+                    });
+                }
                 StepEnd::Answer(state.finish.take().unwrap_or(FinishReason::Stop))
             }
             Ok(()) => self.run_tools(state, !final_step).await,

@@ -70,7 +70,7 @@ impl TurnService {
                 None,
                 super::prepare::Asked {
                     text: &text,
-                    notes: &super::ClientNotes::default(),
+                    planned: &super::prepare::Planned::default(),
                 },
             )
             .await;

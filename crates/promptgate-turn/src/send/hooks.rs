@@ -109,6 +109,11 @@ impl TurnHooks for WebHooks {
         self.state.budget().exhausted_attempts() > 0
     }
 
+    fn floor_lifted(&self) -> bool {
+        let budget = self.state.budget();
+        budget.exhausted_attempts() > 0 && !budget.is_exhausted()
+    }
+
     fn sources_snapshot(&self) -> Option<Value> {
         let sources = self.state.sources();
         if sources.is_empty() {

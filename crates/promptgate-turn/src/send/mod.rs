@@ -7,6 +7,7 @@ mod claims;
 mod complete;
 mod feed;
 mod follow;
+mod harness;
 mod hooks;
 mod integrations;
 mod live;
@@ -29,16 +30,19 @@ pub use claims::{DEFAULT_HEARTBEAT, DEFAULT_LEASE, DEFAULT_RETRY_WINDOW, Instanc
 pub use complete::CompletionRequest;
 pub use feed::{FELL_BEHIND_TEXT, Follow, FollowStream, MAX_FEED_BYTES, OnDisconnect, SendStream, SseFrames};
 pub use follow::LOST_TURN_TEXT;
+pub use harness::{ClientIdentity, DEFAULT_KEPT_HARNESSES, REPLAY_REFUSED_TEXT};
 pub use hooks::{TurnState, WebHooks};
 pub use integrations::{GoogleSetup, Integrations, MicrosoftSetup};
 pub use live::{Continuation, LiveTurns};
 pub use prepare::{Prepared, PreparedSend};
+pub use promptgate_workspace::WorkspaceLimits;
 pub use providers::{Provider, ProviderClient, Providers};
 pub use record::{PendingSave, PendingSaves};
 pub use toolset::{Executors, McpToolExecutor};
 
 use crate::engine::{RequestBudget, TurnLimits, run_turn};
 use feed::{Detach, FeedWriter, TurnFeed};
+use harness::{Harnesses, KeepTranscript};
 use live::Claim;
 use record::AnswerWriter;
 
@@ -78,6 +82,10 @@ pub struct ServiceConfig {
     pub on_disconnect: OnDisconnect,
     /// Leases of running turns and the retry window, shared with the other instances on the database.
     pub instance: InstanceConfig,
+    /// Bounds of each thread's workspace (harness models).
+    pub workspace: WorkspaceLimits,
+    /// Threads whose harness transcript this instance keeps in memory.
+    pub kept_harnesses: usize,
 }
 
 impl Default for ServiceConfig {
@@ -91,6 +99,8 @@ impl Default for ServiceConfig {
             save_retry: DEFAULT_SAVE_RETRY,
             on_disconnect: OnDisconnect::Stop,
             instance: InstanceConfig::default(),
+            workspace: WorkspaceLimits::default(),
+            kept_harnesses: DEFAULT_KEPT_HARNESSES,
         }
     }
 }
@@ -114,6 +124,8 @@ pub struct TurnService {
     pending: PendingSaves,
     /// This process among the instances on the database: its id, heartbeat and signal listener.
     instance: Arc<claims::Instance>,
+    /// Per-thread harnesses of harness-engine models.
+    harnesses: Harnesses,
 }
 
 /// What the user sends.
@@ -135,6 +147,8 @@ pub struct SendRequest {
     pub model: Option<String>,
     /// The turn this send automatically retries; its budget and sources carry over.
     pub retry_of: Option<String>,
+    /// Where the client runs (a harness prompt names it); `None` is the web app.
+    pub client: Option<ClientIdentity>,
     /// What the client says about the user's situation, for the prompt's per-send notes.
     pub notes: ClientNotes,
 }
@@ -190,6 +204,7 @@ impl TurnService {
         config: ServiceConfig,
     ) -> Self {
         let admission = Arc::new(tokio::sync::Semaphore::new(config.max_turns_in_flight.max(1)));
+        let harnesses = Harnesses::new(config.kept_harnesses);
         Self {
             store,
             providers,
@@ -203,6 +218,7 @@ impl TurnService {
             stop_all: CancellationToken::new(),
             pending: PendingSaves::default(),
             instance: Arc::new(claims::Instance::default()),
+            harnesses,
         }
     }
 
@@ -362,6 +378,15 @@ impl TurnService {
             ));
         }
 
+        let planned = prepare::Planned {
+            client: request.client.clone().unwrap_or_else(ClientIdentity::web),
+            regeneration_revision: self.harnesses.revision(
+                &request.user_id,
+                &request.thread_id,
+                matches!(request.input, SendInput::Regenerate),
+            ),
+            notes: request.notes.clone(),
+        };
         let prepared = self
             .prepare(
                 &request.user_id,
@@ -369,7 +394,7 @@ impl TurnService {
                 model,
                 &provider,
                 continuation.as_ref().map(|c| &c.state),
-                &request.notes,
+                &planned,
             )
             .await;
         let continuation = continuation.unwrap_or_else(|| Continuation {
@@ -380,7 +405,35 @@ impl TurnService {
         });
 
         let system = prepared.plan.system.clone();
-        let history = prepared.history.clone();
+        let mut history = prepared.history.clone();
+        let mut keep_transcript = None;
+        let mut refusal = None;
+        if let Some(prompt) = prepared.harness_prompt.clone() {
+            let signature = &prepared.plan.harness_signature;
+            let started = self.harnesses.start(
+                (&request.user_id, &request.thread_id),
+                signature,
+                planned.regeneration_revision,
+                prepared.previous_answer.as_deref(),
+                cancel.clone(),
+            );
+            if let Some(mut transcript) = started.transcript {
+                transcript.push(prompt);
+                history = transcript;
+            }
+            keep_transcript = Some(KeepTranscript {
+                harnesses: self.harnesses.clone(),
+                user_id: request.user_id.clone(),
+                thread_id: request.thread_id.clone(),
+                signature: signature.clone(),
+                answer_id: message_id.clone(),
+            });
+            // A retry carrying a spent budget could only replay the same denials; the user decides
+            // whether a new research attempt is worth it.
+            if continuation.state.budget().is_exhausted() {
+                refusal = Some(REPLAY_REFUSED_TEXT.to_owned());
+            }
+        }
         let (mut plan, model, _) = prepared.into_turn_plan(
             &provider,
             self.config.limits,
@@ -392,6 +445,10 @@ impl TurnService {
         plan.tool_cache = continuation.tool_cache.clone();
         plan.cancel = cancel.clone();
         plan.hooks = Arc::new(WebHooks::new(Arc::clone(&continuation.state)));
+        plan.refusal = refusal;
+        if let Some(keep) = keep_transcript {
+            plan.on_end.push(Arc::new(keep));
+        }
         plan.admission = Some(admission);
 
         tracing::info!(

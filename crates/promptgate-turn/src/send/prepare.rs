@@ -6,13 +6,15 @@ use std::sync::Arc;
 use chrono::Utc;
 use promptgate_core::budget::WebBudget;
 use promptgate_core::plan::{SendInput, SendPlan, UpstreamIdentity, plan_send};
-use promptgate_core::settings::Model;
+use promptgate_core::settings::{Engine, Model};
 use promptgate_core::tools::mcp_names::{McpServerTools, McpToolDef};
 use promptgate_llm::ChatMessage;
 use promptgate_mcp::{DiscoveryOutcome, McpServerConfig};
 use promptgate_store::{Message, SendContext};
+use promptgate_workspace::WorkspaceSession;
 use serde_json::{Value, json};
 
+use super::harness::{ClientIdentity, FlushWorkspace};
 use super::hooks::TurnState;
 use super::providers::Provider;
 use super::toolset::{Executors, McpToolExecutor};
@@ -27,6 +29,13 @@ pub struct Prepared {
     pub tools: Vec<PreparedTool>,
     pub history: Vec<ChatMessage>,
     pub state: Arc<TurnState>,
+    /// A harness model's new prompt (skill instructions and attachments in place), which follows
+    /// either the kept transcript or the seed that `history` starts with.
+    pub harness_prompt: Option<ChatMessage>,
+    /// The thread's latest stored answer before the new message: a kept transcript must end there.
+    pub previous_answer: Option<String>,
+    /// The workspace of this send, flushed when the turn ends.
+    pub workspace: Option<Arc<WorkspaceSession>>,
 }
 
 impl Prepared {
@@ -72,14 +81,22 @@ impl Prepared {
         };
         plan.limits = limits;
         plan.extra = profile.provider_options.clone().unwrap_or_default();
+        if self.model.engine == Engine::Harness {
+            plan.floor = crate::engine::Floor::Steer(nudges::WEB_FLOOR_STEER.to_owned());
+            plan.verb_renderer = crate::engine::title_by_name;
+        }
+        if let Some(session) = self.workspace {
+            plan.on_end.push(Arc::new(FlushWorkspace(session)));
+        }
         (plan, self.model, self.state)
     }
 }
 
-/// What the user asks this send: the last message's text (its `/slug` skills) and the client's notes.
+/// What the user asks this send: the last message's text (its `/slug` skills), and what the
+/// request says besides the stored setup.
 pub(super) struct Asked<'a> {
     pub text: &'a str,
-    pub notes: &'a ClientNotes,
+    pub planned: &'a Planned,
 }
 
 /// The prompt and toolset a send to a thread would use now (what the preview shows).
@@ -125,7 +142,7 @@ impl TurnService {
                 None,
                 Asked {
                     text: &text,
-                    notes: &ClientNotes::default(),
+                    planned: &Planned::default(),
                 },
             )
             .await;
@@ -142,11 +159,18 @@ impl TurnService {
         model: Model,
         provider: &Provider,
         state: Option<&Arc<TurnState>>,
-        notes: &ClientNotes,
+        planned: &Planned,
     ) -> Prepared {
         let text = last_user_text(&ui_messages(&ctx.history)).unwrap_or_default();
-        self.prepare_with_text(user_id, ctx, model, provider, state, Asked { text: &text, notes })
-            .await
+        self.prepare_with_text(
+            user_id,
+            ctx,
+            model,
+            provider,
+            state,
+            Asked { text: &text, planned },
+        )
+        .await
     }
 
     pub(super) async fn prepare_with_text(
@@ -160,8 +184,9 @@ impl TurnService {
     ) -> Prepared {
         let Asked {
             text: last_user_text,
-            notes,
+            planned,
         } = asked;
+        let notes = &planned.notes;
         // Offer only what this deployment can run, so the prompt never promises a missing tool.
         if !self.web.available() {
             ctx.settings.web_tools_enabled = false;
@@ -173,6 +198,7 @@ impl TurnService {
                 integrations: &ctx.integrations,
                 model: &model,
                 upstream: UpstreamIdentity {
+                    kind: provider.harness_kind(),
                     provider: &provider.name,
                     base_url: &provider.base_url,
                     api_key: provider.api_key.as_deref(),
@@ -184,9 +210,9 @@ impl TurnService {
                 last_user_text,
                 ask_responses: &notes.ask_responses,
                 voice_mode: notes.voice_mode,
-                client_env: "web",
-                app_version: None,
-                regeneration_revision: 0,
+                client_env: &planned.client.environment,
+                app_version: planned.client.version.as_deref(),
+                regeneration_revision: planned.regeneration_revision,
             },
             Utc::now(),
         );
@@ -199,24 +225,40 @@ impl TurnService {
                 self.web.promotion_enabled,
             )))
         });
-        let executors = self.executors(user_id, &ctx, &plan, &mcp_configs, &state).await;
+        let (executors, workspace) = self.executors(user_id, &ctx, &plan, &mcp_configs, &state).await;
         let (tools, offered) = executors.attach(plan.tools.clone());
         let plan = SendPlan {
             tools: offered,
             ..plan
         };
-        let history = to_model_messages(
-            &ui_messages(&ctx.history),
-            HistoryOptions {
-                images: model.supports_images,
-            },
-        );
+        let options = HistoryOptions {
+            images: model.supports_images,
+        };
+        let messages = ui_messages(&ctx.history);
+        let previous_answer = ctx
+            .history
+            .iter()
+            .rev()
+            .find(|m| m.role == promptgate_store::Role::Assistant)
+            .map(|m| m.id.clone());
+        let (history, harness_prompt) = match (model.engine, messages.split_last()) {
+            (Engine::Harness, Some((last, earlier))) if last["role"] == "user" => {
+                let prompt = crate::harness::prompt_message(last, &plan.skill_instructions, options);
+                let mut history = crate::harness::seed_turns(earlier);
+                history.extend(prompt.clone());
+                (history, prompt)
+            }
+            _ => (to_model_messages(&messages, options), None),
+        };
         Prepared {
             model,
             plan,
             tools,
             history,
             state,
+            harness_prompt,
+            previous_answer,
+            workspace,
         }
     }
 
@@ -277,10 +319,17 @@ impl TurnService {
         plan: &SendPlan,
         mcp_configs: &HashMap<String, McpServerConfig>,
         state: &Arc<TurnState>,
-    ) -> Executors {
+    ) -> (Executors, Option<Arc<WorkspaceSession>>) {
         let mut executors = Executors::default();
         super::builtin::register(self, &mut executors, user_id, ctx, state).await;
-        super::workspace::register(&mut executors, &self.store, user_id, ctx, plan);
+        let workspace = super::workspace::register(
+            &mut executors,
+            &self.store,
+            user_id,
+            ctx,
+            plan,
+            &self.config.workspace,
+        );
         if let Some(integrations) = &self.integrations {
             integrations.register(&mut executors, &self.store, user_id, &ctx.integrations);
         }
@@ -300,6 +349,25 @@ impl TurnService {
                 }
             }
         }
-        executors
+        (executors, workspace)
+    }
+}
+
+/// What a send adds to the stored setup when planning: who is asking and how often the thread's
+/// answer was regenerated (both shape a harness), and the client's notes (the legacy prompt's).
+#[derive(Debug, Clone)]
+pub(crate) struct Planned {
+    pub client: ClientIdentity,
+    pub regeneration_revision: u32,
+    pub notes: ClientNotes,
+}
+
+impl Default for Planned {
+    fn default() -> Self {
+        Self {
+            client: ClientIdentity::web(),
+            regeneration_revision: 0,
+            notes: ClientNotes::default(),
+        }
     }
 }

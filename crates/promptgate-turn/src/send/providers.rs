@@ -27,6 +27,16 @@ pub enum ProviderClient {
 }
 
 impl Provider {
+    /// How a harness reaches this provider (it decides which fields identify the harness).
+    pub fn harness_kind(&self) -> promptgate_core::prompt::HarnessKind {
+        match self.client {
+            ProviderClient::Anthropic(_) => promptgate_core::prompt::HarnessKind::Anthropic,
+            ProviderClient::Demo(_) | ProviderClient::OpenAi(_) => {
+                promptgate_core::prompt::HarnessKind::OpenAiCompat
+            }
+        }
+    }
+
     /// The client for one model: per-model parsing options (think-tag extraction) apply here.
     pub fn model_client(&self, model: &Model) -> Arc<dyn ChatModel> {
         match &self.client {

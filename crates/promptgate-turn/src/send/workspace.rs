@@ -37,28 +37,30 @@ impl ToolExecutor for WorkspaceTool {
     }
 }
 
-/// Registers the workspace tools when the plan offers them (a harness model that can call tools).
-/// Nothing is loaded until the model calls one.
+/// Registers the workspace tools when the plan offers them (a harness model that can call tools),
+/// and returns their session, which the end of the turn flushes. Nothing is loaded until the model
+/// calls one.
 pub(super) fn register(
     executors: &mut Executors,
     store: &Store,
     user_id: &str,
     ctx: &SendContext,
     plan: &SendPlan,
-) {
+    limits: &WorkspaceLimits,
+) -> Option<Arc<WorkspaceSession>> {
     if !plan
         .tools
         .iter()
         .any(|t| names::WORKSPACE.contains(&t.name.as_str()))
     {
-        return;
+        return None;
     }
     let thread = ctx.thread.as_ref().map(|t| t.id.as_str());
     let session = Arc::new(WorkspaceSession::new(
         store.clone(),
         user_id,
         thread,
-        WorkspaceLimits::default(),
+        limits.clone(),
     ));
     for name in names::WORKSPACE {
         executors.insert(
@@ -69,4 +71,5 @@ pub(super) fn register(
             }),
         );
     }
+    Some(session)
 }

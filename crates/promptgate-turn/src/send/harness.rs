@@ -1,0 +1,305 @@
+//! The per-thread harness of harness-engine models: the conversation the model saw on the thread's
+//! last send (tool calls and results included), kept in memory while its signature holds, so the next
+//! send continues it instead of replaying only the text of earlier turns.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use promptgate_llm::ChatMessage;
+use promptgate_workspace::WorkspaceSession;
+use tokio_util::sync::CancellationToken;
+
+use crate::engine::{TurnEnd, TurnStatus};
+
+/// Threads whose harness one instance keeps; the least recently used goes first. A thread that lost
+/// its harness is rebuilt from its stored messages on its next send.
+pub const DEFAULT_KEPT_HARNESSES: usize = 256;
+
+/// What a harness run that would start on a spent web budget (a retry of a turn that used it up)
+/// ends with, before any model request.
+pub const REPLAY_REFUSED_TEXT: &str = "This turn's web budget is already used up, so retrying it would only \
+     repeat the same answer. Send the message again yourself to start a new research attempt.";
+
+/// Where a client runs, as the request names it; it shapes the harness prompt.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClientIdentity {
+    /// `web`, `ios`, `android`, `desktop` or `cli`; anything else is taken for `desktop`.
+    pub environment: String,
+    pub version: Option<String>,
+}
+
+impl ClientIdentity {
+    /// The web app's identity, for requests that name none.
+    pub fn web() -> Self {
+        Self {
+            environment: "web".to_owned(),
+            version: None,
+        }
+    }
+}
+
+type ThreadKey = (String, String);
+
+struct Kept {
+    signature: String,
+    /// The model-facing conversation, ending with the stored answer `answer_id`; empty while the
+    /// first run of a rebuilt harness is under way.
+    transcript: Vec<ChatMessage>,
+    answer_id: Option<String>,
+    /// Regenerations on this thread; part of the signature, so a regenerate starts over.
+    revision: u32,
+    run: Option<CancellationToken>,
+    last_used: u64,
+}
+
+#[derive(Default)]
+struct Inner {
+    threads: HashMap<ThreadKey, Kept>,
+    clock: u64,
+}
+
+/// The kept harnesses of this instance, by user and thread. Cheap to clone.
+#[derive(Clone)]
+pub(crate) struct Harnesses {
+    inner: Arc<Mutex<Inner>>,
+    capacity: usize,
+}
+
+/// How a harness send starts.
+pub(crate) struct Started {
+    /// The kept transcript to continue, or `None` when the harness was (re)built and the history
+    /// is seeded from the stored thread.
+    pub transcript: Option<Vec<ChatMessage>>,
+}
+
+impl Harnesses {
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            inner: Arc::default(),
+            capacity: capacity.max(1),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The regeneration revision a send to the thread plans with: one more than the kept one when
+    /// the send regenerates.
+    pub fn revision(&self, user_id: &str, thread_id: &str, regenerate: bool) -> u32 {
+        let kept = self
+            .lock()
+            .threads
+            .get(&(user_id.to_owned(), thread_id.to_owned()))
+            .map_or(0, |k| k.revision);
+        kept + u32::from(regenerate)
+    }
+
+    /// Starts a run of the thread's harness. The kept transcript is continued only while the
+    /// signature holds and it ends with the thread's latest stored answer (`previous_answer`):
+    /// an edit, a regenerate or a turn another instance ran make it stale too. Otherwise the
+    /// harness is rebuilt: a run of the stale one still going is stopped, and the workspace, which
+    /// lives in the store, stays as it is.
+    pub fn start(
+        &self,
+        key: (&str, &str),
+        signature: &str,
+        revision: u32,
+        previous_answer: Option<&str>,
+        run: CancellationToken,
+    ) -> Started {
+        let mut inner = self.lock();
+        inner.clock += 1;
+        let now = inner.clock;
+        let key = (key.0.to_owned(), key.1.to_owned());
+        if let Some(kept) = inner.threads.get_mut(&key) {
+            let holds = kept.signature == signature
+                && kept.answer_id.is_some()
+                && kept.answer_id.as_deref() == previous_answer;
+            if holds {
+                kept.last_used = now;
+                kept.run = Some(run);
+                return Started {
+                    transcript: Some(std::mem::take(&mut kept.transcript)),
+                };
+            }
+            if let Some(stale) = kept.run.take() {
+                stale.cancel();
+            }
+        }
+        inner.threads.insert(
+            key,
+            Kept {
+                signature: signature.to_owned(),
+                transcript: Vec::new(),
+                answer_id: None,
+                revision,
+                run: Some(run),
+                last_used: now,
+            },
+        );
+        if inner.threads.len() > self.capacity {
+            let oldest = inner
+                .threads
+                .iter()
+                .min_by_key(|(_, kept)| kept.last_used)
+                .map(|(key, _)| key.clone());
+            if let Some(oldest) = oldest {
+                inner.threads.remove(&oldest);
+            }
+        }
+        Started { transcript: None }
+    }
+
+    /// Keeps the transcript of a run that completed; after a stop or an error the stored thread
+    /// (with the partial answer) is the better start, so the harness is forgotten.
+    fn finish(
+        &self,
+        key: &ThreadKey,
+        signature: &str,
+        answer_id: &str,
+        status: TurnStatus,
+        transcript: &[ChatMessage],
+    ) {
+        let mut inner = self.lock();
+        let Some(kept) = inner.threads.get_mut(key) else {
+            return;
+        };
+        if kept.signature != signature {
+            // A newer harness has taken the thread's place meanwhile.
+            return;
+        }
+        if status == TurnStatus::Complete {
+            kept.transcript = transcript.to_vec();
+            kept.answer_id = Some(answer_id.to_owned());
+            kept.run = None;
+        } else {
+            kept.transcript.clear();
+            kept.answer_id = None;
+            kept.run = None;
+        }
+    }
+}
+
+/// Hands a finished run's transcript back to the thread's harness.
+pub(crate) struct KeepTranscript {
+    pub harnesses: Harnesses,
+    pub user_id: String,
+    pub thread_id: String,
+    pub signature: String,
+    pub answer_id: String,
+}
+
+impl TurnEnd for KeepTranscript {
+    fn turn_ended<'a>(
+        &'a self,
+        status: TurnStatus,
+        transcript: &'a [ChatMessage],
+    ) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
+        let key = (self.user_id.clone(), self.thread_id.clone());
+        self.harnesses
+            .finish(&key, &self.signature, &self.answer_id, status, transcript);
+        Box::pin(std::future::ready(()))
+    }
+}
+
+/// Saves what the workspace tools changed and could not save yet, so the next send (here or on
+/// another instance) finds the turn's last changes once the stream has said it is done.
+pub(crate) struct FlushWorkspace(pub Arc<WorkspaceSession>);
+
+impl TurnEnd for FlushWorkspace {
+    fn turn_ended<'a>(
+        &'a self,
+        _status: TurnStatus,
+        _transcript: &'a [ChatMessage],
+    ) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
+        Box::pin(async move {
+            if let Err(err) = self.0.flush().await {
+                tracing::warn!(error = %err, "the workspace's last changes could not be saved");
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use promptgate_llm::UserContent;
+
+    fn said(text: &str) -> Vec<ChatMessage> {
+        vec![ChatMessage::User {
+            content: UserContent::Text(text.into()),
+        }]
+    }
+
+    fn keep(h: &Harnesses, thread: &str, signature: &str, answer: &str, status: TurnStatus) {
+        let key = ("u".to_owned(), thread.to_owned());
+        h.finish(&key, signature, answer, status, &said(thread));
+    }
+
+    #[test]
+    fn a_transcript_is_continued_only_while_signature_and_latest_answer_hold() {
+        let h = Harnesses::new(8);
+        let first = h.start(("u", "t"), "sig", 0, None, CancellationToken::new());
+        assert!(first.transcript.is_none(), "nothing kept yet");
+        keep(&h, "t", "sig", "a1", TurnStatus::Complete);
+        let next = h.start(("u", "t"), "sig", 0, Some("a1"), CancellationToken::new());
+        assert_eq!(next.transcript, Some(said("t")));
+        keep(&h, "t", "sig", "a2", TurnStatus::Complete);
+
+        // The thread moved on elsewhere (an edit, another instance): rebuilt.
+        assert!(
+            h.start(("u", "t"), "sig", 0, Some("other"), CancellationToken::new())
+                .transcript
+                .is_none()
+        );
+        keep(&h, "t", "sig", "a3", TurnStatus::Complete);
+        // A new signature rebuilds and stops the stale run.
+        let running = CancellationToken::new();
+        h.start(("u", "t"), "sig", 0, Some("a3"), running.clone());
+        assert!(
+            h.start(("u", "t"), "sig2", 0, Some("a3"), CancellationToken::new())
+                .transcript
+                .is_none()
+        );
+        assert!(running.is_cancelled());
+        // A stopped run leaves nothing to continue.
+        keep(&h, "t", "sig2", "a4", TurnStatus::Stopped);
+        assert!(
+            h.start(("u", "t"), "sig2", 0, Some("a4"), CancellationToken::new())
+                .transcript
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn the_least_recently_used_harness_goes_first_and_users_are_apart() {
+        let h = Harnesses::new(2);
+        for thread in ["a", "b"] {
+            h.start(("u", thread), "s", 0, None, CancellationToken::new());
+            keep(&h, thread, "s", "x", TurnStatus::Complete);
+        }
+        assert!(
+            h.start(("u", "a"), "s", 0, Some("x"), CancellationToken::new())
+                .transcript
+                .is_some()
+        );
+        keep(&h, "a", "s", "x", TurnStatus::Complete);
+        h.start(("u", "c"), "s", 0, None, CancellationToken::new());
+        assert!(
+            h.start(("u", "b"), "s", 0, Some("x"), CancellationToken::new())
+                .transcript
+                .is_none()
+        );
+        assert!(
+            h.start(("v", "a"), "s", 0, Some("x"), CancellationToken::new())
+                .transcript
+                .is_none()
+        );
+        assert_eq!(h.revision("u", "b", true), 1);
+    }
+}

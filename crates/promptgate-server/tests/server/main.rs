@@ -9,6 +9,7 @@ mod chat_stream;
 mod common;
 mod eval_cli;
 mod exposure;
+mod harness_thread;
 mod harness_workspace;
 mod integrations_turn;
 mod js_clients;

@@ -6,8 +6,8 @@
 //! the config.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-mod web_site;
+use crate::common;
+use crate::web_site;
 
 use common::{
     Gateway, offered_tools as tool_names, scripted_config, scripted_config_with, tool_message, use_chat_body,

@@ -9,7 +9,7 @@
 // A bench fixture that fails should stop the run loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/mcp/common.rs"]
 mod common;
 
 use std::hint::black_box;

@@ -13,6 +13,8 @@ mod error;
 mod hub;
 mod result;
 mod session;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use config::{DEFAULT_CALL_TIMEOUT, DEFAULT_DISCOVERY_TIMEOUT, HubSettings, McpServerConfig};
 pub use error::McpError;

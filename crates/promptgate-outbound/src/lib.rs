@@ -21,6 +21,8 @@ mod address;
 mod client;
 mod policy;
 mod resolve;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use address::{RestrictedRange, classify};
 pub use client::{Outbound, Target, ensure_tls_provider};

@@ -176,3 +176,60 @@ pub fn without_box(store: &Store) -> Store {
     bare.secrets = None;
     bare
 }
+
+/// The store as a test gets it from [`on_both_backends!`] when no wrapper is named.
+pub fn plain(store: &Store) -> Store {
+    store.clone()
+}
+
+/// Runs each test on both backends, as `<name>::sqlite` and `<name>::postgres`, on a fresh
+/// [`TestDb`] each. Two forms:
+///
+/// - `on_both_backends! { async fn name(store: &Store) { … } … }` gives the body the store
+///   (`wrap = path;` first hands it through `path(&Store) -> Store`, e.g. [`with_test_box`]) and
+///   closes the database afterwards;
+/// - `on_both_backends!(scenario, …);` calls `async fn scenario(db: TestDb)` in the enclosing
+///   module, which owns the database.
+///
+/// The calling crate needs tokio (with `macros` and `rt`) among its dev-dependencies.
+#[macro_export]
+macro_rules! on_both_backends {
+    ($(async fn $name:ident($store:ident: &Store) $body:block)+) => {
+        $crate::on_both_backends! { wrap = $crate::testing::plain; $(async fn $name($store: &Store) $body)+ }
+    };
+    (wrap = $wrap:path; $(async fn $name:ident($store:ident: &Store) $body:block)+) => {$(
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            async fn check($store: &$crate::Store) $body
+
+            #[tokio::test]
+            async fn sqlite() {
+                let db = $crate::testing::TestDb::sqlite().await;
+                check(&$wrap(&db)).await;
+                db.close().await;
+            }
+
+            #[tokio::test]
+            async fn postgres() {
+                let db = $crate::testing::TestDb::postgres().await;
+                check(&$wrap(&db)).await;
+                db.close().await;
+            }
+        }
+    )+};
+    ($($scenario:ident),+ $(,)?) => {$(
+        mod $scenario {
+            #[tokio::test]
+            async fn sqlite() {
+                super::$scenario($crate::testing::TestDb::sqlite().await).await;
+            }
+
+            #[tokio::test]
+            async fn postgres() {
+                super::$scenario($crate::testing::TestDb::postgres().await).await;
+            }
+        }
+    )+};
+}

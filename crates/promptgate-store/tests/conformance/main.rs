@@ -4,30 +4,11 @@
 // Helpers outside #[test] functions unwrap too: a failed setup step is a failed test.
 #![allow(clippy::unwrap_used, clippy::field_reassign_with_default)]
 
-/// Expands `async fn name(store: &Store) { … }` into a module with a `sqlite` and a `postgres` test.
+/// Every conformance test runs with the test cipher sealing MCP secrets, as the gateway's store would.
 macro_rules! conformance {
-    ($(async fn $name:ident($store:ident: &Store) $body:block)+) => {$(
-        mod $name {
-            #[allow(unused_imports)]
-            use super::*;
-
-            async fn check($store: &promptgate_store::Store) $body
-
-            #[tokio::test]
-            async fn sqlite() {
-                let db = promptgate_store::testing::TestDb::sqlite().await;
-                check(&promptgate_store::testing::with_test_box(&db)).await;
-                db.close().await;
-            }
-
-            #[tokio::test]
-            async fn postgres() {
-                let db = promptgate_store::testing::TestDb::postgres().await;
-                check(&promptgate_store::testing::with_test_box(&db)).await;
-                db.close().await;
-            }
-        }
-    )+};
+    ($($tests:tt)+) => {
+        promptgate_store::on_both_backends! { wrap = promptgate_store::testing::with_test_box; $($tests)+ }
+    };
 }
 
 mod common;

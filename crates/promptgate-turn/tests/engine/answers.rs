@@ -13,43 +13,7 @@ async fn a_text_answer_streams_start_step_text_and_finish() {
     let model = ScriptedModel::new(vec![answer(&["Hel", "lo!"])]);
     let done = run(plan(model.clone(), vec![])).await;
 
-    assert_eq!(
-        types(&done.chunks),
-        [
-            "start",
-            "start-step",
-            "text-start",
-            "text-delta",
-            "text-delta",
-            "text-end",
-            "message-metadata",
-            "finish-step",
-            "finish"
-        ]
-    );
-    assert_eq!(
-        done.chunks[0],
-        UiChunk::Start {
-            message_id: Some("msg1".into()),
-            message_metadata: Some(json!({"modelId": "test-model", "turnId": "turn1"})),
-        }
-    );
-    assert_eq!(
-        done.chunks[6],
-        UiChunk::MessageMetadata {
-            message_metadata: json!({
-                "modelId": "test-model",
-                "usage": {"inputTokens": 10, "outputTokens": 5, "totalTokens": 15}
-            })
-        }
-    );
-    assert_eq!(
-        done.chunks.last(),
-        Some(&UiChunk::Finish {
-            finish_reason: Some(UiFinishReason::Stop),
-            message_metadata: None
-        })
-    );
+    insta::assert_snapshot!("text_answer", wire(&done.chunks));
 
     let outcome = done.outcome;
     assert_eq!(outcome.status, TurnStatus::Complete);

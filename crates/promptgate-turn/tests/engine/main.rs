@@ -7,6 +7,7 @@ mod answers;
 mod citations;
 mod control;
 mod facade;
+mod golden;
 mod hooks;
 mod support;
 mod tools;

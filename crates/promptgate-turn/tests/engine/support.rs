@@ -315,6 +315,24 @@ pub fn types(chunks: &[UiChunk]) -> Vec<String> {
         .collect()
 }
 
+/// The chunks as the client receives them over SSE, one JSON object a line: the form the stream
+/// snapshots pin. Wall-clock times are replaced by a marker, since the test clock only pauses tokio's.
+pub fn wire(chunks: &[UiChunk]) -> String {
+    chunks
+        .iter()
+        .map(|chunk| {
+            let mut chunk = chunk.clone();
+            if let UiChunk::MessageMetadata { message_metadata } = &mut chunk
+                && let Some(Value::Object(times)) = message_metadata.get_mut("reasoningStartTimes")
+            {
+                times.values_mut().for_each(|time| *time = json!("[unix ms]"));
+            }
+            serde_json::to_string(&chunk).unwrap()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// The text content of the last message of a request.
 pub fn last_user_text(request: &ChatRequest) -> Option<String> {
     match request.messages.last() {

@@ -26,57 +26,7 @@ async fn a_tool_call_streams_its_input_runs_and_feeds_the_result_back() {
     ]);
     let done = run(plan(model.clone(), tools)).await;
 
-    let tool_chunks: Vec<&UiChunk> = done
-        .chunks
-        .iter()
-        .filter(|chunk| {
-            matches!(
-                chunk,
-                UiChunk::ToolInputStart { .. }
-                    | UiChunk::ToolInputDelta { .. }
-                    | UiChunk::ToolInputAvailable { .. }
-                    | UiChunk::ToolOutputAvailable { .. }
-            )
-        })
-        .collect();
-    assert_eq!(
-        tool_chunks,
-        [
-            &UiChunk::ToolInputStart {
-                tool_call_id: "call_1".into(),
-                tool_name: "search".into(),
-                dynamic: None,
-                title: Some("Searching for...".into()),
-            },
-            &UiChunk::ToolInputDelta {
-                tool_call_id: "call_1".into(),
-                input_text_delta: r#"{"query":"r"#.into()
-            },
-            &UiChunk::ToolInputDelta {
-                tool_call_id: "call_1".into(),
-                input_text_delta: r#"ust async"}"#.into()
-            },
-            &UiChunk::ToolInputAvailable {
-                tool_call_id: "call_1".into(),
-                tool_name: "search".into(),
-                input: json!({"query": "rust async"}),
-                dynamic: None,
-                title: Some("Searching for \"rust async\"...".into()),
-            },
-            &UiChunk::ToolOutputAvailable {
-                tool_call_id: "call_1".into(),
-                output: json!({"echo": {"query": "rust async"}}),
-                dynamic: None,
-            },
-        ]
-    );
-    assert_eq!(
-        types(&done.chunks)
-            .iter()
-            .filter(|kind| *kind == "start-step")
-            .count(),
-        2
-    );
+    insta::assert_snapshot!("tool_call_round_trip", wire(&done.chunks));
     assert_eq!(echo.calls.load(Ordering::SeqCst), 1);
 
     let requests = model.requests();

@@ -1,0 +1,144 @@
+//! Outside MCP servers: the official `server-everything` (Node) and a Python SDK server. The test
+//! script installs them with `tests/peers/install.sh` and points the tests at them through
+//! `PROMPTGATE_TEST_NODE_PEERS_DIR` and `PROMPTGATE_TEST_PY_PEER_PYTHON`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::print_stderr)]
+
+use crate::common;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::*;
+use promptgate_mcp::{McpHub, McpServerConfig, ProbeReport};
+use serde_json::json;
+
+const BUDGET: Duration = Duration::from_secs(3);
+
+/// The variable's value; in CI a missing peer is a failure, elsewhere a note.
+fn peer_setting(variable: &str) -> Option<String> {
+    match std::env::var(variable) {
+        Ok(value) if !value.is_empty() => Some(value),
+        _ => {
+            if std::env::var("CI").as_deref() == Ok("true") {
+                panic!("{variable} is not set: CI must run crates/promptgate-mcp/tests/peers/install.sh");
+            }
+            eprintln!(
+                "note: {variable} is not set, so this peer test does nothing (see tests/peers/install.sh)"
+            );
+            None
+        }
+    }
+}
+
+/// A peer process, killed when the test ends.
+struct Peer(Child);
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+async fn free_port() -> u16 {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+/// Probes until the freshly started peer answers (it needs a moment to boot).
+async fn wait_until_up(hub: &McpHub, cfg: &McpServerConfig) -> ProbeReport {
+    for _ in 0..150 {
+        if let Ok(report) = hub.probe(cfg, Duration::from_secs(1)).await {
+            return report;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the peer at {} never answered", cfg.url);
+}
+
+#[tokio::test]
+async fn server_everything_lists_its_tools_and_echoes() {
+    let Some(dir) = peer_setting("PROMPTGATE_TEST_NODE_PEERS_DIR") else {
+        return;
+    };
+    let entry = Path::new(&dir).join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let port = free_port().await;
+    // It listens on every interface; the test only ever talks to it over loopback.
+    let _peer = Peer(
+        Command::new("node")
+            .arg(&entry)
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start server-everything"),
+    );
+    let hub = hub();
+    let cfg = config(
+        "everything",
+        "Everything",
+        &format!("http://127.0.0.1:{port}/mcp"),
+    );
+    let report = wait_until_up(&hub, &cfg).await;
+    assert!(
+        report.protocol_version.starts_with("2025-"),
+        "{}",
+        report.protocol_version
+    );
+
+    let outcomes = hub.discover(std::slice::from_ref(&cfg), BUDGET).await;
+    let names = tool_names(&outcomes[0]);
+    assert!(names.contains(&"echo".to_owned()), "{names:?}");
+    assert!(names.len() > 5, "{names:?}");
+
+    let result = hub
+        .call_tool(&cfg, "echo", json!({"message": "hello gateway"}), BUDGET)
+        .await
+        .unwrap();
+    assert_eq!(result.model_text, "Echo: hello gateway");
+    assert!(!result.is_error);
+}
+
+#[tokio::test]
+async fn python_sdk_server_lists_and_calls_tools() {
+    let Some(python) = peer_setting("PROMPTGATE_TEST_PY_PEER_PYTHON") else {
+        return;
+    };
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/py_peer.py");
+    let port = free_port().await;
+    let _peer = Peer(
+        Command::new(&python)
+            .arg(&script)
+            .arg(port.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the Python peer"),
+    );
+    let hub = hub();
+    let cfg = config("py", "Python", &format!("http://127.0.0.1:{port}/mcp"));
+    let report = wait_until_up(&hub, &cfg).await;
+    assert_eq!(report.server_name.as_deref(), Some("promptgate-py-peer"));
+    // This SDK speaks the stateless protocol, so this test covers the modern path with an outside peer.
+    assert_eq!(report.protocol_version, "2026-07-28");
+
+    let outcomes = hub.discover(std::slice::from_ref(&cfg), BUDGET).await;
+    let mut names = tool_names(&outcomes[0]);
+    names.sort();
+    assert_eq!(names, ["add", "echo"]);
+
+    let echo = hub
+        .call_tool(&cfg, "echo", json!({"message": "hi"}), BUDGET)
+        .await
+        .unwrap();
+    assert_eq!(echo.model_text, "py-echo: hi");
+    let sum = hub
+        .call_tool(&cfg, "add", json!({"a": 2, "b": 3}), BUDGET)
+        .await
+        .unwrap();
+    assert_eq!(sum.model_text, "5");
+    assert_eq!(sum.ui_output["structuredContent"]["result"], 5);
+}

@@ -1,0 +1,738 @@
+//! The `promptgate` binary as a user runs it: `users create`, `serve`, then curl-like calls.
+
+// Helpers in test files fail the test loudly; that is their job.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::common;
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn promptgate() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_promptgate"));
+    cmd.env_remove("PROMPTGATE_CONFIG")
+        .env_remove("DATABASE_URL")
+        .env("PROMPTGATE_LOG", "warn");
+    cmd
+}
+
+async fn wait_ready(http: &reqwest::Client, base: &str) {
+    for _ in 0..200 {
+        if let Ok(res) = http.get(format!("{base}/readyz")).send().await
+            && res.status().is_success()
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("promptgate did not become ready at {base}");
+}
+
+#[tokio::test]
+async fn embedded_default_serves_settings_and_the_prompt_on_loopback() {
+    common::init();
+    let dir = std::env::temp_dir().join(format!("promptgate-cli-{}", std::process::id()));
+    let db = format!("sqlite://{}/gw.db?mode=rwc", dir.display());
+    let port = free_port();
+    let _server = Server(
+        promptgate()
+            .arg("serve")
+            .env("DATABASE_URL", &db)
+            .env("PROMPTGATE_LISTEN", format!("127.0.0.1:{port}"))
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let http = reqwest::Client::new();
+    let base = format!("http://127.0.0.1:{port}");
+    wait_ready(&http, &base).await;
+
+    let res = http
+        .put(format!("{base}/v1/settings"))
+        .json(&json!({"preferred_name": "Grace", "time_zone": "Asia/Kolkata"}))
+        .send()
+        .await
+        .unwrap();
+    assert!(res.status().is_success());
+    http.post(format!("{base}/v1/threads"))
+        .json(&json!({"id": "c1"}))
+        .send()
+        .await
+        .unwrap();
+    let preview: Value = http
+        .get(format!("{base}/v1/threads/c1/prompt?model=demo"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(preview["stable"].as_str().unwrap().contains("User name: Grace"));
+    assert!(
+        preview["volatile"].as_str().unwrap().contains("GMT+5:30"),
+        "{}",
+        preview["volatile"]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn users_create_prints_a_token_that_authenticates() {
+    common::init();
+    let dir = std::env::temp_dir().join(format!("promptgate-users-{}", std::process::id()));
+    let db = format!("sqlite://{}/gw.db?mode=rwc", dir.display());
+    let out = promptgate()
+        .args(["users", "create", "ada"])
+        .env("DATABASE_URL", &db)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let token = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("token: "))
+        .unwrap_or_else(|| panic!("no token line in {stdout:?}"))
+        .to_owned();
+
+    let port = free_port();
+    let _server = Server(
+        promptgate()
+            .arg("serve")
+            .env("DATABASE_URL", &db)
+            .env("PROMPTGATE_LISTEN", format!("127.0.0.1:{port}"))
+            .env("PROMPTGATE_AUTH_MODE", "tokens")
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let http = reqwest::Client::new();
+    let base = format!("http://127.0.0.1:{port}");
+    wait_ready(&http, &base).await;
+    assert_eq!(
+        http.get(format!("{base}/v1/settings"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        401
+    );
+    let ok = http
+        .get(format!("{base}/v1/settings"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), 200);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_bad_config_fails_fast_with_a_readable_message() {
+    let out = promptgate()
+        .arg("serve")
+        .env("PROMPTGATE_LISTEN", "0.0.0.0:0")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("loopback"), "{stderr}");
+}
+
+/// The JSON log lines a server wrote, parsed.
+fn json_lines(path: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("not a JSON log line ({e}): {line}"))
+        })
+        .collect()
+}
+
+/// The value of `key` in the line's own fields or in the span it was logged in.
+fn field<'a>(line: &'a Value, key: &str) -> &'a Value {
+    if !line["fields"][key].is_null() {
+        return &line["fields"][key];
+    }
+    &line["span"][key]
+}
+
+#[tokio::test]
+async fn an_operator_gets_metrics_request_ids_and_one_json_line_per_request_and_turn() {
+    common::init();
+    let dir = std::env::temp_dir().join(format!("promptgate-observe-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = format!("sqlite://{}/gw.db?mode=rwc", dir.display());
+    let log_path = dir.join("stderr.log");
+    let port = free_port();
+    let mut server = Server(
+        promptgate()
+            .arg("serve")
+            .env("DATABASE_URL", &db)
+            .env("PROMPTGATE_LISTEN", format!("127.0.0.1:{port}"))
+            .env("PROMPTGATE_LOG", "info")
+            .env("PROMPTGATE_LOG_FORMAT", "json")
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(std::fs::File::create(&log_path).unwrap()))
+            .spawn()
+            .unwrap(),
+    );
+    let http = reqwest::Client::new();
+    let base = format!("http://127.0.0.1:{port}");
+    wait_ready(&http, &base).await;
+
+    // A turn in which the demo model calls render_html, under the client's request id.
+    let res = http
+        .post(format!("{base}/v1/chat"))
+        .header("x-request-id", "req-turn-1")
+        .json(&common::use_chat_body("observed", "Make me a tiny page", "demo"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    assert_eq!(res.headers()["x-request-id"], "req-turn-1", "the id is echoed");
+    let stream = res.text().await.unwrap();
+    assert!(stream.contains("tool-output-available"), "{stream}");
+
+    // An error body names the request, whether the client chose the id or the server made one up.
+    let res = http
+        .get(format!("{base}/v1/threads/nowhere"))
+        .header("x-request-id", "req-missing-1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 404);
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["error"]["request_id"], "req-missing-1", "{body}");
+    let res = http
+        .get(format!("{base}/v1/threads/nowhere"))
+        .send()
+        .await
+        .unwrap();
+    let made_up = res.headers()["x-request-id"].to_str().unwrap().to_owned();
+    assert!(!made_up.is_empty());
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["error"]["request_id"], made_up.as_str(), "{body}");
+
+    let metrics = http
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let value = |series: &str| -> f64 {
+        metrics
+            .lines()
+            .find(|line| line.starts_with(series))
+            .and_then(|line| line.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {series} in\n{metrics}"))
+    };
+    assert_eq!(
+        value(r#"promptgate_http_requests_total{route="/v1/chat",method="POST",status="200"}"#),
+        1.0
+    );
+    assert_eq!(
+        value(r#"promptgate_http_requests_total{route="/v1/threads/{id}",method="GET",status="404"}"#),
+        2.0
+    );
+    assert_eq!(
+        value(r#"promptgate_turns_total{kind="chat",outcome="completed"}"#),
+        1.0
+    );
+    assert_eq!(
+        value(r#"promptgate_tool_calls_total{tool="render_html",outcome="ok"}"#),
+        1.0
+    );
+    assert_eq!(value("promptgate_turns_in_flight"), 0.0);
+    assert!(value("promptgate_prompt_tokens_total") > 0.0, "{metrics}");
+    assert!(
+        metrics.contains("promptgate_http_request_duration_seconds_bucket{"),
+        "{metrics}"
+    );
+
+    // SIGTERM: the server says so and stops.
+    let pid = server.0.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    for _ in 0..200 {
+        if server.0.try_wait().unwrap().is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let lines = json_lines(&log_path);
+    let access: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["target"] == "promptgate::access")
+        .collect();
+    let chat = access
+        .iter()
+        .find(|l| field(l, "request_id") == "req-turn-1")
+        .unwrap_or_else(|| panic!("no access line for the turn: {access:?}"));
+    assert_eq!(field(chat, "status"), 200);
+    assert_eq!(field(chat, "route"), "/v1/chat");
+    assert_eq!(chat["level"], "INFO");
+    assert!(
+        access.iter().any(|l| field(l, "request_id") == "req-missing-1"),
+        "{access:?}"
+    );
+    let turn = lines
+        .iter()
+        .find(|l| l["target"] == "promptgate::turn")
+        .unwrap_or_else(|| panic!("no turn summary: {lines:?}"));
+    assert_eq!(field(turn, "request_id"), "req-turn-1");
+    assert_eq!(field(turn, "model"), "demo");
+    assert_eq!(field(turn, "tool_calls"), 1);
+    assert_eq!(field(turn, "status"), "completed");
+    assert!(field(turn, "steps").as_u64().unwrap() >= 2, "{turn}");
+    assert!(
+        lines.iter().any(|l| field(l, "message")
+            .as_str()
+            .is_some_and(|m| m.contains("shutdown signal"))
+            && field(l, "signal") == "SIGTERM"),
+        "no line about the signal: {lines:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn healthcheck_passes_for_a_ready_server_and_fails_without_one() {
+    common::init();
+    let dir = std::env::temp_dir().join(format!("promptgate-health-{}", std::process::id()));
+    let db = format!("sqlite://{}/gw.db?mode=rwc", dir.display());
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let _server = Server(
+        promptgate()
+            .arg("serve")
+            .env("DATABASE_URL", &db)
+            .env("PROMPTGATE_LISTEN", &listen)
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_ready(&reqwest::Client::new(), &format!("http://{listen}")).await;
+    // The configured listen address, as the image's HEALTHCHECK runs it.
+    let ok = promptgate()
+        .arg("healthcheck")
+        .env("PROMPTGATE_LISTEN", &listen)
+        .output()
+        .unwrap();
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+
+    let nobody = format!("127.0.0.1:{}", free_port());
+    let down = promptgate()
+        .args(["healthcheck", "--address", &nobody, "--timeout", "2"])
+        .output()
+        .unwrap();
+    assert!(!down.status.success());
+    assert!(
+        String::from_utf8_lossy(&down.stderr).contains("nothing answers"),
+        "{}",
+        String::from_utf8_lossy(&down.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn metrics_listen_moves_the_scrape_off_the_public_port() {
+    common::init();
+    let dir = std::env::temp_dir().join(format!("promptgate-metrics-{}", std::process::id()));
+    let db = format!("sqlite://{}/gw.db?mode=rwc", dir.display());
+    let listen = format!("127.0.0.1:{}", free_port());
+    let metrics_listen = format!("127.0.0.1:{}", free_port());
+    let _server = Server(
+        promptgate()
+            .arg("serve")
+            .env("DATABASE_URL", &db)
+            .env("PROMPTGATE_LISTEN", &listen)
+            .env("PROMPTGATE_METRICS_LISTEN", &metrics_listen)
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let http = reqwest::Client::new();
+    wait_ready(&http, &format!("http://{listen}")).await;
+    // A request on the public port, so the scrape has something to show.
+    let res = http
+        .get(format!("http://{listen}/v1/settings"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+
+    let public = http.get(format!("http://{listen}/metrics")).send().await.unwrap();
+    assert_eq!(public.status(), 404, "the public port must not show metrics");
+    let scrape = http
+        .get(format!("http://{metrics_listen}/metrics"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(scrape.status(), 200);
+    let text = scrape.text().await.unwrap();
+    assert!(
+        text.contains(r#"promptgate_http_requests_total{route="/v1/settings",method="GET",status="200"}"#),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn repo_root() -> std::path::PathBuf {
+    std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+}
+
+/// The compose file against the compose specification's JSON schema (vendored in docker/schema),
+/// with check-jsonschema from tests/py/.venv (`tests/py/install.sh`). No Docker daemon is needed.
+#[test]
+fn the_compose_file_follows_the_compose_specification() {
+    let bin = repo_root().join("tests/py/.venv/bin/check-jsonschema");
+    if !bin.is_file() {
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "tests/py/.venv is missing: run tests/py/install.sh"
+        );
+        #[allow(clippy::print_stderr)]
+        {
+            eprintln!("note: skipping the compose schema check; run tests/py/install.sh to include it");
+        }
+        return;
+    }
+    let out = Command::new(bin)
+        .arg("--schemafile")
+        .arg(repo_root().join("docker/schema/compose-spec.json"))
+        .arg(repo_root().join("docker/docker-compose.yml"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn the_docker_files_name_files_that_exist_and_pinned_images() {
+    let root = repo_root();
+    let dockerfile = std::fs::read_to_string(root.join("docker/Dockerfile")).unwrap();
+    let ignored: Vec<String> = std::fs::read_to_string(root.join(".dockerignore"))
+        .unwrap()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_owned)
+        .collect();
+    let mut copies = 0;
+    for line in dockerfile.lines().map(str::trim) {
+        let Some(args) = line.strip_prefix("COPY ") else {
+            continue;
+        };
+        if args.contains("--from=") {
+            continue;
+        }
+        let words: Vec<&str> = args.split_whitespace().filter(|w| !w.starts_with("--")).collect();
+        let (_, sources) = words.split_last().unwrap();
+        for source in sources {
+            copies += 1;
+            assert!(
+                root.join(source).exists(),
+                "the Dockerfile copies {source}, which does not exist"
+            );
+            let top = source.split('/').next().unwrap();
+            assert!(
+                !ignored.iter().any(|i| i == source || i == top),
+                "the Dockerfile copies {source}, which .dockerignore leaves out of the context"
+            );
+        }
+    }
+    assert!(copies >= 4, "no COPY lines found");
+    let mut stages = Vec::new();
+    for line in dockerfile.lines().filter(|l| l.starts_with("FROM ")) {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if let [_, _, as_, stage] = words[..]
+            && as_.eq_ignore_ascii_case("as")
+        {
+            stages.push(stage);
+        }
+        let image = words[1];
+        if stages.contains(&image) {
+            continue;
+        }
+        assert!(
+            image.contains(':') && !image.ends_with(":latest"),
+            "unpinned base image: {line}"
+        );
+    }
+
+    let compose: Value =
+        yaml_serde::from_str(&std::fs::read_to_string(root.join("docker/docker-compose.yml")).unwrap())
+            .unwrap();
+    let services = compose["services"].as_object().unwrap();
+    for (name, service) in services {
+        assert_eq!(service["restart"], "unless-stopped", "{name}");
+        if let Some(image) = service["image"].as_str()
+            && service.get("build").is_none()
+        {
+            let tag = image.rsplit_once(':').map(|(_, t)| t).unwrap_or("latest");
+            assert!(
+                tag != "latest" && tag.chars().any(|c| c.is_ascii_digit()),
+                "{name}: image {image} is not pinned to a version"
+            );
+        }
+        for volume in service["volumes"].as_array().into_iter().flatten() {
+            let source = volume.as_str().unwrap().split(':').next().unwrap();
+            if source.starts_with('.') {
+                assert!(
+                    root.join("docker").join(source).exists(),
+                    "{name} mounts {source}, which does not exist"
+                );
+            }
+        }
+    }
+    let gateway = &services["gateway"];
+    let context = root
+        .join("docker")
+        .join(gateway["build"]["context"].as_str().unwrap());
+    assert!(
+        context
+            .join(gateway["build"]["dockerfile"].as_str().unwrap())
+            .is_file()
+    );
+    let grace = gateway["stop_grace_period"].as_str().unwrap();
+    let secs: u64 = grace.trim_end_matches('s').parse().unwrap();
+    // Docker must wait out the server's shutdown (the turns' grace, then the flush of pending saves)
+    // before it sends SIGKILL.
+    let server = promptgate_server::config::ServerConfig::default();
+    let shutdown = server.shutdown_grace_secs + server.shutdown_flush_secs;
+    assert!(
+        secs > shutdown,
+        "stop_grace_period {grace} is not longer than the server's shutdown ({shutdown} s)"
+    );
+    let probe = &services["postgres"]["healthcheck"]["test"];
+    assert!(
+        probe.to_string().contains("127.0.0.1"),
+        "pg_isready must ask over TCP: {probe}"
+    );
+    assert_eq!(
+        gateway["healthcheck"]["test"],
+        json!(["CMD", "promptgate", "healthcheck"])
+    );
+}
+
+#[test]
+fn config_mistakes_are_refused_at_start_with_a_reason() {
+    let dir = std::env::temp_dir().join(format!("promptgate-config-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let listen = format!("127.0.0.1:{}", free_port());
+    let stderr_of = |cmd: &mut Command| -> String {
+        let out = cmd.output().unwrap();
+        assert!(!out.status.success(), "started although it should not");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+
+    // A default model nobody configured: every send would 404.
+    let err = stderr_of(
+        promptgate()
+            .arg("serve")
+            .env("PROMPTGATE_LISTEN", &listen)
+            .env("DATABASE_URL", "sqlite::memory:")
+            .env("PROMPTGATE_DEFAULT_MODEL", "gtp-4"),
+    );
+    assert!(
+        err.contains("default_model") && err.contains("gtp-4") && err.contains("demo"),
+        "{err}"
+    );
+
+    // A SQLite file that is not there, without mode=rwc: no silent new database.
+    let missing = dir.join("nowhere/gw.db");
+    let err = stderr_of(
+        promptgate()
+            .arg("serve")
+            .env("PROMPTGATE_LISTEN", &listen)
+            .env("DATABASE_URL", format!("sqlite://{}", missing.display())),
+    );
+    assert!(
+        err.contains(&missing.display().to_string()) && err.contains("mode=rwc"),
+        "{err}"
+    );
+
+    // A provider whose key variable is unset, unless it is marked keyless.
+    let config = |keyless: bool| {
+        let path = dir.join(format!("keyless-{keyless}.toml"));
+        std::fs::write(
+            &path,
+            format!(
+                "{}\n[[providers]]\nname = \"local\"\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\n\
+                 api_key_env = \"PROMPTGATE_TEST_UNSET_KEY\"\nkeyless = {keyless}\n",
+                promptgate_server::config::EMBEDDED_DEFAULT
+            ),
+        )
+        .unwrap();
+        path
+    };
+    let err = stderr_of(
+        promptgate()
+            .args(["--config"])
+            .arg(config(false))
+            .arg("serve")
+            .env("PROMPTGATE_LISTEN", &listen)
+            .env("DATABASE_URL", "sqlite::memory:")
+            .env_remove("PROMPTGATE_TEST_UNSET_KEY"),
+    );
+    assert!(
+        err.contains("PROMPTGATE_TEST_UNSET_KEY") && err.contains("keyless"),
+        "{err}"
+    );
+    let ok = promptgate()
+        .args(["--config"])
+        .arg(config(true))
+        .arg("migrate")
+        .env("DATABASE_URL", "sqlite::memory:")
+        .output()
+        .unwrap();
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Runs `promptgate users ARGS...` in tokens mode on `db` and returns its output.
+fn users_cmd(db: &str, args: &[&str]) -> String {
+    let out = promptgate()
+        .arg("users")
+        .args(args)
+        .env("DATABASE_URL", db)
+        .env("PROMPTGATE_AUTH_MODE", "tokens")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn token_in(stdout: &str) -> String {
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("token: "))
+        .unwrap_or_else(|| panic!("no token line in {stdout:?}"))
+        .to_owned()
+}
+
+#[tokio::test]
+async fn users_list_rotate_and_revoke_change_which_tokens_a_running_server_accepts() {
+    common::init();
+    let dir = std::env::temp_dir().join(format!("promptgate-rotate-{}", std::process::id()));
+    let db = format!("sqlite://{}/gw.db?mode=rwc", dir.display());
+    let ada_first = token_in(&users_cmd(&db, &["create", "ada"]));
+    let bob = token_in(&users_cmd(&db, &["create", "bob"]));
+
+    let listed = users_cmd(&db, &["list"]);
+    for name in ["ada", "bob"] {
+        let line = listed
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(name))
+            .unwrap_or_else(|| panic!("{name} is not listed: {listed}"));
+        assert!(line.trim_end().ends_with(" 1"), "one token each: {line}");
+    }
+    assert!(!listed.contains("pg_"), "a listing never shows tokens: {listed}");
+
+    let port = free_port();
+    let _server = Server(
+        promptgate()
+            .arg("serve")
+            .env("DATABASE_URL", &db)
+            .env("PROMPTGATE_LISTEN", format!("127.0.0.1:{port}"))
+            .env("PROMPTGATE_AUTH_MODE", "tokens")
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let http = reqwest::Client::new();
+    let base = format!("http://127.0.0.1:{port}");
+    wait_ready(&http, &base).await;
+    let status = |token: String| {
+        let http = http.clone();
+        let url = format!("{base}/v1/settings");
+        async move {
+            http.get(url)
+                .bearer_auth(token)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    assert_eq!(status(ada_first.clone()).await, 200);
+
+    let rotated = users_cmd(&db, &["rotate", "ada"]);
+    let ada_second = token_in(&rotated);
+    assert_ne!(ada_second, ada_first);
+    assert_eq!(
+        status(ada_first.clone()).await,
+        401,
+        "the old token stops working"
+    );
+    assert_eq!(status(ada_second.clone()).await, 200);
+
+    let revoked = users_cmd(&db, &["revoke", "ada"]);
+    assert!(revoked.contains("revoked 1 token"), "{revoked}");
+    assert_eq!(status(ada_second).await, 401);
+    assert_eq!(status(bob).await, 200, "other users keep their tokens");
+
+    let out = promptgate()
+        .args(["users", "revoke", "nobody"])
+        .env("DATABASE_URL", &db)
+        .env("PROMPTGATE_AUTH_MODE", "tokens")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nobody"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn users_create_in_single_user_mode_says_the_token_is_not_used() {
+    let dir = std::env::temp_dir().join(format!("promptgate-single-{}", std::process::id()));
+    let db = format!("sqlite://{}/gw.db?mode=rwc", dir.display());
+    let out = promptgate()
+        .args(["users", "create", "ada"])
+        .env("DATABASE_URL", &db)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.contains("single_user mode"), "{stdout}");
+    assert!(stdout.contains("auth.mode = \"tokens\""), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

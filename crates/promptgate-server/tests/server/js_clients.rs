@@ -1,0 +1,249 @@
+//! Real outside clients against a live promptgate: the AI SDK's own transport and stream reader
+//! (what `useChat` runs), and the official `openai` client on the facade. They live in tests/js and
+//! need `npm ci` there (`.ci/run` does it). Without node_modules the tests fail under CI and are
+//! skipped with a note elsewhere.
+
+// Helpers in test files fail the test loudly; that is their job.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::print_stderr)]
+
+use crate::common;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use common::{Backend, Gateway};
+use promptgate_server::config::{AuthMode, Config, EMBEDDED_DEFAULT};
+use serde_json::{Value, json};
+
+fn js_dir() -> Option<PathBuf> {
+    let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/js"));
+    if dir.join("node_modules/ai").is_dir() && dir.join("node_modules/openai").is_dir() {
+        return Some(dir);
+    }
+    assert_ne!(
+        std::env::var("CI").as_deref(),
+        Ok("true"),
+        "tests/js/node_modules is missing: run `npm ci` in tests/js"
+    );
+    eprintln!("note: skipping the JavaScript client checks; run `npm ci` in tests/js to include them");
+    None
+}
+
+async fn run_node(dir: PathBuf, args: Vec<String>) -> (bool, Value) {
+    let out =
+        tokio::task::spawn_blocking(move || Command::new("node").current_dir(&dir).args(&args).output())
+            .await
+            .unwrap()
+            .expect("node runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
+        panic!(
+            "node printed no JSON ({e}): {stdout}\nstderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.success(), value)
+}
+
+/// The embedded default (demo model, no web search): the demo model calls `render_html`.
+async fn demo_gateway() -> Gateway {
+    let mut config = Config::parse(EMBEDDED_DEFAULT).unwrap();
+    config.auth.mode = AuthMode::SingleUser;
+    Gateway::start(Backend::Sqlite, config).await
+}
+
+#[tokio::test]
+async fn the_ai_sdk_accepts_our_stream_and_rebuilds_the_stored_message() {
+    let Some(dir) = js_dir() else { return };
+    let gw = demo_gateway().await;
+    let request = json!({
+        "chatId": "js-chat",
+        "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Make me a tiny page"}]}],
+        "body": {"model": "demo"}
+    });
+    let (ok, result) = run_node(
+        dir,
+        vec![
+            "ui-stream-check.mjs".into(),
+            gw.url("/v1/chat"),
+            request.to_string(),
+        ],
+    )
+    .await;
+    assert!(ok, "the AI SDK rejected the stream: {result}");
+    assert!(result["failure"].is_null(), "{result}");
+    let chunks: Vec<&str> = result["chunks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    let input = chunks
+        .iter()
+        .position(|c| *c == "tool-input-available")
+        .expect("a tool call");
+    let output = chunks
+        .iter()
+        .position(|c| *c == "tool-output-available")
+        .expect("its result");
+    assert!(input < output && chunks.last() == Some(&"finish"), "{chunks:?}");
+
+    let message = &result["message"];
+    let parts = message["parts"].as_array().unwrap();
+    let tool = parts
+        .iter()
+        .find(|p| p["type"] == "tool-render_html")
+        .expect("a render_html part");
+    assert_eq!(tool["state"], "output-available");
+    assert_eq!(tool["output"]["ok"], true);
+    assert!(parts.iter().any(|p| p["type"] == "text" && p["state"] == "done"));
+    assert_eq!(message["metadata"]["modelId"], "demo");
+
+    // What the SDK rebuilt is what we stored.
+    let stored = gw.stored_messages("js-chat", 2).await;
+    assert_eq!(stored[1]["id"], message["id"]);
+    let kinds = |parts: &Value| -> Vec<String> {
+        parts
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["type"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(kinds(&stored[1]["parts"]), kinds(&message["parts"]));
+    let text = |parts: &Value| -> String {
+        parts
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect()
+    };
+    assert_eq!(text(&stored[1]["parts"]), text(&message["parts"]));
+}
+
+#[tokio::test]
+async fn the_openai_client_consumes_the_facade_streamed_and_whole() {
+    let Some(dir) = js_dir() else { return };
+    let gw = demo_gateway().await;
+    let (ok, result) = run_node(
+        dir,
+        vec![
+            "openai-check.mjs".into(),
+            gw.url("/v1"),
+            "demo".into(),
+            "Make me a tiny page".into(),
+        ],
+    )
+    .await;
+    assert!(ok, "the openai client rejected the facade: {result}");
+    let models = result["models"].as_array().unwrap();
+    let demo = models
+        .iter()
+        .find(|m| m["id"] == "demo")
+        .unwrap_or_else(|| panic!("models.list() did not list demo: {result}"));
+    assert_eq!(demo["object"], "model");
+    assert_eq!(demo["owned_by"], "system");
+    assert_eq!(result["retrieved"]["id"], "demo");
+    for mode in ["streamed", "plain"] {
+        let completion = &result[mode];
+        assert_eq!(completion["finish_reason"], "stop", "{mode}: {completion}");
+        assert!(
+            completion["tool_calls"].is_null(),
+            "{mode}: server-side tool calls must not leak: {completion}"
+        );
+        assert!(
+            !completion["content"].as_str().unwrap_or_default().is_empty(),
+            "{mode}: {completion}"
+        );
+    }
+    assert!(
+        result["streamed"]["deltas"].as_u64().unwrap() > 1,
+        "the answer arrives in pieces"
+    );
+}
+
+#[tokio::test]
+async fn the_ai_sdk_resumes_a_turn_after_its_connection_dropped() {
+    resume_with_the_ai_sdk(Backend::Sqlite, false).await;
+}
+
+/// Behind a load balancer the reload may reach another instance than the one running the turn.
+#[tokio::test]
+async fn the_ai_sdk_resumes_a_turn_on_another_instance() {
+    resume_with_the_ai_sdk(Backend::Postgres, true).await;
+}
+
+async fn resume_with_the_ai_sdk(backend: Backend, on_another_instance: bool) {
+    let Some(dir) = js_dir() else { return };
+    common::init();
+    let upstream = promptgate_llm::scripted::ScriptedUpstream::start().await.unwrap();
+    let config = common::scripted_config_with(
+        AuthMode::SingleUser,
+        &upstream.base_url(),
+        "[turn]\non_disconnect = \"continue\"\n",
+    );
+    let gw = Gateway::start(backend, config.clone()).await;
+    let resumer = if on_another_instance {
+        Some(gw.another_instance(config).await)
+    } else {
+        None
+    };
+    let resume_api = resumer.as_ref().unwrap_or(&gw).url("/v1/chat");
+    // Upstream stub: one call, 80 words 25 ms apart, so the turn is still running when the client
+    // comes back.
+    let words: Vec<String> = (0..80).map(|i| format!("w{i} ")).collect();
+    let expected: String = words.concat();
+    upstream
+        .push(promptgate_llm::scripted::text(words).with_delay_between(std::time::Duration::from_millis(25)));
+    let request = json!({
+        "chatId": "js-resume",
+        "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Talk for a while"}]}],
+        "body": {"model": "scripted"}
+    });
+    let (ok, result) = run_node(
+        dir,
+        vec![
+            "resume-check.mjs".into(),
+            gw.url("/v1/chat"),
+            request.to_string(),
+            resume_api,
+        ],
+    )
+    .await;
+    assert!(ok, "the AI SDK could not resume: {result}");
+    assert!(
+        result["idle"].is_null(),
+        "no running turn: 204, which the SDK reads as null: {result}"
+    );
+    assert_eq!(result["seenBeforeDrop"], 2);
+    let chunks: Vec<&str> = result["chunks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert_eq!(chunks.first(), Some(&"start"), "{chunks:?}");
+    assert_eq!(chunks.last(), Some(&"finish"), "{chunks:?}");
+    let message = &result["message"];
+    let text: String = message["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["text"].as_str())
+        .collect();
+    assert_eq!(text, expected, "the resumed message is the whole answer");
+
+    // The turn outlived the dropped connection and was stored whole.
+    let mut stored = gw.stored_messages("js-resume", 2).await;
+    for _ in 0..200 {
+        if stored[1]["status"] == "complete" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        stored = gw.stored_messages("js-resume", 2).await;
+    }
+    assert_eq!(stored[1]["status"], "complete");
+    assert_eq!(stored[1]["id"], message["id"]);
+    assert_eq!(upstream.calls(), 1);
+}

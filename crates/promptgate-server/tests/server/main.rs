@@ -1,0 +1,28 @@
+//! The server's integration tests, one binary: a real gateway on loopback over real stores, scripted
+//! upstreams and MCP servers, the `promptgate` binary itself, and the outside clients (AI SDK, OpenAI,
+//! browser) driving it.
+
+mod anthropic_turn;
+mod binary_cli;
+mod browser_app;
+mod chat_stream;
+mod common;
+mod eval_cli;
+mod exposure;
+mod harness_thread;
+mod harness_workspace;
+mod integrations_turn;
+mod js_clients;
+mod mcp_outbound;
+mod mcp_secrets;
+mod mcp_turn;
+mod nothing_lost;
+mod openapi_spec;
+mod prompt_preview;
+mod regenerate;
+mod resources_api;
+mod settings_api;
+mod two_instances;
+mod web_app_support;
+mod web_site;
+mod web_turn;

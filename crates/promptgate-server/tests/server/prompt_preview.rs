@@ -1,0 +1,225 @@
+//! `GET /v1/threads/{id}/prompt` shows the user's stored settings where the model will read them.
+
+// Helpers in test files fail the test loudly; that is their job.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::common;
+
+use common::{Backend, Gateway, error_code};
+use promptgate_core::settings::{IntegrationState, Provider};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+fn tool_names(preview: &Value) -> Vec<&str> {
+    preview["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect()
+}
+
+async fn settings_reach_the_prompt(gw: Gateway) {
+    gw.put(
+        "/v1/settings",
+        json!({"preferred_name": "Ada", "location": {"name": "São Paulo", "lat": -23.55, "lng": -46.63},
+               "localization": {"distance_unit": "metric", "temperature_unit": "c", "time_format": "24h", "currency": "BRL"},
+               "time_zone": "America/Sao_Paulo", "app_language": "ja"}),
+    )
+    .await;
+    gw.post("/v1/threads", json!({"id": "t1"})).await;
+
+    let (status, preview) = gw.get("/v1/threads/t1/prompt?model=demo").await;
+    assert_eq!(status, StatusCode::OK, "{preview}");
+    let stable = preview["stable"].as_str().unwrap();
+    let volatile = preview["volatile"].as_str().unwrap();
+
+    let context = stable.find("# Context").expect("a context section");
+    let tools = stable.find("# Tools").expect("a tools section");
+    for line in [
+        "User name: Ada",
+        "User location: São Paulo (-23.55, -46.63)",
+        "User preferences: metric, c, 24h, BRL",
+        "Integration status: READY",
+    ] {
+        let at = stable
+            .find(line)
+            .unwrap_or_else(|| panic!("{line:?} missing from:\n{stable}"));
+        assert!(
+            context < at && at < tools,
+            "{line:?} must sit in # Context, before # Tools"
+        );
+    }
+    assert!(
+        stable.contains("Japanese"),
+        "the language fallback names the app language"
+    );
+    assert!(
+        !stable.contains("Current date/time"),
+        "the date never enters the stable half"
+    );
+    assert!(volatile.starts_with("Current date/time: "), "{volatile}");
+    assert!(
+        volatile.contains("GMT-3"),
+        "rendered in the user's zone: {volatile}"
+    );
+    assert_eq!(
+        preview["full"].as_str().unwrap(),
+        format!("{stable}\n\n{volatile}")
+    );
+    assert_eq!(preview["notes"][0], volatile);
+    assert!(preview["system"].as_str().unwrap().starts_with(stable));
+
+    let names = tool_names(&preview);
+    assert_eq!(names, ["render_html", "search", "fetch_content", "skill"]);
+    assert_eq!(preview["has_web_tools"], true);
+    let search = &preview["tools"][1];
+    assert_eq!(search["verb"], "searching for {query}");
+    assert_eq!(search["cacheable"], true);
+    assert_eq!(search["parameters"]["type"], "object");
+}
+
+#[tokio::test]
+async fn settings_reach_the_prompt_sqlite() {
+    settings_reach_the_prompt(Gateway::single_user(Backend::Sqlite).await).await;
+}
+
+#[tokio::test]
+async fn settings_reach_the_prompt_postgres() {
+    settings_reach_the_prompt(Gateway::single_user(Backend::Postgres).await).await;
+}
+
+#[tokio::test]
+async fn toolset_follows_settings_integrations_and_projects() {
+    let gw = Gateway::single_user(Backend::Sqlite).await;
+    gw.put(
+        "/v1/settings",
+        json!({"experimental_tasks": true, "web_tools_enabled": false, "integrations_do_not_ask": true}),
+    )
+    .await;
+    // Connected is what a completed authorization records; set it directly here.
+    let store = &gw.state.store;
+    let user = promptgate_server::state::LOCAL_USER_ID;
+    let (on, off) = (
+        IntegrationState {
+            connected: true,
+            enabled: true,
+        },
+        IntegrationState {
+            connected: true,
+            enabled: false,
+        },
+    );
+    store.put_integration(user, Provider::Google, on).await.unwrap();
+    store
+        .put_integration(user, Provider::Microsoft, off)
+        .await
+        .unwrap();
+    let (_, project) = gw
+        .post(
+            "/v1/projects",
+            json!({"name": "Launch", "instructions": "Keep a changelog."}),
+        )
+        .await;
+    let pid = project["id"].as_str().unwrap();
+    gw.post("/v1/threads", json!({"id": "a", "project_id": pid}))
+        .await;
+    gw.post(
+        "/v1/threads",
+        json!({"id": "b", "project_id": pid, "title": "Earlier"}),
+    )
+    .await;
+
+    let (_, preview) = gw.get("/v1/threads/a/prompt").await;
+    let names = tool_names(&preview);
+    assert!(names.starts_with(&["render_html", "addTasks"]), "{names:?}");
+    // Integration tools need the deployment's OAuth client configured (integrations_turn.rs covers
+    // that); without it none are offered, but the status line still names the disabled ones.
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.starts_with("google_") || n.starts_with("microsoft_")),
+        "{names:?}"
+    );
+    assert!(!names.contains(&"search"), "web tools are off");
+    assert!(names.ends_with(&["skill", "search_project_chats"]), "{names:?}");
+    assert_eq!(preview["has_web_tools"], false);
+    let stable = preview["stable"].as_str().unwrap();
+    assert!(
+        stable.contains("Integration status: MICROSOFT_DISABLED, PROMPTS_DISABLED"),
+        "{stable}"
+    );
+    assert!(stable.contains("# Project: Launch") && stable.contains("Keep a changelog."));
+    assert!(stable.find("# Project: Launch").unwrap() < stable.find("# Tools").unwrap());
+
+    // Changing project instructions changes the stable prompt and the harness signature.
+    let before = preview["harness_signature"].clone();
+    gw.put(
+        &format!("/v1/projects/{pid}"),
+        json!({"name": "Launch", "instructions": "Use British spelling."}),
+    )
+    .await;
+    let (_, after) = gw.get("/v1/threads/a/prompt").await;
+    assert_ne!(after["harness_signature"], before);
+    assert!(
+        after["stable"]
+            .as_str()
+            .unwrap()
+            .contains("Use British spelling.")
+    );
+}
+
+#[tokio::test]
+async fn a_model_without_tools_gets_no_tools_and_slash_skills_become_notes() {
+    let gw = Gateway::single_user(Backend::Sqlite).await;
+    gw.post(
+        "/v1/models",
+        json!({"id": "plain", "provider": "demo", "tool_usage": 0}),
+    )
+    .await;
+    gw.post(
+        "/v1/skills",
+        json!({"slug": "haiku", "name": "Haiku", "description": "Answer as a haiku.",
+        "instructions": "Write exactly three lines.", "enabled": true, "renders_widgets": false}),
+    )
+    .await;
+    gw.post("/v1/threads", json!({"id": "t"})).await;
+
+    let (_, preview) = gw.get("/v1/threads/t/prompt?model=plain").await;
+    assert_eq!(preview["tools"], json!([]));
+    let (_, preview) = gw
+        .get("/v1/threads/t/prompt?model=demo&message=please%20%2Fhaiku%20this")
+        .await;
+    let notes: Vec<&str> = preview["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    assert_eq!(notes.len(), 2, "{notes:?}");
+    assert_eq!(notes[1], "Write exactly three lines.");
+    assert!(
+        preview["stable"]
+            .as_str()
+            .unwrap()
+            .contains("- haiku: Answer as a haiku.")
+    );
+}
+
+#[tokio::test]
+async fn unknown_thread_or_model_is_a_404() {
+    let gw = Gateway::single_user(Backend::Sqlite).await;
+    let (status, err) = gw.get("/v1/threads/missing/prompt").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("thread missing")
+    );
+    gw.post("/v1/threads", json!({"id": "t"})).await;
+    let (status, err) = gw.get("/v1/threads/t/prompt?model=gpt-nothing").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(error_code(&err), "not_found");
+    assert!(err["error"]["message"].as_str().unwrap().contains("gpt-nothing"));
+}

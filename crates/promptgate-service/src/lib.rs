@@ -155,6 +155,9 @@ pub struct TurnService {
     harnesses: Harnesses,
 }
 
+/// How long a send waits for a stopped turn of its thread to finish storing its answer.
+const WAIT_FOR_STOPPED_TURN: Duration = Duration::from_secs(2);
+
 /// What the user sends.
 #[derive(Debug, Clone)]
 pub enum SendInput {
@@ -333,7 +336,7 @@ impl TurnService {
     )]
     pub async fn send(&self, request: SendRequest) -> Result<SendHandle, SendError> {
         let admission = self.admit()?;
-        let mut turn = self.claim_thread_here(&request, admission)?;
+        let mut turn = self.claim_thread_here(&request, admission).await?;
         tracing::Span::current().record("turn_id", turn.ids.turn_id.as_str());
         let (continuation, mut ctx, model, provider) = self.claim_and_load(&request, &mut turn).await?;
         self.settle_conversation(&request, &mut ctx).await?;
@@ -361,8 +364,10 @@ impl TurnService {
         Ok(self.start_send(&request, turn, prepared, &provider, continuation, &planned))
     }
 
-    /// Takes the thread on this instance, or refuses the send while a turn runs there.
-    fn claim_thread_here(
+    /// Takes the thread on this instance, or refuses the send while a turn runs there. A turn that
+    /// was stopped (or lost its client) is only storing its answer: a client that saw the stopped
+    /// answer and sends again waits for that moment instead of getting a 409.
+    async fn claim_thread_here(
         &self,
         request: &SendRequest,
         admission: tokio::sync::OwnedSemaphorePermit,
@@ -370,21 +375,32 @@ impl TurnService {
         let ids = TurnIds::fresh();
         let cancel = self.stop_all.child_token();
         let feed = FeedWriter(Arc::new(TurnFeed::default()));
-        match self.live.claim(
-            &request.user_id,
-            &request.thread_id,
-            &ids.turn_id,
-            cancel.clone(),
-            Arc::clone(&feed.0),
-        ) {
-            Claim::Claimed(slot) => Ok(ThreadTurn {
-                ids,
-                slot,
-                cancel,
-                feed,
-                admission,
-            }),
-            Claim::Busy => Err(SendError::Busy(request.thread_id.clone())),
+        let started = tokio::time::Instant::now();
+        loop {
+            match self.live.claim(
+                &request.user_id,
+                &request.thread_id,
+                &ids.turn_id,
+                cancel.clone(),
+                Arc::clone(&feed.0),
+            ) {
+                Claim::Claimed(slot) => {
+                    return Ok(ThreadTurn {
+                        ids,
+                        slot,
+                        cancel,
+                        feed,
+                        admission,
+                    });
+                }
+                Claim::Busy
+                    if started.elapsed() < WAIT_FOR_STOPPED_TURN
+                        && self.live.is_stopping(&request.user_id, &request.thread_id) =>
+                {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Claim::Busy => return Err(SendError::Busy(request.thread_id.clone())),
+            }
         }
     }
 

@@ -125,6 +125,15 @@ impl LiveTurns {
         }
     }
 
+    /// Whether the thread's running turn was told to stop and is only finishing (storing its answer).
+    pub(crate) fn is_stopping(&self, user: &str, thread: &str) -> bool {
+        let inner = self.lock();
+        inner
+            .running
+            .get(&(user.to_owned(), thread.to_owned()))
+            .is_some_and(|running| running.cancel.is_cancelled())
+    }
+
     /// The running turn of this user's thread and its stream.
     pub(crate) fn feed(&self, user: &str, thread: &str) -> Option<(String, Arc<TurnFeed>)> {
         let inner = self.lock();

@@ -1,5 +1,6 @@
-//! Plans one send: the toolset offered to the model and the prompt it receives. The prompt preview and the
-//! real send both call [`plan_send`], so what a user inspects with curl is what the model gets.
+//! Composes one send: the toolset offered to the model and the prompt it receives (the engine's
+//! `TurnPlan` is what runs it; this is what it is given). The prompt preview and the
+//! real send both call [`compose_send`], so what a user inspects with curl is what the model gets.
 
 use chrono::{DateTime, Utc};
 
@@ -29,7 +30,7 @@ pub struct UpstreamIdentity<'a> {
 
 /// Everything a send's prompt and toolset depend on, apart from the clock.
 #[derive(Debug, Clone, Copy)]
-pub struct PlanInput<'a> {
+pub struct ComposeInput<'a> {
     pub settings: &'a UserSettings,
     pub integrations: &'a IntegrationStatus,
     pub model: &'a Model,
@@ -55,9 +56,9 @@ pub struct PlanInput<'a> {
     pub regeneration_revision: u32,
 }
 
-/// The plan of one send.
+/// The prompt and toolset composed for one send, and what was decided on the way.
 #[derive(Debug, Clone)]
-pub struct SendPlan {
+pub struct ComposedSend {
     pub parts: PromptParts,
     /// Per-send notes (date line first), as the legacy composition appends them.
     pub notes: Vec<String>,
@@ -77,7 +78,7 @@ pub struct SendPlan {
     pub mcp_not_offered: Vec<NotOffered>,
 }
 
-pub fn plan_send(input: &PlanInput<'_>, now: DateTime<Utc>) -> SendPlan {
+pub fn compose_send(input: &ComposeInput<'_>, now: DateTime<Utc>) -> ComposedSend {
     let supports_tools = input.model.supports_tools();
     // A harness model works in its workspace first, so those tools lead; the app's tools follow.
     let mut tools = if supports_tools && input.model.engine == Engine::Harness {
@@ -154,7 +155,7 @@ pub fn plan_send(input: &PlanInput<'_>, now: DateTime<Utc>) -> SendPlan {
         &parts.stable,
         input.regeneration_revision,
     );
-    SendPlan {
+    ComposedSend {
         parts,
         notes,
         system,

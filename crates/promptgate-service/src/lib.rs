@@ -623,7 +623,7 @@ impl TurnService {
         let Some(prompt) = prepared.harness_prompt.clone() else {
             return (None, Vec::new());
         };
-        let signature = &prepared.plan.harness_signature;
+        let signature = &prepared.composed.harness_signature;
         let started = self.harnesses.start(
             (&request.user_id, &request.thread_id),
             signature,

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use promptgate_core::budget::WebBudget;
-use promptgate_core::plan::{PlanInput, SendPlan, UpstreamIdentity, plan_send};
+use promptgate_core::plan::{ComposeInput, ComposedSend, UpstreamIdentity, compose_send};
 use promptgate_core::prompt::nudges;
 use promptgate_core::settings::{Engine, Model};
 use promptgate_core::tools::mcp_names::{McpServerTools, McpToolDef};
@@ -32,7 +32,7 @@ use tokio_util::task::TaskTracker;
 /// Everything a turn needs, decided before the first upstream byte.
 pub struct Prepared {
     pub model: Model,
-    pub plan: SendPlan,
+    pub composed: ComposedSend,
     pub tools: Vec<PreparedTool>,
     pub history: Vec<ChatMessage>,
     pub state: Arc<TurnState>,
@@ -76,8 +76,8 @@ impl Prepared {
     /// replace the stored history and its system messages follow our system prompt.
     pub fn over_client_conversation(mut self, conversation: FacadeHistory) -> Self {
         for note in &conversation.system {
-            self.plan.system.push_str("\n\n");
-            self.plan.system.push_str(note);
+            self.composed.system.push_str("\n\n");
+            self.composed.system.push_str(note);
         }
         self.history = conversation.messages;
         self
@@ -88,7 +88,7 @@ impl Prepared {
     pub fn into_turn_plan(self, provider: &ModelProvider, limits: TurnLimits, run: RunParts) -> TurnPlan {
         let Prepared {
             model,
-            plan,
+            composed: plan,
             tools,
             history,
             state,
@@ -183,7 +183,7 @@ impl<'a> Asked<'a> {
 /// The prompt and toolset a send to a thread would use now (what the preview shows).
 pub struct PreparedSend {
     pub model: Model,
-    pub plan: SendPlan,
+    pub composed: ComposedSend,
 }
 
 /// Stored messages as UI messages (`role` + `parts`), the shape the history conversion reads.
@@ -219,7 +219,7 @@ impl TurnService {
             .await;
         Ok(PreparedSend {
             model: prepared.model,
-            plan: prepared.plan,
+            composed: prepared.composed,
         })
     }
 
@@ -264,8 +264,8 @@ impl TurnService {
             ctx.settings.web_tools_enabled = false;
         }
         let (mcp_servers, mcp_configs) = self.discover_mcp(user_id, &ctx, &model).await;
-        let plan = plan_send(
-            &PlanInput {
+        let plan = compose_send(
+            &ComposeInput {
                 settings: &ctx.settings,
                 integrations: &ctx.integrations,
                 model: &model,
@@ -299,7 +299,7 @@ impl TurnService {
         });
         let (executors, workspace) = self.executors(user_id, &ctx, &plan, &mcp_configs, &state).await;
         let (tools, offered) = executors.attach(plan.tools.clone());
-        let plan = SendPlan {
+        let plan = ComposedSend {
             tools: offered,
             ..plan
         };
@@ -325,7 +325,7 @@ impl TurnService {
         };
         Prepared {
             model,
-            plan,
+            composed: plan,
             tools,
             history,
             state,
@@ -389,7 +389,7 @@ impl TurnService {
         &self,
         user_id: &str,
         ctx: &SendContext,
-        plan: &SendPlan,
+        plan: &ComposedSend,
         mcp_configs: &HashMap<String, McpServerConfig>,
         state: &Arc<TurnState>,
     ) -> (Executors, Option<Arc<WorkspaceSession>>) {

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use promptgate_core::plan::SendPlan;
+use promptgate_core::plan::ComposedSend;
 use promptgate_core::tools::names;
 use promptgate_core::tools::{ToolError, ToolExecutor, ToolOutput};
 use promptgate_store::{SendContext, Store};
@@ -44,7 +44,7 @@ pub(super) fn register(
     store: &Store,
     user_id: &str,
     ctx: &SendContext,
-    plan: &SendPlan,
+    plan: &ComposedSend,
     limits: &WorkspaceLimits,
 ) -> Option<Arc<WorkspaceSession>> {
     if !plan

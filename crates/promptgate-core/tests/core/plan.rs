@@ -1,7 +1,7 @@
-//! `plan_send`: the toolset and prompt one send gets, as the preview and the turn both use it.
+//! `compose_send`: the toolset and prompt one send gets, as the preview and the turn both use it.
 
 use chrono::{TimeZone, Utc};
-use promptgate_core::plan::{PlanInput, UpstreamIdentity, plan_send};
+use promptgate_core::plan::{ComposeInput, UpstreamIdentity, compose_send};
 use promptgate_core::prompt::HarnessKind;
 use promptgate_core::settings::{
     Engine, IntegrationStatus, Model, ModelProfile, Project, Skill, UserSettings,
@@ -69,8 +69,8 @@ impl Fixture {
         }
     }
 
-    fn input<'a>(&'a self, last_user_text: &'a str, siblings: u32) -> PlanInput<'a> {
-        PlanInput {
+    fn input<'a>(&'a self, last_user_text: &'a str, siblings: u32) -> ComposeInput<'a> {
+        ComposeInput {
             settings: &self.settings,
             integrations: &self.integrations,
             model: &self.model,
@@ -94,7 +94,7 @@ impl Fixture {
     }
 }
 
-fn names(plan: &promptgate_core::plan::SendPlan) -> Vec<&str> {
+fn names(plan: &promptgate_core::plan::ComposedSend) -> Vec<&str> {
     plan.tools.iter().map(|t| t.name.as_str()).collect()
 }
 
@@ -108,7 +108,7 @@ fn mcp_tools_join_after_built_ins_and_are_summarised_in_the_prompt() {
         server("s2", "Web", &["search"]),
     ];
     let now = Utc.with_ymd_and_hms(2026, 7, 10, 12, 0, 0).unwrap();
-    let plan = plan_send(&f.input("hi", 2), now);
+    let plan = compose_send(&f.input("hi", 2), now);
     assert_eq!(
         names(&plan),
         [
@@ -139,7 +139,7 @@ fn mcp_tools_join_after_built_ins_and_are_summarised_in_the_prompt() {
 fn a_model_without_tools_gets_none_and_no_mcp_summary() {
     let mut f = Fixture::new(model(0, Engine::Legacy));
     f.servers = vec![server("s1", "Tools", &["echo"])];
-    let plan = plan_send(&f.input("hi", 2), Utc::now());
+    let plan = compose_send(&f.input("hi", 2), Utc::now());
     assert!(plan.tools.is_empty());
     assert!(!plan.has_web_tools);
     assert!(!plan.parts.stable.contains("Connected MCP Servers"));
@@ -149,11 +149,11 @@ fn a_model_without_tools_gets_none_and_no_mcp_summary() {
 #[test]
 fn the_harness_engine_gets_identity_environment_and_date_and_a_clock_free_signature() {
     let f = Fixture::new(model(1, Engine::Harness));
-    let a = plan_send(
+    let a = compose_send(
         &f.input("hi", 0),
         Utc.with_ymd_and_hms(2026, 7, 10, 12, 0, 0).unwrap(),
     );
-    let b = plan_send(
+    let b = compose_send(
         &f.input("hi", 0),
         Utc.with_ymd_and_hms(2026, 7, 10, 12, 1, 0).unwrap(),
     );
@@ -176,9 +176,9 @@ fn the_harness_engine_gets_identity_environment_and_date_and_a_clock_free_signat
     // A native Anthropic provider is identified by model and key alone: a new base URL keeps it.
     let mut anthropic = f.input("hi", 0);
     anthropic.upstream.kind = HarnessKind::Anthropic;
-    let c = plan_send(&anthropic, Utc::now());
+    let c = compose_send(&anthropic, Utc::now());
     anthropic.upstream.base_url = "http://127.0.0.1:10/v1";
-    let d = plan_send(&anthropic, Utc::now());
+    let d = compose_send(&anthropic, Utc::now());
     assert!(
         c.harness_signature.starts_with("anthropic|"),
         "{}",
@@ -191,13 +191,13 @@ fn the_harness_engine_gets_identity_environment_and_date_and_a_clock_free_signat
     ios.client_env = "ios";
     ios.app_version = Some("2.0.1");
     assert!(
-        plan_send(&ios, Utc::now())
+        compose_send(&ios, Utc::now())
             .system
             .contains("Client environment: ios\nApp version: 2.0.1")
     );
     ios.client_env = "toaster";
     ios.app_version = Some("undefined");
-    let toaster = plan_send(&ios, Utc::now()).system;
+    let toaster = compose_send(&ios, Utc::now()).system;
     assert!(toaster.contains("Client environment: desktop\n") && !toaster.contains("App version"));
 }
 
@@ -205,7 +205,7 @@ fn the_harness_engine_gets_identity_environment_and_date_and_a_clock_free_signat
 fn a_harness_model_gets_the_workspace_tools_first_and_mcp_cannot_shadow_them() {
     let mut f = Fixture::new(model(1, Engine::Harness));
     f.servers = vec![server("s1", "Shell", &["bash", "lint"])];
-    let plan = plan_send(&f.input("hi", 0), Utc::now());
+    let plan = compose_send(&f.input("hi", 0), Utc::now());
     let names = names(&plan);
     assert_eq!(names[..4], ["read", "write", "edit", "bash"]);
     assert_eq!(names[4], "render_html", "the app's tools follow");
@@ -224,14 +224,14 @@ fn a_harness_model_gets_the_workspace_tools_first_and_mcp_cannot_shadow_them() {
     );
 
     // The legacy engine has no workspace, and a harness model without tools gets no tools at all.
-    let legacy = plan_send(&Fixture::new(model(1, Engine::Legacy)).input("hi", 0), Utc::now());
+    let legacy = compose_send(&Fixture::new(model(1, Engine::Legacy)).input("hi", 0), Utc::now());
     assert!(
         !legacy
             .tools
             .iter()
             .any(|t| promptgate_core::tools::names::WORKSPACE.contains(&t.name.as_str()))
     );
-    let toolless = plan_send(
+    let toolless = compose_send(
         &Fixture::new(model(0, Engine::Harness)).input("hi", 0),
         Utc::now(),
     );
@@ -251,12 +251,12 @@ fn slash_tokens_pick_skill_notes_and_the_web_intent() {
         enabled: true,
         renders_widgets: false,
     }];
-    let plan = plan_send(&f.input("please /research tides", 0), Utc::now());
+    let plan = compose_send(&f.input("please /research tides", 0), Utc::now());
     assert_eq!(plan.notes.len(), 2);
     assert_eq!(plan.notes[1], "Use many sources.");
     assert_eq!(plan.skill_instructions, ["Use many sources."]);
     assert_eq!(plan.web_intent, promptgate_core::budget::WebIntent::Research);
-    let plan = plan_send(&f.input("please research tides", 0), Utc::now());
+    let plan = compose_send(&f.input("please research tides", 0), Utc::now());
     assert_eq!(plan.notes.len(), 1);
     assert_eq!(plan.web_intent, promptgate_core::budget::WebIntent::Auto);
 }

@@ -64,7 +64,7 @@ async fn preview(
             query.message.as_deref(),
         )
         .await?;
-    let plan = prepared.plan;
+    let plan = prepared.composed;
     Ok(Json(PromptPreview {
         model: prepared.model.id,
         stable: plan.parts.stable,

@@ -61,12 +61,7 @@ async fn text_turn(backend: Backend) {
     assert_eq!(stored[1]["status"], "complete");
     assert_eq!(stored[1]["metadata"]["modelId"], "scripted");
     assert_eq!(stored[1]["id"], start["messageId"]);
-    let answer: String = stored[1]["parts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|p| p["text"].as_str())
-        .collect();
+    let answer = common::stored_text(&stored[1]);
     assert_eq!(answer, "Hello Ada");
     let (_, thread) = gw.get("/v1/threads/chat-1").await;
     assert_eq!(
@@ -143,12 +138,7 @@ async fn stop_mid_answer_saves_the_partial_answer_as_stopped() {
 
     let stored = gw.stored_messages("s", 2).await;
     assert_eq!(stored[1]["status"], "stopped");
-    let partial: String = stored[1]["parts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|p| p["text"].as_str())
-        .collect();
+    let partial = common::stored_text(&stored[1]);
     assert!(partial.starts_with("w0 w1 w2"), "{partial}");
     assert!(!partial.contains("w199"), "the answer was cut short");
     let (_, again) = gw.post("/v1/chat/s/stop", json!({})).await;
@@ -326,12 +316,7 @@ async fn a_client_disconnect_stops_the_turn_and_keeps_the_partial_answer() {
     drop(body);
     let stored = gw.stored_messages("gone", 2).await;
     assert_eq!(stored[1]["status"], "stopped");
-    let partial: String = stored[1]["parts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|p| p["text"].as_str())
-        .collect();
+    let partial = common::stored_text(&stored[1]);
     assert!(partial.starts_with("p0 p1"), "{partial}");
     assert!(!partial.contains("p199"));
     // The thread is free again for the next send.
@@ -640,10 +625,7 @@ async fn a_retry_on_the_thread_route_answers_the_stored_prompt_without_storing_i
     assert_eq!(roles, ["user", "assistant", "assistant"]);
     let now = gw.stored_messages("rq", 2).await;
     assert_eq!(now.as_array().unwrap().len(), 2);
-    assert_eq!(
-        now[1]["parts"][now[1]["parts"].as_array().unwrap().len() - 1]["text"],
-        "Low tide is at 6:10."
-    );
+    assert_eq!(common::stored_text(&now[1]), "Low tide is at 6:10.");
 }
 
 #[tokio::test]

@@ -193,6 +193,16 @@ impl Gateway {
 }
 
 /// Asserts the error envelope and returns its code.
+/// The text of a stored (or UI) message: its text parts joined, other parts left out.
+pub fn stored_text(message: &Value) -> String {
+    message["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["text"].as_str())
+        .collect()
+}
+
 pub fn error_code(body: &Value) -> &str {
     let message = body["error"]["message"].as_str().unwrap_or_default();
     assert!(!message.is_empty(), "error without a message: {body}");
@@ -469,12 +479,7 @@ pub async fn drop_then_resume(
         stored = reader.stored_messages(thread, 2).await;
     }
     assert_eq!(stored[1]["status"], "complete");
-    let answer: String = stored[1]["parts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|p| p["text"].as_str())
-        .collect();
+    let answer = stored_text(&stored[1]);
     assert_eq!(answer, words("c"));
     assert_eq!(upstream.calls(), 1);
 }

@@ -226,12 +226,7 @@ async fn resume_with_the_ai_sdk(backend: Backend, on_another_instance: bool) {
     assert_eq!(chunks.first(), Some(&"start"), "{chunks:?}");
     assert_eq!(chunks.last(), Some(&"finish"), "{chunks:?}");
     let message = &result["message"];
-    let text: String = message["parts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|p| p["text"].as_str())
-        .collect();
+    let text = common::stored_text(message);
     assert_eq!(text, expected, "the resumed message is the whole answer");
 
     // The turn outlived the dropped connection and was stored whole.

@@ -18,12 +18,7 @@ fn texts(messages: &Value) -> Vec<(String, String)> {
         .unwrap()
         .iter()
         .map(|m| {
-            let text: String = m["parts"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter_map(|p| p["text"].as_str())
-                .collect();
+            let text = common::stored_text(m);
             (m["role"].as_str().unwrap().to_owned(), text)
         })
         .collect()

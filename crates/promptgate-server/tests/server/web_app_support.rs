@@ -19,12 +19,7 @@ fn texts(messages: &Value) -> Vec<String> {
         .unwrap()
         .iter()
         .map(|m| {
-            let text: String = m["parts"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter_map(|p| p["text"].as_str())
-                .collect();
+            let text = common::stored_text(m);
             format!("{}: {text}", m["role"].as_str().unwrap())
         })
         .collect()

@@ -171,12 +171,7 @@ async fn a_cited_web_turn_numbers_charges_and_cleans() {
     assert_eq!(indexes, [(1, tides.as_str()), (2, harbour.as_str())]);
     assert_eq!(sources[0]["toolName"], "search");
     assert_eq!(sources[0]["siteName"], "Coastal Notes", "enriched by the fetch");
-    let stored_text: String = stored[1]["parts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|p| p["text"].as_str())
-        .collect();
+    let stored_text = common::stored_text(&stored[1]);
     assert_eq!(stored_text, answer);
     let first_turn = turn_id(&sse);
 

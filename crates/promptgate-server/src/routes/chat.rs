@@ -20,7 +20,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::validate::client_id;
+use super::validate::{bounded_text, client_id, required_text};
 use crate::auth::CurrentUser;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
@@ -255,38 +255,25 @@ fn client_notes(voice_mode: bool, asks: Vec<AskResponseBody>) -> Result<ClientNo
             asks.len()
         )));
     }
-    let too_long = |what: &str, text: &str| {
-        (text.chars().count() > MAX_ASK_TEXT).then(|| {
-            ApiError::invalid(format!(
-                "ask_responses: a {what} is longer than {MAX_ASK_TEXT} characters"
-            ))
-        })
-    };
     let mut ask_responses = Vec::with_capacity(asks.len());
-    for ask in asks {
-        if ask.prompt.trim().is_empty() {
-            return Err(ApiError::invalid("ask_responses: every entry needs a prompt"));
-        }
-        if let Some(err) = too_long("prompt", &ask.prompt) {
-            return Err(err);
-        }
+    for (n, ask) in asks.into_iter().enumerate() {
+        let field = format!("ask_responses[{n}]");
+        required_text(&format!("{field}.prompt"), &ask.prompt, MAX_ASK_TEXT)?;
         let answer = match (ask.chosen, ask.answer) {
             (Some(chosen), None) => {
-                if let Some(err) = chosen.iter().find_map(|c| too_long("choice", c)) {
-                    return Err(err);
+                for choice in &chosen {
+                    bounded_text(&format!("{field}.chosen"), choice, MAX_ASK_TEXT)?;
                 }
                 AskAnswer::Chose(chosen)
             }
             (None, Some(text)) => {
-                if let Some(err) = too_long("answer", &text) {
-                    return Err(err);
-                }
+                bounded_text(&format!("{field}.answer"), &text, MAX_ASK_TEXT)?;
                 AskAnswer::Answered(text)
             }
             _ => {
-                return Err(ApiError::invalid(
-                    "ask_responses: each entry has either chosen (the options picked) or answer (free text)",
-                ));
+                return Err(ApiError::invalid(format!(
+                    "{field} has either chosen (the options picked) or answer (free text)"
+                )));
             }
         };
         ask_responses.push(AskResponse {

@@ -26,24 +26,25 @@ pub enum FileText {
 
 /// The text a model sees for an attached file, or [`FileText::Label`] when there is none to give.
 pub fn file_text(name: &str, media_type: &str, url: &str) -> FileText {
-    let pdf = is_pdf(name, media_type);
-    if !pdf && !is_text_file(name, media_type) {
+    let Some(kind) = readable(name, media_type) else {
         return FileText::Label;
-    }
+    };
     let Some(bytes) = data_url_bytes(url) else {
         return FileText::Label;
     };
-    if pdf {
-        return match pdf_text(&bytes) {
-            Ok(text) => FileText::Text(framed(name, media_type, &text)),
-            Err(why) => FileText::Text(unreadable(name, media_type, why)),
-        };
-    }
-    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
-    let Ok(text) = std::str::from_utf8(bytes) else {
-        return FileText::Text(unreadable(name, media_type, "its content is not UTF-8 text"));
+    let text = match kind {
+        Readable::Pdf => pdf_text(&bytes),
+        Readable::Text => {
+            let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
+            std::str::from_utf8(bytes)
+                .map(str::to_owned)
+                .map_err(|_| "its content is not UTF-8 text")
+        }
     };
-    FileText::Text(framed(name, media_type, text))
+    FileText::Text(match text {
+        Ok(text) => framed(name, media_type, &text),
+        Err(why) => unreadable(name, media_type, why),
+    })
 }
 
 /// The prompt tells the model to say when an attachment is unreadable; it needs to know which and why.
@@ -93,18 +94,15 @@ fn framed(name: &str, media_type: &str, text: &str) -> String {
     out
 }
 
-fn is_pdf(name: &str, media_type: &str) -> bool {
-    let essence = media_type.split(';').next().unwrap_or_default().trim();
-    essence.eq_ignore_ascii_case("application/pdf")
-        || matches!(essence, "" | "application/octet-stream")
-            && name
-                .rsplit_once('.')
-                .is_some_and(|(_, ext)| ext.eq_ignore_ascii_case("pdf"))
+/// The files whose text a model can be given.
+enum Readable {
+    Text,
+    Pdf,
 }
 
-/// Text, Markdown, CSV and JSON by media type; by the name's extension when the client sent a
+/// Text, Markdown, CSV, JSON and PDF by media type; by the name's extension when the client sent a
 /// generic type (browsers give `.md` files no type, or `application/octet-stream`).
-fn is_text_file(name: &str, media_type: &str) -> bool {
+fn readable(name: &str, media_type: &str) -> Option<Readable> {
     let essence = media_type
         .split(';')
         .next()
@@ -112,15 +110,18 @@ fn is_text_file(name: &str, media_type: &str) -> bool {
         .trim()
         .to_ascii_lowercase();
     match essence.as_str() {
-        "application/json" | "application/x-ndjson" => true,
+        "application/pdf" => Some(Readable::Pdf),
+        "application/json" | "application/x-ndjson" => Some(Readable::Text),
         "" | "application/octet-stream" => {
             let extension = name.rsplit_once('.').map(|(_, ext)| ext.to_ascii_lowercase());
-            matches!(
-                extension.as_deref(),
-                Some("txt" | "text" | "md" | "markdown" | "csv" | "tsv" | "json" | "jsonl")
-            )
+            match extension.as_deref()? {
+                "pdf" => Some(Readable::Pdf),
+                "txt" | "text" | "md" | "markdown" | "csv" | "tsv" | "json" | "jsonl" => Some(Readable::Text),
+                _ => None,
+            }
         }
-        other => other.starts_with("text/") && other != "text/html" || other.ends_with("+json"),
+        other => (other.starts_with("text/") && other != "text/html" || other.ends_with("+json"))
+            .then_some(Readable::Text),
     }
 }
 

@@ -14,6 +14,7 @@ pub mod deploy;
 pub mod error;
 pub mod eval;
 pub mod extract;
+pub mod facade;
 pub mod listen;
 pub mod nul;
 pub mod observe;

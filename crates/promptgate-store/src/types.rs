@@ -1,15 +1,14 @@
-//! The store's API types. They double as the REST bodies (snake_case JSON), so `Option` fields are
-//! skipped when absent and input types default what a client may leave out.
+//! The store's API types: the rows it returns and the inputs it takes. The HTTP bodies are the
+//! server's own types, converted from and to these, so the JSON contract is not decided here.
 
 use std::collections::BTreeMap;
 use std::fmt;
 
 use promptgate_core::settings::{IntegrationStatus, Model, Project, Skill, UserSettings};
-use schemars::JsonSchema;
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct User {
     pub id: String,
     pub name: String,
@@ -24,59 +23,38 @@ pub struct UserTokens {
     pub tokens: i64,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewProject {
     pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Thread {
     pub id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub project_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
     pub created_at: i64,
     /// Bumped by renames, moves and every appended message; threads are listed by it, newest first.
     pub updated_at: i64,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(default, deny_unknown_fields)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NewThread {
     /// Client-chosen id (`[A-Za-z0-9_-]{1,128}`); a UUID v7 is generated when absent.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub project_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
 }
 
 /// A partial thread update: an absent field is left alone, `null` clears it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(default, deny_unknown_fields)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ThreadUpdate {
-    #[serde(deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     pub title: Option<Option<String>>,
-    #[serde(deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     pub project_id: Option<Option<String>>,
 }
 
-/// Distinguishes an explicit `null` (Some(None)) from an absent field (None, via `default`).
-fn present<'de, D, T>(de: D) -> Result<Option<Option<T>>, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    Option::<T>::deserialize(de).map(Some)
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Role {
     User,
     Assistant,
@@ -85,8 +63,7 @@ pub enum Role {
 /// Where an assistant message stands; absent for user messages. `streaming`: its turn is still
 /// running and the parts are its last checkpoint. `interrupted`: the process running the turn
 /// ended before the turn did; the parts are its last checkpoint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum MessageStatus {
     Streaming,
     Complete,
@@ -95,7 +72,7 @@ pub enum MessageStatus {
     Interrupted,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Message {
     pub id: String,
     pub thread_id: String,
@@ -104,7 +81,6 @@ pub struct Message {
     pub parts: Value,
     /// Message metadata (a JSON object), e.g. the turn's sources.
     pub metadata: Value,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<MessageStatus>,
     pub created_at: i64,
     /// Position in the thread, starting at 1.
@@ -148,55 +124,39 @@ pub fn current_conversation(messages: Vec<Message>) -> Vec<Message> {
     current
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct NewMessage {
     /// Client-chosen id (`[A-Za-z0-9_-]{1,128}`); a UUID v7 is generated when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     pub thread_id: String,
     pub role: Role,
     pub parts: Value,
-    #[serde(default = "empty_object")]
     pub metadata: Value,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<MessageStatus>,
 }
 
-fn empty_object() -> Value {
-    Value::Object(serde_json::Map::new())
-}
-
 /// One message that matched a project chat search.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChatHit {
     pub thread_id: String,
     /// About 200 characters of the message text around the first matching word.
     pub excerpt: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewSkill {
     /// `[A-Za-z0-9_-]{1,64}`, unique per user.
     pub slug: String,
     pub name: String,
-    #[serde(default)]
     pub description: String,
     pub instructions: String,
-    #[serde(default = "yes")]
     pub enabled: bool,
-    #[serde(default)]
     pub renders_widgets: bool,
-}
-
-fn yes() -> bool {
-    true
 }
 
 /// An MCP server as the API shows it: the secret header values and the bearer token never leave the
 /// store through this type, only whether they are set.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct McpServer {
     pub id: String,
     pub name: String,
@@ -210,16 +170,12 @@ pub struct McpServer {
 
 /// Create or replace an MCP server. An update replaces the secrets too: headers and token that are
 /// not sent again are removed.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct NewMcpServer {
     pub name: String,
     pub url: String,
-    #[serde(default = "yes")]
     pub enabled: bool,
-    #[serde(default)]
     pub headers: BTreeMap<String, String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bearer_token: Option<String>,
 }
 
@@ -251,7 +207,7 @@ impl fmt::Debug for McpSecrets {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Task {
     pub id: String,
     pub item: String,
@@ -259,7 +215,7 @@ pub struct Task {
     pub created_at: i64,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Artifact {
     pub id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -295,6 +251,10 @@ pub struct SendContext {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn empty_object() -> Value {
+        Value::Object(serde_json::Map::new())
+    }
 
     fn message(id: &str, role: Role) -> Message {
         Message {

@@ -6,7 +6,7 @@
 //! - [`message`]: folding chunks into the assistant message that gets stored.
 //! - [`history`]: stored or client-sent UI messages back into upstream chat messages.
 //! - [`engine`]: the loop itself ([`run_turn`]).
-//! - [`facade`]: the same turn seen as an OpenAI chat completion (request and response).
+//! - [`facade`]: an OpenAI chat-completions request's messages as the turn's history.
 //!
 //! # Running a turn
 //!
@@ -17,8 +17,8 @@
 //!    [`AnswerRecorder`] where the answer should be kept. An automatic retry of the same turn passes
 //!    the same [`RequestBudget`] and [`ToolCache`] so the retry cannot start over.
 //! 3. [`run_turn`] returns the events and the outcome. Write each [`TurnEvent`] with
-//!    [`TurnEvent::to_sse`] (or feed it to [`CompletionChunks`] / [`CompletionResponse`]) and end
-//!    with [`SSE_DONE`]. Dropping the event stream stops the turn.
+//!    [`TurnEvent::to_sse`] (the server encodes them as an OpenAI completion for the facade) and
+//!    end with [`SSE_DONE`]. Dropping the event stream stops the turn.
 //! 4. Await the outcome, which arrives however the turn ended, with its `parts` and
 //!    [`TurnOutcome::stored_metadata`].
 
@@ -37,7 +37,7 @@ pub use engine::{
     SourceRef, StepPolicy, ToolCache, TurnHooks, TurnLimits, TurnOutcome, TurnPlan, TurnRun, TurnStatus,
     TurnStream, run_turn,
 };
-pub use facade::{CompletionChunks, CompletionIdentity, CompletionResponse, FacadeHistory, facade_history};
+pub use facade::{FacadeHistory, facade_history};
 pub use history::{HistoryOptions, last_user_text, to_model_messages};
 pub use message::UiMessageBuilder;
 pub use ui::{SSE_DONE, TurnEvent, UiChunk, UiFinishReason};

@@ -9,7 +9,7 @@ use anyhow::Context;
 use futures::StreamExt;
 use promptgate_core::settings::UserSettings;
 use promptgate_service::{SendInput, SendRequest};
-use promptgate_store::{NewSkill, Store};
+use promptgate_store::Store;
 use promptgate_turn::{TurnEvent, UiChunk};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 pub use scoring::{Criteria, Observed, score};
 
 use crate::config::Config;
+use crate::routes::library::NewSkill;
 
 /// Bounds on what a scenario file may ask for.
 const MAX_SCENARIOS: usize = 200;
@@ -143,7 +144,7 @@ async fn prepare_user(store: &Store, user: &str, scenario: &Scenario) -> anyhow:
         store.put_settings(user, &settings).await?;
     }
     for skill in &scenario.skills {
-        store.create_skill(user, skill).await?;
+        store.create_skill(user, &skill.clone().into()).await?;
     }
     Ok(())
 }

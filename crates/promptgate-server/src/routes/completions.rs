@@ -12,9 +12,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use promptgate_service::{CompletionRequest, SendHandle};
-use promptgate_turn::{
-    CompletionChunks, CompletionIdentity, CompletionResponse, SSE_DONE, TurnEvent, facade_history,
-};
+use promptgate_turn::{SSE_DONE, TurnEvent, facade_history};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -22,6 +20,7 @@ use serde_json::{Map, Value};
 use crate::auth::CurrentUser;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
+use crate::facade::{CompletionChunks, CompletionIdentity, CompletionResponse};
 use crate::state::AppState;
 
 pub fn routes() -> ApiRouter<AppState> {

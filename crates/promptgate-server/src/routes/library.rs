@@ -4,8 +4,11 @@ use aide::axum::ApiRouter;
 use aide::axum::routing::get_with;
 use axum::Json;
 use axum::extract::{Path, State};
+use std::collections::BTreeMap;
+
 use promptgate_core::settings::{Project, Skill};
-use promptgate_store::{McpServer, NewMcpServer, NewProject, NewSkill};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use super::validate::{bounded_text, optional_text, required_text};
 use crate::api_doc::{Created, NoContent};
@@ -63,6 +66,114 @@ pub fn routes() -> ApiRouter<AppState> {
         )
 }
 
+// The bodies below are the HTTP contract; the store has its own rows, converted at the handlers.
+// Request bodies are `Serialize` too: that is how the schema learns their defaults.
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewProject {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+}
+
+impl From<NewProject> for promptgate_store::NewProject {
+    fn from(body: NewProject) -> Self {
+        Self {
+            name: body.name,
+            instructions: body.instructions,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewSkill {
+    /// `[A-Za-z0-9_-]{1,64}`, unique per user.
+    pub slug: String,
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    pub instructions: String,
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    #[serde(default)]
+    pub renders_widgets: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl From<NewSkill> for promptgate_store::NewSkill {
+    fn from(body: NewSkill) -> Self {
+        Self {
+            slug: body.slug,
+            name: body.name,
+            description: body.description,
+            instructions: body.instructions,
+            enabled: body.enabled,
+            renders_widgets: body.renders_widgets,
+        }
+    }
+}
+
+/// An MCP server as the API shows it: the secret header values and the bearer token never leave the
+/// store through this type, only whether they are set.
+#[derive(Serialize, Deserialize, JsonSchema)]
+pub struct McpServer {
+    pub id: String,
+    pub name: String,
+    pub url: String,
+    pub enabled: bool,
+    /// Names of the configured secret headers, sorted.
+    pub header_names: Vec<String>,
+    pub has_bearer_token: bool,
+    pub created_at: i64,
+}
+
+impl From<promptgate_store::McpServer> for McpServer {
+    fn from(row: promptgate_store::McpServer) -> Self {
+        Self {
+            id: row.id,
+            name: row.name,
+            url: row.url,
+            enabled: row.enabled,
+            header_names: row.header_names,
+            has_bearer_token: row.has_bearer_token,
+            created_at: row.created_at,
+        }
+    }
+}
+
+/// Create or replace an MCP server. An update replaces the secrets too: headers and token that are
+/// not sent again are removed.
+// Not `Debug`: it carries the secrets.
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewMcpServer {
+    pub name: String,
+    pub url: String,
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bearer_token: Option<String>,
+}
+
+impl From<NewMcpServer> for promptgate_store::NewMcpServer {
+    fn from(body: NewMcpServer) -> Self {
+        Self {
+            name: body.name,
+            url: body.url,
+            enabled: body.enabled,
+            headers: body.headers,
+            bearer_token: body.bearer_token,
+        }
+    }
+}
+
 fn check_project(p: &NewProject) -> Result<(), ApiError> {
     required_text("name", &p.name, 200)?;
     optional_text("instructions", p.instructions.as_deref(), 20_000)
@@ -78,7 +189,9 @@ async fn create_project(
     ApiJson(body): ApiJson<NewProject>,
 ) -> ApiResult<Created<Json<Project>>> {
     check_project(&body)?;
-    Ok(Created(Json(state.store.create_project(&user.id, &body).await?)))
+    Ok(Created(Json(
+        state.store.create_project(&user.id, &body.into()).await?,
+    )))
 }
 
 async fn get_project(
@@ -103,7 +216,7 @@ async fn update_project(
     check_project(&body)?;
     let project = state
         .store
-        .update_project(&user.id, &id, &body)
+        .update_project(&user.id, &id, &body.into())
         .await
         .map_err(|e| ApiError::from_store(e, "project", &id))?;
     Ok(Json(project))
@@ -148,7 +261,9 @@ async fn create_skill(
     ApiJson(body): ApiJson<NewSkill>,
 ) -> ApiResult<Created<Json<Skill>>> {
     check_skill(&body)?;
-    Ok(Created(Json(state.store.create_skill(&user.id, &body).await?)))
+    Ok(Created(Json(
+        state.store.create_skill(&user.id, &body.into()).await?,
+    )))
 }
 
 async fn get_skill(
@@ -173,7 +288,7 @@ async fn update_skill(
     check_skill(&body)?;
     let skill = state
         .store
-        .update_skill(&user.id, &id, &body)
+        .update_skill(&user.id, &id, &body.into())
         .await
         .map_err(|e| ApiError::from_store(e, "skill", &id))?;
     Ok(Json(skill))
@@ -239,7 +354,8 @@ fn url_ok(url: &str) -> bool {
 }
 
 async fn list_mcp(State(state): State<AppState>, user: CurrentUser) -> ApiResult<Json<Vec<McpServer>>> {
-    Ok(Json(state.store.list_mcp_servers(&user.id).await?))
+    let servers = state.store.list_mcp_servers(&user.id).await?;
+    Ok(Json(servers.into_iter().map(McpServer::from).collect()))
 }
 
 async fn create_mcp(
@@ -249,9 +365,8 @@ async fn create_mcp(
 ) -> ApiResult<Created<Json<McpServer>>> {
     check_mcp(&body)?;
     super::mcp::check_destination(&state, &body.url).await?;
-    Ok(Created(Json(
-        state.store.create_mcp_server(&user.id, &body).await?,
-    )))
+    let server = state.store.create_mcp_server(&user.id, &body.into()).await?;
+    Ok(Created(Json(server.into())))
 }
 
 async fn get_mcp(
@@ -263,7 +378,7 @@ async fn get_mcp(
         .store
         .get_mcp_server(&user.id, &id)
         .await?
-        .map(Json)
+        .map(|server| Json(server.into()))
         .ok_or_else(|| ApiError::not_found("MCP server", &id))
 }
 
@@ -277,10 +392,10 @@ async fn update_mcp(
     super::mcp::check_destination(&state, &body.url).await?;
     let server = state
         .store
-        .update_mcp_server(&user.id, &id, &body)
+        .update_mcp_server(&user.id, &id, &body.into())
         .await
         .map_err(|e| ApiError::from_store(e, "MCP server", &id))?;
-    Ok(Json(server))
+    Ok(Json(server.into()))
 }
 
 async fn delete_mcp(

@@ -4,9 +4,10 @@ use aide::axum::ApiRouter;
 use aide::axum::routing::get_with;
 use axum::Json;
 use axum::extract::{Path, State};
-use promptgate_store::{Message, NewThread, Thread, ThreadUpdate, current_conversation};
+use promptgate_store::current_conversation;
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
 
 use super::validate::{client_id, optional_text};
 use crate::api_doc::{Created, NoContent};
@@ -39,6 +40,144 @@ pub fn routes() -> ApiRouter<AppState> {
         )
 }
 
+// The bodies below are the HTTP contract; the store has its own rows, converted at the handlers.
+// Request bodies are `Serialize` too: that is how the schema learns their defaults.
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+pub struct Thread {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    pub created_at: i64,
+    /// Bumped by renames, moves and every appended message; threads are listed by it, newest first.
+    pub updated_at: i64,
+}
+
+impl From<promptgate_store::Thread> for Thread {
+    fn from(row: promptgate_store::Thread) -> Self {
+        Self {
+            id: row.id,
+            project_id: row.project_id,
+            title: row.title,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+        }
+    }
+}
+
+#[derive(Default, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct NewThread {
+    /// Client-chosen id (`[A-Za-z0-9_-]{1,128}`); a UUID v7 is generated when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub project_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+}
+
+impl From<NewThread> for promptgate_store::NewThread {
+    fn from(body: NewThread) -> Self {
+        Self {
+            id: body.id,
+            project_id: body.project_id,
+            title: body.title,
+        }
+    }
+}
+
+/// A partial thread update: an absent field is left alone, `null` clears it.
+#[derive(Default, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct ThreadUpdate {
+    #[serde(deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub title: Option<Option<String>>,
+    #[serde(deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub project_id: Option<Option<String>>,
+}
+
+/// Distinguishes an explicit `null` (Some(None)) from an absent field (None, via `default`).
+fn present<'de, D, T>(de: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(de).map(Some)
+}
+
+impl From<ThreadUpdate> for promptgate_store::ThreadUpdate {
+    fn from(body: ThreadUpdate) -> Self {
+        Self {
+            title: body.title,
+            project_id: body.project_id,
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+/// Where an assistant message stands; absent for user messages. `streaming`: its turn is still
+/// running and the parts are its last checkpoint. `interrupted`: the process running the turn
+/// ended before the turn did; the parts are its last checkpoint.
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageStatus {
+    Streaming,
+    Complete,
+    Stopped,
+    Error,
+    Interrupted,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+pub struct Message {
+    pub id: String,
+    pub thread_id: String,
+    pub role: Role,
+    /// UI message parts (a JSON array).
+    pub parts: Value,
+    /// Message metadata (a JSON object), e.g. the turn's sources.
+    pub metadata: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<MessageStatus>,
+    pub created_at: i64,
+    /// Position in the thread, starting at 1.
+    pub seq: i64,
+}
+
+impl From<promptgate_store::Message> for Message {
+    fn from(row: promptgate_store::Message) -> Self {
+        use promptgate_store::{MessageStatus as Status, Role as RowRole};
+        Self {
+            id: row.id,
+            thread_id: row.thread_id,
+            role: match row.role {
+                RowRole::User => Role::User,
+                RowRole::Assistant => Role::Assistant,
+            },
+            parts: row.parts,
+            metadata: row.metadata,
+            status: row.status.map(|status| match status {
+                Status::Streaming => MessageStatus::Streaming,
+                Status::Complete => MessageStatus::Complete,
+                Status::Stopped => MessageStatus::Stopped,
+                Status::Error => MessageStatus::Error,
+                Status::Interrupted => MessageStatus::Interrupted,
+            }),
+            created_at: row.created_at,
+            seq: row.seq,
+        }
+    }
+}
+
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ThreadFilter {
@@ -63,7 +202,7 @@ async fn list(
         .list_threads(&user.id, filter.project_id.as_deref())
         .await?;
     let Some(query) = filter.q.as_deref().map(str::trim).filter(|q| !q.is_empty()) else {
-        return Ok(Json(threads));
+        return Ok(Json(threads.into_iter().map(Thread::from).collect()));
     };
     optional_text("q", Some(query), 500)?;
     let ids: Vec<String> = threads.iter().map(|t| t.id.clone()).collect();
@@ -72,7 +211,7 @@ async fn list(
         .search_messages(&user.id, &ids, query, SEARCH_HITS)
         .await?;
     let words: Vec<String> = query.split_whitespace().map(str::to_lowercase).collect();
-    let title_matches = |t: &Thread| {
+    let title_matches = |t: &promptgate_store::Thread| {
         let title = t.title.as_deref().unwrap_or_default().to_lowercase();
         words.iter().all(|w| title.contains(w.as_str()))
     };
@@ -80,6 +219,7 @@ async fn list(
         threads
             .into_iter()
             .filter(|t| title_matches(t) || hits.iter().any(|h| h.thread_id == t.id))
+            .map(Thread::from)
             .collect(),
     ))
 }
@@ -98,7 +238,8 @@ async fn create(
     {
         return Err(ApiError::not_found("project", project));
     }
-    Ok(Created(Json(state.store.create_thread(&user.id, &body).await?)))
+    let thread = state.store.create_thread(&user.id, &body.into()).await?;
+    Ok(Created(Json(thread.into())))
 }
 
 async fn get_one(
@@ -110,7 +251,7 @@ async fn get_one(
         .store
         .get_thread(&user.id, &id)
         .await?
-        .map(Json)
+        .map(|thread| Json(thread.into()))
         .ok_or_else(|| ApiError::not_found("thread", &id))
 }
 
@@ -130,10 +271,10 @@ async fn update(
     }
     let thread = state
         .store
-        .update_thread(&user.id, &id, &body)
+        .update_thread(&user.id, &id, &body.into())
         .await
         .map_err(|e| ApiError::from_store(e, "thread", &id))?;
-    Ok(Json(thread))
+    Ok(Json(thread.into()))
 }
 
 async fn delete(
@@ -168,9 +309,10 @@ async fn messages(
         .list_messages(&user.id, &id)
         .await
         .map_err(|e| ApiError::from_store(e, "thread", &id))?;
-    Ok(Json(if filter.replaced {
+    let messages = if filter.replaced {
         messages
     } else {
         current_conversation(messages)
-    }))
+    };
+    Ok(Json(messages.into_iter().map(Message::from).collect()))
 }

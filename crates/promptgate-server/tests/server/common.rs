@@ -255,36 +255,57 @@ impl Sse {
 }
 
 pub fn parse_sse(status: StatusCode, headers: reqwest::header::HeaderMap, body: &str) -> Sse {
-    let mut events = Vec::new();
-    let mut done = false;
-    let mut comments = 0;
+    let frames = sse_frames(body);
+    let events = frames
+        .data
+        .iter()
+        .map(|data| {
+            assert!(
+                !data.contains(":null"),
+                "null is not absent for the AI SDK: {data}"
+            );
+            serde_json::from_str(data).unwrap_or_else(|e| panic!("bad JSON {data}: {e}"))
+        })
+        .collect();
+    Sse {
+        status,
+        headers,
+        events,
+        done: frames.done,
+        comments: frames.comments,
+    }
+}
+
+/// An SSE body split into frames: the `data:` payloads before `[DONE]`, whether `[DONE]` came, and
+/// how many comment frames there were.
+pub struct SseFrames<'a> {
+    pub data: Vec<&'a str>,
+    pub done: bool,
+    pub comments: usize,
+}
+
+pub fn sse_frames(body: &str) -> SseFrames<'_> {
+    let mut frames = SseFrames {
+        data: Vec::new(),
+        done: false,
+        comments: 0,
+    };
     for frame in body.split("\n\n").filter(|f| !f.trim().is_empty()) {
         if frame.starts_with(':') {
-            comments += 1;
+            frames.comments += 1;
             continue;
         }
         let data = frame
             .strip_prefix("data: ")
             .unwrap_or_else(|| panic!("not a data frame: {frame:?}"));
-        assert!(!done, "nothing may follow [DONE]: {frame}");
+        assert!(!frames.done, "nothing may follow [DONE]: {frame}");
         if data == "[DONE]" {
-            done = true;
+            frames.done = true;
         } else {
-            let value: Value = serde_json::from_str(data).unwrap_or_else(|e| panic!("bad JSON {data}: {e}"));
-            assert!(
-                !data.contains(":null"),
-                "null is not absent for the AI SDK: {data}"
-            );
-            events.push(value);
+            frames.data.push(data);
         }
     }
-    Sse {
-        status,
-        headers,
-        events,
-        done,
-        comments,
-    }
+    frames
 }
 
 impl Gateway {

@@ -7,6 +7,7 @@ mod binary_cli;
 mod browser_app;
 mod chat_stream;
 mod common;
+mod completions;
 mod eval_cli;
 mod exposure;
 mod harness_thread;

@@ -114,6 +114,17 @@ async fn projects_threads_and_messages() {
         .await;
     assert_eq!(status, StatusCode::OK, "{renamed}");
     assert_eq!(renamed["title"], "Tulips");
+    assert_eq!(
+        renamed["project_id"],
+        pid.as_str(),
+        "an absent field is left alone"
+    );
+    let (status, moved) = gw
+        .put(&format!("/v1/threads/{tid}"), json!({"project_id": null}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{moved}");
+    assert_eq!(moved["title"], "Tulips");
+    assert!(moved.get("project_id").is_none(), "null clears it: {moved}");
 
     let (status, updated) = gw
         .put(

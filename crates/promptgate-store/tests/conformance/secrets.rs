@@ -80,7 +80,8 @@ conformance! {
         assert_eq!(listed, vec![created.clone()]);
         let fetched = store.get_mcp_server(&alice, &created.id).await.unwrap().unwrap();
         assert_eq!(fetched, created);
-        let shown = serde_json::to_string(&(listed, fetched)).unwrap();
+        // The rows the API is built from hold no secret in any form.
+        let shown = format!("{:?}", (listed, fetched));
         for secret in ["header-secret-1", "header-secret-2", "bearer-secret"] {
             assert!(!shown.contains(secret), "{secret} leaked: {shown}");
         }

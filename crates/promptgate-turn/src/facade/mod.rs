@@ -1,10 +1,7 @@
-//! The turn seen through `POST /v1/chat/completions`.
-//!
-//! - [`request`]: the OpenAI request's messages → the turn's history.
-//! - [`response`]: the turn's events → one clean completion, streamed or whole.
+//! The turn seen through `POST /v1/chat/completions`: the OpenAI request's messages → the turn's
+//! history ([`request`]). Encoding the turn's events as a completion is the server's, which speaks
+//! HTTP to the client.
 
 pub mod request;
-pub mod response;
 
 pub use request::{FacadeHistory, facade_history};
-pub use response::{CompletionChunks, CompletionIdentity, CompletionResponse};

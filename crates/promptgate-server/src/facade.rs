@@ -1,14 +1,15 @@
-//! The completion an OpenAI client receives for a turn.
+//! The OpenAI facade's response side: the completion a client of `POST /v1/chat/completions`
+//! receives for a turn, streamed or whole. (The request side, the client's messages → the turn's
+//! history, is the turn crate's `facade_history`.)
 //!
 //! Tools run inside the turn, so the client must never see a `tool_calls` delta or finish: it gets
 //! the assistant's text (each step's text separated by a blank line), reasoning as
 //! `reasoning_content`, exactly one finish reason and, when asked, the usage chunk.
 
+use promptgate_turn::TurnError;
+use promptgate_turn::ui::{TurnEvent, UiChunk, UiFinishReason};
 use serde::Serialize;
 use serde_json::{Value, json};
-
-use crate::TurnError;
-use crate::ui::{TurnEvent, UiChunk, UiFinishReason};
 
 /// What the completion says, independent of streaming or not.
 #[derive(Debug, Clone, PartialEq)]

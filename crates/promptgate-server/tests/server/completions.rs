@@ -1,0 +1,120 @@
+//! `POST /v1/chat/completions`, the OpenAI facade, against a scripted upstream on loopback: the turn
+//! runs its tools on the server and the client sees one clean completion. Each test names the
+//! scripts it queues.
+
+// Helpers in test files fail the test loudly; that is their job.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::common::{Backend, Gateway, single_user_gateway, sse_frames};
+
+use promptgate_llm::scripted::{
+    Script, content_chunk, finish_chunk, role_chunk, text, tool_call_chunk, tool_calls, usage_chunk,
+};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+/// A streamed completion: every `data:` object in order, and whether `[DONE]` closed it.
+struct Chunks {
+    chunks: Vec<Value>,
+    done: bool,
+}
+
+impl Chunks {
+    /// The `content` deltas joined, as a client assembles the answer.
+    fn content(&self) -> String {
+        self.chunks
+            .iter()
+            .filter_map(|chunk| chunk["choices"][0]["delta"]["content"].as_str())
+            .collect()
+    }
+}
+
+/// Asks for a streamed completion with usage and reads it to its end.
+async fn stream_completion(gw: &Gateway, question: &str) -> Chunks {
+    let body = json!({
+        "model": "scripted",
+        "messages": [{"role": "user", "content": question}],
+        "stream": true,
+        "stream_options": {"include_usage": true},
+    });
+    let res = gw
+        .http
+        .post(gw.url("/v1/chat/completions"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(res.headers()["content-type"], "text/event-stream");
+    let text = res.text().await.unwrap();
+    let frames = sse_frames(&text);
+    let chunks = frames
+        .data
+        .iter()
+        .map(|data| serde_json::from_str(data).unwrap_or_else(|e| panic!("bad JSON {data}: {e}")))
+        .collect();
+    Chunks {
+        chunks,
+        done: frames.done,
+    }
+}
+
+#[tokio::test]
+async fn a_tool_turn_reaches_an_openai_client_as_one_clean_completion() {
+    let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
+    // Two upstream calls: the tool step (usage 10 + 5), then the answer (usage 10 + 2 words).
+    upstream.push(tool_calls(&[("c1", "no_such_tool", &["{}"])]));
+    upstream.push(text(["All ", "good."]));
+
+    let out = stream_completion(&gw, "check something").await;
+    assert_eq!(upstream.calls(), 2, "the tool ran on the server");
+    assert!(out.done, "the stream ends with [DONE]");
+    assert_eq!(out.content(), "All good.");
+    assert_eq!(out.chunks[0]["choices"][0]["delta"]["role"], "assistant");
+    let reasons: Vec<_> = out
+        .chunks
+        .iter()
+        .filter_map(|chunk| chunk["choices"][0]["finish_reason"].as_str())
+        .collect();
+    assert_eq!(reasons, ["stop"], "the tool step's finish never leaks");
+    assert!(
+        out.chunks
+            .iter()
+            .all(|chunk| chunk["choices"][0]["delta"].get("tool_calls").is_none())
+    );
+    let last = out.chunks.last().unwrap();
+    assert_eq!(last["choices"], json!([]), "usage comes last, with no choices");
+    assert_eq!(last["usage"]["total_tokens"], 15 + 12, "usage of both steps");
+    let id = out.chunks[0]["id"].as_str().unwrap();
+    assert!(id.starts_with("chatcmpl-"), "{id}");
+    for chunk in &out.chunks {
+        assert_eq!(chunk["id"], id, "one identity for the whole completion");
+        assert_eq!(chunk["object"], "chat.completion.chunk");
+        assert_eq!(chunk["model"], "scripted");
+    }
+}
+
+#[tokio::test]
+async fn native_citation_markers_never_reach_an_openai_client() {
+    let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
+    // Preamble text with a marker, then a tool call; then an answer with another marker.
+    upstream.push(
+        Script::new()
+            .chunk(role_chunk())
+            .chunk(content_chunk("Checking 【1†notes】"))
+            .chunk(tool_call_chunk(Some(0), Some("c1"), Some("no_such_tool"), ""))
+            .chunk(tool_call_chunk(Some(0), None, None, "{}"))
+            .chunk(finish_chunk("tool_calls"))
+            .chunk(usage_chunk(10, 5))
+            .done(),
+    );
+    upstream.push(text(["Done 【2】."]));
+
+    let content = stream_completion(&gw, "look it up").await.content();
+    assert_eq!(upstream.calls(), 2);
+    assert!(!content.contains('【'), "{content}");
+    assert!(
+        content.starts_with("Checking") && content.ends_with("Done."),
+        "{content}"
+    );
+}

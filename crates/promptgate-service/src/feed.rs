@@ -26,7 +26,9 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use promptgate_turn::engine::TurnStream;
-use promptgate_turn::ui::{SSE_DONE, TurnEvent, UiChunk};
+use promptgate_turn::ui::{TurnEvent, UiChunk};
+
+use crate::sse::{KEEP_ALIVE_FRAME, SSE_DONE, sse_frame};
 
 /// The most frame bytes a running turn keeps for its readers (an answer of about a million words,
 /// or a few large tool results).
@@ -35,8 +37,6 @@ pub const MAX_FEED_BYTES: usize = 4 << 20;
 /// Sent to a follower that fell so far behind that the frames it still needed were dropped.
 pub const FELL_BEHIND_TEXT: &str =
     "This stream fell too far behind the answer to continue; reload the conversation to see it.";
-
-pub(crate) const KEEP_ALIVE_FRAME: &str = ": keep-alive\n\n";
 
 /// What a dropped client does to its turn.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -183,10 +183,9 @@ pub(crate) fn follow(feed: Arc<TurnFeed>, turn_id: String, keep_alive: Duration)
                     Read::Frames(bytes, next) => return Some((bytes, Some(next))),
                     Read::End => return Some((Bytes::from_static(SSE_DONE.as_bytes()), None)),
                     Read::Behind => {
-                        let error = TurnEvent::Chunk(UiChunk::Error {
+                        let error = sse_frame(&TurnEvent::Chunk(UiChunk::Error {
                             error_text: FELL_BEHIND_TEXT.to_owned(),
-                        })
-                        .to_sse();
+                        }));
                         return Some((Bytes::from(format!("{error}{SSE_DONE}")), None));
                     }
                     Read::Wait => {
@@ -277,11 +276,11 @@ impl SendStream {
                 }
                 let bytes = match (&event, self.feed.as_deref()) {
                     (TurnEvent::Chunk(_), Some((writer, _))) => {
-                        let bytes = Bytes::from(event.to_sse());
+                        let bytes = Bytes::from(sse_frame(&event));
                         writer.0.push(bytes.clone());
                         Some(bytes)
                     }
-                    (TurnEvent::Chunk(_), None) if frame => Some(Bytes::from(event.to_sse())),
+                    (TurnEvent::Chunk(_), None) if frame => Some(Bytes::from(sse_frame(&event))),
                     (TurnEvent::KeepAlive, _) if frame => {
                         Some(Bytes::from_static(KEEP_ALIVE_FRAME.as_bytes()))
                     }
@@ -373,11 +372,10 @@ mod tests {
     use super::*;
 
     fn frame(text: &str) -> Bytes {
-        TurnEvent::Chunk(UiChunk::TextDelta {
+        sse_frame(&TurnEvent::Chunk(UiChunk::TextDelta {
             id: "t".into(),
             delta: text.into(),
-        })
-        .to_sse()
+        }))
         .into()
     }
 

@@ -15,8 +15,10 @@ use tokio::sync::broadcast;
 use tokio::time::Instant;
 
 use super::TurnService;
-use super::feed::{self, Follow, FollowStream, KEEP_ALIVE_FRAME};
-use promptgate_turn::ui::{SSE_DONE, TurnEvent, UiChunk};
+use super::feed::{self, Follow, FollowStream};
+use promptgate_turn::ui::{TurnEvent, UiChunk};
+
+use crate::sse::{KEEP_ALIVE_FRAME, SSE_DONE, sse_frame};
 
 /// The owner gathers frames this long into one stored batch.
 const MIRROR_BATCH: Duration = Duration::from_millis(40);
@@ -109,10 +111,9 @@ async fn write_frames(store: &Store, turn_id: &str, follow: Follow) {
             return;
         }
         Follow::TooLong => {
-            let error = TurnEvent::Chunk(UiChunk::Error {
+            let error = sse_frame(&TurnEvent::Chunk(UiChunk::Error {
                 error_text: feed::FELL_BEHIND_TEXT.to_owned(),
-            })
-            .to_sse();
+            }));
             put(store, turn_id, 1, format!("{error}{SSE_DONE}")).await;
             return;
         }
@@ -153,10 +154,9 @@ async fn put(store: &Store, turn_id: &str, seq: i64, frames: String) -> bool {
 }
 
 fn lost_turn() -> String {
-    let error = TurnEvent::Chunk(UiChunk::Error {
+    let error = sse_frame(&TurnEvent::Chunk(UiChunk::Error {
         error_text: LOST_TURN_TEXT.to_owned(),
-    })
-    .to_sse();
+    }));
     format!("{error}{SSE_DONE}")
 }
 

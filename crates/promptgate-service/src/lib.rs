@@ -40,6 +40,7 @@ mod live;
 mod prepare;
 mod providers;
 mod record;
+pub mod sse;
 mod toolset;
 mod workspace;
 

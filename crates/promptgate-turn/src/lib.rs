@@ -16,9 +16,9 @@
 //!    step policy, nudge texts, [`TurnHooks`] for a web budget and source registry, and an
 //!    [`AnswerRecorder`] where the answer should be kept. An automatic retry of the same turn passes
 //!    the same [`RequestBudget`] and [`ToolCache`] so the retry cannot start over.
-//! 3. [`run_turn`] returns the events and the outcome. Write each [`TurnEvent`] with
-//!    [`TurnEvent::to_sse`] (the server encodes them as an OpenAI completion for the facade) and
-//!    end with [`SSE_DONE`]. Dropping the event stream stops the turn.
+//! 3. [`run_turn`] returns the events and the outcome. The transport encodes each [`TurnEvent`]
+//!    (the service frames them as the UI message stream, the server as an OpenAI completion for
+//!    the facade); this crate knows no wire format. Dropping the event stream stops the turn.
 //! 4. Await the outcome, which arrives however the turn ended, with its `parts` and
 //!    [`TurnOutcome::stored_metadata`].
 
@@ -40,7 +40,7 @@ pub use engine::{
 pub use facade::{FacadeHistory, facade_history};
 pub use history::{HistoryOptions, last_user_text, to_model_messages};
 pub use message::UiMessageBuilder;
-pub use ui::{SSE_DONE, TurnEvent, UiChunk, UiFinishReason};
+pub use ui::{TurnEvent, UiChunk, UiFinishReason};
 
 /// Errors of the turn crate.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -145,25 +145,6 @@ pub enum TurnEvent {
     KeepAlive,
 }
 
-impl TurnEvent {
-    /// The event as one SSE frame: `data: <json>\n\n`, or the `: keep-alive` comment.
-    pub fn to_sse(&self) -> String {
-        match self {
-            Self::Chunk(chunk) => {
-                // Serialising these types cannot fail: every key is a string and no map is
-                // user-defined, but stay total rather than panic.
-                let json = serde_json::to_string(chunk)
-                    .unwrap_or_else(|_| r#"{"type":"error","errorText":"An error occurred."}"#.to_owned());
-                format!("data: {json}\n\n")
-            }
-            Self::KeepAlive => ": keep-alive\n\n".to_owned(),
-        }
-    }
-}
-
-/// The frame that ends a UI message stream.
-pub const SSE_DONE: &str = "data: [DONE]\n\n";
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -391,13 +372,6 @@ mod tests {
             }),
             json!({"type": "error", "errorText": "The model is unavailable."})
         );
-    }
-
-    #[test]
-    fn sse_frames() {
-        let frame = TurnEvent::Chunk(UiChunk::StartStep).to_sse();
-        assert_eq!(frame, "data: {\"type\":\"start-step\"}\n\n");
-        assert_eq!(TurnEvent::KeepAlive.to_sse(), ": keep-alive\n\n");
     }
 
     #[test]

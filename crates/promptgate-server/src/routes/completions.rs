@@ -11,8 +11,9 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
+use promptgate_service::sse::{SSE_DONE, sse_frame};
 use promptgate_service::{CompletionRequest, SendHandle};
-use promptgate_turn::{SSE_DONE, TurnEvent, facade_history};
+use promptgate_turn::{TurnEvent, facade_history};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -145,7 +146,7 @@ impl IntoResponse for Completion {
                 let watch = crate::observe::TurnWatch::start("completion", &handle.turn_id, &handle.model_id);
                 let frames = crate::observe::watch_turn(watch, handle.events)
                     .map(move |event: TurnEvent| match &event {
-                        TurnEvent::KeepAlive => event.to_sse().into_bytes(),
+                        TurnEvent::KeepAlive => sse_frame(&event).into_bytes(),
                         TurnEvent::Chunk(_) => {
                             let mut frames = Vec::new();
                             chunks.push_sse(&event, &mut frames);

@@ -7,7 +7,7 @@ mod thinking;
 
 use std::sync::Arc;
 
-use eventsource_stream::Event;
+use crate::sse::SseEvent;
 
 use crate::endpoint::{Endpoint, EndpointConfig, KeyHeader};
 use crate::sse::event_stream;
@@ -144,7 +144,7 @@ struct Remembering {
 }
 
 impl crate::sse::EventParser for Remembering {
-    fn push(&mut self, event: &Event) -> Result<Vec<StreamEvent>, LlmError> {
+    fn push(&mut self, event: &SseEvent) -> Result<Vec<StreamEvent>, LlmError> {
         self.events.push(&event.event, &event.data)
     }
 

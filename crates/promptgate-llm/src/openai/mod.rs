@@ -5,7 +5,7 @@ mod non_streamed;
 
 use std::sync::Arc;
 
-use eventsource_stream::Event;
+use crate::sse::SseEvent;
 use reqwest::header::CONTENT_TYPE;
 
 use crate::endpoint::{Endpoint, EndpointConfig, KeyHeader};
@@ -140,7 +140,7 @@ impl OpenAiCompatible {
 struct Chunks(ChunkParser);
 
 impl EventParser for Chunks {
-    fn push(&mut self, event: &Event) -> Result<Vec<StreamEvent>, LlmError> {
+    fn push(&mut self, event: &SseEvent) -> Result<Vec<StreamEvent>, LlmError> {
         if event.event == "error" {
             return Err(error_event(&event.data));
         }

@@ -2,12 +2,18 @@
 //! format's parser, the first event held to the first-byte deadline, and the connection handed
 //! back to the pool once the parser has seen the answer's end.
 
+mod decoder;
+
 use std::collections::VecDeque;
+use std::pin::Pin;
 use std::time::Duration;
 
-use eventsource_stream::{Event, EventStreamError, Eventsource};
+use bytes::Bytes;
 use futures::{FutureExt, Stream, StreamExt};
 use tokio::time::Instant;
+
+pub(crate) use decoder::SseEvent;
+use decoder::{NotUtf8, SseDecoder};
 
 use crate::transport::{BodyError, timed_body, timeout};
 use crate::{EventStream, LlmError, StreamEvent, TimeoutPhase, Timeouts};
@@ -18,7 +24,7 @@ const DRAIN_AFTER_END: Duration = Duration::from_secs(2);
 /// One wire format's reading of the events.
 pub(crate) trait EventParser: Send + 'static {
     /// Reads one event; an `Err` ends the stream with it.
-    fn push(&mut self, event: &Event) -> Result<Vec<StreamEvent>, LlmError>;
+    fn push(&mut self, event: &SseEvent) -> Result<Vec<StreamEvent>, LlmError>;
     /// The answer has ended; nothing after this event matters.
     fn is_done(&self) -> bool;
     /// The body ended (or the answer did): the closing events, or the error that the answer is
@@ -35,7 +41,8 @@ pub(crate) fn event_stream<P: EventParser>(
 ) -> EventStream {
     let body = timed_body(response, first_byte_deadline, timeouts.first_byte, timeouts.idle);
     let reader = Reader {
-        sse: Some(Box::pin(body).eventsource()),
+        body: Some(Box::pin(body)),
+        decoder: SseDecoder::default(),
         first_event_deadline: Some((first_byte_deadline, timeouts.first_byte)),
         parser,
         ready: VecDeque::new(),
@@ -47,10 +54,13 @@ pub(crate) fn event_stream<P: EventParser>(
     }))
 }
 
+type TimedBody = Pin<Box<dyn Stream<Item = Result<Bytes, BodyError>> + Send>>;
+
 /// Drives the parser from the SSE events. Dropping it drops the response body, which closes the
 /// connection: that is how a cancelled turn stops the upstream request.
-struct Reader<S, P> {
-    sse: Option<S>,
+struct Reader<P> {
+    body: Option<TimedBody>,
+    decoder: SseDecoder,
     /// Until the first event arrives, the wait is bounded by the first-byte deadline.
     first_event_deadline: Option<(Instant, Duration)>,
     parser: P,
@@ -58,11 +68,7 @@ struct Reader<S, P> {
     closed: bool,
 }
 
-impl<S, P> Reader<S, P>
-where
-    S: Stream<Item = Result<Event, EventStreamError<BodyError>>> + Send + Unpin + 'static,
-    P: EventParser,
-{
+impl<P: EventParser> Reader<P> {
     async fn next_event(&mut self) -> Option<Result<StreamEvent, LlmError>> {
         loop {
             if let Some(event) = self.ready.pop_front() {
@@ -75,31 +81,46 @@ where
                 self.release_connection();
                 return self.end();
             }
-            let Some(sse) = self.sse.as_mut() else {
+            if let Some(event) = self.decoder.next_event() {
+                self.first_event_deadline = None;
+                match self.parser.push(&event) {
+                    Ok(events) => self.ready.extend(events),
+                    Err(e) => {
+                        self.closed = true;
+                        return Some(Err(e));
+                    }
+                }
+                continue;
+            }
+            let Some(body) = self.body.as_mut() else {
                 return self.end();
             };
             let next = match self.first_event_deadline {
-                Some((deadline, limit)) => match tokio::time::timeout_at(deadline, sse.next()).await {
+                Some((deadline, limit)) => match tokio::time::timeout_at(deadline, body.next()).await {
                     Ok(next) => next,
                     Err(_) => {
                         self.closed = true;
                         return Some(Err(timeout(TimeoutPhase::FirstByte, limit)));
                     }
                 },
-                None => sse.next().await,
+                None => body.next().await,
             };
-            self.first_event_deadline = None;
-            let pushed = match next {
-                None => return self.end(),
-                Some(Err(e)) => Err(stream_error(e)),
-                Some(Ok(event)) => self.parser.push(&event),
-            };
-            match pushed {
-                Ok(events) => self.ready.extend(events),
-                Err(e) => {
-                    self.closed = true;
-                    return Some(Err(e));
+            let decoded = match next {
+                None => {
+                    self.body = None;
+                    self.decoder.finish()
                 }
+                Some(Err(e)) => {
+                    self.closed = true;
+                    return Some(Err(e.into()));
+                }
+                Some(Ok(bytes)) => self.decoder.push(&bytes),
+            };
+            if let Err(NotUtf8) = decoded {
+                self.closed = true;
+                return Some(Err(LlmError::Protocol(
+                    "the stream is not valid UTF-8".to_owned(),
+                )));
             }
         }
     }
@@ -109,18 +130,18 @@ where
     /// request can reuse the connection; anything still on its way is read in the background, so
     /// the caller is never held up.
     fn release_connection(&mut self) {
-        let Some(mut sse) = self.sse.take() else {
+        let Some(mut body) = self.body.take() else {
             return;
         };
         loop {
-            match sse.next().now_or_never() {
+            match body.next().now_or_never() {
                 Some(Some(_)) => continue,
                 Some(None) => return,
                 None => break,
             }
         }
         tokio::spawn(async move {
-            let drain = async { while sse.next().await.is_some() {} };
+            let drain = async { while body.next().await.is_some() {} };
             let _ = tokio::time::timeout(DRAIN_AFTER_END, drain).await;
         });
     }
@@ -134,13 +155,5 @@ where
             }
             Err(e) => Some(Err(e)),
         }
-    }
-}
-
-fn stream_error(error: EventStreamError<BodyError>) -> LlmError {
-    match error {
-        EventStreamError::Transport(e) => e.into(),
-        EventStreamError::Utf8(_) => LlmError::Protocol("the stream is not valid UTF-8".to_owned()),
-        EventStreamError::Parser(e) => LlmError::Protocol(format!("malformed server-sent event: {e}")),
     }
 }

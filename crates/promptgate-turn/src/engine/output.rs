@@ -2,12 +2,13 @@
 //! and every wait watches for Stop and keeps the connection alive.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
-use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
+use tokio::time::{Instant, Sleep};
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use super::plan::AnswerRecorder;
 use crate::message::UiMessageBuilder;
@@ -23,6 +24,18 @@ pub(super) struct Output {
     keep_alive: Duration,
     stop: CancellationToken,
     checkpoints: Option<Checkpoints>,
+    /// What a wait watches, kept from one wait to the next (made by the first): the engine waits
+    /// once per upstream event, and registering a fresh timer and stop listener each time cost
+    /// more than the event itself.
+    watch: Option<Watch>,
+}
+
+struct Watch {
+    stopped: Pin<Box<WaitForCancellationFutureOwned>>,
+    /// Rings at or before the next heartbeat or checkpoint. It is moved earlier when needed but
+    /// never later: one that rings early is re-armed, which happens about once per heartbeat
+    /// interval instead of once per event.
+    alarm: Pin<Box<Sleep>>,
 }
 
 /// When the growing answer was last handed to the recorder.
@@ -64,6 +77,7 @@ impl Output {
                 last: now,
                 dirty: false,
             }),
+            watch: None,
         }
     }
 
@@ -132,25 +146,31 @@ impl Output {
     /// Awaits `work`, sending heartbeats while the stream is quiet. `None` when the turn was
     /// stopped first; `work` is then dropped, which cancels it.
     pub(super) async fn wait<F: Future>(&mut self, work: F) -> Option<F::Output> {
-        let stop = self.stop.clone();
         tokio::pin!(work);
         loop {
             let quiet_until = self.last_sent + self.keep_alive;
             // Text that stopped arriving (the model pauses, a tool starts) is still recorded on time.
             let checkpoint_due = self.checkpoints.as_ref().and_then(Checkpoints::due);
             let wake_at = checkpoint_due.map_or(quiet_until, |due| due.min(quiet_until));
+            let watch = self.watch.get_or_insert_with(|| Watch {
+                stopped: Box::pin(self.stop.clone().cancelled_owned()),
+                alarm: Box::pin(tokio::time::sleep_until(wake_at)),
+            });
+            if watch.alarm.is_elapsed() || watch.alarm.deadline() > wake_at {
+                watch.alarm.as_mut().reset(wake_at);
+            }
             tokio::select! {
                 biased;
-                () = stop.cancelled() => return None,
+                () = watch.stopped.as_mut() => return None,
                 value = &mut work => return Some(value),
-                () = tokio::time::sleep_until(wake_at) => {
-                    if checkpoint_due.is_some_and(|due| due <= Instant::now()) {
-                        self.checkpoint();
-                    }
-                    if self.last_sent + self.keep_alive <= Instant::now() {
-                        self.send(TurnEvent::KeepAlive).await;
-                    }
-                }
+                () = watch.alarm.as_mut() => {}
+            }
+            let now = Instant::now();
+            if checkpoint_due.is_some_and(|due| due <= now) {
+                self.checkpoint();
+            }
+            if self.last_sent + self.keep_alive <= now {
+                self.send(TurnEvent::KeepAlive).await;
             }
         }
     }

@@ -60,6 +60,10 @@ struct Timed {
     first_byte_deadline: Instant,
     first_byte_limit: Duration,
     idle: Duration,
+    /// Rings no later than the deadline of the current wait. A wait that ends in time does not
+    /// move it (that would register a timer per streamed token); when it rings early it is
+    /// re-armed for the wait in progress.
+    alarm: Pin<Box<tokio::time::Sleep>>,
     seen_bytes: bool,
     total: usize,
     line: usize,
@@ -78,6 +82,7 @@ pub(crate) fn timed_body(
         first_byte_deadline,
         first_byte_limit,
         idle,
+        alarm: Box::pin(tokio::time::sleep_until(first_byte_deadline)),
         seen_bytes: false,
         total: 0,
         line: 0,
@@ -87,10 +92,27 @@ pub(crate) fn timed_body(
         if s.ended {
             return None;
         }
-        let next = if s.seen_bytes {
-            tokio::time::timeout(s.idle, s.body.next()).await
+        // Silence counts from when the next piece is asked for, as a reader that was busy
+        // elsewhere must not find the upstream timed out.
+        let limit_at = if s.seen_bytes {
+            Instant::now() + s.idle
         } else {
-            tokio::time::timeout_at(s.first_byte_deadline, s.body.next()).await
+            s.first_byte_deadline
+        };
+        if s.alarm.deadline() > limit_at {
+            s.alarm.as_mut().reset(limit_at);
+        }
+        let next = loop {
+            tokio::select! {
+                biased;
+                next = s.body.next() => break Ok(next),
+                () = s.alarm.as_mut() => {
+                    if limit_at <= Instant::now() {
+                        break Err(());
+                    }
+                    s.alarm.as_mut().reset(limit_at);
+                }
+            }
         };
         let item = match next {
             Err(_) => {

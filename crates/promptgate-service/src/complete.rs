@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use super::prepare::Asked;
 use super::{RunParts, SendError, SendHandle, SendStream, TurnIds, TurnService};
-use promptgate_turn::engine::{RequestBudget, ToolCache, run_turn};
+use promptgate_turn::engine::{RequestBudget, ToolCache, run_turn_in_reader};
 use promptgate_turn::facade::FacadeHistory;
 
 pub struct CompletionRequest {
@@ -99,7 +99,8 @@ impl TurnService {
                 on_end: Vec::new(),
             },
         );
-        let run = run_turn(plan);
+        // Nothing of it is stored, so nothing needs it to outlive its reader.
+        let run = run_turn_in_reader(plan);
         Ok(SendHandle {
             turn_id,
             message_id,

@@ -35,7 +35,7 @@ pub mod ui;
 pub use engine::{
     AnswerRecorder, EMPTY_ANSWER_TEXT, Gate, NOT_STORED_TEXT, NoHooks, Nudges, PreparedTool, RequestBudget,
     SourceRef, StepPolicy, ToolCache, TurnHooks, TurnLimits, TurnOutcome, TurnPlan, TurnRun, TurnStatus,
-    TurnStream, run_turn,
+    TurnStream, run_turn, run_turn_in_reader,
 };
 pub use facade::{FacadeHistory, facade_history};
 pub use history::{HistoryOptions, last_user_text, to_model_messages};

@@ -3,6 +3,7 @@
 //! [`run_turn`] spawns the turn on the runtime and hands back its events and, separately, its
 //! outcome. The outcome arrives however the turn ends (answer, error, Stop, or the consumer
 //! dropping the event stream, which counts as Stop), so the caller can always persist it.
+//! [`run_turn_in_reader`] is for turns that keep nothing: the reader of the events runs the turn.
 
 mod output;
 mod plan;
@@ -11,6 +12,7 @@ mod step;
 mod tools;
 mod turn;
 
+use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -40,6 +42,8 @@ pub struct TurnRun {
 /// The events of a turn. Dropping it stops the turn.
 pub struct TurnStream {
     events: mpsc::Receiver<TurnEvent>,
+    /// The turn itself when the reader runs it ([`run_turn_in_reader`]); done once it ended.
+    turn: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
     _stop_on_drop: DropGuard,
 }
 
@@ -47,19 +51,54 @@ impl Stream for TurnStream {
     type Item = TurnEvent;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<TurnEvent>> {
-        self.events.poll_recv(cx)
+        let this = &mut *self;
+        if let Poll::Ready(event) = this.events.poll_recv(cx) {
+            return Poll::Ready(event);
+        }
+        let Some(turn) = this.turn.as_mut() else {
+            return Poll::Pending;
+        };
+        // The turn runs until it waits for something (the model, a tool, room in the buffer);
+        // what it sent meanwhile is read right away.
+        if turn.as_mut().poll(cx).is_ready() {
+            this.turn = None;
+        }
+        this.events.poll_recv(cx)
     }
 }
 
 /// Starts a turn. Must be called from within a tokio runtime, on which the turn is spawned.
-pub fn run_turn(mut plan: TurnPlan) -> TurnRun {
+pub fn run_turn(plan: TurnPlan) -> TurnRun {
+    let (turn, mut run) = prepare_run(plan);
+    let tasks = turn.tasks.clone();
+    tasks.spawn(turn.future);
+    run.events.turn = None;
+    run
+}
+
+/// Starts a turn that runs only while its events are read, inside the reader's task: each model
+/// event reaches the reader without waking another task. Only for turns whose answer is not
+/// kept (the OpenAI facade), as a reader that stops reading stops the turn at once; dropped before
+/// the end, the turn sends no outcome.
+pub fn run_turn_in_reader(plan: TurnPlan) -> TurnRun {
+    let (turn, mut run) = prepare_run(plan);
+    run.events.turn = Some(turn.future);
+    run
+}
+
+struct PreparedRun {
+    future: Pin<Box<dyn Future<Output = ()> + Send>>,
+    tasks: tokio_util::task::TaskTracker,
+}
+
+fn prepare_run(mut plan: TurnPlan) -> (PreparedRun, TurnRun) {
     let (events_tx, events_rx) = mpsc::channel(EVENT_BUFFER);
     let (outcome_tx, outcome_rx) = oneshot::channel();
     let stop = plan.cancel.child_token();
     let stop_on_drop = stop.clone().drop_guard();
     let span = tracing::info_span!("turn", turn_id = %plan.turn_id, model = %plan.model_id);
     let admission = plan.admission.take();
-    let plan_tasks = plan.tasks.clone();
+    let tasks = plan.tasks.clone();
     let turn = async move {
         let _admission = admission;
         let outcome = turn::Turn::new(plan, events_tx, stop).run().await;
@@ -73,13 +112,17 @@ pub fn run_turn(mut plan: TurnPlan) -> TurnRun {
         // The caller may have stopped caring about the outcome; nothing to do then.
         let _ = outcome_tx.send(outcome);
     };
-    let tasks = plan_tasks;
-    tasks.spawn(turn.instrument(span));
-    TurnRun {
+    let prepared = PreparedRun {
+        future: Box::pin(turn.instrument(span)),
+        tasks,
+    };
+    let run = TurnRun {
         events: TurnStream {
             events: events_rx,
+            turn: None,
             _stop_on_drop: stop_on_drop,
         },
         outcome: outcome_rx,
-    }
+    };
+    (prepared, run)
 }

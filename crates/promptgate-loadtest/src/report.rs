@@ -212,6 +212,30 @@ pub fn markdown(report: &Report) -> String {
             mib(held.after.rss_kib),
         );
     }
+    if let Some(burst) = &report.burst {
+        let _ = writeln!(
+            out,
+            "### Memory after a burst (SQLite; {} new-thread sends within {} ms, then {:.0} s idle)\n\n\
+             | sends | answered | errors | RSS at start (MiB) | RSS before the burst (MiB) | RSS right after (MiB) | RSS after idle (MiB) | kept after idle (MiB) | peak RSS (MiB) |\n\
+             |---|---|---|---|---|---|---|---|---|",
+            burst.turns,
+            crate::scenario::BURST_WINDOW.as_millis(),
+            burst.idle.as_secs_f64(),
+        );
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {:+.1} | {} |\n",
+            burst.turns,
+            burst.answered,
+            burst.errors,
+            mib(burst.at_start.rss_kib),
+            mib(burst.before.rss_kib),
+            mib(burst.right_after.rss_kib),
+            mib(burst.after_idle.rss_kib),
+            burst.kept_kib() as f64 / 1024.0,
+            mib(burst.after_idle.peak_kib),
+        );
+    }
     if !report.memory.is_empty() {
         out.push_str("### Gateway process memory (MiB)\n\n| database | RSS idle after start | RSS after load | peak RSS |\n|---|---|---|---|\n");
         for m in &report.memory {

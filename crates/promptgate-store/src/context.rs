@@ -2,10 +2,10 @@ use promptgate_core::settings::Project;
 
 use crate::connect::Store;
 use crate::error::Result;
+use crate::messages::message_from;
 use crate::observed::Observed;
 use crate::projects::thread_from;
 use crate::types::{Message, SendContext, Thread, current_conversation};
-use crate::messages::message_from;
 use crate::util::Cols;
 
 impl Store {
@@ -19,15 +19,13 @@ impl Store {
         requested_model: Option<&str>,
         server_default: &str,
     ) -> Result<SendContext> {
-        let (setup, (thread, project, sibling_count, history)) = futures::try_join!(
-            self.user_setup(user),
-            async {
+        let (setup, (thread, project, sibling_count, history)) =
+            futures::try_join!(self.user_setup(user), async {
                 match thread_id {
                     Some(thread_id) => self.thread_with_history(user, thread_id).await,
                     None => Ok((None, None, 0, Vec::new())),
                 }
-            },
-        )?;
+            },)?;
         let model_id = requested_model
             .map(str::to_owned)
             .or_else(|| setup.settings.default_model.clone())

@@ -203,15 +203,17 @@ pub struct BurstReport {
     pub before: Memory,
     /// Once every send of the burst was answered.
     pub right_after: Memory,
-    /// After `idle` without traffic.
+    /// After `idle` without traffic, the driver's connections still open.
     pub after_idle: Memory,
+    /// Once the driver closed its connections, [`HANG_UP_SETTLE`] later.
+    pub after_hang_up: Memory,
     pub idle: Duration,
 }
 
 impl BurstReport {
-    /// Resident memory still held after the idle spell, above the warmed-up idle, in KiB.
-    pub fn kept_kib(&self) -> i64 {
-        self.after_idle.rss_kib as i64 - self.before.rss_kib as i64
+    /// Resident memory above the warmed-up idle at `then`, in KiB.
+    pub fn kept_kib(&self, then: Memory) -> i64 {
+        then.rss_kib as i64 - self.before.rss_kib as i64
     }
 }
 
@@ -429,6 +431,8 @@ async fn held_turns(http: &reqwest::Client, options: &Options) -> Result<HeldRep
 /// How long the burst scenario takes to send all its sends: short enough that most of them are in
 /// flight at once.
 pub const BURST_WINDOW: Duration = Duration::from_millis(100);
+/// How long after its clients hung up the gateway's memory is read again.
+pub const HANG_UP_SETTLE: Duration = Duration::from_secs(7);
 
 /// Sends `options.burst.turns` new-thread sends within [`BURST_WINDOW`] to a fresh gateway (SQLite),
 /// then leaves it idle, reading its memory at each step.
@@ -454,6 +458,11 @@ async fn burst(
         "gateway idle after the burst"
     );
     tokio::time::sleep(options.burst.idle).await;
+    let after_idle = gateway.memory();
+    // The driver keeps its connections open like a browser would; the gateway closes them after its
+    // idle timeout. Here they close at once, and the gateway gets a moment to notice.
+    drop(target);
+    tokio::time::sleep(HANG_UP_SETTLE).await;
     Ok(BurstReport {
         turns,
         answered: result.ok,
@@ -461,7 +470,8 @@ async fn burst(
         at_start,
         before,
         right_after,
-        after_idle: gateway.memory(),
+        after_idle,
+        after_hang_up: gateway.memory(),
         idle: options.burst.idle,
     })
 }

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use promptgate_loadtest::scenario::{Options, Scenario, StreamShape};
+use promptgate_loadtest::scenario::{BurstShape, Options, Scenario, StreamShape};
 use promptgate_loadtest::wire::Pacing;
 use tracing_subscriber::EnvFilter;
 
@@ -73,6 +73,12 @@ struct Cli {
     /// default limit of turns in flight).
     #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u16).range(1..=1000))]
     held_turns: u16,
+    /// Sends of the burst scenario, all within 100 ms.
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u16).range(1..=5000))]
+    burst_turns: u16,
+    /// Seconds the burst scenario leaves the gateway idle before reading its memory again.
+    #[arg(long, default_value_t = 60.0)]
+    burst_idle: f64,
     /// A capacity step passes only with total-time p99 at or under this many milliseconds.
     #[arg(long, default_value_t = 10.0)]
     p99_bound_ms: f64,
@@ -135,6 +141,10 @@ async fn drive(cli: Cli) -> anyhow::Result<()> {
         capacity_step: seconds(cli.capacity_step, "capacity-step")?,
         p99_bound: Duration::from_secs_f64(cli.p99_bound_ms.max(0.0) / 1000.0),
         held_turns: usize::from(cli.held_turns),
+        burst: BurstShape {
+            turns: usize::from(cli.burst_turns),
+            idle: seconds(cli.burst_idle, "burst-idle")?,
+        },
         driver_workers: cli.driver_workers,
         gateway: promptgate_loadtest::gateway::Placement {
             cpus: cli.gateway_cpus,

@@ -212,6 +212,34 @@ pub fn markdown(report: &Report) -> String {
             mib(held.after.rss_kib),
         );
     }
+    if let Some(burst) = &report.burst {
+        let _ = writeln!(
+            out,
+            "### Memory after a burst (SQLite; {} new-thread sends within {} ms, then {:.0} s idle, then the driver closes its connections)\n\n\
+             | sends | answered | errors | RSS at start (MiB) | RSS before the burst (MiB) | RSS right after (MiB) | RSS after idle (MiB) | kept after idle (MiB) | RSS {:.0} s after hang-up (MiB) | kept after hang-up (MiB) | peak RSS (MiB) |\n\
+             |---|---|---|---|---|---|---|---|---|---|---|",
+            burst.turns,
+            crate::scenario::BURST_WINDOW.as_millis(),
+            burst.idle.as_secs_f64(),
+            crate::scenario::HANG_UP_SETTLE.as_secs_f64(),
+        );
+        let kept = |then| format!("{:+.1}", burst.kept_kib(then) as f64 / 1024.0);
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            burst.turns,
+            burst.answered,
+            burst.errors,
+            mib(burst.at_start.rss_kib),
+            mib(burst.before.rss_kib),
+            mib(burst.right_after.rss_kib),
+            mib(burst.after_idle.rss_kib),
+            kept(burst.after_idle),
+            mib(burst.after_hang_up.rss_kib),
+            kept(burst.after_hang_up),
+            mib(burst.after_hang_up.peak_kib),
+        );
+    }
     if !report.memory.is_empty() {
         out.push_str("### Gateway process memory (MiB)\n\n| database | RSS idle after start | RSS after load | peak RSS |\n|---|---|---|---|\n");
         for m in &report.memory {

@@ -31,6 +31,9 @@ pub enum Scenario {
     Capacity,
     /// Memory per turn in flight: many sends held open by an upstream that never finishes.
     HeldTurns,
+    /// Memory after a burst of sends (SQLite): idle before, right after, and after a quiet spell
+    /// (`--burst-idle`, a minute by default; not in the default set).
+    Burst,
 }
 
 impl Scenario {
@@ -43,6 +46,7 @@ impl Scenario {
             Scenario::SendPostgresTwo => "send, Postgres, 2 instances",
             Scenario::Capacity => "capacity",
             Scenario::HeldTurns => "held turns",
+            Scenario::Burst => "burst",
         }
     }
 
@@ -74,6 +78,8 @@ pub struct Options {
     pub gateway: Placement,
     /// How many sends the held-turns scenario keeps in flight at once.
     pub held_turns: usize,
+    /// The burst scenario's sends, and how long it then leaves the gateway idle.
+    pub burst: BurstShape,
     /// Worker threads of the driver's runtime, for the report.
     pub driver_workers: u16,
     /// One continuous window of `duration` per path (direct, then gateway) instead of rounds of
@@ -81,6 +87,22 @@ pub struct Options {
     pub sustained: bool,
     /// What the upstream's streams look like.
     pub stream: StreamShape,
+}
+
+/// The burst scenario: `turns` sends within [`BURST_WINDOW`], then `idle` without traffic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BurstShape {
+    pub turns: usize,
+    pub idle: Duration,
+}
+
+impl Default for BurstShape {
+    fn default() -> Self {
+        Self {
+            turns: 500,
+            idle: Duration::from_secs(60),
+        }
+    }
 }
 
 /// The upstream's streamed answer: how many content chunks, and how they are sent.
@@ -145,6 +167,7 @@ pub struct Report {
     pub rounds: u32,
     pub driver_workers: u16,
     pub held: Option<HeldReport>,
+    pub burst: Option<BurstReport>,
     pub sustained: Option<Duration>,
     pub stream: StreamShape,
 }
@@ -164,6 +187,33 @@ impl HeldReport {
     /// Resident memory added per turn in flight, in KiB.
     pub fn per_turn_kib(&self) -> f64 {
         self.holding.rss_kib.saturating_sub(self.before.rss_kib) as f64 / self.turns.max(1) as f64
+    }
+}
+
+/// The gateway's memory around a burst of sends. A server lives through bursts; what it keeps
+/// resident afterwards is what it costs between them.
+#[derive(Debug, Clone)]
+pub struct BurstReport {
+    pub turns: usize,
+    pub answered: u64,
+    pub errors: u64,
+    /// Right after start-up, before any send.
+    pub at_start: Memory,
+    /// After a few warm-up sends and a pause (one-time growth: connections, caches, code pages).
+    pub before: Memory,
+    /// Once every send of the burst was answered.
+    pub right_after: Memory,
+    /// After `idle` without traffic, the driver's connections still open.
+    pub after_idle: Memory,
+    /// Once the driver closed its connections, [`HANG_UP_SETTLE`] later.
+    pub after_hang_up: Memory,
+    pub idle: Duration,
+}
+
+impl BurstReport {
+    /// Resident memory above the warmed-up idle at `then`, in KiB.
+    pub fn kept_kib(&self, then: Memory) -> i64 {
+        then.rss_kib as i64 - self.before.rss_kib as i64
     }
 }
 
@@ -315,6 +365,9 @@ pub async fn run(options: &Options) -> Result<Report, LoadError> {
     if wants(Scenario::HeldTurns) {
         report.held = Some(held_turns(&http, options).await?);
     }
+    if wants(Scenario::Burst) {
+        report.burst = Some(burst(&http, &upstream.base_url(), options).await?);
+    }
     Ok(report)
 }
 
@@ -375,6 +428,54 @@ async fn held_turns(http: &reqwest::Client, options: &Options) -> Result<HeldRep
     })
 }
 
+/// How long the burst scenario takes to send all its sends: short enough that most of them are in
+/// flight at once.
+pub const BURST_WINDOW: Duration = Duration::from_millis(100);
+/// How long after its clients hung up the gateway's memory is read again.
+pub const HANG_UP_SETTLE: Duration = Duration::from_secs(7);
+
+/// Sends `options.burst.turns` new-thread sends within [`BURST_WINDOW`] to a fresh gateway (SQLite),
+/// then leaves it idle, reading its memory at each step.
+async fn burst(
+    http: &reqwest::Client,
+    upstream_url: &str,
+    options: &Options,
+) -> Result<BurstReport, LoadError> {
+    const WARM_UP_TURNS: usize = 20;
+    let gateway = GatewayProcess::start(http, upstream_url, None, &options.gateway).await?;
+    let at_start = gateway.memory();
+    let target = send_target(gateway.url("/v1/chat"))?;
+    let warm = WARM_UP_TURNS.min(options.burst.turns.max(1));
+    drive(&target, warm as f64, Duration::from_secs(1)).await?;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let before = gateway.memory();
+    let turns = options.burst.turns.max(1);
+    tracing::info!(turns, "burst of sends");
+    let result = drive(&target, turns as f64 / BURST_WINDOW.as_secs_f64(), BURST_WINDOW).await?;
+    let right_after = gateway.memory();
+    tracing::info!(
+        idle_secs = options.burst.idle.as_secs_f64(),
+        "gateway idle after the burst"
+    );
+    tokio::time::sleep(options.burst.idle).await;
+    let after_idle = gateway.memory();
+    // The driver keeps its connections open like a browser would; the gateway closes them after its
+    // idle timeout. Here they close at once, and the gateway gets a moment to notice.
+    drop(target);
+    tokio::time::sleep(HANG_UP_SETTLE).await;
+    Ok(BurstReport {
+        turns,
+        answered: result.ok,
+        errors: result.errors,
+        at_start,
+        before,
+        right_after,
+        after_idle,
+        after_hang_up: gateway.memory(),
+        idle: options.burst.idle,
+    })
+}
+
 /// The direct request and the gateway request a scenario compares. A send streams, so its direct
 /// counterpart is the upstream's own stream.
 fn targets(
@@ -388,8 +489,8 @@ fn targets(
             completion_target(direct_url.to_owned(), UPSTREAM_MODEL, false)?,
             completion_target(facade, BENCH_MODEL, false)?,
         ),
-        // Capacity and held turns compare nothing; where asked, they stand for the streamed facade.
-        Scenario::FacadeStream | Scenario::Capacity | Scenario::HeldTurns => (
+        // Capacity, held turns and bursts compare nothing; where asked, they stand for the streamed facade.
+        Scenario::FacadeStream | Scenario::Capacity | Scenario::HeldTurns | Scenario::Burst => (
             completion_target(direct_url.to_owned(), UPSTREAM_MODEL, true)?,
             completion_target(facade, BENCH_MODEL, true)?,
         ),

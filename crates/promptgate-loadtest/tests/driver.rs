@@ -165,6 +165,7 @@ async fn the_postgres_scenario_without_a_url_says_how_to_give_one() {
         duration: Duration::from_secs(1),
         rounds: 1,
         held_turns: 1,
+        burst: Default::default(),
         driver_workers: 1,
         warmup: Duration::ZERO,
         postgres_url: None,
@@ -349,4 +350,26 @@ fn the_sustained_mode_reports_one_window_and_the_gateways_cpu_per_request_and_ch
     assert!((per_chunk - per_request / 4.0).abs() < 1.0, "{stream:?}");
     let json = row("facade JSON");
     assert_eq!(json[6], "—", "a JSON answer has no chunks: {json:?}");
+}
+
+/// A burst through the binary: every send answered, and memory read before, right after and after
+/// the idle spell.
+#[test]
+fn the_burst_scenario_reports_memory_before_and_after_a_burst_of_sends() {
+    let stdout = run_binary(&["--scenario", "burst", "--burst-turns", "8", "--burst-idle", "0.2"]);
+    assert!(
+        stdout.contains(
+            "8 new-thread sends within 100 ms, then 0 s idle, then the driver closes its connections"
+        ),
+        "{stdout}"
+    );
+    let row = stdout
+        .lines()
+        .find(|l| l.starts_with("| 8 |"))
+        .unwrap_or_else(|| panic!("no burst row in:\n{stdout}"));
+    let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+    assert_eq!((cells[2], cells[3]), ("8", "0"), "every send answered: {row}");
+    for cell in cells[4..=7].iter().chain([&cells[9]]) {
+        assert!(cell.parse::<f64>().is_ok_and(|mib| mib > 0.0), "{row}");
+    }
 }

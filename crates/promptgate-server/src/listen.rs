@@ -26,6 +26,7 @@ use tokio::time::Instant;
 use tower::ServiceExt;
 
 use crate::config::ServerConfig;
+use crate::memory::Activity;
 
 /// Bounds on the connections one server holds.
 #[derive(Debug, Clone, Copy)]
@@ -61,6 +62,12 @@ pub async fn serve_connections(
     // Each connection's task, so the return below waits for the last one to have ended.
     let connections = tokio_util::task::TaskTracker::new();
     let http = hyper::server::conn::http1::Builder::new();
+    let activity = Arc::new(Activity::default());
+    let quiet_for_good = tokio_util::sync::CancellationToken::new();
+    connections.spawn(crate::memory::release_after_bursts(
+        Arc::clone(&activity),
+        quiet_for_good.clone(),
+    ));
     tokio::pin!(shutdown);
     loop {
         // Past the cap, clients wait in the kernel's accept queue rather than costing us a descriptor.
@@ -96,8 +103,9 @@ pub async fn serve_connections(
         let service = {
             let clock = Arc::clone(&clock);
             let app = app.clone();
+            let activity = Arc::clone(&activity);
             hyper::service::service_fn(move |req: Request<Incoming>| {
-                let busy = Busy::start(Arc::clone(&clock));
+                let busy = Busy::start(Arc::clone(&clock), Arc::clone(&activity));
                 let app = app.clone();
                 async move {
                     let Ok(res) = app.oneshot(req.map(Body::new)).await;
@@ -106,6 +114,7 @@ pub async fn serve_connections(
             })
         };
         let conn = graceful.watch(http.serve_connection(io, service));
+        let activity = Arc::clone(&activity);
         connections.spawn(async move {
             tokio::select! {
                 result = conn => if let Err(error) = result {
@@ -114,8 +123,10 @@ pub async fn serve_connections(
                 () = clock.expired(limits) => {},
             }
             drop(slot);
+            activity.connection_ended();
         });
     }
+    quiet_for_good.cancel();
     drop(listener);
     graceful.shutdown().await;
     connections.close();
@@ -197,14 +208,16 @@ impl Clock {
     }
 }
 
-/// Marks a request in progress from the moment its head was parsed until its response body is done.
-struct Busy(Arc<Clock>);
+/// Marks a request in progress from the moment its head was parsed until its response body is done,
+/// on its connection and across the server.
+struct Busy(Arc<Clock>, Arc<Activity>);
 
 impl Busy {
-    fn start(clock: Arc<Clock>) -> Self {
+    fn start(clock: Arc<Clock>, activity: Arc<Activity>) -> Self {
         clock.busy.fetch_add(1, Ordering::AcqRel);
         clock.head_started.store(false, Ordering::Release);
-        Self(clock)
+        activity.request_started();
+        Self(clock, activity)
     }
 }
 
@@ -213,6 +226,7 @@ impl Drop for Busy {
         let clock = &self.0;
         clock.idle_since.store(clock.now(), Ordering::Release);
         clock.busy.fetch_sub(1, Ordering::AcqRel);
+        self.1.request_ended();
     }
 }
 

@@ -149,7 +149,7 @@ impl AnswerWriter {
         // behind to be marked interrupted.
         let opening = json!({"modelId": self.model_id, "turnId": self.turn_id});
         let mut reachable = self
-            .checkpoint(self.message(Vec::new(), opening, MessageStatus::Streaming), true)
+            .open(self.message(Vec::new(), opening, MessageStatus::Streaming))
             .await;
         let ended = loop {
             tokio::select! {
@@ -204,6 +204,18 @@ impl AnswerWriter {
         }
         if stored {
             tracing::info!(turn = %turn_id, thread = %thread_id, status, "answer stored");
+        }
+    }
+
+    /// Writes the answer's row. Its id is new, so there is nothing to update first: an append is one
+    /// statement where [`Store::save_message`] would try an update before it.
+    async fn open(&self, message: NewMessage) -> bool {
+        match self.store.append_message(&self.user_id, &message).await {
+            Ok(_) => true,
+            Err(err) => {
+                tracing::warn!(turn = %self.turn_id, error = %err, "the answer's row not stored; the final save will retry");
+                false
+            }
         }
     }
 

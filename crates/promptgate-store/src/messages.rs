@@ -14,7 +14,6 @@ const MAX_METADATA_JSON: usize = 1024 * 1024;
 /// round lets at least one writer through, so this covers that many simultaneous writers to one
 /// thread (a turn writes its messages one after another, so real contention is two or three).
 const APPEND_ATTEMPTS: usize = 16;
-pub(crate) const MESSAGE_COLS: &str = "id, thread_id, role, parts, metadata, status, created_at, seq";
 
 fn role_name(r: Role) -> &'static str {
     match r {
@@ -295,18 +294,5 @@ impl Store {
             }
         }
         Ok(messages)
-    }
-
-    /// Messages of a thread that may not exist (yet): empty instead of NotFound.
-    pub(crate) async fn history(&self, user: &str, thread_id: &str) -> Result<Vec<Message>> {
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT {MESSAGE_COLS} FROM messages WHERE user_id = $1 AND thread_id = $2 ORDER BY seq"
-        )))
-        .bind(user)
-        .bind(thread_id)
-        .fetch_all(&self.pool)
-        .observed("messages.history")
-        .await?;
-        rows.iter().map(|r| message_from(r, 0)).collect()
     }
 }

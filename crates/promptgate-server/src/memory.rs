@@ -1,0 +1,149 @@
+//! Giving memory back after a burst.
+//!
+//! glibc's malloc keeps what a burst of requests freed inside its arenas: the pages stay resident,
+//! ready for the next burst, and a server that lived through one burst keeps its peak for good (in
+//! the load driver's burst of 500 sends, about 30 MiB). `malloc_trim` hands the free pages back. It
+//! walks every arena under its lock, so it runs only once the server is quiet (no request in
+//! progress) after something ended (requests or connections), and at most every [`MIN_GAP`].
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// How often the server looks whether it went quiet.
+const TICK: Duration = Duration::from_secs(1);
+/// The shortest time between two trims, so a server that is busy in bursts trims rarely.
+const MIN_GAP: Duration = Duration::from_secs(5);
+
+/// Requests in progress, and how many requests and connections have ended so far.
+#[derive(Debug, Default)]
+pub struct Activity {
+    in_progress: AtomicUsize,
+    ended: AtomicU64,
+}
+
+impl Activity {
+    pub(crate) fn request_started(&self) {
+        self.in_progress.fetch_add(1, Ordering::AcqRel);
+    }
+
+    pub(crate) fn request_ended(&self) {
+        self.in_progress.fetch_sub(1, Ordering::AcqRel);
+        self.ended.fetch_add(1, Ordering::AcqRel);
+    }
+
+    pub(crate) fn connection_ended(&self) {
+        self.ended.fetch_add(1, Ordering::AcqRel);
+    }
+
+    fn quiet(&self) -> bool {
+        self.in_progress.load(Ordering::Acquire) == 0
+    }
+
+    fn ended(&self) -> u64 {
+        self.ended.load(Ordering::Acquire)
+    }
+}
+
+/// When to trim: once the server is quiet after something ended since the last trim, and not
+/// within [`MIN_GAP`] of it.
+struct Policy {
+    trimmed_at: u64,
+    last_trim: Option<Instant>,
+}
+
+impl Policy {
+    fn new(ended: u64) -> Self {
+        Self {
+            trimmed_at: ended,
+            last_trim: None,
+        }
+    }
+
+    fn trim_now(&mut self, ended: u64, quiet: bool, now: Instant) -> bool {
+        let due = self.last_trim.is_none_or(|at| now.duration_since(at) >= MIN_GAP);
+        if ended == self.trimmed_at || !due || !quiet {
+            return false;
+        }
+        self.trimmed_at = ended;
+        self.last_trim = Some(now);
+        true
+    }
+}
+
+/// Trims the allocator whenever the server went quiet after something ended, until `stop`.
+pub(crate) async fn release_after_bursts(activity: Arc<Activity>, stop: CancellationToken) {
+    let mut policy = Policy::new(activity.ended());
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(TICK) => {}
+        }
+        if policy.trim_now(activity.ended(), activity.quiet(), Instant::now()) {
+            // A trim of a large heap takes milliseconds; it must not hold up the runtime's workers.
+            let _ = tokio::task::spawn_blocking(trim).await;
+        }
+    }
+}
+
+/// Returns the allocator's free pages to the system.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn trim() {
+    #[allow(unsafe_code)]
+    // SAFETY: malloc_trim takes no pointer and touches only glibc's own arenas, under their locks;
+    // it may be called from any thread at any time.
+    let released = unsafe { libc::malloc_trim(0) };
+    tracing::debug!(released = released == 1, "allocator trimmed after a burst");
+}
+
+/// Other allocators (musl, macOS) are not glibc's; they manage their free pages themselves.
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn trim() {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_trim_follows_a_burst_once_the_server_is_quiet_and_not_again_until_more_ends() {
+        let activity = Activity::default();
+        let start = Instant::now();
+        let mut policy = Policy::new(activity.ended());
+        assert!(
+            !policy.trim_now(activity.ended(), activity.quiet(), start),
+            "nothing ended yet"
+        );
+
+        activity.request_started();
+        activity.request_started();
+        activity.request_ended();
+        assert!(
+            !policy.trim_now(activity.ended(), activity.quiet(), start),
+            "a request is still in progress"
+        );
+        activity.request_ended();
+        assert!(policy.trim_now(activity.ended(), activity.quiet(), start));
+        assert!(
+            !policy.trim_now(activity.ended(), activity.quiet(), start + MIN_GAP * 10),
+            "nothing ended since"
+        );
+
+        activity.connection_ended();
+        assert!(
+            !policy.trim_now(activity.ended(), activity.quiet(), start + MIN_GAP / 2),
+            "too soon after the last trim"
+        );
+        assert!(policy.trim_now(activity.ended(), activity.quiet(), start + MIN_GAP));
+    }
+
+    #[tokio::test]
+    async fn trimming_runs_on_any_platform_and_the_release_loop_ends_when_told() {
+        tokio::task::spawn_blocking(trim).await.unwrap();
+        let stop = CancellationToken::new();
+        stop.cancel();
+        release_after_bursts(Arc::new(Activity::default()), stop).await;
+    }
+}

@@ -2,13 +2,6 @@
 
 #![deny(clippy::disallowed_methods)]
 
-/// Every process that links the server (the `promptgate` binary, the load driver's gateway, the tests)
-/// allocates through mimalloc: a turn makes thousands of small, short-lived allocations, and
-/// glibc's malloc spent about a tenth of the gateway's CPU on them (docs/benchmarks.md). Built
-/// without transparent huge pages, which would otherwise add ~15 MiB of resident memory at idle.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 pub mod api_doc;
 pub mod app;
 pub mod auth;

@@ -92,9 +92,9 @@ pub(crate) async fn release_after_bursts(activity: Arc<Activity>, stop: Cancella
 /// Returns the allocator's free pages to the system.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn trim() {
-    #[allow(unsafe_code)]
     // SAFETY: malloc_trim takes no pointer and touches only glibc's own arenas, under their locks;
     // it may be called from any thread at any time.
+    #[expect(unsafe_code, reason = "the one call into glibc: it has no safe binding")]
     let released = unsafe { libc::malloc_trim(0) };
     tracing::debug!(released = released == 1, "allocator trimmed after a burst");
 }

@@ -74,5 +74,8 @@ async fn a_reader_that_stops_reading_stops_its_turn() {
     let mut read = promptgate_turn::run_turn_in_reader(plan(paced(), vec![]));
     assert!(read.events.next().await.is_some(), "the turn started");
     drop(read.events);
-    assert!(read.outcome.await.is_err(), "a turn dropped with its reader sends no outcome");
+    assert!(
+        read.outcome.await.is_err(),
+        "a turn dropped with its reader sends no outcome"
+    );
 }

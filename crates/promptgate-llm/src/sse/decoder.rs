@@ -24,8 +24,8 @@ pub(crate) struct SseDecoder {
     partial: Vec<u8>,
     /// A `\r` ended the last piece: a `\n` opening the next belongs to the same line end.
     after_cr: bool,
-    /// The body's first bytes may carry a byte-order mark, which is not part of the first line.
-    started: bool,
+    /// The body's first bytes may carry a byte-order mark, which is not part of its first line.
+    past_first_line: bool,
     event: Option<String>,
     data: Option<String>,
     ready: VecDeque<SseEvent>,
@@ -42,28 +42,6 @@ impl SseDecoder {
                 piece = rest;
             }
         }
-        if !self.started && !piece.is_empty() {
-            // The mark can only be judged once three bytes are known.
-            if self.partial.len() + piece.len() < BOM.len()
-                && BOM.starts_with(&[&self.partial[..], piece].concat())
-            {
-                self.partial.extend_from_slice(piece);
-                return Ok(());
-            }
-            self.started = true;
-            if self.partial.is_empty() {
-                piece = piece.strip_prefix(BOM).unwrap_or(piece);
-            } else {
-                let mut joined = std::mem::take(&mut self.partial);
-                joined.extend_from_slice(piece);
-                let start = if joined.starts_with(BOM) { BOM.len() } else { 0 };
-                return self.push_started(&joined[start..]);
-            }
-        }
-        self.push_started(piece)
-    }
-
-    fn push_started(&mut self, mut piece: &[u8]) -> Result<(), NotUtf8> {
         while let Some(at) = piece.iter().position(|b| *b == b'\n' || *b == b'\r') {
             let ends_with_cr = piece[at] == b'\r';
             if self.partial.is_empty() {
@@ -102,7 +80,11 @@ impl SseDecoder {
         self.ready.pop_front()
     }
 
-    fn line(&mut self, line: &[u8]) -> Result<(), NotUtf8> {
+    fn line(&mut self, mut line: &[u8]) -> Result<(), NotUtf8> {
+        if !self.past_first_line {
+            self.past_first_line = true;
+            line = line.strip_prefix(BOM).unwrap_or(line);
+        }
         if line.is_empty() {
             let event = self.event.take();
             if let Some(data) = self.data.take() {

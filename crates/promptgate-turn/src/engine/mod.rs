@@ -69,10 +69,8 @@ impl Stream for TurnStream {
 
 /// Starts a turn. Must be called from within a tokio runtime, on which the turn is spawned.
 pub fn run_turn(plan: TurnPlan) -> TurnRun {
-    let (turn, mut run) = prepare_run(plan);
-    let tasks = turn.tasks.clone();
-    tasks.spawn(turn.future);
-    run.events.turn = None;
+    let (turn, run) = prepare_run(plan);
+    turn.tasks.spawn(turn.future);
     run
 }
 

@@ -1,5 +1,6 @@
-//! The crate's one error type. Core does no I/O, so its errors are about input it was handed: tool
-//! arguments a model produced and settings an operator wrote.
+//! The crate's error for input it was handed: tool arguments a model produced and settings an
+//! operator wrote. (Failures of the storage traits are the implementor's and have their own type,
+//! [`crate::storage::StorageError`].)
 
 /// What went wrong while interpreting outside input.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -2,6 +2,10 @@
 //!
 //! Nothing in this crate performs I/O, reads the clock or draws randomness: time and identifiers are
 //! passed in, so every prompt, toolset and budget decision is reproducible in a test.
+//!
+//! It is also where two crates that must not depend on each other meet: [`tools::ToolExecutor`] is
+//! how the turn engine runs a tool, and the traits of [`storage`] are what the tool executors need
+//! from the store (which implements them) and what the store needs from the token sealer.
 
 #![deny(clippy::disallowed_methods)]
 
@@ -13,6 +17,7 @@ pub mod prompt;
 pub mod settings;
 pub mod skills;
 pub mod sources;
+pub mod storage;
 pub mod tools;
 
 pub use error::Error;

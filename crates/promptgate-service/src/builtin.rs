@@ -21,16 +21,24 @@ pub(super) async fn register(
     state: &Arc<TurnState>,
 ) {
     let store = &service.store;
+    // One handle for every tool of the send; each sees it through the storage trait it needs.
+    let storage = Arc::new(store.clone());
     let thread_id = ctx.thread.as_ref().map(|t| t.id.clone());
     executors.insert(
         names::RENDER_HTML,
-        Arc::new(RenderHtml::new(store.clone(), user_id, thread_id.clone())),
+        Arc::new(RenderHtml::new(storage.clone(), user_id, thread_id.clone())),
     );
-    executors.insert(names::ADD_TASKS, Arc::new(AddTasks::new(store.clone(), user_id)));
-    executors.insert(names::GET_TASKS, Arc::new(GetTasks::new(store.clone(), user_id)));
+    executors.insert(
+        names::ADD_TASKS,
+        Arc::new(AddTasks::new(storage.clone(), user_id)),
+    );
+    executors.insert(
+        names::GET_TASKS,
+        Arc::new(GetTasks::new(storage.clone(), user_id)),
+    );
     executors.insert(
         names::DELETE_TASKS,
-        Arc::new(DeleteTasks::new(store.clone(), user_id)),
+        Arc::new(DeleteTasks::new(storage.clone(), user_id)),
     );
 
     // Loading the research skill may widen this turn's web budget (once; promotion is idempotent).
@@ -47,7 +55,7 @@ pub(super) async fn register(
             Ok(siblings) => executors.insert(
                 names::SEARCH_PROJECT_CHATS,
                 Arc::new(SearchProjectChats::new(
-                    store.clone(),
+                    storage,
                     user_id,
                     project.name.clone(),
                     siblings,

@@ -5,15 +5,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use promptgate_core::settings::{IntegrationStatus, Provider};
-use promptgate_core::tools::ToolError;
 use promptgate_store::Store;
 use promptgate_tools::google::{GoogleClient, GoogleExecutor};
 use promptgate_tools::microsoft::{GraphClient, MicrosoftExecutor};
-use promptgate_tools::oauth::{
-    AccessTokens, OAuthClient, OAuthProviderConfig, RefreshLocks, TokenSealer, TokenVault,
-};
+use promptgate_tools::oauth::{AccessTokens, OAuthClient, OAuthProviderConfig, RefreshLocks, TokenSealer};
 
 use super::toolset::Executors;
 
@@ -76,12 +72,13 @@ impl Integrations {
         }
     }
 
-    /// The token source of one user at `provider`, reading and writing the store's sealed secret.
+    /// The token source of one user at `provider`, reading and writing the store's sealed secret
+    /// (the store is the token vault).
     pub fn tokens(&self, store: &Store, user_id: &str, provider: Provider) -> Option<AccessTokens> {
         let oauth = self.oauth(provider)?;
         Some(AccessTokens::new(
             oauth.clone(),
-            Arc::new(StoreVault(store.clone())),
+            Arc::new(store.clone()),
             Arc::clone(&self.sealer),
             self.locks.clone(),
             user_id,
@@ -119,38 +116,5 @@ impl Integrations {
                 executors.insert(name, executor);
             }
         }
-    }
-}
-
-/// Sealed token sets kept in the store's integration secrets. Store errors are logged here and
-/// reported without detail, so nothing about the blob reaches a tool result.
-struct StoreVault(Store);
-
-fn vault_failed(provider: Provider, err: &promptgate_store::StoreError) -> ToolError {
-    tracing::error!(provider = provider.as_str(), error = %err, "the integration tokens could not be accessed");
-    ToolError::Failed("the stored integration tokens could not be accessed".to_owned())
-}
-
-#[async_trait]
-impl TokenVault for StoreVault {
-    async fn load(&self, user_id: &str, provider: Provider) -> Result<Option<String>, ToolError> {
-        self.0
-            .get_integration_secret(user_id, provider)
-            .await
-            .map_err(|err| vault_failed(provider, &err))
-    }
-
-    async fn store(&self, user_id: &str, provider: Provider, sealed: &str) -> Result<(), ToolError> {
-        self.0
-            .put_integration_secret(user_id, provider, sealed)
-            .await
-            .map_err(|err| vault_failed(provider, &err))
-    }
-
-    async fn delete(&self, user_id: &str, provider: Provider) -> Result<(), ToolError> {
-        self.0
-            .delete_integration_secret(user_id, provider)
-            .await
-            .map_err(|err| vault_failed(provider, &err))
     }
 }

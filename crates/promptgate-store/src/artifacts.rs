@@ -1,9 +1,10 @@
+use async_trait::async_trait;
+use promptgate_core::storage::{Artifact, ArtifactStore, StorageError};
 use sqlx::any::AnyRow;
 
 use crate::connect::Store;
 use crate::error::{Result, StoreError};
 use crate::observed::Observed;
-use crate::types::Artifact;
 use crate::util::{Cols, check_name, new_id, one_row};
 
 const MAX_TITLE: usize = 200;
@@ -72,5 +73,18 @@ impl Store {
         .observed("artifacts.get_artifact")
         .await?;
         row.as_ref().map(artifact_from).transpose()
+    }
+}
+
+#[async_trait]
+impl ArtifactStore for Store {
+    async fn create_artifact(
+        &self,
+        user_id: &str,
+        thread_id: Option<&str>,
+        title: &str,
+        html: &str,
+    ) -> Result<Artifact, StorageError> {
+        Ok(Store::create_artifact(self, user_id, thread_id, title, html).await?)
     }
 }

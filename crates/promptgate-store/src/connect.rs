@@ -31,7 +31,7 @@ pub struct Store {
     /// Postgres only: the task that hears about setup changes made elsewhere.
     listener: Option<Arc<ListenerTask>>,
     /// Seals MCP header values and bearer tokens; without one they cannot be stored (see `secrets`).
-    pub(crate) secrets: Option<Arc<dyn crate::secrets::SecretBox>>,
+    pub(crate) secrets: Option<Arc<dyn promptgate_core::storage::SecretBox>>,
     /// Stop and follow requests for running turns, heard from any instance (see `turn_claims`).
     pub(crate) turn_signals: Arc<crate::turn_claims::TurnSignals>,
 }

@@ -1,3 +1,4 @@
+use promptgate_core::storage::StorageError;
 use sqlx::error::ErrorKind;
 
 /// Everything a store call can fail with. The server maps these to HTTP statuses; `Database` keeps the
@@ -67,6 +68,18 @@ impl From<sqlx::Error> for StoreError {
 /// Postgres's classes for a lost connection (08) and a server shutting down or starting (57P).
 fn is_unavailable_sqlstate(code: &str) -> bool {
     code.starts_with("08") || code.starts_with("57P")
+}
+
+/// The degree of detail core's storage traits pass on: a refusal's reason and a missing row, with
+/// every other failure kept as text for the log.
+impl From<StoreError> for StorageError {
+    fn from(err: StoreError) -> Self {
+        match err {
+            StoreError::Invalid(reason) => StorageError::Invalid(reason),
+            StoreError::NotFound => StorageError::NotFound,
+            other => StorageError::Failed(other.to_string()),
+        }
+    }
 }
 
 impl From<sqlx::migrate::MigrateError> for StoreError {

@@ -7,6 +7,10 @@
 //! - Times are epoch milliseconds taken from the system clock inside the store, made strictly
 //!   increasing per [`Store`] so that "newest first" is a total order even within one millisecond.
 //! - Generated ids are UUID v7 strings; thread and message ids may be chosen by the client.
+//!
+//! [`Store`] also implements the storage traits of `promptgate_core::storage` (task list, artifacts,
+//! chat search, token vault), through which the tool executors use it without depending on this
+//! crate; their errors carry [`StoreError`]'s detail only as far as `StorageError` allows.
 
 mod artifacts;
 mod connect;
@@ -40,7 +44,7 @@ pub use connect::{Backend, Store};
 pub use error::{Result, StoreError};
 pub use listener::{APPLICATION_NAME as LISTENER_APPLICATION_NAME, CHANNEL as CHANGES_CHANNEL};
 pub use oauth_pending::{OAuthPending, PendingLimits, PendingRefused};
-pub use secrets::{SealingReport, SecretBox};
+pub use secrets::SealingReport;
 pub use setup::{LISTENED_RECHECK, SQLITE_RECHECK, UserSetup};
 pub use turn_claims::{
     ClaimOutcome, ClaimRequests, ExpiredTurn, FrameBatch, NewTurnClaim, RetryLookup, RetrySave, RunningTurn,

@@ -5,10 +5,12 @@
 //! terms for `to_tsquery('simple', …)`. Every word must match, as a prefix, in the message text or in
 //! its thread's title; title matches weigh more. The excerpt is cut in Rust, the same for both.
 
+use async_trait::async_trait;
+use promptgate_core::storage::{ChatHit, ChatSearch, StorageError};
+
 use crate::connect::{Backend, Store};
 use crate::error::Result;
 use crate::observed::Observed;
-use crate::types::ChatHit;
 use crate::util::{Cols, placeholders};
 
 const MAX_QUERY_WORDS: usize = 16;
@@ -113,6 +115,19 @@ impl Store {
                 })
             })
             .collect()
+    }
+}
+
+#[async_trait]
+impl ChatSearch for Store {
+    async fn search_messages(
+        &self,
+        user_id: &str,
+        thread_ids: &[String],
+        query: &str,
+        limit: u32,
+    ) -> Result<Vec<ChatHit>, StorageError> {
+        Ok(Store::search_messages(self, user_id, thread_ids, query, limit).await?)
     }
 }
 

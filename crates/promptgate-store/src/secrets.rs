@@ -9,16 +9,12 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use promptgate_core::storage::SecretBox;
+
 use crate::connect::Store;
 use crate::error::{Result, StoreError};
 use crate::observed::Observed;
 use crate::util::{Cols, from_json, to_json};
-
-/// Seals and opens secret text. Implemented by the gateway's token sealer.
-pub trait SecretBox: Send + Sync {
-    fn seal(&self, plaintext: &str) -> std::result::Result<String, String>;
-    fn open(&self, sealed: &str) -> std::result::Result<String, String>;
-}
 
 /// What [`Store::seal_plain_mcp_secrets`] found and did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

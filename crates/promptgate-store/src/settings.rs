@@ -1,4 +1,6 @@
+use async_trait::async_trait;
 use promptgate_core::settings::{IntegrationState, IntegrationStatus, Provider, UserSettings};
+use promptgate_core::storage::{StorageError, TokenVault};
 
 use crate::connect::Store;
 use crate::error::{Result, StoreError};
@@ -170,5 +172,21 @@ impl Store {
         .await?;
         self.setup_changed(user);
         Ok(())
+    }
+}
+
+/// The integration tokens' vault is the sealed secret column of `integrations`.
+#[async_trait]
+impl TokenVault for Store {
+    async fn load(&self, user_id: &str, provider: Provider) -> Result<Option<String>, StorageError> {
+        Ok(self.get_integration_secret(user_id, provider).await?)
+    }
+
+    async fn store(&self, user_id: &str, provider: Provider, sealed: &str) -> Result<(), StorageError> {
+        Ok(self.put_integration_secret(user_id, provider, sealed).await?)
+    }
+
+    async fn delete(&self, user_id: &str, provider: Provider) -> Result<(), StorageError> {
+        Ok(self.delete_integration_secret(user_id, provider).await?)
     }
 }

@@ -1,9 +1,10 @@
+use async_trait::async_trait;
+use promptgate_core::storage::{StorageError, Task, TaskStore};
 use sqlx::any::AnyRow;
 
 use crate::connect::Store;
 use crate::error::{Result, StoreError};
 use crate::observed::Observed;
-use crate::types::Task;
 use crate::util::{Cols, check_name, new_id, placeholders};
 
 /// One tool call adds or deletes at most this many tasks.
@@ -93,5 +94,20 @@ impl Store {
             .observed("tasks.delete_tasks")
             .await?
             .rows_affected())
+    }
+}
+
+#[async_trait]
+impl TaskStore for Store {
+    async fn add_tasks(&self, user_id: &str, items: &[String]) -> Result<Vec<Task>, StorageError> {
+        Ok(Store::add_tasks(self, user_id, items).await?)
+    }
+
+    async fn list_tasks(&self, user_id: &str) -> Result<Vec<Task>, StorageError> {
+        Ok(Store::list_tasks(self, user_id).await?)
+    }
+
+    async fn delete_tasks(&self, user_id: &str, ids: &[String]) -> Result<u64, StorageError> {
+        Ok(Store::delete_tasks(self, user_id, ids).await?)
     }
 }

@@ -153,7 +153,7 @@ impl Drop for TestDb {
 /// did not produce.
 pub struct ReversibleBox;
 
-impl crate::SecretBox for ReversibleBox {
+impl promptgate_core::storage::SecretBox for ReversibleBox {
     fn seal(&self, plaintext: &str) -> std::result::Result<String, String> {
         Ok(format!("test.{}", hex::encode(plaintext.as_bytes())))
     }

@@ -1,5 +1,7 @@
 //! The store's API types: the rows it returns and the inputs it takes. The HTTP bodies are the
 //! server's own types, converted from and to these, so the JSON contract is not decided here.
+//! Rows that the tools read through core's storage traits (tasks, artifacts, chat hits) are core's
+//! types, in `promptgate_core::storage`.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -135,14 +137,6 @@ pub struct NewMessage {
     pub status: Option<MessageStatus>,
 }
 
-/// One message that matched a project chat search.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ChatHit {
-    pub thread_id: String,
-    /// About 200 characters of the message text around the first matching word.
-    pub excerpt: String,
-}
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewSkill {
     /// `[A-Za-z0-9_-]{1,64}`, unique per user.
@@ -205,24 +199,6 @@ impl fmt::Debug for McpSecrets {
             .field("bearer_token", &self.bearer_token.as_ref().map(|_| "<redacted>"))
             .finish()
     }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Task {
-    pub id: String,
-    pub item: String,
-    pub completed: bool,
-    pub created_at: i64,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Artifact {
-    pub id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub thread_id: Option<String>,
-    pub title: String,
-    pub html: String,
-    pub created_at: i64,
 }
 
 /// Everything one send needs, loaded together.

@@ -21,6 +21,7 @@ mod search;
 mod secrets;
 mod skills;
 mod sqlite_only;
+mod storage;
 mod tasks;
 mod turn_claims;
 mod users;

@@ -3,13 +3,15 @@
 //! A document that fails the checks is not an error of the call: the model gets `{ok: false, errors}`
 //! listing every problem at once, so it can fix them all in one more call.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
+use promptgate_core::storage::ArtifactStore;
 use promptgate_core::tools::args::RenderHtmlArgs;
 use promptgate_core::tools::names;
-use promptgate_store::Store;
 use serde_json::{Value, json};
 
-use super::{parse, store_failed};
+use super::{parse, storage_failed};
 use promptgate_core::tools::{ToolError, ToolExecutor, ToolOutput};
 
 /// Largest document accepted, in bytes: an artifact is one page, not a bundle of assets.
@@ -48,15 +50,19 @@ const HTML_MARKERS: &[&str] = &[
 
 /// Stores validated HTML artifacts for one user, attached to the send's thread when there is one.
 pub struct RenderHtml {
-    store: Store,
+    artifacts: Arc<dyn ArtifactStore>,
     user_id: String,
     thread_id: Option<String>,
 }
 
 impl RenderHtml {
-    pub fn new(store: Store, user_id: impl Into<String>, thread_id: Option<String>) -> Self {
+    pub fn new(
+        artifacts: Arc<dyn ArtifactStore>,
+        user_id: impl Into<String>,
+        thread_id: Option<String>,
+    ) -> Self {
         Self {
-            store,
+            artifacts,
             user_id: user_id.into(),
             thread_id,
         }
@@ -80,10 +86,10 @@ impl ToolExecutor for RenderHtml {
             });
         }
         let artifact = self
-            .store
+            .artifacts
             .create_artifact(&self.user_id, self.thread_id.as_deref(), title, &args.html)
             .await
-            .map_err(|e| store_failed("store the artifact", e))?;
+            .map_err(|e| storage_failed("store the artifact", e))?;
         Ok(ToolOutput::json(json!({
             "ok": true,
             "artifact_id": artifact.id,

@@ -2,6 +2,8 @@
 //! project chat search, and the web tools as the model sees them (numbered as citable sources).
 //!
 //! Each is built per send with the handles it needs, so a call takes only the model's arguments.
+//! What they keep goes through core's storage traits (`promptgate_core::storage`), which the store
+//! implements; this crate does not depend on the store.
 
 mod artifacts;
 mod project_chats;
@@ -15,7 +17,7 @@ pub use skill::{OnSkillLoaded, SkillTool};
 pub use tasks::{AddTasks, DeleteTasks, GetTasks, MAX_TASK_CHARS, MAX_TASKS_PER_CALL};
 pub use web_tools::{FetchContent, WebSearch};
 
-use promptgate_store::StoreError;
+use promptgate_core::storage::StorageError;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -29,16 +31,16 @@ fn parse<T: DeserializeOwned>(tool: &str, input: &Value) -> Result<T, ToolError>
     })
 }
 
-/// A store failure as the model may see it: validation messages pass through, database details stay
-/// in the log.
-fn store_failed(action: &str, error: StoreError) -> ToolError {
+/// A storage failure as the model may see it: validation messages pass through, database details
+/// stay in the log.
+fn storage_failed(action: &str, error: StorageError) -> ToolError {
     match error {
-        StoreError::Invalid(reason) => ToolError::Failed(format!("Could not {action}: {reason}.")),
-        StoreError::NotFound => {
+        StorageError::Invalid(reason) => ToolError::Failed(format!("Could not {action}: {reason}.")),
+        StorageError::NotFound => {
             ToolError::Failed(format!("Could not {action}: this chat or user no longer exists."))
         }
-        other => {
-            tracing::warn!(error = %other, "store call of a built-in tool failed");
+        StorageError::Failed(detail) => {
+            tracing::warn!(error = %detail, "store call of a built-in tool failed");
             ToolError::Failed(format!(
                 "Could not {action} because the database is unavailable right now; try again later."
             ))

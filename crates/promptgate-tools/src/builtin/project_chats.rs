@@ -1,14 +1,15 @@
 //! `search_project_chats`: keyword search over the other chats of the current chat's project.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use async_trait::async_trait;
+use promptgate_core::storage::ChatSearch;
 use promptgate_core::tools::args::SearchProjectChatsArgs;
 use promptgate_core::tools::names;
-use promptgate_store::Store;
 use serde_json::{Value, json};
 
-use super::{parse, shortened, store_failed};
+use super::{parse, shortened, storage_failed};
 use promptgate_core::tools::{ToolError, ToolExecutor, ToolOutput};
 
 /// Most messages one search returns.
@@ -19,7 +20,7 @@ const MAX_ECHOED_QUERY_CHARS: usize = 200;
 
 /// Searches the messages of a project's sibling chats (never the current chat, never another user's).
 pub struct SearchProjectChats {
-    store: Store,
+    chats: Arc<dyn ChatSearch>,
     user_id: String,
     project_name: String,
     sibling_ids: Vec<String>,
@@ -27,10 +28,10 @@ pub struct SearchProjectChats {
 }
 
 impl SearchProjectChats {
-    /// `siblings` are the project's other threads as `(thread_id, title)`, as
-    /// `Store::sibling_threads` lists them; the current thread must not be among them.
+    /// `siblings` are the project's other threads as `(thread_id, title)`, as the store's
+    /// `sibling_threads` lists them; the current thread must not be among them.
     pub fn new(
-        store: Store,
+        chats: Arc<dyn ChatSearch>,
         user_id: impl Into<String>,
         project_name: impl Into<String>,
         siblings: Vec<(String, Option<String>)>,
@@ -44,7 +45,7 @@ impl SearchProjectChats {
             })
             .collect();
         Self {
-            store,
+            chats,
             user_id: user_id.into(),
             project_name: project_name.into(),
             sibling_ids,
@@ -68,10 +69,10 @@ impl ToolExecutor for SearchProjectChats {
             ));
         }
         let hits = self
-            .store
+            .chats
             .search_messages(&self.user_id, &self.sibling_ids, query, PROJECT_CHAT_HIT_LIMIT)
             .await
-            .map_err(|e| store_failed("search the project's chats", e))?;
+            .map_err(|e| storage_failed("search the project's chats", e))?;
         if hits.is_empty() {
             let text = format!(
                 "Nothing in the other chats of project \"{}\" matched \"{}\". This is a keyword search, \

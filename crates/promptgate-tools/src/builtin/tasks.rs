@@ -1,12 +1,14 @@
-//! `addTasks`, `getTasks` and `deleteTasks`: the user's task list, kept in the store.
+//! `addTasks`, `getTasks` and `deleteTasks`: the user's task list, kept in a [`TaskStore`].
+
+use std::sync::Arc;
 
 use async_trait::async_trait;
+use promptgate_core::storage::TaskStore;
 use promptgate_core::tools::args::{AddTasksArgs, DeleteTasksArgs, GetTasksArgs};
 use promptgate_core::tools::names;
-use promptgate_store::Store;
 use serde_json::{Value, json};
 
-use super::{parse, store_failed};
+use super::{parse, storage_failed};
 use promptgate_core::tools::{ToolError, ToolExecutor, ToolOutput};
 
 /// Most tasks one call adds or deletes.
@@ -19,14 +21,14 @@ const MAX_TASK_ID_CHARS: usize = 128;
 /// Whose task list the tools work on.
 #[derive(Clone)]
 struct TaskList {
-    store: Store,
+    tasks: Arc<dyn TaskStore>,
     user_id: String,
 }
 
 impl TaskList {
-    fn new(store: Store, user_id: impl Into<String>) -> Self {
+    fn new(tasks: Arc<dyn TaskStore>, user_id: impl Into<String>) -> Self {
         Self {
-            store,
+            tasks,
             user_id: user_id.into(),
         }
     }
@@ -52,8 +54,8 @@ fn check_count(what: &str, count: usize) -> Result<(), ToolError> {
 pub struct AddTasks(TaskList);
 
 impl AddTasks {
-    pub fn new(store: Store, user_id: impl Into<String>) -> Self {
-        Self(TaskList::new(store, user_id))
+    pub fn new(tasks: Arc<dyn TaskStore>, user_id: impl Into<String>) -> Self {
+        Self(TaskList::new(tasks, user_id))
     }
 }
 
@@ -80,11 +82,11 @@ impl ToolExecutor for AddTasks {
             }
             items.push(item.to_owned());
         }
-        let TaskList { store, user_id } = &self.0;
-        let added = store
+        let TaskList { tasks, user_id } = &self.0;
+        let added = tasks
             .add_tasks(user_id, &items)
             .await
-            .map_err(|e| store_failed("add the tasks", e))?;
+            .map_err(|e| storage_failed("add the tasks", e))?;
         Ok(ToolOutput::json(to_json(&added)?))
     }
 }
@@ -93,8 +95,8 @@ impl ToolExecutor for AddTasks {
 pub struct GetTasks(TaskList);
 
 impl GetTasks {
-    pub fn new(store: Store, user_id: impl Into<String>) -> Self {
-        Self(TaskList::new(store, user_id))
+    pub fn new(tasks: Arc<dyn TaskStore>, user_id: impl Into<String>) -> Self {
+        Self(TaskList::new(tasks, user_id))
     }
 }
 
@@ -102,12 +104,12 @@ impl GetTasks {
 impl ToolExecutor for GetTasks {
     async fn call(&self, input: Value) -> Result<ToolOutput, ToolError> {
         let _: GetTasksArgs = parse(names::GET_TASKS, &input)?;
-        let TaskList { store, user_id } = &self.0;
-        let tasks = store
+        let TaskList { tasks, user_id } = &self.0;
+        let listed = tasks
             .list_tasks(user_id)
             .await
-            .map_err(|e| store_failed("read the tasks", e))?;
-        Ok(ToolOutput::json(to_json(&tasks)?))
+            .map_err(|e| storage_failed("read the tasks", e))?;
+        Ok(ToolOutput::json(to_json(&listed)?))
     }
 }
 
@@ -115,8 +117,8 @@ impl ToolExecutor for GetTasks {
 pub struct DeleteTasks(TaskList);
 
 impl DeleteTasks {
-    pub fn new(store: Store, user_id: impl Into<String>) -> Self {
-        Self(TaskList::new(store, user_id))
+    pub fn new(tasks: Arc<dyn TaskStore>, user_id: impl Into<String>) -> Self {
+        Self(TaskList::new(tasks, user_id))
     }
 }
 
@@ -131,11 +133,11 @@ impl ToolExecutor for DeleteTasks {
             .map(|id| id.trim().to_owned())
             .filter(|id| !id.is_empty() && id.chars().count() <= MAX_TASK_ID_CHARS)
             .collect();
-        let TaskList { store, user_id } = &self.0;
-        let deleted = store
+        let TaskList { tasks, user_id } = &self.0;
+        let deleted = tasks
             .delete_tasks(user_id, &ids)
             .await
-            .map_err(|e| store_failed("delete the tasks", e))?;
+            .map_err(|e| storage_failed("delete the tasks", e))?;
         Ok(ToolOutput::json(json!({"success": true, "deleted": deleted})))
     }
 }

@@ -5,7 +5,9 @@
 //! 1. `authorize`: [`OAuthProviderConfig::start_authorization`] gives the URL to redirect to; keep
 //!    `state` → (`user`, `code_verifier`) server-side for a few minutes.
 //! 2. callback: look the `state` up (once), then [`AccessTokens::connect`] with the code and the
-//!    verifier; the tokens go sealed into the [`TokenVault`] and are never returned.
+//!    verifier; the tokens go sealed into the
+//!    [`TokenVault`](promptgate_core::storage::TokenVault) (which the store implements) and are
+//!    never returned.
 //! 3. per send: an [`AccessTokens`] for the user (sharing one process-wide [`RefreshLocks`]) feeds a
 //!    `GoogleClient` / `GraphClient`, whose tools `IntegrationExecutor::all` lists by name.
 //! 4. disconnect: [`AccessTokens::disconnect`] revokes where possible and forgets the tokens.
@@ -24,7 +26,7 @@ pub use config::{OAuthProviderConfig, PendingAuthorization};
 pub use executor::{IntegrationExecutor, IntegrationTool};
 pub use pkce::{PkcePair, new_state, pkce_pair, s256_challenge};
 pub use sealer::TokenSealer;
-pub use tokens::{AccessTokens, RefreshLocks, TokenVault};
+pub use tokens::{AccessTokens, RefreshLocks};
 
 /// Reads a tool call's arguments with the argument struct core defines for `tool`, reporting a
 /// mismatch as the model's mistake so it can correct the call.

@@ -110,7 +110,7 @@ impl TokenSealer {
 }
 
 /// The store seals MCP secrets through this without knowing the cipher.
-impl promptgate_store::SecretBox for TokenSealer {
+impl promptgate_core::storage::SecretBox for TokenSealer {
     fn seal(&self, plaintext: &str) -> Result<String, String> {
         self.seal_text(plaintext).map_err(|e| e.to_string())
     }

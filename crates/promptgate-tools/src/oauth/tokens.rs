@@ -5,9 +5,9 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 
-use async_trait::async_trait;
 use chrono::{Duration, Utc};
 use promptgate_core::settings::Provider;
+use promptgate_core::storage::{StorageError, TokenVault};
 
 use super::{OAuthClient, TokenSealer, TokenSet};
 use promptgate_core::tools::ToolError;
@@ -15,12 +15,11 @@ use promptgate_core::tools::ToolError;
 /// Renew this long before the provider's stated expiry, so a token does not lapse mid-request.
 const EXPIRY_MARGIN: Duration = Duration::seconds(60);
 
-/// Where sealed token blobs live (the store's integration secrets). Errors must not echo the blob.
-#[async_trait]
-pub trait TokenVault: Send + Sync {
-    async fn load(&self, user_id: &str, provider: Provider) -> Result<Option<String>, ToolError>;
-    async fn store(&self, user_id: &str, provider: Provider, sealed: &str) -> Result<(), ToolError>;
-    async fn delete(&self, user_id: &str, provider: Provider) -> Result<(), ToolError>;
+/// A vault failure as a tool result: the detail goes to the log, the call says only that the tokens
+/// could not be reached.
+fn vault_failed(provider: Provider, err: &StorageError) -> ToolError {
+    tracing::error!(provider = provider.as_str(), error = %err, "the integration tokens could not be accessed");
+    ToolError::Failed("the stored integration tokens could not be accessed".to_owned())
 }
 
 type RefreshKey = (String, Provider);
@@ -114,7 +113,10 @@ impl AccessTokens {
             }
         }
         self.remember(None);
-        self.vault.delete(&self.user_id, self.provider).await
+        self.vault
+            .delete(&self.user_id, self.provider)
+            .await
+            .map_err(|err| vault_failed(self.provider, &err))
     }
 
     /// An access token that is valid for at least another minute, renewing it if needed.
@@ -181,7 +183,10 @@ impl AccessTokens {
 
     async fn save(&self, tokens: &TokenSet) -> Result<(), ToolError> {
         let sealed = self.sealer.seal(tokens)?;
-        self.vault.store(&self.user_id, self.provider, &sealed).await?;
+        self.vault
+            .store(&self.user_id, self.provider, &sealed)
+            .await
+            .map_err(|err| vault_failed(self.provider, &err))?;
         self.remember(Some(tokens.clone()));
         Ok(())
     }
@@ -215,7 +220,12 @@ impl AccessTokens {
 
     /// Always reads the vault (the source of truth another instance may have renewed into).
     async fn load_optional(&self) -> Result<Option<TokenSet>, ToolError> {
-        let tokens = match self.vault.load(&self.user_id, self.provider).await? {
+        let sealed = self
+            .vault
+            .load(&self.user_id, self.provider)
+            .await
+            .map_err(|err| vault_failed(self.provider, &err))?;
+        let tokens = match sealed {
             Some(sealed) => Some(self.sealer.open(&sealed)?),
             None => None,
         };

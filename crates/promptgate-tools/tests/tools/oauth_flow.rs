@@ -9,8 +9,9 @@ use std::collections::HashMap;
 
 use chrono::{Duration, Utc};
 use promptgate_core::settings::Provider;
+use promptgate_core::storage::TokenVault;
 use promptgate_core::tools::ToolError;
-use promptgate_tools::oauth::{TokenSealer, TokenSet, TokenVault, new_state, pkce_pair, s256_challenge};
+use promptgate_tools::oauth::{TokenSealer, TokenSet, new_state, pkce_pair, s256_challenge};
 use support::*;
 
 #[test]

@@ -36,7 +36,7 @@ promptgate_store::on_both_backends! {
         let alice = user(store, "Alice").await;
         let bob = user(store, "Bob").await;
         thread(store, &alice, "weather", None, None).await;
-        let tool = RenderHtml::new(store.clone(), &alice, Some("weather".to_owned()));
+        let tool = RenderHtml::new(storage(store), &alice, Some("weather".to_owned()));
 
         let output = run(&tool, json!({"html": CHART, "title": "  Rainfall by month "})).await;
 
@@ -54,7 +54,7 @@ promptgate_store::on_both_backends! {
 
     async fn a_send_without_a_thread_stores_a_loose_artifact(store: &Store) {
         let alice = user(store, "Alice").await;
-        let tool = RenderHtml::new(store.clone(), &alice, None);
+        let tool = RenderHtml::new(storage(store), &alice, None);
         let output = run(&tool, json!({"html": CHART, "title": "Rainfall"})).await;
         let id = output.output["artifact_id"].as_str().unwrap();
         let stored = store.get_artifact(&alice, id).await.unwrap().unwrap();
@@ -65,7 +65,7 @@ promptgate_store::on_both_backends! {
         let alice = user(store, "Alice").await;
         let bob = user(store, "Bob").await;
         thread(store, &bob, "bobs", None, None).await;
-        let tool = RenderHtml::new(store.clone(), &alice, Some("bobs".to_owned()));
+        let tool = RenderHtml::new(storage(store), &alice, Some("bobs".to_owned()));
         let error = refused(&tool, json!({"html": CHART, "title": "Rainfall"})).await;
         assert_eq!(
             error.to_string(),
@@ -78,7 +78,7 @@ promptgate_store::on_both_backends! {
 async fn each_problem_is_reported_so_the_model_can_fix_it() {
     let db = TestDb::sqlite().await;
     let alice = user(&db, "Alice").await;
-    let tool = RenderHtml::new(db.store().clone(), &alice, None);
+    let tool = RenderHtml::new(storage(db.store()), &alice, None);
     let page = |body: &str| format!("<html><body>{body}</body></html>");
 
     assert!(only_error(&tool, "   ", "Empty").await.contains("html is empty"));
@@ -151,7 +151,7 @@ async fn each_problem_is_reported_so_the_model_can_fix_it() {
 async fn all_problems_come_back_together_and_nothing_is_stored() {
     let db = TestDb::sqlite().await;
     let alice = user(&db, "Alice").await;
-    let tool = RenderHtml::new(db.store().clone(), &alice, None);
+    let tool = RenderHtml::new(storage(db.store()), &alice, None);
     let html = r#"<html><head><script src="http://x.example/a.js"></script>
         <link href="https://x.example/b.css" rel="stylesheet"></head>
         <body><script>fetch("/x")</body></html>"#;
@@ -178,7 +178,7 @@ async fn all_problems_come_back_together_and_nothing_is_stored() {
 async fn malformed_arguments_are_an_error_the_model_sees() {
     let db = TestDb::sqlite().await;
     let alice = user(&db, "Alice").await;
-    let tool = RenderHtml::new(db.store().clone(), &alice, None);
+    let tool = RenderHtml::new(storage(db.store()), &alice, None);
     let error = refused(&tool, json!({"html": CHART})).await;
     assert!(
         matches!(&error, ToolError::InvalidArguments(m) if m.contains("title")),

@@ -2,6 +2,11 @@ pub use promptgate_core::tools::{ToolError, ToolExecutor, ToolOutput};
 pub use promptgate_store::{NewMessage, NewProject, NewThread, Role, Store};
 pub use serde_json::{Value, json};
 
+/// The store as the tools take it: one shared handle, seen through whichever storage trait a tool needs.
+pub fn storage(store: &Store) -> std::sync::Arc<Store> {
+    std::sync::Arc::new(store.clone())
+}
+
 /// A fresh user; returns its id.
 pub async fn user(store: &Store, name: &str) -> String {
     store.create_user(name).await.unwrap().id

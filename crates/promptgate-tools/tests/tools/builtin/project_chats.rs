@@ -23,7 +23,7 @@ async fn garden(store: &Store) -> (String, SearchProjectChats) {
     assert_eq!(siblings.len(), 2);
     // Even a sibling list that names another user's chat cannot reach into it.
     siblings.push(("bobs".to_owned(), Some("Bob's compost".to_owned())));
-    let tool = SearchProjectChats::new(store.clone(), &alice, "Garden", siblings);
+    let tool = SearchProjectChats::new(storage(store), &alice, "Garden", siblings);
     (alice, tool)
 }
 
@@ -83,7 +83,12 @@ promptgate_store::on_both_backends! {
 async fn a_blank_query_asks_for_keywords() {
     let db = promptgate_store::testing::TestDb::sqlite().await;
     let alice = user(&db, "Alice").await;
-    let tool = SearchProjectChats::new(db.store().clone(), &alice, "Garden", vec![("x".to_owned(), None)]);
+    let tool = SearchProjectChats::new(
+        storage(db.store()),
+        &alice,
+        "Garden",
+        vec![("x".to_owned(), None)],
+    );
     let error = refused(&tool, json!({"query": "   "})).await;
     assert_eq!(
         error,

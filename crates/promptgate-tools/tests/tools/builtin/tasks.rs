@@ -10,9 +10,9 @@ struct Tools {
 
 fn tools(store: &Store, user: &str) -> Tools {
     Tools {
-        add: AddTasks::new(store.clone(), user),
-        get: GetTasks::new(store.clone(), user),
-        delete: DeleteTasks::new(store.clone(), user),
+        add: AddTasks::new(storage(store), user),
+        get: GetTasks::new(storage(store), user),
+        delete: DeleteTasks::new(storage(store), user),
     }
 }
 

@@ -15,9 +15,9 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use chrono::{Duration, Utc};
 use promptgate_core::settings::Provider;
-use promptgate_core::tools::ToolError;
+use promptgate_core::storage::{StorageError, TokenVault};
 use promptgate_tools::oauth::{
-    AccessTokens, OAuthClient, OAuthProviderConfig, RefreshLocks, TokenSealer, TokenSet, TokenVault,
+    AccessTokens, OAuthClient, OAuthProviderConfig, RefreshLocks, TokenSealer, TokenSet,
 };
 
 pub fn init() {
@@ -128,7 +128,7 @@ pub struct MemoryVault {
 
 #[async_trait]
 impl TokenVault for MemoryVault {
-    async fn load(&self, user_id: &str, provider: Provider) -> Result<Option<String>, ToolError> {
+    async fn load(&self, user_id: &str, provider: Provider) -> Result<Option<String>, StorageError> {
         self.loads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         Ok(self
             .blobs
@@ -137,14 +137,14 @@ impl TokenVault for MemoryVault {
             .get(&(user_id.to_owned(), provider))
             .cloned())
     }
-    async fn store(&self, user_id: &str, provider: Provider, sealed: &str) -> Result<(), ToolError> {
+    async fn store(&self, user_id: &str, provider: Provider, sealed: &str) -> Result<(), StorageError> {
         self.blobs
             .lock()
             .unwrap()
             .insert((user_id.to_owned(), provider), sealed.to_owned());
         Ok(())
     }
-    async fn delete(&self, user_id: &str, provider: Provider) -> Result<(), ToolError> {
+    async fn delete(&self, user_id: &str, provider: Provider) -> Result<(), StorageError> {
         self.blobs.lock().unwrap().remove(&(user_id.to_owned(), provider));
         Ok(())
     }

@@ -1,0 +1,54 @@
+//! The store as the tool executors see it: through core's storage traits, with errors in the degree
+//! of detail a tool may pass on.
+
+use promptgate_core::storage::{ArtifactStore, ChatSearch, StorageError, TaskStore, TokenVault};
+
+use crate::common::*;
+
+conformance! {
+    async fn the_storage_traits_keep_a_refusal_and_a_missing_row_apart(store: &Store) {
+        let alice = user(store, "Alice").await;
+        let bob = user(store, "Bob").await;
+        let tasks: &dyn TaskStore = store;
+        let added = tasks.add_tasks(&alice, &["Buy milk".to_owned()]).await.unwrap();
+        assert_eq!(tasks.list_tasks(&alice).await.unwrap(), added);
+        assert_eq!(
+            tasks.add_tasks(&alice, &["  ".to_owned()]).await,
+            Err(StorageError::Invalid("task must not be empty".to_owned())),
+            "the reason of a refusal reaches the tool"
+        );
+        assert_eq!(tasks.add_tasks("no-such-user", &["x".to_owned()]).await, Err(StorageError::NotFound));
+        assert_eq!(tasks.delete_tasks(&bob, &[added[0].id.clone()]).await, Ok(0));
+
+        thread(store, &bob, "bobs", None, None).await;
+        let artifacts: &dyn ArtifactStore = store;
+        assert_eq!(
+            artifacts.create_artifact(&alice, Some("bobs"), "Chart", "<svg/>").await,
+            Err(StorageError::NotFound),
+            "another user's chat is not there"
+        );
+        say(store, &bob, "bobs", Role::User, "my compost recipe").await;
+        let chats: &dyn ChatSearch = store;
+        let found = chats.search_messages(&bob, &["bobs".to_owned()], "compost", 8).await.unwrap();
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].thread_id, "bobs");
+        assert_eq!(
+            chats.search_messages(&alice, &["bobs".to_owned()], "compost", 8).await,
+            Ok(Vec::new()),
+            "naming another user's chat finds nothing"
+        );
+    }
+
+    async fn the_store_is_the_token_vault(store: &Store) {
+        let alice = user(store, "Alice").await;
+        let bob = user(store, "Bob").await;
+        let vault: &dyn TokenVault = store;
+        vault.store(&alice, Provider::Google, "sealed-blob").await.unwrap();
+        assert_eq!(vault.load(&alice, Provider::Google).await.unwrap().as_deref(), Some("sealed-blob"));
+        assert_eq!(vault.load(&bob, Provider::Google).await, Ok(None));
+        assert_eq!(vault.load(&alice, Provider::Microsoft).await, Ok(None));
+        vault.delete(&alice, Provider::Google).await.unwrap();
+        assert_eq!(vault.load(&alice, Provider::Google).await, Ok(None));
+        assert_eq!(vault.store("no-such-user", Provider::Google, "x").await, Err(StorageError::NotFound));
+    }
+}

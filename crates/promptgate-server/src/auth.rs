@@ -10,7 +10,7 @@ use crate::error::ApiError;
 use crate::state::{AppState, LOCAL_USER_ID};
 
 /// The authenticated user. Every handler that touches user data takes this, and passes its id to
-/// every store call, so no request can reach another user's rows.
+/// every use case it calls, so no request can reach another user's rows.
 #[derive(Debug, Clone)]
 pub struct CurrentUser {
     pub id: String,

@@ -254,7 +254,8 @@ struct ThreadTurn {
 }
 
 impl TurnService {
-    pub fn new(
+    /// The service over its parts; [`TurnService::start`] builds them from settings.
+    pub(crate) fn new(
         store: Store,
         providers: Providers,
         web: WebTools,
@@ -306,7 +307,7 @@ impl TurnService {
     }
 
     /// Offers the integration tools of the configured providers to users who connected them.
-    pub fn with_integrations(mut self, integrations: Integrations) -> Self {
+    pub(crate) fn with_integrations(mut self, integrations: Integrations) -> Self {
         self.integrations = Some(integrations);
         self
     }

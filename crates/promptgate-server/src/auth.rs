@@ -10,7 +10,7 @@ use crate::error::ApiError;
 use crate::state::{AppState, LOCAL_USER_ID};
 
 /// The authenticated user. Every handler that touches user data takes this, and passes its id to
-/// every store call, so no request can reach another user's rows.
+/// every use case it calls, so no request can reach another user's rows.
 #[derive(Debug, Clone)]
 pub struct CurrentUser {
     pub id: String,
@@ -40,7 +40,7 @@ impl FromRequestParts<AppState> for CurrentUser {
             .map(str::trim)
             .filter(|t| !t.is_empty())
             .ok_or_else(|| ApiError::unauthorized("the Authorization header must be `Bearer <token>`"))?;
-        match state.store.user_by_token(token).await? {
+        match state.turns.user_by_token(token).await? {
             Some(user) => Ok(Self { id: user.id }),
             None => Err(ApiError::unauthorized("the token is unknown or revoked")),
         }

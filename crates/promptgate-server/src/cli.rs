@@ -8,12 +8,11 @@ use anyhow::Context;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use promptgate_service::TurnService;
-use promptgate_store::Store;
+use promptgate_service::{Database, TurnService};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{AuthMode, Config, Env, ProcessEnv};
-use crate::state::{AppState, LOCAL_USER_ID, Shared};
+use crate::config::{Config, Env, ProcessEnv};
+use crate::state::{AppState, Shared};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -103,15 +102,15 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Migrate => {
             let config = Config::load(cli.config.as_deref(), &ProcessEnv)?;
-            let store = open_store(&config).await?;
+            let database = open_database(&config).await?;
             tracing::info!("migrations applied");
-            drop(store);
+            drop(database);
             Ok(())
         }
         Command::Users { command } => {
             let config = Config::load(cli.config.as_deref(), &ProcessEnv)?;
-            let store = open_store(&config).await?;
-            let text = crate::users::run(&store, command, config.auth.mode).await?;
+            let database = open_database(&config).await?;
+            let text = crate::users::run(&database, command, config.auth.mode).await?;
             write_stdout(&text)
         }
         Command::Eval {
@@ -143,13 +142,13 @@ fn write_stdout(text: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn open_store(config: &Config) -> anyhow::Result<Store> {
+async fn open_database(config: &Config) -> anyhow::Result<Database> {
     tracing::info!(database = %crate::deploy::describe_database(&config.database_url), "opening the database");
-    let store = crate::deploy::connect_with_retry(&config.database_url, crate::deploy::DATABASE_WAIT)
+    let database = crate::deploy::connect_with_retry(&config.database_url, crate::deploy::DATABASE_WAIT)
         .await
         .with_context(|| format!("cannot open the database at {}", redact(&config.database_url)))?;
-    store.migrate().await.context("database migration failed")?;
-    Ok(store)
+    database.migrate().await.context("database migration failed")?;
+    Ok(database)
 }
 
 /// Hides a password in a database URL before it is logged.
@@ -166,32 +165,22 @@ pub(crate) fn redact(url: &str) -> String {
     }
 }
 
-/// Prepares the state a server needs: the store (migrated), system models, the local user.
+/// Prepares the state a server needs: the database (migrated), system models, the local user.
 pub async fn prepare(config: Config) -> anyhow::Result<AppState> {
-    let store = open_store(&config).await?;
-    prepare_with(config, store).await
+    let database = open_database(&config).await?;
+    prepare_with(config, database).await
 }
 
-/// Like [`prepare`], over a store that is already open and migrated.
-pub async fn prepare_with(config: Config, store: Store) -> anyhow::Result<AppState> {
-    prepare_with_env(config, store, &ProcessEnv).await
+/// Like [`prepare`], over a database that is already open and migrated.
+pub async fn prepare_with(config: Config, database: Database) -> anyhow::Result<AppState> {
+    prepare_with_env(config, database, &ProcessEnv).await
 }
 
 /// Like [`prepare_with`], reading secrets (API keys, the token key) from `env`.
-pub async fn prepare_with_env(config: Config, store: Store, env: &dyn Env) -> anyhow::Result<AppState> {
-    let models: Vec<_> = config.models.iter().map(|m| m.to_model()).collect();
-    store
-        .seed_system_models(&models)
-        .await
-        .context("seeding the configured models failed")?;
-    if config.auth.mode == AuthMode::SingleUser {
-        store.ensure_user(LOCAL_USER_ID, "local").await?;
-    }
-    let store = crate::secrets::prepare(&config, store, env).await?;
-    let turns = crate::runtime::turn_service(&config, store.clone(), env)?;
-    turns.start_instance();
+pub async fn prepare_with_env(config: Config, database: Database, env: &dyn Env) -> anyhow::Result<AppState> {
+    let settings = crate::runtime::settings(&config, env)?;
+    let turns = TurnService::start(database, settings).await?;
     Ok(AppState::new(Shared {
-        store,
         config: Arc::new(config),
         turns,
     }))
@@ -203,13 +192,10 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     let grace = Duration::from_secs(config.server.shutdown_grace_secs);
     let flush = Duration::from_secs(config.server.shutdown_flush_secs);
     let state = prepare(config).await?;
-    // An answer left streaming that no live claim covers belongs to a turn whose instance died (a
-    // previous run of this one, or another instance past its lease). SQLite serves one instance, so
-    // every claim found there is a previous run's; on Postgres other instances' live turns are kept.
-    let only_instance = state.store.backend() == promptgate_store::Backend::Sqlite;
+    // An answer left streaming that no live claim covers belongs to a turn whose instance died.
     let interrupted = state
-        .store
-        .interrupt_unclaimed_answers(only_instance)
+        .turns
+        .interrupt_unclaimed_answers()
         .await
         .context("marking the answers of a previous run as interrupted failed")?;
     if interrupted > 0 {
@@ -222,7 +208,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on {listen}"))?;
     let limits = crate::listen::ConnectionLimits::from_config(&state.config.server);
-    tracing::info!(address = %listen, auth = ?mode, backend = ?state.store.backend(), "promptgate listening");
+    tracing::info!(address = %listen, auth = ?mode, backend = ?state.turns.backend(), "promptgate listening");
     let stopping = CancellationToken::new();
     let metrics_server = match state.config.server.metrics_listen {
         Some(address) => {

@@ -185,7 +185,7 @@ pub struct TurnConfig {
 impl Default for TurnConfig {
     // The engine's and the service's own defaults, in the units of the file.
     fn default() -> Self {
-        let limits = promptgate_turn::TurnLimits::default();
+        let limits = promptgate_service::settings::TurnLimits::default();
         Self {
             max_upstream_requests: limits.max_upstream_requests,
             wall_clock_secs: limits.wall_clock.as_secs(),
@@ -325,7 +325,7 @@ pub struct WebConfig {
     /// `{ kind = "searxng", base_url = "..." }` or `{ kind = "brave", api_key_env = "..." }`. Without it
     /// the web tools are not offered.
     pub search: Option<SearchEntry>,
-    pub fetch: promptgate_tools::web::FetchPolicy,
+    pub fetch: promptgate_service::settings::FetchPolicy,
     /// Loading the `research` skill widens an auto budget (5) to the research cap (30).
     pub budget_promotion: bool,
 }
@@ -379,8 +379,8 @@ pub struct McpConfig {
 
 impl McpConfig {
     /// Where users' MCP server URLs may point, given the auth mode the defaults depend on.
-    pub fn address_policy(&self, mode: AuthMode) -> promptgate_mcp::AddressPolicy {
-        promptgate_mcp::AddressPolicy {
+    pub fn address_policy(&self, mode: AuthMode) -> promptgate_service::settings::AddressPolicy {
+        promptgate_service::settings::AddressPolicy {
             allow_loopback: self.allow_loopback.unwrap_or(mode == AuthMode::SingleUser),
             allow_private: self.allow_private,
             allowed_addrs: self.allowed_addrs.clone(),
@@ -413,10 +413,10 @@ impl McpConfig {
 impl Default for McpConfig {
     // The MCP client's own defaults, in the units of the file.
     fn default() -> Self {
-        let hub = promptgate_mcp::HubSettings::default();
+        let hub = promptgate_service::settings::HubSettings::default();
         Self {
-            discovery_timeout_ms: millis(promptgate_mcp::DEFAULT_DISCOVERY_TIMEOUT),
-            call_timeout_secs: promptgate_mcp::DEFAULT_CALL_TIMEOUT.as_secs(),
+            discovery_timeout_ms: millis(promptgate_service::settings::DEFAULT_DISCOVERY_TIMEOUT),
+            call_timeout_secs: promptgate_service::settings::DEFAULT_CALL_TIMEOUT.as_secs(),
             // The probe is the server's own route; its budget has no other owner.
             probe_timeout_ms: 10_000,
             liveness_interval_ms: millis(hub.liveness_interval),

@@ -5,7 +5,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
 use anyhow::Context;
-use promptgate_store::Store;
+use promptgate_service::Database;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Where a probe on this machine reaches a server listening on `listen`: an unspecified address
@@ -58,26 +58,9 @@ pub const DATABASE_WAIT: Duration = Duration::from_secs(60);
 /// Connects to the database; a network database that refuses is retried with a doubling backoff
 /// (0.5 s up to 5 s) until `wait` has passed. SQLite is never retried: its failures are about the
 /// file and do not go away by waiting.
-pub async fn connect_with_retry(url: &str, wait: Duration) -> anyhow::Result<Store> {
+pub async fn connect_with_retry(url: &str, wait: Duration) -> anyhow::Result<Database> {
     check_sqlite_file(url)?;
-    let retry = url.starts_with("postgres");
-    let deadline = tokio::time::Instant::now() + wait;
-    let mut backoff = Duration::from_millis(500);
-    loop {
-        match Store::connect(url).await {
-            Ok(store) => return Ok(store),
-            Err(err) if retry && tokio::time::Instant::now() + backoff < deadline => {
-                tracing::warn!(
-                    error = %err,
-                    retry_in_ms = backoff.as_millis() as u64,
-                    "the database is not reachable yet; retrying"
-                );
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(5));
-            }
-            Err(err) => return Err(err.into()),
-        }
-    }
+    Ok(Database::connect_with_retry(url, wait).await?)
 }
 
 /// A SQLite URL that does not ask for `mode=rwc` must name a file that exists: otherwise a relative

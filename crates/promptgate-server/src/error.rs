@@ -6,8 +6,7 @@ use aide::openapi::{Operation, Response as ApiResponse};
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use promptgate_service::SendError;
-use promptgate_store::StoreError;
+use promptgate_service::ServiceError;
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -100,53 +99,76 @@ impl ApiError {
             "something went wrong on our side; the details are in the server log",
         )
     }
-
-    /// Maps a store failure for a named kind of record (`thread`, `skill`, …).
-    pub fn from_store(err: StoreError, what: &str, id: &str) -> Self {
-        match err {
-            StoreError::NotFound => Self::not_found(what, id),
-            other => other.into(),
-        }
-    }
 }
 
-impl From<StoreError> for ApiError {
-    fn from(err: StoreError) -> Self {
+impl From<ServiceError> for ApiError {
+    fn from(err: ServiceError) -> Self {
         match err {
-            StoreError::NotFound => Self::new(StatusCode::NOT_FOUND, "not_found", "no such record"),
-            StoreError::Conflict(m) => Self::conflict(m),
-            StoreError::ReadOnly(m) => Self::new(StatusCode::FORBIDDEN, "read_only", m),
-            StoreError::Invalid(m) => Self::invalid(m),
-            StoreError::Unavailable(detail) => {
-                tracing::warn!(error = %detail, "store unavailable");
-                Self::store_unavailable()
-            }
-            other => {
-                tracing::error!(error = %other, "store failure");
-                Self::internal()
-            }
-        }
-    }
-}
-
-impl From<SendError> for ApiError {
-    fn from(err: SendError) -> Self {
-        match err {
-            SendError::UnknownThread(id) => Self::not_found("thread", &id),
-            SendError::UnknownModel(id) => Self::not_found("model", &id),
-            SendError::ProviderMissing(_) => Self::new(
+            ServiceError::UnknownThread(id) => Self::not_found("thread", &id),
+            ServiceError::UnknownModel(id) => Self::not_found("model", &id),
+            ServiceError::NotFound { what, id } => Self::not_found(what, &id),
+            ServiceError::ProviderMissing(_) => Self::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "provider_unavailable",
                 err.to_string(),
             ),
-            SendError::Busy(_) => Self::new(StatusCode::CONFLICT, "turn_in_progress", err.to_string()),
-            SendError::InvalidMessage(m) => Self::invalid(m),
-            SendError::Overloaded(_) => {
+            ServiceError::Busy(_) => Self::new(StatusCode::CONFLICT, "turn_in_progress", err.to_string()),
+            ServiceError::InvalidMessage(m) => Self::invalid(m),
+            ServiceError::Overloaded(_) => {
                 Self::new(StatusCode::SERVICE_UNAVAILABLE, "overloaded", err.to_string())
             }
-            SendError::UnknownTurn(_) => Self::new(StatusCode::NOT_FOUND, "unknown_turn", err.to_string()),
-            SendError::RetryExpired(..) => Self::new(StatusCode::CONFLICT, "retry_expired", err.to_string()),
-            SendError::Store(e) => e.into(),
+            ServiceError::UnknownTurn(_) => Self::new(StatusCode::NOT_FOUND, "unknown_turn", err.to_string()),
+            ServiceError::RetryExpired(..) => {
+                Self::new(StatusCode::CONFLICT, "retry_expired", err.to_string())
+            }
+            ServiceError::UnusableDefaultModel(model) => Self::invalid(format!(
+                "default_model {} is not a model you can use",
+                preview(&model)
+            )),
+            ServiceError::RefusedAddress(reason) => Self::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "refused_address",
+                format!(
+                    "{reason}; this server does not connect there (see [mcp] allow_loopback, allow_private and allowed_addrs)"
+                ),
+            ),
+            ServiceError::ConnectByAuthorizing(p) => Self::invalid(format!(
+                "an integration is connected by authorizing it: GET /v1/integrations/{}/authorize",
+                p.as_str()
+            )),
+            ServiceError::IntegrationNotConfigured(p) => Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "integration_not_configured",
+                format!(
+                    "this server has no OAuth client for {}; see [integrations] in the configuration",
+                    p.as_str()
+                ),
+            ),
+            ServiceError::TooManyAuthorizations => Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "too_many_authorizations",
+                err.to_string(),
+            ),
+            ServiceError::UnknownAuthorization => Self::bad_request("invalid_state", err.to_string()),
+            ServiceError::MissingAuthorizationCode => Self::bad_request("invalid_callback", err.to_string()),
+            ServiceError::ProviderRefused(m) => Self::new(StatusCode::BAD_GATEWAY, "provider_error", m),
+            ServiceError::NoSuchRecord => Self::new(StatusCode::NOT_FOUND, "not_found", "no such record"),
+            ServiceError::Conflict(m) => Self::conflict(m),
+            ServiceError::ReadOnly(m) => Self::new(StatusCode::FORBIDDEN, "read_only", m),
+            ServiceError::Invalid(m) => Self::invalid(m),
+            ServiceError::Unavailable(detail) => {
+                tracing::warn!(error = %detail, "store unavailable");
+                Self::store_unavailable()
+            }
+            ServiceError::Database(_) => {
+                tracing::error!(error = %err, "store failure");
+                Self::internal()
+            }
+            ServiceError::Internal => Self::internal(),
+            ServiceError::Start { .. } | ServiceError::Refused(_) => {
+                tracing::error!(error = %err, "service failure");
+                Self::internal()
+            }
         }
     }
 }

@@ -6,8 +6,7 @@
 //! the assistant's text (each step's text separated by a blank line), reasoning as
 //! `reasoning_content`, exactly one finish reason and, when asked, the usage chunk.
 
-use promptgate_turn::TurnError;
-use promptgate_turn::ui::{TurnEvent, UiChunk, UiFinishReason};
+use promptgate_service::events::{TurnError, TurnEvent, UiChunk, UiFinishReason};
 use serde::Serialize;
 use serde_json::{Value, json};
 

@@ -1,4 +1,10 @@
 //! The promptgate server: configuration, HTTP routes and the CLI behind the `promptgate` binary.
+//!
+//! `server → service → {turn, store, mcp, tools, llm, workspace} → core`: the server depends on
+//! `promptgate-service` and `promptgate-core` only. It turns its configuration (file and
+//! environment) into the service's settings ([`runtime::settings`]), and its routes turn HTTP into
+//! calls of the service's use cases and the service's results and errors back into HTTP
+//! ([`error`]); the rules about records live in the service.
 
 #![deny(clippy::disallowed_methods)]
 

@@ -20,8 +20,7 @@ use axum::http::{HeaderName, HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use promptgate_turn::TurnEvent;
-use promptgate_turn::ui::UiChunk;
+use promptgate_service::events::{TurnEvent, UiChunk};
 use serde_json::Value;
 use tracing::Instrument;
 

@@ -1,145 +1,51 @@
-//! Builds the long-lived parts a server runs with from the configuration: model providers, web tools,
-//! the MCP hub and the turn service.
+//! The service's settings from the configuration: model providers, web search, the MCP client, the
+//! integrations' OAuth clients and the key for secrets at rest, with the secrets they name read from
+//! the environment. The service builds the running parts from them.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use promptgate_llm::{
-    ANTHROPIC_BASE_URL, ANTHROPIC_MAX_TOKENS, Anthropic, AnthropicConfig, DemoModel, OpenAiCompatible,
-    ProviderConfig, ThinkingMode, Timeouts,
+use promptgate_service::settings::{
+    DEFAULT_CALENDAR_BASE, DEFAULT_GMAIL_BASE, DEFAULT_GRAPH_BASE, GoogleSetup, HubSettings, InstanceConfig,
+    IntegrationSettings, MicrosoftSetup, OAuthProviderConfig, ProviderKind as Kind, ProviderSettings,
+    SearchConfig, ServiceConfig, Settings, ThinkingMode, Timeouts, TokenSealer, TurnLimits,
 };
-use promptgate_mcp::{HubSettings, McpHub};
-use promptgate_service::{
-    GoogleSetup, InstanceConfig, Integrations, MicrosoftSetup, ModelProvider, ProviderClient, Providers,
-    ServiceConfig, TurnService, WebTools,
+
+use crate::config::{
+    AuthMode, Config, Env, OAuthEntry, ProviderEntry, ProviderKind, SearchEntry, ThinkingStyle,
 };
-use promptgate_store::Store;
-use promptgate_tools::google::{DEFAULT_CALENDAR_BASE, DEFAULT_GMAIL_BASE};
-use promptgate_tools::microsoft::DEFAULT_GRAPH_BASE;
-use promptgate_tools::oauth::{OAuthProviderConfig, TokenSealer};
-use promptgate_tools::web::{SafeFetcher, SearchConfig};
-use promptgate_turn::TurnLimits;
+use crate::state::LOCAL_USER_ID;
 
-use crate::config::{Config, Env, OAuthEntry, ProviderEntry, ProviderKind, SearchEntry, ThinkingStyle};
-
-pub fn providers(config: &Config, env: &dyn Env) -> anyhow::Result<Providers> {
-    let mut out = Vec::new();
-    for entry in &config.providers {
-        let api_key = match &entry.api_key_env {
-            Some(var) => {
-                let key = env.var(var);
-                if key.is_none() && !entry.keyless {
-                    // Starting anyway would fail every send to this provider with a 401 from upstream.
-                    anyhow::bail!(
-                        "provider {}: the variable {var} holding its API key is not set; set it, or mark \
-                         the provider `keyless = true` if it needs no key",
-                        entry.name
-                    );
-                }
-                key
-            }
-            None => None,
-        };
-        let base_url = match (entry.kind, &entry.base_url) {
-            (_, Some(url)) => url.clone(),
-            (ProviderKind::Anthropic, None) => ANTHROPIC_BASE_URL.to_owned(),
-            (_, None) => String::new(),
-        };
-        let client = match entry.kind {
-            ProviderKind::Demo => ProviderClient::Demo(DemoModel::new()),
-            ProviderKind::Openai => {
-                let mut provider = ProviderConfig::new(entry.name.clone(), base_url.clone());
-                provider.api_key = api_key.clone();
-                provider.timeouts = timeouts(entry);
-                ProviderClient::OpenAi(
-                    OpenAiCompatible::new(provider)
-                        .with_context(|| format!("provider {} is unusable", entry.name))?,
-                )
-            }
-            ProviderKind::Anthropic => {
-                let mut provider = AnthropicConfig::new(entry.name.clone(), base_url.clone());
-                provider.provider.api_key = api_key.clone();
-                provider.provider.timeouts = timeouts(entry);
-                provider.max_tokens = entry.max_tokens.unwrap_or(ANTHROPIC_MAX_TOKENS);
-                provider.thinking = match entry.thinking {
-                    None | Some(ThinkingStyle::Adaptive) => ThinkingMode::Adaptive,
-                    Some(ThinkingStyle::Budget) => ThinkingMode::Budget,
-                };
-                ProviderClient::Anthropic(
-                    Anthropic::new(provider)
-                        .with_context(|| format!("provider {} is unusable", entry.name))?,
-                )
-            }
-        };
-        out.push(ModelProvider {
-            name: entry.name.clone(),
-            base_url,
-            api_key,
-            client,
-        });
-    }
-    Ok(Providers::new(out))
-}
-
-/// The provider's timeouts, each defaulting where the entry sets none.
-fn timeouts(entry: &ProviderEntry) -> Timeouts {
-    let defaults = Timeouts::default();
-    let secs = |value: Option<u64>, default: Duration| value.map_or(default, Duration::from_secs);
-    Timeouts {
-        connect: secs(entry.connect_timeout_secs, defaults.connect),
-        first_byte: secs(entry.first_byte_timeout_secs, defaults.first_byte),
-        idle: secs(entry.idle_timeout_secs, defaults.idle),
-    }
-}
-
-pub fn web_tools(config: &Config, env: &dyn Env) -> anyhow::Result<WebTools> {
-    let search = match &config.web.search {
-        None => None,
-        Some(SearchEntry::Searxng { base_url }) => Some(
-            SearchConfig::SearxNg {
-                base_url: base_url.clone(),
-            }
-            .build()
-            .context("web.search is unusable")?,
-        ),
-        Some(SearchEntry::Brave {
-            base_url,
-            api_key_env,
-        }) => {
-            let api_key = env.var(api_key_env).with_context(|| {
-                format!("web.search: the variable {api_key_env} holding the Brave key is not set")
-            })?;
-            let base_url = base_url
-                .clone()
-                .unwrap_or_else(|| "https://api.search.brave.com".to_owned());
-            Some(
-                SearchConfig::Brave { base_url, api_key }
-                    .build()
-                    .context("web.search is unusable")?,
-            )
-        }
-    };
-    let fetcher = search
-        .is_some()
-        .then(|| Arc::new(SafeFetcher::new(config.web.fetch.clone())));
-    Ok(WebTools {
+/// The service's settings from the configuration, with the secrets it names read from `env` (and
+/// the key file for secrets at rest created when this configuration uses one).
+pub fn settings(config: &Config, env: &dyn Env) -> anyhow::Result<Settings> {
+    let secrets = crate::secrets::settings(config, env)?;
+    let providers = providers(config, env)?;
+    let search = search(config, env)?;
+    let integrations = integrations(config, env)?;
+    Ok(Settings {
+        service: service_config(config),
+        providers,
         search,
-        fetcher,
-        promotion_enabled: config.web.budget_promotion,
+        fetch: config.web.fetch.clone(),
+        budget_promotion: config.web.budget_promotion,
+        mcp: HubSettings {
+            liveness_interval: Duration::from_millis(config.mcp.liveness_interval_ms),
+            reconnect_initial_backoff: Duration::from_millis(config.mcp.reconnect_initial_backoff_ms),
+            reconnect_max_backoff: Duration::from_millis(config.mcp.reconnect_max_backoff_ms),
+            addresses: config.mcp.address_policy(config.auth.mode),
+            ..HubSettings::default()
+        },
+        integrations,
+        secrets,
+        system_models: config.models.iter().map(|m| m.to_model()).collect(),
+        local_user: (config.auth.mode == AuthMode::SingleUser)
+            .then(|| (LOCAL_USER_ID.to_owned(), "local".to_owned())),
     })
 }
 
-pub fn turn_service(config: &Config, store: Store, env: &dyn Env) -> anyhow::Result<TurnService> {
-    let hub = McpHub::new(HubSettings {
-        liveness_interval: Duration::from_millis(config.mcp.liveness_interval_ms),
-        reconnect_initial_backoff: Duration::from_millis(config.mcp.reconnect_initial_backoff_ms),
-        reconnect_max_backoff: Duration::from_millis(config.mcp.reconnect_max_backoff_ms),
-        addresses: config.mcp.address_policy(config.auth.mode),
-        ..HubSettings::default()
-    })
-    .context("cannot start the MCP client")?;
-    let service_config = ServiceConfig {
+fn service_config(config: &Config) -> ServiceConfig {
+    ServiceConfig {
         default_model: config.default_model.clone(),
         limits: TurnLimits {
             max_upstream_requests: config.turn.max_upstream_requests,
@@ -161,22 +67,82 @@ pub fn turn_service(config: &Config, store: Store, env: &dyn Env) -> anyhow::Res
         },
         workspace: config.workspace.limits(),
         kept_harnesses: config.turn.kept_harnesses,
-    };
-    let service = TurnService::new(
-        store,
-        providers(config, env)?,
-        web_tools(config, env)?,
-        Some(hub),
-        service_config,
-    );
-    Ok(match integrations(config, env)? {
-        Some(integrations) => service.with_integrations(integrations),
-        None => service,
+    }
+}
+
+pub fn providers(config: &Config, env: &dyn Env) -> anyhow::Result<Vec<ProviderSettings>> {
+    let mut out = Vec::new();
+    for entry in &config.providers {
+        let api_key = match &entry.api_key_env {
+            Some(var) => {
+                let key = env.var(var);
+                if key.is_none() && !entry.keyless {
+                    // Starting anyway would fail every send to this provider with a 401 from upstream.
+                    anyhow::bail!(
+                        "provider {}: the variable {var} holding its API key is not set; set it, or mark \
+                         the provider `keyless = true` if it needs no key",
+                        entry.name
+                    );
+                }
+                key
+            }
+            None => None,
+        };
+        out.push(ProviderSettings {
+            name: entry.name.clone(),
+            kind: match entry.kind {
+                ProviderKind::Demo => Kind::Demo,
+                ProviderKind::Openai => Kind::OpenAi,
+                ProviderKind::Anthropic => Kind::Anthropic,
+            },
+            base_url: entry.base_url.clone(),
+            api_key,
+            timeouts: timeouts(entry),
+            max_tokens: entry.max_tokens,
+            thinking: match entry.thinking {
+                None | Some(ThinkingStyle::Adaptive) => ThinkingMode::Adaptive,
+                Some(ThinkingStyle::Budget) => ThinkingMode::Budget,
+            },
+        });
+    }
+    Ok(out)
+}
+
+/// The provider's timeouts, each defaulting where the entry sets none.
+fn timeouts(entry: &ProviderEntry) -> Timeouts {
+    let defaults = Timeouts::default();
+    let secs = |value: Option<u64>, default: Duration| value.map_or(default, Duration::from_secs);
+    Timeouts {
+        connect: secs(entry.connect_timeout_secs, defaults.connect),
+        first_byte: secs(entry.first_byte_timeout_secs, defaults.first_byte),
+        idle: secs(entry.idle_timeout_secs, defaults.idle),
+    }
+}
+
+/// The search backend of `[web]`, with the key a Brave backend names read from `env`.
+pub fn search(config: &Config, env: &dyn Env) -> anyhow::Result<Option<SearchConfig>> {
+    Ok(match &config.web.search {
+        None => None,
+        Some(SearchEntry::Searxng { base_url }) => Some(SearchConfig::SearxNg {
+            base_url: base_url.clone(),
+        }),
+        Some(SearchEntry::Brave {
+            base_url,
+            api_key_env,
+        }) => {
+            let api_key = env.var(api_key_env).with_context(|| {
+                format!("web.search: the variable {api_key_env} holding the Brave key is not set")
+            })?;
+            let base_url = base_url
+                .clone()
+                .unwrap_or_else(|| "https://api.search.brave.com".to_owned());
+            Some(SearchConfig::Brave { base_url, api_key })
+        }
     })
 }
 
 /// The OAuth clients of `[integrations]`; `None` when the section is absent.
-pub fn integrations(config: &Config, env: &dyn Env) -> anyhow::Result<Option<Integrations>> {
+pub fn integrations(config: &Config, env: &dyn Env) -> anyhow::Result<Option<IntegrationSettings>> {
     let Some(section) = &config.integrations else {
         return Ok(None);
     };
@@ -228,9 +194,11 @@ pub fn integrations(config: &Config, env: &dyn Env) -> anyhow::Result<Option<Int
         }
         None => None,
     };
-    let integrations =
-        Integrations::new(sealer, google, microsoft).context("cannot build the integrations HTTP client")?;
-    Ok(Some(integrations))
+    Ok(Some(IntegrationSettings {
+        token_sealer: sealer,
+        google,
+        microsoft,
+    }))
 }
 
 fn client_secret(entry: &OAuthEntry, provider: &str, env: &dyn Env) -> anyhow::Result<String> {

@@ -1,7 +1,7 @@
-//! The key that seals secrets at rest, and the start-up checks around it.
+//! The key that seals secrets at rest: where this deployment finds it.
 //!
 //! One key seals everything the gateway keeps secret: OAuth token sets and MCP header values and
-//! bearer tokens, in one format (`promptgate_tools::oauth::TokenSealer`). Where it comes from:
+//! bearer tokens, in one format (`promptgate_service::settings::TokenSealer`). Where it comes from:
 //!
 //! 1. The environment variable named by `[integrations] token_key_env`, or `PROMPTGATE_TOKEN_KEY`
 //!    when there is no `[integrations]` section (base64 of 32 bytes).
@@ -13,16 +13,15 @@
 //!    should hold the key themselves rather than find one generated inside a container. Servers
 //!    without secrets work; storing a header or token is refused with a message that says why.
 //!
-//! At start-up, with a key, rows written in clear before sealing existed are sealed (after
+//! At start-up (in the service), with a key, rows written in clear before sealing existed are sealed (after
 //! checking that the key opens rows sealed earlier); without one, a database that already holds
 //! sealed rows is a start-up error, since every send to those servers would fail.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::{Context, bail};
-use promptgate_store::Store;
-use promptgate_tools::oauth::TokenSealer;
+use anyhow::Context;
+use promptgate_service::settings::{SecretsSettings, TokenSealer};
 
 use crate::config::{AuthMode, Config, Env};
 
@@ -125,45 +124,13 @@ fn read_or_create_key_file(path: &Path) -> anyhow::Result<String> {
     }
 }
 
-/// Gives the store its sealer and brings the stored MCP secrets in line with it: plain rows are
-/// sealed; without a key, sealed rows stop the start with an error that says what to set.
-pub async fn prepare(config: &Config, store: Store, env: &dyn Env) -> anyhow::Result<Store> {
-    match sealer(config, env)? {
-        Some((sealer, source)) => {
-            let store = store.with_secret_box(sealer);
-            let report = store
-                .seal_plain_mcp_secrets()
-                .await
-                .map_err(|e| anyhow::anyhow!("secrets at rest ({source}): {e}"))?;
-            if report.sealed_now > 0 {
-                tracing::info!(rows = report.sealed_now, key = %source, "sealed MCP server secrets stored in clear");
-            }
-            Ok(store)
-        }
-        None => {
-            let sealed = store.count_sealed_mcp_servers().await?;
-            if sealed > 0 {
-                bail!(
-                    "the database holds sealed MCP server secrets ({sealed} servers) but no key is configured: \
-                     set {} to the key they were sealed with",
-                    key_variable(config)
-                );
-            }
-            let plain = store.count_plain_mcp_secrets().await?;
-            if plain > 0 {
-                tracing::warn!(
-                    servers = plain,
-                    variable = key_variable(config),
-                    "MCP server secrets are stored in clear; set the key variable to seal them"
-                );
-            }
-            tracing::info!(
-                variable = key_variable(config),
-                "no key for secrets at rest: MCP headers and bearer tokens cannot be stored"
-            );
-            Ok(store)
-        }
-    }
+/// The key for secrets at rest as the service takes it; the service seals the rows stored in clear
+/// and, without a key, refuses a database that holds sealed rows.
+pub fn settings(config: &Config, env: &dyn Env) -> anyhow::Result<SecretsSettings> {
+    Ok(SecretsSettings {
+        key: sealer(config, env)?.map(|(sealer, source)| (sealer, source.to_string())),
+        variable: key_variable(config).to_owned(),
+    })
 }
 
 #[cfg(test)]

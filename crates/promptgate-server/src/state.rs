@@ -4,7 +4,6 @@ use std::ops::Deref;
 use std::sync::Arc;
 
 use promptgate_service::TurnService;
-use promptgate_store::Store;
 
 use crate::config::Config;
 
@@ -17,8 +16,8 @@ pub const LOCAL_USER_ID: &str = "local";
 pub struct AppState(Arc<Shared>);
 
 pub struct Shared {
-    pub store: Store,
     pub config: Arc<Config>,
+    /// The use cases: sends and completions, and the user's records.
     pub turns: TurnService,
 }
 

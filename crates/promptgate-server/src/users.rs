@@ -1,13 +1,14 @@
 //! `promptgate users ...`: the API tokens of `tokens` mode, managed from the command line.
 
 use anyhow::Context;
-use promptgate_store::{Store, User};
+use promptgate_service::Database;
+use promptgate_service::records::User;
 
 use crate::cli::UsersCommand;
 use crate::config::AuthMode;
 
 /// Runs one users command and returns what to print.
-pub async fn run(store: &Store, command: UsersCommand, mode: AuthMode) -> anyhow::Result<String> {
+pub async fn run(database: &Database, command: UsersCommand, mode: AuthMode) -> anyhow::Result<String> {
     let mut text = match command {
         UsersCommand::Create { name } => {
             let name = name.trim();
@@ -15,8 +16,8 @@ pub async fn run(store: &Store, command: UsersCommand, mode: AuthMode) -> anyhow
                 !name.is_empty() && name.len() <= 200,
                 "the user name must be 1-200 characters"
             );
-            let user = store.create_user(name).await?;
-            let token = store.issue_token(&user.id).await?;
+            let user = database.create_user(name).await?;
+            let token = database.issue_token(&user.id).await?;
             format!(
                 "created user {} (id {})\ntoken: {token}\n{}",
                 user.name,
@@ -25,7 +26,7 @@ pub async fn run(store: &Store, command: UsersCommand, mode: AuthMode) -> anyhow
             )
         }
         UsersCommand::List => {
-            let users = store.list_users().await?;
+            let users = database.users().await?;
             let mut out = format!("{:<28} {:<24} {:<20} tokens", "id", "name", "created (UTC)");
             for entry in users {
                 let created = chrono::DateTime::from_timestamp_millis(entry.user.created_at)
@@ -39,16 +40,16 @@ pub async fn run(store: &Store, command: UsersCommand, mode: AuthMode) -> anyhow
             out
         }
         UsersCommand::Revoke { name } => {
-            let user = find(store, &name).await?;
-            let revoked = store.revoke_tokens(&user.id).await?;
+            let user = find(database, &name).await?;
+            let revoked = database.revoke_tokens(&user.id).await?;
             format!(
                 "revoked {revoked} token(s) of {} (id {}); requests with them now get 401",
                 user.name, user.id
             )
         }
         UsersCommand::Rotate { name } => {
-            let user = find(store, &name).await?;
-            let token = store.rotate_token(&user.id).await?;
+            let user = find(database, &name).await?;
+            let token = database.rotate_token(&user.id).await?;
             format!(
                 "new token for {} (id {}); the old ones no longer work\ntoken: {token}\n{}",
                 user.name,
@@ -72,9 +73,9 @@ fn shown_once() -> &'static str {
 
 /// The one user with this id, else the one with this name; several users sharing a name must be
 /// told apart by id.
-async fn find(store: &Store, name_or_id: &str) -> anyhow::Result<User> {
+async fn find(database: &Database, name_or_id: &str) -> anyhow::Result<User> {
     let wanted = name_or_id.trim();
-    let users = store.list_users().await.context("cannot list the users")?;
+    let users = database.users().await.context("cannot list the users")?;
     if let Some(entry) = users.iter().find(|u| u.user.id == wanted) {
         return Ok(entry.user.clone());
     }

@@ -22,7 +22,7 @@ use tracing::Instrument;
 
 use super::hooks::TurnState;
 use super::live::{Continuation, Slot};
-use super::{SendError, TurnService};
+use super::{ServiceError, TurnService};
 use promptgate_turn::engine::{RequestBudget, TurnLimits};
 
 /// How long a claim holds its thread without a renewal; past it the turn's owner is taken for dead.
@@ -195,7 +195,7 @@ impl TurnService {
         turn_id: &str,
         message_id: &str,
         retry_of: Option<&str>,
-    ) -> Result<(), SendError> {
+    ) -> Result<(), ServiceError> {
         self.start_instance();
         let claim = NewTurnClaim {
             user_id,
@@ -212,7 +212,7 @@ impl TurnService {
                     "the thread's previous turn lost its instance (its lease ran out); its answer is marked interrupted"
                 );
             }
-            ClaimOutcome::Busy => return Err(SendError::Busy(thread_id.to_owned())),
+            ClaimOutcome::Busy => return Err(ServiceError::Busy(thread_id.to_owned())),
         }
         slot.store_claim = Some(Box::new(StoreClaim {
             store: self.store.clone(),
@@ -233,15 +233,15 @@ impl TurnService {
         user_id: &str,
         thread_id: &str,
         previous: &str,
-    ) -> Result<Continuation, SendError> {
+    ) -> Result<Continuation, ServiceError> {
         match self.store.retry_state(user_id, thread_id, previous).await? {
             RetryLookup::Found(json) => decode(previous, &self.config.limits, &json)
-                .ok_or_else(|| SendError::UnknownTurn(previous.to_owned())),
-            RetryLookup::Expired => Err(SendError::RetryExpired(
+                .ok_or_else(|| ServiceError::UnknownTurn(previous.to_owned())),
+            RetryLookup::Expired => Err(ServiceError::RetryExpired(
                 previous.to_owned(),
                 self.config.instance.retry_window.as_secs(),
             )),
-            RetryLookup::Unknown => Err(SendError::UnknownTurn(previous.to_owned())),
+            RetryLookup::Unknown => Err(ServiceError::UnknownTurn(previous.to_owned())),
         }
     }
 

@@ -7,14 +7,15 @@ use promptgate_llm::{ChatMessage, ContentPart, UserContent};
 use serde_json::{Map, Value};
 
 use super::prepare::Asked;
-use super::{RunParts, SendError, SendHandle, SendStream, TurnIds, TurnService};
+use super::{RunParts, SendHandle, SendStream, ServiceError, TurnIds, TurnService};
 use promptgate_turn::engine::{RequestBudget, ToolCache, run_turn_in_reader};
-use promptgate_turn::facade::FacadeHistory;
+use promptgate_turn::facade::facade_history;
 
 pub struct CompletionRequest {
     pub user_id: String,
     pub model: Option<String>,
-    pub history: FacadeHistory,
+    /// The conversation as the client sends it: OpenAI chat messages.
+    pub messages: Vec<Value>,
     /// Request fields we do not interpret, passed to the provider.
     pub extra: Map<String, Value>,
 }
@@ -50,14 +51,14 @@ impl TurnService {
         skip_all,
         fields(user = %request.user_id, turn_id = tracing::field::Empty)
     )]
-    pub async fn complete(&self, request: CompletionRequest) -> Result<SendHandle, SendError> {
-        if !request
-            .history
+    pub async fn complete(&self, request: CompletionRequest) -> Result<SendHandle, ServiceError> {
+        let history = facade_history(&request.messages).map_err(|e| ServiceError::Invalid(e.to_string()))?;
+        if !history
             .messages
             .iter()
             .any(|m| matches!(m, ChatMessage::User { .. }))
         {
-            return Err(SendError::InvalidMessage(
+            return Err(ServiceError::InvalidMessage(
                 "the conversation needs at least one user message".to_owned(),
             ));
         }
@@ -68,7 +69,7 @@ impl TurnService {
         let (ctx, model, provider) = self
             .load_with_model(&request.user_id, None, request.model.as_deref())
             .await?;
-        let text = last_user_text(&request.history.messages);
+        let text = last_user_text(&history.messages);
         let prepared = self
             .prepare_with_text(
                 &request.user_id,
@@ -79,7 +80,7 @@ impl TurnService {
                 Asked::without_notes(&text),
             )
             .await
-            .over_client_conversation(request.history);
+            .over_client_conversation(history);
         let model_id = prepared.model.id.clone();
         let plan = prepared.into_turn_plan(
             &provider,

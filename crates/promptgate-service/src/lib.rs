@@ -1,15 +1,29 @@
-//! The send and completion use cases: one send, end to end. Load what the user configured, store
-//! their message, discover MCP tools, plan the prompt and toolset, run the turn engine, and persist
-//! the answer however the turn ends. Transports (the UI stream, the OpenAI facade) sit on top of
-//! [`TurnService`].
+//! The use cases of promptgate: one send, end to end (load what the user configured, store their
+//! message, discover MCP tools, plan the prompt and toolset, run the turn engine, and persist the
+//! answer however the turn ends), the stateless completion, and the user's records (threads,
+//! projects, skills, models, MCP servers, settings, integrations, accounts). Transports (the HTTP
+//! server's routes, the UI stream, the OpenAI facade, the CLI) sit on top of [`TurnService`].
 //!
 //! # Where it sits
 //!
-//! `server → service → {turn, store, mcp, tools, llm, workspace} → core`. The engine
-//! ([`promptgate_turn`]) knows neither storage nor transports; this crate gives it everything as
-//! parts: the tools with their executors (behind `promptgate_core::tools::ToolExecutor`), hooks over
-//! the turn's web budget and sources ([`WebHooks`]), and an answer recorder that stores checkpoints
-//! and the final answer.
+//! `server → service → {turn, store, mcp, tools, llm, workspace} → core`. The server depends on
+//! this crate and core only: it fills [`settings::Settings`] from its configuration, opens a
+//! [`Database`], and [`TurnService::start`] builds everything else (providers, web tools, MCP hub,
+//! integrations, the key for secrets at rest). Its API names what it takes and returns by name:
+//! [`settings`] (deployment vocabulary), [`records`] (the rows the record use cases take and
+//! return), [`events`] (what a started turn streams) and one error type, [`ServiceError`].
+//!
+//! The engine ([`promptgate_turn`]) knows neither storage nor transports; this crate gives it
+//! everything as parts: the tools with their executors (behind `promptgate_core::tools::ToolExecutor`),
+//! hooks over the turn's web budget and sources ([`WebHooks`]), and an answer recorder that stores
+//! checkpoints and the final answer.
+//!
+//! # Records
+//!
+//! Every record use case takes the user's id, so no request reaches another user's rows, and owns
+//! the rules beyond the shape of the input: a thread's project must be one of the user's, a default
+//! model must be one they can use, an MCP server's URL must pass the outbound address policy,
+//! an integration is connected only by authorizing it.
 //!
 //! # One send
 //!
@@ -28,18 +42,26 @@
 
 #![deny(clippy::disallowed_methods)]
 
+mod accounts;
 mod builtin;
 mod claims;
 mod complete;
+mod connect;
+mod error;
+pub mod events;
 mod feed;
 mod follow;
 mod harness;
 mod hooks;
 mod integrations;
+mod library;
 mod live;
+mod open;
 mod prepare;
 mod providers;
 mod record;
+pub mod records;
+pub mod settings;
 pub mod sse;
 mod toolset;
 mod workspace;
@@ -49,19 +71,23 @@ use std::time::Duration;
 
 use promptgate_core::settings::Model;
 use promptgate_mcp::McpHub;
-use promptgate_store::{NewMessage, Role, SendContext, Store, StoreError};
+use promptgate_store::{NewMessage, Role, SendContext, Store};
 use promptgate_tools::web::{SafeFetcher, SearchBackend};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 pub use claims::{DEFAULT_HEARTBEAT, DEFAULT_LEASE, DEFAULT_RETRY_WINDOW, InstanceConfig};
 pub use complete::CompletionRequest;
+pub use connect::OAuthCallback;
+pub use error::ServiceError;
 pub use feed::{FELL_BEHIND_TEXT, Follow, FollowStream, MAX_FEED_BYTES, OnDisconnect, SendStream, SseFrames};
 pub use follow::LOST_TURN_TEXT;
 pub use harness::{ClientIdentity, DEFAULT_KEPT_HARNESSES, REPLAY_REFUSED_TEXT};
 pub use hooks::{TurnState, WebHooks};
 pub use integrations::{GoogleSetup, Integrations, MicrosoftSetup};
+pub use library::ProbeOutcome;
 pub use live::{Continuation, LiveTurns};
+pub use open::Database;
 pub use prepare::{Prepared, PreparedSend, RunParts};
 pub use promptgate_workspace::WorkspaceLimits;
 pub use providers::{ModelProvider, ProviderClient, Providers};
@@ -227,32 +253,9 @@ struct ThreadTurn {
     admission: tokio::sync::OwnedSemaphorePermit,
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum SendError {
-    #[error("thread {0} does not exist")]
-    UnknownThread(String),
-    #[error("model {0} does not exist")]
-    UnknownModel(String),
-    #[error("the model's provider {0} is not configured on this server")]
-    ProviderMissing(String),
-    #[error("a turn is already running in thread {0}; stop it or wait for it to finish")]
-    Busy(String),
-    #[error("{0}")]
-    InvalidMessage(String),
-    #[error("the server is running {0} turns, its limit; try again shortly")]
-    Overloaded(usize),
-    #[error("turn {0} is not a turn of this thread; send without retry_of to start a fresh turn")]
-    UnknownTurn(String),
-    #[error(
-        "turn {0} ended too long ago to retry (a retry must come within {1} seconds); send without retry_of to start a fresh turn"
-    )]
-    RetryExpired(String, u64),
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
-
 impl TurnService {
-    pub fn new(
+    /// The service over its parts; [`TurnService::start`] builds them from settings.
+    pub(crate) fn new(
         store: Store,
         providers: Providers,
         web: WebTools,
@@ -304,22 +307,15 @@ impl TurnService {
     }
 
     /// Offers the integration tools of the configured providers to users who connected them.
-    pub fn with_integrations(mut self, integrations: Integrations) -> Self {
+    pub(crate) fn with_integrations(mut self, integrations: Integrations) -> Self {
         self.integrations = Some(integrations);
         self
     }
 
-    pub fn integrations(&self) -> Option<&Integrations> {
-        self.integrations.as_ref()
-    }
-
+    /// The store under the use cases, for tests that check what reached the database.
+    #[cfg(feature = "testing")]
     pub fn store(&self) -> &Store {
         &self.store
-    }
-
-    /// The MCP hub sends use, when this deployment has one (the probe route connects through it).
-    pub fn mcp_hub(&self) -> Option<&McpHub> {
-        self.mcp.as_ref()
     }
 
     /// This instance's id among those sharing the database (it owns the claims of its turns).
@@ -335,7 +331,7 @@ impl TurnService {
         skip_all,
         fields(user = %request.user_id, thread_id = %request.thread_id, turn_id = tracing::field::Empty)
     )]
-    pub async fn send(&self, request: SendRequest) -> Result<SendHandle, SendError> {
+    pub async fn send(&self, request: SendRequest) -> Result<SendHandle, ServiceError> {
         let admission = self.admit()?;
         let mut turn = self.claim_thread_here(&request, admission).await?;
         tracing::Span::current().record("turn_id", turn.ids.turn_id.as_str());
@@ -372,7 +368,7 @@ impl TurnService {
         &self,
         request: &SendRequest,
         admission: tokio::sync::OwnedSemaphorePermit,
-    ) -> Result<ThreadTurn, SendError> {
+    ) -> Result<ThreadTurn, ServiceError> {
         let ids = TurnIds::fresh();
         let cancel = self.stop_all.child_token();
         let feed = FeedWriter(Arc::new(TurnFeed::default()));
@@ -400,7 +396,7 @@ impl TurnService {
                 {
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
-                Claim::Busy => return Err(SendError::Busy(request.thread_id.clone())),
+                Claim::Busy => return Err(ServiceError::Busy(request.thread_id.clone())),
             }
         }
     }
@@ -412,7 +408,7 @@ impl TurnService {
         &self,
         request: &SendRequest,
         turn: &mut ThreadTurn,
-    ) -> Result<(Option<Continuation>, SendContext, Model, ModelProvider), SendError> {
+    ) -> Result<(Option<Continuation>, SendContext, Model, ModelProvider), ServiceError> {
         // A retry whose turn is gone must say so before anything is stored, not start afresh.
         let recall = async {
             match request.retry_of.as_deref() {
@@ -451,19 +447,19 @@ impl TurnService {
         &self,
         request: &SendRequest,
         ctx: &mut SendContext,
-    ) -> Result<(), SendError> {
+    ) -> Result<(), ServiceError> {
         let new_user_message = match &request.input {
             SendInput::Message { id, parts } => Some(validate_user_parts(id.as_deref(), parts)?),
             SendInput::Regenerate => None,
         };
         if ctx.thread.is_none() && !request.create_thread {
-            return Err(SendError::UnknownThread(request.thread_id.clone()));
+            return Err(ServiceError::UnknownThread(request.thread_id.clone()));
         }
         match new_user_message {
             Some((id, parts)) => self.store_user_message(request, ctx, id, parts).await?,
             None => {
                 if ctx.thread.is_none() {
-                    return Err(SendError::InvalidMessage(
+                    return Err(ServiceError::InvalidMessage(
                         "there is no user message to answer".to_owned(),
                     ));
                 }
@@ -473,7 +469,7 @@ impl TurnService {
             }
         }
         if !ctx.history.last().is_some_and(|m| m.role == Role::User) {
-            return Err(SendError::InvalidMessage(
+            return Err(ServiceError::InvalidMessage(
                 "there is no user message to answer".to_owned(),
             ));
         }
@@ -487,7 +483,7 @@ impl TurnService {
         ctx: &mut SendContext,
         id: Option<String>,
         parts: Vec<Value>,
-    ) -> Result<(), SendError> {
+    ) -> Result<(), ServiceError> {
         // A resend of the thread's last question (its turn failed) is already stored; any other
         // id the thread has seen is an edit, which takes that message's place (see
         // `current_conversation`).
@@ -654,13 +650,13 @@ impl TurnService {
     }
 
     /// A place for one more turn, or `Overloaded` when the server already runs its limit.
-    pub(crate) fn admit(&self) -> Result<tokio::sync::OwnedSemaphorePermit, SendError> {
+    pub(crate) fn admit(&self) -> Result<tokio::sync::OwnedSemaphorePermit, ServiceError> {
         Arc::clone(&self.admission).try_acquire_owned().map_err(|_| {
             tracing::warn!(
                 limit = self.config.max_turns_in_flight,
                 "turn refused: the server is at its limit of turns in flight"
             );
-            SendError::Overloaded(self.config.max_turns_in_flight)
+            ServiceError::Overloaded(self.config.max_turns_in_flight)
         })
     }
 
@@ -672,7 +668,7 @@ impl TurnService {
         user_id: &str,
         thread_id: Option<&str>,
         requested: Option<&str>,
-    ) -> Result<(SendContext, Model, ModelProvider), SendError> {
+    ) -> Result<(SendContext, Model, ModelProvider), ServiceError> {
         let mut ctx = self
             .store
             .load_send_context(user_id, thread_id, requested, &self.config.default_model)
@@ -680,11 +676,11 @@ impl TurnService {
         let model = ctx
             .model
             .take()
-            .ok_or_else(|| SendError::UnknownModel(ctx.model_id.clone()))?;
+            .ok_or_else(|| ServiceError::UnknownModel(ctx.model_id.clone()))?;
         let provider = self
             .providers
             .get(&model.provider)
-            .ok_or_else(|| SendError::ProviderMissing(model.provider.clone()))?;
+            .ok_or_else(|| ServiceError::ProviderMissing(model.provider.clone()))?;
         Ok((ctx, model, provider.clone()))
     }
 }
@@ -700,12 +696,17 @@ pub(crate) fn now() -> chrono::DateTime<chrono::Utc> {
 }
 
 /// Checks a user message's parts: a non-empty array of objects with a `type`, with some content.
-fn validate_user_parts(id: Option<&str>, parts: &[Value]) -> Result<(Option<String>, Vec<Value>), SendError> {
+fn validate_user_parts(
+    id: Option<&str>,
+    parts: &[Value],
+) -> Result<(Option<String>, Vec<Value>), ServiceError> {
     if parts.is_empty() {
-        return Err(SendError::InvalidMessage("the message has no parts".to_owned()));
+        return Err(ServiceError::InvalidMessage(
+            "the message has no parts".to_owned(),
+        ));
     }
     if parts.len() > 64 {
-        return Err(SendError::InvalidMessage(
+        return Err(ServiceError::InvalidMessage(
             "a message may have at most 64 parts".to_owned(),
         ));
     }
@@ -721,14 +722,14 @@ fn validate_user_parts(id: Option<&str>, parts: &[Value]) -> Result<(Option<Stri
             Some("file") => has_content |= part.get("url").and_then(Value::as_str).is_some(),
             Some(_) => {}
             None => {
-                return Err(SendError::InvalidMessage(
+                return Err(ServiceError::InvalidMessage(
                     "every message part needs a `type`".to_owned(),
                 ));
             }
         }
     }
     if !has_content {
-        return Err(SendError::InvalidMessage(
+        return Err(ServiceError::InvalidMessage(
             "the message has no text or file".to_owned(),
         ));
     }

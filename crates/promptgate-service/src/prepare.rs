@@ -18,7 +18,7 @@ use super::harness::{ClientIdentity, FlushWorkspace};
 use super::hooks::{TurnState, WebHooks};
 use super::providers::ModelProvider;
 use super::toolset::{Executors, McpToolExecutor};
-use super::{ClientNotes, SendError, TurnService};
+use super::{ClientNotes, ServiceError, TurnService};
 use promptgate_turn::engine::{
     AnswerRecorder, Floor, Nudges, PreparedTool, RequestBudget, StepPolicy, ToolCache, ToolTitles, TurnEnd,
     TurnLimits, TurnPlan,
@@ -208,10 +208,10 @@ impl TurnService {
         thread_id: &str,
         model: Option<&str>,
         message_text: Option<&str>,
-    ) -> Result<PreparedSend, SendError> {
+    ) -> Result<PreparedSend, ServiceError> {
         let (ctx, model, provider) = self.load_with_model(user_id, Some(thread_id), model).await?;
         if ctx.thread.is_none() {
-            return Err(SendError::UnknownThread(thread_id.to_owned()));
+            return Err(ServiceError::UnknownThread(thread_id.to_owned()));
         }
         let text = message_text.map(str::to_owned).unwrap_or_default();
         let prepared = self

@@ -8,9 +8,8 @@ use std::path::Path;
 use anyhow::Context;
 use futures::StreamExt;
 use promptgate_core::settings::UserSettings;
-use promptgate_service::{SendInput, SendRequest};
-use promptgate_store::Store;
-use promptgate_turn::{TurnEvent, UiChunk};
+use promptgate_service::events::{TurnEvent, UiChunk};
+use promptgate_service::{Database, SendInput, SendRequest, TurnService};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -97,18 +96,18 @@ pub fn parse(text: &str) -> anyhow::Result<ScenarioFile> {
 
 /// Runs every scenario, one after the other, each in a thread of its own.
 pub async fn run(config: Config, file: &ScenarioFile, model: Option<&str>) -> anyhow::Result<Vec<Outcome>> {
-    let store = Store::connect("sqlite::memory:")
+    let database = Database::connect("sqlite::memory:")
         .await
         .context("cannot open an in-memory database")?;
-    store.migrate().await.context("database migration failed")?;
+    database.migrate().await.context("database migration failed")?;
     let default_model = config.default_model.clone();
-    let state = crate::cli::prepare_with(config, store).await?;
+    let state = crate::cli::prepare_with(config, database).await?;
     let mut outcomes = Vec::with_capacity(file.scenarios.len());
     for (n, scenario) in file.scenarios.iter().enumerate() {
         // A user per scenario, so settings and skills of one never leak into the next.
         let user = format!("{EVAL_USER}-{n}");
-        state.store.ensure_user(&user, &user).await?;
-        prepare_user(&state.store, &user, scenario).await?;
+        state.turns.accounts().ensure_user(&user, &user).await?;
+        prepare_user(&state.turns, &user, scenario).await?;
         let model = model
             .map(str::to_owned)
             .or_else(|| scenario.model.clone())
@@ -131,9 +130,9 @@ pub async fn run(config: Config, file: &ScenarioFile, model: Option<&str>) -> an
     Ok(outcomes)
 }
 
-async fn prepare_user(store: &Store, user: &str, scenario: &Scenario) -> anyhow::Result<()> {
+async fn prepare_user(turns: &TurnService, user: &str, scenario: &Scenario) -> anyhow::Result<()> {
     if let Some(changes) = &scenario.settings {
-        let mut settings = serde_json::to_value(store.get_settings(user).await?)?;
+        let mut settings = serde_json::to_value(turns.settings(user).await?)?;
         if let (Some(target), Some(changes)) = (settings.as_object_mut(), changes.as_object()) {
             for (key, value) in changes {
                 target.insert(key.clone(), value.clone());
@@ -141,16 +140,16 @@ async fn prepare_user(store: &Store, user: &str, scenario: &Scenario) -> anyhow:
         }
         let settings: UserSettings = serde_json::from_value(settings)
             .with_context(|| format!("scenario {:?}: invalid settings", scenario.name))?;
-        store.put_settings(user, &settings).await?;
+        turns.put_settings(user, &settings).await?;
     }
     for skill in &scenario.skills {
-        store.create_skill(user, &skill.clone().into()).await?;
+        turns.create_skill(user, &skill.clone().into()).await?;
     }
     Ok(())
 }
 
 async fn run_one(
-    turns: &promptgate_service::TurnService,
+    turns: &TurnService,
     user: &str,
     thread: &str,
     scenario: &Scenario,

@@ -142,11 +142,8 @@ async fn link(
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> ApiResult<Json<ArtifactLink>> {
-    state
-        .store
-        .get_artifact(&user.id, &id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("artifact", &id))?;
+    // A link is only handed out for an artifact the user has.
+    state.turns.artifact_html(&user.id, &id).await?;
     let config = &state.config.artifacts;
     let expires_at = now_secs() + config.link_ttl_secs;
     let sig = signature(signing_key(config), &user.id, &id, expires_at);
@@ -181,12 +178,7 @@ async fn view(
             "the artifact link is invalid or has expired; ask for a new one",
         ));
     }
-    let artifact = state
-        .store
-        .get_artifact(&query.user, &id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("artifact", &id))?;
-    Ok(Html::new(artifact.html))
+    Ok(Html::new(state.turns.artifact_html(&query.user, &id).await?))
 }
 
 #[cfg(test)]

@@ -368,12 +368,7 @@ async fn artifact(
     user: CurrentUser,
     Path(id): Path<String>,
 ) -> ApiResult<Html> {
-    let artifact = state
-        .store
-        .get_artifact(&user.id, &id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("artifact", &id))?;
-    Ok(Html(artifact.html))
+    Ok(Html(state.turns.artifact_html(&user.id, &id).await?))
 }
 
 /// A sandboxed HTML document.

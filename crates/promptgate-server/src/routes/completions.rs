@@ -11,9 +11,9 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
+use promptgate_service::events::TurnEvent;
 use promptgate_service::sse::{SSE_DONE, sse_frame};
 use promptgate_service::{CompletionRequest, SendHandle};
-use promptgate_turn::{TurnEvent, facade_history};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -90,14 +90,13 @@ async fn completions(
     }
     body.extra.remove("n");
     body.extra.remove("parallel_tool_calls");
-    let history = facade_history(&body.messages).map_err(|e| ApiError::invalid(e.to_string()))?;
     let include_usage = body.stream_options.as_ref().is_some_and(|o| o.include_usage);
     let handle = state
         .turns
         .complete(CompletionRequest {
             user_id: user.id,
             model: body.model,
-            history,
+            messages: body.messages,
             extra: body.extra,
         })
         .await?;

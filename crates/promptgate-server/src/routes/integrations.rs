@@ -70,7 +70,7 @@ pub(super) fn view(provider: Provider, state: IntegrationState) -> IntegrationVi
 async fn list(State(state): State<AppState>, user: CurrentUser) -> ApiResult<Json<Vec<IntegrationView>>> {
     let mut out = Vec::new();
     for p in Provider::ALL {
-        out.push(view(p, state.store.get_integration(&user.id, p).await?));
+        out.push(view(p, state.turns.integration(&user.id, p).await?));
     }
     Ok(Json(out))
 }
@@ -81,7 +81,7 @@ async fn get_one(
     Path(name): Path<String>,
 ) -> ApiResult<Json<IntegrationView>> {
     let p = provider(&name)?;
-    Ok(Json(view(p, state.store.get_integration(&user.id, p).await?)))
+    Ok(Json(view(p, state.turns.integration(&user.id, p).await?)))
 }
 
 async fn put_one(
@@ -91,21 +91,10 @@ async fn put_one(
     ApiJson(update): ApiJson<IntegrationUpdate>,
 ) -> ApiResult<Json<IntegrationView>> {
     let p = provider(&name)?;
-    let mut current = state.store.get_integration(&user.id, p).await?;
-    if update.connected == Some(true) && !current.connected {
-        return Err(ApiError::invalid(format!(
-            "an integration is connected by authorizing it: GET /v1/integrations/{}/authorize",
-            p.as_str()
-        )));
-    }
-    if update.connected == Some(false) && current.connected {
-        current = super::oauth::disconnect(&state, &user.id, p).await?;
-    }
-    if let Some(enabled) = update.enabled {
-        current.enabled = enabled;
-    }
-    state.store.put_integration(&user.id, p, current).await?;
-    tracing::info!(user = %user.id, provider = p.as_str(), connected = current.connected, enabled = current.enabled, "integration updated");
+    let current = state
+        .turns
+        .update_integration(&user.id, p, update.enabled, update.connected)
+        .await?;
     Ok(Json(view(p, current)))
 }
 
@@ -115,6 +104,6 @@ async fn delete_one(
     Path(name): Path<String>,
 ) -> ApiResult<Json<IntegrationView>> {
     let p = provider(&name)?;
-    let current = super::oauth::disconnect(&state, &user.id, p).await?;
+    let current = state.turns.disconnect_integration(&user.id, p).await?;
     Ok(Json(view(p, current)))
 }

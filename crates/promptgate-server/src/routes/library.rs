@@ -7,6 +7,7 @@ use axum::extract::{Path, State};
 use std::collections::BTreeMap;
 
 use promptgate_core::settings::{Project, Skill};
+use promptgate_service::records;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -66,7 +67,7 @@ pub fn routes() -> ApiRouter<AppState> {
         )
 }
 
-// The bodies below are the HTTP contract; the store has its own rows, converted at the handlers.
+// The bodies below are the HTTP contract; the service has its own records, converted at the handlers.
 // Request bodies are `Serialize` too: that is how the schema learns their defaults.
 
 #[derive(Serialize, Deserialize, JsonSchema)]
@@ -77,7 +78,7 @@ pub struct NewProject {
     pub instructions: Option<String>,
 }
 
-impl From<NewProject> for promptgate_store::NewProject {
+impl From<NewProject> for records::NewProject {
     fn from(body: NewProject) -> Self {
         Self {
             name: body.name,
@@ -105,7 +106,7 @@ fn yes() -> bool {
     true
 }
 
-impl From<NewSkill> for promptgate_store::NewSkill {
+impl From<NewSkill> for records::NewSkill {
     fn from(body: NewSkill) -> Self {
         Self {
             slug: body.slug,
@@ -132,8 +133,8 @@ pub struct McpServer {
     pub created_at: i64,
 }
 
-impl From<promptgate_store::McpServer> for McpServer {
-    fn from(row: promptgate_store::McpServer) -> Self {
+impl From<records::McpServer> for McpServer {
+    fn from(row: records::McpServer) -> Self {
         Self {
             id: row.id,
             name: row.name,
@@ -162,7 +163,7 @@ pub struct NewMcpServer {
     pub bearer_token: Option<String>,
 }
 
-impl From<NewMcpServer> for promptgate_store::NewMcpServer {
+impl From<NewMcpServer> for records::NewMcpServer {
     fn from(body: NewMcpServer) -> Self {
         Self {
             name: body.name,
@@ -180,7 +181,7 @@ fn check_project(p: &NewProject) -> Result<(), ApiError> {
 }
 
 async fn list_projects(State(state): State<AppState>, user: CurrentUser) -> ApiResult<Json<Vec<Project>>> {
-    Ok(Json(state.store.list_projects(&user.id).await?))
+    Ok(Json(state.turns.projects(&user.id).await?))
 }
 
 async fn create_project(
@@ -190,7 +191,7 @@ async fn create_project(
 ) -> ApiResult<Created<Json<Project>>> {
     check_project(&body)?;
     Ok(Created(Json(
-        state.store.create_project(&user.id, &body.into()).await?,
+        state.turns.create_project(&user.id, &body.into()).await?,
     )))
 }
 
@@ -199,12 +200,7 @@ async fn get_project(
     user: CurrentUser,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Project>> {
-    state
-        .store
-        .get_project(&user.id, &id)
-        .await?
-        .map(Json)
-        .ok_or_else(|| ApiError::not_found("project", &id))
+    Ok(Json(state.turns.project(&user.id, &id).await?))
 }
 
 async fn update_project(
@@ -214,12 +210,9 @@ async fn update_project(
     ApiJson(body): ApiJson<NewProject>,
 ) -> ApiResult<Json<Project>> {
     check_project(&body)?;
-    let project = state
-        .store
-        .update_project(&user.id, &id, &body.into())
-        .await
-        .map_err(|e| ApiError::from_store(e, "project", &id))?;
-    Ok(Json(project))
+    Ok(Json(
+        state.turns.update_project(&user.id, &id, &body.into()).await?,
+    ))
 }
 
 async fn delete_project(
@@ -227,11 +220,7 @@ async fn delete_project(
     user: CurrentUser,
     Path(id): Path<String>,
 ) -> ApiResult<NoContent> {
-    state
-        .store
-        .delete_project(&user.id, &id)
-        .await
-        .map_err(|e| ApiError::from_store(e, "project", &id))?;
+    state.turns.delete_project(&user.id, &id).await?;
     Ok(NoContent)
 }
 
@@ -252,7 +241,7 @@ fn check_skill(s: &NewSkill) -> Result<(), ApiError> {
 }
 
 async fn list_skills(State(state): State<AppState>, user: CurrentUser) -> ApiResult<Json<Vec<Skill>>> {
-    Ok(Json(state.store.list_skills(&user.id).await?))
+    Ok(Json(state.turns.skills(&user.id).await?))
 }
 
 async fn create_skill(
@@ -262,7 +251,7 @@ async fn create_skill(
 ) -> ApiResult<Created<Json<Skill>>> {
     check_skill(&body)?;
     Ok(Created(Json(
-        state.store.create_skill(&user.id, &body.into()).await?,
+        state.turns.create_skill(&user.id, &body.into()).await?,
     )))
 }
 
@@ -271,12 +260,7 @@ async fn get_skill(
     user: CurrentUser,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Skill>> {
-    state
-        .store
-        .get_skill(&user.id, &id)
-        .await?
-        .map(Json)
-        .ok_or_else(|| ApiError::not_found("skill", &id))
+    Ok(Json(state.turns.skill(&user.id, &id).await?))
 }
 
 async fn update_skill(
@@ -286,12 +270,7 @@ async fn update_skill(
     ApiJson(body): ApiJson<NewSkill>,
 ) -> ApiResult<Json<Skill>> {
     check_skill(&body)?;
-    let skill = state
-        .store
-        .update_skill(&user.id, &id, &body.into())
-        .await
-        .map_err(|e| ApiError::from_store(e, "skill", &id))?;
-    Ok(Json(skill))
+    Ok(Json(state.turns.update_skill(&user.id, &id, &body.into()).await?))
 }
 
 async fn delete_skill(
@@ -299,11 +278,7 @@ async fn delete_skill(
     user: CurrentUser,
     Path(id): Path<String>,
 ) -> ApiResult<NoContent> {
-    state
-        .store
-        .delete_skill(&user.id, &id)
-        .await
-        .map_err(|e| ApiError::from_store(e, "skill", &id))?;
+    state.turns.delete_skill(&user.id, &id).await?;
     Ok(NoContent)
 }
 
@@ -354,7 +329,7 @@ fn url_ok(url: &str) -> bool {
 }
 
 async fn list_mcp(State(state): State<AppState>, user: CurrentUser) -> ApiResult<Json<Vec<McpServer>>> {
-    let servers = state.store.list_mcp_servers(&user.id).await?;
+    let servers = state.turns.mcp_servers(&user.id).await?;
     Ok(Json(servers.into_iter().map(McpServer::from).collect()))
 }
 
@@ -364,8 +339,7 @@ async fn create_mcp(
     ApiJson(body): ApiJson<NewMcpServer>,
 ) -> ApiResult<Created<Json<McpServer>>> {
     check_mcp(&body)?;
-    super::mcp::check_destination(&state, &body.url).await?;
-    let server = state.store.create_mcp_server(&user.id, &body.into()).await?;
+    let server = state.turns.create_mcp_server(&user.id, &body.into()).await?;
     Ok(Created(Json(server.into())))
 }
 
@@ -374,12 +348,7 @@ async fn get_mcp(
     user: CurrentUser,
     Path(id): Path<String>,
 ) -> ApiResult<Json<McpServer>> {
-    state
-        .store
-        .get_mcp_server(&user.id, &id)
-        .await?
-        .map(|server| Json(server.into()))
-        .ok_or_else(|| ApiError::not_found("MCP server", &id))
+    Ok(Json(state.turns.mcp_server(&user.id, &id).await?.into()))
 }
 
 async fn update_mcp(
@@ -389,12 +358,7 @@ async fn update_mcp(
     ApiJson(body): ApiJson<NewMcpServer>,
 ) -> ApiResult<Json<McpServer>> {
     check_mcp(&body)?;
-    super::mcp::check_destination(&state, &body.url).await?;
-    let server = state
-        .store
-        .update_mcp_server(&user.id, &id, &body.into())
-        .await
-        .map_err(|e| ApiError::from_store(e, "MCP server", &id))?;
+    let server = state.turns.update_mcp_server(&user.id, &id, &body.into()).await?;
     Ok(Json(server.into()))
 }
 
@@ -403,14 +367,6 @@ async fn delete_mcp(
     user: CurrentUser,
     Path(id): Path<String>,
 ) -> ApiResult<NoContent> {
-    state
-        .store
-        .delete_mcp_server(&user.id, &id)
-        .await
-        .map_err(|e| ApiError::from_store(e, "MCP server", &id))?;
-    // Close its pooled session and stop any reconnect now rather than when it idles out.
-    if let Some(hub) = state.turns.mcp_hub() {
-        hub.forget(&user.id, &id);
-    }
+    state.turns.delete_mcp_server(&user.id, &id).await?;
     Ok(NoContent)
 }

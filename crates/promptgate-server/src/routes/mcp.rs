@@ -6,13 +6,14 @@ use aide::axum::ApiRouter;
 use aide::axum::routing::post_with;
 use axum::Json;
 use axum::extract::{Path, State};
-use promptgate_mcp::{McpError, McpServerConfig, ProbeReport};
+use promptgate_service::ProbeOutcome;
+use promptgate_service::records::ProbeReport;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::auth::CurrentUser;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::state::AppState;
 
 pub fn routes() -> ApiRouter<AppState> {
@@ -76,58 +77,13 @@ async fn probe(
     user: CurrentUser,
     Path(id): Path<String>,
 ) -> ApiResult<Json<ProbeResponse>> {
-    let server = state
-        .store
-        .get_mcp_server(&user.id, &id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("MCP server", &id))?;
-    let secrets = state
-        .store
-        .mcp_server_secrets(&user.id, &id)
-        .await
-        .map_err(|e| ApiError::from_store(e, "MCP server", &id))?;
-    let Some(hub) = state.turns.mcp_hub() else {
-        return Ok(Json(failure(
-            "unavailable",
-            "this server was started without MCP support".to_owned(),
-        )));
-    };
-    let config = McpServerConfig {
-        id: server.id,
-        user_id: user.id,
-        name: server.name,
-        url: server.url,
-        headers: secrets.headers,
-        bearer_token: secrets.bearer_token,
-    };
     let timeout = Duration::from_millis(state.config.mcp.probe_timeout_ms);
-    Ok(Json(match hub.probe(&config, timeout).await {
-        Ok(report) => success(report),
-        Err(error) => {
-            tracing::info!(server_id = %config.id, %error, "MCP probe failed");
-            from_error(&error)
-        }
-    }))
-}
-
-/// Refuses a server URL the outbound address policy would refuse at connect time (422
-/// `refused_address`), so a user learns it when registering rather than at the first send. A name
-/// that does not resolve now is accepted: the server may simply be down. Every connect checks again.
-pub(crate) async fn check_destination(state: &AppState, url: &str) -> Result<(), ApiError> {
-    let Some(hub) = state.turns.mcp_hub() else {
-        return Ok(());
-    };
-    match hub.check_url(url).await {
-        Err(McpError::RefusedAddress(reason)) => Err(ApiError::new(
-            axum::http::StatusCode::UNPROCESSABLE_ENTITY,
-            "refused_address",
-            format!(
-                "{reason}; this server does not connect there (see [mcp] allow_loopback, allow_private and allowed_addrs)"
-            ),
-        )),
-        Err(McpError::InvalidConfig(reason)) => Err(ApiError::invalid(reason)),
-        _ => Ok(()),
-    }
+    Ok(Json(
+        match state.turns.probe_mcp_server(&user.id, &id, timeout).await? {
+            ProbeOutcome::Reached(report) => success(report),
+            ProbeOutcome::Failed { kind, message } => failure(&kind, message),
+        },
+    ))
 }
 
 fn success(report: ProbeReport) -> ProbeResponse {
@@ -152,10 +108,6 @@ fn success(report: ProbeReport) -> ProbeResponse {
         ),
         error: None,
     }
-}
-
-fn from_error(error: &McpError) -> ProbeResponse {
-    failure(error.kind(), error.to_string())
 }
 
 fn failure(kind: &str, message: String) -> ProbeResponse {

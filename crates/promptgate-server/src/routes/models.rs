@@ -132,7 +132,7 @@ fn user_model(input: ModelDefinition, state: &AppState) -> Result<Model, ApiErro
 }
 
 async fn list(State(state): State<AppState>, user: CurrentUser) -> ApiResult<Json<ModelList>> {
-    let models = state.store.list_models(&user.id).await?;
+    let models = state.turns.models(&user.id).await?;
     Ok(Json(ModelList {
         object: ListObject::List,
         data: models.into_iter().map(ModelEntry::from).collect(),
@@ -144,12 +144,7 @@ async fn get_one(
     user: CurrentUser,
     Path(id): Path<String>,
 ) -> ApiResult<Json<ModelEntry>> {
-    state
-        .store
-        .get_model(&user.id, &id)
-        .await?
-        .map(|model| Json(model.into()))
-        .ok_or_else(|| ApiError::not_found("model", &id))
+    Ok(Json(state.turns.model(&user.id, &id).await?.into()))
 }
 
 async fn create(
@@ -158,7 +153,7 @@ async fn create(
     ApiJson(input): ApiJson<ModelDefinition>,
 ) -> ApiResult<Created<Json<Model>>> {
     let model = user_model(input, &state)?;
-    let created = state.store.create_model(&user.id, &model).await?;
+    let created = state.turns.create_model(&user.id, &model).await?;
     tracing::info!(user = %user.id, model = %created.id, "model created");
     Ok(Created(Json(created)))
 }
@@ -177,11 +172,7 @@ async fn update(
         )));
     }
     let model = user_model(input, &state)?;
-    let updated = state
-        .store
-        .update_model(&user.id, &model)
-        .await
-        .map_err(|e| ApiError::from_store(e, "model", &id))?;
+    let updated = state.turns.update_model(&user.id, &model).await?;
     Ok(Json(updated))
 }
 
@@ -190,10 +181,6 @@ async fn delete(
     user: CurrentUser,
     Path(id): Path<String>,
 ) -> ApiResult<NoContent> {
-    state
-        .store
-        .delete_model(&user.id, &id)
-        .await
-        .map_err(|e| ApiError::from_store(e, "model", &id))?;
+    state.turns.delete_model(&user.id, &id).await?;
     Ok(NoContent)
 }

@@ -4,7 +4,7 @@ use aide::axum::ApiRouter;
 use aide::axum::routing::get_with;
 use axum::Json;
 use axum::extract::{Path, State};
-use promptgate_store::current_conversation;
+use promptgate_service::records;
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::validate::{client_id, optional_text};
 use crate::api_doc::{Created, NoContent};
 use crate::auth::CurrentUser;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::extract::{ApiJson, ApiQuery};
 use crate::state::AppState;
 
@@ -40,7 +40,7 @@ pub fn routes() -> ApiRouter<AppState> {
         )
 }
 
-// The bodies below are the HTTP contract; the store has its own rows, converted at the handlers.
+// The bodies below are the HTTP contract; the service has its own records, converted at the handlers.
 // Request bodies are `Serialize` too: that is how the schema learns their defaults.
 
 #[derive(Serialize, Deserialize, JsonSchema)]
@@ -55,8 +55,8 @@ pub struct Thread {
     pub updated_at: i64,
 }
 
-impl From<promptgate_store::Thread> for Thread {
-    fn from(row: promptgate_store::Thread) -> Self {
+impl From<records::Thread> for Thread {
+    fn from(row: records::Thread) -> Self {
         Self {
             id: row.id,
             project_id: row.project_id,
@@ -79,7 +79,7 @@ pub struct NewThread {
     pub title: Option<String>,
 }
 
-impl From<NewThread> for promptgate_store::NewThread {
+impl From<NewThread> for records::NewThread {
     fn from(body: NewThread) -> Self {
         Self {
             id: body.id,
@@ -108,7 +108,7 @@ where
     Option::<T>::deserialize(de).map(Some)
 }
 
-impl From<ThreadUpdate> for promptgate_store::ThreadUpdate {
+impl From<ThreadUpdate> for records::ThreadUpdate {
     fn from(body: ThreadUpdate) -> Self {
         Self {
             title: body.title,
@@ -153,9 +153,9 @@ pub struct Message {
     pub seq: i64,
 }
 
-impl From<promptgate_store::Message> for Message {
-    fn from(row: promptgate_store::Message) -> Self {
-        use promptgate_store::{MessageStatus as Status, Role as RowRole};
+impl From<records::Message> for Message {
+    fn from(row: records::Message) -> Self {
+        use records::{MessageStatus as Status, Role as RowRole};
         Self {
             id: row.id,
             thread_id: row.thread_id,
@@ -189,39 +189,18 @@ pub struct ThreadFilter {
     pub q: Option<String>,
 }
 
-/// How many matching messages a thread search looks at; enough for a search box's list.
-const SEARCH_HITS: u32 = 50;
-
 async fn list(
     State(state): State<AppState>,
     user: CurrentUser,
     ApiQuery(filter): ApiQuery<ThreadFilter>,
 ) -> ApiResult<Json<Vec<Thread>>> {
+    let query = filter.q.as_deref().map(str::trim).filter(|q| !q.is_empty());
+    optional_text("q", query, 500)?;
     let threads = state
-        .store
-        .list_threads(&user.id, filter.project_id.as_deref())
+        .turns
+        .threads(&user.id, filter.project_id.as_deref(), query)
         .await?;
-    let Some(query) = filter.q.as_deref().map(str::trim).filter(|q| !q.is_empty()) else {
-        return Ok(Json(threads.into_iter().map(Thread::from).collect()));
-    };
-    optional_text("q", Some(query), 500)?;
-    let ids: Vec<String> = threads.iter().map(|t| t.id.clone()).collect();
-    let hits = state
-        .store
-        .search_messages(&user.id, &ids, query, SEARCH_HITS)
-        .await?;
-    let words: Vec<String> = query.split_whitespace().map(str::to_lowercase).collect();
-    let title_matches = |t: &promptgate_store::Thread| {
-        let title = t.title.as_deref().unwrap_or_default().to_lowercase();
-        words.iter().all(|w| title.contains(w.as_str()))
-    };
-    Ok(Json(
-        threads
-            .into_iter()
-            .filter(|t| title_matches(t) || hits.iter().any(|h| h.thread_id == t.id))
-            .map(Thread::from)
-            .collect(),
-    ))
+    Ok(Json(threads.into_iter().map(Thread::from).collect()))
 }
 
 async fn create(
@@ -233,12 +212,7 @@ async fn create(
         client_id("id", id)?;
     }
     optional_text("title", body.title.as_deref(), 500)?;
-    if let Some(project) = &body.project_id
-        && state.store.get_project(&user.id, project).await?.is_none()
-    {
-        return Err(ApiError::not_found("project", project));
-    }
-    let thread = state.store.create_thread(&user.id, &body.into()).await?;
+    let thread = state.turns.create_thread(&user.id, &body.into()).await?;
     Ok(Created(Json(thread.into())))
 }
 
@@ -247,12 +221,7 @@ async fn get_one(
     user: CurrentUser,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Thread>> {
-    state
-        .store
-        .get_thread(&user.id, &id)
-        .await?
-        .map(|thread| Json(thread.into()))
-        .ok_or_else(|| ApiError::not_found("thread", &id))
+    Ok(Json(state.turns.thread(&user.id, &id).await?.into()))
 }
 
 async fn update(
@@ -264,16 +233,7 @@ async fn update(
     if let Some(Some(title)) = &body.title {
         optional_text("title", Some(title), 500)?;
     }
-    if let Some(Some(project)) = &body.project_id
-        && state.store.get_project(&user.id, project).await?.is_none()
-    {
-        return Err(ApiError::not_found("project", project));
-    }
-    let thread = state
-        .store
-        .update_thread(&user.id, &id, &body.into())
-        .await
-        .map_err(|e| ApiError::from_store(e, "thread", &id))?;
+    let thread = state.turns.update_thread(&user.id, &id, &body.into()).await?;
     Ok(Json(thread.into()))
 }
 
@@ -282,11 +242,7 @@ async fn delete(
     user: CurrentUser,
     Path(id): Path<String>,
 ) -> ApiResult<NoContent> {
-    state
-        .store
-        .delete_thread(&user.id, &id)
-        .await
-        .map_err(|e| ApiError::from_store(e, "thread", &id))?;
+    state.turns.delete_thread(&user.id, &id).await?;
     Ok(NoContent)
 }
 
@@ -304,15 +260,6 @@ async fn messages(
     Path(id): Path<String>,
     ApiQuery(filter): ApiQuery<MessageFilter>,
 ) -> ApiResult<Json<Vec<Message>>> {
-    let messages = state
-        .store
-        .list_messages(&user.id, &id)
-        .await
-        .map_err(|e| ApiError::from_store(e, "thread", &id))?;
-    let messages = if filter.replaced {
-        messages
-    } else {
-        current_conversation(messages)
-    };
+    let messages = state.turns.messages(&user.id, &id, filter.replaced).await?;
     Ok(Json(messages.into_iter().map(Message::from).collect()))
 }

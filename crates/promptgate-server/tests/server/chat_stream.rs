@@ -704,7 +704,7 @@ async fn another_user_cannot_follow_a_running_turn() {
     )
     .await;
     let token = |name: &'static str| {
-        let store = gw.state.store.clone();
+        let store = gw.store.clone();
         async move {
             let user = store.create_user(name).await.unwrap();
             store.issue_token(&user.id).await.unwrap()

@@ -19,6 +19,9 @@ pub enum Backend {
 pub struct Gateway {
     pub addr: SocketAddr,
     pub state: AppState,
+    /// The gateway's own store (its caches and key for secrets included), for tests that set up or
+    /// check rows directly.
+    pub store: promptgate_store::Store,
     pub http: reqwest::Client,
     /// The database this gateway runs on, for a second instance on the same one.
     pub database_url: String,
@@ -80,9 +83,11 @@ impl Gateway {
         env: &dyn promptgate_server::config::Env,
     ) -> Gateway {
         let database_url = config.database_url.clone();
-        let state = promptgate_server::cli::prepare_with_env(config, store, env)
+        let database = promptgate_service::Database::from_store(store);
+        let state = promptgate_server::cli::prepare_with_env(config, database, env)
             .await
             .unwrap();
+        let store = state.turns.store().clone();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let app = promptgate_server::app::build(state.clone());
@@ -92,6 +97,7 @@ impl Gateway {
         Gateway {
             addr,
             state,
+            store,
             http: reqwest::Client::new(),
             database_url,
             _db: db,

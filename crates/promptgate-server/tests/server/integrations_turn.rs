@@ -330,7 +330,6 @@ async fn the_callback_stores_sealed_tokens_and_connects() {
     assert!(exchange["code_verifier"].len() >= 43);
 
     let sealed = gw
-        .state
         .store
         .get_integration_secret(promptgate_server::state::LOCAL_USER_ID, Provider::Google)
         .await
@@ -604,7 +603,6 @@ async fn disabling_hides_the_tools_and_disconnecting_revokes() {
     assert_eq!(revoked.len(), 1);
     assert_eq!(revoked[0].form()["token"], "refresh-1");
     let sealed = gw
-        .state
         .store
         .get_integration_secret(promptgate_server::state::LOCAL_USER_ID, Provider::Google)
         .await
@@ -636,8 +634,8 @@ async fn with_tokens_the_state_names_the_user_who_authorized() {
     let Setup { gw, .. } = setup_with(Backend::Sqlite, AuthMode::Tokens).await;
     let mut tokens = Vec::new();
     for name in ["alice", "bob"] {
-        let user = gw.state.store.create_user(name).await.unwrap();
-        tokens.push(gw.state.store.issue_token(&user.id).await.unwrap());
+        let user = gw.store.create_user(name).await.unwrap();
+        tokens.push(gw.store.issue_token(&user.id).await.unwrap());
     }
     let (alice, bob) = (&tokens[0], &tokens[1]);
 

@@ -48,8 +48,8 @@ impl ServerHandler for OneTool {
 }
 
 async fn token_for(gw: &Gateway, name: &str) -> String {
-    let user = gw.state.store.create_user(name).await.unwrap();
-    gw.state.store.issue_token(&user.id).await.unwrap()
+    let user = gw.store.create_user(name).await.unwrap();
+    gw.store.issue_token(&user.id).await.unwrap()
 }
 
 async fn register(gw: &Gateway, token: Option<&str>, url: &str) -> (StatusCode, Value) {
@@ -175,7 +175,6 @@ async fn a_stored_server_whose_address_is_now_refused_is_checked_again_at_probe(
     let gw = Gateway::start(Backend::Sqlite, config).await;
     // As if registered under an older policy: straight into the store.
     let server = gw
-        .state
         .store
         .create_mcp_server(
             "local",

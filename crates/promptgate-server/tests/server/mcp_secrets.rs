@@ -83,8 +83,8 @@ async fn token_for(gw: &Gateway) -> Option<String> {
     if gw.state.config.auth.mode == AuthMode::SingleUser {
         return None;
     }
-    let user = gw.state.store.create_user("alice").await.unwrap();
-    Some(gw.state.store.issue_token(&user.id).await.unwrap())
+    let user = gw.store.create_user("alice").await.unwrap();
+    Some(gw.store.issue_token(&user.id).await.unwrap())
 }
 
 async fn register_with_secrets(gw: &Gateway, token: Option<&str>, url: &str) -> (StatusCode, Value) {
@@ -293,16 +293,29 @@ async fn start_up_seals_plain_rows_then_needs_the_key(db: TestDb) {
     config.database_url = db.url().to_owned();
 
     // Without a key the old rows keep working (and a warning is logged).
-    let state = promptgate_server::cli::prepare_with_env(config.clone(), db.store().clone(), &no_env())
+    let state = promptgate_server::cli::prepare_with_env(
+        config.clone(),
+        promptgate_service::Database::from_store(db.store().clone()),
+        &no_env(),
+    )
+    .await
+    .unwrap();
+    let secrets = state
+        .turns
+        .store()
+        .mcp_server_secrets(&user.id, "old-1")
         .await
         .unwrap();
-    let secrets = state.store.mcp_server_secrets(&user.id, "old-1").await.unwrap();
     assert_eq!(secrets.bearer_token.as_deref(), Some(TOKEN));
 
     // The first start with a key seals them, and they still open.
-    let state = promptgate_server::cli::prepare_with_env(config.clone(), db.store().clone(), &with_key(KEY))
-        .await
-        .unwrap();
+    let state = promptgate_server::cli::prepare_with_env(
+        config.clone(),
+        promptgate_service::Database::from_store(db.store().clone()),
+        &with_key(KEY),
+    )
+    .await
+    .unwrap();
     let rows = raw_rows(db.url()).await;
     assert_eq!(rows[0].2, 1);
     assert!(!rows[0].0.contains(HEADER) && !rows[0].1.as_deref().unwrap().contains(TOKEN));
@@ -313,26 +326,39 @@ async fn start_up_seals_plain_rows_then_needs_the_key(db: TestDb) {
             "clear values left on disk"
         );
     }
-    let secrets = state.store.mcp_server_secrets(&user.id, "old-1").await.unwrap();
+    let secrets = state
+        .turns
+        .store()
+        .mcp_server_secrets(&user.id, "old-1")
+        .await
+        .unwrap();
     assert_eq!(secrets.bearer_token.as_deref(), Some(TOKEN));
     assert_eq!(secrets.headers.get("X-Api-Key").map(String::as_str), Some(HEADER));
 
     // Now a start without the key, or with another one, is refused with a reason.
-    let err = promptgate_server::cli::prepare_with_env(config.clone(), db.store().clone(), &no_env())
-        .await
-        .err()
-        .expect("the start is refused")
-        .to_string();
+    let err = promptgate_server::cli::prepare_with_env(
+        config.clone(),
+        promptgate_service::Database::from_store(db.store().clone()),
+        &no_env(),
+    )
+    .await
+    .err()
+    .expect("the start is refused")
+    .to_string();
     assert!(err.contains("sealed MCP server secrets"), "{err}");
     assert!(
         err.contains("no key is configured") && err.contains("PROMPTGATE_TOKEN_KEY"),
         "{err}"
     );
-    let err = promptgate_server::cli::prepare_with_env(config, db.store().clone(), &with_key(OTHER_KEY))
-        .await
-        .err()
-        .expect("the start is refused")
-        .to_string();
+    let err = promptgate_server::cli::prepare_with_env(
+        config,
+        promptgate_service::Database::from_store(db.store().clone()),
+        &with_key(OTHER_KEY),
+    )
+    .await
+    .err()
+    .expect("the start is refused")
+    .to_string();
     assert!(err.contains("does not open"), "{err}");
 }
 

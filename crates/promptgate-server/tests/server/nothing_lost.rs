@@ -197,7 +197,10 @@ async fn an_empty_answer_is_retried_once_then_reported() {
     assert_eq!(upstream.calls(), 2);
     let errors = sse.of_type("error");
     assert_eq!(errors.len(), 1, "{:?}", sse.types());
-    assert_eq!(errors[0]["errorText"], promptgate_turn::EMPTY_ANSWER_TEXT);
+    assert_eq!(
+        errors[0]["errorText"],
+        promptgate_service::events::EMPTY_ANSWER_TEXT
+    );
     assert_eq!(sse.types().last(), Some(&"finish"));
     let (_, messages) = gw.get("/v1/threads/empty/messages").await;
     assert_eq!(answer_of(&messages).0["status"], "error");
@@ -419,7 +422,7 @@ async fn a_database_outage_mid_turn_loses_no_answer() {
             assert!(
                 errors
                     .iter()
-                    .any(|e| e["errorText"] == promptgate_turn::NOT_STORED_TEXT),
+                    .any(|e| e["errorText"] == promptgate_service::events::NOT_STORED_TEXT),
                 "turn {i} ended with an unexpected error: {errors:?}"
             );
             told_not_stored += 1;

@@ -222,8 +222,8 @@ async fn seed(gw: &Gateway, token: &str, path: &str, body: Value) -> String {
 async fn schemathesis_finds_no_server_error_and_no_undocumented_answer() {
     let Some(bin) = python_tools() else { return };
     let gw = live_gateway().await;
-    let user = gw.state.store.create_user("spec").await.unwrap();
-    let token = gw.state.store.issue_token(&user.id).await.unwrap();
+    let user = gw.store.create_user("spec").await.unwrap();
+    let token = gw.store.issue_token(&user.id).await.unwrap();
 
     // Seeded data, so path parameters reach the handlers' real work instead of 404. Deletions get
     // records of their own so the rest keep existing for the whole run.

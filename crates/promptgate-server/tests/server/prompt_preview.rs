@@ -98,7 +98,7 @@ async fn toolset_follows_settings_integrations_and_projects() {
     )
     .await;
     // Connected is what a completed authorization records; set it directly here.
-    let store = &gw.state.store;
+    let store = &gw.store;
     let user = promptgate_server::state::LOCAL_USER_ID;
     let (on, off) = (
         IntegrationState {

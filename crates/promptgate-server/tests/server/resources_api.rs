@@ -11,8 +11,8 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 async fn token_for(gw: &Gateway, name: &str) -> String {
-    let user = gw.state.store.create_user(name).await.unwrap();
-    gw.state.store.issue_token(&user.id).await.unwrap()
+    let user = gw.store.create_user(name).await.unwrap();
+    gw.store.issue_token(&user.id).await.unwrap()
 }
 
 async fn isolation(gw: Gateway) {

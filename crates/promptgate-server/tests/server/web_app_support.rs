@@ -206,8 +206,8 @@ async fn a_signed_artifact_link_loads_without_a_header_and_only_as_signed() {
         scripted_config(AuthMode::Tokens, &upstream.base_url()),
     )
     .await;
-    let user = gw.state.store.create_user("ada").await.unwrap();
-    let token = gw.state.store.issue_token(&user.id).await.unwrap();
+    let user = gw.store.create_user("ada").await.unwrap();
+    let token = gw.store.issue_token(&user.id).await.unwrap();
 
     let args = json!({"title": "Clock", "html": "<h1>Tick</h1>"}).to_string();
     upstream.push(tool_calls(&[("call_r", "render_html", &[args.as_str()])]));
@@ -265,7 +265,7 @@ async fn a_signed_artifact_link_loads_without_a_header_and_only_as_signed() {
     assert_eq!(res.status(), StatusCode::FORBIDDEN);
     let err: Value = res.json().await.unwrap();
     assert_eq!(error_code(&err), "invalid_link");
-    let other = gw.state.store.create_user("bob").await.unwrap();
+    let other = gw.store.create_user("bob").await.unwrap();
     let res = gw
         .http
         .get(url.replace(&format!("user={}", user.id), &format!("user={}", other.id)))
@@ -275,7 +275,7 @@ async fn a_signed_artifact_link_loads_without_a_header_and_only_as_signed() {
     assert_eq!(res.status(), StatusCode::FORBIDDEN);
 
     // Someone else's artifact gets no link.
-    let bob = gw.state.store.issue_token(&other.id).await.unwrap();
+    let bob = gw.store.issue_token(&other.id).await.unwrap();
     let (status, _) = gw.call(Method::POST, &link_path, None, Some(&bob)).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 }

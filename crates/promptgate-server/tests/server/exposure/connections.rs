@@ -31,9 +31,12 @@ async fn serve(config: Config, limits: ConnectionLimits) -> Served {
     // The config names the test's own database, so a key the server keeps beside it lands there.
     let mut config = config;
     config.database_url = db.url().to_owned();
-    let state = promptgate_server::cli::prepare_with(config, db.store().clone())
-        .await
-        .unwrap();
+    let state = promptgate_server::cli::prepare_with(
+        config,
+        promptgate_service::Database::from_store(db.store().clone()),
+    )
+    .await
+    .unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = oneshot::channel::<()>();

@@ -84,8 +84,8 @@ async fn hosts_the_operator_lists_are_answered() {
 #[tokio::test]
 async fn tokens_mode_checks_hosts_only_when_some_are_listed() {
     let gw = Gateway::start(Backend::Sqlite, test_config(AuthMode::Tokens)).await;
-    let user = gw.state.store.create_user("ada").await.unwrap();
-    let token = gw.state.store.issue_token(&user.id).await.unwrap();
+    let user = gw.store.create_user("ada").await.unwrap();
+    let token = gw.store.issue_token(&user.id).await.unwrap();
     let auth = format!("authorization: Bearer {token}");
     let res = with_host(&gw, "GET", "/v1/settings", "gw.example.org", &auth, b"").await;
     assert_eq!(res.status, 200, "a token is what protects tokens mode: {res:?}");

@@ -19,8 +19,8 @@ struct Bob {
 }
 
 async fn bob_with_data(gw: &Gateway) -> Bob {
-    let user = gw.state.store.create_user("bob").await.unwrap();
-    let token = gw.state.store.issue_token(&user.id).await.unwrap();
+    let user = gw.store.create_user("bob").await.unwrap();
+    let token = gw.store.issue_token(&user.id).await.unwrap();
     let call = |method: Method, path: &str, body: Value| {
         let token = token.clone();
         let path = path.to_owned();
@@ -74,7 +74,6 @@ async fn bob_with_data(gw: &Gateway) -> Bob {
     )
     .await;
     let artifact = gw
-        .state
         .store
         .create_artifact(&user.id, Some(thread_id), MARK, &format!("<p>{MARK}</p>"))
         .await
@@ -240,8 +239,8 @@ async fn users_stay_apart(backend: Backend) {
     .await;
     let bob = bob_with_data(&gw).await;
     let alice = {
-        let user = gw.state.store.create_user("alice").await.unwrap();
-        gw.state.store.issue_token(&user.id).await.unwrap()
+        let user = gw.store.create_user("alice").await.unwrap();
+        gw.store.issue_token(&user.id).await.unwrap()
     };
     let before = snapshot(&gw, &bob).await;
     upstream.set_recording(true);

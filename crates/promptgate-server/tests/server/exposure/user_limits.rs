@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 use crate::common::{Backend, Gateway, error_code, init, scripted_config, use_chat_body};
 
 async fn token_for(gw: &Gateway, name: &str) -> String {
-    let user = gw.state.store.create_user(name).await.unwrap();
-    gw.state.store.issue_token(&user.id).await.unwrap()
+    let user = gw.store.create_user(name).await.unwrap();
+    gw.store.issue_token(&user.id).await.unwrap()
 }
 
 async fn send(gw: &Gateway, token: &str, path: &str, body: Value) -> reqwest::Response {

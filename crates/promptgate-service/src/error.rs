@@ -1,0 +1,126 @@
+//! The one error type of the service: what a use case refuses, and what went wrong below it, in
+//! terms a transport can map without knowing the store, the MCP client or the tools.
+
+use promptgate_core::settings::Provider;
+use promptgate_store::StoreError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    #[error("thread {0} does not exist")]
+    UnknownThread(String),
+    #[error("model {0} does not exist")]
+    UnknownModel(String),
+    #[error("the model's provider {0} is not configured on this server")]
+    ProviderMissing(String),
+    #[error("a turn is already running in thread {0}; stop it or wait for it to finish")]
+    Busy(String),
+    #[error("{0}")]
+    InvalidMessage(String),
+    #[error("the server is running {0} turns, its limit; try again shortly")]
+    Overloaded(usize),
+    #[error("turn {0} is not a turn of this thread; send without retry_of to start a fresh turn")]
+    UnknownTurn(String),
+    #[error(
+        "turn {0} ended too long ago to retry (a retry must come within {1} seconds); send without retry_of to start a fresh turn"
+    )]
+    RetryExpired(String, u64),
+
+    /// A record the request names does not exist (for this user): `what` says which kind.
+    #[error("{what} {id} does not exist")]
+    NotFound { what: &'static str, id: String },
+    /// A settings update names a default model the user cannot use.
+    #[error("default_model {0} is not a model you can use")]
+    UnusableDefaultModel(String),
+    /// An MCP server URL the outbound address policy refuses.
+    #[error("{0}")]
+    RefusedAddress(String),
+    /// An integration is connected by authorizing it, not by saying so.
+    #[error("an integration is connected by authorizing it")]
+    ConnectByAuthorizing(Provider),
+    /// This deployment registered no OAuth client for the provider.
+    #[error("this server has no OAuth client for {}", .0.as_str())]
+    IntegrationNotConfigured(Provider),
+    #[error("too many integration authorizations are in progress; try again in a few minutes")]
+    TooManyAuthorizations,
+    /// An OAuth callback whose `state` is unknown, used or expired.
+    #[error("this authorization is unknown, was already used or has expired; start connecting again")]
+    UnknownAuthorization,
+    #[error("the callback carries no authorization code")]
+    MissingAuthorizationCode,
+    /// The provider refused the authorization or the code exchange; the message says how.
+    #[error("{0}")]
+    ProviderRefused(String),
+
+    // What the store reports, with its own wording.
+    #[error("not found")]
+    NoSuchRecord,
+    #[error("conflict: {0}")]
+    Conflict(String),
+    #[error("read-only: {0}")]
+    ReadOnly(String),
+    #[error("invalid: {0}")]
+    Invalid(String),
+    /// The database cannot be reached right now; worth retrying. The message is for logs.
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
+    /// A failure on our side; the message is for logs and must never reach a client.
+    #[error("database error: {0}")]
+    Database(String),
+    /// Something else failed on our side; already logged where it happened.
+    #[error("internal failure")]
+    Internal,
+
+    /// A part of the service could not start; `what` names it, the source says why.
+    #[error("{what}")]
+    Start {
+        what: String,
+        #[source]
+        cause: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A start-up check refused the deployment as configured; the message says what to change.
+    #[error("{0}")]
+    Refused(String),
+}
+
+impl From<StoreError> for ServiceError {
+    fn from(err: StoreError) -> Self {
+        match err {
+            StoreError::NotFound => Self::NoSuchRecord,
+            StoreError::Conflict(m) => Self::Conflict(m),
+            StoreError::ReadOnly(m) => Self::ReadOnly(m),
+            StoreError::Invalid(m) => Self::Invalid(m),
+            StoreError::Unavailable(m) => Self::Unavailable(m),
+            StoreError::Database(m) => Self::Database(m),
+        }
+    }
+}
+
+impl ServiceError {
+    /// A store failure about one named record: its absence names the kind and id.
+    pub(crate) fn about(what: &'static str, id: &str) -> impl FnOnce(StoreError) -> Self {
+        move |err| match err {
+            StoreError::NotFound => Self::NotFound {
+                what,
+                id: id.to_owned(),
+            },
+            other => other.into(),
+        }
+    }
+
+    pub(crate) fn not_found(what: &'static str, id: &str) -> Self {
+        Self::NotFound {
+            what,
+            id: id.to_owned(),
+        }
+    }
+
+    pub(crate) fn start(
+        what: impl Into<String>,
+        cause: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self::Start {
+            what: what.into(),
+            cause: Box::new(cause),
+        }
+    }
+}

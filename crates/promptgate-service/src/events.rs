@@ -1,0 +1,6 @@
+//! What a started turn hands its transport: the engine's events, re-exported by name so a transport
+//! encodes them (UI message stream, OpenAI chunks) without depending on the engine.
+
+pub use promptgate_turn::TurnError;
+pub use promptgate_turn::engine::{EMPTY_ANSWER_TEXT, NOT_STORED_TEXT};
+pub use promptgate_turn::ui::{TurnEvent, UiChunk, UiFinishReason};

@@ -1,0 +1,8 @@
+//! The records the use cases take and return, re-exported by name from the store: a transport
+//! converts them to and from its own bodies.
+
+pub use promptgate_mcp::{DiscoveredTool, ProbeReport};
+pub use promptgate_store::{
+    Artifact, McpServer, Message, MessageStatus, NewMcpServer, NewProject, NewSkill, NewThread, Role, Thread,
+    ThreadUpdate, User, UserTokens,
+};

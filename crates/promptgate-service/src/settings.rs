@@ -1,0 +1,90 @@
+//! What a deployment configures, as the service takes it: the transport fills [`Settings`] from its
+//! own configuration (file, environment) and hands it to [`TurnService::start`](crate::TurnService::start),
+//! which builds everything a server runs with from it: the model providers, the web tools, the MCP
+//! hub, the integrations and the key for secrets at rest.
+//!
+//! The types below that come from the crates under the service are re-exported here by name: they
+//! are the vocabulary of these settings (and their defaults), so a transport needs no other crate
+//! to describe a deployment.
+
+use std::sync::Arc;
+
+use promptgate_core::settings::Model;
+
+pub use crate::claims::{DEFAULT_HEARTBEAT, DEFAULT_LEASE, DEFAULT_RETRY_WINDOW, InstanceConfig};
+pub use crate::feed::OnDisconnect;
+pub use crate::harness::DEFAULT_KEPT_HARNESSES;
+pub use crate::integrations::{GoogleSetup, MicrosoftSetup};
+pub use crate::{DEFAULT_SAVE_RETRY, DEFAULT_TURNS_IN_FLIGHT, ServiceConfig};
+pub use promptgate_llm::{ANTHROPIC_BASE_URL, ANTHROPIC_MAX_TOKENS, ThinkingMode, Timeouts};
+pub use promptgate_mcp::{AddressPolicy, DEFAULT_CALL_TIMEOUT, DEFAULT_DISCOVERY_TIMEOUT, HubSettings};
+pub use promptgate_store::Backend;
+pub use promptgate_tools::google::{DEFAULT_CALENDAR_BASE, DEFAULT_GMAIL_BASE};
+pub use promptgate_tools::microsoft::DEFAULT_GRAPH_BASE;
+pub use promptgate_tools::oauth::{OAuthProviderConfig, TokenSealer};
+pub use promptgate_tools::web::{FetchPolicy, SearchConfig};
+pub use promptgate_turn::TurnLimits;
+pub use promptgate_workspace::WorkspaceLimits;
+
+/// Everything [`TurnService::start`](crate::TurnService::start) builds a running service from.
+pub struct Settings {
+    pub service: ServiceConfig,
+    /// The model providers, by the names models refer to.
+    pub providers: Vec<ProviderSettings>,
+    /// The search backend; without one the web tools are not offered.
+    pub search: Option<SearchConfig>,
+    /// What `fetch_content` may reach and how much it reads.
+    pub fetch: FetchPolicy,
+    /// Loading the `research` skill widens an `auto` web budget.
+    pub budget_promotion: bool,
+    /// The MCP client: reconnects, liveness and the addresses servers may have.
+    pub mcp: HubSettings,
+    /// The OAuth clients of the integrations; `None` offers none.
+    pub integrations: Option<IntegrationSettings>,
+    pub secrets: SecretsSettings,
+    /// The deployment's own models, offered to every user.
+    pub system_models: Vec<Model>,
+    /// The one user of a single-user deployment, as `(id, name)`, created when missing.
+    pub local_user: Option<(String, String)>,
+}
+
+/// How a provider is spoken to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProviderKind {
+    /// The offline demo model.
+    Demo,
+    /// An OpenAI-compatible chat completions endpoint.
+    OpenAi,
+    /// Anthropic's messages API.
+    Anthropic,
+}
+
+/// One model provider.
+#[derive(Debug, Clone)]
+pub struct ProviderSettings {
+    pub name: String,
+    pub kind: ProviderKind,
+    /// Where it answers; an Anthropic provider without one uses [`ANTHROPIC_BASE_URL`].
+    pub base_url: Option<String>,
+    pub api_key: Option<String>,
+    pub timeouts: Timeouts,
+    /// Anthropic only: the answer's length limit (default [`ANTHROPIC_MAX_TOKENS`]).
+    pub max_tokens: Option<u64>,
+    /// Anthropic only: how a model's reasoning setting becomes thinking.
+    pub thinking: ThinkingMode,
+}
+
+/// The integrations' OAuth clients and the key their token sets are sealed with.
+pub struct IntegrationSettings {
+    pub token_sealer: TokenSealer,
+    pub google: Option<GoogleSetup>,
+    pub microsoft: Option<MicrosoftSetup>,
+}
+
+/// The key that seals secrets at rest (MCP header values and bearer tokens).
+pub struct SecretsSettings {
+    /// The key, and where it came from in words for the log and errors (`the variable X`).
+    pub key: Option<(Arc<TokenSealer>, String)>,
+    /// The variable that would hold the key, named when there is none.
+    pub variable: String,
+}

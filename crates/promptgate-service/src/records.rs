@@ -3,6 +3,6 @@
 
 pub use promptgate_mcp::{DiscoveredTool, ProbeReport};
 pub use promptgate_store::{
-    Artifact, McpServer, Message, MessageStatus, NewMcpServer, NewProject, NewSkill, NewThread, Role, Thread,
+    McpServer, Message, MessageStatus, NewMcpServer, NewProject, NewSkill, NewThread, Role, Thread,
     ThreadUpdate, User, UserTokens,
 };

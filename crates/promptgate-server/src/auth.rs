@@ -40,7 +40,7 @@ impl FromRequestParts<AppState> for CurrentUser {
             .map(str::trim)
             .filter(|t| !t.is_empty())
             .ok_or_else(|| ApiError::unauthorized("the Authorization header must be `Bearer <token>`"))?;
-        match state.turns.user_by_token(token).await? {
+        match state.service.user_by_token(token).await? {
             Some(user) => Ok(Self { id: user.id }),
             None => Err(ApiError::unauthorized("the token is unknown or revoked")),
         }

@@ -8,7 +8,7 @@ use anyhow::Context;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use promptgate_service::{Database, TurnService};
+use promptgate_service::{Database, Service};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, Env, ProcessEnv};
@@ -179,10 +179,10 @@ pub async fn prepare_with(config: Config, database: Database) -> anyhow::Result<
 /// Like [`prepare_with`], reading secrets (API keys, the token key) from `env`.
 pub async fn prepare_with_env(config: Config, database: Database, env: &dyn Env) -> anyhow::Result<AppState> {
     let settings = crate::runtime::settings(&config, env)?;
-    let turns = TurnService::start(database, settings).await?;
+    let service = Service::start(database, settings).await?;
     Ok(AppState::new(Shared {
         config: Arc::new(config),
-        turns,
+        service,
     }))
 }
 
@@ -194,7 +194,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     let state = prepare(config).await?;
     // An answer left streaming that no live claim covers belongs to a turn whose instance died.
     let interrupted = state
-        .turns
+        .service
         .interrupt_unclaimed_answers()
         .await
         .context("marking the answers of a previous run as interrupted failed")?;
@@ -208,7 +208,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on {listen}"))?;
     let limits = crate::listen::ConnectionLimits::from_config(&state.config.server);
-    tracing::info!(address = %listen, auth = ?mode, backend = ?state.turns.backend(), "promptgate listening");
+    tracing::info!(address = %listen, auth = ?mode, backend = ?state.service.backend(), "promptgate listening");
     let stopping = CancellationToken::new();
     let metrics_server = match state.config.server.metrics_listen {
         Some(address) => {
@@ -230,7 +230,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         reason = "a process-lifetime timer, aborted at exit; nothing to wait for"
     )]
     let near_timer = tokio::spawn(keep_a_timer_due_soon());
-    let turns = state.turns.clone();
+    let service = state.service.clone();
     let server = crate::listen::serve_connections(
         listener,
         crate::app::build(state),
@@ -246,12 +246,12 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         () = shutdown_signal() => {}
     }
     tracing::info!(
-        turns_running = turns.turns_in_flight(),
+        turns_running = service.turns_in_flight(),
         grace_secs = grace.as_secs(),
         "shutdown signal received: no new connections; running turns may finish within the grace"
     );
     stopping.cancel();
-    wind_down(&turns, grace, flush).await;
+    wind_down(&service, grace, flush).await;
     // The streams of the stopped turns end with their last chunks; give the connections a moment
     // to write them, but do not wait on a client that stopped reading.
     if tokio::time::timeout(CONNECTIONS_CLOSE, &mut server)
@@ -273,20 +273,20 @@ const CONNECTIONS_CLOSE: Duration = Duration::from_secs(2);
 
 /// Lets running turns finish within `grace`, stops the rest (their partial answers are stored as
 /// stopped), then waits up to `flush` for answers still being saved and names those left unsaved.
-pub async fn wind_down(turns: &TurnService, grace: Duration, flush: Duration) {
+pub async fn wind_down(service: &Service, grace: Duration, flush: Duration) {
     let deadline = tokio::time::Instant::now() + grace;
-    while turns.turns_in_flight() > 0 && tokio::time::Instant::now() < deadline {
+    while service.turns_in_flight() > 0 && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let running = turns.turns_in_flight();
+    let running = service.turns_in_flight();
     if running > 0 {
         tracing::warn!(
             turns = running,
             "the shutdown grace is over: stopping the turns still running"
         );
     }
-    turns.stop_all();
-    let unsaved = turns.drain(flush).await;
+    service.stop_all();
+    let unsaved = service.drain(flush).await;
     if unsaved.is_empty() {
         tracing::info!("every answer is stored");
     }

@@ -3,7 +3,7 @@
 use std::ops::Deref;
 use std::sync::Arc;
 
-use promptgate_service::TurnService;
+use promptgate_service::Service;
 
 use crate::config::Config;
 
@@ -18,7 +18,7 @@ pub struct AppState(Arc<Shared>);
 pub struct Shared {
     pub config: Arc<Config>,
     /// The use cases: sends and completions, and the user's records.
-    pub turns: TurnService,
+    pub service: Service,
 }
 
 impl AppState {

@@ -3,7 +3,7 @@
 
 use promptgate_store::{Backend, User, UserTokens};
 
-use crate::{Database, ServiceError, TurnService};
+use crate::{Database, Service, ServiceError};
 
 impl Database {
     /// Creates a user; [`Database::issue_token`] gives it a token.
@@ -37,7 +37,7 @@ impl Database {
     }
 }
 
-impl TurnService {
+impl Service {
     /// The accounts on this service's database.
     pub fn accounts(&self) -> Database {
         Database {

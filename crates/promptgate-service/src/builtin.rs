@@ -9,12 +9,12 @@ use promptgate_tools::builtin::{
     AddTasks, DeleteTasks, FetchContent, GetTasks, RenderHtml, SearchProjectChats, SkillTool, WebSearch,
 };
 
-use super::TurnService;
+use super::Service;
 use super::hooks::TurnState;
 use super::toolset::Executors;
 
 pub(super) async fn register(
-    service: &TurnService,
+    service: &Service,
     executors: &mut Executors,
     user_id: &str,
     ctx: &SendContext,

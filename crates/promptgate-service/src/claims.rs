@@ -22,7 +22,7 @@ use tracing::Instrument;
 
 use super::hooks::TurnState;
 use super::live::{Continuation, Slot};
-use super::{ServiceError, TurnService};
+use super::{Service, ServiceError};
 use promptgate_turn::engine::{RequestBudget, TurnLimits};
 
 /// How long a claim holds its thread without a renewal; past it the turn's owner is taken for dead.
@@ -185,7 +185,7 @@ impl Slot {
     }
 }
 
-impl TurnService {
+impl Service {
     /// Claims the thread in the store, so no other instance runs a turn there meanwhile.
     pub(crate) async fn claim_in_store(
         &self,

@@ -7,7 +7,7 @@ use promptgate_llm::{ChatMessage, ContentPart, UserContent};
 use serde_json::{Map, Value};
 
 use super::prepare::Asked;
-use super::{RunParts, SendHandle, SendStream, ServiceError, TurnIds, TurnService};
+use super::{RunParts, SendHandle, SendStream, Service, ServiceError, TurnIds};
 use promptgate_turn::engine::{RequestBudget, ToolCache, run_turn_in_reader};
 use promptgate_turn::facade::facade_history;
 
@@ -45,7 +45,7 @@ fn last_user_text(messages: &[ChatMessage]) -> String {
         .unwrap_or_default()
 }
 
-impl TurnService {
+impl Service {
     #[tracing::instrument(
         name = "complete",
         skip_all,

@@ -8,7 +8,7 @@ use std::time::Duration;
 use promptgate_core::settings::{IntegrationState, Provider};
 use promptgate_store::{OAuthPending, PendingLimits, PendingRefused};
 
-use crate::{ServiceError, TurnService};
+use crate::{Service, ServiceError};
 
 /// How long a user has to finish the provider's consent screen.
 const PENDING_TTL: Duration = Duration::from_secs(10 * 60);
@@ -43,7 +43,7 @@ fn clip(text: &str, max_chars: usize) -> String {
     text.chars().take(max_chars).collect()
 }
 
-impl TurnService {
+impl Service {
     pub async fn integration(
         &self,
         user_id: &str,

@@ -14,7 +14,7 @@ use promptgate_store::{FrameBatch, Store, TurnSignal};
 use tokio::sync::broadcast;
 use tokio::time::Instant;
 
-use super::TurnService;
+use super::Service;
 use super::feed::{self, Follow, FollowStream};
 use promptgate_turn::ui::{TurnEvent, UiChunk};
 
@@ -31,7 +31,7 @@ const OWNER_QUIET: Duration = Duration::from_secs(5);
 pub const LOST_TURN_TEXT: &str =
     "The turn ended before its stream could be followed here; reload the conversation to see its answer.";
 
-impl TurnService {
+impl Service {
     /// The stream of the thread's running turn from its `start` chunk, for another reader (a
     /// reload that resumes it), whichever instance runs it.
     pub async fn follow(&self, user_id: &str, thread_id: &str) -> Follow {

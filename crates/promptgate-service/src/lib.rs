@@ -2,13 +2,13 @@
 //! message, discover MCP tools, plan the prompt and toolset, run the turn engine, and persist the
 //! answer however the turn ends), the stateless completion, and the user's records (threads,
 //! projects, skills, models, MCP servers, settings, integrations, accounts). Transports (the HTTP
-//! server's routes, the UI stream, the OpenAI facade, the CLI) sit on top of [`TurnService`].
+//! server's routes, the UI stream, the OpenAI facade, the CLI) sit on top of [`Service`].
 //!
 //! # Where it sits
 //!
 //! `server → service → {turn, store, mcp, tools, llm, workspace} → core`. The server depends on
 //! this crate and core only: it fills [`settings::Settings`] from its configuration, opens a
-//! [`Database`], and [`TurnService::start`] builds everything else (providers, web tools, MCP hub,
+//! [`Database`], and [`Service::start`] builds everything else (providers, web tools, MCP hub,
 //! integrations, the key for secrets at rest). Its API names what it takes and returns by name:
 //! [`settings`] (deployment vocabulary), [`records`] (the rows the record use cases take and
 //! return), [`events`] (what a started turn streams) and one error type, [`ServiceError`].
@@ -27,17 +27,17 @@
 //!
 //! # One send
 //!
-//! [`TurnService::send`] reads top-down as its steps: admit (a bounded number of turns run at once),
+//! [`Service::send`] reads top-down as its steps: admit (a bounded number of turns run at once),
 //! claim the thread here and in the store, load the send context, settle the conversation (store the
 //! user's message, or trim for a regenerate), [`prepare`](Prepared) the prompt and tools, and start
 //! the engine with [`Prepared::into_turn_plan`], which takes every per-run part at once
-//! ([`RunParts`]) so no half-built plan is ever passed around. [`TurnService::complete`] is the same
+//! ([`RunParts`]) so no half-built plan is ever passed around. [`Service::complete`] is the same
 //! without a thread or a stored answer.
 //!
 //! # Background work
 //!
 //! Every task a send leaves behind (the turn, its answer writer, claim releases, the instance
-//! heartbeat) runs on a task tracker the service owns; [`TurnService::drain`] waits for them at
+//! heartbeat) runs on a task tracker the service owns; [`Service::drain`] waits for them at
 //! shutdown, so `tokio::spawn` is not used here.
 
 #![deny(clippy::disallowed_methods)]
@@ -161,7 +161,7 @@ impl Default for ServiceConfig {
 
 /// Runs sends. Cheap to clone.
 #[derive(Clone)]
-pub struct TurnService {
+pub struct Service {
     pub(crate) store: Store,
     pub(crate) providers: Providers,
     pub(crate) web: WebTools,
@@ -253,8 +253,8 @@ struct ThreadTurn {
     admission: tokio::sync::OwnedSemaphorePermit,
 }
 
-impl TurnService {
-    /// The service over its parts; [`TurnService::start`] builds them from settings.
+impl Service {
+    /// The service over its parts; [`Service::start`] builds them from settings.
     pub(crate) fn new(
         store: Store,
         providers: Providers,

@@ -10,7 +10,7 @@ use promptgate_store::{
     current_conversation,
 };
 
-use crate::{ServiceError, TurnService};
+use crate::{Service, ServiceError};
 
 /// How many matching messages a thread search looks at; enough for a search box's list.
 const SEARCH_HITS: u32 = 50;
@@ -27,7 +27,7 @@ pub enum ProbeOutcome {
     },
 }
 
-impl TurnService {
+impl Service {
     /// The user's threads, newest first; with `query`, only those whose title, or one of whose
     /// messages, contains every word of it.
     pub async fn threads(

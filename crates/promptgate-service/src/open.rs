@@ -13,7 +13,7 @@ use crate::settings::{
     ANTHROPIC_BASE_URL, ANTHROPIC_MAX_TOKENS, IntegrationSettings, ProviderKind, ProviderSettings,
     SecretsSettings, Settings,
 };
-use crate::{Integrations, ModelProvider, ProviderClient, Providers, ServiceError, TurnService, WebTools};
+use crate::{Integrations, ModelProvider, ProviderClient, Providers, Service, ServiceError, WebTools};
 
 /// The database, opened and (after [`Database::migrate`]) up to date, before a service runs on it.
 /// The command line's account commands work on it alone.
@@ -71,11 +71,11 @@ impl Database {
     }
 }
 
-impl TurnService {
+impl Service {
     /// Builds the service a server runs with on `database`: seeds the system models and the local
     /// user, brings the stored secrets in line with the key, starts the MCP client, the providers,
     /// the web tools and the integrations, and joins the instances on the database.
-    pub async fn start(database: Database, settings: Settings) -> Result<TurnService, ServiceError> {
+    pub async fn start(database: Database, settings: Settings) -> Result<Service, ServiceError> {
         let store = database.store;
         store
             .seed_system_models(&settings.system_models)
@@ -104,7 +104,7 @@ impl TurnService {
             fetcher,
             promotion_enabled: settings.budget_promotion,
         };
-        let service = TurnService::new(store, providers, web, Some(hub), settings.service);
+        let service = Service::new(store, providers, web, Some(hub), settings.service);
         let service = match settings.integrations {
             Some(integrations) => service.with_integrations(self::integrations(integrations)?),
             None => service,

@@ -18,7 +18,7 @@ use super::harness::{ClientIdentity, FlushWorkspace};
 use super::hooks::{TurnState, WebHooks};
 use super::providers::ModelProvider;
 use super::toolset::{Executors, McpToolExecutor};
-use super::{ClientNotes, ServiceError, TurnService};
+use super::{ClientNotes, Service, ServiceError};
 use promptgate_turn::engine::{
     AnswerRecorder, Floor, Nudges, PreparedTool, RequestBudget, StepPolicy, ToolCache, ToolTitles, TurnEnd,
     TurnLimits, TurnPlan,
@@ -93,7 +93,7 @@ impl Prepared {
             history,
             state,
             workspace,
-            // Used before the plan is built: they decide `history` (see `TurnService::send`).
+            // Used before the plan is built: they decide `history` (see `Service::send`).
             harness_prompt: _,
             previous_answer: _,
         } = self;
@@ -200,7 +200,7 @@ fn ui_messages(history: &[Message]) -> Vec<Value> {
         .collect()
 }
 
-impl TurnService {
+impl Service {
     /// The prompt and toolset for a send to `thread_id` made now, without running anything.
     pub async fn preview(
         &self,

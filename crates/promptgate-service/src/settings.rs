@@ -1,5 +1,5 @@
 //! What a deployment configures, as the service takes it: the transport fills [`Settings`] from its
-//! own configuration (file, environment) and hands it to [`TurnService::start`](crate::TurnService::start),
+//! own configuration (file, environment) and hands it to [`Service::start`](crate::Service::start),
 //! which builds everything a server runs with from it: the model providers, the web tools, the MCP
 //! hub, the integrations and the key for secrets at rest.
 //!
@@ -26,7 +26,7 @@ pub use promptgate_tools::web::{FetchPolicy, SearchConfig};
 pub use promptgate_turn::TurnLimits;
 pub use promptgate_workspace::WorkspaceLimits;
 
-/// Everything [`TurnService::start`](crate::TurnService::start) builds a running service from.
+/// Everything [`Service::start`](crate::Service::start) builds a running service from.
 pub struct Settings {
     pub service: ServiceConfig,
     /// The model providers, by the names models refer to.

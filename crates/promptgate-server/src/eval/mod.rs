@@ -9,7 +9,7 @@ use anyhow::Context;
 use futures::StreamExt;
 use promptgate_core::settings::UserSettings;
 use promptgate_service::events::{TurnEvent, UiChunk};
-use promptgate_service::{Database, SendInput, SendRequest, TurnService};
+use promptgate_service::{Database, SendInput, SendRequest, Service};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -106,13 +106,13 @@ pub async fn run(config: Config, file: &ScenarioFile, model: Option<&str>) -> an
     for (n, scenario) in file.scenarios.iter().enumerate() {
         // A user per scenario, so settings and skills of one never leak into the next.
         let user = format!("{EVAL_USER}-{n}");
-        state.turns.accounts().ensure_user(&user, &user).await?;
-        prepare_user(&state.turns, &user, scenario).await?;
+        state.service.accounts().ensure_user(&user, &user).await?;
+        prepare_user(&state.service, &user, scenario).await?;
         let model = model
             .map(str::to_owned)
             .or_else(|| scenario.model.clone())
             .unwrap_or_else(|| default_model.clone());
-        let observed = run_one(&state.turns, &user, &format!("eval-{n}"), scenario, &model)
+        let observed = run_one(&state.service, &user, &format!("eval-{n}"), scenario, &model)
             .await
             .with_context(|| format!("scenario {:?} could not run", scenario.name))?;
         let failures = score(&scenario.criteria, &observed);
@@ -130,9 +130,9 @@ pub async fn run(config: Config, file: &ScenarioFile, model: Option<&str>) -> an
     Ok(outcomes)
 }
 
-async fn prepare_user(turns: &TurnService, user: &str, scenario: &Scenario) -> anyhow::Result<()> {
+async fn prepare_user(service: &Service, user: &str, scenario: &Scenario) -> anyhow::Result<()> {
     if let Some(changes) = &scenario.settings {
-        let mut settings = serde_json::to_value(turns.settings(user).await?)?;
+        let mut settings = serde_json::to_value(service.settings(user).await?)?;
         if let (Some(target), Some(changes)) = (settings.as_object_mut(), changes.as_object()) {
             for (key, value) in changes {
                 target.insert(key.clone(), value.clone());
@@ -140,22 +140,22 @@ async fn prepare_user(turns: &TurnService, user: &str, scenario: &Scenario) -> a
         }
         let settings: UserSettings = serde_json::from_value(settings)
             .with_context(|| format!("scenario {:?}: invalid settings", scenario.name))?;
-        turns.put_settings(user, &settings).await?;
+        service.put_settings(user, &settings).await?;
     }
     for skill in &scenario.skills {
-        turns.create_skill(user, &skill.clone().into()).await?;
+        service.create_skill(user, &skill.clone().into()).await?;
     }
     Ok(())
 }
 
 async fn run_one(
-    turns: &TurnService,
+    service: &Service,
     user: &str,
     thread: &str,
     scenario: &Scenario,
     model: &str,
 ) -> anyhow::Result<Observed> {
-    let handle = turns
+    let handle = service
         .send(SendRequest {
             user_id: user.to_owned(),
             thread_id: thread.to_owned(),

@@ -143,7 +143,7 @@ async fn link(
     headers: HeaderMap,
 ) -> ApiResult<Json<ArtifactLink>> {
     // A link is only handed out for an artifact the user has.
-    state.turns.artifact_html(&user.id, &id).await?;
+    state.service.artifact_html(&user.id, &id).await?;
     let config = &state.config.artifacts;
     let expires_at = now_secs() + config.link_ttl_secs;
     let sig = signature(signing_key(config), &user.id, &id, expires_at);
@@ -178,7 +178,7 @@ async fn view(
             "the artifact link is invalid or has expired; ask for a new one",
         ));
     }
-    Ok(Html::new(state.turns.artifact_html(&query.user, &id).await?))
+    Ok(Html::new(state.service.artifact_html(&query.user, &id).await?))
 }
 
 #[cfg(test)]

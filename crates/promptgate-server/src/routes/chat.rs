@@ -159,7 +159,7 @@ async fn chat(
         }
     };
     let handle = state
-        .turns
+        .service
         .send(SendRequest {
             user_id: user.id,
             thread_id: body.id,
@@ -216,7 +216,7 @@ async fn post_message(
         MessageContent::Parts { parts } => parts,
     };
     let handle = state
-        .turns
+        .service
         .send(SendRequest {
             user_id: user.id,
             thread_id,
@@ -298,7 +298,7 @@ async fn resume(
     user: CurrentUser,
     Path(thread_id): Path<String>,
 ) -> ApiResult<Resumed> {
-    match state.turns.follow(&user.id, &thread_id).await {
+    match state.service.follow(&user.id, &thread_id).await {
         Follow::Idle => Ok(Resumed::Idle),
         Follow::Stream(stream) => {
             tracing::info!(user = %user.id, thread = %thread_id, turn = %stream.turn_id, "stream resumed");
@@ -354,7 +354,7 @@ async fn stop(
     user: CurrentUser,
     Path(thread_id): Path<String>,
 ) -> Json<StopResult> {
-    let stopped = state.turns.stop(&user.id, &thread_id).await;
+    let stopped = state.service.stop(&user.id, &thread_id).await;
     tracing::info!(user = %user.id, thread = %thread_id, stopped, "stop requested");
     Json(StopResult { stopped })
 }
@@ -368,7 +368,7 @@ async fn artifact(
     user: CurrentUser,
     Path(id): Path<String>,
 ) -> ApiResult<Html> {
-    Ok(Html(state.turns.artifact_html(&user.id, &id).await?))
+    Ok(Html(state.service.artifact_html(&user.id, &id).await?))
 }
 
 /// A sandboxed HTML document.

@@ -92,7 +92,7 @@ async fn completions(
     body.extra.remove("parallel_tool_calls");
     let include_usage = body.stream_options.as_ref().is_some_and(|o| o.include_usage);
     let handle = state
-        .turns
+        .service
         .complete(CompletionRequest {
             user_id: user.id,
             model: body.model,

@@ -20,7 +20,7 @@ const READY_CHECK_TIMEOUT: Duration = Duration::from_millis(800);
 
 /// The process can serve: the database answers.
 pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
-    let ping = tokio::time::timeout(READY_CHECK_TIMEOUT, state.turns.ping()).await;
+    let ping = tokio::time::timeout(READY_CHECK_TIMEOUT, state.service.ping()).await;
     match ping {
         Ok(Ok(())) => (StatusCode::OK, Json(json!({"status": "ready"}))),
         Ok(Err(err)) => unready(&err.to_string()),

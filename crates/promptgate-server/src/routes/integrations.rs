@@ -70,7 +70,7 @@ pub(super) fn view(provider: Provider, state: IntegrationState) -> IntegrationVi
 async fn list(State(state): State<AppState>, user: CurrentUser) -> ApiResult<Json<Vec<IntegrationView>>> {
     let mut out = Vec::new();
     for p in Provider::ALL {
-        out.push(view(p, state.turns.integration(&user.id, p).await?));
+        out.push(view(p, state.service.integration(&user.id, p).await?));
     }
     Ok(Json(out))
 }
@@ -81,7 +81,7 @@ async fn get_one(
     Path(name): Path<String>,
 ) -> ApiResult<Json<IntegrationView>> {
     let p = provider(&name)?;
-    Ok(Json(view(p, state.turns.integration(&user.id, p).await?)))
+    Ok(Json(view(p, state.service.integration(&user.id, p).await?)))
 }
 
 async fn put_one(
@@ -92,7 +92,7 @@ async fn put_one(
 ) -> ApiResult<Json<IntegrationView>> {
     let p = provider(&name)?;
     let current = state
-        .turns
+        .service
         .update_integration(&user.id, p, update.enabled, update.connected)
         .await?;
     Ok(Json(view(p, current)))
@@ -104,6 +104,6 @@ async fn delete_one(
     Path(name): Path<String>,
 ) -> ApiResult<Json<IntegrationView>> {
     let p = provider(&name)?;
-    let current = state.turns.disconnect_integration(&user.id, p).await?;
+    let current = state.service.disconnect_integration(&user.id, p).await?;
     Ok(Json(view(p, current)))
 }

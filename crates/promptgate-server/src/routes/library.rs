@@ -181,7 +181,7 @@ fn check_project(p: &NewProject) -> Result<(), ApiError> {
 }
 
 async fn list_projects(State(state): State<AppState>, user: CurrentUser) -> ApiResult<Json<Vec<Project>>> {
-    Ok(Json(state.turns.projects(&user.id).await?))
+    Ok(Json(state.service.projects(&user.id).await?))
 }
 
 async fn create_project(
@@ -191,7 +191,7 @@ async fn create_project(
 ) -> ApiResult<Created<Json<Project>>> {
     check_project(&body)?;
     Ok(Created(Json(
-        state.turns.create_project(&user.id, &body.into()).await?,
+        state.service.create_project(&user.id, &body.into()).await?,
     )))
 }
 
@@ -200,7 +200,7 @@ async fn get_project(
     user: CurrentUser,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Project>> {
-    Ok(Json(state.turns.project(&user.id, &id).await?))
+    Ok(Json(state.service.project(&user.id, &id).await?))
 }
 
 async fn update_project(
@@ -211,7 +211,7 @@ async fn update_project(
 ) -> ApiResult<Json<Project>> {
     check_project(&body)?;
     Ok(Json(
-        state.turns.update_project(&user.id, &id, &body.into()).await?,
+        state.service.update_project(&user.id, &id, &body.into()).await?,
     ))
 }
 
@@ -220,7 +220,7 @@ async fn delete_project(
     user: CurrentUser,
     Path(id): Path<String>,
 ) -> ApiResult<NoContent> {
-    state.turns.delete_project(&user.id, &id).await?;
+    state.service.delete_project(&user.id, &id).await?;
     Ok(NoContent)
 }
 
@@ -241,7 +241,7 @@ fn check_skill(s: &NewSkill) -> Result<(), ApiError> {
 }
 
 async fn list_skills(State(state): State<AppState>, user: CurrentUser) -> ApiResult<Json<Vec<Skill>>> {
-    Ok(Json(state.turns.skills(&user.id).await?))
+    Ok(Json(state.service.skills(&user.id).await?))
 }
 
 async fn create_skill(
@@ -251,7 +251,7 @@ async fn create_skill(
 ) -> ApiResult<Created<Json<Skill>>> {
     check_skill(&body)?;
     Ok(Created(Json(
-        state.turns.create_skill(&user.id, &body.into()).await?,
+        state.service.create_skill(&user.id, &body.into()).await?,
     )))
 }
 
@@ -260,7 +260,7 @@ async fn get_skill(
     user: CurrentUser,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Skill>> {
-    Ok(Json(state.turns.skill(&user.id, &id).await?))
+    Ok(Json(state.service.skill(&user.id, &id).await?))
 }
 
 async fn update_skill(
@@ -270,7 +270,9 @@ async fn update_skill(
     ApiJson(body): ApiJson<NewSkill>,
 ) -> ApiResult<Json<Skill>> {
     check_skill(&body)?;
-    Ok(Json(state.turns.update_skill(&user.id, &id, &body.into()).await?))
+    Ok(Json(
+        state.service.update_skill(&user.id, &id, &body.into()).await?,
+    ))
 }
 
 async fn delete_skill(
@@ -278,7 +280,7 @@ async fn delete_skill(
     user: CurrentUser,
     Path(id): Path<String>,
 ) -> ApiResult<NoContent> {
-    state.turns.delete_skill(&user.id, &id).await?;
+    state.service.delete_skill(&user.id, &id).await?;
     Ok(NoContent)
 }
 
@@ -329,7 +331,7 @@ fn url_ok(url: &str) -> bool {
 }
 
 async fn list_mcp(State(state): State<AppState>, user: CurrentUser) -> ApiResult<Json<Vec<McpServer>>> {
-    let servers = state.turns.mcp_servers(&user.id).await?;
+    let servers = state.service.mcp_servers(&user.id).await?;
     Ok(Json(servers.into_iter().map(McpServer::from).collect()))
 }
 
@@ -339,7 +341,7 @@ async fn create_mcp(
     ApiJson(body): ApiJson<NewMcpServer>,
 ) -> ApiResult<Created<Json<McpServer>>> {
     check_mcp(&body)?;
-    let server = state.turns.create_mcp_server(&user.id, &body.into()).await?;
+    let server = state.service.create_mcp_server(&user.id, &body.into()).await?;
     Ok(Created(Json(server.into())))
 }
 
@@ -348,7 +350,7 @@ async fn get_mcp(
     user: CurrentUser,
     Path(id): Path<String>,
 ) -> ApiResult<Json<McpServer>> {
-    Ok(Json(state.turns.mcp_server(&user.id, &id).await?.into()))
+    Ok(Json(state.service.mcp_server(&user.id, &id).await?.into()))
 }
 
 async fn update_mcp(
@@ -358,7 +360,10 @@ async fn update_mcp(
     ApiJson(body): ApiJson<NewMcpServer>,
 ) -> ApiResult<Json<McpServer>> {
     check_mcp(&body)?;
-    let server = state.turns.update_mcp_server(&user.id, &id, &body.into()).await?;
+    let server = state
+        .service
+        .update_mcp_server(&user.id, &id, &body.into())
+        .await?;
     Ok(Json(server.into()))
 }
 
@@ -367,6 +372,6 @@ async fn delete_mcp(
     user: CurrentUser,
     Path(id): Path<String>,
 ) -> ApiResult<NoContent> {
-    state.turns.delete_mcp_server(&user.id, &id).await?;
+    state.service.delete_mcp_server(&user.id, &id).await?;
     Ok(NoContent)
 }

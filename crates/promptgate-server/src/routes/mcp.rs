@@ -79,7 +79,7 @@ async fn probe(
 ) -> ApiResult<Json<ProbeResponse>> {
     let timeout = Duration::from_millis(state.config.mcp.probe_timeout_ms);
     Ok(Json(
-        match state.turns.probe_mcp_server(&user.id, &id, timeout).await? {
+        match state.service.probe_mcp_server(&user.id, &id, timeout).await? {
             ProbeOutcome::Reached(report) => success(report),
             ProbeOutcome::Failed { kind, message } => failure(&kind, message),
         },

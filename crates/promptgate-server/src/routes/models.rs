@@ -132,7 +132,7 @@ fn user_model(input: ModelDefinition, state: &AppState) -> Result<Model, ApiErro
 }
 
 async fn list(State(state): State<AppState>, user: CurrentUser) -> ApiResult<Json<ModelList>> {
-    let models = state.turns.models(&user.id).await?;
+    let models = state.service.models(&user.id).await?;
     Ok(Json(ModelList {
         object: ListObject::List,
         data: models.into_iter().map(ModelEntry::from).collect(),
@@ -144,7 +144,7 @@ async fn get_one(
     user: CurrentUser,
     Path(id): Path<String>,
 ) -> ApiResult<Json<ModelEntry>> {
-    Ok(Json(state.turns.model(&user.id, &id).await?.into()))
+    Ok(Json(state.service.model(&user.id, &id).await?.into()))
 }
 
 async fn create(
@@ -153,7 +153,7 @@ async fn create(
     ApiJson(input): ApiJson<ModelDefinition>,
 ) -> ApiResult<Created<Json<Model>>> {
     let model = user_model(input, &state)?;
-    let created = state.turns.create_model(&user.id, &model).await?;
+    let created = state.service.create_model(&user.id, &model).await?;
     tracing::info!(user = %user.id, model = %created.id, "model created");
     Ok(Created(Json(created)))
 }
@@ -172,7 +172,7 @@ async fn update(
         )));
     }
     let model = user_model(input, &state)?;
-    let updated = state.turns.update_model(&user.id, &model).await?;
+    let updated = state.service.update_model(&user.id, &model).await?;
     Ok(Json(updated))
 }
 
@@ -181,6 +181,6 @@ async fn delete(
     user: CurrentUser,
     Path(id): Path<String>,
 ) -> ApiResult<NoContent> {
-    state.turns.delete_model(&user.id, &id).await?;
+    state.service.delete_model(&user.id, &id).await?;
     Ok(NoContent)
 }

@@ -47,7 +47,7 @@ async fn authorize(
     Path(name): Path<String>,
 ) -> ApiResult<Json<AuthorizationStart>> {
     let p = provider(&name)?;
-    let authorization_url = state.turns.start_authorization(&user.id, p).await?;
+    let authorization_url = state.service.start_authorization(&user.id, p).await?;
     Ok(Json(AuthorizationStart { authorization_url }))
 }
 
@@ -76,7 +76,7 @@ async fn callback(
         error: query.error,
         error_description: query.error_description,
     };
-    let name = state.turns.complete_authorization(p, &callback).await?;
+    let name = state.service.complete_authorization(p, &callback).await?;
     Ok(Html(format!(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>{name} connected</title></head>\
          <body><p>{name} is connected. You can close this window.</p></body></html>"

@@ -56,7 +56,7 @@ async fn preview(
     ApiQuery(query): ApiQuery<PreviewQuery>,
 ) -> ApiResult<Json<PromptPreview>> {
     let prepared = state
-        .turns
+        .service
         .preview(
             &user.id,
             &thread_id,

@@ -32,7 +32,7 @@ pub fn routes() -> ApiRouter<AppState> {
 }
 
 async fn get_settings(State(state): State<AppState>, user: CurrentUser) -> ApiResult<Json<UserSettings>> {
-    Ok(Json(state.turns.settings(&user.id).await?))
+    Ok(Json(state.service.settings(&user.id).await?))
 }
 
 /// A partial [`UserSettings`] object.
@@ -64,13 +64,13 @@ async fn put_settings(
             "the body must be a JSON object of settings fields",
         ));
     }
-    let current = state.turns.settings(&user.id).await?;
+    let current = state.service.settings(&user.id).await?;
     let mut merged = serde_json::to_value(&current).map_err(|_| ApiError::internal())?;
     merge_json(&mut merged, patch);
     let settings: UserSettings =
         serde_json::from_value(merged).map_err(|e| ApiError::invalid(e.to_string()))?;
     validate(&settings)?;
-    state.turns.put_settings(&user.id, &settings).await?;
+    state.service.put_settings(&user.id, &settings).await?;
     tracing::info!(user = %user.id, "settings updated");
     Ok(Json(settings))
 }

@@ -197,7 +197,7 @@ async fn list(
     let query = filter.q.as_deref().map(str::trim).filter(|q| !q.is_empty());
     optional_text("q", query, 500)?;
     let threads = state
-        .turns
+        .service
         .threads(&user.id, filter.project_id.as_deref(), query)
         .await?;
     Ok(Json(threads.into_iter().map(Thread::from).collect()))
@@ -212,7 +212,7 @@ async fn create(
         client_id("id", id)?;
     }
     optional_text("title", body.title.as_deref(), 500)?;
-    let thread = state.turns.create_thread(&user.id, &body.into()).await?;
+    let thread = state.service.create_thread(&user.id, &body.into()).await?;
     Ok(Created(Json(thread.into())))
 }
 
@@ -221,7 +221,7 @@ async fn get_one(
     user: CurrentUser,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Thread>> {
-    Ok(Json(state.turns.thread(&user.id, &id).await?.into()))
+    Ok(Json(state.service.thread(&user.id, &id).await?.into()))
 }
 
 async fn update(
@@ -233,7 +233,7 @@ async fn update(
     if let Some(Some(title)) = &body.title {
         optional_text("title", Some(title), 500)?;
     }
-    let thread = state.turns.update_thread(&user.id, &id, &body.into()).await?;
+    let thread = state.service.update_thread(&user.id, &id, &body.into()).await?;
     Ok(Json(thread.into()))
 }
 
@@ -242,7 +242,7 @@ async fn delete(
     user: CurrentUser,
     Path(id): Path<String>,
 ) -> ApiResult<NoContent> {
-    state.turns.delete_thread(&user.id, &id).await?;
+    state.service.delete_thread(&user.id, &id).await?;
     Ok(NoContent)
 }
 
@@ -260,6 +260,6 @@ async fn messages(
     Path(id): Path<String>,
     ApiQuery(filter): ApiQuery<MessageFilter>,
 ) -> ApiResult<Json<Vec<Message>>> {
-    let messages = state.turns.messages(&user.id, &id, filter.replaced).await?;
+    let messages = state.service.messages(&user.id, &id, filter.replaced).await?;
     Ok(Json(messages.into_iter().map(Message::from).collect()))
 }

@@ -87,7 +87,7 @@ impl Gateway {
         let state = promptgate_server::cli::prepare_with_env(config, database, env)
             .await
             .unwrap();
-        let store = state.turns.store().clone();
+        let store = state.service.store().clone();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let app = promptgate_server::app::build(state.clone());

@@ -301,7 +301,7 @@ async fn start_up_seals_plain_rows_then_needs_the_key(db: TestDb) {
     .await
     .unwrap();
     let secrets = state
-        .turns
+        .service
         .store()
         .mcp_server_secrets(&user.id, "old-1")
         .await
@@ -327,7 +327,7 @@ async fn start_up_seals_plain_rows_then_needs_the_key(db: TestDb) {
         );
     }
     let secrets = state
-        .turns
+        .service
         .store()
         .mcp_server_secrets(&user.id, "old-1")
         .await

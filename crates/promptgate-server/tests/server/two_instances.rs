@@ -32,8 +32,8 @@ async fn two_instances(extra_toml: &str) -> (Gateway, Gateway, ScriptedUpstream)
     let a = Gateway::start(Backend::Postgres, config()).await;
     let b = a.another_instance(config()).await;
     assert_ne!(
-        a.state.turns.instance_id(),
-        b.state.turns.instance_id(),
+        a.state.service.instance_id(),
+        b.state.service.instance_id(),
         "each instance has its own id"
     );
     (a, b, upstream)

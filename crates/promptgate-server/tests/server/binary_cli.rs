@@ -48,24 +48,29 @@ async fn wait_ready(http: &reqwest::Client, base: &str) {
     panic!("promptgate did not become ready at {base}");
 }
 
+/// `promptgate serve` on `db` at a free loopback port, once it answers `/readyz`: the process
+/// (killed when dropped) and the base URL. `configure` adds what the test varies.
+async fn serve_ready(db: &str, configure: impl FnOnce(&mut Command)) -> (Server, String) {
+    let listen = format!("127.0.0.1:{}", free_port());
+    let mut cmd = promptgate();
+    cmd.arg("serve")
+        .env("DATABASE_URL", db)
+        .env("PROMPTGATE_LISTEN", &listen)
+        .stdout(Stdio::null());
+    configure(&mut cmd);
+    let server = Server(cmd.spawn().unwrap());
+    let base = format!("http://{listen}");
+    wait_ready(&reqwest::Client::new(), &base).await;
+    (server, base)
+}
+
 #[tokio::test]
 async fn embedded_default_serves_settings_and_the_prompt_on_loopback() {
     common::init();
     let dir = std::env::temp_dir().join(format!("promptgate-cli-{}", std::process::id()));
     let db = format!("sqlite://{}/gw.db?mode=rwc", dir.display());
-    let port = free_port();
-    let _server = Server(
-        promptgate()
-            .arg("serve")
-            .env("DATABASE_URL", &db)
-            .env("PROMPTGATE_LISTEN", format!("127.0.0.1:{port}"))
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let (_server, base) = serve_ready(&db, |_| {}).await;
     let http = reqwest::Client::new();
-    let base = format!("http://127.0.0.1:{port}");
-    wait_ready(&http, &base).await;
 
     let res = http
         .put(format!("{base}/v1/settings"))
@@ -114,20 +119,11 @@ async fn users_create_prints_a_token_that_authenticates() {
         .unwrap_or_else(|| panic!("no token line in {stdout:?}"))
         .to_owned();
 
-    let port = free_port();
-    let _server = Server(
-        promptgate()
-            .arg("serve")
-            .env("DATABASE_URL", &db)
-            .env("PROMPTGATE_LISTEN", format!("127.0.0.1:{port}"))
-            .env("PROMPTGATE_AUTH_MODE", "tokens")
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let (_server, base) = serve_ready(&db, |cmd| {
+        cmd.env("PROMPTGATE_AUTH_MODE", "tokens");
+    })
+    .await;
     let http = reqwest::Client::new();
-    let base = format!("http://127.0.0.1:{port}");
-    wait_ready(&http, &base).await;
     assert_eq!(
         http.get(format!("{base}/v1/settings"))
             .send()
@@ -184,22 +180,13 @@ async fn an_operator_gets_metrics_request_ids_and_one_json_line_per_request_and_
     std::fs::create_dir_all(&dir).unwrap();
     let db = format!("sqlite://{}/gw.db?mode=rwc", dir.display());
     let log_path = dir.join("stderr.log");
-    let port = free_port();
-    let mut server = Server(
-        promptgate()
-            .arg("serve")
-            .env("DATABASE_URL", &db)
-            .env("PROMPTGATE_LISTEN", format!("127.0.0.1:{port}"))
-            .env("PROMPTGATE_LOG", "info")
+    let (mut server, base) = serve_ready(&db, |cmd| {
+        cmd.env("PROMPTGATE_LOG", "info")
             .env("PROMPTGATE_LOG_FORMAT", "json")
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(std::fs::File::create(&log_path).unwrap()))
-            .spawn()
-            .unwrap(),
-    );
+            .stderr(Stdio::from(std::fs::File::create(&log_path).unwrap()));
+    })
+    .await;
     let http = reqwest::Client::new();
-    let base = format!("http://127.0.0.1:{port}");
-    wait_ready(&http, &base).await;
 
     // A turn in which the demo model calls render_html, under the client's request id.
     let res = http
@@ -328,22 +315,12 @@ async fn healthcheck_passes_for_a_ready_server_and_fails_without_one() {
     common::init();
     let dir = std::env::temp_dir().join(format!("promptgate-health-{}", std::process::id()));
     let db = format!("sqlite://{}/gw.db?mode=rwc", dir.display());
-    let port = free_port();
-    let listen = format!("127.0.0.1:{port}");
-    let _server = Server(
-        promptgate()
-            .arg("serve")
-            .env("DATABASE_URL", &db)
-            .env("PROMPTGATE_LISTEN", &listen)
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    wait_ready(&reqwest::Client::new(), &format!("http://{listen}")).await;
+    let (_server, base) = serve_ready(&db, |_| {}).await;
+    let listen = base.trim_start_matches("http://");
     // The configured listen address, as the image's HEALTHCHECK runs it.
     let ok = promptgate()
         .arg("healthcheck")
-        .env("PROMPTGATE_LISTEN", &listen)
+        .env("PROMPTGATE_LISTEN", listen)
         .output()
         .unwrap();
     assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
@@ -367,29 +344,17 @@ async fn metrics_listen_moves_the_scrape_off_the_public_port() {
     common::init();
     let dir = std::env::temp_dir().join(format!("promptgate-metrics-{}", std::process::id()));
     let db = format!("sqlite://{}/gw.db?mode=rwc", dir.display());
-    let listen = format!("127.0.0.1:{}", free_port());
     let metrics_listen = format!("127.0.0.1:{}", free_port());
-    let _server = Server(
-        promptgate()
-            .arg("serve")
-            .env("DATABASE_URL", &db)
-            .env("PROMPTGATE_LISTEN", &listen)
-            .env("PROMPTGATE_METRICS_LISTEN", &metrics_listen)
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let (_server, base) = serve_ready(&db, |cmd| {
+        cmd.env("PROMPTGATE_METRICS_LISTEN", &metrics_listen);
+    })
+    .await;
     let http = reqwest::Client::new();
-    wait_ready(&http, &format!("http://{listen}")).await;
     // A request on the public port, so the scrape has something to show.
-    let res = http
-        .get(format!("http://{listen}/v1/settings"))
-        .send()
-        .await
-        .unwrap();
+    let res = http.get(format!("{base}/v1/settings")).send().await.unwrap();
     assert_eq!(res.status(), 200);
 
-    let public = http.get(format!("http://{listen}/metrics")).send().await.unwrap();
+    let public = http.get(format!("{base}/metrics")).send().await.unwrap();
     assert_eq!(public.status(), 404, "the public port must not show metrics");
     let scrape = http
         .get(format!("http://{metrics_listen}/metrics"))
@@ -666,20 +631,11 @@ async fn users_list_rotate_and_revoke_change_which_tokens_a_running_server_accep
     }
     assert!(!listed.contains("pg_"), "a listing never shows tokens: {listed}");
 
-    let port = free_port();
-    let _server = Server(
-        promptgate()
-            .arg("serve")
-            .env("DATABASE_URL", &db)
-            .env("PROMPTGATE_LISTEN", format!("127.0.0.1:{port}"))
-            .env("PROMPTGATE_AUTH_MODE", "tokens")
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let (_server, base) = serve_ready(&db, |cmd| {
+        cmd.env("PROMPTGATE_AUTH_MODE", "tokens");
+    })
+    .await;
     let http = reqwest::Client::new();
-    let base = format!("http://127.0.0.1:{port}");
-    wait_ready(&http, &base).await;
     let status = |token: String| {
         let http = http.clone();
         let url = format!("{base}/v1/settings");

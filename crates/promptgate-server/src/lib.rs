@@ -28,6 +28,7 @@ pub mod observe;
 pub mod routes;
 pub mod runtime;
 pub mod secrets;
+pub mod sse;
 pub mod state;
 pub mod ui;
 pub mod user_limits;

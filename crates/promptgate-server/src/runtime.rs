@@ -1,6 +1,7 @@
 //! The service's settings from the configuration: model providers, web search, the MCP client, the
 //! integrations' OAuth clients and the key for secrets at rest, with the secrets they name read from
-//! the environment. The service builds the running parts from them.
+//! the environment, and the stream encoding the server speaks. The service builds the running parts
+//! from them.
 
 use std::time::Duration;
 
@@ -41,6 +42,7 @@ pub fn settings(config: &Config, env: &dyn Env) -> anyhow::Result<Settings> {
         system_models: config.models.iter().map(|m| m.to_model()).collect(),
         local_user: (config.auth.mode == AuthMode::SingleUser)
             .then(|| (LOCAL_USER_ID.to_owned(), "local".to_owned())),
+        encoding: crate::sse::UI_MESSAGE_STREAM,
     })
 }
 

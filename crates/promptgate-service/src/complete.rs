@@ -106,7 +106,7 @@ impl Service {
             turn_id,
             message_id,
             model_id,
-            events: SendStream::plain(run.events),
+            events: SendStream::plain(run.events, self.encoding),
         })
     }
 }

@@ -2,10 +2,11 @@
 //! (`GET /v1/chat/{id}/stream`), and with `on_disconnect = "continue"` a dropped client leaves the
 //! turn running.
 //!
-//! The reader that started the turn pulls the engine's events itself and appends each chunk's SSE
-//! frame to the feed, so the one per-chunk cost is serialising once (which it pays anyway), a
-//! short lock and a wake-up. Followers read the feed from its first frame (`start`) and then wait
-//! for the next one. Keep-alive comments are not kept: each follower writes its own while quiet.
+//! The reader that started the turn pulls the engine's events itself and appends each chunk's
+//! frame (in the transport's [`StreamEncoding`]) to the feed, so the one per-chunk cost is encoding
+//! once (which it pays anyway), a short lock and a wake-up. Followers read the feed from its first
+//! frame (`start`) and then wait for the next one. Keep-alives are not kept: each follower writes
+//! its own while quiet.
 //!
 //! The feed holds at most [`MAX_FEED_BYTES`] of frames. Past that its oldest frames are dropped: a
 //! reader that then attaches cannot get the stream from `start` and is refused (`Follow::TooLong`),
@@ -26,9 +27,9 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use promptgate_turn::engine::TurnStream;
-use promptgate_turn::ui::{TurnEvent, UiChunk};
+use promptgate_turn::ui::TurnEvent;
 
-use crate::sse::{KEEP_ALIVE_FRAME, SSE_DONE, sse_frame};
+use crate::encoding::StreamEncoding;
 
 /// The most frame bytes a running turn keeps for its readers (an answer of about a million words,
 /// or a few large tool results).
@@ -132,13 +133,13 @@ impl Drop for FeedWriter {
 pub enum Follow {
     /// No turn runs in the thread.
     Idle,
-    /// The turn's stream from its `start` chunk, then live, ending with `data: [DONE]`.
+    /// The turn's stream from its `start` chunk, then live, ending with the done frame.
     Stream(FollowStream),
     /// The turn's stream is longer than the feed keeps; its beginning is gone.
     TooLong,
 }
 
-/// A follower of a running turn: SSE frames, keep-alive comments while quiet, then `[DONE]`.
+/// A follower of a running turn: its frames, keep-alives while quiet, then the done frame.
 pub struct FollowStream {
     pub turn_id: String,
     frames: futures::stream::BoxStream<'static, Bytes>,
@@ -158,7 +159,12 @@ impl Stream for FollowStream {
     }
 }
 
-pub(crate) fn follow(feed: Arc<TurnFeed>, turn_id: String, keep_alive: Duration) -> Follow {
+pub(crate) fn follow(
+    feed: Arc<TurnFeed>,
+    turn_id: String,
+    keep_alive: Duration,
+    encoding: StreamEncoding,
+) -> Follow {
     {
         let state = feed.lock();
         if state.first > 0 {
@@ -169,7 +175,7 @@ pub(crate) fn follow(feed: Arc<TurnFeed>, turn_id: String, keep_alive: Duration)
         }
     }
     let keep_alive = keep_alive.max(Duration::from_secs(1));
-    // `None` position: the stream has been closed with `[DONE]`.
+    // `None` position: the stream has been closed with the done frame.
     let frames = futures::stream::unfold(Some(0usize), move |position| {
         let feed = Arc::clone(&feed);
         async move {
@@ -181,16 +187,14 @@ pub(crate) fn follow(feed: Arc<TurnFeed>, turn_id: String, keep_alive: Duration)
                 changed.as_mut().enable();
                 match feed.read(position) {
                     Read::Frames(bytes, next) => return Some((bytes, Some(next))),
-                    Read::End => return Some((Bytes::from_static(SSE_DONE.as_bytes()), None)),
+                    Read::End => return Some((encoding.done_frame(), None)),
                     Read::Behind => {
-                        let error = sse_frame(&TurnEvent::Chunk(UiChunk::Error {
-                            error_text: FELL_BEHIND_TEXT.to_owned(),
-                        }));
-                        return Some((Bytes::from(format!("{error}{SSE_DONE}")), None));
+                        let error = encoding.error_and_done(FELL_BEHIND_TEXT);
+                        return Some((Bytes::from(error), None));
                     }
                     Read::Wait => {
                         if tokio::time::timeout(keep_alive, changed).await.is_err() {
-                            return Some((Bytes::from_static(KEEP_ALIVE_FRAME.as_bytes()), Some(position)));
+                            return Some((encoding.keep_alive_frame(), Some(position)));
                         }
                     }
                 }
@@ -221,25 +225,33 @@ pub struct SendStream {
     feed: Option<Box<(FeedWriter, Detach)>>,
     /// Sees every event, also those read after the client left (metrics, the turn's summary).
     inspect: Option<Inspector>,
+    encoding: StreamEncoding,
 }
 
 /// A transport's look at each event as it passes.
 type Inspector = Box<dyn FnMut(&TurnEvent) + Send>;
 
 impl SendStream {
-    pub(crate) fn plain(events: TurnStream) -> Self {
+    pub(crate) fn plain(events: TurnStream, encoding: StreamEncoding) -> Self {
         Self {
             events: Some(events),
             feed: None,
             inspect: None,
+            encoding,
         }
     }
 
-    pub(crate) fn fed(events: TurnStream, feed: FeedWriter, detach: Detach) -> Self {
+    pub(crate) fn fed(
+        events: TurnStream,
+        feed: FeedWriter,
+        detach: Detach,
+        encoding: StreamEncoding,
+    ) -> Self {
         Self {
             events: Some(events),
             feed: Some(Box::new((feed, detach))),
             inspect: None,
+            encoding,
         }
     }
 
@@ -249,10 +261,10 @@ impl SendStream {
         self
     }
 
-    /// The events as SSE frames, each serialised once for this reader and the followers, ending
-    /// with `data: [DONE]`.
-    pub fn into_sse(self) -> SseFrames {
-        SseFrames {
+    /// The events in the service's [`StreamEncoding`], each chunk encoded once for this reader and
+    /// the followers, ending with the done frame.
+    pub fn into_frames(self) -> Frames {
+        Frames {
             inner: self,
             done: false,
         }
@@ -275,15 +287,13 @@ impl SendStream {
                     inspect(&event);
                 }
                 let bytes = match (&event, self.feed.as_deref()) {
-                    (TurnEvent::Chunk(_), Some((writer, _))) => {
-                        let bytes = Bytes::from(sse_frame(&event));
+                    (TurnEvent::Chunk(chunk), Some((writer, _))) => {
+                        let bytes = self.encoding.frame(chunk);
                         writer.0.push(bytes.clone());
                         Some(bytes)
                     }
-                    (TurnEvent::Chunk(_), None) if frame => Some(Bytes::from(sse_frame(&event))),
-                    (TurnEvent::KeepAlive, _) if frame => {
-                        Some(Bytes::from_static(KEEP_ALIVE_FRAME.as_bytes()))
-                    }
+                    (TurnEvent::Chunk(chunk), None) if frame => Some(self.encoding.frame(chunk)),
+                    (TurnEvent::KeepAlive, _) if frame => Some(self.encoding.keep_alive_frame()),
                     _ => None,
                 };
                 Poll::Ready(Some((event, bytes)))
@@ -323,6 +333,7 @@ impl Drop for SendStream {
         };
         let mut rest = SendStream {
             inspect: self.inspect.take(),
+            encoding: self.encoding,
             events: Some(events),
             feed: Some(Box::new((
                 writer,
@@ -340,13 +351,13 @@ impl Drop for SendStream {
     }
 }
 
-/// A send's events as SSE frames, ending with `data: [DONE]`.
-pub struct SseFrames {
+/// A send's events in the service's encoding, ending with the done frame.
+pub struct Frames {
     inner: SendStream,
     done: bool,
 }
 
-impl Stream for SseFrames {
+impl Stream for Frames {
     type Item = Bytes;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
@@ -358,7 +369,7 @@ impl Stream for SseFrames {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(None) => {
                     self.done = true;
-                    return Poll::Ready(Some(Bytes::from_static(SSE_DONE.as_bytes())));
+                    return Poll::Ready(Some(self.inner.encoding.done_frame()));
                 }
                 Poll::Ready(Some((_, Some(bytes)))) => return Poll::Ready(Some(bytes)),
                 Poll::Ready(Some((_, None))) => {}
@@ -370,13 +381,18 @@ impl Stream for SseFrames {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::encoding::JSON_LINES;
+    use promptgate_turn::ui::UiChunk;
 
     fn frame(text: &str) -> Bytes {
-        sse_frame(&TurnEvent::Chunk(UiChunk::TextDelta {
+        JSON_LINES.frame(&UiChunk::TextDelta {
             id: "t".into(),
             delta: text.into(),
-        }))
-        .into()
+        })
+    }
+
+    fn follow(feed: Arc<TurnFeed>) -> Follow {
+        super::follow(feed, "turn_1".into(), Duration::from_secs(5), JSON_LINES)
     }
 
     async fn read_all(stream: FollowStream) -> String {
@@ -389,8 +405,7 @@ mod tests {
         let feed = Arc::new(TurnFeed::default());
         let writer = FeedWriter(Arc::clone(&feed));
         writer.0.push(frame("a"));
-        let Follow::Stream(follower) = follow(Arc::clone(&feed), "turn_1".into(), Duration::from_secs(5))
-        else {
+        let Follow::Stream(follower) = follow(Arc::clone(&feed)) else {
             panic!("a running turn can be followed");
         };
         let reading = TaskTracker::new().spawn(read_all(follower));
@@ -400,9 +415,10 @@ mod tests {
         assert_eq!(
             body,
             format!(
-                "{}{}{SSE_DONE}",
+                "{}{}{}",
                 String::from_utf8_lossy(&frame("a")),
-                String::from_utf8_lossy(&frame("b"))
+                String::from_utf8_lossy(&frame("b")),
+                JSON_LINES.done
             )
         );
     }
@@ -412,22 +428,18 @@ mod tests {
         let feed = Arc::new(TurnFeed::default());
         let writer = FeedWriter(Arc::clone(&feed));
         writer.0.push(frame("start"));
-        let Follow::Stream(lagging) = follow(Arc::clone(&feed), "turn_1".into(), Duration::from_secs(5))
-        else {
+        let Follow::Stream(lagging) = follow(Arc::clone(&feed)) else {
             panic!("a running turn can be followed");
         };
         let big = "x".repeat(64 << 10);
         for _ in 0..(MAX_FEED_BYTES / big.len() + 1) {
             writer.0.push(frame(&big));
         }
-        assert!(matches!(
-            follow(Arc::clone(&feed), "turn_1".into(), Duration::from_secs(5)),
-            Follow::TooLong
-        ));
+        assert!(matches!(follow(Arc::clone(&feed)), Follow::TooLong));
         drop(writer);
         let body = read_all(lagging).await;
         assert!(
-            body.contains(FELL_BEHIND_TEXT) && body.ends_with(SSE_DONE),
+            body.contains(FELL_BEHIND_TEXT) && body.ends_with(JSON_LINES.done),
             "{body}"
         );
         assert!(feed.lock().bytes <= MAX_FEED_BYTES);
@@ -437,9 +449,6 @@ mod tests {
     async fn a_turn_that_ended_before_its_first_chunk_is_idle() {
         let feed = Arc::new(TurnFeed::default());
         drop(FeedWriter(Arc::clone(&feed)));
-        assert!(matches!(
-            follow(feed, "turn_1".into(), Duration::from_secs(5)),
-            Follow::Idle
-        ));
+        assert!(matches!(follow(feed), Follow::Idle));
     }
 }

@@ -16,9 +16,7 @@ use tokio::time::Instant;
 
 use super::Service;
 use super::feed::{self, Follow, FollowStream};
-use promptgate_turn::ui::{TurnEvent, UiChunk};
-
-use crate::sse::{KEEP_ALIVE_FRAME, SSE_DONE, sse_frame};
+use crate::encoding::StreamEncoding;
 
 /// The owner gathers frames this long into one stored batch.
 const MIRROR_BATCH: Duration = Duration::from_millis(40);
@@ -37,7 +35,7 @@ impl Service {
     pub async fn follow(&self, user_id: &str, thread_id: &str) -> Follow {
         let keep_alive = self.config.limits.keep_alive.max(Duration::from_secs(1));
         if let Some((turn_id, feed)) = self.live.feed(user_id, thread_id) {
-            return feed::follow(feed, turn_id, keep_alive);
+            return feed::follow(feed, turn_id, keep_alive, self.encoding);
         }
         // Subscribed before asking, so the owner's first batch cannot be announced unheard.
         let signals = self.store.turn_signals();
@@ -61,6 +59,7 @@ impl Service {
             heard_at: Instant::now(),
             sent_at: Instant::now(),
             keep_alive,
+            encoding: self.encoding,
         };
         let frames = futures::stream::unfold(reader, |mut reader| async move {
             let bytes = reader.next_bytes().await?;
@@ -89,11 +88,12 @@ impl Service {
         let store = self.store.clone();
         let instance = Arc::clone(&self.instance);
         let turn_id = turn_id.to_owned();
+        let encoding = self.encoding;
         tracing::info!(turn = %turn_id, "a reader on another instance follows this turn");
         self.tasks.spawn(async move {
             // Keep-alives are each follower's own business; a long interval keeps them out.
-            let follow = feed::follow(feed, turn_id.clone(), Duration::from_secs(3600));
-            write_frames(&store, &turn_id, follow).await;
+            let follow = feed::follow(feed, turn_id.clone(), Duration::from_secs(3600), encoding);
+            write_frames(&store, &turn_id, follow, encoding).await;
             instance
                 .mirrored
                 .lock()
@@ -103,18 +103,17 @@ impl Service {
     }
 }
 
-async fn write_frames(store: &Store, turn_id: &str, follow: Follow) {
+async fn write_frames(store: &Store, turn_id: &str, follow: Follow, encoding: StreamEncoding) {
     let mut stream = match follow {
         Follow::Stream(stream) => stream,
         Follow::Idle => {
-            put(store, turn_id, 1, lost_turn()).await;
+            let lost = encoding.error_and_done(LOST_TURN_TEXT);
+            put(store, turn_id, 1, lost, encoding).await;
             return;
         }
         Follow::TooLong => {
-            let error = sse_frame(&TurnEvent::Chunk(UiChunk::Error {
-                error_text: feed::FELL_BEHIND_TEXT.to_owned(),
-            }));
-            put(store, turn_id, 1, format!("{error}{SSE_DONE}")).await;
+            let behind = encoding.error_and_done(feed::FELL_BEHIND_TEXT);
+            put(store, turn_id, 1, behind, encoding).await;
             return;
         }
     };
@@ -125,21 +124,21 @@ async fn write_frames(store: &Store, turn_id: &str, follow: Follow) {
         while let Ok(Some(more)) = tokio::time::timeout_at(until, stream.next()).await {
             batch.extend_from_slice(&more);
         }
-        let frames = String::from_utf8_lossy(&batch).replace(KEEP_ALIVE_FRAME, "");
+        let frames = String::from_utf8_lossy(&batch).replace(encoding.keep_alive, "");
         if frames.is_empty() {
             continue;
         }
         seq += 1;
-        let done = frames.ends_with(SSE_DONE);
-        if !put(store, turn_id, seq, frames).await || done {
+        let done = frames.ends_with(encoding.done);
+        if !put(store, turn_id, seq, frames, encoding).await || done {
             return;
         }
     }
 }
 
 /// Stores one batch, trying a few times; false when the store would not take it.
-async fn put(store: &Store, turn_id: &str, seq: i64, frames: String) -> bool {
-    let done = frames.ends_with(SSE_DONE);
+async fn put(store: &Store, turn_id: &str, seq: i64, frames: String, encoding: StreamEncoding) -> bool {
+    let done = frames.ends_with(encoding.done);
     let batch = FrameBatch { seq, frames, done };
     for attempt in 1..=3u64 {
         match store.put_turn_frames(turn_id, &batch).await {
@@ -151,13 +150,6 @@ async fn put(store: &Store, turn_id: &str, seq: i64, frames: String) -> bool {
         }
     }
     false
-}
-
-fn lost_turn() -> String {
-    let error = sse_frame(&TurnEvent::Chunk(UiChunk::Error {
-        error_text: LOST_TURN_TEXT.to_owned(),
-    }));
-    format!("{error}{SSE_DONE}")
 }
 
 /// A reader of a turn that runs on another instance.
@@ -174,6 +166,7 @@ struct Remote {
     /// When this reader last wrote anything, for keep-alives.
     sent_at: Instant,
     keep_alive: Duration,
+    encoding: StreamEncoding,
 }
 
 impl Remote {
@@ -206,7 +199,7 @@ impl Remote {
                         // Gone without the end of its stream: its instance died, or it ended
                         // before it could be mirrored.
                         self.finished = true;
-                        return Some(Bytes::from(lost_turn()));
+                        return Some(Bytes::from(self.encoding.error_and_done(LOST_TURN_TEXT)));
                     }
                     Err(err) => {
                         tracing::warn!(turn = %self.turn_id, error = %err, "cannot check the followed turn")
@@ -215,7 +208,7 @@ impl Remote {
             }
             if self.sent_at.elapsed() >= self.keep_alive {
                 self.sent_at = Instant::now();
-                return Some(Bytes::from_static(KEEP_ALIVE_FRAME.as_bytes()));
+                return Some(self.encoding.keep_alive_frame());
             }
             self.wait().await;
         }

@@ -13,6 +13,12 @@
 //! [`settings`] (deployment vocabulary), [`records`] (the rows the record use cases take and
 //! return), [`events`] (what a started turn streams) and one error type, [`ServiceError`].
 //!
+//! The service is framing-agnostic: a started turn's stream is written for its readers in the
+//! [`StreamEncoding`] the transport hands over in its settings (the server's: the UI message stream
+//! as SSE). The service keeps those bytes as they are for readers that follow or resume a turn, in
+//! memory and, across instances, in the store; of their format it knows only the encoding's
+//! keep-alive and done frames, to leave out the first and find the end of the stream.
+//!
 //! The engine ([`promptgate_turn`]) knows neither storage nor transports; this crate gives it
 //! everything as parts: the tools with their executors (behind `promptgate_core::tools::ToolExecutor`),
 //! hooks over the turn's web budget and sources ([`WebHooks`]), and an answer recorder that stores
@@ -47,6 +53,7 @@ mod builtin;
 mod claims;
 mod complete;
 mod connect;
+mod encoding;
 mod error;
 pub mod events;
 mod feed;
@@ -62,7 +69,6 @@ mod providers;
 mod record;
 pub mod records;
 pub mod settings;
-pub mod sse;
 mod toolset;
 mod workspace;
 
@@ -79,8 +85,9 @@ use tokio_util::sync::CancellationToken;
 pub use claims::{DEFAULT_HEARTBEAT, DEFAULT_LEASE, DEFAULT_RETRY_WINDOW, InstanceConfig};
 pub use complete::CompletionRequest;
 pub use connect::OAuthCallback;
+pub use encoding::StreamEncoding;
 pub use error::ServiceError;
-pub use feed::{FELL_BEHIND_TEXT, Follow, FollowStream, MAX_FEED_BYTES, OnDisconnect, SendStream, SseFrames};
+pub use feed::{FELL_BEHIND_TEXT, Follow, FollowStream, Frames, MAX_FEED_BYTES, OnDisconnect, SendStream};
 pub use follow::LOST_TURN_TEXT;
 pub use harness::{ClientIdentity, DEFAULT_KEPT_HARNESSES, REPLAY_REFUSED_TEXT};
 pub use hooks::{TurnState, WebHooks};
@@ -180,6 +187,8 @@ pub struct Service {
     instance: Arc<claims::Instance>,
     /// Per-thread harnesses of harness-engine models.
     harnesses: Harnesses,
+    /// The transport's wire format of a turn's stream, for its readers and followers.
+    encoding: StreamEncoding,
 }
 
 /// How long a send waits for a stopped turn of its thread to finish storing its answer.
@@ -261,6 +270,7 @@ impl Service {
         web: WebTools,
         mcp: Option<McpHub>,
         config: ServiceConfig,
+        encoding: StreamEncoding,
     ) -> Self {
         let admission = Arc::new(tokio::sync::Semaphore::new(config.max_turns_in_flight.max(1)));
         let harnesses = Harnesses::new(config.kept_harnesses);
@@ -278,6 +288,7 @@ impl Service {
             pending: PendingSaves::default(),
             instance: Arc::new(claims::Instance::default()),
             harnesses,
+            encoding,
         }
     }
 
@@ -601,7 +612,7 @@ impl Service {
             turn_id: ids.turn_id,
             message_id: ids.message_id,
             model_id,
-            events: SendStream::fed(run.events, feed, detach),
+            events: SendStream::fed(run.events, feed, detach, self.encoding),
         }
     }
 

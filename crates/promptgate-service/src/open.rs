@@ -104,7 +104,14 @@ impl Service {
             fetcher,
             promotion_enabled: settings.budget_promotion,
         };
-        let service = Service::new(store, providers, web, Some(hub), settings.service);
+        let service = Service::new(
+            store,
+            providers,
+            web,
+            Some(hub),
+            settings.service,
+            settings.encoding,
+        );
         let service = match settings.integrations {
             Some(integrations) => service.with_integrations(self::integrations(integrations)?),
             None => service,

@@ -1,7 +1,8 @@
 //! What a deployment configures, as the service takes it: the transport fills [`Settings`] from its
 //! own configuration (file, environment) and hands it to [`Service::start`](crate::Service::start),
 //! which builds everything a server runs with from it: the model providers, the web tools, the MCP
-//! hub, the integrations and the key for secrets at rest.
+//! hub, the integrations and the key for secrets at rest. The transport also hands over the wire
+//! encoding of a turn's stream ([`StreamEncoding`]), which it owns.
 //!
 //! The types below that come from the crates under the service are re-exported here by name: they
 //! are the vocabulary of these settings (and their defaults), so a transport needs no other crate
@@ -11,6 +12,7 @@ use std::sync::Arc;
 
 use promptgate_core::settings::Model;
 
+pub use crate::StreamEncoding;
 pub use crate::claims::{DEFAULT_HEARTBEAT, DEFAULT_LEASE, DEFAULT_RETRY_WINDOW, InstanceConfig};
 pub use crate::feed::OnDisconnect;
 pub use crate::harness::DEFAULT_KEPT_HARNESSES;
@@ -46,6 +48,9 @@ pub struct Settings {
     pub system_models: Vec<Model>,
     /// The one user of a single-user deployment, as `(id, name)`, created when missing.
     pub local_user: Option<(String, String)>,
+    /// How a turn's stream is written for its readers, and kept for followers on this and the
+    /// other instances; every instance on a database must use the same.
+    pub encoding: StreamEncoding,
 }
 
 /// How a provider is spoken to.

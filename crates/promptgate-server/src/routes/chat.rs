@@ -467,7 +467,7 @@ impl IntoResponse for UiStream {
         let frames = handle
             .events
             .inspect(move |event| watch.see(event))
-            .into_sse()
+            .into_frames()
             .map(Ok::<_, std::convert::Infallible>);
         ui_stream_response(Body::from_stream(frames), &handle.turn_id)
     }

@@ -12,7 +12,6 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use promptgate_service::events::TurnEvent;
-use promptgate_service::sse::{SSE_DONE, sse_frame};
 use promptgate_service::{CompletionRequest, SendHandle};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -22,6 +21,7 @@ use crate::auth::CurrentUser;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
 use crate::facade::{CompletionChunks, CompletionIdentity, CompletionResponse};
+use crate::sse::{KEEP_ALIVE_FRAME, SSE_DONE};
 use crate::state::AppState;
 
 pub fn routes() -> ApiRouter<AppState> {
@@ -145,7 +145,7 @@ impl IntoResponse for Completion {
                 let watch = crate::observe::TurnWatch::start("completion", &handle.turn_id, &handle.model_id);
                 let frames = crate::observe::watch_turn(watch, handle.events)
                     .map(move |event: TurnEvent| match &event {
-                        TurnEvent::KeepAlive => sse_frame(&event).into_bytes(),
+                        TurnEvent::KeepAlive => KEEP_ALIVE_FRAME.as_bytes().to_vec(),
                         TurnEvent::Chunk(_) => {
                             let mut frames = Vec::new();
                             chunks.push_sse(&event, &mut frames);

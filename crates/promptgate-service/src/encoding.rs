@@ -1,0 +1,64 @@
+//! How a turn's stream is written for its readers. The wire format belongs to the transport that
+//! speaks to clients (the server's UI message stream is SSE): it hands its encoding to
+//! [`Service::start`](crate::Service::start) in [`Settings`](crate::settings::Settings), and the
+//! service writes every reader's bytes with it. Those bytes are also what the service keeps for
+//! followers: in memory while the turn runs, and in the store for a reader on another instance.
+//! Every instance of a deployment runs the same server, so the stored bytes read the same
+//! whichever instance wrote them.
+
+use bytes::Bytes;
+use promptgate_turn::ui::UiChunk;
+
+/// A wire encoding of a turn's events. Plain functions and static text rather than a trait object:
+/// each chunk costs one call through a function pointer, and the keep-alive and done frames are
+/// shared, never copied.
+#[derive(Debug, Clone, Copy)]
+pub struct StreamEncoding {
+    /// One chunk as one frame. A stream is its frames one after another, so each frame must mark
+    /// its own end.
+    pub chunk: fn(&UiChunk) -> String,
+    /// Written while nothing else is, so proxies keep a quiet connection open. It is never kept
+    /// for followers: the service removes it wherever it occurs in a batch it stores, so it must
+    /// not occur inside a chunk's frame.
+    pub keep_alive: &'static str,
+    /// The last frame of every stream; a stored batch that ends with it ends the turn's stream.
+    pub done: &'static str,
+}
+
+impl StreamEncoding {
+    pub(crate) fn frame(&self, chunk: &UiChunk) -> Bytes {
+        // `Bytes` takes the string's buffer over: the frame is not copied.
+        Bytes::from((self.chunk)(chunk))
+    }
+
+    pub(crate) fn keep_alive_frame(&self) -> Bytes {
+        Bytes::from_static(self.keep_alive.as_bytes())
+    }
+
+    pub(crate) fn done_frame(&self) -> Bytes {
+        Bytes::from_static(self.done.as_bytes())
+    }
+
+    /// An `error` chunk with `text`, then the end of the stream: what a reader gets when the rest
+    /// of a turn's stream cannot reach it.
+    pub(crate) fn error_and_done(&self, text: &str) -> String {
+        let mut out = (self.chunk)(&UiChunk::Error {
+            error_text: text.to_owned(),
+        });
+        out.push_str(self.done);
+        out
+    }
+}
+
+/// An encoding for the service's own tests: one JSON object a line. It is not the server's SSE,
+/// which shows the service keeps no assumption about the frames it passes on.
+#[cfg(test)]
+pub(crate) const JSON_LINES: StreamEncoding = StreamEncoding {
+    chunk: |chunk| {
+        let mut line = serde_json::to_string(chunk).unwrap_or_default();
+        line.push('\n');
+        line
+    },
+    keep_alive: "#keep-alive\n",
+    done: "#done\n",
+};

@@ -16,6 +16,9 @@ async function newChat(page: Page, model: 'demo' | 'scripted') {
 }
 
 async function send(page: Page, text: string) {
+  // While an answer is still streaming the composer offers Stop and Enter sends nothing; its text can
+  // show before the stream has finished, so wait for Send as a user would.
+  await expect(sendButton(page)).toBeVisible();
   const box = page.getByLabel('Message', { exact: true });
   await box.fill(text);
   await box.press('Enter');

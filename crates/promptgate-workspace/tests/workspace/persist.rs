@@ -3,13 +3,13 @@
 //! Runs on SQLite (a temp file) and Postgres (scripts/with-postgres.sh).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::sync::Arc;
+
 use crate::common;
 
 use common::now;
-use promptgate_store::testing::TestDb;
-use std::sync::Arc;
-
 use promptgate_core::storage::StorageError;
+use promptgate_store::testing::TestDb;
 use promptgate_store::{NewThread, Store};
 use promptgate_workspace::{ThreadWorkspace, WorkspaceError, WorkspaceLimits, WorkspaceSession};
 use serde_json::json;

@@ -1,9 +1,11 @@
 //! What the tool executors keep in persistence, as traits the store implements: the user's task
-//! list, HTML artifacts, the keyword search over a project's chats, and the vault of sealed
-//! integration tokens; and the other way round, the [`SecretBox`] the store seals MCP secrets with.
+//! list, HTML artifacts, the keyword search over a project's chats, the vault of sealed
+//! integration tokens, and the harness's per-thread workspace files; and the other way round, the
+//! [`SecretBox`] the store seals MCP secrets with.
 //!
-//! They live here so the tools and the store meet in a crate both already depend on, and neither
-//! depends on the other. The rows they speak are plain types, serialised as the model sees them.
+//! They live here so the tools (and the workspace) and the store meet in a crate both already
+//! depend on, and neither depends on the other. The rows they speak are plain types, serialised as
+//! the model sees them.
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -55,6 +57,28 @@ pub struct ChatHit {
     pub excerpt: String,
 }
 
+/// One file or directory of a thread's workspace. `path` is absolute inside the workspace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkspaceEntry {
+    pub path: String,
+    pub is_dir: bool,
+    /// Empty for directories.
+    pub content: Vec<u8>,
+}
+
+/// What a run of the workspace tools changed: entries written (created or replaced) and paths removed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorkspaceChanges {
+    pub written: Vec<WorkspaceEntry>,
+    pub removed: Vec<String>,
+}
+
+impl WorkspaceChanges {
+    pub fn is_empty(&self) -> bool {
+        self.written.is_empty() && self.removed.is_empty()
+    }
+}
+
 /// A user's task list.
 #[async_trait]
 pub trait TaskStore: Send + Sync {
@@ -104,6 +128,27 @@ pub trait TokenVault: Send + Sync {
     async fn store(&self, user_id: &str, provider: Provider, sealed: &str) -> Result<(), StorageError>;
     /// Forgetting a set that is not there is not an error.
     async fn delete(&self, user_id: &str, provider: Provider) -> Result<(), StorageError>;
+}
+
+/// Where the harness workspace's files are kept, per user and thread.
+#[async_trait]
+pub trait WorkspaceStore: Send + Sync {
+    /// Every entry of the thread's workspace, sorted by path (parents before children); empty for a
+    /// thread that never used one. `NotFound` when the thread is not the user's.
+    async fn load_workspace(
+        &self,
+        user_id: &str,
+        thread_id: &str,
+    ) -> Result<Vec<WorkspaceEntry>, StorageError>;
+    /// Applies one run's changes all or nothing, removals before writes (a path may be removed and
+    /// written again). `NotFound` when the thread is not the user's; `Invalid` for an entry the
+    /// store refuses (a relative path, a file over its size limit).
+    async fn save_workspace(
+        &self,
+        user_id: &str,
+        thread_id: &str,
+        changes: &WorkspaceChanges,
+    ) -> Result<(), StorageError>;
 }
 
 /// Seals and opens secret text, so the store keeps secrets at rest without knowing the cipher.

@@ -56,7 +56,7 @@ pub(super) fn register(
     }
     let thread = ctx.thread.as_ref().map(|t| t.id.as_str());
     let session = Arc::new(WorkspaceSession::new(
-        store.clone(),
+        Arc::new(store.clone()),
         user_id,
         thread,
         limits.clone(),

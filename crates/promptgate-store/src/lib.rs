@@ -9,8 +9,8 @@
 //! - Generated ids are UUID v7 strings; thread and message ids may be chosen by the client.
 //!
 //! [`Store`] also implements the storage traits of `promptgate_core::storage` (task list, artifacts,
-//! chat search, token vault), through which the tool executors use it without depending on this
-//! crate; their errors carry [`StoreError`]'s detail only as far as `StorageError` allows.
+//! chat search, token vault, workspace files), through which the tool executors and the harness
+//! workspace use it without depending on this crate; their errors carry [`StoreError`]'s detail only as far as `StorageError` allows.
 
 mod artifacts;
 mod connect;
@@ -51,7 +51,7 @@ pub use turn_claims::{
     TURNS_CHANNEL, TurnSignal,
 };
 pub use types::*;
-pub use workspace::{MAX_WORKSPACE_FILE_BYTES, WorkspaceChanges, WorkspaceEntry};
+pub use workspace::MAX_WORKSPACE_FILE_BYTES;
 
 /// The owner under which seeded system models are stored. Not a valid user id, so it cannot collide.
 pub const SYSTEM_OWNER: &str = "~system";

@@ -1,7 +1,7 @@
 //! The store's API types: the rows it returns and the inputs it takes. The HTTP bodies are the
 //! server's own types, converted from and to these, so the JSON contract is not decided here.
-//! Rows that the tools read through core's storage traits (tasks, artifacts, chat hits) are core's
-//! types, in `promptgate_core::storage`.
+//! Rows that the tools and the workspace read through core's storage traits (tasks, artifacts, chat
+//! hits, workspace entries) are core's types, in `promptgate_core::storage`.
 
 use std::collections::BTreeMap;
 use std::fmt;

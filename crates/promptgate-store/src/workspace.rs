@@ -1,6 +1,8 @@
 //! The harness workspace's files: loaded whole when a thread's harness starts, written back as the
 //! set of paths that changed. Rows cascade away with their thread.
 
+use async_trait::async_trait;
+use promptgate_core::storage::{StorageError, WorkspaceChanges, WorkspaceEntry, WorkspaceStore};
 use sqlx::Row;
 
 use crate::connect::Store;
@@ -12,28 +14,6 @@ use crate::util::{Cols, check_client_id, flag};
 pub const MAX_WORKSPACE_FILE_BYTES: usize = 16 * 1024 * 1024;
 /// Longest path kept, in bytes (what Linux allows).
 const MAX_PATH_BYTES: usize = 4096;
-
-/// One file or directory of a thread's workspace. `path` is absolute inside the workspace.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WorkspaceEntry {
-    pub path: String,
-    pub is_dir: bool,
-    /// Empty for directories.
-    pub content: Vec<u8>,
-}
-
-/// What a run of the workspace tools changed: entries written (created or replaced) and paths removed.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct WorkspaceChanges {
-    pub written: Vec<WorkspaceEntry>,
-    pub removed: Vec<String>,
-}
-
-impl WorkspaceChanges {
-    pub fn is_empty(&self) -> bool {
-        self.written.is_empty() && self.removed.is_empty()
-    }
-}
 
 fn check_entry(entry: &WorkspaceEntry) -> Result<()> {
     check_path(&entry.path)?;
@@ -152,5 +132,25 @@ impl Store {
             .await?
             .map(|_| ())
             .ok_or(StoreError::NotFound)
+    }
+}
+
+#[async_trait]
+impl WorkspaceStore for Store {
+    async fn load_workspace(
+        &self,
+        user_id: &str,
+        thread_id: &str,
+    ) -> Result<Vec<WorkspaceEntry>, StorageError> {
+        Ok(Store::load_workspace(self, user_id, thread_id).await?)
+    }
+
+    async fn save_workspace(
+        &self,
+        user_id: &str,
+        thread_id: &str,
+        changes: &WorkspaceChanges,
+    ) -> Result<(), StorageError> {
+        Ok(Store::save_workspace(self, user_id, thread_id, changes).await?)
     }
 }

@@ -2,8 +2,9 @@
 /// errors here: they go back to the model as a failed tool result it can act on.
 #[derive(Debug, thiserror::Error)]
 pub enum WorkspaceError {
+    /// The storage behind the workspace refused or failed a load or save.
     #[error(transparent)]
-    Store(#[from] promptgate_store::StoreError),
+    Store(#[from] promptgate_core::storage::StorageError),
     /// The stored workspace breaks the current limits or holds an unusable path.
     #[error("stored workspace is not usable: {0}")]
     Corrupt(String),

@@ -6,6 +6,9 @@
 //! [`ThreadWorkspace::run_tool`] for each call of a tool named in [`TOOL_NAMES`] (with
 //! [`tool_specs`] installed before the app's tools), and [`ThreadWorkspace::save`] after each call
 //! (or at the end of the turn) so the files survive a restart.
+//!
+//! Loading and saving go through core's [`WorkspaceStore`] trait, which the store implements; this
+//! crate does not depend on the store (its tests use a real one as a dev-dependency).
 
 mod error;
 mod limits;
@@ -15,7 +18,7 @@ mod tools;
 mod tree;
 
 use chrono::{DateTime, Utc};
-use promptgate_store::Store;
+use promptgate_core::storage::WorkspaceStore;
 use serde_json::Value;
 
 pub use error::WorkspaceError;
@@ -44,7 +47,7 @@ impl ThreadWorkspace {
     /// The thread's stored workspace (empty for a thread that never used one). The store answers
     /// NotFound when the thread is not the owner's.
     pub async fn load(
-        store: &Store,
+        store: &dyn WorkspaceStore,
         owner: &str,
         thread: &str,
         limits: WorkspaceLimits,
@@ -75,7 +78,7 @@ impl ThreadWorkspace {
 
     /// Writes what changed since loading or the last save; nothing when nothing changed. On failure
     /// the changes stay pending, so a later save retries them.
-    pub async fn save(&mut self, store: &Store) -> Result<(), WorkspaceError> {
+    pub async fn save(&mut self, store: &dyn WorkspaceStore) -> Result<(), WorkspaceError> {
         let Some(thread) = &self.thread else {
             self.workspace.mark_saved();
             return Ok(());

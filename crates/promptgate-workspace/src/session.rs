@@ -1,7 +1,9 @@
 //! One send's handle on its thread's workspace, shared by the four tools' executors.
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
-use promptgate_store::Store;
+use promptgate_core::storage::WorkspaceStore;
 use serde_json::Value;
 use tokio::sync::Mutex;
 
@@ -14,7 +16,7 @@ use crate::{ThreadWorkspace, ToolOutcome, WorkspaceError, WorkspaceLimits, is_wo
 /// A send without a thread (the OpenAI-compatible facade) gets a workspace that lives for the send
 /// only.
 pub struct WorkspaceSession {
-    store: Store,
+    store: Arc<dyn WorkspaceStore>,
     owner: String,
     thread: Option<String>,
     limits: WorkspaceLimits,
@@ -22,7 +24,12 @@ pub struct WorkspaceSession {
 }
 
 impl WorkspaceSession {
-    pub fn new(store: Store, owner: &str, thread: Option<&str>, limits: WorkspaceLimits) -> WorkspaceSession {
+    pub fn new(
+        store: Arc<dyn WorkspaceStore>,
+        owner: &str,
+        thread: Option<&str>,
+        limits: WorkspaceLimits,
+    ) -> WorkspaceSession {
         WorkspaceSession {
             store,
             owner: owner.to_owned(),
@@ -50,7 +57,8 @@ impl WorkspaceSession {
             empty => {
                 let ws = match &self.thread {
                     Some(thread) => {
-                        ThreadWorkspace::load(&self.store, &self.owner, thread, self.limits.clone()).await?
+                        ThreadWorkspace::load(self.store.as_ref(), &self.owner, thread, self.limits.clone())
+                            .await?
                     }
                     None => ThreadWorkspace::ephemeral(self.limits.clone()),
                 };
@@ -61,7 +69,7 @@ impl WorkspaceSession {
             .run_tool(name, args, now)
             .await
             .ok_or_else(|| WorkspaceError::UnknownTool(name.to_owned()))?;
-        if let Err(err) = ws.save(&self.store).await {
+        if let Err(err) = ws.save(self.store.as_ref()).await {
             tracing::warn!(thread = ?self.thread, error = %err, "workspace changes not saved yet; the next call retries");
         }
         Ok(outcome)
@@ -71,7 +79,7 @@ impl WorkspaceSession {
     /// workspace was never loaded.
     pub async fn flush(&self) -> Result<(), WorkspaceError> {
         match &mut *self.loaded.lock().await {
-            Some(ws) => ws.save(&self.store).await,
+            Some(ws) => ws.save(self.store.as_ref()).await,
             None => Ok(()),
         }
     }

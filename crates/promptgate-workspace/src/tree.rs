@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use promptgate_core::prompt::WORKSPACE_HOME;
-use promptgate_store::{WorkspaceChanges, WorkspaceEntry};
+use promptgate_core::storage::{WorkspaceChanges, WorkspaceEntry};
 
 use crate::limits::WorkspaceLimits;
 

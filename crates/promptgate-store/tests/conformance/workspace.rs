@@ -1,3 +1,5 @@
+use promptgate_core::storage::{StorageError, WorkspaceChanges, WorkspaceEntry, WorkspaceStore};
+
 use crate::common::*;
 
 fn file(path: &str, content: &[u8]) -> WorkspaceEntry {
@@ -76,5 +78,23 @@ conformance! {
         // A new thread with the same id starts empty: the old rows went with the old thread.
         thread(store, &alice, "chat", None, None).await;
         assert!(store.load_workspace(&alice, "chat").await.unwrap().is_empty());
+    }
+
+    async fn the_store_is_the_workspace_store(store: &Store) {
+        let alice = user(store, "Alice").await;
+        let bob = user(store, "Bob").await;
+        thread(store, &alice, "chat", None, None).await;
+        let files: &dyn WorkspaceStore = store;
+        let changes = WorkspaceChanges { written: vec![dir("/home/user/src"), file("/home/user/src/a.rs", b"fn main() {}")], removed: vec![] };
+        files.save_workspace(&alice, "chat", &changes).await.unwrap();
+        assert_eq!(files.load_workspace(&alice, "chat").await.unwrap(), changes.written);
+        assert_eq!(files.load_workspace(&bob, "chat").await, Err(StorageError::NotFound));
+        assert_eq!(files.save_workspace(&bob, "chat", &changes).await, Err(StorageError::NotFound));
+        let relative = WorkspaceChanges { written: vec![file("notes.txt", b"x")], removed: vec![] };
+        assert_eq!(
+            files.save_workspace(&alice, "chat", &relative).await,
+            Err(StorageError::Invalid("workspace path must be absolute and at most 4096 bytes".to_owned())),
+            "the reason of a refusal reaches the workspace"
+        );
     }
 }

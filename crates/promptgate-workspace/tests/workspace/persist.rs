@@ -3,11 +3,14 @@
 //! Runs on SQLite (a temp file) and Postgres (scripts/with-postgres.sh).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::sync::Arc;
+
 use crate::common;
 
 use common::now;
+use promptgate_core::storage::StorageError;
 use promptgate_store::testing::TestDb;
-use promptgate_store::{NewThread, Store, StoreError};
+use promptgate_store::{NewThread, Store};
 use promptgate_workspace::{ThreadWorkspace, WorkspaceError, WorkspaceLimits, WorkspaceSession};
 use serde_json::json;
 
@@ -62,7 +65,7 @@ async fn kept_across_turns_and_restarts(db: TestDb) {
         "sort -n data/n.txt > data/sorted.txt && mkdir -p empty && echo tmp > /tmp/t",
     )
     .await;
-    ws.save(&db).await.unwrap();
+    ws.save(db.store()).await.unwrap();
 
     // The gateway restarts: a new connection to the same database.
     let reopened = db.another_instance().await;
@@ -93,22 +96,22 @@ async fn kept_across_turns_and_restarts(db: TestDb) {
     // Another thread starts empty; another user cannot open this one.
     let mut other = open(&db, &alice, "other").await;
     assert_eq!(bash(&mut other, "ls -A").await, "");
-    let denied = ThreadWorkspace::load(&db, &bob, "chat", WorkspaceLimits::default()).await;
+    let denied = ThreadWorkspace::load(db.store(), &bob, "chat", WorkspaceLimits::default()).await;
     assert!(
-        matches!(denied, Err(WorkspaceError::Store(StoreError::NotFound))),
+        matches!(denied, Err(WorkspaceError::Store(StorageError::NotFound))),
         "{denied:?}"
     );
 
     // Deleting the thread deletes its files; a save for it afterwards is refused.
     db.delete_thread(&alice, "chat").await.unwrap();
     assert!(
-        matches!(ws.save(&db).await, Ok(())),
+        matches!(ws.save(db.store()).await, Ok(())),
         "nothing pending, nothing to refuse"
     );
     bash(&mut ws, "echo late > late.txt").await;
     assert!(matches!(
-        ws.save(&db).await,
-        Err(WorkspaceError::Store(StoreError::NotFound))
+        ws.save(db.store()).await,
+        Err(WorkspaceError::Store(StorageError::NotFound))
     ));
     new_thread(&db, &alice, "chat").await;
     let mut fresh = open(&db, &alice, "chat").await;
@@ -122,7 +125,7 @@ async fn a_session_saves_after_every_call(db: TestDb) {
     let alice = db.create_user("Alice").await.unwrap().id;
     new_thread(&db, &alice, "chat").await;
     let session = WorkspaceSession::new(
-        db.store().clone(),
+        Arc::new(db.store().clone()),
         &alice,
         Some("chat"),
         WorkspaceLimits::default(),
@@ -135,7 +138,7 @@ async fn a_session_saves_after_every_call(db: TestDb) {
 
     // Another send (another session) sees the file at once: the call saved it.
     let other = WorkspaceSession::new(
-        db.store().clone(),
+        Arc::new(db.store().clone()),
         &alice,
         Some("chat"),
         WorkspaceLimits::default(),
@@ -173,7 +176,12 @@ async fn a_session_saves_after_every_call(db: TestDb) {
     ));
 
     // Without a thread, the files last for the session only and nothing is stored.
-    let facade = WorkspaceSession::new(db.store().clone(), &alice, None, WorkspaceLimits::default());
+    let facade = WorkspaceSession::new(
+        Arc::new(db.store().clone()),
+        &alice,
+        None,
+        WorkspaceLimits::default(),
+    );
     facade
         .call("write", &json!({"path": "a.txt", "content": "facade"}), now())
         .await
@@ -190,12 +198,17 @@ async fn a_session_saves_after_every_call(db: TestDb) {
 
     // A session on someone else's thread fails to load, and does nothing.
     let bob = db.create_user("Bob").await.unwrap().id;
-    let intruder = WorkspaceSession::new(db.store().clone(), &bob, Some("chat"), WorkspaceLimits::default());
+    let intruder = WorkspaceSession::new(
+        Arc::new(db.store().clone()),
+        &bob,
+        Some("chat"),
+        WorkspaceLimits::default(),
+    );
     let denied = intruder
         .call("write", &json!({"path": "a.txt", "content": "bob"}), now())
         .await;
     assert!(
-        matches!(denied, Err(WorkspaceError::Store(StoreError::NotFound))),
+        matches!(denied, Err(WorkspaceError::Store(StorageError::NotFound))),
         "{denied:?}"
     );
     assert_eq!(

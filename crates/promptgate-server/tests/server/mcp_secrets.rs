@@ -13,6 +13,8 @@ use std::sync::{Arc, Mutex};
 use axum::http::{HeaderMap, StatusCode as AxumStatus};
 use common::{Backend, Gateway, test_config};
 use promptgate_server::config::{AuthMode, Config, Env};
+use promptgate_server::state::AppState;
+use promptgate_store::McpSecrets;
 use promptgate_store::testing::TestDb;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
@@ -38,6 +40,22 @@ fn with_key(key: &'static str) -> FakeEnv {
 
 fn no_env() -> FakeEnv {
     FakeEnv(HashMap::new())
+}
+
+/// The server's start over `db` as `promptgate serve` runs it, with `env` as its environment.
+async fn start(config: &Config, db: &TestDb, env: &FakeEnv) -> anyhow::Result<AppState> {
+    let database = promptgate_service::Database::from_store(db.store().clone());
+    promptgate_server::cli::prepare_with_env(config.clone(), database, env).await
+}
+
+/// The secrets of the row `plain_row` inserted, as a started server reads them.
+async fn old_row_secrets(state: &AppState, user: &str) -> McpSecrets {
+    state
+        .service
+        .store()
+        .mcp_server_secrets(user, "old-1")
+        .await
+        .unwrap()
 }
 
 /// An MCP endpoint that records the credentials it is sent and refuses them.
@@ -293,29 +311,12 @@ async fn start_up_seals_plain_rows_then_needs_the_key(db: TestDb) {
     config.database_url = db.url().to_owned();
 
     // Without a key the old rows keep working (and a warning is logged).
-    let state = promptgate_server::cli::prepare_with_env(
-        config.clone(),
-        promptgate_service::Database::from_store(db.store().clone()),
-        &no_env(),
-    )
-    .await
-    .unwrap();
-    let secrets = state
-        .service
-        .store()
-        .mcp_server_secrets(&user.id, "old-1")
-        .await
-        .unwrap();
+    let state = start(&config, &db, &no_env()).await.unwrap();
+    let secrets = old_row_secrets(&state, &user.id).await;
     assert_eq!(secrets.bearer_token.as_deref(), Some(TOKEN));
 
     // The first start with a key seals them, and they still open.
-    let state = promptgate_server::cli::prepare_with_env(
-        config.clone(),
-        promptgate_service::Database::from_store(db.store().clone()),
-        &with_key(KEY),
-    )
-    .await
-    .unwrap();
+    let state = start(&config, &db, &with_key(KEY)).await.unwrap();
     let rows = raw_rows(db.url()).await;
     assert_eq!(rows[0].2, 1);
     assert!(!rows[0].0.contains(HEADER) && !rows[0].1.as_deref().unwrap().contains(TOKEN));
@@ -326,39 +327,26 @@ async fn start_up_seals_plain_rows_then_needs_the_key(db: TestDb) {
             "clear values left on disk"
         );
     }
-    let secrets = state
-        .service
-        .store()
-        .mcp_server_secrets(&user.id, "old-1")
-        .await
-        .unwrap();
+    let secrets = old_row_secrets(&state, &user.id).await;
     assert_eq!(secrets.bearer_token.as_deref(), Some(TOKEN));
     assert_eq!(secrets.headers.get("X-Api-Key").map(String::as_str), Some(HEADER));
 
     // Now a start without the key, or with another one, is refused with a reason.
-    let err = promptgate_server::cli::prepare_with_env(
-        config.clone(),
-        promptgate_service::Database::from_store(db.store().clone()),
-        &no_env(),
-    )
-    .await
-    .err()
-    .expect("the start is refused")
-    .to_string();
+    let err = start(&config, &db, &no_env())
+        .await
+        .err()
+        .expect("the start is refused")
+        .to_string();
     assert!(err.contains("sealed MCP server secrets"), "{err}");
     assert!(
         err.contains("no key is configured") && err.contains("PROMPTGATE_TOKEN_KEY"),
         "{err}"
     );
-    let err = promptgate_server::cli::prepare_with_env(
-        config,
-        promptgate_service::Database::from_store(db.store().clone()),
-        &with_key(OTHER_KEY),
-    )
-    .await
-    .err()
-    .expect("the start is refused")
-    .to_string();
+    let err = start(&config, &db, &with_key(OTHER_KEY))
+        .await
+        .err()
+        .expect("the start is refused")
+        .to_string();
     assert!(err.contains("does not open"), "{err}");
 }
 

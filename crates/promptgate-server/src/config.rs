@@ -170,7 +170,7 @@ pub struct TurnConfig {
     pub checkpoint_interval_ms: u64,
     /// `stop`: a client that goes away stops its turn. `continue`: the turn runs to its end and is
     /// stored, and `GET /v1/chat/{id}/stream` resumes it.
-    pub on_disconnect: promptgate_service::OnDisconnect,
+    pub on_disconnect: promptgate_service::settings::OnDisconnect,
     /// A running turn's claim on its thread holds this long without renewal; past it, the instance
     /// running the turn is taken for dead: the thread is freed and the answer marked `interrupted`.
     pub lease_secs: u64,
@@ -191,15 +191,15 @@ impl Default for TurnConfig {
             wall_clock_secs: limits.wall_clock.as_secs(),
             tool_timeout_secs: limits.tool_timeout.as_secs(),
             keep_alive_secs: limits.keep_alive.as_secs(),
-            max_in_flight: promptgate_service::DEFAULT_TURNS_IN_FLIGHT,
+            max_in_flight: promptgate_service::settings::DEFAULT_TURNS_IN_FLIGHT,
             save_grace_secs: limits.save_grace.as_secs(),
-            save_retry_secs: promptgate_service::DEFAULT_SAVE_RETRY.as_secs(),
+            save_retry_secs: promptgate_service::settings::DEFAULT_SAVE_RETRY.as_secs(),
             checkpoint_interval_ms: millis(limits.checkpoint_every),
-            on_disconnect: promptgate_service::OnDisconnect::default(),
-            lease_secs: promptgate_service::DEFAULT_LEASE.as_secs(),
-            heartbeat_secs: promptgate_service::DEFAULT_HEARTBEAT.as_secs(),
-            retry_window_secs: promptgate_service::DEFAULT_RETRY_WINDOW.as_secs(),
-            kept_harnesses: promptgate_service::DEFAULT_KEPT_HARNESSES,
+            on_disconnect: promptgate_service::settings::OnDisconnect::default(),
+            lease_secs: promptgate_service::settings::DEFAULT_LEASE.as_secs(),
+            heartbeat_secs: promptgate_service::settings::DEFAULT_HEARTBEAT.as_secs(),
+            retry_window_secs: promptgate_service::settings::DEFAULT_RETRY_WINDOW.as_secs(),
+            kept_harnesses: promptgate_service::settings::DEFAULT_KEPT_HARNESSES,
         }
     }
 }
@@ -222,7 +222,7 @@ pub struct WorkspaceConfig {
 
 impl Default for WorkspaceConfig {
     fn default() -> Self {
-        let limits = promptgate_service::WorkspaceLimits::default();
+        let limits = promptgate_service::settings::WorkspaceLimits::default();
         Self {
             max_file_bytes: limits.max_file_bytes,
             max_total_bytes: limits.max_total_bytes,
@@ -239,8 +239,8 @@ impl Default for WorkspaceConfig {
 }
 
 impl WorkspaceConfig {
-    pub fn limits(&self) -> promptgate_service::WorkspaceLimits {
-        promptgate_service::WorkspaceLimits {
+    pub fn limits(&self) -> promptgate_service::settings::WorkspaceLimits {
+        promptgate_service::settings::WorkspaceLimits {
             max_file_bytes: self.max_file_bytes,
             max_total_bytes: self.max_total_bytes,
             max_entries: self.max_entries,
@@ -829,7 +829,7 @@ mod tests {
         let config = Config::load(None, &FakeEnv(HashMap::new())).unwrap();
         assert_eq!(
             config.workspace.limits(),
-            promptgate_service::WorkspaceLimits::default()
+            promptgate_service::settings::WorkspaceLimits::default()
         );
         let mut config = Config::parse(&format!(
             "{EMBEDDED_DEFAULT}\n[workspace]\nmax_file_bytes = 1024\nbash_timeout_ms = 2500\n"
@@ -959,7 +959,7 @@ mod tests {
         assert_eq!(two.turn.max_in_flight, 2);
         assert_eq!(
             Config::parse(EMBEDDED_DEFAULT).unwrap().turn.max_in_flight,
-            promptgate_service::DEFAULT_TURNS_IN_FLIGHT
+            promptgate_service::settings::DEFAULT_TURNS_IN_FLIGHT
         );
     }
 

@@ -6,8 +6,8 @@
 //! another instance, so changing a frame here changes what a resume reads from a turn written by a
 //! server that still ran the old code: keep them stable.
 
-use promptgate_service::StreamEncoding;
 use promptgate_service::events::UiChunk;
+use promptgate_service::settings::StreamEncoding;
 
 /// The frame that ends a stream.
 pub const SSE_DONE: &str = "data: [DONE]\n\n";

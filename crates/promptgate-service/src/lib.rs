@@ -82,21 +82,18 @@ use promptgate_tools::web::{SafeFetcher, SearchBackend};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
-pub use claims::{DEFAULT_HEARTBEAT, DEFAULT_LEASE, DEFAULT_RETRY_WINDOW, InstanceConfig};
 pub use complete::CompletionRequest;
 pub use connect::OAuthCallback;
-pub use encoding::StreamEncoding;
 pub use error::ServiceError;
-pub use feed::{FELL_BEHIND_TEXT, Follow, FollowStream, Frames, MAX_FEED_BYTES, OnDisconnect, SendStream};
+pub use feed::{FELL_BEHIND_TEXT, Follow, FollowStream, Frames, MAX_FEED_BYTES, SendStream};
 pub use follow::LOST_TURN_TEXT;
-pub use harness::{ClientIdentity, DEFAULT_KEPT_HARNESSES, REPLAY_REFUSED_TEXT};
+pub use harness::{ClientIdentity, REPLAY_REFUSED_TEXT};
 pub use hooks::{TurnState, WebHooks};
-pub use integrations::{GoogleSetup, Integrations, MicrosoftSetup};
+pub use integrations::Integrations;
 pub use library::ProbeOutcome;
 pub use live::{Continuation, LiveTurns};
 pub use open::Database;
 pub use prepare::{Prepared, PreparedSend, RunParts};
-pub use promptgate_workspace::WorkspaceLimits;
 pub use providers::{ModelProvider, ProviderClient, Providers};
 pub use record::{PendingSave, PendingSaves};
 pub use toolset::{Executors, McpToolExecutor};
@@ -104,15 +101,9 @@ pub use toolset::{Executors, McpToolExecutor};
 use feed::{Detach, FeedWriter, TurnFeed};
 use harness::{Harnesses, KeepTranscript};
 use live::{Claim, Slot};
-use promptgate_turn::engine::{TurnEnd, TurnLimits, run_turn};
+use promptgate_turn::engine::{TurnEnd, run_turn};
 use record::AnswerWriter;
-
-/// How long a final save keeps trying while the store is unavailable.
-pub const DEFAULT_SAVE_RETRY: Duration = Duration::from_secs(600);
-
-/// Enough for a busy single instance; each turn holds a client connection, an upstream connection
-/// and its history, so without a bound overload turns into memory.
-pub const DEFAULT_TURNS_IN_FLIGHT: usize = 1024;
+use settings::{ServiceConfig, StreamEncoding};
 
 /// Web tools of this deployment; absent parts mean the tools are not offered.
 #[derive(Clone, Default)]
@@ -126,43 +117,6 @@ pub struct WebTools {
 impl WebTools {
     pub fn available(&self) -> bool {
         self.search.is_some() && self.fetcher.is_some()
-    }
-}
-
-#[derive(Clone)]
-pub struct ServiceConfig {
-    pub default_model: String,
-    pub limits: TurnLimits,
-    pub mcp_discovery_timeout: Duration,
-    pub mcp_call_timeout: Duration,
-    /// Turns running at once on this server, across all users; a send past it is refused.
-    pub max_turns_in_flight: usize,
-    /// How long the final save of an answer keeps trying while the store is unavailable.
-    pub save_retry: Duration,
-    /// Whether a send's turn stops when its client goes away.
-    pub on_disconnect: OnDisconnect,
-    /// Leases of running turns and the retry window, shared with the other instances on the database.
-    pub instance: InstanceConfig,
-    /// Bounds of each thread's workspace (harness models).
-    pub workspace: WorkspaceLimits,
-    /// Threads whose harness transcript this instance keeps in memory.
-    pub kept_harnesses: usize,
-}
-
-impl Default for ServiceConfig {
-    fn default() -> Self {
-        Self {
-            default_model: "demo".to_owned(),
-            limits: TurnLimits::default(),
-            mcp_discovery_timeout: promptgate_mcp::DEFAULT_DISCOVERY_TIMEOUT,
-            mcp_call_timeout: promptgate_mcp::DEFAULT_CALL_TIMEOUT,
-            max_turns_in_flight: DEFAULT_TURNS_IN_FLIGHT,
-            save_retry: DEFAULT_SAVE_RETRY,
-            on_disconnect: OnDisconnect::Stop,
-            instance: InstanceConfig::default(),
-            workspace: WorkspaceLimits::default(),
-            kept_harnesses: DEFAULT_KEPT_HARNESSES,
-        }
     }
 }
 

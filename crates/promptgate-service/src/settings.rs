@@ -9,15 +9,15 @@
 //! to describe a deployment.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use promptgate_core::settings::Model;
 
-pub use crate::StreamEncoding;
 pub use crate::claims::{DEFAULT_HEARTBEAT, DEFAULT_LEASE, DEFAULT_RETRY_WINDOW, InstanceConfig};
+pub use crate::encoding::StreamEncoding;
 pub use crate::feed::OnDisconnect;
 pub use crate::harness::DEFAULT_KEPT_HARNESSES;
 pub use crate::integrations::{GoogleSetup, MicrosoftSetup};
-pub use crate::{DEFAULT_SAVE_RETRY, DEFAULT_TURNS_IN_FLIGHT, ServiceConfig};
 pub use promptgate_llm::{ANTHROPIC_BASE_URL, ANTHROPIC_MAX_TOKENS, ThinkingMode, Timeouts};
 pub use promptgate_mcp::{AddressPolicy, DEFAULT_CALL_TIMEOUT, DEFAULT_DISCOVERY_TIMEOUT, HubSettings};
 pub use promptgate_store::Backend;
@@ -27,6 +27,50 @@ pub use promptgate_tools::oauth::{OAuthProviderConfig, TokenSealer};
 pub use promptgate_tools::web::{FetchPolicy, SearchConfig};
 pub use promptgate_turn::TurnLimits;
 pub use promptgate_workspace::WorkspaceLimits;
+
+/// How long a final save keeps trying while the store is unavailable.
+pub const DEFAULT_SAVE_RETRY: Duration = Duration::from_secs(600);
+
+/// Enough for a busy single instance; each turn holds a client connection, an upstream connection
+/// and its history, so without a bound overload turns into memory.
+pub const DEFAULT_TURNS_IN_FLIGHT: usize = 1024;
+
+#[derive(Clone)]
+pub struct ServiceConfig {
+    pub default_model: String,
+    pub limits: TurnLimits,
+    pub mcp_discovery_timeout: Duration,
+    pub mcp_call_timeout: Duration,
+    /// Turns running at once on this server, across all users; a send past it is refused.
+    pub max_turns_in_flight: usize,
+    /// How long the final save of an answer keeps trying while the store is unavailable.
+    pub save_retry: Duration,
+    /// Whether a send's turn stops when its client goes away.
+    pub on_disconnect: OnDisconnect,
+    /// Leases of running turns and the retry window, shared with the other instances on the database.
+    pub instance: InstanceConfig,
+    /// Bounds of each thread's workspace (harness models).
+    pub workspace: WorkspaceLimits,
+    /// Threads whose harness transcript this instance keeps in memory.
+    pub kept_harnesses: usize,
+}
+
+impl Default for ServiceConfig {
+    fn default() -> Self {
+        Self {
+            default_model: "demo".to_owned(),
+            limits: TurnLimits::default(),
+            mcp_discovery_timeout: promptgate_mcp::DEFAULT_DISCOVERY_TIMEOUT,
+            mcp_call_timeout: promptgate_mcp::DEFAULT_CALL_TIMEOUT,
+            max_turns_in_flight: DEFAULT_TURNS_IN_FLIGHT,
+            save_retry: DEFAULT_SAVE_RETRY,
+            on_disconnect: OnDisconnect::Stop,
+            instance: InstanceConfig::default(),
+            workspace: WorkspaceLimits::default(),
+            kept_harnesses: DEFAULT_KEPT_HARNESSES,
+        }
+    }
+}
 
 /// Everything [`Service::start`](crate::Service::start) builds a running service from.
 pub struct Settings {

@@ -199,14 +199,9 @@ impl CompletionChunks {
 
     /// Like [`push`](Self::push), written as SSE `data:` events onto `out`.
     pub fn push_sse(&mut self, event: &TurnEvent, out: &mut Vec<u8>) {
-        self.each(event, |frame| {
-            out.extend_from_slice(b"data: ");
-            // Serialising into a vector fails only for types with non-string keys; these have none.
-            let _ = match frame {
-                Ok(chunk) => serde_json::to_writer(&mut *out, chunk),
-                Err(error) => serde_json::to_writer(&mut *out, &error),
-            };
-            out.extend_from_slice(b"\n\n");
+        self.each(event, |frame| match frame {
+            Ok(chunk) => crate::sse::push_data_frame(out, chunk),
+            Err(error) => crate::sse::push_data_frame(out, &error),
         });
     }
 

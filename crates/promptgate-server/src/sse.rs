@@ -8,6 +8,7 @@
 
 use promptgate_service::events::UiChunk;
 use promptgate_service::settings::StreamEncoding;
+use serde::Serialize;
 
 /// The frame that ends a stream.
 pub const SSE_DONE: &str = "data: [DONE]\n\n";
@@ -23,13 +24,22 @@ pub const UI_MESSAGE_STREAM: StreamEncoding = StreamEncoding {
     done: SSE_DONE,
 };
 
+/// Writes `value` onto `out` as one SSE event: `data: <json>\n\n`. Both streams frame their JSON
+/// objects with it.
+pub fn push_data_frame(out: &mut Vec<u8>, value: &impl Serialize) {
+    out.extend_from_slice(b"data: ");
+    // Serialising into a vector fails only for maps with non-string keys, which no frame has.
+    let _ = serde_json::to_writer(&mut *out, value);
+    out.extend_from_slice(b"\n\n");
+}
+
 /// The chunk as one SSE frame: `data: <json>\n\n`.
 pub fn chunk_frame(chunk: &UiChunk) -> String {
-    // Serialising these types cannot fail: every key is a string and no map is user-defined, but
-    // stay total rather than panic.
-    let json = serde_json::to_string(chunk)
-        .unwrap_or_else(|_| r#"{"type":"error","errorText":"An error occurred."}"#.to_owned());
-    format!("data: {json}\n\n")
+    let mut out = Vec::with_capacity(128);
+    push_data_frame(&mut out, chunk);
+    // serde_json writes UTF-8; stay total rather than panic.
+    String::from_utf8(out)
+        .unwrap_or_else(|_| "data: {\"type\":\"error\",\"errorText\":\"An error occurred.\"}\n\n".to_owned())
 }
 
 #[cfg(test)]

@@ -33,3 +33,4 @@ pub mod state;
 pub mod ui;
 pub mod user_limits;
 pub mod users;
+mod write_batch;

@@ -27,6 +27,7 @@ use tower::ServiceExt;
 
 use crate::config::ServerConfig;
 use crate::memory::Activity;
+use crate::write_batch::WriteBatch;
 
 /// Bounds on the connections one server holds.
 #[derive(Debug, Clone, Copy)]
@@ -99,6 +100,7 @@ pub async fn serve_connections(
         let io = TokioIo::new(Watched {
             inner: tcp,
             clock: Arc::clone(&clock),
+            batch: WriteBatch::default(),
         });
         let service = {
             let clock = Arc::clone(&clock);
@@ -230,10 +232,34 @@ impl Drop for Busy {
     }
 }
 
-/// The socket, reporting reads to the connection's clock.
+/// The socket, reporting reads to the connection's clock and batching a response's later writes.
 struct Watched {
     inner: TcpStream,
     clock: Arc<Clock>,
+    batch: WriteBatch,
+}
+
+impl Watched {
+    /// `write` unless the batching says to wait a scheduler turn; hyper keeps the bytes meanwhile and
+    /// offers them again, with whatever the body produced in between.
+    fn write_batched(
+        &mut self,
+        cx: &mut Context<'_>,
+        offered: usize,
+        write: impl FnOnce(Pin<&mut TcpStream>, &mut Context<'_>) -> Poll<std::io::Result<usize>>,
+    ) -> Poll<std::io::Result<usize>> {
+        if self.batch.should_wait(offered) {
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        let result = write(Pin::new(&mut self.inner), cx);
+        match result {
+            Poll::Ready(Ok(written)) if written >= offered => {}
+            Poll::Ready(Err(_)) => {}
+            _ => self.batch.next_at_once(),
+        }
+        result
+    }
 }
 
 impl AsyncRead for Watched {
@@ -247,6 +273,7 @@ impl AsyncRead for Watched {
         let result = Pin::new(&mut this.inner).poll_read(cx, buf);
         if buf.filled().len() > before {
             this.clock.bytes_read();
+            this.batch.request_read();
         }
         result
     }
@@ -254,7 +281,8 @@ impl AsyncRead for Watched {
 
 impl AsyncWrite for Watched {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+        self.get_mut()
+            .write_batched(cx, buf.len(), |io, cx| io.poll_write(cx, buf))
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
@@ -270,7 +298,9 @@ impl AsyncWrite for Watched {
         cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write_vectored(cx, bufs)
+        let offered = bufs.iter().map(|buf| buf.len()).sum();
+        self.get_mut()
+            .write_batched(cx, offered, |io, cx| io.poll_write_vectored(cx, bufs))
     }
 
     fn is_write_vectored(&self) -> bool {

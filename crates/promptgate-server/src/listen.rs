@@ -3,6 +3,11 @@
 //!
 //! Both clocks run only while no request is in progress on the connection, so a long answer (an SSE
 //! stream, a slow tool) is never cut by them; the turn's own limits bound those.
+//!
+//! A keep-alive connection idle for [`ConnectionLimits::park_after`] is parked: hyper's connection
+//! is ended without closing the socket, which gives back its buffers, and a new one takes the socket
+//! (with any bytes the old one had read) when the client sends again. Browsers and proxies hold idle
+//! connections open by the hundred; each costs the socket and a small task instead of ~20 KiB.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -13,12 +18,11 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
-use axum::body::{Body, HttpBody};
+use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::Request;
 use axum::response::Response;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
-use hyper_util::server::graceful::GracefulShutdown;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, Semaphore};
@@ -29,6 +33,10 @@ use crate::config::ServerConfig;
 use crate::memory::Activity;
 use crate::write_batch::WriteBatch;
 
+/// Long enough that a client sending requests in quick succession keeps its connection's buffers,
+/// short enough that hundreds of idle keep-alive connections cost little.
+pub const PARK_IDLE_CONNECTIONS_AFTER: Duration = Duration::from_secs(5);
+
 /// Bounds on the connections one server holds.
 #[derive(Debug, Clone, Copy)]
 pub struct ConnectionLimits {
@@ -38,6 +46,9 @@ pub struct ConnectionLimits {
     pub idle_timeout: Duration,
     /// Connections open at once.
     pub max_connections: usize,
+    /// With no request in progress for this long, a connection gives back what hyper holds for it
+    /// (its read and write buffers, ~16 KiB) and keeps only the socket until the next request.
+    pub park_after: Duration,
 }
 
 impl ConnectionLimits {
@@ -46,6 +57,7 @@ impl ConnectionLimits {
             header_read_timeout: Duration::from_secs(server.header_read_timeout_secs),
             idle_timeout: Duration::from_secs(server.idle_timeout_secs),
             max_connections: server.max_connections.max(1),
+            park_after: PARK_IDLE_CONNECTIONS_AFTER,
         }
     }
 }
@@ -59,7 +71,8 @@ pub async fn serve_connections(
     shutdown: impl Future<Output = ()> + Send,
 ) -> std::io::Result<()> {
     let slots = Arc::new(Semaphore::new(limits.max_connections));
-    let graceful = GracefulShutdown::new();
+    // Tells every connection to finish the request in progress and close.
+    let closing = tokio_util::sync::CancellationToken::new();
     // Each connection's task, so the return below waits for the last one to have ended.
     let connections = tokio_util::task::TaskTracker::new();
     let http = hyper::server::conn::http1::Builder::new();
@@ -97,43 +110,170 @@ pub async fn serve_connections(
             tracing::warn!(%error, "cannot set TCP_NODELAY on a connection");
         }
         let clock = Arc::new(Clock::new());
-        let io = TokioIo::new(Watched {
-            inner: tcp,
+        let handler = Handler {
+            app: app.clone(),
             clock: Arc::clone(&clock),
-            batch: WriteBatch::default(),
-        });
-        let service = {
-            let clock = Arc::clone(&clock);
-            let app = app.clone();
-            let activity = Arc::clone(&activity);
-            hyper::service::service_fn(move |req: Request<Incoming>| {
-                let busy = Busy::start(Arc::clone(&clock), Arc::clone(&activity));
-                let app = app.clone();
-                async move {
-                    let Ok(res) = app.oneshot(req.map(Body::new)).await;
-                    Ok::<Response, Infallible>(res.map(|body| hold_until_body_ends(body, busy)))
-                }
-            })
+            activity: Arc::clone(&activity),
         };
-        let conn = graceful.watch(http.serve_connection(io, service));
-        let activity = Arc::clone(&activity);
+        let connection = OpenConnection {
+            http: http.clone(),
+            handler,
+            clock,
+            limits,
+            closing: closing.clone(),
+            activity: Arc::clone(&activity),
+        };
         connections.spawn(async move {
-            tokio::select! {
-                result = conn => if let Err(error) = result {
-                    tracing::debug!(%error, "connection ended with an error");
-                },
-                () = clock.expired(limits) => {},
-            }
+            connection.serve(tcp).await;
             drop(slot);
-            activity.connection_ended();
         });
     }
     quiet_for_good.cancel();
     drop(listener);
-    graceful.shutdown().await;
+    closing.cancel();
     connections.close();
     connections.wait().await;
     Ok(())
+}
+
+/// What one accepted connection's task needs.
+struct OpenConnection {
+    http: hyper::server::conn::http1::Builder,
+    handler: Handler,
+    clock: Arc<Clock>,
+    limits: ConnectionLimits,
+    closing: tokio_util::sync::CancellationToken,
+    activity: Arc<Activity>,
+}
+
+/// How a spell of serving ended.
+enum Served {
+    /// Idle long enough to give hyper's buffers back; the socket waits for the next request.
+    Parked(Watched),
+    Closed,
+}
+
+impl OpenConnection {
+    async fn serve(self, tcp: TcpStream) {
+        let mut socket = Watched {
+            inner: tcp,
+            clock: Arc::clone(&self.clock),
+            batch: WriteBatch::default(),
+            unread: Bytes::new(),
+        };
+        loop {
+            // Boxed: hyper's connection state lives only while serving, not in the task of a parked
+            // connection.
+            match Box::pin(self.serve_until_parked(socket)).await {
+                Served::Parked(parked) => socket = parked,
+                Served::Closed => break,
+            }
+            self.activity.connection_parked();
+            if socket.unread.is_empty() && !self.wait_for_next_request(&socket).await {
+                break;
+            }
+        }
+        self.activity.connection_ended();
+    }
+
+    /// Serves requests until the connection ends, a limit closes it, or it has been idle for
+    /// `park_after`.
+    async fn serve_until_parked(&self, socket: Watched) -> Served {
+        let mut conn = self
+            .http
+            .serve_connection(TokioIo::new(socket), self.handler.clone());
+        let mut ending: Option<Ending> = None;
+        let mut may_park = self.limits.park_after < self.limits.idle_timeout;
+        loop {
+            let idle_limit = if may_park {
+                self.limits.park_after
+            } else {
+                self.limits.idle_timeout
+            };
+            tokio::select! {
+                result = std::future::poll_fn(|cx| conn.poll_without_shutdown(cx)) => {
+                    if let Err(error) = result {
+                        tracing::debug!(%error, "connection ended with an error");
+                        return Served::Closed;
+                    }
+                    break;
+                }
+                () = self.closing.cancelled(), if ending.is_none() => {
+                    Pin::new(&mut conn).graceful_shutdown();
+                    ending = Some(Ending::Close);
+                }
+                limit = self.clock.broken(idle_limit, self.limits.header_read_timeout), if ending.is_none() => {
+                    match limit {
+                        Limit::Idle if may_park && self.clock.unsent.load(Ordering::Acquire) => {
+                            // The client has not taken all of its last answer; hyper still holds it.
+                            may_park = false;
+                        }
+                        Limit::Idle if may_park => {
+                            Pin::new(&mut conn).graceful_shutdown();
+                            ending = Some(Ending::Park);
+                        }
+                        Limit::Idle | Limit::HeadTooSlow => return Served::Closed,
+                    }
+                }
+            }
+        }
+        let parts = conn.into_parts();
+        let mut socket = parts.io.into_inner();
+        if matches!(ending, Some(Ending::Park)) {
+            // A copy: hyper's leftover is a view of its whole read buffer, which it would keep alive.
+            socket.unread = Bytes::copy_from_slice(&parts.read_buf);
+            return Served::Parked(socket);
+        }
+        // The client asked to close, or the server is shutting down: end the stream cleanly.
+        let _ = tokio::io::AsyncWriteExt::shutdown(&mut socket.inner).await;
+        Served::Closed
+    }
+
+    /// Whether a parked connection has something to read again (a request, or the client closing,
+    /// which the next spell of serving sees) before a limit or shutdown ends it.
+    async fn wait_for_next_request(&self, socket: &Watched) -> bool {
+        tokio::select! {
+            ready = socket.inner.readable() => ready.is_ok(),
+            () = self.closing.cancelled() => false,
+            _ = self.clock.broken(self.limits.idle_timeout, self.limits.header_read_timeout) => false,
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Ending {
+    Park,
+    Close,
+}
+
+/// The app behind one connection, marking each request busy until its response body ends.
+#[derive(Clone)]
+struct Handler {
+    app: Router,
+    clock: Arc<Clock>,
+    activity: Arc<Activity>,
+}
+
+impl hyper::service::Service<Request<Incoming>> for Handler {
+    type Response = Response;
+    type Error = Infallible;
+    // Boxed so the connection can be polled by reference and taken apart when it parks.
+    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+
+    fn call(&self, req: Request<Incoming>) -> Self::Future {
+        let busy = Busy::start(Arc::clone(&self.clock), Arc::clone(&self.activity));
+        let app = self.app.clone();
+        Box::pin(async move {
+            let Ok(res) = app.oneshot(req.map(Body::new)).await;
+            Ok(res.map(|body| hold_until_body_ends(body, busy)))
+        })
+    }
+}
+
+/// Which limit a connection broke.
+enum Limit {
+    Idle,
+    HeadTooSlow,
 }
 
 /// What the watchdog of one connection needs to know, in milliseconds since the connection opened.
@@ -146,6 +286,8 @@ struct Clock {
     /// Whether bytes of a new request head have arrived while idle, and when the first did.
     head_started: AtomicBool,
     head_started_at: AtomicU64,
+    /// Part of a response hyper wrote is not yet taken by the socket (a slow reader).
+    unsent: AtomicBool,
     /// Wakes the watchdog when a head starts, the one change that can bring its deadline forward
     /// (starting or ending a request only ever moves it later, which it notices when it wakes).
     changed: Notify,
@@ -159,6 +301,7 @@ impl Clock {
             idle_since: AtomicU64::new(0),
             head_started: AtomicBool::new(false),
             head_started_at: AtomicU64::new(0),
+            unsent: AtomicBool::new(false),
             changed: Notify::new(),
         }
     }
@@ -179,16 +322,17 @@ impl Clock {
         }
     }
 
-    /// Resolves when the connection has broken one of the limits; pending while a request runs.
-    async fn expired(&self, limits: ConnectionLimits) {
+    /// Resolves when the connection has been idle for `idle` or a request head has taken longer than
+    /// `header_read`; pending while a request runs.
+    async fn broken(&self, idle: Duration, header_read: Duration) -> Limit {
         loop {
             let deadline = if self.busy.load(Ordering::Acquire) > 0 {
                 // Nothing expires while a request runs; look again later.
-                Instant::now() + limits.idle_timeout
+                Instant::now() + idle
             } else if self.head_started.load(Ordering::Acquire) {
-                self.at(self.head_started_at.load(Ordering::Acquire)) + limits.header_read_timeout
+                self.at(self.head_started_at.load(Ordering::Acquire)) + header_read
             } else {
-                self.at(self.idle_since.load(Ordering::Acquire)) + limits.idle_timeout
+                self.at(self.idle_since.load(Ordering::Acquire)) + idle
             };
             tokio::select! {
                 () = tokio::time::sleep_until(deadline) => {},
@@ -198,13 +342,12 @@ impl Clock {
                 continue;
             }
             let now = Instant::now();
-            let overdue = if self.head_started.load(Ordering::Acquire) {
-                now >= self.at(self.head_started_at.load(Ordering::Acquire)) + limits.header_read_timeout
-            } else {
-                now >= self.at(self.idle_since.load(Ordering::Acquire)) + limits.idle_timeout
-            };
-            if overdue {
-                return;
+            if self.head_started.load(Ordering::Acquire) {
+                if now >= self.at(self.head_started_at.load(Ordering::Acquire)) + header_read {
+                    return Limit::HeadTooSlow;
+                }
+            } else if now >= self.at(self.idle_since.load(Ordering::Acquire)) + idle {
+                return Limit::Idle;
             }
         }
     }
@@ -237,6 +380,8 @@ struct Watched {
     inner: TcpStream,
     clock: Arc<Clock>,
     batch: WriteBatch,
+    /// Bytes hyper had read but not parsed when the connection parked; read again first.
+    unread: Bytes,
 }
 
 impl Watched {
@@ -253,11 +398,15 @@ impl Watched {
             return Poll::Pending;
         }
         let result = write(Pin::new(&mut self.inner), cx);
-        match result {
-            Poll::Ready(Ok(written)) if written >= offered => {}
-            Poll::Ready(Err(_)) => {}
-            _ => self.batch.next_at_once(),
-        }
+        let unsent = match result {
+            Poll::Ready(Ok(written)) if written >= offered => false,
+            Poll::Ready(Err(_)) => false,
+            _ => {
+                self.batch.next_at_once();
+                true
+            }
+        };
+        self.clock.unsent.store(unsent, Ordering::Release);
         result
     }
 }
@@ -269,6 +418,11 @@ impl AsyncRead for Watched {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<std::io::Result<()>> {
         let this = self.get_mut();
+        if !this.unread.is_empty() {
+            let n = this.unread.len().min(buf.remaining());
+            buf.put_slice(&this.unread.split_to(n));
+            return Poll::Ready(Ok(()));
+        }
         let before = buf.filled().len();
         let result = Pin::new(&mut this.inner).poll_read(cx, buf);
         if buf.filled().len() > before {

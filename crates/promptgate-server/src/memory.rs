@@ -35,6 +35,11 @@ impl Activity {
         self.ended.fetch_add(1, Ordering::AcqRel);
     }
 
+    /// A connection gave back its buffers while keeping its socket; as good a time to trim as an end.
+    pub(crate) fn connection_parked(&self) {
+        self.ended.fetch_add(1, Ordering::AcqRel);
+    }
+
     pub(crate) fn connection_ended(&self) {
         self.ended.fetch_add(1, Ordering::AcqRel);
     }

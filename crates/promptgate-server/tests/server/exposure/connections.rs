@@ -52,11 +52,14 @@ async fn serve(config: Config, limits: ConnectionLimits) -> Served {
     }
 }
 
+/// Idle connections park half-way to their idle timeout, so the tests that wait for that timeout
+/// also see a parked connection closed.
 fn limits(header_read: u64, idle: u64, max_connections: usize) -> ConnectionLimits {
     ConnectionLimits {
         header_read_timeout: Duration::from_secs(header_read),
         idle_timeout: Duration::from_secs(idle),
         max_connections,
+        park_after: Duration::from_secs(idle) / 2,
     }
 }
 
@@ -75,9 +78,12 @@ async fn closed_by_server(tcp: &mut TcpStream) -> Vec<u8> {
 
 /// One keep-alive request on an open connection; reads exactly one response.
 async fn roundtrip(tcp: &mut TcpStream, path: &str) -> Raw {
-    tcp.write_all(format!("GET {path} HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n").as_bytes())
-        .await
-        .unwrap();
+    roundtrip_rest(tcp, &format!("GET {path} HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")).await
+}
+
+/// Sends `rest` (what remains of a request) and reads exactly one response.
+async fn roundtrip_rest(tcp: &mut TcpStream, rest: &str) -> Raw {
+    tcp.write_all(rest.as_bytes()).await.unwrap();
     let mut bytes = Vec::new();
     let mut buf = [0u8; 4096];
     loop {
@@ -157,6 +163,47 @@ async fn idle_half_sent_and_stalled_connections_are_closed_while_healthz_keeps_a
     assert_eq!(answer.status, 408, "{answer:?}");
     assert_eq!(answer.code(), "request_timeout");
     assert_eq!(healthz(&http, addr).await, 200);
+}
+
+#[tokio::test]
+async fn a_keep_alive_connection_left_idle_still_answers_its_next_requests_until_the_idle_timeout() {
+    let server = serve(
+        test_config(AuthMode::SingleUser),
+        ConnectionLimits {
+            park_after: Duration::from_millis(200),
+            ..limits(5, 3, 64)
+        },
+    )
+    .await;
+    let mut tcp = TcpStream::connect(server.addr).await.unwrap();
+    assert_eq!(roundtrip(&mut tcp, "/healthz").await.status, 200);
+
+    // Parked: the next request is served on the same connection.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(roundtrip(&mut tcp, "/v1/models").await.status, 200);
+
+    // A head that arrives in pieces across the wake-up is still one request, and two pipelined
+    // requests in one write are both answered.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    tcp.write_all(b"GET /healthz HT").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        roundtrip_rest(&mut tcp, "TP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
+            .await
+            .status,
+        200
+    );
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let two = "GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n\
+               GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n";
+    tcp.write_all(two.as_bytes()).await.unwrap();
+    let answers = String::from_utf8(closed_by_server(&mut tcp).await).unwrap();
+    assert_eq!(answers.matches("HTTP/1.1 200 OK").count(), 2, "{answers}");
+
+    // And a parked connection is still closed once idle for the idle timeout.
+    let mut idle = TcpStream::connect(server.addr).await.unwrap();
+    assert_eq!(roundtrip(&mut idle, "/healthz").await.status, 200);
+    assert!(closed_by_server(&mut idle).await.is_empty());
 }
 
 #[tokio::test]

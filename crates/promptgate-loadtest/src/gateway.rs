@@ -50,6 +50,8 @@ pub struct Placement {
     pub cpus: Option<String>,
     /// Worker threads of the gateway's async runtime; one per CPU when absent.
     pub workers: Option<usize>,
+    /// Run [`crate::bare_proxy`] in the gateway's place: the floor under the facade's cost.
+    pub bare_proxy: bool,
 }
 
 /// A running gateway; the process is killed when this is dropped.
@@ -96,7 +98,14 @@ impl GatewayProcess {
             }
             None => Command::new(exe),
         };
-        command.arg("serve-gateway").arg(&config_path);
+        if placement.bare_proxy {
+            command
+                .arg("serve-bare-proxy")
+                .arg(&listen)
+                .arg(upstream_base_url);
+        } else {
+            command.arg("serve-gateway").arg(&config_path);
+        }
         // The runtime reads this when it is built; without it, it starts one worker per CPU.
         match placement.workers {
             Some(workers) => command.env("TOKIO_WORKER_THREADS", workers.to_string()),

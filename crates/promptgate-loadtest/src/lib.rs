@@ -1,6 +1,7 @@
 //! An open-loop load driver for promptgate: a scripted upstream on loopback, the gateway as a child
 //! process in front of it, and the same request rate sent direct and through the gateway, back to back.
 
+pub mod bare_proxy;
 pub mod error;
 pub mod gateway;
 pub mod load;

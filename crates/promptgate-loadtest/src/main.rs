@@ -64,6 +64,11 @@ struct Cli {
     /// `--gateway-cpus 1`, `--gateway-workers 1` measures the gateway on one core.
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
     gateway_workers: Option<u16>,
+    /// In the gateway's place, run a bare proxy made of the same HTTP parts (the server's accept
+    /// loop, the model client's reqwest) that forwards facade requests to the upstream unchanged:
+    /// the floor under the facade's cost on this machine. Facade scenarios only.
+    #[arg(long)]
+    bare_proxy: bool,
     /// Worker threads of the driver's own runtime (its client and the upstream). One leaves the
     /// other core of a 2-core machine to the gateway, as a client and a provider on other machines
     /// would.
@@ -91,6 +96,12 @@ enum Mode {
     /// Runs the gateway from a config file (what the driver starts as its child process).
     #[command(hide = true)]
     ServeGateway { config: PathBuf },
+    /// Runs the bare proxy in the gateway's place (`--bare-proxy`).
+    #[command(hide = true)]
+    ServeBareProxy {
+        listen: String,
+        upstream_base_url: String,
+    },
 }
 
 fn seconds(value: f64, flag: &str) -> anyhow::Result<Duration> {
@@ -149,6 +160,7 @@ async fn drive(cli: Cli) -> anyhow::Result<()> {
         gateway: promptgate_loadtest::gateway::Placement {
             cpus: cli.gateway_cpus,
             workers: cli.gateway_workers.map(usize::from),
+            bare_proxy: cli.bare_proxy,
         },
     };
     let report = promptgate_loadtest::scenario::run(&options).await?;
@@ -159,7 +171,10 @@ async fn drive(cli: Cli) -> anyhow::Result<()> {
 }
 
 fn main() -> ExitCode {
-    let serving = std::env::args().nth(1).as_deref() == Some("serve-gateway");
+    let serving = matches!(
+        std::env::args().nth(1).as_deref(),
+        Some("serve-gateway" | "serve-bare-proxy")
+    );
     let default_filter = if serving { "warn" } else { "info" };
     let filter = EnvFilter::try_from_env("PROMPTGATE_LOG").unwrap_or_else(|_| EnvFilter::new(default_filter));
     tracing_subscriber::fmt()
@@ -184,6 +199,10 @@ fn main() -> ExitCode {
     let outcome = runtime.block_on(async move {
         match cli.command {
             Some(Mode::ServeGateway { config }) => promptgate_loadtest::gateway::serve(&config).await,
+            Some(Mode::ServeBareProxy {
+                listen,
+                upstream_base_url,
+            }) => promptgate_loadtest::bare_proxy::serve(&listen, &upstream_base_url).await,
             None => drive(cli).await,
         }
     });

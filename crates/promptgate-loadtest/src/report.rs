@@ -107,9 +107,15 @@ pub fn markdown(report: &Report) -> String {
             shape.chunks
         )
     };
+    let what = if report.gateway.bare_proxy {
+        "In the gateway's place: the bare proxy (the server's accept loop and reqwest, forwarding \
+         facade requests unchanged; the floor under the facade's cost). "
+    } else {
+        ""
+    };
     let _ = writeln!(
         out,
-        "Gateway process: runtime worker threads {workers}, CPUs {cpus}. Driver (client and \
+        "{what}Gateway process: runtime worker threads {workers}, CPUs {cpus}. Driver (client and \
          upstream): {} worker thread(s). {how} {upstream}\n",
         report.driver_workers
     );

@@ -352,6 +352,43 @@ fn the_sustained_mode_reports_one_window_and_the_gateways_cpu_per_request_and_ch
     assert_eq!(json[6], "—", "a JSON answer has no chunks: {json:?}");
 }
 
+/// The floor under the facade: the bare proxy in the gateway's place answers both kinds of
+/// completion as the upstream does, and the report says what ran.
+#[test]
+fn the_bare_proxy_stands_in_for_the_gateway_on_the_facade() {
+    let stdout = run_binary(&[
+        "--sustained",
+        "--bare-proxy",
+        "--scenario",
+        "facade-stream",
+        "--scenario",
+        "facade-json",
+        "--rate",
+        "20",
+        "--duration",
+        "0.5",
+        "--warmup",
+        "0.2",
+        "--chunks",
+        "3",
+        "--gateway-workers",
+        "1",
+    ]);
+    assert!(
+        stdout.contains("In the gateway's place: the bare proxy"),
+        "{stdout}"
+    );
+    for scenario in ["facade JSON", "facade stream"] {
+        let row = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("| {scenario} | gateway |")))
+            .unwrap_or_else(|| panic!("no {scenario} row in:\n{stdout}"));
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        assert_eq!(cells[5], "10", "every request answered: {row}");
+        assert_eq!(cells[6], "0", "no errors: {row}");
+    }
+}
+
 /// A burst through the binary: every send answered, and memory read before, right after and after
 /// the idle spell.
 #[test]

@@ -1,0 +1,68 @@
+//! The floor under the facade's cost: a proxy made of the gateway's own HTTP parts (the server's
+//! accept loop and connection handling, a reqwest client set up as the model client is) that
+//! forwards `POST /v1/chat/completions` to the upstream unchanged and streams the answer back.
+//! What promptgate spends above this on a completion is its own work (middleware, prompt, turn,
+//! translation); what this spends is the HTTP stack and the kernel's on this machine.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use promptgate_server::listen::{ConnectionLimits, PARK_IDLE_CONNECTIONS_AFTER, serve_connections};
+
+struct Upstream {
+    http: reqwest::Client,
+    completions: String,
+}
+
+/// Serves on `listen` until the process is killed.
+pub async fn serve(listen: &str, upstream_base_url: &str) -> anyhow::Result<()> {
+    let upstream = Arc::new(Upstream {
+        http: reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .tcp_nodelay(true)
+            .build()?,
+        completions: format!("{}/chat/completions", upstream_base_url.trim_end_matches('/')),
+    });
+    let app = Router::new()
+        .route("/readyz", get(|| async { "ready" }))
+        .route("/v1/chat/completions", post(forward))
+        .with_state(upstream);
+    let listener = tokio::net::TcpListener::bind(listen).await?;
+    let limits = ConnectionLimits {
+        header_read_timeout: Duration::from_secs(10),
+        idle_timeout: Duration::from_secs(60),
+        max_connections: 4096,
+        park_after: PARK_IDLE_CONNECTIONS_AFTER,
+    };
+    serve_connections(listener, app, limits, std::future::pending()).await?;
+    Ok(())
+}
+
+async fn forward(State(upstream): State<Arc<Upstream>>, body: Bytes) -> Response {
+    let sent = upstream
+        .http
+        .post(&upstream.completions)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(body)
+        .send()
+        .await;
+    match sent {
+        Ok(answer) => {
+            let status = answer.status();
+            let content_type = answer.headers().get(header::CONTENT_TYPE).cloned();
+            let mut response = Response::new(Body::from_stream(answer.bytes_stream()));
+            *response.status_mut() = status;
+            if let Some(content_type) = content_type {
+                response.headers_mut().insert(header::CONTENT_TYPE, content_type);
+            }
+            response
+        }
+        Err(error) => (StatusCode::BAD_GATEWAY, error.to_string()).into_response(),
+    }
+}

@@ -393,7 +393,7 @@ impl Watched {
         offered: usize,
         write: impl FnOnce(Pin<&mut TcpStream>, &mut Context<'_>) -> Poll<std::io::Result<usize>>,
     ) -> Poll<std::io::Result<usize>> {
-        if self.batch.should_wait(offered) {
+        if self.batch.should_wait(offered, std::time::Instant::now()) {
             cx.waker().wake_by_ref();
             return Poll::Pending;
         }

@@ -11,12 +11,17 @@
 //! The first write after a request was read goes out at once (a JSON answer, a stream's head), so
 //! only a stream's later frames can wait, each by one scheduler turn. A wait that gained nothing (a
 //! paced stream whose frames come one at a time) makes the next writes go out at once for a while, so
-//! paced streams do not pay an extra wake-up per frame.
+//! paced streams do not pay an extra wake-up per frame. On a busy server one turn can take long, so a
+//! write is never held for more than [`HOLD_AT_MOST`] in all.
+
+use std::time::{Duration, Instant};
 
 /// Enough for one system call; waiting longer would only add latency.
 const ENOUGH_BYTES: usize = 16 * 1024;
 /// Turns one write may wait while each still brings more bytes.
 const MAX_WAITS: u8 = 16;
+/// The longest a write is held, however many turns that is.
+const HOLD_AT_MOST: Duration = Duration::from_millis(1);
 /// Writes that go out at once after a wait that gained nothing, at first and at most.
 const FIRST_BACKOFF: u8 = 2;
 const MAX_BACKOFF: u8 = 64;
@@ -26,8 +31,8 @@ const MAX_BACKOFF: u8 = 64;
 pub(crate) struct WriteBatch {
     /// A request was read and nothing has been written since.
     answer_pending: bool,
-    /// The bytes offered when this write last waited, and how many times it has.
-    waiting: Option<(usize, u8)>,
+    /// The bytes offered when this write last waited, how many times it has, and since when.
+    waiting: Option<(usize, u8, Instant)>,
     /// Writes still to let through before waiting again, and the next such count.
     let_through: u8,
     backoff: u8,
@@ -51,7 +56,7 @@ impl WriteBatch {
     }
 
     /// Whether a write of `offered` bytes should wait one scheduler turn instead of going out now.
-    pub(crate) fn should_wait(&mut self, offered: usize) -> bool {
+    pub(crate) fn should_wait(&mut self, offered: usize, now: Instant) -> bool {
         if self.answer_pending || offered >= ENOUGH_BYTES {
             return self.go(false);
         }
@@ -61,14 +66,16 @@ impl WriteBatch {
                 false
             }
             None => {
-                self.waiting = Some((offered, 1));
+                self.waiting = Some((offered, 1, now));
                 true
             }
-            Some((before, waits)) if offered > before && waits < MAX_WAITS => {
-                self.waiting = Some((offered, waits + 1));
+            Some((before, waits, since))
+                if offered > before && waits < MAX_WAITS && now.duration_since(since) < HOLD_AT_MOST =>
+            {
+                self.waiting = Some((offered, waits + 1, since));
                 true
             }
-            Some((before, waits)) => self.go(offered > before || waits > 1),
+            Some((before, waits, _)) => self.go(offered > before || waits > 1),
         }
     }
 
@@ -96,10 +103,23 @@ impl WriteBatch {
 mod tests {
     use super::*;
 
+    /// The writes of these tests all come at one instant, unless a test says otherwise.
+    static AT: std::sync::LazyLock<Instant> = std::sync::LazyLock::new(Instant::now);
+
+    trait AtOneInstant {
+        fn should_wait_now(&mut self, offered: usize) -> bool;
+    }
+
+    impl AtOneInstant for WriteBatch {
+        fn should_wait_now(&mut self, offered: usize) -> bool {
+            self.should_wait(offered, *AT)
+        }
+    }
+
     fn answered() -> WriteBatch {
         let mut batch = WriteBatch::default();
         assert!(
-            !batch.should_wait(300),
+            !batch.should_wait_now(300),
             "the first write of an answer goes out at once"
         );
         batch
@@ -109,48 +129,48 @@ mod tests {
     fn an_answers_first_write_goes_out_at_once_every_time() {
         let mut batch = answered();
         batch.request_read();
-        assert!(!batch.should_wait(100));
+        assert!(!batch.should_wait_now(100));
         batch.request_read();
-        assert!(!batch.should_wait(100));
+        assert!(!batch.should_wait_now(100));
     }
 
     #[test]
     fn later_writes_wait_while_each_turn_brings_more() {
         let mut batch = answered();
-        assert!(batch.should_wait(100));
-        assert!(batch.should_wait(200));
-        assert!(batch.should_wait(300));
+        assert!(batch.should_wait_now(100));
+        assert!(batch.should_wait_now(200));
+        assert!(batch.should_wait_now(300));
         assert!(
-            !batch.should_wait(300),
+            !batch.should_wait_now(300),
             "a turn that brought nothing sends what there is"
         );
         // It was worth it: the next frame waits again.
-        assert!(batch.should_wait(100));
+        assert!(batch.should_wait_now(100));
     }
 
     #[test]
     fn a_wait_that_gains_nothing_lets_the_next_writes_through() {
         let mut batch = answered();
-        assert!(batch.should_wait(100));
-        assert!(!batch.should_wait(100));
-        assert!(!batch.should_wait(100));
-        assert!(!batch.should_wait(100));
-        assert!(batch.should_wait(100), "after the back-off it tries again");
-        assert!(!batch.should_wait(100));
+        assert!(batch.should_wait_now(100));
+        assert!(!batch.should_wait_now(100));
+        assert!(!batch.should_wait_now(100));
+        assert!(!batch.should_wait_now(100));
+        assert!(batch.should_wait_now(100), "after the back-off it tries again");
+        assert!(!batch.should_wait_now(100));
         // Twice unproductive: twice as many go through before the next try.
         for _ in 0..4 {
-            assert!(!batch.should_wait(100));
+            assert!(!batch.should_wait_now(100));
         }
-        assert!(batch.should_wait(100));
+        assert!(batch.should_wait_now(100));
     }
 
     #[test]
     fn a_full_buffer_or_many_turns_end_the_wait() {
         let mut batch = answered();
-        assert!(!batch.should_wait(ENOUGH_BYTES));
+        assert!(!batch.should_wait_now(ENOUGH_BYTES));
         let mut offered = 10;
         let mut waits = 0;
-        while batch.should_wait(offered) {
+        while batch.should_wait_now(offered) {
             waits += 1;
             offered += 10;
         }
@@ -158,9 +178,18 @@ mod tests {
     }
 
     #[test]
+    fn a_write_is_not_held_longer_than_the_bound_however_much_arrives() {
+        let mut batch = answered();
+        let start = Instant::now();
+        assert!(batch.should_wait(100, start));
+        assert!(batch.should_wait(200, start + HOLD_AT_MOST / 2));
+        assert!(!batch.should_wait(300, start + HOLD_AT_MOST));
+    }
+
+    #[test]
     fn the_rest_of_a_partial_write_goes_out_at_once() {
         let mut batch = answered();
         batch.next_at_once();
-        assert!(!batch.should_wait(100));
+        assert!(!batch.should_wait_now(100));
     }
 }

@@ -57,8 +57,12 @@ impl WriteBatch {
 
     /// Whether a write of `offered` bytes should wait one scheduler turn instead of going out now.
     pub(crate) fn should_wait(&mut self, offered: usize, now: Instant) -> bool {
+        // Whether the wait in progress, if any, has brought more bytes.
+        let gained = self
+            .waiting
+            .is_some_and(|(before, waits, _)| offered > before || waits > 1);
         if self.answer_pending || offered >= ENOUGH_BYTES {
-            return self.go(false);
+            return self.go(gained);
         }
         match self.waiting {
             None if self.let_through > 0 => {
@@ -75,7 +79,7 @@ impl WriteBatch {
                 self.waiting = Some((offered, waits + 1, since));
                 true
             }
-            Some((before, waits, _)) => self.go(offered > before || waits > 1),
+            Some(_) => self.go(gained),
         }
     }
 
@@ -175,6 +179,14 @@ mod tests {
             offered += 10;
         }
         assert_eq!(waits, usize::from(MAX_WAITS));
+    }
+
+    #[test]
+    fn a_wait_that_filled_a_write_was_worth_it() {
+        let mut batch = answered();
+        assert!(batch.should_wait_now(100));
+        assert!(!batch.should_wait_now(ENOUGH_BYTES), "enough for one system call");
+        assert!(batch.should_wait_now(100), "no back-off after a wait that gained");
     }
 
     #[test]

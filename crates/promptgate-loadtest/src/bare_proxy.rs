@@ -5,7 +5,6 @@
 //! translation); what this spends is the HTTP stack and the kernel's on this machine.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -13,7 +12,8 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use promptgate_server::listen::{ConnectionLimits, PARK_IDLE_CONNECTIONS_AFTER, serve_connections};
+use promptgate_server::config::ServerConfig;
+use promptgate_server::listen::{ConnectionLimits, serve_connections};
 
 struct Upstream {
     http: reqwest::Client,
@@ -34,12 +34,8 @@ pub async fn serve(listen: &str, upstream_base_url: &str) -> anyhow::Result<()> 
         .route("/v1/chat/completions", post(forward))
         .with_state(upstream);
     let listener = tokio::net::TcpListener::bind(listen).await?;
-    let limits = ConnectionLimits {
-        header_read_timeout: Duration::from_secs(10),
-        idle_timeout: Duration::from_secs(60),
-        max_connections: 4096,
-        park_after: PARK_IDLE_CONNECTIONS_AFTER,
-    };
+    // The gateway's own defaults, so the floor handles connections exactly as promptgate does.
+    let limits = ConnectionLimits::from_config(&ServerConfig::default());
     serve_connections(listener, app, limits, std::future::pending()).await?;
     Ok(())
 }

@@ -35,7 +35,7 @@ use crate::write_batch::WriteBatch;
 
 /// Long enough that a client sending requests in quick succession keeps its connection's buffers,
 /// short enough that hundreds of idle keep-alive connections cost little.
-pub const PARK_IDLE_CONNECTIONS_AFTER: Duration = Duration::from_secs(5);
+const PARK_IDLE_CONNECTIONS_AFTER: Duration = Duration::from_secs(5);
 
 /// Bounds on the connections one server holds.
 #[derive(Debug, Clone, Copy)]
@@ -168,12 +168,12 @@ impl OpenConnection {
                 Served::Parked(parked) => socket = parked,
                 Served::Closed => break,
             }
-            self.activity.connection_parked();
+            self.activity.connection_released();
             if socket.unread.is_empty() && !self.wait_for_next_request(&socket).await {
                 break;
             }
         }
-        self.activity.connection_ended();
+        self.activity.connection_released();
     }
 
     /// Serves requests until the connection ends, a limit closes it, or it has been idle for
@@ -418,13 +418,15 @@ impl AsyncRead for Watched {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<std::io::Result<()>> {
         let this = self.get_mut();
-        if !this.unread.is_empty() {
+        let before = buf.filled().len();
+        let result = if this.unread.is_empty() {
+            Pin::new(&mut this.inner).poll_read(cx, buf)
+        } else {
+            // What a parked connection's hyper had read counts as arriving now, like any other bytes.
             let n = this.unread.len().min(buf.remaining());
             buf.put_slice(&this.unread.split_to(n));
-            return Poll::Ready(Ok(()));
-        }
-        let before = buf.filled().len();
-        let result = Pin::new(&mut this.inner).poll_read(cx, buf);
+            Poll::Ready(Ok(()))
+        };
         if buf.filled().len() > before {
             this.clock.bytes_read();
             this.batch.request_read();

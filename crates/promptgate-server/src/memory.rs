@@ -35,12 +35,8 @@ impl Activity {
         self.ended.fetch_add(1, Ordering::AcqRel);
     }
 
-    /// A connection gave back its buffers while keeping its socket; as good a time to trim as an end.
-    pub(crate) fn connection_parked(&self) {
-        self.ended.fetch_add(1, Ordering::AcqRel);
-    }
-
-    pub(crate) fn connection_ended(&self) {
+    /// A connection closed, or gave back its buffers while keeping its socket (parked).
+    pub(crate) fn connection_released(&self) {
         self.ended.fetch_add(1, Ordering::AcqRel);
     }
 
@@ -136,7 +132,7 @@ mod tests {
             "nothing ended since"
         );
 
-        activity.connection_ended();
+        activity.connection_released();
         assert!(
             !policy.trim_now(activity.ended(), activity.quiet(), start + MIN_GAP / 2),
             "too soon after the last trim"

@@ -257,6 +257,15 @@ impl Service {
         self.stop_all.cancel();
     }
 
+    /// Runs `work` on a task of its own, which a shutdown waits for as it waits for turns.
+    pub fn spawn<F>(&self, work: F) -> tokio::task::JoinHandle<F::Output>
+    where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.tasks.spawn(work)
+    }
+
     /// Waits until every turn has ended and every answer writer is done, or until `deadline`, then
     /// ends the MCP hub's background reconnects. Returns the answers still not stored (empty when
     /// all are).

@@ -5,7 +5,9 @@
 // Helpers in test files fail the test loudly; that is their job.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use crate::common::{Backend, Gateway, single_user_gateway, sse_frames};
+use crate::common::{Backend, Gateway, init, scripted_config, single_user_gateway, sse_frames};
+use promptgate_llm::scripted::ScriptedUpstream;
+use promptgate_server::config::AuthMode;
 
 use promptgate_llm::scripted::{
     Script, content_chunk, finish_chunk, role_chunk, text, tool_call_chunk, tool_calls, usage_chunk,
@@ -117,4 +119,45 @@ async fn native_citation_markers_never_reach_an_openai_client() {
         content.starts_with("Checking") && content.ends_with("Done."),
         "{content}"
     );
+}
+
+#[tokio::test]
+async fn a_client_that_leaves_a_whole_completion_stops_its_upstream_request() {
+    init();
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    let mut config = scripted_config(AuthMode::SingleUser, &upstream.base_url());
+    // Long enough that only the client's leaving can end the upstream request within the test.
+    for provider in &mut config.providers {
+        provider.idle_timeout_secs = Some(600);
+    }
+    let gw = Gateway::start(Backend::Sqlite, config).await;
+    upstream.push(
+        Script::new()
+            .chunk(role_chunk())
+            .chunk(content_chunk("Thinking"))
+            .hang(),
+    );
+    let body = json!({
+        "model": "scripted",
+        "messages": [{"role": "user", "content": "take your time"}],
+    });
+    let asked = gw
+        .http
+        .post(gw.url("/v1/chat/completions"))
+        .json(&body)
+        .timeout(std::time::Duration::from_millis(500))
+        .send()
+        .await;
+    assert!(
+        asked.is_err(),
+        "the upstream never finishes, so neither does the completion"
+    );
+
+    for _ in 0..400 {
+        if upstream.disconnects() == 1 {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    panic!("the upstream request outlived the client that asked for it");
 }

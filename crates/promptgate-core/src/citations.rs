@@ -125,8 +125,26 @@ impl MarkerPass {
     }
 
     fn feed_str(&mut self, text: &str, out: &mut String) {
-        for c in text.chars() {
-            self.feed(c, out);
+        let mut rest = text;
+        while !rest.is_empty() {
+            // Outside a candidate, a run without `【` and whitespace can neither start a marker nor
+            // be eaten by one: it passes whole (what `feed` does for each of its characters).
+            if self.state == State::Text {
+                let run = rest
+                    .find(|c: char| c == OPEN || c.is_whitespace())
+                    .unwrap_or(rest.len());
+                if run > 0 {
+                    out.extend(self.whitespace.drain(..));
+                    out.push_str(&rest[..run]);
+                    rest = &rest[run..];
+                    continue;
+                }
+            }
+            let mut chars = rest.chars();
+            if let Some(c) = chars.next() {
+                self.feed(c, out);
+            }
+            rest = chars.as_str();
         }
     }
 

@@ -42,7 +42,7 @@ impl SseDecoder {
                 piece = rest;
             }
         }
-        while let Some(at) = piece.iter().position(|b| *b == b'\n' || *b == b'\r') {
+        while let Some(at) = memchr::memchr2(b'\n', b'\r', piece) {
             let ends_with_cr = piece[at] == b'\r';
             if self.partial.is_empty() {
                 self.line(&piece[..at])?;

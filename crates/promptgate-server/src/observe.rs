@@ -12,13 +12,15 @@
 //! - the turn engine adds `upstream_*`, `tool_*` and `web_budget_denials_total`; the MCP hub adds
 //!   `mcp_discovery_failures_total{kind}`.
 
-use std::sync::OnceLock;
+use std::collections::HashMap;
+use std::sync::{LazyLock, Mutex, OnceLock};
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request};
 use axum::http::{HeaderName, HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use metrics::{Counter, Gauge, Histogram};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use promptgate_service::events::{TurnEvent, UiChunk};
 use serde_json::Value;
@@ -111,13 +113,7 @@ pub async fn track_request(request: Request, next: Next) -> Response {
     span.record("route", route.as_str());
     let status = response.status().as_u16();
     let elapsed = start.elapsed();
-    let labels = [
-        ("route", route),
-        ("method", method),
-        ("status", status.to_string()),
-    ];
-    metrics::counter!("promptgate_http_requests_total", &labels).increment(1);
-    metrics::histogram!("promptgate_http_request_duration_seconds", &labels).record(elapsed.as_secs_f64());
+    request_series(route, method, status).record(elapsed);
     span.in_scope(|| {
         tracing::info!(
             target: "promptgate::access",
@@ -128,6 +124,41 @@ pub async fn track_request(request: Request, next: Next) -> Response {
         );
     });
     response
+}
+
+/// `http_requests_total` and `http_request_duration_seconds` of a route, method and status, looked
+/// up in the recorder once per combination (see [`TurnSeries`]).
+fn request_series(route: String, method: String, status: u16) -> Timed {
+    type Series = HashMap<(String, String, u16), Timed>;
+    static SEEN: LazyLock<Mutex<Series>> = LazyLock::new(Mutex::default);
+    let mut seen = SEEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    seen.entry((route, method, status))
+        .or_insert_with_key(|(route, method, status)| {
+            let labels = [
+                ("route", route.clone()),
+                ("method", method.clone()),
+                ("status", status.to_string()),
+            ];
+            Timed {
+                count: metrics::counter!("promptgate_http_requests_total", &labels),
+                seconds: metrics::histogram!("promptgate_http_request_duration_seconds", &labels),
+            }
+        })
+        .clone()
+}
+
+/// A count of things and a histogram of how long each took.
+#[derive(Clone)]
+struct Timed {
+    count: Counter,
+    seconds: Histogram,
+}
+
+impl Timed {
+    fn record(&self, took: std::time::Duration) {
+        self.count.increment(1);
+        self.seconds.record(took.as_secs_f64());
+    }
 }
 
 /// The matched route's template, carried out to [`track_request`] on the response.
@@ -165,7 +196,7 @@ pub struct TurnWatch {
 impl TurnWatch {
     /// `kind` is `chat` or `completion`. Call inside the request's span so the summary carries its id.
     pub fn start(kind: &'static str, turn_id: &str, model: &str) -> Self {
-        metrics::gauge!("promptgate_turns_in_flight").increment(1.0);
+        TURN_SERIES.in_flight.increment(1.0);
         Self {
             start: Instant::now(),
             span: tracing::Span::current(),
@@ -224,20 +255,61 @@ impl TurnWatch {
     }
 }
 
+/// The turn metrics' series, each looked up in the recorder once: finding a series by its name
+/// and labels on every turn cost more than the rest of the turn's bookkeeping. Made on the first
+/// turn, after [`prometheus`] installed the recorder.
+struct TurnSeries {
+    in_flight: Gauge,
+    tool_calls_ok: Counter,
+    tool_calls_error: Counter,
+    prompt_tokens: Counter,
+    prompt_cached_tokens: Counter,
+    completion_tokens: Counter,
+    /// `turns_total` and `turn_duration_seconds` for each kind and outcome seen so far.
+    ended: Mutex<HashMap<(&'static str, &'static str), Timed>>,
+}
+
+static TURN_SERIES: LazyLock<TurnSeries> = LazyLock::new(|| TurnSeries {
+    in_flight: metrics::gauge!("promptgate_turns_in_flight"),
+    tool_calls_ok: metrics::counter!("promptgate_turn_tool_calls_total", "outcome" => "ok"),
+    tool_calls_error: metrics::counter!("promptgate_turn_tool_calls_total", "outcome" => "error"),
+    prompt_tokens: metrics::counter!("promptgate_prompt_tokens_total"),
+    prompt_cached_tokens: metrics::counter!("promptgate_prompt_cached_tokens_total"),
+    completion_tokens: metrics::counter!("promptgate_completion_tokens_total"),
+    ended: Mutex::new(HashMap::new()),
+});
+
+impl TurnSeries {
+    fn ended(&self, kind: &'static str, outcome: &'static str) -> Timed {
+        let mut ended = self
+            .ended
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        ended
+            .entry((kind, outcome))
+            .or_insert_with(|| {
+                let labels = [("kind", kind), ("outcome", outcome)];
+                Timed {
+                    count: metrics::counter!("promptgate_turns_total", &labels),
+                    seconds: metrics::histogram!("promptgate_turn_duration_seconds", &labels),
+                }
+            })
+            .clone()
+    }
+}
+
 impl Drop for TurnWatch {
     fn drop(&mut self) {
         let elapsed = self.start.elapsed();
-        metrics::gauge!("promptgate_turns_in_flight").decrement(1.0);
-        let labels = [("kind", self.kind), ("outcome", self.outcome)];
-        metrics::counter!("promptgate_turns_total", &labels).increment(1);
-        metrics::histogram!("promptgate_turn_duration_seconds", &labels).record(elapsed.as_secs_f64());
+        let series = &*TURN_SERIES;
+        series.in_flight.decrement(1.0);
+        series.ended(self.kind, self.outcome).record(elapsed);
         let ok = self.tool_calls.saturating_sub(self.tool_errors);
-        metrics::counter!("promptgate_turn_tool_calls_total", "outcome" => "ok").increment(ok);
-        metrics::counter!("promptgate_turn_tool_calls_total", "outcome" => "error")
-            .increment(self.tool_errors);
-        metrics::counter!("promptgate_prompt_tokens_total").increment(self.input_tokens);
-        metrics::counter!("promptgate_prompt_cached_tokens_total").increment(self.cached_tokens);
-        metrics::counter!("promptgate_completion_tokens_total").increment(self.output_tokens);
+        series.tool_calls_ok.increment(ok);
+        series.tool_calls_error.increment(self.tool_errors);
+        series.prompt_tokens.increment(self.input_tokens);
+        series.prompt_cached_tokens.increment(self.cached_tokens);
+        series.completion_tokens.increment(self.output_tokens);
         self.span.in_scope(|| {
             tracing::info!(
                 target: "promptgate::turn",

@@ -118,33 +118,26 @@ pub fn build(state: AppState) -> Router {
         .with_state(state);
     // The layers every request passes wrap the router once. Added with `Router::layer` they would
     // wrap each route, and axum clones a route's whole boxed stack for every request it serves.
-    let layered =
-        ServiceBuilder::new()
-            .map_response(IntoResponse::into_response)
-            // A client's x-request-id is kept, else one is made; it is echoed, logged with every line
-            // of the request and its turn, and put into error bodies (the ones the boundary rewrites
-            // too, so it sits inside the request's scope).
-            .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
-            .layer(PropagateRequestIdLayer::x_request_id())
-            .layer(axum::middleware::from_fn(crate::observe::track_request))
-            .layer(axum::middleware::from_fn(
-                |req, next: axum::middleware::Next| async move {
-                    boundary::json_errors(next.run(req).await).await
-                },
-            ))
-            .layer(CatchPanicLayer::custom(|_: Box<dyn std::any::Any + Send>| {
-                tracing::error!("a request handler panicked");
-                ApiError::internal().into_response()
-            }))
-            .layer(TraceLayer::new_for_http())
-            .layer(axum::middleware::from_fn(move |req, next| {
-                boundary::admit(Arc::clone(&policy), req, next)
-            }))
-            .layer(axum::middleware::from_fn(crate::nul::refuse_nul_in_uri))
-            .layer(cors)
-            .layer(RequestBodyTimeoutLayer::new(body_timeout))
-            .layer(DefaultBodyLimit::max(limits.body_bytes))
-            .service(routes);
+    let layered = ServiceBuilder::new()
+        .map_response(IntoResponse::into_response)
+        // A client's x-request-id is kept, else one is made; it is echoed, logged with every line
+        // of the request and its turn, and put into error bodies (the ones the boundary rewrites
+        // too, so it sits inside the request's scope).
+        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+        .layer(PropagateRequestIdLayer::x_request_id())
+        .layer(axum::middleware::from_fn(crate::observe::track_request))
+        .layer(CatchPanicLayer::custom(|_: Box<dyn std::any::Any + Send>| {
+            tracing::error!("a request handler panicked");
+            ApiError::internal().into_response()
+        }))
+        .layer(TraceLayer::new_for_http())
+        .layer(axum::middleware::from_fn(move |req, next| {
+            boundary::admit(Arc::clone(&policy), req, next)
+        }))
+        .layer(cors)
+        .layer(RequestBodyTimeoutLayer::new(body_timeout))
+        .layer(DefaultBodyLimit::max(limits.body_bytes))
+        .service(routes);
     Router::new().fallback_service(layered)
 }
 

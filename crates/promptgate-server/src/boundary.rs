@@ -158,9 +158,12 @@ fn changes_state(method: &Method) -> bool {
     )
 }
 
-/// Refuses requests this server must not answer, before CORS and the routes see them.
+/// Refuses requests this server must not answer, before CORS and the routes see them: those the
+/// policy refuses, then those whose path or query spells U+0000.
 pub async fn admit(policy: Arc<Policy>, req: Request, next: Next) -> Response {
-    if let Some(refusal) = refusal(&policy, req.method(), req.uri(), req.headers()) {
+    let refused = refusal(&policy, req.method(), req.uri(), req.headers())
+        .or_else(|| crate::nul::nul_in_uri(req.uri()));
+    if let Some(refusal) = refused {
         return refusal.into_response();
     }
     next.run(req).await

@@ -2,9 +2,7 @@
 //! would make the same request succeed or fail depending on the database; and no legitimate chat
 //! text contains it.
 
-use axum::extract::Request;
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::http::Uri;
 
 use crate::error::ApiError;
 
@@ -44,16 +42,11 @@ pub fn nul_refused(where_: &str) -> ApiError {
     ))
 }
 
-/// Refuses a request whose path or query spells U+0000 (`%00`), before any handler sees it.
-pub async fn refuse_nul_in_uri(request: Request, next: Next) -> Response {
-    let uri = request.uri();
+/// The refusal of a request whose path or query spells U+0000 (`%00`), which no handler may see.
+pub fn nul_in_uri(uri: &Uri) -> Option<ApiError> {
     let in_path = has_encoded_nul(uri.path());
     let in_query = uri.query().is_some_and(has_encoded_nul);
-    if in_path || in_query {
-        let part = if in_path { "path" } else { "query string" };
-        return nul_refused(part).into_response();
-    }
-    next.run(request).await
+    (in_path || in_query).then(|| nul_refused(if in_path { "path" } else { "query string" }))
 }
 
 fn has_encoded_nul(text: &str) -> bool {

@@ -85,7 +85,8 @@ pub async fn serve_metrics(
 }
 
 /// Counts and times every request, logs one access line, and runs the handler inside a span that
-/// carries the request id (set by tower-http's request-id layer before this runs).
+/// carries the request id (set by tower-http's request-id layer before this runs). Error bodies
+/// that are not JSON yet are made JSON here (one layer fewer for every request to pass).
 pub async fn track_request(request: Request, next: Next) -> Response {
     let start = Instant::now();
     let request_id = request
@@ -102,8 +103,10 @@ pub async fn track_request(request: Request, next: Next) -> Response {
         method = %method,
         route = tracing::field::Empty
     );
+    // Error bodies become JSON inside the request's scope, so they carry its id.
+    let answer = async { crate::boundary::json_errors(next.run(request).await).await };
     let response = CURRENT_REQUEST_ID
-        .scope(request_id, next.run(request).instrument(span.clone()))
+        .scope(request_id, answer.instrument(span.clone()))
         .await;
     // Unknown paths share one label, so a scan cannot blow up the number of series.
     let route = response

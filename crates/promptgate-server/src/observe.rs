@@ -129,25 +129,20 @@ pub async fn track_request(request: Request, next: Next) -> Response {
     response
 }
 
-/// `http_requests_total` and `http_request_duration_seconds` of a route, method and status, looked
-/// up in the recorder once per combination (see [`TurnSeries`]).
+/// `http_requests_total` and `http_request_duration_seconds` of a route, method and status.
 fn request_series(route: String, method: String, status: u16) -> Timed {
-    type Series = HashMap<(String, String, u16), Timed>;
-    static SEEN: LazyLock<Mutex<Series>> = LazyLock::new(Mutex::default);
-    let mut seen = SEEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    seen.entry((route, method, status))
-        .or_insert_with_key(|(route, method, status)| {
-            let labels = [
-                ("route", route.clone()),
-                ("method", method.clone()),
-                ("status", status.to_string()),
-            ];
-            Timed {
-                count: metrics::counter!("promptgate_http_requests_total", &labels),
-                seconds: metrics::histogram!("promptgate_http_request_duration_seconds", &labels),
-            }
-        })
-        .clone()
+    static SERIES: LazyLock<TimedSeries<(String, String, u16)>> = LazyLock::new(TimedSeries::default);
+    SERIES.get((route, method, status), |(route, method, status)| {
+        let labels = [
+            ("route", route.clone()),
+            ("method", method.clone()),
+            ("status", status.to_string()),
+        ];
+        Timed {
+            count: metrics::counter!("promptgate_http_requests_total", &labels),
+            seconds: metrics::histogram!("promptgate_http_request_duration_seconds", &labels),
+        }
+    })
 }
 
 /// A count of things and a histogram of how long each took.
@@ -161,6 +156,24 @@ impl Timed {
     fn record(&self, took: std::time::Duration) {
         self.count.increment(1);
         self.seconds.record(took.as_secs_f64());
+    }
+}
+
+/// A [`Timed`] pair for each combination of label values, registered with the recorder the first
+/// time the combination is seen: finding a series by its name and labels on every request and turn
+/// cost more than the rest of their bookkeeping.
+struct TimedSeries<K>(Mutex<HashMap<K, Timed>>);
+
+impl<K> Default for TimedSeries<K> {
+    fn default() -> Self {
+        Self(Mutex::new(HashMap::new()))
+    }
+}
+
+impl<K: Eq + std::hash::Hash> TimedSeries<K> {
+    fn get(&self, labels: K, register: impl FnOnce(&K) -> Timed) -> Timed {
+        let mut made = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        made.entry(labels).or_insert_with_key(register).clone()
     }
 }
 
@@ -258,9 +271,8 @@ impl TurnWatch {
     }
 }
 
-/// The turn metrics' series, each looked up in the recorder once: finding a series by its name
-/// and labels on every turn cost more than the rest of the turn's bookkeeping. Made on the first
-/// turn, after [`prometheus`] installed the recorder.
+/// The turn metrics' series, each looked up in the recorder once (see [`TimedSeries`]). Made on
+/// the first turn, after [`prometheus`] installed the recorder.
 struct TurnSeries {
     in_flight: Gauge,
     tool_calls_ok: Counter,
@@ -269,7 +281,7 @@ struct TurnSeries {
     prompt_cached_tokens: Counter,
     completion_tokens: Counter,
     /// `turns_total` and `turn_duration_seconds` for each kind and outcome seen so far.
-    ended: Mutex<HashMap<(&'static str, &'static str), Timed>>,
+    ended: TimedSeries<(&'static str, &'static str)>,
 }
 
 static TURN_SERIES: LazyLock<TurnSeries> = LazyLock::new(|| TurnSeries {
@@ -279,25 +291,18 @@ static TURN_SERIES: LazyLock<TurnSeries> = LazyLock::new(|| TurnSeries {
     prompt_tokens: metrics::counter!("promptgate_prompt_tokens_total"),
     prompt_cached_tokens: metrics::counter!("promptgate_prompt_cached_tokens_total"),
     completion_tokens: metrics::counter!("promptgate_completion_tokens_total"),
-    ended: Mutex::new(HashMap::new()),
+    ended: TimedSeries::default(),
 });
 
 impl TurnSeries {
     fn ended(&self, kind: &'static str, outcome: &'static str) -> Timed {
-        let mut ended = self
-            .ended
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        ended
-            .entry((kind, outcome))
-            .or_insert_with(|| {
-                let labels = [("kind", kind), ("outcome", outcome)];
-                Timed {
-                    count: metrics::counter!("promptgate_turns_total", &labels),
-                    seconds: metrics::histogram!("promptgate_turn_duration_seconds", &labels),
-                }
-            })
-            .clone()
+        self.ended.get((kind, outcome), |&(kind, outcome)| {
+            let labels = [("kind", kind), ("outcome", outcome)];
+            Timed {
+                count: metrics::counter!("promptgate_turns_total", &labels),
+                seconds: metrics::histogram!("promptgate_turn_duration_seconds", &labels),
+            }
+        })
     }
 }
 

@@ -47,6 +47,30 @@ async fn free_port() -> u16 {
     listener.local_addr().unwrap().port()
 }
 
+/// Starts a peer on a free port and waits until it answers as `server_name`. A port picked free
+/// can be taken by another test's peer before this one binds it, and then the probe reaches that
+/// one; the peer is started again on another port.
+async fn start_peer(
+    hub: &McpHub,
+    server_name: &str,
+    spawn: impl Fn(u16) -> Child,
+) -> (Peer, McpServerConfig, ProbeReport) {
+    for _ in 0..5 {
+        let port = free_port().await;
+        let peer = Peer(spawn(port));
+        let cfg = config("peer", "Peer", &format!("http://127.0.0.1:{port}/mcp"));
+        let report = wait_until_up(hub, &cfg).await;
+        if report.server_name.as_deref() == Some(server_name) {
+            return (peer, cfg, report);
+        }
+        eprintln!(
+            "note: port {port} answered as {:?}, not {server_name}; starting the peer again",
+            report.server_name
+        );
+    }
+    panic!("{server_name} never came up on a port of its own");
+}
+
 /// Probes until the freshly started peer answers (it needs a moment to boot).
 async fn wait_until_up(hub: &McpHub, cfg: &McpServerConfig) -> ProbeReport {
     for _ in 0..150 {
@@ -64,9 +88,9 @@ async fn server_everything_lists_its_tools_and_echoes() {
         return;
     };
     let entry = Path::new(&dir).join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    let port = free_port().await;
+    let hub = hub();
     // It listens on every interface; the test only ever talks to it over loopback.
-    let _peer = Peer(
+    let (_peer, cfg, report) = start_peer(&hub, "mcp-servers/everything", |port| {
         Command::new("node")
             .arg(&entry)
             .arg("streamableHttp")
@@ -74,15 +98,9 @@ async fn server_everything_lists_its_tools_and_echoes() {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("start server-everything"),
-    );
-    let hub = hub();
-    let cfg = config(
-        "everything",
-        "Everything",
-        &format!("http://127.0.0.1:{port}/mcp"),
-    );
-    let report = wait_until_up(&hub, &cfg).await;
+            .expect("start server-everything")
+    })
+    .await;
     assert!(
         report.protocol_version.starts_with("2025-"),
         "{}",
@@ -108,20 +126,17 @@ async fn python_sdk_server_lists_and_calls_tools() {
         return;
     };
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/py_peer.py");
-    let port = free_port().await;
-    let _peer = Peer(
+    let hub = hub();
+    let (_peer, cfg, report) = start_peer(&hub, "promptgate-py-peer", |port| {
         Command::new(&python)
             .arg(&script)
             .arg(port.to_string())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("start the Python peer"),
-    );
-    let hub = hub();
-    let cfg = config("py", "Python", &format!("http://127.0.0.1:{port}/mcp"));
-    let report = wait_until_up(&hub, &cfg).await;
-    assert_eq!(report.server_name.as_deref(), Some("promptgate-py-peer"));
+            .expect("start the Python peer")
+    })
+    .await;
     // This SDK speaks the stateless protocol, so this test covers the modern path with an outside peer.
     assert_eq!(report.protocol_version, "2026-07-28");
 

@@ -52,18 +52,27 @@ impl Stream for TurnStream {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<TurnEvent>> {
         let this = &mut *self;
-        if let Poll::Ready(event) = this.events.poll_recv(cx) {
-            return Poll::Ready(event);
-        }
         let Some(turn) = this.turn.as_mut() else {
-            return Poll::Pending;
+            return this.events.poll_recv(cx);
         };
-        // The turn runs until it waits for something (the model, a tool, room in the buffer);
-        // what it sent meanwhile is read right away.
+        // Here only the turn sends, and only while it is polled right here, so the channel is read
+        // without leaving a waker: every send would ring it and poll this task once more for
+        // nothing. The turn runs until it waits for something (the model, a tool, room in the
+        // buffer, which reading here makes); what it sent meanwhile is read right away.
+        if let Ok(event) = this.events.try_recv() {
+            return Poll::Ready(Some(event));
+        }
         if turn.as_mut().poll(cx).is_ready() {
+            // Dropping the finished turn drops its sender, so the channel ends once drained.
             this.turn = None;
         }
-        this.events.poll_recv(cx)
+        match this.events.try_recv() {
+            Ok(event) => Poll::Ready(Some(event)),
+            Err(mpsc::error::TryRecvError::Disconnected) => Poll::Ready(None),
+            Err(mpsc::error::TryRecvError::Empty) if this.turn.is_some() => Poll::Pending,
+            // Ended, yet its sender lives on somewhere: wait for the channel like a spawned turn's reader.
+            Err(mpsc::error::TryRecvError::Empty) => this.events.poll_recv(cx),
+        }
     }
 }
 

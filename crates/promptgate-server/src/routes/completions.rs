@@ -156,7 +156,11 @@ async fn read_whole(
         }
     };
     state.service.spawn(read.in_current_span());
-    whole.await.ok()
+    let whole = whole.await.ok();
+    if whole.is_none() {
+        tracing::error!("the task reading a completion ended without it");
+    }
+    whole
 }
 
 pub enum Completion {

@@ -6,9 +6,9 @@
 //! the assistant's text (each step's text separated by a blank line), reasoning as
 //! `reasoning_content`, exactly one finish reason and, when asked, the usage chunk.
 
-use promptgate_service::events::{TurnError, TurnEvent, UiChunk, UiFinishReason};
 use std::borrow::Cow;
 
+use promptgate_service::events::{TurnError, TurnEvent, UiChunk, UiFinishReason};
 use serde::Serialize;
 use serde_json::{Value, json};
 

@@ -2,7 +2,7 @@
 //! Nothing here asserts a timing; the numbers belong to docs/benchmarks.md.
 
 // Helpers in test files fail the test loudly; that is their job.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::panic)]
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -184,6 +184,18 @@ async fn the_postgres_scenario_without_a_url_says_how_to_give_one() {
 }
 
 /// Runs the driver binary without Postgres and returns its report; it must succeed.
+/// The cells of the report's last table row that starts with `prefix` (cell 0 is the empty text
+/// before the leading `|`).
+fn table_row(stdout: &str, prefix: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .rfind(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no row starting with {prefix} in:\n{stdout}"))
+        .split('|')
+        .map(|c| c.trim().to_owned())
+        .collect()
+}
+
 fn run_binary(args: &[&str]) -> String {
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_promptgate-loadtest"))
         .args(args)
@@ -223,13 +235,9 @@ fn the_binary_measures_the_facade_and_a_send_through_a_real_gateway() {
     ]);
     for scenario in ["facade JSON", "send, SQLite"] {
         for path in ["direct", "gateway"] {
-            let row = stdout
-                .lines()
-                .find(|l| l.starts_with(&format!("| {scenario} | {path} |")))
-                .unwrap_or_else(|| panic!("no {scenario} {path} row in:\n{stdout}"));
-            let cells: Vec<&str> = row.split('|').map(str::trim).collect();
-            assert_eq!(cells[5], "10", "every request answered: {row}");
-            assert_eq!(cells[6], "0", "no errors: {row}");
+            let cells = table_row(&stdout, &format!("| {scenario} | {path} |"));
+            assert_eq!(cells[5], "10", "every request answered: {cells:?}");
+            assert_eq!(cells[6], "0", "no errors: {cells:?}");
         }
     }
     assert!(stdout.contains("Added by the gateway"), "{stdout}");
@@ -331,16 +339,8 @@ fn the_sustained_mode_reports_one_window_and_the_gateways_cpu_per_request_and_ch
         stdout.contains("4 content chunks, every SSE event in its own chunked frame, the first after 5.000 ms, then one every 1.000 ms"),
         "{stdout}"
     );
-    let row = |scenario: &str| {
-        stdout
-            .lines()
-            .rfind(|l| l.starts_with(&format!("| {scenario} |")))
-            .unwrap_or_else(|| panic!("no CPU row for {scenario}:\n{stdout}"))
-            .split('|')
-            .map(|c| c.trim().to_owned())
-            .collect::<Vec<_>>()
-    };
-    let stream = row("facade stream");
+    // The CPU table comes last and names each scenario again.
+    let stream = table_row(&stdout, "| facade stream |");
     assert_eq!(
         stream[2], "10",
         "every request of the window answered: {stream:?}"
@@ -348,7 +348,7 @@ fn the_sustained_mode_reports_one_window_and_the_gateways_cpu_per_request_and_ch
     let per_request: f64 = stream[5].parse().unwrap();
     let per_chunk: f64 = stream[6].parse().unwrap();
     assert!((per_chunk - per_request / 4.0).abs() < 1.0, "{stream:?}");
-    let json = row("facade JSON");
+    let json = table_row(&stdout, "| facade JSON |");
     assert_eq!(json[6], "—", "a JSON answer has no chunks: {json:?}");
 }
 
@@ -379,13 +379,9 @@ fn the_bare_proxy_stands_in_for_the_gateway_on_the_facade() {
         "{stdout}"
     );
     for scenario in ["facade JSON", "facade stream"] {
-        let row = stdout
-            .lines()
-            .find(|l| l.starts_with(&format!("| {scenario} | gateway |")))
-            .unwrap_or_else(|| panic!("no {scenario} row in:\n{stdout}"));
-        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
-        assert_eq!(cells[5], "10", "every request answered: {row}");
-        assert_eq!(cells[6], "0", "no errors: {row}");
+        let cells = table_row(&stdout, &format!("| {scenario} | gateway |"));
+        assert_eq!(cells[5], "10", "every request answered: {cells:?}");
+        assert_eq!(cells[6], "0", "no errors: {cells:?}");
     }
 }
 
@@ -400,13 +396,13 @@ fn the_burst_scenario_reports_memory_before_and_after_a_burst_of_sends() {
         ),
         "{stdout}"
     );
-    let row = stdout
-        .lines()
-        .find(|l| l.starts_with("| 8 |"))
-        .unwrap_or_else(|| panic!("no burst row in:\n{stdout}"));
-    let cells: Vec<&str> = row.split('|').map(str::trim).collect();
-    assert_eq!((cells[2], cells[3]), ("8", "0"), "every send answered: {row}");
+    let cells = table_row(&stdout, "| 8 |");
+    assert_eq!(
+        (cells[2].as_str(), cells[3].as_str()),
+        ("8", "0"),
+        "every send answered: {cells:?}"
+    );
     for cell in cells[4..=7].iter().chain([&cells[9]]) {
-        assert!(cell.parse::<f64>().is_ok_and(|mib| mib > 0.0), "{row}");
+        assert!(cell.parse::<f64>().is_ok_and(|mib| mib > 0.0), "{cells:?}");
     }
 }

@@ -65,8 +65,9 @@ struct Cli {
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
     gateway_workers: Option<u16>,
     /// In the gateway's place, run a bare proxy made of the same HTTP parts (the server's accept
-    /// loop, the model client's reqwest) that forwards facade requests to the upstream unchanged:
-    /// the floor under the facade's cost on this machine. Facade scenarios only.
+    /// loop, the model client's reqwest) that forwards facade requests to the upstream, asking for
+    /// a stream as the gateway does (a whole answer is read to its end and sent in one body): the
+    /// floor under the facade's cost on this machine. Facade scenarios only.
     #[arg(long)]
     bare_proxy: bool,
     /// Worker threads of the driver's own runtime (its client and the upstream). One leaves the

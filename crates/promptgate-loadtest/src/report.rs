@@ -108,8 +108,9 @@ pub fn markdown(report: &Report) -> String {
         )
     };
     let what = if report.gateway.bare_proxy {
-        "In the gateway's place: the bare proxy (the server's accept loop and reqwest, forwarding \
-         facade requests unchanged; the floor under the facade's cost). "
+        "In the gateway's place: the bare proxy (the server's accept loop and reqwest, asking the \
+         upstream for a stream as the gateway does and forwarding it; the floor under the facade's \
+         cost). "
     } else {
         ""
     };

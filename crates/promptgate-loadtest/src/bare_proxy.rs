@@ -5,9 +5,9 @@
 //! translation); what this spends is the HTTP stack and the kernel's on this machine.
 //!
 //! The gateway asks its model for a stream even when its client wants the whole answer, so this
-//! does too: a request with `"stream":false` goes upstream with `"stream":true`, and the stream is read to its
-//! end and answered in one body, untranslated (the floor reads what the gateway reads, and leaves
-//! the translation out).
+//! does too: a request with `"stream":false` goes upstream with `"stream":true`, and the stream is
+//! read to its end and answered in one body, untranslated (the floor reads what the gateway reads,
+//! and leaves the translation out).
 
 use std::sync::Arc;
 

@@ -63,8 +63,8 @@ struct Reading {
 }
 
 /// When to trim: once the server is quiet after something ended since the last trim, and not
-/// within [`MIN_GAP`] of it. Quiet is two looks in a row with no request in progress and none
-/// started between them.
+/// within [`MIN_GAP`] of it. Quiet is a look that finds no request in progress and none started
+/// since the previous look.
 struct Policy {
     trimmed_at: u64,
     last_trim: Option<Instant>,
@@ -80,8 +80,8 @@ impl Policy {
         }
     }
 
-    fn trim_now(&mut self, now_reading: Reading, now: Instant) -> bool {
-        let Reading { idle, started, ended } = now_reading;
+    fn trim_now(&mut self, reading: Reading, now: Instant) -> bool {
+        let Reading { idle, started, ended } = reading;
         let quiet = idle && started == self.started_at_last_look;
         self.started_at_last_look = started;
         let due = self.last_trim.is_none_or(|at| now.duration_since(at) >= MIN_GAP);

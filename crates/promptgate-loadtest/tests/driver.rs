@@ -183,7 +183,6 @@ async fn the_postgres_scenario_without_a_url_says_how_to_give_one() {
     );
 }
 
-/// Runs the driver binary without Postgres and returns its report; it must succeed.
 /// The cells of the report's last table row that starts with `prefix` (cell 0 is the empty text
 /// before the leading `|`).
 fn table_row(stdout: &str, prefix: &str) -> Vec<String> {
@@ -196,6 +195,7 @@ fn table_row(stdout: &str, prefix: &str) -> Vec<String> {
         .collect()
 }
 
+/// Runs the driver binary without Postgres and returns its report; it must succeed.
 fn run_binary(args: &[&str]) -> String {
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_promptgate-loadtest"))
         .args(args)

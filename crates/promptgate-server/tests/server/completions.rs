@@ -6,11 +6,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::common::{Backend, Gateway, init, scripted_config, single_user_gateway, sse_frames};
-use promptgate_llm::scripted::ScriptedUpstream;
 use promptgate_server::config::AuthMode;
 
 use promptgate_llm::scripted::{
-    Script, content_chunk, finish_chunk, role_chunk, text, tool_call_chunk, tool_calls, usage_chunk,
+    Script, ScriptedUpstream, content_chunk, finish_chunk, role_chunk, text, tool_call_chunk, tool_calls,
+    usage_chunk,
 };
 use reqwest::StatusCode;
 use serde_json::{Value, json};

@@ -146,12 +146,12 @@ async fn read_whole(
             }
             response
         };
-        let read = tokio::select! {
+        let outcome = tokio::select! {
             biased;
             () = done.closed() => None,
             response = read_all => Some(response),
         };
-        if let Some(response) = read {
+        if let Some(response) = outcome {
             let _ = done.send(response);
         }
     };

@@ -116,6 +116,20 @@ const MIGRATIONS: &[SchemaVersion] = &[
             "../../../migrations/sqlite/0007_workspace_files.sql"
         )),
     },
+    SchemaVersion {
+        version: 13,
+        name: "user-scoped search",
+        postgres: include_str!("../../../migrations/postgres/0013_user_scoped_search.sql"),
+        sqlite: Some(include_str!(
+            "../../../migrations/sqlite/0013_user_scoped_search.sql"
+        )),
+    },
+    SchemaVersion {
+        version: 14,
+        name: "message paging",
+        postgres: include_str!("../../../migrations/postgres/0014_message_paging.sql"),
+        sqlite: Some(include_str!("../../../migrations/sqlite/0014_message_paging.sql")),
+    },
 ];
 
 const SQLITE_BUSY_TIMEOUT_MS: u32 = 5_000;

@@ -13,7 +13,7 @@ use crate::util::{Cols, check_name, check_opt_len, client_id_or_new, delete_owne
 const MAX_PROJECT_NAME: usize = 200;
 const MAX_INSTRUCTIONS: usize = 32 * 1024;
 const MAX_TITLE: usize = 500;
-const THREAD_COLS: &str = "id, project_id, title, created_at, updated_at";
+pub(crate) const THREAD_COLS: &str = "id, project_id, title, created_at, updated_at";
 
 fn project_from(row: &AnyRow) -> Result<Project> {
     Ok(Project {

@@ -43,11 +43,14 @@ CREATE INDEX messages_user_search ON messages
 CREATE INDEX threads_user_search ON threads
     USING GIN (thread_search_vector(user_id, title_terms));
 
--- A new message takes its thread's title terms; a rename hands the new ones to every message.
+-- A new message takes its thread's title terms (unless the insert names them: a thread created in
+-- the same statement is not visible yet); a rename hands the new ones to every message.
 CREATE FUNCTION message_title_terms() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    NEW.title_terms := COALESCE(
-        (SELECT title_terms FROM threads WHERE user_id = NEW.user_id AND id = NEW.thread_id), '');
+    IF NEW.title_terms = '' THEN
+        NEW.title_terms := COALESCE(
+            (SELECT title_terms FROM threads WHERE user_id = NEW.user_id AND id = NEW.thread_id), '');
+    END IF;
     RETURN NEW;
 END
 $$;

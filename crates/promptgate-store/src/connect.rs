@@ -260,6 +260,18 @@ impl Store {
         Ok(())
     }
 
+    /// A transaction that writes. On SQLite it takes the writer's lock at BEGIN, waiting for it as
+    /// long as the busy timeout allows: a deferred transaction reads first (preparing a write to
+    /// messages or threads reads the full-text tables' settings) and then fails at once with
+    /// "database is locked" when another writer committed in between.
+    pub(crate) async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Any>> {
+        let begin = match self.backend {
+            Backend::Sqlite => "BEGIN IMMEDIATE",
+            Backend::Postgres => "BEGIN",
+        };
+        Ok(self.pool.begin_with(begin).observed("transaction.begin").await?)
+    }
+
     /// One round trip to the database (readiness checks).
     pub async fn ping(&self) -> Result<()> {
         sqlx::query("SELECT 1")

@@ -175,20 +175,6 @@ impl Store {
         Ok(thread.stored(t, now))
     }
 
-    /// Most recently updated first; only the project's threads when `project_id` is given.
-    pub async fn list_threads(&self, user: &str, project_id: Option<&str>) -> Result<Vec<Thread>> {
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT {THREAD_COLS} FROM threads WHERE user_id = $1 \
-             AND ($2 IS NULL OR project_id = $2) ORDER BY updated_at DESC, id DESC"
-        )))
-        .bind(user)
-        .bind(project_id)
-        .fetch_all(&self.pool)
-        .observed("projects.list_threads")
-        .await?;
-        rows.iter().map(|r| thread_from(r, 0)).collect()
-    }
-
     pub async fn get_thread(&self, user: &str, id: &str) -> Result<Option<Thread>> {
         let row = sqlx::query(sqlx::AssertSqlSafe(format!(
             "SELECT {THREAD_COLS} FROM threads WHERE user_id = $1 AND id = $2"

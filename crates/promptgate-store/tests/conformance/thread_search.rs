@@ -75,6 +75,19 @@ conformance! {
         let second = store.search_threads(&alice, None, "roses", 1, 1).await.unwrap();
         assert_eq!(second.items[0].id, "mention");
         assert!(!second.more);
+
+        // A thread started by its first message carries its title into that message's words too.
+        let first = NewMessage {
+            id: None,
+            thread_id: String::new(),
+            role: Role::User,
+            parts: text("Book the zeppelin"),
+            metadata: json!({}),
+            status: None,
+        };
+        let holiday = NewThread { id: Some("holiday".to_owned()), project_id: None, title: Some("Holiday".to_owned()) };
+        store.create_thread_with_message(&alice, &holiday, &first).await.unwrap();
+        assert_eq!(found(store, &alice, "holiday zeppelin").await, ["holiday"]);
     }
 
     async fn search_sees_only_the_users_own_threads(store: &Store) {

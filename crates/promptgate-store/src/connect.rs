@@ -130,6 +130,14 @@ const MIGRATIONS: &[SchemaVersion] = &[
         postgres: include_str!("../../../migrations/postgres/0014_message_paging.sql"),
         sqlite: Some(include_str!("../../../migrations/sqlite/0014_message_paging.sql")),
     },
+    SchemaVersion {
+        version: 15,
+        name: "client handoffs",
+        postgres: include_str!("../../../migrations/postgres/0015_client_handoffs.sql"),
+        sqlite: Some(include_str!(
+            "../../../migrations/sqlite/0015_client_handoffs.sql"
+        )),
+    },
 ];
 
 const SQLITE_BUSY_TIMEOUT_MS: u32 = 5_000;

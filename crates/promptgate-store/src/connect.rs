@@ -116,6 +116,12 @@ const MIGRATIONS: &[SchemaVersion] = &[
             "../../../migrations/sqlite/0007_workspace_files.sql"
         )),
     },
+    SchemaVersion {
+        version: 11,
+        name: "thread context",
+        postgres: include_str!("../../../migrations/postgres/0011_thread_context.sql"),
+        sqlite: Some(include_str!("../../../migrations/sqlite/0011_thread_context.sql")),
+    },
 ];
 
 const SQLITE_BUSY_TIMEOUT_MS: u32 = 5_000;

@@ -15,6 +15,7 @@
 mod artifacts;
 mod connect;
 mod context;
+mod conversation;
 mod error;
 mod first_message;
 mod listener;
@@ -30,6 +31,7 @@ mod secrets;
 mod settings;
 mod setup;
 mod skills;
+mod tail;
 mod tasks;
 mod turn_claims;
 mod types;
@@ -41,6 +43,7 @@ mod workspace;
 pub mod testing;
 
 pub use connect::{Backend, Store};
+pub use conversation::{Resolution, ThreadTail, current_conversation, resolve};
 pub use error::{Result, StoreError};
 pub use listener::{APPLICATION_NAME as LISTENER_APPLICATION_NAME, CHANNEL as CHANGES_CHANNEL};
 pub use oauth_pending::{OAuthPending, PendingLimits, PendingRefused};

@@ -22,6 +22,7 @@ mod secrets;
 mod skills;
 mod sqlite_only;
 mod storage;
+mod tail;
 mod tasks;
 mod turn_claims;
 mod users;

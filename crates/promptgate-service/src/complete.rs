@@ -78,8 +78,9 @@ impl Service {
                 &provider,
                 None,
                 Asked::without_notes(&text),
+                crate::window::Mode::Send,
             )
-            .await
+            .await?
             .over_client_conversation(history);
         let model_id = prepared.model.id.clone();
         let plan = prepared.into_turn_plan(

@@ -43,6 +43,7 @@ mod workspace;
 pub mod testing;
 
 pub use connect::{Backend, Store};
+pub use context::FIRST_PAGE;
 pub use conversation::{Resolution, ThreadTail, current_conversation, resolve};
 pub use error::{Result, StoreError};
 pub use listener::{APPLICATION_NAME as LISTENER_APPLICATION_NAME, CHANNEL as CHANGES_CHANNEL};

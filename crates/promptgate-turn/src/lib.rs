@@ -7,6 +7,7 @@
 //! - [`history`]: stored or client-sent UI messages back into upstream chat messages.
 //! - [`engine`]: the loop itself ([`run_turn`]).
 //! - [`facade`]: an OpenAI chat-completions request's messages as the turn's history.
+//! - [`window`]: the newest whole turns of a conversation that fit a context window.
 //!
 //! # Running a turn
 //!
@@ -31,6 +32,7 @@ pub mod harness;
 pub mod history;
 pub mod message;
 pub mod ui;
+pub mod window;
 
 pub use engine::{
     AnswerRecorder, EMPTY_ANSWER_TEXT, Gate, NOT_STORED_TEXT, NoHooks, Nudges, PreparedTool, RequestBudget,
@@ -54,4 +56,8 @@ pub enum TurnError {
     /// The turn failed; the text is safe to show to the user.
     #[error("{0}")]
     Failed(String),
+    /// The turn failed because the conversation does not fit the model's context window
+    /// (`context_too_long`); the text is safe to show to the user.
+    #[error("{0}")]
+    ContextTooLong(String),
 }

@@ -6,7 +6,7 @@ use crate::error::Result;
 use crate::observed::Observed;
 use crate::projects::thread_from;
 use crate::tail::{TAIL_COLS, tail_message_from};
-use crate::types::{SendContext, Thread};
+use crate::types::{SendContext, Thread, ThreadContext};
 use crate::util::Cols;
 
 /// Messages the first read of a send takes from the end of its thread. Most threads are shorter,
@@ -26,22 +26,13 @@ impl Store {
         requested_model: Option<&str>,
         server_default: &str,
     ) -> Result<SendContext> {
-        let (setup, (thread, project, sibling_count, mut tail), context) = futures::try_join!(
-            self.user_setup(user),
-            async {
+        let (setup, (thread, project, sibling_count, tail)) =
+            futures::try_join!(self.user_setup(user), async {
                 match thread_id {
                     Some(thread_id) => self.thread_with_history(user, thread_id).await,
                     None => Ok((None, None, 0, ThreadTail::default())),
                 }
-            },
-            async {
-                match thread_id {
-                    Some(thread_id) => self.thread_context(user, thread_id).await,
-                    None => Ok(None),
-                }
-            },
-        )?;
-        tail.context = context;
+            },)?;
         let model_id = requested_model
             .map(str::to_owned)
             .or_else(|| setup.settings.default_model.clone())
@@ -60,10 +51,11 @@ impl Store {
         })
     }
 
-    /// The thread, its project, how many other threads that project has, and the thread's newest
-    /// [`FIRST_PAGE`] messages, in one statement: a send reads them all before its first byte, and a
-    /// round trip per part would be paid by every send. The thread's columns repeat on each message
-    /// row; the sibling count is a subquery of its own, computed once whatever the history's length.
+    /// The thread, its project, how many other threads that project has, the record of its compacted
+    /// part and its newest [`FIRST_PAGE`] messages, in one statement: a send reads them all before
+    /// its first byte, and a round trip per part would be paid by every send. The thread's columns
+    /// repeat on each message row; the sibling count is a subquery of its own, computed once whatever
+    /// the history's length; the record (its summary may be long) comes with the newest row only.
     async fn thread_with_history(
         &self,
         user: &str,
@@ -76,9 +68,12 @@ impl Store {
              ORDER BY m.seq DESC LIMIT $3) \
              SELECT t.id, t.project_id, t.title, t.created_at, t.updated_at, p.id, p.name, \
              p.instructions, (SELECT COUNT(*) FROM threads s JOIN t o ON s.user_id = o.user_id \
-             AND s.project_id = o.project_id AND s.id <> o.id), m.* \
+             AND s.project_id = o.project_id AND s.id <> o.id), \
+             c.through_seq, c.covered, c.summarised, c.summary, c.created_at, m.* \
              FROM t LEFT JOIN projects p ON p.id = t.project_id AND p.user_id = t.user_id \
-             LEFT JOIN m ON 1 = 1 ORDER BY m.seq"
+             LEFT JOIN m ON 1 = 1 \
+             LEFT JOIN thread_contexts c ON c.user_id = t.user_id AND c.thread_id = t.id \
+             AND (m.seq IS NULL OR m.seq = (SELECT MAX(seq) FROM m)) ORDER BY m.seq"
         )))
         .bind(user)
         .bind(thread_id)
@@ -100,16 +95,26 @@ impl Store {
         };
         let siblings = u32::try_from(first.int(8)?).unwrap_or(u32::MAX);
         let mut messages = Vec::with_capacity(rows.len());
+        let mut context = None;
         for row in &rows {
+            if let Some(through_seq) = row.opt_int(9)? {
+                context = Some(ThreadContext {
+                    through_seq,
+                    covered: row.int(10)?,
+                    summarised: row.int(11)?,
+                    summary: row.opt_text(12)?,
+                    created_at: row.int(13)?,
+                });
+            }
             // A thread without messages comes back as one row whose message columns are NULL.
-            if row.opt_text(9)?.is_some() {
-                messages.push(tail_message_from(row, 9)?);
+            if row.opt_text(14)?.is_some() {
+                messages.push(tail_message_from(row, 14)?);
             }
         }
         let tail = ThreadTail {
             from_start: messages.len() < FIRST_PAGE,
             messages,
-            context: None,
+            context,
         };
         Ok((Some(thread), project, siblings, tail))
     }

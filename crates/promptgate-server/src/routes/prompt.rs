@@ -60,7 +60,7 @@ pub struct PreviewContext {
     pub tokenizer: String,
     /// The model's context window, in tokens.
     pub window_tokens: u64,
-    /// The prompt as counted: system prompt, tools, the answer's reserve and the messages.
+    /// The prompt as counted: system prompt, tools, the older part's block and the messages.
     pub prompt_tokens: u64,
     /// Messages of the thread sent as they are.
     pub sent_messages: u64,

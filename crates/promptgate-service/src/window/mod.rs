@@ -86,6 +86,8 @@ pub(crate) struct Budget {
     pub room: usize,
     /// Tokens the system prompt, the tools and the reserve take.
     pub fixed: usize,
+    /// Tokens kept free for the answer.
+    pub reserve: usize,
     pub counter: TokenCounter,
 }
 
@@ -109,6 +111,7 @@ impl Budget {
             window,
             room: window.saturating_sub(fixed),
             fixed,
+            reserve,
             counter,
         }
     }
@@ -178,7 +181,7 @@ pub struct ContextReport {
     /// `o200k_base`, `cl100k_base` or `estimate`.
     pub tokenizer: &'static str,
     pub window_tokens: u64,
-    /// The whole prompt as counted: system prompt, tools, older part's block and messages.
+    /// The whole prompt as counted: system prompt, tools, the older part's block and the messages.
     pub prompt_tokens: u64,
     /// Messages of the conversation sent as they are.
     pub sent_messages: u64,
@@ -213,7 +216,7 @@ impl ContextReport {
         Self {
             tokenizer: budget.counter.tokenizer().name(),
             window_tokens: budget.window as u64,
-            prompt_tokens: (budget.fixed + block + window.message_tokens()) as u64,
+            prompt_tokens: (budget.fixed - budget.reserve + block + window.message_tokens()) as u64,
             sent_messages: window.messages.len() as u64,
             summarised_messages: summarised,
             dropped_messages: dropped,

@@ -77,8 +77,7 @@ impl Service {
                 model,
                 &provider,
                 None,
-                Asked::without_notes(&text),
-                crate::window::Mode::Send,
+                Asked::without_notes(&text, crate::window::Mode::Send),
             )
             .await?
             .over_client_conversation(history);

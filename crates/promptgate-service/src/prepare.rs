@@ -208,16 +208,19 @@ impl Prepared {
 pub(super) struct Asked<'a> {
     pub text: &'a str,
     pub planned: &'a Planned,
+    /// A send may compact its thread; a preview only says that the next send will.
+    pub mode: Mode,
 }
 
 /// A send whose client said nothing about the user or itself (the preview, the facade).
 static NOTHING_SAID: std::sync::LazyLock<Planned> = std::sync::LazyLock::new(Planned::default);
 
 impl<'a> Asked<'a> {
-    pub(super) fn without_notes(text: &'a str) -> Self {
+    pub(super) fn without_notes(text: &'a str, mode: Mode) -> Self {
         Self {
             text,
             planned: &NOTHING_SAID,
+            mode,
         }
     }
 }
@@ -264,8 +267,7 @@ impl Service {
                 model,
                 &provider,
                 None,
-                Asked::without_notes(&text),
-                Mode::Preview,
+                Asked::without_notes(&text, Mode::Preview),
             )
             .await?;
         Ok(PreparedSend {
@@ -293,8 +295,11 @@ impl Service {
             model,
             provider,
             state,
-            Asked { text: &text, planned },
-            Mode::Send,
+            Asked {
+                text: &text,
+                planned,
+                mode: Mode::Send,
+            },
         )
         .await
     }
@@ -308,11 +313,11 @@ impl Service {
         provider: &ModelProvider,
         state: Option<&Arc<TurnState>>,
         asked: Asked<'_>,
-        mode: Mode,
     ) -> Result<Prepared, ServiceError> {
         let Asked {
             text: last_user_text,
             planned,
+            mode,
         } = asked;
         let notes = &planned.notes;
         // Offer only what this deployment can run, so the prompt never promises a missing tool.

@@ -99,6 +99,26 @@ fn tag_of(message: &Value) -> String {
     text.split_whitespace().next().unwrap_or_default().to_owned()
 }
 
+/// Every request after the first sends its system prompt byte for byte and its messages as the
+/// start of its own: nothing before the new turns moved.
+fn prefix_holds(sent: &[Value]) {
+    let (first, later) = sent.split_first().unwrap();
+    assert!(!later.is_empty());
+    for request in later {
+        assert_eq!(
+            system_of(request),
+            system_of(first),
+            "the system prompt is byte-identical"
+        );
+        let before = conversation(first);
+        assert_eq!(
+            &conversation(request)[..before.len()],
+            before,
+            "the first request is a prefix of this one"
+        );
+    }
+}
+
 async fn send(gw: &Gateway, thread: &str, words: &str) -> common::Sse {
     let sse = gw.stream("/v1/chat", use_chat_body(thread, words, "small")).await;
     assert_eq!(sse.status, StatusCode::OK);
@@ -159,16 +179,7 @@ async fn past_the_window_without_a_summariser(backend: Backend) {
     // The next sends add to the kept part without moving anything before it.
     send(&gw, "long", "And the second?").await;
     send(&gw, "long", "And the third?").await;
-    let sent = requests_for(&upstream, "small-upstream");
-    for later in &sent[1..] {
-        assert_eq!(system_of(later), system, "the system prompt is byte-identical");
-        let messages = conversation(later);
-        assert_eq!(
-            &messages[..seen.len()],
-            seen,
-            "the earlier request is a prefix of this one"
-        );
-    }
+    prefix_holds(&requests_for(&upstream, "small-upstream"));
     let (_, preview) = gw.get("/v1/threads/long/prompt?model=small").await;
     assert_eq!(preview["context"]["dropped_messages"], left_out);
     assert_eq!(preview["context"]["summary"], Value::Null);
@@ -232,12 +243,7 @@ async fn summary_written_once_and_reused(backend: Backend) {
         1,
         "the summary is reused, not rewritten"
     );
-    let sent = requests_for(&upstream, "small-upstream");
-    let first = conversation(&sent[0]);
-    for later in &sent[1..] {
-        assert_eq!(system_of(later), system);
-        assert_eq!(&conversation(later)[..first.len()], first);
-    }
+    prefix_holds(&requests_for(&upstream, "small-upstream"));
     let (_, preview) = gw.get("/v1/threads/long/prompt?model=small").await;
     assert_eq!(
         preview["context"]["summary"],

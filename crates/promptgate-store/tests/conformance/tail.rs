@@ -4,20 +4,7 @@
 use crate::common::*;
 
 async fn say_as(store: &Store, user: &str, thread: &str, id: &str, role: Role, words: &str) -> Message {
-    store
-        .append_message(
-            user,
-            &NewMessage {
-                id: Some(id.to_owned()),
-                thread_id: thread.to_owned(),
-                role,
-                parts: text(words),
-                metadata: json!({}),
-                status: None,
-            },
-        )
-        .await
-        .unwrap()
+    say_with_id(store, user, thread, Some(id), role, words).await
 }
 
 conformance! {

@@ -122,6 +122,14 @@ const MIGRATIONS: &[SchemaVersion] = &[
         postgres: include_str!("../../../migrations/postgres/0011_thread_context.sql"),
         sqlite: Some(include_str!("../../../migrations/sqlite/0011_thread_context.sql")),
     },
+    SchemaVersion {
+        version: 15,
+        name: "client handoffs",
+        postgres: include_str!("../../../migrations/postgres/0015_client_handoffs.sql"),
+        sqlite: Some(include_str!(
+            "../../../migrations/sqlite/0015_client_handoffs.sql"
+        )),
+    },
 ];
 
 const SQLITE_BUSY_TIMEOUT_MS: u32 = 5_000;

@@ -3,6 +3,7 @@
 //! browser) driving it.
 
 mod anthropic_turn;
+mod architecture;
 mod binary_cli;
 mod browser_app;
 mod chat_stream;

@@ -52,7 +52,8 @@ impl Service {
         fields(user = %request.user_id, turn_id = tracing::field::Empty)
     )]
     pub async fn complete(&self, request: CompletionRequest) -> Result<SendHandle, ServiceError> {
-        let history = facade_history(&request.messages).map_err(|e| ServiceError::Invalid(e.to_string()))?;
+        let history =
+            facade_history(&request.messages).map_err(|e| ServiceError::InvalidMessage(e.to_string()))?;
         if !history
             .messages
             .iter()

@@ -7,6 +7,7 @@ mod architecture;
 mod binary_cli;
 mod browser_app;
 mod chat_stream;
+mod client_ids;
 mod common;
 mod completions;
 mod eval_cli;

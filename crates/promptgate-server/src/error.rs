@@ -63,6 +63,7 @@ error_codes! {
     MalformedJson = 400, "malformed_json": "The body is not valid JSON.";
     InvalidQuery = 400, "invalid_query": "The query string does not have the shape the endpoint reads.";
     UnsupportedParameter = 400, "unsupported_parameter": "The OpenAI-compatible facade does not support a parameter the request sets.";
+    ToolNameConflict = 400, "tool_name_conflict": "A tool the client defines has the name of one of the server's tools.";
     InvalidState = 400, "invalid_state": "An integration's OAuth callback names an authorization that is unknown, used or expired.";
     InvalidCallback = 400, "invalid_callback": "An integration's OAuth callback carries no authorization code.";
     Unauthorized = 401, "unauthorized": "No valid token: send `Authorization: Bearer <token>`.";
@@ -301,6 +302,7 @@ impl From<ServiceError> for ApiError {
             ServiceError::ProviderMissing(_) => Self::new(ErrorCode::ProviderUnavailable, err.to_string()),
             ServiceError::Busy(_) => Self::new(ErrorCode::TurnInProgress, err.to_string()),
             ServiceError::InvalidMessage(m) => Self::invalid(m),
+            ServiceError::ToolNameClash(_) => Self::new(ErrorCode::ToolNameConflict, err.to_string()),
             ServiceError::Overloaded(_) => Self::new(ErrorCode::Overloaded, err.to_string()),
             ServiceError::UnknownTurn(_) => Self::new(ErrorCode::UnknownTurn, err.to_string()),
             ServiceError::RetryExpired(..) => Self::new(ErrorCode::RetryExpired, err.to_string()),

@@ -18,7 +18,6 @@ pub mod config;
 mod config_keys;
 pub mod deploy;
 pub mod error;
-pub mod eval;
 pub mod extract;
 pub mod facade;
 pub mod listen;

@@ -11,6 +11,7 @@ mod client_ids;
 mod common;
 mod completions;
 mod eval_cli;
+mod eval_scoring;
 mod exposure;
 mod harness_thread;
 mod harness_workspace;

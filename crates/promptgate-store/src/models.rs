@@ -1,3 +1,5 @@
+//! Model definitions: the deployment's system models (seeded, read-only) and each user's own.
+
 use promptgate_core::ids::MODEL_ID;
 use promptgate_core::settings::{Engine, Model};
 use sqlx::any::AnyRow;

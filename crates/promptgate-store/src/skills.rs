@@ -1,3 +1,5 @@
+//! A user's skills: created, listed, enabled, updated and deleted, slugs unique per user.
+
 use promptgate_core::ids::SKILL_SLUG;
 use promptgate_core::settings::Skill;
 use sqlx::any::AnyRow;

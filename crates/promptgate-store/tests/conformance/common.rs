@@ -1,3 +1,5 @@
+//! Rows the conformance tests set up, the same way on both backends.
+
 pub use promptgate_core::settings::*;
 pub use promptgate_store::*;
 pub use serde_json::{Value, json};

@@ -324,8 +324,8 @@ impl ModelProfile {
 }
 
 /// A model a user can chat with. `id` is what sends and URLs use; `upstream_model` is what the provider
-/// is asked for.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+/// is asked for. The default is an empty definition without tools, for building one field by field.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Model {
     pub id: String,
     /// Display name; the prompt names the model with it.

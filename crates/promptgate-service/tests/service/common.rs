@@ -5,13 +5,13 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use futures::StreamExt;
-use promptgate_core::settings::{Engine, Model, ModelProfile};
+use promptgate_core::settings::Model;
 use promptgate_llm::scripted::ScriptedUpstream;
 use promptgate_service::events::{TurnEvent, UiChunk};
 use promptgate_service::records::{Message, Role};
 use promptgate_service::settings::{
-    FetchPolicy, HubSettings, ProviderKind, ProviderSettings, SecretsSettings, ServiceConfig, Settings,
-    StreamEncoding, ThinkingMode, Timeouts,
+    FetchPolicy, HubSettings, JSON_LINES, ProviderKind, ProviderSettings, SecretsSettings, ServiceConfig,
+    Settings, ThinkingMode, Timeouts,
 };
 use promptgate_service::{Database, SendHandle, SendInput, SendRequest, Service};
 use promptgate_store::Store;
@@ -21,17 +21,6 @@ use serde_json::json;
 pub const USER: &str = "ada";
 /// The model the scripted upstream answers for.
 pub const MODEL: &str = "scripted";
-
-/// One JSON object a line: the tests read the engine's events, not the frames.
-const LINES: StreamEncoding = StreamEncoding {
-    chunk: |chunk| {
-        let mut line = serde_json::to_string(chunk).unwrap_or_default();
-        line.push('\n');
-        line
-    },
-    keep_alive: "#keep-alive\n",
-    done: "#done\n",
-};
 
 pub async fn upstream() -> ScriptedUpstream {
     ScriptedUpstream::start().await.unwrap()
@@ -70,7 +59,7 @@ pub async fn service(
         },
         system_models: vec![model()],
         local_user: Some((USER.to_owned(), "Ada".to_owned())),
-        encoding: LINES,
+        encoding: JSON_LINES,
     };
     Service::start(Database::from_store(store), settings)
         .await
@@ -84,15 +73,9 @@ fn model() -> Model {
         provider: MODEL.to_owned(),
         upstream_model: "upstream-model".to_owned(),
         tool_usage: 1,
-        engine: Engine::Legacy,
-        context_window: None,
-        supports_images: false,
         supports_parallel_tool_calls: true,
-        extract_think_tags: false,
-        start_with_reasoning: false,
-        reasoning: None,
-        profile: ModelProfile::default(),
         system: true,
+        ..Model::default()
     }
 }
 

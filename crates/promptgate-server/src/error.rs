@@ -62,6 +62,7 @@ error_codes! {
     InvalidRequest = 400, "invalid_request": "The request is not one this server can read (a status from below the handlers, or a body an extractor refused).";
     MalformedJson = 400, "malformed_json": "The body is not valid JSON.";
     InvalidQuery = 400, "invalid_query": "The query string does not have the shape the endpoint reads.";
+    InvalidCursor = 400, "invalid_cursor": "A page cursor this list did not hand out.";
     UnsupportedParameter = 400, "unsupported_parameter": "The OpenAI-compatible facade does not support a parameter the request sets.";
     ToolNameConflict = 400, "tool_name_conflict": "A tool the client defines has the name of one of the server's tools.";
     InvalidState = 400, "invalid_state": "An integration's OAuth callback names an authorization that is unknown, used or expired.";

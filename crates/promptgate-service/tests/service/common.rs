@@ -126,10 +126,14 @@ pub async fn finish(handle: SendHandle) -> String {
     text
 }
 
+/// More messages than any test thread holds, so one page is the whole conversation.
+const WHOLE_THREAD: u32 = 1_000;
+
 /// `(role, text)` of each message, as the conversation reads now (or with the replaced ones).
 pub async fn conversation(service: &Service, thread: &str, replaced: bool) -> Vec<(&'static str, String)> {
-    let messages = service.messages(USER, thread, replaced).await.unwrap();
-    messages.iter().map(|m| (role(m), text_of(m))).collect()
+    let page = service.messages(USER, thread, replaced, None, WHOLE_THREAD).await.unwrap();
+    assert!(!page.more, "a test thread fits in one page");
+    page.items.iter().map(|m| (role(m), text_of(m))).collect()
 }
 
 fn role(message: &Message) -> &'static str {

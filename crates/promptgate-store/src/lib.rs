@@ -25,6 +25,7 @@ mod oauth_pending;
 mod observed;
 mod projects;
 mod recent_tokens;
+mod responses;
 mod search;
 mod secrets;
 mod settings;
@@ -44,6 +45,7 @@ pub use connect::{Backend, Store};
 pub use error::{Result, StoreError};
 pub use listener::{APPLICATION_NAME as LISTENER_APPLICATION_NAME, CHANNEL as CHANGES_CHANNEL};
 pub use oauth_pending::{OAuthPending, PendingLimits, PendingRefused};
+pub use responses::MAX_RESPONSE_BYTES;
 pub use secrets::SealingReport;
 pub use setup::{LISTENED_RECHECK, SQLITE_RECHECK, UserSetup};
 pub use turn_claims::{

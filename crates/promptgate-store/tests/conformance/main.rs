@@ -17,6 +17,7 @@ mod messages;
 mod models;
 mod postgres_only;
 mod projects;
+mod responses;
 mod search;
 mod secrets;
 mod skills;

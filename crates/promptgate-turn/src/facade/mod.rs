@@ -1,7 +1,9 @@
-//! The turn seen through `POST /v1/chat/completions`: the OpenAI request's messages → the turn's
-//! history ([`request`]). Encoding the turn's events as a completion is the server's, which speaks
-//! HTTP to the client.
+//! The turn seen through the OpenAI-compatible facades: a chat-completions request's messages
+//! ([`request`]) and a Responses request's input items ([`items`]) → the turn's history. Encoding the
+//! turn's events for a client is the server's, which speaks HTTP to it.
 
+pub mod items;
 pub mod request;
 
+pub use items::{check_call_results, responses_history};
 pub use request::{FacadeHistory, facade_history};

@@ -68,6 +68,7 @@ mod prepare;
 mod providers;
 mod record;
 pub mod records;
+mod respond;
 pub mod settings;
 mod toolset;
 mod workspace;
@@ -96,6 +97,7 @@ pub use open::Database;
 pub use prepare::{Prepared, PreparedSend, RunParts};
 pub use providers::{ModelProvider, ProviderClient, Providers};
 pub use record::{PendingSave, PendingSaves};
+pub use respond::{ResponseKeeper, ResponseRequest, ResponseRun};
 pub use toolset::{Executors, McpToolExecutor};
 
 use feed::{Detach, FeedWriter, TurnFeed};

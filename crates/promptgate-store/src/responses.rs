@@ -5,8 +5,6 @@
 //! Rows live for the deployment's retention: older ones are invisible to every read and are deleted
 //! when their user stores a new response.
 
-use serde_json::Value;
-
 use crate::connect::Store;
 use crate::error::{Result, StoreError};
 use crate::observed::Observed;
@@ -90,16 +88,17 @@ impl Store {
     }
 
     /// The conversation the model saw up to the end of the response, for the request that continues
-    /// it.
+    /// it: the JSON text as kept, which the caller parses into its own types (and whose size it
+    /// may check first).
     pub async fn response_conversation(
         &self,
         user: &str,
         id: &str,
         max_age_ms: i64,
-    ) -> Result<Option<Value>> {
+    ) -> Result<Option<String>> {
         self.read_response(user, id, max_age_ms, "conversation", "responses.conversation")
             .await?
-            .map(|row| from_json("response conversation", &row.text(0)?))
+            .map(|row| row.text(0))
             .transpose()
     }
 

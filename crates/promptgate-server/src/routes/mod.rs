@@ -10,6 +10,7 @@ pub mod mcp;
 pub mod models;
 pub mod oauth;
 pub mod prompt;
+pub mod responses;
 pub mod settings;
 pub mod threads;
 mod validate;

@@ -22,6 +22,7 @@ mod openapi_spec;
 mod prompt_preview;
 mod regenerate;
 mod resources_api;
+mod responses;
 mod settings_api;
 mod two_instances;
 mod web_app_support;

@@ -1,41 +1,41 @@
-//! Turns for the OpenAI-compatible facades: the same prompt, tools and loop as a send, over the
-//! history the client supplies, with no thread. A chat completion keeps nothing; a response of the
-//! Responses API may be kept once read ([`crate::respond`]).
+//! Stateless turns for the facades (OpenAI chat completions, the Responses API, and any other API
+//! the server speaks): the same prompt, tools and loop as a send, over the history the client
+//! supplies, with no thread. A client may bring tools of its own; a call to one ends the turn and
+//! the steps it did not see are kept for its next request ([`crate::handoffs`]). Nothing of the
+//! answer is stored here; a kept response of the Responses API is kept by its reader
+//! ([`crate::respond`]).
 
 use std::sync::Arc;
 
-use promptgate_llm::{ChatMessage, ContentPart, UserContent};
+use promptgate_llm::{ChatMessage, ContentPart, ToolDefinition, UserContent};
 use serde_json::{Map, Value};
 
-use super::prepare::Asked;
+use super::handoffs::StoredHandoffs;
+use super::prepare::{Asked, Prepared};
 use super::{
     ModelProvider, ProviderClient, RunParts, SendHandle, SendStream, Service, ServiceError, TurnIds,
 };
+use promptgate_turn::client_tools::{ClientToolChoice, ClientTools};
 use promptgate_turn::engine::{RequestBudget, ToolCache, TurnEnd, run_turn_in_reader};
-use promptgate_turn::facade::{FacadeHistory, facade_history};
+use promptgate_turn::facade::FacadeHistory;
 
+/// One facade request, in the engine's terms: each facade reads its own wire format into this.
 pub struct CompletionRequest {
     pub user_id: String,
     pub model: Option<String>,
-    /// The conversation as the client sends it: OpenAI chat messages.
-    pub messages: Vec<Value>,
+    /// The client's conversation: its system texts and its messages.
+    pub conversation: FacadeHistory,
+    /// Tools the client runs itself; none when it brings none.
+    pub client_tools: Vec<ToolDefinition>,
+    pub tool_choice: ClientToolChoice,
     /// Request fields we do not interpret, passed to the provider.
     pub extra: Map<String, Value>,
-}
-
-/// What a facade hands over once it has read its request.
-pub(crate) struct ClientConversation {
-    pub user_id: String,
-    pub model: Option<String>,
-    pub history: FacadeHistory,
-    /// Request fields passed to the provider.
-    pub extra: Map<String, Value>,
-    /// Work due when the turn ends, before its stream says done.
-    pub on_end: Vec<Arc<dyn TurnEnd>>,
     /// `Some(false)`: the client asks for one tool call per step, whatever the model could do.
     pub parallel_tool_calls: Option<bool>,
-    /// The most tokens each model request may produce, in the provider's own field.
+    /// The most tokens each model request may produce, written in the provider's own field.
     pub max_output_tokens: Option<u64>,
+    /// Work due when the turn ends, before its stream says done.
+    pub on_end: Vec<Arc<dyn TurnEnd>>,
 }
 
 /// Anthropic's Messages API calls the cap `max_tokens`; OpenAI's chat completions call it
@@ -80,35 +80,18 @@ impl Service {
         fields(user = %request.user_id, turn_id = tracing::field::Empty)
     )]
     pub async fn complete(&self, request: CompletionRequest) -> Result<SendHandle, ServiceError> {
-        let history = facade_history(&request.messages).map_err(|e| ServiceError::Invalid(e.to_string()))?;
-        self.start_over_client_conversation(ClientConversation {
-            user_id: request.user_id,
-            model: request.model,
-            history,
-            extra: request.extra,
-            on_end: Vec::new(),
-            parallel_tool_calls: None,
-            max_output_tokens: None,
-        })
-        .await
-    }
-
-    /// Starts a turn over a conversation the client supplies, with nothing stored: the facades'
-    /// common path once each has turned its request into the conversation.
-    pub(crate) async fn start_over_client_conversation(
-        &self,
-        request: ClientConversation,
-    ) -> Result<SendHandle, ServiceError> {
-        let ClientConversation {
+        let CompletionRequest {
             user_id,
             model,
-            history,
+            mut conversation,
+            client_tools,
+            tool_choice,
             mut extra,
-            on_end,
             parallel_tool_calls,
             max_output_tokens,
+            on_end,
         } = request;
-        if !history
+        if !conversation
             .messages
             .iter()
             .any(|m| matches!(m, ChatMessage::User { .. }))
@@ -121,15 +104,28 @@ impl Service {
         let TurnIds { turn_id, message_id } = TurnIds::fresh();
         tracing::Span::current().record("turn_id", turn_id.as_str());
         // No thread: the context carries the user's settings, skills and servers but no history.
-        let (ctx, model, provider) = self.load_with_model(&user_id, None, model.as_deref()).await?;
+        let load = self.load_with_model(&user_id, None, model.as_deref());
+        let restore =
+            super::handoffs::restore(&self.store, &user_id, std::mem::take(&mut conversation.messages));
+        let ((ctx, model, provider), messages) = tokio::try_join!(load, restore)?;
+        conversation.messages = messages;
         if let Some(tokens) = max_output_tokens {
             extra.insert(output_cap_field(&provider).to_owned(), tokens.into());
         }
-        let text = last_user_text(&history.messages);
+        let text = last_user_text(&conversation.messages);
         let prepared = self
             .prepare_with_text(&user_id, ctx, model, &provider, None, Asked::without_notes(&text))
             .await
-            .over_client_conversation(history);
+            .over_client_conversation(conversation);
+        refuse_clashes(&prepared, &client_tools)?;
+        let client = ClientTools {
+            tools: client_tools,
+            choice: tool_choice,
+            keeper: Some(Arc::new(StoredHandoffs {
+                store: self.store.clone(),
+                user_id: user_id.clone(),
+            })),
+        };
         let model_id = prepared.model.id.clone();
         let mut plan = prepared.into_turn_plan(
             &provider,
@@ -147,6 +143,7 @@ impl Service {
                 tasks: self.tasks.clone(),
                 refusal: None,
                 on_end,
+                client,
             },
         );
         if parallel_tool_calls == Some(false) {
@@ -160,5 +157,20 @@ impl Service {
             model_id,
             events: SendStream::plain(run.events, self.encoding),
         })
+    }
+}
+
+/// A client tool may not take the name of a tool the server runs for this user: the model could
+/// not tell them apart, and the client would never see the call it expects.
+fn refuse_clashes(prepared: &Prepared, client_tools: &[ToolDefinition]) -> Result<(), ServiceError> {
+    let clashes: Vec<String> = client_tools
+        .iter()
+        .filter(|client| prepared.tools.iter().any(|tool| tool.spec.name == client.name))
+        .map(|client| client.name.clone())
+        .collect();
+    if clashes.is_empty() {
+        Ok(())
+    } else {
+        Err(ServiceError::ToolNameClash(clashes))
     }
 }

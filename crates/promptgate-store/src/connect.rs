@@ -117,6 +117,14 @@ const MIGRATIONS: &[SchemaVersion] = &[
         )),
     },
     SchemaVersion {
+        version: 15,
+        name: "client handoffs",
+        postgres: include_str!("../../../migrations/postgres/0015_client_handoffs.sql"),
+        sqlite: Some(include_str!(
+            "../../../migrations/sqlite/0015_client_handoffs.sql"
+        )),
+    },
+    SchemaVersion {
         version: 16,
         name: "responses",
         postgres: include_str!("../../../migrations/postgres/0016_responses.sql"),

@@ -2,20 +2,17 @@
 //! alone (they change nothing a gateway decides), and which are refused because what they ask for
 //! cannot be done here.
 
+use promptgate_service::facade::{ClientToolChoice, ToolDefinition, ToolInput, client_tools};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::error::{ApiError, preview};
+use crate::error::ApiError;
 
-/// Function tools one request may bring.
-pub const MAX_CLIENT_TOOLS: usize = 128;
 /// The API's own bounds on `metadata`.
 const MAX_METADATA_PAIRS: usize = 16;
 const MAX_METADATA_KEY_CHARS: usize = 64;
 const MAX_METADATA_VALUE_CHARS: usize = 512;
-/// What providers accept as a function name.
-const MAX_TOOL_NAME_CHARS: usize = 64;
 
 /// The fields the gateway reads. Every other field is accepted and left alone (`include`,
 /// `reasoning`, `truncation`, `prompt_cache_key`, `service_tier`, `user`, ...), except those
@@ -64,8 +61,12 @@ pub struct CreateResponse {
 /// What the request asks of the turn, once checked.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Checked {
-    /// The client's function tools as the model is offered them.
+    /// The client's function tools as it sent them, for the response to repeat.
     pub functions: Vec<Value>,
+    /// The function tools as the model is offered them: none when `tool_choice` is `none`.
+    pub client_tools: Vec<ToolDefinition>,
+    pub choice: ClientToolChoice,
+    /// `tool_choice` as sent (`auto` when absent), for the response to repeat.
     pub tool_choice: Value,
     /// Provider fields: the sampling parameters the client set.
     pub sampling: Map<String, Value>,
@@ -77,20 +78,16 @@ pub fn check(body: &CreateResponse) -> Result<Checked, ApiError> {
     refuse_unsupported(&body.other)?;
     let mut functions = Vec::new();
     for (index, tool) in body.tools.iter().flatten().enumerate() {
-        if let Some(function) =
-            client_tool(tool).map_err(|problem| param(&format!("tools[{index}]"), &problem))?
-        {
-            functions.push(function);
+        if is_function(tool).map_err(|problem| param(&format!("tools[{index}]"), &problem))? {
+            functions.push(tool.clone());
         }
     }
-    if functions.len() > MAX_CLIENT_TOOLS {
-        return Err(param(
-            "tools",
-            &format!("at most {MAX_CLIENT_TOOLS} function tools are accepted"),
-        ));
-    }
+    let inputs: Vec<ToolInput<'_>> = functions.iter().map(tool_input).collect();
+    let definitions = client_tools("tools", &inputs)
+        .map_err(|err| ApiError::bad_request("invalid_parameter", err.to_string()))?;
     let tool_choice = body.tool_choice.clone().unwrap_or_else(|| "auto".into());
-    check_tool_choice(&tool_choice)?;
+    let (choice, offered) = client_choice(&tool_choice, &definitions)?;
+    let client_tools = if offered { definitions } else { Vec::new() };
     let mut sampling = Map::new();
     if let Some(temperature) = body.temperature {
         in_range("temperature", temperature, 0.0, 2.0)?;
@@ -107,6 +104,8 @@ pub fn check(body: &CreateResponse) -> Result<Checked, ApiError> {
     check_metadata(&metadata)?;
     Ok(Checked {
         functions,
+        client_tools,
+        choice,
         tool_choice,
         sampling,
         metadata,
@@ -146,15 +145,15 @@ fn refuse_unsupported(other: &Map<String, Value>) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// A tool of the request: a function tool is the client's; the web search tools are the
-/// gateway's own, which serve them when the deployment has them; a namespace groups tools of the
-/// client's own agent (Codex sends one) and is left out; anything else is refused.
-fn client_tool(tool: &Value) -> Result<Option<Value>, String> {
+/// Whether a tool of the request is the client's: a function tool is; the web search tools are
+/// the gateway's own, which serve them when the deployment has them; a namespace groups tools of
+/// the client's own agent (Codex sends one) and is left out; anything else is refused.
+fn is_function(tool: &Value) -> Result<bool, String> {
     let kind = tool.get("type").and_then(Value::as_str).unwrap_or_default();
     match kind {
-        "function" => function_tool(tool).map(Some),
-        kind if kind.starts_with("web_search") => Ok(None),
-        "namespace" => Ok(None),
+        "function" => Ok(true),
+        kind if kind.starts_with("web_search") => Ok(false),
+        "namespace" => Ok(false),
         "" => Err("a tool needs a `type`".into()),
         other => Err(format!(
             "tool type `{}` is not supported; the gateway runs its own tools (web search and your MCP servers) and accepts function tools",
@@ -163,46 +162,42 @@ fn client_tool(tool: &Value) -> Result<Option<Value>, String> {
     }
 }
 
-fn function_tool(tool: &Value) -> Result<Value, String> {
-    let name = tool
-        .get("name")
-        .and_then(Value::as_str)
-        .ok_or("a function tool needs a `name`")?;
-    let valid = !name.is_empty()
-        && name.len() <= MAX_TOOL_NAME_CHARS
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-    if !valid {
-        return Err(format!(
-            "function name {} must be 1 to {MAX_TOOL_NAME_CHARS} characters of A-Z, a-z, 0-9, '_' and '-'",
-            preview(name)
-        ));
-    }
-    match tool.get("parameters") {
-        None | Some(Value::Null | Value::Object(_)) => Ok(tool.clone()),
-        Some(_) => Err(format!(
-            "the parameters of function {name} must be a JSON Schema object"
-        )),
+/// A function tool as the API writes it: flat, with its schema in `parameters`.
+fn tool_input(tool: &Value) -> ToolInput<'_> {
+    ToolInput {
+        name: tool.get("name").and_then(Value::as_str).unwrap_or_default(),
+        description: tool.get("description").and_then(Value::as_str),
+        parameters: tool.get("parameters"),
     }
 }
 
-fn check_tool_choice(choice: &Value) -> Result<(), ApiError> {
-    let ok = match choice {
-        Value::String(mode) => ["auto", "none", "required"].contains(&mode.as_str()),
-        Value::Object(object) => {
-            object.get("type").and_then(Value::as_str) == Some("function")
-                && object.get("name").and_then(Value::as_str).is_some()
-        }
-        _ => false,
-    };
-    if ok {
-        Ok(())
-    } else {
-        Err(param(
+/// `tool_choice` in the engine's terms, and whether the client's tools are offered at all
+/// (`none` offers none of them; the gateway's own tools still run).
+fn client_choice(choice: &Value, tools: &[ToolDefinition]) -> Result<(ClientToolChoice, bool), ApiError> {
+    let refused = || {
+        param(
             "tool_choice",
             "must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", \"name\": ...}",
-        ))
+        )
+    };
+    match choice {
+        Value::String(mode) => match mode.as_str() {
+            "auto" => Ok((ClientToolChoice::Auto, true)),
+            "none" => Ok((ClientToolChoice::Auto, false)),
+            "required" => Ok((ClientToolChoice::Required, true)),
+            _ => Err(refused()),
+        },
+        Value::Object(object) if object.get("type").and_then(Value::as_str) == Some("function") => {
+            let name = object.get("name").and_then(Value::as_str).ok_or_else(refused)?;
+            if !tools.iter().any(|tool| tool.name == name) {
+                return Err(param(
+                    "tool_choice",
+                    &format!("names the function {name:?}, which is not among `tools`"),
+                ));
+            }
+            Ok((ClientToolChoice::Named(name.to_owned()), true))
+        }
+        _ => Err(refused()),
     }
 }
 
@@ -281,12 +276,23 @@ mod tests {
         .unwrap();
         assert_eq!(checked.functions.len(), 1);
         assert_eq!(checked.functions[0]["name"], "get_weather");
+        assert_eq!(checked.client_tools.len(), 1);
+        assert_eq!(checked.choice, ClientToolChoice::Named("get_weather".into()));
         assert_eq!(
             checked.sampling,
             *json!({"temperature": 0.2, "top_p": 0.9}).as_object().unwrap()
         );
         assert_eq!(checked.metadata["ticket"], "T-1");
         assert_eq!(check(&body(json!({}))).unwrap().tool_choice, "auto");
+        let none = check(&body(
+            json!({"tools": [{"type": "function", "name": "f"}], "tool_choice": "none"}),
+        ))
+        .unwrap();
+        assert!(
+            none.client_tools.is_empty(),
+            "none offers the client's tools to nobody"
+        );
+        assert_eq!(none.functions.len(), 1, "yet the response repeats them");
     }
 
     #[test]
@@ -325,7 +331,7 @@ mod tests {
                 "{message:?} should contain {expected:?}"
             );
         }
-        let many: Vec<Value> = (0..=MAX_CLIENT_TOOLS)
+        let many: Vec<Value> = (0..=128)
             .map(|i| json!({"type": "function", "name": format!("f{i}")}))
             .collect();
         assert!(refused(json!({"tools": many})).contains("at most 128"));

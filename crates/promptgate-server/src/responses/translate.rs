@@ -7,10 +7,10 @@
 //! each reasoning part a `reasoning` item (its text as one summary); a call to one of the user's MCP
 //! servers is an `mcp_call` item, a web search or page read a `web_search_call` item (the API's own
 //! shapes for work the server does); every other server tool runs unseen, as on the chat facade. A
-//! call to one of the client's function tools is a `function_call` item.
+//! call to one of the client's function tools is a `function_call` item; the turn ends with it.
 
 use promptgate_core::tools::catalogue::names;
-use promptgate_service::events::{TurnEvent, UiChunk, UiFinishReason};
+use promptgate_service::events::{ClientToolCall, TurnEvent, UiChunk, UiFinishReason};
 use serde_json::{Value, json};
 
 use super::frames::{DeltaOf, Frames};
@@ -29,11 +29,9 @@ struct End {
     error: Option<String>,
 }
 
-/// How a tool call of the turn shows in the output.
+/// How a call of a server tool shows in the output.
 #[derive(Debug, Clone, PartialEq)]
 enum Route {
-    /// One of the client's function tools: a `function_call` item from its first fragment on.
-    Function,
     /// An MCP tool: an `mcp_call` item once the turn says which server it is on.
     Mcp { arguments: Option<String> },
     /// `search` or `fetch_content`: a `web_search_call` item once its input is known.
@@ -57,8 +55,6 @@ pub struct Translator {
     echo: Echo,
     /// Makes item ids unique: the response id without its prefix.
     stem: String,
-    /// The names of the client's function tools.
-    client_tools: Vec<String>,
     items: Vec<Item>,
     open_text: Option<usize>,
     open_reasoning: Option<usize>,
@@ -69,12 +65,11 @@ pub struct Translator {
 }
 
 impl Translator {
-    pub fn new(echo: Echo, client_tools: Vec<String>) -> Self {
+    pub fn new(echo: Echo) -> Self {
         let stem = echo.id.trim_start_matches("resp_").to_owned();
         Self {
             echo,
             stem,
-            client_tools,
             items: Vec::new(),
             open_text: None,
             open_reasoning: None,
@@ -105,6 +100,10 @@ impl Translator {
                 if let Some(out) = out {
                     out.keep_alive();
                 }
+                return false;
+            }
+            TurnEvent::ClientToolCall(call) if self.end.is_none() => {
+                self.client_call(call, out);
                 return false;
             }
             _ => return false,
@@ -142,17 +141,8 @@ impl Translator {
                 tool_name,
                 dynamic,
                 ..
-            } => self.call_started(tool_call_id, tool_name, *dynamic == Some(true), out),
-            UiChunk::ToolInputDelta {
-                tool_call_id,
-                input_text_delta,
-            } => {
-                let index = self
-                    .call(tool_call_id)
-                    .filter(|c| c.route == Route::Function)
-                    .and_then(|c| c.index);
-                self.extend(index, DeltaOf::Arguments, input_text_delta, out);
-            }
+            } => self.call_started(tool_call_id, tool_name, *dynamic == Some(true)),
+            UiChunk::ToolInputDelta { .. } => {}
             UiChunk::ToolInputAvailable {
                 tool_call_id, input, ..
             } => self.call_input(tool_call_id, input, out),
@@ -286,30 +276,49 @@ impl Translator {
         self.calls.iter().find(|call| call.tool_call_id == tool_call_id)
     }
 
-    fn call_started(&mut self, tool_call_id: &str, tool_name: &str, mcp: bool, out: Option<&mut Frames>) {
-        let route = if self.client_tools.iter().any(|name| name == tool_name) {
-            Route::Function
-        } else if mcp {
+    fn call_started(&mut self, tool_call_id: &str, tool_name: &str, mcp: bool) {
+        let route = if mcp {
             Route::Mcp { arguments: None }
         } else if [names::SEARCH, names::FETCH_CONTENT].contains(&tool_name) {
             Route::Web
         } else {
             Route::Hidden
         };
-        let index = (route == Route::Function).then(|| {
-            let kind = ItemKind::FunctionCall {
-                call_id: tool_call_id.to_owned(),
-                name: tool_name.to_owned(),
-                arguments: String::new(),
-            };
-            self.open(kind, out)
-        });
         self.calls.push(Call {
             tool_call_id: tool_call_id.to_owned(),
             tool_name: tool_name.to_owned(),
             route,
-            index,
+            index: None,
         });
+    }
+
+    /// A call of one of the client's tools: the turn hands it over whole at its end, so the item's
+    /// arguments arrive as one delta.
+    fn client_call(&mut self, call: &ClientToolCall, mut out: Option<&mut Frames>) {
+        let kind = ItemKind::FunctionCall {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            arguments: String::new(),
+        };
+        let index = self.open(kind, out.as_deref_mut());
+        self.extend(
+            Some(index),
+            DeltaOf::Arguments,
+            &call.arguments,
+            out.as_deref_mut(),
+        );
+        self.close(index, ItemStatus::Completed, out);
+    }
+
+    /// The ids of the client's calls the response ended with, in order.
+    pub fn client_call_ids(&self) -> Vec<String> {
+        self.items
+            .iter()
+            .filter_map(|item| match &item.kind {
+                ItemKind::FunctionCall { call_id, .. } => Some(call_id.clone()),
+                _ => None,
+            })
+            .collect()
     }
 
     fn call_input(&mut self, tool_call_id: &str, input: &Value, out: Option<&mut Frames>) {
@@ -321,17 +330,6 @@ impl Translator {
             return;
         };
         match self.calls[position].route {
-            Route::Function => {
-                if let Some(index) = self.calls[position].index {
-                    // Arguments that streamed are kept as the model wrote them.
-                    if let ItemKind::FunctionCall { arguments, .. } = &mut self.items[index].kind
-                        && arguments.is_empty()
-                    {
-                        *arguments = input.to_string();
-                    }
-                    self.close(index, ItemStatus::Completed, out);
-                }
-            }
             Route::Mcp { .. } => {
                 self.calls[position].route = Route::Mcp {
                     arguments: Some(input.to_string()),

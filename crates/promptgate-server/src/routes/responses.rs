@@ -18,7 +18,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt};
 use promptgate_service::events::TurnEvent;
-use promptgate_service::{ResponseKeeper, ResponseRequest, SendHandle};
+use promptgate_service::facade::{FacadeHistory, responses_history};
+use promptgate_service::{CompletionRequest, ResponseKeeper, ResponseRequest, SendHandle};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -76,23 +77,28 @@ async fn create(
 ) -> ApiResult<Created> {
     let checked = request::check(&body)?;
     let store = body.store.unwrap_or(true);
-    let client_tools = checked
-        .functions
-        .iter()
-        .filter_map(|tool| tool["name"].as_str().map(str::to_owned))
-        .collect();
+    let input = responses_history(&body.input).map_err(|e| ApiError::invalid(e.to_string()))?;
     let input_items = store.then(|| body.input.clone());
+    // The request's instructions come first, then its system and developer messages.
+    let conversation = FacadeHistory {
+        system: body.instructions.iter().cloned().chain(input.system).collect(),
+        messages: input.messages,
+    };
     let run = state
         .service
         .respond(ResponseRequest {
-            user_id: user.id,
-            model: body.model,
-            input: body.input,
-            instructions: body.instructions.clone(),
+            turn: CompletionRequest {
+                user_id: user.id,
+                model: body.model,
+                conversation,
+                client_tools: checked.client_tools,
+                tool_choice: checked.choice,
+                extra: checked.sampling,
+                parallel_tool_calls: body.parallel_tool_calls,
+                max_output_tokens: body.max_output_tokens,
+                on_end: Vec::new(),
+            },
             previous_response_id: body.previous_response_id.clone(),
-            parallel_tool_calls: body.parallel_tool_calls,
-            max_output_tokens: body.max_output_tokens,
-            extra: checked.sampling,
             store,
         })
         .await?;
@@ -117,7 +123,7 @@ async fn create(
         input_items: with_ids(input_items.unwrap_or_default(), &echo.id),
     });
     let reading = Reading {
-        translator: Translator::new(echo, client_tools),
+        translator: Translator::new(echo),
         keeping,
         ended_at: 0,
     };
@@ -164,7 +170,8 @@ impl Reading {
         if let Some(Keeping { keeper, input_items }) = self.keeping.take() {
             let id = self.translator.echo().id.clone();
             let body = self.translator.final_response(self.ended_at);
-            if let Err(err) = keeper.keep(&id, body, input_items).await {
+            let calls = self.translator.client_call_ids();
+            if let Err(err) = keeper.keep(&id, body, input_items, &calls).await {
                 tracing::warn!(response = %id, error = %err, "a response asked to be kept was not stored");
                 self.translator.fail(NOT_KEPT_TEXT);
             }

@@ -302,16 +302,20 @@ mod tests {
                 json!({"tools": [{"type": "mcp", "server_label": "x"}]}),
                 "tools[0]: tool type `mcp`",
             ),
-            (json!({"tools": [{"type": "function"}]}), "needs a `name`"),
+            (json!({"tools": [{"type": "function"}]}), "tools[0]"),
             (
                 json!({"tools": [{"type": "function", "name": "has space"}]}),
-                "must be 1 to 64",
+                "tools[0]",
             ),
             (
                 json!({"tools": [{"type": "function", "name": "f", "parameters": "x"}]}),
-                "JSON Schema object",
+                "tools[0]",
             ),
             (json!({"tool_choice": "sometimes"}), "tool_choice"),
+            (
+                json!({"tool_choice": {"type": "function", "name": "absent"}}),
+                "not among `tools`",
+            ),
             (json!({"temperature": 3}), "temperature: must be between 0 and 2"),
             (json!({"top_p": -1}), "top_p"),
             (json!({"max_output_tokens": 0}), "max_output_tokens"),

@@ -556,3 +556,152 @@ async fn requests_the_gateway_cannot_honour_are_refused_before_any_model_call() 
     }
     assert_eq!(upstream.calls(), 0);
 }
+
+fn weather_tool() -> Value {
+    json!({"type": "function", "name": "get_weather", "description": "The weather in a city",
+           "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}})
+}
+
+/// The client's function call item in a response's output.
+fn function_call(response: &Value) -> &Value {
+    response["output"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|item| item["type"] == "function_call")
+        .unwrap_or_else(|| panic!("no function_call in {response}"))
+}
+
+#[tokio::test]
+async fn a_function_call_ends_the_response_and_its_output_continues_it_by_id() {
+    let (gw, upstream, _mcp) = tools_gateway(Backend::Sqlite).await;
+    // The model asks the server's MCP tool first, then calls the client's tool beside a search.
+    upstream.push(tool_calls(&[("up_1", "box_echo", &["{\"message\":\"oslo\"}"])]));
+    upstream.push(tool_calls(&[
+        ("up_2", "get_weather", &["{\"city\":", "\"Oslo\"}"]),
+        ("up_3", "search", &["{\"query\":\"oslo\"}"]),
+    ]));
+    let events = stream(
+        &gw,
+        json!({"model": "scripted", "input": "Weather in Oslo?", "tools": [weather_tool()]}),
+    )
+    .await;
+    let first = last_response(&events);
+    assert_eq!(events.last().unwrap().name, "response.completed");
+    assert_eq!(first["status"], "completed", "a hand-off is a complete response");
+    assert_eq!(
+        output_types(first),
+        ["mcp_call", "web_search_call", "function_call"]
+    );
+    let call = function_call(first);
+    assert_eq!(call["name"], "get_weather");
+    assert_eq!(call["status"], "completed");
+    assert_eq!(
+        serde_json::from_str::<Value>(call["arguments"].as_str().unwrap()).unwrap(),
+        json!({"city": "Oslo"})
+    );
+    assert_eq!(
+        first["tools"],
+        json!([weather_tool()]),
+        "the response repeats the client's tools"
+    );
+    for kind in [
+        "response.function_call_arguments.delta",
+        "response.function_call_arguments.done",
+    ] {
+        assert!(
+            names(&events).contains(&kind),
+            "{kind} missing: {:?}",
+            names(&events)
+        );
+    }
+    let offered = crate::common::offered_tools(&upstream.requests()[0]);
+    assert!(
+        offered.contains(&"get_weather".to_owned()) && offered.contains(&"box_echo".to_owned()),
+        "{offered:?}"
+    );
+
+    // The output comes back under the id the client was given; the model reads its own history.
+    upstream.push(text(["4 degrees in Oslo."]));
+    let (status, second) = gw
+        .post(
+            "/v1/responses",
+            json!({"model": "scripted", "previous_response_id": first["id"], "tools": [weather_tool()],
+                   "input": [{"type": "function_call_output", "call_id": call["call_id"], "output": "{\"c\":4}"}]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{second}");
+    assert_eq!(second["output"][0]["content"][0]["text"], "4 degrees in Oslo.");
+    let seen = conversation(&upstream, 2);
+    assert_eq!(
+        seen[..4],
+        [
+            "user: Weather in Oslo?",
+            "assistant calls box_echo({\"message\":\"oslo\"})",
+            "tool: echo: oslo",
+            "assistant calls get_weather({\"city\":\"Oslo\"})",
+        ],
+        "{seen:?}"
+    );
+    assert_eq!(seen.len(), 6, "both calls of the last step answered: {seen:?}");
+    let request = &upstream.requests()[2];
+    assert_eq!(
+        crate::common::tool_message(request, "up_2"),
+        "{\"c\":4}",
+        "answers the model's own call id"
+    );
+    assert!(
+        !crate::common::tool_message(request, "up_3").is_empty(),
+        "the search's result stays"
+    );
+
+    // Without an id, the client sends the items back itself: the server's steps are put back.
+    upstream.push(text(["Still 4 degrees."]));
+    let mut items = vec![json!({"role": "user", "content": "Weather in Oslo?"})];
+    items.extend(first["output"].as_array().unwrap().iter().cloned());
+    items.push(json!({"type": "function_call_output", "call_id": call["call_id"], "output": "{\"c\":4}"}));
+    let (status, third) = gw
+        .post(
+            "/v1/responses",
+            json!({"model": "scripted", "store": false, "tools": [weather_tool()], "input": items}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{third}");
+    assert_eq!(conversation(&upstream, 3), conversation(&upstream, 2));
+}
+
+#[tokio::test]
+async fn tool_choice_steers_the_first_step_and_none_offers_no_client_tool() {
+    let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
+    upstream.push(tool_calls(&[("c1", "get_weather", &["{\"city\":\"Rome\"}"])]));
+    let (status, body) = gw
+        .post(
+            "/v1/responses",
+            json!({"model": "scripted", "input": "Rome?", "tools": [weather_tool()], "parallel_tool_calls": false,
+                   "tool_choice": {"type": "function", "name": "get_weather"}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(function_call(&body)["name"], "get_weather");
+    let sent = upstream.last_request().unwrap();
+    assert_eq!(
+        crate::common::offered_tools(&sent),
+        ["get_weather"],
+        "only the named tool on the first step"
+    );
+    assert_eq!(sent["tool_choice"], "required");
+    assert_eq!(sent["parallel_tool_calls"], false);
+    assert_eq!(body["parallel_tool_calls"], false);
+
+    upstream.push(text(["Sunny."]));
+    let (status, body) = gw
+        .post(
+            "/v1/responses",
+            json!({"model": "scripted", "input": "Rome?", "tools": [weather_tool()], "tool_choice": "none"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let offered = crate::common::offered_tools(&upstream.last_request().unwrap());
+    assert!(!offered.contains(&"get_weather".to_owned()), "{offered:?}");
+    assert_eq!(body["tool_choice"], "none");
+}

@@ -192,3 +192,85 @@ async fn an_openai_agents_sdk_agent_runs_its_function_tool_through_the_gateway()
     let result_text = crate::common::tool_message(&requests[1], "call_w");
     assert!(result_text.contains("\"celsius\": 4"), "{result_text}");
 }
+
+/// The Codex CLI of tests/codex (`npm ci` there; `.ci/run` does it).
+fn codex() -> Option<PathBuf> {
+    let bin = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/codex/node_modules/.bin/codex"
+    ));
+    if bin.is_file() {
+        return Some(bin);
+    }
+    assert_ne!(
+        std::env::var("CI").as_deref(),
+        Ok("true"),
+        "tests/codex/node_modules is missing: run `npm ci` in tests/codex"
+    );
+    eprintln!("note: skipping the Codex CLI check; run `npm ci` in tests/codex to include it");
+    None
+}
+
+/// What the file in Codex's working folder says.
+const WORKSPACE_NOTE: &str = "greetings from the workspace";
+
+#[tokio::test]
+async fn the_codex_cli_runs_a_task_with_its_own_tool_through_a_custom_provider() {
+    let Some(codex) = codex() else { return };
+    let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
+    // Codex's shell tool reads the file, then the model answers from what it read.
+    upstream.push(tool_calls(&[(
+        "call_c",
+        "exec_command",
+        &["{\"cmd\":\"cat note.txt\"}"],
+    )]));
+    upstream.push(text(["The note says: greetings."]));
+
+    let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("codex-{}", std::process::id()));
+    let (home, work) = (root.join("home"), root.join("work"));
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::write(work.join("note.txt"), WORKSPACE_NOTE).unwrap();
+    let config = format!(
+        "model = \"scripted\"\nmodel_provider = \"promptgate\"\n\n[model_providers.promptgate]\n\
+         name = \"promptgate\"\nbase_url = \"{}\"\nenv_key = \"PROMPTGATE_KEY\"\nwire_api = \"responses\"\n\
+         request_max_retries = 0\nstream_max_retries = 0\n",
+        gw.url("/v1")
+    );
+    std::fs::write(home.join("config.toml"), config).unwrap();
+    let args = ["exec", "--skip-git-repo-check", "What does note.txt say?"];
+    let out = tokio::task::spawn_blocking({
+        let (home, work) = (home.clone(), work.clone());
+        move || {
+            Command::new(codex)
+                .args(args)
+                .current_dir(work)
+                .env("CODEX_HOME", &home)
+                .env("HOME", &home)
+                .env("PROMPTGATE_KEY", "any-key-in-single-user-mode")
+                .stdin(std::process::Stdio::null())
+                .output()
+        }
+    })
+    .await
+    .unwrap()
+    .expect("codex runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let _ = std::fs::remove_dir_all(&root);
+    assert!(out.status.success(), "codex failed: {stdout}\nstderr: {stderr}");
+    assert!(
+        stdout.contains("The note says: greetings."),
+        "{stdout}\nstderr: {stderr}"
+    );
+
+    // Codex ran its own tool on its side and sent the result back as a function_call_output.
+    assert_eq!(upstream.calls(), 2, "stderr: {stderr}");
+    let requests = upstream.requests();
+    assert!(
+        crate::common::offered_tools(&requests[0]).contains(&"exec_command".to_owned()),
+        "Codex's function tools reach the model"
+    );
+    let result = crate::common::tool_message(&requests[1], "call_c");
+    assert!(result.contains(WORKSPACE_NOTE), "{result}");
+}

@@ -126,6 +126,7 @@ async fn create(
         translator: Translator::new(echo),
         keeping,
         ended_at: 0,
+        not_kept: false,
     };
     if body.stream.unwrap_or(false) {
         return Ok(Created::Stream(Box::new((run.handle, reading))));
@@ -138,6 +139,14 @@ async fn create(
     };
     reading.conclude(None).await;
     let translator = &reading.translator;
+    if reading.not_kept {
+        // The client has seen nothing of it: asking again loses nothing.
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not_stored",
+            NOT_KEPT_TEXT,
+        ));
+    }
     if let Some(message) = translator.failure() {
         return Err(ApiError::new(StatusCode::BAD_GATEWAY, "upstream_error", message));
     }
@@ -150,6 +159,8 @@ struct Reading {
     keeping: Option<Keeping>,
     /// Unix seconds at which it ended.
     ended_at: i64,
+    /// It was to be kept, and the store did not take it.
+    not_kept: bool,
 }
 
 struct Keeping {
@@ -174,6 +185,7 @@ impl Reading {
             if let Err(err) = keeper.keep(&id, body, input_items, &calls).await {
                 tracing::warn!(response = %id, error = %err, "a response asked to be kept was not stored");
                 self.translator.fail(NOT_KEPT_TEXT);
+                self.not_kept = true;
             }
         }
         self.translator.finish(self.ended_at, out);

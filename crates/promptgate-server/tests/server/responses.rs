@@ -705,3 +705,51 @@ async fn tool_choice_steers_the_first_step_and_none_offers_no_client_tool() {
     assert!(!offered.contains(&"get_weather".to_owned()), "{offered:?}");
     assert_eq!(body["tool_choice"], "none");
 }
+
+#[tokio::test]
+async fn a_response_the_store_does_not_take_ends_failed_and_is_never_reported_complete() {
+    let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
+    // The store loses its table of responses: nothing can be kept from now on.
+    sqlx::any::install_default_drivers();
+    let pool = sqlx::AnyPool::connect(&gw.database_url).await.unwrap();
+    sqlx::query("DROP TABLE responses").execute(&pool).await.unwrap();
+
+    upstream.push(text(["Seen ", "but ", "not ", "kept."]));
+    let events = stream(&gw, json!({"model": "scripted", "input": "Hi"})).await;
+    assert!(names(&events).contains(&"response.output_text.delta"));
+    assert!(
+        !names(&events).contains(&"response.completed"),
+        "{:?}",
+        names(&events)
+    );
+    assert_eq!(events.last().unwrap().name, "response.failed");
+    let failed = last_response(&events);
+    assert!(
+        failed["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("could not be stored"),
+        "{failed}"
+    );
+
+    upstream.push(text(["Not ", "kept."]));
+    let (status, err) = gw
+        .post("/v1/responses", json!({"model": "scripted", "input": "Hi"}))
+        .await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{err}");
+    assert_eq!(error_code(&err), "not_stored");
+
+    // A response not asked to be kept is not touched by it.
+    upstream.push(text(["Fine."]));
+    let (status, body) = gw
+        .post(
+            "/v1/responses",
+            json!({"model": "scripted", "input": "Hi", "store": false}),
+        )
+        .await;
+    assert_eq!(
+        (status, &body["status"]),
+        (StatusCode::OK, &json!("completed")),
+        "{body}"
+    );
+}

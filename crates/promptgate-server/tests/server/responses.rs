@@ -753,3 +753,82 @@ async fn a_response_the_store_does_not_take_ends_failed_and_is_never_reported_co
         "{body}"
     );
 }
+
+#[tokio::test]
+async fn over_a_native_anthropic_provider_thinking_is_reasoning_and_tool_use_a_function_call() {
+    use promptgate_llm::scripted::anthropic::{Answer, PromptCounts};
+    init();
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    let text = format!(
+        "{}\n[[providers]]\nname = \"claude\"\nkind = \"anthropic\"\nbase_url = \"{}\"\n\
+         first_byte_timeout_secs = 5\nidle_timeout_secs = 5\nthinking = \"budget\"\n\n\
+         [[models]]\nid = \"claude\"\nname = \"Claude\"\nprovider = \"claude\"\n\
+         upstream_model = \"claude-sonnet-4-5\"\nreasoning = \"low\"\n",
+        promptgate_server::config::EMBEDDED_DEFAULT,
+        upstream.base_url()
+    );
+    let mut config = promptgate_server::config::Config::parse(&text).unwrap();
+    config.auth.mode = AuthMode::SingleUser;
+    let gw = Gateway::start(Backend::Sqlite, config).await;
+    let counts = |input, cache_read, cache_write| PromptCounts {
+        input,
+        cache_read,
+        cache_write,
+    };
+    upstream.push(
+        Answer::new()
+            .counts(counts(300, 0, 2100))
+            .thinking("The weather tool knows.", "sig-1")
+            .tool_use("toolu_w", "get_weather", &["{\"city\":", "\"Oslo\"}"])
+            .script(),
+    );
+    let events = stream(
+        &gw,
+        json!({"model": "claude", "input": "Weather in Oslo?", "tools": [weather_tool()], "max_output_tokens": 8000}),
+    )
+    .await;
+    let first = last_response(&events);
+    assert_eq!(first["status"], "completed", "{first}");
+    assert_eq!(output_types(first), ["reasoning", "function_call"]);
+    assert_eq!(
+        first["output"][0]["summary"][0]["text"],
+        "The weather tool knows."
+    );
+    assert_eq!(function_call(first)["name"], "get_weather");
+    let sent = upstream.last_request().unwrap();
+    assert_eq!(sent["max_tokens"], 8000, "the cap in Anthropic's own field");
+    assert!(
+        sent["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "get_weather"),
+        "{sent}"
+    );
+
+    upstream.push(
+        Answer::new()
+            .counts(counts(40, 2100, 0))
+            .text(["4 degrees ", "in Oslo."])
+            .script(),
+    );
+    let (status, second) = gw
+        .post(
+            "/v1/responses",
+            json!({"model": "claude", "previous_response_id": first["id"], "tools": [weather_tool()],
+                   "input": [{"type": "function_call_output", "call_id": function_call(first)["call_id"], "output": "4"}]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{second}");
+    assert_eq!(second["output"][0]["content"][0]["text"], "4 degrees in Oslo.");
+    assert_eq!(second["usage"]["input_tokens_details"]["cached_tokens"], 2100);
+    let sent = upstream.last_request().unwrap();
+    let result = sent["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["content"].as_array().into_iter().flatten())
+        .find(|block| block["type"] == "tool_result")
+        .unwrap_or_else(|| panic!("no tool_result: {sent}"));
+    assert_eq!(result["tool_use_id"], "toolu_w", "the model's own id");
+}

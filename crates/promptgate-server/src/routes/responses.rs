@@ -292,11 +292,25 @@ impl OperationOutput for Created {
     }
 }
 
+#[derive(Deserialize, JsonSchema)]
+pub struct RetrieveQuery {
+    /// Only `false`: a kept response is read whole, its stream is not replayed.
+    #[serde(default)]
+    pub stream: Option<bool>,
+}
+
 async fn retrieve(
     State(state): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
+    ApiQuery(query): ApiQuery<RetrieveQuery>,
 ) -> ApiResult<Json<Value>> {
+    if query.stream == Some(true) {
+        return Err(ApiError::bad_request(
+            "invalid_query",
+            "a kept response is read whole; replaying its stream is not supported",
+        ));
+    }
     let kept = state.service.kept_response(&user.id, &id).await?;
     Ok(Json(kept.body))
 }

@@ -186,6 +186,12 @@ async fn a_streamed_response_has_the_events_the_clients_expect_and_is_kept() {
     let (status, kept) = gw.get(&format!("/v1/responses/{id}")).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(&kept, done);
+    let (status, err) = gw.get(&format!("/v1/responses/{id}?stream=true")).await;
+    assert_eq!(
+        status,
+        StatusCode::BAD_REQUEST,
+        "a replay is refused, not answered as JSON: {err}"
+    );
 }
 
 #[tokio::test]

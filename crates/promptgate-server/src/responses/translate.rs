@@ -9,10 +9,10 @@
 //! shapes for work the server does); every other server tool runs unseen, as on the chat facade. A
 //! call to one of the client's function tools is a `function_call` item; the turn ends with it.
 
-use promptgate_core::tools::catalogue::names;
-use promptgate_service::events::{ClientToolCall, TurnEvent, UiChunk, UiFinishReason};
+use promptgate_service::events::{TurnEvent, UiChunk, UiFinishReason};
 use serde_json::{Value, json};
 
+use super::calls::{Call, output_text};
 use super::frames::{DeltaOf, Frames};
 use super::object::{Echo, Item, ItemKind, ItemStatus, Shortfall, State, Status, Usage, response_json};
 
@@ -29,36 +29,16 @@ struct End {
     error: Option<String>,
 }
 
-/// How a call of a server tool shows in the output.
-#[derive(Debug, Clone, PartialEq)]
-enum Route {
-    /// An MCP tool: an `mcp_call` item once the turn says which server it is on.
-    Mcp { arguments: Option<String> },
-    /// `search` or `fetch_content`: a `web_search_call` item once its input is known.
-    Web,
-    /// Any other server tool: not shown.
-    Hidden,
-}
-
-#[derive(Debug)]
-struct Call {
-    tool_call_id: String,
-    tool_name: String,
-    route: Route,
-    /// Its output index, once it is an item.
-    index: Option<usize>,
-}
-
 /// Folds a turn's events into the response, writing the stream's events when given [`Frames`].
 #[derive(Debug)]
 pub struct Translator {
     echo: Echo,
     /// Makes item ids unique: the response id without its prefix.
     stem: String,
-    items: Vec<Item>,
+    pub(super) items: Vec<Item>,
     open_text: Option<usize>,
     open_reasoning: Option<usize>,
-    calls: Vec<Call>,
+    pub(super) calls: Vec<Call>,
     usage: Option<Usage>,
     error_text: Option<String>,
     end: Option<End>,
@@ -84,15 +64,8 @@ impl Translator {
         &self.echo
     }
 
-    /// True once the turn has ended the response; its terminal event is written by [`finish`]
-    /// (after the response is kept).
-    ///
-    /// [`finish`]: Translator::finish
-    pub fn ended(&self) -> bool {
-        self.end.is_some()
-    }
-
-    /// Takes one event of the turn. Returns true when it ended the response.
+    /// Takes one event of the turn. Returns true when it ended the response; its terminal event
+    /// is written by [`finish`](Self::finish), once the response is kept.
     pub fn push(&mut self, event: &TurnEvent, mut out: Option<&mut Frames>) -> bool {
         let chunk = match event {
             TurnEvent::Chunk(chunk) if self.end.is_none() => chunk,
@@ -272,131 +245,8 @@ impl Translator {
             .any(|item| matches!(item.kind, ItemKind::FunctionCall { .. }))
     }
 
-    fn call(&self, tool_call_id: &str) -> Option<&Call> {
-        self.calls.iter().find(|call| call.tool_call_id == tool_call_id)
-    }
-
-    fn call_started(&mut self, tool_call_id: &str, tool_name: &str, mcp: bool) {
-        let route = if mcp {
-            Route::Mcp { arguments: None }
-        } else if [names::SEARCH, names::FETCH_CONTENT].contains(&tool_name) {
-            Route::Web
-        } else {
-            Route::Hidden
-        };
-        self.calls.push(Call {
-            tool_call_id: tool_call_id.to_owned(),
-            tool_name: tool_name.to_owned(),
-            route,
-            index: None,
-        });
-    }
-
-    /// A call of one of the client's tools: the turn hands it over whole at its end, so the item's
-    /// arguments arrive as one delta.
-    fn client_call(&mut self, call: &ClientToolCall, mut out: Option<&mut Frames>) {
-        let kind = ItemKind::FunctionCall {
-            call_id: call.id.clone(),
-            name: call.name.clone(),
-            arguments: String::new(),
-        };
-        let index = self.open(kind, out.as_deref_mut());
-        self.extend(
-            Some(index),
-            DeltaOf::Arguments,
-            &call.arguments,
-            out.as_deref_mut(),
-        );
-        self.close(index, ItemStatus::Completed, out);
-    }
-
-    /// The ids of the client's calls the response ended with, in order.
-    pub fn client_call_ids(&self) -> Vec<String> {
-        self.items
-            .iter()
-            .filter_map(|item| match &item.kind {
-                ItemKind::FunctionCall { call_id, .. } => Some(call_id.clone()),
-                _ => None,
-            })
-            .collect()
-    }
-
-    fn call_input(&mut self, tool_call_id: &str, input: &Value, out: Option<&mut Frames>) {
-        let Some(position) = self
-            .calls
-            .iter()
-            .position(|call| call.tool_call_id == tool_call_id)
-        else {
-            return;
-        };
-        match self.calls[position].route {
-            Route::Mcp { .. } => {
-                self.calls[position].route = Route::Mcp {
-                    arguments: Some(input.to_string()),
-                };
-            }
-            Route::Web => {
-                let action = web_action(&self.calls[position].tool_name, input);
-                let index = self.open(ItemKind::WebSearch { action }, out);
-                self.calls[position].index = Some(index);
-            }
-            Route::Hidden => {}
-        }
-    }
-
-    /// The turn says which MCP server the latest call of `name` went to: the call becomes an item.
-    fn mcp_call_located(&mut self, name: &str, origin: &Value, out: Option<&mut Frames>) {
-        let Some(position) = self.calls.iter().rposition(|call| {
-            call.tool_name == name
-                && call.index.is_none()
-                && matches!(call.route, Route::Mcp { arguments: Some(_) })
-        }) else {
-            return;
-        };
-        let Route::Mcp {
-            arguments: Some(arguments),
-        } = std::mem::replace(&mut self.calls[position].route, Route::Mcp { arguments: None })
-        else {
-            return;
-        };
-        let text = |key: &str| {
-            origin
-                .get(key)
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned()
-        };
-        let kind = ItemKind::McpCall {
-            server_label: text("name"),
-            name: text("toolName"),
-            arguments,
-            output: None,
-            error: None,
-        };
-        let index = self.open(kind, out);
-        self.calls[position].index = Some(index);
-    }
-
-    fn call_ended(&mut self, tool_call_id: &str, result: Result<String, String>, out: Option<&mut Frames>) {
-        let Some(index) = self.call(tool_call_id).and_then(|call| call.index) else {
-            return;
-        };
-        let status = if result.is_ok() {
-            ItemStatus::Completed
-        } else {
-            ItemStatus::Failed
-        };
-        if let ItemKind::McpCall { output, error, .. } = &mut self.items[index].kind {
-            match result {
-                Ok(text) => *output = Some(text),
-                Err(text) => *error = Some(text),
-            }
-        }
-        self.close(index, status, out);
-    }
-
     /// Adds an item in progress and announces it (with its first, empty part where it has one).
-    fn open(&mut self, kind: ItemKind, out: Option<&mut Frames>) -> usize {
+    pub(super) fn open(&mut self, kind: ItemKind, out: Option<&mut Frames>) -> usize {
         let index = self.items.len();
         let prefix = match kind {
             ItemKind::Message { .. } => "msg",
@@ -451,7 +301,13 @@ impl Translator {
     }
 
     /// Appends a delta to the open item at `index` (none: the delta belongs to nothing shown).
-    fn extend(&mut self, index: Option<usize>, of: DeltaOf, delta: &str, out: Option<&mut Frames>) {
+    pub(super) fn extend(
+        &mut self,
+        index: Option<usize>,
+        of: DeltaOf,
+        delta: &str,
+        out: Option<&mut Frames>,
+    ) {
         let Some(index) = index else { return };
         let item = &mut self.items[index];
         match &mut item.kind {
@@ -465,7 +321,7 @@ impl Translator {
     }
 
     /// Marks the item at `index` done and announces it, after the events that close its parts.
-    fn close(&mut self, index: usize, status: ItemStatus, out: Option<&mut Frames>) {
+    pub(super) fn close(&mut self, index: usize, status: ItemStatus, out: Option<&mut Frames>) {
         self.items[index].status = status;
         let Some(out) = out else { return };
         let item = &self.items[index];
@@ -529,27 +385,146 @@ fn failed(message: &str) -> End {
     }
 }
 
-/// An MCP result as `mcp_call.output` has it: the text of its content blocks, else its JSON.
-fn output_text(output: &Value) -> String {
-    let texts: Option<Vec<&str>> = output.get("content").and_then(Value::as_array).map(|blocks| {
-        blocks
-            .iter()
-            .filter_map(|block| block.get("text")?.as_str())
-            .collect()
-    });
-    match (texts, output) {
-        (Some(texts), _) if !texts.is_empty() => texts.join("\n"),
-        (_, Value::String(text)) => text.clone(),
-        (_, other) => other.to_string(),
-    }
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Map;
 
-/// A web tool's call in the API's words: a search, or opening a page.
-fn web_action(tool_name: &str, input: &Value) -> Value {
-    let field = |key: &str| input.get(key).and_then(Value::as_str).unwrap_or_default();
-    if tool_name == names::FETCH_CONTENT {
-        json!({"type": "open_page", "url": field("url")})
-    } else {
-        json!({"type": "search", "query": field("query")})
+    fn translator() -> Translator {
+        Translator::new(Echo {
+            id: "resp_1".into(),
+            created_at: 1_764_662_400,
+            model: "m".into(),
+            instructions: None,
+            metadata: Map::new(),
+            previous_response_id: None,
+            tools: Vec::new(),
+            tool_choice: "auto".into(),
+            parallel_tool_calls: true,
+            temperature: None,
+            top_p: None,
+            max_output_tokens: None,
+            store: false,
+        })
+    }
+
+    fn chunk(chunk: UiChunk) -> TurnEvent {
+        TurnEvent::Chunk(chunk)
+    }
+
+    /// A turn that says some text, then ends with `last`; the stream's event types and the final
+    /// response.
+    fn run(last: Vec<UiChunk>) -> (Vec<String>, Value) {
+        let mut translator = translator();
+        let mut frames = Frames::default();
+        let mut events = vec![
+            chunk(UiChunk::Start {
+                message_id: None,
+                message_metadata: None,
+            }),
+            chunk(UiChunk::TextStart { id: "t".into() }),
+            chunk(UiChunk::TextDelta {
+                id: "t".into(),
+                delta: "Part".into(),
+            }),
+        ];
+        events.extend(last.into_iter().map(chunk));
+        // Every event is pushed, those after the end too.
+        let mut ended = false;
+        for event in &events {
+            ended |= translator.push(event, Some(&mut frames));
+        }
+        if !ended {
+            translator.cut_short();
+        }
+        translator.finish(7, Some(&mut frames));
+        let text = String::from_utf8(frames.take()).unwrap();
+        let types = text
+            .split_terminator("\n\n")
+            .map(|frame| {
+                frame
+                    .lines()
+                    .next()
+                    .unwrap()
+                    .trim_start_matches("event: ")
+                    .to_owned()
+            })
+            .collect();
+        (types, translator.final_response(7))
+    }
+
+    #[test]
+    fn a_stopped_turn_fails_with_its_open_text_closed() {
+        let (types, response) = run(vec![UiChunk::Abort {
+            reason: Some("stopped".into()),
+        }]);
+        assert_eq!(types.last().unwrap(), "response.failed");
+        assert!(
+            types.contains(&"response.output_item.done".to_owned()),
+            "{types:?}"
+        );
+        assert_eq!(response["status"], "failed");
+        assert_eq!(
+            response["error"],
+            json!({"code": "server_error", "message": STOPPED_TEXT})
+        );
+        assert_eq!(response["output"][0]["content"][0]["text"], "Part");
+        assert!(response.get("completed_at").is_none());
+    }
+
+    #[test]
+    fn a_turn_that_ends_without_a_word_is_failed_not_completed() {
+        let (types, response) = run(Vec::new());
+        assert_eq!(types.last().unwrap(), "response.failed");
+        assert_eq!(response["status"], "failed");
+    }
+
+    #[test]
+    fn an_error_says_what_failed_and_nothing_after_the_end_counts() {
+        let (types, response) = run(vec![
+            UiChunk::Error {
+                error_text: "The model provider could not be reached.".into(),
+            },
+            UiChunk::Finish {
+                finish_reason: Some(UiFinishReason::Error),
+                message_metadata: None,
+            },
+            UiChunk::TextDelta {
+                id: "t".into(),
+                delta: "late".into(),
+            },
+        ]);
+        assert_eq!(types.last().unwrap(), "response.failed");
+        assert_eq!(
+            response["error"]["message"],
+            "The model provider could not be reached."
+        );
+        assert_eq!(response["output"][0]["content"][0]["text"], "Part");
+    }
+
+    #[test]
+    fn the_step_cap_and_the_token_cap_leave_the_response_incomplete() {
+        for reason in [UiFinishReason::ToolCalls, UiFinishReason::Length] {
+            let (types, response) = run(vec![
+                UiChunk::TextEnd { id: "t".into() },
+                UiChunk::Finish {
+                    finish_reason: Some(reason),
+                    message_metadata: None,
+                },
+            ]);
+            assert_eq!(types.last().unwrap(), "response.incomplete");
+            assert_eq!(
+                response["incomplete_details"],
+                json!({"reason": "max_output_tokens"})
+            );
+        }
+        let (_, response) = run(vec![UiChunk::Finish {
+            finish_reason: Some(UiFinishReason::ContentFilter),
+            message_metadata: None,
+        }]);
+        assert_eq!(
+            response["incomplete_details"],
+            json!({"reason": "content_filter"})
+        );
     }
 }

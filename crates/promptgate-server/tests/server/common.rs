@@ -329,9 +329,14 @@ impl Gateway {
     pub async fn stored_messages(&self, thread: &str, expected: usize) -> Value {
         // One page holds at most the largest page size (200 by default): enough for every thread a
         // test writes.
-        assert!(expected <= 200, "a thread of {expected} messages needs more than one page");
+        assert!(
+            expected <= 200,
+            "a thread of {expected} messages needs more than one page"
+        );
         for _ in 0..200 {
-            let (_, messages) = self.get(&format!("/v1/threads/{thread}/messages?limit=200")).await;
+            let (_, messages) = self
+                .get(&format!("/v1/threads/{thread}/messages?limit=200"))
+                .await;
             if messages
                 .as_array()
                 .is_some_and(|m| m.len() >= expected && m.iter().all(|m| m["status"] != "streaming"))

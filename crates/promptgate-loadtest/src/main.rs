@@ -137,6 +137,8 @@ async fn drive(cli: Cli) -> anyhow::Result<()> {
         let mut all = vec![
             Scenario::FacadeJson,
             Scenario::FacadeStream,
+            Scenario::ResponsesJson,
+            Scenario::ResponsesStream,
             Scenario::SendSqlite,
             Scenario::Capacity,
             Scenario::HeldTurns,

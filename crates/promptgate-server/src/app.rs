@@ -35,6 +35,7 @@ fn api_routes() -> ApiRouter<AppState> {
         .merge(routes::threads::routes())
         .merge(routes::prompt::routes())
         .merge(routes::artifact_links::routes())
+        .merge(routes::responses::kept_routes())
 }
 
 /// Routes that stream; they are documented but not under the request timeout.
@@ -42,6 +43,7 @@ fn streaming_routes() -> ApiRouter<AppState> {
     ApiRouter::new()
         .merge(routes::chat::routes())
         .merge(routes::completions::routes())
+        .merge(routes::responses::routes())
 }
 
 fn api_info() -> OpenApi {

@@ -25,6 +25,7 @@ pub mod listen;
 mod memory;
 pub mod nul;
 pub mod observe;
+pub mod responses;
 pub mod routes;
 pub mod runtime;
 pub mod secrets;

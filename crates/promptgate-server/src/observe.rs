@@ -217,7 +217,8 @@ pub struct TurnWatch {
 }
 
 impl TurnWatch {
-    /// `kind` is `chat` or `completion`. Call inside the request's span so the summary carries its id.
+    /// `kind` is `chat`, `completion` or `response`. Call inside the request's span so the summary
+    /// carries its id.
     pub fn start(kind: &'static str, turn_id: &str, model: &str) -> Self {
         TURN_SERIES.in_flight.increment(1.0);
         Self {

@@ -37,6 +37,9 @@ pub use promptgate_workspace::WorkspaceLimits;
 /// How long a final save keeps trying while the store is unavailable.
 pub const DEFAULT_SAVE_RETRY: Duration = Duration::from_secs(600);
 
+/// How long a kept response of the Responses API stays, as the API keeps them by default.
+pub const DEFAULT_RESPONSE_RETENTION: Duration = Duration::from_secs(30 * 24 * 60 * 60);
+
 /// Enough for a busy single instance; each turn holds a client connection, an upstream connection
 /// and its history, so without a bound overload turns into memory.
 pub const DEFAULT_TURNS_IN_FLIGHT: usize = 1024;
@@ -59,6 +62,8 @@ pub struct ServiceConfig {
     pub workspace: WorkspaceLimits,
     /// Threads whose harness transcript this instance keeps in memory.
     pub kept_harnesses: usize,
+    /// How long a kept response of the Responses API can be read and continued.
+    pub response_retention: Duration,
     /// How a send fits its thread to the model's context window.
     pub context: ContextSettings,
 }
@@ -76,6 +81,7 @@ impl Default for ServiceConfig {
             instance: InstanceConfig::default(),
             workspace: WorkspaceLimits::default(),
             kept_harnesses: DEFAULT_KEPT_HARNESSES,
+            response_retention: DEFAULT_RESPONSE_RETENTION,
             context: ContextSettings::default(),
         }
     }

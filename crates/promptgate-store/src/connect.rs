@@ -148,6 +148,12 @@ const MIGRATIONS: &[SchemaVersion] = &[
             "../../../migrations/sqlite/0015_client_handoffs.sql"
         )),
     },
+    SchemaVersion {
+        version: 16,
+        name: "responses",
+        postgres: include_str!("../../../migrations/postgres/0016_responses.sql"),
+        sqlite: Some(include_str!("../../../migrations/sqlite/0016_responses.sql")),
+    },
 ];
 
 const SQLITE_BUSY_TIMEOUT_MS: u32 = 5_000;

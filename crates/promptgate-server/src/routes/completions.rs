@@ -5,7 +5,7 @@ use aide::OperationOutput;
 use aide::axum::ApiRouter;
 use aide::axum::routing::post_with;
 use aide::generate::GenContext;
-use aide::openapi::{MediaType, Operation, Response as ApiResponse, StatusCode as ApiStatus};
+use aide::openapi::{Operation, Response as ApiResponse, StatusCode as ApiStatus};
 use axum::body::Body;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
@@ -103,6 +103,9 @@ async fn completions(
             client_tools: Vec::new(),
             tool_choice: ClientToolChoice::Auto,
             extra: body.extra,
+            parallel_tool_calls: None,
+            max_output_tokens: None,
+            on_end: Vec::new(),
         })
         .await?;
     let identity = CompletionIdentity {
@@ -118,7 +121,14 @@ async fn completions(
     }
     let watch = crate::observe::TurnWatch::start("completion", &handle.turn_id, &handle.model_id);
     let events = crate::observe::watch_turn(watch, handle.events);
-    let Some(response) = read_whole(&state, CompletionResponse::new(identity), events).await else {
+    let Some(response) = read_whole(
+        &state,
+        CompletionResponse::new(identity),
+        CompletionResponse::push,
+        events,
+    )
+    .await
+    else {
         return Err(ApiError::internal());
     };
     match response.finish_json() {
@@ -131,22 +141,23 @@ async fn completions(
     }
 }
 
-/// Reads the whole turn into `response` on a task of its own. The handler's task is polled
-/// through every layer of the server, and waking it for each chunk of the upstream's stream cost
-/// more than the chunk itself (docs/benchmarks.md); this task is woken for the chunks and the
-/// handler once, at the end. A client that leaves drops the receiver, which ends the task and so
-/// the turn. `None` only if the task failed.
-async fn read_whole(
+/// Reads the whole turn into `response` (each event through `push`) on a task of its own. The
+/// handler's task is polled through every layer of the server, and waking it for each chunk of the
+/// upstream's stream cost more than the chunk itself (docs/benchmarks.md); this task is woken for
+/// the chunks and the handler once, at the end. A client that leaves drops the receiver, which ends
+/// the task and so the turn. `None` only if the task failed.
+pub(super) async fn read_whole<R: Send + 'static>(
     state: &AppState,
-    mut response: CompletionResponse,
+    mut response: R,
+    push: fn(&mut R, &TurnEvent),
     events: impl Stream<Item = TurnEvent> + Send + 'static,
-) -> Option<CompletionResponse> {
+) -> Option<R> {
     let (mut done, whole) = tokio::sync::oneshot::channel();
     let read = async move {
         let mut events = std::pin::pin!(events);
         let read_all = async move {
             while let Some(event) = events.next().await {
-                response.push(&event);
+                push(&mut response, &event);
             }
             response
         };
@@ -205,24 +216,13 @@ impl IntoResponse for Completion {
 impl OperationOutput for Completion {
     type Inner = Value;
 
-    fn operation_response(_ctx: &mut GenContext, _op: &mut Operation) -> Option<ApiResponse> {
-        let mut res = ApiResponse {
-            description:
-                "A `chat.completion` object, or with `stream: true` a stream of `chat.completion.chunk` \
-                          events ending with `data: [DONE]`"
-                    .into(),
-            ..Default::default()
-        };
-        res.content
-            .insert("application/json".into(), MediaType::default());
-        res.content
-            .insert("text/event-stream".into(), MediaType::default());
-        Some(res)
-    }
-
-    fn inferred_responses(ctx: &mut GenContext, op: &mut Operation) -> Vec<(Option<ApiStatus>, ApiResponse)> {
-        Self::operation_response(ctx, op)
-            .map(|r| vec![(Some(ApiStatus::Code(200)), r)])
-            .unwrap_or_default()
+    fn inferred_responses(
+        _ctx: &mut GenContext,
+        _op: &mut Operation,
+    ) -> Vec<(Option<ApiStatus>, ApiResponse)> {
+        crate::api_doc::json_or_event_stream(
+            "A `chat.completion` object, or with `stream: true` a stream of `chat.completion.chunk` \
+             events ending with `data: [DONE]`",
+        )
     }
 }

@@ -27,6 +27,8 @@ mod openapi_spec;
 mod prompt_preview;
 mod regenerate;
 mod resources_api;
+mod responses;
+mod responses_clients;
 mod settings_api;
 mod two_instances;
 mod web_app_support;

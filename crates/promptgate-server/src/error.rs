@@ -63,6 +63,7 @@ error_codes! {
     MalformedJson = 400, "malformed_json": "The body is not valid JSON.";
     InvalidQuery = 400, "invalid_query": "The query string does not have the shape the endpoint reads.";
     InvalidCursor = 400, "invalid_cursor": "A page cursor this list did not hand out.";
+    InvalidParameter = 400, "invalid_parameter": "A parameter of a Responses API request has a value the gateway cannot honour; the message names it.";
     UnsupportedParameter = 400, "unsupported_parameter": "The OpenAI-compatible facade does not support a parameter the request sets.";
     ContextTooLong = 400, "context_too_long": "The conversation does not fit the model's context window, even with its older part left out.";
     ToolNameConflict = 400, "tool_name_conflict": "A tool the client defines has the name of one of the server's tools.";
@@ -94,6 +95,7 @@ error_codes! {
     ProviderError = 502, "provider_error": "An integration's provider refused the authorization or the code exchange.";
     UpstreamError = 502, "upstream_error": "The model provider failed before an answer could be given.";
     Unavailable = 503, "unavailable": "Unavailable (a status from below the handlers).";
+    NotStored = 503, "not_stored": "The answer could not be stored, so it is not given; nothing was kept and asking again loses nothing.";
     StoreUnavailable = 503, "store_unavailable": "The database is unavailable; `Retry-After` says when to try again.";
     Overloaded = 503, "overloaded": "The server runs as many turns as it may; try again shortly.";
     ProviderUnavailable = 503, "provider_unavailable": "The model's provider is not configured on this server.";

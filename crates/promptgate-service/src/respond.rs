@@ -171,7 +171,8 @@ impl Service {
             let input = std::mem::take(&mut turn.conversation.messages);
             turn.conversation.messages = continue_kept(kept, input);
         }
-        check_call_results(&turn.conversation.messages).map_err(|e| ServiceError::Invalid(e.to_string()))?;
+        check_call_results(&turn.conversation.messages)
+            .map_err(|e| ServiceError::InvalidMessage(e.to_string()))?;
         let conversation = Arc::new(ConversationSlot::default());
         if store {
             turn.on_end.push(conversation.clone());
@@ -214,7 +215,7 @@ impl Service {
             .ok_or_else(|| not_found(id))?;
         // What this request and its answer add must still fit beside it when it is kept again.
         if text.len() > MAX_RESPONSE_BYTES / 4 * 3 {
-            return Err(ServiceError::Invalid(format!(
+            return Err(ServiceError::InvalidMessage(format!(
                 "the conversation of response {id} is too long to continue ({} bytes kept); start a new one without previous_response_id",
                 text.len()
             )));

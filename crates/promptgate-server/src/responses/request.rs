@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 
 /// The API's own bounds on `metadata`.
 const MAX_METADATA_PAIRS: usize = 16;
@@ -84,7 +84,7 @@ pub fn check(body: &CreateResponse) -> Result<Checked, ApiError> {
     }
     let inputs: Vec<ToolInput<'_>> = functions.iter().map(tool_input).collect();
     let definitions = client_tools("tools", &inputs)
-        .map_err(|err| ApiError::bad_request("invalid_parameter", err.to_string()))?;
+        .map_err(|err| ApiError::new(ErrorCode::InvalidParameter, err.to_string()))?;
     let tool_choice = body.tool_choice.clone().unwrap_or_else(|| "auto".into());
     let (choice, offered) = client_choice(&tool_choice, &definitions)?;
     let client_tools = if offered { definitions } else { Vec::new() };
@@ -235,7 +235,7 @@ fn in_range(name: &str, value: f64, low: f64, high: f64) -> Result<(), ApiError>
 
 /// A refused parameter: 400, as the API answers one.
 fn param(name: &str, problem: &str) -> ApiError {
-    ApiError::bad_request("invalid_parameter", format!("{name}: {problem}"))
+    ApiError::new(ErrorCode::InvalidParameter, format!("{name}: {problem}"))
 }
 
 #[cfg(test)]
@@ -254,7 +254,7 @@ mod tests {
 
     fn refused(fields: Value) -> String {
         let err = check(&body(fields)).unwrap_err();
-        assert_eq!(err.status, axum::http::StatusCode::BAD_REQUEST);
+        assert_eq!(err.status(), axum::http::StatusCode::BAD_REQUEST);
         err.message
     }
 

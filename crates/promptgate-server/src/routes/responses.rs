@@ -14,7 +14,6 @@ use aide::openapi::{Operation, Response as ApiResponse, StatusCode as ApiStatus}
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt};
 use promptgate_service::events::TurnEvent;
@@ -26,7 +25,7 @@ use serde_json::{Value, json};
 use tracing::Instrument;
 
 use crate::auth::CurrentUser;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::extract::{ApiJson, ApiQuery};
 use crate::responses::{CreateResponse, Echo, Frames, Translator, request};
 use crate::state::AppState;
@@ -141,14 +140,10 @@ async fn create(
     let translator = &reading.translator;
     if reading.not_kept {
         // The client has seen nothing of it: asking again loses nothing.
-        return Err(ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "not_stored",
-            NOT_KEPT_TEXT,
-        ));
+        return Err(ApiError::new(ErrorCode::NotStored, NOT_KEPT_TEXT));
     }
     if let Some(message) = translator.failure() {
-        return Err(ApiError::new(StatusCode::BAD_GATEWAY, "upstream_error", message));
+        return Err(ApiError::new(ErrorCode::UpstreamError, message));
     }
     Ok(Created::Whole(translator.final_response(reading.ended_at)))
 }
@@ -306,8 +301,8 @@ async fn retrieve(
     ApiQuery(query): ApiQuery<RetrieveQuery>,
 ) -> ApiResult<Json<Value>> {
     if query.stream == Some(true) {
-        return Err(ApiError::bad_request(
-            "invalid_query",
+        return Err(ApiError::new(
+            ErrorCode::InvalidQuery,
             "a kept response is read whole; replaying its stream is not supported",
         ));
     }
@@ -348,8 +343,8 @@ async fn input_items(
 ) -> ApiResult<Json<Value>> {
     let limit = query.limit.unwrap_or(20);
     if !(1..=MAX_PAGE).contains(&limit) {
-        return Err(ApiError::bad_request(
-            "invalid_query",
+        return Err(ApiError::new(
+            ErrorCode::InvalidQuery,
             format!("limit must be between 1 and {MAX_PAGE}"),
         ));
     }
@@ -357,8 +352,8 @@ async fn input_items(
         None | Some("desc") => true,
         Some("asc") => false,
         Some(_) => {
-            return Err(ApiError::bad_request(
-                "invalid_query",
+            return Err(ApiError::new(
+                ErrorCode::InvalidQuery,
                 "order must be asc or desc",
             ));
         }
@@ -377,7 +372,10 @@ async fn input_items(
             .position(|item| item["id"].as_str() == Some(after.as_str()))
             .map(|at| at + 1)
             .ok_or_else(|| {
-                ApiError::bad_request("invalid_query", "after names no input item of this response")
+                ApiError::new(
+                    ErrorCode::InvalidQuery,
+                    "after names no input item of this response",
+                )
             })?,
         None => 0,
     };

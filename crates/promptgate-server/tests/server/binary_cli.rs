@@ -692,3 +692,85 @@ fn users_create_in_single_user_mode_says_the_token_is_not_used() {
     assert!(stdout.contains("auth.mode = \"tokens\""), "{stdout}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The start-up log up to the first line containing `needle`. A thread keeps draining the pipe
+/// afterwards, so the server never writes into a closed one.
+async fn read_log_until(stderr: std::process::ChildStderr, needle: &str) -> String {
+    use std::io::BufRead;
+    let (found, seen) = tokio::sync::oneshot::channel();
+    let needle = needle.to_owned();
+    std::thread::spawn(move || {
+        let mut log = String::new();
+        let mut found = Some(found);
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            log.push_str(&line);
+            log.push('\n');
+            if line.contains(&needle)
+                && let Some(found) = found.take()
+            {
+                let _ = found.send(Ok(log.clone()));
+            }
+        }
+        if let Some(found) = found {
+            let _ = found.send(Err(log));
+        }
+    });
+    match seen.await.unwrap() {
+        Ok(log) => log,
+        Err(log) => panic!("the log ended without the line:\n{log}"),
+    }
+}
+
+/// `serve --listen` wins over PROMPTGATE_LISTEN, and the log names the URL to open: the app's when
+/// it is built, the API's with how to build the app otherwise.
+#[tokio::test]
+async fn serve_listen_picks_the_port_and_the_log_says_where_to_open_the_app() {
+    common::init();
+    let dir = std::env::temp_dir().join(format!("promptgate-listen-{}", std::process::id()));
+    let app = dir.join("app");
+    std::fs::create_dir_all(&app).unwrap();
+    std::fs::write(app.join("index.html"), "<!doctype html><h1>the app</h1>").unwrap();
+    let config = dir.join("with-app.toml");
+    let embedded = std::fs::read_to_string(repo_root().join("config/promptgate.toml")).unwrap();
+    std::fs::write(
+        &config,
+        format!("{embedded}\n[ui]\ndir = {:?}\n", app.display().to_string()),
+    )
+    .unwrap();
+    let http = reqwest::Client::new();
+
+    for (with_app, expected) in [(true, "for the app"), (false, "the web app is not built")] {
+        let port = free_port();
+        let mut cmd = promptgate();
+        cmd.arg("serve")
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .env(
+                "DATABASE_URL",
+                format!("sqlite://{}/gw.db?mode=rwc", dir.display()),
+            )
+            // A different port in the environment: the flag is what counts.
+            .env("PROMPTGATE_LISTEN", format!("127.0.0.1:{}", free_port()))
+            .env("PROMPTGATE_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        if with_app {
+            cmd.arg("--config").arg(&config);
+        }
+        let mut server = Server(cmd.spawn().unwrap());
+        let stderr = server.0.stderr.take().unwrap();
+        let log = read_log_until(stderr, expected).await;
+        let url = format!("http://127.0.0.1:{port}/");
+        assert!(
+            log.contains(&format!("open {url} for the app")) == with_app,
+            "{log}"
+        );
+        assert!(log.contains(&url), "{log}");
+        let res = http.get(&url).send().await.unwrap();
+        if with_app {
+            assert!(res.text().await.unwrap().contains("the app"));
+        } else {
+            assert_eq!(res.status(), 404);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -124,14 +124,22 @@ async fn users_create_prints_a_token_that_authenticates() {
     })
     .await;
     let http = reqwest::Client::new();
-    assert_eq!(
-        http.get(format!("{base}/v1/settings"))
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        401
-    );
+    // Without a token and with a wrong one: 401 with the challenge a generic HTTP client follows.
+    for token in [None, Some("not-a-token")] {
+        let mut req = http.get(format!("{base}/v1/settings"));
+        if let Some(token) = token {
+            req = req.bearer_auth(token);
+        }
+        let res = req.send().await.unwrap();
+        assert_eq!(res.status(), 401);
+        assert_eq!(
+            res.headers()["www-authenticate"],
+            "Bearer realm=\"promptgate\"",
+            "{token:?}"
+        );
+        let body: Value = res.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "unauthorized", "{body}");
+    }
     let ok = http
         .get(format!("{base}/v1/settings"))
         .bearer_auth(&token)

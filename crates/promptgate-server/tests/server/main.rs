@@ -23,6 +23,7 @@ mod mcp_outbound;
 mod mcp_secrets;
 mod mcp_turn;
 mod nothing_lost;
+mod offline_demo;
 mod openapi_client;
 mod openapi_spec;
 mod prompt_preview;

@@ -23,12 +23,12 @@ const PAGES: [BundledPage; 3] = [
     BundledPage {
         url: "https://guide.promptgate.invalid/what-it-is",
         title: "What promptgate is",
-        text: "# What promptgate is\n\n\
+        text: "\
 promptgate sits between a chat frontend and a language model. For every message it assembles the \
 system prompt from the user's settings, decides which tools this one send may use, calls the model, \
 runs the tool calls itself and streams the answer back in the AI SDK's UI message stream.\n\n\
 ## What a send can use\n\n\
-- **Web search and page reading**, with every page numbered as a source the answer cites as [1], [2].\n\
+- **Web search and page reading**, with every page numbered as a source the answer cites by that number.\n\
 - **MCP servers** you register, whose tools join the send.\n\
 - **Integrations** such as mail and calendars, once a user connects them.\n\
 - **A budget** of tool calls per answer, so a model cannot loop forever.\n\n\
@@ -37,9 +37,9 @@ Every answer is stored before the stream says it is done, so a reload never lose
     BundledPage {
         url: "https://guide.promptgate.invalid/sources-and-citations",
         title: "Sources and citations",
-        text: "# Sources and citations\n\n\
+        text: "\
 Each search result and each page read during an answer gets a number. The model cites a page by \
-writing its number in brackets, like [1], and the frontend turns those markers into links to the \
+writing its number in square brackets, and the frontend turns those markers into links to the \
 sources listed under the answer.\n\n\
 A page found by search and then read keeps its number, and the page's title, site name and image \
 enrich the source entry. The numbers are stored with the message, so they survive a reload.",
@@ -47,7 +47,7 @@ enrich the source entry. The numbers are stored with the message, so they surviv
     BundledPage {
         url: "https://guide.promptgate.invalid/models",
         title: "Connecting a real model",
-        text: "# Connecting a real model\n\n\
+        text: "\
 The offline demo model only quotes what its tools return. To get real answers, add a provider and \
 a model to a copy of the configuration file: any OpenAI-compatible chat-completions endpoint, or \
 Anthropic's own API. Configure a real search backend (SearXNG or Brave) and this bundled web is \
@@ -69,7 +69,7 @@ fn hit(page: &BundledPage) -> SearchHit {
     let snippet = page
         .text
         .lines()
-        .find(|line| !line.is_empty() && !line.starts_with('#'))
+        .find(|line| !line.trim().is_empty() && !line.starts_with('#'))
         .unwrap_or_default()
         .to_owned();
     SearchHit {
@@ -97,7 +97,7 @@ impl SearchBackend for BundledSearch {
             scored.retain(|(s, _)| *s > 0);
         }
         // Stable: equal scores keep the bundle's order.
-        scored.sort_by(|a, b| b.0.cmp(&a.0));
+        scored.sort_by_key(|(score, _)| std::cmp::Reverse(*score));
         Ok(scored
             .into_iter()
             .take(clamp_max_results(max_results))

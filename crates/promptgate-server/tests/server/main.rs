@@ -19,6 +19,7 @@ mod mcp_secrets;
 mod mcp_turn;
 mod nothing_lost;
 mod openapi_spec;
+mod project_chats_turn;
 mod prompt_preview;
 mod regenerate;
 mod resources_api;

@@ -132,6 +132,13 @@ impl From<ServiceError> for ApiError {
                     "{reason}; this server does not connect there (see [mcp] allow_loopback, allow_private and allowed_addrs)"
                 ),
             ),
+            ServiceError::McpServerLimit(_) => {
+                Self::new(StatusCode::CONFLICT, "mcp_server_limit", err.to_string())
+            }
+            ServiceError::TooManyProbes(wait) => {
+                Self::new(StatusCode::TOO_MANY_REQUESTS, "too_many_probes", err.to_string())
+                    .with_retry_after(wait.as_secs().max(1))
+            }
             ServiceError::ConnectByAuthorizing(p) => Self::invalid(format!(
                 "an integration is connected by authorizing it: GET /v1/integrations/{}/authorize",
                 p.as_str()

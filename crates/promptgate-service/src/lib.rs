@@ -63,6 +63,7 @@ mod hooks;
 mod integrations;
 mod library;
 mod live;
+mod mcp_servers;
 mod open;
 mod prepare;
 mod providers;
@@ -141,6 +142,8 @@ pub struct Service {
     instance: Arc<claims::Instance>,
     /// Per-thread harnesses of harness-engine models.
     harnesses: Harnesses,
+    /// What each user's sends last left out of their MCP tools, so the log says it once per change.
+    mcp_left_out: Arc<mcp_servers::LeftOut>,
     /// The transport's wire format of a turn's stream, for its readers and followers.
     encoding: StreamEncoding,
 }
@@ -242,6 +245,7 @@ impl Service {
             pending: PendingSaves::default(),
             instance: Arc::new(claims::Instance::default()),
             harnesses,
+            mcp_left_out: Arc::default(),
             encoding,
         }
     }

@@ -180,6 +180,8 @@ pub struct TurnConfig {
     pub retry_window_secs: u64,
     /// Threads whose harness transcript (harness models) this instance keeps in memory.
     pub kept_harnesses: usize,
+    /// Bytes of those transcripts kept in memory, all threads together.
+    pub kept_harness_bytes: usize,
 }
 
 impl Default for TurnConfig {
@@ -200,6 +202,7 @@ impl Default for TurnConfig {
             heartbeat_secs: promptgate_service::settings::DEFAULT_HEARTBEAT.as_secs(),
             retry_window_secs: promptgate_service::settings::DEFAULT_RETRY_WINDOW.as_secs(),
             kept_harnesses: promptgate_service::settings::DEFAULT_KEPT_HARNESSES,
+            kept_harness_bytes: promptgate_service::settings::DEFAULT_KEPT_HARNESS_BYTES,
         }
     }
 }

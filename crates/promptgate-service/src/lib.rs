@@ -230,7 +230,7 @@ impl Service {
         encoding: StreamEncoding,
     ) -> Self {
         let admission = Arc::new(tokio::sync::Semaphore::new(config.max_turns_in_flight.max(1)));
-        let harnesses = Harnesses::new(config.kept_harnesses);
+        let harnesses = Harnesses::new(config.kept_harnesses, config.kept_harness_bytes);
         Self {
             store,
             providers,

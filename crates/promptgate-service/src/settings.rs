@@ -16,7 +16,7 @@ use promptgate_core::settings::Model;
 pub use crate::claims::{DEFAULT_HEARTBEAT, DEFAULT_LEASE, DEFAULT_RETRY_WINDOW, InstanceConfig};
 pub use crate::encoding::StreamEncoding;
 pub use crate::feed::OnDisconnect;
-pub use crate::harness::DEFAULT_KEPT_HARNESSES;
+pub use crate::harness::{DEFAULT_KEPT_HARNESS_BYTES, DEFAULT_KEPT_HARNESSES};
 pub use crate::integrations::{GoogleSetup, MicrosoftSetup};
 pub use promptgate_llm::{ANTHROPIC_BASE_URL, ANTHROPIC_MAX_TOKENS, ThinkingMode, Timeouts};
 pub use promptgate_mcp::{AddressPolicy, DEFAULT_CALL_TIMEOUT, DEFAULT_DISCOVERY_TIMEOUT, HubSettings};
@@ -53,6 +53,8 @@ pub struct ServiceConfig {
     pub workspace: WorkspaceLimits,
     /// Threads whose harness transcript this instance keeps in memory.
     pub kept_harnesses: usize,
+    /// Bytes of harness transcripts this instance keeps in memory, all threads together.
+    pub kept_harness_bytes: usize,
 }
 
 impl Default for ServiceConfig {
@@ -68,6 +70,7 @@ impl Default for ServiceConfig {
             instance: InstanceConfig::default(),
             workspace: WorkspaceLimits::default(),
             kept_harnesses: DEFAULT_KEPT_HARNESSES,
+            kept_harness_bytes: DEFAULT_KEPT_HARNESS_BYTES,
         }
     }
 }

@@ -52,7 +52,10 @@ pub fn routes() -> ApiRouter<AppState> {
                 op.summary("Your MCP servers (secrets are never returned)")
             })
             .post_with(create_mcp, |op| {
-                op.summary("Register an MCP server (streamable HTTP)")
+                op.summary("Register an MCP server (streamable HTTP)").description(
+                    "A user may register at most `[mcp] max_servers_per_user` servers (50 by default), \
+                     enabled or not; past it the answer is 409 `mcp_server_limit` until one is deleted.",
+                )
             }),
         )
         .api_route(

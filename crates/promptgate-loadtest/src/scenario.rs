@@ -34,6 +34,9 @@ pub enum Scenario {
     /// Memory after a burst of sends (SQLite): idle before, right after, and after a quiet spell
     /// (`--burst-idle`, a minute by default; not in the default set).
     Burst,
+    /// A send's first token for users with 0 to 50 MCP servers and projects of 100 to 100,000
+    /// chats, SQLite and (with a URL) Postgres; not in the default set. See `scale::mcp`.
+    ScaleMcp,
 }
 
 impl Scenario {
@@ -47,6 +50,7 @@ impl Scenario {
             Scenario::Capacity => "capacity",
             Scenario::HeldTurns => "held turns",
             Scenario::Burst => "burst",
+            Scenario::ScaleMcp => "scale: MCP servers and projects",
         }
     }
 
@@ -87,6 +91,8 @@ pub struct Options {
     pub sustained: bool,
     /// What the upstream's streams look like.
     pub stream: StreamShape,
+    /// How the scale scenarios measure each point.
+    pub scale: crate::scale::ScaleShape,
 }
 
 /// The burst scenario: `turns` sends within [`BURST_WINDOW`], then `idle` without traffic.
@@ -170,6 +176,7 @@ pub struct Report {
     pub burst: Option<BurstReport>,
     pub sustained: Option<Duration>,
     pub stream: StreamShape,
+    pub scale_mcp: Option<crate::scale::mcp::McpScaleReport>,
 }
 
 /// The gateway's memory with many turns in flight.
@@ -368,6 +375,11 @@ pub async fn run(options: &Options) -> Result<Report, LoadError> {
     if wants(Scenario::Burst) {
         report.burst = Some(burst(&http, &upstream.base_url(), options).await?);
     }
+    if wants(Scenario::ScaleMcp) {
+        let postgres = options.postgres_url.as_deref();
+        let scale = crate::scale::mcp::run(&http, postgres, &options.gateway, options.scale).await?;
+        report.scale_mcp = Some(scale);
+    }
     Ok(report)
 }
 
@@ -489,8 +501,13 @@ fn targets(
             completion_target(direct_url.to_owned(), UPSTREAM_MODEL, false)?,
             completion_target(facade, BENCH_MODEL, false)?,
         ),
-        // Capacity, held turns and bursts compare nothing; where asked, they stand for the streamed facade.
-        Scenario::FacadeStream | Scenario::Capacity | Scenario::HeldTurns | Scenario::Burst => (
+        // Capacity, held turns, bursts and scale curves compare nothing; where asked, they stand for
+        // the streamed facade.
+        Scenario::FacadeStream
+        | Scenario::Capacity
+        | Scenario::HeldTurns
+        | Scenario::Burst
+        | Scenario::ScaleMcp => (
             completion_target(direct_url.to_owned(), UPSTREAM_MODEL, true)?,
             completion_target(facade, BENCH_MODEL, true)?,
         ),

@@ -116,6 +116,14 @@ const MIGRATIONS: &[SchemaVersion] = &[
             "../../../migrations/sqlite/0007_workspace_files.sql"
         )),
     },
+    SchemaVersion {
+        version: 15,
+        name: "client handoffs",
+        postgres: include_str!("../../../migrations/postgres/0015_client_handoffs.sql"),
+        sqlite: Some(include_str!(
+            "../../../migrations/sqlite/0015_client_handoffs.sql"
+        )),
+    },
 ];
 
 const SQLITE_BUSY_TIMEOUT_MS: u32 = 5_000;

@@ -17,6 +17,7 @@ mod connect;
 mod context;
 mod error;
 mod first_message;
+mod handoffs;
 mod listener;
 mod mcp;
 mod messages;
@@ -42,6 +43,7 @@ pub mod testing;
 
 pub use connect::{Backend, Store};
 pub use error::{Result, StoreError};
+pub use handoffs::HandoffLimits;
 pub use listener::{APPLICATION_NAME as LISTENER_APPLICATION_NAME, CHANNEL as CHANGES_CHANNEL};
 pub use oauth_pending::{OAuthPending, PendingLimits, PendingRefused};
 pub use secrets::SealingReport;

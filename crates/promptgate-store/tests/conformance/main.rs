@@ -13,6 +13,7 @@ macro_rules! conformance {
 
 mod common;
 mod context;
+mod handoffs;
 mod messages;
 mod models;
 mod postgres_only;

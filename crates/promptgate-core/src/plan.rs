@@ -36,7 +36,7 @@ pub struct ComposeInput<'a> {
     pub model: &'a Model,
     pub upstream: UpstreamIdentity<'a>,
     pub project: Option<&'a Project>,
-    /// Other threads of the project (excluding this one).
+    /// Other threads of the project (excluding this one); only whether there are any matters.
     pub sibling_count: u32,
     /// The user's enabled skills.
     pub skills: &'a [Skill],

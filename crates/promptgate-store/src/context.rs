@@ -44,10 +44,11 @@ impl Store {
         })
     }
 
-    /// The thread, its project, how many other threads that project has, and the thread's current
+    /// The thread, its project, whether that project has other threads, and the thread's current
     /// conversation, in one statement: a send reads them all before its first byte, and a round
     /// trip per part would be paid by every send. The thread's columns repeat on each message row;
-    /// the sibling count is a subquery of its own, computed once whatever the history's length.
+    /// the sibling check is a subquery of its own, run once whatever the history's length, and stops
+    /// at the first sibling: counting them all cost a send 50 ms in a project of 100,000 chats.
     async fn thread_with_history(
         &self,
         user: &str,
@@ -57,8 +58,8 @@ impl Store {
             "WITH t AS (SELECT user_id, id, project_id, title, created_at, updated_at FROM threads \
              WHERE user_id = $1 AND id = $2) \
              SELECT t.id, t.project_id, t.title, t.created_at, t.updated_at, p.id, p.name, \
-             p.instructions, (SELECT COUNT(*) FROM threads s JOIN t o ON s.user_id = o.user_id \
-             AND s.project_id = o.project_id AND s.id <> o.id), \
+             p.instructions, (SELECT COUNT(*) FROM (SELECT 1 FROM threads s JOIN t o \
+             ON s.user_id = o.user_id AND s.project_id = o.project_id AND s.id <> o.id LIMIT 1) one), \
              m.id, m.thread_id, m.role, m.parts, m.metadata, m.status, m.created_at, m.seq \
              FROM t LEFT JOIN projects p ON p.id = t.project_id AND p.user_id = t.user_id \
              LEFT JOIN messages m ON m.user_id = t.user_id AND m.thread_id = t.id ORDER BY m.seq",

@@ -40,4 +40,8 @@ pub enum LoadError {
     Scale(String),
     #[error("a request task failed: {0}")]
     Task(#[from] tokio::task::JoinError),
+    #[error("the store could not be filled: {0}")]
+    Store(String),
+    #[error("a send failed: {0}")]
+    Send(String),
 }

@@ -83,7 +83,9 @@ impl GatewayProcess {
         Self::start_with(client, upstream_base_url, database_url, placement, "").await
     }
 
-    /// Like [`GatewayProcess::start`], with `extra_toml` appended to the configuration.
+    /// Like [`GatewayProcess::start`], with `extra_toml` appended to the configuration. The
+    /// configuration ends with the bench model's table, so bare keys (`context_window = 32000`)
+    /// extend the model and new tables add sections.
     pub async fn start_with(
         client: &reqwest::Client,
         upstream_base_url: &str,

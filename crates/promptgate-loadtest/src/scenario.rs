@@ -37,6 +37,9 @@ pub enum Scenario {
     /// A send's first token for users with 0 to 50 MCP servers and projects of 100 to 100,000
     /// chats, SQLite and (with a URL) Postgres; not in the default set. See `scale::mcp`.
     ScaleMcp,
+    /// A send's first byte and peak memory against its thread's length (10 to 20,000 messages),
+    /// on SQLite and, with a URL, Postgres (not in the default set).
+    ScaleThreads,
 }
 
 impl Scenario {
@@ -51,6 +54,7 @@ impl Scenario {
             Scenario::HeldTurns => "held turns",
             Scenario::Burst => "burst",
             Scenario::ScaleMcp => "scale: MCP servers and projects",
+            Scenario::ScaleThreads => "long threads",
         }
     }
 
@@ -93,6 +97,10 @@ pub struct Options {
     pub stream: StreamShape,
     /// How the scale scenarios measure each point.
     pub scale: crate::scale::ScaleShape,
+    /// The bench model's context window in the long-threads scenario, in tokens.
+    pub context_window: u64,
+    /// Thread lengths of the long-threads scenario; empty: [`crate::scale::threads::SIZES`].
+    pub thread_sizes: Vec<usize>,
 }
 
 /// The burst scenario: `turns` sends within [`BURST_WINDOW`], then `idle` without traffic.
@@ -177,6 +185,8 @@ pub struct Report {
     pub sustained: Option<Duration>,
     pub stream: StreamShape,
     pub scale_mcp: Option<crate::scale::mcp::McpScaleReport>,
+    /// Markdown sections of the scale scenarios, printed after the rest.
+    pub sections: Vec<String>,
 }
 
 /// The gateway's memory with many turns in flight.
@@ -380,6 +390,23 @@ pub async fn run(options: &Options) -> Result<Report, LoadError> {
         let scale = crate::scale::mcp::run(&http, postgres, &options.gateway, options.scale).await?;
         report.scale_mcp = Some(scale);
     }
+    if wants(Scenario::ScaleThreads) {
+        let sizes = if options.thread_sizes.is_empty() {
+            crate::scale::threads::SIZES.to_vec()
+        } else {
+            options.thread_sizes.clone()
+        };
+        let threads = crate::scale::threads::ThreadsOptions {
+            sizes,
+            rounds: options.rounds.max(1),
+            context_window: options.context_window,
+            placement: options.gateway.clone(),
+            postgres_url: options.postgres_url.clone(),
+        };
+        report
+            .sections
+            .push(crate::scale::threads::run(&http, &upstream.base_url(), &threads).await?);
+    }
     Ok(report)
 }
 
@@ -507,7 +534,8 @@ fn targets(
         | Scenario::Capacity
         | Scenario::HeldTurns
         | Scenario::Burst
-        | Scenario::ScaleMcp => (
+        | Scenario::ScaleMcp
+        | Scenario::ScaleThreads => (
             completion_target(direct_url.to_owned(), UPSTREAM_MODEL, true)?,
             completion_target(facade, BENCH_MODEL, true)?,
         ),

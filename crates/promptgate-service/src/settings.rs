@@ -18,6 +18,10 @@ pub use crate::encoding::StreamEncoding;
 pub use crate::feed::OnDisconnect;
 pub use crate::harness::{DEFAULT_KEPT_HARNESS_BYTES, DEFAULT_KEPT_HARNESSES};
 pub use crate::integrations::{GoogleSetup, MicrosoftSetup};
+pub use crate::window::{
+    ContextSettings, DEFAULT_ANSWER_RESERVE_TOKENS, DEFAULT_KEPT_AFTER_COMPACTION,
+    DEFAULT_SUMMARY_MAX_TOKENS, DEFAULT_SUMMARY_TIMEOUT, DEFAULT_WINDOW_TOKENS,
+};
 pub use promptgate_llm::{ANTHROPIC_BASE_URL, ANTHROPIC_MAX_TOKENS, ThinkingMode, Timeouts};
 pub use promptgate_mcp::{AddressPolicy, DEFAULT_CALL_TIMEOUT, DEFAULT_DISCOVERY_TIMEOUT, HubSettings};
 pub use promptgate_store::Backend;
@@ -55,6 +59,8 @@ pub struct ServiceConfig {
     pub kept_harnesses: usize,
     /// Bytes of harness transcripts this instance keeps in memory, all threads together.
     pub kept_harness_bytes: usize,
+    /// How a send fits its thread to the model's context window.
+    pub context: ContextSettings,
 }
 
 impl Default for ServiceConfig {
@@ -71,6 +77,7 @@ impl Default for ServiceConfig {
             workspace: WorkspaceLimits::default(),
             kept_harnesses: DEFAULT_KEPT_HARNESSES,
             kept_harness_bytes: DEFAULT_KEPT_HARNESS_BYTES,
+            context: ContextSettings::default(),
         }
     }
 }

@@ -1,8 +1,10 @@
-//! Scale scenarios: what one send costs as what a user has stored or configured grows (MCP servers,
-//! project chats). Each measures sends one at a time, at a human-like pace, against a gateway it
-//! fills itself; one file per dimension.
+//! Scale scenarios: what one request costs as what a user has stored or configured grows (many
+//! threads, long threads, MCP servers, project chats), measured on databases each fills itself
+//! rather than under request load; one file per dimension.
 
+pub mod lists;
 pub mod mcp;
+pub mod threads;
 
 use std::time::Duration;
 

@@ -110,9 +110,12 @@ pub struct ServerConfig {
     pub header_read_timeout_secs: u64,
     /// A connection with no request in progress is closed after this long.
     pub idle_timeout_secs: u64,
+    /// A connection that has not sent a byte of a request since it opened is closed after this long.
+    pub first_request_timeout_secs: u64,
     /// A request body that sends nothing for this long is abandoned with 408.
     pub body_timeout_secs: u64,
-    /// Connections open at once; further clients wait in the kernel's accept queue.
+    /// Connections open at once. At the cap a new client takes the place of the connection idle
+    /// longest; when every connection has a request in progress it waits in the kernel's queue.
     pub max_connections: usize,
     pub cors: CorsConfig,
     /// After SIGTERM/SIGINT, running turns may go on this long before they are stopped.
@@ -131,6 +134,7 @@ impl Default for ServerConfig {
             allowed_hosts: Vec::new(),
             header_read_timeout_secs: 10,
             idle_timeout_secs: 60,
+            first_request_timeout_secs: 10,
             body_timeout_secs: 30,
             max_connections: 4096,
             cors: CorsConfig::default(),
@@ -690,6 +694,10 @@ impl Config {
                 self.server.header_read_timeout_secs,
             ),
             ("server.idle_timeout_secs", self.server.idle_timeout_secs),
+            (
+                "server.first_request_timeout_secs",
+                self.server.first_request_timeout_secs,
+            ),
             ("server.body_timeout_secs", self.server.body_timeout_secs),
             ("server.max_connections", self.server.max_connections as u64),
             ("turn.lease_secs", self.turn.lease_secs),

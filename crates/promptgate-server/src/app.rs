@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::request_id::PropagateRequestIdLayer;
 use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
 use tower_http::trace::TraceLayer;
 
@@ -94,6 +94,7 @@ pub fn build(state: AppState) -> Router {
     let policy = boundary::Policy::new(&state.config);
     let cors = boundary::cors(&state.config);
     let body_timeout = Duration::from_secs(state.config.server.body_timeout_secs);
+    let request_id_max_len = state.config.server.request_id_max_len;
 
     let mut routes = Router::new()
         .merge(rest)
@@ -120,10 +121,12 @@ pub fn build(state: AppState) -> Router {
     // wrap each route, and axum clones a route's whole boxed stack for every request it serves.
     let layered = ServiceBuilder::new()
         .map_response(IntoResponse::into_response)
-        // A client's x-request-id is kept, else one is made; it is echoed, logged with every line
-        // of the request and its turn, and put into error bodies (the ones the boundary rewrites
-        // too, so it sits inside the request's scope).
-        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+        // A client's x-request-id is kept when it is short and plain, else one is made; it is
+        // echoed, logged with every line of the request and its turn, and put into error bodies
+        // (the ones the boundary rewrites too, so it sits inside the request's scope).
+        .map_request(crate::observe::assign_request_id(
+            request_id_max_len,
+        ))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(axum::middleware::from_fn(crate::observe::track_request))
         .layer(CatchPanicLayer::custom(|_: Box<dyn std::any::Any + Send>| {

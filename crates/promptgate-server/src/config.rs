@@ -123,6 +123,9 @@ pub struct ServerConfig {
     /// After the turns have ended, answers still being saved get this long before the process
     /// exits anyway (each one left is logged with its thread and turn).
     pub shutdown_flush_secs: u64,
+    /// The longest `x-request-id` a client may choose (letters, digits and `-_.:+/=` only); any
+    /// other is replaced by a fresh id.
+    pub request_id_max_len: usize,
     /// When set, `/metrics` is served on this address only (and not on `listen`), so the scrape port
     /// can stay inside the operator's network while the API is exposed.
     pub metrics_listen: Option<SocketAddr>,
@@ -140,6 +143,7 @@ impl Default for ServerConfig {
             cors: CorsConfig::default(),
             shutdown_grace_secs: 20,
             shutdown_flush_secs: 10,
+            request_id_max_len: 128,
             metrics_listen: None,
         }
     }
@@ -700,6 +704,10 @@ impl Config {
             ),
             ("server.body_timeout_secs", self.server.body_timeout_secs),
             ("server.max_connections", self.server.max_connections as u64),
+            (
+                "server.request_id_max_len",
+                self.server.request_id_max_len as u64,
+            ),
             ("turn.lease_secs", self.turn.lease_secs),
             ("turn.heartbeat_secs", self.turn.heartbeat_secs),
         ];

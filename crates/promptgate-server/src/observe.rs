@@ -36,6 +36,38 @@ use tracing::Instrument;
 /// The header a request id travels in, both ways.
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
+/// Bytes a request id may use besides ASCII letters and digits: enough for UUIDs, hex, base64 and
+/// `prefix_id` or `a:b` styles, and nothing that could end a log field or start a new one.
+const REQUEST_ID_PUNCTUATION: &[u8] = b"-_.:+/=";
+
+/// Sets the request's id before anything else sees it: a client's `x-request-id` is kept when it is
+/// at most `max_len` bytes of letters, digits and [`REQUEST_ID_PUNCTUATION`], so it can be logged,
+/// echoed and put into error bodies as it is; any other value is replaced by a fresh UUID (the
+/// client sees which in the response's `x-request-id`).
+pub fn assign_request_id(max_len: usize) -> impl Fn(Request) -> Request + Clone {
+    move |mut request: Request| {
+        let kept = request
+            .headers()
+            .get(&REQUEST_ID)
+            .is_some_and(|id| acceptable_request_id(id.as_bytes(), max_len));
+        if !kept {
+            let fresh = uuid::Uuid::new_v4().to_string();
+            if let Ok(value) = HeaderValue::from_str(&fresh) {
+                request.headers_mut().insert(REQUEST_ID, value);
+            }
+        }
+        request
+    }
+}
+
+fn acceptable_request_id(id: &[u8], max_len: usize) -> bool {
+    !id.is_empty()
+        && id.len() <= max_len
+        && id
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || REQUEST_ID_PUNCTUATION.contains(b))
+}
+
 tokio::task_local! {
     static CURRENT_REQUEST_ID: String;
 }
@@ -92,7 +124,7 @@ pub async fn serve_metrics(
 }
 
 /// Counts and times every request, logs one access line, and runs the handler inside a span that
-/// carries the request id (set by tower-http's request-id layer before this runs). Error bodies
+/// carries the request id (set by [`assign_request_id`] before this runs). Error bodies
 /// that are not JSON yet are made JSON here (one layer fewer for every request to pass).
 pub async fn track_request(request: Request, next: Next) -> Response {
     let start = Instant::now();

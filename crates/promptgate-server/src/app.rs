@@ -14,7 +14,7 @@ use axum::routing::get;
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::request_id::PropagateRequestIdLayer;
-use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
+use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 use crate::boundary;
@@ -93,7 +93,10 @@ pub fn build(state: AppState) -> Router {
     }
     let policy = boundary::Policy::new(&state.config);
     let cors = boundary::cors(&state.config);
-    let body_timeout = Duration::from_secs(state.config.server.body_timeout_secs);
+    let body_times = crate::body_time::BodyTimes {
+        stall: Duration::from_secs(state.config.server.body_timeout_secs),
+        whole: Duration::from_secs(state.config.server.body_deadline_secs),
+    };
     let request_id_max_len = state.config.server.request_id_max_len;
 
     let mut routes = Router::new()
@@ -138,7 +141,7 @@ pub fn build(state: AppState) -> Router {
             boundary::admit(Arc::clone(&policy), req, next)
         }))
         .layer(cors)
-        .layer(RequestBodyTimeoutLayer::new(body_timeout))
+        .map_request(move |req| body_times.apply(req))
         .layer(DefaultBodyLimit::max(limits.body_bytes))
         .service(routes);
     Router::new().fallback_service(layered)

@@ -114,6 +114,9 @@ pub struct ServerConfig {
     pub first_request_timeout_secs: u64,
     /// A request body that sends nothing for this long is abandoned with 408.
     pub body_timeout_secs: u64,
+    /// A request body that has not arrived whole this long after its request's head is abandoned
+    /// with 408, however steadily it trickles.
+    pub body_deadline_secs: u64,
     /// Connections open at once. At the cap a new client takes the place of the connection idle
     /// longest; when every connection has a request in progress it waits in the kernel's queue.
     pub max_connections: usize,
@@ -139,6 +142,7 @@ impl Default for ServerConfig {
             idle_timeout_secs: 60,
             first_request_timeout_secs: 10,
             body_timeout_secs: 30,
+            body_deadline_secs: 60,
             max_connections: 4096,
             cors: CorsConfig::default(),
             shutdown_grace_secs: 20,
@@ -703,6 +707,7 @@ impl Config {
                 self.server.first_request_timeout_secs,
             ),
             ("server.body_timeout_secs", self.server.body_timeout_secs),
+            ("server.body_deadline_secs", self.server.body_deadline_secs),
             ("server.max_connections", self.server.max_connections as u64),
             (
                 "server.request_id_max_len",

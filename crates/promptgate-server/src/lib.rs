@@ -11,6 +11,7 @@
 pub mod api_doc;
 pub mod app;
 pub mod auth;
+mod body_time;
 pub mod boundary;
 pub mod cli;
 pub mod config;

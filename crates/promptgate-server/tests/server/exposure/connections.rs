@@ -168,6 +168,44 @@ async fn idle_half_sent_and_stalled_connections_are_closed_while_healthz_keeps_a
 }
 
 #[tokio::test]
+async fn a_body_trickling_into_a_streaming_route_gets_408_at_the_body_deadline() {
+    let mut config = test_config(AuthMode::SingleUser);
+    config.server.body_timeout_secs = 2;
+    config.server.body_deadline_secs = 2;
+    let server = serve(config, limits(5, 5, 64)).await;
+    for route in ["/v1/chat", "/v1/chat/completions"] {
+        let mut tcp = TcpStream::connect(server.addr).await.unwrap();
+        let head = format!(
+            "POST {route} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n\
+             content-length: 400\r\n\r\n"
+        );
+        tcp.write_all(head.as_bytes()).await.unwrap();
+        // A byte every 200 ms never stalls for the stall limit; the body would take 80 s.
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 1024];
+        for _ in 0..300 {
+            if tcp.write_all(b" ").await.is_err() {
+                break;
+            }
+            match tokio::time::timeout(Duration::from_millis(200), tcp.read(&mut buf)).await {
+                Err(_) => continue,
+                Ok(Ok(0) | Err(_)) => break,
+                Ok(Ok(n)) => seen.extend_from_slice(&buf[..n]),
+            }
+            if seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                break;
+            }
+        }
+        let mut rest = closed_by_server(&mut tcp).await;
+        seen.append(&mut rest);
+        let answer = parse(&seen);
+        assert_eq!(answer.status, 408, "{route}: {answer:?}");
+        assert_eq!(answer.code(), "request_timeout");
+        assert!(answer.body.contains("body_deadline_secs"), "{answer:?}");
+    }
+}
+
+#[tokio::test]
 async fn a_keep_alive_connection_left_idle_still_answers_its_next_requests_until_the_idle_timeout() {
     let server = serve(
         test_config(AuthMode::SingleUser),

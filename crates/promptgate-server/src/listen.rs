@@ -37,6 +37,7 @@ use crate::memory::Activity;
 use crate::write_batch::WriteBatch;
 
 mod clock;
+mod protocol_error;
 mod room;
 
 /// Long enough that a client sending requests in quick succession keeps its connection's buffers,
@@ -204,6 +205,7 @@ impl OpenConnection {
             clock: Arc::clone(&self.clock),
             batch: WriteBatch::default(),
             unread: Bytes::new(),
+            ours: Bytes::new(),
         };
         loop {
             // Boxed: hyper's connection state lives only while serving, not in the task of a parked
@@ -316,9 +318,47 @@ struct Watched {
     batch: WriteBatch,
     /// Bytes hyper had read but not parsed when the connection parked; read again first.
     unread: Bytes,
+    /// Our answer to a request hyper could not parse, still to be written in place of its own.
+    ours: Bytes,
 }
 
 impl Watched {
+    /// Writes what is left of [`Watched::ours`].
+    fn write_ours(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        while !self.ours.is_empty() {
+            match Pin::new(&mut self.inner).poll_write(cx, &self.ours) {
+                Poll::Ready(Ok(0)) => return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into())),
+                Poll::Ready(Ok(n)) => {
+                    let _ = self.ours.split_to(n);
+                }
+                Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    /// Takes hyper's canned answer to a request it could not parse (`first` is what it offers
+    /// first) and writes ours instead; `None` for every other write.
+    fn instead_of_canned(&mut self, cx: &mut Context<'_>, first: &[u8]) -> Option<Poll<std::io::Result<usize>>> {
+        if !self.ours.is_empty() {
+            return match self.write_ours(cx) {
+                Poll::Ready(Ok(())) => None,
+                Poll::Ready(Err(error)) => Some(Poll::Ready(Err(error))),
+                Poll::Pending => Some(Poll::Pending),
+            };
+        }
+        if !self.clock.is_idle() {
+            return None;
+        }
+        self.ours = protocol_error::replacement(first)?;
+        // hyper is told its bytes are written; the rest of ours goes out with its flush.
+        if let Poll::Ready(Err(error)) = self.write_ours(cx) {
+            return Some(Poll::Ready(Err(error)));
+        }
+        Some(Poll::Ready(Ok(first.len())))
+    }
+
     /// `write` unless the batching says to wait a scheduler turn; hyper keeps the bytes meanwhile and
     /// offers them again, with whatever the body produced in between.
     fn write_batched(
@@ -371,16 +411,23 @@ impl AsyncRead for Watched {
 
 impl AsyncWrite for Watched {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
-        self.get_mut()
-            .write_batched(cx, buf.len(), |io, cx| io.poll_write(cx, buf))
+        let this = self.get_mut();
+        if let Some(written) = this.instead_of_canned(cx, buf) {
+            return written;
+        }
+        this.write_batched(cx, buf.len(), |io, cx| io.poll_write(cx, buf))
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+        let this = self.get_mut();
+        std::task::ready!(this.write_ours(cx))?;
+        Pin::new(&mut this.inner).poll_flush(cx)
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+        let this = self.get_mut();
+        std::task::ready!(this.write_ours(cx))?;
+        Pin::new(&mut this.inner).poll_shutdown(cx)
     }
 
     fn poll_write_vectored(
@@ -388,9 +435,16 @@ impl AsyncWrite for Watched {
         cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
+        let this = self.get_mut();
+        if let Some(written) = bufs
+            .iter()
+            .find(|buf| !buf.is_empty())
+            .and_then(|first| this.instead_of_canned(cx, first))
+        {
+            return written;
+        }
         let offered = bufs.iter().map(|buf| buf.len()).sum();
-        self.get_mut()
-            .write_batched(cx, offered, |io, cx| io.poll_write_vectored(cx, bufs))
+        this.write_batched(cx, offered, |io, cx| io.poll_write_vectored(cx, bufs))
     }
 
     fn is_write_vectored(&self) -> bool {

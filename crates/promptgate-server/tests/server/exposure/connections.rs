@@ -205,6 +205,42 @@ async fn a_body_trickling_into_a_streaming_route_gets_408_at_the_body_deadline()
     }
 }
 
+/// Sends `request` as is on a fresh connection and reads the answer until the server closes.
+async fn send_raw(addr: SocketAddr, request: &[u8]) -> Raw {
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    tcp.write_all(request).await.unwrap();
+    parse(&closed_by_server(&mut tcp).await)
+}
+
+#[tokio::test]
+async fn a_request_hyper_cannot_parse_gets_a_json_error_with_its_status() {
+    let server = serve(test_config(AuthMode::SingleUser), limits(5, 5, 64)).await;
+    let malformed: [&[u8]; 3] = [
+        b"GET /healthz HTTP/1.1\r\nhost 127.0.0.1\r\n\r\n",
+        b"G\x01T /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n",
+        b"GET /healthz HTTP/9.9\r\nhost: 127.0.0.1\r\n\r\n",
+    ];
+    for request in malformed {
+        let answer = send_raw(server.addr, request).await;
+        assert_eq!(answer.status, 400, "{answer:?}");
+        assert_eq!(answer.code(), "invalid_request", "{answer:?}");
+        let id = answer.json()["error"]["request_id"].as_str().unwrap().to_owned();
+        assert_eq!(answer.header("x-request-id"), Some(id.as_str()));
+    }
+    // More header lines than hyper parses.
+    let mut many = String::from("GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\n");
+    for i in 0..150 {
+        many.push_str(&format!("x-h{i}: v\r\n"));
+    }
+    many.push_str("\r\n");
+    let answer = send_raw(server.addr, many.as_bytes()).await;
+    assert_eq!(answer.status, 431, "{answer:?}");
+    assert_eq!(answer.code(), "headers_too_large");
+    // The connection's next clients are served as usual.
+    let mut tcp = TcpStream::connect(server.addr).await.unwrap();
+    assert_eq!(roundtrip(&mut tcp, "/healthz").await.status, 200);
+}
+
 #[tokio::test]
 async fn a_keep_alive_connection_left_idle_still_answers_its_next_requests_until_the_idle_timeout() {
     let server = serve(

@@ -131,7 +131,8 @@ const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
 impl Store {
     /// Opens a pool for `sqlite://path/to/file.db[?mode=rwc]`, `sqlite::memory:` or `postgres://…`.
     ///
-    /// A SQLite file is created (with its parent directory) when missing and runs in WAL mode
+    /// A SQLite file is created (with its parent directory) when missing, readable by its owner only
+    /// (mode 0600), and runs in WAL mode
     /// (synchronous NORMAL) with a busy timeout and foreign keys on. An in-memory SQLite database
     /// lives in exactly one connection that the pool never closes, because every new connection
     /// would be a new, empty database.
@@ -306,9 +307,31 @@ fn prepare_sqlite_url(url: &str) -> Result<String> {
             StoreError::Database(format!("cannot create directory {}: {e}", parent.display()))
         })?;
     }
-    Ok(match query {
-        Some(q) if q.split('&').any(|kv| kv.starts_with("mode=")) => url.to_owned(),
-        Some(q) => format!("sqlite://{path}?{q}&mode=rwc"),
-        None => format!("sqlite://{path}?mode=rwc"),
+    let mode = query.and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("mode=")));
+    if mode.is_none_or(|mode| mode == "rwc") {
+        create_private(Path::new(path))?;
+    }
+    Ok(match (query, mode) {
+        (_, Some(_)) => url.to_owned(),
+        (Some(q), None) => format!("sqlite://{path}?{q}&mode=rwc"),
+        (None, None) => format!("sqlite://{path}?mode=rwc"),
     })
+}
+
+/// Creates the database file, when missing, readable and writable by its owner only: it holds every
+/// user's conversations and token hashes. SQLite gives the `-wal` and `-shm` files beside it the
+/// same mode. A file that exists is left as the operator made it.
+fn create_private(path: &Path) -> Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    match options.open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(StoreError::Database(format!(
+            "cannot create database file {}: {e}",
+            path.display()
+        ))),
+    }
 }

@@ -23,6 +23,7 @@ pub mod eval;
 pub mod extract;
 pub mod facade;
 pub mod listen;
+pub mod logging;
 mod memory;
 pub mod nul;
 pub mod observe;

@@ -127,9 +127,7 @@ pub fn build(state: AppState) -> Router {
         // A client's x-request-id is kept when it is short and plain, else one is made; it is
         // echoed, logged with every line of the request and its turn, and put into error bodies
         // (the ones the boundary rewrites too, so it sits inside the request's scope).
-        .map_request(crate::observe::assign_request_id(
-            request_id_max_len,
-        ))
+        .map_request(crate::observe::assign_request_id(request_id_max_len))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(axum::middleware::from_fn(crate::observe::track_request))
         .layer(CatchPanicLayer::custom(|_: Box<dyn std::any::Any + Send>| {

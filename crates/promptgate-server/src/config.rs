@@ -709,10 +709,7 @@ impl Config {
             ("server.body_timeout_secs", self.server.body_timeout_secs),
             ("server.body_deadline_secs", self.server.body_deadline_secs),
             ("server.max_connections", self.server.max_connections as u64),
-            (
-                "server.request_id_max_len",
-                self.server.request_id_max_len as u64,
-            ),
+            ("server.request_id_max_len", self.server.request_id_max_len as u64),
             ("turn.lease_secs", self.turn.lease_secs),
             ("turn.heartbeat_secs", self.turn.heartbeat_secs),
         ];

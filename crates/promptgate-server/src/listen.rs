@@ -340,7 +340,11 @@ impl Watched {
 
     /// Takes hyper's canned answer to a request it could not parse (`first` is what it offers
     /// first) and writes ours instead; `None` for every other write.
-    fn instead_of_canned(&mut self, cx: &mut Context<'_>, first: &[u8]) -> Option<Poll<std::io::Result<usize>>> {
+    fn instead_of_canned(
+        &mut self,
+        cx: &mut Context<'_>,
+        first: &[u8],
+    ) -> Option<Poll<std::io::Result<usize>>> {
         if !self.ours.is_empty() {
             return match self.write_ours(cx) {
                 Poll::Ready(Ok(())) => None,

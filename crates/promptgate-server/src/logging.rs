@@ -54,11 +54,20 @@ mod tests {
 
     #[test]
     fn rmcp_is_quiet_unless_the_filter_names_it() {
-        for spec in [None, Some("info"), Some("debug"), Some("promptgate_server=debug,warn"), Some("")] {
+        for spec in [
+            None,
+            Some("info"),
+            Some("debug"),
+            Some("promptgate_server=debug,warn"),
+            Some(""),
+        ] {
             let directives = filter(spec).to_string();
             assert!(directives.contains("rmcp=off"), "{spec:?}: {directives}");
         }
         let chosen = filter(Some("info,rmcp=debug")).to_string();
-        assert!(chosen.contains("rmcp=debug") && !chosen.contains("rmcp=off"), "{chosen}");
+        assert!(
+            chosen.contains("rmcp=debug") && !chosen.contains("rmcp=off"),
+            "{chosen}"
+        );
     }
 }

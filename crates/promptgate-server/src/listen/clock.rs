@@ -173,7 +173,8 @@ impl Clock {
         }
         let now = Instant::now();
         if self.head_started.load(Ordering::Acquire) {
-            let late = now >= self.at(self.head_started_at.load(Ordering::Acquire)) + limits.header_read_timeout;
+            let late =
+                now >= self.at(self.head_started_at.load(Ordering::Acquire)) + limits.header_read_timeout;
             return late.then_some(Limit::HeadTooSlow);
         }
         let (close_at, park_at) = self.idle_deadlines(limits);

@@ -61,7 +61,8 @@ mod tests {
 
     #[test]
     fn only_an_empty_error_answer_without_a_type_is_replaced() {
-        let canned = b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\ndate: Thu, 01 Jan 2026 00:00:00 GMT\r\n\r\n";
+        let canned =
+            b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\ndate: Thu, 01 Jan 2026 00:00:00 GMT\r\n\r\n";
         let ours = replacement(canned).unwrap();
         let text = String::from_utf8_lossy(&ours);
         assert!(text.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{text}");

@@ -733,7 +733,10 @@ async fn what_a_failing_mcp_server_answers_stays_out_of_the_log_and_one_line_say
         .unwrap();
     assert_eq!(res.status(), 201);
     let probe: Value = http
-        .post(format!("{base}/v1/mcp-servers/{}/probe", res.json::<Value>().await.unwrap()["id"].as_str().unwrap()))
+        .post(format!(
+            "{base}/v1/mcp-servers/{}/probe",
+            res.json::<Value>().await.unwrap()["id"].as_str().unwrap()
+        ))
         .send()
         .await
         .unwrap()
@@ -753,7 +756,10 @@ async fn what_a_failing_mcp_server_answers_stays_out_of_the_log_and_one_line_say
     drop(server);
 
     let log = std::fs::read_to_string(&log_path).unwrap();
-    assert!(!log.contains("hunter2"), "the MCP server's answer reached the log:\n{log}");
+    assert!(
+        !log.contains("hunter2"),
+        "the MCP server's answer reached the log:\n{log}"
+    );
     assert!(
         log.lines()
             .any(|l| l.contains("MCP server skipped") && l.contains("422")),

@@ -61,7 +61,9 @@ async fn a_new_sqlite_file_and_its_companions_are_readable_by_the_owner_only() {
     use std::os::unix::fs::PermissionsExt;
     let dir = std::env::temp_dir().join(format!("promptgate-mode-{}", uuid::Uuid::new_v4()));
     let file = dir.join("private.db");
-    let store = Store::connect(&format!("sqlite://{}", file.display())).await.unwrap();
+    let store = Store::connect(&format!("sqlite://{}", file.display()))
+        .await
+        .unwrap();
     store.migrate().await.unwrap();
     user(&store, "Alice").await;
     for companion in ["db", "db-wal", "db-shm"] {

@@ -18,7 +18,15 @@ async fn made_up_methods_and_paths_share_one_label_each_and_metrics_stay_small()
         let res = gw.http.request(method, gw.url(&path)).send().await.unwrap();
         assert!(res.status().is_client_error(), "{}", res.status());
     }
-    let metrics = gw.http.get(gw.url("/metrics")).send().await.unwrap().text().await.unwrap();
+    let metrics = gw
+        .http
+        .get(gw.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     assert!(metrics.len() < 1_000_000, "/metrics is {} bytes", metrics.len());
     assert!(!metrics.contains("SCAN"), "a made-up method became a label");
     assert!(!metrics.contains("probe-"), "an unknown path became a label");
@@ -47,7 +55,11 @@ async fn a_request_id_is_kept_only_when_short_and_plain() {
             echoed
         }
     };
-    for kept in ["req-1", "9f1c2d3e-aaaa-4bbb-8ccc-0123456789ab", "trace:a_b.c+d/e=="] {
+    for kept in [
+        "req-1",
+        "9f1c2d3e-aaaa-4bbb-8ccc-0123456789ab",
+        "trace:a_b.c+d/e==",
+    ] {
         assert_eq!(answer(kept.to_owned()).await, kept);
     }
     // Too long, or with what would end a log field and forge the next one.

@@ -175,6 +175,15 @@ impl Drop for StoreClaim {
     }
 }
 
+/// What taking over a dead instance's turn did to its answer, for the log.
+fn took_over(answer_interrupted: bool) -> &'static str {
+    if answer_interrupted {
+        "its answer, left streaming, is now marked interrupted"
+    } else {
+        "its answer was not left streaming (already stored with its end), so nothing was marked"
+    }
+}
+
 impl Slot {
     /// Frees the thread everywhere: the store's claim (saving what a retry of the turn carries
     /// over), then this instance's.
@@ -206,10 +215,14 @@ impl Service {
         };
         match self.store.claim_turn(&claim, self.config.instance.lease).await? {
             ClaimOutcome::Claimed => {}
-            ClaimOutcome::TookOver { interrupted_turn } => {
+            ClaimOutcome::TookOver {
+                interrupted_turn,
+                answer_interrupted,
+            } => {
                 tracing::warn!(
-                    thread = thread_id, turn = %interrupted_turn,
-                    "the thread's previous turn lost its instance (its lease ran out); its answer is marked interrupted"
+                    thread = thread_id, turn = %interrupted_turn, answer_interrupted,
+                    "the thread's previous turn lost its instance (its lease ran out): {}",
+                    took_over(answer_interrupted)
                 );
             }
             ClaimOutcome::Busy => return Err(ServiceError::Busy(thread_id.to_owned())),
@@ -318,7 +331,9 @@ impl Service {
                     for turn in expired {
                         tracing::warn!(
                             user = %turn.user_id, thread = %turn.thread_id, turn = %turn.turn_id,
-                            "a turn's instance stopped renewing its lease; its answer is marked interrupted"
+                            answer_interrupted = turn.answer_interrupted,
+                            "a turn's instance stopped renewing its lease: {}",
+                            took_over(turn.answer_interrupted)
                         );
                     }
                 }

@@ -1,5 +1,6 @@
-//! Keeping a turn's answer in the store: a row from the turn's start (`streaming`), checkpoints while
-//! it grows, and a final save that outlasts a database outage.
+//! Keeping a turn's answer in the store: a row from the turn's start (`streaming`, written by the
+//! send with the user's message, see [`opening_row`]), checkpoints while it grows, and a final save
+//! that outlasts a database outage.
 //!
 //! One writer task per turn does every write, in order, so a slow checkpoint can never land after
 //! the final state. The engine only hands it snapshots and waits (a short grace) for the final save.
@@ -17,6 +18,7 @@ use tokio::time::Instant;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
+use super::TurnIds;
 use super::live::{Continuation, Slot};
 use promptgate_turn::engine::{AnswerRecorder, TurnOutcome, TurnStatus};
 
@@ -71,7 +73,6 @@ pub(crate) struct AnswerWriter {
     pub thread_id: String,
     pub turn_id: String,
     pub message_id: String,
-    pub model_id: String,
     /// Held until the final save is done (or given up), so the thread takes no new turn before
     /// its history is complete.
     pub slot: Slot,
@@ -145,12 +146,8 @@ impl AnswerWriter {
     }
 
     async fn run(self, mut snapshots: watch::Receiver<Snapshot>, mut outcome: oneshot::Receiver<Ending>) {
-        // The row exists from the start, so a reload mid-answer shows it and a crash leaves it
-        // behind to be marked interrupted.
-        let opening = json!({"modelId": self.model_id, "turnId": self.turn_id});
-        let mut reachable = self
-            .open(self.message(Vec::new(), opening, MessageStatus::Streaming))
-            .await;
+        // The row exists already (the send wrote it before the turn started).
+        let mut reachable = true;
         let ended = loop {
             tokio::select! {
                 biased;
@@ -204,18 +201,6 @@ impl AnswerWriter {
         }
         if stored {
             tracing::info!(turn = %turn_id, thread = %thread_id, status, "answer stored");
-        }
-    }
-
-    /// Writes the answer's row. Its id is new, so there is nothing to update first: an append is one
-    /// statement where [`Store::save_message`] would try an update before it.
-    async fn open(&self, message: NewMessage) -> bool {
-        match self.store.append_message(&self.user_id, &message).await {
-            Ok(_) => true,
-            Err(err) => {
-                tracing::warn!(turn = %self.turn_id, error = %err, "the answer's row not stored; the final save will retry");
-                false
-            }
         }
     }
 
@@ -276,6 +261,20 @@ impl AnswerWriter {
             tokio::time::sleep(backoff).await;
             backoff = (backoff * 2).min(MAX_BACKOFF);
         }
+    }
+}
+
+/// The answer's row as its turn starts: no parts yet, status `streaming`, and the ids its `start`
+/// chunk carries. Written before the stream begins, so a client never holds a `messageId` that does
+/// not exist, and a crash right after leaves a row to be marked `interrupted`.
+pub(crate) fn opening_row(thread_id: &str, ids: &TurnIds, model_id: &str) -> NewMessage {
+    NewMessage {
+        id: Some(ids.message_id.clone()),
+        thread_id: thread_id.to_owned(),
+        role: Role::Assistant,
+        parts: Value::Array(Vec::new()),
+        metadata: json!({"modelId": model_id, "turnId": ids.turn_id}),
+        status: Some(MessageStatus::Streaming),
     }
 }
 

@@ -90,10 +90,13 @@ pub struct NewTurnClaim<'a> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ClaimOutcome {
     Claimed,
-    /// The thread's claim had expired (its owner died): that turn is now interrupted and this one
-    /// holds the thread.
+    /// The thread's claim had expired (its owner died): that turn is over and this one holds the
+    /// thread.
     TookOver {
         interrupted_turn: String,
+        /// Whether its answer was still `streaming` and is now `interrupted` (false: it was stored
+        /// with its end before the owner died, or never written).
+        answer_interrupted: bool,
     },
     /// Another turn holds the thread.
     Busy,
@@ -121,6 +124,8 @@ pub struct ExpiredTurn {
     pub user_id: String,
     pub thread_id: String,
     pub turn_id: String,
+    /// Whether its answer was still `streaming` and is now `interrupted`.
+    pub answer_interrupted: bool,
 }
 
 /// What `retry_of` finds.
@@ -154,6 +159,11 @@ pub struct FrameBatch {
     /// The turn's stream ended with this batch.
     pub done: bool,
 }
+
+/// Marks the answer of a turn whose owner died: $1 user, $2 thread, $3 the answer's id. Only an
+/// answer still `streaming` is touched; one stored with its end keeps its status.
+const INTERRUPT_ANSWER: &str = "UPDATE messages SET status = 'interrupted' \
+     WHERE user_id = $1 AND thread_id = $2 AND id = $3 AND status = 'streaming'";
 
 /// Frees a thread: $1 user, $2 thread, $3 the turn holding it.
 const RELEASE_CLAIM: &str = "DELETE FROM turn_claims WHERE user_id = $1 AND thread_id = $2 AND turn_id = $3";
@@ -230,16 +240,13 @@ impl Store {
             return Ok(ClaimOutcome::Busy);
         };
         let interrupted_turn = expired.text(0)?;
-        sqlx::query(
-            "UPDATE messages SET status = 'interrupted' \
-             WHERE user_id = $1 AND thread_id = $2 AND id = $3 AND status = 'streaming'",
-        )
-        .bind(claim.user_id)
-        .bind(claim.thread_id)
-        .bind(expired.text(1)?)
-        .execute(&mut *tx)
-        .observed("turn_claims.claim_turn")
-        .await?;
+        let marked = sqlx::query(INTERRUPT_ANSWER)
+            .bind(claim.user_id)
+            .bind(claim.thread_id)
+            .bind(expired.text(1)?)
+            .execute(&mut *tx)
+            .observed("turn_claims.claim_turn")
+            .await?;
         let taken = sqlx::query(
             "INSERT INTO turn_claims (user_id, thread_id, turn_id, message_id, instance_id, lease_until, created_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7)",
@@ -260,7 +267,10 @@ impl Store {
             Err(err) => return Err(err),
         }
         tx.commit().observed("transaction.commit").await?;
-        Ok(ClaimOutcome::TookOver { interrupted_turn })
+        Ok(ClaimOutcome::TookOver {
+            interrupted_turn,
+            answer_interrupted: marked.rows_affected() > 0,
+        })
     }
 
     /// Renews the lease of every turn `instance_id` runs, to `lease` from now. Returns what other
@@ -447,22 +457,20 @@ impl Store {
         .await?;
         let mut expired = Vec::with_capacity(rows.len());
         for row in &rows {
-            let turn = ExpiredTurn {
-                user_id: row.text(0)?,
-                thread_id: row.text(1)?,
+            let (user_id, thread_id) = (row.text(0)?, row.text(1)?);
+            let marked = sqlx::query(INTERRUPT_ANSWER)
+                .bind(&user_id)
+                .bind(&thread_id)
+                .bind(row.text(3)?)
+                .execute(&mut *tx)
+                .observed("turn_claims.expire_turn_claims")
+                .await?;
+            expired.push(ExpiredTurn {
+                user_id,
+                thread_id,
                 turn_id: row.text(2)?,
-            };
-            sqlx::query(
-                "UPDATE messages SET status = 'interrupted' \
-                 WHERE user_id = $1 AND thread_id = $2 AND id = $3 AND status = 'streaming'",
-            )
-            .bind(&turn.user_id)
-            .bind(&turn.thread_id)
-            .bind(row.text(3)?)
-            .execute(&mut *tx)
-            .observed("turn_claims.expire_turn_claims")
-            .await?;
-            expired.push(turn);
+                answer_interrupted: marked.rows_affected() > 0,
+            });
         }
         tx.commit().observed("transaction.commit").await?;
         sqlx::query("DELETE FROM turn_retry_states WHERE expires_at < $1")

@@ -506,14 +506,22 @@ async fn start_binary(dir: &Path, port: u16, run: &str) -> Server {
 
 /// A directory with a config for the binary: SQLite in it, the scripted model, `extra` appended.
 fn binary_dir(upstream: &ScriptedUpstream, extra: &str) -> PathBuf {
+    binary_dir_on(upstream, None, extra)
+}
+
+/// [`binary_dir`] on `database_url` (`None`: a SQLite file in the directory).
+fn binary_dir_on(upstream: &ScriptedUpstream, database_url: Option<&str>, extra: &str) -> PathBuf {
     let dir = scratch_dir("lost");
     std::fs::create_dir_all(&dir).unwrap();
+    let database_url = database_url.map_or_else(
+        || format!("sqlite://{}/gw.db?mode=rwc", dir.display()),
+        str::to_owned,
+    );
     let config = format!(
-        "listen = \"127.0.0.1:0\"\ndatabase_url = \"sqlite://{}/gw.db?mode=rwc\"\ndefault_model = \"scripted\"\n\
+        "listen = \"127.0.0.1:0\"\ndatabase_url = \"{database_url}\"\ndefault_model = \"scripted\"\n\
          [auth]\nmode = \"single_user\"\n{extra}\n\
          [[providers]]\nname = \"scripted\"\nkind = \"openai\"\nbase_url = \"{}\"\n\
          [[models]]\nid = \"scripted\"\nname = \"Scripted\"\nprovider = \"scripted\"\nupstream_model = \"m\"\n",
-        dir.display(),
         upstream.base_url()
     );
     std::fs::write(dir.join("promptgate.toml"), config).unwrap();
@@ -674,5 +682,82 @@ async fn sigterm_lets_turns_finish_within_the_grace_and_stores_the_rest_as_stopp
     assert_eq!(stored, hung.text());
     assert!(stored.starts_with("Never done."));
     drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Makes every insert of an answer's opening row (an empty assistant message, `streaming`) wait
+/// `secs` in the database, so whatever the server does before that row exists happens first.
+async fn slow_opening_rows(database_url: &str, secs: u32) {
+    sqlx::any::install_default_drivers();
+    let pool = sqlx::AnyPool::connect(database_url).await.unwrap();
+    for statement in [
+        format!(
+            "CREATE FUNCTION slow_opening_row() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+             IF NEW.role = 'assistant' AND NEW.status = 'streaming' AND NEW.parts = '[]' THEN \
+             PERFORM pg_sleep({secs}); END IF; RETURN NEW; END $$"
+        ),
+        "CREATE TRIGGER slow_opening_row BEFORE INSERT ON messages FOR EACH ROW \
+         EXECUTE FUNCTION slow_opening_row()"
+            .to_owned(),
+    ] {
+        sqlx::query(sqlx::AssertSqlSafe(statement))
+            .execute(&pool)
+            .await
+            .unwrap();
+    }
+    pool.close().await;
+}
+
+#[tokio::test]
+async fn an_instance_killed_right_after_start_leaves_the_answer_the_client_was_told_of() {
+    common::init();
+    let db = promptgate_store::testing::TestDb::postgres().await;
+    slow_opening_rows(db.url(), 3).await;
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    upstream.push(Script::new().hang());
+    let dir = binary_dir_on(&upstream, Some(db.url()), "");
+    let port = free_port();
+    let server = start_binary(&dir, port, "first").await;
+
+    let res = reqwest::Client::new()
+        .post(format!("http://127.0.0.1:{port}/v1/chat"))
+        .json(&use_chat_body("killed-early", "Tell me", "scripted"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    // Read up to the `start` chunk, then kill the process at once.
+    let mut res = res;
+    let mut seen = String::new();
+    let start = loop {
+        let chunk = tokio::time::timeout(Duration::from_secs(60), res.chunk())
+            .await
+            .expect("no start chunk")
+            .unwrap()
+            .expect("the stream ended before its start chunk");
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+        if let Some(start) = seen
+            .split("\n\n")
+            .filter_map(|frame| frame.strip_prefix("data: "))
+            .filter_map(|data| serde_json::from_str::<Value>(data).ok())
+            .find(|event| event["type"] == "start")
+        {
+            break start;
+        }
+    };
+    drop(server);
+    let message_id = start["messageId"].as_str().unwrap().to_owned();
+
+    let _server = start_binary(&dir, port, "second").await;
+    let messages = messages_of(port, "killed-early").await;
+    let answer = messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["id"] == message_id.as_str())
+        .unwrap_or_else(|| {
+            panic!("the answer {message_id} the client was told of does not exist: {messages}")
+        });
+    assert_eq!(answer["role"], "assistant");
     let _ = std::fs::remove_dir_all(&dir);
 }

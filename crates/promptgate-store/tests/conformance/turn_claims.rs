@@ -100,7 +100,7 @@ conformance! {
         store.claim_turn(&claim(&alice, "dead", "turn_dead", "instance_a"), Duration::ZERO).await.unwrap();
         assert_eq!(store.running_turn(&alice, "dead").await.unwrap(), None);
         let expired = store.expire_turn_claims().await.unwrap();
-        assert_eq!(expired.iter().map(|e| e.turn_id.as_str()).collect::<Vec<_>>(), ["turn_dead"]);
+        assert_eq!(expired.iter().map(|e| (e.turn_id.as_str(), e.answer_interrupted)).collect::<Vec<_>>(), [("turn_dead", true)]);
         assert_eq!(answer_status(store, &alice, "dead").await, Some(MessageStatus::Interrupted));
         assert!(store.expire_turn_claims().await.unwrap().is_empty(), "handled once");
 
@@ -108,8 +108,18 @@ conformance! {
         streaming_answer(store, &alice, "dead2").await;
         store.claim_turn(&claim(&alice, "dead2", "turn_dead2", "instance_a"), Duration::ZERO).await.unwrap();
         let taken = store.claim_turn(&claim(&alice, "dead2", "turn_new", "instance_b"), LONG).await.unwrap();
-        assert_eq!(taken, ClaimOutcome::TookOver { interrupted_turn: "turn_dead2".to_owned() });
+        assert_eq!(taken, ClaimOutcome::TookOver { interrupted_turn: "turn_dead2".to_owned(), answer_interrupted: true });
         assert_eq!(answer_status(store, &alice, "dead2").await, Some(MessageStatus::Interrupted));
+
+        // An owner that died after storing its answer's end, or before writing it: nothing to mark,
+        // and the take-over says so.
+        thread(store, &alice, "ended", None, None).await;
+        store.claim_turn(&claim(&alice, "ended", "turn_ended", "instance_a"), Duration::ZERO).await.unwrap();
+        let taken = store.claim_turn(&claim(&alice, "ended", "turn_after", "instance_b"), LONG).await.unwrap();
+        assert_eq!(taken, ClaimOutcome::TookOver { interrupted_turn: "turn_ended".to_owned(), answer_interrupted: false });
+        store.claim_turn(&claim(&alice, "ended2", "turn_ended2", "instance_a"), Duration::ZERO).await.unwrap();
+        let expired = store.expire_turn_claims().await.unwrap();
+        assert_eq!(expired.iter().map(|e| (e.turn_id.as_str(), e.answer_interrupted)).collect::<Vec<_>>(), [("turn_ended2", false)]);
     }
 
     async fn a_renewed_lease_outlives_its_first_term_and_reports_stops(store: &Store) {

@@ -28,6 +28,8 @@ pub struct Store {
     pub(crate) setups: Arc<SetupCache>,
     /// Tokens checked recently, honoured while the database is unreachable.
     pub(crate) recent_tokens: Arc<crate::recent_tokens::RecentTokens>,
+    /// Whether Postgres was found unreachable a moment ago (see `reach`).
+    pub(crate) reach: Arc<crate::reach::Reachability>,
     /// Postgres only: the task that hears about setup changes made elsewhere.
     listener: Option<Arc<ListenerTask>>,
     /// Seals MCP header values and bearer tokens; without one they cannot be stored (see `secrets`).
@@ -137,6 +139,17 @@ impl Store {
     /// lives in exactly one connection that the pool never closes, because every new connection
     /// would be a new, empty database.
     pub async fn connect(url: &str) -> Result<Store> {
+        Self::connect_waiting(url, POSTGRES_ACQUIRE_TIMEOUT).await
+    }
+
+    /// [`Store::connect`] with another acquire timeout for Postgres, so a test of an outage can tell
+    /// one wait from two without measuring either.
+    #[cfg(any(test, feature = "testing"))]
+    pub async fn connect_with_acquire_timeout(url: &str, postgres_acquire: Duration) -> Result<Store> {
+        Self::connect_waiting(url, postgres_acquire).await
+    }
+
+    async fn connect_waiting(url: &str, postgres_acquire: Duration) -> Result<Store> {
         install_default_drivers();
         let (backend, url) = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             (Backend::Postgres, url.to_owned())
@@ -151,7 +164,7 @@ impl Store {
             Backend::Postgres => {
                 AnyPoolOptions::new()
                     .max_connections(POSTGRES_CONNECTIONS)
-                    .acquire_timeout(POSTGRES_ACQUIRE_TIMEOUT)
+                    .acquire_timeout(postgres_acquire)
                     .connect(&url)
                     .await?
             }
@@ -209,12 +222,14 @@ impl Store {
                 (setups, Some(Arc::new(ListenerTask(task.abort_handle()))))
             }
         };
+        let reach_span = (backend == Backend::Postgres).then_some(postgres_acquire);
         Ok(Store {
             pool,
             backend,
             last_ms: Arc::new(AtomicI64::new(0)),
             setups,
             recent_tokens: Default::default(),
+            reach: Arc::new(crate::reach::Reachability::new(reach_span)),
             listener,
             secrets: None,
             turn_signals,

@@ -24,6 +24,7 @@ mod models;
 mod oauth_pending;
 mod observed;
 mod projects;
+mod reach;
 mod recent_tokens;
 mod search;
 mod secrets;

@@ -761,3 +761,62 @@ async fn an_instance_killed_right_after_start_leaves_the_answer_the_client_was_t
     assert_eq!(answer["role"], "assistant");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test]
+async fn in_tokens_mode_an_outage_costs_a_request_one_wait_for_the_database_and_a_stop_none() {
+    // The pool's wait, long enough that one wait and two are told apart by a bound, not a clock.
+    const WAIT: Duration = Duration::from_secs(10);
+    let cluster = OwnCluster::start();
+    let store = promptgate_store::Store::connect_with_acquire_timeout(&cluster.url(), WAIT)
+        .await
+        .unwrap();
+    store.migrate().await.unwrap();
+    let user = store.create_user("ada").await.unwrap();
+    let token = store.issue_token(&user.id).await.unwrap();
+    common::init();
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    // An answer that keeps coming for a minute, so only the Stop ends it.
+    let pieces: Vec<String> = (0..120).map(|i| format!("piece {i}. ")).collect();
+    upstream.push(text(&pieces).with_delay_between(Duration::from_millis(500)));
+    let config = scripted_config_with(AuthMode::Tokens, &upstream.base_url(), "");
+    let gw = Gateway::over_store(store, &cluster.url(), config).await;
+    let http = reqwest::Client::new();
+    let running = {
+        let request = http
+            .post(gw.url("/v1/chat"))
+            .bearer_auth(&token)
+            .json(&use_chat_body("running", "Tell me", "scripted"));
+        tokio::spawn(async move { request.send().await.unwrap().text().await.unwrap() })
+    };
+    while upstream.calls() == 0 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    cluster.stop();
+
+    // A send during the outage: its token is honoured from memory and the send is refused after
+    // one wait for the database, not one for the token and another for the send.
+    let res = http
+        .post(gw.url("/v1/chat"))
+        .bearer_auth(&token)
+        .json(&use_chat_body("refused", "Hello", "scripted"))
+        .timeout(WAIT + WAIT / 2)
+        .send()
+        .await
+        .expect("the refusal came after more than one wait for the database");
+    assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(error_code(&res.json().await.unwrap()), "store_unavailable");
+
+    // Right after, a Stop of the turn this instance runs needs no wait at all.
+    let res = http
+        .post(gw.url("/v1/chat/running/stop"))
+        .bearer_auth(&token)
+        .timeout(WAIT / 2)
+        .send()
+        .await
+        .expect("the stop waited for the database");
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(res.json::<Value>().await.unwrap()["stopped"], true);
+    cluster.start_again();
+    let stream = running.await.unwrap();
+    assert!(stream.contains(r#""type":"abort""#), "{stream}");
+}

@@ -69,6 +69,7 @@ mod providers;
 mod record;
 pub mod records;
 pub mod settings;
+mod store_retry;
 mod toolset;
 mod workspace;
 
@@ -551,6 +552,7 @@ impl Service {
             },
             retry_for: self.config.save_retry,
             pending: self.pending.clone(),
+            mirrors: self.mirrors(),
         }
         .start(&self.tasks);
         let (refusal, on_end) = self.continue_harness(

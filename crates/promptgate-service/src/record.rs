@@ -28,6 +28,9 @@ const OTHER_FAILURES: u32 = 5;
 /// The first pause after a failed save; it doubles up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// How long the stream's end waits for the thread's release, which is tried again in the background
+/// past that (as long as the final save would be).
+const RELEASE_BEFORE_DONE: Duration = Duration::from_secs(1);
 
 /// Answers whose final save has not succeeded yet, by turn, so a shutdown can name what it leaves.
 #[derive(Clone, Default)]
@@ -80,6 +83,8 @@ pub(crate) struct AnswerWriter {
     /// How long the final save keeps trying while the store is unavailable.
     pub retry_for: Duration,
     pub pending: PendingSaves,
+    /// Writes the turn's stream for a reader elsewhere whose request was not heard in time.
+    pub mirrors: super::follow::Mirrors,
 }
 
 /// The answer so far: parts and metadata.
@@ -183,22 +188,37 @@ impl AnswerWriter {
         };
         let stored = self.save_final(&message).await;
         let AnswerWriter {
-            slot,
+            mut slot,
             continuation,
             thread_id,
             turn_id,
             pending,
+            mirrors,
             ..
         } = self;
         if stored {
             pending.remove(&turn_id);
         }
         // Free the thread before the stream says done, so the client's next message is accepted
-        // (on any instance); what a retry of this turn carries over is saved with it.
-        slot.end(&continuation).await;
-        if let Some(stored_tx) = stored_tx {
-            let _ = stored_tx.send(stored);
+        // (on any instance); what a retry of this turn carries over is saved with it. A release the
+        // store refuses goes on after the stream's end rather than hold it.
+        let followed = {
+            let mut release = std::pin::pin!(slot.end(&continuation));
+            let quick = tokio::time::timeout(RELEASE_BEFORE_DONE, &mut release).await;
+            if let Some(stored_tx) = stored_tx {
+                let _ = stored_tx.send(stored);
+            }
+            match quick {
+                Ok(followed) => followed,
+                Err(_) => release.await,
+            }
+        };
+        // A reader elsewhere asked for the stream, maybe unheard: write it, while the turn's feed is
+        // still known here (until the slot goes).
+        if followed {
+            mirrors.mirror(&turn_id);
         }
+        drop(slot);
         if stored {
             tracing::info!(turn = %turn_id, thread = %thread_id, status, "answer stored");
         }

@@ -209,7 +209,9 @@ impl Store {
                     .await?
             }
         };
-        let turn_signals = Arc::new(crate::turn_claims::TurnSignals::default());
+        // SQLite has one instance, whose signals never leave the process; Postgres hears them once
+        // its listener is connected.
+        let turn_signals = Arc::new(crate::turn_claims::TurnSignals::new(backend == Backend::Sqlite));
         let (setups, listener) = match backend {
             Backend::Sqlite => (Arc::new(SetupCache::new(ChangeSignals::None)), None),
             Backend::Postgres => {

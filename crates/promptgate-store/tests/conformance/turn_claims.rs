@@ -148,6 +148,10 @@ conformance! {
         assert_eq!(heard, TurnSignal::Follow { turn_id: "turn_b".to_owned() });
         let requests = store.renew_turn_claims("instance_b", LONG).await.unwrap();
         assert_eq!((requests.stop, requests.follow), (vec![], vec!["turn_b".to_owned()]));
+        // Releasing a followed turn says so, so its owner writes the frames it owes even if it never
+        // heard the request; an unfollowed one does not.
+        assert!(store.end_turn(&alice, "b", "turn_b", None).await.unwrap());
+        assert!(!store.end_turn(&alice, "a", "turn_a", Some(RetrySave { state: "{}", window: LONG, retried: None })).await.unwrap());
     }
 
     async fn start_up_interrupts_only_answers_no_live_claim_covers(store: &Store) {
@@ -173,6 +177,10 @@ conformance! {
         let rest = store.turn_frames_after("turn_f", 2).await.unwrap();
         assert_eq!(rest.len(), 1);
         assert!(rest[0].done);
+        // A batch written again (its first write answered lost) is taken and changes nothing.
+        store.put_turn_frames("turn_f", &FrameBatch { seq: 2, frames: "data: b, again\n\n".to_owned(), done: false }).await.unwrap();
+        let again = store.turn_frames_after("turn_f", 1).await.unwrap();
+        assert_eq!(again.iter().map(|b| b.frames.as_str()).collect::<String>(), "data: b\n\ndata: [DONE]\n\n");
     }
 
     async fn oauth_authorizations_are_taken_once_and_capped_per_user(store: &Store) {

@@ -224,7 +224,7 @@ impl Store {
                 (setups, Some(Arc::new(ListenerTask(task.abort_handle()))))
             }
         };
-        let reach_span = (backend == Backend::Postgres).then_some(postgres_acquire);
+        let reach_span = (backend == Backend::Postgres).then_some(postgres_acquire + crate::reach::OVERLAP);
         Ok(Store {
             pool,
             backend,

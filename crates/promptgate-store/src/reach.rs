@@ -6,6 +6,10 @@
 //! waited the timeout in vain, the next ones within that same timeout do not wait again: the token
 //! lookup answers from the tokens seen recently, and the send's reads fail at once. The first query
 //! after that span asks the database again, so an outage is noticed as over by the first success.
+//!
+//! The span is the acquire timeout plus [`OVERLAP`]: the instance's heartbeat renews its turns'
+//! leases through an outage, a moment after each failed wait, and its waits then keep the database
+//! known unreachable without a gap, so a Stop of a turn running here never waits for its token.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -13,6 +17,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::error::StoreError;
+
+/// How much longer than the failed wait itself the database stays known unreachable.
+pub(crate) const OVERLAP: Duration = Duration::from_secs(1);
 
 pub(crate) struct Reachability {
     since: Instant,

@@ -315,7 +315,12 @@ impl Store {
         .bind(self.now_ms().saturating_add(ms(lease)))
         .fetch_all(&self.pool)
         .observed("turn_claims.renew_turn_claims")
-        .await?;
+        .await
+        .map_err(StoreError::from);
+        // The heartbeat runs through an outage: its failed waits spare the requests theirs (a Stop
+        // of a turn running here needs nothing from the database but the token).
+        self.reach.saw(&rows);
+        let rows = rows?;
         let mut requests = ClaimRequests::default();
         for row in &rows {
             if row.flag(1)? {

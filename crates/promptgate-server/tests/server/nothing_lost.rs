@@ -762,12 +762,14 @@ async fn an_instance_killed_right_after_start_leaves_the_answer_the_client_was_t
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[tokio::test]
-async fn in_tokens_mode_an_outage_costs_a_request_one_wait_for_the_database_and_a_stop_none() {
-    // The pool's wait, long enough that one wait and two are told apart by a bound, not a clock.
-    const WAIT: Duration = Duration::from_secs(10);
-    let cluster = OwnCluster::start();
-    let store = promptgate_store::Store::connect_with_acquire_timeout(&cluster.url(), WAIT)
+/// A gateway in tokens mode over `cluster` whose pool waits `wait` for a connection, with a turn
+/// running in thread `running` that only a Stop ends; the upstream answering it, the token, and the
+/// turn's whole stream once it ended.
+async fn a_turn_running_in_tokens_mode(
+    cluster: &OwnCluster,
+    wait: Duration,
+) -> (Gateway, ScriptedUpstream, String, tokio::task::JoinHandle<String>) {
+    let store = promptgate_store::Store::connect_with_acquire_timeout(&cluster.url(), wait)
         .await
         .unwrap();
     store.migrate().await.unwrap();
@@ -780,9 +782,8 @@ async fn in_tokens_mode_an_outage_costs_a_request_one_wait_for_the_database_and_
     upstream.push(text(&pieces).with_delay_between(Duration::from_millis(500)));
     let config = scripted_config_with(AuthMode::Tokens, &upstream.base_url(), "");
     let gw = Gateway::over_store(store, &cluster.url(), config).await;
-    let http = reqwest::Client::new();
     let running = {
-        let request = http
+        let request = reqwest::Client::new()
             .post(gw.url("/v1/chat"))
             .bearer_auth(&token)
             .json(&use_chat_body("running", "Tell me", "scripted"));
@@ -791,11 +792,33 @@ async fn in_tokens_mode_an_outage_costs_a_request_one_wait_for_the_database_and_
     while upstream.calls() == 0 {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    (gw, upstream, token, running)
+}
+
+/// Stops the turn in thread `running`, failing when that takes `bound` or longer.
+async fn stop_within(gw: &Gateway, token: &str, bound: Duration) {
+    let res = reqwest::Client::new()
+        .post(gw.url("/v1/chat/running/stop"))
+        .bearer_auth(token)
+        .timeout(bound)
+        .send()
+        .await
+        .expect("the stop waited for the database");
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(res.json::<Value>().await.unwrap()["stopped"], true);
+}
+
+#[tokio::test]
+async fn in_tokens_mode_an_outage_costs_a_request_one_wait_for_the_database_and_a_stop_none() {
+    // The pool's wait, long enough that one wait and two are told apart by a bound, not a clock.
+    const WAIT: Duration = Duration::from_secs(10);
+    let cluster = OwnCluster::start();
+    let (gw, _upstream, token, running) = a_turn_running_in_tokens_mode(&cluster, WAIT).await;
     cluster.stop();
 
     // A send during the outage: its token is honoured from memory and the send is refused after
     // one wait for the database, not one for the token and another for the send.
-    let res = http
+    let res = reqwest::Client::new()
         .post(gw.url("/v1/chat"))
         .bearer_auth(&token)
         .json(&use_chat_body("refused", "Hello", "scripted"))
@@ -807,15 +830,25 @@ async fn in_tokens_mode_an_outage_costs_a_request_one_wait_for_the_database_and_
     assert_eq!(error_code(&res.json().await.unwrap()), "store_unavailable");
 
     // Right after, a Stop of the turn this instance runs needs no wait at all.
-    let res = http
-        .post(gw.url("/v1/chat/running/stop"))
-        .bearer_auth(&token)
-        .timeout(WAIT / 2)
-        .send()
-        .await
-        .expect("the stop waited for the database");
-    assert_eq!(res.status(), StatusCode::OK);
-    assert_eq!(res.json::<Value>().await.unwrap()["stopped"], true);
+    stop_within(&gw, &token, WAIT / 2).await;
+    cluster.start_again();
+    let stream = running.await.unwrap();
+    assert!(stream.contains(r#""type":"abort""#), "{stream}");
+}
+
+#[tokio::test]
+async fn in_tokens_mode_a_stop_as_the_first_request_of_an_outage_waits_for_nothing() {
+    const WAIT: Duration = Duration::from_secs(6);
+    let cluster = OwnCluster::start();
+    let (gw, _upstream, token, running) = a_turn_running_in_tokens_mode(&cluster, WAIT).await;
+    cluster.stop();
+    // No request meets the outage first: the instance finds it alone, renewing the running turn's
+    // lease.
+    let renewal = r#"promptgate_store_errors_total{op="turn_claims.renew_turn_claims",kind="unavailable"}"#;
+    while gw.metric(renewal).await < 1.0 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    stop_within(&gw, &token, WAIT / 2).await;
     cluster.start_again();
     let stream = running.await.unwrap();
     assert!(stream.contains(r#""type":"abort""#), "{stream}");

@@ -11,7 +11,8 @@
 //! [`Database`], and [`Service::start`] builds everything else (providers, web tools, MCP hub,
 //! integrations, the key for secrets at rest). Its API names what it takes and returns by name:
 //! [`settings`] (deployment vocabulary), [`records`] (the rows the record use cases take and
-//! return), [`events`] (what a started turn streams) and one error type, [`ServiceError`].
+//! return), [`events`] (what a started turn streams), [`facade`] (a facade request's conversation
+//! and tools) and one error type, [`ServiceError`].
 //!
 //! The service is framing-agnostic: a started turn's stream is written for its readers in the
 //! [`StreamEncoding`] the transport hands over in its settings (the server's: the UI message stream
@@ -56,8 +57,10 @@ mod connect;
 mod encoding;
 mod error;
 pub mod events;
+pub mod facade;
 mod feed;
 mod follow;
+mod handoffs;
 mod harness;
 mod hooks;
 mod integrations;
@@ -578,6 +581,7 @@ impl Service {
                 tasks: self.tasks.clone(),
                 refusal,
                 on_end,
+                client: Default::default(),
             },
         );
         let run = run_turn(plan);

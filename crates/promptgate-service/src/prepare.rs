@@ -19,6 +19,7 @@ use super::hooks::{TurnState, WebHooks};
 use super::providers::ModelProvider;
 use super::toolset::{Executors, McpToolExecutor};
 use super::{ClientNotes, Service, ServiceError};
+use promptgate_turn::client_tools::ClientTools;
 use promptgate_turn::engine::{
     AnswerRecorder, Floor, Nudges, PreparedTool, RequestBudget, StepPolicy, ToolCache, ToolTitles, TurnEnd,
     TurnLimits, TurnPlan,
@@ -69,6 +70,8 @@ pub struct RunParts {
     pub refusal: Option<String>,
     /// Work due at the turn's end, after the workspace flush and before the stream says done.
     pub on_end: Vec<Arc<dyn TurnEnd>>,
+    /// The client's own tools (a facade's); none for a send.
+    pub client: ClientTools,
 }
 
 impl Prepared {
@@ -123,6 +126,7 @@ impl Prepared {
                 .then(|| nudges::citation_reinforcement(profile).to_owned()),
             history,
             tools,
+            client: run.client,
             policy: StepPolicy {
                 reasoning_effort: model.reasoning.clone(),
                 ..StepPolicy::from_profile(profile, model.supports_parallel_tool_calls)

@@ -60,8 +60,10 @@ impl Store {
         let first_seq = match self.backend() {
             Backend::Postgres => {
                 // The messages' foreign key and the trigger that touches their thread run at the end
-                // of the statement, when the thread row from the WITH clause is there.
-                let insert = rows.insert("(SELECT user_id, id, 0 AS base FROM t) s", "$3", 6);
+                // of the statement, when the thread row from the WITH clause is there. The title's
+                // search terms are given to the messages here: the trigger that copies them from the
+                // thread runs before that row is there.
+                let insert = rows.insert("(SELECT user_id, id, 0 AS base FROM t) s", "$3", 6, Some("$5"));
                 let query = sqlx::query(sqlx::AssertSqlSafe(format!(
                     "WITH t AS (INSERT INTO threads ({THREAD_INSERT_COLS}) \
                      SELECT id, $2, NULL, $4, $5, $3, $3 FROM users WHERE id = $1 \
@@ -81,7 +83,7 @@ impl Store {
                 first_position(&returned)?
             }
             Backend::Sqlite => {
-                let mut tx = self.pool.begin().observed("transaction.begin").await?;
+                let mut tx = self.begin_write().await?;
                 let created = sqlx::query(sqlx::AssertSqlSafe(format!(
                     "INSERT INTO threads ({THREAD_INSERT_COLS}) \
                      SELECT id, $2, NULL, $3, $5, $4, $4 FROM users WHERE id = $1"
@@ -96,7 +98,7 @@ impl Store {
                 .await
                 .map_err(conflict)?;
                 one_row(created.rows_affected())?;
-                let insert = rows.insert("(SELECT $1 AS user_id, $2 AS id, 0 AS base) s", "$3", 4);
+                let insert = rows.insert("(SELECT $1 AS user_id, $2 AS id, 0 AS base) s", "$3", 4, None);
                 let query = sqlx::query(sqlx::AssertSqlSafe(insert))
                     .bind(user)
                     .bind(&thread.id)

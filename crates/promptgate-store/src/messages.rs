@@ -36,13 +36,18 @@ fn status_name(s: MessageStatus) -> &'static str {
     }
 }
 
+/// A stored role name.
+pub(crate) fn role_from(name: &str) -> Result<Role> {
+    match name {
+        "user" => Ok(Role::User),
+        "assistant" => Ok(Role::Assistant),
+        other => Err(StoreError::corrupt("message role", other)),
+    }
+}
+
 /// A message whose columns start at `at`.
 pub(crate) fn message_from(row: &AnyRow, at: usize) -> Result<Message> {
-    let role = match row.text(at + 2)?.as_str() {
-        "user" => Role::User,
-        "assistant" => Role::Assistant,
-        other => return Err(StoreError::corrupt("message role", other)),
-    };
+    let role = role_from(&row.text(at + 2)?)?;
     let status = match row.opt_text(at + 5)?.as_deref() {
         None => None,
         Some("streaming") => Some(MessageStatus::Streaming),
@@ -130,13 +135,19 @@ impl<'m> MessageRows<'m> {
 
     /// The `INSERT` of every row, one `SELECT` each: `source` yields the thread's `user_id`, `id` and
     /// `base`, the position before the first row; `time` is the parameter of the creation time and
-    /// the rows' own parameters start at `$first`. Returns each row's position.
-    pub(crate) fn insert(&self, source: &str, time: &str, first: usize) -> String {
+    /// the rows' own parameters start at `$first`. `title_terms`, when given, is the expression of
+    /// the rows' title terms (Postgres, for a thread created in the same statement, which its trigger
+    /// cannot see yet). Returns each row's position.
+    pub(crate) fn insert(&self, source: &str, time: &str, first: usize, title_terms: Option<&str>) -> String {
+        let (terms_col, terms) = match title_terms {
+            Some(expr) => (", title_terms", format!(", {expr}")),
+            None => ("", String::new()),
+        };
         let selects: Vec<String> = (0..self.rows.len())
             .map(|k| {
                 let p = first + k * 7;
                 format!(
-                    "SELECT s.user_id, ${p}, s.id, s.base + {}, ${}, ${}, ${}, ${}, ${}, ${}, {time} FROM {source}",
+                    "SELECT s.user_id, ${p}, s.id, s.base + {}, ${}, ${}, ${}, ${}, ${}, ${}, {time}{terms} FROM {source}",
                     k + 1,
                     p + 1,
                     p + 2,
@@ -148,7 +159,7 @@ impl<'m> MessageRows<'m> {
             })
             .collect();
         format!(
-            "INSERT INTO messages ({MESSAGE_INSERT_COLS}) {} RETURNING seq",
+            "INSERT INTO messages ({MESSAGE_INSERT_COLS}{terms_col}) {} RETURNING seq",
             selects.join(" UNION ALL ")
         )
     }
@@ -248,7 +259,7 @@ impl Store {
     pub async fn append_messages(&self, user: &str, messages: &[NewMessage]) -> Result<Vec<Message>> {
         let rows = MessageRows::of(messages)?;
         let thread_id = &messages[0].thread_id;
-        let sql = rows.insert(APPEND_SOURCE, "$3", 4);
+        let sql = rows.insert(APPEND_SOURCE, "$3", 4, None);
         for attempt in 1..=APPEND_ATTEMPTS {
             let now = self.now_ms();
             let query = sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))

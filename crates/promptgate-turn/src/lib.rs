@@ -6,6 +6,7 @@
 //! - [`message`]: folding chunks into the assistant message that gets stored.
 //! - [`history`]: stored or client-sent UI messages back into upstream chat messages.
 //! - [`engine`]: the loop itself ([`run_turn`]).
+//! - [`client_tools`]: tools the client runs, and the steps kept across a hand-off to it.
 //! - [`facade`]: an OpenAI chat-completions request's messages as the turn's history.
 //!
 //! # Running a turn
@@ -25,6 +26,7 @@
 #![deny(clippy::disallowed_methods)]
 
 mod attachments;
+pub mod client_tools;
 pub mod engine;
 pub mod facade;
 pub mod harness;
@@ -32,6 +34,7 @@ pub mod history;
 pub mod message;
 pub mod ui;
 
+pub use client_tools::{ClientToolCall, ClientToolChoice, ClientTools, Handoff, HandoffKeeper};
 pub use engine::{
     AnswerRecorder, EMPTY_ANSWER_TEXT, Gate, NOT_STORED_TEXT, NoHooks, Nudges, PreparedTool, RequestBudget,
     SourceRef, StepPolicy, ToolCache, TurnHooks, TurnLimits, TurnOutcome, TurnPlan, TurnRun, TurnStatus,

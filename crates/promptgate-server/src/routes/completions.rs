@@ -12,6 +12,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt};
 use promptgate_service::events::TurnEvent;
+use promptgate_service::facade::{ClientToolChoice, facade_history};
 use promptgate_service::{CompletionRequest, SendHandle};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -92,12 +93,15 @@ async fn completions(
     body.extra.remove("n");
     body.extra.remove("parallel_tool_calls");
     let include_usage = body.stream_options.as_ref().is_some_and(|o| o.include_usage);
+    let conversation = facade_history(&body.messages).map_err(|e| ApiError::invalid(e.to_string()))?;
     let handle = state
         .service
         .complete(CompletionRequest {
             user_id: user.id,
             model: body.model,
-            messages: body.messages,
+            conversation,
+            client_tools: Vec::new(),
+            tool_choice: ClientToolChoice::Auto,
             extra: body.extra,
         })
         .await?;

@@ -5,6 +5,7 @@
 //! dropping the event stream, which counts as Stop), so the caller can always persist it.
 //! [`run_turn_in_reader`] is for turns that keep nothing: the reader of the events runs the turn.
 
+mod handoff;
 mod output;
 mod plan;
 mod reasoning;

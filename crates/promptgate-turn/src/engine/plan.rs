@@ -15,6 +15,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::tools::ToolCache;
+use crate::client_tools::ClientTools;
 use crate::ui::UiFinishReason;
 
 /// A tool of this send with the executor that runs it.
@@ -303,6 +304,9 @@ pub struct TurnPlan {
     /// The conversation so far, ending with the new user message. No system message.
     pub history: Vec<ChatMessage>,
     pub tools: Vec<PreparedTool>,
+    /// Tools the client runs itself, offered beside `tools`; a call to one ends the turn. A name
+    /// that is also one of `tools` is the server's.
+    pub client: ClientTools,
     pub policy: StepPolicy,
     pub nudges: Nudges,
     pub limits: TurnLimits,
@@ -358,6 +362,7 @@ impl TurnPlan {
             citation_reinforcement: None,
             history,
             tools: Vec::new(),
+            client: ClientTools::default(),
             policy: StepPolicy::default(),
             nudges: Nudges::default(),
             limits: TurnLimits::default(),

@@ -16,7 +16,8 @@ use super::output::Output;
 use super::plan::{Floor, RequestBudget, TurnOutcome, TurnPlan, TurnStatus};
 use super::reasoning::ReasoningTimes;
 use super::step::{Interrupt, StepState, StreamedCall};
-use super::tools::{Checked, check_call, start_call};
+use super::tools::{Checked, check_call, check_client_call, start_call};
+use crate::client_tools::{ClientToolCall, ClientToolChoice};
 use crate::ui::{TurnEvent, UiChunk, UiFinishReason};
 
 /// Shown when a turn has used its request budget.
@@ -37,6 +38,8 @@ const CUT_OFF_TEXT: &str = "the model's response was cut off before this call wa
 /// How the whole turn ended.
 enum End {
     Finished(FinishReason),
+    /// The model called client tools: the client runs them (model ids here).
+    HandedOff(Vec<ClientToolCall>),
     Stopped,
     Failed(String),
 }
@@ -44,6 +47,7 @@ enum End {
 /// How one step ended.
 enum StepEnd {
     Tools,
+    HandOff(Vec<ClientToolCall>),
     Answer(FinishReason),
     Stopped,
     Failed(String),
@@ -54,14 +58,16 @@ pub(super) struct Turn {
     pub(super) out: Output,
     budget: Arc<RequestBudget>,
     /// The conversation as the model sees it, growing with each tool step.
-    messages: Vec<ChatMessage>,
+    pub(super) messages: Vec<ChatMessage>,
+    /// How many of `messages` came with the plan; the rest is this turn's.
+    pub(super) history_len: usize,
     /// Index in each request's messages of the last message before the newest user turn.
     conversation_prefix_end: Option<usize>,
     definitions: Vec<ToolDefinition>,
     /// Which of `definitions` are budgeted web tools (the harness floor takes those away).
     web_definitions: Vec<bool>,
     /// Where the harness floor's steering message sits in `messages`, while it applies.
-    steer_at: Option<usize>,
+    pub(super) steer_at: Option<usize>,
     pub(super) part_counter: u64,
     pub(super) answered: bool,
     pub(super) upstream_requests: u32,
@@ -79,16 +85,25 @@ impl Turn {
             .request_budget
             .clone()
             .unwrap_or_else(|| Arc::new(RequestBudget::from_limits(&plan.limits)));
-        let definitions = plan
+        let server_definitions = plan.tools.iter().map(|tool| ToolDefinition {
+            name: tool.spec.name.clone(),
+            description: tool.spec.description.clone(),
+            parameters: tool.spec.parameters.clone(),
+        });
+        let client_definitions = plan
+            .client
             .tools
             .iter()
-            .map(|tool| ToolDefinition {
-                name: tool.spec.name.clone(),
-                description: tool.spec.description.clone(),
-                parameters: tool.spec.parameters.clone(),
-            })
+            .filter(|client| !plan.tools.iter().any(|tool| tool.spec.name == client.name));
+        let definitions: Vec<ToolDefinition> =
+            server_definitions.chain(client_definitions.cloned()).collect();
+        let web_definitions = plan
+            .tools
+            .iter()
+            .map(|tool| tool.spec.web)
+            .chain(std::iter::repeat(false))
+            .take(definitions.len())
             .collect();
-        let web_definitions = plan.tools.iter().map(|tool| tool.spec.web).collect();
         let messages = std::mem::take(&mut plan.history);
         // The history only grows during a turn, and each request puts the system message first,
         // so the message before the newest user message sits one further on.
@@ -111,6 +126,7 @@ impl Turn {
             plan,
             out,
             budget,
+            history_len: messages.len(),
             messages,
             conversation_prefix_end,
             definitions,
@@ -140,9 +156,19 @@ impl Turn {
             Some(text) => End::Failed(text),
             None => self.attempts().await,
         };
+        let mut handed_off = Vec::new();
         let (status, finish_reason, error, ending) = match end {
             End::Finished(reason) => {
                 let reason = UiFinishReason::from(&reason);
+                let finish = UiChunk::Finish {
+                    finish_reason: Some(reason),
+                    message_metadata: None,
+                };
+                (TurnStatus::Complete, Some(reason), None, vec![finish])
+            }
+            End::HandedOff(calls) => {
+                handed_off = calls;
+                let reason = UiFinishReason::ToolCalls;
                 let finish = UiChunk::Finish {
                     finish_reason: Some(reason),
                     message_metadata: None,
@@ -175,6 +201,8 @@ impl Turn {
         for chunk in &ending {
             self.out.record(chunk);
         }
+        // Kept before the client learns the calls, so its next request finds the hidden steps.
+        let client_calls = self.hand_off(handed_off).await;
         self.settle(status).await;
         let (parts, metadata) = self.out.message();
         let outcome = TurnOutcome {
@@ -205,6 +233,9 @@ impl Turn {
                     })
                     .await;
             }
+        }
+        for call in client_calls {
+            self.out.send_event(TurnEvent::ClientToolCall(call)).await;
         }
         for chunk in ending {
             self.out.send_only(chunk).await;
@@ -300,6 +331,7 @@ impl Turn {
             let final_step = index + 1 >= max_steps;
             match self.step(final_step, tool_steps).await {
                 StepEnd::Tools => tool_steps += 1,
+                StepEnd::HandOff(calls) => return End::HandedOff(calls),
                 StepEnd::Answer(reason) => return End::Finished(reason),
                 StepEnd::Stopped => return End::Stopped,
                 StepEnd::Failed(text) => return End::Failed(text),
@@ -350,6 +382,18 @@ impl Turn {
         };
         if let Some(nudge) = nudge.filter(|text| !text.is_empty()) {
             messages.push(user_message(nudge.clone()));
+        }
+        let first_step = self.steps == 0 && !final_step;
+        let mut tools = tools;
+        if first_step && tool_choice.is_none() {
+            match &plan.client.choice {
+                ClientToolChoice::Auto => {}
+                ClientToolChoice::Required => tool_choice = Some(ToolChoice::Required),
+                ClientToolChoice::Named(name) => {
+                    tools.retain(|tool| &tool.name == name);
+                    tool_choice = Some(ToolChoice::Required);
+                }
+            }
         }
         if tools.is_empty() {
             tool_choice = None;
@@ -432,8 +476,20 @@ impl Turn {
     async fn run_tools(&mut self, state: StepState, offered: bool) -> StepEnd {
         let calls = state.calls;
         let mut results: Vec<Option<String>> = vec![None; calls.len()];
+        let mut handed: Vec<ClientToolCall> = Vec::new();
         let running = FuturesUnordered::new();
         for (position, call) in calls.iter().enumerate() {
+            if call.client {
+                match check_client_call(offered, call.oversized, &call.arguments) {
+                    Ok(arguments) => handed.push(ClientToolCall {
+                        id: call.id.clone(),
+                        name: call.name.clone(),
+                        arguments,
+                    }),
+                    Err(error) => results[position] = Some(error),
+                }
+                continue;
+            }
             let checked = if call.oversized {
                 Checked::Refused {
                     input: json!({}),
@@ -487,7 +543,7 @@ impl Turn {
         loop {
             let Some(next) = self.out.wait(running.next()).await else {
                 for (call, result) in calls.iter().zip(&results) {
-                    if result.is_none() {
+                    if result.is_none() && !call.client {
                         let dynamic = self.dynamic_flag(&call.name);
                         self.emit_tool_error(&call.id, STOPPED_TEXT.to_owned(), dynamic)
                             .await;
@@ -539,10 +595,15 @@ impl Turn {
                 .await;
         }
         self.record_tool_step(state.text, &calls, results);
-        StepEnd::Tools
+        if handed.is_empty() {
+            StepEnd::Tools
+        } else {
+            StepEnd::HandOff(handed)
+        }
     }
 
-    /// Adds the step's assistant message and its tool results to what the model sees next.
+    /// Adds the step's assistant message and its tool results to what the model sees next. A
+    /// client call handed off gets no result here: the client's next request brings it.
     fn record_tool_step(&mut self, text: String, calls: &[StreamedCall], results: Vec<Option<String>>) {
         let tool_calls = calls
             .iter()
@@ -560,6 +621,9 @@ impl Turn {
         let content = (!text.is_empty()).then_some(text);
         self.messages.push(ChatMessage::Assistant { content, tool_calls });
         for (call, result) in calls.iter().zip(results) {
+            if call.client && result.is_none() {
+                continue;
+            }
             self.messages.push(ChatMessage::Tool {
                 tool_call_id: call.id.clone(),
                 content: result.unwrap_or_else(|| STOPPED_TEXT.to_owned()),

@@ -13,7 +13,7 @@
 
 use std::borrow::Cow;
 
-use promptgate_service::events::{TurnEvent, UiChunk, UiFinishReason};
+use promptgate_service::events::{TurnError, TurnEvent, UiChunk, UiFinishReason};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -25,7 +25,8 @@ enum Delta<'a> {
     Content(Cow<'a, str>),
     Reasoning(&'a str),
     Finish(&'static str),
-    Error(&'a str),
+    /// The turn's error text, and its code when the turn gave one (`context_too_long`).
+    Error(&'a str, Option<String>),
     /// The turn stopped before its end.
     Cut,
 }
@@ -41,6 +42,8 @@ struct Translator {
     step_has_text: bool,
     /// The turn's usage from the latest step metadata, in OpenAI's shape.
     usage: Option<OpenAiUsage>,
+    /// The `errorCode` the turn's metadata named before its error.
+    error_code: Option<String>,
     /// A finish, an error or a cut was seen: nothing more is translated.
     done: bool,
     /// The turn ended by itself (a finish reason was sent).
@@ -76,6 +79,9 @@ impl Translator {
                 if let Some(usage) = message_metadata.get("usage") {
                     self.usage = Some(OpenAiUsage::from_metadata(usage));
                 }
+                if let Some(code) = message_metadata.get("errorCode").and_then(Value::as_str) {
+                    self.error_code = Some(code.to_owned());
+                }
                 None
             }
             UiChunk::Finish { finish_reason, .. } => {
@@ -89,7 +95,7 @@ impl Translator {
             }
             UiChunk::Error { error_text } => {
                 self.done = true;
-                Some(Delta::Error(error_text))
+                Some(Delta::Error(error_text, self.error_code.clone()))
             }
             _ => None,
         }
@@ -257,9 +263,9 @@ impl CompletionChunks {
                 None,
             ),
             Delta::Finish(reason) => (DeltaFields::default(), Some(*reason)),
-            Delta::Error(message) => {
+            Delta::Error(message, code) => {
                 emit(Err(
-                    json!({"error": {"message": message, "type": "upstream_error", "code": null}}),
+                    json!({"error": {"message": message, "type": "upstream_error", "code": code}}),
                 ));
                 return;
             }
@@ -315,10 +321,10 @@ fn cut_error() -> Value {
 }
 
 /// Why a whole response is no completion.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, PartialEq)]
 pub enum Unfinished {
-    /// The turn failed; the text is safe to show.
-    Failed(String),
+    /// The turn failed; its text is safe to show.
+    Failed(TurnError),
     /// The turn stopped before its end.
     Cut,
 }
@@ -358,7 +364,7 @@ pub struct CompletionResponse {
     content: String,
     reasoning: String,
     finish_reason: Option<&'static str>,
-    error: Option<String>,
+    error: Option<TurnError>,
 }
 
 impl CompletionResponse {
@@ -378,7 +384,14 @@ impl CompletionResponse {
             Some(Delta::Content(text)) => self.content.push_str(&text),
             Some(Delta::Reasoning(text)) => self.reasoning.push_str(text),
             Some(Delta::Finish(reason)) => self.finish_reason = Some(reason),
-            Some(Delta::Error(message)) => self.error = Some(message.to_owned()),
+            Some(Delta::Error(message, code)) => {
+                self.error = Some(match code.as_deref() {
+                    Some(promptgate_service::events::CONTEXT_TOO_LONG) => {
+                        TurnError::ContextTooLong(message.to_owned())
+                    }
+                    _ => TurnError::Failed(message.to_owned()),
+                });
+            }
             Some(Delta::Cut) | Some(Delta::Role) | None => {}
         }
     }
@@ -394,8 +407,8 @@ impl CompletionResponse {
     }
 
     fn with_body<T>(self, encode: impl FnOnce(&CompletionBody<'_>) -> T) -> Result<T, Unfinished> {
-        if let Some(message) = self.error {
-            return Err(Unfinished::Failed(message));
+        if let Some(error) = self.error {
+            return Err(Unfinished::Failed(error));
         }
         if !self.translator.finished {
             return Err(Unfinished::Cut);
@@ -725,6 +738,9 @@ mod tests {
         response.push(&chunk(UiChunk::Error {
             error_text: "budget".into(),
         }));
-        assert_eq!(response.finish(), Err(Unfinished::Failed("budget".into())));
+        assert_eq!(
+            response.finish(),
+            Err(Unfinished::Failed(TurnError::Failed("budget".into())))
+        );
     }
 }

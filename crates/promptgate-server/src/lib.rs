@@ -15,6 +15,7 @@ mod body_time;
 pub mod boundary;
 pub mod cli;
 pub mod config;
+pub mod config_context;
 #[cfg(test)]
 mod config_keys;
 pub mod deploy;

@@ -88,8 +88,15 @@ impl Service {
         conversation.messages = messages;
         let text = last_user_text(&conversation.messages);
         let prepared = self
-            .prepare_with_text(&user_id, ctx, model, &provider, None, Asked::without_notes(&text))
-            .await
+            .prepare_with_text(
+                &user_id,
+                ctx,
+                model,
+                &provider,
+                None,
+                Asked::without_notes(&text, crate::window::Mode::Send),
+            )
+            .await?
             .over_client_conversation(conversation);
         refuse_clashes(&prepared, &client_tools)?;
         let client = ClientTools {

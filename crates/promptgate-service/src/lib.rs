@@ -74,6 +74,7 @@ pub mod records;
 pub mod settings;
 mod store_retry;
 mod toolset;
+mod window;
 mod workspace;
 
 use std::sync::Arc;
@@ -101,6 +102,7 @@ pub use prepare::{Prepared, PreparedSend, RunParts};
 pub use providers::{ModelProvider, ProviderClient, Providers};
 pub use record::{PendingSave, PendingSaves};
 pub use toolset::{Executors, McpToolExecutor};
+pub use window::ContextReport;
 
 use feed::{Detach, FeedWriter, TurnFeed};
 use harness::{Harnesses, KeepTranscript};
@@ -147,6 +149,10 @@ pub struct Service {
     harnesses: Harnesses,
     /// The transport's wire format of a turn's stream, for its readers and followers.
     encoding: StreamEncoding,
+    /// Token counts of the messages sends have seen, shared by all sends.
+    pub(crate) token_counters: promptgate_llm::tokens::TokenCounters,
+    /// The model that summarises a thread's older part, when one is configured.
+    pub(crate) summariser: Option<window::Summariser>,
 }
 
 /// How long a send waits for a stopped turn of its thread to finish storing its answer.
@@ -247,6 +253,8 @@ impl Service {
             instance: Arc::new(claims::Instance::default()),
             harnesses,
             encoding,
+            token_counters: promptgate_llm::tokens::TokenCounters::default(),
+            summariser: None,
         }
     }
 
@@ -334,7 +342,7 @@ impl Service {
                 continuation.as_ref().map(|c| &c.state),
                 &planned,
             )
-            .await;
+            .await?;
         let continuation = continuation
             .unwrap_or_else(|| Continuation::fresh(&turn.ids.turn_id, &prepared.state, &self.config.limits));
         Ok(self.start_send(&request, turn, prepared, &provider, continuation, &planned))
@@ -445,13 +453,11 @@ impl Service {
                         "there is no user message to answer".to_owned(),
                     ));
                 }
-                while ctx.history.last().is_some_and(|m| m.role == Role::Assistant) {
-                    ctx.history.pop();
-                }
+                ctx.tail.answer_newest_question();
                 false
             }
         };
-        if !ctx.history.last().is_some_and(|m| m.role == Role::User) {
+        if !ctx.tail.messages.last().is_some_and(|m| m.role == Role::User) {
             return Err(ServiceError::InvalidMessage(
                 "there is no user message to answer".to_owned(),
             ));
@@ -475,13 +481,15 @@ impl Service {
         // A resend of the thread's last question (its turn failed) is already stored; any other
         // id the thread has seen is an edit, which takes that message's place (see
         // `current_conversation`).
-        let already_stored =
-            is_resent_prompt(&ctx.history, id.as_deref(), &parts, request.retry_of.is_some());
+        let already_stored = is_resent_prompt(
+            &ctx.tail.messages,
+            id.as_deref(),
+            &parts,
+            request.retry_of.is_some(),
+        );
         if already_stored {
             // The retried turn's answer is replaced by this one; the model answers the prompt.
-            while ctx.history.last().is_some_and(|m| m.role == Role::Assistant) {
-                ctx.history.pop();
-            }
+            ctx.tail.answer_newest_question();
             return Ok(false);
         }
         let message = NewMessage {
@@ -509,15 +517,16 @@ impl Service {
                 )
                 .await?;
             ctx.thread = Some(thread);
+            ctx.tail.messages.clear();
+            ctx.tail.from_start = true;
             stored
         } else {
             self.store.append_messages(&request.user_id, &both).await?
         };
-        // The history is the conversation the model answers: the question, not its empty answer.
+        // The conversation the model answers ends with the question, not its empty answer.
         if let Some(question) = stored.into_iter().next() {
-            ctx.history.push(question);
+            ctx.tail.messages.push(question);
         }
-        ctx.history = promptgate_store::current_conversation(std::mem::take(&mut ctx.history));
         Ok(true)
     }
 
@@ -623,8 +632,15 @@ impl Service {
             cancel.clone(),
         );
         if let Some(mut transcript) = started.transcript {
-            transcript.push(prompt);
-            prepared.history = transcript;
+            // The kept transcript holds the earlier sends' tool calls too, so it can outgrow the
+            // room while the stored thread fits; and after a compaction it holds turns the summary
+            // now stands for. Then the harness starts again from what the window shows.
+            let budget = &prepared.budget;
+            let tokens = budget.counter.messages(&transcript) + budget.counter.message(&prompt);
+            if !prepared.compacted && tokens <= budget.room.saturating_sub(prepared.earlier_tokens) {
+                transcript.push(prompt);
+                prepared.history = transcript;
+            }
         }
         let keep: Arc<dyn TurnEnd> = Arc::new(KeepTranscript {
             harnesses: self.harnesses.clone(),
@@ -745,7 +761,8 @@ fn title_from(parts: &[Value]) -> String {
 }
 
 /// Whether a send's new message is the thread's last question sent again, so it must not be stored
-/// twice. Without `retry_of` only a resend under the same id, right after that question (its turn left
+/// twice. `history` is the thread's newest stored messages (replaced ones included): its newest
+/// user message is the conversation's newest question. Without `retry_of` only a resend under the same id, right after that question (its turn left
 /// no answer), counts. An automatic retry (`retry_of`) repeats the prompt its turn answered, whatever
 /// that turn stored after it, and may come without an id (the thread-messages route has none).
 fn is_resent_prompt(

@@ -7,7 +7,7 @@
 
 use crate::connect::{Backend, Store};
 use crate::error::{Result, StoreError};
-use crate::messages::{MessageRows, first_position};
+use crate::messages::{MessageRows, positions};
 use crate::observed::Observed;
 use crate::projects::{THREAD_INSERT_COLS, ThreadRow};
 use crate::types::{Message, NewMessage, NewThread, Thread};
@@ -57,7 +57,7 @@ impl Store {
             StoreError::Conflict(_) => StoreError::Conflict(format!("thread {:?} exists", thread.id)),
             other => other,
         };
-        let first_seq = match self.backend() {
+        let stored_at = match self.backend() {
             Backend::Postgres => {
                 // The messages' foreign key and the trigger that touches their thread run at the end
                 // of the statement, when the thread row from the WITH clause is there. The title's
@@ -80,7 +80,7 @@ impl Store {
                     .observed("first_message.create_thread_with_message")
                     .await
                     .map_err(conflict)?;
-                first_position(&returned)?
+                positions(&returned)?
             }
             Backend::Sqlite => {
                 let mut tx = self.begin_write().await?;
@@ -110,9 +110,9 @@ impl Store {
                     .await
                     .map_err(conflict)?;
                 tx.commit().observed("transaction.commit").await?;
-                first_position(&returned)?
+                positions(&returned)?
             }
         };
-        Ok((thread.stored(t, now), rows.stored(now, first_seq)))
+        Ok((thread.stored(t, now), rows.stored(now, &stored_at)))
     }
 }

@@ -66,6 +66,7 @@ pub(crate) fn message_from(row: &AnyRow, at: usize) -> Result<Message> {
         status,
         created_at: row.int(at + 6)?,
         seq: row.int(at + 7)?,
+        edit_of: None,
     })
 }
 
@@ -102,7 +103,7 @@ impl MessageRow {
     }
 
     /// The message as stored at `seq`.
-    pub(crate) fn stored(&self, m: &NewMessage, created_at: i64, seq: i64) -> Message {
+    pub(crate) fn stored(&self, m: &NewMessage, created_at: i64, seq: i64, edit_of: Option<i64>) -> Message {
         Message {
             id: self.id.clone(),
             thread_id: m.thread_id.clone(),
@@ -112,6 +113,7 @@ impl MessageRow {
             status: m.status,
             created_at,
             seq,
+            edit_of,
         }
     }
 }
@@ -137,7 +139,8 @@ impl<'m> MessageRows<'m> {
     /// `base`, the position before the first row; `time` is the parameter of the creation time and
     /// the rows' own parameters start at `$first`. `title_terms`, when given, is the expression of
     /// the rows' title terms (Postgres, for a thread created in the same statement, which its trigger
-    /// cannot see yet). Returns each row's position.
+    /// cannot see yet). A user message whose id an earlier user message of the thread has is an edit
+    /// of the latest of them (`edit_of`). Returns each row's position and `edit_of`.
     pub(crate) fn insert(&self, source: &str, time: &str, first: usize, title_terms: Option<&str>) -> String {
         let (terms_col, terms) = match title_terms {
             Some(expr) => (", title_terms", format!(", {expr}")),
@@ -146,10 +149,13 @@ impl<'m> MessageRows<'m> {
         let selects: Vec<String> = (0..self.rows.len())
             .map(|k| {
                 let p = first + k * 7;
+                let role = p + 1;
                 format!(
-                    "SELECT s.user_id, ${p}, s.id, s.base + {}, ${}, ${}, ${}, ${}, ${}, ${}, {time}{terms} FROM {source}",
+                    "SELECT s.user_id, ${p}, s.id, s.base + {}, ${role}, ${}, ${}, ${}, ${}, ${}, {time}{terms}, \
+                     CASE WHEN ${role} = 'user' THEN (SELECT MAX(seq) FROM messages \
+                     WHERE user_id = s.user_id AND thread_id = s.id AND id = ${p} AND role = 'user') END \
+                     FROM {source}",
                     k + 1,
-                    p + 1,
                     p + 2,
                     p + 3,
                     p + 4,
@@ -159,7 +165,7 @@ impl<'m> MessageRows<'m> {
             })
             .collect();
         format!(
-            "INSERT INTO messages ({MESSAGE_INSERT_COLS}{terms_col}) {} RETURNING seq",
+            "INSERT INTO messages ({MESSAGE_INSERT_COLS}{terms_col}, edit_of) {} RETURNING seq, edit_of",
             selects.join(" UNION ALL ")
         )
     }
@@ -182,26 +188,30 @@ impl<'m> MessageRows<'m> {
         query
     }
 
-    /// The messages as stored at `created_at`, the first at position `first_seq`.
-    pub(crate) fn stored(&self, created_at: i64, first_seq: i64) -> Vec<Message> {
+    /// The messages as stored at `created_at`, at the positions an insert returned (see
+    /// [`positions`]).
+    pub(crate) fn stored(&self, created_at: i64, positions: &[(i64, Option<i64>)]) -> Vec<Message> {
         self.rows
             .iter()
             .zip(self.messages)
-            .zip(first_seq..)
-            .map(|((row, m), seq)| row.stored(m, created_at, seq))
+            .zip(positions)
+            .map(|((row, m), &(seq, edit_of))| row.stored(m, created_at, seq, edit_of))
             .collect()
     }
 }
 
-/// The position of the first of the rows an insert returned; NotFound when it wrote none (the
-/// thread is not the user's).
-pub(crate) fn first_position(returned: &[AnyRow]) -> Result<i64> {
-    let mut first: Option<i64> = None;
-    for row in returned {
-        let seq = row.int(0)?;
-        first = Some(first.map_or(seq, |f| f.min(seq)));
+/// The position and `edit_of` of every row an insert returned, in the rows' order; NotFound when it
+/// wrote none (the thread is not the user's).
+pub(crate) fn positions(returned: &[AnyRow]) -> Result<Vec<(i64, Option<i64>)>> {
+    let mut positions = returned
+        .iter()
+        .map(|row| Ok((row.int(0)?, row.opt_int(1)?)))
+        .collect::<Result<Vec<_>>>()?;
+    if positions.is_empty() {
+        return Err(StoreError::NotFound);
     }
-    first.ok_or(StoreError::NotFound)
+    positions.sort_unstable();
+    Ok(positions)
 }
 
 /// Serialised parts and metadata, checked for shape and size.
@@ -272,7 +282,7 @@ impl Store {
                 .observed("messages.append_message")
                 .await;
             match inserted {
-                Ok(positions) => return Ok(rows.stored(now, first_position(&positions)?)),
+                Ok(returned) => return Ok(rows.stored(now, &positions(&returned)?)),
                 Err(e) => match StoreError::from(e) {
                     // Only the position is unique: another writer took it, so try the next one.
                     StoreError::Conflict(_) if attempt < APPEND_ATTEMPTS => continue,

@@ -11,6 +11,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt};
+use promptgate_service::events::TurnError;
 use promptgate_service::events::TurnEvent;
 use promptgate_service::facade::{ClientToolChoice, facade_history};
 use promptgate_service::{CompletionRequest, SendHandle};
@@ -123,9 +124,17 @@ async fn completions(
     };
     match response.finish_json() {
         Ok(body) => Ok(Completion::Whole(body)),
-        Err(Unfinished::Failed(message)) => {
-            Err(ApiError::new(StatusCode::BAD_GATEWAY, "upstream_error", message))
-        }
+        // The client's conversation is what does not fit: its request, not the upstream, is at fault.
+        Err(Unfinished::Failed(err @ TurnError::ContextTooLong(_))) => Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            promptgate_service::events::CONTEXT_TOO_LONG,
+            err.to_string(),
+        )),
+        Err(Unfinished::Failed(err)) => Err(ApiError::new(
+            StatusCode::BAD_GATEWAY,
+            "upstream_error",
+            err.to_string(),
+        )),
         Err(Unfinished::Cut) => Err(ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "interrupted",

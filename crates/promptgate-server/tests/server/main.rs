@@ -8,6 +8,7 @@ mod browser_app;
 mod chat_stream;
 mod common;
 mod completions;
+mod context_window;
 mod eval_cli;
 mod exposure;
 mod harness_thread;

@@ -95,6 +95,7 @@ error_codes! {
     ProviderError = 502, "provider_error": "An integration's provider refused the authorization or the code exchange.";
     UpstreamError = 502, "upstream_error": "The model provider failed before an answer could be given.";
     Unavailable = 503, "unavailable": "Unavailable (a status from below the handlers).";
+    Interrupted = 503, "interrupted": "The server cut the answer short (it was shutting down); ask again.";
     NotStored = 503, "not_stored": "The answer could not be stored, so it is not given; nothing was kept and asking again loses nothing.";
     StoreUnavailable = 503, "store_unavailable": "The database is unavailable; `Retry-After` says when to try again.";
     Overloaded = 503, "overloaded": "The server runs as many turns as it may; try again shortly.";

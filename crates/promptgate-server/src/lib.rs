@@ -11,6 +11,7 @@
 pub mod api_doc;
 pub mod app;
 pub mod auth;
+mod body_time;
 pub mod boundary;
 pub mod cli;
 pub mod config;
@@ -22,6 +23,7 @@ pub mod error;
 pub mod extract;
 pub mod facade;
 pub mod listen;
+pub mod logging;
 mod memory;
 pub mod nul;
 pub mod observe;

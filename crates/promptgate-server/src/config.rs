@@ -36,6 +36,9 @@ pub struct Config {
     pub server: ServerConfig,
     #[serde(default)]
     pub turn: TurnConfig,
+    /// Responses of the Responses API that clients ask to keep (`store: true`).
+    #[serde(default)]
+    pub responses: ResponsesConfig,
     /// How sends fit a thread to the model's context window.
     #[serde(default)]
     pub context: crate::config_context::ContextConfig,
@@ -119,9 +122,15 @@ pub struct ServerConfig {
     pub header_read_timeout_secs: u64,
     /// A connection with no request in progress is closed after this long.
     pub idle_timeout_secs: u64,
+    /// A connection that has not sent a byte of a request since it opened is closed after this long.
+    pub first_request_timeout_secs: u64,
     /// A request body that sends nothing for this long is abandoned with 408.
     pub body_timeout_secs: u64,
-    /// Connections open at once; further clients wait in the kernel's accept queue.
+    /// A request body that has not arrived whole this long after its request's head is abandoned
+    /// with 408, however steadily it trickles.
+    pub body_deadline_secs: u64,
+    /// Connections open at once. At the cap a new client takes the place of the connection idle
+    /// longest; when every connection has a request in progress it waits in the kernel's queue.
     pub max_connections: usize,
     pub cors: CorsConfig,
     /// After SIGTERM/SIGINT, running turns may go on this long before they are stopped.
@@ -129,6 +138,9 @@ pub struct ServerConfig {
     /// After the turns have ended, answers still being saved get this long before the process
     /// exits anyway (each one left is logged with its thread and turn).
     pub shutdown_flush_secs: u64,
+    /// The longest `x-request-id` a client may choose (letters, digits and `-_.:+/=` only); any
+    /// other is replaced by a fresh id.
+    pub request_id_max_len: usize,
     /// When set, `/metrics` is served on this address only (and not on `listen`), so the scrape port
     /// can stay inside the operator's network while the API is exposed.
     pub metrics_listen: Option<SocketAddr>,
@@ -140,11 +152,14 @@ impl Default for ServerConfig {
             allowed_hosts: Vec::new(),
             header_read_timeout_secs: 10,
             idle_timeout_secs: 60,
+            first_request_timeout_secs: 10,
             body_timeout_secs: 30,
+            body_deadline_secs: 60,
             max_connections: 4096,
             cors: CorsConfig::default(),
             shutdown_grace_secs: 20,
             shutdown_flush_secs: 10,
+            request_id_max_len: 128,
             metrics_listen: None,
         }
     }
@@ -212,6 +227,22 @@ impl Default for TurnConfig {
             retry_window_secs: promptgate_service::settings::DEFAULT_RETRY_WINDOW.as_secs(),
             kept_harnesses: promptgate_service::settings::DEFAULT_KEPT_HARNESSES,
             kept_harness_bytes: promptgate_service::settings::DEFAULT_KEPT_HARNESS_BYTES,
+        }
+    }
+}
+
+/// Kept responses of `POST /v1/responses`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ResponsesConfig {
+    /// How long a kept response can be read and continued; older ones are deleted.
+    pub retention_days: u64,
+}
+
+impl Default for ResponsesConfig {
+    fn default() -> Self {
+        Self {
+            retention_days: promptgate_service::settings::DEFAULT_RESPONSE_RETENTION.as_secs() / 86_400,
         }
     }
 }
@@ -725,8 +756,14 @@ impl Config {
                 self.server.header_read_timeout_secs,
             ),
             ("server.idle_timeout_secs", self.server.idle_timeout_secs),
+            (
+                "server.first_request_timeout_secs",
+                self.server.first_request_timeout_secs,
+            ),
             ("server.body_timeout_secs", self.server.body_timeout_secs),
+            ("server.body_deadline_secs", self.server.body_deadline_secs),
             ("server.max_connections", self.server.max_connections as u64),
+            ("server.request_id_max_len", self.server.request_id_max_len as u64),
             ("turn.lease_secs", self.turn.lease_secs),
             ("turn.heartbeat_secs", self.turn.heartbeat_secs),
             ("limits.page_size", u64::from(self.limits.page_size)),

@@ -75,6 +75,7 @@ fn service_config(config: &Config) -> ServiceConfig {
         workspace: config.workspace.limits(),
         kept_harnesses: config.turn.kept_harnesses,
         kept_harness_bytes: config.turn.kept_harness_bytes,
+        response_retention: Duration::from_secs(config.responses.retention_days.saturating_mul(86_400)),
         context: config.context.settings(),
     }
 }

@@ -1,3 +1,6 @@
+//! What one send reads before its first byte, in as few round trips as the backends allow: the
+//! user's setup, the thread with its project and history, and the model asked for.
+
 use promptgate_core::settings::Project;
 
 use crate::connect::Store;
@@ -26,13 +29,19 @@ impl Store {
         requested_model: Option<&str>,
         server_default: &str,
     ) -> Result<SendContext> {
-        let (setup, (thread, project, sibling_count, tail)) =
-            futures::try_join!(self.user_setup(user), async {
-                match thread_id {
-                    Some(thread_id) => self.thread_with_history(user, thread_id).await,
-                    None => Ok((None, None, 0, ThreadTail::default())),
-                }
-            },)?;
+        // A send made right after a query waited in vain for the database fails at once instead of
+        // waiting again (see `reach`).
+        if self.reach.known_unreachable() {
+            return Err(crate::reach::Reachability::refusal());
+        }
+        let loaded = futures::try_join!(self.user_setup(user), async {
+            match thread_id {
+                Some(thread_id) => self.thread_with_history(user, thread_id).await,
+                None => Ok((None, None, 0, ThreadTail::default())),
+            }
+        },);
+        self.reach.saw(&loaded);
+        let (setup, (thread, project, sibling_count, tail)) = loaded?;
         let model_id = requested_model
             .map(str::to_owned)
             .or_else(|| setup.settings.default_model.clone())

@@ -27,7 +27,9 @@ mod oauth_pending;
 mod observed;
 mod pages;
 mod projects;
+mod reach;
 mod recent_tokens;
+mod responses;
 mod search;
 mod secrets;
 mod settings;
@@ -52,6 +54,7 @@ pub use error::{Result, StoreError};
 pub use handoffs::HandoffLimits;
 pub use listener::{APPLICATION_NAME as LISTENER_APPLICATION_NAME, CHANNEL as CHANGES_CHANNEL};
 pub use oauth_pending::{OAuthPending, PendingLimits, PendingRefused};
+pub use responses::MAX_RESPONSE_BYTES;
 pub use secrets::SealingReport;
 pub use setup::{LISTENED_RECHECK, SQLITE_RECHECK, UserSetup};
 pub use turn_claims::{

@@ -5,10 +5,9 @@ use aide::OperationOutput;
 use aide::axum::ApiRouter;
 use aide::axum::routing::post_with;
 use aide::generate::GenContext;
-use aide::openapi::{MediaType, Operation, Response as ApiResponse, StatusCode as ApiStatus};
+use aide::openapi::{Operation, Response as ApiResponse, StatusCode as ApiStatus};
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt};
 use promptgate_service::events::TurnError;
@@ -21,10 +20,10 @@ use serde_json::{Map, Value};
 use tracing::Instrument;
 
 use crate::auth::CurrentUser;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::extract::ApiJson;
-use crate::facade::{CompletionChunks, CompletionIdentity, CompletionResponse};
-use crate::sse::{KEEP_ALIVE_FRAME, SSE_DONE};
+use crate::facade::{CUT_TEXT, CompletionChunks, CompletionIdentity, CompletionResponse, Unfinished};
+use crate::sse::KEEP_ALIVE_FRAME;
 use crate::state::AppState;
 
 pub fn routes() -> ApiRouter<AppState> {
@@ -87,7 +86,7 @@ async fn completions(
         if let Some(value) = body.extra.get(field) {
             let harmless = field == "n" && value.as_u64() == Some(1);
             if !harmless {
-                return Err(ApiError::bad_request("unsupported_parameter", reason));
+                return Err(ApiError::new(ErrorCode::UnsupportedParameter, reason));
             }
         }
     }
@@ -104,6 +103,9 @@ async fn completions(
             client_tools: Vec::new(),
             tool_choice: ClientToolChoice::Auto,
             extra: body.extra,
+            parallel_tool_calls: None,
+            max_output_tokens: None,
+            on_end: Vec::new(),
         })
         .await?;
     let identity = CompletionIdentity {
@@ -119,41 +121,44 @@ async fn completions(
     }
     let watch = crate::observe::TurnWatch::start("completion", &handle.turn_id, &handle.model_id);
     let events = crate::observe::watch_turn(watch, handle.events);
-    let Some(response) = read_whole(&state, CompletionResponse::new(identity), events).await else {
+    let Some(response) = read_whole(
+        &state,
+        CompletionResponse::new(identity),
+        CompletionResponse::push,
+        events,
+    )
+    .await
+    else {
         return Err(ApiError::internal());
     };
     match response.finish_json() {
         Ok(body) => Ok(Completion::Whole(body)),
         // The client's conversation is what does not fit: its request, not the upstream, is at fault.
-        Err(err @ TurnError::ContextTooLong(_)) => Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            promptgate_service::events::CONTEXT_TOO_LONG,
-            err.to_string(),
-        )),
-        Err(err) => Err(ApiError::new(
-            StatusCode::BAD_GATEWAY,
-            "upstream_error",
-            err.to_string(),
-        )),
+        Err(Unfinished::Failed(err @ TurnError::ContextTooLong(_))) => {
+            Err(ApiError::new(ErrorCode::ContextTooLong, err.to_string()))
+        }
+        Err(Unfinished::Failed(err)) => Err(ApiError::new(ErrorCode::UpstreamError, err.to_string())),
+        Err(Unfinished::Cut) => Err(ApiError::new(ErrorCode::Interrupted, CUT_TEXT)),
     }
 }
 
-/// Reads the whole turn into `response` on a task of its own. The handler's task is polled
-/// through every layer of the server, and waking it for each chunk of the upstream's stream cost
-/// more than the chunk itself (docs/benchmarks.md); this task is woken for the chunks and the
-/// handler once, at the end. A client that leaves drops the receiver, which ends the task and so
-/// the turn. `None` only if the task failed.
-async fn read_whole(
+/// Reads the whole turn into `response` (each event through `push`) on a task of its own. The
+/// handler's task is polled through every layer of the server, and waking it for each chunk of the
+/// upstream's stream cost more than the chunk itself (docs/benchmarks.md); this task is woken for
+/// the chunks and the handler once, at the end. A client that leaves drops the receiver, which ends
+/// the task and so the turn. `None` only if the task failed.
+pub(super) async fn read_whole<R: Send + 'static>(
     state: &AppState,
-    mut response: CompletionResponse,
+    mut response: R,
+    push: fn(&mut R, &TurnEvent),
     events: impl Stream<Item = TurnEvent> + Send + 'static,
-) -> Option<CompletionResponse> {
+) -> Option<R> {
     let (mut done, whole) = tokio::sync::oneshot::channel();
     let read = async move {
         let mut events = std::pin::pin!(events);
         let read_all = async move {
             while let Some(event) = events.next().await {
-                response.push(&event);
+                push(&mut response, &event);
             }
             response
         };
@@ -188,48 +193,64 @@ impl IntoResponse for Completion {
                 ([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response()
             }
             Self::Stream(stream) => {
-                let (handle, mut chunks) = *stream;
+                let (handle, chunks) = *stream;
                 let watch = crate::observe::TurnWatch::start("completion", &handle.turn_id, &handle.model_id);
-                let frames = crate::observe::watch_turn(watch, handle.events)
-                    .map(move |event: TurnEvent| match &event {
-                        TurnEvent::KeepAlive => KEEP_ALIVE_FRAME.as_bytes().to_vec(),
-                        TurnEvent::Chunk(_) | TurnEvent::ClientToolCall(_) => {
-                            let mut frames = Vec::new();
-                            chunks.push_sse(&event, &mut frames);
-                            frames
-                        }
-                    })
-                    // Most engine chunks have no counterpart in a completion stream.
-                    .filter(|frames| std::future::ready(!frames.is_empty()))
-                    .chain(futures::stream::once(async { SSE_DONE.as_bytes().to_vec() }))
-                    .map(Ok::<_, std::convert::Infallible>);
+                let frames = CompletionFrames {
+                    events: Box::pin(crate::observe::watch_turn(watch, handle.events)),
+                    chunks,
+                    closed: false,
+                };
                 super::chat::event_stream(Body::from_stream(frames))
             }
         }
     }
 }
 
+/// A streamed completion's SSE frames: one write per event that has a counterpart in a completion
+/// stream (most engine chunks have none), then what closes it ([`CompletionChunks::close_sse`]).
+struct CompletionFrames<S> {
+    events: std::pin::Pin<Box<S>>,
+    chunks: CompletionChunks,
+    closed: bool,
+}
+
+impl<S: Stream<Item = TurnEvent>> Stream for CompletionFrames<S> {
+    type Item = Result<Vec<u8>, std::convert::Infallible>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        use std::task::Poll;
+        while !self.closed {
+            let mut frames = Vec::new();
+            match std::task::ready!(self.events.as_mut().poll_next(cx)) {
+                Some(TurnEvent::KeepAlive) => frames.extend_from_slice(KEEP_ALIVE_FRAME.as_bytes()),
+                Some(event) => self.chunks.push_sse(&event, &mut frames),
+                None => {
+                    self.closed = true;
+                    self.chunks.close_sse(&mut frames);
+                }
+            }
+            if !frames.is_empty() {
+                return Poll::Ready(Some(Ok(frames)));
+            }
+        }
+        Poll::Ready(None)
+    }
+}
+
 impl OperationOutput for Completion {
     type Inner = Value;
 
-    fn operation_response(_ctx: &mut GenContext, _op: &mut Operation) -> Option<ApiResponse> {
-        let mut res = ApiResponse {
-            description:
-                "A `chat.completion` object, or with `stream: true` a stream of `chat.completion.chunk` \
-                          events ending with `data: [DONE]`"
-                    .into(),
-            ..Default::default()
-        };
-        res.content
-            .insert("application/json".into(), MediaType::default());
-        res.content
-            .insert("text/event-stream".into(), MediaType::default());
-        Some(res)
-    }
-
-    fn inferred_responses(ctx: &mut GenContext, op: &mut Operation) -> Vec<(Option<ApiStatus>, ApiResponse)> {
-        Self::operation_response(ctx, op)
-            .map(|r| vec![(Some(ApiStatus::Code(200)), r)])
-            .unwrap_or_default()
+    fn inferred_responses(
+        _ctx: &mut GenContext,
+        _op: &mut Operation,
+    ) -> Vec<(Option<ApiStatus>, ApiResponse)> {
+        crate::api_doc::json_or_event_stream(
+            "A `chat.completion` object, or with `stream: true` a stream of `chat.completion.chunk` \
+             events ending with `data: [DONE]` (an answer the server cut short ends with an \
+             `{\"error\": ...}` event instead)",
+        )
     }
 }

@@ -3,20 +3,23 @@
 //! browser) driving it.
 
 mod anthropic_turn;
+mod architecture;
 mod binary_cli;
 mod browser_app;
 mod chat_stream;
+mod client_ids;
 mod common;
 mod completions;
 mod context_window;
 mod eval_cli;
+mod eval_scoring;
 mod exposure;
 mod harness_thread;
 mod harness_workspace;
 mod integrations_turn;
 mod js_clients;
-mod mcp_bounds;
 mod list_pages;
+mod mcp_bounds;
 mod mcp_outbound;
 mod mcp_secrets;
 mod mcp_turn;
@@ -26,6 +29,8 @@ mod project_chats_turn;
 mod prompt_preview;
 mod regenerate;
 mod resources_api;
+mod responses;
+mod responses_clients;
 mod settings_api;
 mod two_instances;
 mod web_app_support;

@@ -204,6 +204,8 @@ pub struct TurnConfig {
     pub retry_window_secs: u64,
     /// Threads whose harness transcript (harness models) this instance keeps in memory.
     pub kept_harnesses: usize,
+    /// Bytes of those transcripts kept in memory, all threads together.
+    pub kept_harness_bytes: usize,
 }
 
 impl Default for TurnConfig {
@@ -224,6 +226,7 @@ impl Default for TurnConfig {
             heartbeat_secs: promptgate_service::settings::DEFAULT_HEARTBEAT.as_secs(),
             retry_window_secs: promptgate_service::settings::DEFAULT_RETRY_WINDOW.as_secs(),
             kept_harnesses: promptgate_service::settings::DEFAULT_KEPT_HARNESSES,
+            kept_harness_bytes: promptgate_service::settings::DEFAULT_KEPT_HARNESS_BYTES,
         }
     }
 }
@@ -402,12 +405,22 @@ pub struct McpConfig {
     pub call_timeout_secs: u64,
     /// Budget of `POST /v1/mcp-servers/{id}/probe`, which connects afresh.
     pub probe_timeout_ms: u64,
-    /// A cached tool list is offered without asking the server for this long after the server
-    /// last answered; past it each send pings the server first.
+    /// A server in use is pinged in the background this long after it last answered; sends never
+    /// ping.
     pub liveness_interval_ms: u64,
-    /// Waits between reconnect attempts to a failed server start here and double up to the max.
+    /// Waits between reconnect attempts to a failed server start here and double up to the max,
+    /// where they stay while anyone still uses the server.
     pub reconnect_initial_backoff_ms: u64,
     pub reconnect_max_backoff_ms: u64,
+    /// MCP servers one user may register; a send uses at most this many.
+    pub max_servers_per_user: usize,
+    /// Sessions (user × server) this instance keeps open; past it the least recently used closes.
+    pub max_sessions: usize,
+    /// A session nobody used for this long closes, and its server is no longer checked.
+    pub session_idle_secs: u64,
+    /// Probes one user may start per minute, and have running at once.
+    pub probes_per_minute: u32,
+    pub probes_in_flight: usize,
     /// MCP server URLs may point at loopback. Unset: allowed in `single_user` mode (local MCP servers
     /// are the common case there), refused in `tokens` mode.
     pub allow_loopback: Option<bool>,
@@ -432,6 +445,12 @@ impl McpConfig {
             ("mcp.discovery_timeout_ms", self.discovery_timeout_ms),
             ("mcp.call_timeout_secs", self.call_timeout_secs),
             ("mcp.probe_timeout_ms", self.probe_timeout_ms),
+            ("mcp.liveness_interval_ms", self.liveness_interval_ms),
+            ("mcp.session_idle_secs", self.session_idle_secs),
+            ("mcp.probes_per_minute", u64::from(self.probes_per_minute)),
+            ("mcp.max_servers_per_user", self.max_servers_per_user as u64),
+            ("mcp.max_sessions", self.max_sessions as u64),
+            ("mcp.probes_in_flight", self.probes_in_flight as u64),
             // A zero backoff would retry a dead server in a tight loop.
             (
                 "mcp.reconnect_initial_backoff_ms",
@@ -462,6 +481,11 @@ impl Default for McpConfig {
             liveness_interval_ms: millis(hub.liveness_interval),
             reconnect_initial_backoff_ms: millis(hub.reconnect_initial_backoff),
             reconnect_max_backoff_ms: millis(hub.reconnect_max_backoff),
+            max_servers_per_user: hub.max_servers_per_user,
+            max_sessions: hub.max_sessions,
+            session_idle_secs: hub.idle_limit.as_secs(),
+            probes_per_minute: hub.probes_per_minute,
+            probes_in_flight: hub.probes_in_flight,
             allow_loopback: None,
             allow_private: false,
             allowed_addrs: Vec::new(),
@@ -992,9 +1016,18 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("mcp.reconnect_max_backoff_ms"), "{err}");
-        let tuned =
-            format!("{EMBEDDED_DEFAULT}\n[mcp]\ndiscovery_timeout_ms = 500\nliveness_interval_ms = 0\n");
+        // Liveness is checked in the background now: a zero interval would ping without pause.
+        let zero = format!("{EMBEDDED_DEFAULT}\n[mcp]\nliveness_interval_ms = 0\n");
+        let err = Config::parse(&zero).unwrap().validate().unwrap_err().to_string();
+        assert!(err.contains("mcp.liveness_interval_ms"), "{err}");
+        let none = format!("{EMBEDDED_DEFAULT}\n[mcp]\nmax_sessions = 0\n");
+        let err = Config::parse(&none).unwrap().validate().unwrap_err().to_string();
+        assert!(err.contains("mcp.max_sessions"), "{err}");
+        let tuned = format!(
+            "{EMBEDDED_DEFAULT}\n[mcp]\ndiscovery_timeout_ms = 500\nliveness_interval_ms = 50\nmax_servers_per_user = 3\n"
+        );
         let config = Config::parse(&tuned).unwrap();
+        assert_eq!(config.mcp.max_servers_per_user, 3);
         assert!(config.validate().is_ok());
         assert_eq!(config.mcp.discovery_timeout_ms, 500);
         assert_eq!(

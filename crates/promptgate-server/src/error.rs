@@ -79,6 +79,7 @@ error_codes! {
     MethodNotAllowed = 405, "method_not_allowed": "The endpoint does not take this method.";
     RequestTimeout = 408, "request_timeout": "The request body stopped arriving.";
     Conflict = 409, "conflict": "The record already exists, or the change conflicts with one.";
+    McpServerLimit = 409, "mcp_server_limit": "The user has as many MCP servers as the server allows; remove one first.";
     TurnInProgress = 409, "turn_in_progress": "A turn is already running in the thread.";
     RetryExpired = 409, "retry_expired": "The turn `retry_of` names ended too long ago to retry.";
     StreamTooLong = 409, "stream_too_long": "The running turn's stream outgrew what the server keeps; its answer so far is in the thread's messages.";
@@ -89,6 +90,7 @@ error_codes! {
     HostNotAllowed = 421, "host_not_allowed": "The Host header names a host this server does not answer to.";
     InvalidBody = 422, "invalid_body": "The body has the wrong shape, or a value breaks a rule; the message names the field.";
     RefusedAddress = 422, "refused_address": "The outbound address policy refuses the URL.";
+    TooManyProbes = 429, "too_many_probes": "The user probed MCP servers more often than the server allows; `Retry-After` says when to try again.";
     RateLimited = 429, "rate_limited": "Too many requests or turns for this user; `Retry-After` says when to try again.";
     HeadersTooLarge = 431, "headers_too_large": "The request headers are larger than the server accepts.";
     Internal = 500, "internal": "A failure on the server's side; the details are in its log under the request id.";
@@ -321,6 +323,10 @@ impl From<ServiceError> for ApiError {
                     "{reason}; this server does not connect there (see [mcp] allow_loopback, allow_private and allowed_addrs)"
                 ),
             ),
+            ServiceError::McpServerLimit(_) => Self::new(ErrorCode::McpServerLimit, err.to_string()),
+            ServiceError::TooManyProbes(wait) => {
+                Self::new(ErrorCode::TooManyProbes, err.to_string()).with_retry_after(wait.as_secs().max(1))
+            }
             ServiceError::ConnectByAuthorizing(p) => Self::invalid(format!(
                 "an integration is connected by authorizing it: GET /v1/integrations/{}/authorize",
                 p.as_str()

@@ -34,6 +34,11 @@ pub fn settings(config: &Config, env: &dyn Env) -> anyhow::Result<Settings> {
             liveness_interval: Duration::from_millis(config.mcp.liveness_interval_ms),
             reconnect_initial_backoff: Duration::from_millis(config.mcp.reconnect_initial_backoff_ms),
             reconnect_max_backoff: Duration::from_millis(config.mcp.reconnect_max_backoff_ms),
+            idle_limit: Duration::from_secs(config.mcp.session_idle_secs),
+            max_sessions: config.mcp.max_sessions,
+            max_servers_per_user: config.mcp.max_servers_per_user,
+            probes_per_minute: config.mcp.probes_per_minute,
+            probes_in_flight: config.mcp.probes_in_flight,
             addresses: config.mcp.address_policy(config.auth.mode),
             ..HubSettings::default()
         },
@@ -69,6 +74,7 @@ fn service_config(config: &Config) -> ServiceConfig {
         },
         workspace: config.workspace.limits(),
         kept_harnesses: config.turn.kept_harnesses,
+        kept_harness_bytes: config.turn.kept_harness_bytes,
         response_retention: Duration::from_secs(config.responses.retention_days.saturating_mul(86_400)),
         context: config.context.settings(),
     }

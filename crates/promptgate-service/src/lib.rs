@@ -66,6 +66,7 @@ mod hooks;
 mod integrations;
 mod library;
 mod live;
+mod mcp_servers;
 mod open;
 mod prepare;
 mod providers;
@@ -150,6 +151,8 @@ pub struct Service {
     instance: Arc<claims::Instance>,
     /// Per-thread harnesses of harness-engine models.
     harnesses: Harnesses,
+    /// What each user's sends last left out of their MCP tools, so the log says it once per change.
+    mcp_left_out: Arc<mcp_servers::LeftOut>,
     /// The transport's wire format of a turn's stream, for its readers and followers.
     encoding: StreamEncoding,
     /// Token counts of the messages sends have seen, shared by all sends.
@@ -240,7 +243,7 @@ impl Service {
         encoding: StreamEncoding,
     ) -> Self {
         let admission = Arc::new(tokio::sync::Semaphore::new(config.max_turns_in_flight.max(1)));
-        let harnesses = Harnesses::new(config.kept_harnesses);
+        let harnesses = Harnesses::new(config.kept_harnesses, config.kept_harness_bytes);
         Self {
             store,
             providers,
@@ -255,6 +258,7 @@ impl Service {
             pending: PendingSaves::default(),
             instance: Arc::new(claims::Instance::default()),
             harnesses,
+            mcp_left_out: Arc::default(),
             encoding,
             token_counters: promptgate_llm::tokens::TokenCounters::default(),
             summariser: None,

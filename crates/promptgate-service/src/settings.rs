@@ -18,7 +18,7 @@ pub use crate::claims::{DEFAULT_HEARTBEAT, DEFAULT_LEASE, DEFAULT_RETRY_WINDOW, 
 pub use crate::encoding::JSON_LINES;
 pub use crate::encoding::StreamEncoding;
 pub use crate::feed::OnDisconnect;
-pub use crate::harness::DEFAULT_KEPT_HARNESSES;
+pub use crate::harness::{DEFAULT_KEPT_HARNESS_BYTES, DEFAULT_KEPT_HARNESSES};
 pub use crate::integrations::{GoogleSetup, MicrosoftSetup};
 pub use crate::window::{
     ContextSettings, DEFAULT_ANSWER_RESERVE_TOKENS, DEFAULT_KEPT_AFTER_COMPACTION,
@@ -62,6 +62,8 @@ pub struct ServiceConfig {
     pub workspace: WorkspaceLimits,
     /// Threads whose harness transcript this instance keeps in memory.
     pub kept_harnesses: usize,
+    /// Bytes of harness transcripts this instance keeps in memory, all threads together.
+    pub kept_harness_bytes: usize,
     /// How long a kept response of the Responses API can be read and continued.
     pub response_retention: Duration,
     /// How a send fits its thread to the model's context window.
@@ -81,6 +83,7 @@ impl Default for ServiceConfig {
             instance: InstanceConfig::default(),
             workspace: WorkspaceLimits::default(),
             kept_harnesses: DEFAULT_KEPT_HARNESSES,
+            kept_harness_bytes: DEFAULT_KEPT_HARNESS_BYTES,
             response_retention: DEFAULT_RESPONSE_RETENTION,
             context: ContextSettings::default(),
         }

@@ -155,7 +155,10 @@ pub struct CorsConfig {
 pub struct TurnConfig {
     /// Upstream attempts per logical turn (the first answer and empty-response retries).
     pub max_upstream_requests: u32,
+    /// A turn's whole life; past it the turn is cut wherever it is.
     pub wall_clock_secs: u64,
+    /// The most model steps of one attempt, whatever a model's profile asks for.
+    pub max_steps: u32,
     pub tool_timeout_secs: u64,
     /// A `: keep-alive` comment is written when nothing else was sent for this long.
     pub keep_alive_secs: u64,
@@ -189,6 +192,7 @@ impl Default for TurnConfig {
         Self {
             max_upstream_requests: limits.max_upstream_requests,
             wall_clock_secs: limits.wall_clock.as_secs(),
+            max_steps: limits.max_steps,
             tool_timeout_secs: limits.tool_timeout.as_secs(),
             keep_alive_secs: limits.keep_alive.as_secs(),
             max_in_flight: promptgate_service::settings::DEFAULT_TURNS_IN_FLIGHT,

@@ -52,6 +52,7 @@ fn service_config(config: &Config) -> ServiceConfig {
         limits: TurnLimits {
             max_upstream_requests: config.turn.max_upstream_requests,
             wall_clock: Duration::from_secs(config.turn.wall_clock_secs),
+            max_steps: config.turn.max_steps,
             tool_timeout: Duration::from_secs(config.turn.tool_timeout_secs),
             keep_alive: Duration::from_secs(config.turn.keep_alive_secs),
             save_grace: Duration::from_secs(config.turn.save_grace_secs),

@@ -23,6 +23,7 @@ mod prompt_preview;
 mod regenerate;
 mod resources_api;
 mod settings_api;
+mod turn_deadline;
 mod two_instances;
 mod web_app_support;
 mod web_site;

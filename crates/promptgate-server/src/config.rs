@@ -222,11 +222,16 @@ pub struct WorkspaceConfig {
     pub max_loop_iterations: usize,
     pub max_total_loop_iterations: usize,
     pub max_shell_memory_bytes: usize,
+    /// `bash` calls running at once on this server, each on a thread of its own.
+    pub shell_threads: usize,
+    /// `bash` calls that may wait for a thread; past it a call is refused with a tool error.
+    pub shell_queue: usize,
 }
 
 impl Default for WorkspaceConfig {
     fn default() -> Self {
         let limits = promptgate_service::settings::WorkspaceLimits::default();
+        let pool = promptgate_service::settings::ShellPoolSize::default();
         Self {
             max_file_bytes: limits.max_file_bytes,
             max_total_bytes: limits.max_total_bytes,
@@ -238,6 +243,8 @@ impl Default for WorkspaceConfig {
             max_loop_iterations: limits.max_loop_iterations,
             max_total_loop_iterations: limits.max_total_loop_iterations,
             max_shell_memory_bytes: limits.max_shell_memory_bytes,
+            shell_threads: pool.threads,
+            shell_queue: pool.queue,
         }
     }
 }
@@ -258,8 +265,16 @@ impl WorkspaceConfig {
         }
     }
 
+    /// The server's pool for `bash` calls.
+    pub fn shell_pool(&self) -> promptgate_service::settings::ShellPool {
+        promptgate_service::settings::ShellPool::new(promptgate_service::settings::ShellPoolSize {
+            threads: self.shell_threads,
+            queue: self.shell_queue,
+        })
+    }
+
     /// The keys by name, for `PROMPTGATE_WORKSPACE_<KEY>` and the positivity check.
-    fn fields(&mut self) -> [(&'static str, &mut dyn WorkspaceValue); 10] {
+    fn fields(&mut self) -> [(&'static str, &mut dyn WorkspaceValue); 12] {
         [
             ("max_file_bytes", &mut self.max_file_bytes),
             ("max_total_bytes", &mut self.max_total_bytes),
@@ -271,6 +286,8 @@ impl WorkspaceConfig {
             ("max_loop_iterations", &mut self.max_loop_iterations),
             ("max_total_loop_iterations", &mut self.max_total_loop_iterations),
             ("max_shell_memory_bytes", &mut self.max_shell_memory_bytes),
+            ("shell_threads", &mut self.shell_threads),
+            ("shell_queue", &mut self.shell_queue),
         ]
     }
 

@@ -69,6 +69,7 @@ fn service_config(config: &Config) -> ServiceConfig {
             retry_window: Duration::from_secs(config.turn.retry_window_secs),
         },
         workspace: config.workspace.limits(),
+        shell: config.workspace.shell_pool(),
         kept_harnesses: config.turn.kept_harnesses,
     }
 }

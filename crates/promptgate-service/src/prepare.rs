@@ -402,6 +402,7 @@ impl Service {
             ctx,
             plan,
             &self.config.workspace,
+            &self.config.shell,
         );
         if let Some(integrations) = &self.integrations {
             integrations.register(&mut executors, &self.store, user_id, &ctx.integrations);

@@ -26,7 +26,7 @@ pub use promptgate_tools::microsoft::DEFAULT_GRAPH_BASE;
 pub use promptgate_tools::oauth::{OAuthProviderConfig, TokenSealer};
 pub use promptgate_tools::web::{FetchPolicy, SearchConfig};
 pub use promptgate_turn::TurnLimits;
-pub use promptgate_workspace::WorkspaceLimits;
+pub use promptgate_workspace::{ShellPool, ShellPoolSize, WorkspaceLimits};
 
 /// How long a final save keeps trying while the store is unavailable.
 pub const DEFAULT_SAVE_RETRY: Duration = Duration::from_secs(600);
@@ -51,6 +51,8 @@ pub struct ServiceConfig {
     pub instance: InstanceConfig,
     /// Bounds of each thread's workspace (harness models).
     pub workspace: WorkspaceLimits,
+    /// Where every workspace's `bash` calls run: one bounded pool for the whole server.
+    pub shell: ShellPool,
     /// Threads whose harness transcript this instance keeps in memory.
     pub kept_harnesses: usize,
 }
@@ -67,6 +69,7 @@ impl Default for ServiceConfig {
             on_disconnect: OnDisconnect::Stop,
             instance: InstanceConfig::default(),
             workspace: WorkspaceLimits::default(),
+            shell: ShellPool::default(),
             kept_harnesses: DEFAULT_KEPT_HARNESSES,
         }
     }

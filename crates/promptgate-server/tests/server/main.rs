@@ -5,6 +5,7 @@
 mod anthropic_turn;
 mod binary_cli;
 mod browser_app;
+mod busy_shell;
 mod chat_stream;
 mod common;
 mod completions;

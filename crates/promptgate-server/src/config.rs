@@ -39,6 +39,9 @@ pub struct Config {
     /// Bounds of each thread's workspace (harness models).
     #[serde(default)]
     pub workspace: WorkspaceConfig,
+    /// How attached files are read for the model.
+    #[serde(default)]
+    pub documents: crate::documents::DocumentsConfig,
     #[serde(default)]
     pub web: WebConfig,
     #[serde(default)]
@@ -716,7 +719,8 @@ impl Config {
             ("turn.lease_secs", self.turn.lease_secs),
             ("turn.heartbeat_secs", self.turn.heartbeat_secs),
         ];
-        if let Some((key, _)) = positive.iter().find(|(_, value)| *value == 0) {
+        let documents = self.documents.positive();
+        if let Some((key, _)) = positive.iter().chain(&documents).find(|(_, value)| *value == 0) {
             return Err(ConfigError::Invalid(format!("{key} must be positive")));
         }
         if self.turn.heartbeat_secs >= self.turn.lease_secs {

@@ -17,6 +17,7 @@ pub mod config;
 #[cfg(test)]
 mod config_keys;
 pub mod deploy;
+pub mod documents;
 pub mod error;
 pub mod eval;
 pub mod extract;

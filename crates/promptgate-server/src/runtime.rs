@@ -70,6 +70,7 @@ fn service_config(config: &Config) -> ServiceConfig {
         },
         workspace: config.workspace.limits(),
         shell: config.workspace.shell_pool(),
+        documents: config.documents.reader(),
         kept_harnesses: config.turn.kept_harnesses,
     }
 }

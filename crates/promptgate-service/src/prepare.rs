@@ -303,9 +303,6 @@ impl Service {
             tools: offered,
             ..plan
         };
-        let options = HistoryOptions {
-            images: model.supports_images,
-        };
         let messages = ui_messages(&ctx.history);
         let previous_answer = ctx
             .history
@@ -313,15 +310,29 @@ impl Service {
             .rev()
             .find(|m| m.role == promptgate_store::Role::Assistant)
             .map(|m| m.id.clone());
+        let documents = &self.config.documents;
         let (history, harness_prompt) = match (model.engine, messages.split_last()) {
+            // A harness sees earlier files as labels: only the new message's are read.
             (Engine::Harness, Some((last, earlier))) if last["role"] == "user" => {
+                let files = documents.read(user_id, std::slice::from_ref(last)).await;
+                let options = HistoryOptions {
+                    images: model.supports_images,
+                    files: &files,
+                };
                 let prompt =
                     promptgate_turn::harness::prompt_message(last, &plan.skill_instructions, options);
                 let mut history = promptgate_turn::harness::seed_turns(earlier);
                 history.extend(prompt.clone());
                 (history, prompt)
             }
-            _ => (to_model_messages(&messages, options), None),
+            _ => {
+                let files = documents.read(user_id, &messages).await;
+                let options = HistoryOptions {
+                    images: model.supports_images,
+                    files: &files,
+                };
+                (to_model_messages(&messages, options), None)
+            }
         };
         Prepared {
             model,

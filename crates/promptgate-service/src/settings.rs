@@ -26,6 +26,7 @@ pub use promptgate_tools::microsoft::DEFAULT_GRAPH_BASE;
 pub use promptgate_tools::oauth::{OAuthProviderConfig, TokenSealer};
 pub use promptgate_tools::web::{FetchPolicy, SearchConfig};
 pub use promptgate_turn::TurnLimits;
+pub use promptgate_turn::documents::{DocumentReader, DocumentSettings, PdfLimits};
 pub use promptgate_workspace::{ShellPool, ShellPoolSize, WorkspaceLimits};
 
 /// How long a final save keeps trying while the store is unavailable.
@@ -53,6 +54,8 @@ pub struct ServiceConfig {
     pub workspace: WorkspaceLimits,
     /// Where every workspace's `bash` calls run: one bounded pool for the whole server.
     pub shell: ShellPool,
+    /// Reads attached files for the model, once each, off the async workers.
+    pub documents: DocumentReader,
     /// Threads whose harness transcript this instance keeps in memory.
     pub kept_harnesses: usize,
 }
@@ -70,6 +73,7 @@ impl Default for ServiceConfig {
             instance: InstanceConfig::default(),
             workspace: WorkspaceLimits::default(),
             shell: ShellPool::default(),
+            documents: DocumentReader::default(),
             kept_harnesses: DEFAULT_KEPT_HARNESSES,
         }
     }

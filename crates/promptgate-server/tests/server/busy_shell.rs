@@ -11,7 +11,6 @@ use common::{Gateway, scripted_config_with, use_chat_body};
 use promptgate_core::settings::Engine;
 use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
 use promptgate_server::config::AuthMode;
-use reqwest::StatusCode;
 
 /// Busy until the interpreter's clock stops it: a string copied longer at each of fewer iterations
 /// than the loop limit.
@@ -21,12 +20,8 @@ const SPIN: &str =
 /// More calls than the gateway has workers, so that, run on them, every worker would be taken.
 const CALLS: usize = 4;
 
-/// Far longer than `/healthz` takes on a server that is not stalled; shorter than a call runs.
-const HEALTH_PATIENCE: Duration = Duration::from_secs(3);
-
-/// A harness gateway on a runtime of its own with two workers, as on a two-core machine; the
-/// test's client and the scripted upstream run on the test's runtime, which nothing stalls.
-async fn two_worker_gateway(server: &tokio::runtime::Runtime, upstream: &ScriptedUpstream) -> Gateway {
+/// A harness gateway on `server`.
+async fn harness_gateway(server: &tokio::runtime::Runtime, upstream: &ScriptedUpstream) -> Gateway {
     let mut config = scripted_config_with(
         AuthMode::SingleUser,
         &upstream.base_url(),
@@ -34,11 +29,7 @@ async fn two_worker_gateway(server: &tokio::runtime::Runtime, upstream: &Scripte
     );
     let model = config.models.iter_mut().find(|m| m.id == "scripted").unwrap();
     model.engine = Engine::Harness;
-    // Started from a thread of its own, so what it spawns (the accept loop, turns) lands on `server`.
-    let server = server.handle().clone();
-    tokio::task::spawn_blocking(move || server.block_on(Gateway::start(common::Backend::Sqlite, config)))
-        .await
-        .unwrap()
+    Gateway::start_on(server, config).await
 }
 
 #[tokio::test]
@@ -50,7 +41,7 @@ async fn healthz_answers_while_cpu_heavy_bash_calls_run() {
         .build()
         .unwrap();
     let upstream = ScriptedUpstream::start().await.unwrap();
-    let gw = two_worker_gateway(&server, &upstream).await;
+    let gw = harness_gateway(&server, &upstream).await;
     for n in 0..CALLS {
         let arguments = [SPIN];
         upstream.push(tool_calls(&[(&format!("b{n}"), "bash", &arguments)]));
@@ -77,15 +68,7 @@ async fn healthz_answers_while_cpu_heavy_bash_calls_run() {
             () = tokio::time::sleep(Duration::from_millis(20)) => {}
         }
     }
-    let answers = loop {
-        let probe = gw.http.get(gw.url("/healthz")).timeout(HEALTH_PATIENCE).send();
-        let health = tokio::select! {
-            answers = &mut answers => break answers,
-            health = probe => health.expect("/healthz did not answer while the calls ran"),
-        };
-        assert_eq!(health.status(), StatusCode::OK);
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let answers = gw.healthy_during(answers).await;
 
     for sse in answers {
         let output = &sse.of_type("tool-output-available")[0]["output"];

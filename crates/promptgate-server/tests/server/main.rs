@@ -3,6 +3,7 @@
 //! browser) driving it.
 
 mod anthropic_turn;
+mod attachment_bomb;
 mod binary_cli;
 mod browser_app;
 mod busy_shell;

@@ -14,6 +14,7 @@ pub mod citations;
 pub mod error;
 pub mod plan;
 pub mod prompt;
+pub mod request_fields;
 pub mod settings;
 pub mod skills;
 pub mod sources;

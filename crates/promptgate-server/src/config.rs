@@ -519,6 +519,10 @@ pub struct ProviderEntry {
     /// Anthropic only: how a model's `reasoning` setting turns into thinking.
     #[serde(default)]
     pub thinking: Option<ThinkingStyle>,
+    /// Upstream request fields users (a model's `provider_options`) and facade callers may set on
+    /// this provider beyond the open ones (`promptgate_core::request_fields::OPEN_FIELDS`).
+    #[serde(default)]
+    pub allow_request_fields: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

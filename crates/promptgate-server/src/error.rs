@@ -80,6 +80,14 @@ impl ApiError {
         Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_body", message)
     }
 
+    /// 422 `field_not_allowed` when `fields` of an upstream request are not the caller's to set.
+    pub fn fields_allowed<'a>(
+        fields: impl IntoIterator<Item = &'a str>,
+        allowed: &[String],
+    ) -> Result<(), Self> {
+        promptgate_service::check_request_fields(fields, allowed).map_err(Self::from)
+    }
+
     pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, code, message)
     }
@@ -156,6 +164,9 @@ impl From<ServiceError> for ApiError {
             ServiceError::Conflict(m) => Self::conflict(m),
             ServiceError::ReadOnly(m) => Self::new(StatusCode::FORBIDDEN, "read_only", m),
             ServiceError::Invalid(m) => Self::invalid(m),
+            ServiceError::FieldsNotAllowed(m) => {
+                Self::new(StatusCode::UNPROCESSABLE_ENTITY, "field_not_allowed", m)
+            }
             ServiceError::Unavailable(detail) => {
                 tracing::warn!(error = %detail, "store unavailable");
                 Self::store_unavailable()

@@ -108,6 +108,7 @@ pub fn providers(config: &Config, env: &dyn Env) -> anyhow::Result<Vec<ProviderS
                 None | Some(ThinkingStyle::Adaptive) => ThinkingMode::Adaptive,
                 Some(ThinkingStyle::Budget) => ThinkingMode::Budget,
             },
+            allowed_request_fields: entry.allow_request_fields.clone(),
         });
     }
     Ok(out)

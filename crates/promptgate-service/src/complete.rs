@@ -7,7 +7,7 @@ use promptgate_llm::{ChatMessage, ContentPart, UserContent};
 use serde_json::{Map, Value};
 
 use super::prepare::Asked;
-use super::{RunParts, SendHandle, SendStream, Service, ServiceError, TurnIds};
+use super::{RunParts, SendHandle, SendStream, Service, ServiceError, TurnIds, check_request_fields};
 use promptgate_turn::engine::{RequestBudget, ToolCache, run_turn_in_reader};
 use promptgate_turn::facade::facade_history;
 
@@ -69,6 +69,10 @@ impl Service {
         let (ctx, model, provider) = self
             .load_with_model(&request.user_id, None, request.model.as_deref())
             .await?;
+        check_request_fields(
+            request.extra.keys().map(String::as_str),
+            &provider.allowed_request_fields,
+        )?;
         let text = last_user_text(&history.messages);
         let prepared = self
             .prepare_with_text(

@@ -60,6 +60,9 @@ pub enum ServiceError {
     ReadOnly(String),
     #[error("invalid: {0}")]
     Invalid(String),
+    /// Upstream request fields the caller may not set; the message names them and what may be set.
+    #[error("{0}")]
+    FieldsNotAllowed(String),
     /// The database cannot be reached right now; worth retrying. The message is for logs.
     #[error("database unavailable: {0}")]
     Unavailable(String),

@@ -94,7 +94,7 @@ pub use library::ProbeOutcome;
 pub use live::{Continuation, LiveTurns};
 pub use open::Database;
 pub use prepare::{Prepared, PreparedSend, RunParts};
-pub use providers::{ModelProvider, ProviderClient, Providers};
+pub use providers::{ModelProvider, ProviderClient, Providers, check_request_fields};
 pub use record::{PendingSave, PendingSaves};
 pub use toolset::{Executors, McpToolExecutor};
 

@@ -108,7 +108,7 @@ impl Prepared {
             on_end.push(Arc::new(FlushWorkspace(session)));
         }
         on_end.extend(run.on_end);
-        let mut extra = profile.provider_options.clone().unwrap_or_default();
+        let mut extra = provider.provider_options(&model);
         extra.extend(run.extra);
         TurnPlan {
             turn_id: run.turn_id,

@@ -128,6 +128,8 @@ pub struct ProviderSettings {
     pub max_tokens: Option<u64>,
     /// Anthropic only: how a model's reasoning setting becomes thinking.
     pub thinking: ThinkingMode,
+    /// Request fields users and facade callers may set beyond the open ones.
+    pub allowed_request_fields: Vec<String>,
 }
 
 /// The integrations' OAuth clients and the key their token sets are sealed with.

@@ -27,6 +27,7 @@ mod resources_api;
 mod settings_api;
 mod turn_deadline;
 mod two_instances;
+mod upstream_request;
 mod web_app_support;
 mod web_site;
 mod web_turn;

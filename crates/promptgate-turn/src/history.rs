@@ -7,6 +7,7 @@
 use promptgate_llm::{ChatMessage, ContentPart, ImageUrl, ToolCall, UserContent};
 use serde_json::Value;
 
+use crate::attachments::unreadable;
 use crate::documents::{FileTexts, NO_FILE_TEXTS};
 
 /// How history is rendered for one model.
@@ -126,12 +127,14 @@ pub(crate) fn file_label(name: &str, media_type: &str) -> String {
     format!("[Attached file: {name} ({media_type})]")
 }
 
-/// A file part as the model gets it: an image (for a model that takes images), the file's text
-/// when it was read, else a label.
+/// A file part as the model gets it: an image sent inline (for a model that takes images), the
+/// file's text when it was read, else a label. An image given by a link is never passed on: the
+/// provider would fetch it, from wherever the link points.
 fn file_part(part: &Value, text: Option<&str>, options: HistoryOptions<'_>) -> Option<ContentPart> {
     let url = part.get("url").and_then(Value::as_str)?;
     let (name, media_type) = file_identity(part);
-    if options.images && media_type.starts_with("image/") {
+    let image = media_type.starts_with("image/");
+    if options.images && image && url.starts_with("data:") {
         return Some(ContentPart::ImageUrl {
             image_url: ImageUrl { url: url.to_owned() },
         });
@@ -140,6 +143,11 @@ fn file_part(part: &Value, text: Option<&str>, options: HistoryOptions<'_>) -> O
     // time and the conversation prefix stays cacheable upstream.
     let text = match text {
         Some(text) => text.to_owned(),
+        None if image && !url.starts_with("data:") => unreadable(
+            name,
+            media_type,
+            "it is an image given by a link, which this server does not fetch or pass on",
+        ),
         None => file_label(name, media_type),
     };
     Some(ContentPart::Text { text })
@@ -379,6 +387,30 @@ mod tests {
                 text: "[Attached file: unnamed (image/png)]".into()
             }
         );
+    }
+
+    #[test]
+    fn an_image_given_by_a_link_is_never_passed_on() {
+        for url in [
+            "http://169.254.169.254/latest/meta-data/iam",
+            "https://127.0.0.1:8080/chart.png",
+            "https://images.example/chart.png",
+        ] {
+            let messages = convert(json!([{"role": "user", "parts": [
+                {"type": "file", "mediaType": "image/png", "url": url, "filename": "chart.png"}
+            ]}]));
+            let ChatMessage::User {
+                content: UserContent::Text(text),
+            } = &messages[0]
+            else {
+                panic!("the image became text: {messages:?}");
+            };
+            assert_eq!(
+                text,
+                "[Attached file: chart.png (image/png); it is an image given by a link, which this server \
+                 does not fetch or pass on and could not be read]"
+            );
+        }
     }
 
     #[tokio::test]

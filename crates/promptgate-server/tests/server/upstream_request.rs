@@ -1,6 +1,7 @@
 //! What users and callers can put into the upstream request, which goes out on the operator's key:
 //! only the open request fields (sampling and format), and the ones the operator allows for a
-//! provider.
+//! provider; and images only inline, since a link would be fetched by the provider from wherever it
+//! points.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::common;
@@ -138,4 +139,51 @@ async fn the_operator_opens_a_field_for_one_provider() {
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let (status, _) = complete(&gw, json!({"store": true})).await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "only the field opened");
+}
+
+const METADATA_IMAGE: &str = "http://169.254.169.254/latest/meta-data/iam/security-credentials/";
+
+#[tokio::test]
+async fn an_image_link_is_refused_by_the_facade_and_never_passed_on_by_a_send() {
+    let (gw, upstream) = gateway(&[]).await;
+    let (status, body) = gw
+        .post(
+            "/v1/chat/completions",
+            json!({"model": "scripted", "messages": [{"role": "user", "content": [
+                {"type": "text", "text": "What is in this image?"},
+                {"type": "image_url", "image_url": {"url": METADATA_IMAGE}}
+            ]}]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("an image must be sent inline as a `data:` URL"),
+        "{body}"
+    );
+    assert_eq!(upstream.calls(), 0);
+
+    upstream.push(text(["I cannot see it."]));
+    let body = json!({
+        "id": "image-link", "trigger": "submit-message", "model": "scripted",
+        "messages": [{"id": "m1", "role": "user", "parts": [
+            {"type": "text", "text": "What is in this image?"},
+            {"type": "file", "mediaType": "image/png", "filename": "creds.png", "url": METADATA_IMAGE},
+            {"type": "file", "mediaType": "image/png", "filename": "dot.png", "url": "data:image/png;base64,iVBORw0KGgo="}
+        ]}]
+    });
+    let sse = gw.stream("/v1/chat", body).await;
+    assert_eq!(sse.text(), "I cannot see it.");
+    let sent = upstream.last_request().unwrap().to_string();
+    assert!(
+        !sent.contains("169.254.169.254/latest"),
+        "the link reached the provider: {sent}"
+    );
+    assert!(sent.contains("it is an image given by a link"), "{sent}");
+    assert!(
+        sent.contains("data:image/png;base64,iVBORw0KGgo="),
+        "inline images still go"
+    );
 }

@@ -85,6 +85,12 @@ struct Cli {
     /// Seconds the burst scenario leaves the gateway idle before reading its memory again.
     #[arg(long, default_value_t = 60.0)]
     burst_idle: f64,
+    /// The bench model's context window in the long-threads scenario (`scale-threads`), in tokens.
+    #[arg(long, default_value_t = 128_000)]
+    context_window: u64,
+    /// Thread lengths of the long-threads scenario, in messages.
+    #[arg(long, value_delimiter = ',', default_value = "10,100,1000,5000,20000")]
+    thread_sizes: Vec<usize>,
     /// A capacity step passes only with total-time p99 at or under this many milliseconds.
     #[arg(long, default_value_t = 10.0)]
     p99_bound_ms: f64,
@@ -97,6 +103,16 @@ enum Mode {
     /// Runs the gateway from a config file (what the driver starts as its child process).
     #[command(hide = true)]
     ServeGateway { config: PathBuf },
+    /// Fills users with 100 to 100,000 threads on SQLite (and Postgres with `--postgres-url`) and
+    /// times the thread list's first page, message pages and search for each; prints a table.
+    ScaleLists {
+        /// Threads of each user, all in one database.
+        #[arg(long, value_delimiter = ',', default_value = "100,1000,10000,100000")]
+        sizes: Vec<u64>,
+        /// Timed runs of each call (after one unmeasured run).
+        #[arg(long, default_value_t = 30)]
+        reps: usize,
+    },
     /// Runs the bare proxy in the gateway's place (`--bare-proxy`).
     #[command(hide = true)]
     ServeBareProxy {
@@ -158,6 +174,8 @@ async fn drive(cli: Cli) -> anyhow::Result<()> {
             idle: seconds(cli.burst_idle, "burst-idle")?,
         },
         driver_workers: cli.driver_workers,
+        context_window: cli.context_window,
+        thread_sizes: cli.thread_sizes,
         gateway: promptgate_loadtest::gateway::Placement {
             cpus: cli.gateway_cpus,
             workers: cli.gateway_workers.map(usize::from),
@@ -167,6 +185,25 @@ async fn drive(cli: Cli) -> anyhow::Result<()> {
     let report = promptgate_loadtest::scenario::run(&options).await?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "{}", promptgate_loadtest::report::markdown(&report))?;
+    out.flush()?;
+    Ok(())
+}
+
+async fn scale_lists(sizes: Vec<u64>, reps: usize, postgres_url: Option<String>) -> anyhow::Result<()> {
+    anyhow::ensure!(!sizes.is_empty() && sizes.len() <= 8, "one to eight sizes");
+    anyhow::ensure!(
+        sizes.iter().all(|s| (1..=1_000_000).contains(s)),
+        "sizes from 1 to 1,000,000"
+    );
+    anyhow::ensure!((1..=1000).contains(&reps), "reps from 1 to 1000");
+    let options = promptgate_loadtest::scale::lists::ListsOptions {
+        sizes,
+        reps,
+        postgres_url,
+    };
+    let timings = promptgate_loadtest::scale::lists::run(&options).await?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}", promptgate_loadtest::scale::lists::markdown(&timings))?;
     out.flush()?;
     Ok(())
 }
@@ -204,6 +241,7 @@ fn main() -> ExitCode {
                 listen,
                 upstream_base_url,
             }) => promptgate_loadtest::bare_proxy::serve(&listen, &upstream_base_url).await,
+            Some(Mode::ScaleLists { sizes, reps }) => scale_lists(sizes, reps, cli.postgres_url).await,
             None => drive(cli).await,
         }
     });

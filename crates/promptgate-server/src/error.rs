@@ -122,6 +122,7 @@ impl From<ServiceError> for ApiError {
             ),
             ServiceError::Busy(_) => Self::new(StatusCode::CONFLICT, "turn_in_progress", err.to_string()),
             ServiceError::InvalidMessage(m) => Self::invalid(m),
+            ServiceError::ToolNameClash(_) => Self::bad_request("tool_name_conflict", err.to_string()),
             ServiceError::Overloaded(_) => {
                 Self::new(StatusCode::SERVICE_UNAVAILABLE, "overloaded", err.to_string())
             }

@@ -20,7 +20,8 @@ enum Delta<'a> {
     Content(Cow<'a, str>),
     Reasoning(&'a str),
     Finish(&'static str),
-    Error(&'a str),
+    /// The turn's error text, and its code when the turn gave one (`context_too_long`).
+    Error(&'a str, Option<String>),
 }
 
 /// Turns events into completion deltas; shared by the streaming and the whole-response views.
@@ -30,6 +31,8 @@ struct Translator {
     step_has_text: bool,
     /// The turn's usage from the latest step metadata, in OpenAI's shape.
     usage: Option<OpenAiUsage>,
+    /// The `errorCode` the turn's metadata named before its error.
+    error_code: Option<String>,
     done: bool,
 }
 
@@ -62,6 +65,9 @@ impl Translator {
                 if let Some(usage) = message_metadata.get("usage") {
                     self.usage = Some(OpenAiUsage::from_metadata(usage));
                 }
+                if let Some(code) = message_metadata.get("errorCode").and_then(Value::as_str) {
+                    self.error_code = Some(code.to_owned());
+                }
                 None
             }
             UiChunk::Finish { finish_reason, .. } => {
@@ -74,7 +80,7 @@ impl Translator {
             }
             UiChunk::Error { error_text } => {
                 self.done = true;
-                Some(Delta::Error(error_text))
+                Some(Delta::Error(error_text, self.error_code.clone()))
             }
             _ => None,
         }
@@ -242,9 +248,9 @@ impl CompletionChunks {
                 None,
             ),
             Delta::Finish(reason) => (DeltaFields::default(), Some(*reason)),
-            Delta::Error(message) => {
+            Delta::Error(message, code) => {
                 emit(Err(
-                    json!({"error": {"message": message, "type": "upstream_error", "code": null}}),
+                    json!({"error": {"message": message, "type": "upstream_error", "code": code}}),
                 ));
                 return;
             }
@@ -314,7 +320,7 @@ pub struct CompletionResponse {
     content: String,
     reasoning: String,
     finish_reason: Option<&'static str>,
-    error: Option<String>,
+    error: Option<TurnError>,
 }
 
 impl CompletionResponse {
@@ -334,7 +340,14 @@ impl CompletionResponse {
             Some(Delta::Content(text)) => self.content.push_str(&text),
             Some(Delta::Reasoning(text)) => self.reasoning.push_str(text),
             Some(Delta::Finish(reason)) => self.finish_reason = Some(reason),
-            Some(Delta::Error(message)) => self.error = Some(message.to_owned()),
+            Some(Delta::Error(message, code)) => {
+                self.error = Some(match code.as_deref() {
+                    Some(promptgate_service::events::CONTEXT_TOO_LONG) => {
+                        TurnError::ContextTooLong(message.to_owned())
+                    }
+                    _ => TurnError::Failed(message.to_owned()),
+                });
+            }
             Some(Delta::Role) | None => {}
         }
     }
@@ -350,8 +363,8 @@ impl CompletionResponse {
     }
 
     fn with_body<T>(self, encode: impl FnOnce(&CompletionBody<'_>) -> T) -> Result<T, TurnError> {
-        if let Some(message) = self.error {
-            return Err(TurnError::Failed(message));
+        if let Some(error) = self.error {
+            return Err(error);
         }
         let body = CompletionBody {
             id: &self.identity.id,

@@ -72,6 +72,7 @@ fn service_config(config: &Config) -> ServiceConfig {
         shell: config.workspace.shell_pool(),
         documents: config.documents.reader(),
         kept_harnesses: config.turn.kept_harnesses,
+        context: config.context.settings(),
     }
 }
 

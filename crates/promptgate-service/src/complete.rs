@@ -1,21 +1,29 @@
-//! Stateless turns for the OpenAI-compatible facade: the same prompt, tools and loop as a send, over
-//! the history the client supplies, with nothing stored.
+//! Stateless turns for the facades (OpenAI chat completions, and any other API the server
+//! speaks): the same prompt, tools and loop as a send, over the history the client supplies, with
+//! nothing of the answer stored. A client may bring tools of its own; a call to one ends the turn
+//! and the steps it did not see are kept for its next request ([`crate::handoffs`]).
 
 use std::sync::Arc;
 
-use promptgate_llm::{ChatMessage, ContentPart, UserContent};
+use promptgate_llm::{ChatMessage, ContentPart, ToolDefinition, UserContent};
 use serde_json::{Map, Value};
 
-use super::prepare::Asked;
+use super::handoffs::StoredHandoffs;
+use super::prepare::{Asked, Prepared};
 use super::{RunParts, SendHandle, SendStream, Service, ServiceError, TurnIds, check_request_fields};
+use promptgate_turn::client_tools::{ClientToolChoice, ClientTools};
 use promptgate_turn::engine::{RequestBudget, ToolCache, run_turn_in_reader};
-use promptgate_turn::facade::facade_history;
+use promptgate_turn::facade::FacadeHistory;
 
+/// One facade request, in the engine's terms: each facade reads its own wire format into this.
 pub struct CompletionRequest {
     pub user_id: String,
     pub model: Option<String>,
-    /// The conversation as the client sends it: OpenAI chat messages.
-    pub messages: Vec<Value>,
+    /// The client's conversation: its system texts and its messages.
+    pub conversation: FacadeHistory,
+    /// Tools the client runs itself; none when it brings none.
+    pub client_tools: Vec<ToolDefinition>,
+    pub tool_choice: ClientToolChoice,
     /// Request fields we do not interpret, passed to the provider.
     pub extra: Map<String, Value>,
 }
@@ -52,8 +60,15 @@ impl Service {
         fields(user = %request.user_id, turn_id = tracing::field::Empty)
     )]
     pub async fn complete(&self, request: CompletionRequest) -> Result<SendHandle, ServiceError> {
-        let history = facade_history(&request.messages).map_err(|e| ServiceError::Invalid(e.to_string()))?;
-        if !history
+        let CompletionRequest {
+            user_id,
+            model,
+            mut conversation,
+            client_tools,
+            tool_choice,
+            extra,
+        } = request;
+        if !conversation
             .messages
             .iter()
             .any(|m| matches!(m, ChatMessage::User { .. }))
@@ -66,25 +81,33 @@ impl Service {
         let TurnIds { turn_id, message_id } = TurnIds::fresh();
         tracing::Span::current().record("turn_id", turn_id.as_str());
         // No thread: the context carries the user's settings, skills and servers but no history.
-        let (ctx, model, provider) = self
-            .load_with_model(&request.user_id, None, request.model.as_deref())
-            .await?;
-        check_request_fields(
-            request.extra.keys().map(String::as_str),
-            &provider.allowed_request_fields,
-        )?;
-        let text = last_user_text(&history.messages);
+        let load = self.load_with_model(&user_id, None, model.as_deref());
+        let restore =
+            super::handoffs::restore(&self.store, &user_id, std::mem::take(&mut conversation.messages));
+        let ((ctx, model, provider), messages) = tokio::try_join!(load, restore)?;
+        check_request_fields(extra.keys().map(String::as_str), &provider.allowed_request_fields)?;
+        conversation.messages = messages;
+        let text = last_user_text(&conversation.messages);
         let prepared = self
             .prepare_with_text(
-                &request.user_id,
+                &user_id,
                 ctx,
                 model,
                 &provider,
                 None,
-                Asked::without_notes(&text),
+                Asked::without_notes(&text, crate::window::Mode::Send),
             )
-            .await
-            .over_client_conversation(history);
+            .await?
+            .over_client_conversation(conversation);
+        refuse_clashes(&prepared, &client_tools)?;
+        let client = ClientTools {
+            tools: client_tools,
+            choice: tool_choice,
+            keeper: Some(Arc::new(StoredHandoffs {
+                store: self.store.clone(),
+                user_id: user_id.clone(),
+            })),
+        };
         let model_id = prepared.model.id.clone();
         let plan = prepared.into_turn_plan(
             &provider,
@@ -98,10 +121,11 @@ impl Service {
                 admission,
                 // Nothing of a facade completion is stored.
                 recorder: None,
-                extra: request.extra,
+                extra,
                 tasks: self.tasks.clone(),
                 refusal: None,
                 on_end: Vec::new(),
+                client,
             },
         );
         // Nothing of it is stored, so nothing needs it to outlive its reader.
@@ -112,5 +136,20 @@ impl Service {
             model_id,
             events: SendStream::plain(run.events, self.encoding),
         })
+    }
+}
+
+/// A client tool may not take the name of a tool the server runs for this user: the model could
+/// not tell them apart, and the client would never see the call it expects.
+fn refuse_clashes(prepared: &Prepared, client_tools: &[ToolDefinition]) -> Result<(), ServiceError> {
+    let clashes: Vec<String> = client_tools
+        .iter()
+        .filter(|client| prepared.tools.iter().any(|tool| tool.spec.name == client.name))
+        .map(|client| client.name.clone())
+        .collect();
+    if clashes.is_empty() {
+        Ok(())
+    } else {
+        Err(ServiceError::ToolNameClash(clashes))
     }
 }

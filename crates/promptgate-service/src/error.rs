@@ -20,6 +20,12 @@ pub enum ServiceError {
     Overloaded(usize),
     #[error("turn {0} is not a turn of this thread; send without retry_of to start a fresh turn")]
     UnknownTurn(String),
+    /// Client tools named like tools this server runs for the user.
+    #[error(
+        "these tool names are taken by the server's own tools, so the request cannot define them: {}; rename yours",
+        .0.join(", ")
+    )]
+    ToolNameClash(Vec<String>),
     #[error(
         "turn {0} ended too long ago to retry (a retry must come within {1} seconds); send without retry_of to start a fresh turn"
     )]

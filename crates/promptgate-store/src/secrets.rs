@@ -27,7 +27,7 @@ pub struct SealingReport {
 
 /// The message a user sees when the operator configured no key.
 pub(crate) const NO_KEY: &str = "this server has no key to seal secrets at rest, so MCP headers and bearer \
-tokens cannot be stored; the operator must set PROMPTGATE_TOKEN_KEY (see the README, Secrets at rest)";
+tokens cannot be stored; the operator must set PROMPTGATE_TOKEN_KEY (see docs/security.md, \"Secrets at rest\")";
 
 /// Header values and bearer token in the form a row stores them.
 pub(crate) struct StoredSecrets {

@@ -342,7 +342,7 @@ impl Store {
                     .await?;
             }
             Backend::Sqlite => {
-                let mut tx = self.pool.begin().observed("transaction.begin").await?;
+                let mut tx = self.begin_write().await?;
                 bind(save)
                     .execute(&mut *tx)
                     .observed("turn_claims.end_turn")
@@ -433,7 +433,7 @@ impl Store {
     }
 
     /// Frees the threads of claims whose lease ran out, marking their answers interrupted, and
-    /// forgets retry states, frames and OAuth authorizations past their time. Any instance may run
+    /// forgets retry states, frames, OAuth authorizations and client hand-offs past their time. Any instance may run
     /// it; each expired claim is handled by exactly one.
     pub async fn expire_turn_claims(&self) -> Result<Vec<ExpiredTurn>> {
         let now = self.now_ms();
@@ -476,6 +476,11 @@ impl Store {
             .observed("turn_claims.expire_turn_claims")
             .await?;
         sqlx::query("DELETE FROM oauth_pending WHERE expires_at < $1")
+            .bind(now)
+            .execute(&self.pool)
+            .observed("turn_claims.expire_turn_claims")
+            .await?;
+        sqlx::query("DELETE FROM client_handoffs WHERE expires_at < $1")
             .bind(now)
             .execute(&self.pool)
             .observed("turn_claims.expire_turn_claims")

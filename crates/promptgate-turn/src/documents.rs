@@ -49,25 +49,31 @@ impl Default for DocumentSettings {
     }
 }
 
-/// The texts of a conversation's files, by the position of each file part: (message, part) in the
-/// messages they were read from.
+/// The texts of a conversation's files that were read, by the file (its name, type and data).
 #[derive(Debug, Default)]
 pub struct FileTexts {
-    texts: HashMap<(usize, usize), String>,
+    texts: HashMap<[u8; 32], String>,
 }
 
 /// No file read: every file reads as a label.
 pub static NO_FILE_TEXTS: LazyLock<FileTexts> = LazyLock::new(FileTexts::default);
 
 impl FileTexts {
-    pub fn get(&self, message: usize, part: usize) -> Option<&str> {
-        self.texts.get(&(message, part)).map(String::as_str)
+    /// The text of the file part `part`, when it was read.
+    pub fn get(&self, part: &Value) -> Option<&str> {
+        if self.texts.is_empty() {
+            return None;
+        }
+        let (name, media_type) = crate::history::file_identity(part);
+        let url = part.get("url").and_then(Value::as_str)?;
+        self.texts
+            .get(&file_key(&[name, media_type, url]))
+            .map(String::as_str)
     }
 }
 
 /// One file part to read.
 struct FileRef {
-    at: (usize, usize),
     name: String,
     media_type: String,
     url: String,
@@ -137,8 +143,8 @@ impl DocumentReader {
             return FileTexts::default();
         }
         let reads = files.into_iter().map(|file| async move {
-            let at = file.at;
-            (at, self.read_one(owner, file).await)
+            let key = file_key(&[&file.name, &file.media_type, &file.url]);
+            (key, self.read_one(owner, file).await)
         });
         FileTexts {
             texts: futures::future::join_all(reads).await.into_iter().collect(),
@@ -217,11 +223,11 @@ impl Inner {
 /// The file parts whose text is read, by position.
 fn files_to_read(messages: &[Value]) -> Vec<FileRef> {
     let mut files = Vec::new();
-    for (m, message) in messages.iter().enumerate() {
+    for message in messages {
         if message.get("role").and_then(Value::as_str) != Some("user") {
             continue;
         }
-        for (p, part) in parts(message).iter().enumerate() {
+        for part in parts(message) {
             if part_type(part) != "file" {
                 continue;
             }
@@ -231,7 +237,6 @@ fn files_to_read(messages: &[Value]) -> Vec<FileRef> {
                 continue;
             };
             files.push(FileRef {
-                at: (m, p),
                 name: name.to_owned(),
                 media_type: media_type.to_owned(),
                 url: url.to_owned(),
@@ -244,8 +249,13 @@ fn files_to_read(messages: &[Value]) -> Vec<FileRef> {
 /// Whose file, which file: the same bytes sent by another user are another entry, so a
 /// collision could never show one user another's text.
 fn key(owner: &str, file: &FileRef) -> [u8; 32] {
+    file_key(&[owner, &file.name, &file.media_type, &file.url])
+}
+
+/// A hash of `fields`, each framed by its length.
+fn file_key(fields: &[&str]) -> [u8; 32] {
     let mut hash = Sha256::new();
-    for field in [owner, &file.name, &file.media_type, &file.url] {
+    for field in fields {
         hash.update((field.len() as u64).to_le_bytes());
         hash.update(field.as_bytes());
     }

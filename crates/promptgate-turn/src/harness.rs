@@ -71,7 +71,7 @@ pub fn prompt_message(
     skill_instructions: &[String],
     options: HistoryOptions<'_>,
 ) -> Option<ChatMessage> {
-    let prompt = user_message(message, 0, options)?;
+    let prompt = user_message(message, options)?;
     if skill_instructions.is_empty() {
         return Some(prompt);
     }

@@ -32,9 +32,9 @@ impl Default for HistoryOptions<'_> {
 /// Converts UI messages (`{role, parts}`) into upstream messages.
 pub fn to_model_messages(messages: &[Value], options: HistoryOptions<'_>) -> Vec<ChatMessage> {
     let mut out = Vec::with_capacity(messages.len());
-    for (at, message) in messages.iter().enumerate() {
+    for message in messages {
         match message.get("role").and_then(Value::as_str) {
-            Some("user") => out.extend(user_message(message, at, options)),
+            Some("user") => out.extend(user_message(message, options)),
             Some("assistant") => assistant_messages(message, &mut out),
             Some("system") => {
                 let text = text_parts(message).join("\n");
@@ -84,10 +84,9 @@ pub(crate) fn part_type(part: &Value) -> &str {
     part.get("type").and_then(Value::as_str).unwrap_or("")
 }
 
-/// The user message at position `at` of the messages its files were read from.
-pub(crate) fn user_message(message: &Value, at: usize, options: HistoryOptions<'_>) -> Option<ChatMessage> {
+pub(crate) fn user_message(message: &Value, options: HistoryOptions<'_>) -> Option<ChatMessage> {
     let mut content = Vec::new();
-    for (p, part) in parts(message).iter().enumerate() {
+    for part in parts(message) {
         match part_type(part) {
             "text" => {
                 if let Some(text) = part.get("text").and_then(Value::as_str) {
@@ -96,7 +95,7 @@ pub(crate) fn user_message(message: &Value, at: usize, options: HistoryOptions<'
                     });
                 }
             }
-            "file" => content.extend(file_part(part, options.files.get(at, p), options)),
+            "file" => content.extend(file_part(part, options.files.get(part), options)),
             _ => {}
         }
     }

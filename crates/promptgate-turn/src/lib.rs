@@ -7,7 +7,9 @@
 //! - [`history`]: stored or client-sent UI messages back into upstream chat messages.
 //! - [`documents`]: the text of attached files, read within bounds off the async workers.
 //! - [`engine`]: the loop itself ([`run_turn`]).
+//! - [`client_tools`]: tools the client runs, and the steps kept across a hand-off to it.
 //! - [`facade`]: an OpenAI chat-completions request's messages as the turn's history.
+//! - [`window`]: the newest whole turns of a conversation that fit a context window.
 //!
 //! # Running a turn
 //!
@@ -26,6 +28,7 @@
 #![deny(clippy::disallowed_methods)]
 
 mod attachments;
+pub mod client_tools;
 pub mod documents;
 pub mod engine;
 pub mod facade;
@@ -34,7 +37,9 @@ pub mod history;
 pub mod message;
 mod pdf;
 pub mod ui;
+pub mod window;
 
+pub use client_tools::{ClientToolCall, ClientToolChoice, ClientTools, Handoff, HandoffKeeper};
 pub use engine::{
     AnswerRecorder, EMPTY_ANSWER_TEXT, Gate, NOT_STORED_TEXT, NoHooks, Nudges, PreparedTool, RequestBudget,
     SourceRef, StepPolicy, ToolCache, TurnHooks, TurnLimits, TurnOutcome, TurnPlan, TurnRun, TurnStatus,
@@ -57,4 +62,8 @@ pub enum TurnError {
     /// The turn failed; the text is safe to show to the user.
     #[error("{0}")]
     Failed(String),
+    /// The turn failed because the conversation does not fit the model's context window
+    /// (`context_too_long`); the text is safe to show to the user.
+    #[error("{0}")]
+    ContextTooLong(String),
 }

@@ -8,6 +8,8 @@ use promptgate_llm::FinishReason;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::client_tools::ClientToolCall;
+
 /// One chunk of the UI message stream, serialised exactly as `useChat` expects it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "kebab-case", rename_all_fields = "camelCase")]
@@ -140,6 +142,10 @@ impl From<&FinishReason> for UiFinishReason {
 #[derive(Debug, Clone, PartialEq)]
 pub enum TurnEvent {
     Chunk(UiChunk),
+    /// The model called a tool the client runs (a facade's own tools). These come after the
+    /// turn's last step, just before its `finish` (reason `tool-calls`); the UI message stream
+    /// has no such part and leaves them out.
+    ClientToolCall(ClientToolCall),
     /// Nothing was sent for a while (a long tool call); the transport should write a heartbeat
     /// so proxies keep the connection open.
     KeepAlive,

@@ -11,7 +11,9 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt};
+use promptgate_service::events::TurnError;
 use promptgate_service::events::TurnEvent;
+use promptgate_service::facade::{ClientToolChoice, facade_history};
 use promptgate_service::{CompletionRequest, SendHandle};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -95,12 +97,15 @@ async fn completions(
     body.extra.remove("n");
     body.extra.remove("parallel_tool_calls");
     let include_usage = body.stream_options.as_ref().is_some_and(|o| o.include_usage);
+    let conversation = facade_history(&body.messages).map_err(|e| ApiError::invalid(e.to_string()))?;
     let handle = state
         .service
         .complete(CompletionRequest {
             user_id: user.id,
             model: body.model,
-            messages: body.messages,
+            conversation,
+            client_tools: Vec::new(),
+            tool_choice: ClientToolChoice::Auto,
             extra: body.extra,
         })
         .await?;
@@ -122,6 +127,12 @@ async fn completions(
     };
     match response.finish_json() {
         Ok(body) => Ok(Completion::Whole(body)),
+        // The client's conversation is what does not fit: its request, not the upstream, is at fault.
+        Err(err @ TurnError::ContextTooLong(_)) => Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            promptgate_service::events::CONTEXT_TOO_LONG,
+            err.to_string(),
+        )),
         Err(err) => Err(ApiError::new(
             StatusCode::BAD_GATEWAY,
             "upstream_error",
@@ -185,7 +196,7 @@ impl IntoResponse for Completion {
                 let frames = crate::observe::watch_turn(watch, handle.events)
                     .map(move |event: TurnEvent| match &event {
                         TurnEvent::KeepAlive => KEEP_ALIVE_FRAME.as_bytes().to_vec(),
-                        TurnEvent::Chunk(_) => {
+                        TurnEvent::Chunk(_) | TurnEvent::ClientToolCall(_) => {
                             let mut frames = Vec::new();
                             chunks.push_sse(&event, &mut frames);
                             frames

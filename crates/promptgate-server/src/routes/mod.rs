@@ -9,6 +9,7 @@ pub mod library;
 pub mod mcp;
 pub mod models;
 pub mod oauth;
+mod pages;
 pub mod prompt;
 pub mod settings;
 pub mod threads;

@@ -13,8 +13,10 @@ macro_rules! conformance {
 
 mod common;
 mod context;
+mod handoffs;
 mod messages;
 mod models;
+mod pages;
 mod postgres_only;
 mod projects;
 mod search;
@@ -22,7 +24,9 @@ mod secrets;
 mod skills;
 mod sqlite_only;
 mod storage;
+mod tail;
 mod tasks;
+mod thread_search;
 mod turn_claims;
 mod users;
 mod workspace;

@@ -5,6 +5,7 @@
 //! dropping the event stream, which counts as Stop), so the caller can always persist it.
 //! [`run_turn_in_reader`] is for turns that keep nothing: the reader of the events runs the turn.
 
+mod handoff;
 mod output;
 mod plan;
 mod reasoning;
@@ -26,7 +27,7 @@ pub use plan::{
     ToolTitles, TurnEnd, TurnHooks, TurnLimits, TurnOutcome, TurnPlan, TurnStatus,
 };
 pub use tools::ToolCache;
-pub use turn::{EMPTY_ANSWER_TEXT, NOT_STORED_TEXT};
+pub use turn::{CONTEXT_TOO_LONG, CONTEXT_TOO_LONG_TEXT, EMPTY_ANSWER_TEXT, NOT_STORED_TEXT};
 
 use crate::ui::TurnEvent;
 

@@ -123,6 +123,11 @@ impl Output {
         self.send(TurnEvent::Chunk(chunk)).await;
     }
 
+    /// Sends an event that is no chunk of the message (a client tool call).
+    pub(super) async fn send_event(&mut self, event: TurnEvent) {
+        self.send(event).await;
+    }
+
     /// Hands the answer so far to the recorder, when there is one.
     pub(super) fn checkpoint(&mut self) {
         let Some(checkpoints) = &mut self.checkpoints else {

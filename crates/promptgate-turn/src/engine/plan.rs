@@ -15,6 +15,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::tools::ToolCache;
+use crate::client_tools::ClientTools;
 use crate::ui::UiFinishReason;
 
 /// A tool of this send with the executor that runs it.
@@ -315,6 +316,9 @@ pub struct TurnPlan {
     /// The conversation so far, ending with the new user message. No system message.
     pub history: Vec<ChatMessage>,
     pub tools: Vec<PreparedTool>,
+    /// Tools the client runs itself, offered beside `tools`; a call to one ends the turn. A name
+    /// that is also one of `tools` is the server's.
+    pub client: ClientTools,
     pub policy: StepPolicy,
     pub nudges: Nudges,
     pub limits: TurnLimits,
@@ -345,6 +349,9 @@ pub struct TurnPlan {
     pub recorder: Option<Arc<dyn AnswerRecorder>>,
     /// Owns the turn's task, so a shutdown can wait for every turn it stopped.
     pub tasks: tokio_util::task::TaskTracker,
+    /// Added to the metadata of the stream's `start` chunk: what was decided before the turn ran
+    /// (which part of the thread the model sees), so the answer carries it.
+    pub start_metadata: Map<String, Value>,
 }
 
 impl TurnPlan {
@@ -370,6 +377,7 @@ impl TurnPlan {
             citation_reinforcement: None,
             history,
             tools: Vec::new(),
+            client: ClientTools::default(),
             policy: StepPolicy::default(),
             nudges: Nudges::default(),
             limits: TurnLimits::default(),
@@ -386,6 +394,7 @@ impl TurnPlan {
             record_message: true,
             recorder: None,
             tasks: tokio_util::task::TaskTracker::new(),
+            start_metadata: Map::new(),
         }
     }
 }

@@ -18,6 +18,8 @@ pub(super) struct StreamedCall {
     pub(super) arguments: String,
     /// The arguments outgrew [`MAX_ARGUMENT_BYTES`]; the call is refused instead of run.
     pub(super) oversized: bool,
+    /// A call of a client tool: the client runs it, and the UI stream never shows it.
+    pub(super) client: bool,
 }
 
 /// Calls one step may make; further calls of the step are ignored.
@@ -129,6 +131,7 @@ impl Turn {
                     .iter()
                     .find(|tool| tool.spec.name == name)
                     .map(|tool| &tool.spec);
+                let client = spec.is_none() && self.plan.client.is_client_tool(&name);
                 let title = spec.map(|spec| self.plan.titles.title(spec, &json!({})));
                 let dynamic = self.dynamic_flag(&name);
                 let chunk = UiChunk::ToolInputStart {
@@ -143,8 +146,11 @@ impl Turn {
                     name,
                     arguments: String::new(),
                     oversized: false,
+                    client,
                 });
-                self.out.emit(chunk).await;
+                if !client {
+                    self.out.emit(chunk).await;
+                }
             }
             StreamEvent::ToolCallArgumentsDelta { index, fragment } => {
                 let Some(call) = state.calls.iter_mut().find(|call| call.index == index) else {
@@ -166,6 +172,9 @@ impl Turn {
                     return;
                 }
                 call.arguments.push_str(&fragment);
+                if call.client {
+                    return;
+                }
                 let chunk = UiChunk::ToolInputDelta {
                     tool_call_id: call.id.clone(),
                     input_text_delta: fragment,
@@ -213,7 +222,7 @@ impl Turn {
     /// Ends tool calls that will never run: each gets its input and an error, so no part is left
     /// waiting for a result the client would try to supply itself.
     pub(super) async fn abandon_calls(&mut self, calls: &[StreamedCall], error: &str) {
-        for call in calls {
+        for call in calls.iter().filter(|call| !call.client) {
             let input = serde_json::from_str::<Value>(&call.arguments)
                 .unwrap_or_else(|_| Value::String(call.arguments.clone()));
             let dynamic = self.dynamic_flag(&call.name);

@@ -163,6 +163,27 @@ pub(super) fn check_call(tools: &[PreparedTool], offered: bool, name: &str, argu
     }
 }
 
+/// Checks a client tool's call before it is handed to the client: the arguments as the JSON
+/// object text the client receives, or the error the model gets instead.
+pub(super) fn check_client_call(offered: bool, oversized: bool, arguments: &str) -> Result<String, String> {
+    if oversized {
+        return Err(ToolError::InvalidArguments(
+            "the arguments are longer than the gateway accepts (1 MiB)".to_owned(),
+        )
+        .to_string());
+    }
+    if !offered {
+        return Err(
+            "tools cannot be called in this step; answer with the information already gathered".to_owned(),
+        );
+    }
+    match parse_arguments(arguments) {
+        Ok(_) if arguments.trim().is_empty() => Ok("{}".to_owned()),
+        Ok(_) => Ok(arguments.to_owned()),
+        Err(reason) => Err(ToolError::InvalidArguments(reason).to_string()),
+    }
+}
+
 fn parse_arguments(arguments: &str) -> Result<Value, String> {
     if arguments.trim().is_empty() {
         return Ok(Value::Object(Default::default()));

@@ -16,7 +16,8 @@ use super::output::Output;
 use super::plan::{Floor, RequestBudget, TurnOutcome, TurnPlan, TurnStatus};
 use super::reasoning::ReasoningTimes;
 use super::step::{Interrupt, StepState, StreamedCall};
-use super::tools::{Checked, check_call, start_call};
+use super::tools::{Checked, check_call, check_client_call, start_call};
+use crate::client_tools::{ClientToolCall, ClientToolChoice};
 use crate::ui::{TurnEvent, UiChunk, UiFinishReason};
 
 /// Shown when a turn has used its request budget.
@@ -29,6 +30,13 @@ pub const NOT_STORED_TEXT: &str = "This answer is not stored yet: the database d
      The gateway keeps trying; reload the conversation later before relying on it.";
 /// The turn's end when the model answered nothing, even when asked again.
 pub const EMPTY_ANSWER_TEXT: &str = "The model returned an empty answer. Please try again.";
+/// The error code of a turn whose prompt the provider found longer than the model's context window.
+pub const CONTEXT_TOO_LONG: &str = "context_too_long";
+/// What the user reads then: the history was already fitted, so what is left is the newest message
+/// (or the setup) itself, or a model whose window is smaller than it says.
+pub const CONTEXT_TOO_LONG_TEXT: &str = "The conversation does not fit this model's context window, even with \
+     older messages left out (context_too_long). Shorten the message or its attachments, start a new thread, \
+     or choose a model with a larger window.";
 /// The pause before asking again after an empty answer.
 const EMPTY_RETRY_DELAY: std::time::Duration = std::time::Duration::from_millis(250);
 const OVERSIZED_TEXT: &str = "invalid arguments: the arguments are longer than the gateway accepts (1 MiB)";
@@ -37,6 +45,8 @@ const CUT_OFF_TEXT: &str = "the model's response was cut off before this call wa
 /// How the whole turn ended.
 enum End {
     Finished(FinishReason),
+    /// The model called client tools: the client runs them (model ids here).
+    HandedOff(Vec<ClientToolCall>),
     Stopped,
     Failed(String),
 }
@@ -44,6 +54,7 @@ enum End {
 /// How one step ended.
 enum StepEnd {
     Tools,
+    HandOff(Vec<ClientToolCall>),
     Answer(FinishReason),
     Stopped,
     Failed(String),
@@ -54,14 +65,16 @@ pub(super) struct Turn {
     pub(super) out: Output,
     budget: Arc<RequestBudget>,
     /// The conversation as the model sees it, growing with each tool step.
-    messages: Vec<ChatMessage>,
+    pub(super) messages: Vec<ChatMessage>,
+    /// How many of `messages` came with the plan; the rest is this turn's.
+    pub(super) history_len: usize,
     /// Index in each request's messages of the last message before the newest user turn.
     conversation_prefix_end: Option<usize>,
     definitions: Vec<ToolDefinition>,
     /// Which of `definitions` are budgeted web tools (the harness floor takes those away).
     web_definitions: Vec<bool>,
     /// Where the harness floor's steering message sits in `messages`, while it applies.
-    steer_at: Option<usize>,
+    pub(super) steer_at: Option<usize>,
     pub(super) part_counter: u64,
     pub(super) answered: bool,
     pub(super) upstream_requests: u32,
@@ -79,16 +92,25 @@ impl Turn {
             .request_budget
             .clone()
             .unwrap_or_else(|| Arc::new(RequestBudget::from_limits(&plan.limits)));
-        let definitions = plan
+        let server_definitions = plan.tools.iter().map(|tool| ToolDefinition {
+            name: tool.spec.name.clone(),
+            description: tool.spec.description.clone(),
+            parameters: tool.spec.parameters.clone(),
+        });
+        let client_definitions = plan
+            .client
             .tools
             .iter()
-            .map(|tool| ToolDefinition {
-                name: tool.spec.name.clone(),
-                description: tool.spec.description.clone(),
-                parameters: tool.spec.parameters.clone(),
-            })
+            .filter(|client| !plan.tools.iter().any(|tool| tool.spec.name == client.name));
+        let definitions: Vec<ToolDefinition> =
+            server_definitions.chain(client_definitions.cloned()).collect();
+        let web_definitions = plan
+            .tools
+            .iter()
+            .map(|tool| tool.spec.web)
+            .chain(std::iter::repeat(false))
+            .take(definitions.len())
             .collect();
-        let web_definitions = plan.tools.iter().map(|tool| tool.spec.web).collect();
         let messages = std::mem::take(&mut plan.history);
         // The history only grows during a turn, and each request puts the system message first,
         // so the message before the newest user message sits one further on.
@@ -112,6 +134,7 @@ impl Turn {
             plan,
             out,
             budget,
+            history_len: messages.len(),
             messages,
             conversation_prefix_end,
             definitions,
@@ -130,7 +153,10 @@ impl Turn {
     }
 
     pub(super) async fn run(mut self) -> TurnOutcome {
-        let metadata = json!({"modelId": self.plan.model_id, "turnId": self.plan.turn_id});
+        let mut metadata = json!({"modelId": self.plan.model_id, "turnId": self.plan.turn_id});
+        if let Some(object) = metadata.as_object_mut() {
+            object.extend(self.plan.start_metadata.clone());
+        }
         self.out
             .emit(UiChunk::Start {
                 message_id: Some(self.plan.message_id.clone()),
@@ -147,9 +173,19 @@ impl Turn {
             self.plan.tool_cache.drop_unfinished();
             end = End::Failed(out_of_time_text(self.plan.limits.wall_clock));
         }
+        let mut handed_off = Vec::new();
         let (status, finish_reason, error, ending) = match end {
             End::Finished(reason) => {
                 let reason = UiFinishReason::from(&reason);
+                let finish = UiChunk::Finish {
+                    finish_reason: Some(reason),
+                    message_metadata: None,
+                };
+                (TurnStatus::Complete, Some(reason), None, vec![finish])
+            }
+            End::HandedOff(calls) => {
+                handed_off = calls;
+                let reason = UiFinishReason::ToolCalls;
                 let finish = UiChunk::Finish {
                     finish_reason: Some(reason),
                     message_metadata: None,
@@ -182,6 +218,8 @@ impl Turn {
         for chunk in &ending {
             self.out.record(chunk);
         }
+        // Kept before the client learns the calls, so its next request finds the hidden steps.
+        let client_calls = self.hand_off(handed_off).await;
         self.settle(status).await;
         let (parts, metadata) = self.out.message();
         let outcome = TurnOutcome {
@@ -212,6 +250,9 @@ impl Turn {
                     })
                     .await;
             }
+        }
+        for call in client_calls {
+            self.out.send_event(TurnEvent::ClientToolCall(call)).await;
         }
         for chunk in ending {
             self.out.send_only(chunk).await;
@@ -311,6 +352,7 @@ impl Turn {
             let final_step = index + 1 >= max_steps;
             match self.step(final_step, tool_steps).await {
                 StepEnd::Tools => tool_steps += 1,
+                StepEnd::HandOff(calls) => return End::HandedOff(calls),
                 StepEnd::Answer(reason) => return End::Finished(reason),
                 StepEnd::Stopped => return End::Stopped,
                 StepEnd::Failed(text) => return End::Failed(text),
@@ -361,6 +403,18 @@ impl Turn {
         };
         if let Some(nudge) = nudge.filter(|text| !text.is_empty()) {
             messages.push(user_message(nudge.clone()));
+        }
+        let first_step = self.steps == 0 && !final_step;
+        let mut tools = tools;
+        if first_step && tool_choice.is_none() {
+            match &plan.client.choice {
+                ClientToolChoice::Auto => {}
+                ClientToolChoice::Required => tool_choice = Some(ToolChoice::Required),
+                ClientToolChoice::Named(name) => {
+                    tools.retain(|tool| &tool.name == name);
+                    tool_choice = Some(ToolChoice::Required);
+                }
+            }
         }
         if tools.is_empty() {
             tool_choice = None;
@@ -422,6 +476,15 @@ impl Turn {
             Err(Interrupt::Failed(err)) => {
                 tracing::warn!(error = %err, turn = %self.plan.turn_id, "model request failed");
                 self.abandon_calls(&state.calls, CUT_OFF_TEXT).await;
+                if let Some(code) = error_code(&err) {
+                    // The UI stream's error chunk has no field for it; the metadata does.
+                    let metadata = json!({"errorCode": code});
+                    self.out
+                        .emit(UiChunk::MessageMetadata {
+                            message_metadata: metadata,
+                        })
+                        .await;
+                }
                 StepEnd::Failed(user_facing_error(&err))
             }
             Ok(()) if state.calls.is_empty() => {
@@ -443,8 +506,20 @@ impl Turn {
     async fn run_tools(&mut self, state: StepState, offered: bool) -> StepEnd {
         let calls = state.calls;
         let mut results: Vec<Option<String>> = vec![None; calls.len()];
+        let mut handed: Vec<ClientToolCall> = Vec::new();
         let running = FuturesUnordered::new();
         for (position, call) in calls.iter().enumerate() {
+            if call.client {
+                match check_client_call(offered, call.oversized, &call.arguments) {
+                    Ok(arguments) => handed.push(ClientToolCall {
+                        id: call.id.clone(),
+                        name: call.name.clone(),
+                        arguments,
+                    }),
+                    Err(error) => results[position] = Some(error),
+                }
+                continue;
+            }
             let checked = if call.oversized {
                 Checked::Refused {
                     input: json!({}),
@@ -498,7 +573,7 @@ impl Turn {
         loop {
             let Some(next) = self.out.wait(running.next()).await else {
                 for (call, result) in calls.iter().zip(&results) {
-                    if result.is_none() {
+                    if result.is_none() && !call.client {
                         let dynamic = self.dynamic_flag(&call.name);
                         self.emit_tool_error(&call.id, STOPPED_TEXT.to_owned(), dynamic)
                             .await;
@@ -550,10 +625,15 @@ impl Turn {
                 .await;
         }
         self.record_tool_step(state.text, &calls, results);
-        StepEnd::Tools
+        if handed.is_empty() {
+            StepEnd::Tools
+        } else {
+            StepEnd::HandOff(handed)
+        }
     }
 
-    /// Adds the step's assistant message and its tool results to what the model sees next.
+    /// Adds the step's assistant message and its tool results to what the model sees next. A
+    /// client call handed off gets no result here: the client's next request brings it.
     fn record_tool_step(&mut self, text: String, calls: &[StreamedCall], results: Vec<Option<String>>) {
         let tool_calls = calls
             .iter()
@@ -571,6 +651,9 @@ impl Turn {
         let content = (!text.is_empty()).then_some(text);
         self.messages.push(ChatMessage::Assistant { content, tool_calls });
         for (call, result) in calls.iter().zip(results) {
+            if call.client && result.is_none() {
+                continue;
+            }
             self.messages.push(ChatMessage::Tool {
                 tool_call_id: call.id.clone(),
                 content: result.unwrap_or_else(|| STOPPED_TEXT.to_owned()),
@@ -654,10 +737,20 @@ pub fn usage_metadata(usage: &Usage) -> Value {
     value
 }
 
+/// The machine-readable name of a failure a client may want to act on, sent as the answer's
+/// `errorCode` metadata (and by the OpenAI facade as the error's `code`).
+fn error_code(err: &LlmError) -> Option<&'static str> {
+    match err {
+        LlmError::ContextTooLong(_) => Some(CONTEXT_TOO_LONG),
+        _ => None,
+    }
+}
+
 /// A short explanation for the user. The details (provider messages, addresses) go to the log
 /// only, since they can carry internals.
 fn user_facing_error(err: &LlmError) -> String {
     match err {
+        LlmError::ContextTooLong(_) => CONTEXT_TOO_LONG_TEXT.to_owned(),
         LlmError::Connect(_) => "The model provider could not be reached. Please try again.".to_owned(),
         LlmError::Status { status: 429, .. } => {
             "The model provider is rate limiting requests. Please try again in a moment.".to_owned()
@@ -704,6 +797,7 @@ mod tests {
                 seconds: 30,
             },
             LlmError::Protocol(secret.into()),
+            LlmError::ContextTooLong(secret.into()),
         ];
         let texts: Vec<String> = errors.iter().map(user_facing_error).collect();
         for text in &texts {
@@ -714,5 +808,8 @@ mod tests {
         assert!(texts[2].contains("credentials"));
         assert!(texts[3].contains("HTTP 500"));
         assert!(texts[4].contains("in time"));
+        assert!(texts[6].contains("context_too_long") && !texts[6].contains("HTTP"));
+        assert_eq!(error_code(&errors[6]), Some(CONTEXT_TOO_LONG));
+        assert_eq!(error_code(&errors[1]), None);
     }
 }

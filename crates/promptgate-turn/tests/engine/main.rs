@@ -5,6 +5,7 @@
 
 mod answers;
 mod citations;
+mod client_tools;
 mod control;
 mod facade;
 mod golden;

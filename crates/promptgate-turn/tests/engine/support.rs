@@ -259,7 +259,7 @@ pub fn finished(events: Vec<TurnEvent>, outcome: TurnOutcome) -> Finished {
         .iter()
         .filter_map(|event| match event {
             TurnEvent::Chunk(chunk) => Some(chunk.clone()),
-            TurnEvent::KeepAlive => None,
+            TurnEvent::KeepAlive | TurnEvent::ClientToolCall(_) => None,
         })
         .collect();
     assert_client_accepts(&chunks);

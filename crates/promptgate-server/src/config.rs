@@ -45,6 +45,9 @@ pub struct Config {
     /// Bounds of each thread's workspace (harness models).
     #[serde(default)]
     pub workspace: WorkspaceConfig,
+    /// How attached files are read for the model.
+    #[serde(default)]
+    pub documents: crate::documents::DocumentsConfig,
     #[serde(default)]
     pub web: WebConfig,
     #[serde(default)]
@@ -179,7 +182,10 @@ pub struct CorsConfig {
 pub struct TurnConfig {
     /// Upstream attempts per logical turn (the first answer and empty-response retries).
     pub max_upstream_requests: u32,
+    /// A turn's whole life; past it the turn is cut wherever it is.
     pub wall_clock_secs: u64,
+    /// The most model steps of one attempt, whatever a model's profile asks for.
+    pub max_steps: u32,
     pub tool_timeout_secs: u64,
     /// A `: keep-alive` comment is written when nothing else was sent for this long.
     pub keep_alive_secs: u64,
@@ -215,6 +221,7 @@ impl Default for TurnConfig {
         Self {
             max_upstream_requests: limits.max_upstream_requests,
             wall_clock_secs: limits.wall_clock.as_secs(),
+            max_steps: limits.max_steps,
             tool_timeout_secs: limits.tool_timeout.as_secs(),
             keep_alive_secs: limits.keep_alive.as_secs(),
             max_in_flight: promptgate_service::settings::DEFAULT_TURNS_IN_FLIGHT,
@@ -261,11 +268,16 @@ pub struct WorkspaceConfig {
     pub max_loop_iterations: usize,
     pub max_total_loop_iterations: usize,
     pub max_shell_memory_bytes: usize,
+    /// `bash` calls running at once on this server, each on a thread of its own.
+    pub shell_threads: usize,
+    /// `bash` calls that may wait for a thread; past it a call is refused with a tool error.
+    pub shell_queue: usize,
 }
 
 impl Default for WorkspaceConfig {
     fn default() -> Self {
         let limits = promptgate_service::settings::WorkspaceLimits::default();
+        let pool = promptgate_service::settings::ShellPoolSize::default();
         Self {
             max_file_bytes: limits.max_file_bytes,
             max_total_bytes: limits.max_total_bytes,
@@ -277,6 +289,8 @@ impl Default for WorkspaceConfig {
             max_loop_iterations: limits.max_loop_iterations,
             max_total_loop_iterations: limits.max_total_loop_iterations,
             max_shell_memory_bytes: limits.max_shell_memory_bytes,
+            shell_threads: pool.threads,
+            shell_queue: pool.queue,
         }
     }
 }
@@ -297,8 +311,16 @@ impl WorkspaceConfig {
         }
     }
 
+    /// The server's pool for `bash` calls.
+    pub fn shell_pool(&self) -> promptgate_service::settings::ShellPool {
+        promptgate_service::settings::ShellPool::new(promptgate_service::settings::ShellPoolSize {
+            threads: self.shell_threads,
+            queue: self.shell_queue,
+        })
+    }
+
     /// The keys by name, for `PROMPTGATE_WORKSPACE_<KEY>` and the positivity check.
-    fn fields(&mut self) -> [(&'static str, &mut dyn WorkspaceValue); 10] {
+    fn fields(&mut self) -> [(&'static str, &mut dyn WorkspaceValue); 12] {
         [
             ("max_file_bytes", &mut self.max_file_bytes),
             ("max_total_bytes", &mut self.max_total_bytes),
@@ -310,6 +332,8 @@ impl WorkspaceConfig {
             ("max_loop_iterations", &mut self.max_loop_iterations),
             ("max_total_loop_iterations", &mut self.max_total_loop_iterations),
             ("max_shell_memory_bytes", &mut self.max_shell_memory_bytes),
+            ("shell_threads", &mut self.shell_threads),
+            ("shell_queue", &mut self.shell_queue),
         ]
     }
 
@@ -559,6 +583,10 @@ pub struct ProviderEntry {
     /// Anthropic only: how a model's `reasoning` setting turns into thinking.
     #[serde(default)]
     pub thinking: Option<ThinkingStyle>,
+    /// Upstream request fields users (a model's `provider_options`) and facade callers may set on
+    /// this provider beyond the open ones (`promptgate_core::request_fields::OPEN_FIELDS`).
+    #[serde(default)]
+    pub allow_request_fields: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -768,7 +796,8 @@ impl Config {
             ("turn.heartbeat_secs", self.turn.heartbeat_secs),
             ("limits.page_size", u64::from(self.limits.page_size)),
         ];
-        if let Some((key, _)) = positive.iter().find(|(_, value)| *value == 0) {
+        let documents = self.documents.positive();
+        if let Some((key, _)) = positive.iter().chain(&documents).find(|(_, value)| *value == 0) {
             return Err(ConfigError::Invalid(format!("{key} must be positive")));
         }
         if self.turn.heartbeat_secs >= self.turn.lease_secs {

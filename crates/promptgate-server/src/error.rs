@@ -89,6 +89,7 @@ error_codes! {
     MisdirectedRequest = 421, "misdirected_request": "Misdirected (a status from below the handlers).";
     HostNotAllowed = 421, "host_not_allowed": "The Host header names a host this server does not answer to.";
     InvalidBody = 422, "invalid_body": "The body has the wrong shape, or a value breaks a rule; the message names the field.";
+    FieldNotAllowed = 422, "field_not_allowed": "The request sets upstream fields the caller may not set (the operator decides them); the message names them and what may be set.";
     RefusedAddress = 422, "refused_address": "The outbound address policy refuses the URL.";
     TooManyProbes = 429, "too_many_probes": "The user probed MCP servers more often than the server allows; `Retry-After` says when to try again.";
     RateLimited = 429, "rate_limited": "Too many requests or turns for this user; `Retry-After` says when to try again.";
@@ -270,6 +271,14 @@ impl ApiError {
         Self::new(ErrorCode::InvalidBody, message)
     }
 
+    /// 422 `field_not_allowed` when `fields` of an upstream request are not the caller's to set.
+    pub fn fields_allowed<'a>(
+        fields: impl IntoIterator<Item = &'a str>,
+        allowed: &[String],
+    ) -> Result<(), Self> {
+        promptgate_service::check_request_fields(fields, allowed).map_err(Self::from)
+    }
+
     pub fn conflict(message: impl Into<String>) -> Self {
         Self::new(ErrorCode::Conflict, message)
     }
@@ -341,6 +350,7 @@ impl From<ServiceError> for ApiError {
             ServiceError::TooManyAuthorizations => {
                 Self::new(ErrorCode::TooManyAuthorizations, err.to_string())
             }
+            ServiceError::FieldsNotAllowed(m) => Self::new(ErrorCode::FieldNotAllowed, m),
             ServiceError::UnknownAuthorization => Self::new(ErrorCode::InvalidState, err.to_string()),
             ServiceError::MissingAuthorizationCode => Self::new(ErrorCode::InvalidCallback, err.to_string()),
             ServiceError::ProviderRefused(m) => Self::new(ErrorCode::ProviderError, m),

@@ -19,6 +19,7 @@ pub mod config_context;
 #[cfg(test)]
 mod config_keys;
 pub mod deploy;
+pub mod documents;
 pub mod error;
 pub mod extract;
 pub mod facade;

@@ -57,6 +57,7 @@ fn service_config(config: &Config) -> ServiceConfig {
         limits: TurnLimits {
             max_upstream_requests: config.turn.max_upstream_requests,
             wall_clock: Duration::from_secs(config.turn.wall_clock_secs),
+            max_steps: config.turn.max_steps,
             tool_timeout: Duration::from_secs(config.turn.tool_timeout_secs),
             keep_alive: Duration::from_secs(config.turn.keep_alive_secs),
             save_grace: Duration::from_secs(config.turn.save_grace_secs),
@@ -73,6 +74,8 @@ fn service_config(config: &Config) -> ServiceConfig {
             retry_window: Duration::from_secs(config.turn.retry_window_secs),
         },
         workspace: config.workspace.limits(),
+        shell: config.workspace.shell_pool(),
+        documents: config.documents.reader(),
         kept_harnesses: config.turn.kept_harnesses,
         kept_harness_bytes: config.turn.kept_harness_bytes,
         response_retention: Duration::from_secs(config.responses.retention_days.saturating_mul(86_400)),
@@ -113,6 +116,7 @@ pub fn providers(config: &Config, env: &dyn Env) -> anyhow::Result<Vec<ProviderS
                 None | Some(ThinkingStyle::Adaptive) => ThinkingMode::Adaptive,
                 Some(ThinkingStyle::Budget) => ThinkingMode::Budget,
             },
+            allowed_request_fields: entry.allow_request_fields.clone(),
         });
     }
     Ok(out)

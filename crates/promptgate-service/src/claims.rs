@@ -23,7 +23,9 @@ use tracing::Instrument;
 use super::hooks::TurnState;
 use super::live::{Continuation, Slot};
 use super::{Service, ServiceError};
-use promptgate_turn::engine::{RequestBudget, TurnLimits};
+use promptgate_core::tools::ToolOutput;
+use promptgate_turn::engine::{RequestBudget, ToolCache, TurnLimits};
+use serde_json::Value;
 
 /// How long a claim holds its thread without a renewal; past it the turn's owner is taken for dead.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
@@ -83,6 +85,52 @@ struct StoredRetry {
     sources: SourceRegistry,
     requests_consumed: u32,
     elapsed_ms: u64,
+    /// The results of the web calls the budget admitted, so a retry's repeat of one is answered
+    /// with what the first attempt saw. States saved before they were kept have none.
+    #[serde(default)]
+    results: Vec<StoredResult>,
+}
+
+/// One web call's result, by its budget key.
+#[derive(Serialize, Deserialize)]
+struct StoredResult {
+    key: String,
+    output: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    model_text: Option<String>,
+}
+
+/// The most result bytes one retry state keeps. A result past it is left out, and a retry's
+/// repeat of that call runs again, uncharged.
+const MAX_STORED_RESULT_BYTES: usize = 2 * 1024 * 1024;
+
+/// The turn's web results, largest left out first when they do not all fit.
+fn stored_results(cache: &ToolCache) -> Vec<StoredResult> {
+    let mut results: Vec<(usize, StoredResult)> = cache
+        .budget_results()
+        .into_iter()
+        .map(|(key, output)| {
+            let size = key.len()
+                + output.output.to_string().len()
+                + output.model_text.as_ref().map_or(0, String::len);
+            let result = StoredResult {
+                key,
+                output: output.output,
+                model_text: output.model_text,
+            };
+            (size, result)
+        })
+        .collect();
+    results.sort_by_key(|(size, _)| *size);
+    let mut total = 0;
+    results
+        .into_iter()
+        .take_while(|(size, _)| {
+            total += size;
+            total <= MAX_STORED_RESULT_BYTES
+        })
+        .map(|(_, result)| result)
+        .collect()
 }
 
 fn encode(continuation: &Continuation) -> Option<String> {
@@ -91,6 +139,7 @@ fn encode(continuation: &Continuation) -> Option<String> {
         sources: continuation.state.sources().clone(),
         requests_consumed: continuation.requests.consumed(),
         elapsed_ms: u64::try_from(continuation.requests.elapsed().as_millis()).unwrap_or(u64::MAX),
+        results: stored_results(&continuation.tool_cache),
     };
     serde_json::to_string(&stored)
         .inspect_err(|err| tracing::error!(error = %err, "cannot encode a turn's retry state"))
@@ -103,15 +152,24 @@ fn decode(turn_id: &str, limits: &TurnLimits, json: &str) -> Option<Continuation
             |err| tracing::warn!(turn = turn_id, error = %err, "a stored retry state does not parse"),
         )
         .ok()?;
+    let answered: HashSet<&str> = stored.results.iter().map(|r| r.key.as_str()).collect();
+    let state = TurnState::restored(stored.budget, stored.sources, &answered);
+    let tool_cache = ToolCache::with_budget_results(stored.results.into_iter().map(|r| {
+        let output = ToolOutput {
+            output: r.output,
+            model_text: r.model_text,
+        };
+        (r.key, output)
+    }));
     Some(Continuation {
         turn_id: turn_id.to_owned(),
-        state: Arc::new(TurnState::restored(stored.budget, stored.sources)),
+        state: Arc::new(state),
         requests: Arc::new(RequestBudget::resumed(
             limits,
             stored.requests_consumed,
             Duration::from_millis(stored.elapsed_ms),
         )),
-        tool_cache: Default::default(),
+        tool_cache,
     })
 }
 

@@ -67,6 +67,9 @@ pub enum ServiceError {
     /// What the store reports, as it words it.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Upstream request fields the caller may not set; the message names them and what may be set.
+    #[error("{0}")]
+    FieldsNotAllowed(String),
     /// Something else failed on our side; already logged where it happened.
     #[error("internal failure")]
     Internal,

@@ -102,7 +102,7 @@ pub use live::{Continuation, LiveTurns};
 pub use open::Database;
 pub use prepare::{Prepared, PreparedSend, RunParts};
 pub use promptgate_store::StoreError;
-pub use providers::{ModelProvider, ProviderClient, Providers};
+pub use providers::{ModelProvider, ProviderClient, Providers, check_request_fields};
 pub use record::{PendingSave, PendingSaves};
 pub use respond::{ResponseKeeper, ResponseRequest, ResponseRun};
 pub use toolset::{Executors, McpToolExecutor};

@@ -151,7 +151,7 @@ impl Prepared {
             on_end.push(Arc::new(FlushWorkspace(session)));
         }
         on_end.extend(run.on_end);
-        let mut extra = profile.provider_options.clone().unwrap_or_default();
+        let mut extra = provider.provider_options(&model);
         extra.extend(run.extra);
         TurnPlan {
             turn_id: run.turn_id,
@@ -366,9 +366,6 @@ impl Service {
             tools: offered,
             ..plan
         };
-        let options = HistoryOptions {
-            images: model.supports_images,
-        };
         let budget = Budget::new(
             &self.config.context,
             &self.token_counters,
@@ -382,8 +379,14 @@ impl Service {
         let window = match &ctx.thread {
             Some(thread) => {
                 let tail = std::mem::take(&mut ctx.tail);
-                self.window((user_id, thread.id.as_str()), tail, &budget, options, mode)
-                    .await?
+                self.window(
+                    (user_id, thread.id.as_str()),
+                    tail,
+                    &budget,
+                    model.supports_images,
+                    mode,
+                )
+                .await?
             }
             None => Window::empty(),
         };
@@ -406,6 +409,15 @@ impl Service {
             let messages = ui_messages(window.messages.iter().map(|(m, _)| m));
             match messages.split_last() {
                 Some((last, earlier)) => {
+                    let files = self
+                        .config
+                        .documents
+                        .read(user_id, std::slice::from_ref(last))
+                        .await;
+                    let options = HistoryOptions {
+                        images: model.supports_images,
+                        files: &files,
+                    };
                     let prompt =
                         promptgate_turn::harness::prompt_message(last, &plan.skill_instructions, options);
                     let mut history = promptgate_turn::harness::seed_turns(earlier);
@@ -456,6 +468,7 @@ impl Service {
             ctx,
             plan,
             &self.config.workspace,
+            &self.config.shell,
         );
         if let Some(integrations) = &self.integrations {
             integrations.register(&mut executors, &self.store, user_id, &ctx.integrations);

@@ -32,14 +32,17 @@ pub fn routes() -> ApiRouter<AppState> {
         post_with(completions, |op| {
             op.summary("OpenAI-compatible chat completions (streamed or not); tools run on the server").description(
                 "The system prompt and tools come from your settings, as for a send; `system` messages you \
-                 include are appended to it. Client-defined `tools` are not accepted. Unknown fields pass \
-                 through to the provider.",
+                 include are appended to it. Client-defined `tools` are not accepted. Other fields pass \
+                 through to the provider when they are sampling or format fields (temperature, top_p, seed, \
+                 stop, response_format, ...) or fields the operator allows for the provider; any other \
+                 field is refused with 422 `field_not_allowed`, as the request goes out on the operator's key.",
             )
         }),
     )
 }
 
-/// The fields we interpret; everything else passes through to the provider.
+/// The fields we interpret; the open request fields (and those the operator allows) pass through to
+/// the provider, any other is refused.
 #[derive(Deserialize, JsonSchema)]
 pub struct CompletionBody {
     #[serde(default)]

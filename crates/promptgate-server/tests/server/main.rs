@@ -4,8 +4,10 @@
 
 mod anthropic_turn;
 mod architecture;
+mod attachment_bomb;
 mod binary_cli;
 mod browser_app;
+mod busy_shell;
 mod chat_stream;
 mod client_ids;
 mod common;
@@ -32,7 +34,9 @@ mod resources_api;
 mod responses;
 mod responses_clients;
 mod settings_api;
+mod turn_deadline;
 mod two_instances;
+mod upstream_request;
 mod web_app_support;
 mod web_site;
 mod web_turn;

@@ -13,7 +13,7 @@ use std::time::Duration;
 use common::{Backend, Gateway, error_code, parse_sse, scripted_config_with, use_chat_body};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
-use promptgate_llm::scripted::{Script, ScriptedUpstream, Step, finish_chunk, role_chunk, text};
+use promptgate_llm::scripted::{Script, ScriptedUpstream, Step, finish_chunk, role_chunk, text, tool_calls};
 use promptgate_server::config::AuthMode;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
@@ -153,6 +153,27 @@ async fn nul_in_model_text_is_stored_and_refused_in_input(backend: Backend) {
 }
 
 common::on_both_backends!(nul_in_model_text_is_stored_and_refused_in_input);
+
+/// An artifact the model writes with U+0000 in it is sent back to the model to fix, on both stores
+/// alike, rather than failing on Postgres as if the database were down.
+async fn nul_in_an_artifact_is_for_the_model_to_fix(backend: Backend) {
+    let (gw, upstream) = gateway_with(backend, "").await;
+    let args = json!({"title": "Clock", "html": "<html><body>Tick\u{0}tock</body></html>"}).to_string();
+    upstream.push(tool_calls(&[("call_r", "render_html", &[args.as_str()])]));
+    upstream.push(text(["Fixed it."]));
+    let sse = gw
+        .stream("/v1/chat", use_chat_body("nul-art", "draw a clock", "scripted"))
+        .await;
+    assert_eq!(sse.text(), "Fixed it.");
+    let output = &sse.of_type("tool-output-available")[0]["output"];
+    assert_eq!(output["ok"], false, "{output}");
+    let errors = output["errors"].to_string();
+    assert!(errors.contains("NUL character (U+0000)"), "{errors}");
+    let told = upstream.last_request().unwrap().to_string();
+    assert!(!told.contains("database is unavailable"), "{told}");
+}
+
+common::on_both_backends!(nul_in_an_artifact_is_for_the_model_to_fix);
 
 // ---- empty and malformed upstream answers ----
 

@@ -19,7 +19,6 @@ pub mod config_context;
 mod config_keys;
 pub mod deploy;
 pub mod error;
-pub mod eval;
 pub mod extract;
 pub mod facade;
 pub mod listen;

@@ -6,13 +6,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::extract::{FromRequestParts, Request, State};
-use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderValue, Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::auth::CurrentUser;
 use crate::config::Limits;
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 use crate::state::AppState;
 
 /// Past this many remembered users, entries with nothing running and a full allowance are dropped.
@@ -163,7 +163,7 @@ fn refused(refusal: &Refusal) -> Response {
         ),
     };
     let secs = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);
-    let mut res = ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", message).into_response();
+    let mut res = ApiError::new(ErrorCode::RateLimited, message).into_response();
     res.headers_mut()
         .insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
     res

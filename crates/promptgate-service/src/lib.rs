@@ -98,6 +98,7 @@ pub use library::ProbeOutcome;
 pub use live::{Continuation, LiveTurns};
 pub use open::Database;
 pub use prepare::{Prepared, PreparedSend, RunParts};
+pub use promptgate_store::StoreError;
 pub use providers::{ModelProvider, ProviderClient, Providers};
 pub use record::{PendingSave, PendingSaves};
 pub use toolset::{Executors, McpToolExecutor};

@@ -14,6 +14,8 @@ use std::time::Duration;
 use promptgate_core::settings::Model;
 
 pub use crate::claims::{DEFAULT_HEARTBEAT, DEFAULT_LEASE, DEFAULT_RETRY_WINDOW, InstanceConfig};
+#[cfg(feature = "testing")]
+pub use crate::encoding::JSON_LINES;
 pub use crate::encoding::StreamEncoding;
 pub use crate::feed::OnDisconnect;
 pub use crate::harness::DEFAULT_KEPT_HARNESSES;

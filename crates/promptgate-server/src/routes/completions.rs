@@ -8,7 +8,6 @@ use aide::generate::GenContext;
 use aide::openapi::{MediaType, Operation, Response as ApiResponse, StatusCode as ApiStatus};
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt};
 use promptgate_service::events::TurnError;
@@ -21,7 +20,7 @@ use serde_json::{Map, Value};
 use tracing::Instrument;
 
 use crate::auth::CurrentUser;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::extract::ApiJson;
 use crate::facade::{CompletionChunks, CompletionIdentity, CompletionResponse};
 use crate::sse::{KEEP_ALIVE_FRAME, SSE_DONE};
@@ -87,7 +86,7 @@ async fn completions(
         if let Some(value) = body.extra.get(field) {
             let harmless = field == "n" && value.as_u64() == Some(1);
             if !harmless {
-                return Err(ApiError::bad_request("unsupported_parameter", reason));
+                return Err(ApiError::new(ErrorCode::UnsupportedParameter, reason));
             }
         }
     }
@@ -125,16 +124,10 @@ async fn completions(
     match response.finish_json() {
         Ok(body) => Ok(Completion::Whole(body)),
         // The client's conversation is what does not fit: its request, not the upstream, is at fault.
-        Err(err @ TurnError::ContextTooLong(_)) => Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            promptgate_service::events::CONTEXT_TOO_LONG,
-            err.to_string(),
-        )),
-        Err(err) => Err(ApiError::new(
-            StatusCode::BAD_GATEWAY,
-            "upstream_error",
-            err.to_string(),
-        )),
+        Err(err @ TurnError::ContextTooLong(_)) => {
+            Err(ApiError::new(ErrorCode::ContextTooLong, err.to_string()))
+        }
+        Err(err) => Err(ApiError::new(ErrorCode::UpstreamError, err.to_string())),
     }
 }
 

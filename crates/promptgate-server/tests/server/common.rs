@@ -29,6 +29,27 @@ pub struct Gateway {
     _server: tokio::task::JoinHandle<()>,
 }
 
+/// Runs each scenario of the calling module on both backends, as `<scenario>::sqlite` and
+/// `<scenario>::postgres`: the server's twin of `promptgate_store::on_both_backends!`, for scenarios
+/// that start a gateway on a [`Backend`] (`async fn scenario(backend: Backend)`) rather than take a
+/// database.
+macro_rules! on_both_backends {
+    ($($scenario:ident),+ $(,)?) => {$(
+        mod $scenario {
+            #[tokio::test]
+            async fn sqlite() {
+                super::$scenario($crate::common::Backend::Sqlite).await;
+            }
+
+            #[tokio::test]
+            async fn postgres() {
+                super::$scenario($crate::common::Backend::Postgres).await;
+            }
+        }
+    )+};
+}
+pub(crate) use on_both_backends;
+
 pub fn init() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
@@ -329,9 +350,14 @@ impl Gateway {
     pub async fn stored_messages(&self, thread: &str, expected: usize) -> Value {
         // One page holds at most the largest page size (200 by default): enough for every thread a
         // test writes.
-        assert!(expected <= 200, "a thread of {expected} messages needs more than one page");
+        assert!(
+            expected <= 200,
+            "a thread of {expected} messages needs more than one page"
+        );
         for _ in 0..200 {
-            let (_, messages) = self.get(&format!("/v1/threads/{thread}/messages?limit=200")).await;
+            let (_, messages) = self
+                .get(&format!("/v1/threads/{thread}/messages?limit=200"))
+                .await;
             if messages
                 .as_array()
                 .is_some_and(|m| m.len() >= expected && m.iter().all(|m| m["status"] != "streaming"))

@@ -3,13 +3,16 @@
 //! browser) driving it.
 
 mod anthropic_turn;
+mod architecture;
 mod binary_cli;
 mod browser_app;
 mod chat_stream;
+mod client_ids;
 mod common;
 mod completions;
 mod context_window;
 mod eval_cli;
+mod eval_scoring;
 mod exposure;
 mod harness_thread;
 mod harness_workspace;

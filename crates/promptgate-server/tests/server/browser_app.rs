@@ -110,7 +110,10 @@ fn the_web_apps_api_types_match_openapi_yaml() {
     use sha2::{Digest, Sha256};
     let repo = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
     let spec = std::fs::read(repo.join("openapi.yaml")).unwrap();
-    let hash = format!("{:x}", Sha256::digest(&spec));
+    let hash: String = Sha256::digest(&spec)
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
     let generated = std::fs::read_to_string(repo.join("web/src/generated/openapi.d.ts")).unwrap();
     let first = generated.lines().next().unwrap_or_default();
     assert!(

@@ -93,6 +93,8 @@ function Main({ onSignOut }: { onSignOut?: () => void }) {
   const [drawer, setDrawer] = useState(false);
   const [selected, setSelected] = useState<ChatMessage | null>(null);
   const [refresh, setRefresh] = useState(0);
+  // A new chat whose first message has gone out: its thread exists from then on.
+  const [started, setStarted] = useState<string | null>(null);
   const searchRef = useRef<HTMLInputElement>(null);
 
   const currentRef = useRef(current);
@@ -134,6 +136,7 @@ function Main({ onSignOut }: { onSignOut?: () => void }) {
     const c = currentRef.current;
     threadChanged(c.id);
     if (c.isNew) {
+      setStarted(c.id);
       const url = new URL(location.href);
       url.searchParams.set('thread', c.id);
       history.replaceState(null, '', url);
@@ -260,7 +263,7 @@ function Main({ onSignOut }: { onSignOut?: () => void }) {
           {panel === 'shortcuts' && <ShortcutsPanel />}
         </Overlay>
       )}
-      {inspector && <Inspector threadId={current.id} model={model} message={selected} refresh={refresh} onClose={() => setInspector(false)} />}
+      {inspector && <Inspector threadId={current.id} isNew={current.isNew && started !== current.id} model={model} message={selected} refresh={refresh} onClose={() => setInspector(false)} />}
     </div>
   );
 }

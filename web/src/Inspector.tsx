@@ -1,5 +1,5 @@
-// The inspector: what the next send would use (the prompt preview, also for a chat not sent yet), and
-// how the selected answer came about.
+// The inspector: what the next send would use (the prompt preview of a thread that exists), and how
+// the selected answer came about.
 import { useEffect, useState } from 'react';
 import { api, messageOf, type PreviewContext, type PromptPreview, type UserSettings } from './api';
 import { Overlay } from './Overlay';
@@ -9,17 +9,20 @@ const WEB_TOOLS = new Set(['search', 'fetch_content']);
 
 interface Props {
   threadId: string;
+  /// The chat has not been sent yet: there is no thread to preview, so nothing is asked for.
+  isNew: boolean;
   model: string;
   message: ChatMessage | null;
   refresh: number;
   onClose(): void;
 }
 
-export function Inspector({ threadId, model, message, refresh, onClose }: Props) {
+export function Inspector({ threadId, isNew, model, message, refresh, onClose }: Props) {
   const [preview, setPreview] = useState<PromptPreview | null>(null);
   const [settings, setSettings] = useState<UserSettings | null>(null);
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
+    if (isNew) return setPreview(null);
     let live = true;
     setError(null);
     const q = model ? `?model=${encodeURIComponent(model)}` : '';
@@ -29,7 +32,7 @@ export function Inspector({ threadId, model, message, refresh, onClose }: Props)
     return () => {
       live = false;
     };
-  }, [threadId, model, refresh]);
+  }, [threadId, isNew, model, refresh]);
 
   return (
     <Overlay label="Inspector" className="inspector">
@@ -42,6 +45,7 @@ export function Inspector({ threadId, model, message, refresh, onClose }: Props)
       {message && message.role === 'assistant' && <AnswerDetails message={message} />}
       <section aria-labelledby="next-send">
         <h3 id="next-send">Next send</h3>
+        {isNew && <p data-testid="new-chat-note">The prompt is shown here once your first message has started the thread.</p>}
         {error && <p role="alert">{error}</p>}
         {preview && (
           <>

@@ -194,24 +194,26 @@ test('a setting changed in the app shows in the inspector', async ({ page }) => 
   await shot(page, 'inspector');
 });
 
-test('the inspector shows the prompt of a chat not sent yet, and says why web tools are off', async ({ page }) => {
+test('the inspector of a chat not sent yet asks for nothing, and says why web tools are off', async ({ page }) => {
   const notFound: string[] = [];
-  page.on('response', (r) => r.status() === 404 && notFound.push(r.url()));
+  page.on('response', (r) => r.status() === 404 && r.url().includes('/prompt') && notFound.push(r.url()));
   await page.goto(base_url() + '/');
-  await page.getByLabel('Model').selectOption('demo');
+  await page.getByLabel('Model').selectOption('scripted');
   await page.getByRole('button', { name: 'Inspector' }).click();
-  await expect(page.getByTestId('prompt-preview')).not.toBeEmpty();
-  await expect(page.getByTestId('next-context')).toContainText('0 message(s) sent');
+  await expect(page.getByTestId('new-chat-note')).toBeVisible();
+  await page.keyboard.press('Escape');
+  await send(page, 'Hello inspector');
+  await expect(answers(page).last()).toContainText('to: Hello inspector');
   expect(notFound).toEqual([]);
 
   // Turned off in Settings, the inspector says so.
-  await page.keyboard.press('Escape');
   await openPanel(page, 'Settings');
   await page.getByLabel('Web tools').uncheck();
   await page.getByRole('button', { name: 'Save settings' }).click();
   await expect(page.getByRole('status')).toHaveText('Saved');
   await page.keyboard.press('Escape');
   await page.getByRole('button', { name: 'Inspector' }).click();
+  await expect(page.getByTestId('prompt-preview')).not.toBeEmpty();
   await expect(page.getByTestId('web-tools')).toHaveText('web tools off (turned off in Settings)');
   await page.keyboard.press('Escape');
   await openPanel(page, 'Settings');
@@ -221,7 +223,9 @@ test('the inspector shows the prompt of a chat not sent yet, and says why web to
 });
 
 test('keyboard: Escape closes panels and gives the focus back, the prompt scrolls by keyboard, shortcuts are listed', async ({ page }) => {
-  await page.goto(base_url() + '/');
+  await newChat(page, 'scripted');
+  await send(page, 'A thread to inspect');
+  await expect(answers(page).last()).toContainText('to: A thread to inspect');
   await expect(page.getByRole('heading', { level: 1 })).toHaveText('promptgate');
 
   // A panel opened from the keyboard takes the focus; Escape closes it and the focus goes back.

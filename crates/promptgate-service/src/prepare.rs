@@ -251,9 +251,7 @@ fn ui_messages<'a>(history: impl Iterator<Item = &'a Message>) -> Vec<Value> {
 }
 
 impl Service {
-    /// The prompt and toolset for a send to `thread_id` made now, without running anything. A thread
-    /// that does not exist yet is previewed as its first send would be (a send creates it), so a
-    /// client can show the prompt of a new chat before anything is stored.
+    /// The prompt and toolset for a send to `thread_id` made now, without running anything.
     pub async fn preview(
         &self,
         user_id: &str,
@@ -262,6 +260,9 @@ impl Service {
         message_text: Option<&str>,
     ) -> Result<PreparedSend, ServiceError> {
         let (ctx, model, provider) = self.load_with_model(user_id, Some(thread_id), model).await?;
+        if ctx.thread.is_none() {
+            return Err(ServiceError::UnknownThread(thread_id.to_owned()));
+        }
         let text = message_text.map(str::to_owned).unwrap_or_default();
         let prepared = self
             .prepare_with_text(

@@ -21,8 +21,7 @@ pub fn routes() -> ApiRouter<AppState> {
                 "`stable` is byte-identical between sends until a setting changes; `volatile` is the date line; \
                  `system` is what the model receives for its engine (with the summary of the thread's older \
                  part, if it has one); `notes` are the per-send notes; `context` says how much of the thread \
-                 the model would see. A thread that does not exist yet is previewed as its first send \
-                 would be.",
+                 the model would see.",
             )
         }),
     )

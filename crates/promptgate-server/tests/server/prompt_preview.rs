@@ -200,21 +200,16 @@ async fn a_model_without_tools_gets_no_tools_and_slash_skills_become_notes() {
 }
 
 #[tokio::test]
-async fn a_thread_not_created_yet_is_previewed_as_its_first_send() {
+async fn unknown_thread_or_model_is_a_404() {
     let gw = Gateway::single_user(Backend::Sqlite).await;
-    let (status, preview) = gw.get("/v1/threads/not-yet/prompt?model=demo").await;
-    assert_eq!(status, StatusCode::OK, "{preview}");
-    assert_eq!(preview["model"], "demo");
-    assert_eq!(preview["context"]["sent_messages"], 0);
-    assert!(!preview["system"].as_str().unwrap().is_empty());
-    // Looking is not creating: the thread is made by the first send, as before.
-    let (status, _) = gw.get("/v1/threads/not-yet").await;
+    let (status, err) = gw.get("/v1/threads/missing/prompt").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
-}
-
-#[tokio::test]
-async fn unknown_model_is_a_404() {
-    let gw = Gateway::single_user(Backend::Sqlite).await;
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("thread missing")
+    );
     gw.post("/v1/threads", json!({"id": "t"})).await;
     let (status, err) = gw.get("/v1/threads/t/prompt?model=gpt-nothing").await;
     assert_eq!(status, StatusCode::NOT_FOUND);

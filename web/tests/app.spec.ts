@@ -181,7 +181,7 @@ test('a setting changed in the app shows in the inspector', async ({ page }) => 
   await shot(page, 'settings');
   await page.getByRole('button', { name: 'Close panel' }).click();
 
-  await page.getByRole('button', { name: 'Inspector' }).click();
+  await page.getByRole('button', { name: 'Inspector', exact: true }).click();
   await expect(page.getByTestId('prompt-preview')).toContainText('Ada Lovelace');
   // What of the thread the next send shows the model, and what this answer's model saw.
   await expect(page.getByTestId('next-context')).toContainText('2 message(s) sent');
@@ -199,11 +199,11 @@ test('the inspector of a chat not sent yet asks for nothing, and says why web to
   page.on('response', (r) => r.status() === 404 && r.url().includes('/prompt') && notFound.push(r.url()));
   await page.goto(base_url() + '/');
   await page.getByLabel('Model').selectOption('scripted');
-  await page.getByRole('button', { name: 'Inspector' }).click();
+  await page.getByRole('button', { name: 'Inspector', exact: true }).click();
   await expect(page.getByTestId('new-chat-note')).toBeVisible();
   await page.keyboard.press('Escape');
-  await send(page, 'Hello inspector');
-  await expect(answers(page).last()).toContainText('to: Hello inspector');
+  await send(page, 'Hello, gate');
+  await expect(answers(page).last()).toContainText('to: Hello, gate');
   expect(notFound).toEqual([]);
 
   // Turned off in Settings, the inspector says so.
@@ -212,7 +212,7 @@ test('the inspector of a chat not sent yet asks for nothing, and says why web to
   await page.getByRole('button', { name: 'Save settings' }).click();
   await expect(page.getByRole('status')).toHaveText('Saved');
   await page.keyboard.press('Escape');
-  await page.getByRole('button', { name: 'Inspector' }).click();
+  await page.getByRole('button', { name: 'Inspector', exact: true }).click();
   await expect(page.getByTestId('prompt-preview')).not.toBeEmpty();
   await expect(page.getByTestId('web-tools')).toHaveText('web tools off (turned off in Settings)');
   await page.keyboard.press('Escape');
@@ -239,7 +239,7 @@ test('keyboard: Escape closes panels and gives the focus back, the prompt scroll
   if (!isPhone(page)) await expect(settings).toBeFocused();
 
   // The inspector's prompt is reached with Tab and scrolls with the arrow keys.
-  const inspectorButton = page.getByRole('button', { name: 'Inspector' });
+  const inspectorButton = page.getByRole('button', { name: 'Inspector', exact: true });
   await inspectorButton.focus();
   await page.keyboard.press('Enter');
   const prompt = page.getByTestId('prompt-preview');
@@ -284,7 +284,7 @@ test('an MCP server is added and probed, and its tools join the next send', asyn
     await page.getByLabel('Model').selectOption('scripted');
     await send(page, 'Hi MCP');
     await expect(answers(page).last()).toContainText('to: Hi MCP');
-    await page.getByRole('button', { name: 'Inspector' }).click();
+    await page.getByRole('button', { name: 'Inspector', exact: true }).click();
     await expect(page.locator('.tool-list')).toContainText('everything_echo');
     await page.keyboard.press('Escape');
 

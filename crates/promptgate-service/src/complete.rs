@@ -14,6 +14,7 @@ use super::handoffs::StoredHandoffs;
 use super::prepare::{Asked, Prepared};
 use super::{
     ModelProvider, ProviderClient, RunParts, SendHandle, SendStream, Service, ServiceError, TurnIds,
+    check_request_fields,
 };
 use promptgate_turn::client_tools::{ClientToolChoice, ClientTools};
 use promptgate_turn::engine::{RequestBudget, ToolCache, TurnEnd, run_turn_in_reader};
@@ -108,6 +109,7 @@ impl Service {
         let restore =
             super::handoffs::restore(&self.store, &user_id, std::mem::take(&mut conversation.messages));
         let ((ctx, model, provider), messages) = tokio::try_join!(load, restore)?;
+        check_request_fields(extra.keys().map(String::as_str), &provider.allowed_request_fields)?;
         conversation.messages = messages;
         if let Some(tokens) = max_output_tokens {
             extra.insert(output_cap_field(&provider).to_owned(), tokens.into());

@@ -1,5 +1,6 @@
-//! `POST /v1/chat/completions`: an OpenAI-compatible view of the same engine. Tools run here, on the
-//! server; the client sees one clean completion. Nothing is stored.
+//! `POST /v1/chat/completions`: an OpenAI-compatible view of the same engine. The server's tools run
+//! here, on the server, unseen; the client's own function tools come back to it as `tool_calls`.
+//! Nothing of the answer is stored.
 
 use aide::OperationOutput;
 use aide::axum::ApiRouter;
@@ -12,7 +13,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt};
 use promptgate_service::events::TurnEvent;
-use promptgate_service::facade::{ClientToolChoice, facade_history};
+use promptgate_service::facade::{ClientToolChoice, ToolDefinition, ToolInput, client_tools, facade_history};
 use promptgate_service::{CompletionRequest, SendHandle};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -30,11 +31,15 @@ pub fn routes() -> ApiRouter<AppState> {
     ApiRouter::new().api_route(
         "/v1/chat/completions",
         post_with(completions, |op| {
-            op.summary("OpenAI-compatible chat completions (streamed or not); tools run on the server").description(
-                "The system prompt and tools come from your settings, as for a send; `system` messages you \
-                 include are appended to it. Client-defined `tools` are not accepted. Unknown fields pass \
-                 through to the provider.",
-            )
+            op.summary("OpenAI-compatible chat completions (streamed or not); the server's tools run on the server")
+                .description(
+                    "The system prompt and tools come from your settings, as for a send; `system` messages you \
+                     include are appended to it. Function `tools` you define are offered beside the server's: \
+                     a call to one ends the completion with `finish_reason: \"tool_calls\"`, and your next \
+                     request, with the `tool` results, continues the turn. A tool named like one of the \
+                     server's is refused (`400 tool_name_conflict`). Unknown fields pass through to the \
+                     provider.",
+                )
         }),
     )
 }
@@ -49,6 +54,13 @@ pub struct CompletionBody {
     pub stream: bool,
     #[serde(default)]
     pub stream_options: Option<StreamOptions>,
+    /// Function tools you run yourself: `[{"type": "function", "function": {name, description?, parameters?}}]`.
+    #[serde(default)]
+    pub tools: Option<Vec<Value>>,
+    /// `"auto"` (default), `"none"` (your tools are not offered), `"required"`, or
+    /// `{"type": "function", "function": {"name": …}}`; it applies to the model's first step.
+    #[serde(default)]
+    pub tool_choice: Option<Value>,
     #[serde(flatten)]
     #[schemars(skip)]
     pub extra: Map<String, Value>,
@@ -60,19 +72,11 @@ pub struct StreamOptions {
     pub include_usage: bool,
 }
 
-/// Fields that only make sense for client-side tools or several choices; refused rather than ignored.
-const REFUSED: [(&str, &str); 4] = [
-    (
-        "tools",
-        "this endpoint runs its own tools; client-defined tools are not supported",
-    ),
+/// Fields for what this endpoint does not do; refused rather than ignored.
+const REFUSED: [(&str, &str); 2] = [
     (
         "functions",
-        "this endpoint runs its own tools; client-defined functions are not supported",
-    ),
-    (
-        "tool_choice",
-        "tool_choice is decided by the server, which runs the tools",
+        "the deprecated `functions` are not supported; define them as `tools` of type `function`",
     ),
     ("n", "only one choice (n = 1) is supported"),
 ];
@@ -94,14 +98,15 @@ async fn completions(
     body.extra.remove("parallel_tool_calls");
     let include_usage = body.stream_options.as_ref().is_some_and(|o| o.include_usage);
     let conversation = facade_history(&body.messages).map_err(|e| ApiError::invalid(e.to_string()))?;
+    let (client_tools, tool_choice) = client_tools_of(body.tools.as_deref(), body.tool_choice.as_ref())?;
     let handle = state
         .service
         .complete(CompletionRequest {
             user_id: user.id,
             model: body.model,
             conversation,
-            client_tools: Vec::new(),
-            tool_choice: ClientToolChoice::Auto,
+            client_tools,
+            tool_choice,
             extra: body.extra,
         })
         .await?;
@@ -129,6 +134,60 @@ async fn completions(
             err.to_string(),
         )),
     }
+}
+
+/// The request's function tools and its tool choice. `none` offers none of them: the client
+/// wants no calls it would have to run (the server's own tools still serve the answer).
+fn client_tools_of(
+    tools: Option<&[Value]>,
+    choice: Option<&Value>,
+) -> Result<(Vec<ToolDefinition>, ClientToolChoice), ApiError> {
+    let tools = tools.unwrap_or_default();
+    let inputs = tools
+        .iter()
+        .enumerate()
+        .map(|(index, tool)| {
+            let function = tool.get("function").filter(|_| tool["type"] == "function");
+            let name = function.and_then(|f| f.get("name")).and_then(Value::as_str);
+            match (function, name) {
+                (Some(function), Some(name)) => Ok(ToolInput {
+                    name,
+                    description: function.get("description").and_then(Value::as_str),
+                    parameters: function.get("parameters"),
+                }),
+                _ => Err(ApiError::invalid(format!(
+                    "tools[{index}]: only tools of type `function` with a `function.name` are supported"
+                ))),
+            }
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let definitions = client_tools("tools", &inputs).map_err(|e| ApiError::invalid(e.to_string()))?;
+    let named = |name: &str| {
+        if definitions.iter().any(|tool| tool.name == name) {
+            Ok(ClientToolChoice::Named(name.to_owned()))
+        } else {
+            Err(ApiError::invalid(format!(
+                "tool_choice names `{name}`, which is not one of `tools`"
+            )))
+        }
+    };
+    let choice = match choice {
+        None | Some(Value::Null) => ClientToolChoice::Auto,
+        Some(Value::String(mode)) if mode == "auto" => ClientToolChoice::Auto,
+        Some(Value::String(mode)) if mode == "none" => return Ok((Vec::new(), ClientToolChoice::Auto)),
+        Some(Value::String(mode)) if mode == "required" && !definitions.is_empty() => {
+            ClientToolChoice::Required
+        }
+        Some(choice) => match choice.pointer("/function/name").and_then(Value::as_str) {
+            Some(name) if choice["type"] == "function" => named(name)?,
+            _ => {
+                return Err(ApiError::invalid(
+                    "tool_choice must be \"auto\", \"none\", \"required\" (with tools) or {\"type\": \"function\", \"function\": {\"name\": …}}",
+                ));
+            }
+        },
+    };
+    Ok((definitions, choice))
 }
 
 /// Reads the whole turn into `response` on a task of its own. The handler's task is polled

@@ -242,3 +242,46 @@ async fn resume_with_the_ai_sdk(backend: Backend, on_another_instance: bool) {
     assert_eq!(stored[1]["id"], message["id"]);
     assert_eq!(upstream.calls(), 1);
 }
+
+/// The scripts of one function-tool round trip: the model calls the client's `get_weather`, then
+/// answers from its result.
+pub fn weather_round_trip(upstream: &promptgate_llm::scripted::ScriptedUpstream) {
+    upstream.push(promptgate_llm::scripted::tool_calls(&[(
+        "call_weather",
+        "get_weather",
+        &["{\"city\":", "\"Oslo\"}"],
+    )]));
+    upstream.push(promptgate_llm::scripted::text(["Clear skies ", "in Oslo."]));
+}
+
+/// What both official `openai` clients must have seen of [`weather_round_trip`], and what the
+/// upstream must have been sent back.
+pub fn assert_weather_round_trip(result: &Value, upstream: &promptgate_llm::scripted::ScriptedUpstream) {
+    assert_eq!(result["call"]["finish_reason"], "tool_calls", "{result}");
+    let call = &result["call"]["tool_calls"][0];
+    assert_eq!(call["id"], "call_weather", "{result}");
+    assert_eq!(call["function"]["name"], "get_weather");
+    assert_eq!(call["function"]["arguments"], "{\"city\":\"Oslo\"}");
+    assert_eq!(result["answer"]["content"], "Clear skies in Oslo.");
+    assert_eq!(result["answer"]["finish_reason"], "stop");
+    let sent = upstream.requests()[1]["messages"].as_array().unwrap().clone();
+    let last = sent.last().unwrap();
+    assert_eq!(last["role"], "tool");
+    assert_eq!(last["tool_call_id"], "call_weather");
+    let result_sent: Value = serde_json::from_str(last["content"].as_str().unwrap()).unwrap();
+    assert_eq!(result_sent, json!({"city": "Oslo", "sky": "clear"}));
+}
+
+#[tokio::test]
+async fn the_openai_client_runs_a_function_tool_round_trip() {
+    let Some(dir) = js_dir() else { return };
+    let (gw, upstream) = common::single_user_gateway(Backend::Sqlite).await;
+    weather_round_trip(&upstream);
+    let (ok, result) = run_node(
+        dir,
+        vec!["openai-tools-check.mjs".into(), gw.url("/v1"), "scripted".into()],
+    )
+    .await;
+    assert!(ok, "the openai client failed the round trip: {result}");
+    assert_weather_round_trip(&result, &upstream);
+}

@@ -31,6 +31,7 @@ pub mod secrets;
 pub mod sse;
 pub mod state;
 pub mod ui;
+pub mod ui_stream;
 pub mod user_limits;
 pub mod users;
 mod write_batch;

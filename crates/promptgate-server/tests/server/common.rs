@@ -314,10 +314,21 @@ pub fn sse_frames(body: &str) -> SseFrames<'_> {
     frames
 }
 
+/// The UI message stream's version these tests read, as the web app does: every field the engine
+/// writes. What older clients get instead is tested with their own AI SDK releases (js_clients).
+pub const NEWEST_UI_STREAM: (&str, &str) = ("x-promptgate-ui-stream", "v7");
+
 impl Gateway {
-    /// POSTs a JSON body and reads the whole SSE answer.
+    /// POSTs a JSON body and reads the whole SSE answer (as the newest AI SDK reads it).
     pub async fn stream(&self, path: &str, body: Value) -> Sse {
-        let res = self.http.post(self.url(path)).json(&body).send().await.unwrap();
+        let res = self
+            .http
+            .post(self.url(path))
+            .header(NEWEST_UI_STREAM.0, NEWEST_UI_STREAM.1)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
         let status = res.status();
         let headers = res.headers().clone();
         let text = res.text().await.unwrap();
@@ -397,6 +408,7 @@ pub async fn send_until_upstream_called(
     let request = gw
         .http
         .post(gw.url("/v1/chat"))
+        .header(NEWEST_UI_STREAM.0, NEWEST_UI_STREAM.1)
         .json(&use_chat_body(thread, text, "scripted"));
     let running = tokio::spawn(async move { request.send().await?.text().await });
     for _ in 0..200 {
@@ -429,6 +441,7 @@ pub async fn slow_answer_under_way(
     let res = gw
         .http
         .post(gw.url("/v1/chat"))
+        .header(NEWEST_UI_STREAM.0, NEWEST_UI_STREAM.1)
         .json(&use_chat_body(thread, "talk", "scripted"))
         .send()
         .await
@@ -447,11 +460,12 @@ pub async fn slow_answer_under_way(
     (body, seen)
 }
 
-/// `GET /v1/chat/{thread}/stream`, read to its end.
+/// `GET /v1/chat/{thread}/stream`, read to its end (as the newest AI SDK reads it).
 pub async fn resume(gw: &Gateway, thread: &str) -> Sse {
     let res = gw
         .http
         .get(gw.url(&format!("/v1/chat/{thread}/stream")))
+        .header(NEWEST_UI_STREAM.0, NEWEST_UI_STREAM.1)
         .send()
         .await
         .unwrap();

@@ -26,6 +26,7 @@ mod regenerate;
 mod resources_api;
 mod settings_api;
 mod two_instances;
+mod ui_stream_versions;
 mod web_app_support;
 mod web_site;
 mod web_turn;

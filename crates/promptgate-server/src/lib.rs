@@ -23,6 +23,7 @@ pub mod extract;
 pub mod facade;
 pub mod listen;
 mod memory;
+pub mod messages_api;
 pub mod nul;
 pub mod observe;
 pub mod routes;

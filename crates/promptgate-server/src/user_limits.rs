@@ -116,7 +116,7 @@ fn is_send(method: &Method, path: &str) -> bool {
     if *method != Method::POST {
         return false;
     }
-    if path == "/v1/chat" || path == "/v1/chat/completions" {
+    if path == "/v1/chat" || path == "/v1/chat/completions" || path == "/v1/messages" {
         return true;
     }
     path.strip_prefix("/v1/threads/")

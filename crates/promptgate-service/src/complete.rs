@@ -10,10 +10,11 @@ use serde_json::{Map, Value};
 
 use super::handoffs::StoredHandoffs;
 use super::prepare::{Asked, Prepared};
+use super::providers::ModelProvider;
 use super::{RunParts, SendHandle, SendStream, Service, ServiceError, TurnIds};
 use promptgate_turn::client_tools::{ClientToolChoice, ClientTools};
 use promptgate_turn::engine::{RequestBudget, ToolCache, run_turn_in_reader};
-use promptgate_turn::facade::FacadeHistory;
+use promptgate_turn::facade::{FacadeHistory, estimate_input_tokens};
 
 /// One facade request, in the engine's terms: each facade reads its own wire format into this.
 pub struct CompletionRequest {
@@ -63,35 +64,18 @@ impl Service {
         let CompletionRequest {
             user_id,
             model,
-            mut conversation,
+            conversation,
             client_tools,
             tool_choice,
             extra,
         } = request;
-        if !conversation
-            .messages
-            .iter()
-            .any(|m| matches!(m, ChatMessage::User { .. }))
-        {
-            return Err(ServiceError::InvalidMessage(
-                "the conversation needs at least one user message".to_owned(),
-            ));
-        }
+        needs_a_user_message(&conversation)?;
         let admission = self.admit()?;
         let TurnIds { turn_id, message_id } = TurnIds::fresh();
         tracing::Span::current().record("turn_id", turn_id.as_str());
-        // No thread: the context carries the user's settings, skills and servers but no history.
-        let load = self.load_with_model(&user_id, None, model.as_deref());
-        let restore =
-            super::handoffs::restore(&self.store, &user_id, std::mem::take(&mut conversation.messages));
-        let ((ctx, model, provider), messages) = tokio::try_join!(load, restore)?;
-        conversation.messages = messages;
-        let text = last_user_text(&conversation.messages);
-        let prepared = self
-            .prepare_with_text(&user_id, ctx, model, &provider, None, Asked::without_notes(&text))
-            .await
-            .over_client_conversation(conversation);
-        refuse_clashes(&prepared, &client_tools)?;
+        let (prepared, provider) = self
+            .prepare_completion(&user_id, model.as_deref(), conversation, &client_tools)
+            .await?;
         let client = ClientTools {
             tools: client_tools,
             choice: tool_choice,
@@ -128,6 +112,74 @@ impl Service {
             model_id,
             events: SendStream::plain(run.events, self.encoding),
         })
+    }
+
+    /// About how many input tokens the completion `request` would send the model, all of it
+    /// counted: the gateway's prompt and tools as well as the client's conversation and tools.
+    #[tracing::instrument(name = "count_tokens", skip_all, fields(user = %request.user_id))]
+    pub async fn count_input_tokens(&self, request: CompletionRequest) -> Result<u64, ServiceError> {
+        needs_a_user_message(&request.conversation)?;
+        let (prepared, _) = self
+            .prepare_completion(
+                &request.user_id,
+                request.model.as_deref(),
+                request.conversation,
+                &request.client_tools,
+            )
+            .await?;
+        let offered: Vec<ToolDefinition> = prepared
+            .tools
+            .iter()
+            .map(|tool| ToolDefinition {
+                name: tool.spec.name.clone(),
+                description: tool.spec.description.clone(),
+                parameters: tool.spec.parameters.clone(),
+            })
+            .chain(request.client_tools)
+            .collect();
+        Ok(estimate_input_tokens(
+            &prepared.composed.system,
+            &prepared.history,
+            &offered,
+        ))
+    }
+
+    /// The prompt, tools and history of a facade request: the user's setup as for a send (no
+    /// thread), over the client's conversation with its hidden steps put back.
+    async fn prepare_completion(
+        &self,
+        user_id: &str,
+        model: Option<&str>,
+        mut conversation: FacadeHistory,
+        client_tools: &[ToolDefinition],
+    ) -> Result<(Prepared, ModelProvider), ServiceError> {
+        // No thread: the context carries the user's settings, skills and servers but no history.
+        let load = self.load_with_model(user_id, None, model);
+        let restore =
+            super::handoffs::restore(&self.store, user_id, std::mem::take(&mut conversation.messages));
+        let ((ctx, model, provider), messages) = tokio::try_join!(load, restore)?;
+        conversation.messages = messages;
+        let text = last_user_text(&conversation.messages);
+        let prepared = self
+            .prepare_with_text(user_id, ctx, model, &provider, None, Asked::without_notes(&text))
+            .await
+            .over_client_conversation(conversation);
+        refuse_clashes(&prepared, client_tools)?;
+        Ok((prepared, provider))
+    }
+}
+
+fn needs_a_user_message(conversation: &FacadeHistory) -> Result<(), ServiceError> {
+    if conversation
+        .messages
+        .iter()
+        .any(|m| matches!(m, ChatMessage::User { .. }))
+    {
+        Ok(())
+    } else {
+        Err(ServiceError::InvalidMessage(
+            "the conversation needs at least one user message".to_owned(),
+        ))
     }
 }
 

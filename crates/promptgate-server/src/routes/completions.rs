@@ -6,7 +6,7 @@ use aide::OperationOutput;
 use aide::axum::ApiRouter;
 use aide::axum::routing::post_with;
 use aide::generate::GenContext;
-use aide::openapi::{MediaType, Operation, Response as ApiResponse, StatusCode as ApiStatus};
+use aide::openapi::{Operation, Response as ApiResponse, StatusCode as ApiStatus};
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -190,16 +190,27 @@ fn client_tools_of(
     Ok((definitions, choice))
 }
 
+/// A whole response built from a turn's events (a completion, a message).
+pub(crate) trait Fold: Send + 'static {
+    fn push(&mut self, event: &TurnEvent);
+}
+
+impl Fold for CompletionResponse {
+    fn push(&mut self, event: &TurnEvent) {
+        CompletionResponse::push(self, event);
+    }
+}
+
 /// Reads the whole turn into `response` on a task of its own. The handler's task is polled
 /// through every layer of the server, and waking it for each chunk of the upstream's stream cost
 /// more than the chunk itself (docs/benchmarks.md); this task is woken for the chunks and the
 /// handler once, at the end. A client that leaves drops the receiver, which ends the task and so
 /// the turn. `None` only if the task failed.
-async fn read_whole(
+pub(crate) async fn read_whole<F: Fold>(
     state: &AppState,
-    mut response: CompletionResponse,
+    mut response: F,
     events: impl Stream<Item = TurnEvent> + Send + 'static,
-) -> Option<CompletionResponse> {
+) -> Option<F> {
     let (mut done, whole) = tokio::sync::oneshot::channel();
     let read = async move {
         let mut events = std::pin::pin!(events);
@@ -265,23 +276,13 @@ impl OperationOutput for Completion {
     type Inner = Value;
 
     fn operation_response(_ctx: &mut GenContext, _op: &mut Operation) -> Option<ApiResponse> {
-        let mut res = ApiResponse {
-            description:
-                "A `chat.completion` object, or with `stream: true` a stream of `chat.completion.chunk` \
-                          events ending with `data: [DONE]`"
-                    .into(),
-            ..Default::default()
-        };
-        res.content
-            .insert("application/json".into(), MediaType::default());
-        res.content
-            .insert("text/event-stream".into(), MediaType::default());
-        Some(res)
+        Some(crate::api_doc::json_or_stream(
+            "A `chat.completion` object, or with `stream: true` a stream of `chat.completion.chunk` \
+                          events ending with `data: [DONE]`",
+        ))
     }
 
     fn inferred_responses(ctx: &mut GenContext, op: &mut Operation) -> Vec<(Option<ApiStatus>, ApiResponse)> {
-        Self::operation_response(ctx, op)
-            .map(|r| vec![(Some(ApiStatus::Code(200)), r)])
-            .unwrap_or_default()
+        crate::api_doc::only_ok(Self::operation_response(ctx, op))
     }
 }

@@ -10,7 +10,7 @@ use promptgate_server::config::AuthMode;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::common::{Backend, Gateway, error_code, scripted_config, single_user_gateway, sse_frames};
+use crate::common::{self, Backend, Gateway, error_code, scripted_config, single_user_gateway, sse_frames};
 
 fn weather_tool() -> Value {
     json!({"type": "function", "function": {
@@ -140,7 +140,6 @@ async fn hidden_server_steps_are_put_back_when_the_result_reaches_another_instan
     let call = &first["choices"][0]["message"]["tool_calls"][0];
     let given = call["id"].as_str().unwrap();
     assert_ne!(given, "call_c", "the client gets an id of the gateway's");
-    let seen_before = upstream.requests()[1]["messages"].as_array().unwrap().clone();
 
     let (status, second) = second_instance
         .post(
@@ -154,16 +153,8 @@ async fn hidden_server_steps_are_put_back_when_the_result_reaches_another_instan
         .await;
     assert_eq!(status, StatusCode::OK, "{second}");
     assert_eq!(second["choices"][0]["message"]["content"], "Clear skies.");
-    let seen = upstream.requests()[2]["messages"].as_array().unwrap().clone();
     // Past the system prompt, the model reads what it saw before, its own call, then the result.
-    assert_eq!(seen[1..seen_before.len()], seen_before[1..]);
-    let rest = &seen[seen_before.len()..];
-    assert_eq!(rest.len(), 2, "{rest:#?}");
-    assert_eq!(rest[0]["tool_calls"][0]["id"], "call_c");
-    assert_eq!(
-        rest[1],
-        json!({"role": "tool", "tool_call_id": "call_c", "content": "clear"})
-    );
+    common::assert_continued(&upstream, (1, 2), "call_c", "clear");
 }
 
 #[tokio::test]

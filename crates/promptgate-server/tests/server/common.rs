@@ -396,6 +396,39 @@ pub async fn single_user_gateway(backend: Backend) -> (Gateway, promptgate_llm::
     (gw, upstream)
 }
 
+/// A gateway in tokens mode over a fresh scripted upstream, and the token of its one user.
+pub async fn tokens_gateway(
+    backend: Backend,
+) -> (Gateway, promptgate_llm::scripted::ScriptedUpstream, String) {
+    init();
+    let upstream = promptgate_llm::scripted::ScriptedUpstream::start().await.unwrap();
+    let gw = Gateway::start(backend, scripted_config(AuthMode::Tokens, &upstream.base_url())).await;
+    let user = gw.store.create_user("ada").await.unwrap();
+    let token = gw.store.issue_token(&user.id).await.unwrap();
+    (gw, upstream, token)
+}
+
+/// Asserts that the upstream's `after`-th request continues its `before`-th: past the system
+/// prompt, what the model saw before, then its own call `call_id` and the client's `result`.
+pub fn assert_continued(
+    upstream: &promptgate_llm::scripted::ScriptedUpstream,
+    (before, after): (usize, usize),
+    call_id: &str,
+    result: &str,
+) {
+    let requests = upstream.requests();
+    let seen_before = requests[before]["messages"].as_array().unwrap();
+    let seen = requests[after]["messages"].as_array().unwrap();
+    assert_eq!(seen[1..seen_before.len()], seen_before[1..]);
+    let rest = &seen[seen_before.len()..];
+    assert_eq!(rest.len(), 2, "{rest:#?}");
+    assert_eq!(rest[0]["tool_calls"][0]["id"], call_id);
+    assert_eq!(
+        rest[1],
+        serde_json::json!({"role": "tool", "tool_call_id": call_id, "content": result})
+    );
+}
+
 /// Starts a send in the background and waits until the upstream stub has its request, so the turn
 /// is running.
 pub async fn send_until_upstream_called(

@@ -16,16 +16,22 @@ use promptgate_server::config::{AuthMode, Config, EMBEDDED_DEFAULT};
 use serde_json::{Value, json};
 
 pub fn js_dir() -> Option<PathBuf> {
+    js_dir_with(&["node_modules/ai", "node_modules/openai"])
+}
+
+/// tests/js when `needed` (paths in it) are installed; under CI their absence fails the test,
+/// elsewhere it skips with a note.
+pub fn js_dir_with(needed: &[&str]) -> Option<PathBuf> {
     let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/js"));
-    if dir.join("node_modules/ai").is_dir() && dir.join("node_modules/openai").is_dir() {
+    if needed.iter().all(|path| dir.join(path).exists()) {
         return Some(dir);
     }
     assert_ne!(
         std::env::var("CI").as_deref(),
         Ok("true"),
-        "tests/js/node_modules is missing: run `npm ci` in tests/js"
+        "tests/js lacks {needed:?}: run `npm ci` in tests/js"
     );
-    eprintln!("note: skipping the JavaScript client checks; run `npm ci` in tests/js to include them");
+    eprintln!("note: skipping a JavaScript client check; run `npm ci` in tests/js to include {needed:?}");
     None
 }
 

@@ -18,6 +18,7 @@ mod js_clients;
 mod mcp_outbound;
 mod mcp_secrets;
 mod mcp_turn;
+mod messages_api;
 mod nothing_lost;
 mod openapi_spec;
 mod prompt_preview;

@@ -2,6 +2,7 @@
 //! upstreams and MCP servers, the `promptgate` binary itself, and the outside clients (AI SDK, OpenAI,
 //! browser) driving it.
 
+mod anthropic_clients;
 mod anthropic_turn;
 mod binary_cli;
 mod browser_app;

@@ -1,6 +1,7 @@
-import { useCallback, useEffect, useState } from 'react';
+import { useCallback, useEffect, useRef, useState } from 'react';
 import type { UIMessage } from 'ai';
 import { ApiError, api, getToken, listModels, setToken, type Model, type Thread } from './api';
+import { MoreWhenVisible, useThreadList } from './threadList';
 import { Chat } from './Chat';
 import { Inspector } from './Inspector';
 import { IntegrationsPanel, McpPanel, ProjectsPanel, SettingsPanel, SkillsPanel } from './Panels';
@@ -62,7 +63,7 @@ function SignIn({ onDone }: { onDone(): void }) {
 }
 
 function Main({ onSignOut }: { onSignOut?: () => void }) {
-  const [threads, setThreads] = useState<Thread[]>([]);
+  const all = useThreadList('/v1/threads');
   const [query, setQuery] = useState('');
   const [current, setCurrent] = useState<{ id: string; isNew: boolean }>(() => {
     const fromUrl = threadFromUrl();
@@ -75,11 +76,16 @@ function Main({ onSignOut }: { onSignOut?: () => void }) {
   const [selected, setSelected] = useState<UIMessage | null>(null);
   const [refresh, setRefresh] = useState(0);
 
-  const loadThreads = useCallback(() => {
-    api<Thread[]>('/v1/threads').then(setThreads).catch(() => undefined);
-    setRefresh((n) => n + 1);
-  }, []);
-  useEffect(loadThreads, [loadThreads]);
+  const currentRef = useRef(current);
+  currentRef.current = current;
+  // A thread was written to (a send, a rename): only that thread is read again.
+  const threadChanged = useCallback(
+    (id: string) => {
+      all.refresh(id);
+      setRefresh((n) => n + 1);
+    },
+    [all.refresh],
+  );
   useEffect(() => {
     listModels()
       .then((list) => {
@@ -101,30 +107,26 @@ function Main({ onSignOut }: { onSignOut?: () => void }) {
     history.replaceState(null, '', url);
   };
   const onChanged = useCallback(() => {
-    loadThreads();
-    setCurrent((c) => {
-      if (c.isNew) {
-        const url = new URL(location.href);
-        url.searchParams.set('thread', c.id);
-        history.replaceState(null, '', url);
-      }
-      return c;
-    });
-  }, [loadThreads]);
+    const c = currentRef.current;
+    threadChanged(c.id);
+    if (c.isNew) {
+      const url = new URL(location.href);
+      url.searchParams.set('thread', c.id);
+      history.replaceState(null, '', url);
+    }
+  }, [threadChanged]);
 
-  // The gateway searches titles and message text; the list shows its answer for the current words.
-  const [found, setFound] = useState<{ query: string; threads: Thread[] } | null>(null);
+  // The gateway searches titles and message text, best match first; the list shows its answer for
+  // the current words (read again after a send, which may have added matches).
+  const [searched, setSearched] = useState<string | null>(null);
   useEffect(() => {
     const q = query.trim();
-    if (!q) return setFound(null);
-    const timer = setTimeout(() => {
-      api<Thread[]>(`/v1/threads?q=${encodeURIComponent(q)}`)
-        .then((threads) => setFound({ query: q, threads }))
-        .catch(() => undefined);
-    }, 200);
+    if (!q) return setSearched(null);
+    const timer = setTimeout(() => setSearched(`/v1/threads?q=${encodeURIComponent(q)}`), 200);
     return () => clearTimeout(timer);
-  }, [query, refresh]);
-  const shown = query.trim() && found ? found.threads : threads;
+  }, [query]);
+  const found = useThreadList(searched, refresh);
+  const list = query.trim() && searched ? found : all;
 
   return (
     <div className={`app${inspector ? ' with-inspector' : ''}`}>
@@ -137,9 +139,21 @@ function Main({ onSignOut }: { onSignOut?: () => void }) {
         </label>
         <input id="thread-search" type="search" placeholder="Search threads" value={query} onChange={(e) => setQuery(e.target.value)} />
         <ul className="threads">
-          {shown.map((t) => (
-            <ThreadItem key={t.id} thread={t} active={t.id === current.id} onOpen={() => open(t.id)} onChanged={loadThreads} onDeleted={() => t.id === current.id && open(newThreadId(), true)} />
+          {list.threads.map((t) => (
+            <ThreadItem
+              key={t.id}
+              thread={t}
+              active={t.id === current.id}
+              onOpen={() => open(t.id)}
+              onChanged={() => threadChanged(t.id)}
+              onDeleted={() => {
+                all.remove(t.id);
+                found.remove(t.id);
+                if (t.id === current.id) open(newThreadId(), true);
+              }}
+            />
           ))}
+          {list.hasMore && <MoreWhenVisible onVisible={list.loadMore} />}
         </ul>
       </nav>
       <header className="topbar">
@@ -225,7 +239,6 @@ function ThreadItem({ thread, active, onOpen, onChanged, onDeleted }: { thread: 
           if (!confirm(`Delete “${title}”?`)) return;
           await api(`/v1/threads/${encodeURIComponent(thread.id)}`, { method: 'DELETE' });
           onDeleted();
-          onChanged();
         }}
       >
         ×

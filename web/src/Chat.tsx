@@ -1,7 +1,7 @@
 import { useEffect, useMemo, useRef, useState } from 'react';
 import { useChat } from '@ai-sdk/react';
 import { DefaultChatTransport, type UIMessage } from 'ai';
-import { BASE_URL, api, authHeaders, type StoredMessage } from './api';
+import { BASE_URL, api, apiPage, authHeaders, type StoredMessage } from './api';
 import { Message } from './Message';
 
 interface Props {
@@ -13,16 +13,23 @@ interface Props {
   onSelect(message: UIMessage | null): void;
 }
 
-/// Loads the thread's stored conversation, then hands it to useChat.
+function toUi(stored: StoredMessage[]): UIMessage[] {
+  return stored.map((m) => ({ id: m.id, role: m.role, parts: m.parts, metadata: m.metadata })) as UIMessage[];
+}
+
+/// Loads the end of the thread's stored conversation (its newest page), then hands it to useChat;
+/// earlier pages load on request.
 export function Chat(props: Props) {
-  const [initial, setInitial] = useState<UIMessage[] | null>(props.isNew ? [] : null);
+  const [initial, setInitial] = useState<{ messages: UIMessage[]; older: string | null } | null>(
+    props.isNew ? { messages: [], older: null } : null,
+  );
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
     if (props.isNew) return;
     let live = true;
-    api<StoredMessage[]>(`/v1/threads/${encodeURIComponent(props.threadId)}/messages`)
-      .then((stored) => {
-        if (live) setInitial(stored.map((m) => ({ id: m.id, role: m.role, parts: m.parts, metadata: m.metadata })) as UIMessage[]);
+    apiPage<StoredMessage>(`/v1/threads/${encodeURIComponent(props.threadId)}/messages`)
+      .then((page) => {
+        if (live) setInitial({ messages: toUi(page.items), older: page.next });
       })
       .catch((e) => live && setError(String(e.message ?? e)));
     return () => {
@@ -31,10 +38,10 @@ export function Chat(props: Props) {
   }, [props.threadId, props.isNew]);
   if (error) return <div className="chat-error" role="alert">{error}</div>;
   if (!initial) return <div className="chat loading">Loading…</div>;
-  return <ChatView {...props} initial={initial} />;
+  return <ChatView {...props} initial={initial.messages} older={initial.older} />;
 }
 
-function ChatView({ threadId, model, onChanged, initial, selectedMessage, onSelect }: Props & { initial: UIMessage[] }) {
+function ChatView({ threadId, model, onChanged, initial, older: firstOlder, selectedMessage, onSelect }: Props & { initial: UIMessage[]; older: string | null }) {
   const modelRef = useRef(model);
   modelRef.current = model;
   const transport = useMemo(
@@ -54,7 +61,7 @@ function ChatView({ threadId, model, onChanged, initial, selectedMessage, onSele
       }),
     [],
   );
-  const { messages, sendMessage, status, stop, regenerate, error, clearError } = useChat({
+  const { messages, setMessages, sendMessage, status, stop, regenerate, error, clearError } = useChat({
     id: threadId,
     messages: initial,
     transport,
@@ -81,9 +88,24 @@ function ChatView({ threadId, model, onChanged, initial, selectedMessage, onSele
     return () => window.removeEventListener('keydown', onKey);
   });
 
+  // Older pages are put in front of what useChat holds; the view stays where it was.
+  const [older, setOlder] = useState(firstOlder);
+  const loadOlder = () => {
+    if (!older) return;
+    apiPage<StoredMessage>(older)
+      .then((page) => {
+        setMessages((now) => {
+          const have = new Set(now.map((m) => m.id));
+          return [...toUi(page.items).filter((m) => !have.has(m.id)), ...now];
+        });
+        setOlder(page.next);
+      })
+      .catch(() => undefined);
+  };
+
   useEffect(() => {
     endRef.current?.scrollIntoView?.({ block: 'end' });
-  }, [messages.length, status]);
+  }, [messages[messages.length - 1]?.id, messages.length === 0, status]);
 
   useEffect(() => {
     if (status === 'submitted') onChanged();
@@ -102,6 +124,11 @@ function ChatView({ threadId, model, onChanged, initial, selectedMessage, onSele
   return (
     <div className="chat">
       <div className="messages" aria-live="polite">
+        {older && (
+          <button type="button" className="older" onClick={loadOlder}>
+            Load earlier messages
+          </button>
+        )}
         {messages.length === 0 && <p className="empty">Ask anything. The gateway builds the prompt and runs the tools.</p>}
         {messages.map((m, i) => (
           <Message

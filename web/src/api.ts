@@ -31,6 +31,30 @@ export class ApiError extends Error {
 }
 
 export async function api<T = unknown>(path: string, init: { method?: string; body?: unknown } = {}): Promise<T> {
+  return (await request<T>(path, init)).data;
+}
+
+/// One page of a list endpoint, and the path of the next page (from its `Link: <…>; rel="next"`
+/// header), or null on the last page.
+export interface Page<T> {
+  items: T[];
+  next: string | null;
+}
+
+/// A page of a list: `path` is the first page's path or the `next` of the page before.
+export async function apiPage<T>(path: string): Promise<Page<T>> {
+  const { data, res } = await request<T[]>(path, {});
+  return { items: data ?? [], next: nextLink(res.headers.get('link')) };
+}
+
+function nextLink(link: string | null): string | null {
+  const match = link ? /<([^>]*)>\s*;\s*rel="?next"?/.exec(link) : null;
+  if (!match) return null;
+  // The gateway links to its own path; drop an absolute URL's origin so BASE_URL applies.
+  return match[1].replace(/^https?:\/\/[^/]+/, '');
+}
+
+async function request<T>(path: string, init: { method?: string; body?: unknown }): Promise<{ data: T; res: Response }> {
   const headers: Record<string, string> = { ...authHeaders() };
   if (init.body !== undefined) headers['content-type'] = 'application/json';
   const res = await fetch(BASE_URL + path, {
@@ -38,7 +62,7 @@ export async function api<T = unknown>(path: string, init: { method?: string; bo
     headers,
     body: init.body === undefined ? undefined : JSON.stringify(init.body),
   });
-  if (res.status === 204) return undefined as T;
+  if (res.status === 204) return { data: undefined as T, res };
   const text = await res.text();
   let data: any = undefined;
   try {
@@ -50,7 +74,7 @@ export async function api<T = unknown>(path: string, init: { method?: string; bo
     const err = data?.error;
     throw new ApiError(res.status, err?.code ?? 'http_error', err?.message ?? `${res.status} ${res.statusText}`);
   }
-  return data as T;
+  return { data: data as T, res };
 }
 
 export interface Thread {
@@ -63,6 +87,7 @@ export interface Thread {
 
 export interface StoredMessage {
   id: string;
+  seq?: number;
   role: 'user' | 'assistant';
   parts: any[];
   metadata: Record<string, any>;

@@ -263,3 +263,46 @@ test('threads are renamed and deleted; skills and projects are added', async ({ 
   await expect(page.locator('.panel [role=status]')).toContainText('no OAuth client for google');
   await shot(page, 'integrations');
 });
+
+test('the thread list loads more as it scrolls, and a send reads only the thread it changed', async ({ page, request }) => {
+  // More threads than one page of the list (50 by default), created through the API.
+  const title = (n: number) => `Scroll thread ${String(n).padStart(2, '0')}`;
+  for (let n = 1; n <= 70; n++) {
+    const res = await request.post(base() + '/v1/threads', { data: { title: title(n) } });
+    expect(res.status()).toBe(201);
+  }
+  const listReads: string[] = [];
+  const threadReads: string[] = [];
+  page.on('request', (r) => {
+    const url = new URL(r.url());
+    if (r.method() !== 'GET') return;
+    if (url.pathname === '/v1/threads') listReads.push(url.search);
+    else if (/^\/v1\/threads\/[^/]+$/.test(url.pathname)) threadReads.push(url.pathname);
+  });
+  await page.goto(base() + '/');
+  const item = (n: number) => page.locator('.thread-title', { hasText: new RegExp(`^${title(n)}$`) });
+  await expect(item(70)).toBeVisible();
+  await expect(item(1)).toHaveCount(0);
+  expect(listReads).toEqual(['']);
+
+  // Scrolling to the end of the list brings the next pages, each thread once.
+  await expect(async () => {
+    await page.locator('.threads').evaluate((el) => el.scrollTo(0, el.scrollHeight));
+    await expect(item(1)).toHaveCount(1, { timeout: 1_000 });
+  }).toPass();
+  await expect(page.locator('.thread-title', { hasText: /^Scroll thread \d\d$/ })).toHaveCount(70);
+  expect(listReads.length).toBeGreaterThan(1);
+  expect(listReads.slice(1).every((search) => search.includes('cursor='))).toBe(true);
+  await shot(page, 'thread-list-scrolled');
+
+  // A send reads back the one thread it wrote to, which moves to the top; the list is not read again.
+  await page.getByLabel('Model').selectOption('scripted');
+  await page.getByRole('button', { name: 'New chat' }).click();
+  listReads.length = 0;
+  await send(page, 'A thread after the scroll');
+  await expect(answers(page).last()).toContainText('to: A thread after the scroll');
+  await expect(page.locator('.threads li').first()).toContainText('A thread after the scroll');
+  expect(listReads).toEqual([]);
+  expect(threadReads.length).toBeGreaterThan(0);
+  await expect(page.locator('.thread-title', { hasText: /^Scroll thread \d\d$/ })).toHaveCount(70);
+});

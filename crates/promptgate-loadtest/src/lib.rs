@@ -6,6 +6,7 @@ pub mod error;
 pub mod gateway;
 pub mod load;
 pub mod report;
+pub mod scale;
 pub mod scenario;
 pub mod stats;
 pub mod steal;

@@ -97,6 +97,16 @@ enum Mode {
     /// Runs the gateway from a config file (what the driver starts as its child process).
     #[command(hide = true)]
     ServeGateway { config: PathBuf },
+    /// Fills users with 100 to 100,000 threads on SQLite (and Postgres with `--postgres-url`) and
+    /// times the thread list's first page, message pages and search for each; prints a table.
+    ScaleLists {
+        /// Threads of each user, all in one database.
+        #[arg(long, value_delimiter = ',', default_value = "100,1000,10000,100000")]
+        sizes: Vec<u64>,
+        /// Timed runs of each call (after one unmeasured run).
+        #[arg(long, default_value_t = 30)]
+        reps: usize,
+    },
     /// Runs the bare proxy in the gateway's place (`--bare-proxy`).
     #[command(hide = true)]
     ServeBareProxy {
@@ -171,6 +181,25 @@ async fn drive(cli: Cli) -> anyhow::Result<()> {
     Ok(())
 }
 
+async fn scale_lists(sizes: Vec<u64>, reps: usize, postgres_url: Option<String>) -> anyhow::Result<()> {
+    anyhow::ensure!(!sizes.is_empty() && sizes.len() <= 8, "one to eight sizes");
+    anyhow::ensure!(
+        sizes.iter().all(|s| (1..=1_000_000).contains(s)),
+        "sizes from 1 to 1,000,000"
+    );
+    anyhow::ensure!((1..=1000).contains(&reps), "reps from 1 to 1000");
+    let options = promptgate_loadtest::scale::lists::ListsOptions {
+        sizes,
+        reps,
+        postgres_url,
+    };
+    let timings = promptgate_loadtest::scale::lists::run(&options).await?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}", promptgate_loadtest::scale::lists::markdown(&timings))?;
+    out.flush()?;
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let serving = matches!(
         std::env::args().nth(1).as_deref(),
@@ -204,6 +233,7 @@ fn main() -> ExitCode {
                 listen,
                 upstream_base_url,
             }) => promptgate_loadtest::bare_proxy::serve(&listen, &upstream_base_url).await,
+            Some(Mode::ScaleLists { sizes, reps }) => scale_lists(sizes, reps, cli.postgres_url).await,
             None => drive(cli).await,
         }
     });

@@ -22,8 +22,8 @@ pub const MAX_URI_BYTES: usize = 8 * 1024;
 pub const MAX_HEADER_BYTES: usize = 32 * 1024;
 
 /// Headers a browser script may read from our responses: the stream protocol marker `useChat`
-/// checks, and the request id for bug reports.
-const EXPOSED_HEADERS: [&str; 2] = ["x-vercel-ai-ui-message-stream", "x-request-id"];
+/// checks, the request id for bug reports, and a list's link to its next page.
+const EXPOSED_HEADERS: [&str; 3] = ["x-vercel-ai-ui-message-stream", "x-request-id", "link"];
 
 /// Checks the `[server]` section where a mistake would otherwise surface only as refused requests.
 pub fn validate(server: &ServerConfig) -> Result<(), ConfigError> {

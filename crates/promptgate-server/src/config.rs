@@ -89,6 +89,10 @@ pub struct Limits {
     pub user_turns_in_flight: usize,
     /// `tokens` mode: sends one user may start per minute; past it a send gets 429.
     pub user_sends_per_minute: u32,
+    /// Threads, messages or search results one list page holds when the request names no `limit`.
+    pub page_size: u32,
+    /// The largest `limit` a list page honours; a larger one is lowered to it.
+    pub max_page_size: u32,
 }
 
 impl Default for Limits {
@@ -98,6 +102,8 @@ impl Default for Limits {
             request_timeout_secs: 30,
             user_turns_in_flight: 4,
             user_sends_per_minute: 30,
+            page_size: 50,
+            max_page_size: 200,
         }
     }
 }
@@ -697,6 +703,7 @@ impl Config {
             ("server.max_connections", self.server.max_connections as u64),
             ("turn.lease_secs", self.turn.lease_secs),
             ("turn.heartbeat_secs", self.turn.heartbeat_secs),
+            ("limits.page_size", u64::from(self.limits.page_size)),
         ];
         if let Some((key, _)) = positive.iter().find(|(_, value)| *value == 0) {
             return Err(ConfigError::Invalid(format!("{key} must be positive")));
@@ -710,6 +717,11 @@ impl Config {
         }
         if self.turn.max_in_flight == 0 {
             return Err(ConfigError::Invalid("turn.max_in_flight must be positive".into()));
+        }
+        if self.limits.max_page_size < self.limits.page_size {
+            return Err(ConfigError::Invalid(
+                "limits.max_page_size must be at least limits.page_size".into(),
+            ));
         }
         let mut names = std::collections::HashSet::new();
         for provider in &self.providers {

@@ -6,14 +6,11 @@ use std::time::Duration;
 use promptgate_core::settings::{Model, Project, Skill, UserSettings};
 use promptgate_mcp::{McpError, McpServerConfig, ProbeReport};
 use promptgate_store::{
-    McpServer, Message, NewMcpServer, NewProject, NewSkill, NewThread, Thread, ThreadUpdate,
-    current_conversation,
+    McpServer, Message, NewMcpServer, NewProject, NewSkill, NewThread, Page, Thread, ThreadUpdate,
+    ThreadsAfter,
 };
 
 use crate::{Service, ServiceError};
-
-/// How many matching messages a thread search looks at; enough for a search box's list.
-const SEARCH_HITS: u32 = 50;
 
 /// What probing an MCP server found.
 #[derive(Debug)]
@@ -28,32 +25,34 @@ pub enum ProbeOutcome {
 }
 
 impl Service {
-    /// The user's threads, newest first; with `query`, only those whose title, or one of whose
-    /// messages, contains every word of it.
+    /// A page of the user's threads, most recently updated first, after `after` when given.
     pub async fn threads(
         &self,
         user_id: &str,
         project_id: Option<&str>,
-        query: Option<&str>,
-    ) -> Result<Vec<Thread>, ServiceError> {
-        let threads = self.store.list_threads(user_id, project_id).await?;
-        let Some(query) = query else {
-            return Ok(threads);
-        };
-        let ids: Vec<String> = threads.iter().map(|t| t.id.clone()).collect();
-        let hits = self
+        after: Option<&ThreadsAfter>,
+        limit: u32,
+    ) -> Result<Page<Thread>, ServiceError> {
+        Ok(self
             .store
-            .search_messages(user_id, &ids, query, SEARCH_HITS)
-            .await?;
-        let words: Vec<String> = query.split_whitespace().map(str::to_lowercase).collect();
-        let title_matches = |t: &Thread| {
-            let title = t.title.as_deref().unwrap_or_default().to_lowercase();
-            words.iter().all(|w| title.contains(w.as_str()))
-        };
-        Ok(threads
-            .into_iter()
-            .filter(|t| title_matches(t) || hits.iter().any(|h| h.thread_id == t.id))
-            .collect())
+            .list_threads_page(user_id, project_id, after, limit)
+            .await?)
+    }
+
+    /// A page of the user's threads whose title, or one of whose messages, has every word of `query`
+    /// (as word starts), best first, skipping the first `skip`.
+    pub async fn search_threads(
+        &self,
+        user_id: &str,
+        project_id: Option<&str>,
+        query: &str,
+        skip: u32,
+        limit: u32,
+    ) -> Result<Page<Thread>, ServiceError> {
+        Ok(self
+            .store
+            .search_threads(user_id, project_id, query, skip, limit)
+            .await?)
     }
 
     /// Creates a thread; a project it names must be one of the user's.
@@ -94,24 +93,21 @@ impl Service {
             .map_err(ServiceError::about("thread", id))
     }
 
-    /// The thread's messages as the conversation reads now, or with `replaced` also the answers a
-    /// regenerate replaced.
+    /// A page of the thread's messages before position `before` (the newest when absent), in
+    /// conversation order: the conversation as it reads now, or with `replaced` also the messages an
+    /// edit or a regenerate replaced.
     pub async fn messages(
         &self,
         user_id: &str,
         thread_id: &str,
         replaced: bool,
-    ) -> Result<Vec<Message>, ServiceError> {
-        let messages = self
-            .store
-            .list_messages(user_id, thread_id)
+        before: Option<i64>,
+        limit: u32,
+    ) -> Result<Page<Message>, ServiceError> {
+        self.store
+            .list_messages_page(user_id, thread_id, before, limit, replaced)
             .await
-            .map_err(ServiceError::about("thread", thread_id))?;
-        Ok(if replaced {
-            messages
-        } else {
-            current_conversation(messages)
-        })
+            .map_err(ServiceError::about("thread", thread_id))
     }
 
     async fn require_project(&self, user_id: &str, id: &str) -> Result<(), ServiceError> {

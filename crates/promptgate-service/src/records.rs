@@ -3,6 +3,6 @@
 
 pub use promptgate_mcp::{DiscoveredTool, ProbeReport};
 pub use promptgate_store::{
-    McpServer, Message, MessageStatus, NewMcpServer, NewProject, NewSkill, NewThread, Role, Thread,
-    ThreadUpdate, User, UserTokens,
+    McpServer, Message, MessageStatus, NewMcpServer, NewProject, NewSkill, NewThread, Page, Role, Thread,
+    ThreadUpdate, ThreadsAfter, User, UserTokens,
 };

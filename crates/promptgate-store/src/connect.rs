@@ -117,6 +117,20 @@ const MIGRATIONS: &[SchemaVersion] = &[
         )),
     },
     SchemaVersion {
+        version: 13,
+        name: "user-scoped search",
+        postgres: include_str!("../../../migrations/postgres/0013_user_scoped_search.sql"),
+        sqlite: Some(include_str!(
+            "../../../migrations/sqlite/0013_user_scoped_search.sql"
+        )),
+    },
+    SchemaVersion {
+        version: 14,
+        name: "message paging",
+        postgres: include_str!("../../../migrations/postgres/0014_message_paging.sql"),
+        sqlite: Some(include_str!("../../../migrations/sqlite/0014_message_paging.sql")),
+    },
+    SchemaVersion {
         version: 15,
         name: "client handoffs",
         postgres: include_str!("../../../migrations/postgres/0015_client_handoffs.sql"),
@@ -252,6 +266,18 @@ impl Store {
             .collect();
         Migrator::with_migrations(migrations).run(&self.pool).await?;
         Ok(())
+    }
+
+    /// A transaction that writes. On SQLite it takes the writer's lock at BEGIN, waiting for it as
+    /// long as the busy timeout allows: a deferred transaction reads first (preparing a write to
+    /// messages or threads reads the full-text tables' settings) and then fails at once with
+    /// "database is locked" when another writer committed in between.
+    pub(crate) async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Any>> {
+        let begin = match self.backend {
+            Backend::Sqlite => "BEGIN IMMEDIATE",
+            Backend::Postgres => "BEGIN",
+        };
+        Ok(self.pool.begin_with(begin).observed("transaction.begin").await?)
     }
 
     /// One round trip to the database (readiness checks).

@@ -41,15 +41,17 @@ impl Store {
         let seq = match self.backend() {
             Backend::Postgres => {
                 // The message's foreign key and the trigger that touches its thread run at the end
-                // of the statement, when the thread row from the WITH clause is there.
+                // of the statement, when the thread row from the WITH clause is there. The title's
+                // search terms are given to the message here: the trigger that copies them from the
+                // thread runs before that row is there.
                 let inserted = message
                     .bind(
                         sqlx::query(sqlx::AssertSqlSafe(format!(
                             "WITH t AS (INSERT INTO threads ({THREAD_INSERT_COLS}) \
                              SELECT id, $3, NULL, $11, $12, $10, $10 FROM users WHERE id = $1 \
                              RETURNING user_id, id) \
-                             INSERT INTO messages ({MESSAGE_INSERT_COLS}) \
-                             SELECT t.user_id, $2, t.id, 1, $4, $5, $6, $7, $8, $9, $10 FROM t \
+                             INSERT INTO messages ({MESSAGE_INSERT_COLS}, title_terms) \
+                             SELECT t.user_id, $2, t.id, 1, $4, $5, $6, $7, $8, $9, $10, $12 FROM t \
                              RETURNING seq"
                         ))),
                         user,
@@ -68,7 +70,7 @@ impl Store {
                 }
             }
             Backend::Sqlite => {
-                let mut tx = self.pool.begin().observed("transaction.begin").await?;
+                let mut tx = self.begin_write().await?;
                 let created = sqlx::query(sqlx::AssertSqlSafe(format!(
                     "INSERT INTO threads ({THREAD_INSERT_COLS}) \
                      SELECT id, $2, NULL, $3, $5, $4, $4 FROM users WHERE id = $1"

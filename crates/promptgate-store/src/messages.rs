@@ -32,13 +32,18 @@ fn status_name(s: MessageStatus) -> &'static str {
     }
 }
 
+/// A stored role name.
+pub(crate) fn role_from(name: &str) -> Result<Role> {
+    match name {
+        "user" => Ok(Role::User),
+        "assistant" => Ok(Role::Assistant),
+        other => Err(StoreError::corrupt("message role", other)),
+    }
+}
+
 /// A message whose columns start at `at`.
 pub(crate) fn message_from(row: &AnyRow, at: usize) -> Result<Message> {
-    let role = match row.text(at + 2)?.as_str() {
-        "user" => Role::User,
-        "assistant" => Role::Assistant,
-        other => return Err(StoreError::corrupt("message role", other)),
-    };
+    let role = role_from(&row.text(at + 2)?)?;
     let status = match row.opt_text(at + 5)?.as_deref() {
         None => None,
         Some("streaming") => Some(MessageStatus::Streaming),

@@ -13,7 +13,7 @@ use crate::util::{Cols, check_name, check_opt_len, client_id_or_new, delete_owne
 const MAX_PROJECT_NAME: usize = 200;
 const MAX_INSTRUCTIONS: usize = 32 * 1024;
 const MAX_TITLE: usize = 500;
-const THREAD_COLS: &str = "id, project_id, title, created_at, updated_at";
+pub(crate) const THREAD_COLS: &str = "id, project_id, title, created_at, updated_at";
 
 fn project_from(row: &AnyRow) -> Result<Project> {
     Ok(Project {
@@ -173,20 +173,6 @@ impl Store {
         })?;
         one_row(done.rows_affected())?;
         Ok(thread.stored(t, now))
-    }
-
-    /// Most recently updated first; only the project's threads when `project_id` is given.
-    pub async fn list_threads(&self, user: &str, project_id: Option<&str>) -> Result<Vec<Thread>> {
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT {THREAD_COLS} FROM threads WHERE user_id = $1 \
-             AND ($2 IS NULL OR project_id = $2) ORDER BY updated_at DESC, id DESC"
-        )))
-        .bind(user)
-        .bind(project_id)
-        .fetch_all(&self.pool)
-        .observed("projects.list_threads")
-        .await?;
-        rows.iter().map(|r| thread_from(r, 0)).collect()
     }
 
     pub async fn get_thread(&self, user: &str, id: &str) -> Result<Option<Thread>> {

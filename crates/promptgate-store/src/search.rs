@@ -1,9 +1,13 @@
-//! Keyword search over the text of a user's chats (the `search_project_chats` tool).
+//! Keyword search over the text of a user's chats: the `search_project_chats` tool's message hits
+//! here, the thread search of `GET /v1/threads?q=` in [`crate::thread_search`].
 //!
 //! The user's query is reduced to words (runs of letters and digits) before it reaches either engine,
 //! so no input can be a syntax error: SQLite gets `"word"*` terms for FTS5, Postgres gets `'word':*`
 //! terms for `to_tsquery('simple', …)`. Every word must match, as a prefix, in the message text or in
 //! its thread's title; title matches weigh more. The excerpt is cut in Rust, the same for both.
+//!
+//! Both indexes hold every word behind its user's key (see migration 0013), and every query word is
+//! given the searching user's key, so a search reads only that user's index entries.
 
 use async_trait::async_trait;
 use promptgate_core::storage::{ChatHit, ChatSearch, StorageError};
@@ -35,25 +39,38 @@ pub(crate) fn search_terms(text: &str) -> String {
 }
 
 /// The query's words, bounded in number and length.
-fn query_words(query: &str) -> Vec<String> {
+pub(crate) fn query_words(query: &str) -> Vec<String> {
     words(query)
         .map(|w| w.chars().take(MAX_WORD_CHARS).collect())
         .take(MAX_QUERY_WORDS)
         .collect()
 }
 
-fn fts5_match(words: &[String]) -> String {
+/// The key in front of every indexed word of `user`: the hex of the id, then `x` (which hex never
+/// contains, so one user's key and word can never read as another user's key). The migrations build
+/// the same key in SQL.
+fn user_key(user: &str) -> String {
+    let mut key: String = user.bytes().map(|b| format!("{b:02x}")).collect();
+    key.push('x');
+    key
+}
+
+/// The query as an FTS5 match expression over `user`'s words: every word, as a prefix.
+pub(crate) fn fts5_match(user: &str, words: &[String]) -> String {
+    let key = user_key(user);
     words
         .iter()
-        .map(|w| format!("\"{}\"*", w.replace('"', "\"\"")))
+        .map(|w| format!("\"{key}{}\"*", w.replace('"', "\"\"")))
         .collect::<Vec<_>>()
         .join(" ")
 }
 
-fn pg_tsquery(words: &[String]) -> String {
+/// The query as a `to_tsquery('simple', …)` text over `user`'s words: every word, as a prefix.
+pub(crate) fn pg_tsquery(user: &str, words: &[String]) -> String {
+    let key = user_key(user);
     words
         .iter()
-        .map(|w| format!("'{}':*", w.replace('\'', "''")))
+        .map(|w| format!("'{key}{}':*", w.replace('\'', "''")))
         .collect::<Vec<_>>()
         .join(" & ")
 }
@@ -79,24 +96,24 @@ impl Store {
         let (sql, expr) = match self.backend() {
             Backend::Sqlite => (
                 format!(
-                    "SELECT s.thread_id, m.search_text FROM message_search s \
-                     JOIN messages m ON m.pk = s.rowid \
-                     WHERE message_search MATCH $2 AND s.user_id = $1 AND s.thread_id IN ({in_list}) \
+                    "SELECT m.thread_id, m.search_text FROM chat_search \
+                     JOIN messages m ON m.pk = chat_search.rowid \
+                     WHERE chat_search MATCH $2 AND m.user_id = $1 AND m.thread_id IN ({in_list}) \
                      AND m.search_text <> '' \
-                     ORDER BY bm25(message_search, 10.0, 1.0), s.rowid DESC LIMIT $3"
+                     ORDER BY bm25(chat_search, 10.0, 1.0), chat_search.rowid DESC LIMIT $3"
                 ),
-                fts5_match(&words),
+                fts5_match(user, &words),
             ),
             Backend::Postgres => (
                 format!(
                     "SELECT m.thread_id, m.search_text FROM messages m \
-                     JOIN threads t ON t.user_id = m.user_id AND t.id = m.thread_id \
                      WHERE m.user_id = $1 AND m.thread_id IN ({in_list}) AND m.search_text <> '' \
-                     AND (t.title_vector || m.search_vector) @@ to_tsquery('simple', $2) \
-                     ORDER BY ts_rank(setweight(t.title_vector, 'A') || setweight(m.search_vector, 'D'), \
+                     AND message_search_vector(m.user_id, m.title_terms, m.search_terms) \
+                         @@ to_tsquery('simple', $2) \
+                     ORDER BY ts_rank(message_search_vector(m.user_id, m.title_terms, m.search_terms), \
                      to_tsquery('simple', $2)) DESC, m.created_at DESC LIMIT $3"
                 ),
-                pg_tsquery(&words),
+                pg_tsquery(user, &words),
             ),
         };
         let mut q = sqlx::query(sqlx::AssertSqlSafe(sql))
@@ -191,8 +208,14 @@ mod tests {
             query_words(r#"foo" OR bar* NEAR(x) 'y'"#),
             ["foo", "or", "bar", "near", "x", "y"]
         );
-        assert_eq!(fts5_match(&query_words("Ünïcode test")), r#""ünïcode"* "test"*"#);
-        assert_eq!(pg_tsquery(&query_words("a-b")), "'a':* & 'b':*");
+        assert_eq!(
+            fts5_match("u-1", &query_words("Ünïcode test")),
+            r#""752d31xünïcode"* "752d31xtest"*"#
+        );
+        assert_eq!(
+            pg_tsquery("u-1", &query_words("a-b")),
+            "'752d31xa':* & '752d31xb':*"
+        );
         assert!(query_words(" \"*()' ").is_empty());
     }
 

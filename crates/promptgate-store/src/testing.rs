@@ -233,3 +233,54 @@ macro_rules! on_both_backends {
         }
     )+};
 }
+
+/// How the database would run the thread search for `user` and `query`, one line per plan node:
+/// SQLite's `EXPLAIN QUERY PLAN`, or on Postgres the plan of the statement prepared and forced to
+/// its generic plan (the plan a reused prepared statement may fall back to, made without looking at
+/// the user or the words).
+pub async fn thread_search_plan(store: &Store, user: &str, query: &str) -> Vec<String> {
+    use crate::connect::Backend;
+    use crate::util::Cols;
+    let words = crate::search::query_words(query);
+    let sql = crate::thread_search::search_threads_sql(store.backend(), false);
+    match store.backend() {
+        Backend::Sqlite => {
+            let rows = sqlx::query(sqlx::AssertSqlSafe(format!("EXPLAIN QUERY PLAN {sql}")))
+                .bind(user)
+                .bind(crate::search::fts5_match(user, &words))
+                .bind(21_i64)
+                .bind(0_i64)
+                .fetch_all(&store.pool)
+                .await
+                .expect("explain the search");
+            rows.iter().map(|r| r.text(3).expect("plan detail")).collect()
+        }
+        Backend::Postgres => {
+            let mut conn = store.pool.acquire().await.expect("a connection");
+            let literal = |s: &str| format!("'{}'", s.replace('\'', "''"));
+            let expr = crate::search::pg_tsquery(user, &words);
+            for step in [
+                "SET plan_cache_mode = force_generic_plan".to_owned(),
+                format!("PREPARE thread_search_plan(text, text, bigint, bigint) AS {sql}"),
+            ] {
+                sqlx::raw_sql(sqlx::AssertSqlSafe(step))
+                    .execute(&mut *conn)
+                    .await
+                    .expect("prepare the search");
+            }
+            let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+                "EXPLAIN EXECUTE thread_search_plan({}, {}, 21, 0)",
+                literal(user),
+                literal(&expr)
+            )))
+            .fetch_all(&mut *conn)
+            .await
+            .expect("explain the search");
+            sqlx::raw_sql("DEALLOCATE thread_search_plan; RESET plan_cache_mode")
+                .execute(&mut *conn)
+                .await
+                .expect("clean up");
+            rows.iter().map(|r| r.text(0).expect("plan line")).collect()
+        }
+    }
+}

@@ -342,7 +342,7 @@ impl Store {
                     .await?;
             }
             Backend::Sqlite => {
-                let mut tx = self.pool.begin().observed("transaction.begin").await?;
+                let mut tx = self.begin_write().await?;
                 bind(save)
                     .execute(&mut *tx)
                     .observed("turn_claims.end_turn")

@@ -41,6 +41,32 @@ pub struct Thread {
     pub updated_at: i64,
 }
 
+/// One page of a longer list, and whether the list goes on past it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub more: bool,
+}
+
+impl<T> Page<T> {
+    /// The first `limit` of `items`, fetched with one extra row to learn whether more follow.
+    pub(crate) fn of(mut items: Vec<T>, limit: u32) -> Page<T> {
+        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+        let more = items.len() > limit;
+        items.truncate(limit);
+        Page { items, more }
+    }
+}
+
+/// Where a page of the thread list starts: after this thread in the list's order (most recently
+/// updated first, ties by id). Keys rather than positions, so threads created while a client pages
+/// do not shift the pages it has not read yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadsAfter {
+    pub updated_at: i64,
+    pub id: String,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NewThread {
     /// Client-chosen id (`[A-Za-z0-9_-]{1,128}`); a UUID v7 is generated when absent.

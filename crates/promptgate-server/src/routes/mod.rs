@@ -10,6 +10,7 @@ pub mod mcp;
 pub mod messages;
 pub mod models;
 pub mod oauth;
+mod pages;
 pub mod prompt;
 pub mod settings;
 pub mod threads;

@@ -4,11 +4,13 @@ use aide::axum::ApiRouter;
 use aide::axum::routing::get_with;
 use axum::Json;
 use axum::extract::{Path, State};
+use axum::http::Uri;
 use promptgate_service::records;
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
+use super::pages::{Cursor, Paged, cursor, page_limit};
 use super::validate::{client_id, optional_text};
 use crate::api_doc::{Created, NoContent};
 use crate::auth::CurrentUser;
@@ -20,7 +22,10 @@ pub fn routes() -> ApiRouter<AppState> {
     ApiRouter::new()
         .api_route(
             "/v1/threads",
-            get_with(list, |op| op.summary("Your threads, newest first")).post_with(create, |op| {
+            get_with(list, |op| {
+                op.summary("Your threads, most recently updated first (with `q`: best match first), a page at a time")
+            })
+            .post_with(create, |op| {
                 op.summary("Create a thread (optionally with your own id)")
             }),
         )
@@ -35,7 +40,7 @@ pub fn routes() -> ApiRouter<AppState> {
         .api_route(
             "/v1/threads/{id}/messages",
             get_with(messages, |op| {
-                op.summary("The thread's stored messages (UI message parts and metadata); `replaced=true` adds answers a regenerate replaced")
+                op.summary("The thread's stored messages (UI message parts and metadata) in conversation order, the newest page first; `replaced=true` adds messages an edit or a regenerate replaced")
             }),
         )
 }
@@ -184,23 +189,62 @@ pub struct ThreadFilter {
     /// Only threads of this project.
     #[serde(default)]
     pub project_id: Option<String>,
-    /// Only threads whose title, or one of whose messages, contains every word of this text.
+    /// Only threads whose title, or one of whose messages, has every word of this text (as the
+    /// start of a word), best match first.
     #[serde(default)]
     pub q: Option<String>,
+    /// Threads per page (default `[limits] page_size`, 50; at most `[limits] max_page_size`, 200).
+    #[serde(default)]
+    pub limit: Option<u32>,
+    /// Where the page starts: the `cursor` of the previous page's `Link` header.
+    #[serde(default)]
+    pub cursor: Option<String>,
 }
 
 async fn list(
     State(state): State<AppState>,
     user: CurrentUser,
+    uri: Uri,
     ApiQuery(filter): ApiQuery<ThreadFilter>,
-) -> ApiResult<Json<Vec<Thread>>> {
+) -> ApiResult<Paged<Thread>> {
     let query = filter.q.as_deref().map(str::trim).filter(|q| !q.is_empty());
     optional_text("q", query, 500)?;
-    let threads = state
-        .service
-        .threads(&user.id, filter.project_id.as_deref(), query)
-        .await?;
-    Ok(Json(threads.into_iter().map(Thread::from).collect()))
+    let limit = page_limit(&state.config.limits, filter.limit)?;
+    let project = filter.project_id.as_deref();
+    let (page, next) = match query {
+        Some(query) => {
+            let skip = cursor(filter.cursor.as_deref(), |c| match c {
+                Cursor::Skip(skip) => Some(skip),
+                _ => None,
+            })?
+            .unwrap_or(0);
+            let page = state
+                .service
+                .search_threads(&user.id, project, query, skip, limit)
+                .await?;
+            let next = page.more.then(|| Cursor::Skip(skip.saturating_add(limit)));
+            (page, next)
+        }
+        None => {
+            let after = cursor(filter.cursor.as_deref(), |c| match c {
+                Cursor::Threads(after) => Some(after),
+                _ => None,
+            })?;
+            let page = state
+                .service
+                .threads(&user.id, project, after.as_ref(), limit)
+                .await?;
+            let next = page.items.last().filter(|_| page.more).map(|t| {
+                Cursor::Threads(records::ThreadsAfter {
+                    updated_at: t.updated_at,
+                    id: t.id.clone(),
+                })
+            });
+            (page, next)
+        }
+    };
+    let threads = page.items.into_iter().map(Thread::from).collect();
+    Ok(Paged::new(threads, &uri, next))
 }
 
 async fn create(
@@ -249,17 +293,39 @@ async fn delete(
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MessageFilter {
-    /// Also list answers that a regenerate replaced (default: only the conversation as it reads now).
+    /// Also list messages that an edit or a regenerate replaced (default: only the conversation as
+    /// it reads now).
     #[serde(default)]
     pub replaced: bool,
+    /// Messages per page (default `[limits] page_size`, 50; at most `[limits] max_page_size`, 200).
+    #[serde(default)]
+    pub limit: Option<u32>,
+    /// Where the page ends: the `cursor` of the previous page's `Link` header.
+    #[serde(default)]
+    pub cursor: Option<String>,
 }
 
 async fn messages(
     State(state): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
+    uri: Uri,
     ApiQuery(filter): ApiQuery<MessageFilter>,
-) -> ApiResult<Json<Vec<Message>>> {
-    let messages = state.service.messages(&user.id, &id, filter.replaced).await?;
-    Ok(Json(messages.into_iter().map(Message::from).collect()))
+) -> ApiResult<Paged<Message>> {
+    let limit = page_limit(&state.config.limits, filter.limit)?;
+    let before = cursor(filter.cursor.as_deref(), |c| match c {
+        Cursor::Before(seq) => Some(seq),
+        _ => None,
+    })?;
+    let page = state
+        .service
+        .messages(&user.id, &id, filter.replaced, before, limit)
+        .await?;
+    let next = page
+        .items
+        .first()
+        .filter(|_| page.more)
+        .map(|m| Cursor::Before(m.seq));
+    let messages = page.items.into_iter().map(Message::from).collect();
+    Ok(Paged::new(messages, &uri, next))
 }

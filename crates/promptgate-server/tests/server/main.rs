@@ -16,6 +16,7 @@ mod harness_thread;
 mod harness_workspace;
 mod integrations_turn;
 mod js_clients;
+mod list_pages;
 mod mcp_outbound;
 mod mcp_secrets;
 mod mcp_turn;

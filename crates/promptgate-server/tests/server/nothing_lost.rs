@@ -401,7 +401,7 @@ async fn a_database_outage_mid_turn_loses_no_answer() {
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     // The failed round trips are counted for the operator, by operation.
     assert!(
-        gw.metric(r#"promptgate_store_errors_total{op="projects.list_threads",kind="unavailable"}"#)
+        gw.metric(r#"promptgate_store_errors_total{op="pages.list_threads_page",kind="unavailable"}"#)
             .await
             >= 1.0
     );

@@ -51,13 +51,13 @@ conformance! {
         assert!(matches!(store.create_thread(&alice, &unknown).await, Err(StoreError::NotFound)));
 
         let ids = |ts: Vec<Thread>| ts.into_iter().map(|t| t.id).collect::<Vec<_>>();
-        assert_eq!(ids(store.list_threads(&alice, None).await.unwrap()), ["t-2", "t-1", generated.id.as_str()]);
-        assert_eq!(ids(store.list_threads(&alice, Some(&garden.id)).await.unwrap()), ["t-2", "t-1"]);
-        assert_eq!(ids(store.list_threads(&bob, None).await.unwrap()), ["t-1"]);
+        assert_eq!(ids(store.list_threads_page(&alice, None, None, 1000).await.unwrap().items), ["t-2", "t-1", generated.id.as_str()]);
+        assert_eq!(ids(store.list_threads_page(&alice, Some(&garden.id), None, 1000).await.unwrap().items), ["t-2", "t-1"]);
+        assert_eq!(ids(store.list_threads_page(&bob, None, None, 1000).await.unwrap().items), ["t-1"]);
 
         // A new message moves a thread to the top.
         say(store, &alice, "t-1", Role::User, "hello").await;
-        assert_eq!(ids(store.list_threads(&alice, None).await.unwrap())[0], "t-1");
+        assert_eq!(ids(store.list_threads_page(&alice, None, None, 1000).await.unwrap().items)[0], "t-1");
 
         // Partial updates: absent fields stay, null clears.
         let renamed = store

@@ -121,7 +121,14 @@ async fn sqlite_file_takes_many_concurrent_writers_without_lock_errors() {
     for outcome in futures::future::join_all(sends).await {
         outcome.unwrap();
     }
-    assert_eq!(db.list_threads(&alice, None).await.unwrap().len(), 100);
+    assert_eq!(
+        db.list_threads_page(&alice, None, None, 1000)
+            .await
+            .unwrap()
+            .items
+            .len(),
+        100
+    );
     assert_eq!(db.list_messages(&alice, "t42").await.unwrap().len(), 2);
     db.close().await;
 }

@@ -152,7 +152,7 @@ pub fn complete(api: &mut OpenApi) {
         API_KEY_SCHEME.into(),
         ReferenceOr::Item(SecurityScheme::ApiKey {
             location: aide::openapi::ApiKeyLocation::Header,
-            name: crate::auth::API_KEY.into(),
+            name: crate::routes::messages::API_KEY.into(),
             description: Some("The same token, as Anthropic's clients send it (Messages API only).".into()),
             extensions: Default::default(),
         }),

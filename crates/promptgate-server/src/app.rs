@@ -101,7 +101,7 @@ pub fn build(state: AppState) -> Router {
         messages = messages.route_layer(limit);
     }
     // Outside the per-user limits, so their refusals take Anthropic's shape too.
-    let messages = messages.route_layer(axum::middleware::from_fn(routes::messages::anthropic_errors));
+    let messages = messages.route_layer(axum::middleware::from_fn(routes::messages::anthropic_boundary));
     let policy = boundary::Policy::new(&state.config);
     let cors = boundary::cors(&state.config);
     let body_timeout = Duration::from_secs(state.config.server.body_timeout_secs);

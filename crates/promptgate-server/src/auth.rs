@@ -9,10 +9,6 @@ use crate::config::AuthMode;
 use crate::error::ApiError;
 use crate::state::{AppState, LOCAL_USER_ID};
 
-/// Where Anthropic's clients put their key (Claude Code with `ANTHROPIC_API_KEY`, the SDKs before
-/// 1.0): read as the token when no `Authorization` header is sent.
-pub const API_KEY: &str = "x-api-key";
-
 /// The authenticated user. Every handler that touches user data takes this, and passes its id to
 /// every use case it calls, so no request can reach another user's rows.
 #[derive(Debug, Clone)]
@@ -33,22 +29,17 @@ impl FromRequestParts<AppState> for CurrentUser {
                 id: LOCAL_USER_ID.to_owned(),
             });
         }
-        let token = match (parts.headers.get(AUTHORIZATION), parts.headers.get(API_KEY)) {
-            (Some(header), _) => header
-                .to_str()
-                .ok()
-                .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
-                .map(str::trim)
-                .filter(|t| !t.is_empty())
-                .ok_or_else(|| ApiError::unauthorized("the Authorization header must be `Bearer <token>`"))?,
-            (None, Some(key)) => key
-                .to_str()
-                .ok()
-                .map(str::trim)
-                .filter(|t| !t.is_empty())
-                .ok_or_else(|| ApiError::unauthorized("the x-api-key header must hold a token"))?,
-            (None, None) => return Err(ApiError::unauthorized("send `Authorization: Bearer <token>`")),
-        };
+        let header = parts
+            .headers
+            .get(AUTHORIZATION)
+            .ok_or_else(|| ApiError::unauthorized("send `Authorization: Bearer <token>`"))?;
+        let token = header
+            .to_str()
+            .ok()
+            .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| ApiError::unauthorized("the Authorization header must be `Bearer <token>`"))?;
         match state.service.user_by_token(token).await? {
             Some(user) => Ok(Self { id: user.id }),
             None => Err(ApiError::unauthorized("the token is unknown or revoked")),

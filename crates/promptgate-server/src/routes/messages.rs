@@ -193,10 +193,16 @@ impl OperationOutput for Message {
     }
 }
 
-/// Rewrites this API's error responses into Anthropic's shape and names the request as Anthropic
-/// does (`request-id`). It wraps these routes only, outside the per-user limits, so their refusals
-/// are rewritten too.
-pub async fn anthropic_errors(req: Request, next: Next) -> Response {
+/// Where Anthropic's clients put their key (Claude Code with `ANTHROPIC_API_KEY`, the SDKs before
+/// 1.0); on these routes it is read as the bearer token when no `Authorization` header is sent.
+pub const API_KEY: &str = "x-api-key";
+
+/// Anthropic's conventions at the edge of these routes: the key of `x-api-key` is taken as the
+/// bearer token, error responses are rewritten into Anthropic's shape, and the request is named as
+/// Anthropic does (`request-id`). It wraps these routes only, outside the per-user limits, so their
+/// refusals are rewritten too.
+pub async fn anthropic_boundary(mut req: Request, next: Next) -> Response {
+    bearer_from_api_key(req.headers_mut());
     let request_id = req.headers().get("x-request-id").cloned();
     let res = next.run(req).await;
     let status = res.status();
@@ -209,6 +215,18 @@ pub async fn anthropic_errors(req: Request, next: Next) -> Response {
         res.headers_mut().insert("request-id", id);
     }
     res
+}
+
+fn bearer_from_api_key(headers: &mut axum::http::HeaderMap) {
+    if headers.contains_key(header::AUTHORIZATION) {
+        return;
+    }
+    let Some(key) = headers.get(API_KEY).and_then(|key| key.to_str().ok()) else {
+        return;
+    };
+    if let Ok(bearer) = HeaderValue::from_str(&format!("Bearer {}", key.trim())) {
+        headers.insert(header::AUTHORIZATION, bearer);
+    }
 }
 
 async fn rewrite_error(res: Response) -> Response {

@@ -101,8 +101,6 @@ async fn claude_code_completes_a_task_with_its_own_tool_through_the_gateway() {
             .args([
                 "-p",
                 "Write hello.txt saying hi",
-                "--model",
-                "scripted",
                 "--permission-mode",
                 "acceptEdits",
             ])
@@ -112,6 +110,8 @@ async fn claude_code_completes_a_task_with_its_own_tool_through_the_gateway() {
             .env("HOME", &home)
             .env("ANTHROPIC_BASE_URL", base)
             .env("ANTHROPIC_API_KEY", token)
+            // The recipe of docs/api.md: every model Claude Code uses named by its environment.
+            .env("ANTHROPIC_MODEL", "scripted")
             // Side requests (titles, summaries) go to the offline demo model, not to the script.
             .env("ANTHROPIC_DEFAULT_HAIKU_MODEL", "demo")
             .env("ANTHROPIC_SMALL_FAST_MODEL", "demo")

@@ -3,6 +3,17 @@ import type { UIMessage } from 'ai';
 import { api } from './api';
 import { isToolPart, sourcesOf, toolName } from './Message';
 
+interface PreviewContext {
+  tokenizer: string;
+  window_tokens: number;
+  prompt_tokens: number;
+  sent_messages: number;
+  summarised_messages: number;
+  dropped_messages: number;
+  summary?: string | null;
+  compaction_due: boolean;
+}
+
 interface Preview {
   model: string;
   system: string;
@@ -11,6 +22,7 @@ interface Preview {
   notes?: string[];
   tools: { name: string; description?: string }[];
   has_web_tools: boolean;
+  context?: PreviewContext;
 }
 
 const WEB_TOOLS = new Set(['search', 'fetch_content']);
@@ -42,6 +54,7 @@ export function Inspector({ threadId, model, message, refresh }: { threadId: str
             <p>
               Model <code>{preview.model}</code> · web tools {preview.has_web_tools ? 'on' : 'off'}
             </p>
+            {preview.context && <NextContext context={preview.context} />}
             <details open>
               <summary>Tools ({preview.tools.length})</summary>
               <ul className="tool-list">
@@ -65,6 +78,31 @@ export function Inspector({ threadId, model, message, refresh }: { threadId: str
   );
 }
 
+/// How much of the thread the next send shows the model, and the summary it reads.
+function NextContext({ context }: { context: PreviewContext }) {
+  const left = context.summarised_messages + context.dropped_messages;
+  return (
+    <div className="context-window" data-testid="next-context">
+      <p>
+        {context.sent_messages} message(s) sent · ~{context.prompt_tokens} of {context.window_tokens} tokens ({context.tokenizer})
+        {left > 0 && (
+          <>
+            {' '}
+            · {context.summarised_messages} summarised, {context.dropped_messages} left out
+          </>
+        )}
+        {context.compaction_due && <> · the next send compacts the thread</>}
+      </p>
+      {context.summary && (
+        <details>
+          <summary>Summary of the earlier conversation</summary>
+          <pre className="prompt">{context.summary}</pre>
+        </details>
+      )}
+    </div>
+  );
+}
+
 function AnswerDetails({ message }: { message: UIMessage }) {
   const meta = (message.metadata ?? {}) as any;
   const parts = message.parts as any[];
@@ -84,6 +122,25 @@ function AnswerDetails({ message }: { message: UIMessage }) {
         <dd>{steps}</dd>
         <dt>Web budget used</dt>
         <dd>{webCalls} web call(s)</dd>
+        {meta.context && (
+          <>
+            <dt>Context</dt>
+            <dd data-testid="answer-context">
+              {meta.context.sentMessages} message(s) sent
+              {meta.context.summarisedMessages > 0 && <> · {meta.context.summarisedMessages} summarised</>}
+              {meta.context.droppedMessages > 0 && <> · {meta.context.droppedMessages} left out</>}
+              {meta.context.compacted && <> · compacted on this send</>}
+            </dd>
+          </>
+        )}
+        {meta.errorCode && (
+          <>
+            <dt>Error</dt>
+            <dd>
+              <code>{meta.errorCode}</code>
+            </dd>
+          </>
+        )}
         {meta.usage && (
           <>
             <dt>Tokens</dt>

@@ -173,8 +173,11 @@ test('a setting changed in the app shows in the inspector', async ({ page }) => 
 
   await page.getByRole('button', { name: 'Inspector' }).click();
   await expect(page.getByTestId('prompt-preview')).toContainText('Ada Lovelace');
+  // What of the thread the next send shows the model, and what this answer's model saw.
+  await expect(page.getByTestId('next-context')).toContainText('2 message(s) sent');
   await answers(page).last().getByRole('button', { name: 'Inspect' }).click();
   await expect(page.locator('.answer-details')).toContainText('scripted');
+  await expect(page.getByTestId('answer-context')).toContainText('1 message(s) sent');
   await shot(page, 'inspector');
 });
 

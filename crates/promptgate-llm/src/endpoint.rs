@@ -151,13 +151,15 @@ impl Endpoint {
             let body = read_bounded(response, body_deadline).await;
             let message = provider_error::message_from_body(&body);
             tracing::warn!(provider = %self.name, status = status.as_u16(), "the model provider refused the request");
-            return Err(LlmError::Status {
-                status: status.as_u16(),
-                message: provider_error::with_retry_after(
+            let json = serde_json::from_slice::<serde_json::Value>(&body).ok();
+            return Err(provider_error::refusal(
+                status.as_u16(),
+                json.as_ref(),
+                provider_error::with_retry_after(
                     provider_error::sanitise(&message, self.api_key.as_deref()),
                     retry_after,
                 ),
-            });
+            ));
         }
         Ok((response, first_byte_deadline))
     }
@@ -201,6 +203,7 @@ fn count_upstream_error(provider: &str, err: &LlmError) {
         LlmError::Cancelled => return,
         LlmError::Connect(_) => "connect".to_owned(),
         LlmError::Status { status, .. } => format!("status_{}xx", status / 100),
+        LlmError::ContextTooLong(_) => "context_too_long".to_owned(),
         LlmError::Timeout { phase, .. } => match phase {
             TimeoutPhase::Connect => "timeout_connect".to_owned(),
             TimeoutPhase::FirstByte => "timeout_first_byte".to_owned(),

@@ -8,6 +8,7 @@
 //!   caching placed from the request's [`CacheHints`].
 //! - [`DemoModel`] needs no network and no key; it makes one real tool call when tools are offered
 //!   and answers from the result.
+//! - [`tokens`] counts what a request costs in tokens, with OpenAI's encodings where they apply.
 //! - [`ChunkParser`] is the pure stream parser behind the client; [`ToolCallAssembler`] turns a
 //!   step's events into complete [`ToolCall`]s.
 //! - With the `scripted-upstream` feature, [`scripted::ScriptedUpstream`] is an OpenAI-compatible
@@ -26,6 +27,7 @@ mod provider_error;
 #[cfg(feature = "scripted-upstream")]
 pub mod scripted;
 mod sse;
+pub mod tokens;
 mod transport;
 mod types;
 

@@ -2,6 +2,8 @@
 
 use serde_json::Value;
 
+use crate::LlmError;
+
 /// Longest provider message passed on; providers sometimes send whole HTML pages.
 const MAX_MESSAGE_CHARS: usize = 500;
 
@@ -79,4 +81,43 @@ pub(crate) fn sanitise(message: &str, api_key: Option<&str>) -> String {
         message.push_str("no error message");
     }
     message
+}
+
+/// Words of a refusal that say the prompt is longer than the model's context window, as OpenAI,
+/// Anthropic and the servers that copy them (vLLM, llama.cpp, LiteLLM) word it.
+const TOO_LONG_WORDS: &[&str] = &[
+    "context length",
+    "context_length",
+    "context window",
+    "context size",
+    "context limit",
+    "prompt is too long",
+    "prompt too long",
+    "input is too long",
+];
+
+/// Error codes and types that say the same.
+const TOO_LONG_CODES: &[&str] = &["context_length_exceeded", "request_too_large"];
+
+/// The error for a provider's refusal (`status`, its JSON body or in-stream error `value` if it
+/// had one, and its message already made fit to show): [`LlmError::ContextTooLong`] when it says
+/// the prompt does not fit, else [`LlmError::Status`]. A rate limit is never one, even when it
+/// counts tokens.
+pub(crate) fn refusal(status: u16, value: Option<&Value>, message: String) -> LlmError {
+    let error = value.and_then(|v| v.get("error"));
+    let code = [
+        error.and_then(|e| e.get("code")),
+        error.and_then(|e| e.get("type")),
+    ]
+    .into_iter()
+    .flatten()
+    .filter_map(Value::as_str)
+    .any(|code| TOO_LONG_CODES.contains(&code));
+    let lower = message.to_lowercase();
+    let worded = TOO_LONG_WORDS.iter().any(|words| lower.contains(words));
+    if status != 429 && (code || worded) {
+        LlmError::ContextTooLong(message)
+    } else {
+        LlmError::Status { status, message }
+    }
 }

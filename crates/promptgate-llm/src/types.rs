@@ -203,6 +203,10 @@ pub enum LlmError {
     Connect(String),
     #[error("the model provider answered {status}: {message}")]
     Status { status: u16, message: String },
+    /// The provider refused the request because the prompt does not fit the model's context
+    /// window (OpenAI's `context_length_exceeded`, Anthropic's `prompt is too long`, ...).
+    #[error("the prompt is longer than the model's context window: {0}")]
+    ContextTooLong(String),
     #[error("the model provider did not respond within {seconds} s ({phase})")]
     Timeout { phase: TimeoutPhase, seconds: u64 },
     #[error("the model provider sent an unreadable stream: {0}")]

@@ -38,4 +38,8 @@ pub enum LoadError {
     Files(#[source] std::io::Error),
     #[error("a request task failed: {0}")]
     Task(#[from] tokio::task::JoinError),
+    #[error("the store could not be filled: {0}")]
+    Store(String),
+    #[error("a send failed: {0}")]
+    Send(String),
 }

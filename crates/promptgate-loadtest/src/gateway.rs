@@ -77,6 +77,18 @@ impl GatewayProcess {
         database_url: Option<&str>,
         placement: &Placement,
     ) -> Result<Self, LoadError> {
+        Self::start_with(client, upstream_base_url, database_url, placement, "").await
+    }
+
+    /// [`GatewayProcess::start`] with `model_toml` added to the bench model's definition (the
+    /// config ends with it), e.g. `context_window = 32000`.
+    pub async fn start_with(
+        client: &reqwest::Client,
+        upstream_base_url: &str,
+        database_url: Option<&str>,
+        placement: &Placement,
+        model_toml: &str,
+    ) -> Result<Self, LoadError> {
         let scratch = std::env::temp_dir().join(format!("promptgate-loadtest-{}", uuid::Uuid::new_v4()));
         std::fs::create_dir_all(&scratch).map_err(LoadError::Files)?;
         let database_url = match database_url {
@@ -84,7 +96,7 @@ impl GatewayProcess {
             None => format!("sqlite://{}?mode=rwc", scratch.join("bench.db").display()),
         };
         let listen = free_loopback_port().map_err(LoadError::Files)?;
-        let text = config_text(&listen, &database_url, upstream_base_url);
+        let text = config_text(&listen, &database_url, upstream_base_url) + model_toml;
         Config::parse(&text).map_err(|e| LoadError::Config(e.to_string()))?;
         let config_path = scratch.join("promptgate.toml");
         std::fs::write(&config_path, text).map_err(LoadError::Files)?;

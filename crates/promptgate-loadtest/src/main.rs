@@ -85,6 +85,12 @@ struct Cli {
     /// Seconds the burst scenario leaves the gateway idle before reading its memory again.
     #[arg(long, default_value_t = 60.0)]
     burst_idle: f64,
+    /// The bench model's context window in the long-threads scenario (`scale-threads`), in tokens.
+    #[arg(long, default_value_t = 128_000)]
+    context_window: u64,
+    /// Thread lengths of the long-threads scenario, in messages.
+    #[arg(long, value_delimiter = ',', default_value = "10,100,1000,5000,20000")]
+    thread_sizes: Vec<usize>,
     /// A capacity step passes only with total-time p99 at or under this many milliseconds.
     #[arg(long, default_value_t = 10.0)]
     p99_bound_ms: f64,
@@ -168,6 +174,8 @@ async fn drive(cli: Cli) -> anyhow::Result<()> {
             idle: seconds(cli.burst_idle, "burst-idle")?,
         },
         driver_workers: cli.driver_workers,
+        context_window: cli.context_window,
+        thread_sizes: cli.thread_sizes,
         gateway: promptgate_loadtest::gateway::Placement {
             cpus: cli.gateway_cpus,
             workers: cli.gateway_workers.map(usize::from),

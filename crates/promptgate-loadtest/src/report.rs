@@ -260,5 +260,8 @@ pub fn markdown(report: &Report) -> String {
             );
         }
     }
+    for section in &report.sections {
+        out.push_str(section);
+    }
     out
 }

@@ -34,6 +34,9 @@ pub enum Scenario {
     /// Memory after a burst of sends (SQLite): idle before, right after, and after a quiet spell
     /// (`--burst-idle`, a minute by default; not in the default set).
     Burst,
+    /// A send's first byte and peak memory against its thread's length (10 to 20,000 messages),
+    /// on SQLite and, with a URL, Postgres (not in the default set).
+    ScaleThreads,
 }
 
 impl Scenario {
@@ -47,6 +50,7 @@ impl Scenario {
             Scenario::Capacity => "capacity",
             Scenario::HeldTurns => "held turns",
             Scenario::Burst => "burst",
+            Scenario::ScaleThreads => "long threads",
         }
     }
 
@@ -87,6 +91,10 @@ pub struct Options {
     pub sustained: bool,
     /// What the upstream's streams look like.
     pub stream: StreamShape,
+    /// The bench model's context window in the long-threads scenario, in tokens.
+    pub context_window: u64,
+    /// Thread lengths of the long-threads scenario; empty: [`crate::scale::threads::SIZES`].
+    pub thread_sizes: Vec<usize>,
 }
 
 /// The burst scenario: `turns` sends within [`BURST_WINDOW`], then `idle` without traffic.
@@ -170,6 +178,8 @@ pub struct Report {
     pub burst: Option<BurstReport>,
     pub sustained: Option<Duration>,
     pub stream: StreamShape,
+    /// Markdown sections of the scale scenarios, printed after the rest.
+    pub sections: Vec<String>,
 }
 
 /// The gateway's memory with many turns in flight.
@@ -368,6 +378,23 @@ pub async fn run(options: &Options) -> Result<Report, LoadError> {
     if wants(Scenario::Burst) {
         report.burst = Some(burst(&http, &upstream.base_url(), options).await?);
     }
+    if wants(Scenario::ScaleThreads) {
+        let sizes = if options.thread_sizes.is_empty() {
+            crate::scale::threads::SIZES.to_vec()
+        } else {
+            options.thread_sizes.clone()
+        };
+        let threads = crate::scale::threads::ThreadsOptions {
+            sizes,
+            rounds: options.rounds.max(1),
+            context_window: options.context_window,
+            placement: options.gateway.clone(),
+            postgres_url: options.postgres_url.clone(),
+        };
+        report
+            .sections
+            .push(crate::scale::threads::run(&http, &upstream.base_url(), &threads).await?);
+    }
     Ok(report)
 }
 
@@ -490,7 +517,11 @@ fn targets(
             completion_target(facade, BENCH_MODEL, false)?,
         ),
         // Capacity, held turns and bursts compare nothing; where asked, they stand for the streamed facade.
-        Scenario::FacadeStream | Scenario::Capacity | Scenario::HeldTurns | Scenario::Burst => (
+        Scenario::FacadeStream
+        | Scenario::Capacity
+        | Scenario::HeldTurns
+        | Scenario::Burst
+        | Scenario::ScaleThreads => (
             completion_target(direct_url.to_owned(), UPSTREAM_MODEL, true)?,
             completion_target(facade, BENCH_MODEL, true)?,
         ),

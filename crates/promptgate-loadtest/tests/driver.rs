@@ -175,6 +175,8 @@ async fn the_postgres_scenario_without_a_url_says_how_to_give_one() {
         gateway: Default::default(),
         sustained: false,
         stream: Default::default(),
+        context_window: 128_000,
+        thread_sizes: Vec::new(),
     };
     let error = run(&options).await.unwrap_err();
     assert!(
@@ -405,4 +407,43 @@ fn the_burst_scenario_reports_memory_before_and_after_a_burst_of_sends() {
     for cell in cells[4..=7].iter().chain([&cells[9]]) {
         assert!(cell.parse::<f64>().is_ok_and(|mib| mib > 0.0), "{cells:?}");
     }
+}
+
+/// Long threads through the binary: each length filled into SQLite and sent to, with its first
+/// byte, first text and peak memory; a thread past the small window sends fewer messages than it
+/// holds.
+#[test]
+fn the_long_threads_scenario_reports_each_thread_length() {
+    let stdout = run_binary(&[
+        "--scenario",
+        "scale-threads",
+        "--thread-sizes",
+        "4,300",
+        "--context-window",
+        "12000",
+        "--rounds",
+        "2",
+    ]);
+    assert!(
+        stdout.contains("## Long threads (bench model window 12000 tokens, 2 rounds, medians)"),
+        "{stdout}"
+    );
+    for size in ["4", "300"] {
+        let cells = table_row(&stdout, &format!("| SQLite | {size} |"));
+        for cell in [&cells[5], &cells[6]] {
+            assert!(cell.parse::<f64>().is_ok_and(|ms| ms > 0.0), "{cells:?}");
+        }
+        assert!(cells[7].parse::<f64>().is_ok(), "{cells:?}");
+    }
+    let short = table_row(&stdout, "| SQLite | 4 |");
+    assert_eq!(
+        short[8], "10",
+        "the whole short thread with its three sends: {short:?}"
+    );
+    let long = table_row(&stdout, "| SQLite | 300 |");
+    let sent: usize = long[8].parse().unwrap();
+    assert!(
+        sent > 0 && sent < 300,
+        "the long thread was fitted to the window: {long:?}"
+    );
 }

@@ -36,6 +36,9 @@ pub struct Config {
     pub server: ServerConfig,
     #[serde(default)]
     pub turn: TurnConfig,
+    /// How sends fit a thread to the model's context window.
+    #[serde(default)]
+    pub context: crate::config_context::ContextConfig,
     /// Bounds of each thread's workspace (harness models).
     #[serde(default)]
     pub workspace: WorkspaceConfig,
@@ -681,6 +684,8 @@ impl Config {
         }
         self.mcp.validate()?;
         self.workspace.validate()?;
+        let model_ids: Vec<&str> = self.models.iter().map(|m| m.id.as_str()).collect();
+        self.context.validate(&model_ids)?;
         if self.limits.body_bytes == 0 {
             return Err(ConfigError::Invalid("limits.body_bytes must be positive".into()));
         }

@@ -23,7 +23,8 @@ enum Delta<'a> {
     /// The `n`-th call of a client tool.
     ToolCall(usize, &'a ClientToolCall),
     Finish(&'static str),
-    Error(&'a str),
+    /// The turn's error text, and its code when the turn gave one (`context_too_long`).
+    Error(&'a str, Option<String>),
 }
 
 /// Turns events into completion deltas; shared by the streaming and the whole-response views.
@@ -35,6 +36,8 @@ struct Translator {
     usage: Option<OpenAiUsage>,
     /// Client tool calls so far.
     tool_calls: usize,
+    /// The `errorCode` the turn's metadata named before its error.
+    error_code: Option<String>,
     done: bool,
 }
 
@@ -72,6 +75,9 @@ impl Translator {
                 if let Some(usage) = message_metadata.get("usage") {
                     self.usage = Some(OpenAiUsage::from_metadata(usage));
                 }
+                if let Some(code) = message_metadata.get("errorCode").and_then(Value::as_str) {
+                    self.error_code = Some(code.to_owned());
+                }
                 None
             }
             UiChunk::Finish { finish_reason, .. } => {
@@ -89,7 +95,7 @@ impl Translator {
             }
             UiChunk::Error { error_text } => {
                 self.done = true;
-                Some(Delta::Error(error_text))
+                Some(Delta::Error(error_text, self.error_code.clone()))
             }
             _ => None,
         }
@@ -297,9 +303,9 @@ impl CompletionChunks {
                 None,
             ),
             Delta::Finish(reason) => (DeltaFields::default(), Some(*reason)),
-            Delta::Error(message) => {
+            Delta::Error(message, code) => {
                 emit(Err(
-                    json!({"error": {"message": message, "type": "upstream_error", "code": null}}),
+                    json!({"error": {"message": message, "type": "upstream_error", "code": code}}),
                 ));
                 return;
             }
@@ -388,7 +394,7 @@ pub struct CompletionResponse {
     reasoning: String,
     tool_calls: Vec<WholeToolCall>,
     finish_reason: Option<&'static str>,
-    error: Option<String>,
+    error: Option<TurnError>,
 }
 
 impl CompletionResponse {
@@ -417,7 +423,14 @@ impl CompletionResponse {
                 },
             }),
             Some(Delta::Finish(reason)) => self.finish_reason = Some(reason),
-            Some(Delta::Error(message)) => self.error = Some(message.to_owned()),
+            Some(Delta::Error(message, code)) => {
+                self.error = Some(match code.as_deref() {
+                    Some(promptgate_service::events::CONTEXT_TOO_LONG) => {
+                        TurnError::ContextTooLong(message.to_owned())
+                    }
+                    _ => TurnError::Failed(message.to_owned()),
+                });
+            }
             Some(Delta::Role) | None => {}
         }
     }
@@ -433,8 +446,8 @@ impl CompletionResponse {
     }
 
     fn with_body<T>(self, encode: impl FnOnce(&CompletionBody<'_>) -> T) -> Result<T, TurnError> {
-        if let Some(message) = self.error {
-            return Err(TurnError::Failed(message));
+        if let Some(error) = self.error {
+            return Err(error);
         }
         let body = CompletionBody {
             id: &self.identity.id,

@@ -14,6 +14,7 @@ pub mod auth;
 pub mod boundary;
 pub mod cli;
 pub mod config;
+pub mod config_context;
 #[cfg(test)]
 mod config_keys;
 pub mod deploy;

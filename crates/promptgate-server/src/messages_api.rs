@@ -8,7 +8,9 @@
 //! usage with Anthropic's cache fields. Thinking blocks carry a signature, as the SDKs expect; it is
 //! the gateway's own, and a thinking block sent back is dropped (the provider keeps what it needs).
 
-use promptgate_service::events::{ClientToolCall, TurnError, TurnEvent, UiChunk, UiFinishReason};
+use promptgate_service::events::{
+    CONTEXT_TOO_LONG, ClientToolCall, TurnError, TurnEvent, UiChunk, UiFinishReason,
+};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -84,6 +86,8 @@ struct Translator {
     index: usize,
     tool_calls: usize,
     usage: MessagesUsage,
+    /// The `errorCode` the turn's metadata named before its error.
+    error_code: Option<String>,
     done: bool,
 }
 
@@ -94,6 +98,7 @@ impl Default for Translator {
             index: 0,
             tool_calls: 0,
             usage: MessagesUsage::default(),
+            error_code: None,
             done: false,
         }
     }
@@ -131,6 +136,9 @@ impl Translator {
             UiChunk::MessageMetadata { message_metadata } => {
                 if let Some(usage) = message_metadata.get("usage") {
                     self.usage = MessagesUsage::from_metadata(usage);
+                }
+                if let Some(code) = message_metadata.get("errorCode").and_then(Value::as_str) {
+                    self.error_code = Some(code.to_owned());
                 }
             }
             UiChunk::Finish { finish_reason, .. } => {
@@ -177,6 +185,12 @@ impl Translator {
         out.push(Step::Close(self.index));
         self.open = Open::None;
         self.index += 1;
+    }
+
+    /// Whether the turn failed because the conversation does not fit the model: the client's
+    /// request is at fault, as with Anthropic's "prompt is too long".
+    fn too_long(&self) -> bool {
+        self.error_code.as_deref() == Some(CONTEXT_TOO_LONG)
     }
 
     fn end<'a>(&mut self, reason: &'static str, out: &mut Vec<Step<'a>>) {
@@ -290,7 +304,14 @@ impl MessageEvents {
                 sse_event(out, "message_delta", &data);
                 sse_event(out, "message_stop", &json!({"type": "message_stop"}));
             }
-            Step::Error(message) => sse_event(out, "error", &error_body("api_error", message)),
+            Step::Error(message) => {
+                let kind = if self.translator.too_long() {
+                    "invalid_request_error"
+                } else {
+                    "api_error"
+                };
+                sse_event(out, "error", &error_body(kind, message));
+            }
         }
     }
 }
@@ -335,7 +356,7 @@ pub struct WholeMessage {
     content: Vec<Block>,
     stop_reason: Option<&'static str>,
     usage: MessagesUsage,
-    error: Option<String>,
+    error: Option<TurnError>,
 }
 
 impl WholeMessage {
@@ -376,7 +397,14 @@ impl WholeMessage {
                     self.stop_reason = Some(reason);
                     self.usage = usage;
                 }
-                Step::Error(message) => self.error = Some(message.to_owned()),
+                Step::Error(message) => {
+                    let message = message.to_owned();
+                    self.error = Some(if self.translator.too_long() {
+                        TurnError::ContextTooLong(message)
+                    } else {
+                        TurnError::Failed(message)
+                    });
+                }
                 Step::Start | Step::Signature(_) | Step::InputJson(..) | Step::Close(_) | Step::Ping => {}
             }
         }
@@ -384,8 +412,8 @@ impl WholeMessage {
 
     /// The message as JSON bytes, or the turn's error (a text safe to show) when it failed.
     pub fn finish_json(self) -> Result<Vec<u8>, TurnError> {
-        if let Some(message) = self.error {
-            return Err(TurnError::Failed(message));
+        if let Some(error) = self.error {
+            return Err(error);
         }
         let body = json!({
             "id": self.identity.id, "type": "message", "role": "assistant", "model": self.identity.model,
@@ -592,5 +620,28 @@ mod tests {
             last.1["error"],
             json!({"type": "api_error", "message": "The model provider could not be reached."})
         );
+    }
+
+    #[test]
+    fn a_conversation_too_long_for_the_model_is_the_clients_invalid_request() {
+        let failed = [
+            chunk(UiChunk::Start {
+                message_id: None,
+                message_metadata: None,
+            }),
+            chunk(UiChunk::MessageMetadata {
+                message_metadata: json!({"errorCode": CONTEXT_TOO_LONG}),
+            }),
+            chunk(UiChunk::Error {
+                error_text: "The conversation does not fit.".into(),
+            }),
+        ];
+        let events = stream(&failed);
+        assert_eq!(events.last().unwrap().1["error"]["type"], "invalid_request_error");
+        let mut whole = WholeMessage::new(identity());
+        for event in &failed {
+            whole.push(event);
+        }
+        assert!(matches!(whole.finish_json(), Err(TurnError::ContextTooLong(_))));
     }
 }

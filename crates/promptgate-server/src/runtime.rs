@@ -69,6 +69,7 @@ fn service_config(config: &Config) -> ServiceConfig {
         },
         workspace: config.workspace.limits(),
         kept_harnesses: config.turn.kept_harnesses,
+        context: config.context.settings(),
     }
 }
 

@@ -12,9 +12,10 @@ use super::handoffs::StoredHandoffs;
 use super::prepare::{Asked, Prepared};
 use super::providers::ModelProvider;
 use super::{RunParts, SendHandle, SendStream, Service, ServiceError, TurnIds};
+use promptgate_llm::tokens::Tokenizer;
 use promptgate_turn::client_tools::{ClientToolChoice, ClientTools};
 use promptgate_turn::engine::{RequestBudget, ToolCache, run_turn_in_reader};
-use promptgate_turn::facade::{FacadeHistory, estimate_input_tokens};
+use promptgate_turn::facade::FacadeHistory;
 
 /// One facade request, in the engine's terms: each facade reads its own wire format into this.
 pub struct CompletionRequest {
@@ -114,8 +115,9 @@ impl Service {
         })
     }
 
-    /// About how many input tokens the completion `request` would send the model, all of it
-    /// counted: the gateway's prompt and tools as well as the client's conversation and tools.
+    /// How many input tokens the completion `request` would send the model, all of it counted: the
+    /// gateway's prompt and tools as well as the client's conversation and tools, with the model's
+    /// tokenizer where it is public and an estimate on the high side elsewhere, as a send counts.
     #[tracing::instrument(name = "count_tokens", skip_all, fields(user = %request.user_id))]
     pub async fn count_input_tokens(&self, request: CompletionRequest) -> Result<u64, ServiceError> {
         needs_a_user_message(&request.conversation)?;
@@ -137,11 +139,22 @@ impl Service {
             })
             .chain(request.client_tools)
             .collect();
-        Ok(estimate_input_tokens(
-            &prepared.composed.system,
-            &prepared.history,
-            &offered,
-        ))
+        let counter = self
+            .token_counters
+            .counter(Tokenizer::for_model(&prepared.model.upstream_model));
+        let Prepared {
+            composed, history, ..
+        } = prepared;
+        // Encoding is CPU work: off the async workers, as a send's counting is.
+        let tokens = tokio::task::spawn_blocking(move || {
+            counter.text(&composed.system) + counter.messages(&history) + counter.tools(&offered)
+        })
+        .await
+        .map_err(|err| {
+            tracing::error!(error = %err, "counting a request's tokens failed");
+            ServiceError::Internal
+        })?;
+        Ok(tokens as u64)
     }
 
     /// The prompt, tools and history of a facade request: the user's setup as for a send (no
@@ -161,8 +174,15 @@ impl Service {
         conversation.messages = messages;
         let text = last_user_text(&conversation.messages);
         let prepared = self
-            .prepare_with_text(user_id, ctx, model, &provider, None, Asked::without_notes(&text))
-            .await
+            .prepare_with_text(
+                user_id,
+                ctx,
+                model,
+                &provider,
+                None,
+                Asked::without_notes(&text, crate::window::Mode::Send),
+            )
+            .await?
             .over_client_conversation(conversation);
         refuse_clashes(&prepared, client_tools)?;
         Ok((prepared, provider))

@@ -73,6 +73,7 @@ mod record;
 pub mod records;
 pub mod settings;
 mod toolset;
+mod window;
 mod workspace;
 
 use std::sync::Arc;
@@ -100,6 +101,7 @@ pub use prepare::{Prepared, PreparedSend, RunParts};
 pub use providers::{ModelProvider, ProviderClient, Providers};
 pub use record::{PendingSave, PendingSaves};
 pub use toolset::{Executors, McpToolExecutor};
+pub use window::ContextReport;
 
 use feed::{Detach, FeedWriter, TurnFeed};
 use harness::{Harnesses, KeepTranscript};
@@ -146,6 +148,10 @@ pub struct Service {
     harnesses: Harnesses,
     /// The transport's wire format of a turn's stream, for its readers and followers.
     encoding: StreamEncoding,
+    /// Token counts of the messages sends have seen, shared by all sends.
+    pub(crate) token_counters: promptgate_llm::tokens::TokenCounters,
+    /// The model that summarises a thread's older part, when one is configured.
+    pub(crate) summariser: Option<window::Summariser>,
 }
 
 /// How long a send waits for a stopped turn of its thread to finish storing its answer.
@@ -246,6 +252,8 @@ impl Service {
             instance: Arc::new(claims::Instance::default()),
             harnesses,
             encoding,
+            token_counters: promptgate_llm::tokens::TokenCounters::default(),
+            summariser: None,
         }
     }
 
@@ -332,7 +340,7 @@ impl Service {
                 continuation.as_ref().map(|c| &c.state),
                 &planned,
             )
-            .await;
+            .await?;
         let continuation = continuation
             .unwrap_or_else(|| Continuation::fresh(&turn.ids.turn_id, &prepared.state, &self.config.limits));
         Ok(self.start_send(&request, turn, prepared, &provider, continuation, &planned))
@@ -440,12 +448,10 @@ impl Service {
                         "there is no user message to answer".to_owned(),
                     ));
                 }
-                while ctx.history.last().is_some_and(|m| m.role == Role::Assistant) {
-                    ctx.history.pop();
-                }
+                ctx.tail.answer_newest_question();
             }
         }
-        if !ctx.history.last().is_some_and(|m| m.role == Role::User) {
+        if !ctx.tail.messages.last().is_some_and(|m| m.role == Role::User) {
             return Err(ServiceError::InvalidMessage(
                 "there is no user message to answer".to_owned(),
             ));
@@ -464,13 +470,15 @@ impl Service {
         // A resend of the thread's last question (its turn failed) is already stored; any other
         // id the thread has seen is an edit, which takes that message's place (see
         // `current_conversation`).
-        let already_stored =
-            is_resent_prompt(&ctx.history, id.as_deref(), &parts, request.retry_of.is_some());
+        let already_stored = is_resent_prompt(
+            &ctx.tail.messages,
+            id.as_deref(),
+            &parts,
+            request.retry_of.is_some(),
+        );
         if already_stored {
             // The retried turn's answer is replaced by this one; the model answers the prompt.
-            while ctx.history.last().is_some_and(|m| m.role == Role::Assistant) {
-                ctx.history.pop();
-            }
+            ctx.tail.answer_newest_question();
         }
         let message = NewMessage {
             id,
@@ -496,11 +504,11 @@ impl Service {
                 )
                 .await?;
             ctx.thread = Some(thread);
-            ctx.history.push(stored);
+            ctx.tail.messages = vec![stored];
+            ctx.tail.from_start = true;
         } else if !already_stored {
             let stored = self.store.append_message(&request.user_id, &message).await?;
-            ctx.history.push(stored);
-            ctx.history = promptgate_store::current_conversation(std::mem::take(&mut ctx.history));
+            ctx.tail.messages.push(stored);
         }
         Ok(())
     }
@@ -607,8 +615,15 @@ impl Service {
             cancel.clone(),
         );
         if let Some(mut transcript) = started.transcript {
-            transcript.push(prompt);
-            prepared.history = transcript;
+            // The kept transcript holds the earlier sends' tool calls too, so it can outgrow the
+            // room while the stored thread fits; and after a compaction it holds turns the summary
+            // now stands for. Then the harness starts again from what the window shows.
+            let budget = &prepared.budget;
+            let tokens = budget.counter.messages(&transcript) + budget.counter.message(&prompt);
+            if !prepared.compacted && tokens <= budget.room.saturating_sub(prepared.earlier_tokens) {
+                transcript.push(prompt);
+                prepared.history = transcript;
+            }
         }
         let keep: Arc<dyn TurnEnd> = Arc::new(KeepTranscript {
             harnesses: self.harnesses.clone(),
@@ -729,7 +744,8 @@ fn title_from(parts: &[Value]) -> String {
 }
 
 /// Whether a send's new message is the thread's last question sent again, so it must not be stored
-/// twice. Without `retry_of` only a resend under the same id, right after that question (its turn left
+/// twice. `history` is the thread's newest stored messages (replaced ones included): its newest
+/// user message is the conversation's newest question. Without `retry_of` only a resend under the same id, right after that question (its turn left
 /// no answer), counts. An automatic retry (`retry_of`) repeats the prompt its turn answered, whatever
 /// that turn stored after it, and may come without an id (the thread-messages route has none).
 fn is_resent_prompt(

@@ -104,6 +104,7 @@ impl Service {
             fetcher,
             promotion_enabled: settings.budget_promotion,
         };
+        let summariser = summariser(&settings.service.context, &settings.system_models, &providers)?;
         let service = Service::new(
             store,
             providers,
@@ -112,6 +113,10 @@ impl Service {
             settings.service,
             settings.encoding,
         );
+        let service = Service {
+            summariser,
+            ..service
+        };
         let service = match settings.integrations {
             Some(integrations) => service.with_integrations(self::integrations(integrations)?),
             None => service,
@@ -119,6 +124,32 @@ impl Service {
         service.start_instance();
         Ok(service)
     }
+}
+
+/// The configured summariser model with the client that reaches it.
+fn summariser(
+    context: &crate::window::ContextSettings,
+    system_models: &[promptgate_core::settings::Model],
+    providers: &Providers,
+) -> Result<Option<crate::window::Summariser>, ServiceError> {
+    let Some(id) = &context.summariser else {
+        return Ok(None);
+    };
+    let model = system_models.iter().find(|m| &m.id == id).ok_or_else(|| {
+        ServiceError::Refused(format!(
+            "[context] summariser names the model {id:?}, which is not a configured model"
+        ))
+    })?;
+    let provider = providers.get(&model.provider).ok_or_else(|| {
+        ServiceError::Refused(format!(
+            "[context] summariser: the provider {:?} of model {id:?} is not configured",
+            model.provider
+        ))
+    })?;
+    Ok(Some(crate::window::Summariser {
+        client: provider.model_client(model),
+        model: model.clone(),
+    }))
 }
 
 fn providers(entries: &[ProviderSettings]) -> Result<Providers, ServiceError> {

@@ -10,7 +10,7 @@ use promptgate_core::settings::{Engine, Model};
 use promptgate_core::tools::mcp_names::{McpServerTools, McpToolDef};
 use promptgate_llm::ChatMessage;
 use promptgate_mcp::{DiscoveryOutcome, McpServerConfig};
-use promptgate_store::{Message, SendContext};
+use promptgate_store::{Message, Role, SendContext};
 use promptgate_workspace::WorkspaceSession;
 use serde_json::{Map, Value, json};
 
@@ -18,6 +18,7 @@ use super::harness::{ClientIdentity, FlushWorkspace};
 use super::hooks::{TurnState, WebHooks};
 use super::providers::ModelProvider;
 use super::toolset::{Executors, McpToolExecutor};
+use super::window::{Budget, ContextReport, Mode, Window, with_earlier};
 use super::{ClientNotes, Service, ServiceError};
 use promptgate_turn::client_tools::ClientTools;
 use promptgate_turn::engine::{
@@ -25,7 +26,7 @@ use promptgate_turn::engine::{
     TurnLimits, TurnPlan,
 };
 use promptgate_turn::facade::FacadeHistory;
-use promptgate_turn::history::{HistoryOptions, last_user_text, to_model_messages};
+use promptgate_turn::history::HistoryOptions;
 use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -44,6 +45,17 @@ pub struct Prepared {
     pub previous_answer: Option<String>,
     /// The workspace of this send, flushed when the turn ends.
     pub workspace: Option<Arc<WorkspaceSession>>,
+    /// Where the system prompt stops being the same from send to send (its stable half and the
+    /// block about the thread's older part).
+    pub(crate) system_stable_len: Option<usize>,
+    /// The model's window and the room in it for the conversation.
+    pub(crate) budget: Budget,
+    /// Tokens the block about the thread's older part takes of the room.
+    pub(crate) earlier_tokens: usize,
+    /// This send compacted its thread.
+    pub(crate) compacted: bool,
+    /// What the model is shown of the thread, for the answer's metadata and the preview.
+    pub report: ContextReport,
 }
 
 /// What a run of the prepared send needs besides the prepared parts: what differs between a
@@ -76,13 +88,40 @@ pub struct RunParts {
 
 impl Prepared {
     /// The same send over a conversation the client supplies (the OpenAI facade): its messages
-    /// replace the stored history and its system messages follow our system prompt.
+    /// replace the stored history and its system messages follow our system prompt. Its oldest
+    /// turns are left out, with a note, when it does not fit the model's window; nothing of it is
+    /// kept, so there is no summary.
     pub fn over_client_conversation(mut self, conversation: FacadeHistory) -> Self {
+        let counter = &self.budget.counter;
+        let mut room = self.budget.room;
         for note in &conversation.system {
             self.composed.system.push_str("\n\n");
             self.composed.system.push_str(note);
+            room = room.saturating_sub(counter.text(note) + 2);
         }
-        self.history = conversation.messages;
+        let units = promptgate_turn::window::units(&conversation.messages, counter);
+        let keep = promptgate_turn::window::keep_from(&units, room);
+        let mut messages = conversation.messages;
+        let history = messages.split_off(keep);
+        if keep > 0 {
+            let block = promptgate_core::prompt::earlier_block(&promptgate_core::prompt::Earlier {
+                covered: keep as u64,
+                summarised: 0,
+                summary: None,
+            });
+            let (system, stable) = with_earlier(
+                std::mem::take(&mut self.composed.system),
+                self.system_stable_len,
+                Some(&block),
+            );
+            self.composed.system = system;
+            self.system_stable_len = stable;
+            self.report.dropped_messages = keep as u64;
+        }
+        self.report.sent_messages = history.len() as u64;
+        self.report.prompt_tokens =
+            (self.budget.fixed + promptgate_turn::window::tokens_from(&units, keep)) as u64;
+        self.history = history;
         self
     }
 
@@ -96,14 +135,16 @@ impl Prepared {
             history,
             state,
             workspace,
+            system_stable_len,
+            report,
             // Used before the plan is built: they decide `history` (see `Service::send`).
             harness_prompt: _,
             previous_answer: _,
+            budget: _,
+            earlier_tokens: _,
+            compacted: _,
         } = self;
         let profile = &model.profile;
-        let stable = &plan.parts.stable;
-        let system_stable_len =
-            (!stable.is_empty() && plan.system.starts_with(stable.as_str())).then_some(stable.len());
         let harness = model.engine == Engine::Harness;
         // The workspace's last changes are saved before whatever else the turn's end depends on.
         let mut on_end: Vec<Arc<dyn TurnEnd>> = Vec::new();
@@ -161,6 +202,7 @@ impl Prepared {
             },
             refusal: run.refusal,
             on_end,
+            start_metadata: report.metadata(),
         }
     }
 }
@@ -170,16 +212,19 @@ impl Prepared {
 pub(super) struct Asked<'a> {
     pub text: &'a str,
     pub planned: &'a Planned,
+    /// A send may compact its thread; a preview only says that the next send will.
+    pub mode: Mode,
 }
 
 /// A send whose client said nothing about the user or itself (the preview, the facade).
 static NOTHING_SAID: std::sync::LazyLock<Planned> = std::sync::LazyLock::new(Planned::default);
 
 impl<'a> Asked<'a> {
-    pub(super) fn without_notes(text: &'a str) -> Self {
+    pub(super) fn without_notes(text: &'a str, mode: Mode) -> Self {
         Self {
             text,
             planned: &NOTHING_SAID,
+            mode,
         }
     }
 }
@@ -188,12 +233,13 @@ impl<'a> Asked<'a> {
 pub struct PreparedSend {
     pub model: Model,
     pub composed: ComposedSend,
+    /// What the model would be shown of the thread.
+    pub context: ContextReport,
 }
 
 /// Stored messages as UI messages (`role` + `parts`), the shape the history conversion reads.
-fn ui_messages(history: &[Message]) -> Vec<Value> {
+fn ui_messages<'a>(history: impl Iterator<Item = &'a Message>) -> Vec<Value> {
     history
-        .iter()
         .map(|m| {
             let role = match m.role {
                 promptgate_store::Role::User => "user",
@@ -219,11 +265,19 @@ impl Service {
         }
         let text = message_text.map(str::to_owned).unwrap_or_default();
         let prepared = self
-            .prepare_with_text(user_id, ctx, model, &provider, None, Asked::without_notes(&text))
-            .await;
+            .prepare_with_text(
+                user_id,
+                ctx,
+                model,
+                &provider,
+                None,
+                Asked::without_notes(&text, Mode::Preview),
+            )
+            .await?;
         Ok(PreparedSend {
             model: prepared.model,
             composed: prepared.composed,
+            context: prepared.report,
         })
     }
 
@@ -235,15 +289,21 @@ impl Service {
         provider: &ModelProvider,
         state: Option<&Arc<TurnState>>,
         planned: &Planned,
-    ) -> Prepared {
-        let text = last_user_text(&ui_messages(&ctx.history)).unwrap_or_default();
+    ) -> Result<Prepared, ServiceError> {
+        let newest_question = ctx.tail.messages.iter().rev().find(|m| m.role == Role::User);
+        let text = promptgate_turn::history::last_user_text(&ui_messages(newest_question.into_iter()))
+            .unwrap_or_default();
         self.prepare_with_text(
             user_id,
             ctx,
             model,
             provider,
             state,
-            Asked { text: &text, planned },
+            Asked {
+                text: &text,
+                planned,
+                mode: Mode::Send,
+            },
         )
         .await
     }
@@ -257,10 +317,11 @@ impl Service {
         provider: &ModelProvider,
         state: Option<&Arc<TurnState>>,
         asked: Asked<'_>,
-    ) -> Prepared {
+    ) -> Result<Prepared, ServiceError> {
         let Asked {
             text: last_user_text,
             planned,
+            mode,
         } = asked;
         let notes = &planned.notes;
         // Offer only what this deployment can run, so the prompt never promises a missing tool.
@@ -303,31 +364,67 @@ impl Service {
         });
         let (executors, workspace) = self.executors(user_id, &ctx, &plan, &mcp_configs, &state).await;
         let (tools, offered) = executors.attach(plan.tools.clone());
-        let plan = ComposedSend {
+        let mut plan = ComposedSend {
             tools: offered,
             ..plan
         };
         let options = HistoryOptions {
             images: model.supports_images,
         };
-        let messages = ui_messages(&ctx.history);
-        let previous_answer = ctx
-            .history
+        let budget = Budget::new(
+            &self.config.context,
+            &self.token_counters,
+            &model,
+            &plan.system,
+            &plan.tools,
+        );
+        let stable = &plan.parts.stable;
+        let stable_len =
+            (!stable.is_empty() && plan.system.starts_with(stable.as_str())).then_some(stable.len());
+        let window = match &ctx.thread {
+            Some(thread) => {
+                let tail = std::mem::take(&mut ctx.tail);
+                self.window((user_id, thread.id.as_str()), tail, &budget, options, mode)
+                    .await?
+            }
+            None => Window::empty(),
+        };
+        let block = window.earlier_block();
+        let earlier_tokens = block.as_ref().map_or(0, |b| budget.counter.text(b) + 2);
+        let (system, system_stable_len) =
+            with_earlier(std::mem::take(&mut plan.system), stable_len, block.as_deref());
+        plan.system = system;
+        let report = ContextReport::of(&budget, &window, earlier_tokens);
+        let previous_answer = window
+            .messages
             .iter()
             .rev()
-            .find(|m| m.role == promptgate_store::Role::Assistant)
-            .map(|m| m.id.clone());
-        let (history, harness_prompt) = match (model.engine, messages.split_last()) {
-            (Engine::Harness, Some((last, earlier))) if last["role"] == "user" => {
-                let prompt =
-                    promptgate_turn::harness::prompt_message(last, &plan.skill_instructions, options);
-                let mut history = promptgate_turn::harness::seed_turns(earlier);
-                history.extend(prompt.clone());
-                (history, prompt)
+            .find(|(m, _)| m.role == Role::Assistant)
+            .map(|(m, _)| m.id.clone());
+        let compacted = window.compacted;
+        let harness_question = model.engine == Engine::Harness
+            && window.messages.last().is_some_and(|(m, _)| m.role == Role::User);
+        let (history, harness_prompt) = if harness_question {
+            let messages = ui_messages(window.messages.iter().map(|(m, _)| m));
+            match messages.split_last() {
+                Some((last, earlier)) => {
+                    let prompt =
+                        promptgate_turn::harness::prompt_message(last, &plan.skill_instructions, options);
+                    let mut history = promptgate_turn::harness::seed_turns(earlier);
+                    history.extend(prompt.clone());
+                    (history, prompt)
+                }
+                None => (Vec::new(), None),
             }
-            _ => (to_model_messages(&messages, options), None),
+        } else {
+            let history = window
+                .messages
+                .into_iter()
+                .flat_map(|(_, costed)| costed.model)
+                .collect();
+            (history, None)
         };
-        Prepared {
+        Ok(Prepared {
             model,
             composed: plan,
             tools,
@@ -336,7 +433,12 @@ impl Service {
             harness_prompt,
             previous_answer,
             workspace,
-        }
+            system_stable_len,
+            budget,
+            earlier_tokens,
+            compacted,
+            report,
+        })
     }
 
     /// Every enabled MCP server, in order; a failed server keeps its place with no tools.

@@ -18,6 +18,10 @@ pub use crate::encoding::StreamEncoding;
 pub use crate::feed::OnDisconnect;
 pub use crate::harness::DEFAULT_KEPT_HARNESSES;
 pub use crate::integrations::{GoogleSetup, MicrosoftSetup};
+pub use crate::window::{
+    ContextSettings, DEFAULT_ANSWER_RESERVE_TOKENS, DEFAULT_KEPT_AFTER_COMPACTION,
+    DEFAULT_SUMMARY_MAX_TOKENS, DEFAULT_SUMMARY_TIMEOUT, DEFAULT_WINDOW_TOKENS,
+};
 pub use promptgate_llm::{ANTHROPIC_BASE_URL, ANTHROPIC_MAX_TOKENS, ThinkingMode, Timeouts};
 pub use promptgate_mcp::{AddressPolicy, DEFAULT_CALL_TIMEOUT, DEFAULT_DISCOVERY_TIMEOUT, HubSettings};
 pub use promptgate_store::Backend;
@@ -53,6 +57,8 @@ pub struct ServiceConfig {
     pub workspace: WorkspaceLimits,
     /// Threads whose harness transcript this instance keeps in memory.
     pub kept_harnesses: usize,
+    /// How a send fits its thread to the model's context window.
+    pub context: ContextSettings,
 }
 
 impl Default for ServiceConfig {
@@ -68,6 +74,7 @@ impl Default for ServiceConfig {
             instance: InstanceConfig::default(),
             workspace: WorkspaceLimits::default(),
             kept_harnesses: DEFAULT_KEPT_HARNESSES,
+            context: ContextSettings::default(),
         }
     }
 }

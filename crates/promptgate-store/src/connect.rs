@@ -117,6 +117,12 @@ const MIGRATIONS: &[SchemaVersion] = &[
         )),
     },
     SchemaVersion {
+        version: 11,
+        name: "thread context",
+        postgres: include_str!("../../../migrations/postgres/0011_thread_context.sql"),
+        sqlite: Some(include_str!("../../../migrations/sqlite/0011_thread_context.sql")),
+    },
+    SchemaVersion {
         version: 13,
         name: "user-scoped search",
         postgres: include_str!("../../../migrations/postgres/0013_user_scoped_search.sql"),

@@ -1,17 +1,24 @@
 use promptgate_core::settings::Project;
 
 use crate::connect::Store;
+use crate::conversation::ThreadTail;
 use crate::error::Result;
-use crate::messages::message_from;
 use crate::observed::Observed;
 use crate::projects::thread_from;
-use crate::types::{Message, SendContext, Thread, current_conversation};
+use crate::tail::{TAIL_COLS, tail_message_from};
+use crate::types::{SendContext, Thread, ThreadContext};
 use crate::util::Cols;
+
+/// Messages the first read of a send takes from the end of its thread. Most threads are shorter,
+/// so one read holds them whole; a longer one is read further back only as far as its model's
+/// window needs.
+pub const FIRST_PAGE: usize = 64;
 
 impl Store {
     /// Everything one send needs, with the model `requested` (else the user's default model, else
-    /// `server_default`). The user's setup comes from [`Store::user_setup`]; it, the thread and the
-    /// history are read concurrently. Without a `thread_id` (a stateless completion) no thread is read.
+    /// `server_default`). The user's setup comes from [`Store::user_setup`]; it, the thread with its
+    /// newest messages, and the record of its compacted part are read concurrently. Without a
+    /// `thread_id` (a stateless completion) no thread is read.
     pub async fn load_send_context(
         &self,
         user: &str,
@@ -19,11 +26,11 @@ impl Store {
         requested_model: Option<&str>,
         server_default: &str,
     ) -> Result<SendContext> {
-        let (setup, (thread, project, sibling_count, history)) =
+        let (setup, (thread, project, sibling_count, tail)) =
             futures::try_join!(self.user_setup(user), async {
                 match thread_id {
                     Some(thread_id) => self.thread_with_history(user, thread_id).await,
-                    None => Ok((None, None, 0, Vec::new())),
+                    None => Ok((None, None, 0, ThreadTail::default())),
                 }
             },)?;
         let model_id = requested_model
@@ -40,36 +47,42 @@ impl Store {
             sibling_count,
             skills: setup.skills.clone(),
             mcp_servers: setup.mcp_servers.clone(),
-            history,
+            tail,
         })
     }
 
-    /// The thread, its project, how many other threads that project has, and the thread's current
-    /// conversation, in one statement: a send reads them all before its first byte, and a round
-    /// trip per part would be paid by every send. The thread's columns repeat on each message row;
-    /// the sibling count is a subquery of its own, computed once whatever the history's length.
+    /// The thread, its project, how many other threads that project has, the record of its compacted
+    /// part and its newest [`FIRST_PAGE`] messages, in one statement: a send reads them all before
+    /// its first byte, and a round trip per part would be paid by every send. The thread's columns
+    /// repeat on each message row; the sibling count is a subquery of its own, computed once whatever
+    /// the history's length; the record (its summary may be long) comes with the newest row only.
     async fn thread_with_history(
         &self,
         user: &str,
         thread_id: &str,
-    ) -> Result<(Option<Thread>, Option<Project>, u32, Vec<Message>)> {
-        let rows = sqlx::query(
+    ) -> Result<(Option<Thread>, Option<Project>, u32, ThreadTail)> {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
             "WITH t AS (SELECT user_id, id, project_id, title, created_at, updated_at FROM threads \
-             WHERE user_id = $1 AND id = $2) \
+             WHERE user_id = $1 AND id = $2), \
+             m AS (SELECT {TAIL_COLS} FROM messages m WHERE m.user_id = $1 AND m.thread_id = $2 \
+             ORDER BY m.seq DESC LIMIT $3) \
              SELECT t.id, t.project_id, t.title, t.created_at, t.updated_at, p.id, p.name, \
              p.instructions, (SELECT COUNT(*) FROM threads s JOIN t o ON s.user_id = o.user_id \
              AND s.project_id = o.project_id AND s.id <> o.id), \
-             m.id, m.thread_id, m.role, m.parts, m.metadata, m.status, m.created_at, m.seq \
+             c.through_seq, c.covered, c.summarised, c.summary, c.created_at, m.* \
              FROM t LEFT JOIN projects p ON p.id = t.project_id AND p.user_id = t.user_id \
-             LEFT JOIN messages m ON m.user_id = t.user_id AND m.thread_id = t.id ORDER BY m.seq",
-        )
+             LEFT JOIN m ON 1 = 1 \
+             LEFT JOIN thread_contexts c ON c.user_id = t.user_id AND c.thread_id = t.id \
+             AND (m.seq IS NULL OR m.seq = (SELECT MAX(seq) FROM m)) ORDER BY m.seq"
+        )))
         .bind(user)
         .bind(thread_id)
+        .bind(i64::try_from(FIRST_PAGE).unwrap_or(i64::MAX))
         .fetch_all(&self.pool)
         .observed("context.thread_with_history")
         .await?;
         let Some(first) = rows.first() else {
-            return Ok((None, None, 0, Vec::new()));
+            return Ok((None, None, 0, ThreadTail::default()));
         };
         let thread = thread_from(first, 0)?;
         let project = match first.opt_text(5)? {
@@ -81,13 +94,28 @@ impl Store {
             None => None,
         };
         let siblings = u32::try_from(first.int(8)?).unwrap_or(u32::MAX);
-        let mut history = Vec::with_capacity(rows.len());
+        let mut messages = Vec::with_capacity(rows.len());
+        let mut context = None;
         for row in &rows {
+            if let Some(through_seq) = row.opt_int(9)? {
+                context = Some(ThreadContext {
+                    through_seq,
+                    covered: row.int(10)?,
+                    summarised: row.int(11)?,
+                    summary: row.opt_text(12)?,
+                    created_at: row.int(13)?,
+                });
+            }
             // A thread without messages comes back as one row whose message columns are NULL.
-            if row.opt_text(9)?.is_some() {
-                history.push(message_from(row, 9)?);
+            if row.opt_text(14)?.is_some() {
+                messages.push(tail_message_from(row, 14)?);
             }
         }
-        Ok((Some(thread), project, siblings, current_conversation(history)))
+        let tail = ThreadTail {
+            from_start: messages.len() < FIRST_PAGE,
+            messages,
+            context,
+        };
+        Ok((Some(thread), project, siblings, tail))
     }
 }

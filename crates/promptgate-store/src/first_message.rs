@@ -103,6 +103,6 @@ impl Store {
                 1
             }
         };
-        Ok((thread.stored(t, now), message.stored(&first, now, seq)))
+        Ok((thread.stored(t, now), message.stored(&first, now, seq, None)))
     }
 }

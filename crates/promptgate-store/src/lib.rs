@@ -15,6 +15,7 @@
 mod artifacts;
 mod connect;
 mod context;
+mod conversation;
 mod error;
 mod first_message;
 mod handoffs;
@@ -32,6 +33,7 @@ mod secrets;
 mod settings;
 mod setup;
 mod skills;
+mod tail;
 mod tasks;
 mod thread_search;
 mod turn_claims;
@@ -44,6 +46,8 @@ mod workspace;
 pub mod testing;
 
 pub use connect::{Backend, Store};
+pub use context::FIRST_PAGE;
+pub use conversation::{Resolution, ThreadTail, current_conversation, resolve};
 pub use error::{Result, StoreError};
 pub use handoffs::HandoffLimits;
 pub use listener::{APPLICATION_NAME as LISTENER_APPLICATION_NAME, CHANNEL as CHANGES_CHANNEL};

@@ -62,6 +62,7 @@ pub(crate) fn message_from(row: &AnyRow, at: usize) -> Result<Message> {
         status,
         created_at: row.int(at + 6)?,
         seq: row.int(at + 7)?,
+        edit_of: None,
     })
 }
 
@@ -120,7 +121,7 @@ impl MessageRow {
     }
 
     /// The message as stored at `seq`.
-    pub(crate) fn stored(&self, m: &NewMessage, created_at: i64, seq: i64) -> Message {
+    pub(crate) fn stored(&self, m: &NewMessage, created_at: i64, seq: i64, edit_of: Option<i64>) -> Message {
         Message {
             id: self.id.clone(),
             thread_id: m.thread_id.clone(),
@@ -130,6 +131,7 @@ impl MessageRow {
             status: m.status,
             created_at,
             seq,
+            edit_of,
         }
     }
 }
@@ -186,11 +188,14 @@ impl Store {
             let inserted = row
                 .bind(
                     sqlx::query(sqlx::AssertSqlSafe(format!(
-                        "INSERT INTO messages ({MESSAGE_INSERT_COLS}) \
+                        "INSERT INTO messages ({MESSAGE_INSERT_COLS}, edit_of) \
                          SELECT t.user_id, $2, t.id, \
                          (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE user_id = $1 AND thread_id = $3), \
-                         $4, $5, $6, $7, $8, $9, $10 FROM threads t WHERE t.user_id = $1 AND t.id = $3 \
-                         RETURNING seq"
+                         $4, $5, $6, $7, $8, $9, $10, \
+                         CASE WHEN $4 = 'user' THEN (SELECT MAX(seq) FROM messages \
+                         WHERE user_id = $1 AND thread_id = $3 AND id = $2 AND role = 'user') END \
+                         FROM threads t WHERE t.user_id = $1 AND t.id = $3 \
+                         RETURNING seq, edit_of"
                     ))),
                     user,
                     &m.thread_id,
@@ -201,7 +206,9 @@ impl Store {
                 .await;
             match inserted {
                 Ok(None) => return Err(StoreError::NotFound),
-                Ok(Some(stored)) => return Ok(row.stored(m, now, stored.int(0)?)),
+                Ok(Some(stored)) => {
+                    return Ok(row.stored(m, now, stored.int(0)?, stored.opt_int(1)?));
+                }
                 Err(e) => match StoreError::from(e) {
                     // Only the position is unique: another writer took it, so try the next one.
                     StoreError::Conflict(_) if attempt < APPEND_ATTEMPTS => continue,

@@ -6,11 +6,12 @@ use std::collections::HashSet;
 use serde_json::Value;
 
 use crate::connect::Store;
+use crate::conversation::current_conversation;
 use crate::error::{Result, StoreError};
 use crate::messages::{message_from, role_from};
 use crate::observed::Observed;
 use crate::projects::{THREAD_COLS, thread_from};
-use crate::types::{Message, Page, Thread, ThreadsAfter, current_conversation};
+use crate::types::{Message, Page, Thread, ThreadsAfter};
 use crate::util::{Cols, placeholders};
 
 const MESSAGE_COLS: &str = "m.id, m.thread_id, m.role, m.parts, m.metadata, m.status, m.created_at, m.seq";
@@ -184,5 +185,6 @@ fn outline_entry(thread_id: &str, seq: i64, id: String, role: &str) -> Result<Me
         status: None,
         created_at: 0,
         seq,
+        edit_of: None,
     })
 }

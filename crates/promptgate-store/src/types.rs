@@ -113,43 +113,26 @@ pub struct Message {
     pub created_at: i64,
     /// Position in the thread, starting at 1.
     pub seq: i64,
+    /// The position of the earlier user message this one edits (a user message whose id repeats
+    /// it). Reads of a thread's tail and appends fill it in; other reads leave it `None`.
+    pub edit_of: Option<i64>,
 }
 
-/// The thread as it now reads. A turn stores one answer per user message, so an answer directly
-/// followed by another answer was replaced by a regenerate (or an automatic retry): only the later
-/// one is part of the conversation. Likewise a user message whose id repeats an earlier user
-/// message of the thread is an edit of it: the edit takes that message's place and what followed
-/// the old version leaves the conversation. Replaced messages stay stored; the model and the
-/// default message listing see this view.
-pub fn current_conversation(messages: Vec<Message>) -> Vec<Message> {
-    // Every send reads its history through here; threads without an edit skip the search for one.
-    let mut seen = std::collections::HashSet::new();
-    let edited = messages
-        .iter()
-        .filter(|m| m.role == Role::User)
-        .any(|m| !seen.insert(m.id.as_str()));
-    drop(seen);
-    let mut current: Vec<Message> = Vec::with_capacity(messages.len());
-    for message in messages {
-        match message.role {
-            Role::Assistant => {
-                if current.last().is_some_and(|m| m.role == Role::Assistant) {
-                    current.pop();
-                }
-            }
-            Role::User if !edited => {}
-            Role::User => {
-                if let Some(at) = current
-                    .iter()
-                    .position(|m| m.role == Role::User && m.id == message.id)
-                {
-                    current.truncate(at);
-                }
-            }
-        }
-        current.push(message);
-    }
-    current
+/// What stands in for the older part of a thread in a send once the thread outgrew its model's
+/// context window: the conversation up to the stored message at `through_seq`, summarised or left
+/// out with a note.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadContext {
+    /// The position of the last stored message the record covers.
+    pub through_seq: i64,
+    /// Messages of the conversation up to there.
+    pub covered: i64,
+    /// How many of them (the newest) the summary was written from; 0 without a summary.
+    pub summarised: i64,
+    /// `None`: the covered messages are left out, and the model is told so.
+    pub summary: Option<String>,
+    /// Epoch milliseconds.
+    pub created_at: i64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -246,91 +229,6 @@ pub struct SendContext {
     pub skills: Vec<Skill>,
     /// Enabled MCP servers with what is needed to connect to them.
     pub mcp_servers: Vec<(McpServer, McpSecrets)>,
-    /// The thread's messages in order, without answers a regenerate replaced.
-    pub history: Vec<Message>,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn empty_object() -> Value {
-        Value::Object(serde_json::Map::new())
-    }
-
-    fn message(id: &str, role: Role) -> Message {
-        Message {
-            id: id.to_owned(),
-            thread_id: "t".to_owned(),
-            role,
-            parts: Value::Array(Vec::new()),
-            metadata: empty_object(),
-            status: None,
-            created_at: 0,
-            seq: 0,
-        }
-    }
-
-    fn ids(messages: &[Message]) -> Vec<&str> {
-        messages.iter().map(|m| m.id.as_str()).collect()
-    }
-
-    #[test]
-    fn only_the_last_of_consecutive_answers_is_current() {
-        let stored = vec![
-            message("u1", Role::User),
-            message("a1", Role::Assistant),
-            message("a1-again", Role::Assistant),
-            message("a1-third", Role::Assistant),
-            message("u2", Role::User),
-            message("a2", Role::Assistant),
-        ];
-        assert_eq!(ids(&current_conversation(stored)), ["u1", "a1-third", "u2", "a2"]);
-    }
-
-    #[test]
-    fn an_edited_message_replaces_its_old_version_and_what_followed() {
-        let mut stored = vec![
-            message("u1", Role::User),
-            message("a1", Role::Assistant),
-            message("u2", Role::User),
-            message("a2", Role::Assistant),
-            message("u1", Role::User),
-            message("a1-edited", Role::Assistant),
-        ];
-        for (seq, m) in (0..).zip(stored.iter_mut()) {
-            m.seq = seq;
-        }
-        let current = current_conversation(stored);
-        assert_eq!(ids(&current), ["u1", "a1-edited"]);
-        assert_eq!(current[0].seq, 4, "the edit, not the old version");
-    }
-
-    #[test]
-    fn an_edit_after_a_regenerate_still_cuts_at_the_edited_message() {
-        let stored = vec![
-            message("u1", Role::User),
-            message("a1", Role::Assistant),
-            message("u2", Role::User),
-            message("a2", Role::Assistant),
-            message("a2-again", Role::Assistant),
-            message("u2", Role::User),
-            message("a2-edited", Role::Assistant),
-        ];
-        assert_eq!(
-            ids(&current_conversation(stored)),
-            ["u1", "a1", "u2", "a2-edited"]
-        );
-    }
-
-    #[test]
-    fn user_messages_in_a_row_are_all_kept() {
-        // A send whose turn failed before storing an answer leaves two user messages in a row.
-        let stored = vec![
-            message("u1", Role::User),
-            message("u2", Role::User),
-            message("a2", Role::Assistant),
-        ];
-        assert_eq!(ids(&current_conversation(stored)), ["u1", "u2", "a2"]);
-    }
+    /// The thread's newest messages, as far back as the first read of a send goes.
+    pub tail: crate::ThreadTail,
 }

@@ -8,6 +8,7 @@
 //! - [`engine`]: the loop itself ([`run_turn`]).
 //! - [`client_tools`]: tools the client runs, and the steps kept across a hand-off to it.
 //! - [`facade`]: an OpenAI chat-completions request's messages as the turn's history.
+//! - [`window`]: the newest whole turns of a conversation that fit a context window.
 //!
 //! # Running a turn
 //!
@@ -33,6 +34,7 @@ pub mod harness;
 pub mod history;
 pub mod message;
 pub mod ui;
+pub mod window;
 
 pub use client_tools::{ClientToolCall, ClientToolChoice, ClientTools, Handoff, HandoffKeeper};
 pub use engine::{
@@ -57,4 +59,8 @@ pub enum TurnError {
     /// The turn failed; the text is safe to show to the user.
     #[error("{0}")]
     Failed(String),
+    /// The turn failed because the conversation does not fit the model's context window
+    /// (`context_too_long`); the text is safe to show to the user.
+    #[error("{0}")]
+    ContextTooLong(String),
 }

@@ -21,6 +21,7 @@
 mod compose;
 mod context;
 mod date_line;
+mod earlier;
 mod notes;
 pub mod nudges;
 mod project;
@@ -36,6 +37,7 @@ pub use compose::{
     compose_legacy,
 };
 pub use date_line::{date_line, resolve_time_zone};
+pub use earlier::{Earlier, SUMMARISER_INSTRUCTIONS, earlier_block, summariser_task};
 pub use notes::{
     AskAnswer, AskResponse, NotesInput, VOICE_MODE_NOTE, format_ask_responses_note, volatile_notes,
 };

@@ -345,10 +345,11 @@ pub(crate) fn error_event(event: &Value) -> LlmError {
         .unwrap_or_default();
     let message =
         provider_error::message_from_json(event).unwrap_or_else(|| preview(&event.to_string()).to_owned());
-    LlmError::Status {
-        status: status_of(error_type),
-        message: provider_error::sanitise(&message, None),
-    }
+    provider_error::refusal(
+        status_of(error_type),
+        Some(event),
+        provider_error::sanitise(&message, None),
+    )
 }
 
 fn preview(data: &str) -> &str {

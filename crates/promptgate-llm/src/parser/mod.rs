@@ -195,10 +195,11 @@ impl ChunkParser {
 pub(crate) fn in_stream_error(value: &Value) -> LlmError {
     let message =
         provider_error::message_from_json(value).unwrap_or_else(|| preview(&value.to_string()).to_owned());
-    LlmError::Status {
-        status: provider_error::status_from_json(value).unwrap_or(502),
-        message: provider_error::sanitise(&message, None),
-    }
+    provider_error::refusal(
+        provider_error::status_from_json(value).unwrap_or(502),
+        Some(value),
+        provider_error::sanitise(&message, None),
+    )
 }
 
 /// The start of a payload, for error messages.

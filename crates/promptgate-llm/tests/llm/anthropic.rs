@@ -317,3 +317,39 @@ async fn the_conversation_prefix_of_a_later_send_carries_a_breakpoint() {
         ])
     );
 }
+
+#[tokio::test]
+async fn a_prompt_too_long_for_claude_is_told_apart_from_other_refusals() {
+    let upstream = upstream().await;
+    upstream.push(anthropic::refusal(
+        400,
+        "invalid_request_error",
+        "prompt is too long: 215012 tokens > 200000 maximum",
+    ));
+    upstream.push(anthropic::refusal(
+        413,
+        "request_too_large",
+        "Request exceeds the maximum allowed number of bytes.",
+    ));
+    upstream.push(anthropic::refusal(
+        400,
+        "invalid_request_error",
+        "messages: roles must alternate",
+    ));
+    let model = client(&upstream, ThinkingMode::Adaptive);
+    let long = run(&model, ask("a")).await.error;
+    assert_eq!(
+        long,
+        Some(LlmError::ContextTooLong(
+            "prompt is too long: 215012 tokens > 200000 maximum".into()
+        ))
+    );
+    assert!(matches!(
+        run(&model, ask("b")).await.error,
+        Some(LlmError::ContextTooLong(_))
+    ));
+    assert!(matches!(
+        run(&model, ask("c")).await.error,
+        Some(LlmError::Status { status: 400, .. })
+    ));
+}

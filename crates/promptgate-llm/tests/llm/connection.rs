@@ -273,3 +273,43 @@ async fn a_redirect_is_a_refusal_not_a_second_request() {
         "the request is not re-sent to where the provider points"
     );
 }
+
+#[tokio::test]
+async fn a_prompt_longer_than_the_window_is_told_apart_from_other_refusals() {
+    let upstream = upstream().await;
+    // OpenAI's shape: 400 with the code `context_length_exceeded`.
+    let openai = serde_json::json!({"error": {
+        "message": "This model's maximum context length is 128000 tokens. However, your messages resulted in 130512 tokens.",
+        "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}});
+    upstream.push(Script::new().step(Step::Status(400, openai.to_string())));
+    // A server that copies OpenAI's wording but not its code (vLLM).
+    upstream.push(Script::status(
+        400,
+        "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens.",
+    ));
+    // Other 400s and a rate limit counted in tokens stay what they are.
+    upstream.push(Script::status(400, "Invalid value for 'temperature'"));
+    upstream.push(Script::status(
+        429,
+        "Rate limit reached: too many tokens per min, context length of 8192",
+    ));
+    let model = client(&upstream);
+
+    let exceeded = run(&model, ask("q")).await.error;
+    assert!(
+        matches!(&exceeded, Some(LlmError::ContextTooLong(message)) if message.contains("128000 tokens")),
+        "{exceeded:?}"
+    );
+    assert!(matches!(
+        run(&model, ask("q")).await.error,
+        Some(LlmError::ContextTooLong(_))
+    ));
+    assert!(matches!(
+        run(&model, ask("q")).await.error,
+        Some(LlmError::Status { status: 400, .. })
+    ));
+    assert!(matches!(
+        run(&model, ask("q")).await.error,
+        Some(LlmError::Status { status: 429, .. })
+    ));
+}

@@ -12,6 +12,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt};
+use promptgate_service::events::TurnError;
 use promptgate_service::events::TurnEvent;
 use promptgate_service::facade::{ClientToolChoice, ToolDefinition, ToolInput, client_tools, facade_history};
 use promptgate_service::{CompletionRequest, SendHandle};
@@ -128,6 +129,12 @@ async fn completions(
     };
     match response.finish_json() {
         Ok(body) => Ok(Completion::Whole(body)),
+        // The client's conversation is what does not fit: its request, not the upstream, is at fault.
+        Err(err @ TurnError::ContextTooLong(_)) => Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            promptgate_service::events::CONTEXT_TOO_LONG,
+            err.to_string(),
+        )),
         Err(err) => Err(ApiError::new(
             StatusCode::BAD_GATEWAY,
             "upstream_error",

@@ -15,7 +15,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
-use promptgate_service::events::TurnEvent;
+use promptgate_service::events::{TurnError, TurnEvent};
 use promptgate_service::facade::{messages_history, messages_tools};
 use promptgate_service::{CompletionRequest, SendHandle};
 use schemars::JsonSchema;
@@ -53,8 +53,9 @@ pub fn routes() -> ApiRouter<AppState> {
             "/v1/messages/count_tokens",
             post_with(count_tokens, |op| {
                 op.summary("Estimate a Messages request's input tokens").description(
-                    "`{\"input_tokens\": N}`: about how many tokens the model would be sent for this request, \
-                     the server's prompt and tools included (an estimate of about four characters a token).",
+                    "`{\"input_tokens\": N}`: how many tokens the model would be sent for this request, the \
+                     server's prompt and tools included, counted as a send counts them (the model's tokenizer \
+                     for OpenAI's models, else an estimate on the high side).",
                 )
             }),
         )
@@ -123,10 +124,20 @@ async fn messages(
     let whole = super::completions::read_whole(&state, WholeMessage::new(identity), events)
         .await
         .ok_or_else(ApiError::internal)?;
-    whole
-        .finish_json()
-        .map(Message::Whole)
-        .map_err(|err| ApiError::new(StatusCode::BAD_GATEWAY, "upstream_error", err.to_string()))
+    match whole.finish_json() {
+        Ok(body) => Ok(Message::Whole(body)),
+        // The client's conversation is what does not fit: its request is at fault (a 400 here).
+        Err(err @ TurnError::ContextTooLong(_)) => Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            promptgate_service::events::CONTEXT_TOO_LONG,
+            err.to_string(),
+        )),
+        Err(err) => Err(ApiError::new(
+            StatusCode::BAD_GATEWAY,
+            "upstream_error",
+            err.to_string(),
+        )),
+    }
 }
 
 impl super::completions::Fold for WholeMessage {

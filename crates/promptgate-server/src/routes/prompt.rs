@@ -19,7 +19,9 @@ pub fn routes() -> ApiRouter<AppState> {
         get_with(preview, |op| {
             op.summary("The prompt and toolset a send to this thread would use now").description(
                 "`stable` is byte-identical between sends until a setting changes; `volatile` is the date line; \
-                 `system` is what the model receives for its engine; `notes` are the per-send notes.",
+                 `system` is what the model receives for its engine (with the summary of the thread's older \
+                 part, if it has one); `notes` are the per-send notes; `context` says how much of the thread \
+                 the model would see.",
             )
         }),
     )
@@ -47,6 +49,30 @@ pub struct PromptPreview {
     pub tools: Vec<ToolSpec>,
     pub has_web_tools: bool,
     pub harness_signature: String,
+    pub context: PreviewContext,
+}
+
+/// How much of the thread the model would see: the newest turns that fit its context window, after
+/// a summary of the older part or a note that it is left out.
+#[derive(Serialize, JsonSchema)]
+pub struct PreviewContext {
+    /// How tokens are counted for this model: `o200k_base`, `cl100k_base` or `estimate`.
+    pub tokenizer: String,
+    /// The model's context window, in tokens.
+    pub window_tokens: u64,
+    /// The prompt as counted: system prompt, tools, the older part's block and the messages.
+    pub prompt_tokens: u64,
+    /// Messages of the thread sent as they are.
+    pub sent_messages: u64,
+    /// Older messages the summary stands in for.
+    pub summarised_messages: u64,
+    /// Older messages the model sees nothing of.
+    pub dropped_messages: u64,
+    /// The summary of the older part, as the model reads it.
+    pub summary: Option<String>,
+    /// The thread has outgrown the window: the next send compacts it (summarises or leaves out
+    /// older turns) before it asks the model.
+    pub compaction_due: bool,
 }
 
 async fn preview(
@@ -65,7 +91,18 @@ async fn preview(
         )
         .await?;
     let plan = prepared.composed;
+    let context = prepared.context;
     Ok(Json(PromptPreview {
+        context: PreviewContext {
+            tokenizer: context.tokenizer.to_owned(),
+            window_tokens: context.window_tokens,
+            prompt_tokens: context.prompt_tokens,
+            sent_messages: context.sent_messages,
+            summarised_messages: context.summarised_messages,
+            dropped_messages: context.dropped_messages,
+            summary: context.summary,
+            compaction_due: context.compaction_due,
+        },
         model: prepared.model.id,
         stable: plan.parts.stable,
         volatile: plan.parts.volatile,

@@ -338,8 +338,16 @@ impl Gateway {
     /// Waits until the thread has `expected` messages and no answer is still `streaming` (the answer
     /// row exists from the turn's start; a turn ended by a disconnect stores its end a moment later).
     pub async fn stored_messages(&self, thread: &str, expected: usize) -> Value {
+        // One page holds at most the largest page size (200 by default): enough for every thread a
+        // test writes.
+        assert!(
+            expected <= 200,
+            "a thread of {expected} messages needs more than one page"
+        );
         for _ in 0..200 {
-            let (_, messages) = self.get(&format!("/v1/threads/{thread}/messages")).await;
+            let (_, messages) = self
+                .get(&format!("/v1/threads/{thread}/messages?limit=200"))
+                .await;
             if messages
                 .as_array()
                 .is_some_and(|m| m.len() >= expected && m.iter().all(|m| m["status"] != "streaming"))

@@ -10,6 +10,7 @@ mod chat_stream;
 mod client_tools;
 mod common;
 mod completions;
+mod context_window;
 mod eval_cli;
 mod exposure;
 mod harness_thread;

@@ -45,11 +45,23 @@ pub async fn thread(store: &Store, user: &str, id: &str, project: Option<&str>, 
 }
 
 pub async fn say(store: &Store, user: &str, thread: &str, role: Role, words: &str) -> Message {
+    say_with_id(store, user, thread, None, role, words).await
+}
+
+/// [`say`] under a message id of the caller's (the same id again is an edit).
+pub async fn say_with_id(
+    store: &Store,
+    user: &str,
+    thread: &str,
+    id: Option<&str>,
+    role: Role,
+    words: &str,
+) -> Message {
     store
         .append_message(
             user,
             &NewMessage {
-                id: None,
+                id: id.map(str::to_owned),
                 thread_id: thread.to_owned(),
                 role,
                 parts: text(words),

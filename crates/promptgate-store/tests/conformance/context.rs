@@ -54,17 +54,18 @@ conformance! {
         assert_eq!(ctx.mcp_servers.len(), 1);
         assert_eq!(ctx.mcp_servers[0].0, server);
         assert_eq!(ctx.mcp_servers[0].1.bearer_token.as_deref(), Some("t"));
-        assert_eq!(ctx.history, vec![first, second]);
+        assert_eq!(ctx.tail.messages, vec![first, second]);
+        assert!(ctx.tail.from_start && ctx.tail.context.is_none());
 
         let loose = store.load_send_context(&alice, Some("loose"), Some("missing-model"), "demo").await.unwrap();
-        assert!(loose.model.is_none() && loose.project.is_none() && loose.history.is_empty());
+        assert!(loose.model.is_none() && loose.project.is_none() && loose.tail.messages.is_empty());
         assert_eq!(loose.model_id, "missing-model");
         assert_eq!(loose.sibling_count, 0);
         assert!(loose.thread.is_some());
 
         // A thread that does not exist yet (or is someone else's) loads as absent, with the user's defaults.
         let fresh = store.load_send_context(&bob, Some("main"), None, "demo").await.unwrap();
-        assert!(fresh.thread.is_none() && fresh.project.is_none() && fresh.history.is_empty());
+        assert!(fresh.thread.is_none() && fresh.project.is_none() && fresh.tail.messages.is_empty());
         assert_eq!(fresh.settings, UserSettings::default());
         assert!(fresh.skills.is_empty() && fresh.mcp_servers.is_empty());
         assert!(fresh.model.is_some(), "system models are everyone's");
@@ -94,7 +95,7 @@ async fn setup_changes_reach_the_next_send(db: &promptgate_store::testing::TestD
     assert_eq!(first.model_id, "demo", "no user default: the server's");
     assert_eq!(first.model.unwrap().name, "Model demo");
     assert!(
-        first.thread.is_none() && first.history.is_empty(),
+        first.thread.is_none() && first.tail.messages.is_empty(),
         "no thread id reads no thread"
     );
 

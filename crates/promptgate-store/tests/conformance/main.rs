@@ -24,6 +24,7 @@ mod secrets;
 mod skills;
 mod sqlite_only;
 mod storage;
+mod tail;
 mod tasks;
 mod thread_search;
 mod turn_claims;

@@ -27,7 +27,7 @@ pub use plan::{
     ToolTitles, TurnEnd, TurnHooks, TurnLimits, TurnOutcome, TurnPlan, TurnStatus,
 };
 pub use tools::ToolCache;
-pub use turn::{EMPTY_ANSWER_TEXT, NOT_STORED_TEXT};
+pub use turn::{CONTEXT_TOO_LONG, CONTEXT_TOO_LONG_TEXT, EMPTY_ANSWER_TEXT, NOT_STORED_TEXT};
 
 use crate::ui::TurnEvent;
 

@@ -337,6 +337,9 @@ pub struct TurnPlan {
     pub recorder: Option<Arc<dyn AnswerRecorder>>,
     /// Owns the turn's task, so a shutdown can wait for every turn it stopped.
     pub tasks: tokio_util::task::TaskTracker,
+    /// Added to the metadata of the stream's `start` chunk: what was decided before the turn ran
+    /// (which part of the thread the model sees), so the answer carries it.
+    pub start_metadata: Map<String, Value>,
 }
 
 impl TurnPlan {
@@ -379,6 +382,7 @@ impl TurnPlan {
             record_message: true,
             recorder: None,
             tasks: tokio_util::task::TaskTracker::new(),
+            start_metadata: Map::new(),
         }
     }
 }

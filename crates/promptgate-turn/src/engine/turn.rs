@@ -30,6 +30,13 @@ pub const NOT_STORED_TEXT: &str = "This answer is not stored yet: the database d
      The gateway keeps trying; reload the conversation later before relying on it.";
 /// The turn's end when the model answered nothing, even when asked again.
 pub const EMPTY_ANSWER_TEXT: &str = "The model returned an empty answer. Please try again.";
+/// The error code of a turn whose prompt the provider found longer than the model's context window.
+pub const CONTEXT_TOO_LONG: &str = "context_too_long";
+/// What the user reads then: the history was already fitted, so what is left is the newest message
+/// (or the setup) itself, or a model whose window is smaller than it says.
+pub const CONTEXT_TOO_LONG_TEXT: &str = "The conversation does not fit this model's context window, even with \
+     older messages left out (context_too_long). Shorten the message or its attachments, start a new thread, \
+     or choose a model with a larger window.";
 /// The pause before asking again after an empty answer.
 const EMPTY_RETRY_DELAY: std::time::Duration = std::time::Duration::from_millis(250);
 const OVERSIZED_TEXT: &str = "invalid arguments: the arguments are longer than the gateway accepts (1 MiB)";
@@ -145,7 +152,10 @@ impl Turn {
     }
 
     pub(super) async fn run(mut self) -> TurnOutcome {
-        let metadata = json!({"modelId": self.plan.model_id, "turnId": self.plan.turn_id});
+        let mut metadata = json!({"modelId": self.plan.model_id, "turnId": self.plan.turn_id});
+        if let Some(object) = metadata.as_object_mut() {
+            object.extend(self.plan.start_metadata.clone());
+        }
         self.out
             .emit(UiChunk::Start {
                 message_id: Some(self.plan.message_id.clone()),
@@ -455,6 +465,15 @@ impl Turn {
             Err(Interrupt::Failed(err)) => {
                 tracing::warn!(error = %err, turn = %self.plan.turn_id, "model request failed");
                 self.abandon_calls(&state.calls, CUT_OFF_TEXT).await;
+                if let Some(code) = error_code(&err) {
+                    // The UI stream's error chunk has no field for it; the metadata does.
+                    let metadata = json!({"errorCode": code});
+                    self.out
+                        .emit(UiChunk::MessageMetadata {
+                            message_metadata: metadata,
+                        })
+                        .await;
+                }
                 StepEnd::Failed(user_facing_error(&err))
             }
             Ok(()) if state.calls.is_empty() => {
@@ -698,10 +717,20 @@ pub fn usage_metadata(usage: &Usage) -> Value {
     value
 }
 
+/// The machine-readable name of a failure a client may want to act on, sent as the answer's
+/// `errorCode` metadata (and by the OpenAI facade as the error's `code`).
+fn error_code(err: &LlmError) -> Option<&'static str> {
+    match err {
+        LlmError::ContextTooLong(_) => Some(CONTEXT_TOO_LONG),
+        _ => None,
+    }
+}
+
 /// A short explanation for the user. The details (provider messages, addresses) go to the log
 /// only, since they can carry internals.
 fn user_facing_error(err: &LlmError) -> String {
     match err {
+        LlmError::ContextTooLong(_) => CONTEXT_TOO_LONG_TEXT.to_owned(),
         LlmError::Connect(_) => "The model provider could not be reached. Please try again.".to_owned(),
         LlmError::Status { status: 429, .. } => {
             "The model provider is rate limiting requests. Please try again in a moment.".to_owned()
@@ -748,6 +777,7 @@ mod tests {
                 seconds: 30,
             },
             LlmError::Protocol(secret.into()),
+            LlmError::ContextTooLong(secret.into()),
         ];
         let texts: Vec<String> = errors.iter().map(user_facing_error).collect();
         for text in &texts {
@@ -758,5 +788,8 @@ mod tests {
         assert!(texts[2].contains("credentials"));
         assert!(texts[3].contains("HTTP 500"));
         assert!(texts[4].contains("in time"));
+        assert!(texts[6].contains("context_too_long") && !texts[6].contains("HTTP"));
+        assert_eq!(error_code(&errors[6]), Some(CONTEXT_TOO_LONG));
+        assert_eq!(error_code(&errors[1]), None);
     }
 }

@@ -1,16 +1,13 @@
 //! The turn seen through a facade: a client request's conversation and tools in the engine's terms.
 //! Each API's request reads into the same [`FacadeHistory`]: OpenAI chat completions' messages
 //! ([`request`]), the Anthropic Messages API's ([`messages`]); the tools a client defines are
-//! checked the same way for every API ([`tools`]), and [`estimate`] counts a request's input for
-//! the token-count endpoints. Encoding the turn's events as each API's response is the server's,
-//! which speaks HTTP to the client.
+//! checked the same way for every API ([`tools`]). Encoding the turn's events as each API's
+//! response is the server's, which speaks HTTP to the client.
 
-pub mod estimate;
 pub mod messages;
 pub mod request;
 pub mod tools;
 
-pub use estimate::estimate_input_tokens;
 pub use messages::{messages_history, messages_tools};
 pub use request::{FacadeHistory, facade_history};
 pub use tools::{ToolInput, client_tools};

@@ -1,0 +1,97 @@
+//! A long thread read backwards: the newest page with the send's context, older pages on demand,
+//! edits marked with the message they replace, and the record of a compacted older part.
+
+use crate::common::*;
+
+async fn say_as(store: &Store, user: &str, thread: &str, id: &str, role: Role, words: &str) -> Message {
+    say_with_id(store, user, thread, Some(id), role, words).await
+}
+
+conformance! {
+    async fn a_send_reads_the_newest_messages_first_and_older_ones_on_demand(store: &Store) {
+        let alice = user(store, "Alice").await;
+        store.seed_system_models(&[model("demo")]).await.unwrap();
+        thread(store, &alice, "long", None, None).await;
+        for n in 1..=150 {
+            let role = if n % 2 == 1 { Role::User } else { Role::Assistant };
+            say(store, &alice, "long", role, &format!("message {n}")).await;
+        }
+        let ctx = store.load_send_context(&alice, Some("long"), None, "demo").await.unwrap();
+        let tail = &ctx.tail;
+        assert!(!tail.from_start, "150 messages are more than one read");
+        assert_eq!(tail.messages.len(), 64);
+        assert_eq!(tail.oldest_seq(), Some(87));
+        assert_eq!(tail.messages.last().unwrap().parts, text("message 150"));
+
+        let older = store.thread_messages_before(&alice, "long", 87, 50, true).await.unwrap();
+        assert_eq!(older.iter().map(|m| m.seq).collect::<Vec<_>>(), (37..87).collect::<Vec<_>>());
+        assert_eq!(older[0].parts, text("message 37"));
+        let heads = store.thread_messages_before(&alice, "long", 37, 100, false).await.unwrap();
+        assert_eq!(heads.len(), 36, "the rest, as far as the thread goes");
+        assert_eq!(heads[0].seq, 1);
+        assert_eq!(heads[0].parts, json!([]), "a count needs no bodies");
+        assert_eq!(heads[0].role, Role::User);
+
+        // Another user reads nothing of it.
+        let bob = user(store, "Bob").await;
+        assert!(store.thread_messages_before(&bob, "long", 200, 10, true).await.unwrap().is_empty());
+    }
+
+    async fn an_edit_is_stored_with_the_position_of_the_message_it_replaces(store: &Store) {
+        let alice = user(store, "Alice").await;
+        thread(store, &alice, "t", None, None).await;
+        thread(store, &alice, "other", None, None).await;
+        let first = say_as(store, &alice, "t", "m1", Role::User, "Hi").await;
+        assert_eq!(first.edit_of, None);
+        say_as(store, &alice, "t", "a1", Role::Assistant, "Hello").await;
+        // The same id in another thread is no edit; an answer is never one.
+        assert_eq!(say_as(store, &alice, "other", "m1", Role::User, "Hi").await.edit_of, None);
+        assert_eq!(say_as(store, &alice, "t", "a1", Role::Assistant, "Again").await.edit_of, None);
+        let edit = say_as(store, &alice, "t", "m1", Role::User, "Hi there").await;
+        assert_eq!(edit.edit_of, Some(first.seq));
+        let again = say_as(store, &alice, "t", "m1", Role::User, "Hi there!").await;
+        assert_eq!(again.edit_of, Some(edit.seq), "the latest version is the one replaced");
+
+        let read = store.thread_messages_before(&alice, "t", i64::MAX, 10, true).await.unwrap();
+        let marks: Vec<Option<i64>> = read.iter().map(|m| m.edit_of).collect();
+        assert_eq!(marks, vec![None, None, None, Some(1), Some(4)]);
+        let tail = ThreadTail { messages: read, from_start: true, context: None };
+        let end: Vec<&str> = tail.settled_end().iter().map(|m| m.id.as_str()).collect();
+        assert_eq!(end, ["m1"]);
+    }
+
+    async fn the_record_of_a_compacted_thread_is_kept_with_it_and_replaced(store: &Store) {
+        let alice = user(store, "Alice").await;
+        let bob = user(store, "Bob").await;
+        store.seed_system_models(&[model("demo")]).await.unwrap();
+        thread(store, &alice, "t", None, None).await;
+        say(store, &alice, "t", Role::User, "Hi").await;
+        assert_eq!(store.thread_context(&alice, "t").await.unwrap(), None);
+
+        let record = ThreadContext {
+            through_seq: 40,
+            covered: 38,
+            summarised: 30,
+            summary: Some("They planned a garden.".to_owned()),
+            created_at: 0,
+        };
+        store.save_thread_context(&alice, "t", &record).await.unwrap();
+        let stored = store.thread_context(&alice, "t").await.unwrap().unwrap();
+        assert_eq!(ThreadContext { created_at: 0, ..stored.clone() }, record);
+        assert!(stored.created_at > 0);
+        let ctx = store.load_send_context(&alice, Some("t"), None, "demo").await.unwrap();
+        assert_eq!(ctx.tail.context.as_ref().map(|c| c.through_seq), Some(40));
+
+        let dropped = ThreadContext { through_seq: 90, covered: 80, summarised: 0, summary: None, ..record };
+        store.save_thread_context(&alice, "t", &dropped).await.unwrap();
+        let replaced = store.thread_context(&alice, "t").await.unwrap().unwrap();
+        assert_eq!((replaced.through_seq, replaced.summary), (90, None));
+
+        // Nobody else reads or writes it, and it goes with its thread.
+        assert_eq!(store.thread_context(&bob, "t").await.unwrap(), None);
+        store.save_thread_context(&bob, "t", &dropped).await.unwrap();
+        assert_eq!(store.thread_context(&bob, "t").await.unwrap(), None);
+        store.delete_thread(&alice, "t").await.unwrap();
+        assert_eq!(store.thread_context(&alice, "t").await.unwrap(), None);
+    }
+}

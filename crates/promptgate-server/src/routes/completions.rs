@@ -127,19 +127,22 @@ async fn completions(
     let Some(response) = read_whole(&state, CompletionResponse::new(identity), events).await else {
         return Err(ApiError::internal());
     };
-    match response.finish_json() {
-        Ok(body) => Ok(Completion::Whole(body)),
+    response
+        .finish_json()
+        .map(Completion::Whole)
+        .map_err(whole_turn_failed)
+}
+
+/// The error a facade answers when the turn it read whole failed.
+pub(crate) fn whole_turn_failed(err: TurnError) -> ApiError {
+    match err {
         // The client's conversation is what does not fit: its request, not the upstream, is at fault.
-        Err(err @ TurnError::ContextTooLong(_)) => Err(ApiError::new(
+        TurnError::ContextTooLong(_) => ApiError::new(
             StatusCode::BAD_REQUEST,
             promptgate_service::events::CONTEXT_TOO_LONG,
             err.to_string(),
-        )),
-        Err(err) => Err(ApiError::new(
-            StatusCode::BAD_GATEWAY,
-            "upstream_error",
-            err.to_string(),
-        )),
+        ),
+        _ => ApiError::new(StatusCode::BAD_GATEWAY, "upstream_error", err.to_string()),
     }
 }
 

@@ -15,7 +15,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
-use promptgate_service::events::{TurnError, TurnEvent};
+use promptgate_service::events::TurnEvent;
 use promptgate_service::facade::{messages_history, messages_tools};
 use promptgate_service::{CompletionRequest, SendHandle};
 use schemars::JsonSchema;
@@ -124,20 +124,10 @@ async fn messages(
     let whole = super::completions::read_whole(&state, WholeMessage::new(identity), events)
         .await
         .ok_or_else(ApiError::internal)?;
-    match whole.finish_json() {
-        Ok(body) => Ok(Message::Whole(body)),
-        // The client's conversation is what does not fit: its request is at fault (a 400 here).
-        Err(err @ TurnError::ContextTooLong(_)) => Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            promptgate_service::events::CONTEXT_TOO_LONG,
-            err.to_string(),
-        )),
-        Err(err) => Err(ApiError::new(
-            StatusCode::BAD_GATEWAY,
-            "upstream_error",
-            err.to_string(),
-        )),
-    }
+    whole
+        .finish_json()
+        .map(Message::Whole)
+        .map_err(super::completions::whole_turn_failed)
 }
 
 impl super::completions::Fold for WholeMessage {

@@ -5,7 +5,7 @@
 use aide::OperationOutput;
 use aide::generate::GenContext;
 use aide::openapi::{
-    MediaType, OpenApi, Operation, Parameter, ParameterData, ParameterSchemaOrContent, PathItem, ReferenceOr,
+    OpenApi, Operation, Parameter, ParameterData, ParameterSchemaOrContent, PathItem, ReferenceOr,
     Response as ApiResponse, SchemaObject, SecurityScheme, StatusCode as ApiStatus,
 };
 use axum::http::StatusCode;
@@ -108,23 +108,36 @@ impl OperationOutput for NoContent {
     }
 }
 
-/// The `200` of a facade endpoint: a JSON body, or with `stream: true` an event stream.
-pub fn json_or_stream(description: &str) -> ApiResponse {
+/// The `200` of a facade that answers a JSON object, or SSE with `stream: true`; `description`
+/// says what each holds.
+pub fn json_or_event_stream(description: &str) -> Vec<(Option<ApiStatus>, ApiResponse)> {
     let mut res = ApiResponse {
         description: description.into(),
         ..Default::default()
     };
-    for media in ["application/json", "text/event-stream"] {
-        res.content.insert(media.into(), MediaType::default());
+    for kind in ["application/json", "text/event-stream"] {
+        res.content.insert(kind.into(), Default::default());
     }
-    res
+    vec![(Some(ApiStatus::Code(200)), res)]
 }
 
-/// A response documented as the operation's only success, `200`.
-pub fn only_ok(res: Option<ApiResponse>) -> Vec<(Option<ApiStatus>, ApiResponse)> {
-    res.map(|r| vec![(Some(ApiStatus::Code(200)), r)])
-        .unwrap_or_default()
+/// Documents a facade's answer type as [`json_or_event_stream`] with `$description`: the answer is
+/// bytes the handler wrote, which aide cannot infer a schema from.
+macro_rules! json_or_event_stream_output {
+    ($answer:ty, $description:expr) => {
+        impl aide::OperationOutput for $answer {
+            type Inner = serde_json::Value;
+
+            fn inferred_responses(
+                _ctx: &mut aide::generate::GenContext,
+                _op: &mut aide::openapi::Operation,
+            ) -> Vec<(Option<aide::openapi::StatusCode>, aide::openapi::Response)> {
+                $crate::api_doc::json_or_event_stream($description)
+            }
+        }
+    };
 }
+pub(crate) use json_or_event_stream_output;
 
 /// Routes that must be reachable without a token (the browser arrives there from the provider).
 fn is_public(path: &str) -> bool {

@@ -102,6 +102,15 @@ impl Translator {
     }
 }
 
+/// The failure of a turn whose stream ended with `message`, after metadata naming `code` (its
+/// `errorCode`) when the engine gave one.
+pub(crate) fn turn_failure(message: &str, code: Option<&str>) -> TurnError {
+    match code {
+        Some(promptgate_service::events::CONTEXT_TOO_LONG) => TurnError::ContextTooLong(message.to_owned()),
+        _ => TurnError::Failed(message.to_owned()),
+    }
+}
+
 /// OpenAI has no spelling for "the step cap ended the tool loop"; the answer was cut short by a
 /// limit, which is what `length` tells a client. (A turn that handed calls to the client says
 /// `tool_calls` instead, decided by the translator, which saw them.)
@@ -423,14 +432,7 @@ impl CompletionResponse {
                 },
             }),
             Some(Delta::Finish(reason)) => self.finish_reason = Some(reason),
-            Some(Delta::Error(message, code)) => {
-                self.error = Some(match code.as_deref() {
-                    Some(promptgate_service::events::CONTEXT_TOO_LONG) => {
-                        TurnError::ContextTooLong(message.to_owned())
-                    }
-                    _ => TurnError::Failed(message.to_owned()),
-                });
-            }
+            Some(Delta::Error(message, code)) => self.error = Some(turn_failure(message, code.as_deref())),
             Some(Delta::Role) | None => {}
         }
     }

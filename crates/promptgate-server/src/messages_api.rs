@@ -8,11 +8,11 @@
 //! usage with Anthropic's cache fields. Thinking blocks carry a signature, as the SDKs expect; it is
 //! the gateway's own, and a thinking block sent back is dropped (the provider keeps what it needs).
 
-use promptgate_service::events::{
-    CONTEXT_TOO_LONG, ClientToolCall, TurnError, TurnEvent, UiChunk, UiFinishReason,
-};
+use promptgate_service::events::{ClientToolCall, TurnError, TurnEvent, UiChunk, UiFinishReason};
 use serde::Serialize;
 use serde_json::{Value, json};
+
+use crate::error::ErrorCode;
 
 /// What the message is, whether streamed or not.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -187,10 +187,9 @@ impl Translator {
         self.index += 1;
     }
 
-    /// Whether the turn failed because the conversation does not fit the model: the client's
-    /// request is at fault, as with Anthropic's "prompt is too long".
-    fn too_long(&self) -> bool {
-        self.error_code.as_deref() == Some(CONTEXT_TOO_LONG)
+    /// How the turn failed, its stream having ended with `message`.
+    fn failure(&self, message: &str) -> TurnError {
+        crate::facade::turn_failure(message, self.error_code.as_deref())
     }
 
     fn end<'a>(&mut self, reason: &'static str, out: &mut Vec<Step<'a>>) {
@@ -305,20 +304,34 @@ impl MessageEvents {
                 sse_event(out, "message_stop", &json!({"type": "message_stop"}));
             }
             Step::Error(message) => {
-                let kind = if self.translator.too_long() {
-                    "invalid_request_error"
-                } else {
-                    "api_error"
-                };
-                sse_event(out, "error", &error_body(kind, message));
+                // As the same failure read whole is answered: a conversation too long for the
+                // model is the client's invalid request, as with Anthropic's "prompt is too long".
+                let code = ErrorCode::of_turn(&self.translator.failure(message));
+                sse_event(out, "error", &error_body(code, message));
             }
         }
     }
 }
 
-/// `{"type": "error", "error": {"type", "message"}}`: Anthropic's error, in a stream or a body.
-pub fn error_body(kind: &str, message: &str) -> Value {
-    json!({"type": "error", "error": {"type": kind, "message": message}})
+/// `{"type": "error", "error": {"type", "message"}}`: Anthropic's error for `code` of the error
+/// table, in a stream or a body.
+pub fn error_body(code: ErrorCode, message: &str) -> Value {
+    json!({"type": "error", "error": {"type": error_type(code), "message": message}})
+}
+
+/// Anthropic's `error.type` for a code of the error table, by the status the table gives it.
+fn error_type(code: ErrorCode) -> &'static str {
+    match code.status().as_u16() {
+        401 => "authentication_error",
+        403 => "permission_error",
+        404 => "not_found_error",
+        413 => "request_too_large",
+        429 => "rate_limit_error",
+        503 => "overloaded_error",
+        504 => "timeout_error",
+        400..=499 => "invalid_request_error",
+        _ => "api_error",
+    }
 }
 
 fn delta_event(out: &mut Vec<u8>, index: usize, delta: BlockDelta<'_>) {
@@ -397,14 +410,7 @@ impl WholeMessage {
                     self.stop_reason = Some(reason);
                     self.usage = usage;
                 }
-                Step::Error(message) => {
-                    let message = message.to_owned();
-                    self.error = Some(if self.translator.too_long() {
-                        TurnError::ContextTooLong(message)
-                    } else {
-                        TurnError::Failed(message)
-                    });
-                }
+                Step::Error(message) => self.error = Some(self.translator.failure(message)),
                 Step::Start | Step::Signature(_) | Step::InputJson(..) | Step::Close(_) | Step::Ping => {}
             }
         }
@@ -427,7 +433,7 @@ impl WholeMessage {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use promptgate_service::events::UiFinishReason;
+    use promptgate_service::events::{CONTEXT_TOO_LONG, UiFinishReason};
 
     fn identity() -> MessageIdentity {
         MessageIdentity {

@@ -8,7 +8,7 @@ use axum::http::HeaderMap;
 use promptgate_service::events::UiStreamVersion;
 use serde::Deserialize;
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 
 /// The header a frontend names its AI SDK major in.
 pub const UI_STREAM_HEADER: &str = "x-promptgate-ui-stream";
@@ -32,8 +32,8 @@ pub fn requested_version(headers: &HeaderMap, config: &UiStreamConfig) -> Result
         .ok()
         .and_then(UiStreamVersion::parse)
         .ok_or_else(|| {
-            ApiError::bad_request(
-                "invalid_header",
+            ApiError::new(
+                ErrorCode::InvalidHeader,
                 "X-Promptgate-UI-Stream must be v5, v6 or v7: the AI SDK major the frontend runs",
             )
         })

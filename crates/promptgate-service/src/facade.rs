@@ -6,4 +6,5 @@ pub use promptgate_llm::{ChatMessage, ContentPart, ImageUrl, ToolCall, ToolDefin
 pub use promptgate_turn::client_tools::ClientToolChoice;
 pub use promptgate_turn::facade::{
     FacadeHistory, ToolInput, client_tools, facade_history, messages_history, messages_tools,
+    responses_history,
 };

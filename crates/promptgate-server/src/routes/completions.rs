@@ -2,14 +2,10 @@
 //! here, on the server, unseen; the client's own function tools come back to it as `tool_calls`.
 //! Nothing of the answer is stored.
 
-use aide::OperationOutput;
 use aide::axum::ApiRouter;
 use aide::axum::routing::post_with;
-use aide::generate::GenContext;
-use aide::openapi::{Operation, Response as ApiResponse, StatusCode as ApiStatus};
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt};
 use promptgate_service::events::TurnError;
@@ -22,7 +18,7 @@ use serde_json::{Map, Value};
 use tracing::Instrument;
 
 use crate::auth::CurrentUser;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::extract::ApiJson;
 use crate::facade::{CompletionChunks, CompletionIdentity, CompletionResponse};
 use crate::sse::{KEEP_ALIVE_FRAME, SSE_DONE};
@@ -91,7 +87,7 @@ async fn completions(
         if let Some(value) = body.extra.get(field) {
             let harmless = field == "n" && value.as_u64() == Some(1);
             if !harmless {
-                return Err(ApiError::bad_request("unsupported_parameter", reason));
+                return Err(ApiError::new(ErrorCode::UnsupportedParameter, reason));
             }
         }
     }
@@ -109,6 +105,9 @@ async fn completions(
             client_tools,
             tool_choice,
             extra: body.extra,
+            parallel_tool_calls: None,
+            max_output_tokens: None,
+            on_end: Vec::new(),
         })
         .await?;
     let identity = CompletionIdentity {
@@ -135,15 +134,7 @@ async fn completions(
 
 /// The error a facade answers when the turn it read whole failed.
 pub(crate) fn whole_turn_failed(err: TurnError) -> ApiError {
-    match err {
-        // The client's conversation is what does not fit: its request, not the upstream, is at fault.
-        TurnError::ContextTooLong(_) => ApiError::new(
-            StatusCode::BAD_REQUEST,
-            promptgate_service::events::CONTEXT_TOO_LONG,
-            err.to_string(),
-        ),
-        _ => ApiError::new(StatusCode::BAD_GATEWAY, "upstream_error", err.to_string()),
-    }
+    ApiError::new(ErrorCode::of_turn(&err), err.to_string())
 }
 
 /// The request's function tools and its tool choice. `none` offers none of them: the client
@@ -200,7 +191,7 @@ fn client_tools_of(
     Ok((definitions, choice))
 }
 
-/// A whole response built from a turn's events (a completion, a message).
+/// A whole response built from a turn's events (a completion, a message, a response).
 pub(crate) trait Fold: Send + 'static {
     fn push(&mut self, event: &TurnEvent);
 }
@@ -211,11 +202,11 @@ impl Fold for CompletionResponse {
     }
 }
 
-/// Reads the whole turn into `response` on a task of its own. The handler's task is polled
-/// through every layer of the server, and waking it for each chunk of the upstream's stream cost
-/// more than the chunk itself (docs/benchmarks.md); this task is woken for the chunks and the
-/// handler once, at the end. A client that leaves drops the receiver, which ends the task and so
-/// the turn. `None` only if the task failed.
+/// Reads the whole turn into `response` (each event through [`Fold::push`]) on a task of its own.
+/// The handler's task is polled through every layer of the server, and waking it for each chunk of
+/// the upstream's stream cost more than the chunk itself (docs/benchmarks.md); this task is woken
+/// for the chunks and the handler once, at the end. A client that leaves drops the receiver, which
+/// ends the task and so the turn. `None` only if the task failed.
 pub(crate) async fn read_whole<F: Fold>(
     state: &AppState,
     mut response: F,
@@ -282,17 +273,8 @@ impl IntoResponse for Completion {
     }
 }
 
-impl OperationOutput for Completion {
-    type Inner = Value;
-
-    fn operation_response(_ctx: &mut GenContext, _op: &mut Operation) -> Option<ApiResponse> {
-        Some(crate::api_doc::json_or_stream(
-            "A `chat.completion` object, or with `stream: true` a stream of `chat.completion.chunk` \
-                          events ending with `data: [DONE]`",
-        ))
-    }
-
-    fn inferred_responses(ctx: &mut GenContext, op: &mut Operation) -> Vec<(Option<ApiStatus>, ApiResponse)> {
-        crate::api_doc::only_ok(Self::operation_response(ctx, op))
-    }
-}
+crate::api_doc::json_or_event_stream_output!(
+    Completion,
+    "A `chat.completion` object, or with `stream: true` a stream of `chat.completion.chunk` \
+         events ending with `data: [DONE]`"
+);

@@ -4,11 +4,8 @@
 //! the answer is stored. Errors take Anthropic's shape (`{"type": "error", "error": {"type",
 //! "message"}, "request_id"}`), and the token may come as `x-api-key` as well as a bearer token.
 
-use aide::OperationOutput;
 use aide::axum::ApiRouter;
 use aide::axum::routing::post_with;
-use aide::generate::GenContext;
-use aide::openapi::{Operation, Response as ApiResponse, StatusCode as ApiStatus};
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
@@ -23,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::auth::CurrentUser;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::extract::ApiJson;
 use crate::messages_api::{MessageEvents, MessageIdentity, WholeMessage, error_body};
 use crate::state::AppState;
@@ -98,8 +95,13 @@ impl MessagesBody {
             conversation,
             client_tools,
             tool_choice,
-            // Anthropic's field names mean nothing to another provider's API: none pass through.
+            // Anthropic's field names mean nothing to another provider's API: none pass through,
+            // and `max_tokens` is the model's configuration's (Claude Code asks for more than many
+            // models can give).
             extra: Map::new(),
+            parallel_tool_calls: None,
+            max_output_tokens: None,
+            on_end: Vec::new(),
         };
         Ok((request, self.stream))
     }
@@ -179,20 +181,11 @@ impl IntoResponse for Message {
     }
 }
 
-impl OperationOutput for Message {
-    type Inner = Value;
-
-    fn operation_response(_ctx: &mut GenContext, _op: &mut Operation) -> Option<ApiResponse> {
-        Some(crate::api_doc::json_or_stream(
-            "A `message` object, or with `stream: true` Anthropic's events from `message_start` \
-                          to `message_stop`",
-        ))
-    }
-
-    fn inferred_responses(ctx: &mut GenContext, op: &mut Operation) -> Vec<(Option<ApiStatus>, ApiResponse)> {
-        crate::api_doc::only_ok(Self::operation_response(ctx, op))
-    }
-}
+crate::api_doc::json_or_event_stream_output!(
+    Message,
+    "A `message` object, or with `stream: true` Anthropic's events from `message_start` \
+         to `message_stop`"
+);
 
 /// Where Anthropic's clients put their key (Claude Code with `ANTHROPIC_API_KEY`, the SDKs before
 /// 1.0); on these routes it is read as the bearer token when no `Authorization` header is sent.
@@ -233,22 +226,25 @@ fn bearer_from_api_key(headers: &mut axum::http::HeaderMap) {
 async fn rewrite_error(res: Response) -> Response {
     let (mut parts, body) = res.into_parts();
     let Ok(bytes) = axum::body::to_bytes(body, MAX_ERROR_BODY).await else {
-        return (
-            parts.status,
-            axum::Json(error_body("api_error", "an error occurred")),
-        )
-            .into_response();
+        let body = error_body(ErrorCode::for_status(parts.status), "an error occurred");
+        return (parts.status, axum::Json(body)).into_response();
     };
     let ours: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
     let message = ours
         .pointer("/error/message")
         .and_then(Value::as_str)
         .unwrap_or("an error occurred");
+    // Every error body carries a code of the table; a body without one is named by its status.
+    let code = ours
+        .pointer("/error/code")
+        .and_then(Value::as_str)
+        .and_then(ErrorCode::parse)
+        .unwrap_or_else(|| ErrorCode::for_status(parts.status));
     // Anthropic answers a malformed request with 400, where this server says 422.
     if parts.status == StatusCode::UNPROCESSABLE_ENTITY {
         parts.status = StatusCode::BAD_REQUEST;
     }
-    let mut body = error_body(error_type(parts.status), message);
+    let mut body = error_body(code, message);
     if let Some(id) = ours.pointer("/error/request_id") {
         body["request_id"] = id.clone();
     }
@@ -257,20 +253,4 @@ async fn rewrite_error(res: Response) -> Response {
         .headers
         .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     Response::from_parts(parts, Body::from(serde_json::to_vec(&body).unwrap_or_default()))
-}
-
-/// Anthropic's `error.type` for a status.
-fn error_type(status: StatusCode) -> &'static str {
-    match status.as_u16() {
-        401 => "authentication_error",
-        402 => "billing_error",
-        403 => "permission_error",
-        404 => "not_found_error",
-        413 => "request_too_large",
-        429 => "rate_limit_error",
-        503 | 529 => "overloaded_error",
-        504 => "timeout_error",
-        400..=499 => "invalid_request_error",
-        _ => "api_error",
-    }
 }

@@ -29,6 +29,27 @@ pub struct Gateway {
     _server: tokio::task::JoinHandle<()>,
 }
 
+/// Runs each scenario of the calling module on both backends, as `<scenario>::sqlite` and
+/// `<scenario>::postgres`: the server's twin of `promptgate_store::on_both_backends!`, for scenarios
+/// that start a gateway on a [`Backend`] (`async fn scenario(backend: Backend)`) rather than take a
+/// database.
+macro_rules! on_both_backends {
+    ($($scenario:ident),+ $(,)?) => {$(
+        mod $scenario {
+            #[tokio::test]
+            async fn sqlite() {
+                super::$scenario($crate::common::Backend::Sqlite).await;
+            }
+
+            #[tokio::test]
+            async fn postgres() {
+                super::$scenario($crate::common::Backend::Postgres).await;
+            }
+        }
+    )+};
+}
+pub(crate) use on_both_backends;
+
 pub fn init() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
@@ -312,6 +333,29 @@ pub fn sse_frames(body: &str) -> SseFrames<'_> {
         }
     }
     frames
+}
+
+/// The events of a stream that answered 200 with named events (an `event:` line, then a `data:`
+/// line), as the Responses and Messages APIs write them, in order; comment frames are left out.
+pub async fn named_events(res: reqwest::Response) -> Vec<(String, Value)> {
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(res.headers()["content-type"], "text/event-stream");
+    let body = res.text().await.unwrap();
+    body.split("\n\n")
+        .filter(|frame| !frame.trim().is_empty() && !frame.starts_with(':'))
+        .map(|frame| {
+            let (name, data) = frame
+                .split_once('\n')
+                .unwrap_or_else(|| panic!("not an event: {frame:?}"));
+            let name = name
+                .strip_prefix("event: ")
+                .unwrap_or_else(|| panic!("no event: line in {frame:?}"));
+            let data = data
+                .strip_prefix("data: ")
+                .unwrap_or_else(|| panic!("no data: line in {frame:?}"));
+            (name.to_owned(), serde_json::from_str(data).unwrap())
+        })
+        .collect()
 }
 
 /// The UI message stream's version these tests read, as the web app does: every field the engine

@@ -4,14 +4,17 @@
 
 mod anthropic_clients;
 mod anthropic_turn;
+mod architecture;
 mod binary_cli;
 mod browser_app;
 mod chat_stream;
+mod client_ids;
 mod client_tools;
 mod common;
 mod completions;
 mod context_window;
 mod eval_cli;
+mod eval_scoring;
 mod exposure;
 mod harness_thread;
 mod harness_workspace;
@@ -28,6 +31,8 @@ mod prompt_preview;
 mod py_clients;
 mod regenerate;
 mod resources_api;
+mod responses;
+mod responses_clients;
 mod settings_api;
 mod two_instances;
 mod ui_stream_versions;

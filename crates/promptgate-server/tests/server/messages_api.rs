@@ -44,22 +44,11 @@ async fn post(gw: &Gateway, path: &str, body: Value) -> reqwest::Response {
 }
 
 async fn events(res: reqwest::Response) -> Events {
-    assert_eq!(res.status(), StatusCode::OK);
-    assert_eq!(res.headers()["content-type"], "text/event-stream");
-    let body = res.text().await.unwrap();
-    Events(
-        body.split_terminator("\n\n")
-            .map(|frame| {
-                let (name, data) = frame.split_once('\n').unwrap_or_else(|| panic!("{frame:?}"));
-                let name = name
-                    .strip_prefix("event: ")
-                    .unwrap_or_else(|| panic!("{frame:?}"));
-                let data: Value = serde_json::from_str(data.strip_prefix("data: ").unwrap()).unwrap();
-                assert_eq!(data["type"], name, "{frame}");
-                (name.to_owned(), data)
-            })
-            .collect(),
-    )
+    let events = common::named_events(res).await;
+    for (name, data) in &events {
+        assert_eq!(data["type"], name.as_str(), "{data}");
+    }
+    Events(events)
 }
 
 fn weather_tool() -> Value {

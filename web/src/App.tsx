@@ -1,12 +1,29 @@
+// The app's frame: sign-in in tokens mode, then the thread list (a drawer on small screens), the open
+// chat, the side panels and the inspector, and the keyboard shortcuts that move between them.
 import { useCallback, useEffect, useRef, useState } from 'react';
-import type { UIMessage } from 'ai';
-import { ApiError, api, getToken, listModels, setToken, type Model, type Thread } from './api';
+import { ApiError, api, getToken, listModels, messageOf, setToken, type ModelEntry, type Thread } from './api';
 import { MoreWhenVisible, useThreadList } from './threadList';
 import { Chat } from './Chat';
 import { Inspector } from './Inspector';
-import { IntegrationsPanel, McpPanel, ProjectsPanel, SettingsPanel, SkillsPanel } from './Panels';
+import { Overlay } from './Overlay';
+import type { ChatMessage } from './messages';
+import { IntegrationsPanel } from './panels/Integrations';
+import { McpPanel } from './panels/Mcp';
+import { ProjectsPanel } from './panels/Projects';
+import { SettingsPanel } from './panels/Settings';
+import { ShortcutsPanel } from './panels/Shortcuts';
+import { SkillsPanel } from './panels/Skills';
 
-type Panel = 'settings' | 'mcp' | 'skills' | 'projects' | 'integrations' | null;
+type Panel = 'settings' | 'mcp' | 'skills' | 'projects' | 'integrations' | 'shortcuts';
+
+const PANEL_LABELS: Record<Panel, string> = {
+  settings: 'Settings',
+  mcp: 'MCP servers',
+  skills: 'Skills',
+  projects: 'Projects',
+  integrations: 'Integrations',
+  shortcuts: 'Keyboard shortcuts',
+};
 
 function newThreadId(): string {
   return `t-${crypto.randomUUID()}`;
@@ -42,9 +59,9 @@ function SignIn({ onDone }: { onDone(): void }) {
           try {
             await api('/v1/settings');
             onDone();
-          } catch (err: any) {
+          } catch (err) {
             setToken(null);
-            setError(err.message);
+            setError(messageOf(err));
           }
         }}
       >
@@ -69,12 +86,16 @@ function Main({ onSignOut }: { onSignOut?: () => void }) {
     const fromUrl = threadFromUrl();
     return fromUrl ? { id: fromUrl, isNew: false } : { id: newThreadId(), isNew: true };
   });
-  const [models, setModels] = useState<Model[]>([]);
+  const [models, setModels] = useState<ModelEntry[]>([]);
   const [model, setModel] = useState<string>(() => localStorage.getItem('promptgate.model') ?? '');
-  const [panel, setPanel] = useState<Panel>(null);
+  const [panel, setPanel] = useState<Panel | null>(null);
   const [inspector, setInspector] = useState(false);
-  const [selected, setSelected] = useState<UIMessage | null>(null);
+  const [drawer, setDrawer] = useState(false);
+  const [selected, setSelected] = useState<ChatMessage | null>(null);
   const [refresh, setRefresh] = useState(0);
+  // A new chat whose first message has gone out: its thread exists from then on.
+  const [started, setStarted] = useState<string | null>(null);
+  const searchRef = useRef<HTMLInputElement>(null);
 
   const currentRef = useRef(current);
   currentRef.current = current;
@@ -101,20 +122,54 @@ function Main({ onSignOut }: { onSignOut?: () => void }) {
   const open = (id: string, isNew = false) => {
     setCurrent({ id, isNew });
     setSelected(null);
+    setDrawer(false);
     const url = new URL(location.href);
     if (isNew) url.searchParams.delete('thread');
     else url.searchParams.set('thread', id);
     history.replaceState(null, '', url);
   };
+  const openPanel = (p: Panel | null) => {
+    setDrawer(false);
+    setPanel(p);
+  };
   const onChanged = useCallback(() => {
     const c = currentRef.current;
     threadChanged(c.id);
     if (c.isNew) {
+      setStarted(c.id);
       const url = new URL(location.href);
       url.searchParams.set('thread', c.id);
       history.replaceState(null, '', url);
     }
   }, [threadChanged]);
+
+  // Escape closes what is on top (a running answer is stopped first, in Chat); the other shortcuts
+  // are listed in the shortcuts panel.
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      if (e.defaultPrevented) return;
+      const ctrl = e.ctrlKey || e.metaKey;
+      if (e.key === 'Escape') {
+        if (panel) setPanel(null);
+        else if (inspector) setInspector(false);
+        else if (drawer) setDrawer(false);
+        else return;
+      } else if (ctrl && e.key.toLowerCase() === 'k') {
+        setDrawer(true);
+        setPanel(null);
+        // The drawer becomes visible in this frame; focus after it.
+        requestAnimationFrame(() => searchRef.current?.focus());
+      } else if (ctrl && e.shiftKey && e.key.toLowerCase() === 'o') {
+        open(newThreadId(), true);
+        requestAnimationFrame(() => document.getElementById('composer-input')?.focus());
+      } else if (ctrl && e.key === '/') {
+        openPanel(panel === 'shortcuts' ? null : 'shortcuts');
+      } else return;
+      e.preventDefault();
+    };
+    window.addEventListener('keydown', onKey);
+    return () => window.removeEventListener('keydown', onKey);
+  });
 
   // The gateway searches titles and message text, best match first; the list shows its answer for
   // the current words (read again after a send, which may have added matches).
@@ -129,15 +184,34 @@ function Main({ onSignOut }: { onSignOut?: () => void }) {
   const list = query.trim() && searched ? found : all;
 
   return (
-    <div className={`app${inspector ? ' with-inspector' : ''}`}>
-      <nav className="sidebar" aria-label="Threads">
+    <div className={`app${inspector ? ' with-inspector' : ''}${drawer ? ' drawer-open' : ''}`}>
+      <header className="topbar">
+        <button type="button" className="drawer-toggle" aria-expanded={drawer} aria-controls="sidebar" onClick={() => setDrawer(!drawer)}>
+          Threads
+        </button>
+        <h1 className="brand">promptgate</h1>
+        <label className="model">
+          <span className="label-text">Model</span>
+          <select value={model} onChange={(e) => setModel(e.target.value)}>
+            {models.map((m) => (
+              <option key={m.id} value={m.id}>
+                {m.name}
+              </option>
+            ))}
+          </select>
+        </label>
+        <button type="button" aria-pressed={inspector} onClick={() => setInspector(!inspector)}>
+          Inspector
+        </button>
+      </header>
+      <nav id="sidebar" className="sidebar" aria-label="Threads">
         <button type="button" className="new" onClick={() => open(newThreadId(), true)}>
           New chat
         </button>
         <label className="sr-only" htmlFor="thread-search">
           Search threads
         </label>
-        <input id="thread-search" type="search" placeholder="Search threads" value={query} onChange={(e) => setQuery(e.target.value)} />
+        <input ref={searchRef} id="thread-search" type="search" placeholder="Search threads" value={query} onChange={(e) => setQuery(e.target.value)} />
         <ul className="threads">
           {list.threads.map((t) => (
             <ThreadItem
@@ -155,38 +229,29 @@ function Main({ onSignOut }: { onSignOut?: () => void }) {
           ))}
           {list.hasMore && <MoreWhenVisible onVisible={list.loadMore} />}
         </ul>
+        <ul className="sections" aria-label="Your setup">
+          {(Object.keys(PANEL_LABELS) as Panel[]).map((p) => (
+            <li key={p}>
+              <button type="button" aria-pressed={panel === p} onClick={() => openPanel(panel === p ? null : p)}>
+                {PANEL_LABELS[p]}
+              </button>
+            </li>
+          ))}
+          {onSignOut && (
+            <li>
+              <button type="button" onClick={onSignOut}>
+                Sign out
+              </button>
+            </li>
+          )}
+        </ul>
       </nav>
-      <header className="topbar">
-        <label>
-          Model{' '}
-          <select value={model} onChange={(e) => setModel(e.target.value)}>
-            {models.map((m) => (
-              <option key={m.id} value={m.id}>
-                {m.name}
-              </option>
-            ))}
-          </select>
-        </label>
-        <div className="spacer" />
-        {(['settings', 'mcp', 'skills', 'projects', 'integrations'] as const).map((p) => (
-          <button key={p} type="button" aria-pressed={panel === p} onClick={() => setPanel(panel === p ? null : p)}>
-            {{ settings: 'Settings', mcp: 'MCP servers', skills: 'Skills', projects: 'Projects', integrations: 'Integrations' }[p]}
-          </button>
-        ))}
-        <button type="button" aria-pressed={inspector} onClick={() => setInspector(!inspector)}>
-          Inspector
-        </button>
-        {onSignOut && (
-          <button type="button" onClick={onSignOut}>
-            Sign out
-          </button>
-        )}
-      </header>
+      {drawer && <div className="backdrop" aria-hidden="true" onClick={() => setDrawer(false)} />}
       <main className="main">
         <Chat key={current.id} threadId={current.id} isNew={current.isNew} model={model} onChanged={onChanged} selectedMessage={selected} onSelect={(m) => (setSelected(m), m && setInspector(true))} />
       </main>
       {panel && (
-        <aside className="panel" aria-label={panel}>
+        <Overlay key={panel} label={PANEL_LABELS[panel]} className="panel">
           <button type="button" className="close" aria-label="Close panel" onClick={() => setPanel(null)}>
             ×
           </button>
@@ -195,9 +260,10 @@ function Main({ onSignOut }: { onSignOut?: () => void }) {
           {panel === 'skills' && <SkillsPanel />}
           {panel === 'projects' && <ProjectsPanel />}
           {panel === 'integrations' && <IntegrationsPanel />}
-        </aside>
+          {panel === 'shortcuts' && <ShortcutsPanel />}
+        </Overlay>
       )}
-      {inspector && <Inspector threadId={current.id} model={model} message={selected} refresh={refresh} />}
+      {inspector && <Inspector threadId={current.id} isNew={current.isNew && started !== current.id} model={model} message={selected} refresh={refresh} onClose={() => setInspector(false)} />}
     </div>
   );
 }

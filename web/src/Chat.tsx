@@ -1,52 +1,69 @@
-import { useEffect, useMemo, useRef, useState } from 'react';
+// The open thread: its stored messages (the newest page first, older pages on request) handed to
+// `useChat`, the composer, and the answer still running when the page was loaded, which is resumed.
+import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { useChat } from '@ai-sdk/react';
-import { DefaultChatTransport, type UIMessage } from 'ai';
-import { BASE_URL, api, apiPage, authHeaders, type StoredMessage } from './api';
+import { DefaultChatTransport } from 'ai';
+import { BASE_URL, api, apiPage, authHeaders, messageOf, type StoredMessage } from './api';
 import { Message } from './Message';
+import { toUi, type AnswerStatus, type ChatMessage } from './messages';
 
 interface Props {
   threadId: string;
   isNew: boolean;
   model: string;
   onChanged(): void;
-  selectedMessage: UIMessage | null;
-  onSelect(message: UIMessage | null): void;
+  selectedMessage: ChatMessage | null;
+  onSelect(message: ChatMessage | null): void;
 }
 
-function toUi(stored: StoredMessage[]): UIMessage[] {
-  return stored.map((m) => ({ id: m.id, role: m.role, parts: m.parts, metadata: m.metadata })) as UIMessage[];
+const messagesPath = (threadId: string) => `/v1/threads/${encodeURIComponent(threadId)}/messages`;
+
+interface Loaded {
+  messages: ChatMessage[];
+  older: string | null;
+  /// The last answer was still streaming when read: it is left out and its stream resumed.
+  resume: boolean;
 }
 
-/// Loads the end of the thread's stored conversation (its newest page), then hands it to useChat;
-/// earlier pages load on request.
+/// The newest page of the thread. An answer still `streaming` is left out: the resumed stream
+/// rebuilds it from its start, and `useChat` would otherwise append it to the stored copy.
+async function loadThread(threadId: string): Promise<Loaded> {
+  const page = await apiPage<StoredMessage>(messagesPath(threadId));
+  const last = page.items.at(-1);
+  const resume = last?.role === 'assistant' && last.status === 'streaming';
+  return { messages: toUi(resume ? page.items.slice(0, -1) : page.items), older: page.next, resume };
+}
+
+/// Loads the end of the thread's stored conversation (its newest page), then hands it to useChat.
 export function Chat(props: Props) {
-  const [initial, setInitial] = useState<{ messages: UIMessage[]; older: string | null } | null>(
-    props.isNew ? { messages: [], older: null } : null,
-  );
+  const [initial, setInitial] = useState<Loaded | null>(props.isNew ? { messages: [], older: null, resume: false } : null);
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
     if (props.isNew) return;
     let live = true;
-    apiPage<StoredMessage>(`/v1/threads/${encodeURIComponent(props.threadId)}/messages`)
-      .then((page) => {
-        if (live) setInitial({ messages: toUi(page.items), older: page.next });
-      })
-      .catch((e) => live && setError(String(e.message ?? e)));
+    loadThread(props.threadId)
+      .then((loaded) => live && setInitial(loaded))
+      .catch((e) => live && setError(messageOf(e)));
     return () => {
       live = false;
     };
   }, [props.threadId, props.isNew]);
-  if (error) return <div className="chat-error" role="alert">{error}</div>;
+  if (error)
+    return (
+      <div className="chat-error" role="alert">
+        {error}
+      </div>
+    );
   if (!initial) return <div className="chat loading">Loading…</div>;
-  return <ChatView {...props} initial={initial.messages} older={initial.older} />;
+  return <ChatView {...props} initial={initial} />;
 }
 
-function ChatView({ threadId, model, onChanged, initial, older: firstOlder, selectedMessage, onSelect }: Props & { initial: UIMessage[]; older: string | null }) {
+function ChatView({ threadId, model, onChanged, initial, selectedMessage, onSelect }: Props & { initial: Loaded }) {
   const modelRef = useRef(model);
   modelRef.current = model;
   const transport = useMemo(
     () =>
-      new DefaultChatTransport<UIMessage>({
+      new DefaultChatTransport<ChatMessage>({
         api: `${BASE_URL}/v1/chat`,
         // The app runs AI SDK 7: the gateway may send what 7.x understands (tool titles, finish and
         // abort reasons), which it leaves out for clients that do not say so.
@@ -61,13 +78,20 @@ function ChatView({ threadId, model, onChanged, initial, older: firstOlder, sele
       }),
     [],
   );
-  const { messages, setMessages, sendMessage, status, stop, regenerate, error, clearError } = useChat({
+  // How an answer ended is stored with it but not streamed: the stream's end says it for this page.
+  const markEnded = (id: string, status: AnswerStatus) =>
+    setMessages((now) => now.map((m) => (m.id === id ? { ...m, metadata: { ...m.metadata, status } } : m)));
+  const { messages, setMessages, sendMessage, status, stop, regenerate, error, clearError, resumeStream } = useChat<ChatMessage>({
     id: threadId,
-    messages: initial,
+    messages: initial.messages,
     transport,
     experimental_throttle: 40,
-    onFinish: () => onChanged(),
+    onFinish: ({ message, isAbort, isError }) => {
+      if (message.role === 'assistant' && (isAbort || isError)) markEnded(message.id, isAbort ? 'stopped' : 'error');
+      onChanged();
+    },
   });
+  useResume(initial.resume, threadId, resumeStream, setMessages);
   const busy = status === 'submitted' || status === 'streaming';
   const [input, setInput] = useState('');
   const [files, setFiles] = useState<FileList | null>(null);
@@ -80,16 +104,20 @@ function ChatView({ threadId, model, onChanged, initial, older: firstOlder, sele
     api(`/v1/chat/${encodeURIComponent(threadId)}/stop`, { method: 'POST' }).catch(() => undefined);
   };
 
+  // Escape stops a running answer before anything else sees the key (panels close on it otherwise).
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
-      if (e.key === 'Escape' && busy) stopTurn();
+      if (e.key === 'Escape' && busy && !e.defaultPrevented) {
+        e.preventDefault();
+        stopTurn();
+      }
     };
-    window.addEventListener('keydown', onKey);
-    return () => window.removeEventListener('keydown', onKey);
+    window.addEventListener('keydown', onKey, true);
+    return () => window.removeEventListener('keydown', onKey, true);
   });
 
   // Older pages are put in front of what useChat holds; the view stays where it was.
-  const [older, setOlder] = useState(firstOlder);
+  const [older, setOlder] = useState(initial.older);
   const loadOlder = () => {
     if (!older) return;
     apiPage<StoredMessage>(older)
@@ -188,4 +216,28 @@ function ChatView({ threadId, model, onChanged, initial, older: firstOlder, sele
       </form>
     </div>
   );
+}
+
+/// Resumes the answer that was streaming when the thread was read. When the turn ended in between
+/// (the gateway answers `204`) or the stream cannot be replayed, the stored thread is read again, so
+/// the answer shows as stored instead of not at all.
+function useResume(
+  wanted: boolean,
+  threadId: string,
+  resumeStream: () => Promise<void>,
+  setMessages: (update: (now: ChatMessage[]) => ChatMessage[]) => void,
+) {
+  const started = useRef(false);
+  const reread = useCallback(() => {
+    apiPage<StoredMessage>(messagesPath(threadId))
+      .then((page) => setMessages((now) => (now.at(-1)?.role === 'assistant' ? now : toUi(page.items))))
+      .catch(() => undefined);
+  }, [threadId, setMessages]);
+  useEffect(() => {
+    if (!wanted || started.current) return;
+    started.current = true;
+    resumeStream()
+      .catch(() => undefined)
+      .finally(reread);
+  }, [wanted, resumeStream, reread]);
 }

@@ -1,60 +1,58 @@
+// The inspector: what the next send would use (the prompt preview of a thread that exists), and how
+// the selected answer came about.
 import { useEffect, useState } from 'react';
-import type { UIMessage } from 'ai';
-import { api } from './api';
-import { isToolPart, sourcesOf, toolName } from './Message';
-
-interface PreviewContext {
-  tokenizer: string;
-  window_tokens: number;
-  prompt_tokens: number;
-  sent_messages: number;
-  summarised_messages: number;
-  dropped_messages: number;
-  summary?: string | null;
-  compaction_due: boolean;
-}
-
-interface Preview {
-  model: string;
-  system: string;
-  stable: string;
-  volatile: string;
-  notes?: string[];
-  tools: { name: string; description?: string }[];
-  has_web_tools: boolean;
-  context?: PreviewContext;
-}
+import { api, messageOf, type PreviewContext, type PromptPreview, type UserSettings } from './api';
+import { Overlay } from './Overlay';
+import { sourcesOf, toolName, toolParts, type ChatMessage } from './messages';
 
 const WEB_TOOLS = new Set(['search', 'fetch_content']);
 
-/// What the next send would use (the preview endpoint), and how the selected answer came about.
-export function Inspector({ threadId, model, message, refresh }: { threadId: string; model: string; message: UIMessage | null; refresh: number }) {
-  const [preview, setPreview] = useState<Preview | null>(null);
+interface Props {
+  threadId: string;
+  /// The chat has not been sent yet: there is no thread to preview, so nothing is asked for.
+  isNew: boolean;
+  model: string;
+  message: ChatMessage | null;
+  refresh: number;
+  onClose(): void;
+}
+
+export function Inspector({ threadId, isNew, model, message, refresh, onClose }: Props) {
+  const [preview, setPreview] = useState<PromptPreview | null>(null);
+  const [settings, setSettings] = useState<UserSettings | null>(null);
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
+    if (isNew) return setPreview(null);
     let live = true;
     setError(null);
     const q = model ? `?model=${encodeURIComponent(model)}` : '';
-    api<Preview>(`/v1/threads/${encodeURIComponent(threadId)}/prompt${q}`)
-      .then((p) => live && setPreview(p))
-      .catch((e) => live && (setPreview(null), setError(e.status === 404 ? 'The thread starts with your first message.' : e.message)));
+    Promise.all([api<PromptPreview>(`/v1/threads/${encodeURIComponent(threadId)}/prompt${q}`), api<UserSettings>('/v1/settings')])
+      .then(([p, s]) => live && (setPreview(p), setSettings(s)))
+      .catch((e) => live && (setPreview(null), setError(messageOf(e))));
     return () => {
       live = false;
     };
-  }, [threadId, model, refresh]);
+  }, [threadId, isNew, model, refresh]);
 
   return (
-    <aside className="inspector" aria-label="Inspector">
+    <Overlay label="Inspector" className="inspector">
+      <div className="overlay-head">
+        <h2>Inspector</h2>
+        <button type="button" className="close" aria-label="Close inspector" onClick={onClose}>
+          ×
+        </button>
+      </div>
       {message && message.role === 'assistant' && <AnswerDetails message={message} />}
-      <section>
-        <h2>Next send</h2>
-        {error && <p className="hint">{error}</p>}
+      <section aria-labelledby="next-send">
+        <h3 id="next-send">Next send</h3>
+        {isNew && <p data-testid="new-chat-note">The prompt is shown here once your first message has started the thread.</p>}
+        {error && <p role="alert">{error}</p>}
         {preview && (
           <>
             <p>
-              Model <code>{preview.model}</code> · web tools {preview.has_web_tools ? 'on' : 'off'}
+              Model <code>{preview.model}</code> · <span data-testid="web-tools">{webToolsLine(preview, settings)}</span>
             </p>
-            {preview.context && <NextContext context={preview.context} />}
+            <NextContext context={preview.context} />
             <details open>
               <summary>Tools ({preview.tools.length})</summary>
               <ul className="tool-list">
@@ -67,15 +65,25 @@ export function Inspector({ threadId, model, message, refresh }: { threadId: str
             </details>
             <details open>
               <summary>System prompt</summary>
-              <pre className="prompt" data-testid="prompt-preview">
+              {/* Focusable so a keyboard can scroll it. */}
+              <pre className="prompt" data-testid="prompt-preview" tabIndex={0} aria-label="System prompt">
                 {preview.system}
               </pre>
             </details>
           </>
         )}
       </section>
-    </aside>
+    </Overlay>
   );
+}
+
+/// Whether the next send offers web search, and when not, why: the "Web tools" setting, a model
+/// that calls no tools, or a gateway without a search backend.
+function webToolsLine(preview: PromptPreview, settings: UserSettings | null): string {
+  if (preview.has_web_tools) return 'web tools on';
+  if (settings && !settings.web_tools_enabled) return 'web tools off (turned off in Settings)';
+  if (preview.tools.length === 0) return 'web tools off (this model calls no tools)';
+  return 'web tools off (this gateway has no search backend)';
 }
 
 /// How much of the thread the next send shows the model, and the summary it reads.
@@ -96,23 +104,24 @@ function NextContext({ context }: { context: PreviewContext }) {
       {context.summary && (
         <details>
           <summary>Summary of the earlier conversation</summary>
-          <pre className="prompt">{context.summary}</pre>
+          <pre className="prompt" tabIndex={0}>
+            {context.summary}
+          </pre>
         </details>
       )}
     </div>
   );
 }
 
-function AnswerDetails({ message }: { message: UIMessage }) {
-  const meta = (message.metadata ?? {}) as any;
-  const parts = message.parts as any[];
-  const steps = parts.filter((p) => p.type === 'step-start').length;
-  const tools = parts.filter(isToolPart);
+function AnswerDetails({ message }: { message: ChatMessage }) {
+  const meta = message.metadata ?? {};
+  const steps = message.parts.filter((p) => p.type === 'step-start').length;
+  const tools = toolParts(message);
   const webCalls = tools.filter((p) => WEB_TOOLS.has(toolName(p))).length;
   const sources = [...sourcesOf(message).values()].sort((a, b) => a.index - b.index);
   return (
-    <section className="answer-details">
-      <h2>This answer</h2>
+    <section className="answer-details" aria-labelledby="this-answer">
+      <h3 id="this-answer">This answer</h3>
       <dl>
         <dt>Model</dt>
         <dd>{meta.modelId ?? '—'}</dd>
@@ -150,7 +159,7 @@ function AnswerDetails({ message }: { message: UIMessage }) {
           </>
         )}
       </dl>
-      <h3>Tool calls ({tools.length})</h3>
+      <h4>Tool calls ({tools.length})</h4>
       <ol>
         {tools.map((p) => (
           <li key={p.toolCallId}>
@@ -159,7 +168,7 @@ function AnswerDetails({ message }: { message: UIMessage }) {
           </li>
         ))}
       </ol>
-      <h3>Sources ({sources.length})</h3>
+      <h4>Sources ({sources.length})</h4>
       <ol>
         {sources.map((s) => (
           <li key={s.index} value={s.index}>

@@ -1,40 +1,25 @@
-import { memo, useEffect, useMemo, useState } from 'react';
-import type { UIMessage } from 'ai';
+// One message of the chat: a user's text and attachments, or an answer with its text, reasoning, tool
+// calls, artifacts, sources and how it ended.
+import { memo, useEffect, useMemo, useState, type MouseEvent } from 'react';
+import { isToolUIPart, type FileUIPart } from 'ai';
 import { artifactUrl } from './api';
-import { hasMath, loadMath, mathReady, renderMarkdown, type Source } from './markdown';
+import { hasMath, loadMath, mathReady, renderMarkdown } from './markdown';
+import { sourcesOf, textOf, toolName, type AnswerStatus, type ChatMessage, type Source, type TitledToolPart } from './messages';
+import { Sources, sourceAnchor } from './Sources';
 
-/// Sources of an answer by citation number: the `sources` metadata snapshot, then `source-url` parts.
-export function sourcesOf(message: UIMessage): Map<number, Source> {
-  const map = new Map<number, Source>();
-  const meta = (message.metadata ?? {}) as any;
-  for (const s of Array.isArray(meta.sources) ? meta.sources : []) {
-    if (typeof s?.index === 'number' && typeof s.url === 'string') map.set(s.index, { index: s.index, url: s.url, title: s.title });
-  }
-  for (const p of message.parts as any[]) {
-    if (p.type !== 'source-url') continue;
-    const n = Number(/(\d+)$/.exec(String(p.sourceId ?? ''))?.[1]);
-    if (n && !map.has(n)) map.set(n, { index: n, url: p.url, title: p.title });
-  }
-  return map;
-}
-
-export function isToolPart(p: any): boolean {
-  return typeof p?.type === 'string' && (p.type.startsWith('tool-') || p.type === 'dynamic-tool');
-}
-
-export function toolName(p: any): string {
-  return p.type === 'dynamic-tool' ? p.toolName : p.type.slice(5);
-}
-
-function Artifact({ id, url, title }: { id: string; url: string; title?: string }) {
+function Artifact({ id, title }: { id: string; title?: string }) {
   const [src, setSrc] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(null);
   useEffect(() => {
     let live = true;
-    artifactUrl(id, url).then((u) => live && setSrc(u));
+    artifactUrl(id)
+      .then((u) => live && setSrc(u))
+      .catch((e: Error) => live && setError(e.message));
     return () => {
       live = false;
     };
-  }, [id, url]);
+  }, [id]);
+  if (error) return <div className="artifact">The artifact could not be loaded: {error}</div>;
   if (!src) return <div className="artifact loading">Loading artifact…</div>;
   return (
     <figure className="artifact">
@@ -46,57 +31,95 @@ function Artifact({ id, url, title }: { id: string; url: string; title?: string 
   );
 }
 
-function ToolPart({ part, mcp }: { part: any; mcp?: { name?: string } }) {
+/// `render_html`'s output as the tool returns it.
+interface RenderedArtifact {
+  ok?: boolean;
+  artifact_id?: string;
+  title?: string;
+}
+
+/// A progress title ("Searching for “rust”...") without its trailing dots, for a call that ended.
+function settled(title: string): string {
+  return title.replace(/(\.\.\.|…)\s*$/, '');
+}
+
+function ToolPart({ part, mcp }: { part: TitledToolPart; mcp?: { name?: string } }) {
   const name = toolName(part);
   const running = part.state === 'input-streaming' || part.state === 'input-available';
-  const failed = part.state === 'output-error';
-  const label = part.title ?? name;
-  const out = part.output;
+  const failed = part.state === 'output-error' || part.state === 'output-denied';
+  const out = part.state === 'output-available' ? part.output : undefined;
+  const artifact = name === 'render_html' ? (out as RenderedArtifact | undefined) : undefined;
+  const state = running ? 'running' : failed ? 'failed' : 'done';
   return (
-    <div className={`tool ${failed ? 'failed' : running ? 'running' : 'done'}`} data-tool={name}>
+    <div className={`tool ${state}`} data-tool={name}>
       <details>
         <summary>
-          <span className="tool-state" aria-hidden="true">{running ? '…' : failed ? '!' : '✓'}</span>{' '}
-          <span className="tool-title">{running ? label : `${name}`}</span>
-          {mcp && <span className="badge mcp" title="a tool of your MCP server">MCP · {mcp.name}</span>}
-          {!running && part.title && <span className="tool-sub"> — {part.title}</span>}
+          <span className="tool-state" aria-hidden="true">
+            {running ? '…' : failed ? '!' : '✓'}
+          </span>{' '}
+          {running ? (
+            <span className="tool-title">{part.title ?? `Running ${name}…`}</span>
+          ) : (
+            <>
+              <span className="tool-title">{name}</span> <span className="tool-outcome">{failed ? 'failed' : 'done'}</span>
+              {part.title && <span className="tool-sub"> · {settled(part.title)}</span>}
+            </>
+          )}
+          {mcp && (
+            <span className="badge mcp" title="a tool of your MCP server">
+              MCP · {mcp.name}
+            </span>
+          )}
         </summary>
         <div className="tool-body">
           <h4>Input</h4>
-          <pre>{JSON.stringify(part.input ?? null, null, 2)}</pre>
+          <pre tabIndex={0}>{JSON.stringify(part.input ?? null, null, 2)}</pre>
           {part.state === 'output-available' && (
             <>
               <h4>Output</h4>
-              <pre>{typeof out === 'string' ? out : JSON.stringify(out, null, 2)}</pre>
+              <pre tabIndex={0}>{typeof out === 'string' ? out : JSON.stringify(out, null, 2)}</pre>
             </>
           )}
-          {failed && (
+          {part.state === 'output-error' && (
             <>
               <h4>Error</h4>
-              <pre>{part.errorText}</pre>
+              <pre tabIndex={0}>{part.errorText}</pre>
             </>
           )}
         </div>
       </details>
-      {name === 'render_html' && part.state === 'output-available' && out?.ok && out.artifact_id && (
-        <Artifact id={out.artifact_id} url={out.url ?? `/v1/artifacts/${out.artifact_id}`} title={out.title} />
-      )}
+      {artifact?.ok && artifact.artifact_id && <Artifact id={artifact.artifact_id} title={artifact.title} />}
     </div>
   );
 }
 
-function Text({ text, sources }: { text: string; sources: Map<number, Source> }) {
+function Text({ text, sources, messageId }: { text: string; sources: Map<number, Source>; messageId: string }) {
   const math = hasMath(text);
   const [mathLoaded, setMathLoaded] = useState(mathReady());
   useEffect(() => {
     if (math && !mathLoaded) loadMath().then(() => setMathLoaded(true));
   }, [math, mathLoaded]);
-  const html = useMemo(() => renderMarkdown(text, sources), [text, sources, mathLoaded]);
-  return <div className="md" dangerouslySetInnerHTML={{ __html: html }} />;
+  const html = useMemo(() => renderMarkdown(text, sources, (n) => sourceAnchor(messageId, n)), [text, sources, messageId, mathLoaded]);
+  // A chip moves focus to its entry in the source list rather than changing the page's address.
+  const onClick = (e: MouseEvent<HTMLDivElement>) => {
+    const chip = (e.target as Element).closest('a.cite');
+    const entry = chip && document.getElementById(chip.getAttribute('href')!.slice(1));
+    if (!entry) return;
+    e.preventDefault();
+    entry.scrollIntoView({ block: 'nearest' });
+    entry.querySelector<HTMLElement>('a')?.focus();
+  };
+  return <div className="md" onClick={onClick} dangerouslySetInnerHTML={{ __html: html }} />;
 }
 
+const STATUS_LABELS: Partial<Record<AnswerStatus, string>> = {
+  stopped: 'Answer stopped',
+  error: 'Answer failed',
+  interrupted: 'Answer interrupted: the server stopped before it finished',
+};
+
 interface Props {
-  message: UIMessage;
+  message: ChatMessage;
   busy: boolean;
   isLast: boolean;
   selected: boolean;
@@ -106,85 +129,38 @@ interface Props {
 }
 
 export const Message = memo(function Message({ message, busy, isLast, selected, onSelect, onEdit, onRegenerate }: Props) {
-  const [editing, setEditing] = useState<string | null>(null);
   const sources = useMemo(() => sourcesOf(message), [message]);
-  const meta = (message.metadata ?? {}) as any;
-  const mcpTools = (meta.mcpTools ?? {}) as Record<string, { name?: string }>;
-  const textOf = () => (message.parts as any[]).filter((p) => p.type === 'text').map((p) => p.text).join('\n');
-
-  if (message.role === 'user') {
-    return (
-      <div className="msg user" data-role="user" data-message-id={message.id}>
-        {editing !== null ? (
-          <form
-            className="edit"
-            onSubmit={(e) => {
-              e.preventDefault();
-              setEditing(null);
-              onEdit(editing);
-            }}
-          >
-            <label>
-              Edit message
-              <textarea value={editing} onChange={(e) => setEditing(e.target.value)} autoFocus rows={3} />
-            </label>
-            <div className="row">
-              <button type="submit">Save and send</button>
-              <button type="button" onClick={() => setEditing(null)}>
-                Cancel
-              </button>
-            </div>
-          </form>
-        ) : (
-          <>
-            {(message.parts as any[]).map((p, i) =>
-              p.type === 'text' ? (
-                <p key={i} className="user-text">
-                  {p.text}
-                </p>
-              ) : p.type === 'file' ? (
-                <FilePart key={i} part={p} />
-              ) : null,
-            )}
-            <div className="actions">
-              <button type="button" disabled={busy} onClick={() => setEditing(textOf())} aria-label="Edit this message">
-                Edit
-              </button>
-            </div>
-          </>
-        )}
-      </div>
-    );
-  }
-
-  const sourceParts = (message.parts as any[]).filter((p) => p.type === 'source-url');
+  if (message.role === 'user') return <UserMessage message={message} busy={busy} onEdit={onEdit} />;
+  const mcpTools = message.metadata?.mcpTools ?? {};
+  const status = message.metadata?.status;
+  const label = status && STATUS_LABELS[status];
   return (
-    <div className={`msg assistant${selected ? ' selected' : ''}`} data-role="assistant" data-message-id={message.id}>
-      {(message.parts as any[]).map((p, i) => {
-        if (p.type === 'text') return <Text key={i} text={p.text} sources={sources} />;
+    <article className={`msg assistant${selected ? ' selected' : ''}`} data-role="assistant" data-message-id={message.id} data-status={status} aria-label="Answer">
+      {message.parts.map((p, i) => {
+        if (p.type === 'text') return <Text key={i} text={p.text} sources={sources} messageId={message.id} />;
         if (p.type === 'reasoning')
           return (
             <details key={i} className="reasoning">
               <summary>Reasoning</summary>
-              <pre>{p.text}</pre>
+              <pre tabIndex={0}>{p.text}</pre>
             </details>
           );
-        if (isToolPart(p)) return <ToolPart key={p.toolCallId ?? i} part={p} mcp={mcpTools[toolName(p)]} />;
+        if (isToolUIPart(p)) return <ToolPart key={p.toolCallId} part={p} mcp={mcpTools[toolName(p)]} />;
         if (p.type === 'file') return <FilePart key={i} part={p} />;
         return null;
       })}
-      {sourceParts.length > 0 && (
-        <ol className="sources" aria-label="Sources">
-          {sourceParts.map((p: any) => (
-            <li key={p.sourceId}>
-              <a href={p.url} target="_blank" rel="noopener noreferrer">
-                {p.title || p.url}
-              </a>
-            </li>
-          ))}
-        </ol>
+      <Sources messageId={message.id} sources={sources} />
+      {label && (
+        <p className={`status ${status}`} data-testid="answer-status">
+          {label}
+          {status === 'error' && message.metadata?.errorCode && (
+            <>
+              {' '}
+              (<code>{message.metadata.errorCode}</code>)
+            </>
+          )}
+        </p>
       )}
-      {meta.status && meta.status !== 'complete' && <div className="status">Answer {meta.status}</div>}
       <div className="actions">
         <button type="button" onClick={onSelect} aria-pressed={selected}>
           Inspect
@@ -195,12 +171,57 @@ export const Message = memo(function Message({ message, busy, isLast, selected, 
           </button>
         )}
       </div>
-    </div>
+    </article>
   );
 });
 
-function FilePart({ part }: { part: any }) {
-  if (typeof part.mediaType === 'string' && part.mediaType.startsWith('image/'))
-    return <img className="attachment" src={part.url} alt={part.filename ?? 'attached image'} />;
+function UserMessage({ message, busy, onEdit }: { message: ChatMessage; busy: boolean; onEdit(text: string): void }) {
+  const [editing, setEditing] = useState<string | null>(null);
+  return (
+    <div className="msg user" data-role="user" data-message-id={message.id}>
+      {editing !== null ? (
+        <form
+          className="edit"
+          onSubmit={(e) => {
+            e.preventDefault();
+            setEditing(null);
+            onEdit(editing);
+          }}
+        >
+          <label>
+            Edit message
+            <textarea value={editing} onChange={(e) => setEditing(e.target.value)} autoFocus rows={3} />
+          </label>
+          <div className="row">
+            <button type="submit">Save and send</button>
+            <button type="button" onClick={() => setEditing(null)}>
+              Cancel
+            </button>
+          </div>
+        </form>
+      ) : (
+        <>
+          {message.parts.map((p, i) =>
+            p.type === 'text' ? (
+              <p key={i} className="user-text">
+                {p.text}
+              </p>
+            ) : p.type === 'file' ? (
+              <FilePart key={i} part={p} />
+            ) : null,
+          )}
+          <div className="actions">
+            <button type="button" disabled={busy} onClick={() => setEditing(textOf(message))} aria-label="Edit this message">
+              Edit
+            </button>
+          </div>
+        </>
+      )}
+    </div>
+  );
+}
+
+function FilePart({ part }: { part: FileUIPart }) {
+  if (part.mediaType.startsWith('image/')) return <img className="attachment" src={part.url} alt={part.filename ?? 'attached image'} />;
   return <div className="attachment">Attached: {part.filename ?? part.mediaType}</div>;
 }

@@ -1,6 +1,24 @@
 // A thin client for promptgate's REST API. The base URL is empty when the app is served by the
 // gateway itself or through Vite's proxy; VITE_PROMPTGATE_URL points a separately hosted app at a
-// gateway (which must then allow the page's origin in `[server.cors] allowed_origins`).
+// gateway (which must then allow the page's origin in `[server.cors] allowed_origins`). The types
+// come from openapi.yaml (src/generated/openapi.d.ts, made by `npm run api-types`).
+import type { components } from './generated/openapi';
+
+export type Schemas = components['schemas'];
+export type Thread = Schemas['Thread'];
+export type StoredMessage = Schemas['Message'];
+export type ModelEntry = Schemas['ModelEntry'];
+export type UserSettings = Schemas['UserSettings'];
+export type PromptPreview = Schemas['PromptPreview'];
+export type PreviewContext = Schemas['PreviewContext'];
+export type McpServer = Schemas['McpServer'];
+export type NewMcpServer = Schemas['NewMcpServer'];
+export type ProbeResponse = Schemas['ProbeResponse'];
+export type Skill = Schemas['Skill'];
+export type NewSkill = Schemas['NewSkill'];
+export type Project = Schemas['Project'];
+export type NewProject = Schemas['NewProject'];
+export type IntegrationView = Schemas['IntegrationView'];
 
 export const BASE_URL: string = (import.meta.env.VITE_PROMPTGATE_URL ?? '').replace(/\/$/, '');
 
@@ -28,6 +46,11 @@ export class ApiError extends Error {
   ) {
     super(message);
   }
+}
+
+/// The sentence to show for anything a request threw.
+export function messageOf(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
 }
 
 export async function api<T = unknown>(path: string, init: { method?: string; body?: unknown } = {}): Promise<T> {
@@ -64,55 +87,24 @@ async function request<T>(path: string, init: { method?: string; body?: unknown 
   });
   if (res.status === 204) return { data: undefined as T, res };
   const text = await res.text();
-  let data: any = undefined;
+  let data: unknown = undefined;
   try {
     data = text ? JSON.parse(text) : undefined;
   } catch {
     data = undefined;
   }
   if (!res.ok) {
-    const err = data?.error;
+    const err = (data as Partial<Schemas['ErrorBody']> | undefined)?.error;
     throw new ApiError(res.status, err?.code ?? 'http_error', err?.message ?? `${res.status} ${res.statusText}`);
   }
   return { data: data as T, res };
 }
 
-export interface Thread {
-  id: string;
-  title?: string | null;
-  project_id?: string | null;
-  created_at: number;
-  updated_at: number;
+export async function listModels(): Promise<ModelEntry[]> {
+  return (await api<Schemas['ModelList']>('/v1/models')).data;
 }
 
-export interface StoredMessage {
-  id: string;
-  seq?: number;
-  role: 'user' | 'assistant';
-  parts: any[];
-  metadata: Record<string, any>;
-  status?: string | null;
-}
-
-export interface Model {
-  id: string;
-  name?: string;
-}
-
-/// `/v1/models` answers a list, or an OpenAI-shaped `{object: "list", data: [...]}`.
-export async function listModels(): Promise<Model[]> {
-  const data = await api<any>('/v1/models');
-  const list: any[] = Array.isArray(data) ? data : Array.isArray(data?.data) ? data.data : [];
-  return list.map((m) => ({ id: m.id, name: m.name ?? m.id }));
-}
-
-/// An absolute artifact URL an iframe can load without a header: the gateway signs a short-lived
-/// link. Older gateways without the link endpoint serve the artifact at its plain URL.
-export async function artifactUrl(id: string, fallback: string): Promise<string> {
-  try {
-    const link = await api<{ url: string }>(`/v1/artifacts/${encodeURIComponent(id)}/link`, { method: 'POST' });
-    return link.url;
-  } catch {
-    return BASE_URL + fallback;
-  }
+/// An absolute artifact URL an iframe can load without a header: the gateway signs a short-lived link.
+export async function artifactUrl(id: string): Promise<string> {
+  return (await api<Schemas['ArtifactLink']>(`/v1/artifacts/${encodeURIComponent(id)}/link`, { method: 'POST' })).url;
 }

@@ -1,6 +1,7 @@
 // Markdown for answers: raw HTML in model text is shown as text, links are limited to web and mail
-// addresses, and `[N]` citations become chips linking to the source the gateway registered as N.
-import { Marked } from 'marked';
+// addresses, and `[N]` citations become chips linking to the entry of the answer's source list that
+// the gateway registered as N.
+import { Marked, type Tokens } from 'marked';
 import { loadMath, mathReady, renderMath } from './math';
 
 export interface Source {
@@ -54,7 +55,7 @@ marked.use({
         const m = BLOCK_MATH.exec(src);
         return m ? { type: 'mathBlock', raw: m[0], tex: (m[1] ?? m[2]).trim() } : undefined;
       },
-      renderer(token: any) {
+      renderer(token: Tokens.Generic) {
         return mathHtml(token.tex, true);
       },
     },
@@ -69,7 +70,7 @@ marked.use({
         const m = INLINE_MATH.exec(src);
         return m ? { type: 'mathInline', raw: m[0], tex: m[1] ?? m[2] } : undefined;
       },
-      renderer(token: any) {
+      renderer(token: Tokens.Generic) {
         return mathHtml(token.tex, false);
       },
     },
@@ -84,35 +85,35 @@ marked.use({
         const m = /^\[(\d{1,3})\](?![(\[:])/.exec(src);
         return m ? { type: 'citation', raw: m[0], n: Number(m[1]) } : undefined;
       },
-      renderer(token: any) {
+      renderer(token: Tokens.Generic) {
         return `<cite-slot data-n="${token.n}"></cite-slot>`;
       },
     },
   ],
   renderer: {
-    html(token: any) {
+    html(token: Tokens.HTML | Tokens.Tag) {
       return escapeHtml(token.text ?? token.raw ?? '');
     },
-    link(this: any, token: any) {
+    link(token: Tokens.Link) {
       const text = this.parser.parseInline(token.tokens);
       const href = safeHref(token.href);
       if (!href) return text;
       return `<a href="${escapeHtml(href)}" target="_blank" rel="noopener noreferrer">${text}</a>`;
     },
-    image(token: any) {
+    image(token: Tokens.Image) {
       return escapeHtml(token.text ?? '');
     },
   },
 });
 
-/// HTML for an answer's text; `sources` maps citation numbers to their URLs.
-export function renderMarkdown(text: string, sources: Map<number, Source>): string {
+/// HTML for an answer's text; `sources` maps citation numbers to their sources, and `anchor` names the
+/// element of the answer's source list that a `[N]` chip links to.
+export function renderMarkdown(text: string, sources: Map<number, Source>, anchor: (n: number) => string): string {
   const html = marked.parse(text, { async: false }) as string;
   return html.replace(/<cite-slot data-n="(\d+)"><\/cite-slot>/g, (_, n: string) => {
     const source = sources.get(Number(n));
-    const href = source && safeHref(source.url);
-    if (!source || !href) return `[${n}]`;
+    if (!source || !safeHref(source.url)) return `[${n}]`;
     const title = escapeHtml(source.title || source.url);
-    return `<a class="cite" href="${escapeHtml(href)}" title="${title}" target="_blank" rel="noopener noreferrer" data-citation="${n}">${n}</a>`;
+    return `<a class="cite" href="#${escapeHtml(anchor(Number(n)))}" title="${title}" aria-label="Source ${n}: ${title}" data-citation="${n}">${n}</a>`;
   });
 }

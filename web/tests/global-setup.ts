@@ -115,6 +115,10 @@ ${extra}`,
 [web]
 search = { kind = "searxng", base_url = "http://127.0.0.1:${upstreamPort}" }
 
+# A reload mid-answer lets the turn run on, so the app can resume its stream.
+[turn]
+on_disconnect = "continue"
+
 [[providers]]
 name = "scripted"
 kind = "openai"

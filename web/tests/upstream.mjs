@@ -4,8 +4,9 @@
 import http from 'node:http';
 
 export const SEARCH_RESULTS = [
-  { url: 'https://www.rust-lang.org/learn', title: 'Learn Rust', content: 'The Rust book and more.' },
-  { url: 'https://doc.rust-lang.org/nomicon/', title: 'The Rustonomicon', content: 'Unsafe Rust, explained.' },
+  // `.example` names never resolve, so nothing the page loads for a source (its favicon) leaves the machine.
+  { url: 'https://learn.rust.example/book', title: 'Learn Rust', content: 'The Rust book and more.' },
+  { url: 'https://nomicon.rust.example/', title: 'The Rustonomicon', content: 'Unsafe Rust, explained.' },
 ];
 
 let answers = 0;
@@ -38,10 +39,14 @@ async function streamText(res, pieces, delayMs = 0) {
 }
 
 function completions(body, res) {
-  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
   const messages = body.messages ?? [];
   const lastUser = [...messages].reverse().find((m) => m.role === 'user');
   const question = textOf(lastUser);
+  if (/\bbreak\b/i.test(question)) {
+    res.writeHead(400, { 'content-type': 'application/json' });
+    return res.end(JSON.stringify({ error: { message: 'the scripted upstream refuses this', type: 'invalid_request_error' } }));
+  }
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
   const afterTool = messages.at(-1)?.role === 'tool';
   if (/\bcite\b/i.test(question)) {
     if (!afterTool) return toolCall(res, 'search', { query: 'rust language' });
@@ -57,6 +62,9 @@ function completions(body, res) {
   if (/\becho\b/i.test(question)) {
     if (!afterTool) return toolCall(res, 'everything_echo', { message: 'hello from the browser' });
     return streamText(res, ['The MCP server echoed.']);
+  }
+  if (/\bresume\b/i.test(question)) {
+    return streamText(res, Array.from({ length: 40 }, (_, i) => `part${i} `), 100);
   }
   if (/\bslow\b/i.test(question)) {
     return streamText(res, Array.from({ length: 600 }, (_, i) => `word${i} `), 100);

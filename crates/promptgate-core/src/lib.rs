@@ -15,6 +15,7 @@ pub mod error;
 pub mod ids;
 pub mod plan;
 pub mod prompt;
+pub mod request_fields;
 pub mod settings;
 pub mod skills;
 pub mod sources;

@@ -12,7 +12,7 @@ use crate::prompt::{
 };
 use crate::settings::{Engine, IntegrationStatus, Model, Project, Skill, UserSettings};
 use crate::skills::resolve_skill_instructions;
-use crate::tools::mcp_names::{McpServerTools, NotOffered, merge};
+use crate::tools::mcp_names::{MAX_TOOLS, McpServerTools, NotOffered, merge};
 use crate::tools::{
     ToolSpec, available, has_web_tools, search_project_chats_spec, skill_spec, workspace_specs,
 };
@@ -36,7 +36,7 @@ pub struct ComposeInput<'a> {
     pub model: &'a Model,
     pub upstream: UpstreamIdentity<'a>,
     pub project: Option<&'a Project>,
-    /// Other threads of the project (excluding this one).
+    /// Other threads of the project (excluding this one); only whether there are any matters.
     pub sibling_count: u32,
     /// The user's enabled skills.
     pub skills: &'a [Skill],
@@ -78,7 +78,18 @@ pub struct ComposedSend {
     pub mcp_not_offered: Vec<NotOffered>,
 }
 
-pub fn compose_send(input: &ComposeInput<'_>, now: DateTime<Utc>) -> ComposedSend {
+/// What a send offers before any MCP tool: the same for [`compose_send`] and [`mcp_tool_room`].
+#[derive(Debug, Clone, Copy)]
+pub struct BuiltInInput<'a> {
+    pub settings: &'a UserSettings,
+    pub integrations: &'a IntegrationStatus,
+    pub model: &'a Model,
+    pub project: Option<&'a Project>,
+    pub sibling_count: u32,
+}
+
+/// The built-in tools of a send, in the order they are offered.
+fn built_in_tools(input: BuiltInInput<'_>) -> Vec<ToolSpec> {
     let supports_tools = input.model.supports_tools();
     // A harness model works in its workspace first, so those tools lead; the app's tools follow.
     let mut tools = if supports_tools && input.model.engine == Engine::Harness {
@@ -95,6 +106,24 @@ pub fn compose_send(input: &ComposeInput<'_>, now: DateTime<Utc>) -> ComposedSen
             tools.push(search_project_chats_spec(&project.name));
         }
     }
+    tools
+}
+
+/// How many MCP tools a send can still offer after its built-ins, so discovery connects only the
+/// servers whose tools can make it in.
+pub fn mcp_tool_room(input: BuiltInInput<'_>) -> usize {
+    MAX_TOOLS.saturating_sub(built_in_tools(input).len())
+}
+
+pub fn compose_send(input: &ComposeInput<'_>, now: DateTime<Utc>) -> ComposedSend {
+    let supports_tools = input.model.supports_tools();
+    let mut tools = built_in_tools(BuiltInInput {
+        settings: input.settings,
+        integrations: input.integrations,
+        model: input.model,
+        project: input.project,
+        sibling_count: input.sibling_count,
+    });
     let web = has_web_tools(&tools);
 
     let (mcp_summary, mcp_not_offered) = if supports_tools && !input.mcp_servers.is_empty() {

@@ -108,6 +108,15 @@ pub trait ArtifactStore: Send + Sync {
 /// Keyword search over the messages of some of a user's chats.
 #[async_trait]
 pub trait ChatSearch: Send + Sync {
+    /// The user's other chats of a project (all but `exclude_thread_id`) as `(thread_id, title)`,
+    /// most recently updated first. Empty when the project is not the user's.
+    async fn project_threads(
+        &self,
+        user_id: &str,
+        project_id: &str,
+        exclude_thread_id: &str,
+    ) -> Result<Vec<(String, Option<String>)>, StorageError>;
+
     /// At most `limit` messages of `thread_ids` (the user's own chats only) that match `query`,
     /// best first. Empty when nothing matched.
     async fn search_messages(

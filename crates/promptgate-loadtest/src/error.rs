@@ -38,6 +38,8 @@ pub enum LoadError {
     GatewayNotReady(Duration),
     #[error("cannot write the gateway's files: {0}")]
     Files(#[source] std::io::Error),
+    #[error("a scale run failed: {0}")]
+    Scale(String),
     #[error("a request task failed: {0}")]
     Task(#[from] tokio::task::JoinError),
     #[error("the store could not be filled: {0}")]

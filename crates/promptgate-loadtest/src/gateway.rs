@@ -52,6 +52,9 @@ pub struct Placement {
     pub workers: Option<usize>,
     /// Run [`crate::bare_proxy`] in the gateway's place: the floor under the facade's cost.
     pub bare_proxy: bool,
+    /// Run this `promptgate` executable (`serve --config`) instead of this driver's own build, to
+    /// measure another build (an earlier commit, say) the same way.
+    pub exe: Option<PathBuf>,
 }
 
 /// A running gateway; the process is killed when this is dropped.
@@ -80,14 +83,15 @@ impl GatewayProcess {
         Self::start_with(client, upstream_base_url, database_url, placement, "").await
     }
 
-    /// [`GatewayProcess::start`] with `model_toml` added to the bench model's definition (the
-    /// config ends with it), e.g. `context_window = 32000`.
+    /// Like [`GatewayProcess::start`], with `extra_toml` appended to the configuration. The
+    /// configuration ends with the bench model's table, so bare keys (`context_window = 32000`)
+    /// extend the model and new tables add sections.
     pub async fn start_with(
         client: &reqwest::Client,
         upstream_base_url: &str,
         database_url: Option<&str>,
         placement: &Placement,
-        model_toml: &str,
+        extra_toml: &str,
     ) -> Result<Self, LoadError> {
         let scratch = std::env::temp_dir().join(format!("promptgate-loadtest-{}", uuid::Uuid::new_v4()));
         std::fs::create_dir_all(&scratch).map_err(LoadError::Files)?;
@@ -96,12 +100,18 @@ impl GatewayProcess {
             None => format!("sqlite://{}?mode=rwc", scratch.join("bench.db").display()),
         };
         let listen = free_loopback_port().map_err(LoadError::Files)?;
-        let text = config_text(&listen, &database_url, upstream_base_url) + model_toml;
+        let text = format!(
+            "{}\n{extra_toml}",
+            config_text(&listen, &database_url, upstream_base_url)
+        );
         Config::parse(&text).map_err(|e| LoadError::Config(e.to_string()))?;
         let config_path = scratch.join("promptgate.toml");
         std::fs::write(&config_path, text).map_err(LoadError::Files)?;
 
-        let exe = std::env::current_exe().map_err(LoadError::Spawn)?;
+        let exe = match &placement.exe {
+            Some(exe) => exe.clone(),
+            None => std::env::current_exe().map_err(LoadError::Spawn)?,
+        };
         let mut command = match placement.cpus.as_deref() {
             Some(cpus) => {
                 let mut pinned = Command::new("taskset");
@@ -115,6 +125,8 @@ impl GatewayProcess {
                 .arg("serve-bare-proxy")
                 .arg(&listen)
                 .arg(upstream_base_url);
+        } else if placement.exe.is_some() {
+            command.arg("serve").arg("--config").arg(&config_path);
         } else {
             command.arg("serve-gateway").arg(&config_path);
         }

@@ -88,6 +88,19 @@ struct Cli {
     /// Seconds the burst scenario leaves the gateway idle before reading its memory again.
     #[arg(long, default_value_t = 60.0)]
     burst_idle: f64,
+    /// Sends measured at each point of a scale curve (after two unmeasured ones).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u16).range(1..=1000))]
+    scale_sends: u16,
+    /// Milliseconds between one scale send's end and the next one's start.
+    #[arg(long, default_value_t = 250)]
+    scale_pace_ms: u64,
+    /// The largest project the scale scenario fills, in chats (points above it are skipped).
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    scale_max_threads: u32,
+    /// Run this `promptgate` executable as the gateway (`serve --config`), to measure another build
+    /// (an earlier commit, say) with this driver.
+    #[arg(long)]
+    gateway_exe: Option<PathBuf>,
     /// The bench model's context window in the long-threads scenario (`scale-threads`), in tokens.
     #[arg(long, default_value_t = 128_000)]
     context_window: u64,
@@ -185,6 +198,12 @@ async fn drive(cli: Cli) -> anyhow::Result<()> {
             cpus: cli.gateway_cpus,
             workers: cli.gateway_workers.map(usize::from),
             bare_proxy: cli.bare_proxy,
+            exe: cli.gateway_exe,
+        },
+        scale: promptgate_loadtest::scale::ScaleShape {
+            sends: usize::from(cli.scale_sends),
+            pace: seconds(cli.scale_pace_ms as f64 / 1000.0, "scale-pace-ms (in seconds)")?,
+            max_threads: cli.scale_max_threads as usize,
         },
     };
     let report = promptgate_loadtest::scenario::run(&options).await?;
@@ -218,7 +237,8 @@ fn main() -> ExitCode {
         std::env::args().nth(1).as_deref(),
         Some("serve-gateway" | "serve-bare-proxy")
     );
-    let default_filter = if serving { "warn" } else { "info" };
+    // The scale scenario's MCP servers run in the driver; rmcp's notes on each session are noise here.
+    let default_filter = if serving { "warn" } else { "info,rmcp=warn" };
     let filter = EnvFilter::try_from_env("PROMPTGATE_LOG").unwrap_or_else(|_| EnvFilter::new(default_filter));
     tracing_subscriber::fmt()
         .with_env_filter(filter)

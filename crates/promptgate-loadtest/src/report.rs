@@ -247,6 +247,9 @@ pub fn markdown(report: &Report) -> String {
             mib(burst.after_hang_up.peak_kib),
         );
     }
+    if let Some(scale) = &report.scale_mcp {
+        crate::scale::mcp::markdown(scale, &mut out);
+    }
     if !report.memory.is_empty() {
         out.push_str("### Gateway process memory (MiB)\n\n| database | RSS idle after start | RSS after load | peak RSS |\n|---|---|---|---|\n");
         for m in &report.memory {

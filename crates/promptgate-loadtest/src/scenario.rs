@@ -38,6 +38,9 @@ pub enum Scenario {
     /// Memory after a burst of sends (SQLite): idle before, right after, and after a quiet spell
     /// (`--burst-idle`, a minute by default; not in the default set).
     Burst,
+    /// A send's first token for users with 0 to 50 MCP servers and projects of 100 to 100,000
+    /// chats, SQLite and (with a URL) Postgres; not in the default set. See `scale::mcp`.
+    ScaleMcp,
     /// A send's first byte and peak memory against its thread's length (10 to 20,000 messages),
     /// on SQLite and, with a URL, Postgres (not in the default set).
     ScaleThreads,
@@ -56,6 +59,7 @@ impl Scenario {
             Scenario::Capacity => "capacity",
             Scenario::HeldTurns => "held turns",
             Scenario::Burst => "burst",
+            Scenario::ScaleMcp => "scale: MCP servers and projects",
             Scenario::ScaleThreads => "long threads",
         }
     }
@@ -97,6 +101,8 @@ pub struct Options {
     pub sustained: bool,
     /// What the upstream's streams look like.
     pub stream: StreamShape,
+    /// How the scale scenarios measure each point.
+    pub scale: crate::scale::ScaleShape,
     /// The bench model's context window in the long-threads scenario, in tokens.
     pub context_window: u64,
     /// Thread lengths of the long-threads scenario; empty: [`crate::scale::threads::SIZES`].
@@ -184,6 +190,7 @@ pub struct Report {
     pub burst: Option<BurstReport>,
     pub sustained: Option<Duration>,
     pub stream: StreamShape,
+    pub scale_mcp: Option<crate::scale::mcp::McpScaleReport>,
     /// Markdown sections of the scale scenarios, printed after the rest.
     pub sections: Vec<String>,
 }
@@ -406,6 +413,11 @@ pub async fn run(options: &Options) -> Result<Report, LoadError> {
     if wants(Scenario::Burst) {
         report.burst = Some(burst(&http, &upstream.base_url(), options).await?);
     }
+    if wants(Scenario::ScaleMcp) {
+        let postgres = options.postgres_url.as_deref();
+        let scale = crate::scale::mcp::run(&http, postgres, &options.gateway, options.scale).await?;
+        report.scale_mcp = Some(scale);
+    }
     if wants(Scenario::ScaleThreads) {
         let sizes = if options.thread_sizes.is_empty() {
             crate::scale::threads::SIZES.to_vec()
@@ -544,11 +556,13 @@ fn targets(
             completion_target(direct_url.to_owned(), UPSTREAM_MODEL, false)?,
             completion_target(facade, BENCH_MODEL, false)?,
         ),
-        // Capacity, held turns and bursts compare nothing; where asked, they stand for the streamed facade.
+        // Capacity, held turns, bursts and scale curves compare nothing; where asked, they stand for
+        // the streamed facade.
         Scenario::FacadeStream
         | Scenario::Capacity
         | Scenario::HeldTurns
         | Scenario::Burst
+        | Scenario::ScaleMcp
         | Scenario::ScaleThreads => (
             completion_target(direct_url.to_owned(), UPSTREAM_MODEL, true)?,
             completion_target(facade, BENCH_MODEL, true)?,

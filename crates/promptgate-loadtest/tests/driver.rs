@@ -175,6 +175,7 @@ async fn the_postgres_scenario_without_a_url_says_how_to_give_one() {
         gateway: Default::default(),
         sustained: false,
         stream: Default::default(),
+        scale: Default::default(),
         context_window: 128_000,
         thread_sizes: Vec::new(),
     };
@@ -256,6 +257,36 @@ fn the_binary_measures_the_facade_and_a_send_through_a_real_gateway() {
     // The run itself fails unless all five turns reached the upstream; the row says how much each cost.
     let per_turn = held.split('|').nth(4).unwrap().trim();
     assert!(per_turn.parse::<f64>().is_ok(), "{held}");
+}
+
+/// The scale scenario: every point of both curves measured through a real gateway, with real MCP
+/// servers and a filled project.
+#[test]
+fn the_binary_measures_a_send_for_many_mcp_servers_and_a_big_project() {
+    let stdout = run_binary(&[
+        "--scenario",
+        "scale-mcp",
+        "--scale-sends",
+        "2",
+        "--scale-pace-ms",
+        "20",
+        "--scale-max-threads",
+        "100",
+    ]);
+    for has in [
+        "0 MCP servers",
+        "10 MCP servers",
+        "50 MCP servers",
+        "a project of 100 chats",
+    ] {
+        let cells = table_row(&stdout, &format!("| SQLite | {has} |"));
+        let p50: f64 = cells[3].parse().unwrap();
+        assert!(p50 > 0.0, "{cells:?}");
+    }
+    assert!(
+        !stdout.contains("a project of 1000 chats"),
+        "points past --scale-max-threads are left out:\n{stdout}"
+    );
 }
 
 /// The Responses API beside the chat facade: its streams end with `response.completed`, not

@@ -135,17 +135,26 @@ pub(crate) fn parse_server_url(raw: &str) -> Result<url::Url, McpError> {
 pub struct HubSettings {
     /// How long a server's tool list is reused when the server does not say (`ttlMs`).
     pub tool_list_ttl: Duration,
-    /// A cached tool list is offered without asking the server while the server answered anything
-    /// within this interval; past it, one `ping` (bounded by the discovery timeout) comes first, so
-    /// a stopped server is noticed on the next send rather than when its list expires.
+    /// How often a server in use is pinged in the background: once this long after it last
+    /// answered, if a send or call used it since. Sends never ping; they take the cached list and
+    /// learn of a dead server from this check or from a failing call.
     pub liveness_interval: Duration,
     /// First wait before reconnecting to a server that failed; doubled after each failure.
     pub reconnect_initial_backoff: Duration,
-    /// Ceiling of the reconnect wait.
+    /// Ceiling of the reconnect wait: a server that stays down is tried this rarely.
     pub reconnect_max_backoff: Duration,
-    /// A server nobody asked for in this long loses its pooled session and cached tools, and is no
-    /// longer reconnected; the next discovery starts afresh.
+    /// A server nobody asked for in this long loses its session and cached tools, and is no
+    /// longer checked or reconnected; the next use starts afresh.
     pub idle_limit: Duration,
+    /// Sessions (user × server) this hub keeps at once; past it the least recently used is closed
+    /// and opened again on its next use.
+    pub max_sessions: usize,
+    /// Servers one send connects to, in the user's order; the rest are left out of it.
+    pub max_servers_per_user: usize,
+    /// Probes one user may start per minute (a burst of this many, refilled evenly).
+    pub probes_per_minute: u32,
+    /// Probes of one user running at once.
+    pub probes_in_flight: usize,
     /// Cap on the model-facing text of one tool result, in characters.
     pub max_result_chars: usize,
     /// Cap on the JSON of one tool result shown to the UI and stored with the message, in bytes.
@@ -165,10 +174,14 @@ impl Default for HubSettings {
     fn default() -> Self {
         Self {
             tool_list_ttl: Duration::from_secs(5 * 60),
-            liveness_interval: Duration::from_secs(10),
+            liveness_interval: Duration::from_secs(30),
             reconnect_initial_backoff: Duration::from_secs(1),
-            reconnect_max_backoff: Duration::from_secs(30),
-            idle_limit: Duration::from_secs(30 * 60),
+            reconnect_max_backoff: Duration::from_secs(5 * 60),
+            idle_limit: Duration::from_secs(10 * 60),
+            max_sessions: 2_000,
+            max_servers_per_user: 50,
+            probes_per_minute: 20,
+            probes_in_flight: 2,
             max_result_chars: 100_000,
             max_ui_output_bytes: 1024 * 1024,
             max_response_bytes: 16 * 1024 * 1024,

@@ -40,6 +40,9 @@ pub enum McpError {
     ToolNotFound(String),
     #[error("the connection to the MCP server was closed")]
     Closed,
+    /// The user already has as many probes running or started this minute as the hub allows.
+    #[error("too many MCP server probes; try again in {} s", .retry_after.as_secs().max(1))]
+    TooManyProbes { retry_after: Duration },
 }
 
 impl McpError {
@@ -71,6 +74,7 @@ impl McpError {
             McpError::InvalidArguments(_) => "invalid_arguments",
             McpError::ToolNotFound(_) => "tool_not_found",
             McpError::Closed => "closed",
+            McpError::TooManyProbes { .. } => "too_many_probes",
         }
     }
 

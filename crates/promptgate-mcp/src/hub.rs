@@ -1,18 +1,26 @@
-//! The process-wide MCP hub: pooled sessions, cached tool lists, discovery for a send, tool calls,
-//! and quiet background reconnects for servers that failed.
+//! The process-wide MCP hub: pooled sessions (capped, least recently used closed first), cached tool
+//! lists, discovery for a send, tool calls, and per-user limits on probes. Liveness checks and
+//! reconnects happen in the background (`keeper.rs`), never on a send's path.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use promptgate_outbound::Outbound;
 use serde_json::Value;
 
 use crate::config::{HubSettings, McpServerConfig};
+use crate::entry::{ServerEntry, lock};
 use crate::error::McpError;
+use crate::pool::{HubUsage, Pool, PoolKey, Usage};
+use crate::probes::ProbeLimits;
 use crate::result::McpToolResult;
 use crate::session::{DiscoveredTool, Session};
+
+/// How many tools a server the hub has not listed yet is taken to have when deciding which servers a
+/// send needs: a first send connects the servers in waves of about this many tools each until the
+/// toolset is full, instead of connecting every server at once.
+const UNKNOWN_SERVER_TOOLS: usize = 8;
 
 /// How one server fared in a send's discovery.
 #[derive(Debug, Clone)]
@@ -27,12 +35,17 @@ pub enum DiscoveryOutcome {
         server: McpServerConfig,
         error: McpError,
     },
+    /// The server was not connected: the servers before it already list enough tools to fill the
+    /// send's toolset, or it is past the number of servers a send uses.
+    Unused { server: McpServerConfig },
 }
 
 impl DiscoveryOutcome {
     pub fn server(&self) -> &McpServerConfig {
         match self {
-            DiscoveryOutcome::Ready { server, .. } | DiscoveryOutcome::Failed { server, .. } => server,
+            DiscoveryOutcome::Ready { server, .. }
+            | DiscoveryOutcome::Failed { server, .. }
+            | DiscoveryOutcome::Unused { server } => server,
         }
     }
 }
@@ -52,30 +65,44 @@ pub struct ProbeReport {
 pub struct McpHub {
     shared: Arc<Shared>,
     pool: Arc<Mutex<Pool>>,
+    probes: Arc<ProbeLimits>,
 }
 
 impl std::fmt::Debug for McpHub {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("McpHub")
-            .field("servers", &lock(&self.pool).entries.len())
+            .field("usage", &self.usage())
             .field("settings", &self.shared.settings)
             .finish()
     }
 }
 
-struct Shared {
-    outbound: Arc<Outbound>,
-    settings: HubSettings,
-    /// Background reconnects, so a shutdown can end them and wait until they have.
-    background: tokio_util::task::TaskTracker,
-    stopping: tokio_util::sync::CancellationToken,
+/// What every entry of a hub shares.
+pub(crate) struct Shared {
+    pub outbound: Arc<Outbound>,
+    pub settings: HubSettings,
+    /// The entries' keepers, so a shutdown can end them and wait until they have.
+    pub background: tokio_util::task::TaskTracker,
+    pub stopping: tokio_util::sync::CancellationToken,
+    pub usage: Usage,
+    /// What entries measure their last use from.
+    pub epoch: Instant,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct PoolKey {
-    user_id: String,
-    server_id: String,
-    fingerprint: u64,
+impl Shared {
+    pub fn now_ms(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+}
+
+impl PoolKey {
+    fn of(config: &McpServerConfig) -> PoolKey {
+        PoolKey {
+            user_id: config.user_id.clone(),
+            server_id: config.id.clone(),
+            fingerprint: config.connection_fingerprint(),
+        }
+    }
 }
 
 impl McpHub {
@@ -88,26 +115,28 @@ impl McpHub {
 
     /// Builds the hub on a caller's outbound policy (a custom resolver, say); `settings.addresses`
     /// is then not consulted.
-    /// Ends the background reconnects and waits for them, at most `deadline`; no new ones start.
-    pub async fn shutdown(&self, deadline: Duration) {
-        self.shared.stopping.cancel();
-        self.shared.background.close();
-        let _ = tokio::time::timeout(deadline, self.shared.background.wait()).await;
-    }
-
     pub fn with_outbound(outbound: Arc<Outbound>, settings: HubSettings) -> McpHub {
+        let probes = ProbeLimits::new(settings.probes_per_minute, settings.probes_in_flight);
         McpHub {
             shared: Arc::new(Shared {
                 outbound,
                 settings,
                 background: tokio_util::task::TaskTracker::new(),
                 stopping: tokio_util::sync::CancellationToken::new(),
+                usage: Usage::default(),
+                epoch: Instant::now(),
             }),
-            pool: Arc::new(Mutex::new(Pool {
-                entries: HashMap::new(),
-                swept_at: Instant::now(),
-            })),
+            pool: Arc::new(Mutex::new(Pool::default())),
+            probes,
         }
+    }
+
+    /// Ends the background checks and reconnects and waits for them, at most `deadline`; no new
+    /// ones start.
+    pub async fn shutdown(&self, deadline: Duration) {
+        self.shared.stopping.cancel();
+        self.shared.background.close();
+        let _ = tokio::time::timeout(deadline, self.shared.background.wait()).await;
     }
 
     /// Checks a server URL against the outbound policy without connecting, for registration: a
@@ -126,12 +155,68 @@ impl McpHub {
         &self.shared.settings
     }
 
-    /// Finds the tools of every server at once, each bounded by `timeout`. Outcomes come back in the
-    /// order of `servers`. A server that fails is reported, logged and reconnected in the background;
-    /// while that reconnect is pending, the server is reported failed at once instead of being waited
-    /// for again.
+    /// The sessions this hub holds now and about how much memory they take.
+    pub fn usage(&self) -> HubUsage {
+        let entries = lock(&self.pool).len();
+        self.shared.usage.snapshot(entries)
+    }
+
+    /// Finds the tools of every server (up to `max_servers_per_user`), each bounded by `timeout`.
+    /// Outcomes come back in the order of `servers`. See [`McpHub::discover_within`].
     pub async fn discover(&self, servers: &[McpServerConfig], timeout: Duration) -> Vec<DiscoveryOutcome> {
-        futures::future::join_all(servers.iter().map(|server| self.discover_one(server, timeout))).await
+        self.discover_within(servers, usize::MAX, timeout).await
+    }
+
+    /// Finds the tools of the servers a send with room for `tool_room` more tools needs, in order:
+    /// the servers at the front until their tools fill the room. Servers whose tool count is known
+    /// are counted as such; the others as [`UNKNOWN_SERVER_TOOLS`], in waves, so that servers past
+    /// the toolset's cap are neither connected nor checked (they come back `Unused`, and a session
+    /// they still had is closed). Each server is bounded by `timeout`; one that fails is reported
+    /// and reconnected in the background, and until that attempt is due it is reported failed at
+    /// once instead of being waited for again.
+    pub async fn discover_within(
+        &self,
+        servers: &[McpServerConfig],
+        tool_room: usize,
+        timeout: Duration,
+    ) -> Vec<DiscoveryOutcome> {
+        let usable = servers.len().min(self.shared.settings.max_servers_per_user);
+        let mut outcomes = Vec::with_capacity(servers.len());
+        let mut listed = 0usize;
+        while outcomes.len() < usable && listed < tool_room {
+            let start = outcomes.len();
+            let mut end = start;
+            let mut expected = listed;
+            while end < usable && expected < tool_room {
+                expected = expected.saturating_add(
+                    self.known_tool_count(&servers[end])
+                        .unwrap_or(UNKNOWN_SERVER_TOOLS),
+                );
+                end += 1;
+            }
+            let wave = servers[start..end]
+                .iter()
+                .map(|server| self.discover_one(server, timeout));
+            for outcome in futures::future::join_all(wave).await {
+                if let DiscoveryOutcome::Ready { tools, .. } = &outcome {
+                    listed = listed.saturating_add(tools.len());
+                }
+                outcomes.push(outcome);
+            }
+        }
+        for server in &servers[outcomes.len()..] {
+            self.release(server);
+            outcomes.push(DiscoveryOutcome::Unused {
+                server: server.clone(),
+            });
+        }
+        outcomes
+    }
+
+    /// How many tools the server listed last time, if the hub still knows.
+    fn known_tool_count(&self, config: &McpServerConfig) -> Option<usize> {
+        let entry = lock(&self.pool).get(&PoolKey::of(config)).cloned()?;
+        entry.any_tools().map(|tools| tools.len())
     }
 
     async fn discover_one(&self, config: &McpServerConfig, timeout: Duration) -> DiscoveryOutcome {
@@ -168,7 +253,8 @@ impl McpHub {
     }
 
     /// Calls `tool_name` on the pooled session of `config`, bounded by `timeout`. Dropping the
-    /// returned future cancels the call.
+    /// returned future cancels the call. A server that turns out to be gone is marked failed here,
+    /// so the next send leaves it out.
     pub async fn call_tool(
         &self,
         config: &McpServerConfig,
@@ -216,8 +302,11 @@ impl McpHub {
     }
 
     /// Connects to `config` afresh (no pooled session, no cache) and reports what the server says
-    /// about itself, so a user can check a server before chatting.
+    /// about itself, so a user can check a server before chatting. Each user may have
+    /// `probes_in_flight` probes running and start `probes_per_minute`; past either the probe is
+    /// refused with [`McpError::TooManyProbes`] before anything connects.
     pub async fn probe(&self, config: &McpServerConfig, timeout: Duration) -> Result<ProbeReport, McpError> {
+        let _permit = self.probes.admit(&config.user_id, Instant::now())?;
         let settings = &self.shared.settings;
         let probe = async {
             let session = Session::open(
@@ -246,311 +335,24 @@ impl McpHub {
 
     /// Drops every pooled session of a server (deleted, or its user signed out).
     pub fn forget(&self, user_id: &str, server_id: &str) {
-        lock(&self.pool)
-            .entries
-            .retain(|key, _| !(key.user_id == user_id && key.server_id == server_id));
+        lock(&self.pool).remove_server(user_id, server_id);
+    }
+
+    /// Drops a server's entry, and so closes its session, if it has one.
+    fn release(&self, config: &McpServerConfig) {
+        lock(&self.pool).remove(&PoolKey::of(config));
     }
 
     fn entry(&self, config: &McpServerConfig) -> Arc<ServerEntry> {
-        let key = PoolKey {
-            user_id: config.user_id.clone(),
-            server_id: config.id.clone(),
-            fingerprint: config.connection_fingerprint(),
-        };
+        let key = PoolKey::of(config);
         let mut pool = lock(&self.pool);
-        pool.sweep_idle(self.shared.settings.idle_limit);
-        if let Some(entry) = pool.entries.get(&key) {
+        if let Some(entry) = pool.get(&key) {
             return entry.clone();
         }
-        // Settings changed: the sessions opened with the old ones must not serve this server again.
-        pool.entries
-            .retain(|old, _| !(old.user_id == key.user_id && old.server_id == key.server_id));
-        let entry = Arc::new(ServerEntry::new(self.shared.clone(), config.clone()));
-        pool.entries.insert(key, entry.clone());
+        let entry = Arc::new(ServerEntry::new(self.shared.clone(), config.clone(), key.clone()));
+        pool.insert(key, entry.clone(), self.shared.settings.max_sessions);
+        drop(pool);
+        crate::keeper::spawn(&entry, &self.pool);
         entry
-    }
-}
-
-struct Pool {
-    entries: HashMap<PoolKey, Arc<ServerEntry>>,
-    swept_at: Instant,
-}
-
-impl Pool {
-    /// Closes the sessions of servers nobody used within `idle_limit`, so idle users do not keep
-    /// connections open. Runs at most once per tenth of the limit.
-    fn sweep_idle(&mut self, idle_limit: Duration) {
-        if self.swept_at.elapsed() < idle_limit / 10 {
-            return;
-        }
-        self.swept_at = Instant::now();
-        self.entries
-            .retain(|_, entry| lock(&entry.health).last_used.elapsed() <= idle_limit);
-    }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-struct CachedTools {
-    tools: Arc<[DiscoveredTool]>,
-    expires_at: Instant,
-}
-
-struct Health {
-    last_used: Instant,
-    /// When the server last answered anything; a cached list older than the liveness interval is
-    /// only trusted after the server answers again.
-    verified_at: Option<Instant>,
-    /// A background reconnect task is running for this entry.
-    reconnecting: bool,
-    /// Set while the server is failing: why, when the next attempt is due, and the wait after that.
-    last_error: Option<McpError>,
-    retry_at: Option<Instant>,
-    next_backoff: Duration,
-}
-
-/// Everything the hub keeps about one server of one user.
-struct ServerEntry {
-    shared: Arc<Shared>,
-    config: McpServerConfig,
-    /// Held across a connect, so concurrent sends share one handshake.
-    session: tokio::sync::Mutex<Option<Arc<Session>>>,
-    tools: Mutex<Option<CachedTools>>,
-    /// Set by the session when the server announces `tools/list_changed`.
-    tools_changed: Arc<AtomicBool>,
-    health: Mutex<Health>,
-}
-
-impl ServerEntry {
-    fn new(shared: Arc<Shared>, config: McpServerConfig) -> ServerEntry {
-        let next_backoff = shared.settings.reconnect_initial_backoff;
-        ServerEntry {
-            shared,
-            config,
-            session: tokio::sync::Mutex::new(None),
-            tools: Mutex::new(None),
-            tools_changed: Arc::new(AtomicBool::new(false)),
-            health: Mutex::new(Health {
-                last_used: Instant::now(),
-                verified_at: None,
-                reconnecting: false,
-                last_error: None,
-                retry_at: None,
-                next_backoff,
-            }),
-        }
-    }
-
-    fn touch(&self) {
-        lock(&self.health).last_used = Instant::now();
-    }
-
-    fn fresh_tools(&self) -> Option<Arc<[DiscoveredTool]>> {
-        if self.tools_changed.load(Ordering::SeqCst) {
-            return None;
-        }
-        let cached = lock(&self.tools);
-        cached
-            .as_ref()
-            .filter(|c| c.expires_at > Instant::now())
-            .map(|c| c.tools.clone())
-    }
-
-    /// The last list, however old.
-    fn any_tools(&self) -> Option<Arc<[DiscoveredTool]>> {
-        lock(&self.tools).as_ref().map(|c| c.tools.clone())
-    }
-
-    /// The last error, while the server failed and its next attempt is not due yet: such a server
-    /// is skipped at once instead of making every send wait for it again.
-    fn waiting_for_retry(&self) -> Option<McpError> {
-        let health = lock(&self.health);
-        match (&health.last_error, health.retry_at) {
-            (Some(error), Some(at)) if at > Instant::now() => Some(error.clone()),
-            _ => None,
-        }
-    }
-
-    fn verified(&self) {
-        lock(&self.health).verified_at = Some(Instant::now());
-    }
-
-    /// The server answered after failing: forget the failure and start the backoff over.
-    fn recovered(&self) {
-        let mut health = lock(&self.health);
-        health.verified_at = Some(Instant::now());
-        health.last_error = None;
-        health.retry_at = None;
-        health.next_backoff = self.shared.settings.reconnect_initial_backoff;
-    }
-
-    /// The tools a send may offer: the cached list while the server is known to be alive, else a
-    /// fresh one. A cached list older than the liveness interval costs one `ping`; any answer to
-    /// it, even "method not found", shows the server is there.
-    async fn tools_for_send(&self, budget: Duration) -> Result<Arc<[DiscoveredTool]>, McpError> {
-        if let Some(tools) = self.fresh_tools() {
-            let checked_recently = lock(&self.health)
-                .verified_at
-                .is_some_and(|at| at.elapsed() < self.shared.settings.liveness_interval);
-            if checked_recently {
-                return Ok(tools);
-            }
-            let session = self.session(budget).await?;
-            return match session.ping().await {
-                Err(error) if error.is_connection_failure() => {
-                    self.drop_session().await;
-                    Err(error.redacted(&self.config))
-                }
-                _ => {
-                    self.verified();
-                    Ok(tools)
-                }
-            };
-        }
-        if lock(&self.health).last_error.is_some() {
-            // The session that failed is no use for the retry.
-            self.drop_session().await;
-        }
-        self.refresh(budget).await
-    }
-
-    /// The pooled session, opening one when there is none or the old one closed.
-    async fn session(&self, budget: Duration) -> Result<Arc<Session>, McpError> {
-        let mut slot = self.session.lock().await;
-        if let Some(session) = slot.as_ref().filter(|s| !s.is_closed()) {
-            return Ok(session.clone());
-        }
-        *slot = None;
-        let session = Session::open(
-            &self.shared.outbound,
-            &self.config,
-            &self.shared.settings,
-            self.tools_changed.clone(),
-            budget,
-        )
-        .await?;
-        tracing::debug!(server = %self.config.id, era = ?session.era, "opened MCP session");
-        let session = Arc::new(session);
-        *slot = Some(session.clone());
-        Ok(session)
-    }
-
-    async fn drop_session(&self) {
-        *self.session.lock().await = None;
-    }
-
-    /// Lists the tools now and caches them.
-    async fn refresh(&self, budget: Duration) -> Result<Arc<[DiscoveredTool]>, McpError> {
-        let session = self.session(budget).await?;
-        // Cleared before listing: a change announced while we list marks the new list stale again.
-        self.tools_changed.store(false, Ordering::SeqCst);
-        let list = match session.list_tools(&self.shared.settings).await {
-            Ok(list) => list,
-            Err(error) => {
-                if error.is_connection_failure() {
-                    self.drop_session().await;
-                }
-                return Err(error.redacted(&self.config));
-            }
-        };
-        let ttl = list.server_ttl.unwrap_or(self.shared.settings.tool_list_ttl);
-        let tools: Arc<[DiscoveredTool]> = list.tools.into();
-        *lock(&self.tools) = Some(CachedTools {
-            tools: tools.clone(),
-            expires_at: Instant::now() + ttl,
-        });
-        self.recovered();
-        Ok(tools)
-    }
-
-    /// Records a failure, schedules the next attempt and makes sure a background reconnect runs.
-    fn failed(self: &Arc<Self>, error: &McpError) {
-        *lock(&self.tools) = None;
-        if matches!(error, McpError::InvalidConfig(_) | McpError::RefusedAddress(_)) {
-            // Retrying cannot fix the settings (nor, most likely, the address); the next discovery
-            // checks and reports again.
-            tracing::warn!(server_id = %self.config.id, server_name = %self.config.name, %error, "MCP server skipped");
-            return;
-        }
-        tracing::warn!(
-            server_id = %self.config.id,
-            server_name = %self.config.name,
-            %error,
-            "MCP server unavailable; it is skipped and will be reconnected in the background"
-        );
-        let mut health = lock(&self.health);
-        schedule_retry(&mut health, error, &self.shared.settings);
-        if health.reconnecting {
-            return;
-        }
-        health.reconnecting = true;
-        drop(health);
-        let stopping = self.shared.stopping.clone();
-        let entry = Arc::downgrade(self);
-        self.shared.background.spawn(async move {
-            tokio::select! {
-                () = stopping.cancelled() => {}
-                () = reconnect(entry) => {}
-            }
-        });
-    }
-}
-
-/// Notes a failure and pushes the next attempt out by the current backoff, doubling it.
-fn schedule_retry(health: &mut Health, error: &McpError, settings: &HubSettings) {
-    let wait = health.next_backoff;
-    health.last_error = Some(error.clone());
-    health.retry_at = Some(Instant::now() + wait);
-    health.next_backoff = (wait * 2).min(settings.reconnect_max_backoff);
-}
-
-/// Retries a failed server on its backoff schedule until it answers (here, or in a send that got to
-/// it first), its entry is dropped, or nobody asked for it in a while.
-async fn reconnect(entry: Weak<ServerEntry>) {
-    // No user waits on a background attempt, so it may take longer than a send's budget.
-    let attempt_budget = crate::config::DEFAULT_DISCOVERY_TIMEOUT * 3;
-    loop {
-        let due = {
-            let Some(entry) = entry.upgrade() else { return };
-            let mut health = lock(&entry.health);
-            match health.retry_at {
-                Some(at) => at,
-                None => {
-                    health.reconnecting = false;
-                    return;
-                }
-            }
-        };
-        tokio::time::sleep_until(due.into()).await;
-        let Some(entry) = entry.upgrade() else { return };
-        {
-            let mut health = lock(&entry.health);
-            if health.last_used.elapsed() > entry.shared.settings.idle_limit {
-                health.reconnecting = false;
-                tracing::debug!(server_id = %entry.config.id, "stopped reconnecting to an unused MCP server");
-                return;
-            }
-            // A send failed again meanwhile and moved the attempt out; wait for the new time.
-            if health.retry_at.is_some_and(|at| at > Instant::now()) {
-                continue;
-            }
-        }
-        entry.drop_session().await;
-        let attempt = match tokio::time::timeout(attempt_budget, entry.refresh(attempt_budget)).await {
-            Ok(result) => result,
-            Err(_) => Err(McpError::Timeout(attempt_budget)),
-        };
-        match attempt {
-            Ok(tools) => {
-                tracing::info!(server_id = %entry.config.id, tools = tools.len(), "MCP server is back");
-            }
-            Err(error) => {
-                tracing::debug!(server_id = %entry.config.id, %error, "MCP reconnect failed");
-                let mut health = lock(&entry.health);
-                schedule_retry(&mut health, &error, &entry.shared.settings);
-            }
-        }
     }
 }

@@ -13,8 +13,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
-use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
+use tower_http::request_id::PropagateRequestIdLayer;
+use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 use crate::boundary;
@@ -106,7 +106,11 @@ pub fn build(state: AppState) -> Router {
     let messages = messages.route_layer(axum::middleware::from_fn(routes::messages::anthropic_boundary));
     let policy = boundary::Policy::new(&state.config);
     let cors = boundary::cors(&state.config);
-    let body_timeout = Duration::from_secs(state.config.server.body_timeout_secs);
+    let body_times = crate::body_time::BodyTimes {
+        stall: Duration::from_secs(state.config.server.body_timeout_secs),
+        whole: Duration::from_secs(state.config.server.body_deadline_secs),
+    };
+    let request_id_max_len = state.config.server.request_id_max_len;
 
     let mut routes = Router::new()
         .merge(rest)
@@ -135,10 +139,10 @@ pub fn build(state: AppState) -> Router {
     // wrap each route, and axum clones a route's whole boxed stack for every request it serves.
     let layered = ServiceBuilder::new()
         .map_response(IntoResponse::into_response)
-        // A client's x-request-id is kept, else one is made; it is echoed, logged with every line
-        // of the request and its turn, and put into error bodies (the ones the boundary rewrites
-        // too, so it sits inside the request's scope).
-        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+        // A client's x-request-id is kept when it is short and plain, else one is made; it is
+        // echoed, logged with every line of the request and its turn, and put into error bodies
+        // (the ones the boundary rewrites too, so it sits inside the request's scope).
+        .map_request(crate::observe::assign_request_id(request_id_max_len))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(axum::middleware::from_fn(crate::observe::track_request))
         .layer(CatchPanicLayer::custom(|_: Box<dyn std::any::Any + Send>| {
@@ -150,7 +154,7 @@ pub fn build(state: AppState) -> Router {
             boundary::admit(Arc::clone(&policy), req, next)
         }))
         .layer(cors)
-        .layer(RequestBodyTimeoutLayer::new(body_timeout))
+        .map_request(move |req| body_times.apply(req))
         .layer(DefaultBodyLimit::max(limits.body_bytes))
         .service(routes);
     Router::new().fallback_service(layered)

@@ -45,6 +45,9 @@ pub struct Config {
     /// Bounds of each thread's workspace (harness models).
     #[serde(default)]
     pub workspace: WorkspaceConfig,
+    /// How attached files are read for the model.
+    #[serde(default)]
+    pub documents: crate::documents::DocumentsConfig,
     #[serde(default)]
     pub web: WebConfig,
     #[serde(default)]
@@ -125,9 +128,15 @@ pub struct ServerConfig {
     pub header_read_timeout_secs: u64,
     /// A connection with no request in progress is closed after this long.
     pub idle_timeout_secs: u64,
+    /// A connection that has not sent a byte of a request since it opened is closed after this long.
+    pub first_request_timeout_secs: u64,
     /// A request body that sends nothing for this long is abandoned with 408.
     pub body_timeout_secs: u64,
-    /// Connections open at once; further clients wait in the kernel's accept queue.
+    /// A request body that has not arrived whole this long after its request's head is abandoned
+    /// with 408, however steadily it trickles.
+    pub body_deadline_secs: u64,
+    /// Connections open at once. At the cap a new client takes the place of the connection idle
+    /// longest; when every connection has a request in progress it waits in the kernel's queue.
     pub max_connections: usize,
     pub cors: CorsConfig,
     /// After SIGTERM/SIGINT, running turns may go on this long before they are stopped.
@@ -135,6 +144,9 @@ pub struct ServerConfig {
     /// After the turns have ended, answers still being saved get this long before the process
     /// exits anyway (each one left is logged with its thread and turn).
     pub shutdown_flush_secs: u64,
+    /// The longest `x-request-id` a client may choose (letters, digits and `-_.:+/=` only); any
+    /// other is replaced by a fresh id.
+    pub request_id_max_len: usize,
     /// When set, `/metrics` is served on this address only (and not on `listen`), so the scrape port
     /// can stay inside the operator's network while the API is exposed.
     pub metrics_listen: Option<SocketAddr>,
@@ -146,11 +158,14 @@ impl Default for ServerConfig {
             allowed_hosts: Vec::new(),
             header_read_timeout_secs: 10,
             idle_timeout_secs: 60,
+            first_request_timeout_secs: 10,
             body_timeout_secs: 30,
+            body_deadline_secs: 60,
             max_connections: 4096,
             cors: CorsConfig::default(),
             shutdown_grace_secs: 20,
             shutdown_flush_secs: 10,
+            request_id_max_len: 128,
             metrics_listen: None,
         }
     }
@@ -170,7 +185,10 @@ pub struct CorsConfig {
 pub struct TurnConfig {
     /// Upstream attempts per logical turn (the first answer and empty-response retries).
     pub max_upstream_requests: u32,
+    /// A turn's whole life; past it the turn is cut wherever it is.
     pub wall_clock_secs: u64,
+    /// The most model steps of one attempt, whatever a model's profile asks for.
+    pub max_steps: u32,
     pub tool_timeout_secs: u64,
     /// A `: keep-alive` comment is written when nothing else was sent for this long.
     pub keep_alive_secs: u64,
@@ -195,6 +213,8 @@ pub struct TurnConfig {
     pub retry_window_secs: u64,
     /// Threads whose harness transcript (harness models) this instance keeps in memory.
     pub kept_harnesses: usize,
+    /// Bytes of those transcripts kept in memory, all threads together.
+    pub kept_harness_bytes: usize,
 }
 
 impl Default for TurnConfig {
@@ -204,6 +224,7 @@ impl Default for TurnConfig {
         Self {
             max_upstream_requests: limits.max_upstream_requests,
             wall_clock_secs: limits.wall_clock.as_secs(),
+            max_steps: limits.max_steps,
             tool_timeout_secs: limits.tool_timeout.as_secs(),
             keep_alive_secs: limits.keep_alive.as_secs(),
             max_in_flight: promptgate_service::settings::DEFAULT_TURNS_IN_FLIGHT,
@@ -215,6 +236,7 @@ impl Default for TurnConfig {
             heartbeat_secs: promptgate_service::settings::DEFAULT_HEARTBEAT.as_secs(),
             retry_window_secs: promptgate_service::settings::DEFAULT_RETRY_WINDOW.as_secs(),
             kept_harnesses: promptgate_service::settings::DEFAULT_KEPT_HARNESSES,
+            kept_harness_bytes: promptgate_service::settings::DEFAULT_KEPT_HARNESS_BYTES,
         }
     }
 }
@@ -249,11 +271,16 @@ pub struct WorkspaceConfig {
     pub max_loop_iterations: usize,
     pub max_total_loop_iterations: usize,
     pub max_shell_memory_bytes: usize,
+    /// `bash` calls running at once on this server, each on a thread of its own.
+    pub shell_threads: usize,
+    /// `bash` calls that may wait for a thread; past it a call is refused with a tool error.
+    pub shell_queue: usize,
 }
 
 impl Default for WorkspaceConfig {
     fn default() -> Self {
         let limits = promptgate_service::settings::WorkspaceLimits::default();
+        let pool = promptgate_service::settings::ShellPoolSize::default();
         Self {
             max_file_bytes: limits.max_file_bytes,
             max_total_bytes: limits.max_total_bytes,
@@ -265,6 +292,8 @@ impl Default for WorkspaceConfig {
             max_loop_iterations: limits.max_loop_iterations,
             max_total_loop_iterations: limits.max_total_loop_iterations,
             max_shell_memory_bytes: limits.max_shell_memory_bytes,
+            shell_threads: pool.threads,
+            shell_queue: pool.queue,
         }
     }
 }
@@ -285,8 +314,16 @@ impl WorkspaceConfig {
         }
     }
 
+    /// The server's pool for `bash` calls.
+    pub fn shell_pool(&self) -> promptgate_service::settings::ShellPool {
+        promptgate_service::settings::ShellPool::new(promptgate_service::settings::ShellPoolSize {
+            threads: self.shell_threads,
+            queue: self.shell_queue,
+        })
+    }
+
     /// The keys by name, for `PROMPTGATE_WORKSPACE_<KEY>` and the positivity check.
-    fn fields(&mut self) -> [(&'static str, &mut dyn WorkspaceValue); 10] {
+    fn fields(&mut self) -> [(&'static str, &mut dyn WorkspaceValue); 12] {
         [
             ("max_file_bytes", &mut self.max_file_bytes),
             ("max_total_bytes", &mut self.max_total_bytes),
@@ -298,6 +335,8 @@ impl WorkspaceConfig {
             ("max_loop_iterations", &mut self.max_loop_iterations),
             ("max_total_loop_iterations", &mut self.max_total_loop_iterations),
             ("max_shell_memory_bytes", &mut self.max_shell_memory_bytes),
+            ("shell_threads", &mut self.shell_threads),
+            ("shell_queue", &mut self.shell_queue),
         ]
     }
 
@@ -393,12 +432,22 @@ pub struct McpConfig {
     pub call_timeout_secs: u64,
     /// Budget of `POST /v1/mcp-servers/{id}/probe`, which connects afresh.
     pub probe_timeout_ms: u64,
-    /// A cached tool list is offered without asking the server for this long after the server
-    /// last answered; past it each send pings the server first.
+    /// A server in use is pinged in the background this long after it last answered; sends never
+    /// ping.
     pub liveness_interval_ms: u64,
-    /// Waits between reconnect attempts to a failed server start here and double up to the max.
+    /// Waits between reconnect attempts to a failed server start here and double up to the max,
+    /// where they stay while anyone still uses the server.
     pub reconnect_initial_backoff_ms: u64,
     pub reconnect_max_backoff_ms: u64,
+    /// MCP servers one user may register; a send uses at most this many.
+    pub max_servers_per_user: usize,
+    /// Sessions (user × server) this instance keeps open; past it the least recently used closes.
+    pub max_sessions: usize,
+    /// A session nobody used for this long closes, and its server is no longer checked.
+    pub session_idle_secs: u64,
+    /// Probes one user may start per minute, and have running at once.
+    pub probes_per_minute: u32,
+    pub probes_in_flight: usize,
     /// MCP server URLs may point at loopback. Unset: allowed in `single_user` mode (local MCP servers
     /// are the common case there), refused in `tokens` mode.
     pub allow_loopback: Option<bool>,
@@ -423,6 +472,12 @@ impl McpConfig {
             ("mcp.discovery_timeout_ms", self.discovery_timeout_ms),
             ("mcp.call_timeout_secs", self.call_timeout_secs),
             ("mcp.probe_timeout_ms", self.probe_timeout_ms),
+            ("mcp.liveness_interval_ms", self.liveness_interval_ms),
+            ("mcp.session_idle_secs", self.session_idle_secs),
+            ("mcp.probes_per_minute", u64::from(self.probes_per_minute)),
+            ("mcp.max_servers_per_user", self.max_servers_per_user as u64),
+            ("mcp.max_sessions", self.max_sessions as u64),
+            ("mcp.probes_in_flight", self.probes_in_flight as u64),
             // A zero backoff would retry a dead server in a tight loop.
             (
                 "mcp.reconnect_initial_backoff_ms",
@@ -453,6 +508,11 @@ impl Default for McpConfig {
             liveness_interval_ms: millis(hub.liveness_interval),
             reconnect_initial_backoff_ms: millis(hub.reconnect_initial_backoff),
             reconnect_max_backoff_ms: millis(hub.reconnect_max_backoff),
+            max_servers_per_user: hub.max_servers_per_user,
+            max_sessions: hub.max_sessions,
+            session_idle_secs: hub.idle_limit.as_secs(),
+            probes_per_minute: hub.probes_per_minute,
+            probes_in_flight: hub.probes_in_flight,
             allow_loopback: None,
             allow_private: false,
             allowed_addrs: Vec::new(),
@@ -526,6 +586,10 @@ pub struct ProviderEntry {
     /// Anthropic only: how a model's `reasoning` setting turns into thinking.
     #[serde(default)]
     pub thinking: Option<ThinkingStyle>,
+    /// Upstream request fields users (a model's `provider_options`) and facade callers may set on
+    /// this provider beyond the open ones (`promptgate_core::request_fields::OPEN_FIELDS`).
+    #[serde(default)]
+    pub allow_request_fields: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -723,13 +787,20 @@ impl Config {
                 self.server.header_read_timeout_secs,
             ),
             ("server.idle_timeout_secs", self.server.idle_timeout_secs),
+            (
+                "server.first_request_timeout_secs",
+                self.server.first_request_timeout_secs,
+            ),
             ("server.body_timeout_secs", self.server.body_timeout_secs),
+            ("server.body_deadline_secs", self.server.body_deadline_secs),
             ("server.max_connections", self.server.max_connections as u64),
+            ("server.request_id_max_len", self.server.request_id_max_len as u64),
             ("turn.lease_secs", self.turn.lease_secs),
             ("turn.heartbeat_secs", self.turn.heartbeat_secs),
             ("limits.page_size", u64::from(self.limits.page_size)),
         ];
-        if let Some((key, _)) = positive.iter().find(|(_, value)| *value == 0) {
+        let documents = self.documents.positive();
+        if let Some((key, _)) = positive.iter().chain(&documents).find(|(_, value)| *value == 0) {
             return Err(ConfigError::Invalid(format!("{key} must be positive")));
         }
         if self.turn.heartbeat_secs >= self.turn.lease_secs {
@@ -977,9 +1048,18 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("mcp.reconnect_max_backoff_ms"), "{err}");
-        let tuned =
-            format!("{EMBEDDED_DEFAULT}\n[mcp]\ndiscovery_timeout_ms = 500\nliveness_interval_ms = 0\n");
+        // Liveness is checked in the background now: a zero interval would ping without pause.
+        let zero = format!("{EMBEDDED_DEFAULT}\n[mcp]\nliveness_interval_ms = 0\n");
+        let err = Config::parse(&zero).unwrap().validate().unwrap_err().to_string();
+        assert!(err.contains("mcp.liveness_interval_ms"), "{err}");
+        let none = format!("{EMBEDDED_DEFAULT}\n[mcp]\nmax_sessions = 0\n");
+        let err = Config::parse(&none).unwrap().validate().unwrap_err().to_string();
+        assert!(err.contains("mcp.max_sessions"), "{err}");
+        let tuned = format!(
+            "{EMBEDDED_DEFAULT}\n[mcp]\ndiscovery_timeout_ms = 500\nliveness_interval_ms = 50\nmax_servers_per_user = 3\n"
+        );
         let config = Config::parse(&tuned).unwrap();
+        assert_eq!(config.mcp.max_servers_per_user, 3);
         assert!(config.validate().is_ok());
         assert_eq!(config.mcp.discovery_timeout_ms, 500);
         assert_eq!(

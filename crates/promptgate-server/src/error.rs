@@ -89,6 +89,7 @@ error_codes! {
     MethodNotAllowed = 405, "method_not_allowed": "The endpoint does not take this method.";
     RequestTimeout = 408, "request_timeout": "The request body stopped arriving.";
     Conflict = 409, "conflict": "The record already exists, or the change conflicts with one.";
+    McpServerLimit = 409, "mcp_server_limit": "The user has as many MCP servers as the server allows; remove one first.";
     TurnInProgress = 409, "turn_in_progress": "A turn is already running in the thread.";
     RetryExpired = 409, "retry_expired": "The turn `retry_of` names ended too long ago to retry.";
     StreamTooLong = 409, "stream_too_long": "The running turn's stream outgrew what the server keeps; its answer so far is in the thread's messages.";
@@ -98,13 +99,16 @@ error_codes! {
     MisdirectedRequest = 421, "misdirected_request": "Misdirected (a status from below the handlers).";
     HostNotAllowed = 421, "host_not_allowed": "The Host header names a host this server does not answer to.";
     InvalidBody = 422, "invalid_body": "The body has the wrong shape, or a value breaks a rule; the message names the field.";
+    FieldNotAllowed = 422, "field_not_allowed": "The request sets upstream fields the caller may not set (the operator decides them); the message names them and what may be set.";
     RefusedAddress = 422, "refused_address": "The outbound address policy refuses the URL.";
+    TooManyProbes = 429, "too_many_probes": "The user probed MCP servers more often than the server allows; `Retry-After` says when to try again.";
     RateLimited = 429, "rate_limited": "Too many requests or turns for this user; `Retry-After` says when to try again.";
     HeadersTooLarge = 431, "headers_too_large": "The request headers are larger than the server accepts.";
     Internal = 500, "internal": "A failure on the server's side; the details are in its log under the request id.";
     ProviderError = 502, "provider_error": "An integration's provider refused the authorization or the code exchange.";
     UpstreamError = 502, "upstream_error": "The model provider failed before an answer could be given.";
     Unavailable = 503, "unavailable": "Unavailable (a status from below the handlers).";
+    Interrupted = 503, "interrupted": "The server cut the answer short (it was shutting down); ask again.";
     NotStored = 503, "not_stored": "The answer could not be stored, so it is not given; nothing was kept and asking again loses nothing.";
     StoreUnavailable = 503, "store_unavailable": "The database is unavailable; `Retry-After` says when to try again.";
     Overloaded = 503, "overloaded": "The server runs as many turns as it may; try again shortly.";
@@ -288,6 +292,14 @@ impl ApiError {
         Self::new(ErrorCode::InvalidBody, message)
     }
 
+    /// 422 `field_not_allowed` when `fields` of an upstream request are not the caller's to set.
+    pub fn fields_allowed<'a>(
+        fields: impl IntoIterator<Item = &'a str>,
+        allowed: &[String],
+    ) -> Result<(), Self> {
+        promptgate_service::check_request_fields(fields, allowed).map_err(Self::from)
+    }
+
     pub fn conflict(message: impl Into<String>) -> Self {
         Self::new(ErrorCode::Conflict, message)
     }
@@ -341,6 +353,10 @@ impl From<ServiceError> for ApiError {
                     "{reason}; this server does not connect there (see [mcp] allow_loopback, allow_private and allowed_addrs)"
                 ),
             ),
+            ServiceError::McpServerLimit(_) => Self::new(ErrorCode::McpServerLimit, err.to_string()),
+            ServiceError::TooManyProbes(wait) => {
+                Self::new(ErrorCode::TooManyProbes, err.to_string()).with_retry_after(wait.as_secs().max(1))
+            }
             ServiceError::ConnectByAuthorizing(p) => Self::invalid(format!(
                 "an integration is connected by authorizing it: GET /v1/integrations/{}/authorize",
                 p.as_str()
@@ -355,6 +371,7 @@ impl From<ServiceError> for ApiError {
             ServiceError::TooManyAuthorizations => {
                 Self::new(ErrorCode::TooManyAuthorizations, err.to_string())
             }
+            ServiceError::FieldsNotAllowed(m) => Self::new(ErrorCode::FieldNotAllowed, m),
             ServiceError::UnknownAuthorization => Self::new(ErrorCode::InvalidState, err.to_string()),
             ServiceError::MissingAuthorizationCode => Self::new(ErrorCode::InvalidCallback, err.to_string()),
             ServiceError::ProviderRefused(m) => Self::new(ErrorCode::ProviderError, m),

@@ -11,6 +11,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
+use crate::body_time::BodyTimedOut;
 use crate::error::{ApiError, ErrorCode};
 
 /// A JSON body. Malformed JSON is 400, a body of the wrong shape (wrong types, unknown fields or enum
@@ -97,26 +98,27 @@ fn too_large() -> ApiError {
 
 fn body_rejection(rejection: BytesRejection) -> ApiError {
     if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-        too_large()
-    } else if body_timed_out(&rejection) {
-        ApiError::new(
-            ErrorCode::RequestTimeout,
-            "the request body stopped arriving (server.body_timeout_secs)",
-        )
-    } else {
-        ApiError::new(ErrorCode::InvalidRequest, rejection.body_text())
+        return too_large();
     }
+    let message = match body_timed_out(&rejection) {
+        Some(BodyTimedOut::Stalled) => "the request body stopped arriving (server.body_timeout_secs)",
+        Some(BodyTimedOut::PastDeadline) => {
+            "the request body did not arrive whole in time (server.body_deadline_secs)"
+        }
+        None => return ApiError::new(ErrorCode::InvalidRequest, rejection.body_text()),
+    };
+    ApiError::new(ErrorCode::RequestTimeout, message)
 }
 
-fn body_timed_out(rejection: &BytesRejection) -> bool {
+fn body_timed_out(rejection: &BytesRejection) -> Option<BodyTimedOut> {
     let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(rejection);
     while let Some(error) = cause {
-        if error.is::<tower_http::timeout::TimeoutError>() {
-            return true;
+        if let Some(timed_out) = error.downcast_ref::<BodyTimedOut>() {
+            return Some(*timed_out);
         }
         cause = error.source();
     }
-    false
+    None
 }
 
 fn json_rejection(rejection: JsonRejection) -> ApiError {

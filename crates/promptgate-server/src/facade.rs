@@ -6,6 +6,11 @@
 //! assistant's text (each step's text separated by a blank line), reasoning as
 //! `reasoning_content`, exactly one finish reason and, when asked, the usage chunk. Calls of the
 //! client's own tools reach it as `tool_calls`, with the finish reason `tool_calls`.
+//!
+//! Only a turn that ended by itself gets a finish reason and `[DONE]`. A turn cut before its end (the
+//! shutdown grace ran out, or its events stopped without an end) gets what OpenAI sends for a
+//! failure after streaming began: a `data: {"error": ...}` event, which the official client raises
+//! as an `APIError`, and no `[DONE]`; a whole response gets an error status instead of a completion.
 
 use std::borrow::Cow;
 
@@ -25,7 +30,13 @@ enum Delta<'a> {
     Finish(&'static str),
     /// The turn's error text, and its code when the turn gave one (`context_too_long`).
     Error(&'a str, Option<String>),
+    /// The turn stopped before its end.
+    Cut,
 }
+
+/// What a client is told about an answer cut before its end.
+pub const CUT_TEXT: &str =
+    "the answer was cut short before it was complete (the server stopped the turn); send the request again";
 
 /// Turns events into completion deltas; shared by the streaming and the whole-response views.
 #[derive(Debug, Default)]
@@ -38,7 +49,10 @@ struct Translator {
     tool_calls: usize,
     /// The `errorCode` the turn's metadata named before its error.
     error_code: Option<String>,
+    /// A finish, an error or a cut was seen: nothing more is translated.
     done: bool,
+    /// The turn ended by itself (a finish reason was sent).
+    finished: bool,
 }
 
 impl Translator {
@@ -82,6 +96,7 @@ impl Translator {
             }
             UiChunk::Finish { finish_reason, .. } => {
                 self.done = true;
+                self.finished = true;
                 let reason = if self.tool_calls > 0 {
                     "tool_calls"
                 } else {
@@ -91,7 +106,7 @@ impl Translator {
             }
             UiChunk::Abort { .. } => {
                 self.done = true;
-                Some(Delta::Finish("stop"))
+                Some(Delta::Cut)
             }
             UiChunk::Error { error_text } => {
                 self.done = true;
@@ -318,6 +333,10 @@ impl CompletionChunks {
                 ));
                 return;
             }
+            Delta::Cut => {
+                emit(Err(cut_error()));
+                return;
+            }
         };
         let choice = [StreamChoice {
             index: 0,
@@ -330,6 +349,17 @@ impl CompletionChunks {
         if finish_reason.is_some() && self.include_usage {
             let usage = self.translator.usage.unwrap_or_default();
             emit(Ok(&self.frame(&[], Some(Some(&usage)))));
+        }
+    }
+
+    /// What ends the stream once the turn's events are over: `[DONE]` after a finish; after an
+    /// error nothing more; and when the events stopped without any end, the cut's error event.
+    pub fn close_sse(&mut self, out: &mut Vec<u8>) {
+        if self.translator.finished {
+            out.extend_from_slice(crate::sse::SSE_DONE.as_bytes());
+        } else if !self.translator.done {
+            self.translator.done = true;
+            crate::sse::push_data_frame(out, &cut_error());
         }
     }
 
@@ -347,6 +377,20 @@ impl CompletionChunks {
             usage,
         }
     }
+}
+
+/// The error event of an answer cut before its end.
+fn cut_error() -> Value {
+    json!({"error": {"message": CUT_TEXT, "type": "server_error", "code": "interrupted"}})
+}
+
+/// Why a whole response is no completion.
+#[derive(Debug, PartialEq)]
+pub enum Unfinished {
+    /// The turn failed; its text is safe to show.
+    Failed(TurnError),
+    /// The turn stopped before its end.
+    Cut,
 }
 
 /// One `chat.completion`.
@@ -433,23 +477,26 @@ impl CompletionResponse {
             }),
             Some(Delta::Finish(reason)) => self.finish_reason = Some(reason),
             Some(Delta::Error(message, code)) => self.error = Some(turn_failure(message, code.as_deref())),
-            Some(Delta::Role) | None => {}
+            Some(Delta::Cut) | Some(Delta::Role) | None => {}
         }
     }
 
-    /// The completion, or the turn's error (a text safe to show) when it failed.
-    pub fn finish(self) -> Result<Value, TurnError> {
+    /// The completion, or why there is none: the turn failed or was cut before its end.
+    pub fn finish(self) -> Result<Value, Unfinished> {
         self.with_body(|body| serde_json::to_value(body).unwrap_or(Value::Null))
     }
 
     /// Like [`finish`](Self::finish), as the JSON bytes of the response body.
-    pub fn finish_json(self) -> Result<Vec<u8>, TurnError> {
+    pub fn finish_json(self) -> Result<Vec<u8>, Unfinished> {
         self.with_body(|body| serde_json::to_vec(body).unwrap_or_default())
     }
 
-    fn with_body<T>(self, encode: impl FnOnce(&CompletionBody<'_>) -> T) -> Result<T, TurnError> {
+    fn with_body<T>(self, encode: impl FnOnce(&CompletionBody<'_>) -> T) -> Result<T, Unfinished> {
         if let Some(error) = self.error {
-            return Err(error);
+            return Err(Unfinished::Failed(error));
+        }
+        if !self.translator.finished {
+            return Err(Unfinished::Cut);
         }
         let body = CompletionBody {
             id: &self.identity.id,
@@ -685,18 +732,62 @@ mod tests {
     }
 
     #[test]
-    fn a_stopped_turn_still_finishes_once() {
-        let events = [
-            chunk(UiChunk::Start {
-                message_id: None,
-                message_metadata: None,
-            }),
-            chunk(UiChunk::Abort {
-                reason: Some("stopped".into()),
-            }),
-        ];
-        let out = stream(&events, false);
-        assert_eq!(out.last().unwrap()["choices"][0]["finish_reason"], "stop");
+    fn a_turn_cut_before_its_end_is_an_error_without_a_finish_or_done() {
+        let start = chunk(UiChunk::Start {
+            message_id: None,
+            message_metadata: None,
+        });
+        let text = chunk(UiChunk::TextDelta {
+            id: "t".into(),
+            delta: "Half an ans".into(),
+        });
+        let abort = chunk(UiChunk::Abort {
+            reason: Some("stopped".into()),
+        });
+        // Stopped, and events that just end: the same for the client.
+        for events in [
+            vec![start.clone(), text.clone(), abort.clone()],
+            vec![start.clone(), text.clone()],
+        ] {
+            let mut chunks = CompletionChunks::new(identity(), true);
+            let mut sse = Vec::new();
+            for event in &events {
+                chunks.push_sse(event, &mut sse);
+            }
+            chunks.close_sse(&mut sse);
+            let sse = String::from_utf8(sse).unwrap();
+            assert!(
+                !sse.contains("[DONE]") && !sse.contains("finish_reason\":\"stop"),
+                "{sse}"
+            );
+            let last: Value = serde_json::from_str(
+                sse.split_terminator("\n\n")
+                    .last()
+                    .unwrap()
+                    .strip_prefix("data: ")
+                    .unwrap(),
+            )
+            .unwrap();
+            assert_eq!(last["error"]["code"], "interrupted", "{sse}");
+            assert_eq!(sse.matches("\"error\"").count(), 1, "{sse}");
+
+            let mut whole = CompletionResponse::new(identity());
+            for event in &events {
+                whole.push(event);
+            }
+            assert_eq!(whole.finish(), Err(Unfinished::Cut));
+        }
+    }
+
+    #[test]
+    fn only_a_turn_that_ended_by_itself_closes_with_done() {
+        let mut chunks = CompletionChunks::new(identity(), false);
+        let mut sse = Vec::new();
+        for event in tool_turn() {
+            chunks.push_sse(&event, &mut sse);
+        }
+        chunks.close_sse(&mut sse);
+        assert!(String::from_utf8(sse).unwrap().ends_with("data: [DONE]\n\n"));
     }
 
     #[test]
@@ -734,6 +825,9 @@ mod tests {
         response.push(&chunk(UiChunk::Error {
             error_text: "budget".into(),
         }));
-        assert_eq!(response.finish(), Err(TurnError::Failed("budget".into())));
+        assert_eq!(
+            response.finish(),
+            Err(Unfinished::Failed(TurnError::Failed("budget".into())))
+        );
     }
 }

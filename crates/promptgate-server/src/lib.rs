@@ -11,6 +11,7 @@
 pub mod api_doc;
 pub mod app;
 pub mod auth;
+mod body_time;
 pub mod boundary;
 pub mod cli;
 pub mod config;
@@ -18,10 +19,12 @@ pub mod config_context;
 #[cfg(test)]
 mod config_keys;
 pub mod deploy;
+pub mod documents;
 pub mod error;
 pub mod extract;
 pub mod facade;
 pub mod listen;
+pub mod logging;
 mod memory;
 pub mod messages_api;
 pub mod nul;

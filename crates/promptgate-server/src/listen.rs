@@ -1,7 +1,8 @@
 //! The accept loop: HTTP/1.1 connections with a bounded number open at once, closed when a request
-//! head trickles in too slowly or when they sit idle between requests, and drained on shutdown.
+//! head trickles in too slowly, when they sit idle between requests or before their first one, and
+//! drained on shutdown. At the cap, the connection idle longest makes room for a new one (`room`).
 //!
-//! Both clocks run only while no request is in progress on the connection, so a long answer (an SSE
+//! The clocks run only while no request is in progress on the connection, so a long answer (an SSE
 //! stream, a slow tool) is never cut by them; the turn's own limits bound those.
 //!
 //! A keep-alive connection idle for [`ConnectionLimits::park_after`] is parked: hyper's connection
@@ -13,7 +14,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -25,25 +26,37 @@ use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Notify, Semaphore};
-use tokio::time::Instant;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tower::ServiceExt;
+
+use clock::{Busy, Clock, Limit};
+use room::OpenConnections;
 
 use crate::config::ServerConfig;
 use crate::memory::Activity;
 use crate::write_batch::WriteBatch;
 
+mod clock;
+mod protocol_error;
+mod room;
+
 /// Long enough that a client sending requests in quick succession keeps its connection's buffers,
 /// short enough that hundreds of idle keep-alive connections cost little.
 const PARK_IDLE_CONNECTIONS_AFTER: Duration = Duration::from_secs(5);
+
+/// At the cap with every connection busy, how often the accept loop looks again for one that has
+/// become idle (a connection does not announce the end of each request to it).
+const LOOK_FOR_ROOM_EVERY: Duration = Duration::from_millis(50);
 
 /// Bounds on the connections one server holds.
 #[derive(Debug, Clone, Copy)]
 pub struct ConnectionLimits {
     /// From the first byte of a request head to its last.
     pub header_read_timeout: Duration,
-    /// With no request in progress.
+    /// With no request in progress, after a request.
     pub idle_timeout: Duration,
+    /// From the connection's opening, while it has sent no byte of a request.
+    pub first_request_timeout: Duration,
     /// Connections open at once.
     pub max_connections: usize,
     /// With no request in progress for this long, a connection gives back what hyper holds for it
@@ -56,6 +69,7 @@ impl ConnectionLimits {
         Self {
             header_read_timeout: Duration::from_secs(server.header_read_timeout_secs),
             idle_timeout: Duration::from_secs(server.idle_timeout_secs),
+            first_request_timeout: Duration::from_secs(server.first_request_timeout_secs),
             max_connections: server.max_connections.max(1),
             park_after: PARK_IDLE_CONNECTIONS_AFTER,
         }
@@ -71,6 +85,8 @@ pub async fn serve_connections(
     shutdown: impl Future<Output = ()> + Send,
 ) -> std::io::Result<()> {
     let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let open = Arc::new(OpenConnections::default());
+    let mut next_id = 0u64;
     // Tells every connection to finish the request in progress and close.
     let closing = tokio_util::sync::CancellationToken::new();
     // Each connection's task, so the return below waits for the last one to have ended.
@@ -84,14 +100,6 @@ pub async fn serve_connections(
     ));
     tokio::pin!(shutdown);
     loop {
-        // Past the cap, clients wait in the kernel's accept queue rather than costing us a descriptor.
-        let slot = tokio::select! {
-            () = &mut shutdown => break,
-            slot = Arc::clone(&slots).acquire_owned() => match slot {
-                Ok(slot) => slot,
-                Err(_) => break,
-            },
-        };
         let (tcp, _peer) = tokio::select! {
             () = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
@@ -105,11 +113,25 @@ pub async fn serve_connections(
                 }
             },
         };
+        // At the cap, the one connection accepted waits for room while the next clients wait in
+        // the kernel's accept queue, costing us no descriptor.
+        let slot = match Arc::clone(&slots).try_acquire_owned() {
+            Ok(slot) => slot,
+            Err(_) => {
+                let room = make_room(&slots, &open);
+                tokio::select! {
+                    () = &mut shutdown => break,
+                    slot = room => slot,
+                }
+            }
+        };
         // Streams are many small writes; with Nagle's algorithm on, each waits for the previous ACK.
         if let Err(error) = tcp.set_nodelay(true) {
             tracing::warn!(%error, "cannot set TCP_NODELAY on a connection");
         }
         let clock = Arc::new(Clock::new());
+        next_id += 1;
+        let registered = open.add(next_id, Arc::clone(&clock));
         let handler = Handler {
             app: app.clone(),
             clock: Arc::clone(&clock),
@@ -125,6 +147,7 @@ pub async fn serve_connections(
         };
         connections.spawn(async move {
             connection.serve(tcp).await;
+            drop(registered);
             drop(slot);
         });
     }
@@ -134,6 +157,28 @@ pub async fn serve_connections(
     connections.close();
     connections.wait().await;
     Ok(())
+}
+
+/// A slot for a connection accepted at the cap: the connection idle longest is asked to close, and
+/// its slot is taken once it has. While every connection has a request in progress, looks again
+/// every [`LOOK_FOR_ROOM_EVERY`] for one that has finished.
+async fn make_room(slots: &Arc<Semaphore>, open: &OpenConnections) -> OwnedSemaphorePermit {
+    let mut victim: Option<Arc<Clock>> = None;
+    loop {
+        // One eviction at a time: a second one only when the first was refused (its connection
+        // started a request before it saw the request to close).
+        if !victim.as_ref().is_some_and(|clock| clock.eviction_pending()) {
+            victim = open.evict_one();
+        }
+        tokio::select! {
+            slot = Arc::clone(slots).acquire_owned() => match slot {
+                Ok(slot) => return slot,
+                // The semaphore is never closed; wait for shutdown instead of spinning.
+                Err(_) => std::future::pending::<()>().await,
+            },
+            () = tokio::time::sleep(LOOK_FOR_ROOM_EVERY) => {}
+        }
+    }
 }
 
 /// What one accepted connection's task needs.
@@ -160,6 +205,7 @@ impl OpenConnection {
             clock: Arc::clone(&self.clock),
             batch: WriteBatch::default(),
             unread: Bytes::new(),
+            ours: Bytes::new(),
         };
         loop {
             // Boxed: hyper's connection state lives only while serving, not in the task of a parked
@@ -185,11 +231,6 @@ impl OpenConnection {
         let mut ending: Option<Ending> = None;
         let mut may_park = self.limits.park_after < self.limits.idle_timeout;
         loop {
-            let idle_limit = if may_park {
-                self.limits.park_after
-            } else {
-                self.limits.idle_timeout
-            };
             tokio::select! {
                 result = std::future::poll_fn(|cx| conn.poll_without_shutdown(cx)) => {
                     if let Err(error) = result {
@@ -202,17 +243,17 @@ impl OpenConnection {
                     Pin::new(&mut conn).graceful_shutdown();
                     ending = Some(Ending::Close);
                 }
-                limit = self.clock.broken(idle_limit, self.limits.header_read_timeout), if ending.is_none() => {
+                limit = self.clock.broken(&self.limits, may_park), if ending.is_none() => {
                     match limit {
-                        Limit::Idle if may_park && self.clock.unsent.load(Ordering::Acquire) => {
+                        Limit::Park if self.clock.unsent.load(Ordering::Acquire) => {
                             // The client has not taken all of its last answer; hyper still holds it.
                             may_park = false;
                         }
-                        Limit::Idle if may_park => {
+                        Limit::Park => {
                             Pin::new(&mut conn).graceful_shutdown();
                             ending = Some(Ending::Park);
                         }
-                        Limit::Idle | Limit::HeadTooSlow => return Served::Closed,
+                        Limit::Idle | Limit::HeadTooSlow | Limit::Evicted => return Served::Closed,
                     }
                 }
             }
@@ -235,7 +276,7 @@ impl OpenConnection {
         tokio::select! {
             ready = socket.inner.readable() => ready.is_ok(),
             () = self.closing.cancelled() => false,
-            _ = self.clock.broken(self.limits.idle_timeout, self.limits.header_read_timeout) => false,
+            _ = self.clock.broken(&self.limits, false) => false,
         }
     }
 }
@@ -270,111 +311,6 @@ impl hyper::service::Service<Request<Incoming>> for Handler {
     }
 }
 
-/// Which limit a connection broke.
-enum Limit {
-    Idle,
-    HeadTooSlow,
-}
-
-/// What the watchdog of one connection needs to know, in milliseconds since the connection opened.
-struct Clock {
-    opened: Instant,
-    /// Requests whose response has not been fully written.
-    busy: AtomicUsize,
-    /// When the connection last became idle.
-    idle_since: AtomicU64,
-    /// Whether bytes of a new request head have arrived while idle, and when the first did.
-    head_started: AtomicBool,
-    head_started_at: AtomicU64,
-    /// Part of a response hyper wrote is not yet taken by the socket (a slow reader).
-    unsent: AtomicBool,
-    /// Wakes the watchdog when a head starts, the one change that can bring its deadline forward
-    /// (starting or ending a request only ever moves it later, which it notices when it wakes).
-    changed: Notify,
-}
-
-impl Clock {
-    fn new() -> Self {
-        Self {
-            opened: Instant::now(),
-            busy: AtomicUsize::new(0),
-            idle_since: AtomicU64::new(0),
-            head_started: AtomicBool::new(false),
-            head_started_at: AtomicU64::new(0),
-            unsent: AtomicBool::new(false),
-            changed: Notify::new(),
-        }
-    }
-
-    fn now(&self) -> u64 {
-        u64::try_from(self.opened.elapsed().as_millis()).unwrap_or(u64::MAX)
-    }
-
-    fn at(&self, ms: u64) -> Instant {
-        self.opened + Duration::from_millis(ms)
-    }
-
-    fn bytes_read(&self) {
-        if self.busy.load(Ordering::Acquire) == 0 && !self.head_started.load(Ordering::Acquire) {
-            self.head_started_at.store(self.now(), Ordering::Release);
-            self.head_started.store(true, Ordering::Release);
-            self.changed.notify_one();
-        }
-    }
-
-    /// Resolves when the connection has been idle for `idle` or a request head has taken longer than
-    /// `header_read`; pending while a request runs.
-    async fn broken(&self, idle: Duration, header_read: Duration) -> Limit {
-        loop {
-            let deadline = if self.busy.load(Ordering::Acquire) > 0 {
-                // Nothing expires while a request runs; look again later.
-                Instant::now() + idle
-            } else if self.head_started.load(Ordering::Acquire) {
-                self.at(self.head_started_at.load(Ordering::Acquire)) + header_read
-            } else {
-                self.at(self.idle_since.load(Ordering::Acquire)) + idle
-            };
-            tokio::select! {
-                () = tokio::time::sleep_until(deadline) => {},
-                () = self.changed.notified() => continue,
-            }
-            if self.busy.load(Ordering::Acquire) > 0 {
-                continue;
-            }
-            let now = Instant::now();
-            if self.head_started.load(Ordering::Acquire) {
-                if now >= self.at(self.head_started_at.load(Ordering::Acquire)) + header_read {
-                    return Limit::HeadTooSlow;
-                }
-            } else if now >= self.at(self.idle_since.load(Ordering::Acquire)) + idle {
-                return Limit::Idle;
-            }
-        }
-    }
-}
-
-/// Marks a request in progress from the moment its head was parsed until its response body is done,
-/// on its connection and across the server.
-struct Busy(Arc<Clock>, Arc<Activity>);
-
-impl Busy {
-    fn start(clock: Arc<Clock>, activity: Arc<Activity>) -> Self {
-        clock.busy.fetch_add(1, Ordering::AcqRel);
-        clock.head_started.store(false, Ordering::Release);
-        activity.request_started();
-        Self(clock, activity)
-    }
-}
-
-impl Drop for Busy {
-    fn drop(&mut self) {
-        let clock = &self.0;
-        clock.idle_since.store(clock.now(), Ordering::Release);
-        clock.busy.fetch_sub(1, Ordering::AcqRel);
-        self.1.request_ended();
-    }
-}
-
 /// The socket, reporting reads to the connection's clock and batching a response's later writes.
 struct Watched {
     inner: TcpStream,
@@ -382,9 +318,51 @@ struct Watched {
     batch: WriteBatch,
     /// Bytes hyper had read but not parsed when the connection parked; read again first.
     unread: Bytes,
+    /// Our answer to a request hyper could not parse, still to be written in place of its own.
+    ours: Bytes,
 }
 
 impl Watched {
+    /// Writes what is left of [`Watched::ours`].
+    fn write_ours(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        while !self.ours.is_empty() {
+            match Pin::new(&mut self.inner).poll_write(cx, &self.ours) {
+                Poll::Ready(Ok(0)) => return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into())),
+                Poll::Ready(Ok(n)) => {
+                    let _ = self.ours.split_to(n);
+                }
+                Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    /// Takes hyper's canned answer to a request it could not parse (`first` is what it offers
+    /// first) and writes ours instead; `None` for every other write.
+    fn instead_of_canned(
+        &mut self,
+        cx: &mut Context<'_>,
+        first: &[u8],
+    ) -> Option<Poll<std::io::Result<usize>>> {
+        if !self.ours.is_empty() {
+            return match self.write_ours(cx) {
+                Poll::Ready(Ok(())) => None,
+                Poll::Ready(Err(error)) => Some(Poll::Ready(Err(error))),
+                Poll::Pending => Some(Poll::Pending),
+            };
+        }
+        if !self.clock.is_idle() {
+            return None;
+        }
+        self.ours = protocol_error::replacement(first)?;
+        // hyper is told its bytes are written; the rest of ours goes out with its flush.
+        if let Poll::Ready(Err(error)) = self.write_ours(cx) {
+            return Some(Poll::Ready(Err(error)));
+        }
+        Some(Poll::Ready(Ok(first.len())))
+    }
+
     /// `write` unless the batching says to wait a scheduler turn; hyper keeps the bytes meanwhile and
     /// offers them again, with whatever the body produced in between.
     fn write_batched(
@@ -437,16 +415,23 @@ impl AsyncRead for Watched {
 
 impl AsyncWrite for Watched {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
-        self.get_mut()
-            .write_batched(cx, buf.len(), |io, cx| io.poll_write(cx, buf))
+        let this = self.get_mut();
+        if let Some(written) = this.instead_of_canned(cx, buf) {
+            return written;
+        }
+        this.write_batched(cx, buf.len(), |io, cx| io.poll_write(cx, buf))
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+        let this = self.get_mut();
+        std::task::ready!(this.write_ours(cx))?;
+        Pin::new(&mut this.inner).poll_flush(cx)
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+        let this = self.get_mut();
+        std::task::ready!(this.write_ours(cx))?;
+        Pin::new(&mut this.inner).poll_shutdown(cx)
     }
 
     fn poll_write_vectored(
@@ -454,9 +439,16 @@ impl AsyncWrite for Watched {
         cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
+        let this = self.get_mut();
+        if let Some(written) = bufs
+            .iter()
+            .find(|buf| !buf.is_empty())
+            .and_then(|first| this.instead_of_canned(cx, first))
+        {
+            return written;
+        }
         let offered = bufs.iter().map(|buf| buf.len()).sum();
-        self.get_mut()
-            .write_batched(cx, offered, |io, cx| io.poll_write_vectored(cx, bufs))
+        this.write_batched(cx, offered, |io, cx| io.poll_write_vectored(cx, bufs))
     }
 
     fn is_write_vectored(&self) -> bool {

@@ -4,6 +4,13 @@
 //! Metric names (all prefixed `promptgate_`):
 //! - `http_requests_total{route,method,status}`, `http_request_duration_seconds{route,method,status}`
 //!   (time to the response head; a stream's body is measured by the turn metrics)
+//! - `connections_evicted_total` (idle connections closed to make room at the cap; see `listen`)
+//!
+//! A client chooses the method and the path of its request, so neither becomes a label as it was
+//! sent: a method outside HTTP's standard ones is `other`, a path no route matches is `unmatched`.
+//! Every other label comes from the server's own vocabulary (route templates, statuses, tool and
+//! provider names from the config, error kinds), so the number of series stays bounded whatever
+//! clients send.
 //! - `turns_total{outcome}`, `turn_duration_seconds{outcome}`, `turns_in_flight`
 //! - `turn_tool_calls_total{outcome}` as a turn's stream shows them
 //! - `prompt_tokens_total`, `prompt_cached_tokens_total`, `completion_tokens_total` (cached tokens are
@@ -17,7 +24,7 @@ use std::sync::{LazyLock, Mutex, OnceLock};
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request};
-use axum::http::{HeaderName, HeaderValue, header};
+use axum::http::{HeaderName, HeaderValue, Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use metrics::{Counter, Gauge, Histogram};
@@ -30,6 +37,38 @@ use crate::error::FailureLog;
 
 /// The header a request id travels in, both ways.
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// Bytes a request id may use besides ASCII letters and digits: enough for UUIDs, hex, base64 and
+/// `prefix_id` or `a:b` styles, and nothing that could end a log field or start a new one.
+const REQUEST_ID_PUNCTUATION: &[u8] = b"-_.:+/=";
+
+/// Sets the request's id before anything else sees it: a client's `x-request-id` is kept when it is
+/// at most `max_len` bytes of letters, digits and [`REQUEST_ID_PUNCTUATION`], so it can be logged,
+/// echoed and put into error bodies as it is; any other value is replaced by a fresh UUID (the
+/// client sees which in the response's `x-request-id`).
+pub fn assign_request_id(max_len: usize) -> impl Fn(Request) -> Request + Clone {
+    move |mut request: Request| {
+        let kept = request
+            .headers()
+            .get(&REQUEST_ID)
+            .is_some_and(|id| acceptable_request_id(id.as_bytes(), max_len));
+        if !kept {
+            let fresh = uuid::Uuid::new_v4().to_string();
+            if let Ok(value) = HeaderValue::from_str(&fresh) {
+                request.headers_mut().insert(REQUEST_ID, value);
+            }
+        }
+        request
+    }
+}
+
+fn acceptable_request_id(id: &[u8], max_len: usize) -> bool {
+    !id.is_empty()
+        && id.len() <= max_len
+        && id
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || REQUEST_ID_PUNCTUATION.contains(b))
+}
 
 tokio::task_local! {
     static CURRENT_REQUEST_ID: String;
@@ -87,7 +126,7 @@ pub async fn serve_metrics(
 }
 
 /// Counts and times every request, logs one access line, and runs the handler inside a span that
-/// carries the request id (set by tower-http's request-id layer before this runs). Error bodies
+/// carries the request id (set by [`assign_request_id`] before this runs). Error bodies
 /// that are not JSON yet are made JSON here (one layer fewer for every request to pass).
 pub async fn track_request(request: Request, next: Next) -> Response {
     let start = Instant::now();
@@ -97,12 +136,12 @@ pub async fn track_request(request: Request, next: Next) -> Response {
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_owned();
-    let method = request.method().as_str().to_owned();
+    let method = method_label(request.method());
     let path = request.uri().path().to_owned();
     let span = tracing::info_span!(
         "request",
         request_id = %request_id,
-        method = %method,
+        method,
         route = tracing::field::Empty
     );
     // Error bodies become JSON inside the request's scope, so they carry its id.
@@ -131,13 +170,32 @@ pub async fn track_request(request: Request, next: Next) -> Response {
     response
 }
 
+/// A request's method as a label: one of HTTP's standard methods, else `other`.
+fn method_label(method: &Method) -> &'static str {
+    const STANDARD: [(Method, &str); 9] = [
+        (Method::GET, "GET"),
+        (Method::HEAD, "HEAD"),
+        (Method::POST, "POST"),
+        (Method::PUT, "PUT"),
+        (Method::DELETE, "DELETE"),
+        (Method::CONNECT, "CONNECT"),
+        (Method::OPTIONS, "OPTIONS"),
+        (Method::TRACE, "TRACE"),
+        (Method::PATCH, "PATCH"),
+    ];
+    STANDARD
+        .iter()
+        .find(|(standard, _)| standard == method)
+        .map_or("other", |(_, label)| label)
+}
+
 /// `http_requests_total` and `http_request_duration_seconds` of a route, method and status.
-fn request_series(route: String, method: String, status: u16) -> Timed {
-    static SERIES: LazyLock<TimedSeries<(String, String, u16)>> = LazyLock::new(TimedSeries::default);
+fn request_series(route: String, method: &'static str, status: u16) -> Timed {
+    static SERIES: LazyLock<TimedSeries<(String, &'static str, u16)>> = LazyLock::new(TimedSeries::default);
     SERIES.get((route, method, status), |(route, method, status)| {
         let labels = [
             ("route", route.clone()),
-            ("method", method.clone()),
+            ("method", (*method).to_owned()),
             ("status", status.to_string()),
         ];
         Timed {

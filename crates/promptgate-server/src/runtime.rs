@@ -34,6 +34,11 @@ pub fn settings(config: &Config, env: &dyn Env) -> anyhow::Result<Settings> {
             liveness_interval: Duration::from_millis(config.mcp.liveness_interval_ms),
             reconnect_initial_backoff: Duration::from_millis(config.mcp.reconnect_initial_backoff_ms),
             reconnect_max_backoff: Duration::from_millis(config.mcp.reconnect_max_backoff_ms),
+            idle_limit: Duration::from_secs(config.mcp.session_idle_secs),
+            max_sessions: config.mcp.max_sessions,
+            max_servers_per_user: config.mcp.max_servers_per_user,
+            probes_per_minute: config.mcp.probes_per_minute,
+            probes_in_flight: config.mcp.probes_in_flight,
             addresses: config.mcp.address_policy(config.auth.mode),
             ..HubSettings::default()
         },
@@ -52,6 +57,7 @@ fn service_config(config: &Config) -> ServiceConfig {
         limits: TurnLimits {
             max_upstream_requests: config.turn.max_upstream_requests,
             wall_clock: Duration::from_secs(config.turn.wall_clock_secs),
+            max_steps: config.turn.max_steps,
             tool_timeout: Duration::from_secs(config.turn.tool_timeout_secs),
             keep_alive: Duration::from_secs(config.turn.keep_alive_secs),
             save_grace: Duration::from_secs(config.turn.save_grace_secs),
@@ -68,7 +74,10 @@ fn service_config(config: &Config) -> ServiceConfig {
             retry_window: Duration::from_secs(config.turn.retry_window_secs),
         },
         workspace: config.workspace.limits(),
+        shell: config.workspace.shell_pool(),
+        documents: config.documents.reader(),
         kept_harnesses: config.turn.kept_harnesses,
+        kept_harness_bytes: config.turn.kept_harness_bytes,
         response_retention: Duration::from_secs(config.responses.retention_days.saturating_mul(86_400)),
         context: config.context.settings(),
     }
@@ -107,6 +116,7 @@ pub fn providers(config: &Config, env: &dyn Env) -> anyhow::Result<Vec<ProviderS
                 None | Some(ThinkingStyle::Adaptive) => ThinkingMode::Adaptive,
                 Some(ThinkingStyle::Budget) => ThinkingMode::Budget,
             },
+            allowed_request_fields: entry.allow_request_fields.clone(),
         });
     }
     Ok(out)

@@ -61,12 +61,13 @@ fn file_for(root: &Path, path: &str) -> Option<PathBuf> {
 }
 
 /// What the app's page may load: its own files, API calls to this origin, artifacts in frames from
-/// this origin (or `artifact_origin`, where signed artifact links point), images from attachments.
-/// Answers are Markdown rendered without raw HTML; this is the second line should that ever slip.
+/// this origin (or `artifact_origin`, where signed artifact links point), images from attachments,
+/// and the favicons of cited sites (https only; the app loads them without a referrer). Answers are
+/// Markdown rendered without raw HTML or images; this is the second line should that ever slip.
 fn page_csp(artifact_origin: Option<&str>) -> String {
     let frames = artifact_origin.map_or_else(String::new, |o| format!(" {}", o.trim_end_matches('/')));
     format!(
-        "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; \
+        "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob: https:; \
          font-src 'self' data:; connect-src 'self'; frame-src 'self'{frames}; object-src 'none'; \
          base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
     )

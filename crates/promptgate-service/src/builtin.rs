@@ -51,18 +51,16 @@ pub(super) async fn register(
     if let (Some(project), Some(thread)) = (&ctx.project, &thread_id)
         && ctx.sibling_count > 0
     {
-        match store.sibling_threads(user_id, &project.id, thread).await {
-            Ok(siblings) => executors.insert(
-                names::SEARCH_PROJECT_CHATS,
-                Arc::new(SearchProjectChats::new(
-                    storage,
-                    user_id,
-                    project.name.clone(),
-                    siblings,
-                )),
-            ),
-            Err(err) => tracing::warn!(error = %err, "project chats cannot be searched in this send"),
-        }
+        executors.insert(
+            names::SEARCH_PROJECT_CHATS,
+            Arc::new(SearchProjectChats::new(
+                storage,
+                user_id,
+                project.id.clone(),
+                project.name.clone(),
+                thread.clone(),
+            )),
+        );
     }
 
     if let (Some(backend), Some(fetcher)) = (&service.web.search, &service.web.fetcher) {

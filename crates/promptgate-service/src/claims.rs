@@ -23,7 +23,9 @@ use tracing::Instrument;
 use super::hooks::TurnState;
 use super::live::{Continuation, Slot};
 use super::{Service, ServiceError};
-use promptgate_turn::engine::{RequestBudget, TurnLimits};
+use promptgate_core::tools::ToolOutput;
+use promptgate_turn::engine::{RequestBudget, ToolCache, TurnLimits};
+use serde_json::Value;
 
 /// How long a claim holds its thread without a renewal; past it the turn's owner is taken for dead.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
@@ -31,6 +33,9 @@ pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(10);
 /// How long after a turn ended a retry of it (`retry_of`) is accepted.
 pub const DEFAULT_RETRY_WINDOW: Duration = Duration::from_secs(600);
+/// While other instances' signals go unheard, how often the requests marked on this instance's
+/// claims are read.
+const UNHEARD_REQUESTS_EVERY: Duration = Duration::from_millis(500);
 
 /// Lease, heartbeat and retry window of this instance.
 #[derive(Debug, Clone, Copy)]
@@ -80,6 +85,52 @@ struct StoredRetry {
     sources: SourceRegistry,
     requests_consumed: u32,
     elapsed_ms: u64,
+    /// The results of the web calls the budget admitted, so a retry's repeat of one is answered
+    /// with what the first attempt saw. States saved before they were kept have none.
+    #[serde(default)]
+    results: Vec<StoredResult>,
+}
+
+/// One web call's result, by its budget key.
+#[derive(Serialize, Deserialize)]
+struct StoredResult {
+    key: String,
+    output: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    model_text: Option<String>,
+}
+
+/// The most result bytes one retry state keeps. A result past it is left out, and a retry's
+/// repeat of that call runs again, uncharged.
+const MAX_STORED_RESULT_BYTES: usize = 2 * 1024 * 1024;
+
+/// The turn's web results, largest left out first when they do not all fit.
+fn stored_results(cache: &ToolCache) -> Vec<StoredResult> {
+    let mut results: Vec<(usize, StoredResult)> = cache
+        .budget_results()
+        .into_iter()
+        .map(|(key, output)| {
+            let size = key.len()
+                + output.output.to_string().len()
+                + output.model_text.as_ref().map_or(0, String::len);
+            let result = StoredResult {
+                key,
+                output: output.output,
+                model_text: output.model_text,
+            };
+            (size, result)
+        })
+        .collect();
+    results.sort_by_key(|(size, _)| *size);
+    let mut total = 0;
+    results
+        .into_iter()
+        .take_while(|(size, _)| {
+            total += size;
+            total <= MAX_STORED_RESULT_BYTES
+        })
+        .map(|(_, result)| result)
+        .collect()
 }
 
 fn encode(continuation: &Continuation) -> Option<String> {
@@ -88,6 +139,7 @@ fn encode(continuation: &Continuation) -> Option<String> {
         sources: continuation.state.sources().clone(),
         requests_consumed: continuation.requests.consumed(),
         elapsed_ms: u64::try_from(continuation.requests.elapsed().as_millis()).unwrap_or(u64::MAX),
+        results: stored_results(&continuation.tool_cache),
     };
     serde_json::to_string(&stored)
         .inspect_err(|err| tracing::error!(error = %err, "cannot encode a turn's retry state"))
@@ -100,15 +152,24 @@ fn decode(turn_id: &str, limits: &TurnLimits, json: &str) -> Option<Continuation
             |err| tracing::warn!(turn = turn_id, error = %err, "a stored retry state does not parse"),
         )
         .ok()?;
+    let answered: HashSet<&str> = stored.results.iter().map(|r| r.key.as_str()).collect();
+    let state = TurnState::restored(stored.budget, stored.sources, &answered);
+    let tool_cache = ToolCache::with_budget_results(stored.results.into_iter().map(|r| {
+        let output = ToolOutput {
+            output: r.output,
+            model_text: r.model_text,
+        };
+        (r.key, output)
+    }));
     Some(Continuation {
         turn_id: turn_id.to_owned(),
-        state: Arc::new(TurnState::restored(stored.budget, stored.sources)),
+        state: Arc::new(state),
         requests: Arc::new(RequestBudget::resumed(
             limits,
             stored.requests_consumed,
             Duration::from_millis(stored.elapsed_ms),
         )),
-        tool_cache: Default::default(),
+        tool_cache,
     })
 }
 
@@ -122,12 +183,17 @@ pub(crate) struct StoreClaim {
     /// The turn this one retries, whose saved state this turn's end brings up to date.
     retried: Option<String>,
     retry_window: Duration,
+    /// How long a release the store refuses is tried again.
+    release_for: Duration,
     tasks: TaskTracker,
     armed: bool,
 }
 
 impl StoreClaim {
-    async fn end(mut self, continuation: Option<&Continuation>) {
+    /// Releases the claim (saving what a retry carries over), trying again while the store is
+    /// away: a claim left behind would hold the thread until this instance stops, since its
+    /// heartbeat renews every claim it owns. True when a reader elsewhere asked to follow the turn.
+    async fn end(mut self, continuation: Option<&Continuation>) -> bool {
         self.armed = false;
         let state = continuation.and_then(encode);
         let retry = state.as_deref().map(|state| RetrySave {
@@ -135,21 +201,17 @@ impl StoreClaim {
             window: self.retry_window,
             retried: self.retried.as_deref(),
         });
-        // A failed release leaves the claim to expire with its lease: the thread is refused until
-        // then, which is the safe side.
-        for attempt in 1..=3u32 {
-            match self
-                .store
-                .end_turn(&self.user_id, &self.thread_id, &self.turn_id, retry)
-                .await
-            {
-                Ok(()) => return,
-                Err(err) => {
-                    tracing::warn!(turn = %self.turn_id, error = %err, attempt, "releasing the turn's claim failed");
-                    tokio::time::sleep(Duration::from_millis(100 * u64::from(attempt))).await;
-                }
-            }
-        }
+        crate::store_retry::until_stored(
+            self.release_for,
+            "releasing the turn's claim",
+            &self.turn_id,
+            || {
+                self.store
+                    .end_turn(&self.user_id, &self.thread_id, &self.turn_id, retry)
+            },
+        )
+        .await
+        .unwrap_or(false)
     }
 }
 
@@ -168,19 +230,36 @@ impl Drop for StoreClaim {
             turn_id: std::mem::take(&mut self.turn_id),
             retried: None,
             retry_window: self.retry_window,
+            release_for: self.release_for,
             tasks: self.tasks.clone(),
             armed: false,
         };
-        self.tasks.spawn_on(claim.end(None), &runtime);
+        self.tasks.spawn_on(
+            async move {
+                claim.end(None).await;
+            },
+            &runtime,
+        );
+    }
+}
+
+/// What taking over a dead instance's turn did to its answer, for the log.
+fn took_over(answer_interrupted: bool) -> &'static str {
+    if answer_interrupted {
+        "its answer, left streaming, is now marked interrupted"
+    } else {
+        "its answer was not left streaming (already stored with its end), so nothing was marked"
     }
 }
 
 impl Slot {
-    /// Frees the thread everywhere: the store's claim (saving what a retry of the turn carries
-    /// over), then this instance's.
-    pub(crate) async fn end(mut self, continuation: &Continuation) {
-        if let Some(claim) = self.store_claim.take() {
-            claim.end(Some(continuation)).await;
+    /// Frees the thread in the store, saving what a retry of the turn carries over; this
+    /// instance's hold ends when the slot is dropped. True when a reader elsewhere asked to follow
+    /// the turn, so the caller can still write its frames while the turn is known here.
+    pub(crate) async fn end(&mut self, continuation: &Continuation) -> bool {
+        match self.store_claim.take() {
+            Some(claim) => claim.end(Some(continuation)).await,
+            None => false,
         }
     }
 }
@@ -206,10 +285,14 @@ impl Service {
         };
         match self.store.claim_turn(&claim, self.config.instance.lease).await? {
             ClaimOutcome::Claimed => {}
-            ClaimOutcome::TookOver { interrupted_turn } => {
+            ClaimOutcome::TookOver {
+                interrupted_turn,
+                answer_interrupted,
+            } => {
                 tracing::warn!(
-                    thread = thread_id, turn = %interrupted_turn,
-                    "the thread's previous turn lost its instance (its lease ran out); its answer is marked interrupted"
+                    thread = thread_id, turn = %interrupted_turn, answer_interrupted,
+                    "the thread's previous turn lost its instance (its lease ran out): {}",
+                    took_over(answer_interrupted)
                 );
             }
             ClaimOutcome::Busy => return Err(ServiceError::Busy(thread_id.to_owned())),
@@ -221,6 +304,7 @@ impl Service {
             turn_id: turn_id.to_owned(),
             retried: retry_of.map(str::to_owned),
             retry_window: self.config.instance.retry_window,
+            release_for: self.config.save_retry,
             tasks: self.instance.background.clone(),
             armed: true,
         }));
@@ -289,41 +373,70 @@ impl Service {
         let _ = tokio::time::timeout(deadline, self.instance.background.wait()).await;
     }
 
+    /// Renews this instance's leases and sweeps expired claims every heartbeat. While signals from
+    /// other instances cannot be heard (the listener reconnecting after an outage), the stop and
+    /// follow requests marked on this instance's claims are read every [`UNHEARD_REQUESTS_EVERY`]
+    /// instead of only at the heartbeat: a reader elsewhere is waiting for them.
     async fn heartbeat(&self) {
         let every = self.config.instance.heartbeat.max(Duration::from_millis(50));
+        let mut next_beat = tokio::time::Instant::now() + every;
+        let mut gaps_seen = self.store.turn_signals_heard().1;
         loop {
+            let look = tokio::time::Instant::now() + UNHEARD_REQUESTS_EVERY;
             tokio::select! {
                 () = self.instance.quit.cancelled() => return,
-                () = tokio::time::sleep(every) => {}
+                () = tokio::time::sleep_until(next_beat.min(look)) => {}
             }
-            match self
-                .store
-                .renew_turn_claims(&self.instance.id, self.config.instance.lease)
-                .await
-            {
-                Ok(requests) => {
-                    for turn_id in requests.stop {
-                        self.live.stop_turn(&turn_id);
-                    }
-                    for turn_id in requests.follow {
-                        self.mirror(&turn_id);
-                    }
+            if tokio::time::Instant::now() >= next_beat {
+                next_beat = tokio::time::Instant::now() + every;
+                self.renew_leases().await;
+                self.sweep_expired().await;
+                continue;
+            }
+            let (heard, gaps) = self.store.turn_signals_heard();
+            let missed = !heard || gaps != gaps_seen;
+            gaps_seen = gaps;
+            if missed && !self.live.is_empty() {
+                self.renew_leases().await;
+            }
+        }
+    }
+
+    /// Renews the leases of this instance's turns and acts on what other instances asked of them.
+    async fn renew_leases(&self) {
+        match self
+            .store
+            .renew_turn_claims(&self.instance.id, self.config.instance.lease)
+            .await
+        {
+            Ok(requests) => {
+                for turn_id in requests.stop {
+                    self.live.stop_turn(&turn_id);
                 }
-                Err(err) => {
-                    tracing::warn!(error = %err, "renewing the leases of this instance's turns failed")
+                for turn_id in requests.follow {
+                    self.mirror(&turn_id);
                 }
             }
-            match self.store.expire_turn_claims().await {
-                Ok(expired) => {
-                    for turn in expired {
-                        tracing::warn!(
-                            user = %turn.user_id, thread = %turn.thread_id, turn = %turn.turn_id,
-                            "a turn's instance stopped renewing its lease; its answer is marked interrupted"
-                        );
-                    }
-                }
-                Err(err) => tracing::warn!(error = %err, "sweeping expired turn claims failed"),
+            Err(err) => {
+                tracing::warn!(error = %err, "renewing the leases of this instance's turns failed")
             }
+        }
+    }
+
+    /// Frees the threads of claims whose instance died.
+    async fn sweep_expired(&self) {
+        match self.store.expire_turn_claims().await {
+            Ok(expired) => {
+                for turn in expired {
+                    tracing::warn!(
+                        user = %turn.user_id, thread = %turn.thread_id, turn = %turn.turn_id,
+                        answer_interrupted = turn.answer_interrupted,
+                        "a turn's instance stopped renewing its lease: {}",
+                        took_over(turn.answer_interrupted)
+                    );
+                }
+            }
+            Err(err) => tracing::warn!(error = %err, "sweeping expired turn claims failed"),
         }
     }
 

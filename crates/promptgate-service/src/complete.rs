@@ -14,6 +14,7 @@ use super::handoffs::StoredHandoffs;
 use super::prepare::{Asked, Prepared};
 use super::{
     ModelProvider, ProviderClient, RunParts, SendHandle, SendStream, Service, ServiceError, TurnIds,
+    check_request_fields,
 };
 use promptgate_llm::tokens::Tokenizer;
 use promptgate_turn::client_tools::{ClientToolChoice, ClientTools};
@@ -99,6 +100,7 @@ impl Service {
         let (prepared, provider) = self
             .prepare_completion(&user_id, model.as_deref(), conversation, &client_tools)
             .await?;
+        check_request_fields(extra.keys().map(String::as_str), &provider.allowed_request_fields)?;
         if let Some(tokens) = max_output_tokens {
             extra.insert(output_cap_field(&provider).to_owned(), tokens.into());
         }

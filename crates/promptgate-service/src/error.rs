@@ -38,6 +38,12 @@ pub enum ServiceError {
     /// A settings update names a default model the user cannot use.
     #[error("default_model {0} is not a model you can use")]
     UnusableDefaultModel(String),
+    /// The user already has this many MCP servers, the most one user may register.
+    #[error("you already have {0} MCP servers, the most this server allows; delete one to add another")]
+    McpServerLimit(usize),
+    /// The user probed MCP servers too often; the duration says when the next probe is allowed.
+    #[error("too many MCP server probes; try again in {} s", .0.as_secs().max(1))]
+    TooManyProbes(std::time::Duration),
     /// An MCP server URL the outbound address policy refuses.
     #[error("{0}")]
     RefusedAddress(String),
@@ -61,6 +67,9 @@ pub enum ServiceError {
     /// What the store reports, as it words it.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Upstream request fields the caller may not set; the message names them and what may be set.
+    #[error("{0}")]
+    FieldsNotAllowed(String),
     /// Something else failed on our side; already logged where it happened.
     #[error("internal failure")]
     Internal,

@@ -1,8 +1,14 @@
 //! Following a running turn from any instance. The owner serves its followers from memory (the
 //! turn's feed); a reader on another instance asks the owner (a `Follow` signal) to write the turn's
-//! frames to the store in short batches (the request is also a mark on the turn's claim, which the
-//! owner's heartbeat reads should the signal be lost), and reads them from there: woken by the
-//! owner's `Frames` signal, and polling as well in case a signal is lost.
+//! frames to the store in short batches, and reads them from there: woken by the owner's `Frames`
+//! signal, and polling as well in case a signal is lost.
+//!
+//! The request reaches the owner even when its signal is lost (its listener reconnecting after a
+//! Postgres outage): it is also a mark on the turn's claim, which the owner reads every half second
+//! while it cannot hear signals (and at every heartbeat otherwise), and which the release of the
+//! claim returns, so a turn that ends before its owner looked still has its whole stream written.
+//! Batches that fail to be stored are tried again until the store takes them, within a bound; a
+//! reader waits that long for frames after the turn's end before it says the stream is lost.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -14,8 +20,12 @@ use promptgate_store::{FrameBatch, Store, TurnSignal};
 use tokio::sync::broadcast;
 use tokio::time::Instant;
 
+use tokio_util::task::TaskTracker;
+
 use super::Service;
+use super::claims::Instance;
 use super::feed::{self, Follow, FollowStream};
+use super::live::LiveTurns;
 use crate::encoding::StreamEncoding;
 use promptgate_turn::ui::UiStreamVersion;
 
@@ -25,6 +35,11 @@ const MIRROR_BATCH: Duration = Duration::from_millis(40);
 const POLL: Duration = Duration::from_millis(250);
 /// A follower that has heard nothing this long checks that the turn still runs.
 const OWNER_QUIET: Duration = Duration::from_secs(5);
+/// How long the owner keeps trying to store a batch the store refuses.
+const MIRROR_RETRY_FOR: Duration = Duration::from_secs(60);
+/// How long a follower of an ended turn waits for more frames before it says the stream is lost: the
+/// owner writes the whole stream when it releases a followed turn, and may be trying a batch again.
+const FRAMES_AFTER_END: Duration = Duration::from_secs(10);
 
 /// Sent to a follower on another instance when the turn is gone without the end of its stream.
 pub const LOST_TURN_TEXT: &str =
@@ -67,6 +82,7 @@ impl Service {
             finished: false,
             heard_at: Instant::now(),
             sent_at: Instant::now(),
+            ended: false,
             keep_alive,
             encoding: self.encoding,
         };
@@ -80,6 +96,34 @@ impl Service {
 
     /// Starts writing a running turn's frames to the store for followers on other instances,
     /// once per turn.
+    pub(crate) fn mirror(&self, turn_id: &str) {
+        self.mirrors().mirror(turn_id);
+    }
+
+    /// What writing a turn's frames for followers elsewhere needs, for the turn's answer writer.
+    pub(crate) fn mirrors(&self) -> Mirrors {
+        Mirrors {
+            store: self.store.clone(),
+            live: self.live.clone(),
+            instance: Arc::clone(&self.instance),
+            tasks: self.tasks.clone(),
+            encoding: self.encoding,
+        }
+    }
+}
+
+/// Writes the frames of this instance's turns to the store for readers on other instances.
+#[derive(Clone)]
+pub(crate) struct Mirrors {
+    store: Store,
+    live: LiveTurns,
+    instance: Arc<Instance>,
+    tasks: TaskTracker,
+    encoding: StreamEncoding,
+}
+
+impl Mirrors {
+    /// Starts writing the frames of `turn_id`, from its first, while it runs here; once per turn.
     pub(crate) fn mirror(&self, turn_id: &str) {
         let Some(feed) = self.live.feed_of_turn(turn_id) else {
             return;
@@ -145,20 +189,19 @@ async fn write_frames(store: &Store, turn_id: &str, follow: Follow, encoding: St
     }
 }
 
-/// Stores one batch, trying a few times; false when the store would not take it.
+/// Stores one batch, trying again while the store refuses it (see [`MIRROR_RETRY_FOR`]); false
+/// when it never took it.
 async fn put(store: &Store, turn_id: &str, seq: i64, frames: String, encoding: StreamEncoding) -> bool {
     let done = frames.ends_with(encoding.done);
     let batch = FrameBatch { seq, frames, done };
-    for attempt in 1..=3u64 {
-        match store.put_turn_frames(turn_id, &batch).await {
-            Ok(()) => return true,
-            Err(err) => {
-                tracing::warn!(turn = turn_id, error = %err, attempt, "storing a followed turn's frames failed");
-                tokio::time::sleep(Duration::from_millis(100 * attempt)).await;
-            }
-        }
-    }
-    false
+    crate::store_retry::until_stored(
+        MIRROR_RETRY_FOR,
+        "storing a followed turn's frames",
+        turn_id,
+        || store.put_turn_frames(turn_id, &batch),
+    )
+    .await
+    .is_ok()
 }
 
 /// A reader of a turn that runs on another instance.
@@ -174,6 +217,8 @@ struct Remote {
     heard_at: Instant,
     /// When this reader last wrote anything, for keep-alives.
     sent_at: Instant,
+    /// The turn was found ended (no longer holding its thread) before its stream's end was here.
+    ended: bool,
     keep_alive: Duration,
     encoding: StreamEncoding,
 }
@@ -201,14 +246,20 @@ impl Remote {
                     tracing::warn!(turn = %self.turn_id, error = %err, "reading a followed turn's frames failed")
                 }
             }
-            if self.heard_at.elapsed() >= OWNER_QUIET {
+            if self.ended {
+                if self.heard_at.elapsed() >= FRAMES_AFTER_END {
+                    // Gone without the end of its stream: its instance died, or its frames never
+                    // reached the store.
+                    self.finished = true;
+                    return Some(Bytes::from(self.encoding.error_and_done(LOST_TURN_TEXT)));
+                }
+            } else if self.heard_at.elapsed() >= OWNER_QUIET {
                 match self.store.running_turn(&self.user_id, &self.thread_id).await {
                     Ok(Some(running)) if running.turn_id == self.turn_id => self.heard_at = Instant::now(),
+                    // Ended: its owner writes the whole stream when it releases a followed turn.
                     Ok(_) => {
-                        // Gone without the end of its stream: its instance died, or it ended
-                        // before it could be mirrored.
-                        self.finished = true;
-                        return Some(Bytes::from(self.encoding.error_and_done(LOST_TURN_TEXT)));
+                        self.ended = true;
+                        self.heard_at = Instant::now();
                     }
                     Err(err) => {
                         tracing::warn!(turn = %self.turn_id, error = %err, "cannot check the followed turn")

@@ -17,6 +17,11 @@ use promptgate_turn::engine::{TurnEnd, TurnStatus};
 /// its harness is rebuilt from its stored messages on its next send.
 pub const DEFAULT_KEPT_HARNESSES: usize = 256;
 
+/// Bytes of transcript text one instance keeps across all threads; past it the least recently used
+/// harnesses go first, and a transcript larger than all of it is not kept at all. Long threads have
+/// transcripts of many megabytes, so a count alone does not bound the memory.
+pub const DEFAULT_KEPT_HARNESS_BYTES: usize = 64 * 1024 * 1024;
+
 /// What a harness run that would start on a spent web budget (a retry of a turn that used it up)
 /// ends with, before any model request.
 pub const REPLAY_REFUSED_TEXT: &str = "This turn's web budget is already used up, so retrying it would only \
@@ -52,12 +57,83 @@ struct Kept {
     revision: u32,
     run: Option<CancellationToken>,
     last_used: u64,
+    /// What `transcript` takes, as [`transcript_bytes`] counts it.
+    bytes: usize,
 }
 
 #[derive(Default)]
 struct Inner {
     threads: HashMap<ThreadKey, Kept>,
     clock: u64,
+    /// The sum of every kept transcript's bytes.
+    bytes: usize,
+}
+
+impl Inner {
+    /// Drops the least recently used harnesses, never `keep`, until both bounds hold.
+    fn evict(&mut self, capacity: usize, max_bytes: usize, keep: &ThreadKey) {
+        while self.threads.len() > capacity || self.bytes > max_bytes {
+            let oldest = self
+                .threads
+                .iter()
+                .filter(|(key, _)| *key != keep)
+                .min_by_key(|(_, kept)| kept.last_used)
+                .map(|(key, _)| key.clone());
+            let Some(oldest) = oldest else { break };
+            if let Some(gone) = self.threads.remove(&oldest) {
+                self.bytes -= gone.bytes;
+            }
+        }
+    }
+
+    /// Replaces a kept transcript, keeping the byte count in step.
+    fn set_transcript(&mut self, key: &ThreadKey, transcript: Vec<ChatMessage>) {
+        let bytes = transcript_bytes(&transcript);
+        if let Some(kept) = self.threads.get_mut(key) {
+            self.bytes = self.bytes - kept.bytes + bytes;
+            kept.transcript = transcript;
+            kept.bytes = bytes;
+        }
+    }
+}
+
+/// About what a transcript takes in memory: its text, ids and arguments.
+fn transcript_bytes(transcript: &[ChatMessage]) -> usize {
+    use promptgate_llm::{ContentPart, UserContent};
+    transcript
+        .iter()
+        .map(|message| {
+            std::mem::size_of::<ChatMessage>()
+                + match message {
+                    ChatMessage::System { content } => content.len(),
+                    ChatMessage::User {
+                        content: UserContent::Text(text),
+                    } => text.len(),
+                    ChatMessage::User {
+                        content: UserContent::Parts(parts),
+                    } => parts
+                        .iter()
+                        .map(|part| match part {
+                            ContentPart::Text { text } => text.len(),
+                            ContentPart::ImageUrl { image_url } => image_url.url.len(),
+                        })
+                        .sum(),
+                    ChatMessage::Assistant { content, tool_calls } => {
+                        content.as_ref().map_or(0, String::len)
+                            + tool_calls
+                                .iter()
+                                .map(|call| {
+                                    call.id.len() + call.function.name.len() + call.function.arguments.len()
+                                })
+                                .sum::<usize>()
+                    }
+                    ChatMessage::Tool {
+                        tool_call_id,
+                        content,
+                    } => tool_call_id.len() + content.len(),
+                }
+        })
+        .sum()
 }
 
 /// The kept harnesses of this instance, by user and thread. Cheap to clone.
@@ -65,6 +141,7 @@ struct Inner {
 pub(crate) struct Harnesses {
     inner: Arc<Mutex<Inner>>,
     capacity: usize,
+    max_bytes: usize,
 }
 
 /// How a harness send starts.
@@ -75,10 +152,11 @@ pub(crate) struct Started {
 }
 
 impl Harnesses {
-    pub fn new(capacity: usize) -> Self {
+    pub fn new(capacity: usize, max_bytes: usize) -> Self {
         Self {
             inner: Arc::default(),
             capacity: capacity.max(1),
+            max_bytes,
         }
     }
 
@@ -123,16 +201,19 @@ impl Harnesses {
             if holds {
                 kept.last_used = now;
                 kept.run = Some(run);
+                let transcript = std::mem::take(&mut kept.transcript);
+                let handed_over = std::mem::take(&mut kept.bytes);
+                inner.bytes -= handed_over;
                 return Started {
-                    transcript: Some(std::mem::take(&mut kept.transcript)),
+                    transcript: Some(transcript),
                 };
             }
             if let Some(stale) = kept.run.take() {
                 stale.cancel();
             }
         }
-        inner.threads.insert(
-            key,
+        let replaced = inner.threads.insert(
+            key.clone(),
             Kept {
                 signature: signature.to_owned(),
                 transcript: Vec::new(),
@@ -140,18 +221,11 @@ impl Harnesses {
                 revision,
                 run: Some(run),
                 last_used: now,
+                bytes: 0,
             },
         );
-        if inner.threads.len() > self.capacity {
-            let oldest = inner
-                .threads
-                .iter()
-                .min_by_key(|(_, kept)| kept.last_used)
-                .map(|(key, _)| key.clone());
-            if let Some(oldest) = oldest {
-                inner.threads.remove(&oldest);
-            }
-        }
+        inner.bytes -= replaced.map_or(0, |old| old.bytes);
+        inner.evict(self.capacity, self.max_bytes, &key);
         Started { transcript: None }
     }
 
@@ -173,15 +247,17 @@ impl Harnesses {
             // A newer harness has taken the thread's place meanwhile.
             return;
         }
-        if status == TurnStatus::Complete {
-            kept.transcript = transcript.to_vec();
-            kept.answer_id = Some(answer_id.to_owned());
-            kept.run = None;
-        } else {
-            kept.transcript.clear();
+        kept.run = None;
+        if status != TurnStatus::Complete || transcript_bytes(transcript) > self.max_bytes {
+            // A transcript larger than the whole budget would push out every other; the thread
+            // rebuilds from its stored messages instead.
             kept.answer_id = None;
-            kept.run = None;
+            inner.set_transcript(key, Vec::new());
+            return;
         }
+        kept.answer_id = Some(answer_id.to_owned());
+        inner.set_transcript(key, transcript.to_vec());
+        inner.evict(self.capacity, self.max_bytes, key);
     }
 }
 
@@ -243,7 +319,7 @@ mod tests {
 
     #[test]
     fn a_transcript_is_continued_only_while_signature_and_latest_answer_hold() {
-        let h = Harnesses::new(8);
+        let h = Harnesses::new(8, DEFAULT_KEPT_HARNESS_BYTES);
         let first = h.start(("u", "t"), "sig", 0, None, CancellationToken::new());
         assert!(first.transcript.is_none(), "nothing kept yet");
         keep(&h, "t", "sig", "a1", TurnStatus::Complete);
@@ -278,7 +354,7 @@ mod tests {
 
     #[test]
     fn the_least_recently_used_harness_goes_first_and_users_are_apart() {
-        let h = Harnesses::new(2);
+        let h = Harnesses::new(2, DEFAULT_KEPT_HARNESS_BYTES);
         for thread in ["a", "b"] {
             h.start(("u", thread), "s", 0, None, CancellationToken::new());
             keep(&h, thread, "s", "x", TurnStatus::Complete);
@@ -301,5 +377,73 @@ mod tests {
                 .is_none()
         );
         assert_eq!(h.revision("u", "b", true), 1);
+    }
+
+    fn long(thread: &str, bytes: usize) -> Vec<ChatMessage> {
+        vec![ChatMessage::User {
+            content: UserContent::Text(format!("{thread}{}", "x".repeat(bytes))),
+        }]
+    }
+
+    fn kept_one(h: &Harnesses, thread: &str, bytes: usize) {
+        h.start(("u", thread), "s", 0, None, CancellationToken::new());
+        let key = ("u".to_owned(), thread.to_owned());
+        h.finish(&key, "s", "x", TurnStatus::Complete, &long(thread, bytes));
+    }
+
+    fn continues(h: &Harnesses, thread: &str) -> bool {
+        h.start(("u", thread), "s", 0, Some("x"), CancellationToken::new())
+            .transcript
+            .is_some()
+    }
+
+    #[test]
+    fn transcripts_are_bounded_by_their_bytes_least_recently_used_first() {
+        let h = Harnesses::new(100, 250_000);
+        for thread in ["a", "b"] {
+            kept_one(&h, thread, 100_000);
+        }
+        assert!(continues(&h, "a"), "two fit");
+        kept_one(&h, "a", 100_000);
+        // A third pushes the total past the bound: the least recently used (b) goes.
+        kept_one(&h, "c", 100_000);
+        assert!(continues(&h, "a"));
+        kept_one(&h, "a", 100_000);
+        assert!(continues(&h, "c"));
+        kept_one(&h, "c", 100_000);
+        assert!(
+            !continues(&h, "b"),
+            "evicted for its size although the count allows 100"
+        );
+        assert!(h.lock().bytes <= 250_000, "{}", h.lock().bytes);
+
+        // A transcript larger than the whole bound is not kept, and pushes nothing out.
+        kept_one(&h, "huge", 300_000);
+        assert!(!continues(&h, "huge"));
+        assert!(continues(&h, "a"), "the others stay");
+    }
+
+    #[test]
+    fn the_byte_count_follows_every_change() {
+        let h = Harnesses::new(1, DEFAULT_KEPT_HARNESS_BYTES);
+        kept_one(&h, "a", 10_000);
+        let one = h.lock().bytes;
+        assert!(one >= 10_000, "{one}");
+        assert!(continues(&h, "a"));
+        assert_eq!(
+            h.lock().bytes,
+            0,
+            "a running harness holds its transcript outside the count"
+        );
+        let key = ("u".to_owned(), "a".to_owned());
+        h.finish(&key, "s", "y", TurnStatus::Stopped, &long("a", 10_000));
+        assert_eq!(h.lock().bytes, 0, "a stopped run keeps nothing");
+        kept_one(&h, "a", 10_000);
+        kept_one(&h, "b", 10_000);
+        assert_eq!(
+            h.lock().bytes,
+            one,
+            "the count holds one thread: the other went with its bytes"
+        );
     }
 }

@@ -1,5 +1,6 @@
 //! The web budget and the source registry of one logical turn, plugged into the engine.
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use promptgate_core::budget::{Admission, WebBudget, normalize_web_tool_key};
@@ -15,19 +16,24 @@ use promptgate_turn::engine::{Gate, SourceRef, TurnHooks};
 pub struct TurnState {
     pub budget: Mutex<WebBudget>,
     pub sources: Arc<Mutex<SourceRegistry>>,
-    /// Calls the earlier attempt ran whose results this process does not hold (the state came
-    /// from the store): the first repeat of each runs again without a charge.
-    pub carried: Mutex<std::collections::HashSet<String>>,
+    /// Calls the earlier attempt ran whose results were not kept with its state (too large, or
+    /// saved before results were kept): the first repeat of each runs again without a charge.
+    pub carried: Mutex<HashSet<String>>,
 }
 
 impl TurnState {
     pub fn new(budget: WebBudget) -> Self {
-        Self::restored(budget, SourceRegistry::new())
+        Self::restored(budget, SourceRegistry::new(), &HashSet::new())
     }
 
-    /// The state of an earlier attempt, read back from the store.
-    pub fn restored(budget: WebBudget, sources: SourceRegistry) -> Self {
-        let carried = budget.admitted_keys().map(str::to_owned).collect();
+    /// The state of an earlier attempt, read back from the store with the results of the calls
+    /// in `answered` (the turn's cache answers their repeats).
+    pub fn restored(budget: WebBudget, sources: SourceRegistry, answered: &HashSet<&str>) -> Self {
+        let carried = budget
+            .admitted_keys()
+            .filter(|key| !answered.contains(key))
+            .map(str::to_owned)
+            .collect();
         Self {
             budget: Mutex::new(budget),
             sources: Arc::new(Mutex::new(sources)),

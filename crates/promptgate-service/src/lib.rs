@@ -66,6 +66,7 @@ mod hooks;
 mod integrations;
 mod library;
 mod live;
+mod mcp_servers;
 mod open;
 mod prepare;
 mod providers;
@@ -73,6 +74,7 @@ mod record;
 pub mod records;
 mod respond;
 pub mod settings;
+mod store_retry;
 mod toolset;
 mod window;
 mod workspace;
@@ -100,7 +102,7 @@ pub use live::{Continuation, LiveTurns};
 pub use open::Database;
 pub use prepare::{Prepared, PreparedSend, RunParts};
 pub use promptgate_store::StoreError;
-pub use providers::{ModelProvider, ProviderClient, Providers};
+pub use providers::{ModelProvider, ProviderClient, Providers, check_request_fields};
 pub use record::{PendingSave, PendingSaves};
 pub use respond::{ResponseKeeper, ResponseRequest, ResponseRun};
 pub use toolset::{Executors, McpToolExecutor};
@@ -149,6 +151,8 @@ pub struct Service {
     instance: Arc<claims::Instance>,
     /// Per-thread harnesses of harness-engine models.
     harnesses: Harnesses,
+    /// What each user's sends last left out of their MCP tools, so the log says it once per change.
+    mcp_left_out: Arc<mcp_servers::LeftOut>,
     /// The transport's wire format of a turn's stream, for its readers and followers.
     encoding: StreamEncoding,
     /// Token counts of the messages sends have seen, shared by all sends.
@@ -239,7 +243,7 @@ impl Service {
         encoding: StreamEncoding,
     ) -> Self {
         let admission = Arc::new(tokio::sync::Semaphore::new(config.max_turns_in_flight.max(1)));
-        let harnesses = Harnesses::new(config.kept_harnesses);
+        let harnesses = Harnesses::new(config.kept_harnesses, config.kept_harness_bytes);
         Self {
             store,
             providers,
@@ -254,6 +258,7 @@ impl Service {
             pending: PendingSaves::default(),
             instance: Arc::new(claims::Instance::default()),
             harnesses,
+            mcp_left_out: Arc::default(),
             encoding,
             token_counters: promptgate_llm::tokens::TokenCounters::default(),
             summariser: None,
@@ -324,7 +329,8 @@ impl Service {
         let mut turn = self.claim_thread_here(&request, admission).await?;
         tracing::Span::current().record("turn_id", turn.ids.turn_id.as_str());
         let (continuation, mut ctx, model, provider) = self.claim_and_load(&request, &mut turn).await?;
-        self.settle_conversation(&request, &mut ctx).await?;
+        let answer = record::opening_row(&request.thread_id, &turn.ids, &model.id);
+        self.settle_conversation(&request, &mut ctx, &answer).await?;
         let planned = prepare::Planned {
             client: request.client.clone().unwrap_or_else(ClientIdentity::web),
             regeneration_revision: self.harnesses.revision(
@@ -429,12 +435,15 @@ impl Service {
 
     /// Makes the conversation end with the user message to answer: the new message stored (with its
     /// thread, on a first send), or for a regenerate the answers after the newest user message
-    /// dropped.
+    /// dropped. The answer's opening row (`answer`) is stored with it, in the same write where there
+    /// is one: the `start` chunk names that row, so it must exist before the stream begins, even if
+    /// this instance dies right after.
     #[tracing::instrument(skip_all)]
     async fn settle_conversation(
         &self,
         request: &SendRequest,
         ctx: &mut SendContext,
+        answer: &NewMessage,
     ) -> Result<(), ServiceError> {
         let new_user_message = match &request.input {
             SendInput::Message { id, parts } => Some(validate_user_parts(id.as_deref(), parts)?),
@@ -443,8 +452,8 @@ impl Service {
         if ctx.thread.is_none() && !request.create_thread {
             return Err(ServiceError::UnknownThread(request.thread_id.clone()));
         }
-        match new_user_message {
-            Some((id, parts)) => self.store_user_message(request, ctx, id, parts).await?,
+        let answer_stored = match new_user_message {
+            Some((id, parts)) => self.store_user_message(request, ctx, id, parts, answer).await?,
             None => {
                 if ctx.thread.is_none() {
                     return Err(ServiceError::InvalidMessage(
@@ -452,24 +461,30 @@ impl Service {
                     ));
                 }
                 ctx.tail.answer_newest_question();
+                false
             }
-        }
+        };
         if !ctx.tail.messages.last().is_some_and(|m| m.role == Role::User) {
             return Err(ServiceError::InvalidMessage(
                 "there is no user message to answer".to_owned(),
             ));
         }
+        if !answer_stored {
+            self.store.append_message(&request.user_id, answer).await?;
+        }
         Ok(())
     }
 
-    /// Saves the user's words before anything can fail upstream, so nothing they sent is lost.
+    /// Saves the user's words before anything can fail upstream, so nothing they sent is lost, and
+    /// with them `answer` where they are written. True when `answer` was written.
     async fn store_user_message(
         &self,
         request: &SendRequest,
         ctx: &mut SendContext,
         id: Option<String>,
         parts: Vec<Value>,
-    ) -> Result<(), ServiceError> {
+        answer: &NewMessage,
+    ) -> Result<bool, ServiceError> {
         // A resend of the thread's last question (its turn failed) is already stored; any other
         // id the thread has seen is an edit, which takes that message's place (see
         // `current_conversation`).
@@ -482,6 +497,7 @@ impl Service {
         if already_stored {
             // The retried turn's answer is replaced by this one; the model answers the prompt.
             ctx.tail.answer_newest_question();
+            return Ok(false);
         }
         let message = NewMessage {
             id,
@@ -491,29 +507,34 @@ impl Service {
             metadata: json!({}),
             status: None,
         };
-        if ctx.thread.is_none() {
-            // A first send creates its thread and message in one write.
-            let title = title_from(message.parts.as_array().map_or(&[][..], Vec::as_slice));
+        let both = [message, answer.clone()];
+        let stored = if ctx.thread.is_none() {
+            // A first send creates its thread and messages in one write.
+            let title = title_from(both[0].parts.as_array().map_or(&[][..], Vec::as_slice));
             let (thread, stored) = self
                 .store
-                .create_thread_with_message(
+                .create_thread_with_messages(
                     &request.user_id,
                     &promptgate_store::NewThread {
                         id: Some(request.thread_id.clone()),
                         project_id: None,
                         title: Some(title).filter(|t| !t.is_empty()),
                     },
-                    &message,
+                    &both,
                 )
                 .await?;
             ctx.thread = Some(thread);
-            ctx.tail.messages = vec![stored];
+            ctx.tail.messages.clear();
             ctx.tail.from_start = true;
-        } else if !already_stored {
-            let stored = self.store.append_message(&request.user_id, &message).await?;
-            ctx.tail.messages.push(stored);
+            stored
+        } else {
+            self.store.append_messages(&request.user_id, &both).await?
+        };
+        // The conversation the model answers ends with the question, not its empty answer.
+        if let Some(question) = stored.into_iter().next() {
+            ctx.tail.messages.push(question);
         }
-        Ok(())
+        Ok(true)
     }
 
     /// Runs the prepared turn with its answer writer; its events are kept for followers.
@@ -543,7 +564,6 @@ impl Service {
             thread_id: request.thread_id.clone(),
             turn_id: ids.turn_id.clone(),
             message_id: ids.message_id.clone(),
-            model_id: model_id.clone(),
             slot,
             continuation: Continuation {
                 turn_id: ids.turn_id.clone(),
@@ -551,6 +571,7 @@ impl Service {
             },
             retry_for: self.config.save_retry,
             pending: self.pending.clone(),
+            mirrors: self.mirrors(),
         }
         .start(&self.tasks);
         let (refusal, on_end) = self.continue_harness(

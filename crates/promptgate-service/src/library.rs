@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use promptgate_core::settings::{Model, Project, Skill, UserSettings};
-use promptgate_mcp::{McpError, McpServerConfig, ProbeReport};
+use promptgate_mcp::{HubSettings, McpError, McpServerConfig, ProbeReport};
 use promptgate_store::{
     McpServer, Message, NewMcpServer, NewProject, NewSkill, NewThread, Page, Thread, ThreadUpdate,
     ThreadsAfter,
@@ -253,14 +253,27 @@ impl Service {
             .ok_or_else(|| ServiceError::not_found("MCP server", id))
     }
 
-    /// Registers an MCP server whose URL the outbound address policy allows.
+    /// Registers an MCP server whose URL the outbound address policy allows, unless the user already
+    /// has as many as a user may (`[mcp] max_servers_per_user`).
     pub async fn create_mcp_server(
         &self,
         user_id: &str,
         server: &NewMcpServer,
     ) -> Result<McpServer, ServiceError> {
         self.check_destination(&server.url).await?;
-        Ok(self.store.create_mcp_server(user_id, server).await?)
+        let limit = self.mcp_servers_per_user();
+        self.store
+            .create_mcp_server_within(user_id, server, limit)
+            .await?
+            .ok_or(ServiceError::McpServerLimit(limit))
+    }
+
+    /// How many MCP servers one user may register.
+    fn mcp_servers_per_user(&self) -> usize {
+        self.mcp.as_ref().map_or_else(
+            || HubSettings::default().max_servers_per_user,
+            |hub| hub.settings().max_servers_per_user,
+        )
     }
 
     /// Replaces an MCP server, secrets included; its URL must be one the address policy allows.
@@ -333,6 +346,9 @@ impl Service {
         };
         Ok(match hub.probe(&config, timeout).await {
             Ok(report) => ProbeOutcome::Reached(report),
+            Err(McpError::TooManyProbes { retry_after }) => {
+                return Err(ServiceError::TooManyProbes(retry_after));
+            }
             Err(error) => {
                 tracing::info!(server_id = %config.id, %error, "MCP probe failed");
                 ProbeOutcome::Failed {

@@ -113,6 +113,11 @@ impl LiveTurns {
         })
     }
 
+    /// Whether no turn runs on this instance.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.lock().running.is_empty()
+    }
+
     /// Cancels the thread's running turn. False when nothing runs there.
     pub fn stop(&self, user: &str, thread: &str) -> bool {
         let inner = self.lock();

@@ -182,6 +182,7 @@ fn providers(entries: &[ProviderSettings]) -> Result<Providers, ServiceError> {
             name: entry.name.clone(),
             base_url,
             api_key: entry.api_key.clone(),
+            allowed_request_fields: entry.allowed_request_fields.clone(),
             client,
         });
     }

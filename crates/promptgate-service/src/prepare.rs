@@ -7,9 +7,8 @@ use promptgate_core::budget::WebBudget;
 use promptgate_core::plan::{ComposeInput, ComposedSend, UpstreamIdentity, compose_send};
 use promptgate_core::prompt::nudges;
 use promptgate_core::settings::{Engine, Model};
-use promptgate_core::tools::mcp_names::{McpServerTools, McpToolDef};
 use promptgate_llm::ChatMessage;
-use promptgate_mcp::{DiscoveryOutcome, McpServerConfig};
+use promptgate_mcp::McpServerConfig;
 use promptgate_store::{Message, Role, SendContext};
 use promptgate_workspace::WorkspaceSession;
 use serde_json::{Map, Value, json};
@@ -152,7 +151,7 @@ impl Prepared {
             on_end.push(Arc::new(FlushWorkspace(session)));
         }
         on_end.extend(run.on_end);
-        let mut extra = profile.provider_options.clone().unwrap_or_default();
+        let mut extra = provider.provider_options(&model);
         extra.extend(run.extra);
         TurnPlan {
             turn_id: run.turn_id,
@@ -328,7 +327,7 @@ impl Service {
         if !self.web.available() {
             ctx.settings.web_tools_enabled = false;
         }
-        let (mcp_servers, mcp_configs) = self.discover_mcp(user_id, &ctx, &model).await;
+        let mcp = self.discover_mcp(user_id, &ctx, &model).await;
         let plan = compose_send(
             &ComposeInput {
                 settings: &ctx.settings,
@@ -343,7 +342,7 @@ impl Service {
                 project: ctx.project.as_ref(),
                 sibling_count: ctx.sibling_count,
                 skills: &ctx.skills,
-                mcp_servers: &mcp_servers,
+                mcp_servers: &mcp.servers,
                 last_user_text,
                 ask_responses: &notes.ask_responses,
                 voice_mode: notes.voice_mode,
@@ -353,23 +352,19 @@ impl Service {
             },
             super::now(),
         );
-        for skipped in &plan.mcp_not_offered {
-            tracing::warn!(user = %user_id, "{}", skipped.warning());
-        }
+        self.mcp_left_out
+            .report(user_id, &plan.mcp_not_offered, &mcp.unconnected);
         let state = state.cloned().unwrap_or_else(|| {
             Arc::new(TurnState::new(WebBudget::new(
                 plan.web_intent,
                 self.web.promotion_enabled,
             )))
         });
-        let (executors, workspace) = self.executors(user_id, &ctx, &plan, &mcp_configs, &state).await;
+        let (executors, workspace) = self.executors(user_id, &ctx, &plan, &mcp.configs, &state).await;
         let (tools, offered) = executors.attach(plan.tools.clone());
         let mut plan = ComposedSend {
             tools: offered,
             ..plan
-        };
-        let options = HistoryOptions {
-            images: model.supports_images,
         };
         let budget = Budget::new(
             &self.config.context,
@@ -384,8 +379,14 @@ impl Service {
         let window = match &ctx.thread {
             Some(thread) => {
                 let tail = std::mem::take(&mut ctx.tail);
-                self.window((user_id, thread.id.as_str()), tail, &budget, options, mode)
-                    .await?
+                self.window(
+                    (user_id, thread.id.as_str()),
+                    tail,
+                    &budget,
+                    model.supports_images,
+                    mode,
+                )
+                .await?
             }
             None => Window::empty(),
         };
@@ -408,6 +409,15 @@ impl Service {
             let messages = ui_messages(window.messages.iter().map(|(m, _)| m));
             match messages.split_last() {
                 Some((last, earlier)) => {
+                    let files = self
+                        .config
+                        .documents
+                        .read(user_id, std::slice::from_ref(last))
+                        .await;
+                    let options = HistoryOptions {
+                        images: model.supports_images,
+                        files: &files,
+                    };
                     let prompt =
                         promptgate_turn::harness::prompt_message(last, &plan.skill_instructions, options);
                     let mut history = promptgate_turn::harness::seed_turns(earlier);
@@ -441,56 +451,6 @@ impl Service {
         })
     }
 
-    /// Every enabled MCP server, in order; a failed server keeps its place with no tools.
-    async fn discover_mcp(
-        &self,
-        user_id: &str,
-        ctx: &SendContext,
-        model: &Model,
-    ) -> (Vec<McpServerTools>, HashMap<String, McpServerConfig>) {
-        let Some(hub) = &self.mcp else {
-            return (Vec::new(), HashMap::new());
-        };
-        if !model.supports_tools() || ctx.mcp_servers.is_empty() {
-            return (Vec::new(), HashMap::new());
-        }
-        let configs: Vec<McpServerConfig> = ctx
-            .mcp_servers
-            .iter()
-            .map(|(server, secrets)| McpServerConfig {
-                id: server.id.clone(),
-                user_id: user_id.to_owned(),
-                name: server.name.clone(),
-                url: server.url.clone(),
-                headers: secrets.headers.clone(),
-                bearer_token: secrets.bearer_token.clone(),
-            })
-            .collect();
-        let outcomes = hub.discover(&configs, self.config.mcp_discovery_timeout).await;
-        let servers = outcomes
-            .iter()
-            .map(|outcome| {
-                let server = outcome.server();
-                let tools = match outcome {
-                    DiscoveryOutcome::Ready { tools, .. } => tools
-                        .iter()
-                        .map(|t| McpToolDef {
-                            name: t.name.clone(),
-                            description: t.description.clone(),
-                            input_schema: t.input_schema.clone(),
-                        })
-                        .collect(),
-                    DiscoveryOutcome::Failed { error, .. } => {
-                        tracing::warn!(server = %server.name, error = %error, "MCP server skipped for this send");
-                        Vec::new()
-                    }
-                };
-                McpServerTools { server_id: server.id.clone(), name: server.name.clone(), url: server.url.clone(), tools }
-            })
-            .collect();
-        (servers, configs.into_iter().map(|c| (c.id.clone(), c)).collect())
-    }
-
     async fn executors(
         &self,
         user_id: &str,
@@ -508,6 +468,7 @@ impl Service {
             ctx,
             plan,
             &self.config.workspace,
+            &self.config.shell,
         );
         if let Some(integrations) = &self.integrations {
             integrations.register(&mut executors, &self.store, user_id, &ctx.integrations);

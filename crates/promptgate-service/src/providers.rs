@@ -3,8 +3,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use promptgate_core::request_fields::{refusal_message, refused_fields};
 use promptgate_core::settings::Model;
 use promptgate_llm::{Anthropic, ChatModel, DemoModel, OpenAiCompatible, ParserOptions};
+
+use crate::ServiceError;
 
 /// One model provider from the config file, ready to serve requests.
 #[derive(Clone)]
@@ -14,6 +17,9 @@ pub struct ModelProvider {
     pub base_url: String,
     /// Only its hash is ever shown (in the harness signature).
     pub api_key: Option<String>,
+    /// Request fields users and facade callers may set here beyond the open ones
+    /// (`promptgate_core::request_fields`).
+    pub allowed_request_fields: Vec<String>,
     pub client: ProviderClient,
 }
 
@@ -37,6 +43,26 @@ impl ModelProvider {
         }
     }
 
+    /// The fields a model's profile adds to every upstream request. The operator's own models
+    /// (the config file's) set what they like; a user's model only what users may set here: a
+    /// field stored before it was closed to users is left out, with a warning.
+    pub fn provider_options(&self, model: &Model) -> serde_json::Map<String, serde_json::Value> {
+        let mut options = model.profile.provider_options.clone().unwrap_or_default();
+        if model.system {
+            return options;
+        }
+        let refused: Vec<String> =
+            refused_fields(options.keys().map(String::as_str), &self.allowed_request_fields)
+                .into_iter()
+                .map(str::to_owned)
+                .collect();
+        for field in &refused {
+            tracing::warn!(model = %model.id, field = %field, "a user model's provider option is not the user's to set; left out");
+            options.remove(field);
+        }
+        options
+    }
+
     /// The client for one model: per-model parsing options (think-tag extraction) apply here.
     pub fn model_client(&self, model: &Model) -> Arc<dyn ChatModel> {
         match &self.client {
@@ -48,6 +74,19 @@ impl ModelProvider {
             ProviderClient::Anthropic(client) => Arc::new(client.clone()),
         }
     }
+}
+
+/// Refuses upstream request fields a user or facade caller may not set on a provider whose
+/// operator allowed `allowed` beyond the open ones.
+pub fn check_request_fields<'a>(
+    fields: impl IntoIterator<Item = &'a str>,
+    allowed: &[String],
+) -> Result<(), ServiceError> {
+    let refused = refused_fields(fields, allowed);
+    if refused.is_empty() {
+        return Ok(());
+    }
+    Err(ServiceError::FieldsNotAllowed(refusal_message(&refused, allowed)))
 }
 
 /// Providers by name.

@@ -1,5 +1,6 @@
-//! Keeping a turn's answer in the store: a row from the turn's start (`streaming`), checkpoints while
-//! it grows, and a final save that outlasts a database outage.
+//! Keeping a turn's answer in the store: a row from the turn's start (`streaming`, written by the
+//! send with the user's message, see [`opening_row`]), checkpoints while it grows, and a final save
+//! that outlasts a database outage.
 //!
 //! One writer task per turn does every write, in order, so a slow checkpoint can never land after
 //! the final state. The engine only hands it snapshots and waits (a short grace) for the final save.
@@ -17,6 +18,7 @@ use tokio::time::Instant;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
+use super::TurnIds;
 use super::live::{Continuation, Slot};
 use promptgate_turn::engine::{AnswerRecorder, TurnOutcome, TurnStatus};
 
@@ -26,6 +28,9 @@ const OTHER_FAILURES: u32 = 5;
 /// The first pause after a failed save; it doubles up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// How long the stream's end waits for the thread's release, which is tried again in the background
+/// past that (as long as the final save would be).
+const RELEASE_BEFORE_DONE: Duration = Duration::from_secs(1);
 
 /// Answers whose final save has not succeeded yet, by turn, so a shutdown can name what it leaves.
 #[derive(Clone, Default)]
@@ -71,7 +76,6 @@ pub(crate) struct AnswerWriter {
     pub thread_id: String,
     pub turn_id: String,
     pub message_id: String,
-    pub model_id: String,
     /// Held until the final save is done (or given up), so the thread takes no new turn before
     /// its history is complete.
     pub slot: Slot,
@@ -79,6 +83,8 @@ pub(crate) struct AnswerWriter {
     /// How long the final save keeps trying while the store is unavailable.
     pub retry_for: Duration,
     pub pending: PendingSaves,
+    /// Writes the turn's stream for a reader elsewhere whose request was not heard in time.
+    pub mirrors: super::follow::Mirrors,
 }
 
 /// The answer so far: parts and metadata.
@@ -145,12 +151,8 @@ impl AnswerWriter {
     }
 
     async fn run(self, mut snapshots: watch::Receiver<Snapshot>, mut outcome: oneshot::Receiver<Ending>) {
-        // The row exists from the start, so a reload mid-answer shows it and a crash leaves it
-        // behind to be marked interrupted.
-        let opening = json!({"modelId": self.model_id, "turnId": self.turn_id});
-        let mut reachable = self
-            .open(self.message(Vec::new(), opening, MessageStatus::Streaming))
-            .await;
+        // The row exists already (the send wrote it before the turn started).
+        let mut reachable = true;
         let ended = loop {
             tokio::select! {
                 biased;
@@ -186,36 +188,39 @@ impl AnswerWriter {
         };
         let stored = self.save_final(&message).await;
         let AnswerWriter {
-            slot,
+            mut slot,
             continuation,
             thread_id,
             turn_id,
             pending,
+            mirrors,
             ..
         } = self;
         if stored {
             pending.remove(&turn_id);
         }
         // Free the thread before the stream says done, so the client's next message is accepted
-        // (on any instance); what a retry of this turn carries over is saved with it.
-        slot.end(&continuation).await;
-        if let Some(stored_tx) = stored_tx {
-            let _ = stored_tx.send(stored);
+        // (on any instance); what a retry of this turn carries over is saved with it. A release the
+        // store refuses goes on after the stream's end rather than hold it.
+        let followed = {
+            let mut release = std::pin::pin!(slot.end(&continuation));
+            let quick = tokio::time::timeout(RELEASE_BEFORE_DONE, &mut release).await;
+            if let Some(stored_tx) = stored_tx {
+                let _ = stored_tx.send(stored);
+            }
+            match quick {
+                Ok(followed) => followed,
+                Err(_) => release.await,
+            }
+        };
+        // A reader elsewhere asked for the stream, maybe unheard: write it, while the turn's feed is
+        // still known here (until the slot goes).
+        if followed {
+            mirrors.mirror(&turn_id);
         }
+        drop(slot);
         if stored {
             tracing::info!(turn = %turn_id, thread = %thread_id, status, "answer stored");
-        }
-    }
-
-    /// Writes the answer's row. Its id is new, so there is nothing to update first: an append is one
-    /// statement where [`Store::save_message`] would try an update before it.
-    async fn open(&self, message: NewMessage) -> bool {
-        match self.store.append_message(&self.user_id, &message).await {
-            Ok(_) => true,
-            Err(err) => {
-                tracing::warn!(turn = %self.turn_id, error = %err, "the answer's row not stored; the final save will retry");
-                false
-            }
         }
     }
 
@@ -276,6 +281,20 @@ impl AnswerWriter {
             tokio::time::sleep(backoff).await;
             backoff = (backoff * 2).min(MAX_BACKOFF);
         }
+    }
+}
+
+/// The answer's row as its turn starts: no parts yet, status `streaming`, and the ids its `start`
+/// chunk carries. Written before the stream begins, so a client never holds a `messageId` that does
+/// not exist, and a crash right after leaves a row to be marked `interrupted`.
+pub(crate) fn opening_row(thread_id: &str, ids: &TurnIds, model_id: &str) -> NewMessage {
+    NewMessage {
+        id: Some(ids.message_id.clone()),
+        thread_id: thread_id.to_owned(),
+        role: Role::Assistant,
+        parts: Value::Array(Vec::new()),
+        metadata: json!({"modelId": model_id, "turnId": ids.turn_id}),
+        status: Some(MessageStatus::Streaming),
     }
 }
 

@@ -18,7 +18,7 @@ pub use crate::claims::{DEFAULT_HEARTBEAT, DEFAULT_LEASE, DEFAULT_RETRY_WINDOW, 
 pub use crate::encoding::JSON_LINES;
 pub use crate::encoding::StreamEncoding;
 pub use crate::feed::OnDisconnect;
-pub use crate::harness::DEFAULT_KEPT_HARNESSES;
+pub use crate::harness::{DEFAULT_KEPT_HARNESS_BYTES, DEFAULT_KEPT_HARNESSES};
 pub use crate::integrations::{GoogleSetup, MicrosoftSetup};
 pub use crate::window::{
     ContextSettings, DEFAULT_ANSWER_RESERVE_TOKENS, DEFAULT_KEPT_AFTER_COMPACTION,
@@ -32,7 +32,8 @@ pub use promptgate_tools::microsoft::DEFAULT_GRAPH_BASE;
 pub use promptgate_tools::oauth::{OAuthProviderConfig, TokenSealer};
 pub use promptgate_tools::web::{FetchPolicy, SearchConfig};
 pub use promptgate_turn::TurnLimits;
-pub use promptgate_workspace::WorkspaceLimits;
+pub use promptgate_turn::documents::{DocumentReader, DocumentSettings, PdfLimits};
+pub use promptgate_workspace::{ShellPool, ShellPoolSize, WorkspaceLimits};
 
 /// How long a final save keeps trying while the store is unavailable.
 pub const DEFAULT_SAVE_RETRY: Duration = Duration::from_secs(600);
@@ -60,8 +61,14 @@ pub struct ServiceConfig {
     pub instance: InstanceConfig,
     /// Bounds of each thread's workspace (harness models).
     pub workspace: WorkspaceLimits,
+    /// Where every workspace's `bash` calls run: one bounded pool for the whole server.
+    pub shell: ShellPool,
+    /// Reads attached files for the model, once each, off the async workers.
+    pub documents: DocumentReader,
     /// Threads whose harness transcript this instance keeps in memory.
     pub kept_harnesses: usize,
+    /// Bytes of harness transcripts this instance keeps in memory, all threads together.
+    pub kept_harness_bytes: usize,
     /// How long a kept response of the Responses API can be read and continued.
     pub response_retention: Duration,
     /// How a send fits its thread to the model's context window.
@@ -80,7 +87,10 @@ impl Default for ServiceConfig {
             on_disconnect: OnDisconnect::Stop,
             instance: InstanceConfig::default(),
             workspace: WorkspaceLimits::default(),
+            shell: ShellPool::default(),
+            documents: DocumentReader::default(),
             kept_harnesses: DEFAULT_KEPT_HARNESSES,
+            kept_harness_bytes: DEFAULT_KEPT_HARNESS_BYTES,
             response_retention: DEFAULT_RESPONSE_RETENTION,
             context: ContextSettings::default(),
         }
@@ -136,6 +146,8 @@ pub struct ProviderSettings {
     pub max_tokens: Option<u64>,
     /// Anthropic only: how a model's reasoning setting becomes thinking.
     pub thinking: ThinkingMode,
+    /// Request fields users and facade callers may set beyond the open ones.
+    pub allowed_request_fields: Vec<String>,
 }
 
 /// The integrations' OAuth clients and the key their token sets are sealed with.

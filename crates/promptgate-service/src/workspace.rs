@@ -7,7 +7,7 @@ use promptgate_core::plan::ComposedSend;
 use promptgate_core::tools::names;
 use promptgate_core::tools::{ToolError, ToolExecutor, ToolOutput};
 use promptgate_store::{SendContext, Store};
-use promptgate_workspace::{WorkspaceLimits, WorkspaceSession};
+use promptgate_workspace::{ShellPool, WorkspaceLimits, WorkspaceSession};
 use serde_json::Value;
 
 use super::toolset::Executors;
@@ -46,6 +46,7 @@ pub(super) fn register(
     ctx: &SendContext,
     plan: &ComposedSend,
     limits: &WorkspaceLimits,
+    shell: &ShellPool,
 ) -> Option<Arc<WorkspaceSession>> {
     if !plan
         .tools
@@ -60,6 +61,7 @@ pub(super) fn register(
         user_id,
         thread,
         limits.clone(),
+        shell.clone(),
     ));
     for name in names::WORKSPACE {
         executors.insert(

@@ -32,6 +32,8 @@ pub struct Store {
     pub(crate) setups: Arc<SetupCache>,
     /// Tokens checked recently, honoured while the database is unreachable.
     pub(crate) recent_tokens: Arc<crate::recent_tokens::RecentTokens>,
+    /// Whether Postgres was found unreachable a moment ago (see `reach`).
+    pub(crate) reach: Arc<crate::reach::Reachability>,
     /// Postgres only: the task that hears about setup changes made elsewhere.
     listener: Option<Arc<ListenerTask>>,
     /// Seals MCP header values and bearer tokens; without one they cannot be stored (see `secrets`).
@@ -169,11 +171,23 @@ const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
 impl Store {
     /// Opens a pool for `sqlite://path/to/file.db[?mode=rwc]`, `sqlite::memory:` or `postgres://…`.
     ///
-    /// A SQLite file is created (with its parent directory) when missing and runs in WAL mode
+    /// A SQLite file is created (with its parent directory) when missing, readable by its owner only
+    /// (mode 0600), and runs in WAL mode
     /// (synchronous NORMAL) with a busy timeout and foreign keys on. An in-memory SQLite database
     /// lives in exactly one connection that the pool never closes, because every new connection
     /// would be a new, empty database.
     pub async fn connect(url: &str) -> Result<Store> {
+        Self::connect_waiting(url, POSTGRES_ACQUIRE_TIMEOUT).await
+    }
+
+    /// [`Store::connect`] with another acquire timeout for Postgres, so a test of an outage can tell
+    /// one wait from two without measuring either.
+    #[cfg(any(test, feature = "testing"))]
+    pub async fn connect_with_acquire_timeout(url: &str, postgres_acquire: Duration) -> Result<Store> {
+        Self::connect_waiting(url, postgres_acquire).await
+    }
+
+    async fn connect_waiting(url: &str, postgres_acquire: Duration) -> Result<Store> {
         install_default_drivers();
         let (backend, url) = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             (Backend::Postgres, url.to_owned())
@@ -188,7 +202,7 @@ impl Store {
             Backend::Postgres => {
                 AnyPoolOptions::new()
                     .max_connections(POSTGRES_CONNECTIONS)
-                    .acquire_timeout(POSTGRES_ACQUIRE_TIMEOUT)
+                    .acquire_timeout(postgres_acquire)
                     .connect(&url)
                     .await?
             }
@@ -233,7 +247,9 @@ impl Store {
                     .await?
             }
         };
-        let turn_signals = Arc::new(crate::turn_claims::TurnSignals::default());
+        // SQLite has one instance, whose signals never leave the process; Postgres hears them once
+        // its listener is connected.
+        let turn_signals = Arc::new(crate::turn_claims::TurnSignals::new(backend == Backend::Sqlite));
         let (setups, listener) = match backend {
             Backend::Sqlite => (Arc::new(SetupCache::new(ChangeSignals::None)), None),
             Backend::Postgres => {
@@ -246,12 +262,14 @@ impl Store {
                 (setups, Some(Arc::new(ListenerTask(task.abort_handle()))))
             }
         };
+        let reach_span = (backend == Backend::Postgres).then_some(postgres_acquire + crate::reach::OVERLAP);
         Ok(Store {
             pool,
             backend,
             last_ms: Arc::new(AtomicI64::new(0)),
             setups,
             recent_tokens: Default::default(),
+            reach: Arc::new(crate::reach::Reachability::new(reach_span)),
             listener,
             secrets: None,
             turn_signals,
@@ -356,9 +374,31 @@ fn prepare_sqlite_url(url: &str) -> Result<String> {
             StoreError::Database(format!("cannot create directory {}: {e}", parent.display()))
         })?;
     }
-    Ok(match query {
-        Some(q) if q.split('&').any(|kv| kv.starts_with("mode=")) => url.to_owned(),
-        Some(q) => format!("sqlite://{path}?{q}&mode=rwc"),
-        None => format!("sqlite://{path}?mode=rwc"),
+    let mode = query.and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("mode=")));
+    if mode.is_none_or(|mode| mode == "rwc") {
+        create_private(Path::new(path))?;
+    }
+    Ok(match (query, mode) {
+        (_, Some(_)) => url.to_owned(),
+        (Some(q), None) => format!("sqlite://{path}?{q}&mode=rwc"),
+        (None, None) => format!("sqlite://{path}?mode=rwc"),
     })
+}
+
+/// Creates the database file, when missing, readable and writable by its owner only: it holds every
+/// user's conversations and token hashes. SQLite gives the `-wal` and `-shm` files beside it the
+/// same mode. A file that exists is left as the operator made it.
+fn create_private(path: &Path) -> Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    match options.open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(StoreError::Database(format!(
+            "cannot create database file {}: {e}",
+            path.display()
+        ))),
+    }
 }

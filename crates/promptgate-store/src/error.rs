@@ -62,11 +62,17 @@ impl From<sqlx::Error> for StoreError {
         match ErrorClass::of(&err) {
             ErrorClass::NotFound => StoreError::NotFound,
             ErrorClass::Conflict => StoreError::Conflict("already exists".to_owned()),
+            ErrorClass::Unavailable if matches!(err, sqlx::Error::PoolTimedOut) => {
+                StoreError::Unavailable(POOL_TIMED_OUT.to_owned())
+            }
             ErrorClass::Unavailable => StoreError::Unavailable(err.to_string()),
             ErrorClass::Database => StoreError::Database(err.to_string()),
         }
     }
 }
+
+/// What a query that waited the pool's acquire timeout for a connection in vain fails with.
+const POOL_TIMED_OUT: &str = "no database connection could be opened within the pool's timeout";
 
 /// Postgres's classes for a lost connection (08) and a server shutting down or starting (57P).
 fn is_unavailable_sqlstate(code: &str) -> bool {
@@ -95,6 +101,11 @@ impl StoreError {
     /// True when the same call may succeed once the database is back.
     pub fn is_unavailable(&self) -> bool {
         matches!(self, StoreError::Unavailable(_))
+    }
+
+    /// True when the call waited the pool's whole acquire timeout for a connection in vain.
+    pub(crate) fn is_pool_timeout(&self) -> bool {
+        matches!(self, StoreError::Unavailable(message) if message == POOL_TIMED_OUT)
     }
 
     /// A JSON column that does not parse means the database was written by something else.

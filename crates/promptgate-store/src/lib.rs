@@ -27,6 +27,7 @@ mod oauth_pending;
 mod observed;
 mod pages;
 mod projects;
+mod reach;
 mod recent_tokens;
 mod responses;
 mod search;

@@ -35,6 +35,9 @@ pub(crate) async fn follow_changes(url: String, cache: Weak<SetupCache>, turns: 
                 let Some(live) = cache.upgrade() else { return };
                 live.listener_connected();
                 drop(live);
+                if let Some(turns) = turns.upgrade() {
+                    turns.listening();
+                }
                 tracing::debug!("listening for setup changes");
                 loop {
                     match listener.try_recv().await {
@@ -58,6 +61,9 @@ pub(crate) async fn follow_changes(url: String, cache: Weak<SetupCache>, turns: 
                             break;
                         }
                     }
+                }
+                if let Some(turns) = turns.upgrade() {
+                    turns.deaf();
                 }
                 let Some(live) = cache.upgrade() else { return };
                 live.listener_lost();

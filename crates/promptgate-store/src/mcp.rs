@@ -4,11 +4,11 @@
 
 use sqlx::any::AnyRow;
 
-use crate::connect::Store;
+use crate::connect::{Backend, Store};
 use crate::error::{Result, StoreError};
 use crate::observed::Observed;
 use crate::types::{McpSecrets, McpServer, NewMcpServer};
-use crate::util::{Cols, check_len, check_name, delete_owned, flag, new_id, one_row};
+use crate::util::{Cols, check_len, check_name, delete_owned, flag, new_id};
 
 pub(crate) const MCP_COLS: &str = "id, name, url, enabled, headers, bearer_token, created_at, secrets_sealed";
 const MAX_URL: usize = 2_048;
@@ -94,15 +94,39 @@ fn shown(id: String, s: &NewMcpServer, created_at: i64) -> McpServer {
 }
 
 impl Store {
+    /// Registers a server, with no limit on how many the user has.
     pub async fn create_mcp_server(&self, user: &str, s: &NewMcpServer) -> Result<McpServer> {
+        self.create_mcp_server_within(user, s, usize::MAX)
+            .await?
+            .ok_or(StoreError::NotFound)
+    }
+
+    /// Registers a server unless the user already has `limit` of them (`Ok(None)` then). Two
+    /// registrations racing for the last place cannot both take it: on Postgres the user's row is
+    /// locked first; on SQLite the insert and its count are one statement under the write lock.
+    pub async fn create_mcp_server_within(
+        &self,
+        user: &str,
+        s: &NewMcpServer,
+        limit: usize,
+    ) -> Result<Option<McpServer>> {
         check_server(s)?;
         let stored = self.seal_mcp_secrets(&s.headers, s.bearer_token.as_deref())?;
         let id = new_id();
         let now = self.now_ms();
+        let mut tx = self.pool.begin().observed("transaction.begin").await?;
+        if self.backend() == Backend::Postgres {
+            sqlx::query("SELECT id FROM users WHERE id = $1 FOR UPDATE")
+                .bind(user)
+                .fetch_optional(&mut *tx)
+                .observed("mcp.lock_user")
+                .await?;
+        }
         let done = sqlx::query(
             "INSERT INTO mcp_servers (id, user_id, name, url, enabled, headers, bearer_token, \
              created_at, updated_at, secrets_sealed) \
-             SELECT $1, id, $3, $4, $5, $6, $7, $8, $8, $9 FROM users WHERE id = $2",
+             SELECT $1, id, $3, $4, $5, $6, $7, $8, $8, $9 FROM users WHERE id = $2 \
+             AND (SELECT COUNT(*) FROM mcp_servers WHERE user_id = $2) < $10",
         )
         .bind(&id)
         .bind(user)
@@ -113,12 +137,24 @@ impl Store {
         .bind(stored.bearer_token.as_deref())
         .bind(now)
         .bind(flag(stored.sealed))
-        .execute(&self.pool)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .execute(&mut *tx)
         .observed("mcp.create_mcp_server")
         .await?;
+        if done.rows_affected() == 0 {
+            let known = sqlx::query("SELECT id FROM users WHERE id = $1")
+                .bind(user)
+                .fetch_optional(&mut *tx)
+                .observed("mcp.user_exists")
+                .await?;
+            return match known {
+                Some(_) => Ok(None),
+                None => Err(StoreError::NotFound),
+            };
+        }
+        tx.commit().observed("transaction.commit").await?;
         self.setup_changed(user);
-        one_row(done.rows_affected())?;
-        Ok(shown(id, s, now))
+        Ok(Some(shown(id, s, now)))
     }
 
     /// In creation order; `enabled_only` for what a send connects to, and only then with the

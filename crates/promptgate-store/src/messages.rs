@@ -13,6 +13,10 @@ use crate::util::{Cols, client_id_or_new, from_json, one_row, to_json};
 
 const MAX_PARTS_JSON: usize = 4 * 1024 * 1024;
 const MAX_METADATA_JSON: usize = 1024 * 1024;
+/// The thread that [`Store::append_messages`] writes to, with the position before its first row:
+/// $1 user, $2 thread.
+const APPEND_SOURCE: &str = "(SELECT t.user_id, t.id, (SELECT COALESCE(MAX(seq), 0) FROM messages \
+     WHERE user_id = $1 AND thread_id = $2) AS base FROM threads t WHERE t.user_id = $1 AND t.id = $2) s";
 /// Two writers appending to one thread can pick the same next position; the loser tries again. Every
 /// round lets at least one writer through, so this covers that many simultaneous writers to one
 /// thread (a turn writes its messages one after another, so real contention is two or three).
@@ -69,7 +73,7 @@ pub(crate) fn message_from(row: &AnyRow, at: usize) -> Result<Message> {
     })
 }
 
-/// The columns a new message is written with, in the order of [`MessageRow::bind`]'s parameters.
+/// The columns a new message is written with, in the order of [`MessageRows::insert`]'s values.
 pub(crate) const MESSAGE_INSERT_COLS: &str = "user_id, id, thread_id, seq, role, parts, metadata, status, \
      search_text, search_terms, created_at";
 
@@ -101,28 +105,6 @@ impl MessageRow {
         })
     }
 
-    /// Binds $1 user, $2 id, $3 thread, $4 role, $5 parts, $6 metadata, $7 status, $8 search text,
-    /// $9 search terms, $10 time; `m` must be the message this row was made of.
-    pub(crate) fn bind<'q>(
-        &'q self,
-        query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>,
-        user: &'q str,
-        thread_id: &'q str,
-        now: i64,
-    ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments> {
-        query
-            .bind(user)
-            .bind(&self.id)
-            .bind(thread_id)
-            .bind(self.role)
-            .bind(&self.parts)
-            .bind(&self.metadata)
-            .bind(self.status)
-            .bind(&self.text)
-            .bind(&self.terms)
-            .bind(now)
-    }
-
     /// The message as stored at `seq`.
     pub(crate) fn stored(&self, m: &NewMessage, created_at: i64, seq: i64, edit_of: Option<i64>) -> Message {
         Message {
@@ -137,6 +119,102 @@ impl MessageRow {
             edit_of,
         }
     }
+}
+
+/// Messages written together at the end of one thread, in order, in one statement: a send stores its
+/// user's message and its answer's opening row at once, so the answer exists before its first byte
+/// goes out and costs no round trip of its own.
+pub(crate) struct MessageRows<'m> {
+    messages: &'m [NewMessage],
+    rows: Vec<MessageRow>,
+}
+
+impl<'m> MessageRows<'m> {
+    pub(crate) fn of(messages: &'m [NewMessage]) -> Result<Self> {
+        if messages.is_empty() {
+            return Err(StoreError::Invalid("no message to write".to_owned()));
+        }
+        let rows = messages.iter().map(MessageRow::of).collect::<Result<_>>()?;
+        Ok(Self { messages, rows })
+    }
+
+    /// The `INSERT` of every row, one `SELECT` each: `source` yields the thread's `user_id`, `id` and
+    /// `base`, the position before the first row; `time` is the parameter of the creation time and
+    /// the rows' own parameters start at `$first`. `title_terms`, when given, is the expression of
+    /// the rows' title terms (Postgres, for a thread created in the same statement, which its trigger
+    /// cannot see yet). A user message whose id an earlier user message of the thread has is an edit
+    /// of the latest of them (`edit_of`). Returns each row's position and `edit_of`.
+    pub(crate) fn insert(&self, source: &str, time: &str, first: usize, title_terms: Option<&str>) -> String {
+        let (terms_col, terms) = match title_terms {
+            Some(expr) => (", title_terms", format!(", {expr}")),
+            None => ("", String::new()),
+        };
+        let selects: Vec<String> = (0..self.rows.len())
+            .map(|k| {
+                let p = first + k * 7;
+                let role = p + 1;
+                format!(
+                    "SELECT s.user_id, ${p}, s.id, s.base + {}, ${role}, ${}, ${}, ${}, ${}, ${}, {time}{terms}, \
+                     CASE WHEN ${role} = 'user' THEN (SELECT MAX(seq) FROM messages \
+                     WHERE user_id = s.user_id AND thread_id = s.id AND id = ${p} AND role = 'user') END \
+                     FROM {source}",
+                    k + 1,
+                    p + 2,
+                    p + 3,
+                    p + 4,
+                    p + 5,
+                    p + 6
+                )
+            })
+            .collect();
+        format!(
+            "INSERT INTO messages ({MESSAGE_INSERT_COLS}{terms_col}, edit_of) {} RETURNING seq, edit_of",
+            selects.join(" UNION ALL ")
+        )
+    }
+
+    /// Binds the rows' own parameters, in the order [`MessageRows::insert`] numbers them.
+    pub(crate) fn bind<'q>(
+        &'q self,
+        mut query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>,
+    ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments> {
+        for row in &self.rows {
+            query = query
+                .bind(&row.id)
+                .bind(row.role)
+                .bind(&row.parts)
+                .bind(&row.metadata)
+                .bind(row.status)
+                .bind(&row.text)
+                .bind(&row.terms);
+        }
+        query
+    }
+
+    /// The messages as stored at `created_at`, at the positions an insert returned (see
+    /// [`positions`]).
+    pub(crate) fn stored(&self, created_at: i64, positions: &[(i64, Option<i64>)]) -> Vec<Message> {
+        self.rows
+            .iter()
+            .zip(self.messages)
+            .zip(positions)
+            .map(|((row, m), &(seq, edit_of))| row.stored(m, created_at, seq, edit_of))
+            .collect()
+    }
+}
+
+/// The position and `edit_of` of every row an insert returned, in the rows' order; NotFound when it
+/// wrote none (the thread is not the user's).
+pub(crate) fn positions(returned: &[AnyRow]) -> Result<Vec<(i64, Option<i64>)>> {
+    let mut positions = returned
+        .iter()
+        .map(|row| Ok((row.int(0)?, row.opt_int(1)?)))
+        .collect::<Result<Vec<_>>>()?;
+    if positions.is_empty() {
+        return Err(StoreError::NotFound);
+    }
+    positions.sort_unstable();
+    Ok(positions)
 }
 
 /// Serialised parts and metadata, checked for shape and size.
@@ -185,33 +263,29 @@ impl Store {
     /// thread is not the user's. Ids need not be unique: a user message whose id repeats an earlier one in
     /// the thread is an edit (see [`crate::current_conversation`]).
     pub async fn append_message(&self, user: &str, m: &NewMessage) -> Result<Message> {
-        let row = MessageRow::of(m)?;
+        let mut stored = self.append_messages(user, std::slice::from_ref(m)).await?;
+        stored.pop().ok_or(StoreError::NotFound)
+    }
+
+    /// Appends `messages` (all of the thread the first names) at the end of their thread, in order
+    /// and all or none, in one statement. NotFound when the thread is not the user's.
+    pub async fn append_messages(&self, user: &str, messages: &[NewMessage]) -> Result<Vec<Message>> {
+        let rows = MessageRows::of(messages)?;
+        let thread_id = &messages[0].thread_id;
+        let sql = rows.insert(APPEND_SOURCE, "$3", 4, None);
         for attempt in 1..=APPEND_ATTEMPTS {
             let now = self.now_ms();
-            let inserted = row
-                .bind(
-                    sqlx::query(sqlx::AssertSqlSafe(format!(
-                        "INSERT INTO messages ({MESSAGE_INSERT_COLS}, edit_of) \
-                         SELECT t.user_id, $2, t.id, \
-                         (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE user_id = $1 AND thread_id = $3), \
-                         $4, $5, $6, $7, $8, $9, $10, \
-                         CASE WHEN $4 = 'user' THEN (SELECT MAX(seq) FROM messages \
-                         WHERE user_id = $1 AND thread_id = $3 AND id = $2 AND role = 'user') END \
-                         FROM threads t WHERE t.user_id = $1 AND t.id = $3 \
-                         RETURNING seq, edit_of"
-                    ))),
-                    user,
-                    &m.thread_id,
-                    now,
-                )
-                .fetch_optional(&self.pool)
+            let query = sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
+                .bind(user)
+                .bind(thread_id)
+                .bind(now);
+            let inserted = rows
+                .bind(query)
+                .fetch_all(&self.pool)
                 .observed("messages.append_message")
                 .await;
             match inserted {
-                Ok(None) => return Err(StoreError::NotFound),
-                Ok(Some(stored)) => {
-                    return Ok(row.stored(m, now, stored.int(0)?, stored.opt_int(1)?));
-                }
+                Ok(returned) => return Ok(rows.stored(now, &positions(&returned)?)),
                 Err(e) => match StoreError::from(e) {
                     // Only the position is unique: another writer took it, so try the next one.
                     StoreError::Conflict(_) if attempt < APPEND_ATTEMPTS => continue,

@@ -137,6 +137,15 @@ impl Store {
 
 #[async_trait]
 impl ChatSearch for Store {
+    async fn project_threads(
+        &self,
+        user_id: &str,
+        project_id: &str,
+        exclude_thread_id: &str,
+    ) -> Result<Vec<(String, Option<String>)>, StorageError> {
+        Ok(Store::sibling_threads(self, user_id, project_id, exclude_thread_id).await?)
+    }
+
     async fn search_messages(
         &self,
         user_id: &str,

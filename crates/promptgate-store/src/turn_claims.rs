@@ -12,6 +12,7 @@
 //! is also a column the owner's heartbeat reads, and a follower also polls, so a notification lost
 //! while the listener reconnects costs a heartbeat or a poll interval, never the request.
 
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -51,20 +52,34 @@ impl TurnSignal {
     }
 }
 
-/// Turn signals heard by this process, for whoever subscribed.
+/// Turn signals heard by this process, for whoever subscribed, and whether they can be heard now.
 pub(crate) struct TurnSignals {
     sender: broadcast::Sender<TurnSignal>,
-}
-
-impl Default for TurnSignals {
-    fn default() -> Self {
-        Self {
-            sender: broadcast::channel(1024).0,
-        }
-    }
+    /// Postgres: the listener is connected. SQLite signals stay in the process and are always heard.
+    heard: AtomicBool,
+    /// How often the listener lost its connection, so a gap between two looks is seen even when it
+    /// is connected again at both.
+    gaps: AtomicU64,
 }
 
 impl TurnSignals {
+    pub(crate) fn new(heard: bool) -> Self {
+        Self {
+            sender: broadcast::channel(1024).0,
+            heard: AtomicBool::new(heard),
+            gaps: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn listening(&self) {
+        self.heard.store(true, Ordering::Release);
+    }
+
+    pub(crate) fn deaf(&self) {
+        self.heard.store(false, Ordering::Release);
+        self.gaps.fetch_add(1, Ordering::AcqRel);
+    }
+
     /// A notification's payload; anything that does not parse is not ours and is ignored.
     pub(crate) fn heard(&self, payload: &str) {
         match serde_json::from_str::<TurnSignal>(payload) {
@@ -90,10 +105,13 @@ pub struct NewTurnClaim<'a> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ClaimOutcome {
     Claimed,
-    /// The thread's claim had expired (its owner died): that turn is now interrupted and this one
-    /// holds the thread.
+    /// The thread's claim had expired (its owner died): that turn is over and this one holds the
+    /// thread.
     TookOver {
         interrupted_turn: String,
+        /// Whether its answer was still `streaming` and is now `interrupted` (false: it was stored
+        /// with its end before the owner died, or never written).
+        answer_interrupted: bool,
     },
     /// Another turn holds the thread.
     Busy,
@@ -121,6 +139,8 @@ pub struct ExpiredTurn {
     pub user_id: String,
     pub thread_id: String,
     pub turn_id: String,
+    /// Whether its answer was still `streaming` and is now `interrupted`.
+    pub answer_interrupted: bool,
 }
 
 /// What `retry_of` finds.
@@ -155,8 +175,19 @@ pub struct FrameBatch {
     pub done: bool,
 }
 
-/// Frees a thread: $1 user, $2 thread, $3 the turn holding it.
-const RELEASE_CLAIM: &str = "DELETE FROM turn_claims WHERE user_id = $1 AND thread_id = $2 AND turn_id = $3";
+/// Marks the answer of a turn whose owner died: $1 user, $2 thread, $3 the answer's id. Only an
+/// answer still `streaming` is touched; one stored with its end keeps its status.
+const INTERRUPT_ANSWER: &str = "UPDATE messages SET status = 'interrupted' \
+     WHERE user_id = $1 AND thread_id = $2 AND id = $3 AND status = 'streaming'";
+
+/// Frees a thread: $1 user, $2 thread, $3 the turn holding it. Returns whether a reader elsewhere
+/// asked to follow the turn.
+const RELEASE_CLAIM: &str = "DELETE FROM turn_claims WHERE user_id = $1 AND thread_id = $2 AND turn_id = $3 RETURNING follow_requested";
+
+/// Whether the released claim (if there was one) carried a follow request.
+fn followed(released: Option<&sqlx::any::AnyRow>) -> Result<bool> {
+    released.map_or(Ok(false), |row| row.flag(0))
+}
 
 fn ms(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
@@ -166,6 +197,16 @@ impl Store {
     /// Turn signals this process hears from now on (from every instance, itself included).
     pub fn turn_signals(&self) -> broadcast::Receiver<TurnSignal> {
         self.turn_signals.sender.subscribe()
+    }
+
+    /// Whether signals sent now would be heard here, and how many times hearing them has stopped so
+    /// far: a signal sent while they were not heard is lost, and only the requests marked on the
+    /// claims tell what it asked.
+    pub fn turn_signals_heard(&self) -> (bool, u64) {
+        (
+            self.turn_signals.heard.load(Ordering::Acquire),
+            self.turn_signals.gaps.load(Ordering::Acquire),
+        )
     }
 
     /// Tells every instance (Postgres) or this process (SQLite, one instance) about a turn.
@@ -230,16 +271,13 @@ impl Store {
             return Ok(ClaimOutcome::Busy);
         };
         let interrupted_turn = expired.text(0)?;
-        sqlx::query(
-            "UPDATE messages SET status = 'interrupted' \
-             WHERE user_id = $1 AND thread_id = $2 AND id = $3 AND status = 'streaming'",
-        )
-        .bind(claim.user_id)
-        .bind(claim.thread_id)
-        .bind(expired.text(1)?)
-        .execute(&mut *tx)
-        .observed("turn_claims.claim_turn")
-        .await?;
+        let marked = sqlx::query(INTERRUPT_ANSWER)
+            .bind(claim.user_id)
+            .bind(claim.thread_id)
+            .bind(expired.text(1)?)
+            .execute(&mut *tx)
+            .observed("turn_claims.claim_turn")
+            .await?;
         let taken = sqlx::query(
             "INSERT INTO turn_claims (user_id, thread_id, turn_id, message_id, instance_id, lease_until, created_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7)",
@@ -260,7 +298,10 @@ impl Store {
             Err(err) => return Err(err),
         }
         tx.commit().observed("transaction.commit").await?;
-        Ok(ClaimOutcome::TookOver { interrupted_turn })
+        Ok(ClaimOutcome::TookOver {
+            interrupted_turn,
+            answer_interrupted: marked.rows_affected() > 0,
+        })
     }
 
     /// Renews the lease of every turn `instance_id` runs, to `lease` from now. Returns what other
@@ -274,7 +315,12 @@ impl Store {
         .bind(self.now_ms().saturating_add(ms(lease)))
         .fetch_all(&self.pool)
         .observed("turn_claims.renew_turn_claims")
-        .await?;
+        .await
+        .map_err(StoreError::from);
+        // The heartbeat runs through an outage: its failed waits spare the requests theirs (a Stop
+        // of a turn running here needs nothing from the database but the token).
+        self.reach.saw(&rows);
+        let rows = rows?;
         let mut requests = ClaimRequests::default();
         for row in &rows {
             if row.flag(1)? {
@@ -290,23 +336,24 @@ impl Store {
     /// Frees the thread of an ended turn and, in the same transaction, saves what a retry of it
     /// carries over (under this turn's id and, for a retry, the retried turn's too). Every send ends
     /// with this, so on Postgres it is one statement, the save in a `WITH` clause, instead of a
-    /// transaction of four round trips.
+    /// transaction of four round trips. True when a reader elsewhere had asked to follow the turn
+    /// (its owner may not have heard: the frames are still owed).
     pub async fn end_turn(
         &self,
         user_id: &str,
         thread_id: &str,
         turn_id: &str,
         retry: Option<RetrySave<'_>>,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let Some(retry) = retry else {
-            sqlx::query(RELEASE_CLAIM)
+            let released = sqlx::query(RELEASE_CLAIM)
                 .bind(user_id)
                 .bind(thread_id)
                 .bind(turn_id)
-                .execute(&self.pool)
+                .fetch_optional(&self.pool)
                 .observed("turn_claims.end_turn")
                 .await?;
-            return Ok(());
+            return followed(released.as_ref());
         };
         let rows = if retry.retried.is_some() {
             "($3, $1, $2, $4, $5), ($6, $1, $2, $4, $5)"
@@ -333,13 +380,13 @@ impl Store {
                 None => query,
             }
         };
-        match self.backend() {
+        let released = match self.backend() {
             Backend::Postgres => {
                 // A data-modifying WITH runs to completion whether or not the DELETE reads it.
                 bind(format!("WITH saved AS ({save}) {RELEASE_CLAIM}"))
-                    .execute(&self.pool)
+                    .fetch_optional(&self.pool)
                     .observed("turn_claims.end_turn")
-                    .await?;
+                    .await?
             }
             Backend::Sqlite => {
                 let mut tx = self.begin_write().await?;
@@ -347,17 +394,18 @@ impl Store {
                     .execute(&mut *tx)
                     .observed("turn_claims.end_turn")
                     .await?;
-                sqlx::query(RELEASE_CLAIM)
+                let released = sqlx::query(RELEASE_CLAIM)
                     .bind(user_id)
                     .bind(thread_id)
                     .bind(turn_id)
-                    .execute(&mut *tx)
+                    .fetch_optional(&mut *tx)
                     .observed("turn_claims.end_turn")
                     .await?;
                 tx.commit().observed("transaction.commit").await?;
+                released
             }
-        }
-        Ok(())
+        };
+        followed(released.as_ref())
     }
 
     /// The thread's running turn, if its claim is live.
@@ -447,22 +495,20 @@ impl Store {
         .await?;
         let mut expired = Vec::with_capacity(rows.len());
         for row in &rows {
-            let turn = ExpiredTurn {
-                user_id: row.text(0)?,
-                thread_id: row.text(1)?,
+            let (user_id, thread_id) = (row.text(0)?, row.text(1)?);
+            let marked = sqlx::query(INTERRUPT_ANSWER)
+                .bind(&user_id)
+                .bind(&thread_id)
+                .bind(row.text(3)?)
+                .execute(&mut *tx)
+                .observed("turn_claims.expire_turn_claims")
+                .await?;
+            expired.push(ExpiredTurn {
+                user_id,
+                thread_id,
                 turn_id: row.text(2)?,
-            };
-            sqlx::query(
-                "UPDATE messages SET status = 'interrupted' \
-                 WHERE user_id = $1 AND thread_id = $2 AND id = $3 AND status = 'streaming'",
-            )
-            .bind(&turn.user_id)
-            .bind(&turn.thread_id)
-            .bind(row.text(3)?)
-            .execute(&mut *tx)
-            .observed("turn_claims.expire_turn_claims")
-            .await?;
-            expired.push(turn);
+                answer_interrupted: marked.rows_affected() > 0,
+            });
         }
         tx.commit().observed("transaction.commit").await?;
         sqlx::query("DELETE FROM turn_retry_states WHERE expires_at < $1")
@@ -526,10 +572,13 @@ impl Store {
         })
     }
 
-    /// Stores a batch of a followed turn's frames and signals its followers.
+    /// Stores a batch of a followed turn's frames and signals its followers. A batch already there
+    /// under that number is kept: a write tried again after its answer was lost, or a second copy of
+    /// an ended turn, adds nothing.
     pub async fn put_turn_frames(&self, turn_id: &str, batch: &FrameBatch) -> Result<()> {
         sqlx::query(
-            "INSERT INTO turn_frames (turn_id, seq, frames, done, created_at) VALUES ($1, $2, $3, $4, $5)",
+            "INSERT INTO turn_frames (turn_id, seq, frames, done, created_at) VALUES ($1, $2, $3, $4, $5) \
+             ON CONFLICT (turn_id, seq) DO NOTHING",
         )
         .bind(turn_id)
         .bind(batch.seq)

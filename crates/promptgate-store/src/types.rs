@@ -223,7 +223,8 @@ pub struct SendContext {
     pub thread: Option<Thread>,
     /// The thread's project, if it has one.
     pub project: Option<Project>,
-    /// Other threads in the same project.
+    /// Other threads in the same project, counted up to one: a send only needs to know whether there
+    /// are any (to offer `search_project_chats`), and counting a big project is not free.
     pub sibling_count: u32,
     /// Enabled skills only.
     pub skills: Vec<Skill>,

@@ -85,12 +85,19 @@ impl Store {
         Ok(token)
     }
 
-    /// The user a bearer token belongs to; `None` for any token we did not issue.
+    /// The user a bearer token belongs to; `None` for any token we did not issue. While the database
+    /// cannot be reached, a token seen valid recently is honoured (see `recent_tokens`), without
+    /// waiting for the database again when it failed to answer a moment ago (see `reach`).
     pub async fn user_by_token(&self, token: &str) -> Result<Option<User>> {
         if !token.starts_with(TOKEN_PREFIX) || token.len() > MAX_TOKEN_LEN {
             return Ok(None);
         }
         let hash = token_hash(token);
+        if self.reach.known_unreachable()
+            && let Some(user) = self.recent_tokens.recall(&hash)
+        {
+            return Ok(Some(user));
+        }
         let row = sqlx::query(
             "SELECT u.id, u.name, u.created_at FROM api_tokens t JOIN users u ON u.id = t.user_id \
              WHERE t.token_hash = $1",
@@ -98,7 +105,9 @@ impl Store {
         .bind(&hash)
         .fetch_optional(&self.pool)
         .observed("users.user_by_token")
-        .await;
+        .await
+        .map_err(StoreError::from);
+        self.reach.saw(&row);
         match row {
             Ok(row) => {
                 let user = row.as_ref().map(user_from).transpose()?;
@@ -108,13 +117,10 @@ impl Store {
                 }
                 Ok(user)
             }
-            Err(err) => {
-                let err = StoreError::from(err);
-                match self.recent_tokens.recall(&hash) {
-                    Some(user) if err.is_unavailable() => Ok(Some(user)),
-                    _ => Err(err),
-                }
-            }
+            Err(err) => match self.recent_tokens.recall(&hash) {
+                Some(user) if err.is_unavailable() => Ok(Some(user)),
+                _ => Err(err),
+            },
         }
     }
 

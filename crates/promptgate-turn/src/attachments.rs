@@ -2,9 +2,13 @@
 //! (as `data:` URLs, which is how `useChat` sends a picked file) reach the model as their text,
 //! framed by their name. Anything else stays a label. Files behind an http(s) URL are never fetched
 //! from here: that URL came from a client and may point anywhere, the server's own network included.
+//! Reading a file is CPU work: the send path does it through [`crate::documents`], off the async
+//! workers.
 
 use base64::Engine as _;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+
+use crate::pdf::{Deadline, PdfLimits, pdf_text};
 
 /// Standard base64 that takes the data with or without its `=` padding, as encoders differ.
 const LENIENT_BASE64: GeneralPurpose = GeneralPurpose::new(
@@ -25,55 +29,43 @@ pub enum FileText {
 }
 
 /// The text a model sees for an attached file, or [`FileText::Label`] when there is none to give.
-pub fn file_text(name: &str, media_type: &str, url: &str) -> FileText {
-    let Some(kind) = readable(name, media_type) else {
+/// A PDF's reading stops at `deadline`.
+pub(crate) fn file_text(
+    name: &str,
+    media_type: &str,
+    url: &str,
+    pdf: PdfLimits,
+    deadline: Deadline,
+) -> FileText {
+    if !has_text(name, media_type, url) {
         return FileText::Label;
-    };
-    let Some(bytes) = data_url_bytes(url) else {
+    }
+    let (Some(kind), Some(bytes)) = (readable(name, media_type), data_url_bytes(url)) else {
         return FileText::Label;
     };
     let text = match kind {
-        Readable::Pdf => pdf_text(&bytes),
+        Readable::Pdf => pdf_text(&bytes, pdf, deadline),
         Readable::Text => {
             let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
             std::str::from_utf8(bytes)
                 .map(str::to_owned)
-                .map_err(|_| "its content is not UTF-8 text")
+                .map_err(|_| "its content is not UTF-8 text".to_owned())
         }
     };
     FileText::Text(match text {
         Ok(text) => framed(name, media_type, &text),
-        Err(why) => unreadable(name, media_type, why),
+        Err(why) => unreadable(name, media_type, &why),
     })
 }
 
-/// The prompt tells the model to say when an attachment is unreadable; it needs to know which and why.
-fn unreadable(name: &str, media_type: &str, why: &str) -> String {
-    format!("[Attached file: {name} ({media_type}); {why} and could not be read]")
+/// Whether [`file_text`] may give more than a label: a kind of file whose text is read, sent inline.
+pub fn has_text(name: &str, media_type: &str, url: &str) -> bool {
+    readable(name, media_type).is_some() && url.starts_with("data:")
 }
 
-/// Largest PDF whose text is extracted; a bigger one is reported unreadable rather than parsed.
-pub const MAX_PDF_BYTES: usize = 16 * 1024 * 1024;
-
-/// The text layer of a PDF. A malformed file may make the parser panic; that is the file's fault,
-/// and it must cost the user one unreadable attachment, not the turn.
-fn pdf_text(bytes: &[u8]) -> Result<String, &'static str> {
-    if bytes.len() > MAX_PDF_BYTES {
-        return Err("it is a PDF larger than 16 MiB");
-    }
-    let parsed = std::panic::catch_unwind(|| pdf_extract::extract_text_from_mem(bytes));
-    match parsed {
-        Ok(Ok(text)) if text.trim().is_empty() => {
-            Err("it is a PDF without a text layer (a scan or images only)")
-        }
-        // Page breaks come out as leading blank lines; the frame already starts a line.
-        Ok(Ok(text)) => Ok(text.trim_start().to_owned()),
-        Ok(Err(err)) => {
-            tracing::debug!(%err, "an attached PDF could not be parsed");
-            Err("it is not a PDF this server can parse")
-        }
-        Err(_) => Err("it is not a PDF this server can parse"),
-    }
+/// The prompt tells the model to say when an attachment is unreadable; it needs to know which and why.
+pub(crate) fn unreadable(name: &str, media_type: &str, why: &str) -> String {
+    format!("[Attached file: {name} ({media_type}); {why} and could not be read]")
 }
 
 /// The file's text between its name and an end marker, cut at [`MAX_FILE_CHARS`].
@@ -167,6 +159,11 @@ fn percent_decode(data: &str) -> Vec<u8> {
 mod tests {
     use super::*;
 
+    fn read(name: &str, media_type: &str, url: &str) -> FileText {
+        let minute = Deadline::after(std::time::Duration::from_secs(60));
+        file_text(name, media_type, url, PdfLimits::default(), minute)
+    }
+
     fn inline(media_type: &str, text: &str) -> String {
         format!(
             "data:{media_type};base64,{}",
@@ -185,7 +182,7 @@ mod tests {
             ("data.jsonl", "application/octet-stream", "{}"),
         ] {
             assert_eq!(
-                file_text(name, media_type, &inline(media_type, content)),
+                read(name, media_type, &inline(media_type, content)),
                 FileText::Text(format!(
                     "[Attached file: {name} ({media_type})]\n{content}\n[End of {name}]"
                 )),
@@ -197,7 +194,7 @@ mod tests {
     #[test]
     fn percent_encoded_data_urls_and_a_byte_order_mark_are_read() {
         assert_eq!(
-            file_text("a.csv", "text/csv", "data:text/csv,day%2Chigh%0Amon%2C06%3A40"),
+            read("a.csv", "text/csv", "data:text/csv,day%2Chigh%0Amon%2C06%3A40"),
             FileText::Text("[Attached file: a.csv (text/csv)]\nday,high\nmon,06:40\n[End of a.csv]".into())
         );
         let with_bom = format!(
@@ -205,7 +202,7 @@ mod tests {
             base64::engine::general_purpose::STANDARD.encode(b"\xEF\xBB\xBFhi")
         );
         assert_eq!(
-            file_text("b.txt", "text/plain", &with_bom),
+            read("b.txt", "text/plain", &with_bom),
             FileText::Text("[Attached file: b.txt (text/plain)]\nhi\n[End of b.txt]".into())
         );
     }
@@ -213,19 +210,19 @@ mod tests {
     #[test]
     fn other_files_remote_files_and_html_stay_labels() {
         assert_eq!(
-            file_text("doc.pdf", "application/pdf", "https://files.example/doc.pdf"),
+            read("doc.pdf", "application/pdf", "https://files.example/doc.pdf"),
             FileText::Label
         );
         assert_eq!(
-            file_text("notes.txt", "text/plain", "https://files.example/notes.txt"),
+            read("notes.txt", "text/plain", "https://files.example/notes.txt"),
             FileText::Label
         );
         assert_eq!(
-            file_text("page.html", "text/html", &inline("text/html", "<p>x</p>")),
+            read("page.html", "text/html", &inline("text/html", "<p>x</p>")),
             FileText::Label
         );
         assert_eq!(
-            file_text("archive.zip", "application/octet-stream", "data:;base64,UEsDBA=="),
+            read("archive.zip", "application/octet-stream", "data:;base64,UEsDBA=="),
             FileText::Label
         );
     }
@@ -233,7 +230,7 @@ mod tests {
     #[test]
     fn a_long_file_is_cut_and_the_model_is_told() {
         let long = "é".repeat(MAX_FILE_CHARS + 10);
-        let FileText::Text(text) = file_text("long.txt", "text/plain", &inline("text/plain", &long)) else {
+        let FileText::Text(text) = read("long.txt", "text/plain", &inline("text/plain", &long)) else {
             panic!("a text file");
         };
         assert_eq!(text.matches('é').count(), MAX_FILE_CHARS);
@@ -247,7 +244,7 @@ mod tests {
             "data:text/plain;base64,{}",
             base64::engine::general_purpose::STANDARD.encode(b"caf\xE9")
         );
-        let FileText::Text(text) = file_text("menu.txt", "text/plain", &latin1) else {
+        let FileText::Text(text) = read("menu.txt", "text/plain", &latin1) else {
             panic!("reported, not dropped");
         };
         assert!(text.contains("could not be read"), "{text}");
@@ -298,7 +295,7 @@ mod tests {
     #[test]
     fn a_pdf_reaches_the_model_as_the_text_of_its_pages() {
         let pdf = pdf_with(&["Invoice 2026-114", "Total due: 42 EUR"]);
-        let FileText::Text(text) = file_text("invoice.pdf", "application/pdf", &pdf_url(&pdf)) else {
+        let FileText::Text(text) = read("invoice.pdf", "application/pdf", &pdf_url(&pdf)) else {
             panic!("a PDF with text is read");
         };
         assert!(
@@ -309,7 +306,7 @@ mod tests {
         assert!(text.contains("Total due: 42 EUR"), "{text}");
         assert!(text.ends_with("[End of invoice.pdf]"));
         // Browsers may send no type; the name says it is a PDF.
-        let by_name = file_text("INVOICE.PDF", "", &pdf_url(&pdf));
+        let by_name = read("INVOICE.PDF", "", &pdf_url(&pdf));
         let expected = text
             .replace("invoice.pdf (application/pdf)", "INVOICE.PDF ()")
             .replace("End of invoice.pdf", "End of INVOICE.PDF");
@@ -327,7 +324,7 @@ mod tests {
             (b"not a pdf at all".to_vec(), "not a PDF this server can parse"),
             (pdf_with(&[]), "without a text layer"),
         ] {
-            let FileText::Text(text) = file_text("scan.pdf", "application/pdf", &pdf_url(&bytes)) else {
+            let FileText::Text(text) = read("scan.pdf", "application/pdf", &pdf_url(&bytes)) else {
                 panic!("reported, not dropped");
             };
             assert!(text.contains(why) && text.contains("could not be read"), "{text}");

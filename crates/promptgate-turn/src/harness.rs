@@ -64,11 +64,12 @@ pub fn seed_turns(earlier: &[Value]) -> Vec<ChatMessage> {
 }
 
 /// The new user message as the harness prompt: its files as images (when the model takes them) or
-/// their extracted text, and the skills' instructions in front of the user's words.
+/// their extracted text (`options.files`, read from this one message), and the skills'
+/// instructions in front of the user's words.
 pub fn prompt_message(
     message: &Value,
     skill_instructions: &[String],
-    options: HistoryOptions,
+    options: HistoryOptions<'_>,
 ) -> Option<ChatMessage> {
     let prompt = user_message(message, options)?;
     if skill_instructions.is_empty() {
@@ -147,7 +148,15 @@ mod tests {
             {"type": "file", "mediaType": "image/png", "url": "data:image/png;base64,AAA"}
         ]});
         let skills = ["Use many sources.".to_owned(), "Cite them.".to_owned()];
-        let prompt = prompt_message(&message, &skills, HistoryOptions { images: true }).unwrap();
+        let prompt = prompt_message(
+            &message,
+            &skills,
+            HistoryOptions {
+                images: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         assert_eq!(
             prompt,
             ChatMessage::User {

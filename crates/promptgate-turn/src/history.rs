@@ -7,23 +7,30 @@
 use promptgate_llm::{ChatMessage, ContentPart, ImageUrl, ToolCall, UserContent};
 use serde_json::Value;
 
-use crate::attachments::{FileText, file_text};
+use crate::attachments::unreadable;
+use crate::documents::{FileTexts, NO_FILE_TEXTS};
 
 /// How history is rendered for one model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HistoryOptions {
+#[derive(Debug, Clone, Copy)]
+pub struct HistoryOptions<'a> {
     /// The model accepts images; otherwise image files become a text label like other files.
     pub images: bool,
+    /// The texts of the messages' files, read beforehand ([`crate::documents::DocumentReader`]);
+    /// a file without one is a label.
+    pub files: &'a FileTexts,
 }
 
-impl Default for HistoryOptions {
+impl Default for HistoryOptions<'_> {
     fn default() -> Self {
-        Self { images: true }
+        Self {
+            images: true,
+            files: &NO_FILE_TEXTS,
+        }
     }
 }
 
 /// Converts UI messages (`{role, parts}`) into upstream messages.
-pub fn to_model_messages(messages: &[Value], options: HistoryOptions) -> Vec<ChatMessage> {
+pub fn to_model_messages(messages: &[Value], options: HistoryOptions<'_>) -> Vec<ChatMessage> {
     let mut out = Vec::with_capacity(messages.len());
     for message in messages {
         match message.get("role").and_then(Value::as_str) {
@@ -77,7 +84,7 @@ pub(crate) fn part_type(part: &Value) -> &str {
     part.get("type").and_then(Value::as_str).unwrap_or("")
 }
 
-pub(crate) fn user_message(message: &Value, options: HistoryOptions) -> Option<ChatMessage> {
+pub(crate) fn user_message(message: &Value, options: HistoryOptions<'_>) -> Option<ChatMessage> {
     let mut content = Vec::new();
     for part in parts(message) {
         match part_type(part) {
@@ -88,7 +95,7 @@ pub(crate) fn user_message(message: &Value, options: HistoryOptions) -> Option<C
                     });
                 }
             }
-            "file" => content.extend(file_part(part, options)),
+            "file" => content.extend(file_part(part, options.files.get(part), options)),
             _ => {}
         }
     }
@@ -105,23 +112,42 @@ pub(crate) fn user_message(message: &Value, options: HistoryOptions) -> Option<C
     Some(ChatMessage::User { content })
 }
 
-fn file_part(part: &Value, options: HistoryOptions) -> Option<ContentPart> {
-    let media_type = part
-        .get("mediaType")
-        .and_then(Value::as_str)
-        .unwrap_or("application/octet-stream");
+/// A file's name and media type, as the history shows them.
+pub(crate) fn file_identity(part: &Value) -> (&str, &str) {
+    let field = |key: &str| part.get(key).and_then(Value::as_str);
+    (
+        field("filename").unwrap_or("unnamed"),
+        field("mediaType").unwrap_or("application/octet-stream"),
+    )
+}
+
+/// What the model sees of a file whose content it is not given.
+pub(crate) fn file_label(name: &str, media_type: &str) -> String {
+    format!("[Attached file: {name} ({media_type})]")
+}
+
+/// A file part as the model gets it: an image sent inline (for a model that takes images), the
+/// file's text when it was read, else a label. An image given by a link is never passed on: the
+/// provider would fetch it, from wherever the link points.
+fn file_part(part: &Value, text: Option<&str>, options: HistoryOptions<'_>) -> Option<ContentPart> {
     let url = part.get("url").and_then(Value::as_str)?;
-    if options.images && media_type.starts_with("image/") {
+    let (name, media_type) = file_identity(part);
+    let image = media_type.starts_with("image/");
+    if options.images && image && url.starts_with("data:") {
         return Some(ContentPart::ImageUrl {
             image_url: ImageUrl { url: url.to_owned() },
         });
     }
-    let name = part.get("filename").and_then(Value::as_str).unwrap_or("unnamed");
     // Every send renders the whole history this way, so an earlier file reads the same each
     // time and the conversation prefix stays cacheable upstream.
-    let text = match file_text(name, media_type, url) {
-        FileText::Text(text) => text,
-        FileText::Label => format!("[Attached file: {name} ({media_type})]"),
+    let text = match text {
+        Some(text) => text.to_owned(),
+        None if image && !url.starts_with("data:") => unreadable(
+            name,
+            media_type,
+            "it is an image given by a link, which this server does not fetch or pass on",
+        ),
+        None => file_label(name, media_type),
     };
     Some(ContentPart::Text { text })
 }
@@ -341,7 +367,13 @@ mod tests {
                 ])
             }]
         );
-        let without = to_model_messages(message.as_array().unwrap(), HistoryOptions { images: false });
+        let without = to_model_messages(
+            message.as_array().unwrap(),
+            HistoryOptions {
+                images: false,
+                ..Default::default()
+            },
+        );
         let ChatMessage::User {
             content: UserContent::Parts(parts),
         } = &without[0]
@@ -357,12 +389,58 @@ mod tests {
     }
 
     #[test]
-    fn an_inline_csv_file_reaches_the_model_as_its_text() {
-        let messages = convert(json!([{"role": "user", "parts": [
+    fn an_image_given_by_a_link_is_never_passed_on() {
+        for url in [
+            "http://169.254.169.254/latest/meta-data/iam",
+            "https://127.0.0.1:8080/chart.png",
+            "https://images.example/chart.png",
+        ] {
+            let messages = convert(json!([{"role": "user", "parts": [
+                {"type": "file", "mediaType": "image/png", "url": url, "filename": "chart.png"}
+            ]}]));
+            let ChatMessage::User {
+                content: UserContent::Text(text),
+            } = &messages[0]
+            else {
+                panic!("the image became text: {messages:?}");
+            };
+            assert_eq!(
+                text,
+                "[Attached file: chart.png (image/png); it is an image given by a link, which this server \
+                 does not fetch or pass on and could not be read]"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn an_inline_csv_file_reaches_the_model_as_its_text_once_read() {
+        let ui = json!([{"role": "user", "parts": [
             {"type": "text", "text": "Which day is earliest?"},
             {"type": "file", "mediaType": "text/csv", "filename": "tides.csv",
              "url": "data:text/csv;base64,ZGF5LGhpZ2gKbW9uLDA2OjQwCnR1ZSwwNzoyNQo="}
-        ]}]));
+        ]}]);
+        let ui = ui.as_array().unwrap();
+        let unread = convert(Value::Array(ui.clone()));
+        assert_eq!(
+            unread[0],
+            ChatMessage::User {
+                content: UserContent::Parts(vec![
+                    ContentPart::Text {
+                        text: "Which day is earliest?".into()
+                    },
+                    ContentPart::Text {
+                        text: "[Attached file: tides.csv (text/csv)]".into()
+                    },
+                ])
+            },
+            "a file that was not read is a label"
+        );
+        let files = crate::documents::DocumentReader::default().read("u", ui).await;
+        let options = HistoryOptions {
+            files: &files,
+            ..HistoryOptions::default()
+        };
+        let messages = to_model_messages(ui, options);
         assert_eq!(
             messages[0],
             ChatMessage::User {

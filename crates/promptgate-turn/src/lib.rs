@@ -5,6 +5,7 @@
 //! - [`ui`]: the chunk vocabulary of the UI message stream.
 //! - [`message`]: folding chunks into the assistant message that gets stored.
 //! - [`history`]: stored or client-sent UI messages back into upstream chat messages.
+//! - [`documents`]: the text of attached files, read within bounds off the async workers.
 //! - [`engine`]: the loop itself ([`run_turn`]).
 //! - [`client_tools`]: tools the client runs, and the steps kept across a hand-off to it.
 //! - [`facade`]: an OpenAI chat-completions request's messages as the turn's history.
@@ -28,11 +29,13 @@
 
 mod attachments;
 pub mod client_tools;
+pub mod documents;
 pub mod engine;
 pub mod facade;
 pub mod harness;
 pub mod history;
 pub mod message;
+mod pdf;
 pub mod ui;
 pub mod window;
 

@@ -12,6 +12,7 @@
 
 mod error;
 mod limits;
+mod pool;
 mod session;
 mod shell;
 mod tools;
@@ -23,6 +24,7 @@ use serde_json::Value;
 
 pub use error::WorkspaceError;
 pub use limits::WorkspaceLimits;
+pub use pool::{PoolRefusal, ShellPool, ShellPoolSize};
 pub use promptgate_core::tools::workspace_specs as tool_specs;
 pub use session::WorkspaceSession;
 pub use shell::{BashOutcome, command_names, help_text};
@@ -70,10 +72,16 @@ impl ThreadWorkspace {
         }
     }
 
-    /// Runs a workspace tool call; `None` when `name` is not a workspace tool. `now` is what `date`
-    /// shows inside the shell.
-    pub async fn run_tool(&mut self, name: &str, args: &Value, now: DateTime<Utc>) -> Option<ToolOutcome> {
-        run_tool(&mut self.workspace, name, args, now).await
+    /// Runs a workspace tool call, `bash` on `pool`; `None` when `name` is not a workspace tool.
+    /// `now` is what `date` shows inside the shell.
+    pub async fn run_tool(
+        &mut self,
+        pool: &ShellPool,
+        name: &str,
+        args: &Value,
+        now: DateTime<Utc>,
+    ) -> Option<ToolOutcome> {
+        run_tool(&mut self.workspace, pool, name, args, now).await
     }
 
     /// Writes what changed since loading or the last save; nothing when nothing changed. On failure

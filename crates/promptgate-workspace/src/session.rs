@@ -7,7 +7,7 @@ use promptgate_core::storage::WorkspaceStore;
 use serde_json::Value;
 use tokio::sync::Mutex;
 
-use crate::{ThreadWorkspace, ToolOutcome, WorkspaceError, WorkspaceLimits, is_workspace_tool};
+use crate::{ShellPool, ThreadWorkspace, ToolOutcome, WorkspaceError, WorkspaceLimits, is_workspace_tool};
 
 /// Loads the workspace on the first tool call (a send that never touches it costs no query) and
 /// saves after every call that changed something, so what a turn did survives a crash in the middle
@@ -20,6 +20,8 @@ pub struct WorkspaceSession {
     owner: String,
     thread: Option<String>,
     limits: WorkspaceLimits,
+    /// Where its `bash` calls run, shared by every send of the server.
+    shell: ShellPool,
     loaded: Mutex<Option<ThreadWorkspace>>,
 }
 
@@ -29,12 +31,14 @@ impl WorkspaceSession {
         owner: &str,
         thread: Option<&str>,
         limits: WorkspaceLimits,
+        shell: ShellPool,
     ) -> WorkspaceSession {
         WorkspaceSession {
             store,
             owner: owner.to_owned(),
             thread: thread.map(str::to_owned),
             limits,
+            shell,
             loaded: Mutex::new(None),
         }
     }
@@ -66,7 +70,7 @@ impl WorkspaceSession {
             }
         };
         let outcome = ws
-            .run_tool(name, args, now)
+            .run_tool(&self.shell, name, args, now)
             .await
             .ok_or_else(|| WorkspaceError::UnknownTool(name.to_owned()))?;
         if let Err(err) = ws.save(self.store.as_ref()).await {

@@ -14,6 +14,7 @@ use bashkit::{
 use chrono::{DateTime, Utc};
 use promptgate_core::prompt::{WORKSPACE_COMMANDS, WORKSPACE_HOME};
 
+use crate::pool::{PoolRefusal, ShellPool};
 use crate::tree::{BASE_DIRS, DEVICE_DIR, Node, Workspace};
 
 /// What one `bash` call produced, already cut to the output limits.
@@ -118,36 +119,40 @@ pub(crate) fn cut(text: &str, max_bytes: usize, max_lines: usize) -> String {
     )
 }
 
-/// Runs `command` over the workspace. The filesystem the shell leaves behind replaces the workspace
-/// unless the interpreter aborted the call (a limit, a timeout) or the result breaks the workspace
-/// limits; then nothing changes.
+/// Runs `command` over the workspace on `pool`, off the async workers. The filesystem the shell
+/// leaves behind replaces the workspace unless the interpreter aborted the call (a limit, a
+/// timeout) or the result breaks the workspace limits; then nothing changes. `Err` when the pool
+/// refused the call without running it.
 pub async fn run(
     ws: &mut Workspace,
+    pool: &ShellPool,
     command: &str,
     now: DateTime<Utc>,
     timeout: Option<Duration>,
-) -> BashOutcome {
+) -> Result<BashOutcome, PoolRefusal> {
     let (max_bytes, max_lines) = (ws.limits().max_output_bytes, ws.limits().max_output_lines);
     let limit = ws.limits().bash_timeout;
     let timeout = timeout.map_or(limit, |t| t.min(limit));
     let (mut bash, fs) = build_shell(ws, now, timeout);
-    // bashkit checks its own deadline between steps; this outer one also ends a call stuck waiting
-    // (a read from a pipe that never closes) after the interpreter failed to.
-    let ran = tokio::time::timeout(timeout + timeout / 2, bash.exec(command)).await;
+    let cancel = bash.cancellation_token();
+    let command = command.to_owned();
+    let work = async move {
+        let ran = bash.exec(&command).await;
+        // The files are read only from a call that ran to its end.
+        let files = ran.is_ok().then(|| collect(&fs));
+        (ran, files)
+    };
+    // bashkit checks its own deadline between steps; this outer one also ends a call stuck
+    // waiting (a read from a pipe that never closes) after the interpreter failed to.
+    let (ran, files) = match pool.run(timeout + timeout / 2, cancel, work).await {
+        Ok(done) => done,
+        Err(PoolRefusal::TimedOut(_)) => return Ok(stopped(timeout)),
+        Err(refused) => return Err(refused),
+    };
     let result = match ran {
-        Err(_) => {
-            return BashOutcome {
-                stdout: String::new(),
-                stderr: format!(
-                    "bash: stopped after {:.1} seconds; nothing was changed\n",
-                    timeout.as_secs_f64()
-                ),
-                exit_code: 124,
-            };
-        }
-        Ok(Err(err)) => {
+        Err(err) => {
             let stopped = matches!(err, bashkit::Error::ResourceLimit(_) | bashkit::Error::Cancelled);
-            return BashOutcome {
+            return Ok(BashOutcome {
                 stdout: String::new(),
                 stderr: if stopped {
                     format!("bash: {err}; nothing was changed\n")
@@ -155,23 +160,35 @@ pub async fn run(
                     format!("bash: {err}\n")
                 },
                 exit_code: if stopped { 124 } else { 2 },
-            };
+            });
         }
-        Ok(Ok(result)) => result,
+        Ok(result) => result,
     };
     let mut stderr = cut(&result.stderr.text_lossy(), max_bytes, max_lines);
     let stdout = cut(&result.stdout.text_lossy(), max_bytes, max_lines);
     let mut exit_code = result.exit_code;
-    if let Err(err) = ws.replace_with(collect(&fs)) {
+    if let Err(err) = ws.replace_with(files.unwrap_or_default()) {
         stderr.push_str(&format!("bash: {err}; the files were not changed\n"));
         if exit_code == 0 {
             exit_code = 1;
         }
     }
-    BashOutcome {
+    Ok(BashOutcome {
         stdout,
         stderr,
         exit_code,
+    })
+}
+
+/// A call its deadline ended: nothing of it is kept.
+fn stopped(timeout: Duration) -> BashOutcome {
+    BashOutcome {
+        stdout: String::new(),
+        stderr: format!(
+            "bash: stopped after {:.1} seconds; nothing was changed\n",
+            timeout.as_secs_f64()
+        ),
+        exit_code: 124,
     }
 }
 

@@ -6,6 +6,7 @@ use promptgate_core::tools::args::{BashArgs, EditArgs, ReadArgs, WriteArgs};
 use promptgate_core::tools::{names, parse_args};
 use serde_json::{Value, json};
 
+use crate::pool::ShellPool;
 use crate::shell::{self, cut};
 use crate::tree::{Workspace, resolve};
 
@@ -84,6 +85,7 @@ fn parse<T: serde::de::DeserializeOwned>(tool: &str, args: &Value) -> Result<T, 
 /// executors handle it). Failures the model can act on come back as an error outcome.
 pub async fn run_tool(
     ws: &mut Workspace,
+    pool: &ShellPool,
     name: &str,
     args: &Value,
     now: DateTime<Utc>,
@@ -93,7 +95,7 @@ pub async fn run_tool(
         names::WRITE => parse(name, args).map(|a| write(ws, a)),
         names::EDIT => parse(name, args).map(|a| edit(ws, a)),
         names::BASH => match parse::<BashArgs>(name, args) {
-            Ok(a) => Ok(bash(ws, a, now).await),
+            Ok(a) => Ok(bash(ws, pool, a, now).await),
             Err(e) => Err(e),
         },
         _ => return None,
@@ -193,7 +195,7 @@ fn edit(ws: &mut Workspace, args: EditArgs) -> ToolOutcome {
     }
 }
 
-async fn bash(ws: &mut Workspace, args: BashArgs, now: DateTime<Utc>) -> ToolOutcome {
+async fn bash(ws: &mut Workspace, pool: &ShellPool, args: BashArgs, now: DateTime<Utc>) -> ToolOutcome {
     if args.command.trim().is_empty() {
         return ToolOutcome::fail("command is empty");
     }
@@ -201,7 +203,10 @@ async fn bash(ws: &mut Workspace, args: BashArgs, now: DateTime<Utc>) -> ToolOut
         .timeout
         .filter(|t| t.is_finite() && *t > 0.0)
         .map(|t| std::time::Duration::from_secs_f64(t.min(86_400.0)));
-    let out = shell::run(ws, &args.command, now, timeout).await;
+    let out = match shell::run(ws, pool, &args.command, now, timeout).await {
+        Ok(out) => out,
+        Err(refused) => return ToolOutcome::fail(format!("bash: {refused}; nothing was run")),
+    };
     let is_error = out.exit_code != 0;
     ToolOutcome {
         output: json!({ "stdout": out.stdout, "stderr": out.stderr, "exit_code": out.exit_code }),

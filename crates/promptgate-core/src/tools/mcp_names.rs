@@ -129,7 +129,7 @@ pub struct McpServerTools {
 }
 
 /// Why a discovered tool is not offered.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum NotOfferedReason {
     /// Its name is already taken by a built-in or an earlier server's tool.
     NameTaken,
@@ -138,7 +138,7 @@ pub enum NotOfferedReason {
 }
 
 /// A discovered tool that was left out of the toolset.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct NotOffered {
     /// The name it would have had.
     pub name: String,
@@ -160,6 +160,63 @@ impl NotOffered {
                 self.tool_name, self.server
             ),
         }
+    }
+}
+
+/// Names a log line lists before it only counts the rest.
+const NAMES_LISTED: usize = 5;
+
+/// One line for the log about everything a send left out: tools past [`MAX_TOOLS`] or whose names
+/// were taken, and the servers not connected at all because the toolset was already full. `None`
+/// when nothing was left out. A send with many servers can leave out hundreds of tools; this says it
+/// in one line, naming a few.
+pub fn left_out_summary(not_offered: &[NotOffered], unconnected: &[String]) -> Option<String> {
+    let mut parts = Vec::new();
+    for (reason, why) in [
+        (
+            NotOfferedReason::ToolLimit,
+            format!("a request offers at most {MAX_TOOLS} tools"),
+        ),
+        (NotOfferedReason::NameTaken, "their names are in use".to_owned()),
+    ] {
+        let names: Vec<String> = not_offered
+            .iter()
+            .filter(|n| n.reason == reason)
+            .map(|n| format!("`{}` of \"{}\"", n.tool_name, n.server))
+            .collect();
+        if !names.is_empty() {
+            parts.push(format!(
+                "{} ({why}): {}",
+                counted(names.len(), "tool"),
+                listed(&names)
+            ));
+        }
+    }
+    if !unconnected.is_empty() {
+        let names: Vec<String> = unconnected.iter().map(|name| format!("\"{name}\"")).collect();
+        parts.push(format!(
+            "{} not connected (the toolset is full without them): {}",
+            counted(names.len(), "server"),
+            listed(&names)
+        ));
+    }
+    (!parts.is_empty()).then(|| format!("MCP left out of sends: {}", parts.join("; ")))
+}
+
+fn counted(n: usize, thing: &str) -> String {
+    if n == 1 {
+        format!("1 {thing}")
+    } else {
+        format!("{n} {thing}s")
+    }
+}
+
+/// The first few names, and how many more there are.
+fn listed(names: &[String]) -> String {
+    let shown = names[..names.len().min(NAMES_LISTED)].join(", ");
+    match names.len().saturating_sub(NAMES_LISTED) {
+        0 => shown,
+        more => format!("{shown} and {more} more"),
     }
 }
 

@@ -3,8 +3,8 @@
 
 use promptgate_core::settings::UserSettings;
 use promptgate_core::tools::mcp_names::{
-    MAX_TOOL_NAME_CHARS, MAX_TOOLS, McpServerTools, McpToolDef, NotOfferedReason, PrefixAllocator, merge,
-    sanitize_tool_prefix, upstream_tool_name,
+    MAX_TOOL_NAME_CHARS, MAX_TOOLS, McpServerTools, McpToolDef, NotOfferedReason, PrefixAllocator,
+    left_out_summary, merge, sanitize_tool_prefix, upstream_tool_name,
 };
 use promptgate_core::tools::{McpOrigin, available};
 use regex::Regex;
@@ -218,6 +218,43 @@ fn the_toolset_is_capped_and_the_dropped_tools_are_named() {
             format!("- two ({} tools)", MAX_TOOLS - builtins.len() - 100)
         ]
     );
+}
+
+#[test]
+fn what_a_send_left_out_is_one_line_naming_a_few() {
+    let builtins = builtin_names();
+    let many: Vec<String> = (0..100).map(|i| format!("t{i}")).collect();
+    let many: Vec<&str> = many.iter().map(String::as_str).collect();
+    let outcome = merge(
+        builtins.iter().map(String::as_str),
+        &[
+            // `fetch` + `content` collides with the built-in `fetch_content`.
+            server("s0", "fetch", &["content"]),
+            server("s1", "one", &many),
+            server("s2", "two", &many),
+        ],
+    );
+    let dropped = outcome.dropped_for_limit().count();
+    assert!(dropped > 50, "{dropped}");
+    let unconnected = ["Three".to_owned(), "Four".to_owned()];
+    let line = left_out_summary(&outcome.not_offered, &unconnected).unwrap();
+    assert!(
+        line.starts_with(&format!(
+            "MCP left out of sends: {dropped} tools (a request offers at most 128 tools): `t"
+        )),
+        "{line}"
+    );
+    assert!(line.contains(&format!("and {} more; ", dropped - 5)), "{line}");
+    assert!(
+        line.contains("; 1 tool (their names are in use): `content` of \"fetch\"; "),
+        "{line}"
+    );
+    assert!(
+        line.ends_with("2 servers not connected (the toolset is full without them): \"Three\", \"Four\""),
+        "{line}"
+    );
+    assert_eq!(line.matches('`').count(), 12, "six tools are named: {line}");
+    assert_eq!(left_out_summary(&[], &[]), None);
 }
 
 #[test]

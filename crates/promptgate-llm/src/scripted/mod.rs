@@ -291,7 +291,7 @@ fn step_bytes(step: &Step) -> Option<Bytes> {
             let chunk = serde_json::json!({ "error": { "message": body, "code": status } });
             Some(Bytes::from(format!("data: {chunk}\n\n")))
         }
-        Step::Delay(_) | Step::Cut | Step::Hang | Step::Header(..) => None,
+        Step::Delay(_) | Step::Cut | Step::Hang | Step::Header(..) | Step::Repeat(_) => None,
     }
 }
 
@@ -334,6 +334,14 @@ fn play(
             match step {
                 Step::Delay(delay) => tokio::time::sleep(delay).await,
                 Step::Hang => std::future::pending::<()>().await,
+                // Nothing to repeat sends nothing, like a hang.
+                Step::Repeat(steps) if steps.is_empty() => std::future::pending::<()>().await,
+                Step::Repeat(steps) => {
+                    let again = Step::Repeat(steps.clone());
+                    for step in std::iter::once(again).chain(steps.into_iter().rev()) {
+                        playback.steps.push_front(step);
+                    }
+                }
                 Step::Cut => {
                     playback.mark_complete();
                     let cut = std::io::Error::new(std::io::ErrorKind::ConnectionAborted, "scripted cut");

@@ -26,6 +26,8 @@ pub enum Step {
     Hang,
     /// Adds a response header (only as a leading step), e.g. `retry-after` on a refusal.
     Header(String, String),
+    /// Plays these steps over and over, never ending the body: an upstream that streams forever.
+    Repeat(Vec<Step>),
 }
 
 /// The steps that answer one request. A script that runs out of steps ends the body cleanly.

@@ -19,6 +19,14 @@ pub fn init() {
     });
 }
 
+/// The built-in server refusing the stateless era, so the hub uses sessions (which the server counts).
+pub fn legacy() -> ServerOptions {
+    ServerOptions {
+        legacy_only: true,
+        ..ServerOptions::default()
+    }
+}
+
 pub fn hub() -> McpHub {
     hub_with(HubSettings::default())
 }
@@ -47,6 +55,7 @@ pub fn tool_names(outcome: &DiscoveryOutcome) -> Vec<String> {
     match outcome {
         DiscoveryOutcome::Ready { tools, .. } => tools.iter().map(|t| t.name.clone()).collect(),
         DiscoveryOutcome::Failed { error, .. } => panic!("discovery failed: {error}"),
+        DiscoveryOutcome::Unused { server } => panic!("{} was left unused", server.id),
     }
 }
 

@@ -20,8 +20,8 @@ use tracing::Instrument;
 use crate::auth::CurrentUser;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::extract::ApiJson;
-use crate::facade::{CompletionChunks, CompletionIdentity, CompletionResponse};
-use crate::sse::{KEEP_ALIVE_FRAME, SSE_DONE};
+use crate::facade::{CUT_TEXT, CompletionChunks, CompletionIdentity, CompletionResponse, Unfinished};
+use crate::sse::KEEP_ALIVE_FRAME;
 use crate::state::AppState;
 
 pub fn routes() -> ApiRouter<AppState> {
@@ -34,14 +34,17 @@ pub fn routes() -> ApiRouter<AppState> {
                      include are appended to it. Function `tools` you define are offered beside the server's: \
                      a call to one ends the completion with `finish_reason: \"tool_calls\"`, and your next \
                      request, with the `tool` results, continues the turn. A tool named like one of the \
-                     server's is refused (`400 tool_name_conflict`). Unknown fields pass through to the \
-                     provider.",
+                     server's is refused (`400 tool_name_conflict`). Other fields pass through to the provider \
+                     when they are sampling or format fields (temperature, top_p, seed, stop, response_format, \
+                     ...) or fields the operator allows for the provider; any other field is refused with 422 \
+                     `field_not_allowed`, as the request goes out on the operator's key.",
                 )
         }),
     )
 }
 
-/// The fields we interpret; everything else passes through to the provider.
+/// The fields we interpret; the open request fields (and those the operator allows) pass through to
+/// the provider, any other is refused.
 #[derive(Deserialize, JsonSchema)]
 pub struct CompletionBody {
     #[serde(default)]
@@ -129,7 +132,10 @@ async fn completions(
     response
         .finish_json()
         .map(Completion::Whole)
-        .map_err(whole_turn_failed)
+        .map_err(|unfinished| match unfinished {
+            Unfinished::Failed(err) => whole_turn_failed(err),
+            Unfinished::Cut => ApiError::new(ErrorCode::Interrupted, CUT_TEXT),
+        })
 }
 
 /// The error a facade answers when the turn it read whole failed.
@@ -252,29 +258,56 @@ impl IntoResponse for Completion {
                 ([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response()
             }
             Self::Stream(stream) => {
-                let (handle, mut chunks) = *stream;
+                let (handle, chunks) = *stream;
                 let watch = crate::observe::TurnWatch::start("completion", &handle.turn_id, &handle.model_id);
-                let frames = crate::observe::watch_turn(watch, handle.events)
-                    .map(move |event: TurnEvent| match &event {
-                        TurnEvent::KeepAlive => KEEP_ALIVE_FRAME.as_bytes().to_vec(),
-                        TurnEvent::Chunk(_) | TurnEvent::ClientToolCall(_) => {
-                            let mut frames = Vec::new();
-                            chunks.push_sse(&event, &mut frames);
-                            frames
-                        }
-                    })
-                    // Most engine chunks have no counterpart in a completion stream.
-                    .filter(|frames| std::future::ready(!frames.is_empty()))
-                    .chain(futures::stream::once(async { SSE_DONE.as_bytes().to_vec() }))
-                    .map(Ok::<_, std::convert::Infallible>);
+                let frames = CompletionFrames {
+                    events: Box::pin(crate::observe::watch_turn(watch, handle.events)),
+                    chunks,
+                    closed: false,
+                };
                 super::chat::event_stream(Body::from_stream(frames))
             }
         }
     }
 }
 
+/// A streamed completion's SSE frames: one write per event that has a counterpart in a completion
+/// stream (most engine chunks have none), then what closes it ([`CompletionChunks::close_sse`]).
+struct CompletionFrames<S> {
+    events: std::pin::Pin<Box<S>>,
+    chunks: CompletionChunks,
+    closed: bool,
+}
+
+impl<S: Stream<Item = TurnEvent>> Stream for CompletionFrames<S> {
+    type Item = Result<Vec<u8>, std::convert::Infallible>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        use std::task::Poll;
+        while !self.closed {
+            let mut frames = Vec::new();
+            match std::task::ready!(self.events.as_mut().poll_next(cx)) {
+                Some(TurnEvent::KeepAlive) => frames.extend_from_slice(KEEP_ALIVE_FRAME.as_bytes()),
+                Some(event) => self.chunks.push_sse(&event, &mut frames),
+                None => {
+                    self.closed = true;
+                    self.chunks.close_sse(&mut frames);
+                }
+            }
+            if !frames.is_empty() {
+                return Poll::Ready(Some(Ok(frames)));
+            }
+        }
+        Poll::Ready(None)
+    }
+}
+
 crate::api_doc::json_or_event_stream_output!(
     Completion,
     "A `chat.completion` object, or with `stream: true` a stream of `chat.completion.chunk` \
-         events ending with `data: [DONE]`"
+         events ending with `data: [DONE]` (an answer the server cut short ends with an \
+         `{\"error\": ...}` event instead)"
 );

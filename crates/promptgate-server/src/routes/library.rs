@@ -18,6 +18,9 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
 use crate::state::AppState;
 
+const MCP_SERVER_LIMIT: &str = "A user may register at most `[mcp] max_servers_per_user` servers (50 by \
+     default), enabled or not; past it the answer is 409 `mcp_server_limit` until one is deleted.";
+
 pub fn routes() -> ApiRouter<AppState> {
     ApiRouter::new()
         .api_route(
@@ -53,6 +56,7 @@ pub fn routes() -> ApiRouter<AppState> {
             })
             .post_with(create_mcp, |op| {
                 op.summary("Register an MCP server (streamable HTTP)")
+                    .description(MCP_SERVER_LIMIT)
             }),
         )
         .api_route(

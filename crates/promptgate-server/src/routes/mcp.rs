@@ -26,7 +26,9 @@ pub fn routes() -> ApiRouter<AppState> {
                  tools, or `ok: false` with the reason (`error.kind` is one of `invalid_config`, \
                  `refused_address` (the outbound address policy refuses the URL's address), `connect` \
                  (unreachable), `unauthorized`, `http_status`, `timeout`, `protocol` (not an MCP server), \
-                 `rpc`, `closed`, `unavailable`). Messages never repeat what the server sent.",
+                 `rpc`, `closed`, `unavailable`). Messages never repeat what the server sent. Each user may \
+                 start `[mcp] probes_per_minute` probes a minute and have `probes_in_flight` running; past \
+                 either the answer is 429 `too_many_probes` with `Retry-After`, and nothing is connected.",
             )
         }),
     )

@@ -99,13 +99,16 @@ fn user_model(input: ModelDefinition, state: &AppState) -> Result<Model, ApiErro
         required_text("name", name, 200)?;
     }
     optional_text("upstream_model", input.upstream_model.as_deref(), 200)?;
-    if state.config.provider(&input.provider).is_none() {
+    let Some(provider) = state.config.provider(&input.provider) else {
         let known: Vec<&str> = state.config.providers.iter().map(|p| p.name.as_str()).collect();
         return Err(ApiError::invalid(format!(
             "provider {} is not configured; configured providers: {}",
             crate::error::preview(&input.provider),
             known.join(", ")
         )));
+    };
+    if let Some(options) = &input.profile.provider_options {
+        ApiError::fields_allowed(options.keys().map(String::as_str), &provider.allow_request_fields)?;
     }
     if let Some(t) = input.profile.temperature
         && !(0.0..=2.0).contains(&t)

@@ -1,5 +1,7 @@
 //! `GET /v1/threads/{id}/prompt`: the exact prompt and toolset a send would use now.
 
+use std::sync::LazyLock;
+
 use aide::axum::ApiRouter;
 use aide::axum::routing::get_with;
 use axum::Json;
@@ -48,6 +50,9 @@ pub struct PromptPreview {
     pub notes: Vec<String>,
     pub tools: Vec<ToolSpec>,
     pub has_web_tools: bool,
+    /// An opaque digest of what a harness model's kept conversation depends on (the model and its
+    /// provider, thinking level, stable prompt, regenerations): it changes when any of them does.
+    /// Equal only within one server process.
     pub harness_signature: String,
     pub context: PreviewContext,
 }
@@ -111,6 +116,16 @@ async fn preview(
         notes: plan.notes,
         tools: plan.tools,
         has_web_tools: plan.has_web_tools,
-        harness_signature: plan.harness_signature,
+        harness_signature: opaque(&plan.harness_signature),
     }))
+}
+
+/// The harness signature as users may see it. The signature itself carries the provider's base URL
+/// (often an internal address) and a hash of its key, which are the operator's business; a keyed
+/// digest still changes whenever the signature does, and the key, drawn once per process, keeps
+/// anyone from testing guesses of the address against it.
+fn opaque(signature: &str) -> String {
+    static KEY: LazyLock<[u8; 32]> = LazyLock::new(rand::random);
+    let digest = super::artifact_links::hmac_sha256(KEY.as_slice(), signature.as_bytes());
+    hex::encode(&digest[..16])
 }

@@ -692,3 +692,78 @@ fn users_create_in_single_user_mode_says_the_token_is_not_used() {
     assert!(stdout.contains("auth.mode = \"tokens\""), "{stdout}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An HTTP server on loopback that looks like an MCP server of the `initialize` era (it refuses
+/// `server/discover`) and refuses the handshake with 422 and `body`, as a broken server behind an
+/// internal proxy might.
+async fn failing_server(body: &'static str) -> std::net::SocketAddr {
+    let app = axum::Router::new().fallback(move |request: String| async move {
+        if request.contains("server/discover") {
+            (axum::http::StatusCode::BAD_REQUEST, "")
+        } else {
+            (axum::http::StatusCode::UNPROCESSABLE_ENTITY, body)
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    addr
+}
+
+#[tokio::test]
+async fn what_a_failing_mcp_server_answers_stays_out_of_the_log_and_one_line_says_what_failed() {
+    common::init();
+    const SECRET: &str = "internal-trace: db=10.0.0.9 password=hunter2";
+    let mcp = failing_server(SECRET).await;
+    let dir = std::env::temp_dir().join(format!("promptgate-mcp-log-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = format!("sqlite://{}/gw.db?mode=rwc", dir.display());
+    let log_path = dir.join("stderr.log");
+    let (server, base) = serve_ready(&db, |cmd| {
+        cmd.env("PROMPTGATE_LOG", "info")
+            .stderr(Stdio::from(std::fs::File::create(&log_path).unwrap()));
+    })
+    .await;
+    let http = reqwest::Client::new();
+    let res = http
+        .post(format!("{base}/v1/mcp-servers"))
+        .json(&json!({"name": "broken", "url": format!("http://{mcp}/mcp")}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201);
+    let probe: Value = http
+        .post(format!(
+            "{base}/v1/mcp-servers/{}/probe",
+            res.json::<Value>().await.unwrap()["id"].as_str().unwrap()
+        ))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(!probe.to_string().contains("hunter2"), "{probe}");
+    // A send discovers the server's tools, which fails, and the turn goes on without them.
+    let res = http
+        .post(format!("{base}/v1/chat"))
+        .json(&common::use_chat_body("mcp-log", "Hello", "demo"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    assert!(res.text().await.unwrap().contains("[DONE]"));
+    drop(server);
+
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    assert!(
+        !log.contains("hunter2"),
+        "the MCP server's answer reached the log:\n{log}"
+    );
+    assert!(
+        log.lines()
+            .any(|l| l.contains("MCP server skipped") && l.contains("422")),
+        "no line says what failed:\n{log}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

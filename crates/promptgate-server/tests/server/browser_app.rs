@@ -92,11 +92,33 @@ fn the_web_app_works_in_a_real_browser() {
         "inspector",
         "mcp-servers",
     ] {
-        let file = screenshots.join(format!("{screen}.png"));
-        assert!(file.is_file(), "{} was not written", file.display());
+        for project in ["desktop-light", "phone-dark"] {
+            let file = screenshots.join(format!("{screen}-{project}.png"));
+            assert!(file.is_file(), "{} was not written", file.display());
+        }
     }
     eprintln!(
         "browser tests passed; screenshots of the main screens are in {}",
         screenshots.display()
+    );
+}
+
+/// The web app's API types are generated from openapi.yaml and committed; the generated file names
+/// the openapi.yaml it came from by its hash.
+#[test]
+fn the_web_apps_api_types_match_openapi_yaml() {
+    use sha2::{Digest, Sha256};
+    let repo = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+    let spec = std::fs::read(repo.join("openapi.yaml")).unwrap();
+    let hash: String = Sha256::digest(&spec)
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    let generated = std::fs::read_to_string(repo.join("web/src/generated/openapi.d.ts")).unwrap();
+    let first = generated.lines().next().unwrap_or_default();
+    assert!(
+        first.contains(&hash),
+        "web/src/generated/openapi.d.ts was made from another openapi.yaml: run `npm run api-types` in web/ \
+         (first line: {first}, openapi.yaml sha256 {hash})"
     );
 }

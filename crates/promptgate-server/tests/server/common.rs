@@ -635,3 +635,37 @@ pub fn offered_tools(request: &Value) -> Vec<String> {
         })
         .unwrap_or_default()
 }
+
+/// Far longer than `/healthz` takes on a server that is not stalled.
+pub const HEALTH_PATIENCE: std::time::Duration = std::time::Duration::from_secs(3);
+
+impl Gateway {
+    /// A gateway on `server`, a runtime of its own (two workers, as on a two-core machine, say),
+    /// while the test's client and upstreams stay on the test's runtime, which nothing stalls.
+    pub async fn start_on(server: &tokio::runtime::Runtime, config: Config) -> Gateway {
+        // Started from a thread of its own, so what it spawns (the accept loop, turns) lands on `server`.
+        let server = server.handle().clone();
+        tokio::task::spawn_blocking(move || server.block_on(Gateway::start(Backend::Sqlite, config)))
+            .await
+            .unwrap()
+    }
+
+    /// Waits for `work`, asking `/healthz` again and again meanwhile: each must answer 200 within
+    /// [`HEALTH_PATIENCE`].
+    pub async fn healthy_during<T>(&self, work: impl std::future::Future<Output = T>) -> T {
+        tokio::pin!(work);
+        loop {
+            let probe = self
+                .http
+                .get(self.url("/healthz"))
+                .timeout(HEALTH_PATIENCE)
+                .send();
+            let health = tokio::select! {
+                done = &mut work => return done,
+                health = probe => health.expect("/healthz did not answer meanwhile"),
+            };
+            assert_eq!(health.status(), StatusCode::OK);
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    }
+}

@@ -161,3 +161,73 @@ async fn a_client_that_leaves_a_whole_completion_stops_its_upstream_request() {
     }
     panic!("the upstream request outlived the client that asked for it");
 }
+
+/// A completion whose upstream sends a few words and then nothing more, until the server stops it.
+fn cut_script() -> Script {
+    Script::new()
+        .chunk(role_chunk())
+        .chunk(content_chunk("Partial "))
+        .hang()
+}
+
+#[tokio::test]
+async fn a_completion_cut_by_the_server_says_so_instead_of_finishing() {
+    let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
+    upstream.push(cut_script());
+    upstream.push(cut_script());
+    let streamed = {
+        let gw_url = gw.url("/v1/chat/completions");
+        let http = gw.http.clone();
+        tokio::spawn(async move {
+            let body = json!({"model": "scripted", "stream": true,
+                              "messages": [{"role": "user", "content": "go"}]});
+            http.post(gw_url)
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap()
+        })
+    };
+    let whole = {
+        let gw_url = gw.url("/v1/chat/completions");
+        let http = gw.http.clone();
+        tokio::spawn(async move {
+            let body = json!({"model": "scripted", "messages": [{"role": "user", "content": "go"}]});
+            let res = http.post(gw_url).json(&body).send().await.unwrap();
+            (res.status(), res.json::<Value>().await.unwrap())
+        })
+    };
+    while upstream.calls() < 2 {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    // What a shutdown does once its grace is over.
+    gw.state.service.stop_all();
+
+    let text = streamed.await.unwrap();
+    let frames = sse_frames(&text);
+    assert!(!frames.done, "a cut stream must not end with [DONE]: {text}");
+    let chunks: Vec<Value> = frames
+        .data
+        .iter()
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    assert!(
+        chunks.iter().all(|c| c["choices"][0]["finish_reason"].is_null()),
+        "{text}"
+    );
+    let last = chunks.last().unwrap();
+    assert_eq!(last["error"]["code"], "interrupted", "{text}");
+    let said: String = chunks
+        .iter()
+        .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
+        .collect();
+    assert_eq!(said.trim_end(), "Partial");
+
+    let (status, body) = whole.await.unwrap();
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(body["error"]["code"], "interrupted");
+}

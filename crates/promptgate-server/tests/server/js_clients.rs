@@ -291,3 +291,42 @@ async fn the_openai_client_runs_a_function_tool_round_trip() {
     assert!(ok, "the openai client failed the round trip: {result}");
     assert_weather_round_trip(&result, &upstream);
 }
+
+#[tokio::test]
+async fn the_openai_client_raises_an_error_for_a_completion_the_server_cut() {
+    let Some(dir) = js_dir() else { return };
+    let (gw, upstream) = common::single_user_gateway(Backend::Sqlite).await;
+    upstream.push(
+        promptgate_llm::scripted::Script::new()
+            .chunk(promptgate_llm::scripted::role_chunk())
+            .chunk(promptgate_llm::scripted::content_chunk("Partial "))
+            .hang(),
+    );
+    let client = tokio::spawn(run_node(
+        dir,
+        vec![
+            "openai-cut-check.mjs".into(),
+            gw.url("/v1"),
+            "scripted".into(),
+            "Tell me everything".into(),
+        ],
+    ));
+    while upstream.calls() == 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // What a shutdown does once its grace is over.
+    gw.state.service.stop_all();
+    let (_, result) = client.await.unwrap();
+    let failed = &result["failed"];
+    assert!(
+        failed.is_object(),
+        "the client took a cut answer for a whole one: {result}"
+    );
+    assert_eq!(failed["name"], "APIError", "{result}");
+    assert!(
+        failed["message"].as_str().unwrap().contains("cut short"),
+        "{result}"
+    );
+    assert_eq!(failed["content"].as_str().unwrap().trim_end(), "Partial");
+}

@@ -42,12 +42,14 @@ impl ServerHandler for ToolBox {
     ) -> Result<ListToolsResult, ErrorData> {
         let schema = json!({"type": "object", "properties": {"message": {"type": "string"}}});
         let schema: Arc<JsonObject> = Arc::new(schema.as_object().cloned().unwrap());
+        // A minute's `ttlMs`, so sends reuse the list as they do with most servers.
         Ok(ListToolsResult::with_all_items(
             TOOLS
                 .iter()
                 .map(|name| Tool::new(*name, format!("The {name} tool"), schema.clone()))
                 .collect(),
-        ))
+        )
+        .with_ttl_ms(60_000))
     }
 
     async fn call_tool(
@@ -85,9 +87,10 @@ async fn silent_server() -> String {
     format!("http://{addr}/mcp")
 }
 
-/// Web tools on (so `fetch_content` is a built-in name) and MCP timings short enough for tests.
+/// Web tools on (so `fetch_content` is a built-in name) and MCP timings short enough for tests; no
+/// background liveness check within a test, so a stopped server is found out by the call to it.
 const TEST_TOML: &str = "[web]\nsearch = { kind = \"searxng\", base_url = \"http://127.0.0.1:9\" }\n\n\
-    [mcp]\ndiscovery_timeout_ms = 800\nprobe_timeout_ms = 800\nliveness_interval_ms = 0\n\
+    [mcp]\ndiscovery_timeout_ms = 800\nprobe_timeout_ms = 800\nliveness_interval_ms = 600000\n\
     reconnect_initial_backoff_ms = 50\nreconnect_max_backoff_ms = 200\n";
 
 async fn gateway(backend: Backend, extra_toml: &str) -> (Gateway, ScriptedUpstream) {
@@ -265,13 +268,29 @@ async fn failing_servers_are_skipped_and_a_restarted_one_comes_back() {
         "a skipped server is not announced: {stable}"
     );
 
-    // Stopped: the next send no longer offers its tools, and still answers.
+    // Stopped: no send pings first, so the next one still offers the cached tools; the call to one
+    // fails, the turn still answers, and the send after it leaves the server out.
     files.stop().await;
+    upstream.push(tool_calls(&[(
+        "c8",
+        "files_echo",
+        &["{\"message\":\"anyone?\"}"],
+    )]));
     upstream.push(text(["Second."]));
     let sse = gw
         .stream("/v1/chat", use_chat_body("t2", "two", "scripted"))
         .await;
     assert_eq!(sse.text(), "Second.");
+    let failed = event_for(&sse.of_type("tool-output-error"), "c8");
+    assert!(
+        failed["errorText"].as_str().unwrap().contains("unreachable"),
+        "{failed}"
+    );
+    upstream.push(text(["Still here."]));
+    let sse = gw
+        .stream("/v1/chat", use_chat_body("t2", "two again", "scripted"))
+        .await;
+    assert_eq!(sse.text(), "Still here.");
     let tools = common::offered_tools(&upstream.last_request().unwrap());
     assert!(!tools.iter().any(|t| t.starts_with("files_")), "{tools:?}");
 

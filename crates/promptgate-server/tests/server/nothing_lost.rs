@@ -13,7 +13,7 @@ use std::time::Duration;
 use common::{Backend, Gateway, error_code, parse_sse, scripted_config_with, use_chat_body};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
-use promptgate_llm::scripted::{Script, ScriptedUpstream, Step, finish_chunk, role_chunk, text};
+use promptgate_llm::scripted::{Script, ScriptedUpstream, Step, finish_chunk, role_chunk, text, tool_calls};
 use promptgate_server::config::AuthMode;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
@@ -153,6 +153,27 @@ async fn nul_in_model_text_is_stored_and_refused_in_input(backend: Backend) {
 }
 
 common::on_both_backends!(nul_in_model_text_is_stored_and_refused_in_input);
+
+/// An artifact the model writes with U+0000 in it is sent back to the model to fix, on both stores
+/// alike, rather than failing on Postgres as if the database were down.
+async fn nul_in_an_artifact_is_for_the_model_to_fix(backend: Backend) {
+    let (gw, upstream) = gateway_with(backend, "").await;
+    let args = json!({"title": "Clock", "html": "<html><body>Tick\u{0}tock</body></html>"}).to_string();
+    upstream.push(tool_calls(&[("call_r", "render_html", &[args.as_str()])]));
+    upstream.push(text(["Fixed it."]));
+    let sse = gw
+        .stream("/v1/chat", use_chat_body("nul-art", "draw a clock", "scripted"))
+        .await;
+    assert_eq!(sse.text(), "Fixed it.");
+    let output = &sse.of_type("tool-output-available")[0]["output"];
+    assert_eq!(output["ok"], false, "{output}");
+    let errors = output["errors"].to_string();
+    assert!(errors.contains("NUL character (U+0000)"), "{errors}");
+    let told = upstream.last_request().unwrap().to_string();
+    assert!(!told.contains("database is unavailable"), "{told}");
+}
+
+common::on_both_backends!(nul_in_an_artifact_is_for_the_model_to_fix);
 
 // ---- empty and malformed upstream answers ----
 
@@ -482,14 +503,22 @@ async fn start_binary(dir: &Path, port: u16, run: &str) -> Server {
 
 /// A directory with a config for the binary: SQLite in it, the scripted model, `extra` appended.
 fn binary_dir(upstream: &ScriptedUpstream, extra: &str) -> PathBuf {
+    binary_dir_on(upstream, None, extra)
+}
+
+/// [`binary_dir`] on `database_url` (`None`: a SQLite file in the directory).
+fn binary_dir_on(upstream: &ScriptedUpstream, database_url: Option<&str>, extra: &str) -> PathBuf {
     let dir = scratch_dir("lost");
     std::fs::create_dir_all(&dir).unwrap();
+    let database_url = database_url.map_or_else(
+        || format!("sqlite://{}/gw.db?mode=rwc", dir.display()),
+        str::to_owned,
+    );
     let config = format!(
-        "listen = \"127.0.0.1:0\"\ndatabase_url = \"sqlite://{}/gw.db?mode=rwc\"\ndefault_model = \"scripted\"\n\
+        "listen = \"127.0.0.1:0\"\ndatabase_url = \"{database_url}\"\ndefault_model = \"scripted\"\n\
          [auth]\nmode = \"single_user\"\n{extra}\n\
          [[providers]]\nname = \"scripted\"\nkind = \"openai\"\nbase_url = \"{}\"\n\
          [[models]]\nid = \"scripted\"\nname = \"Scripted\"\nprovider = \"scripted\"\nupstream_model = \"m\"\n",
-        dir.display(),
         upstream.base_url()
     );
     std::fs::write(dir.join("promptgate.toml"), config).unwrap();
@@ -651,4 +680,173 @@ async fn sigterm_lets_turns_finish_within_the_grace_and_stores_the_rest_as_stopp
     assert!(stored.starts_with("Never done."));
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Makes every insert of an answer's opening row (an empty assistant message, `streaming`) wait
+/// `secs` in the database, so whatever the server does before that row exists happens first.
+async fn slow_opening_rows(database_url: &str, secs: u32) {
+    sqlx::any::install_default_drivers();
+    let pool = sqlx::AnyPool::connect(database_url).await.unwrap();
+    for statement in [
+        format!(
+            "CREATE FUNCTION slow_opening_row() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+             IF NEW.role = 'assistant' AND NEW.status = 'streaming' AND NEW.parts = '[]' THEN \
+             PERFORM pg_sleep({secs}); END IF; RETURN NEW; END $$"
+        ),
+        "CREATE TRIGGER slow_opening_row BEFORE INSERT ON messages FOR EACH ROW \
+         EXECUTE FUNCTION slow_opening_row()"
+            .to_owned(),
+    ] {
+        sqlx::query(sqlx::AssertSqlSafe(statement))
+            .execute(&pool)
+            .await
+            .unwrap();
+    }
+    pool.close().await;
+}
+
+#[tokio::test]
+async fn an_instance_killed_right_after_start_leaves_the_answer_the_client_was_told_of() {
+    common::init();
+    let db = promptgate_store::testing::TestDb::postgres().await;
+    slow_opening_rows(db.url(), 3).await;
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    upstream.push(Script::new().hang());
+    let dir = binary_dir_on(&upstream, Some(db.url()), "");
+    let port = free_port();
+    let server = start_binary(&dir, port, "first").await;
+
+    let res = reqwest::Client::new()
+        .post(format!("http://127.0.0.1:{port}/v1/chat"))
+        .json(&use_chat_body("killed-early", "Tell me", "scripted"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    // Read up to the `start` chunk, then kill the process at once.
+    let mut res = res;
+    let mut seen = String::new();
+    let start = loop {
+        let chunk = tokio::time::timeout(Duration::from_secs(60), res.chunk())
+            .await
+            .expect("no start chunk")
+            .unwrap()
+            .expect("the stream ended before its start chunk");
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+        if let Some(start) = seen
+            .split("\n\n")
+            .filter_map(|frame| frame.strip_prefix("data: "))
+            .filter_map(|data| serde_json::from_str::<Value>(data).ok())
+            .find(|event| event["type"] == "start")
+        {
+            break start;
+        }
+    };
+    drop(server);
+    let message_id = start["messageId"].as_str().unwrap().to_owned();
+
+    let _server = start_binary(&dir, port, "second").await;
+    let messages = messages_of(port, "killed-early").await;
+    let answer = messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["id"] == message_id.as_str())
+        .unwrap_or_else(|| {
+            panic!("the answer {message_id} the client was told of does not exist: {messages}")
+        });
+    assert_eq!(answer["role"], "assistant");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A gateway in tokens mode over `cluster` whose pool waits `wait` for a connection, with a turn
+/// running in thread `running` that only a Stop ends; the upstream answering it, the token, and the
+/// turn's whole stream once it ended.
+async fn a_turn_running_in_tokens_mode(
+    cluster: &OwnCluster,
+    wait: Duration,
+) -> (Gateway, ScriptedUpstream, String, tokio::task::JoinHandle<String>) {
+    let store = promptgate_store::Store::connect_with_acquire_timeout(&cluster.url(), wait)
+        .await
+        .unwrap();
+    store.migrate().await.unwrap();
+    let user = store.create_user("ada").await.unwrap();
+    let token = store.issue_token(&user.id).await.unwrap();
+    common::init();
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    // An answer that keeps coming for a minute, so only the Stop ends it.
+    let pieces: Vec<String> = (0..120).map(|i| format!("piece {i}. ")).collect();
+    upstream.push(text(&pieces).with_delay_between(Duration::from_millis(500)));
+    let config = scripted_config_with(AuthMode::Tokens, &upstream.base_url(), "");
+    let gw = Gateway::over_store(store, &cluster.url(), config).await;
+    let running = {
+        let request = reqwest::Client::new()
+            .post(gw.url("/v1/chat"))
+            .bearer_auth(&token)
+            .json(&use_chat_body("running", "Tell me", "scripted"));
+        tokio::spawn(async move { request.send().await.unwrap().text().await.unwrap() })
+    };
+    while upstream.calls() == 0 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    (gw, upstream, token, running)
+}
+
+/// Stops the turn in thread `running`, failing when that takes `bound` or longer.
+async fn stop_within(gw: &Gateway, token: &str, bound: Duration) {
+    let res = reqwest::Client::new()
+        .post(gw.url("/v1/chat/running/stop"))
+        .bearer_auth(token)
+        .timeout(bound)
+        .send()
+        .await
+        .expect("the stop waited for the database");
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(res.json::<Value>().await.unwrap()["stopped"], true);
+}
+
+#[tokio::test]
+async fn in_tokens_mode_an_outage_costs_a_request_one_wait_for_the_database_and_a_stop_none() {
+    // The pool's wait, long enough that one wait and two are told apart by a bound, not a clock.
+    const WAIT: Duration = Duration::from_secs(10);
+    let cluster = OwnCluster::start();
+    let (gw, _upstream, token, running) = a_turn_running_in_tokens_mode(&cluster, WAIT).await;
+    cluster.stop();
+
+    // A send during the outage: its token is honoured from memory and the send is refused after
+    // one wait for the database, not one for the token and another for the send.
+    let res = reqwest::Client::new()
+        .post(gw.url("/v1/chat"))
+        .bearer_auth(&token)
+        .json(&use_chat_body("refused", "Hello", "scripted"))
+        .timeout(WAIT + WAIT / 2)
+        .send()
+        .await
+        .expect("the refusal came after more than one wait for the database");
+    assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(error_code(&res.json().await.unwrap()), "store_unavailable");
+
+    // Right after, a Stop of the turn this instance runs needs no wait at all.
+    stop_within(&gw, &token, WAIT / 2).await;
+    cluster.start_again();
+    let stream = running.await.unwrap();
+    assert!(stream.contains(r#""type":"abort""#), "{stream}");
+}
+
+#[tokio::test]
+async fn in_tokens_mode_a_stop_as_the_first_request_of_an_outage_waits_for_nothing() {
+    const WAIT: Duration = Duration::from_secs(6);
+    let cluster = OwnCluster::start();
+    let (gw, _upstream, token, running) = a_turn_running_in_tokens_mode(&cluster, WAIT).await;
+    cluster.stop();
+    // No request meets the outage first: the instance finds it alone, renewing the running turn's
+    // lease.
+    let renewal = r#"promptgate_store_errors_total{op="turn_claims.renew_turn_claims",kind="unavailable"}"#;
+    while gw.metric(renewal).await < 1.0 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    stop_within(&gw, &token, WAIT / 2).await;
+    cluster.start_again();
+    let stream = running.await.unwrap();
+    assert!(stream.contains(r#""type":"abort""#), "{stream}");
 }

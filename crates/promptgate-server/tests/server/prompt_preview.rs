@@ -216,3 +216,48 @@ async fn unknown_thread_or_model_is_a_404() {
     assert_eq!(error_code(&err), "not_found");
     assert!(err["error"]["message"].as_str().unwrap().contains("gpt-nothing"));
 }
+
+/// The environment a gateway reads its provider key from.
+struct KeyEnv;
+
+const INTERNAL_KEY: &str = "sk-internal-provider-key-4471";
+
+impl promptgate_server::config::Env for KeyEnv {
+    fn var(&self, name: &str) -> Option<String> {
+        (name == "PREVIEW_TEST_PROVIDER_KEY").then(|| INTERNAL_KEY.to_owned())
+    }
+}
+
+/// A gateway whose `internal` model goes to a provider at `base_url`, with a key.
+async fn internal_provider_gateway(base_url: &str) -> Gateway {
+    let text = format!(
+        "{}\n[[providers]]\nname = \"internal\"\nkind = \"openai\"\nbase_url = \"{base_url}\"\n\
+         api_key_env = \"PREVIEW_TEST_PROVIDER_KEY\"\n\n[[models]]\nid = \"internal\"\nname = \"Internal\"\n\
+         provider = \"internal\"\nupstream_model = \"m\"\nengine = \"harness\"\n",
+        promptgate_server::config::EMBEDDED_DEFAULT
+    );
+    let config = promptgate_server::config::Config::parse(&text).unwrap();
+    let gw = Gateway::start_with_env(Backend::Sqlite, config, &KeyEnv).await;
+    gw.post("/v1/threads", json!({"id": "t"})).await;
+    gw
+}
+
+#[tokio::test]
+async fn the_preview_shows_no_provider_address_or_key_hash_and_its_signature_still_follows_them() {
+    let gw = internal_provider_gateway("http://10.20.30.40:8123/v1").await;
+    let (status, preview) = gw.get("/v1/threads/t/prompt?model=internal").await;
+    assert_eq!(status, StatusCode::OK, "{preview}");
+    let text = preview.to_string();
+    let key_hash = promptgate_core::prompt::fnv1a_base36(INTERNAL_KEY);
+    for secret in ["10.20.30.40", "8123", INTERNAL_KEY, key_hash.as_str()] {
+        assert!(!text.contains(secret), "the preview shows {secret}: {text}");
+    }
+    let signature = preview["harness_signature"].as_str().unwrap().to_owned();
+    assert!(!signature.contains('|'), "{signature}");
+
+    // Another address for the same provider is another harness.
+    let moved = internal_provider_gateway("http://10.20.30.41:8123/v1").await;
+    let (_, elsewhere) = moved.get("/v1/threads/t/prompt?model=internal").await;
+    assert_eq!(elsewhere["stable"], preview["stable"]);
+    assert_ne!(elsewhere["harness_signature"], signature.as_str());
+}

@@ -325,3 +325,63 @@ async fn a_killed_instances_turn_is_interrupted_after_its_lease() {
     assert_eq!(sse.text(), "Back.");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Statements run on `database_url` as an operator would, outside the gateways.
+async fn run_sql(database_url: &str, statements: &[&str]) {
+    sqlx::any::install_default_drivers();
+    let pool = sqlx::AnyPool::connect(database_url).await.unwrap();
+    for statement in statements {
+        sqlx::query(sqlx::AssertSqlSafe(*statement))
+            .execute(&pool)
+            .await
+            .unwrap();
+    }
+    pool.close().await;
+}
+
+/// Cuts every instance's listening connection as soon as it is back, as while Postgres restarts:
+/// no instance hears another's signals until the task is aborted.
+fn keep_listeners_deaf(database_url: &str) -> tokio::task::JoinHandle<()> {
+    let url = database_url.to_owned();
+    tokio::spawn(async move {
+        sqlx::any::install_default_drivers();
+        let pool = sqlx::AnyPool::connect(&url).await.unwrap();
+        loop {
+            let cut = format!(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = '{}'",
+                promptgate_store::LISTENER_APPLICATION_NAME
+            );
+            let _ = sqlx::query(sqlx::AssertSqlSafe(cut)).execute(&pool).await;
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+}
+
+#[tokio::test]
+async fn a_resume_is_served_when_its_request_goes_unheard_and_the_frames_are_refused_a_while() {
+    let (a, b, upstream) = two_instances("").await;
+    let deaf = keep_listeners_deaf(&a.database_url);
+    run_sql(
+        &a.database_url,
+        &[
+            "CREATE FUNCTION refuse_frames() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+             RAISE EXCEPTION 'frames refused for a while'; END $$",
+            "CREATE TRIGGER refuse_frames BEFORE INSERT ON turn_frames FOR EACH ROW \
+             EXECUTE FUNCTION refuse_frames()",
+        ],
+    )
+    .await;
+    let (body, seen) = slow_answer_under_way(&a, &upstream, "unheard", "u", 3).await;
+    let lift = async {
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        run_sql(&a.database_url, &["DROP TRIGGER refuse_frames ON turn_frames"]).await;
+    };
+    let (remote, owner, ()) = tokio::join!(resume(&b, "unheard"), read_rest(body, seen), lift);
+    deaf.abort();
+    assert!(owner.done);
+    assert_eq!(remote.status, StatusCode::OK);
+    assert!(remote.of_type("error").is_empty(), "{:?}", remote.events);
+    assert!(remote.done);
+    assert_eq!(remote.text(), words("u"));
+    assert_eq!(remote.events, owner.events);
+}

@@ -5,6 +5,8 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use axum::Router;
 use axum::extract::Query;
@@ -41,13 +43,24 @@ season the gates are opened on request; call the harbour master a day ahead to a
 pub struct Web {
     pub site: SocketAddr,
     pub search: SocketAddr,
+    searches: Arc<AtomicUsize>,
 }
 
 impl Web {
     pub async fn start() -> Web {
         let site = serve(site()).await;
-        let search = serve(searxng(site)).await;
-        Web { site, search }
+        let searches = Arc::new(AtomicUsize::new(0));
+        let search = serve(searxng(site, Arc::clone(&searches))).await;
+        Web {
+            site,
+            search,
+            searches,
+        }
+    }
+
+    /// Queries the search backend has answered.
+    pub fn searches(&self) -> usize {
+        self.searches.load(Ordering::SeqCst)
     }
 
     pub fn page(&self, path: &str) -> String {
@@ -94,21 +107,24 @@ fn site() -> Router {
         .route("/harbour", get(|| async { html(HARBOUR) }))
 }
 
-/// Every query finds the same two pages, the way a real SearXNG answers `format=json`.
-fn searxng(site: SocketAddr) -> Router {
+/// Every query finds the same two pages, the way a real SearXNG answers `format=json`; the snippet
+/// of the first says how many queries came before, so a repeated search shows whether it was asked.
+fn searxng(site: SocketAddr, searches: Arc<AtomicUsize>) -> Router {
     Router::new().route(
         "/search",
         get(move |Query(q): Query<HashMap<String, String>>| async move {
             if q.get("format").map(String::as_str) != Some("json") {
                 return (axum::http::StatusCode::FORBIDDEN, "json only").into_response();
             }
+            let asked = searches.fetch_add(1, Ordering::SeqCst) + 1;
             let query = q.get("q").cloned().unwrap_or_default();
             axum::Json(json!({
                 "query": query,
                 "number_of_results": 2,
                 "results": [
                     {"title": "Reading a tide table", "url": format!("http://{site}/tides"),
-                     "content": "How chart datum and spring tides decide a crossing.", "engine": "duckduckgo"},
+                     "content": format!("How chart datum and spring tides decide a crossing (query {asked})."),
+                     "engine": "duckduckgo"},
                     {"title": "Harbour opening hours", "url": format!("http://{site}/harbour"),
                      "content": "When the harbour office is open.", "engine": "bing",
                      "publishedDate": "2025-04-01T00:00:00"}

@@ -35,6 +35,17 @@ fn body(thread: &str, text: &str) -> Value {
     common::use_chat_body(thread, text, "scripted")
 }
 
+/// An automatic retry of `turn`: the thread's stored question regenerated.
+fn retry_body(thread: &str, question: &Value, turn: &str) -> Value {
+    json!({
+        "id": thread,
+        "messages": [question],
+        "trigger": "regenerate-message",
+        "model": "scripted",
+        "retryOf": turn,
+    })
+}
+
 fn search(id: &str, query: &str) -> (String, String, String) {
     (id.into(), "search".into(), json!({"query": query}).to_string())
 }
@@ -180,14 +191,9 @@ async fn a_cited_web_turn_numbers_charges_and_cleans() {
     upstream.push(step(&[search("s2", "tide tables")]));
     upstream.push(step(&[fetch("f3", &harbour)]));
     upstream.push(text(["Again [1]."]));
-    let retry = json!({
-        "id": "web-1",
-        "messages": [stored[0].clone()],
-        "trigger": "regenerate-message",
-        "model": "scripted",
-        "retryOf": first_turn,
-    });
-    let sse = gw.stream("/v1/chat", retry).await;
+    let sse = gw
+        .stream("/v1/chat", retry_body("web-1", &stored[0], &first_turn))
+        .await;
     assert_eq!(
         sse.of_type("finish")[0]["finishReason"],
         "stop",
@@ -226,6 +232,40 @@ async fn a_cited_web_turn_numbers_charges_and_cleans() {
     assert_eq!(output_of("n6")["status"], "budget_exhausted");
     let last = upstream.last_request().unwrap();
     assert_eq!(last["tool_choice"], "none");
+}
+
+/// The first attempt's search result is kept with the turn, so a retry that repeats the search is
+/// answered with it: the backend is not asked again (it could answer otherwise) and nothing is charged.
+#[tokio::test]
+async fn a_retry_answers_a_repeated_search_from_the_first_attempt_without_the_backend() {
+    let (gw, upstream, web) = gateway().await;
+    upstream.push(step(&[search("s1", "tide tables")]));
+    upstream.push(text(["Datum [1]."]));
+    let first = gw
+        .stream("/v1/chat", body("web-retry", "How do tides work?"))
+        .await;
+    let first_result = outputs(&first)[0].clone();
+    assert_eq!(web.searches(), 1);
+    let stored = gw.stored_messages("web-retry", 2).await;
+
+    upstream.push(step(&[search("s2", "Tide  Tables")]));
+    upstream.push(text(["Datum again [1]."]));
+    let retry = retry_body("web-retry", &stored[0], &turn_id(&first));
+    let sse = gw.stream("/v1/chat", retry).await;
+    assert_eq!(
+        sse.of_type("finish")[0]["finishReason"],
+        "stop",
+        "{:?}",
+        sse.events
+    );
+    assert_eq!(web.searches(), 1, "the repeated search asked the backend again");
+    assert_eq!(
+        outputs(&sse)[0],
+        &first_result,
+        "the retry sees what the first attempt saw"
+    );
+    let told = tool_results(upstream.requests().last().unwrap());
+    assert_eq!(remaining(&told[0]), 4, "the repeat is not charged");
 }
 
 #[tokio::test]

@@ -27,7 +27,6 @@ use promptgate_core::tools::ToolSpec;
 use promptgate_llm::ChatModel;
 use promptgate_llm::tokens::{TokenCounter, TokenCounters, Tokenizer};
 use promptgate_store::{Message, ThreadContext, ThreadTail};
-use promptgate_turn::history::HistoryOptions;
 use serde_json::{Map, Value, json};
 
 use crate::{Service, ServiceError};
@@ -261,13 +260,14 @@ impl Service {
         ids: (&str, &str),
         mut tail: ThreadTail,
         budget: &Budget,
-        options: HistoryOptions,
+        images: bool,
         mode: Mode,
     ) -> Result<Window, ServiceError> {
         let mut costs = HashMap::new();
         let pricing = Pricing {
             counter: &budget.counter,
-            options,
+            images,
+            files: Some((&self.config.documents, ids.0)),
             room: budget.room,
         };
         let reading = read::read(&self.store, ids, &mut tail, &mut costs, &pricing).await?;

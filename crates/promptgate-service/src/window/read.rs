@@ -9,8 +9,9 @@ use std::collections::HashMap;
 use promptgate_llm::ChatMessage;
 use promptgate_llm::tokens::TokenCounter;
 use promptgate_store::{Message, Role, Store, ThreadContext, ThreadTail, resolve};
+use promptgate_turn::documents::{DocumentReader, FileTexts};
 use promptgate_turn::history::{HistoryOptions, to_model_messages};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::ServiceError;
 
@@ -97,12 +98,29 @@ pub(super) async fn read(
 /// How messages are priced for one send.
 pub(crate) struct Pricing<'a> {
     pub counter: &'a TokenCounter,
-    pub options: HistoryOptions,
+    /// The model takes images.
+    pub images: bool,
+    /// Reads the files of the messages priced, for their owner; without it files are labels.
+    pub files: Option<(&'a DocumentReader, &'a str)>,
     /// Tokens for the conversation.
     pub room: usize,
 }
 
 impl Pricing<'_> {
+    /// The texts of the files in the messages at `positions`, read off the async workers.
+    async fn read_files(&self, messages: &[Message], positions: &[usize]) -> FileTexts {
+        let Some((reader, owner)) = self.files else {
+            return FileTexts::default();
+        };
+        let asked: Vec<Value> = positions
+            .iter()
+            .map(|&at| &messages[at])
+            .filter(|m| m.role == Role::User)
+            .map(|m| json!({"role": "user", "parts": m.parts}))
+            .collect();
+        reader.read(owner, &asked).await
+    }
+
     pub fn block_tokens(&self, record: &ThreadContext) -> usize {
         let block = promptgate_core::prompt::earlier_block(&super::earlier_of(record));
         self.counter.text(&block) + 2
@@ -110,7 +128,7 @@ impl Pricing<'_> {
 }
 
 /// The model messages of one stored message.
-pub(crate) fn model_messages(message: &Message, options: HistoryOptions) -> Vec<ChatMessage> {
+pub(crate) fn model_messages(message: &Message, options: HistoryOptions<'_>) -> Vec<ChatMessage> {
     let role = match message.role {
         Role::User => "user",
         Role::Assistant => "assistant",
@@ -131,14 +149,23 @@ async fn cost(
         .copied()
         .filter(|&at| !costs.contains_key(&tail.messages[at].seq))
         .collect();
+    let files = pricing.read_files(&tail.messages, &missing).await;
     if missing.len() <= INLINE_BATCH {
-        costs.extend(price(&tail.messages, &missing, pricing.counter, pricing.options));
+        let options = HistoryOptions {
+            images: pricing.images,
+            files: &files,
+        };
+        costs.extend(price(&tail.messages, &missing, pricing.counter, options));
         return Ok(());
     }
     let messages = std::mem::take(&mut tail.messages);
     let counter = pricing.counter.clone();
-    let options = pricing.options;
+    let images = pricing.images;
     let (messages, priced) = tokio::task::spawn_blocking(move || {
+        let options = HistoryOptions {
+            images,
+            files: &files,
+        };
         let priced = price(&messages, &missing, &counter, options);
         (messages, priced)
     })
@@ -156,7 +183,7 @@ fn price(
     messages: &[Message],
     positions: &[usize],
     counter: &TokenCounter,
-    options: HistoryOptions,
+    options: HistoryOptions<'_>,
 ) -> Vec<(i64, Costed)> {
     positions
         .iter()

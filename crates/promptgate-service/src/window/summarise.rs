@@ -150,7 +150,13 @@ fn cut_to(text: &str, max: usize, counter: &promptgate_llm::tokens::TokenCounter
 /// results quoted briefly.
 fn transcript_entry(message: &Message) -> String {
     let mut lines = Vec::new();
-    for model in model_messages(message, HistoryOptions { images: false }) {
+    for model in model_messages(
+        message,
+        HistoryOptions {
+            images: false,
+            ..HistoryOptions::default()
+        },
+    ) {
         match model {
             ChatMessage::User { content } => lines.push(format!("User: {}", user_text(&content))),
             ChatMessage::Assistant { content, tool_calls } => {

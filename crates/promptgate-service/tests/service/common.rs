@@ -47,6 +47,7 @@ pub async fn service(
             timeouts: Timeouts::default(),
             max_tokens: None,
             thinking: ThinkingMode::default(),
+            allowed_request_fields: Vec::new(),
         }],
         search: None,
         fetch: FetchPolicy::default(),

@@ -49,6 +49,53 @@ conformance! {
         ));
     }
 
+    async fn a_question_and_its_answers_opening_row_are_written_together_or_not_at_all(store: &Store) {
+        let alice = user(store, "Alice").await;
+        let bob = user(store, "Bob").await;
+        let message = |id: &str, thread: &str, role: Role, words: &str| NewMessage {
+            id: Some(id.to_owned()),
+            thread_id: thread.to_owned(),
+            role,
+            parts: text(words),
+            metadata: json!({}),
+            status: (role == Role::Assistant).then_some(MessageStatus::Streaming),
+        };
+        let new_thread = NewThread { id: Some("pair".to_owned()), project_id: None, title: None };
+        let (_, first) = store
+            .create_thread_with_messages(
+                &alice,
+                &new_thread,
+                &[message("q1", "", Role::User, "first question"), message("a1", "", Role::Assistant, "")],
+            )
+            .await
+            .unwrap();
+        let ids: Vec<(&str, i64)> = first.iter().map(|m| (m.id.as_str(), m.seq)).collect();
+        assert_eq!(ids, [("q1", 1), ("a1", 2)]);
+
+        let next = store
+            .append_messages(
+                &alice,
+                &[message("q2", "pair", Role::User, "second question"), message("a2", "pair", Role::Assistant, "")],
+            )
+            .await
+            .unwrap();
+        let ids: Vec<(&str, i64)> = next.iter().map(|m| (m.id.as_str(), m.seq)).collect();
+        assert_eq!(ids, [("q2", 3), ("a2", 4)]);
+        let listed = store.list_messages(&alice, "pair").await.unwrap();
+        assert_eq!(listed, [first, next].concat());
+        assert_eq!(listed[3].status, Some(MessageStatus::Streaming));
+
+        // Another user's thread, or a row that is too large: neither row is written.
+        let refused = store
+            .append_messages(&bob, &[message("q3", "pair", Role::User, "mine?"), message("a3", "pair", Role::Assistant, "")])
+            .await;
+        assert!(matches!(refused, Err(StoreError::NotFound)), "{refused:?}");
+        let huge = NewMessage { parts: text(&"x".repeat(5 << 20)), ..message("a3", "pair", Role::Assistant, "") };
+        let refused = store.append_messages(&alice, &[message("q3", "pair", Role::User, "big"), huge]).await;
+        assert!(matches!(refused, Err(StoreError::Invalid(_))), "{refused:?}");
+        assert_eq!(store.list_messages(&alice, "pair").await.unwrap().len(), 4);
+    }
+
     async fn messages_keep_their_order(store: &Store) {
         let alice = user(store, "Alice").await;
         let bob = user(store, "Bob").await;

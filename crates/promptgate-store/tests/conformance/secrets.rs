@@ -120,6 +120,37 @@ conformance! {
         assert!(matches!(store.delete_mcp_server(&alice, &created.id).await, Err(StoreError::NotFound)));
     }
 
+    async fn a_user_registers_at_most_the_servers_the_limit_allows(store: &Store) {
+        let alice = user(store, "Alice").await;
+        let bob = user(store, "Bob").await;
+        for name in ["One", "Two"] {
+            assert!(store.create_mcp_server_within(&alice, &server(name, true), 2).await.unwrap().is_some());
+        }
+        // Disabled servers count too: enabling one needs no place.
+        assert_eq!(store.create_mcp_server_within(&alice, &server("Three", false), 2).await.unwrap(), None);
+        assert_eq!(store.list_mcp_servers(&alice).await.unwrap().len(), 2);
+        assert!(store.create_mcp_server_within(&bob, &server("Bob's", true), 2).await.unwrap().is_some());
+
+        let first = store.list_mcp_servers(&alice).await.unwrap().remove(0);
+        store.delete_mcp_server(&alice, &first.id).await.unwrap();
+        assert!(store.create_mcp_server_within(&alice, &server("Three", true), 2).await.unwrap().is_some());
+
+        // Registrations racing for the last places take no more than there are.
+        let carol = user(store, "Carol").await;
+        let racing = (0..8).map(|i| {
+            let (store, carol) = (store.clone(), carol.clone());
+            async move { store.create_mcp_server_within(&carol, &server(&format!("S{i}"), true), 3).await }
+        });
+        let created = futures::future::join_all(racing).await;
+        assert_eq!(created.iter().filter(|r| matches!(r, Ok(Some(_)))).count(), 3, "{created:?}");
+        assert_eq!(store.list_mcp_servers(&carol).await.unwrap().len(), 3);
+
+        assert!(matches!(
+            store.create_mcp_server_within("no-such-user", &server("X", true), 2).await,
+            Err(StoreError::NotFound)
+        ));
+    }
+
     async fn mcp_secrets_are_sealed_and_need_the_box(store: &Store) {
         let alice = user(store, "Alice").await;
         let created = store.create_mcp_server(&alice, &server("Docs", true)).await.unwrap();

@@ -53,6 +53,28 @@ async fn sqlite_creates_missing_directories_and_uses_wal() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// The file holds every user's conversations and token hashes: nobody but its owner may read it,
+/// nor the write-ahead log and shared-memory files beside it.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_new_sqlite_file_and_its_companions_are_readable_by_the_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::env::temp_dir().join(format!("promptgate-mode-{}", uuid::Uuid::new_v4()));
+    let file = dir.join("private.db");
+    let store = Store::connect(&format!("sqlite://{}", file.display()))
+        .await
+        .unwrap();
+    store.migrate().await.unwrap();
+    user(&store, "Alice").await;
+    for companion in ["db", "db-wal", "db-shm"] {
+        let path = file.with_extension(companion);
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{} is {mode:o}", path.display());
+    }
+    store.close().await;
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 #[tokio::test]
 async fn sqlite_memory_keeps_one_database() {
     let store = Store::connect("sqlite::memory:").await.unwrap();

@@ -102,7 +102,7 @@ conformance! {
         store.claim_turn(&claim(&alice, "dead", "turn_dead", "instance_a"), Duration::ZERO).await.unwrap();
         assert_eq!(store.running_turn(&alice, "dead").await.unwrap(), None);
         let expired = store.expire_turn_claims().await.unwrap();
-        assert_eq!(expired.iter().map(|e| e.turn_id.as_str()).collect::<Vec<_>>(), ["turn_dead"]);
+        assert_eq!(expired.iter().map(|e| (e.turn_id.as_str(), e.answer_interrupted)).collect::<Vec<_>>(), [("turn_dead", true)]);
         assert_eq!(answer_status(store, &alice, "dead").await, Some(MessageStatus::Interrupted));
         assert!(store.expire_turn_claims().await.unwrap().is_empty(), "handled once");
 
@@ -110,8 +110,18 @@ conformance! {
         streaming_answer(store, &alice, "dead2").await;
         store.claim_turn(&claim(&alice, "dead2", "turn_dead2", "instance_a"), Duration::ZERO).await.unwrap();
         let taken = store.claim_turn(&claim(&alice, "dead2", "turn_new", "instance_b"), LONG).await.unwrap();
-        assert_eq!(taken, ClaimOutcome::TookOver { interrupted_turn: "turn_dead2".to_owned() });
+        assert_eq!(taken, ClaimOutcome::TookOver { interrupted_turn: "turn_dead2".to_owned(), answer_interrupted: true });
         assert_eq!(answer_status(store, &alice, "dead2").await, Some(MessageStatus::Interrupted));
+
+        // An owner that died after storing its answer's end, or before writing it: nothing to mark,
+        // and the take-over says so.
+        thread(store, &alice, "ended", None, None).await;
+        store.claim_turn(&claim(&alice, "ended", "turn_ended", "instance_a"), Duration::ZERO).await.unwrap();
+        let taken = store.claim_turn(&claim(&alice, "ended", "turn_after", "instance_b"), LONG).await.unwrap();
+        assert_eq!(taken, ClaimOutcome::TookOver { interrupted_turn: "turn_ended".to_owned(), answer_interrupted: false });
+        store.claim_turn(&claim(&alice, "ended2", "turn_ended2", "instance_a"), Duration::ZERO).await.unwrap();
+        let expired = store.expire_turn_claims().await.unwrap();
+        assert_eq!(expired.iter().map(|e| (e.turn_id.as_str(), e.answer_interrupted)).collect::<Vec<_>>(), [("turn_ended2", false)]);
     }
 
     async fn a_renewed_lease_outlives_its_first_term_and_reports_stops(store: &Store) {
@@ -140,6 +150,10 @@ conformance! {
         assert_eq!(heard, TurnSignal::Follow { turn_id: "turn_b".to_owned() });
         let requests = store.renew_turn_claims("instance_b", LONG).await.unwrap();
         assert_eq!((requests.stop, requests.follow), (vec![], vec!["turn_b".to_owned()]));
+        // Releasing a followed turn says so, so its owner writes the frames it owes even if it never
+        // heard the request; an unfollowed one does not.
+        assert!(store.end_turn(&alice, "b", "turn_b", None).await.unwrap());
+        assert!(!store.end_turn(&alice, "a", "turn_a", Some(RetrySave { state: "{}", window: LONG, retried: None })).await.unwrap());
     }
 
     async fn start_up_interrupts_only_answers_no_live_claim_covers(store: &Store) {
@@ -165,6 +179,10 @@ conformance! {
         let rest = store.turn_frames_after("turn_f", 2).await.unwrap();
         assert_eq!(rest.len(), 1);
         assert!(rest[0].done);
+        // A batch written again (its first write answered lost) is taken and changes nothing.
+        store.put_turn_frames("turn_f", &FrameBatch { seq: 2, frames: "data: b, again\n\n".to_owned(), done: false }).await.unwrap();
+        let again = store.turn_frames_after("turn_f", 1).await.unwrap();
+        assert_eq!(again.iter().map(|b| b.frames.as_str()).collect::<String>(), "data: b\n\ndata: [DONE]\n\n");
     }
 
     async fn oauth_authorizations_are_taken_once_and_capped_per_user(store: &Store) {

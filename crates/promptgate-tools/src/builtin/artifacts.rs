@@ -110,9 +110,17 @@ pub(crate) fn document_problems(title: &str, html: &str) -> Vec<String> {
             "The title has {title_chars} characters; use at most {MAX_TITLE_CHARS}."
         ));
     }
+    // Postgres cannot hold U+0000 in text and SQLite would: refused here, so a document is stored
+    // or not the same way on both, and the model learns what to fix instead of a database failure.
+    if title.contains('\0') {
+        problems.push("The title contains the NUL character (U+0000); remove it.".to_owned());
+    }
     if html.trim().is_empty() {
         problems.push("The html is empty; send a complete HTML document.".to_owned());
         return problems;
+    }
+    if html.contains('\0') {
+        problems.push("The document contains the NUL character (U+0000); remove it.".to_owned());
     }
     if html.len() > MAX_HTML_BYTES {
         problems.push(format!(

@@ -19,42 +19,71 @@ const UNTITLED: &str = "Untitled chat";
 const MAX_ECHOED_QUERY_CHARS: usize = 200;
 
 /// Searches the messages of a project's sibling chats (never the current chat, never another user's).
+/// The siblings are listed when the tool first runs, not when a send offers it: most sends never call
+/// it, and a project can hold a hundred thousand chats.
 pub struct SearchProjectChats {
     chats: Arc<dyn ChatSearch>,
     user_id: String,
+    project_id: String,
     project_name: String,
-    sibling_ids: Vec<String>,
+    current_thread_id: String,
+    siblings: tokio::sync::OnceCell<Siblings>,
+}
+
+/// A project's other chats, as listed on the tool's first run.
+struct Siblings {
+    ids: Vec<String>,
     titles: HashMap<String, String>,
 }
 
-impl SearchProjectChats {
-    /// `siblings` are the project's other threads as `(thread_id, title)`, as the store's
-    /// `sibling_threads` lists them; the current thread must not be among them.
-    pub fn new(
-        chats: Arc<dyn ChatSearch>,
-        user_id: impl Into<String>,
-        project_name: impl Into<String>,
-        siblings: Vec<(String, Option<String>)>,
-    ) -> Self {
-        let sibling_ids = siblings.iter().map(|(id, _)| id.clone()).collect();
-        let titles = siblings
+impl Siblings {
+    fn new(listed: Vec<(String, Option<String>)>) -> Self {
+        let ids = listed.iter().map(|(id, _)| id.clone()).collect();
+        let titles = listed
             .into_iter()
             .filter_map(|(id, title)| {
                 let title = title?.trim().to_owned();
                 (!title.is_empty()).then_some((id, title))
             })
             .collect();
-        Self {
-            chats,
-            user_id: user_id.into(),
-            project_name: project_name.into(),
-            sibling_ids,
-            titles,
-        }
+        Self { ids, titles }
     }
 
     fn title_of(&self, thread_id: &str) -> &str {
         self.titles.get(thread_id).map_or(UNTITLED, String::as_str)
+    }
+}
+
+impl SearchProjectChats {
+    /// The tool for a send to `current_thread_id` of the user's project `project_id`.
+    pub fn new(
+        chats: Arc<dyn ChatSearch>,
+        user_id: impl Into<String>,
+        project_id: impl Into<String>,
+        project_name: impl Into<String>,
+        current_thread_id: impl Into<String>,
+    ) -> Self {
+        Self {
+            chats,
+            user_id: user_id.into(),
+            project_id: project_id.into(),
+            project_name: project_name.into(),
+            current_thread_id: current_thread_id.into(),
+            siblings: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    /// The project's other chats, listed once per send.
+    async fn siblings(&self) -> Result<&Siblings, ToolError> {
+        self.siblings
+            .get_or_try_init(|| async {
+                self.chats
+                    .project_threads(&self.user_id, &self.project_id, &self.current_thread_id)
+                    .await
+                    .map(Siblings::new)
+                    .map_err(|e| storage_failed("list the project's chats", e))
+            })
+            .await
     }
 }
 
@@ -68,9 +97,10 @@ impl ToolExecutor for SearchProjectChats {
                 "the query is empty; give one or more keywords to look for".to_owned(),
             ));
         }
+        let siblings = self.siblings().await?;
         let hits = self
             .chats
-            .search_messages(&self.user_id, &self.sibling_ids, query, PROJECT_CHAT_HIT_LIMIT)
+            .search_messages(&self.user_id, &siblings.ids, query, PROJECT_CHAT_HIT_LIMIT)
             .await
             .map_err(|e| storage_failed("search the project's chats", e))?;
         if hits.is_empty() {
@@ -87,14 +117,14 @@ impl ToolExecutor for SearchProjectChats {
         }
         let blocks: Vec<String> = hits
             .iter()
-            .map(|hit| format!("From \"{}\":\n{}", self.title_of(&hit.thread_id), hit.excerpt))
+            .map(|hit| format!("From \"{}\":\n{}", siblings.title_of(&hit.thread_id), hit.excerpt))
             .collect();
         let listed: Vec<Value> = hits
             .iter()
             .map(|hit| {
                 json!({
                     "thread_id": hit.thread_id,
-                    "title": self.title_of(&hit.thread_id),
+                    "title": siblings.title_of(&hit.thread_id),
                     "excerpt": hit.excerpt,
                 })
             })

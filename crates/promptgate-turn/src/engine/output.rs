@@ -23,6 +23,8 @@ pub(super) struct Output {
     last_sent: Instant,
     keep_alive: Duration,
     stop: CancellationToken,
+    /// The turn's wall clock runs out here: every wait ends, as with a stop.
+    deadline: Instant,
     checkpoints: Option<Checkpoints>,
     /// What a wait watches, kept from one wait to the next (made by the first): the engine waits
     /// once per upstream event, and registering a fresh timer and stop listener each time cost
@@ -59,6 +61,7 @@ impl Output {
         events: mpsc::Sender<TurnEvent>,
         keep_alive: Duration,
         stop: CancellationToken,
+        deadline: Instant,
         record_message: bool,
         recorder: Option<(Arc<dyn AnswerRecorder>, Duration)>,
     ) -> Self {
@@ -71,6 +74,7 @@ impl Output {
             last_sent: now,
             keep_alive,
             stop,
+            deadline,
             checkpoints: recorder.map(|(recorder, every)| Checkpoints {
                 recorder,
                 every,
@@ -81,8 +85,14 @@ impl Output {
         }
     }
 
+    /// The turn must end: it was stopped or its wall clock ran out.
     pub(super) fn stopped(&self) -> bool {
-        self.stop.is_cancelled()
+        self.stop.is_cancelled() || self.timed_out()
+    }
+
+    /// The wall clock ran out and nobody stopped the turn before.
+    pub(super) fn timed_out(&self) -> bool {
+        !self.stop.is_cancelled() && Instant::now() >= self.deadline
     }
 
     pub(super) async fn emit(&mut self, chunk: UiChunk) {
@@ -149,14 +159,16 @@ impl Output {
     }
 
     /// Awaits `work`, sending heartbeats while the stream is quiet. `None` when the turn was
-    /// stopped first; `work` is then dropped, which cancels it.
+    /// stopped or ran out of time first; `work` is then dropped, which cancels it.
     pub(super) async fn wait<F: Future>(&mut self, work: F) -> Option<F::Output> {
         tokio::pin!(work);
         loop {
             let quiet_until = self.last_sent + self.keep_alive;
             // Text that stopped arriving (the model pauses, a tool starts) is still recorded on time.
             let checkpoint_due = self.checkpoints.as_ref().and_then(Checkpoints::due);
-            let wake_at = checkpoint_due.map_or(quiet_until, |due| due.min(quiet_until));
+            let wake_at = checkpoint_due
+                .map_or(quiet_until, |due| due.min(quiet_until))
+                .min(self.deadline);
             let watch = self.watch.get_or_insert_with(|| Watch {
                 stopped: Box::pin(self.stop.clone().cancelled_owned()),
                 alarm: Box::pin(tokio::time::sleep_until(wake_at)),
@@ -171,6 +183,9 @@ impl Output {
                 () = watch.alarm.as_mut() => {}
             }
             let now = Instant::now();
+            if now >= self.deadline {
+                return None;
+            }
             if checkpoint_due.is_some_and(|due| due <= now) {
                 self.checkpoint();
             }

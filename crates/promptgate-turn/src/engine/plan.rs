@@ -80,8 +80,11 @@ pub struct Nudges {
 pub struct TurnLimits {
     /// Attempts (the first run and each empty-response retry) the turn may start.
     pub max_upstream_requests: u32,
-    /// No new attempt starts once the turn is this old.
+    /// The turn's whole life, retries of it included: at this age it is cut wherever it is (a
+    /// stream still arriving, a tool still running) and ends with what it has.
     pub wall_clock: Duration,
+    /// The most model steps of one attempt, whatever a model's profile asks for.
+    pub max_steps: u32,
     /// A tool call that has not finished after this is answered with a timeout error.
     pub tool_timeout: Duration,
     /// Silence after which the transport is told to send a heartbeat.
@@ -98,6 +101,7 @@ impl Default for TurnLimits {
         Self {
             max_upstream_requests: 6,
             wall_clock: Duration::from_secs(120),
+            max_steps: 100,
             tool_timeout: Duration::from_secs(60),
             keep_alive: Duration::from_secs(15),
             save_grace: Duration::from_secs(5),
@@ -139,6 +143,14 @@ impl RequestBudget {
             consumed: AtomicU32::new(consumed),
             ..budget
         }
+    }
+
+    /// When the turn's wall clock runs out.
+    pub fn deadline(&self) -> Instant {
+        // A wall clock too long to add is as good as none: about thirty years.
+        self.started
+            .checked_add(self.wall_clock)
+            .unwrap_or_else(|| self.started + Duration::from_secs(1 << 30))
     }
 
     /// Time since the turn's first attempt started.

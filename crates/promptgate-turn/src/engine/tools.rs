@@ -14,6 +14,9 @@ use serde_json::Value;
 
 use super::plan::{Gate, PreparedTool, TurnHooks};
 
+/// The cache keys of calls the web budget admitted start with this, then the budget's key.
+const BUDGET_PREFIX: &str = "budget:";
+
 pub(super) type CallResult = Result<ToolOutput, ToolError>;
 type SharedCall = Shared<BoxFuture<'static, CallResult>>;
 
@@ -64,6 +67,35 @@ impl ToolCache {
     /// identical call must run afresh rather than wait on an abandoned one.
     pub fn drop_unfinished(&self) {
         self.lock().retain(|_, call| call.peek().is_some());
+    }
+
+    /// The results of the web calls the budget admitted that finished well, by budget key: what an
+    /// automatic retry of the turn answers its repeats from, on any instance.
+    pub fn budget_results(&self) -> Vec<(String, ToolOutput)> {
+        self.lock()
+            .iter()
+            .filter_map(|(key, call)| {
+                let key = key.strip_prefix(BUDGET_PREFIX)?;
+                match call.peek()? {
+                    Ok(output) => Some((key.to_owned(), output.clone())),
+                    Err(_) => None,
+                }
+            })
+            .collect()
+    }
+
+    /// A cache that answers a repeat of each of `results` (by budget key) with its stored result,
+    /// as if the call had just run in this turn.
+    pub fn with_budget_results(results: impl IntoIterator<Item = (String, ToolOutput)>) -> Self {
+        let cache = Self::default();
+        {
+            let mut calls = cache.lock();
+            for (key, output) in results {
+                let done = futures::future::ready(Ok(output)).boxed().shared();
+                calls.insert(format!("{BUDGET_PREFIX}{key}"), done);
+            }
+        }
+        cache
     }
 
     pub fn len(&self) -> usize {
@@ -176,7 +208,7 @@ pub(super) fn start_call(
     let Some(budget_key) = hooks.budget_key(&tool.spec, &input) else {
         return deduped_call(tool, input, cache, timeout);
     };
-    let key = format!("budget:{budget_key}");
+    let key = format!("{BUDGET_PREFIX}{budget_key}");
     if let Some(shared) = cache.get(&key) {
         return cache.join(key, shared);
     }

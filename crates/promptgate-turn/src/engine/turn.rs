@@ -126,6 +126,7 @@ impl Turn {
             events,
             plan.limits.keep_alive,
             stop,
+            budget.deadline(),
             plan.record_message,
             recorder,
         );
@@ -162,10 +163,16 @@ impl Turn {
                 message_metadata: Some(metadata),
             })
             .await;
-        let end = match self.plan.refusal.clone() {
+        let mut end = match self.plan.refusal.clone() {
             Some(text) => End::Failed(text),
             None => self.attempts().await,
         };
+        if matches!(end, End::Stopped) && self.out.timed_out() {
+            // Cut like a Stop, but the user did not ask for it: the answer so far is kept and
+            // the end says why it is short.
+            self.plan.tool_cache.drop_unfinished();
+            end = End::Failed(out_of_time_text(self.plan.limits.wall_clock));
+        }
         let mut handed_off = Vec::new();
         let (status, finish_reason, error, ending) = match end {
             End::Finished(reason) => {
@@ -332,7 +339,11 @@ impl Turn {
     }
 
     async fn steps_of_attempt(&mut self) -> End {
-        let max_steps = self.plan.policy.max_steps.max(1);
+        let max_steps = self
+            .plan
+            .policy
+            .max_steps
+            .clamp(1, self.plan.limits.max_steps.max(1));
         let mut tool_steps = 0;
         for index in 0..max_steps {
             if self.out.stopped() {
@@ -672,6 +683,15 @@ impl Turn {
             .await;
         self.out.emit(UiChunk::FinishStep).await;
     }
+}
+
+/// The end of a turn its wall clock cut.
+fn out_of_time_text(wall_clock: std::time::Duration) -> String {
+    format!(
+        "This answer was cut off: the turn reached its time limit of {} seconds. \
+         Send a message to continue.",
+        wall_clock.as_secs()
+    )
 }
 
 fn user_message(text: String) -> ChatMessage {

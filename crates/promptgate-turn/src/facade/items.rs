@@ -7,7 +7,7 @@
 //! them, so they are left out, and the conversation goes on from the text that followed them. A
 //! conversation continued with `previous_response_id` keeps them whole instead.
 
-use promptgate_llm::{ChatMessage, ContentPart, ImageUrl, ToolCall, UserContent};
+use promptgate_llm::{ChatMessage, ContentPart, ToolCall, UserContent};
 use serde_json::Value;
 
 use super::request::{FacadeHistory, MAX_MESSAGES};
@@ -160,9 +160,7 @@ fn image(part: &Value) -> Result<ContentPart, String> {
         }
         _ => return Err("an `input_image` part has no `image_url`".into()),
     };
-    Ok(ContentPart::ImageUrl {
-        image_url: ImageUrl { url: url.to_owned() },
-    })
+    super::request::inline_image(url)
 }
 
 /// Text content: a string, `null`, or text parts (joined with newlines).
@@ -246,6 +244,7 @@ pub fn check_call_results(messages: &[ChatMessage]) -> Result<(), TurnError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use promptgate_llm::ImageUrl;
     use serde_json::json;
 
     fn convert(input: Value) -> Result<FacadeHistory, TurnError> {
@@ -262,6 +261,17 @@ mod tests {
                 content: UserContent::Text("Hello".into())
             }]
         );
+    }
+
+    #[test]
+    fn an_input_image_given_by_a_link_is_refused() {
+        let err = convert(json!([
+            {"type": "message", "role": "user", "content": [
+                {"type": "input_image", "image_url": "http://169.254.169.254/latest/meta-data/"}
+            ]}
+        ]))
+        .unwrap_err();
+        assert!(err.to_string().contains("`data:` URL"), "{err}");
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! needs of them itself). A user message's `tool_result` blocks become tool messages ahead of its
 //! other content, the order every provider expects.
 
-use promptgate_llm::{ChatMessage, ContentPart, ImageUrl, ToolCall, ToolDefinition, UserContent};
+use promptgate_llm::{ChatMessage, ContentPart, ToolCall, ToolDefinition, UserContent};
 use serde_json::Value;
 
 use super::request::{FacadeHistory, MAX_MESSAGES};
@@ -236,20 +236,19 @@ fn image(block: &Value) -> Result<ContentPart, String> {
                 .ok_or("an image has no `data`")?;
             format!("data:{media_type};base64,{data}")
         }
-        Some("url") => source
-            .get("url")
-            .and_then(Value::as_str)
-            .ok_or("an image has no `url`")?
-            .to_owned(),
-        _ => return Err("an image's source must be `base64` or `url`".into()),
+        Some("url") => {
+            return Err(
+                "an image must be sent inline (`source.type: \"base64\"`); this server does not fetch image links or pass them on"
+                    .into(),
+            );
+        }
+        _ => return Err("an image's source must be `base64`".into()),
     };
-    Ok(ContentPart::ImageUrl {
-        image_url: ImageUrl { url },
-    })
+    super::request::inline_image(&url)
 }
 
-/// A document block as text: plain text as it is, an inline PDF or text file as its text (as an
-/// attached file reads), anything else as a label the model can mention.
+/// A document block as text: plain text as it is, an inline text file as its text (as an attached
+/// file reads), anything else (a PDF too) as a label the model can mention.
 fn document_text(block: &Value) -> String {
     let source = block.get("source").unwrap_or(&Value::Null);
     let name = block.get("title").and_then(Value::as_str).unwrap_or("document");
@@ -257,8 +256,15 @@ fn document_text(block: &Value) -> String {
     let data = source.get("data").and_then(Value::as_str);
     match (source.get("type").and_then(Value::as_str), data) {
         (Some("text"), Some(text)) => format!("[{name}]\n{text}"),
+        // A PDF is read only where reading is bounded and off the async workers (a chat's
+        // attachments); here it would be parsed inline, so a bomb could stall the server.
+        (Some("base64"), Some(_)) if media_type == "application/pdf" => format!(
+            "[attached: {name} ({media_type}); PDFs are not read on this API, so its text is not available]"
+        ),
         (Some("base64"), Some(data)) => {
-            match file_text(name, media_type, &format!("data:{media_type};base64,{data}")) {
+            let url = format!("data:{media_type};base64,{data}");
+            let unused = crate::pdf::Deadline::after(std::time::Duration::ZERO);
+            match file_text(name, media_type, &url, crate::pdf::PdfLimits::default(), unused) {
                 FileText::Text(text) => text,
                 FileText::Label => {
                     format!("[attached: {name} ({media_type}), which the gateway cannot read]")
@@ -303,6 +309,7 @@ fn invalid(message: String) -> TurnError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use promptgate_llm::ImageUrl;
     use serde_json::json;
 
     #[test]
@@ -385,6 +392,22 @@ mod tests {
                 text: "[notes]\ntide at six".into()
             }
         );
+    }
+
+    #[test]
+    fn an_image_link_is_refused_and_a_pdf_is_only_named() {
+        let linked = json!([{"role": "user", "content": [
+            {"type": "image", "source": {"type": "url", "url": "http://169.254.169.254/latest/meta-data/"}}
+        ]}]);
+        let err = messages_history(None, linked.as_array().unwrap()).unwrap_err();
+        assert!(err.to_string().contains("inline"), "{err}");
+
+        let pdf = json!([{"role": "user", "content": [
+            {"type": "document", "title": "bomb", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0xLjQK"}}
+        ]}]);
+        let history = messages_history(None, pdf.as_array().unwrap()).unwrap();
+        let seen = format!("{:?}", history.messages[0]);
+        assert!(seen.contains("PDFs are not read on this API"), "{seen}");
     }
 
     #[test]

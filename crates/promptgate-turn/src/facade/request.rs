@@ -118,10 +118,8 @@ fn user_content(content: &Value) -> Result<UserContent, String> {
                     Some(image) => image.get("url").and_then(Value::as_str),
                     None => None,
                 };
-                url.map(|url| ContentPart::ImageUrl {
-                    image_url: ImageUrl { url: url.to_owned() },
-                })
-                .ok_or_else(|| "an image part has no `image_url.url`".to_owned())
+                let url = url.ok_or_else(|| "an image part has no `image_url.url`".to_owned())?;
+                inline_image(url)
             }
             other => Err(format!("content part type `{other}` is not supported")),
         })
@@ -155,6 +153,20 @@ fn tool_call(call: &Value) -> Result<ToolCall, String> {
         Some(object) => object.to_string(),
     };
     Ok(ToolCall::new(id, name, arguments))
+}
+
+/// An image a facade caller sends. A link would be fetched by the provider, from wherever it points
+/// (the provider's own network, a metadata address): only inline `data:` images pass.
+pub(crate) fn inline_image(url: &str) -> Result<ContentPart, String> {
+    if !url.starts_with("data:") {
+        return Err(
+            "an image must be sent inline as a `data:` URL; this server does not fetch image links or pass them on"
+                .to_owned(),
+        );
+    }
+    Ok(ContentPart::ImageUrl {
+        image_url: ImageUrl { url: url.to_owned() },
+    })
 }
 
 #[cfg(test)]
@@ -243,6 +255,12 @@ mod tests {
             (
                 json!([{"role": "system", "content": "only a prompt"}]),
                 "at least one user message",
+            ),
+            (
+                json!([{"role": "user", "content": [
+                    {"type": "image_url", "image_url": {"url": "http://169.254.169.254/latest/meta-data"}}
+                ]}]),
+                "messages[0]: an image must be sent inline as a `data:` URL",
             ),
         ];
         for (messages, expected) in cases {

@@ -2,7 +2,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use chrono::{DateTime, TimeZone, Utc};
-use promptgate_workspace::{ToolOutcome, Workspace, WorkspaceLimits, run_tool};
+use promptgate_workspace::{ShellPool, ToolOutcome, Workspace, WorkspaceLimits, run_tool};
 use serde_json::{Value, json};
 
 pub fn now() -> DateTime<Utc> {
@@ -14,7 +14,9 @@ pub fn ws() -> Workspace {
 }
 
 pub async fn call(ws: &mut Workspace, tool: &str, args: Value) -> ToolOutcome {
-    run_tool(ws, tool, &args, now()).await.expect("a workspace tool")
+    run_tool(ws, &ShellPool::default(), tool, &args, now())
+        .await
+        .expect("a workspace tool")
 }
 
 /// Runs `command` through the `bash` tool; returns (stdout, stderr, exit code).

@@ -3,5 +3,6 @@
 
 mod common;
 mod persist;
+mod pool;
 mod sandbox;
 mod tools;

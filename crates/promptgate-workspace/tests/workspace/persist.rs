@@ -11,7 +11,7 @@ use common::now;
 use promptgate_core::storage::StorageError;
 use promptgate_store::testing::TestDb;
 use promptgate_store::{NewThread, Store};
-use promptgate_workspace::{ThreadWorkspace, WorkspaceError, WorkspaceLimits, WorkspaceSession};
+use promptgate_workspace::{ShellPool, ThreadWorkspace, WorkspaceError, WorkspaceLimits, WorkspaceSession};
 use serde_json::json;
 
 async fn new_thread(store: &Store, user: &str, id: &str) {
@@ -36,7 +36,12 @@ async fn open(store: &Store, user: &str, thread: &str) -> ThreadWorkspace {
 
 async fn bash(ws: &mut ThreadWorkspace, command: &str) -> String {
     let out = ws
-        .run_tool("bash", &json!({ "command": command }), now())
+        .run_tool(
+            &ShellPool::default(),
+            "bash",
+            &json!({ "command": command }),
+            now(),
+        )
         .await
         .unwrap();
     assert!(!out.is_error, "{command}: {:?}", out.output);
@@ -53,6 +58,7 @@ async fn kept_across_turns_and_restarts(db: TestDb) {
     let mut ws = open(&db, &alice, "chat").await;
     let wrote = ws
         .run_tool(
+            &ShellPool::default(),
             "write",
             &json!({"path": "data/n.txt", "content": "3\n1\n2\n"}),
             now(),
@@ -78,6 +84,7 @@ async fn kept_across_turns_and_restarts(db: TestDb) {
     // Second turn: an edit and a removal are saved as such.
     let edited = ws
         .run_tool(
+            &ShellPool::default(),
             "edit",
             &json!({"path": "data/n.txt", "edits": [{"oldText": "3\n", "newText": "30\n"}]}),
             now(),
@@ -129,6 +136,7 @@ async fn a_session_saves_after_every_call(db: TestDb) {
         &alice,
         Some("chat"),
         WorkspaceLimits::default(),
+        ShellPool::default(),
     );
     let wrote = session
         .call("write", &json!({"path": "a.txt", "content": "b\na\nb\n"}), now())
@@ -142,6 +150,7 @@ async fn a_session_saves_after_every_call(db: TestDb) {
         &alice,
         Some("chat"),
         WorkspaceLimits::default(),
+        ShellPool::default(),
     );
     let counted = other
         .call(
@@ -181,6 +190,7 @@ async fn a_session_saves_after_every_call(db: TestDb) {
         &alice,
         None,
         WorkspaceLimits::default(),
+        ShellPool::default(),
     );
     facade
         .call("write", &json!({"path": "a.txt", "content": "facade"}), now())
@@ -203,6 +213,7 @@ async fn a_session_saves_after_every_call(db: TestDb) {
         &bob,
         Some("chat"),
         WorkspaceLimits::default(),
+        ShellPool::default(),
     );
     let denied = intruder
         .call("write", &json!({"path": "a.txt", "content": "bob"}), now())

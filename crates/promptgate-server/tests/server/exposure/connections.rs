@@ -1,10 +1,11 @@
-//! Connection limits on the server's own accept loop: slow heads, idle keep-alives, stalled bodies,
-//! the cap on open connections, streams that outlive all of those, and draining on shutdown.
+//! Connection limits on the server's own accept loop: slow heads, idle keep-alives, connections that
+//! never ask, stalled bodies, the cap on open connections (idle ones make room, busy ones do not),
+//! streams that outlive all of those, and draining on shutdown.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use promptgate_llm::scripted::{ScriptedUpstream, Step, text};
+use promptgate_llm::scripted::{Script, ScriptedUpstream, Step, content_chunk, role_chunk, text};
 use promptgate_server::config::{AuthMode, Config};
 use promptgate_server::listen::{ConnectionLimits, serve_connections};
 use promptgate_store::testing::TestDb;
@@ -53,11 +54,12 @@ async fn serve(config: Config, limits: ConnectionLimits) -> Served {
 }
 
 /// Idle connections park half-way to their idle timeout, so the tests that wait for that timeout
-/// also see a parked connection closed.
+/// also see a parked connection closed. A connection that never asks gets the idle timeout too.
 fn limits(header_read: u64, idle: u64, max_connections: usize) -> ConnectionLimits {
     ConnectionLimits {
         header_read_timeout: Duration::from_secs(header_read),
         idle_timeout: Duration::from_secs(idle),
+        first_request_timeout: Duration::from_secs(idle),
         max_connections,
         park_after: Duration::from_secs(idle) / 2,
     }
@@ -166,6 +168,80 @@ async fn idle_half_sent_and_stalled_connections_are_closed_while_healthz_keeps_a
 }
 
 #[tokio::test]
+async fn a_body_trickling_into_a_streaming_route_gets_408_at_the_body_deadline() {
+    let mut config = test_config(AuthMode::SingleUser);
+    config.server.body_timeout_secs = 2;
+    config.server.body_deadline_secs = 2;
+    let server = serve(config, limits(5, 5, 64)).await;
+    for route in ["/v1/chat", "/v1/chat/completions"] {
+        let mut tcp = TcpStream::connect(server.addr).await.unwrap();
+        let head = format!(
+            "POST {route} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n\
+             content-length: 400\r\n\r\n"
+        );
+        tcp.write_all(head.as_bytes()).await.unwrap();
+        // A byte every 200 ms never stalls for the stall limit; the body would take 80 s.
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 1024];
+        for _ in 0..300 {
+            if tcp.write_all(b" ").await.is_err() {
+                break;
+            }
+            match tokio::time::timeout(Duration::from_millis(200), tcp.read(&mut buf)).await {
+                Err(_) => continue,
+                Ok(Ok(0) | Err(_)) => break,
+                Ok(Ok(n)) => seen.extend_from_slice(&buf[..n]),
+            }
+            if seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                break;
+            }
+        }
+        let mut rest = closed_by_server(&mut tcp).await;
+        seen.append(&mut rest);
+        let answer = parse(&seen);
+        assert_eq!(answer.status, 408, "{route}: {answer:?}");
+        assert_eq!(answer.code(), "request_timeout");
+        assert!(answer.body.contains("body_deadline_secs"), "{answer:?}");
+    }
+}
+
+/// Sends `request` as is on a fresh connection and reads the answer until the server closes.
+async fn send_raw(addr: SocketAddr, request: &[u8]) -> Raw {
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    tcp.write_all(request).await.unwrap();
+    parse(&closed_by_server(&mut tcp).await)
+}
+
+#[tokio::test]
+async fn a_request_hyper_cannot_parse_gets_a_json_error_with_its_status() {
+    let server = serve(test_config(AuthMode::SingleUser), limits(5, 5, 64)).await;
+    let malformed: [&[u8]; 3] = [
+        b"GET /healthz HTTP/1.1\r\nhost 127.0.0.1\r\n\r\n",
+        b"G\x01T /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n",
+        b"GET /healthz HTTP/9.9\r\nhost: 127.0.0.1\r\n\r\n",
+    ];
+    for request in malformed {
+        let answer = send_raw(server.addr, request).await;
+        assert_eq!(answer.status, 400, "{answer:?}");
+        assert_eq!(answer.code(), "invalid_request", "{answer:?}");
+        let id = answer.json()["error"]["request_id"].as_str().unwrap().to_owned();
+        assert_eq!(answer.header("x-request-id"), Some(id.as_str()));
+    }
+    // More header lines than hyper parses.
+    let mut many = String::from("GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\n");
+    for i in 0..150 {
+        many.push_str(&format!("x-h{i}: v\r\n"));
+    }
+    many.push_str("\r\n");
+    let answer = send_raw(server.addr, many.as_bytes()).await;
+    assert_eq!(answer.status, 431, "{answer:?}");
+    assert_eq!(answer.code(), "headers_too_large");
+    // The connection's next clients are served as usual.
+    let mut tcp = TcpStream::connect(server.addr).await.unwrap();
+    assert_eq!(roundtrip(&mut tcp, "/healthz").await.status, 200);
+}
+
+#[tokio::test]
 async fn a_keep_alive_connection_left_idle_still_answers_its_next_requests_until_the_idle_timeout() {
     let server = serve(
         test_config(AuthMode::SingleUser),
@@ -206,31 +282,111 @@ async fn a_keep_alive_connection_left_idle_still_answers_its_next_requests_until
     assert!(closed_by_server(&mut idle).await.is_empty());
 }
 
-#[tokio::test]
-async fn past_the_connection_cap_a_client_waits_until_a_slot_frees() {
-    let server = serve(test_config(AuthMode::SingleUser), limits(60, 60, 2)).await;
-    let addr = server.addr;
-    let mut first = TcpStream::connect(addr).await.unwrap();
-    assert_eq!(roundtrip(&mut first, "/healthz").await.status, 200);
-    let mut second = TcpStream::connect(addr).await.unwrap();
-    assert_eq!(roundtrip(&mut second, "/healthz").await.status, 200);
+/// A bound on an answer that must come while the cap is full: far below the idle and first-request
+/// timeouts (300 s), so only a slot made free at once lets it pass.
+const ANSWER_GUARD: Duration = Duration::from_secs(20);
 
-    // The kernel completes the handshake, but the server does not take the connection.
+#[tokio::test]
+async fn past_the_connection_cap_connections_that_ask_nothing_make_room_and_healthz_answers() {
+    let server = serve(test_config(AuthMode::SingleUser), limits(300, 300, 8)).await;
+    let addr = server.addr;
+    // A keep-alive client that asked before the flood.
+    let mut regular = TcpStream::connect(addr).await.unwrap();
+    assert_eq!(roundtrip(&mut regular, "/healthz").await.status, 200);
+    // Three times the cap of connections that send nothing, each accepted in turn.
+    let mut silent = Vec::new();
+    for _ in 0..24 {
+        silent.push(TcpStream::connect(addr).await.unwrap());
+    }
+
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .timeout(ANSWER_GUARD)
+        .build()
+        .unwrap();
+    for _ in 0..3 {
+        let status = healthz(&http, addr).await;
+        assert_eq!(status, 200);
+    }
+    // The first silent connections were the ones closed; the newest still hold their slots.
+    assert!(
+        closed_by_server(&mut silent[0]).await.is_empty(),
+        "the longest-silent connection gave up its slot"
+    );
+    let mut buf = [0u8; 16];
+    let newest = silent.last_mut().unwrap();
+    assert!(
+        matches!(newest.try_read(&mut buf), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "the newest silent connection is still open"
+    );
+}
+
+#[tokio::test]
+async fn a_connection_that_never_asks_is_closed_at_the_first_request_timeout_and_others_are_not() {
+    let server = serve(
+        test_config(AuthMode::SingleUser),
+        ConnectionLimits {
+            first_request_timeout: Duration::from_secs(1),
+            ..limits(300, 300, 64)
+        },
+    )
+    .await;
+    let mut asked = TcpStream::connect(server.addr).await.unwrap();
+    assert_eq!(roundtrip(&mut asked, "/healthz").await.status, 200);
+    let mut silent = TcpStream::connect(server.addr).await.unwrap();
+    assert!(closed_by_server(&mut silent).await.is_empty());
+    // A connection that has asked before keeps the idle timeout.
+    assert_eq!(roundtrip(&mut asked, "/healthz").await.status, 200);
+}
+
+#[tokio::test]
+async fn past_the_connection_cap_a_client_waits_while_every_connection_has_a_request_in_progress() {
+    init();
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    let config = scripted_config(AuthMode::SingleUser, &upstream.base_url());
+    let server = serve(config, limits(300, 300, 2)).await;
+    let addr = server.addr;
+    // Two answers that never end hold both slots with a request in progress.
+    let mut streams = Vec::new();
+    for thread in ["held-1", "held-2"] {
+        upstream.push(
+            Script::new()
+                .chunk(role_chunk())
+                .chunk(content_chunk("Holding"))
+                .hang(),
+        );
+        let mut tcp = TcpStream::connect(addr).await.unwrap();
+        let body = serde_json::to_string(&use_chat_body(thread, "go", "scripted")).unwrap();
+        let head = format!(
+            "POST /v1/chat HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n\
+             content-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        tcp.write_all(head.as_bytes()).await.unwrap();
+        let mut first = [0u8; 64];
+        let n = tokio::time::timeout(HANG_GUARD, tcp.read(&mut first))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(String::from_utf8_lossy(&first[..n]).starts_with("HTTP/1.1 200"));
+        streams.push(tcp);
+    }
+
+    // The kernel completes the handshake, but no connection can give up its slot.
     let mut third = TcpStream::connect(addr).await.unwrap();
     third
         .write_all(b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n")
         .await
         .unwrap();
-    for _ in 0..20 {
-        assert_eq!(roundtrip(&mut first, "/healthz").await.status, 200);
-    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
     let mut buf = [0u8; 64];
     assert!(
         matches!(third.try_read(&mut buf), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
-        "the third connection was served while two were open"
+        "the third connection was served while both slots had a stream in progress"
     );
 
-    drop(second);
+    // A client that leaves ends its turn, and its slot goes to the waiting one.
+    drop(streams.pop());
     let answer = parse(&closed_by_server(&mut third).await);
     assert_eq!(answer.status, 200, "{answer:?}");
 }

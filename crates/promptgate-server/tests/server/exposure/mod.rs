@@ -7,6 +7,7 @@
 mod connections;
 mod hosts_and_origins;
 mod isolation;
+mod observability;
 mod strict_input;
 mod user_limits;
 

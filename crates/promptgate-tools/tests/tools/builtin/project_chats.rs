@@ -6,7 +6,7 @@ use crate::builtin::common::*;
 
 /// Alice's project "Garden" with the current chat `now` and two siblings (one untitled), a chat of hers
 /// outside the project, and Bob's chat; every one of them mentions compost.
-async fn garden(store: &Store) -> (String, SearchProjectChats) {
+async fn garden(store: &Store) -> Garden {
     let alice = user(store, "Alice").await;
     let bob = user(store, "Bob").await;
     let garden = project(store, &alice, "Garden").await;
@@ -21,17 +21,25 @@ async fn garden(store: &Store) -> (String, SearchProjectChats) {
     say(store, &alice, "loose", "compost compost compost").await;
     say(store, &bob, "bobs", "my compost recipe").await;
 
-    let mut siblings = store.sibling_threads(&alice, &garden, "now").await.unwrap();
-    assert_eq!(siblings.len(), 2);
-    // Even a sibling list that names another user's chat cannot reach into it.
-    siblings.push(("bobs".to_owned(), Some("Bob's compost".to_owned())));
-    let tool = SearchProjectChats::new(storage(store), &alice, "Garden", siblings);
-    (alice, tool)
+    let tool = SearchProjectChats::new(storage(store), &alice, &garden, "Garden", "now");
+    Garden {
+        alice,
+        bob,
+        project: garden,
+        tool,
+    }
+}
+
+struct Garden {
+    alice: String,
+    bob: String,
+    project: String,
+    tool: SearchProjectChats,
 }
 
 promptgate_store::on_both_backends! {
     async fn hits_come_only_from_sibling_chats(store: &Store) {
-        let (_, tool) = garden(store).await;
+        let Garden { tool, .. } = garden(store).await;
 
         let output = run(&tool, json!({"query": "compost"})).await;
 
@@ -56,8 +64,24 @@ promptgate_store::on_both_backends! {
         );
     }
 
+    async fn the_chats_are_listed_when_the_tool_runs_not_when_it_is_offered(store: &Store) {
+        let Garden { alice, project, tool, .. } = garden(store).await;
+        // A chat that joins the project after the send offered the tool is searched all the same.
+        thread(store, &alice, "beds", Some(&project), Some("Raised beds")).await;
+        say(store, &alice, "beds", "Raised beds want compost every autumn.").await;
+        let output = run(&tool, json!({"query": "autumn"})).await;
+        assert_eq!(output.output["hits"][0]["title"], "Raised beds");
+    }
+
+    async fn another_users_project_lends_nothing(store: &Store) {
+        let Garden { bob, project, .. } = garden(store).await;
+        let tool = SearchProjectChats::new(storage(store), &bob, &project, "Garden", "bobs");
+        let output = run(&tool, json!({"query": "compost"})).await;
+        assert_eq!(output.output, json!({"hits": []}));
+    }
+
     async fn at_most_eight_hits_are_returned(store: &Store) {
-        let (alice, tool) = garden(store).await;
+        let Garden { alice, tool, .. } = garden(store).await;
         for n in 0..10 {
             say(store, &alice, "soil", &format!("Note {n}: more compost needed.")).await;
         }
@@ -67,7 +91,7 @@ promptgate_store::on_both_backends! {
     }
 
     async fn no_hits_say_so_and_suggest_other_words(store: &Store) {
-        let (_, tool) = garden(store).await;
+        let Garden { tool, .. } = garden(store).await;
         let output = run(&tool, json!({"query": " mulch "})).await;
         assert_eq!(output.output, json!({"hits": []}));
         assert_eq!(
@@ -85,12 +109,7 @@ promptgate_store::on_both_backends! {
 async fn a_blank_query_asks_for_keywords() {
     let db = promptgate_store::testing::TestDb::sqlite().await;
     let alice = user(&db, "Alice").await;
-    let tool = SearchProjectChats::new(
-        storage(db.store()),
-        &alice,
-        "Garden",
-        vec![("x".to_owned(), None)],
-    );
+    let tool = SearchProjectChats::new(storage(db.store()), &alice, "p", "Garden", "x");
     let error = refused(&tool, json!({"query": "   "})).await;
     assert_eq!(
         error,

@@ -3,11 +3,16 @@
 //! handlers that misbehave in the ways real servers do.
 //!
 //! Setup failures panic: this module only runs inside tests, where a panic is the failure report.
+//! [`Logs`] records what the code under test logs.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod logs;
+
+pub use logs::{LogLine, Logs};
 
 use std::borrow::Cow;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -66,6 +71,14 @@ pub struct ServerState {
     pub subscriptions: Mutex<Vec<SubscriptionSink>>,
     pub list_calls: AtomicUsize,
     pub cancelled_calls: AtomicUsize,
+    /// `ping` requests answered (legacy era; the stateless era has no `ping`).
+    pub pings: AtomicUsize,
+    /// How long each `ping` waits before it answers, in milliseconds.
+    pub ping_delay_ms: AtomicU64,
+    /// While set, every HTTP request is answered 503 (a server that is down behind its proxy).
+    pub down: AtomicBool,
+    /// Requests answered 503 because the server was down.
+    pub refused_while_down: AtomicUsize,
 }
 
 impl ServerState {
@@ -147,6 +160,15 @@ impl ServerHandler for TestServer {
             .unwrap()
             .push(context.sink().clone());
         context.cancelled().await;
+        Ok(())
+    }
+
+    async fn ping(&self, _context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        self.state.pings.fetch_add(1, Ordering::SeqCst);
+        let delay = self.state.ping_delay_ms.load(Ordering::SeqCst);
+        if delay > 0 {
+            tokio::time::sleep(Duration::from_millis(delay)).await;
+        }
         Ok(())
     }
 
@@ -247,13 +269,18 @@ impl McpTestServer {
             options: options.clone(),
             state: state.clone(),
         };
+        let switch = state.clone();
         let make_app: MakeApp = Arc::new(move |stop| {
             let app = mcp_app(handler.clone(), stop);
-            if options.hang_on_discover {
+            let app = if options.hang_on_discover {
                 app.layer(axum::middleware::from_fn(hang_on_discover))
             } else {
                 app
-            }
+            };
+            let switch = switch.clone();
+            app.layer(axum::middleware::from_fn(move |request, next| {
+                answer_unless_down(switch.clone(), request, next)
+            }))
         });
         Self::serve_first(state, make_app).await
     }
@@ -339,6 +366,18 @@ where
             .with_allowed_hosts(["localhost", "127.0.0.1", "::1", "mcp.test"]),
     );
     Router::new().nest_service("/mcp", service)
+}
+
+async fn answer_unless_down(
+    state: Arc<ServerState>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    if state.down.load(Ordering::SeqCst) {
+        state.refused_while_down.fetch_add(1, Ordering::SeqCst);
+        return StatusCode::SERVICE_UNAVAILABLE.into_response();
+    }
+    next.run(request).await
 }
 
 async fn hang_on_discover(

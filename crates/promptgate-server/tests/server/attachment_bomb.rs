@@ -1,0 +1,241 @@
+//! Attached files through the whole gateway. A PDF bomb: a 0.7 MB PDF (under the body limit) whose
+//! one content stream inflates to 700 MB is refused before any parser inflates it, the server's
+//! memory grows by a fraction of that, the model is told why it cannot read the file, and a later
+//! send of the thread does not read it again. Files slow to read are read beside the async workers,
+//! a few at a time, each cut at its time limit: `/healthz` keeps answering meanwhile, and once they
+//! are cut the next file is read.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::{Read, Write};
+
+use crate::common;
+
+use base64::Engine as _;
+use common::{Gateway, scripted_config, scripted_config_with};
+use flate2::Compression;
+use flate2::write::DeflateEncoder;
+use promptgate_llm::scripted::{ScriptedUpstream, text};
+use promptgate_server::config::AuthMode;
+use serde_json::{Value, json};
+
+const MIB: usize = 1 << 20;
+
+/// A zlib stream of `mib` MiB of zeros, built without compressing them all: one MiB compressed
+/// after another is a block that only refers back to zeros, so it can be repeated.
+fn zlib_zeros(mib: usize) -> Vec<u8> {
+    let zeros = vec![0u8; MIB];
+    let mut encoder = DeflateEncoder::new(Vec::new(), Compression::best());
+    encoder.write_all(&zeros).unwrap();
+    encoder.flush().unwrap();
+    let first = encoder.get_ref().len();
+    encoder.write_all(&zeros).unwrap();
+    encoder.flush().unwrap();
+    let (head, again) = encoder.get_ref().split_at(first);
+    let mut out = vec![0x78, 0xDA];
+    out.extend_from_slice(head);
+    for _ in 1..mib {
+        out.extend_from_slice(again);
+    }
+    // The empty last block, then the Adler-32 of the zeros: sum 1, running total the length.
+    out.extend_from_slice(&[0x03, 0x00]);
+    let adler = (((mib * MIB) % 65521) as u32) << 16 | 1;
+    out.extend_from_slice(&adler.to_be_bytes());
+    out
+}
+
+/// A PDF of these objects (numbered from 1; 1 is the catalog), with a correct xref table.
+fn pdf(objects: &[Vec<u8>]) -> Vec<u8> {
+    let mut pdf = b"%PDF-1.4\n".to_vec();
+    let mut offsets = Vec::new();
+    for (n, body) in objects.iter().enumerate() {
+        offsets.push(pdf.len());
+        pdf.extend_from_slice(format!("{} 0 obj\n", n + 1).as_bytes());
+        pdf.extend_from_slice(body);
+        pdf.extend_from_slice(b"\nendobj\n");
+    }
+    let xref = pdf.len();
+    let size = objects.len() + 1;
+    pdf.extend_from_slice(format!("xref\n0 {size}\n0000000000 65535 f \n").as_bytes());
+    for offset in offsets {
+        pdf.extend_from_slice(format!("{offset:010} 00000 n \n").as_bytes());
+    }
+    pdf.extend_from_slice(
+        format!("trailer\n<< /Size {size} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n").as_bytes(),
+    );
+    pdf
+}
+
+/// A stream object of `content`, FlateDecode-compressed already.
+fn flate_stream(content: &[u8]) -> Vec<u8> {
+    let mut stream = format!("<< /Length {} /Filter /FlateDecode >>\nstream\n", content.len()).into_bytes();
+    stream.extend_from_slice(content);
+    stream.extend_from_slice(b"\nendstream");
+    stream
+}
+
+fn zlib(data: &[u8]) -> Vec<u8> {
+    let mut encoder = flate2::write::ZlibEncoder::new(Vec::new(), Compression::best());
+    encoder.write_all(data).unwrap();
+    encoder.finish().unwrap()
+}
+
+const FONT: &str = "<< /Font << /F1 << /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> >> >>";
+
+/// `pages` pages that all draw the one content stream `content` (compressed already).
+fn pdf_of_pages(pages: usize, content: &[u8]) -> Vec<u8> {
+    let kids: Vec<String> = (0..pages).map(|n| format!("{} 0 R", 4 + n)).collect();
+    let mut objects = vec![
+        b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
+        format!(
+            "<< /Type /Pages /Kids [{}] /Count {pages} /Resources {FONT} >>",
+            kids.join(" ")
+        )
+        .into_bytes(),
+        flate_stream(content),
+    ];
+    objects.extend(
+        (0..pages)
+            .map(|_| b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 3 0 R >>".to_vec()),
+    );
+    pdf(&objects)
+}
+
+/// One page whose content stream is `content`, FlateDecode-compressed.
+fn pdf_with_content(content: &[u8]) -> Vec<u8> {
+    pdf_of_pages(1, content)
+}
+
+/// A few kilobytes that take the text extractor minutes: many pages, each drawing many short
+/// words. `n` makes each one another file.
+fn slow_pdf(n: usize) -> Vec<u8> {
+    let words = format!(
+        "BT /F1 12 Tf 72 720 Td ({n}) Tj {}ET",
+        "(ab) Tj 1 0 Td ".repeat(12_000)
+    );
+    pdf_of_pages(60, &zlib(words.as_bytes()))
+}
+
+/// This process's peak resident memory so far, in bytes (the gateway runs in it).
+fn peak_rss() -> usize {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    let kib: usize = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    kib * 1024
+}
+
+fn send_with_file(thread: &str, pdf: &[u8]) -> Value {
+    let url = format!(
+        "data:application/pdf;base64,{}",
+        base64::engine::general_purpose::STANDARD.encode(pdf)
+    );
+    json!({"id": thread, "trigger": "submit-message", "model": "scripted",
+    "messages": [{"id": "m1", "role": "user", "parts": [
+        {"type": "text", "text": "Summarise the report."},
+        {"type": "file", "mediaType": "application/pdf", "filename": "report.pdf", "url": url}
+    ]}]})
+}
+
+#[test]
+fn the_bomb_is_what_it_claims() {
+    let mut inflated = Vec::new();
+    flate2::read::ZlibDecoder::new(&zlib_zeros(3)[..])
+        .read_to_end(&mut inflated)
+        .unwrap();
+    assert_eq!(inflated.len(), 3 * MIB, "a whole, valid zlib stream");
+    assert!(inflated.iter().all(|b| *b == 0));
+}
+
+#[tokio::test]
+async fn a_pdf_bomb_is_refused_within_bounds_and_not_read_again() {
+    common::init();
+    let bomb = pdf_with_content(&zlib_zeros(700));
+    assert!(bomb.len() < 760_000, "a 0.7 MB file: {} bytes", bomb.len());
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    let gw = Gateway::start(
+        common::Backend::Sqlite,
+        scripted_config(AuthMode::SingleUser, &upstream.base_url()),
+    )
+    .await;
+    let body = send_with_file("bomb", &bomb);
+    let before = peak_rss();
+
+    upstream.push(text(["I could not read it."]));
+    let sse = gw.stream("/v1/chat", body).await;
+    assert_eq!(sse.text(), "I could not read it.", "{:?}", sse.events);
+    let grown = peak_rss().saturating_sub(before);
+    assert!(grown < 300 * MIB, "memory grew by {} MiB", grown / MIB);
+    let told = upstream.last_request().unwrap().to_string();
+    assert!(
+        told.contains(
+            "[Attached file: report.pdf (application/pdf); it is a PDF whose content expands past the \
+             32 MiB this server reads and could not be read]"
+        ),
+        "{told}"
+    );
+    let reads = r#"promptgate_attachment_reads_total{outcome="read"}"#;
+    assert_eq!(gw.metric(reads).await, 1.0);
+
+    // The next send renders the same file again, from what was kept.
+    upstream.push(text(["Still no."]));
+    let sse = gw
+        .stream("/v1/chat", common::use_chat_body("bomb", "And now?", "scripted"))
+        .await;
+    assert_eq!(sse.text(), "Still no.");
+    assert!(
+        upstream
+            .last_request()
+            .unwrap()
+            .to_string()
+            .contains("expands past the 32 MiB")
+    );
+    assert_eq!(gw.metric(reads).await, 1.0, "the file was read once");
+}
+
+/// More files than the gateway has workers, so that, read on them, every worker would be taken.
+const SLOW_FILES: usize = 4;
+
+#[tokio::test]
+async fn healthz_answers_while_files_slow_to_read_are_read_and_each_is_cut_at_its_limit() {
+    common::init();
+    let server = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    let config = scripted_config_with(
+        AuthMode::SingleUser,
+        &upstream.base_url(),
+        "[documents]\nthreads = 1\nread_timeout_ms = 2000\n",
+    );
+    let gw = Gateway::start_on(&server, config).await;
+    for _ in 0..SLOW_FILES {
+        upstream.push(text(["Noted."]));
+    }
+
+    let sends: Vec<_> = (0..SLOW_FILES)
+        .map(|n| gw.stream("/v1/chat", send_with_file(&format!("slow-{n}"), &slow_pdf(n))))
+        .collect();
+    let answers = gw.healthy_during(futures::future::join_all(sends)).await;
+    for sse in &answers {
+        assert_eq!(sse.text(), "Noted.", "{:?}", sse.events);
+    }
+    let told: Vec<String> = upstream.requests().iter().map(Value::to_string).collect();
+    for request in &told {
+        assert!(
+            request.contains("it took longer than 2 seconds to read and could not be read")
+                || request.contains("the server was too busy reading other files to read it"),
+            "{request}"
+        );
+    }
+    assert!(told.iter().any(|r| r.contains("took longer than 2 seconds")));
+
+    // The readings were cut, not left running: the one reading thread is free for the next file.
+    upstream.push(text(["Read it."]));
+    let small = pdf_with_content(&zlib(b"BT /F1 12 Tf 72 720 Td (Tide tables) Tj ET"));
+    let sse = gw.stream("/v1/chat", send_with_file("after", &small)).await;
+    assert_eq!(sse.text(), "Read it.");
+    let request = upstream.last_request().unwrap().to_string();
+    assert!(request.contains("Tide tables"), "{request}");
+    server.shutdown_background();
+}

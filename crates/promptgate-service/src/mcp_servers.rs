@@ -1,0 +1,127 @@
+//! The user's MCP servers in a send: discovery of only the servers whose tools fit the toolset's room,
+//! their tools in the shape the plan merges, and the log of what a send left out, said once per change
+//! rather than on every send.
+
+use std::collections::HashMap;
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::sync::Mutex;
+
+use promptgate_core::plan::{BuiltInInput, mcp_tool_room};
+use promptgate_core::settings::Model;
+use promptgate_core::tools::mcp_names::{McpServerTools, McpToolDef, NotOffered, left_out_summary};
+use promptgate_mcp::{DiscoveryOutcome, McpServerConfig};
+use promptgate_store::SendContext;
+
+use super::Service;
+
+/// What discovery found for a send.
+#[derive(Default)]
+pub(crate) struct Discovered {
+    /// Every enabled server in order; one that failed or was not needed keeps its place with no tools.
+    pub servers: Vec<McpServerTools>,
+    /// The connection settings of each server, by id, for the tool executors.
+    pub configs: HashMap<String, McpServerConfig>,
+    /// The names of the servers left unconnected because the toolset was full without them.
+    pub unconnected: Vec<String>,
+}
+
+impl Service {
+    /// Discovers the servers this send needs: those at the front of the user's list until their
+    /// tools fill what the built-in tools leave of the toolset.
+    pub(crate) async fn discover_mcp(&self, user_id: &str, ctx: &SendContext, model: &Model) -> Discovered {
+        let Some(hub) = &self.mcp else {
+            return Discovered::default();
+        };
+        if !model.supports_tools() || ctx.mcp_servers.is_empty() {
+            return Discovered::default();
+        }
+        let configs: Vec<McpServerConfig> = ctx
+            .mcp_servers
+            .iter()
+            .map(|(server, secrets)| McpServerConfig {
+                id: server.id.clone(),
+                user_id: user_id.to_owned(),
+                name: server.name.clone(),
+                url: server.url.clone(),
+                headers: secrets.headers.clone(),
+                bearer_token: secrets.bearer_token.clone(),
+            })
+            .collect();
+        let room = mcp_tool_room(BuiltInInput {
+            settings: &ctx.settings,
+            integrations: &ctx.integrations,
+            model,
+            project: ctx.project.as_ref(),
+            sibling_count: ctx.sibling_count,
+        });
+        let outcomes = hub
+            .discover_within(&configs, room, self.config.mcp_discovery_timeout)
+            .await;
+        let mut found = Discovered::default();
+        for outcome in &outcomes {
+            let server = outcome.server();
+            let tools = match outcome {
+                DiscoveryOutcome::Ready { tools, .. } => tools
+                    .iter()
+                    .map(|t| McpToolDef {
+                        name: t.name.clone(),
+                        description: t.description.clone(),
+                        input_schema: t.input_schema.clone(),
+                    })
+                    .collect(),
+                // The hub logs a server going down and coming back; a send only notes it.
+                DiscoveryOutcome::Failed { error, .. } => {
+                    tracing::debug!(server = %server.name, %error, "MCP server skipped for this send");
+                    Vec::new()
+                }
+                DiscoveryOutcome::Unused { .. } => {
+                    found.unconnected.push(server.name.clone());
+                    Vec::new()
+                }
+            };
+            found.servers.push(McpServerTools {
+                server_id: server.id.clone(),
+                name: server.name.clone(),
+                url: server.url.clone(),
+                tools,
+            });
+        }
+        found.configs = configs.into_iter().map(|c| (c.id.clone(), c)).collect();
+        found
+    }
+}
+
+/// Past this many users remembered, the memory starts over (each user's next change is logged).
+const USERS_REMEMBERED: usize = 10_000;
+
+/// What each user's sends last left out, as a fingerprint, so the log line comes once per change.
+#[derive(Default)]
+pub(crate) struct LeftOut {
+    last: Mutex<HashMap<String, u64>>,
+}
+
+impl LeftOut {
+    /// Logs what a send of `user_id` left out, if that differs from what the user's previous send
+    /// left out.
+    pub fn report(&self, user_id: &str, not_offered: &[NotOffered], unconnected: &[String]) {
+        let mut hasher = DefaultHasher::new();
+        (not_offered, unconnected).hash(&mut hasher);
+        let fingerprint = hasher.finish();
+        {
+            let mut last = self
+                .last
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if last.len() >= USERS_REMEMBERED && !last.contains_key(user_id) {
+                last.clear();
+            }
+            if last.insert(user_id.to_owned(), fingerprint) == Some(fingerprint) {
+                return;
+            }
+        }
+        if let Some(summary) = left_out_summary(not_offered, unconnected) {
+            tracing::warn!(user = %user_id, "{summary}");
+        }
+    }
+}

@@ -1,0 +1,112 @@
+// The user's MCP servers: add one (it is probed at once), probe, enable or disable, delete.
+import { useState } from 'react';
+import { api, messageOf, type McpServer, type NewMcpServer, type ProbeResponse } from '../api';
+import { ActionForm, Field, useList } from './common';
+
+type Probe = ProbeResponse | 'pending';
+
+export function McpPanel() {
+  const [servers, reload, error] = useList<McpServer>('/v1/mcp-servers');
+  const [name, setName] = useState('');
+  const [url, setUrl] = useState('');
+  const [token, setTok] = useState('');
+  const [probes, setProbes] = useState<Record<string, Probe>>({});
+  const [note, setNote] = useState<string | null>(null);
+  const probe = async (id: string) => {
+    setProbes((p) => ({ ...p, [id]: 'pending' }));
+    const result = await api<ProbeResponse>(`/v1/mcp-servers/${id}/probe`, { method: 'POST' }).catch(
+      (e): ProbeResponse => ({ ok: false, error: { kind: 'error', message: messageOf(e) } }),
+    );
+    setProbes((p) => ({ ...p, [id]: result }));
+  };
+  const save = async (s: McpServer, enabled: boolean) => {
+    // A PUT replaces the secrets too, so a stored token has to be sent again.
+    let bearer_token: string | undefined;
+    if (s.has_bearer_token) {
+      bearer_token = prompt(`Bearer token of ${s.name} (it is stored again with the change)`) ?? undefined;
+      if (!bearer_token) return;
+    }
+    const body: Partial<NewMcpServer> = { name: s.name, url: s.url, enabled, ...(bearer_token ? { bearer_token } : {}) };
+    await api(`/v1/mcp-servers/${s.id}`, { method: 'PUT', body }).catch((err) => setNote(messageOf(err)));
+    reload();
+  };
+  return (
+    <div>
+      <h2 id="panel-title">MCP servers</h2>
+      {error && <p role="alert">{error}</p>}
+      <ul className="cards">
+        {servers.map((s) => (
+          <li key={s.id} data-mcp-server={s.name}>
+            <strong>{s.name}</strong> <code>{s.url}</code>
+            <div className="row">
+              <label className="check" title={s.header_names.length ? 'Secret headers cannot be read back: delete and add the server again to change it' : undefined}>
+                <input type="checkbox" checked={s.enabled} disabled={s.header_names.length > 0} onChange={(e) => save(s, e.target.checked)} /> Enabled
+              </label>
+              <button type="button" onClick={() => probe(s.id)}>
+                Probe
+              </button>
+              <button
+                type="button"
+                onClick={async () => {
+                  await api(`/v1/mcp-servers/${s.id}`, { method: 'DELETE' });
+                  reload();
+                }}
+              >
+                Delete
+              </button>
+            </div>
+            <ProbeResult probe={probes[s.id]} />
+          </li>
+        ))}
+      </ul>
+      {note && <p role="alert">{note}</p>}
+      <ActionForm
+        action={async () => {
+          const body: Partial<NewMcpServer> = { name, url, enabled: true, ...(token ? { bearer_token: token } : {}) };
+          const created = await api<McpServer>('/v1/mcp-servers', { method: 'POST', body });
+          setName('');
+          setUrl('');
+          setTok('');
+          reload();
+          probe(created.id);
+        }}
+      >
+        <h3>Add a server</h3>
+        <Field label="Server name">
+          <input value={name} onChange={(e) => setName(e.target.value)} required />
+        </Field>
+        <Field label="Server URL">
+          <input type="url" value={url} onChange={(e) => setUrl(e.target.value)} placeholder="http://127.0.0.1:3001/mcp" required />
+        </Field>
+        <Field label="Bearer token (optional)">
+          <input type="password" value={token} onChange={(e) => setTok(e.target.value)} />
+        </Field>
+        <button type="submit">Add server</button>
+      </ActionForm>
+    </div>
+  );
+}
+
+function ProbeResult({ probe }: { probe?: Probe }) {
+  if (!probe) return null;
+  if (probe === 'pending') return <p>Connecting…</p>;
+  if (!probe.ok)
+    return (
+      <p className="probe failed" role="alert">
+        Failed ({probe.error?.kind ?? 'error'}): {probe.error?.message}
+      </p>
+    );
+  const tools = probe.tools ?? [];
+  return (
+    <div className="probe ok" role="status">
+      Connected to {probe.server?.name} {probe.server?.version} — {tools.length} tools
+      <ul>
+        {tools.map((t) => (
+          <li key={t.name}>
+            <code>{t.name}</code> {t.description}
+          </li>
+        ))}
+      </ul>
+    </div>
+  );
+}

@@ -1,0 +1,45 @@
+// What the side panels share: a list read from the API, and a labelled form field.
+import { useCallback, useEffect, useState, type ReactNode } from 'react';
+import { api, messageOf } from '../api';
+
+export function useList<T>(path: string): [T[], () => void, string | null] {
+  const [items, setItems] = useState<T[]>([]);
+  const [error, setError] = useState<string | null>(null);
+  const load = useCallback(() => {
+    api<T[]>(path)
+      .then((x) => (setItems(x), setError(null)))
+      .catch((e) => setError(messageOf(e)));
+  }, [path]);
+  useEffect(load, [load]);
+  return [items, load, error];
+}
+
+export function Field({ label, children }: { label: string; children: ReactNode }) {
+  return (
+    <label className="field">
+      <span>{label}</span>
+      {children}
+    </label>
+  );
+}
+
+/// A form whose submit runs `action`; what it throws is shown under the form.
+export function ActionForm({ action, children }: { action(): Promise<void>; children: ReactNode }) {
+  const [note, setNote] = useState<string | null>(null);
+  return (
+    <form
+      onSubmit={async (e) => {
+        e.preventDefault();
+        try {
+          await action();
+          setNote(null);
+        } catch (err) {
+          setNote(messageOf(err));
+        }
+      }}
+    >
+      {children}
+      {note && <p role="alert">{note}</p>}
+    </form>
+  );
+}

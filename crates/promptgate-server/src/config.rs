@@ -65,6 +65,9 @@ pub struct Config {
     /// Signed artifact links.
     #[serde(default)]
     pub artifacts: crate::routes::artifact_links::ArtifactsConfig,
+    /// The AI SDK release a UI message stream is written for when the request does not say.
+    #[serde(default)]
+    pub ui_stream: crate::ui_stream::UiStreamConfig,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -7,6 +7,7 @@ pub mod health;
 pub mod integrations;
 pub mod library;
 pub mod mcp;
+pub mod messages;
 pub mod models;
 pub mod oauth;
 mod pages;

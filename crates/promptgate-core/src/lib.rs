@@ -12,6 +12,7 @@
 pub mod budget;
 pub mod citations;
 pub mod error;
+pub mod ids;
 pub mod plan;
 pub mod prompt;
 pub mod request_fields;

@@ -184,17 +184,6 @@ impl FinishReason {
             other => Self::Other(other.to_owned()),
         }
     }
-
-    /// OpenAI's spelling.
-    pub fn as_openai(&self) -> &str {
-        match self {
-            Self::Stop => "stop",
-            Self::Length => "length",
-            Self::ToolCalls => "tool_calls",
-            Self::ContentFilter => "content_filter",
-            Self::Other(s) => s,
-        }
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

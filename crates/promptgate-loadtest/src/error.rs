@@ -1,3 +1,5 @@
+//! The load driver's one error type.
+
 use std::time::Duration;
 
 /// Everything that can stop a load run before it has numbers to show.

@@ -18,7 +18,7 @@ use crate::wire::WireClient;
 pub const MAX_REQUESTS_PER_RUN: u64 = 200_000;
 /// A request that takes longer than this counts as an error.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
-/// The end-of-stream marker both the upstream and the gateway send.
+/// The end-of-stream marker both the upstream and the gateway's completion streams send.
 const DONE_MARKER: &[u8] = b"data: [DONE]";
 
 /// Makes the body of the `n`th request of a run (so each send can name a new thread).
@@ -33,8 +33,10 @@ pub struct Target {
     others: Vec<Arc<WireClient>>,
     path: String,
     pub body: BodyFn,
-    /// The answer is an SSE stream that must end with `data: [DONE]`.
+    /// The answer is an SSE stream that must end with [`Target::end_marker`].
     pub streamed: bool,
+    /// What a streamed answer carries at its end: `data: [DONE]` unless said otherwise.
+    pub end_marker: &'static [u8],
 }
 
 impl Target {
@@ -47,7 +49,15 @@ impl Target {
             path,
             body,
             streamed,
+            end_marker: DONE_MARKER,
         })
+    }
+
+    /// A streamed answer ends with `marker` instead of `data: [DONE]` (the Responses API's streams
+    /// end with their terminal event).
+    pub fn ending_with(mut self, marker: &'static [u8]) -> Self {
+        self.end_marker = marker;
+        self
     }
 
     /// Also sends to `url` (the same path on another server), in turn with the servers before it.
@@ -181,7 +191,8 @@ pub async fn drive_stretch(target: &Target, rate: f64, duration: Duration) -> Re
         max_lag = max_lag.max(Instant::now().saturating_duration_since(due));
         let client = target.client_for(n);
         let request = client.post_json(&target.path, &(target.body)(n));
-        tasks.spawn(measure(Arc::clone(client), request, target.streamed));
+        let end = target.streamed.then_some(target.end_marker);
+        tasks.spawn(measure(Arc::clone(client), request, end));
         // Reap what has finished so a long run holds only its in-flight tasks.
         while let Some(done) = tasks.try_join_next() {
             samples.push(done?);
@@ -223,7 +234,8 @@ pub fn pooled(rate: f64, stretches: Vec<Stretch>) -> RunResult {
     }
 }
 
-async fn measure(client: Arc<WireClient>, request: Vec<u8>, streamed: bool) -> Sample {
+/// Sends one request; a streamed answer must carry `end` in its tail.
+async fn measure(client: Arc<WireClient>, request: Vec<u8>, end: Option<&'static [u8]>) -> Sample {
     let begun = Instant::now();
     let answer = tokio::time::timeout(REQUEST_TIMEOUT, client.send(&request, begun)).await;
     let failed = |error: String| Sample {
@@ -242,8 +254,13 @@ async fn measure(client: Arc<WireClient>, request: Vec<u8>, streamed: bool) -> S
             answer.status,
             String::from_utf8_lossy(&answer.tail)
         ))
-    } else if streamed && !answer.tail.windows(DONE_MARKER.len()).any(|w| w == DONE_MARKER) {
-        Some("the stream ended without data: [DONE]".to_owned())
+    } else if let Some(end) = end
+        && !answer.tail.windows(end.len()).any(|w| w == end)
+    {
+        Some(format!(
+            "the stream ended without {}",
+            String::from_utf8_lossy(end)
+        ))
     } else {
         None
     };

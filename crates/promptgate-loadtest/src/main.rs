@@ -1,3 +1,6 @@
+//! The `promptgate-loadtest` command: parses its options, runs the scenarios and prints their
+//! Markdown report (or, as `serve-gateway`, is the gateway process a run measures).
+
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -134,6 +137,8 @@ async fn drive(cli: Cli) -> anyhow::Result<()> {
         let mut all = vec![
             Scenario::FacadeJson,
             Scenario::FacadeStream,
+            Scenario::ResponsesJson,
+            Scenario::ResponsesStream,
             Scenario::SendSqlite,
             Scenario::Capacity,
             Scenario::HeldTurns,

@@ -20,6 +20,10 @@ pub enum Scenario {
     FacadeJson,
     /// `POST /v1/chat/completions` with `stream: true`.
     FacadeStream,
+    /// `POST /v1/responses` (not kept), JSON answer.
+    ResponsesJson,
+    /// `POST /v1/responses` (not kept) with `stream: true`.
+    ResponsesStream,
     /// `POST /v1/chat` (useChat body) over SQLite.
     SendSqlite,
     /// `POST /v1/chat` (useChat body) over Postgres.
@@ -44,6 +48,8 @@ impl Scenario {
         match self {
             Scenario::FacadeJson => "facade JSON",
             Scenario::FacadeStream => "facade stream",
+            Scenario::ResponsesJson => "responses JSON",
+            Scenario::ResponsesStream => "responses stream",
             Scenario::SendSqlite => "send, SQLite",
             Scenario::SendPostgres => "send, Postgres",
             Scenario::SendPostgresTwo => "send, Postgres, 2 instances",
@@ -243,6 +249,19 @@ fn completion_target(url: String, model: &'static str, streamed: bool) -> Result
     Target::new(&url, Arc::new(move |_| body.clone()), streamed)
 }
 
+/// How a Responses stream ends: its terminal event's data carries the type after the whole response
+/// object, so the tail the driver keeps of an answer holds it.
+const RESPONSE_COMPLETED: &[u8] = b"\"type\":\"response.completed\"";
+
+/// A Responses API request not kept (`store: false`), as a chat completion keeps nothing either:
+/// the comparison is of the facade's work alone.
+fn responses_target(url: String, streamed: bool) -> Result<Target, LoadError> {
+    let body = Bytes::from(
+        json!({"model": BENCH_MODEL, "input": QUESTION, "stream": streamed, "store": false}).to_string(),
+    );
+    Ok(Target::new(&url, Arc::new(move |_| body.clone()), streamed)?.ending_with(RESPONSE_COMPLETED))
+}
+
 /// Every send opens a new thread, so each one pays for creating it and storing both messages, and no
 /// send waits on another's turn (a second send to a busy thread is refused).
 fn send_target(url: String) -> Result<Target, LoadError> {
@@ -308,6 +327,8 @@ pub async fn run(options: &Options) -> Result<Report, LoadError> {
     let sqlite_scenarios = [
         Scenario::FacadeJson,
         Scenario::FacadeStream,
+        Scenario::ResponsesJson,
+        Scenario::ResponsesStream,
         Scenario::SendSqlite,
         Scenario::Capacity,
     ];
@@ -315,7 +336,14 @@ pub async fn run(options: &Options) -> Result<Report, LoadError> {
         let gateway = GatewayProcess::start(&http, &upstream.base_url(), None, &options.gateway).await?;
         let idle_at_start = gateway.memory();
         tracing::info!(pid = gateway.pid(), "gateway on SQLite is ready");
-        for scenario in [Scenario::FacadeJson, Scenario::FacadeStream, Scenario::SendSqlite] {
+        let compared = [
+            Scenario::FacadeJson,
+            Scenario::FacadeStream,
+            Scenario::ResponsesJson,
+            Scenario::ResponsesStream,
+            Scenario::SendSqlite,
+        ];
+        for scenario in compared {
             if wants(scenario) {
                 let (direct, through) = targets(scenario, &direct_url, &gateway)?;
                 report
@@ -524,6 +552,14 @@ fn targets(
         | Scenario::ScaleThreads => (
             completion_target(direct_url.to_owned(), UPSTREAM_MODEL, true)?,
             completion_target(facade, BENCH_MODEL, true)?,
+        ),
+        Scenario::ResponsesJson => (
+            completion_target(direct_url.to_owned(), UPSTREAM_MODEL, false)?,
+            responses_target(gateway.url("/v1/responses"), false)?,
+        ),
+        Scenario::ResponsesStream => (
+            completion_target(direct_url.to_owned(), UPSTREAM_MODEL, true)?,
+            responses_target(gateway.url("/v1/responses"), true)?,
         ),
         Scenario::SendSqlite | Scenario::SendPostgres | Scenario::SendPostgresTwo => (
             completion_target(direct_url.to_owned(), UPSTREAM_MODEL, true)?,

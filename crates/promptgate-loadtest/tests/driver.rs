@@ -258,6 +258,31 @@ fn the_binary_measures_the_facade_and_a_send_through_a_real_gateway() {
     assert!(per_turn.parse::<f64>().is_ok(), "{held}");
 }
 
+/// The Responses API beside the chat facade: its streams end with `response.completed`, not
+/// `[DONE]`, and count as answered only with it.
+#[test]
+fn the_binary_measures_the_responses_api_whole_and_streamed() {
+    let stdout = run_binary(&[
+        "--scenario",
+        "responses-json",
+        "--scenario",
+        "responses-stream",
+        "--rate",
+        "20",
+        "--duration",
+        "0.5",
+        "--warmup",
+        "0",
+    ]);
+    for scenario in ["responses JSON", "responses stream"] {
+        for path in ["direct", "gateway"] {
+            let cells = table_row(&stdout, &format!("| {scenario} | {path} |"));
+            assert_eq!(cells[5], "10", "every request answered: {cells:?}");
+            assert_eq!(cells[6], "0", "no errors: {cells:?}");
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_paced_upstream_sends_each_event_in_its_own_frame_on_its_schedule() {
     promptgate_loadtest::init_tls();

@@ -76,6 +76,19 @@ impl OperationOutput for NoContent {
     }
 }
 
+/// The `200` of a facade that answers a JSON object, or SSE with `stream: true`; `description`
+/// says what each holds.
+pub fn json_or_event_stream(description: &str) -> Vec<(Option<ApiStatus>, ApiResponse)> {
+    let mut res = ApiResponse {
+        description: description.into(),
+        ..Default::default()
+    };
+    for kind in ["application/json", "text/event-stream"] {
+        res.content.insert(kind.into(), Default::default());
+    }
+    vec![(Some(ApiStatus::Code(200)), res)]
+}
+
 /// Routes that must be reachable without a token (the browser arrives there from the provider).
 fn is_public(path: &str) -> bool {
     path.ends_with("/callback")

@@ -19,7 +19,7 @@ use tower_http::trace::TraceLayer;
 
 use crate::boundary;
 use crate::config::AuthMode;
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 use crate::routes;
 use crate::state::AppState;
 use crate::user_limits::UserLimits;
@@ -35,6 +35,7 @@ fn api_routes() -> ApiRouter<AppState> {
         .merge(routes::threads::routes())
         .merge(routes::prompt::routes())
         .merge(routes::artifact_links::routes())
+        .merge(routes::responses::kept_routes())
 }
 
 /// Routes that stream; they are documented but not under the request timeout.
@@ -42,6 +43,7 @@ fn streaming_routes() -> ApiRouter<AppState> {
     ApiRouter::new()
         .merge(routes::chat::routes())
         .merge(routes::completions::routes())
+        .merge(routes::responses::routes())
 }
 
 fn api_info() -> OpenApi {
@@ -111,8 +113,9 @@ pub fn build(state: AppState) -> Router {
                 async move { axum::Json(spec.as_ref().clone()) }
             }),
         )
-        // Runs after routing, so it knows the route's template; cheap: it only copies that label.
-        .route_layer(axum::middleware::from_fn(crate::observe::label_route))
+        // Runs after routing, so it knows the route's template; cheap: it copies that label and
+        // logs what an error response says failed on our side.
+        .route_layer(axum::middleware::from_fn(crate::observe::after_route))
         .fallback(unknown_route)
         .method_not_allowed_fallback(wrong_method)
         .with_state(state);
@@ -153,18 +156,12 @@ async fn unknown_route(
     {
         return res;
     }
-    ApiError::new(
-        StatusCode::NOT_FOUND,
-        "not_found",
-        "no such endpoint; see /openapi.json",
-    )
-    .into_response()
+    ApiError::new(ErrorCode::NotFound, "no such endpoint; see /openapi.json").into_response()
 }
 
 async fn wrong_method() -> Response {
     ApiError::new(
-        StatusCode::METHOD_NOT_ALLOWED,
-        "method_not_allowed",
+        ErrorCode::MethodNotAllowed,
         "this endpoint does not take that method",
     )
     .into_response()

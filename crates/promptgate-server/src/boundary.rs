@@ -6,13 +6,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::Request;
-use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use crate::config::{AuthMode, Config, ConfigError, ServerConfig};
-use crate::error::{ApiError, code_for_status};
+use crate::error::{ApiError, ErrorCode};
 
 /// Longest request target (path and query) accepted. hyper's own limit is far higher and answers
 /// without a body, so ours comes first.
@@ -173,8 +173,7 @@ fn refusal(policy: &Policy, method: &Method, uri: &axum::http::Uri, headers: &He
     let target = uri.path_and_query().map_or(0, |pq| pq.as_str().len());
     if target > MAX_URI_BYTES {
         return Some(ApiError::new(
-            StatusCode::URI_TOO_LONG,
-            "uri_too_long",
+            ErrorCode::UriTooLong,
             format!("the request target is {target} bytes; the limit is {MAX_URI_BYTES}"),
         ));
     }
@@ -184,8 +183,7 @@ fn refusal(policy: &Policy, method: &Method, uri: &axum::http::Uri, headers: &He
         .sum();
     if head > MAX_HEADER_BYTES {
         return Some(ApiError::new(
-            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-            "headers_too_large",
+            ErrorCode::HeadersTooLarge,
             format!("the request headers are {head} bytes; the limit is {MAX_HEADER_BYTES}"),
         ));
     }
@@ -195,8 +193,7 @@ fn refusal(policy: &Policy, method: &Method, uri: &axum::http::Uri, headers: &He
         .or_else(|| uri.authority().map(|a| a.as_str()));
     if policy.check_host && !host.is_some_and(|h| policy.host_allowed(h)) {
         return Some(ApiError::new(
-            StatusCode::MISDIRECTED_REQUEST,
-            "host_not_allowed",
+            ErrorCode::HostNotAllowed,
             "this server answers only to loopback names and the hosts in server.allowed_hosts",
         ));
     }
@@ -207,8 +204,7 @@ fn refusal(policy: &Policy, method: &Method, uri: &axum::http::Uri, headers: &He
         })
     {
         return Some(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "origin_not_allowed",
+            ErrorCode::OriginNotAllowed,
             "requests from this web origin are refused; list it in server.cors.allowed_origins",
         ));
     }
@@ -272,7 +268,7 @@ pub async fn json_errors(res: Response) -> Response {
             .unwrap_or("the request failed")
             .to_owned()
     });
-    let mut fresh = ApiError::new(status, code_for_status(status), message).into_response();
+    let mut fresh = ApiError::new(ErrorCode::for_status(status), message).into_response();
     // Keep what the producer set (Allow, Retry-After, CORS headers) besides the body's own.
     for (name, value) in &parts.headers {
         if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {

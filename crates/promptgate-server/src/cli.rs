@@ -119,12 +119,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             json,
         } => {
             let config = Config::load(cli.config.as_deref(), &ProcessEnv)?;
-            let file = crate::eval::load(&scenarios)?;
-            let outcomes = crate::eval::run(config, &file, model.as_deref()).await?;
+            let file = promptgate_eval::load(&scenarios)?;
+            let outcomes = eval(config, &file, model.as_deref()).await?;
             let text = if json {
                 serde_json::to_string_pretty(&outcomes)?
             } else {
-                crate::eval::table(&outcomes)
+                promptgate_eval::table(&outcomes)
             };
             write_stdout(&text)?;
             let failed = outcomes.iter().filter(|o| !o.passed).count();
@@ -133,6 +133,22 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Serve => serve(Config::load(cli.config.as_deref(), &ProcessEnv)?).await,
     }
+}
+
+/// Runs the scenarios through a service built from `config` over an in-memory SQLite store, so an
+/// evaluation never touches the deployment's database.
+async fn eval(
+    config: Config,
+    file: &promptgate_eval::ScenarioFile,
+    model: Option<&str>,
+) -> anyhow::Result<Vec<promptgate_eval::Outcome>> {
+    let database = Database::connect("sqlite::memory:")
+        .await
+        .context("cannot open an in-memory database")?;
+    database.migrate().await.context("database migration failed")?;
+    let default_model = config.default_model.clone();
+    let state = prepare_with(config, database).await?;
+    promptgate_eval::run(&state.service, &default_model, file, model).await
 }
 
 fn write_stdout(text: &str) -> anyhow::Result<()> {

@@ -36,6 +36,9 @@ pub struct Config {
     pub server: ServerConfig,
     #[serde(default)]
     pub turn: TurnConfig,
+    /// Responses of the Responses API that clients ask to keep (`store: true`).
+    #[serde(default)]
+    pub responses: ResponsesConfig,
     /// How sends fit a thread to the model's context window.
     #[serde(default)]
     pub context: crate::config_context::ContextConfig,
@@ -216,6 +219,22 @@ impl Default for TurnConfig {
             heartbeat_secs: promptgate_service::settings::DEFAULT_HEARTBEAT.as_secs(),
             retry_window_secs: promptgate_service::settings::DEFAULT_RETRY_WINDOW.as_secs(),
             kept_harnesses: promptgate_service::settings::DEFAULT_KEPT_HARNESSES,
+        }
+    }
+}
+
+/// Kept responses of `POST /v1/responses`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ResponsesConfig {
+    /// How long a kept response can be read and continued; older ones are deleted.
+    pub retention_days: u64,
+}
+
+impl Default for ResponsesConfig {
+    fn default() -> Self {
+        Self {
+            retention_days: promptgate_service::settings::DEFAULT_RESPONSE_RETENTION.as_secs() / 86_400,
         }
     }
 }

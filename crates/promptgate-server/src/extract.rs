@@ -11,7 +11,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 
 /// A JSON body. Malformed JSON is 400, a body of the wrong shape (wrong types, unknown fields or enum
 /// values, or anything but an object) is 422 with serde's explanation, a content type other than
@@ -74,22 +74,23 @@ fn is_json(headers: &HeaderMap) -> bool {
 fn not_an_object(body: &[u8]) -> ApiError {
     match serde_json::from_slice::<serde::de::IgnoredAny>(body) {
         Ok(_) => ApiError::invalid("the body must be a JSON object"),
-        Err(e) => ApiError::bad_request("malformed_json", format!("the body is not valid JSON: {e}")),
+        Err(e) => ApiError::new(
+            ErrorCode::MalformedJson,
+            format!("the body is not valid JSON: {e}"),
+        ),
     }
 }
 
 fn not_json() -> ApiError {
     ApiError::new(
-        StatusCode::UNSUPPORTED_MEDIA_TYPE,
-        "unsupported_media_type",
+        ErrorCode::UnsupportedMediaType,
         "send the body as JSON with `Content-Type: application/json`",
     )
 }
 
 fn too_large() -> ApiError {
     ApiError::new(
-        StatusCode::PAYLOAD_TOO_LARGE,
-        "payload_too_large",
+        ErrorCode::PayloadTooLarge,
         "the request body is larger than this server accepts (limits.body_bytes)",
     )
 }
@@ -99,12 +100,11 @@ fn body_rejection(rejection: BytesRejection) -> ApiError {
         too_large()
     } else if body_timed_out(&rejection) {
         ApiError::new(
-            StatusCode::REQUEST_TIMEOUT,
-            "request_timeout",
+            ErrorCode::RequestTimeout,
             "the request body stopped arriving (server.body_timeout_secs)",
         )
     } else {
-        ApiError::bad_request("invalid_request", rejection.body_text())
+        ApiError::new(ErrorCode::InvalidRequest, rejection.body_text())
     }
 }
 
@@ -125,8 +125,8 @@ fn json_rejection(rejection: JsonRejection) -> ApiError {
             e.body_text()
                 .replace("Failed to deserialize the JSON body into the target type: ", ""),
         ),
-        JsonRejection::JsonSyntaxError(e) => ApiError::bad_request(
-            "malformed_json",
+        JsonRejection::JsonSyntaxError(e) => ApiError::new(
+            ErrorCode::MalformedJson,
             e.body_text().replace(
                 "Failed to parse the request body as JSON: ",
                 "the body is not valid JSON: ",
@@ -134,7 +134,7 @@ fn json_rejection(rejection: JsonRejection) -> ApiError {
         ),
         JsonRejection::MissingJsonContentType(_) => not_json(),
         other if other.status() == StatusCode::PAYLOAD_TOO_LARGE => too_large(),
-        other => ApiError::bad_request("invalid_request", other.body_text()),
+        other => ApiError::new(ErrorCode::InvalidRequest, other.body_text()),
     }
 }
 
@@ -163,8 +163,8 @@ where
 }
 
 fn query_rejection(rejection: QueryRejection) -> ApiError {
-    ApiError::bad_request(
-        "invalid_query",
+    ApiError::new(
+        ErrorCode::InvalidQuery,
         rejection
             .body_text()
             .replace("Failed to deserialize query string: ", "invalid query string: "),

@@ -1,3 +1,6 @@
+//! The `promptgate` binary: logging as `PROMPTGATE_LOG` and `PROMPTGATE_LOG_FORMAT` say, the TLS
+//! provider, a runtime, then the command line ([`promptgate_server::cli`]).
+
 use std::io::IsTerminal;
 use std::process::ExitCode;
 

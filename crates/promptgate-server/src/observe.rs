@@ -26,6 +26,8 @@ use promptgate_service::events::{TurnEvent, UiChunk};
 use serde_json::Value;
 use tracing::Instrument;
 
+use crate::error::FailureLog;
+
 /// The header a request id travels in, both ways.
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
@@ -181,9 +183,14 @@ impl<K: Eq + std::hash::Hash> TimedSeries<K> {
 #[derive(Clone)]
 struct RouteLabel(String);
 
-/// Copies the matched route's template (`/v1/threads/{id}`) onto the response.
-pub async fn label_route(matched: Option<MatchedPath>, request: Request, next: Next) -> Response {
+/// Runs right around every route's handler: copies the matched route's template
+/// (`/v1/threads/{id}`) onto the response, and writes the log line of a failure on our side that an
+/// error response carries ([`FailureLog`]), in the handler's own spans, where the error was made.
+pub async fn after_route(matched: Option<MatchedPath>, request: Request, next: Next) -> Response {
     let mut response = next.run(request).await;
+    if let Some(failure) = response.extensions_mut().remove::<FailureLog>() {
+        failure.log();
+    }
     if let Some(matched) = matched {
         response
             .extensions_mut()
@@ -210,7 +217,8 @@ pub struct TurnWatch {
 }
 
 impl TurnWatch {
-    /// `kind` is `chat` or `completion`. Call inside the request's span so the summary carries its id.
+    /// `kind` is `chat`, `completion` or `response`. Call inside the request's span so the summary
+    /// carries its id.
     pub fn start(kind: &'static str, turn_id: &str, model: &str) -> Self {
         TURN_SERIES.in_flight.increment(1.0);
         Self {
@@ -353,4 +361,68 @@ where
 /// Milliseconds with microsecond precision, so log lines stay short.
 fn millis(elapsed: std::time::Duration) -> f64 {
     (elapsed.as_secs_f64() * 1_000_000.0).round() / 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::sync::Arc;
+
+    use axum::body::Body;
+    use axum::routing::get;
+    use promptgate_service::{ServiceError, StoreError};
+    use serde_json::Value;
+    use tower::ServiceExt;
+
+    use super::*;
+    use crate::error::ApiError;
+
+    /// Log output kept in memory.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Captured {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_failure_on_our_side_is_logged_once_with_its_detail() {
+        let captured = Captured::default();
+        let writer = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .json()
+            .with_writer(move || writer.clone())
+            .finish();
+        let _default = tracing::subscriber::set_default(subscriber);
+        let app = axum::Router::new()
+            .route(
+                "/threads",
+                get(|| async {
+                    let outage = StoreError::Unavailable("pool timed out".to_owned());
+                    Err::<(), ApiError>(ServiceError::Store(outage).into())
+                }),
+            )
+            .route_layer(axum::middleware::from_fn(after_route));
+        let request = Request::get("/threads").body(Body::empty()).unwrap();
+        let response = app.oneshot(request).await.unwrap();
+        assert_eq!(response.status(), axum::http::StatusCode::SERVICE_UNAVAILABLE);
+        assert!(
+            response.extensions().get::<FailureLog>().is_none(),
+            "the note stays on the server"
+        );
+        let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+        let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(lines.len(), 1, "{text}");
+        assert_eq!(lines[0]["level"], "WARN");
+        assert_eq!(lines[0]["target"], "promptgate_server::error");
+        assert_eq!(lines[0]["fields"]["message"], "store unavailable");
+        assert_eq!(lines[0]["fields"]["error"], "pool timed out");
+    }
 }

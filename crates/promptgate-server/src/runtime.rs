@@ -72,6 +72,7 @@ fn service_config(config: &Config) -> ServiceConfig {
         shell: config.workspace.shell_pool(),
         documents: config.documents.reader(),
         kept_harnesses: config.turn.kept_harnesses,
+        response_retention: Duration::from_secs(config.responses.retention_days.saturating_mul(86_400)),
         context: config.context.settings(),
     }
 }

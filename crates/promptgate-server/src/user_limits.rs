@@ -6,13 +6,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::extract::{FromRequestParts, Request, State};
-use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderValue, Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::auth::CurrentUser;
 use crate::config::Limits;
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 use crate::state::AppState;
 
 /// Past this many remembered users, entries with nothing running and a full allowance are dropped.
@@ -116,7 +116,7 @@ fn is_send(method: &Method, path: &str) -> bool {
     if *method != Method::POST {
         return false;
     }
-    if path == "/v1/chat" || path == "/v1/chat/completions" {
+    if path == "/v1/chat" || path == "/v1/chat/completions" || path == "/v1/responses" {
         return true;
     }
     path.strip_prefix("/v1/threads/")
@@ -163,7 +163,7 @@ fn refused(refusal: &Refusal) -> Response {
         ),
     };
     let secs = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);
-    let mut res = ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", message).into_response();
+    let mut res = ApiError::new(ErrorCode::RateLimited, message).into_response();
     res.headers_mut()
         .insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
     res
@@ -210,6 +210,8 @@ mod tests {
     fn only_turn_starting_requests_count() {
         assert!(is_send(&Method::POST, "/v1/chat"));
         assert!(is_send(&Method::POST, "/v1/chat/completions"));
+        assert!(is_send(&Method::POST, "/v1/responses"));
+        assert!(!is_send(&Method::DELETE, "/v1/responses/resp_1"));
         assert!(is_send(&Method::POST, "/v1/threads/t1/messages"));
         assert!(!is_send(&Method::GET, "/v1/threads/t1/messages"));
         assert!(!is_send(&Method::POST, "/v1/chat/t1/stop"));

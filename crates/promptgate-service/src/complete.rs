@@ -1,7 +1,9 @@
-//! Stateless turns for the facades (OpenAI chat completions, and any other API the server
-//! speaks): the same prompt, tools and loop as a send, over the history the client supplies, with
-//! nothing of the answer stored. A client may bring tools of its own; a call to one ends the turn
-//! and the steps it did not see are kept for its next request ([`crate::handoffs`]).
+//! Stateless turns for the facades (OpenAI chat completions, the Responses API, and any other API
+//! the server speaks): the same prompt, tools and loop as a send, over the history the client
+//! supplies, with no thread. A client may bring tools of its own; a call to one ends the turn and
+//! the steps it did not see are kept for its next request ([`crate::handoffs`]). Nothing of the
+//! answer is stored here; a kept response of the Responses API is kept by its reader
+//! ([`crate::respond`]).
 
 use std::sync::Arc;
 
@@ -10,9 +12,12 @@ use serde_json::{Map, Value};
 
 use super::handoffs::StoredHandoffs;
 use super::prepare::{Asked, Prepared};
-use super::{RunParts, SendHandle, SendStream, Service, ServiceError, TurnIds, check_request_fields};
+use super::{
+    ModelProvider, ProviderClient, RunParts, SendHandle, SendStream, Service, ServiceError, TurnIds,
+    check_request_fields,
+};
 use promptgate_turn::client_tools::{ClientToolChoice, ClientTools};
-use promptgate_turn::engine::{RequestBudget, ToolCache, run_turn_in_reader};
+use promptgate_turn::engine::{RequestBudget, ToolCache, TurnEnd, run_turn_in_reader};
 use promptgate_turn::facade::FacadeHistory;
 
 /// One facade request, in the engine's terms: each facade reads its own wire format into this.
@@ -26,6 +31,22 @@ pub struct CompletionRequest {
     pub tool_choice: ClientToolChoice,
     /// Request fields we do not interpret, passed to the provider.
     pub extra: Map<String, Value>,
+    /// `Some(false)`: the client asks for one tool call per step, whatever the model could do.
+    pub parallel_tool_calls: Option<bool>,
+    /// The most tokens each model request may produce, written in the provider's own field.
+    pub max_output_tokens: Option<u64>,
+    /// Work due when the turn ends, before its stream says done.
+    pub on_end: Vec<Arc<dyn TurnEnd>>,
+}
+
+/// Anthropic's Messages API calls the cap `max_tokens`; OpenAI's chat completions call it
+/// `max_completion_tokens` and refuse the older `max_tokens` for reasoning models, while a
+/// compatible server that does not know the field ignores it.
+fn output_cap_field(provider: &ModelProvider) -> &'static str {
+    match provider.client {
+        ProviderClient::Anthropic(_) => "max_tokens",
+        ProviderClient::Demo(_) | ProviderClient::OpenAi(_) => "max_completion_tokens",
+    }
 }
 
 fn last_user_text(messages: &[ChatMessage]) -> String {
@@ -66,7 +87,10 @@ impl Service {
             mut conversation,
             client_tools,
             tool_choice,
-            extra,
+            mut extra,
+            parallel_tool_calls,
+            max_output_tokens,
+            on_end,
         } = request;
         if !conversation
             .messages
@@ -87,6 +111,9 @@ impl Service {
         let ((ctx, model, provider), messages) = tokio::try_join!(load, restore)?;
         check_request_fields(extra.keys().map(String::as_str), &provider.allowed_request_fields)?;
         conversation.messages = messages;
+        if let Some(tokens) = max_output_tokens {
+            extra.insert(output_cap_field(&provider).to_owned(), tokens.into());
+        }
         let text = last_user_text(&conversation.messages);
         let prepared = self
             .prepare_with_text(
@@ -109,7 +136,7 @@ impl Service {
             })),
         };
         let model_id = prepared.model.id.clone();
-        let plan = prepared.into_turn_plan(
+        let mut plan = prepared.into_turn_plan(
             &provider,
             self.config.limits,
             RunParts {
@@ -119,16 +146,19 @@ impl Service {
                 tool_cache: ToolCache::default(),
                 cancel: self.stop_all.child_token(),
                 admission,
-                // Nothing of a facade completion is stored.
+                // No thread keeps the answer; a kept response is kept by its reader.
                 recorder: None,
                 extra,
                 tasks: self.tasks.clone(),
                 refusal: None,
-                on_end: Vec::new(),
+                on_end,
                 client,
             },
         );
-        // Nothing of it is stored, so nothing needs it to outlive its reader.
+        if parallel_tool_calls == Some(false) {
+            plan.policy.parallel_tool_calls = false;
+        }
+        // Nothing outlives the reader: a response is kept by the reader that read it to its end.
         let run = run_turn_in_reader(plan);
         Ok(SendHandle {
             turn_id,

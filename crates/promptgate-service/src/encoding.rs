@@ -50,10 +50,10 @@ impl StreamEncoding {
     }
 }
 
-/// An encoding for the service's own tests: one JSON object a line. It is not the server's SSE,
-/// which shows the service keeps no assumption about the frames it passes on.
-#[cfg(test)]
-pub(crate) const JSON_LINES: StreamEncoding = StreamEncoding {
+/// An encoding for the service's own tests (feature `testing`): one JSON object a line. It is not
+/// the server's SSE, which shows the service keeps no assumption about the frames it passes on.
+#[cfg(any(test, feature = "testing"))]
+pub const JSON_LINES: StreamEncoding = StreamEncoding {
     chunk: |chunk| {
         let mut line = serde_json::to_string(chunk).unwrap_or_default();
         line.push('\n');

@@ -1,5 +1,6 @@
 //! The one error type of the service: what a use case refuses, and what went wrong below it, in
-//! terms a transport can map without knowing the store, the MCP client or the tools.
+//! terms a transport can map without knowing the MCP client or the tools. The store's own error is
+//! carried as it is ([`ServiceError::Store`]), re-exported by the crate for transports to map.
 
 use promptgate_core::settings::Provider;
 use promptgate_store::StoreError;
@@ -57,24 +58,12 @@ pub enum ServiceError {
     #[error("{0}")]
     ProviderRefused(String),
 
-    // What the store reports, with its own wording.
-    #[error("not found")]
-    NoSuchRecord,
-    #[error("conflict: {0}")]
-    Conflict(String),
-    #[error("read-only: {0}")]
-    ReadOnly(String),
-    #[error("invalid: {0}")]
-    Invalid(String),
     /// Upstream request fields the caller may not set; the message names them and what may be set.
     #[error("{0}")]
     FieldsNotAllowed(String),
-    /// The database cannot be reached right now; worth retrying. The message is for logs.
-    #[error("database unavailable: {0}")]
-    Unavailable(String),
-    /// A failure on our side; the message is for logs and must never reach a client.
-    #[error("database error: {0}")]
-    Database(String),
+    /// What the store reports, as it words it.
+    #[error(transparent)]
+    Store(#[from] StoreError),
     /// Something else failed on our side; already logged where it happened.
     #[error("internal failure")]
     Internal,
@@ -89,19 +78,6 @@ pub enum ServiceError {
     /// A start-up check refused the deployment as configured; the message says what to change.
     #[error("{0}")]
     Refused(String),
-}
-
-impl From<StoreError> for ServiceError {
-    fn from(err: StoreError) -> Self {
-        match err {
-            StoreError::NotFound => Self::NoSuchRecord,
-            StoreError::Conflict(m) => Self::Conflict(m),
-            StoreError::ReadOnly(m) => Self::ReadOnly(m),
-            StoreError::Invalid(m) => Self::Invalid(m),
-            StoreError::Unavailable(m) => Self::Unavailable(m),
-            StoreError::Database(m) => Self::Database(m),
-        }
-    }
 }
 
 impl ServiceError {

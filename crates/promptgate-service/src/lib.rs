@@ -71,6 +71,7 @@ mod prepare;
 mod providers;
 mod record;
 pub mod records;
+mod respond;
 pub mod settings;
 mod toolset;
 mod window;
@@ -98,8 +99,10 @@ pub use library::ProbeOutcome;
 pub use live::{Continuation, LiveTurns};
 pub use open::Database;
 pub use prepare::{Prepared, PreparedSend, RunParts};
+pub use promptgate_store::StoreError;
 pub use providers::{ModelProvider, ProviderClient, Providers, check_request_fields};
 pub use record::{PendingSave, PendingSaves};
+pub use respond::{ResponseKeeper, ResponseRequest, ResponseRun};
 pub use toolset::{Executors, McpToolExecutor};
 pub use window::ContextReport;
 

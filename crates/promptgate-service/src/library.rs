@@ -298,7 +298,7 @@ impl Service {
         };
         match hub.check_url(url).await {
             Err(McpError::RefusedAddress(reason)) => Err(ServiceError::RefusedAddress(reason)),
-            Err(McpError::InvalidConfig(reason)) => Err(ServiceError::Invalid(reason)),
+            Err(McpError::InvalidConfig(reason)) => Err(ServiceError::InvalidMessage(reason)),
             _ => Ok(()),
         }
     }

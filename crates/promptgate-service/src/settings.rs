@@ -14,6 +14,8 @@ use std::time::Duration;
 use promptgate_core::settings::Model;
 
 pub use crate::claims::{DEFAULT_HEARTBEAT, DEFAULT_LEASE, DEFAULT_RETRY_WINDOW, InstanceConfig};
+#[cfg(feature = "testing")]
+pub use crate::encoding::JSON_LINES;
 pub use crate::encoding::StreamEncoding;
 pub use crate::feed::OnDisconnect;
 pub use crate::harness::DEFAULT_KEPT_HARNESSES;
@@ -35,6 +37,9 @@ pub use promptgate_workspace::{ShellPool, ShellPoolSize, WorkspaceLimits};
 
 /// How long a final save keeps trying while the store is unavailable.
 pub const DEFAULT_SAVE_RETRY: Duration = Duration::from_secs(600);
+
+/// How long a kept response of the Responses API stays, as the API keeps them by default.
+pub const DEFAULT_RESPONSE_RETENTION: Duration = Duration::from_secs(30 * 24 * 60 * 60);
 
 /// Enough for a busy single instance; each turn holds a client connection, an upstream connection
 /// and its history, so without a bound overload turns into memory.
@@ -62,6 +67,8 @@ pub struct ServiceConfig {
     pub documents: DocumentReader,
     /// Threads whose harness transcript this instance keeps in memory.
     pub kept_harnesses: usize,
+    /// How long a kept response of the Responses API can be read and continued.
+    pub response_retention: Duration,
     /// How a send fits its thread to the model's context window.
     pub context: ContextSettings,
 }
@@ -81,6 +88,7 @@ impl Default for ServiceConfig {
             shell: ShellPool::default(),
             documents: DocumentReader::default(),
             kept_harnesses: DEFAULT_KEPT_HARNESSES,
+            response_retention: DEFAULT_RESPONSE_RETENTION,
             context: ContextSettings::default(),
         }
     }

@@ -1,3 +1,6 @@
+//! HTML artifacts the `render_html` tool stores, one per call, read back by their owner only; the
+//! store is also the tools' `ArtifactStore`.
+
 use async_trait::async_trait;
 use promptgate_core::storage::{Artifact, ArtifactStore, StorageError};
 use sqlx::any::AnyRow;

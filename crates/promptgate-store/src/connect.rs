@@ -1,3 +1,7 @@
+//! Opening the database behind a `Store`: the backend from the URL (Postgres, or SQLite with its file
+//! prepared), the pool, the Postgres listener for setup changes, migrations, the readiness ping, and the
+//! store's clock for row timestamps.
+
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -143,6 +147,12 @@ const MIGRATIONS: &[SchemaVersion] = &[
         sqlite: Some(include_str!(
             "../../../migrations/sqlite/0015_client_handoffs.sql"
         )),
+    },
+    SchemaVersion {
+        version: 16,
+        name: "responses",
+        postgres: include_str!("../../../migrations/postgres/0016_responses.sql"),
+        sqlite: Some(include_str!("../../../migrations/sqlite/0016_responses.sql")),
     },
 ];
 

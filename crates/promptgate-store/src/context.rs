@@ -1,3 +1,6 @@
+//! What one send reads before its first byte, in as few round trips as the backends allow: the
+//! user's setup, the thread with its project and history, and the model asked for.
+
 use promptgate_core::settings::Project;
 
 use crate::connect::Store;

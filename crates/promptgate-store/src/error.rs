@@ -1,3 +1,6 @@
+//! The store's one error type, and how a driver error is classed (missing, conflict, unavailable or
+//! ours) for the caller and for the failure metrics.
+
 use promptgate_core::storage::StorageError;
 use sqlx::error::ErrorKind;
 

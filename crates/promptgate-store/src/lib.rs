@@ -28,6 +28,7 @@ mod observed;
 mod pages;
 mod projects;
 mod recent_tokens;
+mod responses;
 mod search;
 mod secrets;
 mod settings;
@@ -52,6 +53,7 @@ pub use error::{Result, StoreError};
 pub use handoffs::HandoffLimits;
 pub use listener::{APPLICATION_NAME as LISTENER_APPLICATION_NAME, CHANNEL as CHANGES_CHANNEL};
 pub use oauth_pending::{OAuthPending, PendingLimits, PendingRefused};
+pub use responses::MAX_RESPONSE_BYTES;
 pub use secrets::SealingReport;
 pub use setup::{LISTENED_RECHECK, SQLITE_RECHECK, UserSetup};
 pub use turn_claims::{

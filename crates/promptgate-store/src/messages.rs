@@ -1,3 +1,6 @@
+//! A thread's messages: appended, checkpointed while an answer streams, saved final, and listed in
+//! order; an edited message takes the place of the one it edits.
+
 use serde_json::Value;
 use sqlx::any::AnyRow;
 

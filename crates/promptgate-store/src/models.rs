@@ -1,3 +1,6 @@
+//! Model definitions: the deployment's system models (seeded, read-only) and each user's own.
+
+use promptgate_core::ids::MODEL_ID;
 use promptgate_core::settings::{Engine, Model};
 use sqlx::any::AnyRow;
 
@@ -5,7 +8,7 @@ use crate::SYSTEM_OWNER;
 use crate::connect::Store;
 use crate::error::{Result, StoreError};
 use crate::observed::Observed;
-use crate::util::{Cols, check_len, check_name, check_word, flag, from_json, to_json};
+use crate::util::{Cols, check_id, check_len, check_name, flag, from_json, to_json};
 
 const MODEL_COLS: &str = "owner, id, name, provider, upstream_model, tool_usage, engine, context_window, \
      supports_images, supports_parallel_tool_calls, extract_think_tags, start_with_reasoning, \
@@ -43,9 +46,9 @@ fn model_from(row: &AnyRow) -> Result<Model> {
     })
 }
 
-/// Model ids appear in URLs and sends: `[A-Za-z0-9._:/-]{1,128}`.
+/// Model ids appear in URLs and sends ([`MODEL_ID`]).
 fn check_model(m: &Model) -> Result<()> {
-    check_word("model id", &m.id, 128, b"._:/-")?;
+    check_id(MODEL_ID, "model id", &m.id)?;
     check_name("model name", &m.name, 200)?;
     check_name("model provider", &m.provider, 100)?;
     check_name("upstream model", &m.upstream_model, 200)?;

@@ -43,10 +43,6 @@ impl Store {
         self
     }
 
-    pub fn can_seal_secrets(&self) -> bool {
-        self.secrets.is_some()
-    }
-
     /// Seals what a create or update is about to write. Without a box only secret-free rows pass.
     pub(crate) fn seal_mcp_secrets(
         &self,

@@ -1,3 +1,6 @@
+//! A user's settings and integration state, and the sealed token sets of their integrations (the
+//! store is the tools' `TokenVault`).
+
 use async_trait::async_trait;
 use promptgate_core::settings::{IntegrationState, IntegrationStatus, Provider, UserSettings};
 use promptgate_core::storage::{StorageError, TokenVault};

@@ -1,3 +1,6 @@
+//! A user's skills: created, listed, enabled, updated and deleted, slugs unique per user.
+
+use promptgate_core::ids::SKILL_SLUG;
 use promptgate_core::settings::Skill;
 use sqlx::any::AnyRow;
 
@@ -5,7 +8,7 @@ use crate::connect::Store;
 use crate::error::{Result, StoreError};
 use crate::observed::Observed;
 use crate::types::NewSkill;
-use crate::util::{Cols, check_len, check_name, check_word, delete_owned, flag, new_id, one_row};
+use crate::util::{Cols, check_id, check_len, check_name, delete_owned, flag, new_id, one_row};
 
 const SKILL_COLS: &str = "id, slug, name, description, instructions, enabled, renders_widgets";
 const MAX_DESCRIPTION: usize = 2_000;
@@ -23,9 +26,9 @@ pub(crate) fn skill_from(row: &AnyRow) -> Result<Skill> {
     })
 }
 
-/// Slugs are what users type after `/`: `[A-Za-z0-9_-]{1,64}`.
+/// Slugs are what users type after `/` ([`SKILL_SLUG`]).
 fn check_skill(s: &NewSkill) -> Result<()> {
-    check_word("skill slug", &s.slug, 64, b"_-")?;
+    check_id(SKILL_SLUG, "skill slug", &s.slug)?;
     check_name("skill name", &s.name, 200)?;
     check_len("skill description", &s.description, MAX_DESCRIPTION)?;
     check_name("skill instructions", &s.instructions, MAX_INSTRUCTIONS)

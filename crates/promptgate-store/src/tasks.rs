@@ -1,3 +1,6 @@
+//! A user's task list, as the `addTasks`, `getTasks` and `deleteTasks` tools keep it (the store is
+//! their `TaskStore`).
+
 use async_trait::async_trait;
 use promptgate_core::storage::{StorageError, Task, TaskStore};
 use sqlx::any::AnyRow;

@@ -232,3 +232,28 @@ pub struct SendContext {
     /// The thread's newest messages, as far back as the first read of a send goes.
     pub tail: crate::ThreadTail,
 }
+
+/// A response of the OpenAI Responses API to keep. The JSON values are the API's own shapes, which
+/// the server decides; the store only keeps them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewResponse {
+    /// `resp_…`, the gateway's own id.
+    pub id: String,
+    pub previous_response_id: Option<String>,
+    /// The `Response` object as its client received it.
+    pub body: Value,
+    /// The request's input items (an array), each with an `id`.
+    pub input_items: Value,
+    /// The messages the model saw up to the end of the response (an array), without the system prompt.
+    pub conversation: Value,
+}
+
+/// A kept response as `GET /v1/responses/{id}` needs it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredResponse {
+    pub id: String,
+    pub body: Value,
+    pub input_items: Value,
+    /// Epoch milliseconds.
+    pub created_at: i64,
+}

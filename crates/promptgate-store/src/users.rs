@@ -1,3 +1,5 @@
+//! Users and their API tokens: a token is shown once and stored only as its SHA-256 hash.
+
 use sha2::{Digest, Sha256};
 use sqlx::any::AnyRow;
 

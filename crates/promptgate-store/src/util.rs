@@ -1,5 +1,6 @@
 //! Small pieces every repository module uses: ids, input bounds, and column conversions.
 
+use promptgate_core::ids::{CLIENT_ID, IdRule};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use sqlx::Row;
@@ -11,9 +12,15 @@ pub(crate) fn new_id() -> String {
     uuid::Uuid::now_v7().to_string()
 }
 
-/// Client-chosen ids (threads, messages, users): `[A-Za-z0-9_-]{1,128}`.
+/// An id the client chose, checked by the rule its kind shares with the API's handlers.
+pub(crate) fn check_id(rule: IdRule, what: &str, id: &str) -> Result<()> {
+    rule.check(what, id)
+        .map_err(|e| StoreError::Invalid(e.to_string()))
+}
+
+/// Thread, message and user ids: [`CLIENT_ID`].
 pub(crate) fn check_client_id(what: &str, id: &str) -> Result<()> {
-    check_word(&format!("{what} id"), id, 128, b"_-")
+    check_id(CLIENT_ID, &format!("{what} id"), id)
 }
 
 /// The id the client chose, once checked, or a fresh one.
@@ -25,24 +32,6 @@ pub(crate) fn client_id_or_new(what: &str, id: Option<&str>) -> Result<String> {
         }
         None => Ok(new_id()),
     }
-}
-
-/// An identifier that appears in URLs or slash commands: 1 to `max` ASCII letters, digits or
-/// bytes of `extra`.
-pub(crate) fn check_word(what: &str, value: &str, max: usize, extra: &[u8]) -> Result<()> {
-    let ok = !value.is_empty()
-        && value.len() <= max
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || extra.contains(&b));
-    if ok {
-        return Ok(());
-    }
-    let extra: Vec<String> = extra.iter().map(|b| format!("'{}'", char::from(*b))).collect();
-    Err(StoreError::Invalid(format!(
-        "{what} must be 1 to {max} characters of A-Z, a-z, 0-9, {}",
-        extra.join(", ")
-    )))
 }
 
 /// A required text field: trimmed non-empty, at most `max` characters.

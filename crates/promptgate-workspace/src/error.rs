@@ -1,3 +1,5 @@
+//! Why a workspace operation failed (a path the tree refuses is its own `PathError`, in `tree.rs`).
+
 /// Why a workspace operation failed. Tool-level failures (a missing file, an ambiguous edit) are not
 /// errors here: they go back to the model as a failed tool result it can act on.
 #[derive(Debug, thiserror::Error)]

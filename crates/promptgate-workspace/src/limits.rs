@@ -1,3 +1,5 @@
+//! The bounds of one thread's workspace, and of what one tool call over it may read, write or run.
+
 use std::time::Duration;
 
 /// Bounds on one thread's workspace and on each tool call over it. The defaults suit a chat model doing

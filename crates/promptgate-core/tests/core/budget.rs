@@ -1,3 +1,5 @@
+//! The web budget: caps by intent, slash tokens, promotion, and what a spent budget answers.
+
 use promptgate_core::Error;
 use promptgate_core::budget::{
     Admission, DEFAULT_EXHAUSTED_MESSAGE, PROMOTION_SETTING, WebBudget, WebIntent, budget_exhausted_result,

@@ -1,3 +1,5 @@
+//! Model-native citation markers removed from text, whole or streamed in pieces.
+
 use promptgate_core::citations::{
     CitationCleaner, MAX_EATEN_WHITESPACE, MAX_MARKER_TITLE_CHARS, cited_indexes, clean_all,
     dangling_citations, extract_citations, uncited_indexes,

@@ -1,3 +1,6 @@
+//! MCP tools joining a send: prefixes from server names, reserved and bounded, and the origin
+//! each tool carries.
+
 use promptgate_core::settings::UserSettings;
 use promptgate_core::tools::mcp_names::{
     MAX_TOOL_NAME_CHARS, MAX_TOOLS, McpServerTools, McpToolDef, NotOfferedReason, PrefixAllocator, merge,

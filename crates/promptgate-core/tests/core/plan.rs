@@ -3,9 +3,7 @@
 use chrono::{TimeZone, Utc};
 use promptgate_core::plan::{ComposeInput, UpstreamIdentity, compose_send};
 use promptgate_core::prompt::HarnessKind;
-use promptgate_core::settings::{
-    Engine, IntegrationStatus, Model, ModelProfile, Project, Skill, UserSettings,
-};
+use promptgate_core::settings::{Engine, IntegrationStatus, Model, Project, Skill, UserSettings};
 use promptgate_core::tools::mcp_names::{McpServerTools, McpToolDef};
 use serde_json::json;
 
@@ -17,14 +15,9 @@ fn model(tool_usage: i32, engine: Engine) -> Model {
         upstream_model: "m-upstream".into(),
         tool_usage,
         engine,
-        context_window: None,
-        supports_images: false,
         supports_parallel_tool_calls: true,
-        extract_think_tags: false,
-        start_with_reasoning: false,
-        reasoning: None,
-        profile: ModelProfile::default(),
         system: true,
+        ..Model::default()
     }
 }
 

@@ -1,3 +1,5 @@
+//! The source registry: numbering, labels, the same URL keeping its number, fetched pages, the cap.
+
 use promptgate_core::sources::{
     DESCRIPTION_CHARS, MAX_SOURCES, PageMeta, SearchHit, SourceMetadata, SourceRegistry, SourceTool,
     derive_site_name, label, labelled,

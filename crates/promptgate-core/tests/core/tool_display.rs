@@ -1,3 +1,5 @@
+//! What the UI shows while a tool runs: the rendered verb, categories and display names.
+
 use promptgate_core::tools::built_in;
 use promptgate_core::tools::verb::{
     Category, category, display_name, initials, loading_message, loading_message_for, render_verb,

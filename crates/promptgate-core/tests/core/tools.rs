@@ -1,3 +1,5 @@
+//! Which built-in tools a send gets, in catalogue order, and their specs.
+
 use promptgate_core::Error;
 use promptgate_core::settings::{IntegrationState, IntegrationStatus, UserSettings};
 use promptgate_core::tools::args::*;

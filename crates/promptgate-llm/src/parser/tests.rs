@@ -1,3 +1,5 @@
+//! The chunk parser against the quirks of real OpenAI-compatible servers, one stream at a time.
+
 use serde_json::{Value, json};
 
 use super::*;

@@ -21,14 +21,6 @@ pub fn refusal(status: u16, error_type: &str, message: &str) -> Script {
     Script::new().step(Step::Status(status, body.to_string()))
 }
 
-/// An error event in the middle of a stream.
-pub fn error_event(error_type: &str, message: &str) -> Step {
-    event(
-        "error",
-        &json!({"type": "error", "error": {"type": error_type, "message": message}}),
-    )
-}
-
 /// The token counts an answer reports in `message_start`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PromptCounts {

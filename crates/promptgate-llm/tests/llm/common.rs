@@ -1,4 +1,7 @@
-// Shared by several test binaries, each using a part; a failed setup should stop the test loudly.
+//! What the llm tests share: the scripted upstream, clients of it, requests, and a stream read to its
+//! end.
+
+// A failed setup should stop the test loudly.
 #![allow(dead_code, clippy::expect_used)]
 
 use std::sync::Once;

@@ -7,5 +7,6 @@ mod common;
 mod connection;
 mod demo;
 mod golden;
+mod request_bodies;
 mod scripted;
 mod upstream;

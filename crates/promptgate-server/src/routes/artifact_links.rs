@@ -9,14 +9,14 @@ use aide::axum::ApiRouter;
 use aide::axum::routing::{get_with, post_with};
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, header};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::chat::Html;
 use crate::auth::CurrentUser;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::extract::ApiQuery;
 use crate::state::AppState;
 
@@ -173,8 +173,7 @@ async fn view(
     let expected = signature(key, &query.user, &id, query.expires);
     if !same(&expected, &query.sig) || query.expires < now_secs() {
         return Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "invalid_link",
+            ErrorCode::InvalidLink,
             "the artifact link is invalid or has expired; ask for a new one",
         ));
     }

@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 
 use super::validate::{bounded_text, client_id, required_text};
 use crate::auth::CurrentUser;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::extract::ApiJson;
 use crate::state::AppState;
 
@@ -305,8 +305,7 @@ async fn resume(
             Ok(Resumed::Stream(stream))
         }
         Follow::TooLong => Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "stream_too_long",
+            ErrorCode::StreamTooLong,
             format!(
                 "the running turn's stream is longer than the {} MiB this server keeps to replay; \
                  its answer so far is in GET /v1/threads/{{id}}/messages",

@@ -5,10 +5,9 @@ use aide::OperationOutput;
 use aide::axum::ApiRouter;
 use aide::axum::routing::post_with;
 use aide::generate::GenContext;
-use aide::openapi::{MediaType, Operation, Response as ApiResponse, StatusCode as ApiStatus};
+use aide::openapi::{Operation, Response as ApiResponse, StatusCode as ApiStatus};
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt};
 use promptgate_service::events::TurnError;
@@ -21,7 +20,7 @@ use serde_json::{Map, Value};
 use tracing::Instrument;
 
 use crate::auth::CurrentUser;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::extract::ApiJson;
 use crate::facade::{CompletionChunks, CompletionIdentity, CompletionResponse};
 use crate::sse::{KEEP_ALIVE_FRAME, SSE_DONE};
@@ -90,7 +89,7 @@ async fn completions(
         if let Some(value) = body.extra.get(field) {
             let harmless = field == "n" && value.as_u64() == Some(1);
             if !harmless {
-                return Err(ApiError::bad_request("unsupported_parameter", reason));
+                return Err(ApiError::new(ErrorCode::UnsupportedParameter, reason));
             }
         }
     }
@@ -107,6 +106,9 @@ async fn completions(
             client_tools: Vec::new(),
             tool_choice: ClientToolChoice::Auto,
             extra: body.extra,
+            parallel_tool_calls: None,
+            max_output_tokens: None,
+            on_end: Vec::new(),
         })
         .await?;
     let identity = CompletionIdentity {
@@ -122,41 +124,43 @@ async fn completions(
     }
     let watch = crate::observe::TurnWatch::start("completion", &handle.turn_id, &handle.model_id);
     let events = crate::observe::watch_turn(watch, handle.events);
-    let Some(response) = read_whole(&state, CompletionResponse::new(identity), events).await else {
+    let Some(response) = read_whole(
+        &state,
+        CompletionResponse::new(identity),
+        CompletionResponse::push,
+        events,
+    )
+    .await
+    else {
         return Err(ApiError::internal());
     };
     match response.finish_json() {
         Ok(body) => Ok(Completion::Whole(body)),
         // The client's conversation is what does not fit: its request, not the upstream, is at fault.
-        Err(err @ TurnError::ContextTooLong(_)) => Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            promptgate_service::events::CONTEXT_TOO_LONG,
-            err.to_string(),
-        )),
-        Err(err) => Err(ApiError::new(
-            StatusCode::BAD_GATEWAY,
-            "upstream_error",
-            err.to_string(),
-        )),
+        Err(err @ TurnError::ContextTooLong(_)) => {
+            Err(ApiError::new(ErrorCode::ContextTooLong, err.to_string()))
+        }
+        Err(err) => Err(ApiError::new(ErrorCode::UpstreamError, err.to_string())),
     }
 }
 
-/// Reads the whole turn into `response` on a task of its own. The handler's task is polled
-/// through every layer of the server, and waking it for each chunk of the upstream's stream cost
-/// more than the chunk itself (docs/benchmarks.md); this task is woken for the chunks and the
-/// handler once, at the end. A client that leaves drops the receiver, which ends the task and so
-/// the turn. `None` only if the task failed.
-async fn read_whole(
+/// Reads the whole turn into `response` (each event through `push`) on a task of its own. The
+/// handler's task is polled through every layer of the server, and waking it for each chunk of the
+/// upstream's stream cost more than the chunk itself (docs/benchmarks.md); this task is woken for
+/// the chunks and the handler once, at the end. A client that leaves drops the receiver, which ends
+/// the task and so the turn. `None` only if the task failed.
+pub(super) async fn read_whole<R: Send + 'static>(
     state: &AppState,
-    mut response: CompletionResponse,
+    mut response: R,
+    push: fn(&mut R, &TurnEvent),
     events: impl Stream<Item = TurnEvent> + Send + 'static,
-) -> Option<CompletionResponse> {
+) -> Option<R> {
     let (mut done, whole) = tokio::sync::oneshot::channel();
     let read = async move {
         let mut events = std::pin::pin!(events);
         let read_all = async move {
             while let Some(event) = events.next().await {
-                response.push(&event);
+                push(&mut response, &event);
             }
             response
         };
@@ -215,24 +219,13 @@ impl IntoResponse for Completion {
 impl OperationOutput for Completion {
     type Inner = Value;
 
-    fn operation_response(_ctx: &mut GenContext, _op: &mut Operation) -> Option<ApiResponse> {
-        let mut res = ApiResponse {
-            description:
-                "A `chat.completion` object, or with `stream: true` a stream of `chat.completion.chunk` \
-                          events ending with `data: [DONE]`"
-                    .into(),
-            ..Default::default()
-        };
-        res.content
-            .insert("application/json".into(), MediaType::default());
-        res.content
-            .insert("text/event-stream".into(), MediaType::default());
-        Some(res)
-    }
-
-    fn inferred_responses(ctx: &mut GenContext, op: &mut Operation) -> Vec<(Option<ApiStatus>, ApiResponse)> {
-        Self::operation_response(ctx, op)
-            .map(|r| vec![(Some(ApiStatus::Code(200)), r)])
-            .unwrap_or_default()
+    fn inferred_responses(
+        _ctx: &mut GenContext,
+        _op: &mut Operation,
+    ) -> Vec<(Option<ApiStatus>, ApiResponse)> {
+        crate::api_doc::json_or_event_stream(
+            "A `chat.completion` object, or with `stream: true` a stream of `chat.completion.chunk` \
+             events ending with `data: [DONE]`",
+        )
     }
 }

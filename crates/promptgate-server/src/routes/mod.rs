@@ -11,6 +11,7 @@ pub mod models;
 pub mod oauth;
 mod pages;
 pub mod prompt;
+pub mod responses;
 pub mod settings;
 pub mod threads;
 mod validate;

@@ -7,11 +7,12 @@ use aide::axum::ApiRouter;
 use aide::axum::routing::get_with;
 use axum::Json;
 use axum::extract::{Path, State};
+use promptgate_core::ids::MODEL_ID;
 use promptgate_core::settings::Model;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::validate::{client_id, optional_text, required_text};
+use super::validate::{check_id, optional_text, required_text};
 use crate::api_doc::{Created, NoContent};
 use crate::auth::CurrentUser;
 use crate::config::ModelDefinition;
@@ -93,7 +94,7 @@ pub struct ModelList {
 
 /// Checks a user's model definition against the limits of the API and this server's providers.
 fn user_model(input: ModelDefinition, state: &AppState) -> Result<Model, ApiError> {
-    client_id("id", &input.id)?;
+    check_id(MODEL_ID, "id", &input.id)?;
     if let Some(name) = &input.name {
         required_text("name", name, 200)?;
     }

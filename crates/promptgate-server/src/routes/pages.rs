@@ -20,7 +20,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::config::Limits;
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 
 /// Where the next page of a list starts.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,7 +44,7 @@ impl Cursor {
     }
 
     pub fn decode(text: &str) -> Result<Cursor, ApiError> {
-        let bad = || ApiError::bad_request("invalid_cursor", "cursor is not one this list handed out");
+        let bad = || ApiError::new(ErrorCode::InvalidCursor, "cursor is not one this list handed out");
         let bytes = hex::decode(text).map_err(|_| bad())?;
         let text = String::from_utf8(bytes).map_err(|_| bad())?;
         let (kind, rest) = text.split_once(':').ok_or_else(bad)?;
@@ -68,14 +68,14 @@ pub fn cursor<T>(text: Option<&str>, accept: impl Fn(Cursor) -> Option<T>) -> Re
     let Some(text) = text else { return Ok(None) };
     accept(Cursor::decode(text)?)
         .map(Some)
-        .ok_or_else(|| ApiError::bad_request("invalid_cursor", "cursor belongs to another list"))
+        .ok_or_else(|| ApiError::new(ErrorCode::InvalidCursor, "cursor belongs to another list"))
 }
 
 /// How many items the page holds: the request's `limit` lowered to `[limits] max_page_size`, else
 /// `[limits] page_size`.
 pub fn page_limit(limits: &Limits, asked: Option<u32>) -> Result<u32, ApiError> {
     match asked {
-        Some(0) => Err(ApiError::bad_request("invalid_query", "limit must be at least 1")),
+        Some(0) => Err(ApiError::new(ErrorCode::InvalidQuery, "limit must be at least 1")),
         Some(n) => Ok(n.min(limits.max_page_size)),
         None => Ok(limits.page_size),
     }

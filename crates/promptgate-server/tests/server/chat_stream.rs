@@ -17,7 +17,7 @@ use promptgate_server::config::AuthMode;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-async fn text_turn(backend: Backend) {
+async fn a_use_chat_turn_streams_text_and_is_stored(backend: Backend) {
     let (gw, upstream) = single_user_gateway(backend).await;
     upstream.push(text(["Hel", "lo ", "Ada"]));
     gw.put("/v1/settings", json!({"preferred_name": "Ada"})).await;
@@ -84,15 +84,7 @@ async fn text_turn(backend: Backend) {
     assert_eq!(messages[2]["content"], "Hello Ada");
 }
 
-#[tokio::test]
-async fn a_use_chat_turn_streams_text_and_is_stored_sqlite() {
-    text_turn(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-async fn a_use_chat_turn_streams_text_and_is_stored_postgres() {
-    text_turn(Backend::Postgres).await;
-}
+common::on_both_backends!(a_use_chat_turn_streams_text_and_is_stored);
 
 #[tokio::test]
 async fn an_unknown_tool_becomes_a_tool_error_the_model_sees() {
@@ -491,20 +483,12 @@ async fn a_second_reader_gets_the_whole_stream_from_start_and_the_same_text() {
     assert_eq!(stored[1]["status"], "complete");
 }
 
-async fn disconnect_with_continue(backend: Backend) {
+async fn with_continue_a_dropped_client_leaves_the_turn_running_and_a_resume_gets_it(backend: Backend) {
     let (gw, upstream) = continuing_gateway(backend).await;
     common::drop_then_resume(&gw, &gw, &upstream, "cont").await;
 }
 
-#[tokio::test]
-async fn with_continue_a_dropped_client_leaves_the_turn_running_and_a_resume_gets_it_sqlite() {
-    disconnect_with_continue(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-async fn with_continue_a_dropped_client_leaves_the_turn_running_and_a_resume_gets_it_postgres() {
-    disconnect_with_continue(Backend::Postgres).await;
-}
+common::on_both_backends!(with_continue_a_dropped_client_leaves_the_turn_running_and_a_resume_gets_it);
 
 #[tokio::test]
 async fn with_stop_a_dropped_client_stops_the_turn_and_its_followers_see_the_end() {

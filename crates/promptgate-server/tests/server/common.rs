@@ -29,6 +29,27 @@ pub struct Gateway {
     _server: tokio::task::JoinHandle<()>,
 }
 
+/// Runs each scenario of the calling module on both backends, as `<scenario>::sqlite` and
+/// `<scenario>::postgres`: the server's twin of `promptgate_store::on_both_backends!`, for scenarios
+/// that start a gateway on a [`Backend`] (`async fn scenario(backend: Backend)`) rather than take a
+/// database.
+macro_rules! on_both_backends {
+    ($($scenario:ident),+ $(,)?) => {$(
+        mod $scenario {
+            #[tokio::test]
+            async fn sqlite() {
+                super::$scenario($crate::common::Backend::Sqlite).await;
+            }
+
+            #[tokio::test]
+            async fn postgres() {
+                super::$scenario($crate::common::Backend::Postgres).await;
+            }
+        }
+    )+};
+}
+pub(crate) use on_both_backends;
+
 pub fn init() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }

@@ -63,7 +63,7 @@ async fn send(gw: &Gateway, thread: &str, words: &str) -> common::Sse {
     sse
 }
 
-async fn kept_while_the_signature_holds_then_rebuilt(db: TestDb) {
+async fn harness_kept_while_its_signature_holds_then_rebuilt(db: TestDb) {
     let upstream = ScriptedUpstream::start().await.unwrap();
     let config = || harness(scripted_config(AuthMode::SingleUser, &upstream.base_url()));
     let gw = Gateway::over_store(db.another_instance().await, db.url(), config()).await;
@@ -174,15 +174,7 @@ async fn kept_while_the_signature_holds_then_rebuilt(db: TestDb) {
     db.close().await;
 }
 
-#[tokio::test]
-async fn sqlite_harness_kept_while_its_signature_holds_then_rebuilt() {
-    kept_while_the_signature_holds_then_rebuilt(TestDb::sqlite().await).await;
-}
-
-#[tokio::test]
-async fn postgres_harness_kept_while_its_signature_holds_then_rebuilt() {
-    kept_while_the_signature_holds_then_rebuilt(TestDb::postgres().await).await;
-}
+promptgate_store::on_both_backends!(harness_kept_while_its_signature_holds_then_rebuilt);
 
 #[tokio::test]
 async fn skills_ride_on_the_user_text_and_the_client_header_names_the_client() {

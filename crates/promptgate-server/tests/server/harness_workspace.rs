@@ -24,7 +24,7 @@ fn harness_config(base_url: &str) -> Config {
     config
 }
 
-async fn workspace_kept_across_sends_and_a_restart(db: TestDb) {
+async fn harness_workspace_across_sends_and_a_restart(db: TestDb) {
     let upstream = ScriptedUpstream::start().await.unwrap();
     let gw = Gateway::over_store(
         db.another_instance().await,
@@ -149,15 +149,7 @@ async fn workspace_kept_across_sends_and_a_restart(db: TestDb) {
     db.close().await;
 }
 
-#[tokio::test]
-async fn sqlite_harness_workspace_across_sends_and_a_restart() {
-    workspace_kept_across_sends_and_a_restart(TestDb::sqlite().await).await;
-}
-
-#[tokio::test]
-async fn postgres_harness_workspace_across_sends_and_a_restart() {
-    workspace_kept_across_sends_and_a_restart(TestDb::postgres().await).await;
-}
+promptgate_store::on_both_backends!(harness_workspace_across_sends_and_a_restart);
 
 #[tokio::test]
 async fn a_completion_without_a_thread_gets_a_workspace_for_that_request_only() {

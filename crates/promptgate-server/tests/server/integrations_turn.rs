@@ -549,15 +549,7 @@ async fn a_turn_reads_the_inbox_and_drafts_a_reply(backend: Backend) {
     assert!(gmail.iter().all(|h| h.bearer() == Some("Bearer fresh-token")));
 }
 
-#[tokio::test]
-async fn a_turn_reads_the_inbox_and_drafts_a_reply_sqlite() {
-    a_turn_reads_the_inbox_and_drafts_a_reply(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-async fn a_turn_reads_the_inbox_and_drafts_a_reply_postgres() {
-    a_turn_reads_the_inbox_and_drafts_a_reply(Backend::Postgres).await;
-}
+common::on_both_backends!(a_turn_reads_the_inbox_and_drafts_a_reply);
 
 #[tokio::test]
 async fn disabling_hides_the_tools_and_disconnecting_revokes() {

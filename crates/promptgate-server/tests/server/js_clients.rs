@@ -15,7 +15,7 @@ use common::{Backend, Gateway};
 use promptgate_server::config::{AuthMode, Config, EMBEDDED_DEFAULT};
 use serde_json::{Value, json};
 
-fn js_dir() -> Option<PathBuf> {
+pub fn js_dir() -> Option<PathBuf> {
     let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/js"));
     if dir.join("node_modules/ai").is_dir() && dir.join("node_modules/openai").is_dir() {
         return Some(dir);
@@ -29,7 +29,7 @@ fn js_dir() -> Option<PathBuf> {
     None
 }
 
-async fn run_node(dir: PathBuf, args: Vec<String>) -> (bool, Value) {
+pub async fn run_node(dir: PathBuf, args: Vec<String>) -> (bool, Value) {
     let out =
         tokio::task::spawn_blocking(move || Command::new("node").current_dir(&dir).args(&args).output())
             .await

@@ -3,15 +3,18 @@
 //! browser) driving it.
 
 mod anthropic_turn;
+mod architecture;
 mod attachment_bomb;
 mod binary_cli;
 mod browser_app;
 mod busy_shell;
 mod chat_stream;
+mod client_ids;
 mod common;
 mod completions;
 mod context_window;
 mod eval_cli;
+mod eval_scoring;
 mod exposure;
 mod harness_thread;
 mod harness_workspace;
@@ -26,6 +29,8 @@ mod openapi_spec;
 mod prompt_preview;
 mod regenerate;
 mod resources_api;
+mod responses;
+mod responses_clients;
 mod settings_api;
 mod turn_deadline;
 mod two_instances;

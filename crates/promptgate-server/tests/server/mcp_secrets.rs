@@ -244,18 +244,12 @@ async fn single_user_sqlite_seals_with_a_generated_key_file() {
     secrets_are_sealed_and_still_used(gw).await;
 }
 
-#[tokio::test]
-async fn tokens_mode_sqlite_seals_with_the_configured_key() {
-    let gw = Gateway::start_with_env(Backend::Sqlite, loopback_open(AuthMode::Tokens), &with_key(KEY)).await;
+async fn tokens_mode_seals_with_the_configured_key(backend: Backend) {
+    let gw = Gateway::start_with_env(backend, loopback_open(AuthMode::Tokens), &with_key(KEY)).await;
     secrets_are_sealed_and_still_used(gw).await;
 }
 
-#[tokio::test]
-async fn tokens_mode_postgres_seals_with_the_configured_key() {
-    let gw =
-        Gateway::start_with_env(Backend::Postgres, loopback_open(AuthMode::Tokens), &with_key(KEY)).await;
-    secrets_are_sealed_and_still_used(gw).await;
-}
+common::on_both_backends!(tokens_mode_seals_with_the_configured_key);
 
 #[tokio::test]
 async fn without_a_key_secrets_are_refused_and_servers_without_them_still_work() {
@@ -350,12 +344,4 @@ async fn start_up_seals_plain_rows_then_needs_the_key(db: TestDb) {
     assert!(err.contains("does not open"), "{err}");
 }
 
-#[tokio::test]
-async fn start_up_seals_plain_rows_then_needs_the_key_sqlite() {
-    start_up_seals_plain_rows_then_needs_the_key(TestDb::sqlite().await).await;
-}
-
-#[tokio::test]
-async fn start_up_seals_plain_rows_then_needs_the_key_postgres() {
-    start_up_seals_plain_rows_then_needs_the_key(TestDb::postgres().await).await;
-}
+promptgate_store::on_both_backends!(start_up_seals_plain_rows_then_needs_the_key);

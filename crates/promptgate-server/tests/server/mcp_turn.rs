@@ -130,7 +130,7 @@ fn event_for<'a>(events: &[&'a Value], call_id: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no event for {call_id}"))
 }
 
-async fn mcp_tools_in_a_turn(backend: Backend) {
+async fn mcp_tools_are_offered_called_and_recorded(backend: Backend) {
     let (gw, upstream) = gateway(backend, TEST_TOML).await;
     let first = McpTestServer::with_handler(ToolBox).await;
     let second = McpTestServer::with_handler(ToolBox).await;
@@ -240,15 +240,7 @@ async fn mcp_tools_in_a_turn(backend: Backend) {
     assert!(tool_message(&request, "c2").contains("the disk is full"));
 }
 
-#[tokio::test]
-async fn mcp_tools_are_offered_called_and_recorded_sqlite() {
-    mcp_tools_in_a_turn(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-async fn mcp_tools_are_offered_called_and_recorded_postgres() {
-    mcp_tools_in_a_turn(Backend::Postgres).await;
-}
+common::on_both_backends!(mcp_tools_are_offered_called_and_recorded);
 
 #[tokio::test]
 async fn failing_servers_are_skipped_and_a_restarted_one_comes_back() {

@@ -49,7 +49,7 @@ async fn gateway_with(backend: Backend, extra_toml: &str) -> (Gateway, ScriptedU
 
 // ---- the answer is there when the stream says done ----
 
-async fn read_right_after_done(backend: Backend) {
+async fn an_answer_is_stored_when_done_is_sent(backend: Backend) {
     let (gw, upstream) = gateway_with(backend, "").await;
     upstream.replay_by_default(text(["Stored ", "before ", "done."]));
     let sends = (0..200).map(|i| {
@@ -74,19 +74,11 @@ async fn read_right_after_done(backend: Backend) {
         .await;
 }
 
-#[tokio::test]
-async fn an_answer_is_stored_when_done_is_sent_sqlite() {
-    read_right_after_done(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-async fn an_answer_is_stored_when_done_is_sent_postgres() {
-    read_right_after_done(Backend::Postgres).await;
-}
+common::on_both_backends!(an_answer_is_stored_when_done_is_sent);
 
 // ---- one turn per thread, and the thread free as soon as the answer is stored ----
 
-async fn busy_thread(backend: Backend) {
+async fn a_second_send_to_a_busy_thread_is_refused(backend: Backend) {
     let (gw, upstream) = gateway_with(backend, "").await;
     upstream.push(
         Script::new()
@@ -128,19 +120,11 @@ async fn busy_thread(backend: Backend) {
     assert_eq!(statuses, ["-", "stopped", "-", "complete"], "{messages}");
 }
 
-#[tokio::test]
-async fn a_second_send_to_a_busy_thread_is_refused_sqlite() {
-    busy_thread(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-async fn a_second_send_to_a_busy_thread_is_refused_postgres() {
-    busy_thread(Backend::Postgres).await;
-}
+common::on_both_backends!(a_second_send_to_a_busy_thread_is_refused);
 
 // ---- U+0000 ----
 
-async fn nul_text(backend: Backend) {
+async fn nul_in_model_text_is_stored_and_refused_in_input(backend: Backend) {
     let (gw, upstream) = gateway_with(backend, "").await;
     upstream.push(text(["Before\u{0}after ", "and more."]));
     let sse = gw
@@ -170,7 +154,7 @@ async fn nul_text(backend: Backend) {
 
 /// An artifact the model writes with U+0000 in it is sent back to the model to fix, on both stores
 /// alike, rather than failing on Postgres as if the database were down.
-async fn nul_in_an_artifact(backend: Backend) {
+async fn nul_in_an_artifact_is_for_the_model_to_fix(backend: Backend) {
     let (gw, upstream) = gateway_with(backend, "").await;
     let args = json!({"title": "Clock", "html": "<html><body>Tick\u{0}tock</body></html>"}).to_string();
     upstream.push(tool_calls(&[("call_r", "render_html", &[args.as_str()])]));
@@ -187,25 +171,10 @@ async fn nul_in_an_artifact(backend: Backend) {
     assert!(!told.contains("database is unavailable"), "{told}");
 }
 
-#[tokio::test]
-async fn nul_in_an_artifact_is_for_the_model_to_fix_sqlite() {
-    nul_in_an_artifact(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-async fn nul_in_an_artifact_is_for_the_model_to_fix_postgres() {
-    nul_in_an_artifact(Backend::Postgres).await;
-}
-
-#[tokio::test]
-async fn nul_in_model_text_is_stored_and_refused_in_input_sqlite() {
-    nul_text(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-async fn nul_in_model_text_is_stored_and_refused_in_input_postgres() {
-    nul_text(Backend::Postgres).await;
-}
+common::on_both_backends!(
+    nul_in_an_artifact_is_for_the_model_to_fix,
+    nul_in_model_text_is_stored_and_refused_in_input
+);
 
 // ---- empty and malformed upstream answers ----
 

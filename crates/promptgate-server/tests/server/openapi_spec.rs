@@ -49,6 +49,26 @@ fn every_route_is_documented_with_the_error_envelope() {
 }
 
 #[test]
+fn every_error_code_is_published_with_its_status() {
+    let spec = serde_json::to_value(promptgate_server::app::openapi()).unwrap();
+    let schemas = &spec["components"]["schemas"];
+    assert_eq!(
+        schemas["ErrorDetail"]["properties"]["code"]["allOf"][0]["$ref"], "#/components/schemas/ErrorCode",
+        "{}",
+        schemas["ErrorDetail"]
+    );
+    let published = schemas["ErrorCode"]["oneOf"].as_array().unwrap();
+    let codes = promptgate_server::error::ErrorCode::ALL;
+    assert_eq!(published.len(), codes.len());
+    for (entry, code) in published.iter().zip(codes) {
+        assert_eq!(entry["const"], code.as_str());
+        let description = entry["description"].as_str().unwrap();
+        let status = code.status().as_u16().to_string();
+        assert!(description.starts_with(&status), "{description}");
+    }
+}
+
+#[test]
 fn creations_deletions_and_the_token_are_documented() {
     let spec = serde_json::to_value(promptgate_server::app::openapi()).unwrap();
     assert_eq!(

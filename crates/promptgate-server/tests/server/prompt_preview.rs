@@ -19,7 +19,8 @@ fn tool_names(preview: &Value) -> Vec<&str> {
         .collect()
 }
 
-async fn settings_reach_the_prompt(gw: Gateway) {
+async fn settings_reach_the_prompt(backend: Backend) {
+    let gw = Gateway::single_user(backend).await;
     gw.put(
         "/v1/settings",
         json!({"preferred_name": "Ada", "location": {"name": "São Paulo", "lat": -23.55, "lng": -46.63},
@@ -79,15 +80,7 @@ async fn settings_reach_the_prompt(gw: Gateway) {
     assert_eq!(search["parameters"]["type"], "object");
 }
 
-#[tokio::test]
-async fn settings_reach_the_prompt_sqlite() {
-    settings_reach_the_prompt(Gateway::single_user(Backend::Sqlite).await).await;
-}
-
-#[tokio::test]
-async fn settings_reach_the_prompt_postgres() {
-    settings_reach_the_prompt(Gateway::single_user(Backend::Postgres).await).await;
-}
+common::on_both_backends!(settings_reach_the_prompt);
 
 #[tokio::test]
 async fn toolset_follows_settings_integrations_and_projects() {

@@ -131,12 +131,4 @@ async fn a_regenerated_answer_replaces_the_old_one(backend: Backend) {
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
 
-#[tokio::test]
-async fn a_regenerated_answer_replaces_the_old_one_sqlite() {
-    a_regenerated_answer_replaces_the_old_one(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-async fn a_regenerated_answer_replaces_the_old_one_postgres() {
-    a_regenerated_answer_replaces_the_old_one(Backend::Postgres).await;
-}
+common::on_both_backends!(a_regenerated_answer_replaces_the_old_one);

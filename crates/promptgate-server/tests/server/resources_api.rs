@@ -15,7 +15,8 @@ async fn token_for(gw: &Gateway, name: &str) -> String {
     gw.store.issue_token(&user.id).await.unwrap()
 }
 
-async fn isolation(gw: Gateway) {
+async fn users_only_ever_see_their_own_rows(backend: Backend) {
+    let gw = Gateway::start(backend, test_config(AuthMode::Tokens)).await;
     let alice = token_for(&gw, "alice").await;
     let bob = token_for(&gw, "bob").await;
 
@@ -75,15 +76,7 @@ async fn isolation(gw: Gateway) {
     assert_eq!(mine["title"], "Plans");
 }
 
-#[tokio::test]
-async fn users_only_ever_see_their_own_rows_sqlite() {
-    isolation(Gateway::start(Backend::Sqlite, test_config(AuthMode::Tokens)).await).await;
-}
-
-#[tokio::test]
-async fn users_only_ever_see_their_own_rows_postgres() {
-    isolation(Gateway::start(Backend::Postgres, test_config(AuthMode::Tokens)).await).await;
-}
+common::on_both_backends!(users_only_ever_see_their_own_rows);
 
 #[tokio::test]
 async fn projects_threads_and_messages() {

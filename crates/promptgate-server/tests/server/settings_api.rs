@@ -9,7 +9,8 @@ use common::{Backend, Gateway, error_code};
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 
-async fn settings_round_trip(gw: Gateway) {
+async fn settings_round_trip(backend: Backend) {
+    let gw = Gateway::single_user(backend).await;
     let (status, defaults) = gw.get("/v1/settings").await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(defaults["time_zone"], "UTC");
@@ -52,15 +53,7 @@ async fn settings_round_trip(gw: Gateway) {
     assert_eq!(cleared["location"]["name"], "London");
 }
 
-#[tokio::test]
-async fn settings_round_trip_sqlite() {
-    settings_round_trip(Gateway::single_user(Backend::Sqlite).await).await;
-}
-
-#[tokio::test]
-async fn settings_round_trip_postgres() {
-    settings_round_trip(Gateway::single_user(Backend::Postgres).await).await;
-}
+common::on_both_backends!(settings_round_trip);
 
 #[tokio::test]
 async fn bad_settings_get_json_errors_and_change_nothing() {

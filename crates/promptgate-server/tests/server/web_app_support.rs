@@ -118,15 +118,7 @@ async fn an_edited_message_replaces_the_old_one_and_what_followed(backend: Backe
     );
 }
 
-#[tokio::test]
-async fn an_edited_message_replaces_the_old_one_and_what_followed_sqlite() {
-    an_edited_message_replaces_the_old_one_and_what_followed(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-async fn an_edited_message_replaces_the_old_one_and_what_followed_postgres() {
-    an_edited_message_replaces_the_old_one_and_what_followed(Backend::Postgres).await;
-}
+common::on_both_backends!(an_edited_message_replaces_the_old_one_and_what_followed);
 
 async fn message_ids_are_scoped_to_their_thread(backend: Backend) {
     let (gw, upstream) = single_user_gateway(backend).await;
@@ -142,15 +134,7 @@ async fn message_ids_are_scoped_to_their_thread(backend: Backend) {
     }
 }
 
-#[tokio::test]
-async fn message_ids_are_scoped_to_their_thread_sqlite() {
-    message_ids_are_scoped_to_their_thread(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-async fn message_ids_are_scoped_to_their_thread_postgres() {
-    message_ids_are_scoped_to_their_thread(Backend::Postgres).await;
-}
+common::on_both_backends!(message_ids_are_scoped_to_their_thread);
 
 async fn threads_are_searched_by_title_and_message_text(backend: Backend) {
     let (gw, upstream) = single_user_gateway(backend).await;
@@ -187,15 +171,7 @@ async fn threads_are_searched_by_title_and_message_text(backend: Backend) {
     assert_eq!(ids(&all).len(), 3, "an empty search lists every thread");
 }
 
-#[tokio::test]
-async fn threads_are_searched_by_title_and_message_text_sqlite() {
-    threads_are_searched_by_title_and_message_text(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-async fn threads_are_searched_by_title_and_message_text_postgres() {
-    threads_are_searched_by_title_and_message_text(Backend::Postgres).await;
-}
+common::on_both_backends!(threads_are_searched_by_title_and_message_text);
 
 #[tokio::test]
 async fn a_signed_artifact_link_loads_without_a_header_and_only_as_signed() {

@@ -1,3 +1,5 @@
+//! Rows the conformance tests set up, the same way on both backends.
+
 pub use promptgate_core::settings::*;
 pub use promptgate_store::*;
 pub use serde_json::{Value, json};
@@ -14,15 +16,9 @@ pub fn model(id: &str) -> Model {
         provider: "demo".to_owned(),
         upstream_model: "demo-1".to_owned(),
         tool_usage: 1,
-        engine: Engine::Legacy,
         context_window: Some(128_000),
-        supports_images: false,
         supports_parallel_tool_calls: true,
-        extract_think_tags: false,
-        start_with_reasoning: false,
-        reasoning: None,
-        profile: ModelProfile::default(),
-        system: false,
+        ..Model::default()
     }
 }
 

@@ -1,3 +1,5 @@
+//! What a send loads, and a setup change reaching the next send on this and other instances.
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 

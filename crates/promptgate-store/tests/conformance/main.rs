@@ -19,6 +19,7 @@ mod models;
 mod pages;
 mod postgres_only;
 mod projects;
+mod responses;
 mod search;
 mod secrets;
 mod skills;

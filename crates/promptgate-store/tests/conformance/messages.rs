@@ -1,3 +1,5 @@
+//! A thread's messages: the first one with its thread, order, concurrent appends.
+
 use crate::common::*;
 
 conformance! {

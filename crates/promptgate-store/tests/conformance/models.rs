@@ -1,3 +1,5 @@
+//! System models shared and read-only, users' models their own.
+
 use crate::common::*;
 
 conformance! {

@@ -1,3 +1,5 @@
+//! Projects and threads: create, read, update, delete, and each user's own.
+
 use crate::common::*;
 
 conformance! {

@@ -1,3 +1,5 @@
+//! Keyword search over chats: ranking, scope, odd queries, edits and excerpts, alike on both backends.
+
 use crate::common::*;
 
 async fn setup(store: &Store) -> (String, Vec<String>) {

@@ -1,3 +1,5 @@
+//! Skills: create, update, delete, unique slugs, each user's own.
+
 use crate::common::*;
 
 conformance! {

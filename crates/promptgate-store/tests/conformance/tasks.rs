@@ -1,3 +1,5 @@
+//! The task list and artifacts, each user's own.
+
 use crate::common::*;
 
 conformance! {

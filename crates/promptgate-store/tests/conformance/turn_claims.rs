@@ -1,3 +1,5 @@
+//! Turn claims shared by instances: one live claim per thread, races, expired leases.
+
 use std::time::Duration;
 
 use promptgate_store::{

@@ -1,3 +1,5 @@
+//! Users, their tokens and settings.
+
 use crate::common::*;
 
 conformance! {

@@ -1,3 +1,5 @@
+//! The harness workspace's files: round trips, ownership, and deletion with the thread.
+
 use promptgate_core::storage::{StorageError, WorkspaceChanges, WorkspaceEntry, WorkspaceStore};
 
 use crate::common::*;

@@ -73,6 +73,13 @@ async fn bob_with_data(gw: &Gateway) -> Bob {
         json!({"title": MARK}),
     )
     .await;
+    // A kept Responses API response: its instructions, input and metadata are all Bob's.
+    let response = call(
+        Method::POST,
+        "/v1/responses",
+        json!({"model": "scripted", "input": MARK, "instructions": MARK, "metadata": {"k": MARK}}),
+    )
+    .await;
     let artifact = gw
         .store
         .create_artifact(&user.id, Some(thread_id), MARK, &format!("<p>{MARK}</p>"))
@@ -86,6 +93,7 @@ async fn bob_with_data(gw: &Gateway) -> Bob {
         ("model", id(&model)),
         ("thread", thread_id.to_owned()),
         ("artifact", artifact.id),
+        ("response", id(&response)),
     ]);
     Bob { token, ids }
 }
@@ -102,6 +110,8 @@ async fn snapshot(gw: &Gateway, bob: &Bob) -> Vec<(String, Value)> {
         "/v1/threads".to_owned(),
         format!("/v1/threads/{thread}/messages"),
         format!("/v1/artifacts/{}", bob.ids["artifact"]),
+        format!("/v1/responses/{}", bob.ids["response"]),
+        format!("/v1/responses/{}/input_items", bob.ids["response"]),
     ];
     paths.sort();
     let mut out = Vec::new();
@@ -122,6 +132,7 @@ fn concrete(template: &str, bob: &Bob) -> String {
         Some("models") => "model",
         Some("threads" | "chat") => "thread",
         Some("artifacts") => "artifact",
+        Some("responses") => "response",
         Some("integrations") => return template.replace("{provider}", "google"),
         _ => "",
     };
@@ -163,6 +174,10 @@ fn body_for(method: &Method, template: &str, bob: &Bob) -> Value {
         ("POST", "/v1/chat/completions") => {
             json!({"model": "scripted", "messages": [{"role": "user", "content": "hi"}]})
         }
+        // Continuing Bob's response is refused, and nothing of it reaches the model.
+        ("POST", "/v1/responses") => json!({
+            "model": "scripted", "input": "hi", "previous_response_id": bob.ids["response"]
+        }),
         _ => json!({}),
     }
 }

@@ -1,3 +1,5 @@
+//! `render_html`: a valid document stored for its user and thread, each problem reported to the model.
+
 use promptgate_store::testing::TestDb;
 use promptgate_tools::builtin::{MAX_HTML_BYTES, RenderHtml};
 

@@ -1,3 +1,5 @@
+//! Rows and calls the built-in tools' tests share.
+
 pub use promptgate_core::tools::{ToolError, ToolExecutor, ToolOutput};
 pub use promptgate_store::{NewMessage, NewProject, NewThread, Role, Store};
 pub use serde_json::{Value, json};

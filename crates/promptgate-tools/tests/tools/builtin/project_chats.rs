@@ -1,3 +1,5 @@
+//! `search_project_chats`: hits from sibling chats only, bounded, and what an empty search says.
+
 use promptgate_tools::builtin::SearchProjectChats;
 
 use crate::builtin::common::*;

@@ -1,3 +1,5 @@
+//! `skill`: loading a skill's instructions by name or slash token, and what is not loaded.
+
 use std::sync::{Arc, Mutex};
 
 use promptgate_core::settings::Skill;

@@ -1,3 +1,5 @@
+//! The task tools: add, list and delete, each user's own, limits refused with a reason.
+
 use promptgate_tools::builtin::{AddTasks, DeleteTasks, GetTasks};
 
 use crate::builtin::common::*;

@@ -1,3 +1,5 @@
+//! `search` and `fetch_content` as the model sees them, against a SearXNG stand-in on loopback.
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 

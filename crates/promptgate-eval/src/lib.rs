@@ -1,5 +1,11 @@
-//! `promptgate eval`: runs scenarios through the real engine (the turn service over an in-memory
-//! SQLite store, with the configured providers and web tools) and scores each answer.
+//! The library behind `promptgate eval`: scenario files read and bounded, each scenario run as a
+//! send through the real service (the caller builds it, with its providers and web tools, over a
+//! database of its own) and its answer scored against the scenario's criteria.
+//!
+//! It depends on the service and core only; the server's command line opens the database, builds
+//! the service from its configuration and prints what [`run`] returns.
+
+#![deny(clippy::disallowed_methods)]
 
 mod scoring;
 
@@ -9,14 +15,12 @@ use anyhow::Context;
 use futures::StreamExt;
 use promptgate_core::settings::UserSettings;
 use promptgate_service::events::{TurnEvent, UiChunk};
-use promptgate_service::{Database, SendInput, SendRequest, Service};
+use promptgate_service::records::NewSkill;
+use promptgate_service::{SendInput, SendRequest, Service};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 pub use scoring::{Criteria, Observed, score};
-
-use crate::config::Config;
-use crate::routes::library::NewSkill;
 
 /// Bounds on what a scenario file may ask for.
 const MAX_SCENARIOS: usize = 200;
@@ -41,12 +45,44 @@ pub struct Scenario {
     pub settings: Option<Value>,
     /// Skills the user has enabled.
     #[serde(default)]
-    pub skills: Vec<NewSkill>,
+    pub skills: Vec<ScenarioSkill>,
     /// The model, unless `--model` overrides it; default: the config's default model.
     #[serde(default)]
     pub model: Option<String>,
     #[serde(default)]
     pub criteria: Criteria,
+}
+
+/// A skill a scenario's user has, in the shape `POST /v1/skills` takes.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioSkill {
+    pub slug: String,
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    pub instructions: String,
+    #[serde(default = "enabled")]
+    pub enabled: bool,
+    #[serde(default)]
+    pub renders_widgets: bool,
+}
+
+fn enabled() -> bool {
+    true
+}
+
+impl From<&ScenarioSkill> for NewSkill {
+    fn from(skill: &ScenarioSkill) -> Self {
+        NewSkill {
+            slug: skill.slug.clone(),
+            name: skill.name.clone(),
+            description: skill.description.clone(),
+            instructions: skill.instructions.clone(),
+            enabled: skill.enabled,
+            renders_widgets: skill.renders_widgets,
+        }
+    }
 }
 
 /// One scenario's result.
@@ -94,25 +130,25 @@ pub fn parse(text: &str) -> anyhow::Result<ScenarioFile> {
     Ok(file)
 }
 
-/// Runs every scenario, one after the other, each in a thread of its own.
-pub async fn run(config: Config, file: &ScenarioFile, model: Option<&str>) -> anyhow::Result<Vec<Outcome>> {
-    let database = Database::connect("sqlite::memory:")
-        .await
-        .context("cannot open an in-memory database")?;
-    database.migrate().await.context("database migration failed")?;
-    let default_model = config.default_model.clone();
-    let state = crate::cli::prepare_with(config, database).await?;
+/// Runs every scenario on `service`, one after the other, each for a user and in a thread of its
+/// own. A scenario's model is `model` when given, else its own, else `default_model`.
+pub async fn run(
+    service: &Service,
+    default_model: &str,
+    file: &ScenarioFile,
+    model: Option<&str>,
+) -> anyhow::Result<Vec<Outcome>> {
     let mut outcomes = Vec::with_capacity(file.scenarios.len());
     for (n, scenario) in file.scenarios.iter().enumerate() {
         // A user per scenario, so settings and skills of one never leak into the next.
         let user = format!("{EVAL_USER}-{n}");
-        state.service.accounts().ensure_user(&user, &user).await?;
-        prepare_user(&state.service, &user, scenario).await?;
+        service.accounts().ensure_user(&user, &user).await?;
+        prepare_user(service, &user, scenario).await?;
         let model = model
-            .map(str::to_owned)
-            .or_else(|| scenario.model.clone())
-            .unwrap_or_else(|| default_model.clone());
-        let observed = run_one(&state.service, &user, &format!("eval-{n}"), scenario, &model)
+            .or(scenario.model.as_deref())
+            .unwrap_or(default_model)
+            .to_owned();
+        let observed = run_one(service, &user, &format!("eval-{n}"), scenario, &model)
             .await
             .with_context(|| format!("scenario {:?} could not run", scenario.name))?;
         let failures = score(&scenario.criteria, &observed);
@@ -143,7 +179,7 @@ async fn prepare_user(service: &Service, user: &str, scenario: &Scenario) -> any
         service.put_settings(user, &settings).await?;
     }
     for skill in &scenario.skills {
-        service.create_skill(user, &skill.clone().into()).await?;
+        service.create_skill(user, &skill.into()).await?;
     }
     Ok(())
 }
@@ -214,69 +250,4 @@ pub fn table(outcomes: &[Outcome]) -> String {
     let passed = outcomes.iter().filter(|o| o.passed).count();
     out.push_str(&format!("{passed}/{} scenarios passed", outcomes.len()));
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_scenario_file_reads_settings_skills_and_criteria() {
-        let file = parse(
-            "scenarios:\n  - name: cited\n    message: /research tides\n    settings: {preferred_name: Ada}\n    \
-             skills:\n      - {slug: research, name: Research, instructions: Dig deep.}\n    \
-             criteria: {minCitations: 2, noDuplicateToolCalls: true}\n",
-        )
-        .unwrap();
-        let scenario = &file.scenarios[0];
-        assert_eq!(scenario.skills[0].slug, "research");
-        assert_eq!(scenario.criteria.min_citations, Some(2));
-        assert_eq!(scenario.settings.as_ref().unwrap()["preferred_name"], "Ada");
-    }
-
-    #[test]
-    fn empty_files_and_unknown_criteria_are_refused_with_a_reason() {
-        let empty = parse("scenarios: []\n").unwrap_err().to_string();
-        assert!(empty.contains("no scenarios"), "{empty}");
-        let unknown = parse("scenarios:\n  - name: x\n    message: hi\n    criteria: {minCites: 1}\n")
-            .unwrap_err()
-            .to_string();
-        assert!(unknown.contains("minCites"), "{unknown}");
-    }
-
-    #[test]
-    fn the_shipped_scenarios_parse() {
-        let file = parse(include_str!("../../../../eval/scenarios.yaml")).unwrap();
-        assert!((5..=8).contains(&file.scenarios.len()));
-    }
-
-    #[test]
-    fn the_table_shows_each_failure_under_its_scenario() {
-        let outcomes = vec![
-            Outcome {
-                name: "ok".into(),
-                model: "m".into(),
-                passed: true,
-                failures: vec![],
-                citations: 2,
-                web_tool_calls: 3,
-                steps: 4,
-                text: String::new(),
-            },
-            Outcome {
-                name: "broken".into(),
-                model: "m".into(),
-                passed: false,
-                failures: vec!["Too few web tool calls: 0 (min: 1)".into()],
-                citations: 0,
-                web_tool_calls: 0,
-                steps: 1,
-                text: String::new(),
-            },
-        ];
-        let table = table(&outcomes);
-        assert!(table.contains("broken    FAIL"), "{table}");
-        assert!(table.contains("    - Too few web tool calls: 0 (min: 1)"));
-        assert!(table.ends_with("1/2 scenarios passed"));
-    }
 }

@@ -1,0 +1,389 @@
+//! `POST /v1/responses`, the OpenAI Responses API over the same engine as a send, and the responses
+//! a user keeps: `GET` and `DELETE /v1/responses/{id}`, `GET /v1/responses/{id}/input_items`.
+//!
+//! A response asked to be kept (`store`, true unless the client says false) is stored before the
+//! client hears that it ended: its terminal event, or the whole JSON, goes out after the store
+//! took it. One that could not be stored ends as `failed`, so no client continues from an id that
+//! leads nowhere.
+
+use aide::OperationOutput;
+use aide::axum::ApiRouter;
+use aide::axum::routing::{get_with, post_with};
+use aide::generate::GenContext;
+use aide::openapi::{Operation, Response as ApiResponse, StatusCode as ApiStatus};
+use axum::Json;
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::response::{IntoResponse, Response};
+use futures::{Stream, StreamExt};
+use promptgate_service::events::TurnEvent;
+use promptgate_service::facade::{FacadeHistory, responses_history};
+use promptgate_service::{CompletionRequest, ResponseKeeper, ResponseRequest, SendHandle};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tracing::Instrument;
+
+use crate::auth::CurrentUser;
+use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::extract::{ApiJson, ApiQuery};
+use crate::responses::{CreateResponse, Echo, Frames, Translator, request};
+use crate::state::AppState;
+
+/// What a kept response says when the store did not take it.
+const NOT_KEPT_TEXT: &str = "The response could not be stored, so it cannot be continued; try again.";
+
+/// `POST /v1/responses`: streams, so it sits with the streaming routes.
+pub fn routes() -> ApiRouter<AppState> {
+    ApiRouter::new().api_route(
+        "/v1/responses",
+        post_with(create, |op| {
+            op.summary("OpenAI Responses API (streamed or not); the gateway's own tools run on the server")
+                .description(
+                    "The system prompt and tools come from your settings, as for a send; `instructions` and \
+                 system or developer input messages follow them. Function tools are yours: a call to one \
+                 ends the response with a `function_call` item, answered by `function_call_output` items \
+                 in the next request. MCP calls show as `mcp_call` items and web searches as \
+                 `web_search_call` items. Kept responses (`store`, default true) continue with \
+                 `previous_response_id`.",
+                )
+        }),
+    )
+}
+
+/// The kept responses: plain JSON routes.
+pub fn kept_routes() -> ApiRouter<AppState> {
+    ApiRouter::new()
+        .api_route(
+            "/v1/responses/{id}",
+            get_with(retrieve, |op| {
+                op.summary("A kept response, as its client received it")
+            })
+            .delete_with(delete, |op| op.summary("Delete a kept response")),
+        )
+        .api_route(
+            "/v1/responses/{id}/input_items",
+            get_with(input_items, |op| {
+                op.summary("The input items of a kept response's request, paged (`after`, `limit`, `order`)")
+            }),
+        )
+}
+
+async fn create(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    ApiJson(body): ApiJson<CreateResponse>,
+) -> ApiResult<Created> {
+    let checked = request::check(&body)?;
+    let store = body.store.unwrap_or(true);
+    let input = responses_history(&body.input).map_err(|e| ApiError::invalid(e.to_string()))?;
+    let input_items = store.then(|| body.input.clone());
+    // The request's instructions come first, then its system and developer messages.
+    let conversation = FacadeHistory {
+        system: body.instructions.iter().cloned().chain(input.system).collect(),
+        messages: input.messages,
+    };
+    let run = state
+        .service
+        .respond(ResponseRequest {
+            turn: CompletionRequest {
+                user_id: user.id,
+                model: body.model,
+                conversation,
+                client_tools: checked.client_tools,
+                tool_choice: checked.choice,
+                extra: checked.sampling,
+                parallel_tool_calls: body.parallel_tool_calls,
+                max_output_tokens: body.max_output_tokens,
+                on_end: Vec::new(),
+            },
+            previous_response_id: body.previous_response_id.clone(),
+            store,
+        })
+        .await?;
+    let id = format!("resp_{}", run.handle.turn_id.trim_start_matches("turn_"));
+    let echo = Echo {
+        created_at: chrono::Utc::now().timestamp(),
+        model: run.handle.model_id.clone(),
+        instructions: body.instructions,
+        metadata: checked.metadata,
+        previous_response_id: body.previous_response_id,
+        tools: checked.functions,
+        tool_choice: checked.tool_choice,
+        parallel_tool_calls: body.parallel_tool_calls.unwrap_or(true),
+        temperature: body.temperature,
+        top_p: body.top_p,
+        max_output_tokens: body.max_output_tokens,
+        store,
+        id,
+    };
+    let keeping = run.keeper.map(|keeper| Keeping {
+        keeper,
+        input_items: with_ids(input_items.unwrap_or_default(), &echo.id),
+    });
+    let reading = Reading {
+        translator: Translator::new(echo),
+        keeping,
+        ended_at: 0,
+        not_kept: false,
+    };
+    if body.stream.unwrap_or(false) {
+        return Ok(Created::Stream(Box::new((run.handle, reading))));
+    }
+    let watch = crate::observe::TurnWatch::start("response", &run.handle.turn_id, &run.handle.model_id);
+    let events = crate::observe::watch_turn(watch, run.handle.events);
+    let Some(mut reading) = super::completions::read_whole(&state, reading, Reading::fold, events).await
+    else {
+        return Err(ApiError::internal());
+    };
+    reading.conclude(None).await;
+    let translator = &reading.translator;
+    if reading.not_kept {
+        // The client has seen nothing of it: asking again loses nothing.
+        return Err(ApiError::new(ErrorCode::NotStored, NOT_KEPT_TEXT));
+    }
+    if let Some(message) = translator.failure() {
+        return Err(ApiError::new(ErrorCode::UpstreamError, message));
+    }
+    Ok(Created::Whole(translator.final_response(reading.ended_at)))
+}
+
+/// A response being read from its turn, and kept at its end when asked.
+struct Reading {
+    translator: Translator,
+    keeping: Option<Keeping>,
+    /// Unix seconds at which it ended.
+    ended_at: i64,
+    /// It was to be kept, and the store did not take it.
+    not_kept: bool,
+}
+
+struct Keeping {
+    keeper: ResponseKeeper,
+    input_items: Value,
+}
+
+impl Reading {
+    fn fold(&mut self, event: &TurnEvent) {
+        self.translator.push(event, None);
+    }
+
+    /// Ends the response: keeps it when asked (failing it when the store does not take it), then
+    /// writes its terminal event onto `out`.
+    async fn conclude(&mut self, out: Option<&mut Frames>) {
+        self.translator.cut_short();
+        self.ended_at = chrono::Utc::now().timestamp();
+        if let Some(Keeping { keeper, input_items }) = self.keeping.take() {
+            let id = self.translator.echo().id.clone();
+            let body = self.translator.final_response(self.ended_at);
+            let calls = self.translator.client_call_ids();
+            if let Err(err) = keeper.keep(&id, body, input_items, &calls).await {
+                tracing::warn!(response = %id, error = %err, "a response asked to be kept was not stored");
+                self.translator.fail(NOT_KEPT_TEXT);
+                self.not_kept = true;
+            }
+        }
+        self.translator.finish(self.ended_at, out);
+    }
+}
+
+/// The request's input as the list `input_items` pages through: every item with an id (the
+/// client's, else one made from the response's), a string as the one user message it stands for.
+fn with_ids(input: Value, response_id: &str) -> Value {
+    let stem = response_id.trim_start_matches("resp_");
+    let items = match input {
+        Value::String(text) => vec![json!({
+            "type": "message", "role": "user",
+            "content": [{"type": "input_text", "text": text}],
+        })],
+        Value::Array(items) => items,
+        _ => Vec::new(),
+    };
+    let items = items
+        .into_iter()
+        .enumerate()
+        .map(|(index, mut item)| {
+            if let Some(object) = item.as_object_mut()
+                && !object.get("id").is_some_and(Value::is_string)
+            {
+                object.insert("id".into(), format!("in_{stem}_{index}").into());
+            }
+            item
+        })
+        .collect();
+    Value::Array(items)
+}
+
+enum Created {
+    /// The `Response` object.
+    Whole(Value),
+    /// Boxed: the handle is large and a JSON answer need not carry its size.
+    Stream(Box<(SendHandle, Reading)>),
+}
+
+impl IntoResponse for Created {
+    fn into_response(self) -> Response {
+        match self {
+            Self::Whole(body) => Json(body).into_response(),
+            Self::Stream(stream) => {
+                let (handle, reading) = *stream;
+                let watch = crate::observe::TurnWatch::start("response", &handle.turn_id, &handle.model_id);
+                let events = crate::observe::watch_turn(watch, handle.events);
+                let frames = stream_frames(reading, events).map(Ok::<_, std::convert::Infallible>);
+                super::chat::event_stream(Body::from_stream(frames))
+            }
+        }
+    }
+}
+
+/// The response's events as SSE, the terminal one written once the response is kept.
+fn stream_frames(
+    reading: Reading,
+    events: impl Stream<Item = TurnEvent> + Send + 'static,
+) -> impl Stream<Item = Vec<u8>> + Send + 'static {
+    let events: Events = Box::pin(events);
+    // The request's span, so that what the end of the stream logs carries the request's id.
+    let span = tracing::Span::current();
+    futures::stream::unfold(Some((reading, events, Frames::default())), move |state| {
+        next_frames(state).instrument(span.clone())
+    })
+}
+
+type Events = std::pin::Pin<Box<dyn Stream<Item = TurnEvent> + Send>>;
+type StreamState = Option<(Reading, Events, Frames)>;
+
+/// The frames of the next events that make any; `None` in the state once the response ended.
+async fn next_frames(state: StreamState) -> Option<(Vec<u8>, StreamState)> {
+    let (mut reading, mut events, mut frames) = state?;
+    loop {
+        let ended = match events.next().await {
+            Some(event) => reading.translator.push(&event, Some(&mut frames)),
+            // The turn stopped sending without an end: the response ends as stopped.
+            None => true,
+        };
+        if ended {
+            reading.conclude(Some(&mut frames)).await;
+            return Some((frames.take(), None));
+        }
+        let bytes = frames.take();
+        if !bytes.is_empty() {
+            return Some((bytes, Some((reading, events, frames))));
+        }
+    }
+}
+
+impl OperationOutput for Created {
+    type Inner = Value;
+
+    fn inferred_responses(
+        _ctx: &mut GenContext,
+        _op: &mut Operation,
+    ) -> Vec<(Option<ApiStatus>, ApiResponse)> {
+        crate::api_doc::json_or_event_stream(
+            "A `Response` object, or with `stream: true` its events as SSE (`event:` and `data:` \
+             lines), from `response.created` to `response.completed`, `response.incomplete` or \
+             `response.failed`",
+        )
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct RetrieveQuery {
+    /// Only `false`: a kept response is read whole, its stream is not replayed.
+    #[serde(default)]
+    pub stream: Option<bool>,
+}
+
+async fn retrieve(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+    ApiQuery(query): ApiQuery<RetrieveQuery>,
+) -> ApiResult<Json<Value>> {
+    if query.stream == Some(true) {
+        return Err(ApiError::new(
+            ErrorCode::InvalidQuery,
+            "a kept response is read whole; replaying its stream is not supported",
+        ));
+    }
+    let kept = state.service.kept_response(&user.id, &id).await?;
+    Ok(Json(kept.body))
+}
+
+async fn delete(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    state.service.delete_response(&user.id, &id).await?;
+    Ok(Json(json!({"id": id, "object": "response", "deleted": true})))
+}
+
+/// The most input items one page holds.
+const MAX_PAGE: usize = 100;
+
+#[derive(Deserialize, JsonSchema)]
+pub struct ItemsQuery {
+    /// The id of the item the page starts after.
+    #[serde(default)]
+    pub after: Option<String>,
+    /// 1 to 100 (default 20).
+    #[serde(default)]
+    pub limit: Option<usize>,
+    /// `desc` (the default: the last item first) or `asc`.
+    #[serde(default)]
+    pub order: Option<String>,
+}
+
+async fn input_items(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+    ApiQuery(query): ApiQuery<ItemsQuery>,
+) -> ApiResult<Json<Value>> {
+    let limit = query.limit.unwrap_or(20);
+    if !(1..=MAX_PAGE).contains(&limit) {
+        return Err(ApiError::new(
+            ErrorCode::InvalidQuery,
+            format!("limit must be between 1 and {MAX_PAGE}"),
+        ));
+    }
+    let descending = match query.order.as_deref() {
+        None | Some("desc") => true,
+        Some("asc") => false,
+        Some(_) => {
+            return Err(ApiError::new(
+                ErrorCode::InvalidQuery,
+                "order must be asc or desc",
+            ));
+        }
+    };
+    let kept = state.service.kept_response(&user.id, &id).await?;
+    let mut items = match kept.input_items {
+        Value::Array(items) => items,
+        _ => Vec::new(),
+    };
+    if descending {
+        items.reverse();
+    }
+    let start = match &query.after {
+        Some(after) => items
+            .iter()
+            .position(|item| item["id"].as_str() == Some(after.as_str()))
+            .map(|at| at + 1)
+            .ok_or_else(|| {
+                ApiError::new(
+                    ErrorCode::InvalidQuery,
+                    "after names no input item of this response",
+                )
+            })?,
+        None => 0,
+    };
+    let page: Vec<Value> = items.iter().skip(start).take(limit).cloned().collect();
+    let has_more = start + page.len() < items.len();
+    let first_id = page.first().map(|item| item["id"].clone());
+    let last_id = page.last().map(|item| item["id"].clone());
+    Ok(Json(json!({
+        "object": "list", "data": page, "first_id": first_id, "last_id": last_id, "has_more": has_more,
+    })))
+}

@@ -1,0 +1,306 @@
+//! How `promptgate eval` reads a scenario file and scores an answer: the criteria's failure texts are
+//! what a user reads in its table, and a file it cannot use is refused with the reason.
+
+// Helpers in test files fail the test loudly; that is their job.
+#![allow(clippy::unwrap_used)]
+
+use promptgate_eval::{Criteria, Observed, Outcome, parse, score, table};
+use serde_json::{Value, json};
+
+fn answer(text: &str) -> Observed {
+    Observed {
+        text: text.to_owned(),
+        steps: 1,
+        tool_calls: Vec::new(),
+    }
+}
+
+fn with_calls(calls: &[(&str, Value)]) -> Observed {
+    Observed {
+        text: "ok".into(),
+        steps: 2,
+        tool_calls: calls.iter().map(|(n, v)| ((*n).to_owned(), v.clone())).collect(),
+    }
+}
+
+#[test]
+fn citations_count_distinct_brackets_of_both_kinds_but_not_titled_markers() {
+    let criteria = Criteria {
+        min_citations: Some(3),
+        ..Criteria::default()
+    };
+    assert!(score(&criteria, &answer("a [1] b [2] c 【1】 d [1]")).is_empty());
+    assert_eq!(
+        score(&criteria, &answer("a [1] b 【2†title】 c [1](http://x)")),
+        ["Insufficient citations: 1 found, 3 required"]
+    );
+}
+
+#[test]
+fn an_empty_or_blank_answer_fails_must_produce_output() {
+    let criteria = Criteria {
+        must_produce_output: true,
+        ..Criteria::default()
+    };
+    assert_eq!(
+        score(&criteria, &answer(" \n")),
+        ["Empty response: no text output produced"]
+    );
+    assert!(score(&criteria, &answer("Hi")).is_empty());
+}
+
+#[test]
+fn only_web_tools_count_towards_tool_call_limits() {
+    let observed = with_calls(&[
+        ("search", json!({"query": "a"})),
+        ("skill", json!({"name": "research"})),
+        ("fetch_content", json!({"url": "https://a.example"})),
+    ]);
+    let too_many = Criteria {
+        max_tool_calls: Some(1),
+        ..Criteria::default()
+    };
+    assert_eq!(
+        score(&too_many, &observed),
+        ["Too many web tool calls: 2 (max: 1)"]
+    );
+    let too_few = Criteria {
+        min_tool_calls: Some(3),
+        ..Criteria::default()
+    };
+    assert_eq!(score(&too_few, &observed), ["Too few web tool calls: 2 (min: 3)"]);
+}
+
+#[test]
+fn duplicates_ignore_key_order_but_not_case_or_spacing() {
+    let criteria = Criteria {
+        no_duplicate_tool_calls: true,
+        ..Criteria::default()
+    };
+    let observed = with_calls(&[
+        ("search", json!({"query": "tides", "max_results": 5})),
+        ("search", json!({"max_results": 5, "query": "tides"})),
+        ("search", json!({"query": "Tides", "max_results": 5})),
+        ("skill", json!({"name": "x"})),
+        ("skill", json!({"name": "x"})),
+    ]);
+    assert_eq!(score(&criteria, &observed), ["Duplicate web tool calls: 1"]);
+}
+
+#[test]
+fn widgets_are_found_by_tag_name() {
+    let text = "See <widget:link-preview url=\"a\"/> and <widget:weather-forecast city=\"x\"/>";
+    let forbid = Criteria {
+        must_not_use_widgets: true,
+        ..Criteria::default()
+    };
+    assert_eq!(
+        score(&forbid, &answer(text)),
+        ["Unexpected widget tags found: link-preview, weather-forecast"]
+    );
+    let require = Criteria {
+        must_use_link_previews: true,
+        must_use_widget: Some("map".into()),
+        ..Criteria::default()
+    };
+    assert_eq!(
+        score(&require, &answer(text)),
+        ["No <widget:map> tag found in response"]
+    );
+    assert_eq!(
+        score(&require, &answer("none")),
+        [
+            "No <widget:link-preview> tags found in response",
+            "No <widget:map> tag found in response"
+        ]
+    );
+}
+
+#[test]
+fn steps_over_the_limit_fail() {
+    let criteria = Criteria {
+        max_steps: Some(1),
+        ..Criteria::default()
+    };
+    assert_eq!(score(&criteria, &with_calls(&[])), ["Too many steps: 2 (max: 1)"]);
+}
+
+fn preview(attributes: &str) -> String {
+    format!("Read this <widget:link-preview {attributes}/> for more.")
+}
+
+#[test]
+fn homepage_links_fail_whatever_the_quotes_or_attribute_order() {
+    let criteria = Criteria {
+        no_homepage_links: true,
+        ..Criteria::default()
+    };
+    let text = [
+        preview(r#"url="https://example.com""#),
+        preview("title='Docs' url='https://Docs.example.org/?ref=x#top'"),
+        preview(r#"url="https://example.com/guide/tides" title="a > b""#),
+        preview(r#"url="https://example.com""#),
+    ]
+    .concat();
+    assert_eq!(
+        score(&criteria, &answer(&text)),
+        ["Homepage links found: https://example.com, https://Docs.example.org/?ref=x#top"]
+    );
+}
+
+#[test]
+fn links_with_a_path_are_not_homepages() {
+    let criteria = Criteria {
+        no_homepage_links: true,
+        ..Criteria::default()
+    };
+    let text = [
+        preview(r#"url="https://example.com/guide""#),
+        preview("title='x' url='http://example.com:8080/a/b?q=1'"),
+        "<widget:link-preview-card url=\"https://example.com/\"/>".to_owned(),
+        "plain https://example.com/ text".to_owned(),
+    ]
+    .concat();
+    assert!(score(&criteria, &answer(&text)).is_empty());
+}
+
+#[test]
+fn review_sites_and_their_subdomains_fail() {
+    let criteria = Criteria {
+        no_review_sites: true,
+        ..Criteria::default()
+    };
+    let text = [
+        preview(r#"url="https://www.yelp.com/biz/cafe-x""#),
+        preview("url='https://old.Reddit.com/r/tides/comments/1' title='thread'"),
+        preview(r#"url="https://www.nytimes.com/wirecutter/reviews/best-kettle/""#),
+        preview(r#"url="https://uk.trustpilot.com""#),
+    ]
+    .concat();
+    assert_eq!(
+        score(&criteria, &answer(&text)),
+        ["Review-site links found: https://www.yelp.com/biz/cafe-x, \
+          https://old.Reddit.com/r/tides/comments/1, \
+          https://www.nytimes.com/wirecutter/reviews/best-kettle/, https://uk.trustpilot.com"]
+    );
+}
+
+#[test]
+fn sites_that_merely_resemble_review_sites_pass() {
+    let criteria = Criteria {
+        no_review_sites: true,
+        ..Criteria::default()
+    };
+    let text = [
+        preview(r#"url="https://notyelp.com/biz/cafe-x""#),
+        preview("url='https://www.nytimes.com/2024/01/01/science/tides.html'"),
+        preview(r#"url="https://reddit.com.example.org/r/tides""#),
+        preview(r#"title="reddit.com" url="https://noaa.gov/tides""#),
+    ]
+    .concat();
+    assert!(score(&criteria, &answer(&text)).is_empty());
+}
+
+#[test]
+fn link_hosts_are_read_without_case_www_or_a_trailing_dot_and_odd_links_are_ignored() {
+    let criteria = Criteria {
+        no_homepage_links: true,
+        no_review_sites: true,
+        ..Criteria::default()
+    };
+    let text = [
+        preview(r#"url="https://WWW.Yelp.com./biz?b#c""#),
+        preview(r#"url="http://user@host.example:81""#),
+        preview(r#"url="//cdn.example.net/x""#),
+        preview(r#"url="www.tripadvisor.com/hotel""#),
+        preview(r#"url="/relative/path""#),
+        preview(r#"url="mailto:a@example.com""#),
+        preview(r#"url="ftp://example.com/""#),
+    ]
+    .concat();
+    assert_eq!(
+        score(&criteria, &answer(&text)),
+        [
+            "Homepage links found: http://user@host.example:81",
+            "Review-site links found: https://WWW.Yelp.com./biz?b#c, www.tripadvisor.com/hotel",
+        ]
+    );
+}
+
+#[test]
+fn scenario_criteria_read_the_camel_case_keys() {
+    let criteria: Criteria = serde_json::from_value(json!({
+        "minCitations": 2, "mustProduceOutput": true, "noDuplicateToolCalls": true, "maxToolCalls": 4
+    }))
+    .unwrap();
+    assert_eq!(criteria.min_citations, Some(2));
+    assert!(criteria.must_produce_output && criteria.no_duplicate_tool_calls);
+    let links: Criteria =
+        serde_json::from_value(json!({"noHomepageLinks": true, "noReviewSites": true})).unwrap();
+    assert!(links.no_homepage_links && links.no_review_sites);
+    assert!(serde_json::from_value::<Criteria>(json!({"minCitation": 1})).is_err());
+}
+
+#[test]
+fn a_scenario_file_reads_settings_skills_and_criteria() {
+    let file = parse(
+        "scenarios:\n  - name: cited\n    message: /research tides\n    settings: {preferred_name: Ada}\n    \
+         skills:\n      - {slug: research, name: Research, instructions: Dig deep.}\n    \
+         criteria: {minCitations: 2, noDuplicateToolCalls: true}\n",
+    )
+    .unwrap();
+    let scenario = &file.scenarios[0];
+    assert_eq!(scenario.skills[0].slug, "research");
+    assert_eq!(scenario.criteria.min_citations, Some(2));
+    assert_eq!(scenario.settings.as_ref().unwrap()["preferred_name"], "Ada");
+}
+
+#[test]
+fn empty_files_and_unknown_criteria_are_refused_with_a_reason() {
+    let empty = parse("scenarios: []\n").unwrap_err().to_string();
+    assert!(empty.contains("no scenarios"), "{empty}");
+    let unknown = parse("scenarios:\n  - name: x\n    message: hi\n    criteria: {minCites: 1}\n")
+        .unwrap_err()
+        .to_string();
+    assert!(unknown.contains("minCites"), "{unknown}");
+}
+
+#[test]
+fn the_shipped_scenarios_parse() {
+    let file = parse(include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../eval/scenarios.yaml"
+    )))
+    .unwrap();
+    assert!((5..=8).contains(&file.scenarios.len()));
+}
+
+#[test]
+fn the_table_shows_each_failure_under_its_scenario() {
+    let outcomes = vec![
+        Outcome {
+            name: "ok".into(),
+            model: "m".into(),
+            passed: true,
+            failures: vec![],
+            citations: 2,
+            web_tool_calls: 3,
+            steps: 4,
+            text: String::new(),
+        },
+        Outcome {
+            name: "broken".into(),
+            model: "m".into(),
+            passed: false,
+            failures: vec!["Too few web tool calls: 0 (min: 1)".into()],
+            citations: 0,
+            web_tool_calls: 0,
+            steps: 1,
+            text: String::new(),
+        },
+    ];
+    let table = table(&outcomes);
+    assert!(table.contains("broken    FAIL"), "{table}");
+    assert!(table.contains("    - Too few web tool calls: 0 (min: 1)"));
+    assert!(table.ends_with("1/2 scenarios passed"));
+}

@@ -1,0 +1,147 @@
+//! Responses kept for the OpenAI Responses API: the response as its client saw it, the input items of
+//! its request, and the conversation the model saw up to its end, which `previous_response_id`
+//! continues from. Each row holds its whole conversation, so a chain never depends on an older row.
+//!
+//! Rows live for the deployment's retention: older ones are invisible to every read and are deleted
+//! when their user stores a new response.
+
+use crate::connect::Store;
+use crate::error::{Result, StoreError};
+use crate::observed::Observed;
+use crate::types::{NewResponse, StoredResponse};
+use crate::util::{Cols, from_json, one_row, to_json};
+
+/// The most one response may take in the database (its body, input items and conversation
+/// together); a chain that grows past it cannot be stored, and is refused before it runs.
+pub const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
+
+/// Ids are the gateway's own (`resp_` and a UUID); anything longer is not one of ours.
+const MAX_ID_CHARS: usize = 128;
+
+impl Store {
+    /// Keeps a response, and deletes the user's responses older than `max_age_ms`.
+    pub async fn save_response(&self, user: &str, response: &NewResponse, max_age_ms: i64) -> Result<()> {
+        check_id(&response.id)?;
+        let body = to_json("response body", &response.body)?;
+        let items = to_json("response input items", &response.input_items)?;
+        let conversation = to_json("response conversation", &response.conversation)?;
+        if body.len() + items.len() + conversation.len() > MAX_RESPONSE_BYTES {
+            return Err(StoreError::Invalid(format!(
+                "a response with its conversation is larger than {MAX_RESPONSE_BYTES} bytes"
+            )));
+        }
+        let now = self.now_ms();
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("DELETE FROM responses WHERE user_id = $1 AND created_at < $2")
+            .bind(user)
+            .bind(now.saturating_sub(max_age_ms))
+            .execute(&mut *tx)
+            .observed("responses.expire")
+            .await?;
+        let done = sqlx::query(
+            "INSERT INTO responses (user_id, id, previous_response_id, body, input_items, conversation, created_at) \
+             SELECT id, $2, $3, $4, $5, $6, $7 FROM users WHERE id = $1",
+        )
+        .bind(user)
+        .bind(&response.id)
+        .bind(response.previous_response_id.as_deref())
+        .bind(&body)
+        .bind(&items)
+        .bind(&conversation)
+        .bind(now)
+        .execute(&mut *tx)
+        .observed("responses.save")
+        .await
+        .map_err(|err| match StoreError::from(err) {
+            StoreError::Conflict(_) => StoreError::Conflict(format!("response {} exists", response.id)),
+            other => other,
+        })?;
+        one_row(done.rows_affected())?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The response as its client saw it, with its request's input items.
+    pub async fn get_response(
+        &self,
+        user: &str,
+        id: &str,
+        max_age_ms: i64,
+    ) -> Result<Option<StoredResponse>> {
+        self.read_response(
+            user,
+            id,
+            max_age_ms,
+            "body, input_items, created_at",
+            "responses.get",
+        )
+        .await?
+        .map(|row| {
+            Ok(StoredResponse {
+                id: id.to_owned(),
+                body: from_json("response body", &row.text(0)?)?,
+                input_items: from_json("response input items", &row.text(1)?)?,
+                created_at: row.int(2)?,
+            })
+        })
+        .transpose()
+    }
+
+    /// The conversation the model saw up to the end of the response, for the request that continues
+    /// it: the JSON text as kept, which the caller parses into its own types (and whose size it
+    /// may check first).
+    pub async fn response_conversation(
+        &self,
+        user: &str,
+        id: &str,
+        max_age_ms: i64,
+    ) -> Result<Option<String>> {
+        self.read_response(user, id, max_age_ms, "conversation", "responses.conversation")
+            .await?
+            .map(|row| row.text(0))
+            .transpose()
+    }
+
+    /// Deletes a response; NotFound when the user has none by that id.
+    pub async fn delete_response(&self, user: &str, id: &str) -> Result<()> {
+        let done = sqlx::query("DELETE FROM responses WHERE user_id = $1 AND id = $2")
+            .bind(user)
+            .bind(id)
+            .execute(&self.pool)
+            .observed("responses.delete")
+            .await?;
+        one_row(done.rows_affected())
+    }
+
+    async fn read_response(
+        &self,
+        user: &str,
+        id: &str,
+        max_age_ms: i64,
+        columns: &'static str,
+        op: &'static str,
+    ) -> Result<Option<sqlx::any::AnyRow>> {
+        if check_id(id).is_err() {
+            return Ok(None);
+        }
+        let kept_since = self.now_ms().saturating_sub(max_age_ms);
+        Ok(sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {columns} FROM responses WHERE user_id = $1 AND id = $2 AND created_at >= $3"
+        )))
+        .bind(user)
+        .bind(id)
+        .bind(kept_since)
+        .fetch_optional(&self.pool)
+        .observed(op)
+        .await?)
+    }
+}
+
+fn check_id(id: &str) -> Result<()> {
+    if id.is_empty() || id.chars().count() > MAX_ID_CHARS {
+        return Err(StoreError::Invalid(format!(
+            "a response id is 1 to {MAX_ID_CHARS} characters"
+        )));
+    }
+    Ok(())
+}

@@ -74,6 +74,7 @@ fn service_config(config: &Config) -> ServiceConfig {
         kept_harnesses: config.turn.kept_harnesses,
         response_retention: Duration::from_secs(config.responses.retention_days.saturating_mul(86_400)),
         context: config.context.settings(),
+        quota: config.quotas.quota(),
     }
 }
 

@@ -61,6 +61,10 @@ pub enum ServiceError {
     /// Upstream request fields the caller may not set; the message names them and what may be set.
     #[error("{0}")]
     FieldsNotAllowed(String),
+    /// The user keeps as much as their storage quota allows; the message says which bound.
+    #[error("{0}")]
+    QuotaExceeded(String),
+
     /// What the store reports, as it words it.
     #[error(transparent)]
     Store(#[from] StoreError),

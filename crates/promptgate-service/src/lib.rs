@@ -69,6 +69,7 @@ mod live;
 mod open;
 mod prepare;
 mod providers;
+mod quota;
 mod record;
 pub mod records;
 mod respond;
@@ -101,6 +102,7 @@ pub use open::Database;
 pub use prepare::{Prepared, PreparedSend, RunParts};
 pub use promptgate_store::StoreError;
 pub use providers::{ModelProvider, ProviderClient, Providers, check_request_fields};
+pub use quota::{StorageQuota, StorageReport};
 pub use record::{PendingSave, PendingSaves};
 pub use respond::{ResponseKeeper, ResponseRequest, ResponseRun};
 pub use toolset::{Executors, McpToolExecutor};
@@ -443,6 +445,7 @@ impl Service {
         if ctx.thread.is_none() && !request.create_thread {
             return Err(ServiceError::UnknownThread(request.thread_id.clone()));
         }
+        self.admit_storage(&request.user_id, ctx.thread.is_none()).await?;
         match new_user_message {
             Some((id, parts)) => self.store_user_message(request, ctx, id, parts).await?,
             None => {

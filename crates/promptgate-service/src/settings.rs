@@ -71,6 +71,8 @@ pub struct ServiceConfig {
     pub response_retention: Duration,
     /// How a send fits its thread to the model's context window.
     pub context: ContextSettings,
+    /// What each user may keep.
+    pub quota: crate::quota::StorageQuota,
 }
 
 impl Default for ServiceConfig {
@@ -90,6 +92,7 @@ impl Default for ServiceConfig {
             kept_harnesses: DEFAULT_KEPT_HARNESSES,
             response_retention: DEFAULT_RESPONSE_RETENTION,
             context: ContextSettings::default(),
+            quota: crate::quota::StorageQuota::default(),
         }
     }
 }

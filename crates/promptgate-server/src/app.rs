@@ -28,6 +28,7 @@ use crate::user_limits::UserLimits;
 fn api_routes() -> ApiRouter<AppState> {
     ApiRouter::new()
         .merge(routes::settings::routes())
+        .merge(routes::usage::routes())
         .merge(routes::integrations::routes())
         .merge(routes::models::routes())
         .merge(routes::library::routes())

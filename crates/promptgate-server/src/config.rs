@@ -45,6 +45,9 @@ pub struct Config {
     /// Bounds of each thread's workspace (harness models).
     #[serde(default)]
     pub workspace: WorkspaceConfig,
+    /// What each user may keep in the database.
+    #[serde(default)]
+    pub quotas: crate::config_quotas::QuotasConfig,
     /// How attached files are read for the model.
     #[serde(default)]
     pub documents: crate::documents::DocumentsConfig,

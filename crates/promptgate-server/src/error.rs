@@ -83,6 +83,7 @@ error_codes! {
     Forbidden = 403, "forbidden": "Refused (a status from below the handlers).";
     OriginNotAllowed = 403, "origin_not_allowed": "A browser request from a web origin this server does not list.";
     InvalidLink = 403, "invalid_link": "A signed artifact link that is invalid or has expired.";
+    QuotaExceeded = 403, "quota_exceeded": "The user keeps as many bytes or threads as their storage quota allows; nothing was written. Deleting threads makes room (`GET /v1/usage/storage` shows usage).";
     ReadOnly = 403, "read_only": "A record the user may read but not change (a system model).";
     NotFound = 404, "not_found": "The record or endpoint does not exist (for this user).";
     UnknownTurn = 404, "unknown_turn": "`retry_of` names no turn of this thread.";
@@ -375,6 +376,7 @@ impl From<ServiceError> for ApiError {
             ServiceError::UnknownAuthorization => Self::new(ErrorCode::InvalidState, err.to_string()),
             ServiceError::MissingAuthorizationCode => Self::new(ErrorCode::InvalidCallback, err.to_string()),
             ServiceError::ProviderRefused(m) => Self::new(ErrorCode::ProviderError, m),
+            ServiceError::QuotaExceeded(m) => Self::new(ErrorCode::QuotaExceeded, m),
             ServiceError::Store(store) => Self::from_store(store),
             ServiceError::Internal => Self::internal(),
             ServiceError::Start { .. } | ServiceError::Refused(_) => {

@@ -18,6 +18,7 @@ pub mod config;
 pub mod config_context;
 #[cfg(test)]
 mod config_keys;
+pub mod config_quotas;
 pub mod deploy;
 pub mod documents;
 pub mod error;

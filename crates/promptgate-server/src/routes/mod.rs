@@ -15,4 +15,5 @@ pub mod prompt;
 pub mod responses;
 pub mod settings;
 pub mod threads;
+pub mod usage;
 mod validate;

@@ -38,6 +38,7 @@ mod resources_api;
 mod responses;
 mod responses_clients;
 mod settings_api;
+mod storage_quota;
 mod turn_deadline;
 mod two_instances;
 mod ui_stream_versions;

@@ -65,7 +65,9 @@ function ChatView({ threadId, model, onChanged, initial, selectedMessage, onSele
     () =>
       new DefaultChatTransport<ChatMessage>({
         api: `${BASE_URL}/v1/chat`,
-        headers: () => authHeaders(),
+        // The app runs AI SDK 7: the gateway may send what 7.x understands (tool titles, finish and
+        // abort reasons), which it leaves out for clients that do not say so.
+        headers: () => ({ ...authHeaders(), 'X-Promptgate-UI-Stream': 'v7' }),
         // Until the model list has loaded no model is picked; the gateway then uses the default.
         body: () => (modelRef.current ? { model: modelRef.current } : {}),
         // The gateway keeps the history: only the new (or edited) message travels, so long threads

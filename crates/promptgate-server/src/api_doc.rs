@@ -14,6 +14,38 @@ use serde_json::{Value, json};
 
 /// The name the bearer scheme has in `components.securitySchemes`.
 pub const BEARER_SCHEME: &str = "bearer";
+/// The `x-api-key` header, which the Anthropic Messages API's routes accept too.
+const API_KEY_SCHEME: &str = "x_api_key";
+/// The component schema of an Anthropic-shaped error.
+const ANTHROPIC_ERROR: &str = "AnthropicError";
+
+/// Which error body a route answers with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Envelope {
+    /// `{"error": {"code", "message", "request_id"}}`, every route's but:
+    Ours,
+    /// `{"type": "error", "error": {"type", "message"}, "request_id"}` on the Messages API's routes,
+    /// which answer a malformed body with 400 as Anthropic does.
+    Anthropic,
+}
+
+impl Envelope {
+    fn of(path: &str) -> Self {
+        if path.starts_with("/v1/messages") {
+            Self::Anthropic
+        } else {
+            Self::Ours
+        }
+    }
+
+    fn schema_ref(self) -> String {
+        let name = match self {
+            Self::Ours => "ErrorBody",
+            Self::Anthropic => ANTHROPIC_ERROR,
+        };
+        format!("#/components/schemas/{name}")
+    }
+}
 
 /// A handler answer that created something: `201 Created` with `T` as the body.
 pub struct Created<T>(pub T);
@@ -89,6 +121,24 @@ pub fn json_or_event_stream(description: &str) -> Vec<(Option<ApiStatus>, ApiRes
     vec![(Some(ApiStatus::Code(200)), res)]
 }
 
+/// Documents a facade's answer type as [`json_or_event_stream`] with `$description`: the answer is
+/// bytes the handler wrote, which aide cannot infer a schema from.
+macro_rules! json_or_event_stream_output {
+    ($answer:ty, $description:expr) => {
+        impl aide::OperationOutput for $answer {
+            type Inner = serde_json::Value;
+
+            fn inferred_responses(
+                _ctx: &mut aide::generate::GenContext,
+                _op: &mut aide::openapi::Operation,
+            ) -> Vec<(Option<aide::openapi::StatusCode>, aide::openapi::Response)> {
+                $crate::api_doc::json_or_event_stream($description)
+            }
+        }
+    };
+}
+pub(crate) use json_or_event_stream_output;
+
 /// Routes that must be reachable without a token (the browser arrives there from the provider).
 fn is_public(path: &str) -> bool {
     path.ends_with("/callback")
@@ -111,10 +161,27 @@ pub fn complete(api: &mut OpenApi) {
             extensions: Default::default(),
         }),
     );
+    components.security_schemes.insert(
+        API_KEY_SCHEME.into(),
+        ReferenceOr::Item(SecurityScheme::ApiKey {
+            location: aide::openapi::ApiKeyLocation::Header,
+            name: crate::routes::messages::API_KEY.into(),
+            description: Some("The same token, as Anthropic's clients send it (Messages API only).".into()),
+            extensions: Default::default(),
+        }),
+    );
+    if let Ok(json_schema) = serde_json::from_value(anthropic_error_schema()) {
+        components.schemas.insert(
+            ANTHROPIC_ERROR.into(),
+            SchemaObject {
+                json_schema,
+                external_docs: None,
+                example: None,
+            },
+        );
+    }
     let has_error_schema = components.schemas.contains_key("ErrorBody");
-    let mut bearer: aide::openapi::SecurityRequirement = Default::default();
-    bearer.insert(BEARER_SCHEME.to_owned(), Vec::new());
-    api.security = vec![bearer];
+    api.security = vec![bearer_requirement()];
 
     let Some(paths) = api.paths.as_mut() else {
         return;
@@ -133,11 +200,42 @@ pub fn complete(api: &mut OpenApi) {
             if is_public(path) {
                 op.security = vec![aide::openapi::SecurityRequirement::default()];
             }
+            if Envelope::of(path) == Envelope::Anthropic {
+                let mut key: aide::openapi::SecurityRequirement = Default::default();
+                key.insert(API_KEY_SCHEME.to_owned(), Vec::new());
+                op.security = vec![bearer_requirement(), key];
+            }
             if has_error_schema {
                 document_errors(op, path, !names.is_empty());
             }
         }
     }
+}
+
+fn bearer_requirement() -> aide::openapi::SecurityRequirement {
+    let mut bearer: aide::openapi::SecurityRequirement = Default::default();
+    bearer.insert(BEARER_SCHEME.to_owned(), Vec::new());
+    bearer
+}
+
+/// Anthropic's error body (docs.claude.com/en/api/errors).
+fn anthropic_error_schema() -> Value {
+    json!({
+        "type": "object",
+        "required": ["type", "error"],
+        "properties": {
+            "type": {"type": "string", "enum": ["error"]},
+            "error": {
+                "type": "object",
+                "required": ["type", "message"],
+                "properties": {
+                    "type": {"type": "string", "description": "`invalid_request_error`, `authentication_error`, `not_found_error`, `rate_limit_error`, `api_error`, …"},
+                    "message": {"type": "string"}
+                }
+            },
+            "request_id": {"type": "string"}
+        }
+    })
 }
 
 fn operations(item: &mut PathItem) -> impl Iterator<Item = (&'static str, &mut Operation)> {
@@ -234,14 +332,19 @@ fn drop_null_defaults(op: &mut Operation) {
 
 /// The statuses a client must be ready for, each with the error envelope.
 fn document_errors(op: &mut Operation, path: &str, has_path_params: bool) {
+    let shape = Envelope::of(path);
     let responses = op.responses.get_or_insert_with(Default::default);
+    if shape == Envelope::Anthropic {
+        // The handler's error type documented our envelope; these routes rewrite it.
+        responses.default = None;
+    }
     let envelope = || {
         let mut res = ApiResponse {
             description: String::new(),
             ..Default::default()
         };
         let schema: Option<schemars::Schema> =
-            serde_json::from_value(json!({"$ref": "#/components/schemas/ErrorBody"})).ok();
+            serde_json::from_value(json!({"$ref": shape.schema_ref()})).ok();
         if let Some(schema) = schema {
             res.content.insert(
                 "application/json".to_owned(),
@@ -273,7 +376,12 @@ fn document_errors(op: &mut Operation, path: &str, has_path_params: bool) {
     if has_path_params {
         add(404, "No such record of yours (`not_found`)");
     }
-    if op.request_body.is_some() || !op.parameters.is_empty() {
+    if shape == Envelope::Anthropic {
+        add(
+            400,
+            "The body is malformed or breaks a rule (`invalid_request_error`)",
+        );
+    } else if op.request_body.is_some() || !op.parameters.is_empty() {
         add(
             422,
             "The body or query is malformed or breaks a rule (`invalid_body` and friends)",
@@ -282,7 +390,11 @@ fn document_errors(op: &mut Operation, path: &str, has_path_params: bool) {
     add(500, "A failure on the server's side (`internal`)");
     if responses.default.is_none() {
         let mut res = envelope();
-        res.description = "An error: `{\"error\": {\"code\", \"message\"}}`".into();
+        res.description = match shape {
+            Envelope::Ours => "An error: `{\"error\": {\"code\", \"message\"}}`",
+            Envelope::Anthropic => "An error: `{\"type\": \"error\", \"error\": {\"type\", \"message\"}}`",
+        }
+        .into();
         responses.default = Some(ReferenceOr::Item(res));
     }
 }

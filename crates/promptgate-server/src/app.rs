@@ -28,6 +28,7 @@ use crate::user_limits::UserLimits;
 fn api_routes() -> ApiRouter<AppState> {
     ApiRouter::new()
         .merge(routes::settings::routes())
+        .merge(routes::usage::routes())
         .merge(routes::integrations::routes())
         .merge(routes::models::routes())
         .merge(routes::library::routes())
@@ -44,6 +45,11 @@ fn streaming_routes() -> ApiRouter<AppState> {
         .merge(routes::chat::routes())
         .merge(routes::completions::routes())
         .merge(routes::responses::routes())
+}
+
+/// The Anthropic Messages API: streaming too, and with errors in Anthropic's shape.
+fn messages_routes() -> ApiRouter<AppState> {
+    routes::messages::routes()
 }
 
 fn api_info() -> OpenApi {
@@ -65,7 +71,10 @@ fn api_info() -> OpenApi {
 /// The OpenAPI document, generated from the routes themselves.
 pub fn openapi() -> OpenApi {
     let mut api = api_info();
-    let _router: Router<AppState> = api_routes().merge(streaming_routes()).finish_api(&mut api);
+    let _router: Router<AppState> = api_routes()
+        .merge(streaming_routes())
+        .merge(messages_routes())
+        .finish_api(&mut api);
     crate::api_doc::complete(&mut api);
     api
 }
@@ -86,13 +95,16 @@ pub fn build(state: AppState) -> Router {
     // Streams are bounded by the turn's own limits, not by the request timeout.
     let mut streaming_api = api_info();
     let mut streaming = streaming_routes().finish_api(&mut streaming_api);
+    let mut messages = messages_routes().finish_api(&mut streaming_api);
     if state.config.auth.mode == AuthMode::Tokens {
         let per_user = UserLimits::new(&limits);
-        streaming = streaming.route_layer(axum::middleware::from_fn_with_state(
-            (state.clone(), per_user),
-            crate::user_limits::limit_sends,
-        ));
+        let limit =
+            axum::middleware::from_fn_with_state((state.clone(), per_user), crate::user_limits::limit_sends);
+        streaming = streaming.route_layer(limit.clone());
+        messages = messages.route_layer(limit);
     }
+    // Outside the per-user limits, so their refusals take Anthropic's shape too.
+    let messages = messages.route_layer(axum::middleware::from_fn(routes::messages::anthropic_boundary));
     let policy = boundary::Policy::new(&state.config);
     let cors = boundary::cors(&state.config);
     let body_times = crate::body_time::BodyTimes {
@@ -104,6 +116,7 @@ pub fn build(state: AppState) -> Router {
     let mut routes = Router::new()
         .merge(rest)
         .merge(streaming)
+        .merge(messages)
         .route("/healthz", get(routes::health::healthz))
         .route("/readyz", get(routes::health::readyz));
     if state.config.server.metrics_listen.is_none() {

@@ -234,8 +234,10 @@ pub fn cors(config: &Config) -> CorsLayer {
         .allow_headers([
             header::AUTHORIZATION,
             header::CONTENT_TYPE,
-            // A browser client on another origin names itself for the harness prompt.
+            // A browser client on another origin names itself for the harness prompt, and its
+            // AI SDK major for the stream's fields.
             HeaderName::from_static(crate::routes::chat::CLIENT_HEADER),
+            HeaderName::from_static(crate::ui_stream::UI_STREAM_HEADER),
         ])
         .expose_headers(EXPOSED_HEADERS.map(HeaderName::from_static))
         .max_age(Duration::from_secs(600))

@@ -45,6 +45,9 @@ pub struct Config {
     /// Bounds of each thread's workspace (harness models).
     #[serde(default)]
     pub workspace: WorkspaceConfig,
+    /// What each user may keep in the database.
+    #[serde(default)]
+    pub quotas: crate::config_quotas::QuotasConfig,
     /// How attached files are read for the model.
     #[serde(default)]
     pub documents: crate::documents::DocumentsConfig,
@@ -65,6 +68,9 @@ pub struct Config {
     /// Signed artifact links.
     #[serde(default)]
     pub artifacts: crate::routes::artifact_links::ArtifactsConfig,
+    /// The AI SDK release a UI message stream is written for when the request does not say.
+    #[serde(default)]
+    pub ui_stream: crate::ui_stream::UiStreamConfig,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

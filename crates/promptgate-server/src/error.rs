@@ -12,6 +12,7 @@ use aide::openapi::{Operation, Response as ApiResponse};
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use promptgate_service::events::TurnError;
 use promptgate_service::{ServiceError, StoreError};
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Serialize, Serializer};
@@ -49,6 +50,14 @@ macro_rules! error_codes {
                 }
             }
 
+            /// The code a body spells `code`, if the table has it.
+            pub fn parse(code: &str) -> Option<ErrorCode> {
+                match code {
+                    $($code => Some(ErrorCode::$variant),)+
+                    _ => None,
+                }
+            }
+
             fn status_number(self) -> u16 {
                 match self {
                     $(ErrorCode::$variant => $status,)+
@@ -62,6 +71,7 @@ error_codes! {
     InvalidRequest = 400, "invalid_request": "The request is not one this server can read (a status from below the handlers, or a body an extractor refused).";
     MalformedJson = 400, "malformed_json": "The body is not valid JSON.";
     InvalidQuery = 400, "invalid_query": "The query string does not have the shape the endpoint reads.";
+    InvalidHeader = 400, "invalid_header": "A request header the endpoint reads has a value it does not know; the message names the header.";
     InvalidCursor = 400, "invalid_cursor": "A page cursor this list did not hand out.";
     InvalidParameter = 400, "invalid_parameter": "A parameter of a Responses API request has a value the gateway cannot honour; the message names it.";
     UnsupportedParameter = 400, "unsupported_parameter": "The OpenAI-compatible facade does not support a parameter the request sets.";
@@ -73,6 +83,7 @@ error_codes! {
     Forbidden = 403, "forbidden": "Refused (a status from below the handlers).";
     OriginNotAllowed = 403, "origin_not_allowed": "A browser request from a web origin this server does not list.";
     InvalidLink = 403, "invalid_link": "A signed artifact link that is invalid or has expired.";
+    QuotaExceeded = 403, "quota_exceeded": "The user keeps as many bytes or threads as their storage quota allows; nothing was written. Deleting threads makes room (`GET /v1/usage/storage` shows usage).";
     ReadOnly = 403, "read_only": "A record the user may read but not change (a system model).";
     NotFound = 404, "not_found": "The record or endpoint does not exist (for this user).";
     UnknownTurn = 404, "unknown_turn": "`retry_of` names no turn of this thread.";
@@ -136,6 +147,17 @@ impl ErrorCode {
             504 => ErrorCode::Timeout,
             _ if status.is_server_error() => ErrorCode::Internal,
             _ => ErrorCode::InvalidRequest,
+        }
+    }
+}
+
+impl ErrorCode {
+    /// The code of a failed turn a facade answers: a conversation too long for the model is the
+    /// client's request at fault, any other failure the upstream's.
+    pub fn of_turn(err: &TurnError) -> ErrorCode {
+        match err {
+            TurnError::ContextTooLong(_) => ErrorCode::ContextTooLong,
+            _ => ErrorCode::UpstreamError,
         }
     }
 }
@@ -354,6 +376,7 @@ impl From<ServiceError> for ApiError {
             ServiceError::UnknownAuthorization => Self::new(ErrorCode::InvalidState, err.to_string()),
             ServiceError::MissingAuthorizationCode => Self::new(ErrorCode::InvalidCallback, err.to_string()),
             ServiceError::ProviderRefused(m) => Self::new(ErrorCode::ProviderError, m),
+            ServiceError::QuotaExceeded(m) => Self::new(ErrorCode::QuotaExceeded, m),
             ServiceError::Store(store) => Self::from_store(store),
             ServiceError::Internal => Self::internal(),
             ServiceError::Start { .. } | ServiceError::Refused(_) => {

@@ -2,9 +2,10 @@
 //! receives for a turn, streamed or whole. (The request side, the client's messages → the turn's
 //! history, is the turn crate's `facade_history`.)
 //!
-//! Tools run inside the turn, so the client must never see a `tool_calls` delta or finish: it gets
-//! the assistant's text (each step's text separated by a blank line), reasoning as
-//! `reasoning_content`, exactly one finish reason and, when asked, the usage chunk.
+//! The server's tools run inside the turn, so the client never sees their calls: it gets the
+//! assistant's text (each step's text separated by a blank line), reasoning as
+//! `reasoning_content`, exactly one finish reason and, when asked, the usage chunk. Calls of the
+//! client's own tools reach it as `tool_calls`, with the finish reason `tool_calls`.
 //!
 //! Only a turn that ended by itself gets a finish reason and `[DONE]`. A turn cut before its end (the
 //! shutdown grace ran out, or its events stopped without an end) gets what OpenAI sends for a
@@ -13,7 +14,7 @@
 
 use std::borrow::Cow;
 
-use promptgate_service::events::{TurnError, TurnEvent, UiChunk, UiFinishReason};
+use promptgate_service::events::{ClientToolCall, TurnError, TurnEvent, UiChunk, UiFinishReason};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -24,6 +25,8 @@ enum Delta<'a> {
     Role,
     Content(Cow<'a, str>),
     Reasoning(&'a str),
+    /// The `n`-th call of a client tool.
+    ToolCall(usize, &'a ClientToolCall),
     Finish(&'static str),
     /// The turn's error text, and its code when the turn gave one (`context_too_long`).
     Error(&'a str, Option<String>),
@@ -42,6 +45,8 @@ struct Translator {
     step_has_text: bool,
     /// The turn's usage from the latest step metadata, in OpenAI's shape.
     usage: Option<OpenAiUsage>,
+    /// Client tool calls so far.
+    tool_calls: usize,
     /// The `errorCode` the turn's metadata named before its error.
     error_code: Option<String>,
     /// A finish, an error or a cut was seen: nothing more is translated.
@@ -52,12 +57,17 @@ struct Translator {
 
 impl Translator {
     fn translate<'a>(&mut self, event: &'a TurnEvent) -> Option<Delta<'a>> {
-        let TurnEvent::Chunk(chunk) = event else {
-            return None;
-        };
         if self.done {
             return None;
         }
+        let chunk = match event {
+            TurnEvent::Chunk(chunk) => chunk,
+            TurnEvent::ClientToolCall(call) => {
+                self.tool_calls += 1;
+                return Some(Delta::ToolCall(self.tool_calls - 1, call));
+            }
+            TurnEvent::KeepAlive => return None,
+        };
         match chunk {
             UiChunk::Start { .. } => Some(Delta::Role),
             UiChunk::StartStep => {
@@ -87,7 +97,12 @@ impl Translator {
             UiChunk::Finish { finish_reason, .. } => {
                 self.done = true;
                 self.finished = true;
-                Some(Delta::Finish(openai_finish_reason(*finish_reason)))
+                let reason = if self.tool_calls > 0 {
+                    "tool_calls"
+                } else {
+                    openai_finish_reason(*finish_reason)
+                };
+                Some(Delta::Finish(reason))
             }
             UiChunk::Abort { .. } => {
                 self.done = true;
@@ -102,8 +117,18 @@ impl Translator {
     }
 }
 
+/// The failure of a turn whose stream ended with `message`, after metadata naming `code` (its
+/// `errorCode`) when the engine gave one.
+pub(crate) fn turn_failure(message: &str, code: Option<&str>) -> TurnError {
+    match code {
+        Some(promptgate_service::events::CONTEXT_TOO_LONG) => TurnError::ContextTooLong(message.to_owned()),
+        _ => TurnError::Failed(message.to_owned()),
+    }
+}
+
 /// OpenAI has no spelling for "the step cap ended the tool loop"; the answer was cut short by a
-/// limit, which is what `length` tells a client.
+/// limit, which is what `length` tells a client. (A turn that handed calls to the client says
+/// `tool_calls` instead, decided by the translator, which saw them.)
 fn openai_finish_reason(reason: Option<UiFinishReason>) -> &'static str {
     match reason {
         Some(UiFinishReason::Length | UiFinishReason::ToolCalls) => "length",
@@ -191,6 +216,38 @@ struct DeltaFields<'a> {
     content: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     reasoning_content: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_calls: Option<[StreamToolCall<'a>; 1]>,
+}
+
+/// A client tool call, whole in one delta.
+#[derive(Serialize)]
+struct StreamToolCall<'a> {
+    index: usize,
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: FunctionFields<'a>,
+}
+
+#[derive(Serialize)]
+struct FunctionFields<'a> {
+    name: &'a str,
+    arguments: &'a str,
+}
+
+impl<'a> StreamToolCall<'a> {
+    fn new(index: usize, call: &'a ClientToolCall) -> Self {
+        Self {
+            index,
+            id: &call.id,
+            kind: "function",
+            function: FunctionFields {
+                name: &call.name,
+                arguments: &call.arguments,
+            },
+        }
+    }
 }
 
 /// Streaming view: `chat.completion.chunk` objects, each sent as one `data:` event.
@@ -258,6 +315,13 @@ impl CompletionChunks {
             Delta::Reasoning(text) => (
                 DeltaFields {
                     reasoning_content: Some(text),
+                    ..DeltaFields::default()
+                },
+                None,
+            ),
+            Delta::ToolCall(index, call) => (
+                DeltaFields {
+                    tool_calls: Some([StreamToolCall::new(*index, call)]),
                     ..DeltaFields::default()
                 },
                 None,
@@ -351,9 +415,27 @@ struct WholeChoice<'a> {
 #[derive(Serialize)]
 struct WholeMessage<'a> {
     role: &'static str,
-    content: &'a str,
+    /// `null` when the message is only tool calls, as OpenAI sends it.
+    content: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     reasoning_content: Option<&'a str>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    tool_calls: &'a [WholeToolCall],
+}
+
+/// A client tool call in a whole completion.
+#[derive(Debug, Serialize)]
+struct WholeToolCall {
+    id: String,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WholeFunction,
+}
+
+#[derive(Debug, Serialize)]
+struct WholeFunction {
+    name: String,
+    arguments: String,
 }
 
 /// Non-streaming view: the events folded into one `chat.completion` object.
@@ -363,6 +445,7 @@ pub struct CompletionResponse {
     translator: Translator,
     content: String,
     reasoning: String,
+    tool_calls: Vec<WholeToolCall>,
     finish_reason: Option<&'static str>,
     error: Option<TurnError>,
 }
@@ -374,6 +457,7 @@ impl CompletionResponse {
             translator: Translator::default(),
             content: String::new(),
             reasoning: String::new(),
+            tool_calls: Vec::new(),
             finish_reason: None,
             error: None,
         }
@@ -383,15 +467,16 @@ impl CompletionResponse {
         match self.translator.translate(event) {
             Some(Delta::Content(text)) => self.content.push_str(&text),
             Some(Delta::Reasoning(text)) => self.reasoning.push_str(text),
+            Some(Delta::ToolCall(_, call)) => self.tool_calls.push(WholeToolCall {
+                id: call.id.clone(),
+                kind: "function",
+                function: WholeFunction {
+                    name: call.name.clone(),
+                    arguments: call.arguments.clone(),
+                },
+            }),
             Some(Delta::Finish(reason)) => self.finish_reason = Some(reason),
-            Some(Delta::Error(message, code)) => {
-                self.error = Some(match code.as_deref() {
-                    Some(promptgate_service::events::CONTEXT_TOO_LONG) => {
-                        TurnError::ContextTooLong(message.to_owned())
-                    }
-                    _ => TurnError::Failed(message.to_owned()),
-                });
-            }
+            Some(Delta::Error(message, code)) => self.error = Some(turn_failure(message, code.as_deref())),
             Some(Delta::Cut) | Some(Delta::Role) | None => {}
         }
     }
@@ -422,8 +507,10 @@ impl CompletionResponse {
                 index: 0,
                 message: WholeMessage {
                     role: "assistant",
-                    content: &self.content,
+                    content: Some(self.content.as_str())
+                        .filter(|text| !text.is_empty() || self.tool_calls.is_empty()),
                     reasoning_content: Some(self.reasoning.as_str()).filter(|r| !r.is_empty()),
+                    tool_calls: &self.tool_calls,
                 },
                 logprobs: None,
                 finish_reason: self.finish_reason.unwrap_or("stop"),

@@ -80,6 +80,7 @@ fn service_config(config: &Config) -> ServiceConfig {
         kept_harness_bytes: config.turn.kept_harness_bytes,
         response_retention: Duration::from_secs(config.responses.retention_days.saturating_mul(86_400)),
         context: config.context.settings(),
+        quota: config.quotas.quota(),
     }
 }
 

@@ -116,7 +116,11 @@ fn is_send(method: &Method, path: &str) -> bool {
     if *method != Method::POST {
         return false;
     }
-    if path == "/v1/chat" || path == "/v1/chat/completions" || path == "/v1/responses" {
+    if path == "/v1/chat"
+        || path == "/v1/chat/completions"
+        || path == "/v1/messages"
+        || path == "/v1/responses"
+    {
         return true;
     }
     path.strip_prefix("/v1/threads/")
@@ -211,6 +215,8 @@ mod tests {
         assert!(is_send(&Method::POST, "/v1/chat"));
         assert!(is_send(&Method::POST, "/v1/chat/completions"));
         assert!(is_send(&Method::POST, "/v1/responses"));
+        assert!(is_send(&Method::POST, "/v1/messages"));
+        assert!(!is_send(&Method::POST, "/v1/messages/count_tokens"));
         assert!(!is_send(&Method::DELETE, "/v1/responses/resp_1"));
         assert!(is_send(&Method::POST, "/v1/threads/t1/messages"));
         assert!(!is_send(&Method::GET, "/v1/threads/t1/messages"));

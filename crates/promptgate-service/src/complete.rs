@@ -16,6 +16,7 @@ use super::{
     ModelProvider, ProviderClient, RunParts, SendHandle, SendStream, Service, ServiceError, TurnIds,
     check_request_fields,
 };
+use promptgate_llm::tokens::Tokenizer;
 use promptgate_turn::client_tools::{ClientToolChoice, ClientTools};
 use promptgate_turn::engine::{RequestBudget, ToolCache, TurnEnd, run_turn_in_reader};
 use promptgate_turn::facade::FacadeHistory;
@@ -84,7 +85,7 @@ impl Service {
         let CompletionRequest {
             user_id,
             model,
-            mut conversation,
+            conversation,
             client_tools,
             tool_choice,
             mut extra,
@@ -92,41 +93,17 @@ impl Service {
             max_output_tokens,
             on_end,
         } = request;
-        if !conversation
-            .messages
-            .iter()
-            .any(|m| matches!(m, ChatMessage::User { .. }))
-        {
-            return Err(ServiceError::InvalidMessage(
-                "the conversation needs at least one user message".to_owned(),
-            ));
-        }
+        needs_a_user_message(&conversation)?;
         let admission = self.admit()?;
         let TurnIds { turn_id, message_id } = TurnIds::fresh();
         tracing::Span::current().record("turn_id", turn_id.as_str());
-        // No thread: the context carries the user's settings, skills and servers but no history.
-        let load = self.load_with_model(&user_id, None, model.as_deref());
-        let restore =
-            super::handoffs::restore(&self.store, &user_id, std::mem::take(&mut conversation.messages));
-        let ((ctx, model, provider), messages) = tokio::try_join!(load, restore)?;
+        let (prepared, provider) = self
+            .prepare_completion(&user_id, model.as_deref(), conversation, &client_tools)
+            .await?;
         check_request_fields(extra.keys().map(String::as_str), &provider.allowed_request_fields)?;
-        conversation.messages = messages;
         if let Some(tokens) = max_output_tokens {
             extra.insert(output_cap_field(&provider).to_owned(), tokens.into());
         }
-        let text = last_user_text(&conversation.messages);
-        let prepared = self
-            .prepare_with_text(
-                &user_id,
-                ctx,
-                model,
-                &provider,
-                None,
-                Asked::without_notes(&text, crate::window::Mode::Send),
-            )
-            .await?
-            .over_client_conversation(conversation);
-        refuse_clashes(&prepared, &client_tools)?;
         let client = ClientTools {
             tools: client_tools,
             choice: tool_choice,
@@ -166,6 +143,93 @@ impl Service {
             model_id,
             events: SendStream::plain(run.events, self.encoding),
         })
+    }
+
+    /// How many input tokens the completion `request` would send the model, all of it counted: the
+    /// gateway's prompt and tools as well as the client's conversation and tools, with the model's
+    /// tokenizer where it is public and an estimate on the high side elsewhere, as a send counts.
+    #[tracing::instrument(name = "count_tokens", skip_all, fields(user = %request.user_id))]
+    pub async fn count_input_tokens(&self, request: CompletionRequest) -> Result<u64, ServiceError> {
+        needs_a_user_message(&request.conversation)?;
+        let (prepared, _) = self
+            .prepare_completion(
+                &request.user_id,
+                request.model.as_deref(),
+                request.conversation,
+                &request.client_tools,
+            )
+            .await?;
+        let offered: Vec<ToolDefinition> = prepared
+            .tools
+            .iter()
+            .map(|tool| ToolDefinition {
+                name: tool.spec.name.clone(),
+                description: tool.spec.description.clone(),
+                parameters: tool.spec.parameters.clone(),
+            })
+            .chain(request.client_tools)
+            .collect();
+        let counter = self
+            .token_counters
+            .counter(Tokenizer::for_model(&prepared.model.upstream_model));
+        let Prepared {
+            composed, history, ..
+        } = prepared;
+        // Encoding is CPU work: off the async workers, as a send's counting is.
+        let tokens = tokio::task::spawn_blocking(move || {
+            counter.text(&composed.system) + counter.messages(&history) + counter.tools(&offered)
+        })
+        .await
+        .map_err(|err| {
+            tracing::error!(error = %err, "counting a request's tokens failed");
+            ServiceError::Internal
+        })?;
+        Ok(tokens as u64)
+    }
+
+    /// The prompt, tools and history of a facade request: the user's setup as for a send (no
+    /// thread), over the client's conversation with its hidden steps put back.
+    async fn prepare_completion(
+        &self,
+        user_id: &str,
+        model: Option<&str>,
+        mut conversation: FacadeHistory,
+        client_tools: &[ToolDefinition],
+    ) -> Result<(Prepared, ModelProvider), ServiceError> {
+        // No thread: the context carries the user's settings, skills and servers but no history.
+        let load = self.load_with_model(user_id, None, model);
+        let restore =
+            super::handoffs::restore(&self.store, user_id, std::mem::take(&mut conversation.messages));
+        let ((ctx, model, provider), messages) = tokio::try_join!(load, restore)?;
+        conversation.messages = messages;
+        let text = last_user_text(&conversation.messages);
+        let prepared = self
+            .prepare_with_text(
+                user_id,
+                ctx,
+                model,
+                &provider,
+                None,
+                Asked::without_notes(&text, crate::window::Mode::Send),
+            )
+            .await?
+            .over_client_conversation(conversation);
+        refuse_clashes(&prepared, client_tools)?;
+        Ok((prepared, provider))
+    }
+}
+
+fn needs_a_user_message(conversation: &FacadeHistory) -> Result<(), ServiceError> {
+    if conversation
+        .messages
+        .iter()
+        .any(|m| matches!(m, ChatMessage::User { .. }))
+    {
+        Ok(())
+    } else {
+        Err(ServiceError::InvalidMessage(
+            "the conversation needs at least one user message".to_owned(),
+        ))
     }
 }
 

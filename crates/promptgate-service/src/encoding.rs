@@ -7,7 +7,7 @@
 //! whichever instance wrote them.
 
 use bytes::Bytes;
-use promptgate_turn::ui::UiChunk;
+use promptgate_turn::ui::{UiChunk, UiStreamVersion};
 
 /// A wire encoding of a turn's events. Plain functions and static text rather than a trait object:
 /// each chunk costs one call through a function pointer, and the keep-alive and done frames are
@@ -23,6 +23,10 @@ pub struct StreamEncoding {
     pub keep_alive: &'static str,
     /// The last frame of every stream; a stored batch that ends with it ends the turn's stream.
     pub done: &'static str,
+    /// Frames for a reader of an older [`UiStreamVersion`], from frames as the service keeps them
+    /// (each chunk whole, for the newest version): every frame whose chunk
+    /// [`UiChunk::for_version`] changes is written again. Frames arrive whole, several at once.
+    pub for_version: fn(Bytes, UiStreamVersion) -> Bytes,
 }
 
 impl StreamEncoding {
@@ -37,6 +41,16 @@ impl StreamEncoding {
 
     pub(crate) fn done_frame(&self) -> Bytes {
         Bytes::from_static(self.done.as_bytes())
+    }
+
+    /// The chunk's frame for a reader of `version`, or `None` when it is the frame kept for all.
+    pub(crate) fn frame_for(&self, chunk: &UiChunk, version: UiStreamVersion) -> Option<Bytes> {
+        chunk.for_version(version).map(|chunk| self.frame(&chunk))
+    }
+
+    /// Kept frames as a reader of `version` receives them.
+    pub(crate) fn restyle(&self, frames: Bytes, version: UiStreamVersion) -> Bytes {
+        (self.for_version)(frames, version)
     }
 
     /// An `error` chunk with `text`, then the end of the stream: what a reader gets when the rest
@@ -61,4 +75,17 @@ pub const JSON_LINES: StreamEncoding = StreamEncoding {
     },
     keep_alive: "#keep-alive\n",
     done: "#done\n",
+    for_version: |frames, version| {
+        let mut out = String::new();
+        for line in String::from_utf8_lossy(&frames).split_inclusive('\n') {
+            match serde_json::from_str::<UiChunk>(line)
+                .ok()
+                .and_then(|c| c.for_version(version))
+            {
+                Some(chunk) => out.push_str(&(JSON_LINES.chunk)(&chunk)),
+                None => out.push_str(line),
+            }
+        }
+        Bytes::from(out)
+    },
 };

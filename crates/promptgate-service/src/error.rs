@@ -64,12 +64,16 @@ pub enum ServiceError {
     #[error("{0}")]
     ProviderRefused(String),
 
-    /// What the store reports, as it words it.
-    #[error(transparent)]
-    Store(#[from] StoreError),
     /// Upstream request fields the caller may not set; the message names them and what may be set.
     #[error("{0}")]
     FieldsNotAllowed(String),
+    /// The user keeps as much as their storage quota allows; the message says which bound.
+    #[error("{0}")]
+    QuotaExceeded(String),
+
+    /// What the store reports, as it words it.
+    #[error(transparent)]
+    Store(#[from] StoreError),
     /// Something else failed on our side; already logged where it happened.
     #[error("internal failure")]
     Internal,

@@ -5,5 +5,6 @@
 pub use promptgate_llm::{ChatMessage, ContentPart, ImageUrl, ToolCall, ToolDefinition, UserContent};
 pub use promptgate_turn::client_tools::ClientToolChoice;
 pub use promptgate_turn::facade::{
-    FacadeHistory, ToolInput, client_tools, facade_history, responses_history,
+    FacadeHistory, ToolInput, client_tools, facade_history, messages_history, messages_tools,
+    responses_history,
 };

@@ -27,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use promptgate_turn::engine::TurnStream;
-use promptgate_turn::ui::TurnEvent;
+use promptgate_turn::ui::{TurnEvent, UiStreamVersion};
 
 use crate::encoding::StreamEncoding;
 
@@ -149,6 +149,15 @@ impl FollowStream {
     pub(crate) fn new(turn_id: String, frames: futures::stream::BoxStream<'static, Bytes>) -> Self {
         Self { turn_id, frames }
     }
+
+    /// The same frames as a reader of `version` receives them.
+    pub(crate) fn for_version(self, encoding: StreamEncoding, version: UiStreamVersion) -> Self {
+        let frames = self
+            .frames
+            .map(move |frames| encoding.restyle(frames, version))
+            .boxed();
+        Self { frames, ..self }
+    }
 }
 
 impl Stream for FollowStream {
@@ -261,16 +270,24 @@ impl SendStream {
         self
     }
 
-    /// The events in the service's [`StreamEncoding`], each chunk encoded once for this reader and
-    /// the followers, ending with the done frame.
-    pub fn into_frames(self) -> Frames {
+    /// The events in the service's [`StreamEncoding`] for a reader of `version`, ending with the
+    /// done frame. Each chunk is encoded once for this reader and the followers, but for the few
+    /// that `version` must receive otherwise.
+    pub fn into_frames(self, version: UiStreamVersion) -> Frames {
         Frames {
             inner: self,
             done: false,
+            version,
         }
     }
 
-    fn poll_event(&mut self, cx: &mut Context<'_>, frame: bool) -> Poll<Option<(TurnEvent, Option<Bytes>)>> {
+    /// The next event and, for a reader of `frame`'s version, its frame. A chunk's frame is kept
+    /// for followers as the engine made it, whatever the version of this reader.
+    fn poll_event(
+        &mut self,
+        cx: &mut Context<'_>,
+        frame: Option<UiStreamVersion>,
+    ) -> Poll<Option<(TurnEvent, Option<Bytes>)>> {
         let Some(events) = self.events.as_mut() else {
             return Poll::Ready(None);
         };
@@ -286,14 +303,19 @@ impl SendStream {
                 if let Some(inspect) = self.inspect.as_mut() {
                     inspect(&event);
                 }
-                let bytes = match (&event, self.feed.as_deref()) {
-                    (TurnEvent::Chunk(chunk), Some((writer, _))) => {
-                        let bytes = self.encoding.frame(chunk);
-                        writer.0.push(bytes.clone());
-                        Some(bytes)
+                let bytes = match (&event, self.feed.as_deref(), frame) {
+                    (TurnEvent::Chunk(chunk), Some((writer, _)), version) => {
+                        let kept = self.encoding.frame(chunk);
+                        writer.0.push(kept.clone());
+                        let own = version.and_then(|version| self.encoding.frame_for(chunk, version));
+                        Some(own.unwrap_or(kept))
                     }
-                    (TurnEvent::Chunk(chunk), None) if frame => Some(self.encoding.frame(chunk)),
-                    (TurnEvent::KeepAlive, _) if frame => Some(self.encoding.keep_alive_frame()),
+                    (TurnEvent::Chunk(chunk), None, Some(version)) => Some(
+                        self.encoding
+                            .frame_for(chunk, version)
+                            .unwrap_or_else(|| self.encoding.frame(chunk)),
+                    ),
+                    (TurnEvent::KeepAlive, _, Some(_)) => Some(self.encoding.keep_alive_frame()),
                     _ => None,
                 };
                 Poll::Ready(Some((event, bytes)))
@@ -306,7 +328,7 @@ impl Stream for SendStream {
     type Item = TurnEvent;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<TurnEvent>> {
-        self.poll_event(cx, false)
+        self.poll_event(cx, None)
             .map(|event| event.map(|(event, _)| event))
     }
 }
@@ -355,6 +377,7 @@ impl Drop for SendStream {
 pub struct Frames {
     inner: SendStream,
     done: bool,
+    version: UiStreamVersion,
 }
 
 impl Stream for Frames {
@@ -365,7 +388,8 @@ impl Stream for Frames {
             return Poll::Ready(None);
         }
         loop {
-            match self.inner.poll_event(cx, true) {
+            let version = self.version;
+            match self.inner.poll_event(cx, Some(version)) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(None) => {
                     self.done = true;
@@ -443,6 +467,36 @@ mod tests {
             "{body}"
         );
         assert!(feed.lock().bytes <= MAX_FEED_BYTES);
+    }
+
+    #[tokio::test]
+    async fn a_follower_of_an_older_version_gets_the_kept_frames_without_what_it_refuses() {
+        let titled = UiChunk::ToolInputStart {
+            tool_call_id: "c".into(),
+            tool_name: "search".into(),
+            dynamic: None,
+            title: Some("Searching...".into()),
+        };
+        let feed = Arc::new(TurnFeed::default());
+        let writer = FeedWriter(Arc::clone(&feed));
+        writer.0.push(frame("a"));
+        writer.0.push(JSON_LINES.frame(&titled));
+        drop(writer);
+        let read = |version| {
+            let Follow::Stream(stream) = follow(Arc::clone(&feed)) else {
+                panic!("a turn with frames can be followed");
+            };
+            read_all(stream.for_version(JSON_LINES, version))
+        };
+        let newest = read(UiStreamVersion::V7).await;
+        let oldest = read(UiStreamVersion::V5).await;
+        assert!(newest.contains("Searching..."), "{newest}");
+        assert!(!oldest.contains("title"), "{oldest}");
+        assert!(oldest.starts_with(&*String::from_utf8_lossy(&frame("a"))));
+        assert!(
+            oldest.contains("tool-input-start") && oldest.ends_with(JSON_LINES.done),
+            "{oldest}"
+        );
     }
 
     #[tokio::test]

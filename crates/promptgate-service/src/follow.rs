@@ -27,6 +27,7 @@ use super::claims::Instance;
 use super::feed::{self, Follow, FollowStream};
 use super::live::LiveTurns;
 use crate::encoding::StreamEncoding;
+use promptgate_turn::ui::UiStreamVersion;
 
 /// The owner gathers frames this long into one stored batch.
 const MIRROR_BATCH: Duration = Duration::from_millis(40);
@@ -46,8 +47,16 @@ pub const LOST_TURN_TEXT: &str =
 
 impl Service {
     /// The stream of the thread's running turn from its `start` chunk, for another reader (a
-    /// reload that resumes it), whichever instance runs it.
-    pub async fn follow(&self, user_id: &str, thread_id: &str) -> Follow {
+    /// reload that resumes it) of `version`, whichever instance runs it.
+    pub async fn follow(&self, user_id: &str, thread_id: &str, version: UiStreamVersion) -> Follow {
+        match self.follow_kept(user_id, thread_id).await {
+            Follow::Stream(stream) => Follow::Stream(stream.for_version(self.encoding, version)),
+            other => other,
+        }
+    }
+
+    /// The running turn's frames as they are kept, for the newest version.
+    async fn follow_kept(&self, user_id: &str, thread_id: &str) -> Follow {
         let keep_alive = self.config.limits.keep_alive.max(Duration::from_secs(1));
         if let Some((turn_id, feed)) = self.live.feed(user_id, thread_id) {
             return feed::follow(feed, turn_id, keep_alive, self.encoding);

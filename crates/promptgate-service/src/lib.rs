@@ -70,6 +70,7 @@ mod mcp_servers;
 mod open;
 mod prepare;
 mod providers;
+mod quota;
 mod record;
 pub mod records;
 mod respond;
@@ -103,6 +104,7 @@ pub use open::Database;
 pub use prepare::{Prepared, PreparedSend, RunParts};
 pub use promptgate_store::StoreError;
 pub use providers::{ModelProvider, ProviderClient, Providers, check_request_fields};
+pub use quota::{StorageQuota, StorageReport};
 pub use record::{PendingSave, PendingSaves};
 pub use respond::{ResponseKeeper, ResponseRequest, ResponseRun};
 pub use toolset::{Executors, McpToolExecutor};
@@ -452,6 +454,7 @@ impl Service {
         if ctx.thread.is_none() && !request.create_thread {
             return Err(ServiceError::UnknownThread(request.thread_id.clone()));
         }
+        self.admit_storage(&request.user_id, ctx.thread.is_none()).await?;
         let answer_stored = match new_user_message {
             Some((id, parts)) => self.store_user_message(request, ctx, id, parts, answer).await?,
             None => {

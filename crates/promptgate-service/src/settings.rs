@@ -73,6 +73,8 @@ pub struct ServiceConfig {
     pub response_retention: Duration,
     /// How a send fits its thread to the model's context window.
     pub context: ContextSettings,
+    /// What each user may keep.
+    pub quota: crate::quota::StorageQuota,
 }
 
 impl Default for ServiceConfig {
@@ -93,6 +95,7 @@ impl Default for ServiceConfig {
             kept_harness_bytes: DEFAULT_KEPT_HARNESS_BYTES,
             response_retention: DEFAULT_RESPONSE_RETENTION,
             context: ContextSettings::default(),
+            quota: crate::quota::StorageQuota::default(),
         }
     }
 }

@@ -123,6 +123,12 @@ const MIGRATIONS: &[SchemaVersion] = &[
         )),
     },
     SchemaVersion {
+        version: 9,
+        name: "user storage",
+        postgres: include_str!("../../../migrations/postgres/0009_user_storage.sql"),
+        sqlite: Some(include_str!("../../../migrations/sqlite/0009_user_storage.sql")),
+    },
+    SchemaVersion {
         version: 11,
         name: "thread context",
         postgres: include_str!("../../../migrations/postgres/0011_thread_context.sql"),

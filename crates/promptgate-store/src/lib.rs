@@ -40,6 +40,7 @@ mod tasks;
 mod thread_search;
 mod turn_claims;
 mod types;
+mod usage;
 mod users;
 mod util;
 mod workspace;

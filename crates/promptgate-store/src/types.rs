@@ -25,6 +25,14 @@ pub struct UserTokens {
     pub tokens: i64,
 }
 
+/// What one user keeps (see `Store::storage_usage`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StorageUsage {
+    /// Bytes of messages, artifacts and workspace files.
+    pub bytes: u64,
+    pub threads: u64,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewProject {
     pub name: String,

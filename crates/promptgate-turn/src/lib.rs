@@ -48,7 +48,7 @@ pub use engine::{
 pub use facade::{FacadeHistory, facade_history};
 pub use history::{HistoryOptions, last_user_text, to_model_messages};
 pub use message::UiMessageBuilder;
-pub use ui::{TurnEvent, UiChunk, UiFinishReason};
+pub use ui::{TurnEvent, UiChunk, UiFinishReason, UiStreamVersion};
 
 /// Errors of the turn crate.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

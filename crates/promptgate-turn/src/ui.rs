@@ -138,6 +138,97 @@ impl From<&FinishReason> for UiFinishReason {
     }
 }
 
+/// The AI SDK major a client runs, which decides the fields its UI message stream may carry.
+/// Every release of a major must accept what its version is sent: the early 5.0 and 6.0 releases
+/// refuse unknown keys (and the whole stream with them), so a field goes to a major only when its
+/// first release accepts it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UiStreamVersion {
+    /// Every release from 5.0.0 on: the chunks and fields of 5.0.0 only.
+    #[default]
+    V5,
+    /// Every 6.x: adds tool titles and `finish.finishReason`.
+    V6,
+    /// Every 7.x: adds `abort.reason`.
+    V7,
+}
+
+impl UiStreamVersion {
+    /// Reads `v5`, `v6` or `v7` (any case, surrounding spaces ignored).
+    pub fn parse(value: &str) -> Option<Self> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "v5" => Some(Self::V5),
+            "v6" => Some(Self::V6),
+            "v7" => Some(Self::V7),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::V5 => "v5",
+            Self::V6 => "v6",
+            Self::V7 => "v7",
+        }
+    }
+}
+
+impl UiChunk {
+    /// The chunk as a client of `version` must receive it, when that differs from the chunk the
+    /// engine made (which carries everything the newest version accepts); `None` when the chunk
+    /// suits it as it is, which is nearly always.
+    pub fn for_version(&self, version: UiStreamVersion) -> Option<UiChunk> {
+        let titles = version >= UiStreamVersion::V6;
+        match self {
+            Self::ToolInputStart {
+                tool_call_id,
+                tool_name,
+                dynamic,
+                title: Some(_),
+            } if !titles => Some(Self::ToolInputStart {
+                tool_call_id: tool_call_id.clone(),
+                tool_name: tool_name.clone(),
+                dynamic: *dynamic,
+                title: None,
+            }),
+            Self::ToolInputAvailable {
+                tool_call_id,
+                tool_name,
+                input,
+                dynamic,
+                title: Some(_),
+            } if !titles => Some(Self::ToolInputAvailable {
+                tool_call_id: tool_call_id.clone(),
+                tool_name: tool_name.clone(),
+                input: input.clone(),
+                dynamic: *dynamic,
+                title: None,
+            }),
+            Self::Finish {
+                finish_reason: Some(reason),
+                message_metadata,
+            } => {
+                // 5.0.0 to 5.0.91 refuse the field; `interrupted` is known from 7.0.149 only.
+                let sent = match reason {
+                    _ if version == UiStreamVersion::V5 => None,
+                    UiFinishReason::Interrupted => Some(UiFinishReason::Other),
+                    _ => return None,
+                };
+                Some(Self::Finish {
+                    finish_reason: sent,
+                    message_metadata: message_metadata.clone(),
+                })
+            }
+            // Every 5.x refuses a reason, and 6.0.0 to 6.0.14 do too.
+            Self::Abort { reason: Some(_) } if version < UiStreamVersion::V7 => {
+                Some(Self::Abort { reason: None })
+            }
+            _ => None,
+        }
+    }
+}
+
 /// What a turn yields to its transport.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TurnEvent {
@@ -378,6 +469,49 @@ mod tests {
             }),
             json!({"type": "error", "errorText": "The model is unavailable."})
         );
+    }
+
+    #[test]
+    fn each_version_gets_only_the_fields_its_first_release_accepts() {
+        let titled = UiChunk::ToolInputStart {
+            tool_call_id: "c".into(),
+            tool_name: "search".into(),
+            dynamic: None,
+            title: Some("Searching...".into()),
+        };
+        let finish = UiChunk::Finish {
+            finish_reason: Some(UiFinishReason::ToolCalls),
+            message_metadata: None,
+        };
+        let abort = UiChunk::Abort {
+            reason: Some("stopped".into()),
+        };
+        let sent =
+            |chunk: &UiChunk, version| wire(chunk.for_version(version).unwrap_or_else(|| chunk.clone()));
+        assert_eq!(
+            sent(&titled, UiStreamVersion::V5),
+            json!({"type": "tool-input-start", "toolCallId": "c", "toolName": "search"})
+        );
+        assert_eq!(sent(&titled, UiStreamVersion::V6)["title"], "Searching...");
+        assert_eq!(sent(&finish, UiStreamVersion::V5), json!({"type": "finish"}));
+        assert_eq!(sent(&finish, UiStreamVersion::V6)["finishReason"], "tool-calls");
+        assert_eq!(sent(&abort, UiStreamVersion::V6), json!({"type": "abort"}));
+        assert_eq!(sent(&abort, UiStreamVersion::V7)["reason"], "stopped");
+        let interrupted = UiChunk::Finish {
+            finish_reason: Some(UiFinishReason::Interrupted),
+            message_metadata: None,
+        };
+        assert_eq!(sent(&interrupted, UiStreamVersion::V7)["finishReason"], "other");
+        assert_eq!(UiChunk::StartStep.for_version(UiStreamVersion::V5), None);
+        for chunk in [&titled, &finish, &abort] {
+            assert_eq!(
+                chunk.for_version(UiStreamVersion::V7),
+                None,
+                "the engine's chunk as it is"
+            );
+        }
+        assert_eq!(UiStreamVersion::parse(" V6 "), Some(UiStreamVersion::V6));
+        assert_eq!(UiStreamVersion::parse("v8"), None);
     }
 
     #[test]

@@ -13,6 +13,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use promptgate_core::prompt::{AskAnswer, AskResponse};
+use promptgate_service::events::UiStreamVersion;
 use promptgate_service::{
     ClientIdentity, ClientNotes, Follow, FollowStream, MAX_FEED_BYTES, SendHandle, SendInput, SendRequest,
 };
@@ -25,6 +26,7 @@ use crate::auth::CurrentUser;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::extract::ApiJson;
 use crate::state::AppState;
+use crate::ui_stream::requested_version;
 
 pub fn routes() -> ApiRouter<AppState> {
     ApiRouter::new()
@@ -37,7 +39,10 @@ pub fn routes() -> ApiRouter<AppState> {
                      authoritative and only the last message is new. Optional header \
                      `X-Promptgate-Client: <environment>[; version=<version>]` names the client (environment \
                      `web`, `ios`, `android`, `desktop` or `cli`; anything else counts as `desktop`; default `web`); \
-                     a harness model's prompt says where it is talking to.",
+                     a harness model's prompt says where it is talking to. Optional header \
+                     `X-Promptgate-UI-Stream: v5 | v6 | v7` names the AI SDK major the client runs: the stream \
+                     carries only the fields every release of it accepts (default: the server's \
+                     `[ui_stream] default`, itself `v5`, which every release from 5.0.0 accepts).",
                 )
             }),
         )
@@ -45,7 +50,10 @@ pub fn routes() -> ApiRouter<AppState> {
             "/v1/threads/{id}/messages",
             post_with(post_message, |op| {
                 op.summary("Send a message to an existing thread; answers with the UI message stream")
-                    .description("Takes the same optional `X-Promptgate-Client` header as `POST /v1/chat`.")
+                    .description(
+                        "Takes the same optional `X-Promptgate-Client` and `X-Promptgate-UI-Stream` headers as \
+                         `POST /v1/chat`.",
+                    )
             }),
         )
         .api_route(
@@ -58,7 +66,8 @@ pub fn routes() -> ApiRouter<AppState> {
                          message stream from its `start` chunk, then live until `data: [DONE]`. Any number of readers \
                          may follow one turn; reading it never stops it. Any instance on the same database answers: \
                          the one running the turn from memory, another by following it through the database. `409 stream_too_long` when the turn's stream \
-                         has outgrown what the server keeps (4 MiB): the answer so far is in the thread's messages.",
+                         has outgrown what the server keeps (4 MiB): the answer so far is in the thread's messages. \
+                         Takes the same optional `X-Promptgate-UI-Stream` header as `POST /v1/chat`.",
                     )
                     .response_with::<204, (), _>(|res| res.description("No turn is running in the thread"))
             }),
@@ -128,6 +137,7 @@ async fn chat(
     ApiJson(body): ApiJson<ChatBody>,
 ) -> ApiResult<UiStream> {
     client_id("id", &body.id)?;
+    let version = requested_version(&headers, &state.config.ui_stream)?;
     let input = match body.trigger.as_deref() {
         Some("regenerate-message") => SendInput::Regenerate,
         None | Some("submit-message") => {
@@ -171,7 +181,7 @@ async fn chat(
             notes: client_notes(body.voice_mode, body.ask_responses)?,
         })
         .await?;
-    Ok(UiStream::new(handle))
+    Ok(UiStream::new(handle, version))
 }
 
 /// A message for an existing thread: plain text, or UI message parts.
@@ -211,6 +221,7 @@ async fn post_message(
     headers: HeaderMap,
     ApiJson(body): ApiJson<ThreadMessage>,
 ) -> ApiResult<UiStream> {
+    let version = requested_version(&headers, &state.config.ui_stream)?;
     let parts = match body.message {
         MessageContent::Text(text) => vec![json!({"type": "text", "text": text})],
         MessageContent::Parts { parts } => parts,
@@ -228,7 +239,7 @@ async fn post_message(
             notes: client_notes(body.voice_mode, body.ask_responses)?,
         })
         .await?;
-    Ok(UiStream::new(handle))
+    Ok(UiStream::new(handle, version))
 }
 
 /// One answered `ask` widget question: `chosen` for the options picked (empty: none), or `answer`
@@ -297,8 +308,10 @@ async fn resume(
     State(state): State<AppState>,
     user: CurrentUser,
     Path(thread_id): Path<String>,
+    headers: HeaderMap,
 ) -> ApiResult<Resumed> {
-    match state.service.follow(&user.id, &thread_id).await {
+    let version = requested_version(&headers, &state.config.ui_stream)?;
+    match state.service.follow(&user.id, &thread_id, version).await {
         Follow::Idle => Ok(Resumed::Idle),
         Follow::Stream(stream) => {
             tracing::info!(user = %user.id, thread = %thread_id, turn = %stream.turn_id, "stream resumed");
@@ -449,24 +462,24 @@ fn ui_stream_response(body: Body, turn_id: &str) -> Response {
 }
 
 /// The AI SDK UI message stream: one `data: <chunk>` event per chunk, `: keep-alive` comments while
-/// tools run, then `data: [DONE]`. Dropping the body (client disconnect) stops the turn, unless
-/// `[turn] on_disconnect = "continue"`.
-pub struct UiStream(SendHandle);
+/// tools run, then `data: [DONE]`, with the fields the client's AI SDK version accepts. Dropping the
+/// body (client disconnect) stops the turn, unless `[turn] on_disconnect = "continue"`.
+pub struct UiStream(SendHandle, UiStreamVersion);
 
 impl UiStream {
-    pub fn new(handle: SendHandle) -> Self {
-        Self(handle)
+    pub fn new(handle: SendHandle, version: UiStreamVersion) -> Self {
+        Self(handle, version)
     }
 }
 
 impl IntoResponse for UiStream {
     fn into_response(self) -> Response {
-        let handle = self.0;
+        let Self(handle, version) = self;
         let mut watch = crate::observe::TurnWatch::start("chat", &handle.turn_id, &handle.model_id);
         let frames = handle
             .events
             .inspect(move |event| watch.see(event))
-            .into_frames()
+            .into_frames(version)
             .map(Ok::<_, std::convert::Infallible>);
         ui_stream_response(Body::from_stream(frames), &handle.turn_id)
     }

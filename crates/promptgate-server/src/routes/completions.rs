@@ -1,18 +1,16 @@
-//! `POST /v1/chat/completions`: an OpenAI-compatible view of the same engine. Tools run here, on the
-//! server; the client sees one clean completion. Nothing is stored.
+//! `POST /v1/chat/completions`: an OpenAI-compatible view of the same engine. The server's tools run
+//! here, on the server, unseen; the client's own function tools come back to it as `tool_calls`.
+//! Nothing of the answer is stored.
 
-use aide::OperationOutput;
 use aide::axum::ApiRouter;
 use aide::axum::routing::post_with;
-use aide::generate::GenContext;
-use aide::openapi::{Operation, Response as ApiResponse, StatusCode as ApiStatus};
 use axum::body::Body;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt};
 use promptgate_service::events::TurnError;
 use promptgate_service::events::TurnEvent;
-use promptgate_service::facade::{ClientToolChoice, facade_history};
+use promptgate_service::facade::{ClientToolChoice, ToolDefinition, ToolInput, client_tools, facade_history};
 use promptgate_service::{CompletionRequest, SendHandle};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -30,13 +28,17 @@ pub fn routes() -> ApiRouter<AppState> {
     ApiRouter::new().api_route(
         "/v1/chat/completions",
         post_with(completions, |op| {
-            op.summary("OpenAI-compatible chat completions (streamed or not); tools run on the server").description(
-                "The system prompt and tools come from your settings, as for a send; `system` messages you \
-                 include are appended to it. Client-defined `tools` are not accepted. Other fields pass \
-                 through to the provider when they are sampling or format fields (temperature, top_p, seed, \
-                 stop, response_format, ...) or fields the operator allows for the provider; any other \
-                 field is refused with 422 `field_not_allowed`, as the request goes out on the operator's key.",
-            )
+            op.summary("OpenAI-compatible chat completions (streamed or not); the server's tools run on the server")
+                .description(
+                    "The system prompt and tools come from your settings, as for a send; `system` messages you \
+                     include are appended to it. Function `tools` you define are offered beside the server's: \
+                     a call to one ends the completion with `finish_reason: \"tool_calls\"`, and your next \
+                     request, with the `tool` results, continues the turn. A tool named like one of the \
+                     server's is refused (`400 tool_name_conflict`). Other fields pass through to the provider \
+                     when they are sampling or format fields (temperature, top_p, seed, stop, response_format, \
+                     ...) or fields the operator allows for the provider; any other field is refused with 422 \
+                     `field_not_allowed`, as the request goes out on the operator's key.",
+                )
         }),
     )
 }
@@ -52,6 +54,13 @@ pub struct CompletionBody {
     pub stream: bool,
     #[serde(default)]
     pub stream_options: Option<StreamOptions>,
+    /// Function tools you run yourself: `[{"type": "function", "function": {name, description?, parameters?}}]`.
+    #[serde(default)]
+    pub tools: Option<Vec<Value>>,
+    /// `"auto"` (default), `"none"` (your tools are not offered), `"required"`, or
+    /// `{"type": "function", "function": {"name": …}}`; it applies to the model's first step.
+    #[serde(default)]
+    pub tool_choice: Option<Value>,
     #[serde(flatten)]
     #[schemars(skip)]
     pub extra: Map<String, Value>,
@@ -63,19 +72,11 @@ pub struct StreamOptions {
     pub include_usage: bool,
 }
 
-/// Fields that only make sense for client-side tools or several choices; refused rather than ignored.
-const REFUSED: [(&str, &str); 4] = [
-    (
-        "tools",
-        "this endpoint runs its own tools; client-defined tools are not supported",
-    ),
+/// Fields for what this endpoint does not do; refused rather than ignored.
+const REFUSED: [(&str, &str); 2] = [
     (
         "functions",
-        "this endpoint runs its own tools; client-defined functions are not supported",
-    ),
-    (
-        "tool_choice",
-        "tool_choice is decided by the server, which runs the tools",
+        "the deprecated `functions` are not supported; define them as `tools` of type `function`",
     ),
     ("n", "only one choice (n = 1) is supported"),
 ];
@@ -97,14 +98,15 @@ async fn completions(
     body.extra.remove("parallel_tool_calls");
     let include_usage = body.stream_options.as_ref().is_some_and(|o| o.include_usage);
     let conversation = facade_history(&body.messages).map_err(|e| ApiError::invalid(e.to_string()))?;
+    let (client_tools, tool_choice) = client_tools_of(body.tools.as_deref(), body.tool_choice.as_ref())?;
     let handle = state
         .service
         .complete(CompletionRequest {
             user_id: user.id,
             model: body.model,
             conversation,
-            client_tools: Vec::new(),
-            tool_choice: ClientToolChoice::Auto,
+            client_tools,
+            tool_choice,
             extra: body.extra,
             parallel_tool_calls: None,
             max_output_tokens: None,
@@ -124,44 +126,104 @@ async fn completions(
     }
     let watch = crate::observe::TurnWatch::start("completion", &handle.turn_id, &handle.model_id);
     let events = crate::observe::watch_turn(watch, handle.events);
-    let Some(response) = read_whole(
-        &state,
-        CompletionResponse::new(identity),
-        CompletionResponse::push,
-        events,
-    )
-    .await
-    else {
+    let Some(response) = read_whole(&state, CompletionResponse::new(identity), events).await else {
         return Err(ApiError::internal());
     };
-    match response.finish_json() {
-        Ok(body) => Ok(Completion::Whole(body)),
-        // The client's conversation is what does not fit: its request, not the upstream, is at fault.
-        Err(Unfinished::Failed(err @ TurnError::ContextTooLong(_))) => {
-            Err(ApiError::new(ErrorCode::ContextTooLong, err.to_string()))
+    response
+        .finish_json()
+        .map(Completion::Whole)
+        .map_err(|unfinished| match unfinished {
+            Unfinished::Failed(err) => whole_turn_failed(err),
+            Unfinished::Cut => ApiError::new(ErrorCode::Interrupted, CUT_TEXT),
+        })
+}
+
+/// The error a facade answers when the turn it read whole failed.
+pub(crate) fn whole_turn_failed(err: TurnError) -> ApiError {
+    ApiError::new(ErrorCode::of_turn(&err), err.to_string())
+}
+
+/// The request's function tools and its tool choice. `none` offers none of them: the client
+/// wants no calls it would have to run (the server's own tools still serve the answer).
+fn client_tools_of(
+    tools: Option<&[Value]>,
+    choice: Option<&Value>,
+) -> Result<(Vec<ToolDefinition>, ClientToolChoice), ApiError> {
+    let tools = tools.unwrap_or_default();
+    let inputs = tools
+        .iter()
+        .enumerate()
+        .map(|(index, tool)| {
+            let function = tool.get("function").filter(|_| tool["type"] == "function");
+            let name = function.and_then(|f| f.get("name")).and_then(Value::as_str);
+            match (function, name) {
+                (Some(function), Some(name)) => Ok(ToolInput {
+                    name,
+                    description: function.get("description").and_then(Value::as_str),
+                    parameters: function.get("parameters"),
+                }),
+                _ => Err(ApiError::invalid(format!(
+                    "tools[{index}]: only tools of type `function` with a `function.name` are supported"
+                ))),
+            }
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let definitions = client_tools("tools", &inputs).map_err(|e| ApiError::invalid(e.to_string()))?;
+    let named = |name: &str| {
+        if definitions.iter().any(|tool| tool.name == name) {
+            Ok(ClientToolChoice::Named(name.to_owned()))
+        } else {
+            Err(ApiError::invalid(format!(
+                "tool_choice names `{name}`, which is not one of `tools`"
+            )))
         }
-        Err(Unfinished::Failed(err)) => Err(ApiError::new(ErrorCode::UpstreamError, err.to_string())),
-        Err(Unfinished::Cut) => Err(ApiError::new(ErrorCode::Interrupted, CUT_TEXT)),
+    };
+    let choice = match choice {
+        None | Some(Value::Null) => ClientToolChoice::Auto,
+        Some(Value::String(mode)) if mode == "auto" => ClientToolChoice::Auto,
+        Some(Value::String(mode)) if mode == "none" => return Ok((Vec::new(), ClientToolChoice::Auto)),
+        Some(Value::String(mode)) if mode == "required" && !definitions.is_empty() => {
+            ClientToolChoice::Required
+        }
+        Some(choice) => match choice.pointer("/function/name").and_then(Value::as_str) {
+            Some(name) if choice["type"] == "function" => named(name)?,
+            _ => {
+                return Err(ApiError::invalid(
+                    "tool_choice must be \"auto\", \"none\", \"required\" (with tools) or {\"type\": \"function\", \"function\": {\"name\": …}}",
+                ));
+            }
+        },
+    };
+    Ok((definitions, choice))
+}
+
+/// A whole response built from a turn's events (a completion, a message, a response).
+pub(crate) trait Fold: Send + 'static {
+    fn push(&mut self, event: &TurnEvent);
+}
+
+impl Fold for CompletionResponse {
+    fn push(&mut self, event: &TurnEvent) {
+        CompletionResponse::push(self, event);
     }
 }
 
-/// Reads the whole turn into `response` (each event through `push`) on a task of its own. The
-/// handler's task is polled through every layer of the server, and waking it for each chunk of the
-/// upstream's stream cost more than the chunk itself (docs/benchmarks.md); this task is woken for
-/// the chunks and the handler once, at the end. A client that leaves drops the receiver, which ends
-/// the task and so the turn. `None` only if the task failed.
-pub(super) async fn read_whole<R: Send + 'static>(
+/// Reads the whole turn into `response` (each event through [`Fold::push`]) on a task of its own.
+/// The handler's task is polled through every layer of the server, and waking it for each chunk of
+/// the upstream's stream cost more than the chunk itself (docs/benchmarks.md); this task is woken
+/// for the chunks and the handler once, at the end. A client that leaves drops the receiver, which
+/// ends the task and so the turn. `None` only if the task failed.
+pub(crate) async fn read_whole<F: Fold>(
     state: &AppState,
-    mut response: R,
-    push: fn(&mut R, &TurnEvent),
+    mut response: F,
     events: impl Stream<Item = TurnEvent> + Send + 'static,
-) -> Option<R> {
+) -> Option<F> {
     let (mut done, whole) = tokio::sync::oneshot::channel();
     let read = async move {
         let mut events = std::pin::pin!(events);
         let read_all = async move {
             while let Some(event) = events.next().await {
-                push(&mut response, &event);
+                response.push(&event);
             }
             response
         };
@@ -243,17 +305,9 @@ impl<S: Stream<Item = TurnEvent>> Stream for CompletionFrames<S> {
     }
 }
 
-impl OperationOutput for Completion {
-    type Inner = Value;
-
-    fn inferred_responses(
-        _ctx: &mut GenContext,
-        _op: &mut Operation,
-    ) -> Vec<(Option<ApiStatus>, ApiResponse)> {
-        crate::api_doc::json_or_event_stream(
-            "A `chat.completion` object, or with `stream: true` a stream of `chat.completion.chunk` \
-             events ending with `data: [DONE]` (an answer the server cut short ends with an \
-             `{\"error\": ...}` event instead)",
-        )
-    }
-}
+crate::api_doc::json_or_event_stream_output!(
+    Completion,
+    "A `chat.completion` object, or with `stream: true` a stream of `chat.completion.chunk` \
+         events ending with `data: [DONE]` (an answer the server cut short ends with an \
+         `{\"error\": ...}` event instead)"
+);

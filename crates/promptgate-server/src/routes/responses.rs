@@ -6,11 +6,8 @@
 //! took it. One that could not be stored ends as `failed`, so no client continues from an id that
 //! leads nowhere.
 
-use aide::OperationOutput;
 use aide::axum::ApiRouter;
 use aide::axum::routing::{get_with, post_with};
-use aide::generate::GenContext;
-use aide::openapi::{Operation, Response as ApiResponse, StatusCode as ApiStatus};
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{Path, State};
@@ -132,8 +129,7 @@ async fn create(
     }
     let watch = crate::observe::TurnWatch::start("response", &run.handle.turn_id, &run.handle.model_id);
     let events = crate::observe::watch_turn(watch, run.handle.events);
-    let Some(mut reading) = super::completions::read_whole(&state, reading, Reading::fold, events).await
-    else {
+    let Some(mut reading) = super::completions::read_whole(&state, reading, events).await else {
         return Err(ApiError::internal());
     };
     reading.conclude(None).await;
@@ -163,11 +159,13 @@ struct Keeping {
     input_items: Value,
 }
 
-impl Reading {
-    fn fold(&mut self, event: &TurnEvent) {
+impl super::completions::Fold for Reading {
+    fn push(&mut self, event: &TurnEvent) {
         self.translator.push(event, None);
     }
+}
 
+impl Reading {
     /// Ends the response: keeps it when asked (failing it when the store does not take it), then
     /// writes its terminal event onto `out`.
     async fn conclude(&mut self, out: Option<&mut Frames>) {
@@ -272,20 +270,12 @@ async fn next_frames(state: StreamState) -> Option<(Vec<u8>, StreamState)> {
     }
 }
 
-impl OperationOutput for Created {
-    type Inner = Value;
-
-    fn inferred_responses(
-        _ctx: &mut GenContext,
-        _op: &mut Operation,
-    ) -> Vec<(Option<ApiStatus>, ApiResponse)> {
-        crate::api_doc::json_or_event_stream(
-            "A `Response` object, or with `stream: true` its events as SSE (`event:` and `data:` \
-             lines), from `response.created` to `response.completed`, `response.incomplete` or \
-             `response.failed`",
-        )
-    }
-}
+crate::api_doc::json_or_event_stream_output!(
+    Created,
+    "A `Response` object, or with `stream: true` its events as SSE (`event:` and `data:` \
+         lines), from `response.created` to `response.completed`, `response.incomplete` or \
+         `response.failed`"
+);
 
 #[derive(Deserialize, JsonSchema)]
 pub struct RetrieveQuery {

@@ -335,10 +335,44 @@ pub fn sse_frames(body: &str) -> SseFrames<'_> {
     frames
 }
 
+/// The events of a stream that answered 200 with named events (an `event:` line, then a `data:`
+/// line), as the Responses and Messages APIs write them, in order; comment frames are left out.
+pub async fn named_events(res: reqwest::Response) -> Vec<(String, Value)> {
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(res.headers()["content-type"], "text/event-stream");
+    let body = res.text().await.unwrap();
+    body.split("\n\n")
+        .filter(|frame| !frame.trim().is_empty() && !frame.starts_with(':'))
+        .map(|frame| {
+            let (name, data) = frame
+                .split_once('\n')
+                .unwrap_or_else(|| panic!("not an event: {frame:?}"));
+            let name = name
+                .strip_prefix("event: ")
+                .unwrap_or_else(|| panic!("no event: line in {frame:?}"));
+            let data = data
+                .strip_prefix("data: ")
+                .unwrap_or_else(|| panic!("no data: line in {frame:?}"));
+            (name.to_owned(), serde_json::from_str(data).unwrap())
+        })
+        .collect()
+}
+
+/// The UI message stream's version these tests read, as the web app does: every field the engine
+/// writes. What older clients get instead is tested with their own AI SDK releases (js_clients).
+pub const NEWEST_UI_STREAM: (&str, &str) = ("x-promptgate-ui-stream", "v7");
+
 impl Gateway {
-    /// POSTs a JSON body and reads the whole SSE answer.
+    /// POSTs a JSON body and reads the whole SSE answer (as the newest AI SDK reads it).
     pub async fn stream(&self, path: &str, body: Value) -> Sse {
-        let res = self.http.post(self.url(path)).json(&body).send().await.unwrap();
+        let res = self
+            .http
+            .post(self.url(path))
+            .header(NEWEST_UI_STREAM.0, NEWEST_UI_STREAM.1)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
         let status = res.status();
         let headers = res.headers().clone();
         let text = res.text().await.unwrap();
@@ -414,6 +448,39 @@ pub async fn single_user_gateway(backend: Backend) -> (Gateway, promptgate_llm::
     (gw, upstream)
 }
 
+/// A gateway in tokens mode over a fresh scripted upstream, and the token of its one user.
+pub async fn tokens_gateway(
+    backend: Backend,
+) -> (Gateway, promptgate_llm::scripted::ScriptedUpstream, String) {
+    init();
+    let upstream = promptgate_llm::scripted::ScriptedUpstream::start().await.unwrap();
+    let gw = Gateway::start(backend, scripted_config(AuthMode::Tokens, &upstream.base_url())).await;
+    let user = gw.store.create_user("ada").await.unwrap();
+    let token = gw.store.issue_token(&user.id).await.unwrap();
+    (gw, upstream, token)
+}
+
+/// Asserts that the upstream's `after`-th request continues its `before`-th: past the system
+/// prompt, what the model saw before, then its own call `call_id` and the client's `result`.
+pub fn assert_continued(
+    upstream: &promptgate_llm::scripted::ScriptedUpstream,
+    (before, after): (usize, usize),
+    call_id: &str,
+    result: &str,
+) {
+    let requests = upstream.requests();
+    let seen_before = requests[before]["messages"].as_array().unwrap();
+    let seen = requests[after]["messages"].as_array().unwrap();
+    assert_eq!(seen[1..seen_before.len()], seen_before[1..]);
+    let rest = &seen[seen_before.len()..];
+    assert_eq!(rest.len(), 2, "{rest:#?}");
+    assert_eq!(rest[0]["tool_calls"][0]["id"], call_id);
+    assert_eq!(
+        rest[1],
+        serde_json::json!({"role": "tool", "tool_call_id": call_id, "content": result})
+    );
+}
+
 /// Starts a send in the background and waits until the upstream stub has its request, so the turn
 /// is running.
 pub async fn send_until_upstream_called(
@@ -426,6 +493,7 @@ pub async fn send_until_upstream_called(
     let request = gw
         .http
         .post(gw.url("/v1/chat"))
+        .header(NEWEST_UI_STREAM.0, NEWEST_UI_STREAM.1)
         .json(&use_chat_body(thread, text, "scripted"));
     let running = tokio::spawn(async move { request.send().await?.text().await });
     for _ in 0..200 {
@@ -458,6 +526,7 @@ pub async fn slow_answer_under_way(
     let res = gw
         .http
         .post(gw.url("/v1/chat"))
+        .header(NEWEST_UI_STREAM.0, NEWEST_UI_STREAM.1)
         .json(&use_chat_body(thread, "talk", "scripted"))
         .send()
         .await
@@ -476,11 +545,12 @@ pub async fn slow_answer_under_way(
     (body, seen)
 }
 
-/// `GET /v1/chat/{thread}/stream`, read to its end.
+/// `GET /v1/chat/{thread}/stream`, read to its end (as the newest AI SDK reads it).
 pub async fn resume(gw: &Gateway, thread: &str) -> Sse {
     let res = gw
         .http
         .get(gw.url(&format!("/v1/chat/{thread}/stream")))
+        .header(NEWEST_UI_STREAM.0, NEWEST_UI_STREAM.1)
         .send()
         .await
         .unwrap();

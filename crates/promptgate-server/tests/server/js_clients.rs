@@ -16,16 +16,22 @@ use promptgate_server::config::{AuthMode, Config, EMBEDDED_DEFAULT};
 use serde_json::{Value, json};
 
 pub fn js_dir() -> Option<PathBuf> {
+    js_dir_with(&["node_modules/ai", "node_modules/openai"])
+}
+
+/// tests/js when `needed` (paths in it) are installed; under CI their absence fails the test,
+/// elsewhere it skips with a note.
+pub fn js_dir_with(needed: &[&str]) -> Option<PathBuf> {
     let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/js"));
-    if dir.join("node_modules/ai").is_dir() && dir.join("node_modules/openai").is_dir() {
+    if needed.iter().all(|path| dir.join(path).exists()) {
         return Some(dir);
     }
     assert_ne!(
         std::env::var("CI").as_deref(),
         Ok("true"),
-        "tests/js/node_modules is missing: run `npm ci` in tests/js"
+        "tests/js lacks {needed:?}: run `npm ci` in tests/js"
     );
-    eprintln!("note: skipping the JavaScript client checks; run `npm ci` in tests/js to include them");
+    eprintln!("note: skipping a JavaScript client check; run `npm ci` in tests/js to include {needed:?}");
     None
 }
 
@@ -241,6 +247,49 @@ async fn resume_with_the_ai_sdk(backend: Backend, on_another_instance: bool) {
     assert_eq!(stored[1]["status"], "complete");
     assert_eq!(stored[1]["id"], message["id"]);
     assert_eq!(upstream.calls(), 1);
+}
+
+/// The scripts of one function-tool round trip: the model calls the client's `get_weather`, then
+/// answers from its result.
+pub fn weather_round_trip(upstream: &promptgate_llm::scripted::ScriptedUpstream) {
+    upstream.push(promptgate_llm::scripted::tool_calls(&[(
+        "call_weather",
+        "get_weather",
+        &["{\"city\":", "\"Oslo\"}"],
+    )]));
+    upstream.push(promptgate_llm::scripted::text(["Clear skies ", "in Oslo."]));
+}
+
+/// What both official `openai` clients must have seen of [`weather_round_trip`], and what the
+/// upstream must have been sent back.
+pub fn assert_weather_round_trip(result: &Value, upstream: &promptgate_llm::scripted::ScriptedUpstream) {
+    assert_eq!(result["call"]["finish_reason"], "tool_calls", "{result}");
+    let call = &result["call"]["tool_calls"][0];
+    assert_eq!(call["id"], "call_weather", "{result}");
+    assert_eq!(call["function"]["name"], "get_weather");
+    assert_eq!(call["function"]["arguments"], "{\"city\":\"Oslo\"}");
+    assert_eq!(result["answer"]["content"], "Clear skies in Oslo.");
+    assert_eq!(result["answer"]["finish_reason"], "stop");
+    let sent = upstream.requests()[1]["messages"].as_array().unwrap().clone();
+    let last = sent.last().unwrap();
+    assert_eq!(last["role"], "tool");
+    assert_eq!(last["tool_call_id"], "call_weather");
+    let result_sent: Value = serde_json::from_str(last["content"].as_str().unwrap()).unwrap();
+    assert_eq!(result_sent, json!({"city": "Oslo", "sky": "clear"}));
+}
+
+#[tokio::test]
+async fn the_openai_client_runs_a_function_tool_round_trip() {
+    let Some(dir) = js_dir() else { return };
+    let (gw, upstream) = common::single_user_gateway(Backend::Sqlite).await;
+    weather_round_trip(&upstream);
+    let (ok, result) = run_node(
+        dir,
+        vec!["openai-tools-check.mjs".into(), gw.url("/v1"), "scripted".into()],
+    )
+    .await;
+    assert!(ok, "the openai client failed the round trip: {result}");
+    assert_weather_round_trip(&result, &upstream);
 }
 
 #[tokio::test]

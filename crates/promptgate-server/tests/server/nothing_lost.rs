@@ -152,8 +152,6 @@ async fn nul_in_model_text_is_stored_and_refused_in_input(backend: Backend) {
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
 }
 
-common::on_both_backends!(nul_in_model_text_is_stored_and_refused_in_input);
-
 /// An artifact the model writes with U+0000 in it is sent back to the model to fix, on both stores
 /// alike, rather than failing on Postgres as if the database were down.
 async fn nul_in_an_artifact_is_for_the_model_to_fix(backend: Backend) {
@@ -173,7 +171,10 @@ async fn nul_in_an_artifact_is_for_the_model_to_fix(backend: Backend) {
     assert!(!told.contains("database is unavailable"), "{told}");
 }
 
-common::on_both_backends!(nul_in_an_artifact_is_for_the_model_to_fix);
+common::on_both_backends!(
+    nul_in_an_artifact_is_for_the_model_to_fix,
+    nul_in_model_text_is_stored_and_refused_in_input
+);
 
 // ---- empty and malformed upstream answers ----
 

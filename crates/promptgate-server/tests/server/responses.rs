@@ -5,7 +5,9 @@
 // Helpers in test files fail the test loudly; that is their job.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use crate::common::{Backend, Gateway, error_code, init, scripted_config_with, single_user_gateway};
+use crate::common::{
+    Backend, Gateway, error_code, init, named_events, scripted_config_with, single_user_gateway,
+};
 use promptgate_llm::scripted::{
     Script, ScriptedUpstream, content_chunk, finish_chunk, reasoning_chunk, role_chunk, text, tool_calls,
 };
@@ -31,19 +33,10 @@ async fn stream(gw: &Gateway, body: Value) -> Vec<Event> {
         .send()
         .await
         .unwrap();
-    assert_eq!(res.status(), StatusCode::OK);
-    assert_eq!(res.headers()["content-type"], "text/event-stream");
-    let text = res.text().await.unwrap();
-    text.split("\n\n")
-        .filter(|frame| !frame.trim().is_empty() && !frame.starts_with(':'))
-        .map(|frame| {
-            let (name, data) = frame
-                .split_once('\n')
-                .unwrap_or_else(|| panic!("not an event: {frame:?}"));
-            let name = name.strip_prefix("event: ").expect("an event: line").to_owned();
-            let data = serde_json::from_str(data.strip_prefix("data: ").expect("a data: line")).unwrap();
-            Event { name, data }
-        })
+    named_events(res)
+        .await
+        .into_iter()
+        .map(|(name, data)| Event { name, data })
         .collect()
 }
 

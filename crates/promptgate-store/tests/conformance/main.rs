@@ -29,5 +29,6 @@ mod tail;
 mod tasks;
 mod thread_search;
 mod turn_claims;
+mod usage;
 mod users;
 mod workspace;

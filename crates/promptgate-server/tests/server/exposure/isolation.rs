@@ -171,8 +171,8 @@ fn body_for(method: &Method, template: &str, bob: &Bob) -> Value {
             "model": "scripted"
         }),
         ("POST", "/v1/chat") => use_chat_body(thread, "hi", "scripted"),
-        ("POST", "/v1/chat/completions") => {
-            json!({"model": "scripted", "messages": [{"role": "user", "content": "hi"}]})
+        ("POST", "/v1/chat/completions" | "/v1/messages" | "/v1/messages/count_tokens") => {
+            json!({"model": "scripted", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]})
         }
         // Continuing Bob's response is refused, and nothing of it reaches the model.
         ("POST", "/v1/responses") => json!({
@@ -285,7 +285,12 @@ async fn users_stay_apart(backend: Backend) {
                     "{name} with token {token:?}: {body}"
                 );
                 let value: Value = serde_json::from_str(&body).unwrap();
-                assert_eq!(error_code(&value), "unauthorized");
+                if op.template.starts_with("/v1/messages") {
+                    // Anthropic's clients read Anthropic's error shape.
+                    assert_eq!(value["error"]["type"], "authentication_error", "{name}: {body}");
+                } else {
+                    assert_eq!(error_code(&value), "unauthorized");
+                }
             }
         }
 

@@ -1,0 +1,653 @@
+//! The Anthropic Messages API's response side: the message a client of `POST /v1/messages` receives
+//! for a turn, as the events Anthropic streams or as one message. (The request side, the client's
+//! messages and tools → the turn's, is the turn crate's `facade::messages`.)
+//!
+//! The server's tools run inside the turn and never show: the client gets the assistant's text (a
+//! text block per model step), its reasoning as thinking blocks, the calls of its own tools as
+//! `tool_use` blocks (with `stop_reason: "tool_use"`), `ping`s while the server's tools run, and the
+//! usage with Anthropic's cache fields. Thinking blocks carry a signature, as the SDKs expect; it is
+//! the gateway's own, and a thinking block sent back is dropped (the provider keeps what it needs).
+
+use promptgate_service::events::{ClientToolCall, TurnError, TurnEvent, UiChunk, UiFinishReason};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::error::ErrorCode;
+
+/// What the message is, whether streamed or not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageIdentity {
+    /// `msg_…`
+    pub id: String,
+    /// The model as the client named it.
+    pub model: String,
+}
+
+/// Usage in Anthropic's names: `input_tokens` excludes what was read from or written to the cache.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct MessagesUsage {
+    input_tokens: u64,
+    output_tokens: u64,
+    cache_creation_input_tokens: u64,
+    cache_read_input_tokens: u64,
+}
+
+impl MessagesUsage {
+    /// From the engine's usage metadata (AI SDK names, where input counts the cache too).
+    fn from_metadata(usage: &Value) -> Self {
+        let count = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
+        let read = count("cachedInputTokens");
+        let written = count("cacheWriteInputTokens");
+        Self {
+            input_tokens: count("inputTokens").saturating_sub(read + written),
+            output_tokens: count("outputTokens"),
+            cache_creation_input_tokens: written,
+            cache_read_input_tokens: read,
+        }
+    }
+}
+
+/// A content block as it opens.
+#[derive(Debug, Clone, PartialEq)]
+enum Opened<'a> {
+    Text,
+    Thinking,
+    ToolUse(&'a ClientToolCall),
+}
+
+/// What the message says, independent of streaming or not; borrowed from the event it translates.
+#[derive(Debug, Clone, PartialEq)]
+enum Step<'a> {
+    Start,
+    Open(usize, Opened<'a>),
+    Text(usize, &'a str),
+    Thinking(usize, &'a str),
+    Signature(usize),
+    InputJson(usize, &'a str),
+    Close(usize),
+    Ping,
+    End(&'static str, MessagesUsage),
+    Error(&'a str),
+}
+
+/// Which block is open, and where the next one goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Open {
+    None,
+    Text,
+    Thinking,
+}
+
+/// Turns events into message steps; shared by the streaming and the whole views.
+#[derive(Debug)]
+struct Translator {
+    open: Open,
+    /// The index of the open block, or of the next one when none is open.
+    index: usize,
+    tool_calls: usize,
+    usage: MessagesUsage,
+    /// The `errorCode` the turn's metadata named before its error.
+    error_code: Option<String>,
+    done: bool,
+}
+
+impl Default for Translator {
+    fn default() -> Self {
+        Self {
+            open: Open::None,
+            index: 0,
+            tool_calls: 0,
+            usage: MessagesUsage::default(),
+            error_code: None,
+            done: false,
+        }
+    }
+}
+
+impl Translator {
+    fn translate<'a>(&mut self, event: &'a TurnEvent, out: &mut Vec<Step<'a>>) {
+        if self.done {
+            return;
+        }
+        let chunk = match event {
+            TurnEvent::KeepAlive => return out.push(Step::Ping),
+            TurnEvent::ClientToolCall(call) => {
+                self.close(out);
+                out.push(Step::Open(self.index, Opened::ToolUse(call)));
+                out.push(Step::InputJson(self.index, &call.arguments));
+                out.push(Step::Close(self.index));
+                self.index += 1;
+                self.tool_calls += 1;
+                return;
+            }
+            TurnEvent::Chunk(chunk) => chunk,
+        };
+        match chunk {
+            UiChunk::Start { .. } => out.push(Step::Start),
+            UiChunk::TextDelta { delta, .. } => {
+                self.open_as(Open::Text, out);
+                out.push(Step::Text(self.index, delta));
+            }
+            UiChunk::ReasoningDelta { delta, .. } => {
+                self.open_as(Open::Thinking, out);
+                out.push(Step::Thinking(self.index, delta));
+            }
+            UiChunk::TextEnd { .. } | UiChunk::ReasoningEnd { .. } => self.close(out),
+            UiChunk::MessageMetadata { message_metadata } => {
+                if let Some(usage) = message_metadata.get("usage") {
+                    self.usage = MessagesUsage::from_metadata(usage);
+                }
+                if let Some(code) = message_metadata.get("errorCode").and_then(Value::as_str) {
+                    self.error_code = Some(code.to_owned());
+                }
+            }
+            UiChunk::Finish { finish_reason, .. } => {
+                let reason = match finish_reason {
+                    _ if self.tool_calls > 0 => "tool_use",
+                    // The step cap, like a length limit, cut the answer short.
+                    Some(UiFinishReason::Length | UiFinishReason::ToolCalls) => "max_tokens",
+                    Some(UiFinishReason::ContentFilter) => "refusal",
+                    _ => "end_turn",
+                };
+                self.end(reason, out);
+            }
+            UiChunk::Abort { .. } => self.end("end_turn", out),
+            UiChunk::Error { error_text } => {
+                self.done = true;
+                out.push(Step::Error(error_text));
+            }
+            _ => {}
+        }
+    }
+
+    /// Opens a block of `kind` unless one is open already (text and thinking arrive in parts that
+    /// only their first delta opens, so an empty part makes no block).
+    fn open_as<'a>(&mut self, kind: Open, out: &mut Vec<Step<'a>>) {
+        if self.open == kind {
+            return;
+        }
+        self.close(out);
+        let opened = if kind == Open::Thinking {
+            Opened::Thinking
+        } else {
+            Opened::Text
+        };
+        out.push(Step::Open(self.index, opened));
+        self.open = kind;
+    }
+
+    fn close<'a>(&mut self, out: &mut Vec<Step<'a>>) {
+        match self.open {
+            Open::None => return,
+            Open::Thinking => out.push(Step::Signature(self.index)),
+            Open::Text => {}
+        }
+        out.push(Step::Close(self.index));
+        self.open = Open::None;
+        self.index += 1;
+    }
+
+    /// How the turn failed, its stream having ended with `message`.
+    fn failure(&self, message: &str) -> TurnError {
+        crate::facade::turn_failure(message, self.error_code.as_deref())
+    }
+
+    fn end<'a>(&mut self, reason: &'static str, out: &mut Vec<Step<'a>>) {
+        self.close(out);
+        self.done = true;
+        out.push(Step::End(reason, self.usage));
+    }
+}
+
+/// The signature a thinking block carries: the gateway's own, opaque to the client.
+fn signature(identity: &MessageIdentity, index: usize) -> String {
+    format!("promptgate.{}.{index}", identity.id)
+}
+
+/// Streaming view: Anthropic's events, each `event: <type>` then `data: <json>`.
+#[derive(Debug)]
+pub struct MessageEvents {
+    identity: MessageIdentity,
+    translator: Translator,
+}
+
+/// A `content_block_delta` event, serialised from borrowed fields: a stream sends one per token.
+#[derive(Serialize)]
+struct DeltaEvent<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    index: usize,
+    delta: BlockDelta<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type")]
+enum BlockDelta<'a> {
+    #[serde(rename = "text_delta")]
+    Text { text: &'a str },
+    #[serde(rename = "thinking_delta")]
+    Thinking { thinking: &'a str },
+    #[serde(rename = "signature_delta")]
+    Signature { signature: &'a str },
+    #[serde(rename = "input_json_delta")]
+    InputJson { partial_json: &'a str },
+}
+
+impl MessageEvents {
+    pub fn new(identity: MessageIdentity) -> Self {
+        Self {
+            identity,
+            translator: Translator::default(),
+        }
+    }
+
+    /// The SSE events for one turn event, written onto `out` (nothing for most).
+    pub fn push_sse(&mut self, event: &TurnEvent, out: &mut Vec<u8>) {
+        let mut steps = Vec::new();
+        self.translator.translate(event, &mut steps);
+        for step in &steps {
+            self.write(step, out);
+        }
+    }
+
+    fn write(&self, step: &Step<'_>, out: &mut Vec<u8>) {
+        match step {
+            Step::Start => {
+                let message = json!({
+                    "id": self.identity.id, "type": "message", "role": "assistant",
+                    "model": self.identity.model, "content": [], "stop_reason": null,
+                    "stop_sequence": null, "usage": MessagesUsage::default(),
+                });
+                sse_event(
+                    out,
+                    "message_start",
+                    &json!({"type": "message_start", "message": message}),
+                );
+                sse_event(out, "ping", &json!({"type": "ping"}));
+            }
+            Step::Open(index, opened) => {
+                let block = match opened {
+                    Opened::Text => json!({"type": "text", "text": ""}),
+                    Opened::Thinking => json!({"type": "thinking", "thinking": "", "signature": ""}),
+                    Opened::ToolUse(call) => {
+                        json!({"type": "tool_use", "id": call.id, "name": call.name, "input": {}})
+                    }
+                };
+                let data = json!({"type": "content_block_start", "index": index, "content_block": block});
+                sse_event(out, "content_block_start", &data);
+            }
+            Step::Text(index, text) => delta_event(out, *index, BlockDelta::Text { text }),
+            Step::Thinking(index, thinking) => delta_event(out, *index, BlockDelta::Thinking { thinking }),
+            Step::Signature(index) => {
+                let signature = signature(&self.identity, *index);
+                delta_event(
+                    out,
+                    *index,
+                    BlockDelta::Signature {
+                        signature: &signature,
+                    },
+                );
+            }
+            Step::InputJson(index, partial_json) => {
+                delta_event(out, *index, BlockDelta::InputJson { partial_json })
+            }
+            Step::Close(index) => sse_event(
+                out,
+                "content_block_stop",
+                &json!({"type": "content_block_stop", "index": index}),
+            ),
+            Step::Ping => sse_event(out, "ping", &json!({"type": "ping"})),
+            Step::End(reason, usage) => {
+                let data = json!({"type": "message_delta",
+                    "delta": {"stop_reason": reason, "stop_sequence": null}, "usage": usage});
+                sse_event(out, "message_delta", &data);
+                sse_event(out, "message_stop", &json!({"type": "message_stop"}));
+            }
+            Step::Error(message) => {
+                // As the same failure read whole is answered: a conversation too long for the
+                // model is the client's invalid request, as with Anthropic's "prompt is too long".
+                let code = ErrorCode::of_turn(&self.translator.failure(message));
+                sse_event(out, "error", &error_body(code, message));
+            }
+        }
+    }
+}
+
+/// `{"type": "error", "error": {"type", "message"}}`: Anthropic's error for `code` of the error
+/// table, in a stream or a body.
+pub fn error_body(code: ErrorCode, message: &str) -> Value {
+    json!({"type": "error", "error": {"type": error_type(code), "message": message}})
+}
+
+/// Anthropic's `error.type` for a code of the error table, by the status the table gives it.
+fn error_type(code: ErrorCode) -> &'static str {
+    match code.status().as_u16() {
+        401 => "authentication_error",
+        403 => "permission_error",
+        404 => "not_found_error",
+        413 => "request_too_large",
+        429 => "rate_limit_error",
+        503 => "overloaded_error",
+        504 => "timeout_error",
+        400..=499 => "invalid_request_error",
+        _ => "api_error",
+    }
+}
+
+fn delta_event(out: &mut Vec<u8>, index: usize, delta: BlockDelta<'_>) {
+    let data = DeltaEvent {
+        kind: "content_block_delta",
+        index,
+        delta,
+    };
+    sse_event(out, "content_block_delta", &data);
+}
+
+/// One SSE event with its name: Anthropic's clients skip events without an `event:` line.
+fn sse_event(out: &mut Vec<u8>, name: &str, data: &impl Serialize) {
+    out.reserve(64);
+    out.extend_from_slice(b"event: ");
+    out.extend_from_slice(name.as_bytes());
+    out.push(b'\n');
+    crate::sse::push_data_frame(out, data);
+}
+
+/// One content block of a whole message.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Block {
+    Text { text: String },
+    Thinking { thinking: String, signature: String },
+    ToolUse { id: String, name: String, input: Value },
+}
+
+/// Non-streaming view: the events folded into one message.
+#[derive(Debug)]
+pub struct WholeMessage {
+    identity: MessageIdentity,
+    translator: Translator,
+    content: Vec<Block>,
+    stop_reason: Option<&'static str>,
+    usage: MessagesUsage,
+    error: Option<TurnError>,
+}
+
+impl WholeMessage {
+    pub fn new(identity: MessageIdentity) -> Self {
+        Self {
+            identity,
+            translator: Translator::default(),
+            content: Vec::new(),
+            stop_reason: None,
+            usage: MessagesUsage::default(),
+            error: None,
+        }
+    }
+
+    pub fn push(&mut self, event: &TurnEvent) {
+        let mut steps = Vec::new();
+        self.translator.translate(event, &mut steps);
+        for step in steps {
+            match step {
+                Step::Open(_, Opened::Text) => self.content.push(Block::Text { text: String::new() }),
+                Step::Open(index, Opened::Thinking) => self.content.push(Block::Thinking {
+                    thinking: String::new(),
+                    signature: signature(&self.identity, index),
+                }),
+                Step::Open(_, Opened::ToolUse(call)) => self.content.push(Block::ToolUse {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    input: serde_json::from_str(&call.arguments).unwrap_or_else(|_| json!({})),
+                }),
+                Step::Text(_, piece) | Step::Thinking(_, piece) => {
+                    if let Some(Block::Text { text } | Block::Thinking { thinking: text, .. }) =
+                        self.content.last_mut()
+                    {
+                        text.push_str(piece);
+                    }
+                }
+                Step::End(reason, usage) => {
+                    self.stop_reason = Some(reason);
+                    self.usage = usage;
+                }
+                Step::Error(message) => self.error = Some(self.translator.failure(message)),
+                Step::Start | Step::Signature(_) | Step::InputJson(..) | Step::Close(_) | Step::Ping => {}
+            }
+        }
+    }
+
+    /// The message as JSON bytes, or the turn's error (a text safe to show) when it failed.
+    pub fn finish_json(self) -> Result<Vec<u8>, TurnError> {
+        if let Some(error) = self.error {
+            return Err(error);
+        }
+        let body = json!({
+            "id": self.identity.id, "type": "message", "role": "assistant", "model": self.identity.model,
+            "content": self.content, "stop_reason": self.stop_reason.unwrap_or("end_turn"),
+            "stop_sequence": null, "usage": self.usage,
+        });
+        Ok(serde_json::to_vec(&body).unwrap_or_default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use promptgate_service::events::{CONTEXT_TOO_LONG, UiFinishReason};
+
+    fn identity() -> MessageIdentity {
+        MessageIdentity {
+            id: "msg_1".into(),
+            model: "m".into(),
+        }
+    }
+
+    fn chunk(chunk: UiChunk) -> TurnEvent {
+        TurnEvent::Chunk(chunk)
+    }
+
+    /// Reasoning, a server tool step with preamble text (unseen), an answer, a client call.
+    fn turn() -> Vec<TurnEvent> {
+        vec![
+            chunk(UiChunk::Start {
+                message_id: None,
+                message_metadata: None,
+            }),
+            chunk(UiChunk::StartStep),
+            chunk(UiChunk::ReasoningStart { id: "r".into() }),
+            chunk(UiChunk::ReasoningDelta {
+                id: "r".into(),
+                delta: "plan".into(),
+            }),
+            chunk(UiChunk::ReasoningEnd { id: "r".into() }),
+            chunk(UiChunk::TextStart { id: "t1".into() }),
+            chunk(UiChunk::TextDelta {
+                id: "t1".into(),
+                delta: "Checking.".into(),
+            }),
+            chunk(UiChunk::TextEnd { id: "t1".into() }),
+            chunk(UiChunk::ToolInputAvailable {
+                tool_call_id: "s".into(),
+                tool_name: "search".into(),
+                input: json!({}),
+                dynamic: None,
+                title: None,
+            }),
+            TurnEvent::KeepAlive,
+            chunk(UiChunk::ToolOutputAvailable {
+                tool_call_id: "s".into(),
+                output: json!(1),
+                dynamic: None,
+            }),
+            chunk(UiChunk::FinishStep),
+            chunk(UiChunk::StartStep),
+            chunk(UiChunk::TextStart { id: "t2".into() }),
+            chunk(UiChunk::TextDelta {
+                id: "t2".into(),
+                delta: "Reading".into(),
+            }),
+            chunk(UiChunk::TextDelta {
+                id: "t2".into(),
+                delta: " it.".into(),
+            }),
+            chunk(UiChunk::TextEnd { id: "t2".into() }),
+            chunk(UiChunk::MessageMetadata {
+                message_metadata: json!({"usage": {"inputTokens": 30, "outputTokens": 7, "totalTokens": 37,
+                    "cachedInputTokens": 20, "cacheWriteInputTokens": 4}}),
+            }),
+            chunk(UiChunk::FinishStep),
+            TurnEvent::ClientToolCall(ClientToolCall {
+                id: "toolu_1".into(),
+                name: "Read".into(),
+                arguments: r#"{"path":"a.rs"}"#.into(),
+            }),
+            chunk(UiChunk::Finish {
+                finish_reason: Some(UiFinishReason::ToolCalls),
+                message_metadata: None,
+            }),
+        ]
+    }
+
+    /// Every `(event name, data)` of the stream.
+    fn stream(events: &[TurnEvent]) -> Vec<(String, Value)> {
+        let mut encoder = MessageEvents::new(identity());
+        let mut out = Vec::new();
+        for event in events {
+            encoder.push_sse(event, &mut out);
+        }
+        String::from_utf8(out)
+            .unwrap()
+            .split_terminator("\n\n")
+            .map(|frame| {
+                let (name, data) = frame.split_once('\n').unwrap();
+                let name = name.strip_prefix("event: ").unwrap().to_owned();
+                let data: Value = serde_json::from_str(data.strip_prefix("data: ").unwrap()).unwrap();
+                assert_eq!(data["type"], name.as_str(), "the data repeats the event's name");
+                (name, data)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_stream_is_anthropics_event_sequence_without_the_servers_tools() {
+        let events = stream(&turn());
+        let names: Vec<&str> = events.iter().map(|(name, _)| name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "message_start",
+                "ping",
+                "content_block_start",
+                "content_block_delta",
+                "content_block_delta",
+                "content_block_stop",
+                "content_block_start",
+                "content_block_delta",
+                "content_block_stop",
+                "ping",
+                "content_block_start",
+                "content_block_delta",
+                "content_block_delta",
+                "content_block_stop",
+                "content_block_start",
+                "content_block_delta",
+                "content_block_stop",
+                "message_delta",
+                "message_stop",
+            ]
+        );
+        assert_eq!(events[0].1["message"]["content"], json!([]));
+        assert_eq!(events[2].1["content_block"]["type"], "thinking");
+        assert_eq!(events[4].1["delta"]["type"], "signature_delta");
+        let indexes: Vec<u64> = events
+            .iter()
+            .filter(|(name, _)| name == "content_block_start")
+            .map(|(_, data)| data["index"].as_u64().unwrap())
+            .collect();
+        assert_eq!(indexes, [0, 1, 2, 3], "each block appends");
+        assert_eq!(
+            events[14].1["content_block"],
+            json!({"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {}})
+        );
+        assert_eq!(
+            events[15].1["delta"],
+            json!({"type": "input_json_delta", "partial_json": "{\"path\":\"a.rs\"}"})
+        );
+        assert_eq!(
+            events[17].1,
+            json!({"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": null},
+                   "usage": {"input_tokens": 6, "output_tokens": 7, "cache_creation_input_tokens": 4,
+                             "cache_read_input_tokens": 20}})
+        );
+    }
+
+    #[test]
+    fn the_whole_message_folds_the_same_events() {
+        let mut whole = WholeMessage::new(identity());
+        for event in turn() {
+            whole.push(&event);
+        }
+        let body: Value = serde_json::from_slice(&whole.finish_json().unwrap()).unwrap();
+        assert_eq!(
+            body["content"],
+            json!([
+                {"type": "thinking", "thinking": "plan", "signature": "promptgate.msg_1.0"},
+                {"type": "text", "text": "Checking."},
+                {"type": "text", "text": "Reading it."},
+                {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"path": "a.rs"}}
+            ])
+        );
+        assert_eq!(body["stop_reason"], "tool_use");
+        assert_eq!(body["usage"]["cache_read_input_tokens"], 20);
+        assert_eq!(
+            (body["id"].as_str(), body["type"].as_str()),
+            (Some("msg_1"), Some("message"))
+        );
+    }
+
+    #[test]
+    fn an_error_ends_the_stream_with_an_error_event() {
+        let events = stream(&[
+            chunk(UiChunk::Start {
+                message_id: None,
+                message_metadata: None,
+            }),
+            chunk(UiChunk::Error {
+                error_text: "The model provider could not be reached.".into(),
+            }),
+            chunk(UiChunk::Finish {
+                finish_reason: Some(UiFinishReason::Error),
+                message_metadata: None,
+            }),
+        ]);
+        let last = events.last().unwrap();
+        assert_eq!(last.0, "error");
+        assert_eq!(
+            last.1["error"],
+            json!({"type": "api_error", "message": "The model provider could not be reached."})
+        );
+    }
+
+    #[test]
+    fn a_conversation_too_long_for_the_model_is_the_clients_invalid_request() {
+        let failed = [
+            chunk(UiChunk::Start {
+                message_id: None,
+                message_metadata: None,
+            }),
+            chunk(UiChunk::MessageMetadata {
+                message_metadata: json!({"errorCode": CONTEXT_TOO_LONG}),
+            }),
+            chunk(UiChunk::Error {
+                error_text: "The conversation does not fit.".into(),
+            }),
+        ];
+        let events = stream(&failed);
+        assert_eq!(events.last().unwrap().1["error"]["type"], "invalid_request_error");
+        let mut whole = WholeMessage::new(identity());
+        for event in &failed {
+            whole.push(event);
+        }
+        assert!(matches!(whole.finish_json(), Err(TurnError::ContextTooLong(_))));
+    }
+}

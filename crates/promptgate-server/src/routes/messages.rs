@@ -1,0 +1,256 @@
+//! `POST /v1/messages` and `POST /v1/messages/count_tokens`: the Anthropic Messages API over the same
+//! engine, for Anthropic's SDKs and Claude Code, whatever provider serves the model. The server's
+//! tools run here, unseen; the client's own tools come back to it as `tool_use` blocks. Nothing of
+//! the answer is stored. Errors take Anthropic's shape (`{"type": "error", "error": {"type",
+//! "message"}, "request_id"}`), and the token may come as `x-api-key` as well as a bearer token.
+
+use aide::axum::ApiRouter;
+use aide::axum::routing::post_with;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use promptgate_service::events::TurnEvent;
+use promptgate_service::facade::{messages_history, messages_tools};
+use promptgate_service::{CompletionRequest, SendHandle};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::auth::CurrentUser;
+use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::extract::ApiJson;
+use crate::messages_api::{MessageEvents, MessageIdentity, WholeMessage, error_body};
+use crate::state::AppState;
+
+/// The most an Anthropic error body is read to be rewritten; ours are a few hundred bytes.
+const MAX_ERROR_BODY: usize = 64 << 10;
+
+pub fn routes() -> ApiRouter<AppState> {
+    ApiRouter::new()
+        .api_route(
+            "/v1/messages",
+            post_with(messages, |op| {
+                op.summary("Anthropic Messages API (streamed or not); the server's tools run on the server")
+                    .description(
+                        "For Anthropic's SDKs and Claude Code (`ANTHROPIC_BASE_URL` = this server), over any \
+                         configured provider. The system prompt and tools come from your settings, as for a send; \
+                         your `system` follows it. Your `tools` are offered beside the server's: a call to one ends \
+                         the message with `stop_reason: \"tool_use\"`, and your next request, with the \
+                         `tool_result`, continues the turn. `model` is one of this server's model ids. \
+                         `max_tokens`, sampling and `thinking` settings are the model's configuration's; \
+                         `anthropic-version` and `anthropic-beta` are accepted and change nothing. Auth: \
+                         `Authorization: Bearer <token>` or `x-api-key: <token>`. Errors are Anthropic's shape.",
+                    )
+            }),
+        )
+        .api_route(
+            "/v1/messages/count_tokens",
+            post_with(count_tokens, |op| {
+                op.summary("Estimate a Messages request's input tokens").description(
+                    "`{\"input_tokens\": N}`: how many tokens the model would be sent for this request, the \
+                     server's prompt and tools included, counted as a send counts them (the model's tokenizer \
+                     for OpenAI's models, else an estimate on the high side).",
+                )
+            }),
+        )
+}
+
+/// The fields we read; the others (`max_tokens`, sampling, `thinking`, `metadata`, …) are accepted
+/// and left to the model's configuration.
+#[derive(Deserialize, JsonSchema)]
+pub struct MessagesBody {
+    /// One of this server's model ids; default: your settings' default model, then the server's.
+    #[serde(default)]
+    pub model: Option<String>,
+    pub messages: Vec<Value>,
+    /// A string, or text blocks.
+    #[serde(default)]
+    pub system: Option<Value>,
+    /// Your tools: `[{name, description?, input_schema}]`. Provider tools (with another `type`) are
+    /// not offered.
+    #[serde(default)]
+    pub tools: Option<Vec<Value>>,
+    /// `{"type": "auto" | "any" | "tool" (with `name`) | "none"}`.
+    #[serde(default)]
+    pub tool_choice: Option<Value>,
+    #[serde(default)]
+    pub stream: bool,
+    #[serde(flatten)]
+    #[schemars(skip)]
+    pub ignored: Map<String, Value>,
+}
+
+impl MessagesBody {
+    fn completion(self, user_id: String) -> ApiResult<(CompletionRequest, bool)> {
+        let conversation = messages_history(self.system.as_ref(), &self.messages)
+            .map_err(|e| ApiError::invalid(e.to_string()))?;
+        let (client_tools, tool_choice) = messages_tools(self.tools.as_deref(), self.tool_choice.as_ref())
+            .map_err(|e| ApiError::invalid(e.to_string()))?;
+        let request = CompletionRequest {
+            user_id,
+            model: self.model,
+            conversation,
+            client_tools,
+            tool_choice,
+            // Anthropic's field names mean nothing to another provider's API: none pass through,
+            // and `max_tokens` is the model's configuration's (Claude Code asks for more than many
+            // models can give).
+            extra: Map::new(),
+            parallel_tool_calls: None,
+            max_output_tokens: None,
+            on_end: Vec::new(),
+        };
+        Ok((request, self.stream))
+    }
+}
+
+async fn messages(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    ApiJson(body): ApiJson<MessagesBody>,
+) -> ApiResult<Message> {
+    let (request, stream) = body.completion(user.id)?;
+    let handle = state.service.complete(request).await?;
+    let identity = MessageIdentity {
+        id: format!("msg_{}", handle.turn_id.trim_start_matches("turn_")),
+        model: handle.model_id.clone(),
+    };
+    if stream {
+        return Ok(Message::Stream(Box::new((handle, MessageEvents::new(identity)))));
+    }
+    let watch = crate::observe::TurnWatch::start("messages", &handle.turn_id, &handle.model_id);
+    let events = crate::observe::watch_turn(watch, handle.events);
+    let whole = super::completions::read_whole(&state, WholeMessage::new(identity), events)
+        .await
+        .ok_or_else(ApiError::internal)?;
+    whole
+        .finish_json()
+        .map(Message::Whole)
+        .map_err(super::completions::whole_turn_failed)
+}
+
+impl super::completions::Fold for WholeMessage {
+    fn push(&mut self, event: &TurnEvent) {
+        WholeMessage::push(self, event);
+    }
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct TokenCount {
+    pub input_tokens: u64,
+}
+
+async fn count_tokens(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    ApiJson(body): ApiJson<MessagesBody>,
+) -> ApiResult<axum::Json<TokenCount>> {
+    let (request, _) = body.completion(user.id)?;
+    let input_tokens = state.service.count_input_tokens(request).await?;
+    Ok(axum::Json(TokenCount { input_tokens }))
+}
+
+pub enum Message {
+    /// The message object's JSON bytes.
+    Whole(Vec<u8>),
+    /// Boxed: the handle is large and a whole message need not carry its size.
+    Stream(Box<(SendHandle, MessageEvents)>),
+}
+
+impl IntoResponse for Message {
+    fn into_response(self) -> Response {
+        match self {
+            Self::Whole(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
+            Self::Stream(stream) => {
+                let (handle, mut events) = *stream;
+                let watch = crate::observe::TurnWatch::start("messages", &handle.turn_id, &handle.model_id);
+                let frames = crate::observe::watch_turn(watch, handle.events)
+                    .map(move |event: TurnEvent| {
+                        let mut frames = Vec::new();
+                        events.push_sse(&event, &mut frames);
+                        frames
+                    })
+                    .filter(|frames| std::future::ready(!frames.is_empty()))
+                    .map(Ok::<_, std::convert::Infallible>);
+                super::chat::event_stream(Body::from_stream(frames))
+            }
+        }
+    }
+}
+
+crate::api_doc::json_or_event_stream_output!(
+    Message,
+    "A `message` object, or with `stream: true` Anthropic's events from `message_start` \
+         to `message_stop`"
+);
+
+/// Where Anthropic's clients put their key (Claude Code with `ANTHROPIC_API_KEY`, the SDKs before
+/// 1.0); on these routes it is read as the bearer token when no `Authorization` header is sent.
+pub const API_KEY: &str = "x-api-key";
+
+/// Anthropic's conventions at the edge of these routes: the key of `x-api-key` is taken as the
+/// bearer token, error responses are rewritten into Anthropic's shape, and the request is named as
+/// Anthropic does (`request-id`). It wraps these routes only, outside the per-user limits, so their
+/// refusals are rewritten too.
+pub async fn anthropic_boundary(mut req: Request, next: Next) -> Response {
+    bearer_from_api_key(req.headers_mut());
+    let request_id = req.headers().get("x-request-id").cloned();
+    let res = next.run(req).await;
+    let status = res.status();
+    let mut res = if status.is_client_error() || status.is_server_error() {
+        rewrite_error(res).await
+    } else {
+        res
+    };
+    if let Some(id) = request_id {
+        res.headers_mut().insert("request-id", id);
+    }
+    res
+}
+
+fn bearer_from_api_key(headers: &mut axum::http::HeaderMap) {
+    if headers.contains_key(header::AUTHORIZATION) {
+        return;
+    }
+    let Some(key) = headers.get(API_KEY).and_then(|key| key.to_str().ok()) else {
+        return;
+    };
+    if let Ok(bearer) = HeaderValue::from_str(&format!("Bearer {}", key.trim())) {
+        headers.insert(header::AUTHORIZATION, bearer);
+    }
+}
+
+async fn rewrite_error(res: Response) -> Response {
+    let (mut parts, body) = res.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_ERROR_BODY).await else {
+        let body = error_body(ErrorCode::for_status(parts.status), "an error occurred");
+        return (parts.status, axum::Json(body)).into_response();
+    };
+    let ours: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    let message = ours
+        .pointer("/error/message")
+        .and_then(Value::as_str)
+        .unwrap_or("an error occurred");
+    // Every error body carries a code of the table; a body without one is named by its status.
+    let code = ours
+        .pointer("/error/code")
+        .and_then(Value::as_str)
+        .and_then(ErrorCode::parse)
+        .unwrap_or_else(|| ErrorCode::for_status(parts.status));
+    // Anthropic answers a malformed request with 400, where this server says 422.
+    if parts.status == StatusCode::UNPROCESSABLE_ENTITY {
+        parts.status = StatusCode::BAD_REQUEST;
+    }
+    let mut body = error_body(code, message);
+    if let Some(id) = ours.pointer("/error/request_id") {
+        body["request_id"] = id.clone();
+    }
+    parts.headers.remove(header::CONTENT_LENGTH);
+    parts
+        .headers
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    Response::from_parts(parts, Body::from(serde_json::to_vec(&body).unwrap_or_default()))
+}

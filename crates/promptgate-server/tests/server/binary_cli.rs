@@ -852,7 +852,7 @@ async fn what_a_failing_mcp_server_answers_stays_out_of_the_log_and_one_line_say
     );
     assert!(
         log.lines()
-            .any(|l| l.contains("MCP server skipped") && l.contains("422")),
+            .any(|l| l.contains("MCP server is down") && l.contains("422")),
         "no line says what failed:\n{log}"
     );
     let _ = std::fs::remove_dir_all(dir);

@@ -59,10 +59,15 @@ replaced by the real one.",
 #[derive(Debug, Clone, Default)]
 pub struct BundledSearch;
 
-/// How many of the query's words (longer than two letters) occur in the page.
+/// How many of the query's words (longer than two letters) occur in the page, a word of the title
+/// counting twice more: question words ("how", "work") are in every page, the topic is in the title.
 fn score(page: &BundledPage, words: &[String]) -> usize {
-    let haystack = format!("{} {}", page.title, page.text).to_lowercase();
-    words.iter().filter(|w| haystack.contains(w.as_str())).count()
+    let title = page.title.to_lowercase();
+    let text = page.text.to_lowercase();
+    words
+        .iter()
+        .map(|w| usize::from(text.contains(w.as_str())) + 2 * usize::from(title.contains(w.as_str())))
+        .sum()
 }
 
 fn hit(page: &BundledPage) -> SearchHit {

@@ -5,8 +5,9 @@ CARGO_TARGET_DIR_OR_DEFAULT = $(or $(CARGO_TARGET_DIR),target)
 
 .PHONY: run web test lint fmt openapi bench check install
 
+# The offline demo (config/demo.toml); `make run PORT=8099` listens on 127.0.0.1:8099 instead.
 run: web
-	$(CARGO) run -p promptgate-server --bin promptgate -- serve
+	$(CARGO) run -p promptgate-server --bin promptgate -- --config config/demo.toml serve $(if $(PORT),--listen 127.0.0.1:$(PORT))
 
 # Puts the `promptgate` binary into ~/.cargo/bin (on PATH after a rustup install).
 install:

@@ -1,6 +1,8 @@
 //! The offline demo model: deterministic, no network, no API key. It exists so a fresh install
 //! shows a whole turn (streamed text, a real tool call, an answer from its result) out of the box.
 
+mod web;
+
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -79,7 +81,20 @@ fn reply_events(request: &ChatRequest) -> Vec<StreamEvent> {
                 None => text_reply(&introduction(&text)),
             }
         }
-        Some(ChatMessage::Tool { .. }) => text_reply(&answer_from_tool_results(&request.messages)),
+        Some(ChatMessage::Tool { .. }) => match read_next(request) {
+            Some(arguments) => {
+                let id = format!("call_demo_{}", request.messages.len());
+                (
+                    tool_call_events(id, FETCH_TOOL.to_owned(), &arguments),
+                    word_count(&arguments),
+                    FinishReason::ToolCalls,
+                )
+            }
+            None => text_reply(
+                &web::answer_from_page(&request.messages)
+                    .unwrap_or_else(|| answer_from_tool_results(&request.messages)),
+            ),
+        },
         _ => text_reply(&introduction("")),
     };
     events.push(StreamEvent::Usage(Usage {
@@ -116,6 +131,19 @@ fn tool_call_events(id: String, name: String, arguments: &str) -> Vec<StreamEven
         });
     }
     events
+}
+
+/// The tool that reads a page.
+const FETCH_TOOL: &str = "fetch_content";
+
+/// The arguments of the `fetch_content` call that reads the first search result, when the turn
+/// searched, has not read anything yet and may call the tool.
+fn read_next(request: &ChatRequest) -> Option<String> {
+    if request.tool_choice == Some(ToolChoice::None) || !request.tools.iter().any(|t| t.name == FETCH_TOOL) {
+        return None;
+    }
+    let url = web::page_to_read(&request.messages)?;
+    Some(json!({ "url": url }).to_string())
 }
 
 /// The tool the demo calls and its JSON arguments, or `None` when it should just answer.

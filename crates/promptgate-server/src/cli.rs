@@ -31,7 +31,11 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the HTTP server (migrates the database first).
-    Serve,
+    Serve {
+        /// Listen on this address:port, over PROMPTGATE_LISTEN and the config's `listen`.
+        #[arg(long)]
+        listen: Option<std::net::SocketAddr>,
+    },
     /// Apply database migrations and exit.
     Migrate,
     /// Manage users.
@@ -131,7 +135,14 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             anyhow::ensure!(failed == 0, "{failed} of {} scenarios failed", outcomes.len());
             Ok(())
         }
-        Command::Serve => serve(Config::load(cli.config.as_deref(), &ProcessEnv)?).await,
+        Command::Serve { listen } => {
+            let mut config = Config::load(cli.config.as_deref(), &ProcessEnv)?;
+            if let Some(listen) = listen {
+                config.listen = listen;
+                config.validate()?;
+            }
+            serve(config).await
+        }
     }
 }
 
@@ -224,7 +235,9 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on {listen}"))?;
     let limits = crate::listen::ConnectionLimits::from_config(&state.config.server);
-    tracing::info!(address = %listen, auth = ?mode, backend = ?state.service.backend(), "promptgate listening");
+    let bound = listener.local_addr().unwrap_or(listen);
+    tracing::info!(address = %bound, auth = ?mode, backend = ?state.service.backend(), "promptgate listening");
+    say_where_to_open(bound, state.config.ui.root().is_some());
     let stopping = CancellationToken::new();
     let metrics_server = match state.config.server.metrics_listen {
         Some(address) => {
@@ -282,6 +295,17 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     }
     tracing::info!("promptgate stopped");
     Ok(())
+}
+
+/// The line a newcomer looks for in the start-up log: the URL to open in a browser (over loopback
+/// when the server listens on every interface), or how to get the app when it is not built.
+fn say_where_to_open(bound: std::net::SocketAddr, app_built: bool) {
+    let url = format!("http://{}/", crate::deploy::probe_address(bound));
+    if app_built {
+        tracing::info!("open {url} for the app");
+    } else {
+        tracing::info!("the web app is not built (make web); the API answers at {url}");
+    }
 }
 
 /// How long connections get to close once every turn has ended.

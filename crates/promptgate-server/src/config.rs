@@ -425,6 +425,8 @@ pub enum SearchEntry {
         /// Environment variable holding the subscription token.
         api_key_env: String,
     },
+    /// The offline demo's bundled pages (`make run`); any real backend replaces it.
+    Demo,
 }
 
 #[derive(Debug, Clone, Deserialize)]

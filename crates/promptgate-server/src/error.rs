@@ -433,12 +433,23 @@ impl IntoResponse for ApiError {
                 .headers_mut()
                 .insert(axum::http::header::RETRY_AFTER, secs.into());
         }
+        if self.code == ErrorCode::Unauthorized {
+            // RFC 6750: a 401 names the scheme that gets in, so generic HTTP clients know to send a
+            // bearer token.
+            response.headers_mut().insert(
+                axum::http::header::WWW_AUTHENTICATE,
+                axum::http::HeaderValue::from_static(BEARER_CHALLENGE),
+            );
+        }
         if let Some(failure) = self.failure {
             response.extensions_mut().insert(failure);
         }
         response
     }
 }
+
+/// The `WWW-Authenticate` challenge of every 401.
+pub const BEARER_CHALLENGE: &str = "Bearer realm=\"promptgate\"";
 
 impl OperationOutput for ApiError {
     type Inner = ErrorBody;

@@ -138,6 +138,7 @@ fn timeouts(entry: &ProviderEntry) -> Timeouts {
 pub fn search(config: &Config, env: &dyn Env) -> anyhow::Result<Option<SearchConfig>> {
     Ok(match &config.web.search {
         None => None,
+        Some(SearchEntry::Demo) => Some(SearchConfig::Demo),
         Some(SearchEntry::Searxng { base_url }) => Some(SearchConfig::SearxNg {
             base_url: base_url.clone(),
         }),

@@ -70,7 +70,10 @@ pub(super) async fn register(
         );
         executors.insert(
             names::FETCH_CONTENT,
-            Arc::new(FetchContent::new(Arc::clone(fetcher), Arc::clone(&state.sources))),
+            Arc::new(
+                FetchContent::new(Arc::clone(fetcher), Arc::clone(&state.sources))
+                    .with_bundle(Arc::clone(backend)),
+            ),
         );
     }
 }

@@ -49,8 +49,59 @@ impl JsonSchema for SettingsPatch {
         "SettingsPatch".into()
     }
 
+    /// [`UserSettings`] with every field optional: no `default` anywhere (generators such as
+    /// openapi-typescript read a default as "always present", which would make a partial update
+    /// list every field) and the nested objects inlined the same way, since they merge key by key.
     fn json_schema(generator: &mut SchemaGenerator) -> Schema {
-        UserSettings::json_schema(generator)
+        let mut value = UserSettings::json_schema(generator).to_value();
+        as_patch(&mut value, generator.definitions(), PATCH_DEPTH);
+        if let Some(object) = value.as_object_mut() {
+            object.insert(
+                "description".into(),
+                "Any subset of the settings; what is left out keeps its value.".into(),
+            );
+        }
+        Schema::try_from(value).unwrap_or_default()
+    }
+}
+
+/// How deep nested settings objects are inlined (the settings nest one level today).
+const PATCH_DEPTH: usize = 4;
+
+/// Turns a settings schema into its partial-update form in place: drops `default` and `required`,
+/// and inlines referenced object schemas (in the same form) so their fields are optional too.
+/// References to anything else (enums) stay references.
+fn as_patch(
+    value: &mut serde_json::Value,
+    definitions: &serde_json::Map<String, serde_json::Value>,
+    depth: usize,
+) {
+    match value {
+        serde_json::Value::Object(object) => {
+            object.remove("default");
+            object.remove("required");
+            let referenced = object
+                .get("$ref")
+                .and_then(serde_json::Value::as_str)
+                .and_then(|r| r.rsplit('/').next())
+                .and_then(|name| definitions.get(name))
+                .filter(|d| d.get("properties").is_some() && depth > 0)
+                .cloned();
+            if let Some(mut inlined) = referenced {
+                as_patch(&mut inlined, definitions, depth - 1);
+                *value = inlined;
+                return;
+            }
+            for child in object.values_mut() {
+                as_patch(child, definitions, depth);
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for item in items {
+                as_patch(item, definitions, depth);
+            }
+        }
+        _ => {}
     }
 }
 

@@ -124,14 +124,22 @@ async fn users_create_prints_a_token_that_authenticates() {
     })
     .await;
     let http = reqwest::Client::new();
-    assert_eq!(
-        http.get(format!("{base}/v1/settings"))
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        401
-    );
+    // Without a token and with a wrong one: 401 with the challenge a generic HTTP client follows.
+    for token in [None, Some("not-a-token")] {
+        let mut req = http.get(format!("{base}/v1/settings"));
+        if let Some(token) = token {
+            req = req.bearer_auth(token);
+        }
+        let res = req.send().await.unwrap();
+        assert_eq!(res.status(), 401);
+        assert_eq!(
+            res.headers()["www-authenticate"],
+            "Bearer realm=\"promptgate\"",
+            "{token:?}"
+        );
+        let body: Value = res.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "unauthorized", "{body}");
+    }
     let ok = http
         .get(format!("{base}/v1/settings"))
         .bearer_auth(&token)
@@ -693,6 +701,88 @@ fn users_create_in_single_user_mode_says_the_token_is_not_used() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The start-up log up to the first line containing `needle`. A thread keeps draining the pipe
+/// afterwards, so the server never writes into a closed one.
+async fn read_log_until(stderr: std::process::ChildStderr, needle: &str) -> String {
+    use std::io::BufRead;
+    let (found, seen) = tokio::sync::oneshot::channel();
+    let needle = needle.to_owned();
+    std::thread::spawn(move || {
+        let mut log = String::new();
+        let mut found = Some(found);
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            log.push_str(&line);
+            log.push('\n');
+            if line.contains(&needle)
+                && let Some(found) = found.take()
+            {
+                let _ = found.send(Ok(log.clone()));
+            }
+        }
+        if let Some(found) = found {
+            let _ = found.send(Err(log));
+        }
+    });
+    match seen.await.unwrap() {
+        Ok(log) => log,
+        Err(log) => panic!("the log ended without the line:\n{log}"),
+    }
+}
+
+/// `serve --listen` wins over PROMPTGATE_LISTEN, and the log names the URL to open: the app's when
+/// it is built, the API's with how to build the app otherwise.
+#[tokio::test]
+async fn serve_listen_picks_the_port_and_the_log_says_where_to_open_the_app() {
+    common::init();
+    let dir = std::env::temp_dir().join(format!("promptgate-listen-{}", std::process::id()));
+    let app = dir.join("app");
+    std::fs::create_dir_all(&app).unwrap();
+    std::fs::write(app.join("index.html"), "<!doctype html><h1>the app</h1>").unwrap();
+    let config = dir.join("with-app.toml");
+    let embedded = std::fs::read_to_string(repo_root().join("config/promptgate.toml")).unwrap();
+    std::fs::write(
+        &config,
+        format!("{embedded}\n[ui]\ndir = {:?}\n", app.display().to_string()),
+    )
+    .unwrap();
+    let http = reqwest::Client::new();
+
+    for (with_app, expected) in [(true, "for the app"), (false, "the web app is not built")] {
+        let port = free_port();
+        let mut cmd = promptgate();
+        cmd.arg("serve")
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .env(
+                "DATABASE_URL",
+                format!("sqlite://{}/gw.db?mode=rwc", dir.display()),
+            )
+            // A different port in the environment: the flag is what counts.
+            .env("PROMPTGATE_LISTEN", format!("127.0.0.1:{}", free_port()))
+            .env("PROMPTGATE_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        if with_app {
+            cmd.arg("--config").arg(&config);
+        }
+        let mut server = Server(cmd.spawn().unwrap());
+        let stderr = server.0.stderr.take().unwrap();
+        let log = read_log_until(stderr, expected).await;
+        let url = format!("http://127.0.0.1:{port}/");
+        assert!(
+            log.contains(&format!("open {url} for the app")) == with_app,
+            "{log}"
+        );
+        assert!(log.contains(&url), "{log}");
+        let res = http.get(&url).send().await.unwrap();
+        if with_app {
+            assert!(res.text().await.unwrap().contains("the app"));
+        } else {
+            assert_eq!(res.status(), 404);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// An HTTP server on loopback that looks like an MCP server of the `initialize` era (it refuses
 /// `server/discover`) and refuses the handshake with 422 and `body`, as a broken server behind an
 /// internal proxy might.
@@ -762,7 +852,7 @@ async fn what_a_failing_mcp_server_answers_stays_out_of_the_log_and_one_line_say
     );
     assert!(
         log.lines()
-            .any(|l| l.contains("MCP server skipped") && l.contains("422")),
+            .any(|l| l.contains("MCP server is down") && l.contains("422")),
         "no line says what failed:\n{log}"
     );
     let _ = std::fs::remove_dir_all(dir);

@@ -29,6 +29,8 @@ mod mcp_secrets;
 mod mcp_turn;
 mod messages_api;
 mod nothing_lost;
+mod offline_demo;
+mod openapi_client;
 mod openapi_spec;
 mod project_chats_turn;
 mod prompt_preview;

@@ -50,6 +50,8 @@ async fn send(gw: &Gateway, thread: &str, model: &str) -> Sse {
     let res = gw
         .http
         .post(gw.url("/v1/chat"))
+        // A v7 reader gets the finish reason, which the test reads.
+        .header("x-promptgate-ui-stream", "v7")
         .json(&use_chat_body(thread, "Keep going.", model))
         .timeout(CLIENT_PATIENCE)
         .send()

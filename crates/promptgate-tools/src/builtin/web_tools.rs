@@ -14,6 +14,7 @@ use promptgate_core::tools::names;
 use serde_json::{Map, Value, json};
 
 use super::parse;
+use crate::web::fetch::clamp_max_length;
 use crate::web::{FetchedPage, SafeFetcher, SearchBackend, SearchHit};
 use promptgate_core::tools::{ToolError, ToolExecutor, ToolOutput};
 
@@ -104,14 +105,28 @@ impl ToolExecutor for WebSearch {
 /// fetched keeps its number). Only when that URL is unknown to the registry and the URL the redirects
 /// ended at is known does the fetch enrich the known source instead, so following a redirect never
 /// splits one page into two numbers.
+///
+/// A page the search backend carries itself (the offline demo's bundle) is answered from there and
+/// never fetched; every other address goes through the fetcher and its address policy.
 pub struct FetchContent {
     fetcher: Arc<SafeFetcher>,
     sources: Arc<Mutex<SourceRegistry>>,
+    bundle: Option<Arc<dyn SearchBackend>>,
 }
 
 impl FetchContent {
     pub fn new(fetcher: Arc<SafeFetcher>, sources: Arc<Mutex<SourceRegistry>>) -> Self {
-        Self { fetcher, sources }
+        Self {
+            fetcher,
+            sources,
+            bundle: None,
+        }
+    }
+
+    /// Answers the pages `backend` carries from it (see [`SearchBackend::bundled_page`]).
+    pub fn with_bundle(mut self, backend: Arc<dyn SearchBackend>) -> Self {
+        self.bundle = Some(backend);
+        self
     }
 }
 
@@ -160,10 +175,15 @@ fn fetch_result(url: &str, page: &FetchedPage) -> Value {
 impl ToolExecutor for FetchContent {
     async fn call(&self, input: Value) -> Result<ToolOutput, ToolError> {
         let args: FetchContentArgs = parse(names::FETCH_CONTENT, &input)?;
-        let page = self
-            .fetcher
-            .fetch(&args.url, Some(args.max_length() as usize))
-            .await?;
+        let max_length = args.max_length() as usize;
+        let bundled = self
+            .bundle
+            .as_ref()
+            .and_then(|b| b.bundled_page(&args.url, clamp_max_length(Some(max_length))));
+        let page = match bundled {
+            Some(page) => page,
+            None => self.fetcher.fetch(&args.url, Some(max_length)).await?,
+        };
         let (url, index) = {
             let mut registry = lock(&self.sources);
             let url = registry_url(&registry, &page).to_owned();

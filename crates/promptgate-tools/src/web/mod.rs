@@ -25,4 +25,4 @@ mod http;
 pub mod search;
 
 pub use fetch::{FetchPolicy, FetchedPage, HostResolver, PageMeta, SafeFetcher, SystemResolver};
-pub use search::{BraveSearch, SearchBackend, SearchConfig, SearchHit, SearxNg};
+pub use search::{BraveSearch, BundledSearch, SearchBackend, SearchConfig, SearchHit, SearxNg};

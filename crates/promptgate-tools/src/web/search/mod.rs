@@ -1,6 +1,7 @@
 //! Web search through a configured backend.
 
 mod brave;
+mod bundled;
 mod searxng;
 
 use std::fmt;
@@ -13,8 +14,10 @@ use serde::{Deserialize, Serialize};
 use url::Url;
 
 pub use brave::BraveSearch;
+pub use bundled::BundledSearch;
 pub use searxng::SearxNg;
 
+use super::fetch::FetchedPage;
 use super::http::{describe_transport_error, read_capped};
 use promptgate_core::tools::ToolError;
 use promptgate_outbound::ensure_tls_provider;
@@ -43,6 +46,12 @@ pub struct SearchHit {
 pub trait SearchBackend: Send + Sync {
     /// Runs one query. `max_results` is clamped to 1..=25. Errors read `Search failed: <reason>`.
     async fn search(&self, query: &str, max_results: usize) -> Result<Vec<SearchHit>, ToolError>;
+
+    /// A page the backend carries itself (the offline demo's bundle), cut to `max_chars`; `None`
+    /// for every address of the real web, which `fetch_content` fetches under the address policy.
+    fn bundled_page(&self, _url: &str, _max_chars: usize) -> Option<FetchedPage> {
+        None
+    }
 }
 
 /// Which backend to search with, as written in the config file.
@@ -57,6 +66,8 @@ pub enum SearchConfig {
         base_url: String,
         api_key: String,
     },
+    /// The offline demo's few bundled pages; no network.
+    Demo,
 }
 
 impl fmt::Debug for SearchConfig {
@@ -68,6 +79,7 @@ impl fmt::Debug for SearchConfig {
                 .field("base_url", base_url)
                 .field("api_key", &"<redacted>")
                 .finish(),
+            Self::Demo => f.write_str("Demo"),
         }
     }
 }
@@ -77,6 +89,7 @@ impl SearchConfig {
         Ok(match self {
             Self::SearxNg { base_url } => Arc::new(SearxNg::new(base_url)?),
             Self::Brave { base_url, api_key } => Arc::new(BraveSearch::new(base_url, api_key)?),
+            Self::Demo => Arc::new(BundledSearch),
         })
     }
 }

@@ -1,0 +1,59 @@
+//! A client generated from the live `/openapi.json` with openapi-typescript's defaults, compiled with
+//! `tsc --strict` and run against the gateway (tests/openapi-client; `.ci/run` installs it). Without
+//! its node_modules the test fails under CI and is skipped with a note elsewhere.
+
+// Helpers in test files fail the test loudly; that is their job.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::print_stderr)]
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use crate::common::{Backend, Gateway};
+use promptgate_server::config::{AuthMode, Config, EMBEDDED_DEFAULT};
+use serde_json::Value;
+
+fn client_dir() -> Option<PathBuf> {
+    let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/openapi-client"));
+    if dir.join("node_modules/openapi-typescript").is_dir() {
+        return Some(dir);
+    }
+    assert_ne!(
+        std::env::var("CI").as_deref(),
+        Ok("true"),
+        "tests/openapi-client/node_modules is missing: run `npm ci` there"
+    );
+    eprintln!("note: skipping the generated client check; run `npm ci` in tests/openapi-client");
+    None
+}
+
+#[tokio::test]
+async fn a_generated_typescript_client_compiles_and_talks_to_the_gateway() {
+    let Some(dir) = client_dir() else { return };
+    let mut config = Config::parse(EMBEDDED_DEFAULT).unwrap();
+    config.auth.mode = AuthMode::SingleUser;
+    let gw = Gateway::start(Backend::Sqlite, config).await;
+    let base = gw.url("");
+    let out = tokio::task::spawn_blocking(move || Command::new(dir.join("check.sh")).arg(base).output())
+        .await
+        .unwrap()
+        .expect("the check runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the generated client did not compile or run:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert_eq!(seen["settings_status"], 200, "{seen}");
+    assert_eq!(seen["time_zone_before"], "UTC", "{seen}");
+    // The partial update changed what it named and kept the rest, nested fields included.
+    assert_eq!(seen["put_status"], 200, "{seen}");
+    assert_eq!(seen["preferred_name"], "Ada", "{seen}");
+    assert_eq!(seen["currency"], "EUR", "{seen}");
+    assert_eq!(seen["time_format"], "12h", "{seen}");
+    assert_eq!(seen["thread_status"], 201, "{seen}");
+    assert_eq!(seen["thread_title"], "from a generated client", "{seen}");
+    assert_eq!(seen["threads_status"], 200, "{seen}");
+    assert_eq!(seen["missing_status"], 404, "{seen}");
+    assert_eq!(seen["missing_code"], "not_found", "{seen}");
+}

@@ -19,8 +19,8 @@ test('a message shows the tool part with its progress title, then the answer; th
   await expect(tool.locator('.tool-body')).toContainText('learn.rust.example');
   const threads = await sidebar(page);
   await expect(threads.locator('.threads')).toContainText(question);
-  // Search reaches message text, not only titles: the answer quoted the search result's snippet.
-  await page.getByLabel('Search threads').fill(`Rust book ${tag(info)}`);
+  // Search reaches message text, not only titles: the answer says what the tools returned.
+  await page.getByLabel('Search threads').fill(`tools returned ${tag(info)}`);
   await expect(page.locator('.threads li')).toHaveCount(1);
   await page.getByLabel('Search threads').fill('nothing like this anywhere');
   await expect(page.locator('.threads li')).toHaveCount(0);

@@ -162,6 +162,13 @@ const MIGRATIONS: &[SchemaVersion] = &[
         postgres: include_str!("../../../migrations/postgres/0016_responses.sql"),
         sqlite: Some(include_str!("../../../migrations/sqlite/0016_responses.sql")),
     },
+    SchemaVersion {
+        version: 18,
+        name: "search rank vectors",
+        postgres: include_str!("../../../migrations/postgres/0018_search_rank_vectors.sql"),
+        // FTS5 ranks from its own index; nothing to store.
+        sqlite: None,
+    },
 ];
 
 const SQLITE_BUSY_TIMEOUT_MS: u32 = 5_000;

@@ -67,7 +67,15 @@ pub(crate) fn fts5_match(user: &str, words: &[String]) -> String {
 
 /// The query as a `to_tsquery('simple', …)` text over `user`'s words: every word, as a prefix.
 pub(crate) fn pg_tsquery(user: &str, words: &[String]) -> String {
-    let key = user_key(user);
+    prefix_tsquery(&user_key(user), words)
+}
+
+/// The same query without the user's key, for ranking a match from its stored `rank_vector`.
+pub(crate) fn pg_rank_tsquery(words: &[String]) -> String {
+    prefix_tsquery("", words)
+}
+
+fn prefix_tsquery(key: &str, words: &[String]) -> String {
     words
         .iter()
         .map(|w| format!("'{key}{}':*", w.replace('\'', "''")))
@@ -110,8 +118,9 @@ impl Store {
                      WHERE m.user_id = $1 AND m.thread_id IN ({in_list}) AND m.search_text <> '' \
                      AND message_search_vector(m.user_id, m.title_terms, m.search_terms) \
                          @@ to_tsquery('simple', $2) \
-                     ORDER BY ts_rank(message_search_vector(m.user_id, m.title_terms, m.search_terms), \
-                     to_tsquery('simple', $2)) DESC, m.created_at DESC LIMIT $3"
+                     ORDER BY ts_rank(m.rank_vector, to_tsquery('simple', ${rank})) DESC, \
+                     m.created_at DESC LIMIT $3",
+                    rank = 4 + threads.len()
                 ),
                 pg_tsquery(user, &words),
             ),
@@ -122,6 +131,9 @@ impl Store {
             .bind(i64::from(limit));
         for id in threads {
             q = q.bind(id.as_str());
+        }
+        if self.backend() == Backend::Postgres {
+            q = q.bind(pg_rank_tsquery(&words));
         }
         let rows = q.fetch_all(&self.pool).observed("search.search_messages").await?;
         rows.iter()

@@ -234,53 +234,118 @@ macro_rules! on_both_backends {
     )+};
 }
 
-/// How the database would run the thread search for `user` and `query`, one line per plan node:
-/// SQLite's `EXPLAIN QUERY PLAN`, or on Postgres the plan of the statement prepared and forced to
-/// its generic plan (the plan a reused prepared statement may fall back to, made without looking at
-/// the user or the words).
+/// How SQLite would run the thread search for `user` and `query`: its `EXPLAIN QUERY PLAN`, one line
+/// per step. (On Postgres, see [`postgres_thread_search_generic_plan`].)
 pub async fn thread_search_plan(store: &Store, user: &str, query: &str) -> Vec<String> {
     use crate::connect::Backend;
     use crate::util::Cols;
+    assert_eq!(store.backend(), Backend::Sqlite, "SQLite's query plan");
     let words = crate::search::query_words(query);
     let sql = crate::thread_search::search_threads_sql(store.backend(), false);
-    match store.backend() {
-        Backend::Sqlite => {
-            let rows = sqlx::query(sqlx::AssertSqlSafe(format!("EXPLAIN QUERY PLAN {sql}")))
-                .bind(user)
-                .bind(crate::search::fts5_match(user, &words))
-                .bind(21_i64)
-                .bind(0_i64)
-                .fetch_all(&store.pool)
-                .await
-                .expect("explain the search");
-            rows.iter().map(|r| r.text(3).expect("plan detail")).collect()
-        }
-        Backend::Postgres => {
-            let mut conn = store.pool.acquire().await.expect("a connection");
-            let literal = |s: &str| format!("'{}'", s.replace('\'', "''"));
-            let expr = crate::search::pg_tsquery(user, &words);
-            for step in [
-                "SET plan_cache_mode = force_generic_plan".to_owned(),
-                format!("PREPARE thread_search_plan(text, text, bigint, bigint) AS {sql}"),
-            ] {
-                sqlx::raw_sql(sqlx::AssertSqlSafe(step))
-                    .execute(&mut *conn)
-                    .await
-                    .expect("prepare the search");
-            }
-            let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-                "EXPLAIN EXECUTE thread_search_plan({}, {}, 21, 0)",
-                literal(user),
-                literal(&expr)
-            )))
-            .fetch_all(&mut *conn)
+    let rows = sqlx::query(sqlx::AssertSqlSafe(format!("EXPLAIN QUERY PLAN {sql}")))
+        .bind(user)
+        .bind(crate::search::fts5_match(user, &words))
+        .bind(21_i64)
+        .bind(0_i64)
+        .fetch_all(&store.pool)
+        .await
+        .expect("explain the search");
+    rows.iter().map(|r| r.text(3).expect("plan detail")).collect()
+}
+
+/// One node of a Postgres plan, flattened out of `EXPLAIN (FORMAT JSON)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanNode {
+    /// `Seq Scan`, `Bitmap Index Scan`, `Index Scan` …
+    pub node_type: String,
+    pub relation: Option<String>,
+    /// The alias the statement gives the relation (`m`, `h`, `t`).
+    pub alias: Option<String>,
+    pub index: Option<String>,
+    /// The alias of the nearest node above that has one (a bitmap heap scan's index scan is its
+    /// child, so the alias of the heap scan tells whose index the child reads).
+    pub parent_alias: Option<String>,
+    /// What the node computes for each row it returns (`VERBOSE`'s output list).
+    pub output: Vec<String>,
+}
+
+/// The generic plan of `sql` on Postgres, prepared with parameters of `types` exactly as the store
+/// binds them and explained with `params` (SQL literals), as a flat list of nodes. The generic plan
+/// is the one a reused prepared statement may fall back to: made without looking at the values.
+pub async fn postgres_generic_plan(
+    store: &Store,
+    sql: &str,
+    types: &str,
+    params: &[String],
+) -> Vec<PlanNode> {
+    let mut conn = store.pool.acquire().await.expect("a connection");
+    // The store's pool reads no `json` column, so the plan comes back as text through a function of
+    // this session.
+    for step in [
+        "SET plan_cache_mode = force_generic_plan".to_owned(),
+        format!("PREPARE generic_plan({types}) AS {sql}"),
+        "CREATE FUNCTION pg_temp.plan_text(statement text) RETURNS text LANGUAGE plpgsql AS $f$ \
+         DECLARE plan text; BEGIN EXECUTE statement INTO plan; RETURN plan; END $f$"
+            .to_owned(),
+    ] {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(step))
+            .execute(&mut *conn)
             .await
-            .expect("explain the search");
-            sqlx::raw_sql("DEALLOCATE thread_search_plan; RESET plan_cache_mode")
-                .execute(&mut *conn)
-                .await
-                .expect("clean up");
-            rows.iter().map(|r| r.text(0).expect("plan line")).collect()
-        }
+            .expect("prepare the statement");
+    }
+    let explain = format!(
+        "EXPLAIN (VERBOSE, FORMAT JSON) EXECUTE generic_plan({})",
+        params.join(", ")
+    );
+    let text: String = sqlx::query_scalar("SELECT pg_temp.plan_text($1)")
+        .bind(explain)
+        .fetch_one(&mut *conn)
+        .await
+        .expect("explain the statement");
+    sqlx::raw_sql("DEALLOCATE generic_plan; RESET plan_cache_mode; DROP FUNCTION pg_temp.plan_text(text)")
+        .execute(&mut *conn)
+        .await
+        .expect("clean up");
+    let plan: serde_json::Value = serde_json::from_str(&text).expect("a JSON plan");
+    let mut nodes = Vec::new();
+    flatten_plan(&plan[0]["Plan"], None, &mut nodes);
+    nodes
+}
+
+/// The thread search as the store runs it for `user` and `query` (no project), its generic plan.
+pub async fn postgres_thread_search_generic_plan(store: &Store, user: &str, query: &str) -> Vec<PlanNode> {
+    let words = crate::search::query_words(query);
+    let sql = crate::thread_search::search_threads_sql(store.backend(), false);
+    let literal = |s: &str| format!("'{}'", s.replace('\'', "''"));
+    let params = [
+        literal(user),
+        literal(&crate::search::pg_tsquery(user, &words)),
+        "21".to_owned(),
+        "0".to_owned(),
+        literal(&crate::search::pg_rank_tsquery(&words)),
+    ];
+    postgres_generic_plan(store, &sql, "text, text, bigint, bigint, text", &params).await
+}
+
+fn flatten_plan(node: &serde_json::Value, parent_alias: Option<&str>, out: &mut Vec<PlanNode>) {
+    let field = |name: &str| node.get(name).and_then(|v| v.as_str()).map(str::to_owned);
+    let this = PlanNode {
+        node_type: field("Node Type").unwrap_or_default(),
+        relation: field("Relation Name"),
+        alias: field("Alias"),
+        index: field("Index Name"),
+        parent_alias: parent_alias.map(str::to_owned),
+        output: node
+            .get("Output")
+            .and_then(|o| o.as_array())
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect(),
+    };
+    let alias = this.alias.clone();
+    out.push(this);
+    for child in node.get("Plans").and_then(|p| p.as_array()).into_iter().flatten() {
+        flatten_plan(child, alias.as_deref().or(parent_alias), out);
     }
 }

@@ -11,12 +11,16 @@ use crate::connect::{Backend, Store};
 use crate::error::Result;
 use crate::observed::Observed;
 use crate::projects::thread_from;
-use crate::search::{fts5_match, pg_tsquery, query_words};
+use crate::search::{fts5_match, pg_rank_tsquery, pg_tsquery, query_words};
 use crate::types::{Page, Thread};
 
 /// Matches per thread, as `(thread_id, score, at)`: each message (with its thread's title) and each
 /// title on its own, so a thread without messages is found too; `at` breaks ties in favour of recent
 /// words. `$1` is the user, `$2` the match expression, `$5` the project when one is asked for.
+///
+/// On Postgres the rank is read from the row's stored `rank_vector` (its words without the user's key,
+/// migration 0018) with the query's words unkeyed (`{rank}`, the last parameter): ranking the keyed
+/// index expression would tokenise every match again.
 ///
 /// The user is compared as `user_id || ''` on purpose: the keyed match already keeps the search to
 /// the user's words, and a comparison the user's btree indexes could answer would let a plan made
@@ -33,13 +37,13 @@ const SQLITE_HITS: &str = "\
 
 const POSTGRES_HITS: &str = "\
     SELECT m.thread_id AS thread_id, \
-        ts_rank(message_search_vector(m.user_id, m.title_terms, m.search_terms), to_tsquery('simple', $2)) AS score, \
+        ts_rank(m.rank_vector, to_tsquery('simple', {rank})) AS score, \
         m.created_at AS at \
     FROM messages m \
     WHERE message_search_vector(m.user_id, m.title_terms, m.search_terms) @@ to_tsquery('simple', $2) \
         AND m.user_id || '' = $1 {in_project} \
     UNION ALL \
-    SELECT h.id, ts_rank(thread_search_vector(h.user_id, h.title_terms), to_tsquery('simple', $2)), h.updated_at \
+    SELECT h.id, ts_rank(h.rank_vector, to_tsquery('simple', {rank})), h.updated_at \
     FROM threads h \
     WHERE thread_search_vector(h.user_id, h.title_terms) @@ to_tsquery('simple', $2) \
         AND h.user_id || '' = $1 {title_in_project}";
@@ -75,6 +79,9 @@ impl Store {
         if let Some(project) = project_id {
             q = q.bind(project);
         }
+        if self.backend() == Backend::Postgres {
+            q = q.bind(pg_rank_tsquery(&words));
+        }
         // Not kept prepared: each search is planned for its own user and words, so a plan made for
         // the average user is never reused for one with a hundred thousand threads.
         let rows = q
@@ -91,7 +98,8 @@ impl Store {
 }
 
 /// The search statement: `$1` user, `$2` match expression, `$3` rows, `$4` rows skipped, `$5` the
-/// project when `by_project`. The page is chosen from the hits alone; only its threads are read.
+/// project when `by_project`, then on Postgres the rank query ([`pg_rank_tsquery`]). The page is
+/// chosen from the hits alone; only its threads are read.
 pub(crate) fn search_threads_sql(backend: Backend, by_project: bool) -> String {
     let (hits, best) = match backend {
         Backend::Sqlite => (SQLITE_HITS, "MIN(x.score)"),
@@ -105,9 +113,11 @@ pub(crate) fn search_threads_sql(backend: Backend, by_project: bool) -> String {
     } else {
         ("", "")
     };
+    let rank = if by_project { "$6" } else { "$5" };
     let hits = hits
         .replace("{in_project}", in_project)
-        .replace("{title_in_project}", title_in_project);
+        .replace("{title_in_project}", title_in_project)
+        .replace("{rank}", rank);
     format!(
         "SELECT t.id, t.project_id, t.title, t.created_at, t.updated_at FROM (\
          SELECT x.thread_id AS thread_id, {best} AS rank, MAX(x.at) AS at FROM ({hits}) x \

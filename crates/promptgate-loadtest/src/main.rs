@@ -152,6 +152,8 @@ async fn drive(cli: Cli) -> anyhow::Result<()> {
             Scenario::FacadeStream,
             Scenario::ResponsesJson,
             Scenario::ResponsesStream,
+            Scenario::MessagesJson,
+            Scenario::MessagesStream,
             Scenario::SendSqlite,
             Scenario::Capacity,
             Scenario::HeldTurns,

@@ -24,6 +24,10 @@ pub enum Scenario {
     ResponsesJson,
     /// `POST /v1/responses` (not kept) with `stream: true`.
     ResponsesStream,
+    /// `POST /v1/messages` (the Anthropic Messages API), JSON answer.
+    MessagesJson,
+    /// `POST /v1/messages` with `stream: true`.
+    MessagesStream,
     /// `POST /v1/chat` (useChat body) over SQLite.
     SendSqlite,
     /// `POST /v1/chat` (useChat body) over Postgres.
@@ -53,6 +57,8 @@ impl Scenario {
             Scenario::FacadeStream => "facade stream",
             Scenario::ResponsesJson => "responses JSON",
             Scenario::ResponsesStream => "responses stream",
+            Scenario::MessagesJson => "messages JSON",
+            Scenario::MessagesStream => "messages stream",
             Scenario::SendSqlite => "send, SQLite",
             Scenario::SendPostgres => "send, Postgres",
             Scenario::SendPostgresTwo => "send, Postgres, 2 instances",
@@ -269,6 +275,24 @@ fn responses_target(url: String, streamed: bool) -> Result<Target, LoadError> {
     Ok(Target::new(&url, Arc::new(move |_| body.clone()), streamed)?.ending_with(RESPONSE_COMPLETED))
 }
 
+/// How a Messages stream ends: Anthropic's last event, `message_stop`, whose data is only its type.
+const MESSAGE_STOP: &[u8] = b"{\"type\":\"message_stop\"}";
+
+/// An Anthropic Messages API request as its SDKs send one (`max_tokens` is required there; the
+/// gateway leaves it to the model's configuration). Nothing of it is stored, as for a completion.
+fn messages_target(url: String, streamed: bool) -> Result<Target, LoadError> {
+    let body = Bytes::from(
+        json!({
+            "model": BENCH_MODEL,
+            "max_tokens": 1024,
+            "messages": [{"role": "user", "content": QUESTION}],
+            "stream": streamed,
+        })
+        .to_string(),
+    );
+    Ok(Target::new(&url, Arc::new(move |_| body.clone()), streamed)?.ending_with(MESSAGE_STOP))
+}
+
 /// Every send opens a new thread, so each one pays for creating it and storing both messages, and no
 /// send waits on another's turn (a second send to a busy thread is refused).
 fn send_target(url: String) -> Result<Target, LoadError> {
@@ -336,6 +360,8 @@ pub async fn run(options: &Options) -> Result<Report, LoadError> {
         Scenario::FacadeStream,
         Scenario::ResponsesJson,
         Scenario::ResponsesStream,
+        Scenario::MessagesJson,
+        Scenario::MessagesStream,
         Scenario::SendSqlite,
         Scenario::Capacity,
     ];
@@ -348,6 +374,8 @@ pub async fn run(options: &Options) -> Result<Report, LoadError> {
             Scenario::FacadeStream,
             Scenario::ResponsesJson,
             Scenario::ResponsesStream,
+            Scenario::MessagesJson,
+            Scenario::MessagesStream,
             Scenario::SendSqlite,
         ];
         for scenario in compared {
@@ -574,6 +602,14 @@ fn targets(
         Scenario::ResponsesStream => (
             completion_target(direct_url.to_owned(), UPSTREAM_MODEL, true)?,
             responses_target(gateway.url("/v1/responses"), true)?,
+        ),
+        Scenario::MessagesJson => (
+            completion_target(direct_url.to_owned(), UPSTREAM_MODEL, false)?,
+            messages_target(gateway.url("/v1/messages"), false)?,
+        ),
+        Scenario::MessagesStream => (
+            completion_target(direct_url.to_owned(), UPSTREAM_MODEL, true)?,
+            messages_target(gateway.url("/v1/messages"), true)?,
         ),
         Scenario::SendSqlite | Scenario::SendPostgres | Scenario::SendPostgresTwo => (
             completion_target(direct_url.to_owned(), UPSTREAM_MODEL, true)?,

@@ -289,15 +289,14 @@ fn the_binary_measures_a_send_for_many_mcp_servers_and_a_big_project() {
     );
 }
 
-/// The Responses API beside the chat facade: its streams end with `response.completed`, not
-/// `[DONE]`, and count as answered only with it.
-#[test]
-fn the_binary_measures_the_responses_api_whole_and_streamed() {
+/// Runs an API's JSON and stream scenarios at a low rate and checks that every request of both paths
+/// was answered (a stream only when it ended with that API's own last event).
+fn measures_every_request_whole_and_streamed(api: &str) {
     let stdout = run_binary(&[
         "--scenario",
-        "responses-json",
+        &format!("{api}-json"),
         "--scenario",
-        "responses-stream",
+        &format!("{api}-stream"),
         "--rate",
         "20",
         "--duration",
@@ -305,13 +304,27 @@ fn the_binary_measures_the_responses_api_whole_and_streamed() {
         "--warmup",
         "0",
     ]);
-    for scenario in ["responses JSON", "responses stream"] {
+    for scenario in [format!("{api} JSON"), format!("{api} stream")] {
         for path in ["direct", "gateway"] {
             let cells = table_row(&stdout, &format!("| {scenario} | {path} |"));
             assert_eq!(cells[5], "10", "every request answered: {cells:?}");
             assert_eq!(cells[6], "0", "no errors: {cells:?}");
         }
     }
+}
+
+/// The Responses API beside the chat facade: its streams end with `response.completed`, not
+/// `[DONE]`, and count as answered only with it.
+#[test]
+fn the_binary_measures_the_responses_api_whole_and_streamed() {
+    measures_every_request_whole_and_streamed("responses");
+}
+
+/// The Messages API beside the chat facade: its streams end with Anthropic's `message_stop` event,
+/// not `[DONE]`, and count as answered only with it.
+#[test]
+fn the_binary_measures_the_messages_api_whole_and_streamed() {
+    measures_every_request_whole_and_streamed("messages");
 }
 
 #[tokio::test]
@@ -484,20 +497,29 @@ fn the_long_threads_scenario_reports_each_thread_length() {
         stdout.contains("## Long threads (bench model window 12000 tokens, 2 rounds, medians)"),
         "{stdout}"
     );
+    // Memory per send in two columns: the first send's peak above the size before it, and the
+    // highest peak of any send above the gateway's idle size.
+    assert!(
+        stdout.contains("| first send: peak above the size before it (MiB) |")
+            && stdout.contains("| peak above idle, highest (MiB) |"),
+        "{stdout}"
+    );
     for size in ["4", "300"] {
         let cells = table_row(&stdout, &format!("| SQLite | {size} |"));
-        for cell in [&cells[5], &cells[6]] {
+        for cell in [&cells[6], &cells[7]] {
             assert!(cell.parse::<f64>().is_ok_and(|ms| ms > 0.0), "{cells:?}");
         }
-        assert!(cells[7].parse::<f64>().is_ok(), "{cells:?}");
+        for cell in [&cells[5], &cells[8]] {
+            assert!(cell.parse::<f64>().is_ok_and(|mib| mib >= 0.0), "{cells:?}");
+        }
     }
     let short = table_row(&stdout, "| SQLite | 4 |");
     assert_eq!(
-        short[8], "10",
+        short[9], "10",
         "the whole short thread with its three sends: {short:?}"
     );
     let long = table_row(&stdout, "| SQLite | 300 |");
-    let sent: usize = long[8].parse().unwrap();
+    let sent: usize = long[9].parse().unwrap();
     assert!(
         sent > 0 && sent < 300,
         "the long thread was fitted to the window: {long:?}"

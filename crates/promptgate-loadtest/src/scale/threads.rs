@@ -1,9 +1,9 @@
 //! Long threads: a send's cost against the length of its thread. Threads of 10 to 20,000 messages
 //! are filled straight into the store (as years of use would leave them), then sent to in
 //! interleaved rounds; each send is timed to the first byte of its answer and to the first text of
-//! it, and the gateway's peak memory during the send is read above its resident size before it.
-//! The first send to each thread is reported apart: it is the one that compacts a thread past the
-//! window.
+//! it, and the gateway's peak memory during the send is read above its resident size when it was
+//! idle (just started, before any send) and above its size right before the send. The first send to
+//! each thread is reported apart: it is the one that compacts a thread past the window.
 
 use std::fmt::Write;
 use std::time::{Duration, Instant};
@@ -41,13 +41,23 @@ struct Row {
     samples: Vec<Sample>,
     sent_messages: u64,
     prompt_tokens: u64,
+    /// The gateway's resident size once started, before any send.
+    idle_kib: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
 struct Sample {
     first_byte: Duration,
     first_text: Duration,
+    /// The resident size right before the send, and the peak during it.
+    before_kib: u64,
     peak_kib: u64,
+}
+
+impl Sample {
+    fn peak_above_before(&self) -> u64 {
+        self.peak_kib.saturating_sub(self.before_kib)
+    }
 }
 
 /// Fills the threads on each store, measures them, and returns the report's section.
@@ -58,9 +68,10 @@ pub async fn run(
 ) -> Result<String, LoadError> {
     let mut out = format!(
         "\n## Long threads (bench model window {} tokens, {} rounds, medians)\n\n\
-         | store | messages | filled in (s) | first send: first byte / first text (ms) | first byte p50 (ms) | \
-         first text p50 (ms) | peak above idle p50 (MiB) | messages sent | prompt tokens |\n\
-         |---|---|---|---|---|---|---|---|---|\n",
+         | store | messages | filled in (s) | first send: first byte / first text (ms) | \
+         first send: peak above the size before it (MiB) | first byte p50 (ms) | first text p50 (ms) | \
+         peak above idle, highest (MiB) | messages sent | prompt tokens |\n\
+         |---|---|---|---|---|---|---|---|---|---|\n",
         options.context_window, options.rounds
     );
     let scratch = std::env::temp_dir().join(format!("promptgate-scale-{}", uuid::Uuid::new_v4()));
@@ -96,14 +107,23 @@ fn table_row(store: &str, row: &Row, fill: Duration) -> String {
     );
     let byte = median(row.samples.iter().map(|s| s.first_byte).collect());
     let text = median(row.samples.iter().map(|s| s.first_text).collect());
-    let peak = median(row.samples.iter().map(|s| s.peak_kib).collect());
+    let mib =
+        |kib: Option<u64>| kib.map_or_else(|| "n/a".to_owned(), |kib| format!("{:.1}", kib as f64 / 1024.0));
+    // Every send of this thread, the first included: the most it ever held above idle.
+    let highest = row
+        .first_send
+        .iter()
+        .chain(&row.samples)
+        .map(|s| s.peak_kib.saturating_sub(row.idle_kib))
+        .max();
     format!(
-        "| {store} | {} | {:.1} | {first} | {} | {} | {} | {} | {} |",
+        "| {store} | {} | {:.1} | {first} | {} | {} | {} | {} | {} | {} |",
         row.size,
         fill.as_secs_f64(),
+        mib(row.first_send.map(|s| s.peak_above_before())),
         byte.map_or_else(|| "n/a".to_owned(), ms),
         text.map_or_else(|| "n/a".to_owned(), ms),
-        peak.map_or_else(|| "n/a".to_owned(), |kib| format!("{:.1}", kib as f64 / 1024.0)),
+        mib(highest),
         row.sent_messages,
         row.prompt_tokens,
     )
@@ -125,11 +145,13 @@ async fn measure_store(
     let extra = format!("context_window = {}\n", options.context_window);
     let gateway =
         GatewayProcess::start_with(http, upstream_base_url, Some(url), &options.placement, &extra).await?;
+    let idle_kib = gateway.memory().rss_kib;
     let mut rows: Vec<Row> = options
         .sizes
         .iter()
         .map(|&size| Row {
             size,
+            idle_kib,
             ..Row::default()
         })
         .collect();
@@ -243,7 +265,8 @@ async fn send(http: &reqwest::Client, gateway: &GatewayProcess, thread: &str) ->
     Ok(Sample {
         first_byte: first_byte.unwrap_or_default(),
         first_text: first_text.ok_or_else(|| LoadError::Send("the answer had no text".to_owned()))?,
-        peak_kib: peak.saturating_sub(before),
+        before_kib: before,
+        peak_kib: peak,
     })
 }
 

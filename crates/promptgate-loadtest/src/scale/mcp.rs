@@ -27,7 +27,8 @@ use crate::stats::Percentiles;
 use crate::wire::BenchUpstream;
 
 /// What the gateway runs with beyond the driver's usual configuration (see the module header).
-const EXTRA_TOML: &str = "[mcp]\nliveness_interval_ms = 100\n";
+/// The project curve fills up to 100,000 chats for one user, past the default thread quota.
+const EXTRA_TOML: &str = "[mcp]\nliveness_interval_ms = 100\n[quotas]\nmax_threads = 0\n";
 const SERVER_COUNTS: [usize; 3] = [0, 10, 50];
 const CHAT_COUNTS: [usize; 4] = [100, 1_000, 10_000, 100_000];
 /// Chats created at once while a project is filled.

@@ -67,7 +67,7 @@ pub struct Config {
     pub ui: crate::ui::UiConfig,
     /// Signed artifact links.
     #[serde(default)]
-    pub artifacts: crate::routes::artifact_links::ArtifactsConfig,
+    pub artifacts: crate::routes::artifacts::ArtifactsConfig,
     /// The AI SDK release a UI message stream is written for when the request does not say.
     #[serde(default)]
     pub ui_stream: crate::ui_stream::UiStreamConfig,

@@ -126,6 +126,6 @@ async fn preview(
 /// anyone from testing guesses of the address against it.
 fn opaque(signature: &str) -> String {
     static KEY: LazyLock<[u8; 32]> = LazyLock::new(rand::random);
-    let digest = super::artifact_links::hmac_sha256(KEY.as_slice(), signature.as_bytes());
+    let digest = super::artifacts::hmac_sha256(KEY.as_slice(), signature.as_bytes());
     hex::encode(&digest[..16])
 }

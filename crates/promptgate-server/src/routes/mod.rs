@@ -9,7 +9,6 @@ pub mod library;
 pub mod mcp_servers;
 pub mod messages;
 pub mod models;
-pub mod oauth;
 mod pages;
 pub mod prompt;
 pub mod responses;

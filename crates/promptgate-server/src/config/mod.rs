@@ -7,8 +7,13 @@ use promptgate_core::settings::{Engine, Model, ModelProfile};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+pub mod context;
+#[cfg(test)]
+mod keys;
+pub mod quotas;
+
 /// The configuration `make run` uses when no file is given.
-pub const EMBEDDED_DEFAULT: &str = include_str!("../../../config/promptgate.toml");
+pub const EMBEDDED_DEFAULT: &str = include_str!("../../../../config/promptgate.toml");
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -41,13 +46,13 @@ pub struct Config {
     pub responses: ResponsesConfig,
     /// How sends fit a thread to the model's context window.
     #[serde(default)]
-    pub context: crate::config_context::ContextConfig,
+    pub context: context::ContextConfig,
     /// Bounds of each thread's workspace (harness models).
     #[serde(default)]
     pub workspace: WorkspaceConfig,
     /// What each user may keep in the database.
     #[serde(default)]
-    pub quotas: crate::config_quotas::QuotasConfig,
+    pub quotas: quotas::QuotasConfig,
     /// How attached files are read for the model.
     #[serde(default)]
     pub documents: crate::documents::DocumentsConfig,

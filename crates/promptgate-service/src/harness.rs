@@ -166,7 +166,7 @@ impl Harnesses {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The regeneration revision a send to the thread plans with: one more than the kept one when
+    /// The regeneration revision a send to the thread composes with: one more than the kept one when
     /// the send regenerates.
     pub fn revision(&self, user_id: &str, thread_id: &str, regenerate: bool) -> u32 {
         let kept = self

@@ -1,5 +1,5 @@
 //! The use cases of promptgate: one send, end to end (load what the user configured, store their
-//! message, discover MCP tools, plan the prompt and toolset, run the turn engine, and persist the
+//! message, discover MCP tools, compose the prompt and toolset, run the turn engine, and persist the
 //! answer however the turn ends), the stateless completion, and the user's records (threads,
 //! projects, skills, models, MCP servers, settings, integrations, accounts). Transports (the HTTP
 //! server's routes, the UI stream, the OpenAI facade, the CLI) sit on top of [`Service`].

@@ -112,7 +112,7 @@ impl Service {
         let (continuation, mut ctx, model, provider) = self.claim_and_load(&request, &mut turn).await?;
         let answer = record::opening_row(&request.thread_id, &turn.ids, &model.id);
         self.settle_conversation(&request, &mut ctx, &answer).await?;
-        let planned = prepare::Planned {
+        let facts = prepare::SendFacts {
             client: request.client.clone().unwrap_or_else(ClientIdentity::web),
             regeneration_revision: self.harnesses.revision(
                 &request.user_id,
@@ -128,12 +128,12 @@ impl Service {
                 model,
                 &provider,
                 continuation.as_ref().map(|c| &c.state),
-                &planned,
+                &facts,
             )
             .await?;
         let continuation = continuation
             .unwrap_or_else(|| Continuation::fresh(&turn.ids.turn_id, &prepared.state, &self.config.limits));
-        Ok(self.start_send(&request, turn, prepared, &provider, continuation, &planned))
+        Ok(self.start_send(&request, turn, prepared, &provider, continuation, &facts))
     }
 
     /// Takes the thread on this instance, or refuses the send while a turn runs there. A turn that
@@ -327,7 +327,7 @@ impl Service {
         mut prepared: Prepared,
         provider: &ModelProvider,
         continuation: Continuation,
-        planned: &prepare::Planned,
+        facts: &prepare::SendFacts,
     ) -> SendHandle {
         let ThreadTurn {
             ids,
@@ -359,7 +359,7 @@ impl Service {
         let (refusal, on_end) = self.continue_harness(
             request,
             &mut prepared,
-            planned,
+            facts,
             &continuation,
             &ids.message_id,
             &cancel,
@@ -404,7 +404,7 @@ impl Service {
         &self,
         request: &SendRequest,
         prepared: &mut Prepared,
-        planned: &prepare::Planned,
+        facts: &prepare::SendFacts,
         continuation: &Continuation,
         message_id: &str,
         cancel: &CancellationToken,
@@ -416,7 +416,7 @@ impl Service {
         let started = self.harnesses.start(
             (&request.user_id, &request.thread_id),
             signature,
-            planned.regeneration_revision,
+            facts.regeneration_revision,
             prepared.previous_answer.as_deref(),
             cancel.clone(),
         );

@@ -95,7 +95,7 @@ async fn preview(
             query.message.as_deref(),
         )
         .await?;
-    let plan = prepared.composed;
+    let composed = prepared.composed;
     let context = prepared.context;
     Ok(Json(PromptPreview {
         context: PreviewContext {
@@ -109,14 +109,14 @@ async fn preview(
             compaction_due: context.compaction_due,
         },
         model: prepared.model.id,
-        stable: plan.parts.stable,
-        volatile: plan.parts.volatile,
-        full: plan.parts.full,
-        system: plan.system,
-        notes: plan.notes,
-        tools: plan.tools,
-        has_web_tools: plan.has_web_tools,
-        harness_signature: opaque(&plan.harness_signature),
+        stable: composed.parts.stable,
+        volatile: composed.parts.volatile,
+        full: composed.parts.full,
+        system: composed.system,
+        notes: composed.notes,
+        tools: composed.tools,
+        has_web_tools: composed.has_web_tools,
+        harness_signature: opaque(&composed.harness_signature),
     }))
 }
 

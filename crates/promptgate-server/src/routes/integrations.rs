@@ -9,7 +9,7 @@ use aide::axum::routing::get_with;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::response::Html;
-use promptgate_core::settings::{IntegrationState, Provider};
+use promptgate_core::settings::{IntegrationProvider, IntegrationState};
 use promptgate_service::OAuthCallback;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -57,7 +57,7 @@ pub fn routes() -> ApiRouter<AppState> {
 
 #[derive(Serialize, JsonSchema)]
 pub struct IntegrationView {
-    pub provider: Provider,
+    pub provider: IntegrationProvider,
     /// Tokens are stored for this provider.
     pub connected: bool,
     /// Its tools are offered when connected.
@@ -73,11 +73,11 @@ pub struct IntegrationUpdate {
     pub connected: Option<bool>,
 }
 
-fn provider(name: &str) -> Result<Provider, ApiError> {
-    Provider::parse(name).ok_or_else(|| ApiError::not_found("integration provider", name))
+fn provider(name: &str) -> Result<IntegrationProvider, ApiError> {
+    IntegrationProvider::parse(name).ok_or_else(|| ApiError::not_found("integration provider", name))
 }
 
-fn view(provider: Provider, state: IntegrationState) -> IntegrationView {
+fn view(provider: IntegrationProvider, state: IntegrationState) -> IntegrationView {
     IntegrationView {
         provider,
         connected: state.connected,
@@ -87,7 +87,7 @@ fn view(provider: Provider, state: IntegrationState) -> IntegrationView {
 
 async fn list(State(state): State<AppState>, user: CurrentUser) -> ApiResult<Json<Vec<IntegrationView>>> {
     let mut out = Vec::new();
-    for p in Provider::ALL {
+    for p in IntegrationProvider::ALL {
         out.push(view(p, state.service.integration(&user.id, p).await?));
     }
     Ok(Json(out))

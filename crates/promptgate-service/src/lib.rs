@@ -7,10 +7,10 @@
 //! # Where it sits
 //!
 //! `server → service → {turn, store, mcp, tools, llm, workspace} → core`. The server depends on
-//! this crate and core only: it fills [`settings::Settings`] from its configuration, opens a
+//! this crate and core only: it fills [`deployment::Settings`] from its configuration, opens a
 //! [`Database`], and [`Service::start`] builds everything else (providers, web tools, MCP hub,
 //! integrations, the key for secrets at rest). Its API names what it takes and returns by name:
-//! [`settings`] (deployment vocabulary), [`records`] (the rows the record use cases take and
+//! [`deployment`] (deployment vocabulary), [`records`] (the rows the record use cases take and
 //! return), [`events`] (what a started turn streams), [`facade`] (a facade request's conversation
 //! and tools) and one error type, [`ServiceError`].
 //!
@@ -66,6 +66,7 @@ mod builtin;
 mod claims;
 mod complete;
 mod connect;
+pub mod deployment;
 mod encoding;
 mod error;
 pub mod events;
@@ -87,7 +88,6 @@ mod record;
 pub mod records;
 mod respond;
 mod send;
-pub mod settings;
 mod store_retry;
 mod toolset;
 mod window;
@@ -123,8 +123,8 @@ pub use send::{ClientNotes, SendHandle, SendInput, SendRequest};
 pub use toolset::{Executors, McpToolExecutor};
 pub use window::ContextReport;
 
+use deployment::{ServiceConfig, StreamEncoding};
 use harness::Harnesses;
-use settings::{ServiceConfig, StreamEncoding};
 
 /// Web tools of this deployment; absent parts mean the tools are not offered.
 #[derive(Clone, Default)]

@@ -41,8 +41,8 @@ pub struct McpConfig {
 
 impl McpConfig {
     /// Where users' MCP server URLs may point, given the auth mode the defaults depend on.
-    pub fn address_policy(&self, mode: AuthMode) -> promptgate_service::settings::AddressPolicy {
-        promptgate_service::settings::AddressPolicy {
+    pub fn address_policy(&self, mode: AuthMode) -> promptgate_service::deployment::AddressPolicy {
+        promptgate_service::deployment::AddressPolicy {
             allow_loopback: self.allow_loopback.unwrap_or(mode == AuthMode::SingleUser),
             allow_private: self.allow_private,
             allowed_addrs: self.allowed_addrs.clone(),
@@ -81,10 +81,10 @@ impl McpConfig {
 impl Default for McpConfig {
     // The MCP client's own defaults, in the units of the file.
     fn default() -> Self {
-        let hub = promptgate_service::settings::HubSettings::default();
+        let hub = promptgate_service::deployment::HubSettings::default();
         Self {
-            discovery_timeout_ms: millis(promptgate_service::settings::DEFAULT_DISCOVERY_TIMEOUT),
-            call_timeout_secs: promptgate_service::settings::DEFAULT_CALL_TIMEOUT.as_secs(),
+            discovery_timeout_ms: millis(promptgate_service::deployment::DEFAULT_DISCOVERY_TIMEOUT),
+            call_timeout_secs: promptgate_service::deployment::DEFAULT_CALL_TIMEOUT.as_secs(),
             // The probe is the server's own route; its budget has no other owner.
             probe_timeout_ms: 10_000,
             liveness_interval_ms: millis(hub.liveness_interval),

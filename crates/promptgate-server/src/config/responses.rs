@@ -13,7 +13,7 @@ pub struct ResponsesConfig {
 impl Default for ResponsesConfig {
     fn default() -> Self {
         Self {
-            retention_days: promptgate_service::settings::DEFAULT_RESPONSE_RETENTION.as_secs() / 86_400,
+            retention_days: promptgate_service::deployment::DEFAULT_RESPONSE_RETENTION.as_secs() / 86_400,
         }
     }
 }

@@ -53,7 +53,7 @@ fn workspace_limits_default_to_the_workspace_crate_and_follow_file_and_environme
     let config = Config::load(None, &FakeEnv(HashMap::new())).unwrap();
     assert_eq!(
         config.workspace.limits(),
-        promptgate_service::settings::WorkspaceLimits::default()
+        promptgate_service::deployment::WorkspaceLimits::default()
     );
     let mut config = Config::parse(&format!(
         "{EMBEDDED_DEFAULT}\n[workspace]\nmax_file_bytes = 1024\nbash_timeout_ms = 2500\n"
@@ -192,7 +192,7 @@ fn turns_in_flight_must_be_positive() {
     assert_eq!(two.turn.max_in_flight, 2);
     assert_eq!(
         Config::parse(EMBEDDED_DEFAULT).unwrap().turn.max_in_flight,
-        promptgate_service::settings::DEFAULT_TURNS_IN_FLIGHT
+        promptgate_service::deployment::DEFAULT_TURNS_IN_FLIGHT
     );
 }
 

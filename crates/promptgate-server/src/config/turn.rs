@@ -28,7 +28,7 @@ pub struct TurnConfig {
     pub checkpoint_interval_ms: u64,
     /// `stop`: a client that goes away stops its turn. `continue`: the turn runs to its end and is
     /// stored, and `GET /v1/chat/{id}/stream` resumes it.
-    pub on_disconnect: promptgate_service::settings::OnDisconnect,
+    pub on_disconnect: promptgate_service::deployment::OnDisconnect,
     /// A running turn's claim on its thread holds this long without renewal; past it, the instance
     /// running the turn is taken for dead: the thread is freed and the answer marked `interrupted`.
     pub lease_secs: u64,
@@ -45,23 +45,23 @@ pub struct TurnConfig {
 impl Default for TurnConfig {
     // The engine's and the service's own defaults, in the units of the file.
     fn default() -> Self {
-        let limits = promptgate_service::settings::TurnLimits::default();
+        let limits = promptgate_service::deployment::TurnLimits::default();
         Self {
             max_upstream_requests: limits.max_upstream_requests,
             wall_clock_secs: limits.wall_clock.as_secs(),
             max_steps: limits.max_steps,
             tool_timeout_secs: limits.tool_timeout.as_secs(),
             keep_alive_secs: limits.keep_alive.as_secs(),
-            max_in_flight: promptgate_service::settings::DEFAULT_TURNS_IN_FLIGHT,
+            max_in_flight: promptgate_service::deployment::DEFAULT_TURNS_IN_FLIGHT,
             save_grace_secs: limits.save_grace.as_secs(),
-            save_retry_secs: promptgate_service::settings::DEFAULT_SAVE_RETRY.as_secs(),
+            save_retry_secs: promptgate_service::deployment::DEFAULT_SAVE_RETRY.as_secs(),
             checkpoint_interval_ms: millis(limits.checkpoint_every),
-            on_disconnect: promptgate_service::settings::OnDisconnect::default(),
-            lease_secs: promptgate_service::settings::DEFAULT_LEASE.as_secs(),
-            heartbeat_secs: promptgate_service::settings::DEFAULT_HEARTBEAT.as_secs(),
-            retry_window_secs: promptgate_service::settings::DEFAULT_RETRY_WINDOW.as_secs(),
-            kept_harnesses: promptgate_service::settings::DEFAULT_KEPT_HARNESSES,
-            kept_harness_bytes: promptgate_service::settings::DEFAULT_KEPT_HARNESS_BYTES,
+            on_disconnect: promptgate_service::deployment::OnDisconnect::default(),
+            lease_secs: promptgate_service::deployment::DEFAULT_LEASE.as_secs(),
+            heartbeat_secs: promptgate_service::deployment::DEFAULT_HEARTBEAT.as_secs(),
+            retry_window_secs: promptgate_service::deployment::DEFAULT_RETRY_WINDOW.as_secs(),
+            kept_harnesses: promptgate_service::deployment::DEFAULT_KEPT_HARNESSES,
+            kept_harness_bytes: promptgate_service::deployment::DEFAULT_KEPT_HARNESS_BYTES,
         }
     }
 }

@@ -9,7 +9,7 @@ pub struct WebConfig {
     /// `{ kind = "searxng", base_url = "..." }` or `{ kind = "brave", api_key_env = "..." }`. Without it
     /// the web tools are not offered.
     pub search: Option<SearchEntry>,
-    pub fetch: promptgate_service::settings::FetchPolicy,
+    pub fetch: promptgate_service::deployment::FetchPolicy,
     /// Loading the `research` skill widens an auto budget (5) to the research cap (30).
     pub budget_promotion: bool,
 }

@@ -26,8 +26,8 @@ pub struct WorkspaceConfig {
 
 impl Default for WorkspaceConfig {
     fn default() -> Self {
-        let limits = promptgate_service::settings::WorkspaceLimits::default();
-        let pool = promptgate_service::settings::ShellPoolSize::default();
+        let limits = promptgate_service::deployment::WorkspaceLimits::default();
+        let pool = promptgate_service::deployment::ShellPoolSize::default();
         Self {
             max_file_bytes: limits.max_file_bytes,
             max_total_bytes: limits.max_total_bytes,
@@ -46,8 +46,8 @@ impl Default for WorkspaceConfig {
 }
 
 impl WorkspaceConfig {
-    pub fn limits(&self) -> promptgate_service::settings::WorkspaceLimits {
-        promptgate_service::settings::WorkspaceLimits {
+    pub fn limits(&self) -> promptgate_service::deployment::WorkspaceLimits {
+        promptgate_service::deployment::WorkspaceLimits {
             max_file_bytes: self.max_file_bytes,
             max_total_bytes: self.max_total_bytes,
             max_entries: self.max_entries,
@@ -62,8 +62,8 @@ impl WorkspaceConfig {
     }
 
     /// The server's pool for `bash` calls.
-    pub fn shell_pool(&self) -> promptgate_service::settings::ShellPool {
-        promptgate_service::settings::ShellPool::new(promptgate_service::settings::ShellPoolSize {
+    pub fn shell_pool(&self) -> promptgate_service::deployment::ShellPool {
+        promptgate_service::deployment::ShellPool::new(promptgate_service::deployment::ShellPoolSize {
             threads: self.shell_threads,
             queue: self.shell_queue,
         })

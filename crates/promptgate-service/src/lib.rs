@@ -124,7 +124,7 @@ pub use toolset::{Executors, McpToolExecutor};
 pub use window::ContextReport;
 
 use deployment::{ServiceConfig, StreamEncoding};
-use harness::Harnesses;
+use harness::KeptTranscripts;
 
 /// Web tools of this deployment; absent parts mean the tools are not offered.
 #[derive(Clone, Default)]
@@ -160,8 +160,8 @@ pub struct Service {
     pending: PendingSaves,
     /// This process among the instances on the database: its id, heartbeat and signal listener.
     instance: Arc<claims::Instance>,
-    /// Per-thread harnesses of harness-engine models.
-    harnesses: Harnesses,
+    /// Per-thread transcripts of harness-engine models.
+    transcripts: KeptTranscripts,
     /// What each user's sends last left out of their MCP tools, so the log says it once per change.
     mcp_left_out: Arc<mcp_servers::LeftOut>,
     /// The transport's wire format of a turn's stream, for its readers and followers.
@@ -183,7 +183,7 @@ impl Service {
         encoding: StreamEncoding,
     ) -> Self {
         let admission = Arc::new(tokio::sync::Semaphore::new(config.max_turns_in_flight.max(1)));
-        let harnesses = Harnesses::new(config.kept_harnesses, config.kept_harness_bytes);
+        let transcripts = KeptTranscripts::new(config.kept_harnesses, config.kept_harness_bytes);
         Self {
             store,
             providers,
@@ -197,7 +197,7 @@ impl Service {
             stop_all: CancellationToken::new(),
             pending: PendingSaves::default(),
             instance: Arc::new(claims::Instance::default()),
-            harnesses,
+            transcripts,
             mcp_left_out: Arc::default(),
             encoding,
             token_counters: promptgate_llm::tokens::TokenCounters::default(),

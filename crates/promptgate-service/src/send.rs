@@ -114,7 +114,7 @@ impl Service {
         self.settle_conversation(&request, &mut ctx, &answer).await?;
         let facts = prepare::SendFacts {
             client: request.client.clone().unwrap_or_else(ClientIdentity::web),
-            regeneration_revision: self.harnesses.revision(
+            regeneration_revision: self.transcripts.revision(
                 &request.user_id,
                 &request.thread_id,
                 matches!(request.input, SendInput::Regenerate),
@@ -413,7 +413,7 @@ impl Service {
             return (None, Vec::new());
         };
         let signature = &prepared.composed.harness_signature;
-        let started = self.harnesses.start(
+        let started = self.transcripts.start(
             (&request.user_id, &request.thread_id),
             signature,
             facts.regeneration_revision,
@@ -432,7 +432,7 @@ impl Service {
             }
         }
         let keep: Arc<dyn TurnEnd> = Arc::new(KeepTranscript {
-            harnesses: self.harnesses.clone(),
+            transcripts: self.transcripts.clone(),
             user_id: request.user_id.clone(),
             thread_id: request.thread_id.clone(),
             signature: signature.clone(),

@@ -49,7 +49,7 @@
 //! | [`Service::follow`], `mirror`: following a running turn from any instance | `follow` |
 //! | [`Service::stop`], the claims in the store, the instance heartbeat | `claims` |
 //! | threads, projects, skills, models, settings, artifacts, MCP servers and their probe | `library` |
-//! | the integrations and their OAuth flow | `connect` |
+//! | the integrations and their OAuth flow | `oauth` |
 //! | `admit_storage`, [`Service::storage_report`]: per-user quotas | `quota` |
 //! | users, tokens, the database's health | `accounts` |
 //!
@@ -65,7 +65,6 @@ mod accounts;
 mod builtin;
 mod claims;
 mod complete;
-mod connect;
 pub mod deployment;
 mod encoding;
 mod error;
@@ -80,6 +79,7 @@ mod integrations;
 mod library;
 mod live;
 mod mcp_servers;
+mod oauth;
 mod open;
 mod prepare;
 mod providers;
@@ -102,7 +102,6 @@ use promptgate_tools::web::{SafeFetcher, SearchBackend};
 use tokio_util::sync::CancellationToken;
 
 pub use complete::CompletionRequest;
-pub use connect::OAuthCallback;
 pub use error::ServiceError;
 pub use feed::{FELL_BEHIND_TEXT, Follow, FollowStream, Frames, MAX_FEED_BYTES, SendStream};
 pub use follow::LOST_TURN_TEXT;
@@ -111,6 +110,7 @@ pub use hooks::{TurnState, WebHooks};
 pub use integrations::Integrations;
 pub use library::ProbeOutcome;
 pub use live::{Continuation, LiveTurns};
+pub use oauth::OAuthCallback;
 pub use open::Database;
 pub use prepare::{Prepared, PreparedSend, RunParts};
 pub use promptgate_store::StoreError;

@@ -4,11 +4,11 @@
 use promptgate_core::settings::Model;
 use promptgate_store::SendContext;
 
-use super::prepare::{Asked, Planned};
+use super::prepare::{Asked, SendFacts};
 use super::providers::ModelProvider;
 use super::window::{ContextReport, Mode};
 use super::{ClientNotes, Service, ServiceError};
-use promptgate_core::plan::ComposedSend;
+use promptgate_core::compose::ComposedSend;
 
 /// What a preview is asked about, besides the thread: the inputs of a send that change its prompt.
 #[derive(Debug, Clone, Copy, Default)]
@@ -93,17 +93,17 @@ impl Service {
         } else {
             None
         };
-        let planned = Planned {
+        let facts = SendFacts {
             notes: ClientNotes {
                 voice_mode: ask.voice_mode,
                 ..ClientNotes::default()
             },
-            ..Planned::default()
+            ..SendFacts::default()
         };
         let text = ask.message.unwrap_or_default();
         let asked = Asked {
             text,
-            planned: &planned,
+            facts: &facts,
             mode: Mode::Preview,
         };
         let prepared = self

@@ -164,7 +164,7 @@ async fn preview_new_chat(
 
 impl From<PreparedSend> for PromptPreview {
     fn from(prepared: PreparedSend) -> Self {
-        let plan = prepared.composed;
+        let composed = prepared.composed;
         let context = prepared.context;
         Self {
             context: PreviewContext {
@@ -178,15 +178,15 @@ impl From<PreparedSend> for PromptPreview {
                 compaction_due: context.compaction_due,
             },
             model: prepared.model.id,
-            stable: plan.parts.stable,
-            volatile: plan.parts.volatile,
-            full: plan.parts.full,
-            system: plan.system,
-            notes: plan.notes,
-            tools: plan.tools,
-            has_web_tools: plan.has_web_tools,
+            stable: composed.parts.stable,
+            volatile: composed.parts.volatile,
+            full: composed.parts.full,
+            system: composed.system,
+            notes: composed.notes,
+            tools: composed.tools,
+            has_web_tools: composed.has_web_tools,
             web_tools_off: prepared.web_tools_off.map(WebToolsOffReason::from),
-            harness_signature: opaque(&plan.harness_signature),
+            harness_signature: opaque(&composed.harness_signature),
         }
     }
 }
@@ -197,6 +197,6 @@ impl From<PreparedSend> for PromptPreview {
 /// anyone from testing guesses of the address against it.
 fn opaque(signature: &str) -> String {
     static KEY: LazyLock<[u8; 32]> = LazyLock::new(rand::random);
-    let digest = super::artifact_links::hmac_sha256(KEY.as_slice(), signature.as_bytes());
+    let digest = super::artifacts::hmac_sha256(KEY.as_slice(), signature.as_bytes());
     hex::encode(&digest[..16])
 }

@@ -2,6 +2,8 @@
 //! citations and send planning through the public API.
 
 mod budget;
+mod citation_markers;
+mod citation_support;
 mod citations;
 mod mcp_merge;
 mod plan;

@@ -109,7 +109,10 @@ pub fn claim_range(text: &str, earlier: &[Marker], marker_start: usize) -> std::
     let floor = previous.next().map_or(0, |m| m.end);
     let start = sentence_start(&text[floor..body_end]) + floor;
     let claim = &text[start..body_end];
-    let leading = claim.len() - claim.trim_start_matches(|c: char| c.is_whitespace() || c == ',').len();
+    let leading = claim.len()
+        - claim
+            .trim_start_matches(|c: char| c.is_whitespace() || c == ',')
+            .len();
     (start + leading)..body_end
 }
 

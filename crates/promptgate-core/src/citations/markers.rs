@@ -4,7 +4,9 @@
 //!
 //! A citation is `[` with one to nine digits and `]`, not followed by `(` (a Markdown link such as
 //! `[1](https://…)` is text) and not inside inline code or a fence (a backtick run opens code, a run
-//! of the same length closes it), so `xs[1]` in a code sample is never touched. Like
+//! of the same length closes it), so `xs[1]` in a code sample is never touched. Written right after a
+//! letter, digit or `_` ("datum[1]", but also `xs[1]` outside code) it counts only when it names a
+//! source: an unknown one there is left as text, since it may be an index. Like
 //! [`super::CitationCleaner`], whatever `push` returns is final and splitting the input differently
 //! never changes the output.
 
@@ -44,6 +46,10 @@ pub struct MarkerScanner {
     whitespace_chars: usize,
     candidate: String,
     state: Candidate,
+    /// The candidate's `[` came right after a letter, digit or `_`.
+    attached: bool,
+    /// The last character seen outside a candidate.
+    previous: char,
     /// Bytes emitted so far.
     emitted: usize,
     markers: Vec<Marker>,
@@ -62,6 +68,8 @@ impl MarkerScanner {
             whitespace_chars: 0,
             candidate: String::new(),
             state: Candidate::None,
+            attached: false,
+            previous: ' ',
             emitted: 0,
             markers: Vec::new(),
             dangling: Vec::new(),
@@ -142,9 +150,11 @@ impl MarkerScanner {
     }
 
     fn feed_text(&mut self, c: char, out: &mut String) {
+        let previous = std::mem::replace(&mut self.previous, c);
         if c == '[' {
             self.candidate.push(c);
             self.state = Candidate::Open;
+            self.attached = previous.is_alphanumeric() || previous == '_';
         } else if c.is_whitespace() {
             self.whitespace.push(c);
             self.whitespace_chars += 1;
@@ -170,7 +180,17 @@ impl MarkerScanner {
         let digits = self.candidate.trim_start_matches('[').trim_end_matches(']');
         let n = digits.parse::<u32>().ok();
         self.state = Candidate::None;
-        match n.filter(|n| self.known.binary_search(n).is_ok()) {
+        let known = n.filter(|n| self.known.binary_search(n).is_ok());
+        if known.is_none() && self.attached {
+            self.release(out);
+            out.push_str(&self.candidate);
+            self.candidate.clear();
+            // An index it stays, and one right after it (`m[2][9]`) is attached to it.
+            self.previous = '_';
+            return;
+        }
+        self.previous = ']';
+        match known {
             Some(n) => {
                 self.release(out);
                 let start = self.emitted + out.len();

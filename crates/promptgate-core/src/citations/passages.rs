@@ -90,7 +90,11 @@ impl<'a> IndexedText<'a> {
 
     /// Passages are numbered by their first sentence; the last one is a single sentence.
     pub fn passage_count(&self) -> usize {
-        self.sentences.len().saturating_sub(1).max(1).min(self.sentences.len())
+        self.sentences
+            .len()
+            .saturating_sub(1)
+            .max(1)
+            .min(self.sentences.len())
     }
 
     /// The text of passage `at`.

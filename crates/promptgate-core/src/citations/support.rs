@@ -112,18 +112,19 @@ pub fn check_claim(claim: &str, source: &IndexedText<'_>) -> Support {
         total += weight;
         // A word the page has, but not in this passage, counts half: pages name their subject
         // once and then write about it ("It opened in 2017").
-        let elsewhere = if found_in.is_empty() { 0.0 } else { weight * ELSEWHERE };
+        let elsewhere = if found_in.is_empty() {
+            0.0
+        } else {
+            weight * ELSEWHERE
+        };
         everywhere += elsewhere;
         add_to_windows(found_in, passages, |at| word_score[at] += weight - elsewhere);
     }
     for &hash in &claim.numbers {
-        add_to_windows(source.sentences_with(hash), passages, |at| {
-            number_hits[at] += 1
-        });
+        add_to_windows(source.sentences_with(hash), passages, |at| number_hits[at] += 1);
     }
-    let number_share = |at: usize| {
-        (!claim.numbers.is_empty()).then(|| number_hits[at] as f32 / claim.numbers.len() as f32)
-    };
+    let number_share =
+        |at: usize| (!claim.numbers.is_empty()).then(|| number_hits[at] as f32 / claim.numbers.len() as f32);
     let coverage = |at: usize| {
         if total > 0.0 {
             (word_score[at] + everywhere) / total

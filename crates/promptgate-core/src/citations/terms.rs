@@ -201,9 +201,7 @@ fn read_number(chars: &mut Chars<'_>) -> u64 {
         digits.as_str()
     };
     let trimmed = trimmed.trim_start_matches('0');
-    trimmed
-        .chars()
-        .fold(mix(FNV_OFFSET, '#'), mix)
+    trimmed.chars().fold(mix(FNV_OFFSET, '#'), mix)
 }
 
 /// The separator at `at` ended a group of `group_len` digits: three digits make it a thousands
@@ -235,7 +233,11 @@ mod tests {
         assert_eq!(numbers("1,250"), numbers("1250"));
         assert_eq!(numbers("1.250"), numbers("1250"));
         assert_eq!(numbers("3,5"), numbers("3.5"));
-        assert_eq!(numbers("٣٫٥").len(), 2, "the Arabic decimal sign is no separator we read");
+        assert_eq!(
+            numbers("٣٫٥").len(),
+            2,
+            "the Arabic decimal sign is no separator we read"
+        );
         assert_eq!(numbers("１２"), numbers("12"));
         assert_ne!(numbers("12"), numbers("13"));
         assert_eq!(numbers("2.50"), numbers("2.5"));

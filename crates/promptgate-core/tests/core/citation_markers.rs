@@ -8,7 +8,10 @@ use proptest::prelude::*;
 
 #[test]
 fn citations_of_unknown_sources_go_with_the_whitespace_before_them() {
-    let (text, scanner) = scan_all("Tides follow the moon [1]. The office closes at dusk [7].", vec![1, 2]);
+    let (text, scanner) = scan_all(
+        "Tides follow the moon [1]. The office closes at dusk [7].",
+        vec![1, 2],
+    );
     assert_eq!(text, "Tides follow the moon [1]. The office closes at dusk.");
     assert_eq!(scanner.dangling(), [7]);
     assert_eq!(scanner.markers().len(), 1);
@@ -27,13 +30,24 @@ fn links_code_and_other_brackets_are_text() {
         "```\nlet a = xs[9];\n```\nafter",
         "an array [12 items] or [x] or [] or [ 3]",
         "a long [1234567890] number",
+        "read xs[5] or m[2][9]",
     ] {
         let (out, scanner) = scan_all(text, vec![1]);
         assert_eq!(out, text);
         assert!(scanner.dangling().is_empty(), "{text}");
     }
+    let (out, scanner) = scan_all("datum[1] and xs[1]", vec![1]);
+    assert_eq!(out, "datum[1] and xs[1]");
+    assert_eq!(
+        scanner.markers().len(),
+        2,
+        "an attached [1] that names a source is a citation"
+    );
     let (out, _) = scan_all("`code` then a fact [4].", vec![1]);
-    assert_eq!(out, "`code` then a fact.", "code that closed leaves prose behind it");
+    assert_eq!(
+        out, "`code` then a fact.",
+        "code that closed leaves prose behind it"
+    );
 }
 
 fn streamed(text: &str, cuts: &[usize], known: Vec<u32>) -> (String, Vec<(u32, usize)>) {
@@ -75,11 +89,18 @@ fn the_claim_is_the_clause_before_the_citation() {
     let claim = |at: usize| &text[claim_range(text, &m[..at], m[at].start)];
     assert_eq!(claim(0), "Tides rise twice a day");
     assert_eq!(claim(1), "and the office closes at dusk");
-    assert_eq!(claim(2), "and the office closes at dusk", "[2][3] close one claim");
+    assert_eq!(
+        claim(2),
+        "and the office closes at dusk",
+        "[2][3] close one claim"
+    );
     let text = "First sentence. Heights count from datum.[1]";
     let (_, scanner) = scan_all(text, vec![1]);
     let m = scanner.markers();
-    assert_eq!(&text[claim_range(text, &[], m[0].start)], "Heights count from datum");
+    assert_eq!(
+        &text[claim_range(text, &[], m[0].start)],
+        "Heights count from datum"
+    );
 }
 
 #[test]
@@ -108,7 +129,10 @@ fn each_kept_citation_gets_its_source_class_and_utf16_span() {
     assert_eq!(citations.len(), 2);
     let utf16: Vec<u16> = text.encode_utf16().collect();
     let slice = |a: usize, b: usize| String::from_utf16(&utf16[a..b]).unwrap();
-    assert_eq!(slice(citations[0].start, citations[0].end), "The harbour office closes at dusk");
+    assert_eq!(
+        slice(citations[0].start, citations[0].end),
+        "The harbour office closes at dusk"
+    );
     assert_eq!(slice(citations[0].marker_start, citations[0].marker_end), "[1]");
     assert_eq!(citations[0].class, SupportClass::Supported);
     assert!(!citations[0].snippet_only);

@@ -56,7 +56,10 @@ fn a_claim_the_page_does_not_make_is_unsupported() {
         SupportClass::Unsupported
     );
     assert_eq!(
-        class("Spring tides are caused by the alignment of the sun and the moon", TIDES),
+        class(
+            "Spring tides are caused by the alignment of the sun and the moon",
+            TIDES
+        ),
         SupportClass::Unsupported
     );
 }
@@ -89,11 +92,17 @@ fn a_claim_sharing_only_some_words_with_the_page_is_weak() {
 fn german_with_its_own_number_format() {
     // The page writes 2.100 (a thousands point); the answer writes 2100.
     assert_eq!(
-        class("Der Große Saal der Elbphilharmonie hat 2100 Plätze", ELBPHILHARMONIE),
+        class(
+            "Der Große Saal der Elbphilharmonie hat 2100 Plätze",
+            ELBPHILHARMONIE
+        ),
         SupportClass::Supported
     );
     assert_eq!(
-        class("Die Baukosten stiegen auf rund 866 Millionen Euro", ELBPHILHARMONIE),
+        class(
+            "Die Baukosten stiegen auf rund 866 Millionen Euro",
+            ELBPHILHARMONIE
+        ),
         SupportClass::Supported
     );
     assert_eq!(
@@ -102,7 +111,10 @@ fn german_with_its_own_number_format() {
         "the year is wrong and little else matches"
     );
     assert_eq!(
-        class("Das Konzerthaus hat eine Tiefgarage mit 500 Stellplätzen", ELBPHILHARMONIE),
+        class(
+            "Das Konzerthaus hat eine Tiefgarage mit 500 Stellplätzen",
+            ELBPHILHARMONIE
+        ),
         SupportClass::Unsupported
     );
 }
@@ -171,12 +183,16 @@ fn a_quotation_must_be_found_word_for_word() {
 
 #[test]
 fn a_search_snippet_is_checked_as_a_one_passage_text() {
-    let snippet = "The harbour office opens at eight in the morning and closes at dusk from April to October.";
+    let snippet =
+        "The harbour office opens at eight in the morning and closes at dusk from April to October.";
     assert_eq!(
         class("The harbour office closes at dusk in summer", snippet),
         SupportClass::Supported
     );
-    assert_eq!(class("Parking is free on Sundays", snippet), SupportClass::Unsupported);
+    assert_eq!(
+        class("Parking is free on Sundays", snippet),
+        SupportClass::Unsupported
+    );
     assert_eq!(class("Anything at all", ""), SupportClass::Unsupported);
 }
 

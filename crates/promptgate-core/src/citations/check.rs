@@ -3,12 +3,13 @@
 //! supports the claim.
 
 use std::collections::HashMap;
+use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 
 use super::markers::Marker;
-use super::passages::IndexedText;
-use super::support::{SupportClass, check_claim};
+use super::passages::{IndexedText, KeySet};
+use super::support::{Claim, SupportClass, check_read_claim};
 
 /// A source as the check needs it: what the turn saw of it.
 #[derive(Debug, Clone, Copy)]
@@ -46,26 +47,45 @@ pub struct Citation {
     pub passage: Option<String>,
 }
 
-/// Checks the kept `markers` of `text` (one text part) against `sources`. Sources are indexed
-/// once, and only those that are cited.
+/// Checks the kept `markers` of `text` (one text part) against `sources`. Each cited source is read
+/// once, keeping only the terms of the claims that cite it.
 pub fn check_citations(
     text: &str,
     text_part: u32,
     markers: &[Marker],
     sources: &[SeenSource<'_>],
 ) -> Vec<Citation> {
-    let mut indexed: HashMap<u32, IndexedText<'_>> = HashMap::new();
+    let claims: Vec<Option<(&SeenSource<'_>, Range<usize>, Claim)>> = markers
+        .iter()
+        .enumerate()
+        .map(|(at, marker)| {
+            let source = sources.iter().find(|s| s.index == marker.n)?;
+            let range = claim_range(text, &markers[..at], marker.start);
+            let claim = Claim::read(&text[range.clone()]);
+            Some((source, range, claim))
+        })
+        .collect();
+    let mut wanted: HashMap<u32, KeySet> = HashMap::new();
+    for (source, _, claim) in claims.iter().flatten() {
+        wanted.entry(source.index).or_default().extend(claim.keys());
+    }
+    let indexed: HashMap<u32, IndexedText<'_>> = wanted
+        .iter()
+        .filter_map(|(index, keys)| {
+            let source = sources.iter().find(|s| s.index == *index)?;
+            Some((*index, IndexedText::with_terms(source.text, keys)))
+        })
+        .collect();
     let mut offsets = Utf16Offsets::new(text);
     let mut citations = Vec::with_capacity(markers.len());
-    for (at, marker) in markers.iter().enumerate() {
-        let Some(source) = sources.iter().find(|s| s.index == marker.n) else {
+    for (marker, checked) in markers.iter().zip(claims) {
+        let Some((source, claim, terms)) = checked else {
             continue;
         };
-        let claim = claim_range(text, &markers[..at], marker.start);
-        let index = indexed
-            .entry(source.index)
-            .or_insert_with(|| IndexedText::new(source.text));
-        let support = check_claim(&text[claim.clone()], index);
+        let Some(index) = indexed.get(&source.index) else {
+            continue;
+        };
+        let support = check_read_claim(&terms, index);
         citations.push(Citation {
             n: marker.n,
             url: source.url.to_owned(),

@@ -79,8 +79,28 @@ impl MarkerScanner {
     /// Feeds the next piece; returns the text that is now safe to show.
     pub fn push(&mut self, piece: &str) -> String {
         let mut out = String::with_capacity(piece.len());
-        for c in piece.chars() {
-            self.feed(c, &mut out);
+        let mut rest = piece;
+        while !rest.is_empty() {
+            // Outside code and candidates, a run without `[`, backticks and whitespace can neither
+            // start a citation nor be eaten by one: it passes whole (what `feed` does for each of
+            // its characters).
+            if self.state == Candidate::None && self.code_open.is_none() && self.backticks == 0 {
+                let run = rest
+                    .find(|c: char| c == '[' || c == '`' || c.is_whitespace())
+                    .unwrap_or(rest.len());
+                if let Some(last) = rest[..run].chars().next_back() {
+                    self.release(&mut out);
+                    out.push_str(&rest[..run]);
+                    self.previous = last;
+                    rest = &rest[run..];
+                    continue;
+                }
+            }
+            let mut chars = rest.chars();
+            if let Some(c) = chars.next() {
+                self.feed(c, &mut out);
+            }
+            rest = chars.as_str();
         }
         self.emitted += out.len();
         out

@@ -2,10 +2,62 @@
 //! term to the sentences that contain it. A passage is two neighbouring sentences, so a claim whose
 //! facts the page spreads over a sentence break is still matched.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Range;
 
-use super::terms::{Term, Weight, for_each_term};
+use super::terms::{Term, Token, Weight, for_each_token};
+
+/// Keys that are hashes already (the terms' FNV hashes) go into maps as they are.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+
+    fn write_u64(&mut self, key: u64) {
+        self.0 = key;
+    }
+}
+
+pub type KeyMap<V> = HashMap<u64, V, BuildHasherDefault<KeyHasher>>;
+pub type KeySet = HashSet<u64, BuildHasherDefault<KeyHasher>>;
+
+/// The terms an index keeps, with a 1,024-bit filter in front of the set: most words of a page are
+/// in no claim, and one bit test turns nearly all of them away.
+struct Wanted<'a> {
+    set: &'a KeySet,
+    bits: [u64; 16],
+}
+
+impl<'a> Wanted<'a> {
+    fn new(set: &'a KeySet) -> Self {
+        let mut bits = [0u64; 16];
+        for &key in set {
+            let bit = Self::bit(key);
+            bits[bit / 64] |= 1 << (bit % 64);
+        }
+        Self { set, bits }
+    }
+
+    /// The top bits: the keys are FNV products, whose high bits are the best mixed.
+    fn bit(key: u64) -> usize {
+        (key >> 54) as usize
+    }
+
+    fn contains(&self, key: u64) -> bool {
+        let bit = Self::bit(key);
+        self.bits[bit / 64] & (1 << (bit % 64)) != 0 && self.set.contains(&key)
+    }
+}
 
 /// One source text, indexed.
 #[derive(Debug, Clone)]
@@ -14,40 +66,7 @@ pub struct IndexedText<'a> {
     /// Byte ranges of the sentences.
     sentences: Vec<Range<usize>>,
     /// Each word or number to the sentences containing it, ascending, no repeats.
-    postings: HashMap<u64, Vec<u32>>,
-}
-
-/// Where a sentence ends: after `.`, `!`, `?` or `;` followed by whitespace, after their
-/// full-width forms and `。`, and at line breaks.
-pub fn sentence_ranges(text: &str) -> Vec<Range<usize>> {
-    let mut ranges = Vec::new();
-    let mut start = 0;
-    let mut chars = text.char_indices().peekable();
-    while let Some((at, c)) = chars.next() {
-        let next = chars.peek().map(|&(_, n)| n);
-        let ends = match c {
-            '\n' => true,
-            '.' | '!' | '?' | ';' => next.is_none_or(char::is_whitespace),
-            '。' | '！' | '？' | '；' => true,
-            _ => false,
-        };
-        if ends {
-            let end = at + c.len_utf8();
-            push_trimmed(text, start..end, &mut ranges);
-            start = end;
-        }
-    }
-    push_trimmed(text, start..text.len(), &mut ranges);
-    ranges
-}
-
-fn push_trimmed(text: &str, range: Range<usize>, out: &mut Vec<Range<usize>>) {
-    let piece = &text[range.clone()];
-    let leading = piece.len() - piece.trim_start().len();
-    let trailing = piece.len() - piece.trim_end().len();
-    if leading + trailing < piece.len() {
-        out.push(range.start + leading..range.end - trailing);
-    }
+    postings: KeyMap<Vec<u32>>,
 }
 
 /// The key of a term in the postings: words and numbers never collide, as numbers hash with a
@@ -60,17 +79,47 @@ pub fn term_key(term: Term) -> (u64, Weight) {
 }
 
 impl<'a> IndexedText<'a> {
+    /// Indexes every term of `text`.
     pub fn new(text: &'a str) -> Self {
-        let sentences = sentence_ranges(text);
-        let mut postings: HashMap<u64, Vec<u32>> = HashMap::new();
-        for (at, range) in sentences.iter().enumerate() {
-            let at = at as u32;
-            for_each_term(&text[range.clone()], |term| {
-                let list = postings.entry(term_key(term).0).or_default();
+        Self::build(text, None)
+    }
+
+    /// Indexes only the terms in `wanted` (those of the claims that cite this text): the text is
+    /// still read whole, but nothing is kept of the rest.
+    pub fn with_terms(text: &'a str, wanted: &KeySet) -> Self {
+        Self::build(text, Some(wanted))
+    }
+
+    fn build(text: &'a str, wanted: Option<&KeySet>) -> Self {
+        let wanted = wanted.map(Wanted::new);
+        let mut sentences: Vec<Range<usize>> = Vec::new();
+        let mut postings: KeyMap<Vec<u32>> = KeyMap::with_capacity_and_hasher(
+            wanted.as_ref().map_or(256, |wanted| wanted.set.len()),
+            Default::default(),
+        );
+        // Where the open sentence's first term starts; a stretch without terms is no sentence.
+        let mut open: Option<usize> = None;
+        for_each_token(text, |token| match token {
+            Token::Term(term, start) => {
+                open.get_or_insert(start);
+                let key = term_key(term).0;
+                if wanted.as_ref().is_some_and(|wanted| !wanted.contains(key)) {
+                    return;
+                }
+                let at = sentences.len() as u32;
+                let list = postings.entry(key).or_default();
                 if list.last() != Some(&at) {
                     list.push(at);
                 }
-            });
+            }
+            Token::SentenceEnd(end) => {
+                if let Some(start) = open.take() {
+                    sentences.push(start..end);
+                }
+            }
+        });
+        if let Some(start) = open {
+            sentences.push(start..text.trim_end().len());
         }
         Self {
             text,

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::passages::{IndexedText, term_key};
-use super::terms::{Term, for_each_term};
+use super::terms::{Term, Weight, for_each_term};
 use crate::tools::text::truncate_chars;
 
 /// The most characters of a passage that are kept with a citation.
@@ -59,14 +59,15 @@ impl Support {
 }
 
 /// The claim's terms, with repeats removed.
-struct Claim {
+#[derive(Debug, Clone, Default)]
+pub struct Claim {
     words: Vec<(u64, f32)>,
     numbers: Vec<u64>,
     quotes: Vec<String>,
 }
 
 impl Claim {
-    fn read(claim: &str) -> Self {
+    pub fn read(claim: &str) -> Self {
         let mut words: Vec<(u64, f32)> = Vec::new();
         let mut numbers = Vec::new();
         for_each_term(claim, |term| match term {
@@ -75,6 +76,12 @@ impl Claim {
                     numbers.push(hash);
                 }
             }
+            // Words of one or two letters are grammar in nearly every language; they would only
+            // add weight that every passage shares.
+            Term::Word {
+                weight: Weight::Slight,
+                ..
+            } => {}
             Term::Word { .. } => {
                 let (hash, weight) = term_key(term);
                 if !words.iter().any(|(h, _)| *h == hash) {
@@ -90,9 +97,23 @@ impl Claim {
     }
 }
 
+impl Claim {
+    /// The keys of the claim's words and numbers, which are all a source's index needs to hold.
+    pub fn keys(&self) -> impl Iterator<Item = u64> + '_ {
+        self.words
+            .iter()
+            .map(|(hash, _)| *hash)
+            .chain(self.numbers.iter().copied())
+    }
+}
+
 /// Checks one claim against one source's indexed text.
 pub fn check_claim(claim: &str, source: &IndexedText<'_>) -> Support {
-    let claim = Claim::read(claim);
+    check_read_claim(&Claim::read(claim), source)
+}
+
+/// [`check_claim`] for a claim already read.
+pub fn check_read_claim(claim: &Claim, source: &IndexedText<'_>) -> Support {
     let passages = source.passage_count();
     if passages == 0 || (claim.words.is_empty() && claim.numbers.is_empty()) {
         return Support::none();

@@ -42,16 +42,23 @@ impl Weight {
     }
 }
 
-const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+/// Where a word's hash starts; pairs of ideographs and numbers start elsewhere, so they never
+/// collide with a word.
+const WORD_SEED: u64 = 0;
+const PAIR_SEED: u64 = 0x9e37_79b9_7f4a_7c15;
+const NUMBER_SEED: u64 = 0x6a09_e667_f3bc_c909;
 
-fn mix(hash: u64, c: char) -> u64 {
-    let mut hash = hash;
-    for byte in (c as u32).to_le_bytes() {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(FNV_PRIME);
-    }
-    hash
+/// Adds one character to a hash being built: a rotation and an xor, so the characters of a word
+/// are packed rather than multiplied one by one (the page reading this serves is the check's cost).
+fn pack(hash: u64, c: char) -> u64 {
+    hash.rotate_left(11) ^ u64::from(c as u32)
+}
+
+/// Mixes a packed hash so that every bit depends on every character (the index's maps and filter
+/// use both ends of it).
+fn seal(hash: u64) -> u64 {
+    let hash = (hash ^ 0xff51_afd7_ed55_8ccd).wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    hash ^ (hash >> 31)
 }
 
 /// Whether `c` separates words: whitespace, and punctuation or symbols of the common blocks.
@@ -92,58 +99,152 @@ fn digit_value(c: char) -> Option<u32> {
     Some(c as u32 - zero)
 }
 
+/// The character starting at byte `at` of `text` (which is a character boundary).
+fn char_at(text: &str, at: usize) -> char {
+    text[at..].chars().next().unwrap_or(' ')
+}
+
+/// What reading a text finds, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Token {
+    /// A term and the byte offset it starts at.
+    Term(Term, usize),
+    /// A sentence ends at this byte offset: after `.`, `!`, `?` or `;` followed by whitespace or
+    /// the end, after their full-width forms and `。`, and at a line break.
+    SentenceEnd(usize),
+}
+
 /// Calls `found` with each term of `text`, in order.
 pub fn for_each_term(text: &str, mut found: impl FnMut(Term)) {
-    let mut chars = text.char_indices().peekable();
-    while let Some(&(_, c)) = chars.peek() {
-        if digit_value(c).is_some() {
-            found(Term::Number(read_number(&mut chars)));
-        } else if is_separator(c) {
-            chars.next();
-        } else if is_unspaced(c) {
-            read_unspaced(&mut chars, &mut found);
+    for_each_token(text, |token| {
+        if let Token::Term(term, _) = token {
+            found(term);
+        }
+    });
+}
+
+/// Calls `found` with each term and sentence end of `text`, in order, in one pass. Works on bytes,
+/// decoding only non-ASCII characters: most web text is mostly ASCII, and this runs over every page
+/// a turn read.
+pub fn for_each_token(text: &str, mut found: impl FnMut(Token)) {
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    while at < bytes.len() {
+        let b = bytes[at];
+        let start = at;
+        let mut report = |term| found(Token::Term(term, start));
+        if b.is_ascii_alphabetic() {
+            at = read_ascii_word(text, at, &mut report);
+        } else if b.is_ascii_digit() {
+            at = read_number(text, at, &mut report);
+        } else if b.is_ascii() {
+            at += 1;
+            let ends = match b {
+                b'\n' => true,
+                b'.' | b'!' | b'?' | b';' => text[at..].chars().next().is_none_or(char::is_whitespace),
+                _ => false,
+            };
+            if ends {
+                found(Token::SentenceEnd(at));
+            }
         } else {
-            read_word(&mut chars, &mut found);
+            let c = char_at(text, at);
+            at = if digit_value(c).is_some() {
+                read_number(text, at, &mut report)
+            } else if is_separator(c) {
+                if matches!(c, '。' | '！' | '？' | '；') {
+                    found(Token::SentenceEnd(at + c.len_utf8()));
+                }
+                at + c.len_utf8()
+            } else if is_unspaced(c) {
+                read_unspaced(text, at, &mut report)
+            } else {
+                read_word(text, at, &mut report)
+            };
         }
     }
 }
 
-type Chars<'a> = std::iter::Peekable<std::str::CharIndices<'a>>;
+/// A word of ASCII letters is read without decoding; one that goes on in another script is read
+/// as any word.
+fn read_ascii_word(text: &str, at: usize, found: &mut impl FnMut(Term)) -> usize {
+    let bytes = text.as_bytes();
+    let len = bytes[at..]
+        .iter()
+        .position(|b| !b.is_ascii_alphabetic())
+        .unwrap_or(bytes.len() - at);
+    let end = at + len;
+    if bytes.get(end).is_some_and(|b| !b.is_ascii()) {
+        return read_word(text, at, found);
+    }
+    let hash = bytes[at..end].iter().take(STEM_CHARS).fold(WORD_SEED, |hash, b| {
+        pack(hash, char::from(b.to_ascii_lowercase()))
+    });
+    found(Term::Word {
+        hash: seal(hash),
+        weight: weight_of(len),
+    });
+    end
+}
 
-fn read_word(chars: &mut Chars<'_>, found: &mut impl FnMut(Term)) {
-    let mut hash = FNV_OFFSET;
+fn weight_of(chars: usize) -> Weight {
+    match chars {
+        0..=2 => Weight::Slight,
+        3 => Weight::Light,
+        _ => Weight::Full,
+    }
+}
+
+/// Reads the word at `at`; returns where it ends.
+fn read_word(text: &str, mut at: usize, found: &mut impl FnMut(Term)) -> usize {
+    let bytes = text.as_bytes();
+    let mut hash = WORD_SEED;
     let mut len = 0usize;
-    while let Some(&(_, c)) = chars.peek() {
-        if is_separator(c) || is_unspaced(c) || digit_value(c).is_some() {
-            break;
-        }
-        chars.next();
-        if len < STEM_CHARS {
-            for lower in c.to_lowercase() {
-                hash = mix(hash, lower);
+    while at < bytes.len() {
+        let b = bytes[at];
+        if b.is_ascii() {
+            if !b.is_ascii_alphabetic() {
+                break;
             }
+            if len < STEM_CHARS {
+                hash = pack(hash, char::from(b.to_ascii_lowercase()));
+            }
+            at += 1;
+        } else {
+            let c = char_at(text, at);
+            if is_separator(c) || is_unspaced(c) || digit_value(c).is_some() {
+                break;
+            }
+            if len < STEM_CHARS {
+                for lower in c.to_lowercase() {
+                    hash = pack(hash, lower);
+                }
+            }
+            at += c.len_utf8();
         }
         len += 1;
     }
-    let weight = match len {
-        0 => return,
-        1 | 2 => Weight::Slight,
-        3 => Weight::Light,
-        _ => Weight::Full,
-    };
-    found(Term::Word { hash, weight });
+    if len > 0 {
+        found(Term::Word {
+            hash: seal(hash),
+            weight: weight_of(len),
+        });
+    }
+    at
 }
 
-fn read_unspaced(chars: &mut Chars<'_>, found: &mut impl FnMut(Term)) {
+/// Reads a run of ideographs and kana at `at` as pairs; returns where it ends.
+fn read_unspaced(text: &str, mut at: usize, found: &mut impl FnMut(Term)) -> usize {
     let mut previous: Option<char> = None;
     let mut pairs = 0;
-    while let Some(&(_, c)) = chars.peek() {
+    while at < text.len() {
+        let c = char_at(text, at);
         if !is_unspaced(c) {
             break;
         }
-        chars.next();
+        at += c.len_utf8();
         if let Some(p) = previous {
-            let hash = mix(mix(FNV_OFFSET, p), c);
+            let hash = seal(pack(pack(PAIR_SEED, p), c));
             // Hiragana mostly spell grammar (particles, endings); kanji and katakana the content.
             let weight = if is_hiragana(p) || is_hiragana(c) {
                 Weight::Light
@@ -159,54 +260,102 @@ fn read_unspaced(chars: &mut Chars<'_>, found: &mut impl FnMut(Term)) {
         && let Some(single) = previous
     {
         found(Term::Word {
-            hash: mix(FNV_OFFSET, single),
+            hash: seal(pack(PAIR_SEED, single)),
             weight: Weight::Light,
         });
     }
+    at
 }
 
-/// Reads digits with `.`/`,` separators (see the module header) and hashes the normalised number.
-fn read_number(chars: &mut Chars<'_>) -> u64 {
-    // Digit groups and whether each separator before a group is kept as the decimal point.
-    let mut digits = String::new();
+/// The most digits of a number that count; a longer one is told apart by these.
+const MAX_NUMBER_DIGITS: usize = 40;
+
+/// Digits of a number as read so far, without allocating.
+struct NumberDigits {
+    digits: [u8; MAX_NUMBER_DIGITS],
+    len: usize,
+}
+
+impl NumberDigits {
+    fn push(&mut self, digit: u8) {
+        if self.len < MAX_NUMBER_DIGITS {
+            self.digits[self.len] = digit;
+            self.len += 1;
+        }
+    }
+
+    fn remove(&mut self, at: usize) {
+        if at < self.len {
+            self.digits.copy_within(at + 1..self.len, at);
+            self.len -= 1;
+        }
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        &self.digits[..self.len]
+    }
+}
+
+/// Reads digits with `.`/`,` separators (see the module header), reports the normalised number and
+/// returns where it ends.
+fn read_number(text: &str, mut at: usize, found: &mut impl FnMut(Term)) -> usize {
+    let mut digits = NumberDigits {
+        digits: [0; MAX_NUMBER_DIGITS],
+        len: 0,
+    };
     let mut group_len = 0usize;
     let mut pending_separator: Option<usize> = None;
-    loop {
-        let Some(&(_, c)) = chars.peek() else { break };
-        if let Some(value) = digit_value(c) {
-            chars.next();
-            digits.extend(char::from_digit(value, 10));
+    while at < text.len() {
+        let b = text.as_bytes()[at];
+        if b.is_ascii_digit() {
+            digits.push(b);
             group_len += 1;
+            at += 1;
             continue;
         }
-        if matches!(c, '.' | ',') && group_len > 0 {
-            // A separator counts only when a digit follows it.
-            let mut ahead = chars.clone();
-            ahead.next();
-            if ahead.peek().is_some_and(|&(_, d)| digit_value(d).is_some()) {
-                settle_separator(&mut digits, pending_separator, group_len);
-                chars.next();
-                pending_separator = Some(digits.len());
-                digits.push('.');
-                group_len = 0;
-                continue;
-            }
+        let c = char_at(text, at);
+        if let Some(value) = digit_value(c) {
+            digits.push(b'0' + value as u8);
+            group_len += 1;
+            at += c.len_utf8();
+            continue;
+        }
+        // A separator counts only when a digit follows it.
+        let next_is_digit = || digit_value(char_at(text, at + 1)).is_some();
+        if matches!(c, '.' | ',') && group_len > 0 && at + 1 < text.len() && next_is_digit() {
+            settle_separator(&mut digits, pending_separator, group_len);
+            pending_separator = Some(digits.len);
+            digits.push(b'.');
+            group_len = 0;
+            at += 1;
+            continue;
         }
         break;
     }
     settle_separator(&mut digits, pending_separator, group_len);
-    let trimmed = if digits.contains('.') {
-        digits.trim_end_matches('0').trim_end_matches('.')
-    } else {
-        digits.as_str()
-    };
-    let trimmed = trimmed.trim_start_matches('0');
-    trimmed.chars().fold(mix(FNV_OFFSET, '#'), mix)
+    let mut kept = digits.as_slice();
+    if kept.contains(&b'.') {
+        while let [rest @ .., b'0'] = kept {
+            kept = rest;
+        }
+        if let [rest @ .., b'.'] = kept {
+            kept = rest;
+        }
+    }
+    while let [b'0', rest @ ..] = kept {
+        kept = rest;
+    }
+    let hash = kept
+        .iter()
+        .fold(NUMBER_SEED, |hash, &b| pack(hash, char::from(b)));
+    let hash = seal(hash);
+    found(Term::Number(hash));
+    at
 }
 
 /// The separator at `at` ended a group of `group_len` digits: three digits make it a thousands
 /// separator (dropped); otherwise it stays the decimal point.
-fn settle_separator(digits: &mut String, at: Option<usize>, group_len: usize) {
+fn settle_separator(digits: &mut NumberDigits, at: Option<usize>, group_len: usize) {
     if let Some(at) = at
         && group_len == 3
     {

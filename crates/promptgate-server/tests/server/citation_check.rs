@@ -178,3 +178,28 @@ async fn indexing_and_code_keep_their_brackets() {
     let stored = gw.stored_messages("cite-code", 2).await;
     assert_eq!(stored[1]["metadata"]["citationCounts"]["dangling"], 1);
 }
+
+#[tokio::test]
+async fn an_answer_lists_at_most_200_checked_citations() {
+    let (gw, upstream, web) = gateway().await;
+    let search = json!({"query": "tide tables"}).to_string();
+    upstream.push(tool_calls(&[("s1", "search", &[search.as_str()])]));
+    let answer = "The sea rises [1]. ".repeat(205);
+    upstream.push(text([answer.as_str()]));
+    let sse = gw
+        .stream(
+            "/v1/chat",
+            common::use_chat_body("cite-many", "Tides?", "scripted"),
+        )
+        .await;
+    assert_eq!(
+        sse.text().trim_end(),
+        answer.trim_end(),
+        "every citation stays in the text"
+    );
+    let stored = gw.stored_messages("cite-many", 2).await;
+    let metadata = &stored[1]["metadata"];
+    assert_eq!(metadata["citations"].as_array().unwrap().len(), 200);
+    assert_eq!(metadata["citationCounts"]["total"], 200);
+    assert_eq!(metadata["citations"][0]["url"], web.page("/tides"));
+}

@@ -24,6 +24,8 @@ pub(super) struct StreamedCall {
     pub(super) client: bool,
 }
 
+/// Citations of one answer that are checked and listed in its metadata.
+pub(super) const MAX_CHECKED_CITATIONS: usize = 200;
 /// Calls one step may make; further calls of the step are ignored.
 pub(super) const MAX_CALLS_PER_STEP: usize = 32;
 /// Argument text kept per call; generous enough for a whole HTML page.
@@ -232,10 +234,14 @@ impl Turn {
     /// Checks a finished part's citations, keeps them for the answer's metadata and returns them
     /// in the AI SDK 7 shape (`None` when there are none).
     fn check_part(&mut self, text: &str, markers: &MarkerScanner) -> Option<Vec<Value>> {
+        // The model decides how many citations it writes; the answer's metadata keeps a bounded
+        // number. Those past it are still scanned (a dangling one is still removed), not checked.
+        let room = MAX_CHECKED_CITATIONS.saturating_sub(self.citations.len());
+        let kept = markers.markers();
         let checked = self
             .plan
             .hooks
-            .check_citations(text, self.text_parts, markers.markers());
+            .check_citations(text, self.text_parts, &kept[..room.min(kept.len())]);
         let counts = self.citation_counts.get_or_insert_with(Default::default);
         counts.add(&checked, markers.dangling().len());
         let wire: Vec<Value> = checked.iter().map(sdk_citation).collect();

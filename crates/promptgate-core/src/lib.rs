@@ -11,9 +11,9 @@
 
 pub mod budget;
 pub mod citations;
+pub mod compose;
 pub mod error;
 pub mod ids;
-pub mod plan;
 pub mod prompt;
 pub mod request_fields;
 pub mod settings;

@@ -184,15 +184,17 @@ impl AppLanguage {
 }
 
 /// The two integration providers.
+// Named apart from the model providers of the config file; the API's schema keeps its name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum Provider {
+#[schemars(rename = "Provider")]
+pub enum IntegrationProvider {
     Google,
     Microsoft,
 }
 
-impl Provider {
-    pub const ALL: [Provider; 2] = [Self::Google, Self::Microsoft];
+impl IntegrationProvider {
+    pub const ALL: [IntegrationProvider; 2] = [Self::Google, Self::Microsoft];
 
     pub fn as_str(self) -> &'static str {
         match self {

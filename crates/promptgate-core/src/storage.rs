@@ -10,7 +10,7 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use crate::settings::Provider;
+use crate::settings::IntegrationProvider;
 
 /// Why a storage call failed, in the degree of detail a caller may pass on.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -132,11 +132,20 @@ pub trait ChatSearch: Send + Sync {
 /// echo the sealed blob in their errors.
 #[async_trait]
 pub trait TokenVault: Send + Sync {
-    async fn load(&self, user_id: &str, provider: Provider) -> Result<Option<String>, StorageError>;
+    async fn load(
+        &self,
+        user_id: &str,
+        provider: IntegrationProvider,
+    ) -> Result<Option<String>, StorageError>;
     /// Replaces whatever was stored for the user and provider.
-    async fn store(&self, user_id: &str, provider: Provider, sealed: &str) -> Result<(), StorageError>;
+    async fn store(
+        &self,
+        user_id: &str,
+        provider: IntegrationProvider,
+        sealed: &str,
+    ) -> Result<(), StorageError>;
     /// Forgetting a set that is not there is not an error.
-    async fn delete(&self, user_id: &str, provider: Provider) -> Result<(), StorageError>;
+    async fn delete(&self, user_id: &str, provider: IntegrationProvider) -> Result<(), StorageError>;
 }
 
 /// Where the harness workspace's files are kept, per user and thread.

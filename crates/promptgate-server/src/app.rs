@@ -32,10 +32,10 @@ fn api_routes() -> ApiRouter<AppState> {
         .merge(routes::integrations::routes())
         .merge(routes::models::routes())
         .merge(routes::library::routes())
-        .merge(routes::mcp::routes())
+        .merge(routes::mcp_servers::routes())
         .merge(routes::threads::routes())
         .merge(routes::prompt::routes())
-        .merge(routes::artifact_links::routes())
+        .merge(routes::artifacts::routes())
         .merge(routes::responses::kept_routes())
 }
 

@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use promptgate_service::settings::{DocumentReader, DocumentSettings, PdfLimits};
+use promptgate_service::deployment::{DocumentReader, DocumentSettings, PdfLimits};
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]

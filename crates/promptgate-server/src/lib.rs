@@ -15,10 +15,6 @@ mod body_time;
 pub mod boundary;
 pub mod cli;
 pub mod config;
-pub mod config_context;
-#[cfg(test)]
-mod config_keys;
-pub mod config_quotas;
 pub mod deploy;
 pub mod documents;
 pub mod error;

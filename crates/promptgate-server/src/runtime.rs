@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use anyhow::Context;
-use promptgate_service::settings::{
+use promptgate_service::deployment::{
     DEFAULT_CALENDAR_BASE, DEFAULT_GMAIL_BASE, DEFAULT_GRAPH_BASE, GoogleSetup, HubSettings, InstanceConfig,
     IntegrationSettings, MicrosoftSetup, OAuthProviderConfig, ProviderKind as Kind, ProviderSettings,
     SearchConfig, ServiceConfig, Settings, ThinkingMode, Timeouts, TokenSealer, TurnLimits,

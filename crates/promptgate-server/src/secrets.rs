@@ -1,7 +1,7 @@
 //! The key that seals secrets at rest: where this deployment finds it.
 //!
 //! One key seals everything the gateway keeps secret: OAuth token sets and MCP header values and
-//! bearer tokens, in one format (`promptgate_service::settings::TokenSealer`). Where it comes from:
+//! bearer tokens, in one format (`promptgate_service::deployment::TokenSealer`). Where it comes from:
 //!
 //! 1. The environment variable named by `[integrations] token_key_env`, or `PROMPTGATE_TOKEN_KEY`
 //!    when there is no `[integrations]` section (base64 of 32 bytes).
@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context;
-use promptgate_service::settings::{SecretsSettings, TokenSealer};
+use promptgate_service::deployment::{SecretsSettings, TokenSealer};
 
 use crate::config::{AuthMode, Config, Env};
 

@@ -7,8 +7,8 @@
 //! server that still ran the old code: keep them stable.
 
 use bytes::{Bytes, BytesMut};
+use promptgate_service::deployment::StreamEncoding;
 use promptgate_service::events::{UiChunk, UiStreamVersion};
-use promptgate_service::settings::StreamEncoding;
 use serde::Serialize;
 
 /// The frame that ends a stream.

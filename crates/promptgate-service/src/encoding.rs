@@ -1,6 +1,6 @@
 //! How a turn's stream is written for its readers. The wire format belongs to the transport that
 //! speaks to clients (the server's UI message stream is SSE): it hands its encoding to
-//! [`Service::start`](crate::Service::start) in [`Settings`](crate::settings::Settings), and the
+//! [`Service::start`](crate::Service::start) in [`Settings`](crate::deployment::Settings), and the
 //! service writes every reader's bytes with it. Those bytes are also what the service keeps for
 //! followers: in memory while the turn runs, and in the store for a reader on another instance.
 //! Every instance of a deployment runs the same server, so the stored bytes read the same

@@ -2,7 +2,7 @@
 //! terms a transport can map without knowing the MCP client or the tools. The store's own error is
 //! carried as it is ([`ServiceError::Store`]), re-exported by the crate for transports to map.
 
-use promptgate_core::settings::Provider;
+use promptgate_core::settings::IntegrationProvider;
 use promptgate_store::StoreError;
 
 #[derive(Debug, thiserror::Error)]
@@ -49,10 +49,10 @@ pub enum ServiceError {
     RefusedAddress(String),
     /// An integration is connected by authorizing it, not by saying so.
     #[error("an integration is connected by authorizing it")]
-    ConnectByAuthorizing(Provider),
+    ConnectByAuthorizing(IntegrationProvider),
     /// This deployment registered no OAuth client for the provider.
     #[error("this server has no OAuth client for {}", .0.as_str())]
-    IntegrationNotConfigured(Provider),
+    IntegrationNotConfigured(IntegrationProvider),
     #[error("too many integration authorizations are in progress; try again in a few minutes")]
     TooManyAuthorizations,
     /// An OAuth callback whose `state` is unknown, used or expired.

@@ -1,6 +1,6 @@
-//! The per-thread harness of harness-engine models: the conversation the model saw on the thread's
-//! last send (tool calls and results included), kept in memory while its signature holds, so the next
-//! send continues it instead of replaying only the text of earlier turns.
+//! The kept transcripts of harness-engine models, one per thread: the conversation the model saw
+//! on the thread's last send (tool calls and results included), kept in memory while its signature
+//! holds, so the next send continues it instead of replaying only the text of earlier turns.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -18,7 +18,7 @@ use promptgate_turn::engine::{TurnEnd, TurnStatus};
 pub const DEFAULT_KEPT_HARNESSES: usize = 256;
 
 /// Bytes of transcript text one instance keeps across all threads; past it the least recently used
-/// harnesses go first, and a transcript larger than all of it is not kept at all. Long threads have
+/// transcripts go first, and a transcript larger than all of it is not kept at all. Long threads have
 /// transcripts of many megabytes, so a count alone does not bound the memory.
 pub const DEFAULT_KEPT_HARNESS_BYTES: usize = 64 * 1024 * 1024;
 
@@ -70,7 +70,7 @@ struct Inner {
 }
 
 impl Inner {
-    /// Drops the least recently used harnesses, never `keep`, until both bounds hold.
+    /// Drops the least recently used transcripts, never `keep`, until both bounds hold.
     fn evict(&mut self, capacity: usize, max_bytes: usize, keep: &ThreadKey) {
         while self.threads.len() > capacity || self.bytes > max_bytes {
             let oldest = self
@@ -136,9 +136,9 @@ fn transcript_bytes(transcript: &[ChatMessage]) -> usize {
         .sum()
 }
 
-/// The kept harnesses of this instance, by user and thread. Cheap to clone.
+/// The kept transcripts of this instance, by user and thread. Cheap to clone.
 #[derive(Clone)]
-pub(crate) struct Harnesses {
+pub(crate) struct KeptTranscripts {
     inner: Arc<Mutex<Inner>>,
     capacity: usize,
     max_bytes: usize,
@@ -151,7 +151,7 @@ pub(crate) struct Started {
     pub transcript: Option<Vec<ChatMessage>>,
 }
 
-impl Harnesses {
+impl KeptTranscripts {
     pub fn new(capacity: usize, max_bytes: usize) -> Self {
         Self {
             inner: Arc::default(),
@@ -166,7 +166,7 @@ impl Harnesses {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The regeneration revision a send to the thread plans with: one more than the kept one when
+    /// The regeneration revision a send to the thread composes with: one more than the kept one when
     /// the send regenerates.
     pub fn revision(&self, user_id: &str, thread_id: &str, regenerate: bool) -> u32 {
         let kept = self
@@ -263,7 +263,7 @@ impl Harnesses {
 
 /// Hands a finished run's transcript back to the thread's harness.
 pub(crate) struct KeepTranscript {
-    pub harnesses: Harnesses,
+    pub transcripts: KeptTranscripts,
     pub user_id: String,
     pub thread_id: String,
     pub signature: String,
@@ -277,7 +277,7 @@ impl TurnEnd for KeepTranscript {
         transcript: &'a [ChatMessage],
     ) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
         let key = (self.user_id.clone(), self.thread_id.clone());
-        self.harnesses
+        self.transcripts
             .finish(&key, &self.signature, &self.answer_id, status, transcript);
         Box::pin(std::future::ready(()))
     }
@@ -312,14 +312,14 @@ mod tests {
         }]
     }
 
-    fn keep(h: &Harnesses, thread: &str, signature: &str, answer: &str, status: TurnStatus) {
+    fn keep(h: &KeptTranscripts, thread: &str, signature: &str, answer: &str, status: TurnStatus) {
         let key = ("u".to_owned(), thread.to_owned());
         h.finish(&key, signature, answer, status, &said(thread));
     }
 
     #[test]
     fn a_transcript_is_continued_only_while_signature_and_latest_answer_hold() {
-        let h = Harnesses::new(8, DEFAULT_KEPT_HARNESS_BYTES);
+        let h = KeptTranscripts::new(8, DEFAULT_KEPT_HARNESS_BYTES);
         let first = h.start(("u", "t"), "sig", 0, None, CancellationToken::new());
         assert!(first.transcript.is_none(), "nothing kept yet");
         keep(&h, "t", "sig", "a1", TurnStatus::Complete);
@@ -354,7 +354,7 @@ mod tests {
 
     #[test]
     fn the_least_recently_used_harness_goes_first_and_users_are_apart() {
-        let h = Harnesses::new(2, DEFAULT_KEPT_HARNESS_BYTES);
+        let h = KeptTranscripts::new(2, DEFAULT_KEPT_HARNESS_BYTES);
         for thread in ["a", "b"] {
             h.start(("u", thread), "s", 0, None, CancellationToken::new());
             keep(&h, thread, "s", "x", TurnStatus::Complete);
@@ -385,13 +385,13 @@ mod tests {
         }]
     }
 
-    fn kept_one(h: &Harnesses, thread: &str, bytes: usize) {
+    fn kept_one(h: &KeptTranscripts, thread: &str, bytes: usize) {
         h.start(("u", thread), "s", 0, None, CancellationToken::new());
         let key = ("u".to_owned(), thread.to_owned());
         h.finish(&key, "s", "x", TurnStatus::Complete, &long(thread, bytes));
     }
 
-    fn continues(h: &Harnesses, thread: &str) -> bool {
+    fn continues(h: &KeptTranscripts, thread: &str) -> bool {
         h.start(("u", thread), "s", 0, Some("x"), CancellationToken::new())
             .transcript
             .is_some()
@@ -399,7 +399,7 @@ mod tests {
 
     #[test]
     fn transcripts_are_bounded_by_their_bytes_least_recently_used_first() {
-        let h = Harnesses::new(100, 250_000);
+        let h = KeptTranscripts::new(100, 250_000);
         for thread in ["a", "b"] {
             kept_one(&h, thread, 100_000);
         }
@@ -425,7 +425,7 @@ mod tests {
 
     #[test]
     fn the_byte_count_follows_every_change() {
-        let h = Harnesses::new(1, DEFAULT_KEPT_HARNESS_BYTES);
+        let h = KeptTranscripts::new(1, DEFAULT_KEPT_HARNESS_BYTES);
         kept_one(&h, "a", 10_000);
         let one = h.lock().bytes;
         assert!(one >= 10_000, "{one}");

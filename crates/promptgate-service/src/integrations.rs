@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use promptgate_core::settings::{IntegrationStatus, Provider};
+use promptgate_core::settings::{IntegrationProvider, IntegrationStatus};
 use promptgate_store::Store;
 use promptgate_tools::google::{GoogleClient, GoogleExecutor};
 use promptgate_tools::microsoft::{GraphClient, MicrosoftExecutor};
@@ -65,16 +65,21 @@ impl Integrations {
     }
 
     /// The OAuth client of `provider`, when this deployment configured it.
-    pub fn oauth(&self, provider: Provider) -> Option<&OAuthClient> {
+    pub fn oauth(&self, provider: IntegrationProvider) -> Option<&OAuthClient> {
         match provider {
-            Provider::Google => self.google.as_ref().map(|(oauth, _)| oauth),
-            Provider::Microsoft => self.microsoft.as_ref().map(|(oauth, _)| oauth),
+            IntegrationProvider::Google => self.google.as_ref().map(|(oauth, _)| oauth),
+            IntegrationProvider::Microsoft => self.microsoft.as_ref().map(|(oauth, _)| oauth),
         }
     }
 
     /// The token source of one user at `provider`, reading and writing the store's sealed secret
     /// (the store is the token vault).
-    pub fn tokens(&self, store: &Store, user_id: &str, provider: Provider) -> Option<AccessTokens> {
+    pub fn tokens(
+        &self,
+        store: &Store,
+        user_id: &str,
+        provider: IntegrationProvider,
+    ) -> Option<AccessTokens> {
         let oauth = self.oauth(provider)?;
         Some(AccessTokens::new(
             oauth.clone(),
@@ -96,8 +101,10 @@ impl Integrations {
         status: &IntegrationStatus,
     ) {
         if status.google.usable()
-            && let (Some((_, setup)), Some(tokens)) =
-                (&self.google, self.tokens(store, user_id, Provider::Google))
+            && let (Some((_, setup)), Some(tokens)) = (
+                &self.google,
+                self.tokens(store, user_id, IntegrationProvider::Google),
+            )
         {
             let mut client = GoogleClient::new(self.http.clone(), tokens);
             client.gmail_base = setup.gmail_base.clone();
@@ -107,8 +114,10 @@ impl Integrations {
             }
         }
         if status.microsoft.usable()
-            && let (Some((_, setup)), Some(tokens)) =
-                (&self.microsoft, self.tokens(store, user_id, Provider::Microsoft))
+            && let (Some((_, setup)), Some(tokens)) = (
+                &self.microsoft,
+                self.tokens(store, user_id, IntegrationProvider::Microsoft),
+            )
         {
             let mut client = GraphClient::new(self.http.clone(), tokens);
             client.base = setup.graph_base.clone();

@@ -1,5 +1,5 @@
 //! The use cases of promptgate: one send, end to end (load what the user configured, store their
-//! message, discover MCP tools, plan the prompt and toolset, run the turn engine, and persist the
+//! message, discover MCP tools, compose the prompt and toolset, run the turn engine, and persist the
 //! answer however the turn ends), the stateless completion, and the user's records (threads,
 //! projects, skills, models, MCP servers, settings, integrations, accounts). Transports (the HTTP
 //! server's routes, the UI stream, the OpenAI facade, the CLI) sit on top of [`Service`].
@@ -7,10 +7,10 @@
 //! # Where it sits
 //!
 //! `server → service → {turn, store, mcp, tools, llm, workspace} → core`. The server depends on
-//! this crate and core only: it fills [`settings::Settings`] from its configuration, opens a
+//! this crate and core only: it fills [`deployment::Settings`] from its configuration, opens a
 //! [`Database`], and [`Service::start`] builds everything else (providers, web tools, MCP hub,
 //! integrations, the key for secrets at rest). Its API names what it takes and returns by name:
-//! [`settings`] (deployment vocabulary), [`records`] (the rows the record use cases take and
+//! [`deployment`] (deployment vocabulary), [`records`] (the rows the record use cases take and
 //! return), [`events`] (what a started turn streams), [`facade`] (a facade request's conversation
 //! and tools) and one error type, [`ServiceError`].
 //!
@@ -32,14 +32,26 @@
 //! model must be one they can use, an MCP server's URL must pass the outbound address policy,
 //! an integration is connected only by authorizing it.
 //!
-//! # One send
+//! # Where `Service`'s methods live
 //!
-//! [`Service::send`] reads top-down as its steps: admit (a bounded number of turns run at once),
-//! claim the thread here and in the store, load the send context, settle the conversation (store the
-//! user's message, or trim for a regenerate), [`prepare`](Prepared) the prompt and tools, and start
-//! the engine with [`Prepared::into_turn_plan`], which takes every per-run part at once
-//! ([`RunParts`]) so no half-built plan is ever passed around. [`Service::complete`] is the same
-//! without a thread or a stored answer.
+//! The struct, its construction and its lifetime (spawn, stop, drain) are here; each group of
+//! use cases is an `impl Service` in the module named for it:
+//!
+//! | methods | module |
+//! |---|---|
+//! | [`Service::start`]: open the database and build every long-lived part | `open` |
+//! | [`Service::send`] and its steps; `admit`, `load_with_model` (shared with completions) | `send` |
+//! | `prepare`, [`Service::preview`]: from the stored context to a ready turn | `prepare` |
+//! | `window`, `compact`: the thread as it fits the model's context window | `window` |
+//! | `discover_mcp`: the MCP tools a send gets | `mcp_servers` |
+//! | [`Service::complete`], [`Service::count_input_tokens`]: stateless turns for the facades | `complete` |
+//! | [`Service::respond`] and the kept responses of the Responses API | `respond` |
+//! | [`Service::follow`], `mirror`: following a running turn from any instance | `follow` |
+//! | [`Service::stop`], the claims in the store, the instance heartbeat | `claims` |
+//! | threads, projects, skills, models, settings, artifacts, MCP servers and their probe | `library` |
+//! | the integrations and their OAuth flow | `oauth` |
+//! | `admit_storage`, [`Service::storage_report`]: per-user quotas | `quota` |
+//! | users, tokens, the database's health | `accounts` |
 //!
 //! # Background work
 //!
@@ -53,7 +65,7 @@ mod accounts;
 mod builtin;
 mod claims;
 mod complete;
-mod connect;
+pub mod deployment;
 mod encoding;
 mod error;
 pub mod events;
@@ -67,14 +79,16 @@ mod integrations;
 mod library;
 mod live;
 mod mcp_servers;
+mod oauth;
 mod open;
 mod prepare;
+mod preview;
 mod providers;
 mod quota;
 mod record;
 pub mod records;
 mod respond;
-pub mod settings;
+mod send;
 mod store_retry;
 mod toolset;
 mod window;
@@ -83,15 +97,12 @@ mod workspace;
 use std::sync::Arc;
 use std::time::Duration;
 
-use promptgate_core::settings::Model;
 use promptgate_mcp::McpHub;
-use promptgate_store::{NewMessage, Role, SendContext, Store};
+use promptgate_store::Store;
 use promptgate_tools::web::{SafeFetcher, SearchBackend};
-use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 pub use complete::CompletionRequest;
-pub use connect::OAuthCallback;
 pub use error::ServiceError;
 pub use feed::{FELL_BEHIND_TEXT, Follow, FollowStream, Frames, MAX_FEED_BYTES, SendStream};
 pub use follow::LOST_TURN_TEXT;
@@ -100,22 +111,22 @@ pub use hooks::{TurnState, WebHooks};
 pub use integrations::Integrations;
 pub use library::ProbeOutcome;
 pub use live::{Continuation, LiveTurns};
+pub use oauth::OAuthCallback;
 pub use open::Database;
-pub use prepare::{Prepared, PreparedSend, RunParts};
+pub use prepare::{Prepared, RunParts};
+pub use preview::{PreparedSend, PreviewAsk, WebToolsOff};
 pub use promptgate_store::StoreError;
 pub use providers::{ModelProvider, ProviderClient, Providers, check_request_fields};
 pub use quota::{StorageQuota, StorageReport};
 pub use record::{PendingSave, PendingSaves};
 pub use respond::{ResponseKeeper, ResponseRequest, ResponseRun};
+pub(crate) use send::TurnIds;
+pub use send::{ClientNotes, SendHandle, SendInput, SendRequest};
 pub use toolset::{Executors, McpToolExecutor};
 pub use window::ContextReport;
 
-use feed::{Detach, FeedWriter, TurnFeed};
-use harness::{Harnesses, KeepTranscript};
-use live::{Claim, Slot};
-use promptgate_turn::engine::{TurnEnd, run_turn};
-use record::AnswerWriter;
-use settings::{ServiceConfig, StreamEncoding};
+use deployment::{ServiceConfig, StreamEncoding};
+use harness::KeptTranscripts;
 
 /// Web tools of this deployment; absent parts mean the tools are not offered.
 #[derive(Clone, Default)]
@@ -151,8 +162,8 @@ pub struct Service {
     pending: PendingSaves,
     /// This process among the instances on the database: its id, heartbeat and signal listener.
     instance: Arc<claims::Instance>,
-    /// Per-thread harnesses of harness-engine models.
-    harnesses: Harnesses,
+    /// Per-thread transcripts of harness-engine models.
+    transcripts: KeptTranscripts,
     /// What each user's sends last left out of their MCP tools, so the log says it once per change.
     mcp_left_out: Arc<mcp_servers::LeftOut>,
     /// The transport's wire format of a turn's stream, for its readers and followers.
@@ -161,77 +172,6 @@ pub struct Service {
     pub(crate) token_counters: promptgate_llm::tokens::TokenCounters,
     /// The model that summarises a thread's older part, when one is configured.
     pub(crate) summariser: Option<window::Summariser>,
-}
-
-/// How long a send waits for a stopped turn of its thread to finish storing its answer.
-const WAIT_FOR_STOPPED_TURN: Duration = Duration::from_secs(2);
-
-/// What the user sends.
-#[derive(Debug, Clone)]
-pub enum SendInput {
-    /// A new user message (UI message parts: text and files).
-    Message { id: Option<String>, parts: Vec<Value> },
-    /// Answer the newest user message again.
-    Regenerate,
-}
-
-#[derive(Debug, Clone)]
-pub struct SendRequest {
-    pub user_id: String,
-    pub thread_id: String,
-    /// Create the thread when it does not exist (the useChat endpoint); otherwise it must exist.
-    pub create_thread: bool,
-    pub input: SendInput,
-    pub model: Option<String>,
-    /// The turn this send automatically retries; its budget and sources carry over.
-    pub retry_of: Option<String>,
-    /// Where the client runs (a harness prompt names it); `None` is the web app.
-    pub client: Option<ClientIdentity>,
-    /// What the client says about the user's situation, for the prompt's per-send notes.
-    pub notes: ClientNotes,
-}
-
-/// Per-send facts only the client knows, which the legacy prompt carries as notes after the date
-/// line. The harness engine leaves them out: its system prompt keeps only the clock per send.
-#[derive(Debug, Clone, Default)]
-pub struct ClientNotes {
-    /// The user is talking by voice and the answer is read aloud.
-    pub voice_mode: bool,
-    /// What the user answered in `ask` widgets of earlier answers, so the model does not ask again.
-    pub ask_responses: Vec<promptgate_core::prompt::AskResponse>,
-}
-
-/// A started turn.
-pub struct SendHandle {
-    pub turn_id: String,
-    pub message_id: String,
-    pub model_id: String,
-    pub events: SendStream,
-}
-
-/// The ids a new turn and its answer get.
-pub(crate) struct TurnIds {
-    pub(crate) turn_id: String,
-    pub(crate) message_id: String,
-}
-
-impl TurnIds {
-    pub(crate) fn fresh() -> Self {
-        Self {
-            turn_id: format!("turn_{}", uuid::Uuid::now_v7().simple()),
-            message_id: format!("msg_{}", uuid::Uuid::now_v7().simple()),
-        }
-    }
-}
-
-/// A send's hold on its thread on this instance, from the claim until its turn starts.
-struct ThreadTurn {
-    ids: TurnIds,
-    slot: Slot,
-    /// Stops this turn (and only it); a child of the service's stop-all.
-    cancel: CancellationToken,
-    feed: FeedWriter,
-    admission: tokio::sync::OwnedSemaphorePermit,
 }
 
 impl Service {
@@ -245,7 +185,7 @@ impl Service {
         encoding: StreamEncoding,
     ) -> Self {
         let admission = Arc::new(tokio::sync::Semaphore::new(config.max_turns_in_flight.max(1)));
-        let harnesses = Harnesses::new(config.kept_harnesses, config.kept_harness_bytes);
+        let transcripts = KeptTranscripts::new(config.kept_harnesses, config.kept_harness_bytes);
         Self {
             store,
             providers,
@@ -259,7 +199,7 @@ impl Service {
             stop_all: CancellationToken::new(),
             pending: PendingSaves::default(),
             instance: Arc::new(claims::Instance::default()),
-            harnesses,
+            transcripts,
             mcp_left_out: Arc::default(),
             encoding,
             token_counters: promptgate_llm::tokens::TokenCounters::default(),
@@ -317,392 +257,6 @@ impl Service {
     pub fn instance_id(&self) -> &str {
         &self.instance.id
     }
-
-    /// Starts a turn in a thread: claims the thread, stores the user's message, prepares the
-    /// prompt and toolset, and runs the engine with an answer writer behind it. Each step below
-    /// may refuse the send; nothing after a refusal runs.
-    #[tracing::instrument(
-        name = "send",
-        skip_all,
-        fields(user = %request.user_id, thread_id = %request.thread_id, turn_id = tracing::field::Empty)
-    )]
-    pub async fn send(&self, request: SendRequest) -> Result<SendHandle, ServiceError> {
-        let admission = self.admit()?;
-        let mut turn = self.claim_thread_here(&request, admission).await?;
-        tracing::Span::current().record("turn_id", turn.ids.turn_id.as_str());
-        let (continuation, mut ctx, model, provider) = self.claim_and_load(&request, &mut turn).await?;
-        let answer = record::opening_row(&request.thread_id, &turn.ids, &model.id);
-        self.settle_conversation(&request, &mut ctx, &answer).await?;
-        let planned = prepare::Planned {
-            client: request.client.clone().unwrap_or_else(ClientIdentity::web),
-            regeneration_revision: self.harnesses.revision(
-                &request.user_id,
-                &request.thread_id,
-                matches!(request.input, SendInput::Regenerate),
-            ),
-            notes: request.notes.clone(),
-        };
-        let prepared = self
-            .prepare(
-                &request.user_id,
-                ctx,
-                model,
-                &provider,
-                continuation.as_ref().map(|c| &c.state),
-                &planned,
-            )
-            .await?;
-        let continuation = continuation
-            .unwrap_or_else(|| Continuation::fresh(&turn.ids.turn_id, &prepared.state, &self.config.limits));
-        Ok(self.start_send(&request, turn, prepared, &provider, continuation, &planned))
-    }
-
-    /// Takes the thread on this instance, or refuses the send while a turn runs there. A turn that
-    /// was stopped (or lost its client) is only storing its answer: a client that saw the stopped
-    /// answer and sends again waits for that moment instead of getting a 409.
-    async fn claim_thread_here(
-        &self,
-        request: &SendRequest,
-        admission: tokio::sync::OwnedSemaphorePermit,
-    ) -> Result<ThreadTurn, ServiceError> {
-        let ids = TurnIds::fresh();
-        let cancel = self.stop_all.child_token();
-        let feed = FeedWriter(Arc::new(TurnFeed::default()));
-        let started = tokio::time::Instant::now();
-        loop {
-            match self.live.claim(
-                &request.user_id,
-                &request.thread_id,
-                &ids.turn_id,
-                cancel.clone(),
-                Arc::clone(&feed.0),
-            ) {
-                Claim::Claimed(slot) => {
-                    return Ok(ThreadTurn {
-                        ids,
-                        slot,
-                        cancel,
-                        feed,
-                        admission,
-                    });
-                }
-                Claim::Busy
-                    if started.elapsed() < WAIT_FOR_STOPPED_TURN
-                        && self.live.is_stopping(&request.user_id, &request.thread_id) =>
-                {
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                }
-                Claim::Busy => return Err(ServiceError::Busy(request.thread_id.clone())),
-            }
-        }
-    }
-
-    /// The thread's claim in the store, what a retry carries over, and the send context with its
-    /// model, in one round of concurrent reads.
-    #[tracing::instrument(skip_all)]
-    async fn claim_and_load(
-        &self,
-        request: &SendRequest,
-        turn: &mut ThreadTurn,
-    ) -> Result<(Option<Continuation>, SendContext, Model, ModelProvider), ServiceError> {
-        // A retry whose turn is gone must say so before anything is stored, not start afresh.
-        let recall = async {
-            match request.retry_of.as_deref() {
-                Some(previous) => self
-                    .recall_retry(&request.user_id, &request.thread_id, previous)
-                    .await
-                    .map(Some),
-                None => Ok(None),
-            }
-        };
-        // The store's claim is what keeps other instances out of the thread; it is taken before the
-        // user's message is stored, so a refused send leaves no trace. It goes to the database
-        // alongside the reads, so it adds no round trip before the first byte.
-        let claim = self.claim_in_store(
-            &mut turn.slot,
-            &request.user_id,
-            &request.thread_id,
-            &turn.ids.turn_id,
-            &turn.ids.message_id,
-            request.retry_of.as_deref(),
-        );
-        let load = self.load_with_model(
-            &request.user_id,
-            Some(&request.thread_id),
-            request.model.as_deref(),
-        );
-        let (continuation, (), (ctx, model, provider)) = tokio::try_join!(recall, claim, load)?;
-        Ok((continuation, ctx, model, provider))
-    }
-
-    /// Makes the conversation end with the user message to answer: the new message stored (with its
-    /// thread, on a first send), or for a regenerate the answers after the newest user message
-    /// dropped. The answer's opening row (`answer`) is stored with it, in the same write where there
-    /// is one: the `start` chunk names that row, so it must exist before the stream begins, even if
-    /// this instance dies right after.
-    #[tracing::instrument(skip_all)]
-    async fn settle_conversation(
-        &self,
-        request: &SendRequest,
-        ctx: &mut SendContext,
-        answer: &NewMessage,
-    ) -> Result<(), ServiceError> {
-        let new_user_message = match &request.input {
-            SendInput::Message { id, parts } => Some(validate_user_parts(id.as_deref(), parts)?),
-            SendInput::Regenerate => None,
-        };
-        if ctx.thread.is_none() && !request.create_thread {
-            return Err(ServiceError::UnknownThread(request.thread_id.clone()));
-        }
-        self.admit_storage(&request.user_id, ctx.thread.is_none()).await?;
-        let answer_stored = match new_user_message {
-            Some((id, parts)) => self.store_user_message(request, ctx, id, parts, answer).await?,
-            None => {
-                if ctx.thread.is_none() {
-                    return Err(ServiceError::InvalidMessage(
-                        "there is no user message to answer".to_owned(),
-                    ));
-                }
-                ctx.tail.answer_newest_question();
-                false
-            }
-        };
-        if !ctx.tail.messages.last().is_some_and(|m| m.role == Role::User) {
-            return Err(ServiceError::InvalidMessage(
-                "there is no user message to answer".to_owned(),
-            ));
-        }
-        if !answer_stored {
-            self.store.append_message(&request.user_id, answer).await?;
-        }
-        Ok(())
-    }
-
-    /// Saves the user's words before anything can fail upstream, so nothing they sent is lost, and
-    /// with them `answer` where they are written. True when `answer` was written.
-    async fn store_user_message(
-        &self,
-        request: &SendRequest,
-        ctx: &mut SendContext,
-        id: Option<String>,
-        parts: Vec<Value>,
-        answer: &NewMessage,
-    ) -> Result<bool, ServiceError> {
-        // A resend of the thread's last question (its turn failed) is already stored; any other
-        // id the thread has seen is an edit, which takes that message's place (see
-        // `current_conversation`).
-        let already_stored = is_resent_prompt(
-            &ctx.tail.messages,
-            id.as_deref(),
-            &parts,
-            request.retry_of.is_some(),
-        );
-        if already_stored {
-            // The retried turn's answer is replaced by this one; the model answers the prompt.
-            ctx.tail.answer_newest_question();
-            return Ok(false);
-        }
-        let message = NewMessage {
-            id,
-            thread_id: request.thread_id.clone(),
-            role: Role::User,
-            parts: Value::Array(parts),
-            metadata: json!({}),
-            status: None,
-        };
-        let both = [message, answer.clone()];
-        let stored = if ctx.thread.is_none() {
-            // A first send creates its thread and messages in one write.
-            let title = title_from(both[0].parts.as_array().map_or(&[][..], Vec::as_slice));
-            let (thread, stored) = self
-                .store
-                .create_thread_with_messages(
-                    &request.user_id,
-                    &promptgate_store::NewThread {
-                        id: Some(request.thread_id.clone()),
-                        project_id: None,
-                        title: Some(title).filter(|t| !t.is_empty()),
-                    },
-                    &both,
-                )
-                .await?;
-            ctx.thread = Some(thread);
-            ctx.tail.messages.clear();
-            ctx.tail.from_start = true;
-            stored
-        } else {
-            self.store.append_messages(&request.user_id, &both).await?
-        };
-        // The conversation the model answers ends with the question, not its empty answer.
-        if let Some(question) = stored.into_iter().next() {
-            ctx.tail.messages.push(question);
-        }
-        Ok(true)
-    }
-
-    /// Runs the prepared turn with its answer writer; its events are kept for followers.
-    fn start_send(
-        &self,
-        request: &SendRequest,
-        turn: ThreadTurn,
-        mut prepared: Prepared,
-        provider: &ModelProvider,
-        continuation: Continuation,
-        planned: &prepare::Planned,
-    ) -> SendHandle {
-        let ThreadTurn {
-            ids,
-            slot,
-            cancel,
-            feed,
-            admission,
-        } = turn;
-        let model_id = prepared.model.id.clone();
-        tracing::info!(
-            model = %model_id, tools = prepared.tools.len(), retry_of = ?request.retry_of, "turn started"
-        );
-        let recorder = AnswerWriter {
-            store: self.store.clone(),
-            user_id: request.user_id.clone(),
-            thread_id: request.thread_id.clone(),
-            turn_id: ids.turn_id.clone(),
-            message_id: ids.message_id.clone(),
-            slot,
-            continuation: Continuation {
-                turn_id: ids.turn_id.clone(),
-                ..continuation.clone()
-            },
-            retry_for: self.config.save_retry,
-            pending: self.pending.clone(),
-            mirrors: self.mirrors(),
-        }
-        .start(&self.tasks);
-        let (refusal, on_end) = self.continue_harness(
-            request,
-            &mut prepared,
-            planned,
-            &continuation,
-            &ids.message_id,
-            &cancel,
-        );
-        let plan = prepared.into_turn_plan(
-            provider,
-            self.config.limits,
-            RunParts {
-                turn_id: ids.turn_id.clone(),
-                message_id: ids.message_id.clone(),
-                request_budget: continuation.requests,
-                tool_cache: continuation.tool_cache,
-                cancel: cancel.clone(),
-                admission,
-                recorder: Some(recorder),
-                extra: Map::new(),
-                tasks: self.tasks.clone(),
-                refusal,
-                on_end,
-                client: Default::default(),
-            },
-        );
-        let run = run_turn(plan);
-        let detach = Detach {
-            on_disconnect: self.config.on_disconnect,
-            cancel,
-            tasks: self.tasks.clone(),
-            drained: false,
-        };
-        SendHandle {
-            turn_id: ids.turn_id,
-            message_id: ids.message_id,
-            model_id,
-            events: SendStream::fed(run.events, feed, detach, self.encoding),
-        }
-    }
-
-    /// A harness model's send continues the thread's kept transcript when its signature still
-    /// holds (else the prepared history re-seeds it), and keeps the new transcript when the turn
-    /// ends. Returns the refusal of a retry whose web budget is spent, and the turn-end work.
-    fn continue_harness(
-        &self,
-        request: &SendRequest,
-        prepared: &mut Prepared,
-        planned: &prepare::Planned,
-        continuation: &Continuation,
-        message_id: &str,
-        cancel: &CancellationToken,
-    ) -> (Option<String>, Vec<Arc<dyn TurnEnd>>) {
-        let Some(prompt) = prepared.harness_prompt.clone() else {
-            return (None, Vec::new());
-        };
-        let signature = &prepared.composed.harness_signature;
-        let started = self.harnesses.start(
-            (&request.user_id, &request.thread_id),
-            signature,
-            planned.regeneration_revision,
-            prepared.previous_answer.as_deref(),
-            cancel.clone(),
-        );
-        if let Some(mut transcript) = started.transcript {
-            // The kept transcript holds the earlier sends' tool calls too, so it can outgrow the
-            // room while the stored thread fits; and after a compaction it holds turns the summary
-            // now stands for. Then the harness starts again from what the window shows.
-            let budget = &prepared.budget;
-            let tokens = budget.counter.messages(&transcript) + budget.counter.message(&prompt);
-            if !prepared.compacted && tokens <= budget.room.saturating_sub(prepared.earlier_tokens) {
-                transcript.push(prompt);
-                prepared.history = transcript;
-            }
-        }
-        let keep: Arc<dyn TurnEnd> = Arc::new(KeepTranscript {
-            harnesses: self.harnesses.clone(),
-            user_id: request.user_id.clone(),
-            thread_id: request.thread_id.clone(),
-            signature: signature.clone(),
-            answer_id: message_id.to_owned(),
-        });
-        // A retry carrying a spent budget could only replay the same denials; the user decides
-        // whether a new research attempt is worth it.
-        let refusal = continuation
-            .state
-            .budget()
-            .is_exhausted()
-            .then(|| REPLAY_REFUSED_TEXT.to_owned());
-        (refusal, vec![keep])
-    }
-
-    /// A place for one more turn, or `Overloaded` when the server already runs its limit.
-    pub(crate) fn admit(&self) -> Result<tokio::sync::OwnedSemaphorePermit, ServiceError> {
-        Arc::clone(&self.admission).try_acquire_owned().map_err(|_| {
-            tracing::warn!(
-                limit = self.config.max_turns_in_flight,
-                "turn refused: the server is at its limit of turns in flight"
-            );
-            ServiceError::Overloaded(self.config.max_turns_in_flight)
-        })
-    }
-
-    /// The send context of `thread_id` (none: a stateless completion) with the requested model
-    /// (else the user's default, else the server's) taken out of it, and the provider that serves
-    /// the model.
-    pub(crate) async fn load_with_model(
-        &self,
-        user_id: &str,
-        thread_id: Option<&str>,
-        requested: Option<&str>,
-    ) -> Result<(SendContext, Model, ModelProvider), ServiceError> {
-        let mut ctx = self
-            .store
-            .load_send_context(user_id, thread_id, requested, &self.config.default_model)
-            .await?;
-        let model = ctx
-            .model
-            .take()
-            .ok_or_else(|| ServiceError::UnknownModel(ctx.model_id.clone()))?;
-        let provider = self
-            .providers
-            .get(&model.provider)
-            .ok_or_else(|| ServiceError::ProviderMissing(model.provider.clone()))?;
-        Ok((ctx, model, provider.clone()))
-    }
 }
 
 /// The time core's decisions are made at (the prompt's date, a workspace's clock): the service is
@@ -713,83 +267,4 @@ impl Service {
 )]
 pub(crate) fn now() -> chrono::DateTime<chrono::Utc> {
     chrono::Utc::now()
-}
-
-/// Checks a user message's parts: a non-empty array of objects with a `type`, with some content.
-fn validate_user_parts(
-    id: Option<&str>,
-    parts: &[Value],
-) -> Result<(Option<String>, Vec<Value>), ServiceError> {
-    if parts.is_empty() {
-        return Err(ServiceError::InvalidMessage(
-            "the message has no parts".to_owned(),
-        ));
-    }
-    if parts.len() > 64 {
-        return Err(ServiceError::InvalidMessage(
-            "a message may have at most 64 parts".to_owned(),
-        ));
-    }
-    let mut has_content = false;
-    for part in parts {
-        match part.get("type").and_then(Value::as_str) {
-            Some("text") => {
-                has_content |= part
-                    .get("text")
-                    .and_then(Value::as_str)
-                    .is_some_and(|t| !t.trim().is_empty())
-            }
-            Some("file") => has_content |= part.get("url").and_then(Value::as_str).is_some(),
-            Some(_) => {}
-            None => {
-                return Err(ServiceError::InvalidMessage(
-                    "every message part needs a `type`".to_owned(),
-                ));
-            }
-        }
-    }
-    if !has_content {
-        return Err(ServiceError::InvalidMessage(
-            "the message has no text or file".to_owned(),
-        ));
-    }
-    Ok((id.map(str::to_owned), parts.to_vec()))
-}
-
-/// A thread title from the first words of its first message.
-fn title_from(parts: &[Value]) -> String {
-    let text: String = parts
-        .iter()
-        .filter_map(|p| p.get("text").and_then(Value::as_str))
-        .collect::<Vec<_>>()
-        .join(" ");
-    let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    match words.char_indices().nth(80) {
-        Some((cut, _)) => format!("{}…", &words[..cut]),
-        None => words,
-    }
-}
-
-/// Whether a send's new message is the thread's last question sent again, so it must not be stored
-/// twice. `history` is the thread's newest stored messages (replaced ones included): its newest
-/// user message is the conversation's newest question. Without `retry_of` only a resend under the same id, right after that question (its turn left
-/// no answer), counts. An automatic retry (`retry_of`) repeats the prompt its turn answered, whatever
-/// that turn stored after it, and may come without an id (the thread-messages route has none).
-fn is_resent_prompt(
-    history: &[promptgate_store::Message],
-    id: Option<&str>,
-    parts: &[Value],
-    retry: bool,
-) -> bool {
-    let Some(at) = history.iter().rposition(|m| m.role == Role::User) else {
-        return false;
-    };
-    let question = &history[at];
-    let same = question.parts.as_array().is_some_and(|p| p.as_slice() == parts)
-        && id.is_none_or(|id| question.id == id);
-    if retry {
-        same
-    } else {
-        id.is_some() && same && at + 1 == history.len()
-    }
 }

@@ -1,5 +1,5 @@
 //! The user's MCP servers in a send: discovery of only the servers whose tools fit the toolset's room,
-//! their tools in the shape the plan merges, and the log of what a send left out, said once per change
+//! their tools in the shape the composition merges, and the log of what a send left out, said once per change
 //! rather than on every send.
 
 use std::collections::HashMap;
@@ -7,7 +7,7 @@ use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::sync::Mutex;
 
-use promptgate_core::plan::{BuiltInInput, mcp_tool_room};
+use promptgate_core::compose::{BuiltInInput, mcp_tool_room};
 use promptgate_core::settings::Model;
 use promptgate_core::tools::mcp_names::{McpServerTools, McpToolDef, NotOffered, left_out_summary};
 use promptgate_mcp::{DiscoveryOutcome, McpServerConfig};

@@ -9,7 +9,7 @@ use promptgate_mcp::McpHub;
 use promptgate_store::{Backend, Store};
 use promptgate_tools::web::SafeFetcher;
 
-use crate::settings::{
+use crate::deployment::{
     ANTHROPIC_BASE_URL, ANTHROPIC_MAX_TOKENS, IntegrationSettings, ProviderKind, ProviderSettings,
     SecretsSettings, Settings,
 };

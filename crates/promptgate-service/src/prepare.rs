@@ -1,10 +1,10 @@
-//! From the stored context to a ready plan: MCP discovery, the prompt and toolset, executors, history.
+//! From the stored context to a prepared turn: MCP discovery, the prompt and toolset, executors, history.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use promptgate_core::budget::WebBudget;
-use promptgate_core::plan::{ComposeInput, ComposedSend, UpstreamIdentity, compose_send};
+use promptgate_core::compose::{ComposeInput, ComposedSend, UpstreamIdentity, compose_send};
 use promptgate_core::prompt::nudges;
 use promptgate_core::settings::{Engine, Model};
 use promptgate_llm::ChatMessage;
@@ -129,7 +129,7 @@ impl Prepared {
     pub fn into_turn_plan(self, provider: &ModelProvider, limits: TurnLimits, run: RunParts) -> TurnPlan {
         let Prepared {
             model,
-            composed: plan,
+            composed,
             tools,
             history,
             state,
@@ -160,7 +160,7 @@ impl Prepared {
             model: provider.model_client(&model),
             upstream_model: model.upstream_model.clone(),
             system_stable_len,
-            system_prompt: plan.system,
+            system_prompt: composed.system,
             citation_reinforcement: profile
                 .citation_reinforcement_enabled
                 .then(|| nudges::citation_reinforcement(profile).to_owned()),
@@ -210,30 +210,22 @@ impl Prepared {
 /// request says besides the stored setup.
 pub(super) struct Asked<'a> {
     pub text: &'a str,
-    pub planned: &'a Planned,
+    pub facts: &'a SendFacts,
     /// A send may compact its thread; a preview only says that the next send will.
     pub mode: Mode,
 }
 
-/// A send whose client said nothing about the user or itself (the preview, the facade).
-static NOTHING_SAID: std::sync::LazyLock<Planned> = std::sync::LazyLock::new(Planned::default);
+/// A send whose client said nothing about the user or itself (the facade).
+static NOTHING_SAID: std::sync::LazyLock<SendFacts> = std::sync::LazyLock::new(SendFacts::default);
 
 impl<'a> Asked<'a> {
     pub(super) fn without_notes(text: &'a str, mode: Mode) -> Self {
         Self {
             text,
-            planned: &NOTHING_SAID,
+            facts: &NOTHING_SAID,
             mode,
         }
     }
-}
-
-/// The prompt and toolset a send to a thread would use now (what the preview shows).
-pub struct PreparedSend {
-    pub model: Model,
-    pub composed: ComposedSend,
-    /// What the model would be shown of the thread.
-    pub context: ContextReport,
 }
 
 /// Stored messages as UI messages (`role` + `parts`), the shape the history conversion reads.
@@ -250,36 +242,6 @@ fn ui_messages<'a>(history: impl Iterator<Item = &'a Message>) -> Vec<Value> {
 }
 
 impl Service {
-    /// The prompt and toolset for a send to `thread_id` made now, without running anything.
-    pub async fn preview(
-        &self,
-        user_id: &str,
-        thread_id: &str,
-        model: Option<&str>,
-        message_text: Option<&str>,
-    ) -> Result<PreparedSend, ServiceError> {
-        let (ctx, model, provider) = self.load_with_model(user_id, Some(thread_id), model).await?;
-        if ctx.thread.is_none() {
-            return Err(ServiceError::UnknownThread(thread_id.to_owned()));
-        }
-        let text = message_text.map(str::to_owned).unwrap_or_default();
-        let prepared = self
-            .prepare_with_text(
-                user_id,
-                ctx,
-                model,
-                &provider,
-                None,
-                Asked::without_notes(&text, Mode::Preview),
-            )
-            .await?;
-        Ok(PreparedSend {
-            model: prepared.model,
-            composed: prepared.composed,
-            context: prepared.report,
-        })
-    }
-
     pub(super) async fn prepare(
         &self,
         user_id: &str,
@@ -287,7 +249,7 @@ impl Service {
         model: Model,
         provider: &ModelProvider,
         state: Option<&Arc<TurnState>>,
-        planned: &Planned,
+        facts: &SendFacts,
     ) -> Result<Prepared, ServiceError> {
         let newest_question = ctx.tail.messages.iter().rev().find(|m| m.role == Role::User);
         let text = promptgate_turn::history::last_user_text(&ui_messages(newest_question.into_iter()))
@@ -300,7 +262,7 @@ impl Service {
             state,
             Asked {
                 text: &text,
-                planned,
+                facts,
                 mode: Mode::Send,
             },
         )
@@ -319,16 +281,16 @@ impl Service {
     ) -> Result<Prepared, ServiceError> {
         let Asked {
             text: last_user_text,
-            planned,
+            facts,
             mode,
         } = asked;
-        let notes = &planned.notes;
+        let notes = &facts.notes;
         // Offer only what this deployment can run, so the prompt never promises a missing tool.
         if !self.web.available() {
             ctx.settings.web_tools_enabled = false;
         }
         let mcp = self.discover_mcp(user_id, &ctx, &model).await;
-        let plan = compose_send(
+        let composed = compose_send(
             &ComposeInput {
                 settings: &ctx.settings,
                 integrations: &ctx.integrations,
@@ -346,36 +308,38 @@ impl Service {
                 last_user_text,
                 ask_responses: &notes.ask_responses,
                 voice_mode: notes.voice_mode,
-                client_env: &planned.client.environment,
-                app_version: planned.client.version.as_deref(),
-                regeneration_revision: planned.regeneration_revision,
+                client_env: &facts.client.environment,
+                app_version: facts.client.version.as_deref(),
+                regeneration_revision: facts.regeneration_revision,
             },
             super::now(),
         );
         self.mcp_left_out
-            .report(user_id, &plan.mcp_not_offered, &mcp.unconnected);
+            .report(user_id, &composed.mcp_not_offered, &mcp.unconnected);
         let state = state.cloned().unwrap_or_else(|| {
             Arc::new(TurnState::new(WebBudget::new(
-                plan.web_intent,
+                composed.web_intent,
                 self.web.promotion_enabled,
             )))
         });
-        let (executors, workspace) = self.executors(user_id, &ctx, &plan, &mcp.configs, &state).await;
-        let (tools, offered) = executors.attach(plan.tools.clone());
-        let mut plan = ComposedSend {
+        let (executors, workspace) = self
+            .executors(user_id, &ctx, &composed, &mcp.configs, &state)
+            .await;
+        let (tools, offered) = executors.attach(composed.tools.clone());
+        let mut composed = ComposedSend {
             tools: offered,
-            ..plan
+            ..composed
         };
         let budget = Budget::new(
             &self.config.context,
             &self.token_counters,
             &model,
-            &plan.system,
-            &plan.tools,
+            &composed.system,
+            &composed.tools,
         );
-        let stable = &plan.parts.stable;
+        let stable = &composed.parts.stable;
         let stable_len =
-            (!stable.is_empty() && plan.system.starts_with(stable.as_str())).then_some(stable.len());
+            (!stable.is_empty() && composed.system.starts_with(stable.as_str())).then_some(stable.len());
         let window = match &ctx.thread {
             Some(thread) => {
                 let tail = std::mem::take(&mut ctx.tail);
@@ -393,8 +357,8 @@ impl Service {
         let block = window.earlier_block();
         let earlier_tokens = block.as_ref().map_or(0, |b| budget.counter.text(b) + 2);
         let (system, system_stable_len) =
-            with_earlier(std::mem::take(&mut plan.system), stable_len, block.as_deref());
-        plan.system = system;
+            with_earlier(std::mem::take(&mut composed.system), stable_len, block.as_deref());
+        composed.system = system;
         let report = ContextReport::of(&budget, &window, earlier_tokens);
         let previous_answer = window
             .messages
@@ -419,7 +383,7 @@ impl Service {
                         files: &files,
                     };
                     let prompt =
-                        promptgate_turn::harness::prompt_message(last, &plan.skill_instructions, options);
+                        promptgate_turn::harness::prompt_message(last, &composed.skill_instructions, options);
                     let mut history = promptgate_turn::harness::seed_turns(earlier);
                     history.extend(prompt.clone());
                     (history, prompt)
@@ -436,7 +400,7 @@ impl Service {
         };
         Ok(Prepared {
             model,
-            composed: plan,
+            composed,
             tools,
             history,
             state,
@@ -455,7 +419,7 @@ impl Service {
         &self,
         user_id: &str,
         ctx: &SendContext,
-        plan: &ComposedSend,
+        composed: &ComposedSend,
         mcp_configs: &HashMap<String, McpServerConfig>,
         state: &Arc<TurnState>,
     ) -> (Executors, Option<Arc<WorkspaceSession>>) {
@@ -466,7 +430,7 @@ impl Service {
             &self.store,
             user_id,
             ctx,
-            plan,
+            composed,
             &self.config.workspace,
             &self.config.shell,
         );
@@ -474,7 +438,7 @@ impl Service {
             integrations.register(&mut executors, &self.store, user_id, &ctx.integrations);
         }
         if let Some(hub) = &self.mcp {
-            for spec in &plan.tools {
+            for spec in &composed.tools {
                 let Some(origin) = &spec.mcp else { continue };
                 if let Some(server) = mcp_configs.get(&origin.server_id) {
                     executors.insert(
@@ -493,16 +457,16 @@ impl Service {
     }
 }
 
-/// What a send adds to the stored setup when planning: who is asking and how often the thread's
+/// What a send adds to the stored setup when its prompt is composed: who is asking and how often the thread's
 /// answer was regenerated (both shape a harness), and the client's notes (the legacy prompt's).
 #[derive(Debug, Clone)]
-pub(crate) struct Planned {
+pub(crate) struct SendFacts {
     pub client: ClientIdentity,
     pub regeneration_revision: u32,
     pub notes: ClientNotes,
 }
 
-impl Default for Planned {
+impl Default for SendFacts {
     fn default() -> Self {
         Self {
             client: ClientIdentity::web(),

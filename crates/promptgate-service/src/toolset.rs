@@ -1,4 +1,4 @@
-//! Executors for the tools a plan offers.
+//! Executors for the tools a composed send offers.
 
 use std::collections::HashMap;
 use std::sync::Arc;

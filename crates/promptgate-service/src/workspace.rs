@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use promptgate_core::plan::ComposedSend;
+use promptgate_core::compose::ComposedSend;
 use promptgate_core::tools::names;
 use promptgate_core::tools::{ToolError, ToolExecutor, ToolOutput};
 use promptgate_store::{SendContext, Store};
@@ -36,7 +36,7 @@ impl ToolExecutor for WorkspaceTool {
     }
 }
 
-/// Registers the workspace tools when the plan offers them (a harness model that can call tools),
+/// Registers the workspace tools when the composed toolset offers them (a harness model that can call tools),
 /// and returns their session, which the end of the turn flushes. Nothing is loaded until the model
 /// calls one.
 pub(super) fn register(
@@ -44,11 +44,11 @@ pub(super) fn register(
     store: &Store,
     user_id: &str,
     ctx: &SendContext,
-    plan: &ComposedSend,
+    composed: &ComposedSend,
     limits: &WorkspaceLimits,
     shell: &ShellPool,
 ) -> Option<Arc<WorkspaceSession>> {
-    if !plan
+    if !composed
         .tools
         .iter()
         .any(|t| names::WORKSPACE.contains(&t.name.as_str()))

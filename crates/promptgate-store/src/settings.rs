@@ -2,7 +2,7 @@
 //! store is the tools' `TokenVault`).
 
 use async_trait::async_trait;
-use promptgate_core::settings::{IntegrationState, IntegrationStatus, Provider, UserSettings};
+use promptgate_core::settings::{IntegrationProvider, IntegrationState, IntegrationStatus, UserSettings};
 use promptgate_core::storage::{StorageError, TokenVault};
 
 use crate::connect::Store;
@@ -52,7 +52,7 @@ impl Store {
     }
 
     /// Connected/enabled state of one provider; both false when never set.
-    pub async fn get_integration(&self, user: &str, p: Provider) -> Result<IntegrationState> {
+    pub async fn get_integration(&self, user: &str, p: IntegrationProvider) -> Result<IntegrationState> {
         let row =
             sqlx::query("SELECT connected, enabled FROM integrations WHERE user_id = $1 AND provider = $2")
                 .bind(user)
@@ -70,7 +70,12 @@ impl Store {
     }
 
     /// Sets connected/enabled; leaves any stored secret alone.
-    pub async fn put_integration(&self, user: &str, p: Provider, s: IntegrationState) -> Result<()> {
+    pub async fn put_integration(
+        &self,
+        user: &str,
+        p: IntegrationProvider,
+        s: IntegrationState,
+    ) -> Result<()> {
         sqlx::query(
             "INSERT INTO integrations (user_id, provider, connected, enabled, updated_at) \
              VALUES ($1, $2, $3, $4, $5) \
@@ -114,9 +119,9 @@ impl Store {
                 connected: row.flag(1)?,
                 enabled: row.flag(2)?,
             };
-            match Provider::parse(&row.text(0)?) {
-                Some(Provider::Google) => status.google = state,
-                Some(Provider::Microsoft) => status.microsoft = state,
+            match IntegrationProvider::parse(&row.text(0)?) {
+                Some(IntegrationProvider::Google) => status.google = state,
+                Some(IntegrationProvider::Microsoft) => status.microsoft = state,
                 None => {
                     if let Some(data) = row.opt_text(3)? {
                         settings = from_json("settings", &data)?;
@@ -129,7 +134,12 @@ impl Store {
     }
 
     /// Stores the caller-encrypted OAuth token blob for a provider (replacing any previous one).
-    pub async fn put_integration_secret(&self, user: &str, p: Provider, sealed: &str) -> Result<()> {
+    pub async fn put_integration_secret(
+        &self,
+        user: &str,
+        p: IntegrationProvider,
+        sealed: &str,
+    ) -> Result<()> {
         check_len("sealed secret", sealed, MAX_SEALED_SECRET)?;
         sqlx::query(
             "INSERT INTO integrations (user_id, provider, sealed_secret, updated_at) \
@@ -148,7 +158,7 @@ impl Store {
         Ok(())
     }
 
-    pub async fn get_integration_secret(&self, user: &str, p: Provider) -> Result<Option<String>> {
+    pub async fn get_integration_secret(&self, user: &str, p: IntegrationProvider) -> Result<Option<String>> {
         let row = sqlx::query("SELECT sealed_secret FROM integrations WHERE user_id = $1 AND provider = $2")
             .bind(user)
             .bind(p.as_str())
@@ -162,7 +172,7 @@ impl Store {
     }
 
     /// Forgets the stored secret. Deleting a secret that is not there is not an error.
-    pub async fn delete_integration_secret(&self, user: &str, p: Provider) -> Result<()> {
+    pub async fn delete_integration_secret(&self, user: &str, p: IntegrationProvider) -> Result<()> {
         sqlx::query(
             "UPDATE integrations SET sealed_secret = NULL, updated_at = $3 \
              WHERE user_id = $1 AND provider = $2",
@@ -181,15 +191,24 @@ impl Store {
 /// The integration tokens' vault is the sealed secret column of `integrations`.
 #[async_trait]
 impl TokenVault for Store {
-    async fn load(&self, user_id: &str, provider: Provider) -> Result<Option<String>, StorageError> {
+    async fn load(
+        &self,
+        user_id: &str,
+        provider: IntegrationProvider,
+    ) -> Result<Option<String>, StorageError> {
         Ok(self.get_integration_secret(user_id, provider).await?)
     }
 
-    async fn store(&self, user_id: &str, provider: Provider, sealed: &str) -> Result<(), StorageError> {
+    async fn store(
+        &self,
+        user_id: &str,
+        provider: IntegrationProvider,
+        sealed: &str,
+    ) -> Result<(), StorageError> {
         Ok(self.put_integration_secret(user_id, provider, sealed).await?)
     }
 
-    async fn delete(&self, user_id: &str, provider: Provider) -> Result<(), StorageError> {
+    async fn delete(&self, user_id: &str, provider: IntegrationProvider) -> Result<(), StorageError> {
         Ok(self.delete_integration_secret(user_id, provider).await?)
     }
 }

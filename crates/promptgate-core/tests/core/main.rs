@@ -1,12 +1,12 @@
 //! The core crate's integration tests, one binary: the prompt, tool catalogue, web budget, sources,
-//! citations and send planning through the public API.
+//! citations and send composition through the public API.
 
 mod budget;
 mod citation_markers;
 mod citation_support;
 mod citations;
+mod compose;
 mod mcp_merge;
-mod plan;
 mod prompt_date_line;
 mod prompt_notes;
 mod prompt_properties;

@@ -1,5 +1,5 @@
 //! Sending messages: the AI SDK UI message stream (`POST /v1/chat`, `POST /v1/threads/{id}/messages`),
-//! Stop, and the artifacts that `render_html` stores.
+//! resuming it, and Stop.
 
 use aide::OperationOutput;
 use aide::axum::ApiRouter;
@@ -79,7 +79,6 @@ pub fn routes() -> ApiRouter<AppState> {
                     .description("Any instance on the same database stops the turn, whichever instance runs it.")
             }),
         )
-        .api_route("/v1/artifacts/{id}", get_with(artifact, |op| op.summary("An HTML artifact, served sandboxed")))
 }
 
 /// `useChat`'s request body. Unknown fields (the transport's `body` option may add some) are ignored.
@@ -369,71 +368,6 @@ async fn stop(
     let stopped = state.service.stop(&user.id, &thread_id).await;
     tracing::info!(user = %user.id, thread = %thread_id, stopped, "stop requested");
     Json(StopResult { stopped })
-}
-
-/// Content Security Policy for artifacts: inline code only, no network, in an opaque-origin sandbox.
-const ARTIFACT_CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; \
-     img-src data: blob:; font-src data:; media-src data: blob:; sandbox allow-scripts";
-
-async fn artifact(
-    State(state): State<AppState>,
-    user: CurrentUser,
-    Path(id): Path<String>,
-) -> ApiResult<Html> {
-    Ok(Html(state.service.artifact_html(&user.id, &id).await?))
-}
-
-/// A sandboxed HTML document.
-pub struct Html(String);
-
-impl Html {
-    pub fn new(html: String) -> Self {
-        Self(html)
-    }
-}
-
-impl IntoResponse for Html {
-    fn into_response(self) -> Response {
-        let mut res = self.0.into_response();
-        let headers = res.headers_mut();
-        headers.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("text/html; charset=utf-8"),
-        );
-        headers.insert(
-            header::CONTENT_SECURITY_POLICY,
-            HeaderValue::from_static(ARTIFACT_CSP),
-        );
-        headers.insert(
-            header::X_CONTENT_TYPE_OPTIONS,
-            HeaderValue::from_static("nosniff"),
-        );
-        headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
-        headers.insert(
-            header::CACHE_CONTROL,
-            HeaderValue::from_static("private, no-cache"),
-        );
-        res
-    }
-}
-
-impl OperationOutput for Html {
-    type Inner = String;
-
-    fn operation_response(_ctx: &mut GenContext, _op: &mut Operation) -> Option<ApiResponse> {
-        let mut res = ApiResponse {
-            description: "The HTML document, under a sandboxing CSP".into(),
-            ..Default::default()
-        };
-        res.content.insert("text/html".into(), MediaType::default());
-        Some(res)
-    }
-
-    fn inferred_responses(ctx: &mut GenContext, op: &mut Operation) -> Vec<(Option<ApiStatus>, ApiResponse)> {
-        Self::operation_response(ctx, op)
-            .map(|r| vec![(Some(ApiStatus::Code(200)), r)])
-            .unwrap_or_default()
-    }
 }
 
 /// An SSE response: never cached, never buffered by proxies.

@@ -1,11 +1,16 @@
 //! `GET /v1/integrations`, `GET/PUT/DELETE /v1/integrations/{provider}`, and the OAuth flow that
-//! connects one: `authorize` hands out the provider's URL, `callback` completes it.
+//! connects one: `GET /v1/integrations/{provider}/authorize` starts an authorization-code flow with
+//! PKCE and hands out the provider's URL, `GET /v1/integrations/{provider}/callback` completes it, and
+//! `DELETE /v1/integrations/{provider}` undoes it. The flow itself is the service's; tokens never reach
+//! a response or a log.
 
 use aide::axum::ApiRouter;
 use aide::axum::routing::get_with;
 use axum::Json;
-use axum::extract::{Path, State};
-use promptgate_core::settings::{IntegrationState, Provider};
+use axum::extract::{Path, Query, State};
+use axum::response::Html;
+use promptgate_core::settings::{IntegrationProvider, IntegrationState};
+use promptgate_service::OAuthCallback;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -34,12 +39,25 @@ pub fn routes() -> ApiRouter<AppState> {
                 )
             }),
         )
-        .merge(super::oauth::routes())
+        .api_route(
+            "/v1/integrations/{provider}/authorize",
+            get_with(authorize, |op| {
+                op.summary("Start connecting an integration: the URL to send the user's browser to")
+            }),
+        )
+        .api_route(
+            "/v1/integrations/{provider}/callback",
+            get_with(callback, |op| {
+                op.summary(
+                    "Where the provider redirects the browser; completes the connection (no Authorization header: `state` identifies the user)",
+                )
+            }),
+        )
 }
 
 #[derive(Serialize, JsonSchema)]
 pub struct IntegrationView {
-    pub provider: Provider,
+    pub provider: IntegrationProvider,
     /// Tokens are stored for this provider.
     pub connected: bool,
     /// Its tools are offered when connected.
@@ -55,11 +73,11 @@ pub struct IntegrationUpdate {
     pub connected: Option<bool>,
 }
 
-pub(super) fn provider(name: &str) -> Result<Provider, ApiError> {
-    Provider::parse(name).ok_or_else(|| ApiError::not_found("integration provider", name))
+fn provider(name: &str) -> Result<IntegrationProvider, ApiError> {
+    IntegrationProvider::parse(name).ok_or_else(|| ApiError::not_found("integration provider", name))
 }
 
-pub(super) fn view(provider: Provider, state: IntegrationState) -> IntegrationView {
+fn view(provider: IntegrationProvider, state: IntegrationState) -> IntegrationView {
     IntegrationView {
         provider,
         connected: state.connected,
@@ -69,7 +87,7 @@ pub(super) fn view(provider: Provider, state: IntegrationState) -> IntegrationVi
 
 async fn list(State(state): State<AppState>, user: CurrentUser) -> ApiResult<Json<Vec<IntegrationView>>> {
     let mut out = Vec::new();
-    for p in Provider::ALL {
+    for p in IntegrationProvider::ALL {
         out.push(view(p, state.service.integration(&user.id, p).await?));
     }
     Ok(Json(out))
@@ -106,4 +124,52 @@ async fn delete_one(
     let p = provider(&name)?;
     let current = state.service.disconnect_integration(&user.id, p).await?;
     Ok(Json(view(p, current)))
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct AuthorizationStart {
+    /// Open this in the user's browser; the provider redirects back to the callback.
+    pub authorization_url: String,
+}
+
+async fn authorize(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(name): Path<String>,
+) -> ApiResult<Json<AuthorizationStart>> {
+    let p = provider(&name)?;
+    let authorization_url = state.service.start_authorization(&user.id, p).await?;
+    Ok(Json(AuthorizationStart { authorization_url }))
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct CallbackQuery {
+    #[serde(default)]
+    pub code: Option<String>,
+    #[serde(default)]
+    pub state: Option<String>,
+    /// Set by the provider when the user declined or the request was refused.
+    #[serde(default)]
+    pub error: Option<String>,
+    #[serde(default)]
+    pub error_description: Option<String>,
+}
+
+async fn callback(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    Query(query): Query<CallbackQuery>,
+) -> ApiResult<Html<String>> {
+    let p = provider(&name)?;
+    let callback = OAuthCallback {
+        code: query.code,
+        state: query.state,
+        error: query.error,
+        error_description: query.error_description,
+    };
+    let name = state.service.complete_authorization(p, &callback).await?;
+    Ok(Html(format!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>{name} connected</title></head>\
+         <body><p>{name} is connected. You can close this window.</p></body></html>"
+    )))
 }

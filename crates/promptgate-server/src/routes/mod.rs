@@ -1,15 +1,14 @@
 //! HTTP routes, one module per resource.
 
-pub mod artifact_links;
+pub mod artifacts;
 pub mod chat;
 pub mod completions;
 pub mod health;
 pub mod integrations;
 pub mod library;
-pub mod mcp;
+pub mod mcp_servers;
 pub mod messages;
 pub mod models;
-pub mod oauth;
 mod pages;
 pub mod prompt;
 pub mod responses;

@@ -17,7 +17,7 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use common::{Backend, Gateway, error_code, scripted_config, use_chat_body};
-use promptgate_core::settings::Provider;
+use promptgate_core::settings::IntegrationProvider;
 use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
 use promptgate_server::config::{AuthMode, Env, IntegrationsConfig, OAuthEntry};
 use reqwest::{Method as ClientMethod, StatusCode, Url};
@@ -331,7 +331,10 @@ async fn the_callback_stores_sealed_tokens_and_connects() {
 
     let sealed = gw
         .store
-        .get_integration_secret(promptgate_server::state::LOCAL_USER_ID, Provider::Google)
+        .get_integration_secret(
+            promptgate_server::state::LOCAL_USER_ID,
+            IntegrationProvider::Google,
+        )
         .await
         .unwrap()
         .expect("tokens are stored");
@@ -596,7 +599,10 @@ async fn disabling_hides_the_tools_and_disconnecting_revokes() {
     assert_eq!(revoked[0].form()["token"], "refresh-1");
     let sealed = gw
         .store
-        .get_integration_secret(promptgate_server::state::LOCAL_USER_ID, Provider::Google)
+        .get_integration_secret(
+            promptgate_server::state::LOCAL_USER_ID,
+            IntegrationProvider::Google,
+        )
         .await
         .unwrap();
     assert_eq!(sealed, None);

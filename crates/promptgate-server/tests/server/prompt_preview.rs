@@ -6,7 +6,7 @@
 use crate::common;
 
 use common::{Backend, Gateway, error_code};
-use promptgate_core::settings::{IntegrationState, Provider};
+use promptgate_core::settings::{IntegrationProvider, IntegrationState};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -103,9 +103,12 @@ async fn toolset_follows_settings_integrations_and_projects() {
             enabled: false,
         },
     );
-    store.put_integration(user, Provider::Google, on).await.unwrap();
     store
-        .put_integration(user, Provider::Microsoft, off)
+        .put_integration(user, IntegrationProvider::Google, on)
+        .await
+        .unwrap();
+    store
+        .put_integration(user, IntegrationProvider::Microsoft, off)
         .await
         .unwrap();
     let (_, project) = gw

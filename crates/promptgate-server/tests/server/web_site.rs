@@ -13,7 +13,7 @@ use axum::extract::Query;
 use axum::http::header;
 use axum::response::IntoResponse;
 use axum::routing::get;
-use promptgate_service::settings::FetchPolicy;
+use promptgate_service::deployment::FetchPolicy;
 use serde_json::json;
 
 const TIDES: &str = r#"<!DOCTYPE html>

@@ -7,12 +7,12 @@
 use futures::StreamExt;
 use promptgate_core::settings::Model;
 use promptgate_llm::scripted::ScriptedUpstream;
-use promptgate_service::events::{TurnEvent, UiChunk};
-use promptgate_service::records::{Message, Role};
-use promptgate_service::settings::{
+use promptgate_service::deployment::{
     FetchPolicy, HubSettings, JSON_LINES, ProviderKind, ProviderSettings, SecretsSettings, ServiceConfig,
     Settings, ThinkingMode, Timeouts,
 };
+use promptgate_service::events::{TurnEvent, UiChunk};
+use promptgate_service::records::{Message, Role};
 use promptgate_service::{Database, SendHandle, SendInput, SendRequest, Service};
 use promptgate_store::Store;
 use serde_json::json;

@@ -16,7 +16,7 @@ conformance! {
         settings.preferred_name = "Ali".to_owned();
         settings.integrations_do_not_ask = true;
         store.put_settings(&alice, &settings).await.unwrap();
-        store.put_integration(&alice, Provider::Google, IntegrationState { connected: true, enabled: true }).await.unwrap();
+        store.put_integration(&alice, IntegrationProvider::Google, IntegrationState { connected: true, enabled: true }).await.unwrap();
         let garden = store
             .create_project(&alice, &NewProject { name: "Garden".to_owned(), instructions: Some("Metric units.".to_owned()) })
             .await
@@ -166,7 +166,7 @@ async fn setup_changes_reach_the_next_send(db: &promptgate_store::testing::TestD
     other
         .put_integration(
             &alice,
-            Provider::Google,
+            IntegrationProvider::Google,
             IntegrationState {
                 connected: true,
                 enabled: true,

@@ -21,19 +21,19 @@ conformance! {
     async fn integrations_and_their_secrets(store: &Store) {
         let alice = user(store, "Alice").await;
         let bob = user(store, "Bob").await;
-        assert_eq!(store.get_integration(&alice, Provider::Google).await.unwrap(), IntegrationState::default());
+        assert_eq!(store.get_integration(&alice, IntegrationProvider::Google).await.unwrap(), IntegrationState::default());
         assert_eq!(store.integration_status(&alice).await.unwrap().render(), "READY");
 
-        store.put_integration_secret(&alice, Provider::Google, "sealed-blob").await.unwrap();
+        store.put_integration_secret(&alice, IntegrationProvider::Google, "sealed-blob").await.unwrap();
         let connected = IntegrationState { connected: true, enabled: false };
-        store.put_integration(&alice, Provider::Google, connected).await.unwrap();
+        store.put_integration(&alice, IntegrationProvider::Google, connected).await.unwrap();
         store
-            .put_integration(&alice, Provider::Microsoft, IntegrationState { connected: true, enabled: true })
+            .put_integration(&alice, IntegrationProvider::Microsoft, IntegrationState { connected: true, enabled: true })
             .await
             .unwrap();
-        assert_eq!(store.get_integration(&alice, Provider::Google).await.unwrap(), connected);
+        assert_eq!(store.get_integration(&alice, IntegrationProvider::Google).await.unwrap(), connected);
         assert_eq!(
-            store.get_integration_secret(&alice, Provider::Google).await.unwrap().as_deref(),
+            store.get_integration_secret(&alice, IntegrationProvider::Google).await.unwrap().as_deref(),
             Some("sealed-blob"),
             "changing the state keeps the secret"
         );
@@ -48,23 +48,23 @@ conformance! {
         assert_eq!(status.render(), "GOOGLE_DISABLED, PROMPTS_DISABLED");
 
         // Bob sees none of it.
-        assert_eq!(store.get_integration(&bob, Provider::Google).await.unwrap(), IntegrationState::default());
-        assert_eq!(store.get_integration_secret(&bob, Provider::Google).await.unwrap(), None);
+        assert_eq!(store.get_integration(&bob, IntegrationProvider::Google).await.unwrap(), IntegrationState::default());
+        assert_eq!(store.get_integration_secret(&bob, IntegrationProvider::Google).await.unwrap(), None);
         assert_eq!(store.integration_status(&bob).await.unwrap().render(), "READY");
 
-        store.put_integration_secret(&alice, Provider::Google, "rotated").await.unwrap();
-        assert_eq!(store.get_integration_secret(&alice, Provider::Google).await.unwrap().as_deref(), Some("rotated"));
-        store.delete_integration_secret(&alice, Provider::Google).await.unwrap();
-        assert_eq!(store.get_integration_secret(&alice, Provider::Google).await.unwrap(), None);
-        assert_eq!(store.get_integration(&alice, Provider::Google).await.unwrap(), connected);
-        store.delete_integration_secret(&bob, Provider::Microsoft).await.unwrap();
+        store.put_integration_secret(&alice, IntegrationProvider::Google, "rotated").await.unwrap();
+        assert_eq!(store.get_integration_secret(&alice, IntegrationProvider::Google).await.unwrap().as_deref(), Some("rotated"));
+        store.delete_integration_secret(&alice, IntegrationProvider::Google).await.unwrap();
+        assert_eq!(store.get_integration_secret(&alice, IntegrationProvider::Google).await.unwrap(), None);
+        assert_eq!(store.get_integration(&alice, IntegrationProvider::Google).await.unwrap(), connected);
+        store.delete_integration_secret(&bob, IntegrationProvider::Microsoft).await.unwrap();
 
         let nobody = "no-such-user";
-        assert!(matches!(store.put_integration(nobody, Provider::Google, connected).await, Err(StoreError::NotFound)));
-        assert!(matches!(store.put_integration_secret(nobody, Provider::Google, "x").await, Err(StoreError::NotFound)));
+        assert!(matches!(store.put_integration(nobody, IntegrationProvider::Google, connected).await, Err(StoreError::NotFound)));
+        assert!(matches!(store.put_integration_secret(nobody, IntegrationProvider::Google, "x").await, Err(StoreError::NotFound)));
         let oversized = "x".repeat(65 * 1024);
         assert!(matches!(
-            store.put_integration_secret(&alice, Provider::Google, &oversized).await,
+            store.put_integration_secret(&alice, IntegrationProvider::Google, &oversized).await,
             Err(StoreError::Invalid(_))
         ));
     }

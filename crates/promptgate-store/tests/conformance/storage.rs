@@ -43,12 +43,12 @@ conformance! {
         let alice = user(store, "Alice").await;
         let bob = user(store, "Bob").await;
         let vault: &dyn TokenVault = store;
-        vault.store(&alice, Provider::Google, "sealed-blob").await.unwrap();
-        assert_eq!(vault.load(&alice, Provider::Google).await.unwrap().as_deref(), Some("sealed-blob"));
-        assert_eq!(vault.load(&bob, Provider::Google).await, Ok(None));
-        assert_eq!(vault.load(&alice, Provider::Microsoft).await, Ok(None));
-        vault.delete(&alice, Provider::Google).await.unwrap();
-        assert_eq!(vault.load(&alice, Provider::Google).await, Ok(None));
-        assert_eq!(vault.store("no-such-user", Provider::Google, "x").await, Err(StorageError::NotFound));
+        vault.store(&alice, IntegrationProvider::Google, "sealed-blob").await.unwrap();
+        assert_eq!(vault.load(&alice, IntegrationProvider::Google).await.unwrap().as_deref(), Some("sealed-blob"));
+        assert_eq!(vault.load(&bob, IntegrationProvider::Google).await, Ok(None));
+        assert_eq!(vault.load(&alice, IntegrationProvider::Microsoft).await, Ok(None));
+        vault.delete(&alice, IntegrationProvider::Google).await.unwrap();
+        assert_eq!(vault.load(&alice, IntegrationProvider::Google).await, Ok(None));
+        assert_eq!(vault.store("no-such-user", IntegrationProvider::Google, "x").await, Err(StorageError::NotFound));
     }
 }

@@ -6,7 +6,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use chrono::{Duration, Utc};
-use promptgate_core::settings::Provider;
+use promptgate_core::settings::IntegrationProvider;
 use promptgate_core::storage::{StorageError, TokenVault};
 
 use super::{OAuthClient, TokenSealer, TokenSet};
@@ -17,12 +17,12 @@ const EXPIRY_MARGIN: Duration = Duration::seconds(60);
 
 /// A vault failure as a tool result: the detail goes to the log, the call says only that the tokens
 /// could not be reached.
-fn vault_failed(provider: Provider, err: &StorageError) -> ToolError {
+fn vault_failed(provider: IntegrationProvider, err: &StorageError) -> ToolError {
     tracing::error!(provider = provider.as_str(), error = %err, "the integration tokens could not be accessed");
     ToolError::Failed("the stored integration tokens could not be accessed".to_owned())
 }
 
-type RefreshKey = (String, Provider);
+type RefreshKey = (String, IntegrationProvider);
 
 /// One lock per user and provider, shared by every [`AccessTokens`] of the process, so two tool
 /// calls in flight for the same user renew a grant once rather than twice (a second refresh with a
@@ -37,7 +37,7 @@ impl RefreshLocks {
         Self::default()
     }
 
-    fn lock_for(&self, user_id: &str, provider: Provider) -> Arc<tokio::sync::Mutex<()>> {
+    fn lock_for(&self, user_id: &str, provider: IntegrationProvider) -> Arc<tokio::sync::Mutex<()>> {
         let mut locks = self
             .locks
             .lock()
@@ -57,7 +57,7 @@ pub struct AccessTokens {
     sealer: Arc<TokenSealer>,
     locks: RefreshLocks,
     user_id: String,
-    provider: Provider,
+    provider: IntegrationProvider,
     /// The last set read from or written to the vault, so the calls of one send (an inbox listing
     /// makes one request per message) do not each pay a store round trip and a decryption.
     cached: Arc<Mutex<Option<TokenSet>>>,
@@ -79,7 +79,7 @@ impl AccessTokens {
         sealer: Arc<TokenSealer>,
         locks: RefreshLocks,
         user_id: impl Into<String>,
-        provider: Provider,
+        provider: IntegrationProvider,
     ) -> Self {
         Self {
             oauth,

@@ -8,7 +8,7 @@ use crate::support;
 use std::collections::HashMap;
 
 use chrono::{Duration, Utc};
-use promptgate_core::settings::Provider;
+use promptgate_core::settings::IntegrationProvider;
 use promptgate_core::storage::TokenVault;
 use promptgate_core::tools::ToolError;
 use promptgate_tools::oauth::{TokenSealer, TokenSet, new_state, pkce_pair, s256_challenge};
@@ -35,7 +35,7 @@ fn pkce_challenge_is_the_s256_of_the_verifier() {
 
 #[test]
 fn authorization_url_carries_state_challenge_and_scopes() {
-    let config = provider_config(Provider::Google, "http://127.0.0.1:9");
+    let config = provider_config(IntegrationProvider::Google, "http://127.0.0.1:9");
     let url = url::Url::parse(&config.authorization_url("st-123", "chal-456").unwrap()).unwrap();
     assert_eq!(url.path(), "/authorize");
     let query: HashMap<String, String> = url.query_pairs().into_owned().collect();
@@ -59,7 +59,7 @@ fn authorization_url_carries_state_challenge_and_scopes() {
         "the client secret never goes to the browser"
     );
 
-    let microsoft = provider_config(Provider::Microsoft, "http://127.0.0.1:9");
+    let microsoft = provider_config(IntegrationProvider::Microsoft, "http://127.0.0.1:9");
     let url = url::Url::parse(&microsoft.authorization_url("s", "c").unwrap()).unwrap();
     let query: HashMap<String, String> = url.query_pairs().into_owned().collect();
     assert!(query["scope"].split(' ').any(|s| s == "offline_access"));
@@ -67,7 +67,7 @@ fn authorization_url_carries_state_challenge_and_scopes() {
 
 #[test]
 fn a_started_authorization_keeps_what_the_callback_needs() {
-    let config = provider_config(Provider::Microsoft, "http://127.0.0.1:9");
+    let config = provider_config(IntegrationProvider::Microsoft, "http://127.0.0.1:9");
     let pending = config.start_authorization().unwrap();
     let url = url::Url::parse(&pending.url).unwrap();
     let query: HashMap<String, String> = url.query_pairs().into_owned().collect();
@@ -84,8 +84,12 @@ fn a_started_authorization_keeps_what_the_callback_needs() {
 #[tokio::test]
 async fn connecting_exchanges_the_code_and_stores_the_tokens_sealed() {
     let oauth = serve(oauth_routes()).await;
-    let setup = connected(Provider::Google, &oauth.base, valid_tokens("unused")).await;
-    setup.vault.delete(USER, Provider::Google).await.unwrap();
+    let setup = connected(IntegrationProvider::Google, &oauth.base, valid_tokens("unused")).await;
+    setup
+        .vault
+        .delete(USER, IntegrationProvider::Google)
+        .await
+        .unwrap();
 
     setup.tokens.connect("good-code", "the-verifier").await.unwrap();
 
@@ -96,7 +100,7 @@ async fn connecting_exchanges_the_code_and_stores_the_tokens_sealed() {
     assert_eq!(form["code"], "good-code");
     assert_eq!(form["code_verifier"], "the-verifier");
     assert_eq!(form["redirect_uri"], "http://127.0.0.1/callback");
-    let sealed = setup.vault.raw(USER, Provider::Google).unwrap();
+    let sealed = setup.vault.raw(USER, IntegrationProvider::Google).unwrap();
     assert!(
         !sealed.contains("first-token") && !sealed.contains("refresh-1"),
         "tokens are encrypted at rest"
@@ -111,7 +115,7 @@ async fn connecting_exchanges_the_code_and_stores_the_tokens_sealed() {
 #[tokio::test]
 async fn a_rejected_code_gives_a_clear_error_without_secrets() {
     let oauth = serve(oauth_routes()).await;
-    let setup = connected(Provider::Google, &oauth.base, valid_tokens("unused")).await;
+    let setup = connected(IntegrationProvider::Google, &oauth.base, valid_tokens("unused")).await;
     let err = setup
         .tokens
         .connect("stale-code", "v")
@@ -130,7 +134,7 @@ async fn a_token_about_to_expire_is_renewed_once_and_keeps_its_refresh_token() {
     let oauth = serve(oauth_routes()).await;
     let mut expiring = valid_tokens("old-token");
     expiring.expires_at = Some(Utc::now() + Duration::seconds(20));
-    let setup = connected(Provider::Microsoft, &oauth.base, expiring).await;
+    let setup = connected(IntegrationProvider::Microsoft, &oauth.base, expiring).await;
 
     let calls: Vec<_> = (0..6).map(|_| setup.tokens.access_token()).collect();
     let tokens = futures::future::join_all(calls).await;
@@ -144,7 +148,7 @@ async fn a_token_about_to_expire_is_renewed_once_and_keeps_its_refresh_token() {
     assert_eq!(refreshes[0].form()["grant_type"], "refresh_token");
     let stored = setup
         .sealer
-        .open(&setup.vault.raw(USER, Provider::Microsoft).unwrap())
+        .open(&setup.vault.raw(USER, IntegrationProvider::Microsoft).unwrap())
         .unwrap();
     assert_eq!(stored.access_token, "fresh-token");
     assert_eq!(
@@ -157,7 +161,7 @@ async fn a_token_about_to_expire_is_renewed_once_and_keeps_its_refresh_token() {
 #[tokio::test]
 async fn one_send_reads_the_vault_once_while_the_token_is_valid() {
     let oauth = serve(oauth_routes()).await;
-    let setup = connected(Provider::Google, &oauth.base, valid_tokens("good")).await;
+    let setup = connected(IntegrationProvider::Google, &oauth.base, valid_tokens("good")).await;
     let per_send = setup.tokens.clone();
     for _ in 0..5 {
         assert_eq!(per_send.access_token().await.unwrap(), "good");
@@ -174,7 +178,7 @@ async fn an_expired_token_without_refresh_token_asks_to_reconnect() {
         expires_at: Some(Utc::now() - Duration::minutes(5)),
         scope: None,
     };
-    let setup = connected(Provider::Google, &oauth.base, expired).await;
+    let setup = connected(IntegrationProvider::Google, &oauth.base, expired).await;
     let err = setup.tokens.access_token().await.unwrap_err();
     assert!(err.to_string().contains("reconnect Google"), "{err}");
     assert!(oauth.log.all().is_empty());
@@ -183,8 +187,12 @@ async fn an_expired_token_without_refresh_token_asks_to_reconnect() {
 #[tokio::test]
 async fn a_provider_that_is_not_connected_says_so() {
     let oauth = serve(oauth_routes()).await;
-    let setup = connected(Provider::Google, &oauth.base, valid_tokens("t")).await;
-    setup.vault.delete(USER, Provider::Google).await.unwrap();
+    let setup = connected(IntegrationProvider::Google, &oauth.base, valid_tokens("t")).await;
+    setup
+        .vault
+        .delete(USER, IntegrationProvider::Google)
+        .await
+        .unwrap();
     let err = setup.tokens.access_token().await.unwrap_err();
     assert_eq!(
         err,
@@ -237,21 +245,21 @@ fn the_sealing_key_is_read_from_base64_of_32_bytes() {
 #[tokio::test]
 async fn disconnecting_google_revokes_the_grant_and_forgets_the_tokens() {
     let oauth = serve(oauth_routes()).await;
-    let setup = connected(Provider::Google, &oauth.base, valid_tokens("t")).await;
+    let setup = connected(IntegrationProvider::Google, &oauth.base, valid_tokens("t")).await;
     setup.tokens.disconnect().await.unwrap();
     let revocations = oauth.log.to_path("/revoke");
     assert_eq!(revocations.len(), 1);
     assert_eq!(revocations[0].form()["token"], "refresh-1");
-    assert!(setup.vault.raw(USER, Provider::Google).is_none());
+    assert!(setup.vault.raw(USER, IntegrationProvider::Google).is_none());
 }
 
 #[tokio::test]
 async fn disconnecting_microsoft_only_forgets_the_tokens() {
     let oauth = serve(oauth_routes()).await;
-    let setup = connected(Provider::Microsoft, &oauth.base, valid_tokens("t")).await;
+    let setup = connected(IntegrationProvider::Microsoft, &oauth.base, valid_tokens("t")).await;
     setup.tokens.disconnect().await.unwrap();
     assert!(oauth.log.all().is_empty(), "Microsoft has no revocation endpoint");
-    assert!(setup.vault.raw(USER, Provider::Microsoft).is_none());
+    assert!(setup.vault.raw(USER, IntegrationProvider::Microsoft).is_none());
 }
 
 #[tokio::test]
@@ -261,8 +269,8 @@ async fn tokens_are_forgotten_even_when_revocation_fails() {
         axum::routing::post(|| async { axum::http::StatusCode::INTERNAL_SERVER_ERROR }),
     ))
     .await;
-    let setup = connected(Provider::Google, &oauth.base, valid_tokens("t")).await;
+    let setup = connected(IntegrationProvider::Google, &oauth.base, valid_tokens("t")).await;
     setup.tokens.disconnect().await.unwrap();
     assert_eq!(oauth.log.to_path("/revoke").len(), 1);
-    assert!(setup.vault.raw(USER, Provider::Google).is_none());
+    assert!(setup.vault.raw(USER, IntegrationProvider::Google).is_none());
 }

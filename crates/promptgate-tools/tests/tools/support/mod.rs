@@ -14,7 +14,7 @@ use axum::extract::{Request, State};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use chrono::{Duration, Utc};
-use promptgate_core::settings::Provider;
+use promptgate_core::settings::IntegrationProvider;
 use promptgate_core::storage::{StorageError, TokenVault};
 use promptgate_tools::oauth::{
     AccessTokens, OAuthClient, OAuthProviderConfig, RefreshLocks, TokenSealer, TokenSet,
@@ -122,13 +122,17 @@ async fn record(State(log): State<Log>, request: Request, next: Next) -> Respons
 /// A token vault in memory, as the store would provide it.
 #[derive(Default)]
 pub struct MemoryVault {
-    blobs: Mutex<HashMap<(String, Provider), String>>,
+    blobs: Mutex<HashMap<(String, IntegrationProvider), String>>,
     pub loads: std::sync::atomic::AtomicUsize,
 }
 
 #[async_trait]
 impl TokenVault for MemoryVault {
-    async fn load(&self, user_id: &str, provider: Provider) -> Result<Option<String>, StorageError> {
+    async fn load(
+        &self,
+        user_id: &str,
+        provider: IntegrationProvider,
+    ) -> Result<Option<String>, StorageError> {
         self.loads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         Ok(self
             .blobs
@@ -137,21 +141,26 @@ impl TokenVault for MemoryVault {
             .get(&(user_id.to_owned(), provider))
             .cloned())
     }
-    async fn store(&self, user_id: &str, provider: Provider, sealed: &str) -> Result<(), StorageError> {
+    async fn store(
+        &self,
+        user_id: &str,
+        provider: IntegrationProvider,
+        sealed: &str,
+    ) -> Result<(), StorageError> {
         self.blobs
             .lock()
             .unwrap()
             .insert((user_id.to_owned(), provider), sealed.to_owned());
         Ok(())
     }
-    async fn delete(&self, user_id: &str, provider: Provider) -> Result<(), StorageError> {
+    async fn delete(&self, user_id: &str, provider: IntegrationProvider) -> Result<(), StorageError> {
         self.blobs.lock().unwrap().remove(&(user_id.to_owned(), provider));
         Ok(())
     }
 }
 
 impl MemoryVault {
-    pub fn raw(&self, user_id: &str, provider: Provider) -> Option<String> {
+    pub fn raw(&self, user_id: &str, provider: IntegrationProvider) -> Option<String> {
         self.blobs
             .lock()
             .unwrap()
@@ -167,12 +176,12 @@ pub fn sealer() -> Arc<TokenSealer> {
 }
 
 /// Provider config whose every endpoint is on the fake OAuth server at `oauth_base`.
-pub fn provider_config(provider: Provider, oauth_base: &str) -> OAuthProviderConfig {
+pub fn provider_config(provider: IntegrationProvider, oauth_base: &str) -> OAuthProviderConfig {
     let mut config = match provider {
-        Provider::Google => {
+        IntegrationProvider::Google => {
             OAuthProviderConfig::google("client-abc", "secret-xyz", "http://127.0.0.1/callback")
         }
-        Provider::Microsoft => {
+        IntegrationProvider::Microsoft => {
             OAuthProviderConfig::microsoft("client-abc", "secret-xyz", "http://127.0.0.1/callback")
         }
     };
@@ -191,7 +200,7 @@ pub struct Connected {
     pub sealer: Arc<TokenSealer>,
 }
 
-pub async fn connected(provider: Provider, oauth_base: &str, initial: TokenSet) -> Connected {
+pub async fn connected(provider: IntegrationProvider, oauth_base: &str, initial: TokenSet) -> Connected {
     let vault = Arc::new(MemoryVault::default());
     let sealer = sealer();
     vault
@@ -270,7 +279,12 @@ pub async fn google_client(
     server: &FakeServer,
     access_token: &str,
 ) -> promptgate_tools::google::GoogleClient {
-    let setup = connected(Provider::Google, &server.base, valid_tokens(access_token)).await;
+    let setup = connected(
+        IntegrationProvider::Google,
+        &server.base,
+        valid_tokens(access_token),
+    )
+    .await;
     let mut client = promptgate_tools::google::GoogleClient::new(http(), setup.tokens);
     client.gmail_base = format!("{}/gmail/v1", server.base);
     client.calendar_base = format!("{}/calendar/v3", server.base);
@@ -282,7 +296,12 @@ pub async fn graph_client(
     server: &FakeServer,
     access_token: &str,
 ) -> promptgate_tools::microsoft::GraphClient {
-    let setup = connected(Provider::Microsoft, &server.base, valid_tokens(access_token)).await;
+    let setup = connected(
+        IntegrationProvider::Microsoft,
+        &server.base,
+        valid_tokens(access_token),
+    )
+    .await;
     let mut client = promptgate_tools::microsoft::GraphClient::new(http(), setup.tokens);
     client.base = format!("{}/v1.0", server.base);
     client

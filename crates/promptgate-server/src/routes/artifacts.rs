@@ -1,20 +1,24 @@
-//! Signed artifact links: an `<iframe src>` cannot send a bearer header, so an authenticated client
+//! The HTML artifacts that `render_html` stores, served sandboxed: `GET /v1/artifacts/{id}` with the
+//! bearer header, and signed links for an `<iframe src>`, which cannot send one. An authenticated client
 //! asks for a short-lived link that names the artifact, its owner and an expiry, signed with a server
 //! key (HMAC-SHA256). The user's token never appears in a URL.
 
 use std::sync::OnceLock;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use aide::OperationOutput;
 use aide::axum::ApiRouter;
 use aide::axum::routing::{get_with, post_with};
+use aide::generate::GenContext;
+use aide::openapi::{MediaType, Operation, Response as ApiResponse, StatusCode as ApiStatus};
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, header};
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{IntoResponse, Response};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::chat::Html;
 use crate::auth::CurrentUser;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::extract::ApiQuery;
@@ -46,6 +50,10 @@ impl Default for ArtifactsConfig {
 
 pub fn routes() -> ApiRouter<AppState> {
     ApiRouter::new()
+        .api_route(
+            "/v1/artifacts/{id}",
+            get_with(artifact, |op| op.summary("An HTML artifact, served sandboxed")),
+        )
         .api_route(
             "/v1/artifacts/{id}/link",
             post_with(link, |op| {
@@ -178,6 +186,71 @@ async fn view(
         ));
     }
     Ok(Html::new(state.service.artifact_html(&query.user, &id).await?))
+}
+
+/// Content Security Policy for artifacts: inline code only, no network, in an opaque-origin sandbox.
+const ARTIFACT_CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; \
+     img-src data: blob:; font-src data:; media-src data: blob:; sandbox allow-scripts";
+
+async fn artifact(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+) -> ApiResult<Html> {
+    Ok(Html(state.service.artifact_html(&user.id, &id).await?))
+}
+
+/// A sandboxed HTML document.
+pub struct Html(String);
+
+impl Html {
+    pub fn new(html: String) -> Self {
+        Self(html)
+    }
+}
+
+impl IntoResponse for Html {
+    fn into_response(self) -> Response {
+        let mut res = self.0.into_response();
+        let headers = res.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/html; charset=utf-8"),
+        );
+        headers.insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(ARTIFACT_CSP),
+        );
+        headers.insert(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        );
+        headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+        headers.insert(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("private, no-cache"),
+        );
+        res
+    }
+}
+
+impl OperationOutput for Html {
+    type Inner = String;
+
+    fn operation_response(_ctx: &mut GenContext, _op: &mut Operation) -> Option<ApiResponse> {
+        let mut res = ApiResponse {
+            description: "The HTML document, under a sandboxing CSP".into(),
+            ..Default::default()
+        };
+        res.content.insert("text/html".into(), MediaType::default());
+        Some(res)
+    }
+
+    fn inferred_responses(ctx: &mut GenContext, op: &mut Operation) -> Vec<(Option<ApiStatus>, ApiResponse)> {
+        Self::operation_response(ctx, op)
+            .map(|r| vec![(Some(ApiStatus::Code(200)), r)])
+            .unwrap_or_default()
+    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! `compose_send`: the toolset and prompt one send gets, as the preview and the turn both use it.
 
 use chrono::{TimeZone, Utc};
-use promptgate_core::plan::{ComposeInput, UpstreamIdentity, compose_send};
+use promptgate_core::compose::{ComposeInput, UpstreamIdentity, compose_send};
 use promptgate_core::prompt::HarnessKind;
 use promptgate_core::settings::{Engine, IntegrationStatus, Model, Project, Skill, UserSettings};
 use promptgate_core::tools::mcp_names::{McpServerTools, McpToolDef};
@@ -87,8 +87,8 @@ impl Fixture {
     }
 }
 
-fn names(plan: &promptgate_core::plan::ComposedSend) -> Vec<&str> {
-    plan.tools.iter().map(|t| t.name.as_str()).collect()
+fn names(composed: &promptgate_core::compose::ComposedSend) -> Vec<&str> {
+    composed.tools.iter().map(|t| t.name.as_str()).collect()
 }
 
 #[test]
@@ -101,9 +101,9 @@ fn mcp_tools_join_after_built_ins_and_are_summarised_in_the_prompt() {
         server("s2", "Web", &["search"]),
     ];
     let now = Utc.with_ymd_and_hms(2026, 7, 10, 12, 0, 0).unwrap();
-    let plan = compose_send(&f.input("hi", 2), now);
+    let composed = compose_send(&f.input("hi", 2), now);
     assert_eq!(
-        names(&plan),
+        names(&composed),
         [
             "render_html",
             "search",
@@ -115,16 +115,17 @@ fn mcp_tools_join_after_built_ins_and_are_summarised_in_the_prompt() {
             "web_search"
         ]
     );
-    assert!(plan.has_web_tools);
-    let mcp = plan.tools[5].mcp.as_ref().unwrap();
+    assert!(composed.has_web_tools);
+    let mcp = composed.tools[5].mcp.as_ref().unwrap();
     assert_eq!((mcp.name.as_str(), mcp.tool_name.as_str()), ("Tools", "echo"));
-    assert!(plan.parts.stable.contains("## Connected MCP Servers"));
+    assert!(composed.parts.stable.contains("## Connected MCP Servers"));
     assert!(
-        plan.parts.stable.contains("- tools_2 (2 tools)") && plan.parts.stable.contains("- web (1 tool)")
+        composed.parts.stable.contains("- tools_2 (2 tools)")
+            && composed.parts.stable.contains("- web (1 tool)")
     );
     assert_eq!(
-        plan.system,
-        format!("{}\n\n{}", plan.parts.stable, plan.parts.volatile)
+        composed.system,
+        format!("{}\n\n{}", composed.parts.stable, composed.parts.volatile)
     );
 }
 
@@ -132,11 +133,11 @@ fn mcp_tools_join_after_built_ins_and_are_summarised_in_the_prompt() {
 fn a_model_without_tools_gets_none_and_no_mcp_summary() {
     let mut f = Fixture::new(model(0, Engine::Legacy));
     f.servers = vec![server("s1", "Tools", &["echo"])];
-    let plan = compose_send(&f.input("hi", 2), Utc::now());
-    assert!(plan.tools.is_empty());
-    assert!(!plan.has_web_tools);
-    assert!(!plan.parts.stable.contains("Connected MCP Servers"));
-    assert!(!plan.parts.stable.contains("## Other chats in this project"));
+    let composed = compose_send(&f.input("hi", 2), Utc::now());
+    assert!(composed.tools.is_empty());
+    assert!(!composed.has_web_tools);
+    assert!(!composed.parts.stable.contains("Connected MCP Servers"));
+    assert!(!composed.parts.stable.contains("## Other chats in this project"));
 }
 
 #[test]
@@ -198,8 +199,8 @@ fn the_harness_engine_gets_identity_environment_and_date_and_a_clock_free_signat
 fn a_harness_model_gets_the_workspace_tools_first_and_mcp_cannot_shadow_them() {
     let mut f = Fixture::new(model(1, Engine::Harness));
     f.servers = vec![server("s1", "Shell", &["bash", "lint"])];
-    let plan = compose_send(&f.input("hi", 0), Utc::now());
-    let names = names(&plan);
+    let composed = compose_send(&f.input("hi", 0), Utc::now());
+    let names = names(&composed);
     assert_eq!(names[..4], ["read", "write", "edit", "bash"]);
     assert_eq!(names[4], "render_html", "the app's tools follow");
     assert_eq!(names.iter().filter(|n| **n == "bash").count(), 1, "{names:?}");
@@ -207,7 +208,7 @@ fn a_harness_model_gets_the_workspace_tools_first_and_mcp_cannot_shadow_them() {
         names.contains(&"shell_bash") && names.contains(&"shell_lint"),
         "{names:?}"
     );
-    let bash = &plan.tools[3];
+    let bash = &composed.tools[3];
     assert!(
         bash.parameters["required"]
             .as_array()
@@ -244,12 +245,12 @@ fn slash_tokens_pick_skill_notes_and_the_web_intent() {
         enabled: true,
         renders_widgets: false,
     }];
-    let plan = compose_send(&f.input("please /research tides", 0), Utc::now());
-    assert_eq!(plan.notes.len(), 2);
-    assert_eq!(plan.notes[1], "Use many sources.");
-    assert_eq!(plan.skill_instructions, ["Use many sources."]);
-    assert_eq!(plan.web_intent, promptgate_core::budget::WebIntent::Research);
-    let plan = compose_send(&f.input("please research tides", 0), Utc::now());
-    assert_eq!(plan.notes.len(), 1);
-    assert_eq!(plan.web_intent, promptgate_core::budget::WebIntent::Auto);
+    let composed = compose_send(&f.input("please /research tides", 0), Utc::now());
+    assert_eq!(composed.notes.len(), 2);
+    assert_eq!(composed.notes[1], "Use many sources.");
+    assert_eq!(composed.skill_instructions, ["Use many sources."]);
+    assert_eq!(composed.web_intent, promptgate_core::budget::WebIntent::Research);
+    let composed = compose_send(&f.input("please research tides", 0), Utc::now());
+    assert_eq!(composed.notes.len(), 1);
+    assert_eq!(composed.web_intent, promptgate_core::budget::WebIntent::Auto);
 }

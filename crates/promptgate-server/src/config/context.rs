@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use promptgate_service::settings::{
+use promptgate_service::deployment::{
     ContextSettings, DEFAULT_ANSWER_RESERVE_TOKENS, DEFAULT_KEPT_AFTER_COMPACTION,
     DEFAULT_SUMMARY_MAX_TOKENS, DEFAULT_SUMMARY_TIMEOUT, DEFAULT_WINDOW_TOKENS,
 };

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use promptgate_core::settings::{IntegrationState, Provider};
+use promptgate_core::settings::{IntegrationProvider, IntegrationState};
 use promptgate_store::{OAuthPending, PendingLimits, PendingRefused};
 
 use crate::{Service, ServiceError};
@@ -47,7 +47,7 @@ impl Service {
     pub async fn integration(
         &self,
         user_id: &str,
-        provider: Provider,
+        provider: IntegrationProvider,
     ) -> Result<IntegrationState, ServiceError> {
         Ok(self.store.get_integration(user_id, provider).await?)
     }
@@ -57,7 +57,7 @@ impl Service {
     pub async fn update_integration(
         &self,
         user_id: &str,
-        provider: Provider,
+        provider: IntegrationProvider,
         enabled: Option<bool>,
         connected: Option<bool>,
     ) -> Result<IntegrationState, ServiceError> {
@@ -80,7 +80,7 @@ impl Service {
     pub async fn start_authorization(
         &self,
         user_id: &str,
-        provider: Provider,
+        provider: IntegrationProvider,
     ) -> Result<String, ServiceError> {
         let oauth = self
             .integrations
@@ -112,7 +112,7 @@ impl Service {
     /// marks the integration connected. Returns the provider's name for the page the browser shows.
     pub async fn complete_authorization(
         &self,
-        provider: Provider,
+        provider: IntegrationProvider,
         callback: &OAuthCallback,
     ) -> Result<String, ServiceError> {
         let key = callback
@@ -176,7 +176,7 @@ impl Service {
     pub async fn disconnect_integration(
         &self,
         user_id: &str,
-        provider: Provider,
+        provider: IntegrationProvider,
     ) -> Result<IntegrationState, ServiceError> {
         match self
             .integrations

@@ -1,0 +1,304 @@
+//! The user's MCP servers: `/v1/mcp-servers` and `/v1/mcp-servers/{id}` to register, read, replace and
+//! delete one, and `POST /v1/mcp-servers/{id}/probe` to check it before chatting with it.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use aide::axum::ApiRouter;
+use aide::axum::routing::{get_with, post_with};
+use axum::Json;
+use axum::extract::{Path, State};
+use promptgate_service::ProbeOutcome;
+use promptgate_service::records;
+use promptgate_service::records::ProbeReport;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::library::yes;
+use super::validate::required_text;
+use crate::api_doc::{Created, NoContent};
+use crate::auth::CurrentUser;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::ApiJson;
+use crate::state::AppState;
+
+const MCP_SERVER_LIMIT: &str = "A user may register at most `[mcp] max_servers_per_user` servers (50 by \
+     default), enabled or not; past it the answer is 409 `mcp_server_limit` until one is deleted.";
+
+pub fn routes() -> ApiRouter<AppState> {
+    ApiRouter::new()
+        .api_route(
+            "/v1/mcp-servers",
+            get_with(list_mcp, |op| {
+                op.summary("Your MCP servers (secrets are never returned)")
+            })
+            .post_with(create_mcp, |op| {
+                op.summary("Register an MCP server (streamable HTTP)")
+                    .description(MCP_SERVER_LIMIT)
+            }),
+        )
+        .api_route(
+            "/v1/mcp-servers/{id}",
+            get_with(get_mcp, |op| {
+                op.summary("One MCP server (secrets are never returned)")
+            })
+            .put_with(update_mcp, |op| {
+                op.summary("Replace an MCP server, secrets included")
+            })
+            .delete_with(delete_mcp, |op| op.summary("Delete an MCP server")),
+        )
+        .api_route(
+            "/v1/mcp-servers/{id}/probe",
+            post_with(probe, |op| {
+                op.summary("Connect to an MCP server now and list its tools").description(
+                "Opens a fresh connection with the stored headers and token (nothing cached is used) within \
+                 `[mcp] probe_timeout_ms`. Answers 200 either way: `ok: true` with the server's identity and \
+                 tools, or `ok: false` with the reason (`error.kind` is one of `invalid_config`, \
+                 `refused_address` (the outbound address policy refuses the URL's address), `connect` \
+                 (unreachable), `unauthorized`, `http_status`, `timeout`, `protocol` (not an MCP server), \
+                 `rpc`, `closed`, `unavailable`). Messages never repeat what the server sent. Each user may \
+                 start `[mcp] probes_per_minute` probes a minute and have `probes_in_flight` running; past \
+                 either the answer is 429 `too_many_probes` with `Retry-After`, and nothing is connected.",
+            )
+            }),
+        )
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ProbeResponse {
+    pub ok: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<ProbedServer>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<ProbedTool>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ProbeError>,
+}
+
+/// What the server says about itself; fields it left out are absent.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ProbedServer {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    pub protocol_version: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+}
+
+/// A tool under its own name (sends offer it with the server's prefix).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ProbedTool {
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub input_schema: Value,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ProbeError {
+    /// Machine-readable reason, e.g. `connect`, `unauthorized` or `timeout`.
+    pub kind: String,
+    /// A sentence for humans; never contains the server's secrets.
+    pub message: String,
+}
+
+async fn probe(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+) -> ApiResult<Json<ProbeResponse>> {
+    let timeout = Duration::from_millis(state.config.mcp.probe_timeout_ms);
+    Ok(Json(
+        match state.service.probe_mcp_server(&user.id, &id, timeout).await? {
+            ProbeOutcome::Reached(report) => success(report),
+            ProbeOutcome::Failed { kind, message } => failure(&kind, message),
+        },
+    ))
+}
+
+fn success(report: ProbeReport) -> ProbeResponse {
+    ProbeResponse {
+        ok: true,
+        server: Some(ProbedServer {
+            name: report.server_name,
+            version: report.server_version,
+            protocol_version: report.protocol_version,
+            instructions: report.instructions,
+        }),
+        tools: Some(
+            report
+                .tools
+                .into_iter()
+                .map(|tool| ProbedTool {
+                    name: tool.name,
+                    description: tool.description,
+                    input_schema: tool.input_schema,
+                })
+                .collect(),
+        ),
+        error: None,
+    }
+}
+
+fn failure(kind: &str, message: String) -> ProbeResponse {
+    ProbeResponse {
+        ok: false,
+        server: None,
+        tools: None,
+        error: Some(ProbeError {
+            kind: kind.to_owned(),
+            message,
+        }),
+    }
+}
+
+/// An MCP server as the API shows it: the secret header values and the bearer token never leave the
+/// store through this type, only whether they are set.
+#[derive(Serialize, Deserialize, JsonSchema)]
+pub struct McpServer {
+    pub id: String,
+    pub name: String,
+    pub url: String,
+    pub enabled: bool,
+    /// Names of the configured secret headers, sorted.
+    pub header_names: Vec<String>,
+    pub has_bearer_token: bool,
+    pub created_at: i64,
+}
+
+impl From<records::McpServer> for McpServer {
+    fn from(row: records::McpServer) -> Self {
+        Self {
+            id: row.id,
+            name: row.name,
+            url: row.url,
+            enabled: row.enabled,
+            header_names: row.header_names,
+            has_bearer_token: row.has_bearer_token,
+            created_at: row.created_at,
+        }
+    }
+}
+
+/// Create or replace an MCP server. An update replaces the secrets too: headers and token that are
+/// not sent again are removed.
+// Not `Debug`: it carries the secrets.
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewMcpServer {
+    pub name: String,
+    pub url: String,
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bearer_token: Option<String>,
+}
+
+impl From<NewMcpServer> for records::NewMcpServer {
+    fn from(body: NewMcpServer) -> Self {
+        Self {
+            name: body.name,
+            url: body.url,
+            enabled: body.enabled,
+            headers: body.headers,
+            bearer_token: body.bearer_token,
+        }
+    }
+}
+
+fn check_mcp(s: &NewMcpServer) -> Result<(), ApiError> {
+    required_text("name", &s.name, 100)?;
+    let url = url_ok(&s.url);
+    if !url {
+        return Err(ApiError::invalid(format!(
+            "url {} must be an http:// or https:// URL",
+            crate::error::preview(&s.url)
+        )));
+    }
+    if s.headers.len() > 32 {
+        return Err(ApiError::invalid("at most 32 headers"));
+    }
+    for (name, value) in &s.headers {
+        let name_ok = !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b));
+        if !name_ok {
+            return Err(ApiError::invalid(format!(
+                "header name {} is not a valid HTTP header name",
+                crate::error::preview(name)
+            )));
+        }
+        if value.len() > 8_192 || value.bytes().any(|b| b == b'\r' || b == b'\n') {
+            return Err(ApiError::invalid(format!(
+                "the value of header {} is too long or has a line break",
+                crate::error::preview(name)
+            )));
+        }
+    }
+    if let Some(token) = &s.bearer_token
+        && (token.len() > 8_192 || token.bytes().any(|b| b.is_ascii_whitespace()))
+    {
+        return Err(ApiError::invalid(
+            "bearer_token must be a single token of at most 8192 characters",
+        ));
+    }
+    Ok(())
+}
+
+fn url_ok(url: &str) -> bool {
+    (url.starts_with("http://") || url.starts_with("https://"))
+        && url.len() <= 2_048
+        && !url.contains(char::is_whitespace)
+}
+
+async fn list_mcp(State(state): State<AppState>, user: CurrentUser) -> ApiResult<Json<Vec<McpServer>>> {
+    let servers = state.service.mcp_servers(&user.id).await?;
+    Ok(Json(servers.into_iter().map(McpServer::from).collect()))
+}
+
+async fn create_mcp(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    ApiJson(body): ApiJson<NewMcpServer>,
+) -> ApiResult<Created<Json<McpServer>>> {
+    check_mcp(&body)?;
+    let server = state.service.create_mcp_server(&user.id, &body.into()).await?;
+    Ok(Created(Json(server.into())))
+}
+
+async fn get_mcp(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+) -> ApiResult<Json<McpServer>> {
+    Ok(Json(state.service.mcp_server(&user.id, &id).await?.into()))
+}
+
+async fn update_mcp(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<NewMcpServer>,
+) -> ApiResult<Json<McpServer>> {
+    check_mcp(&body)?;
+    let server = state
+        .service
+        .update_mcp_server(&user.id, &id, &body.into())
+        .await?;
+    Ok(Json(server.into()))
+}
+
+async fn delete_mcp(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+) -> ApiResult<NoContent> {
+    state.service.delete_mcp_server(&user.id, &id).await?;
+    Ok(NoContent)
+}

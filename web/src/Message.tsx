@@ -3,8 +3,8 @@
 import { memo, useEffect, useMemo, useState, type MouseEvent } from 'react';
 import { isToolUIPart, type FileUIPart } from 'ai';
 import { artifactUrl } from './api';
-import { hasMath, loadMath, mathReady, renderMarkdown } from './markdown';
-import { sourcesOf, textOf, toolName, type AnswerStatus, type ChatMessage, type Source, type TitledToolPart } from './messages';
+import { hasMath, loadMath, mathReady, renderMarkdown, type CitationCheck } from './markdown';
+import { checksOf, sourcesOf, textOf, toolName, type AnswerStatus, type ChatMessage, type Source, type TitledToolPart } from './messages';
 import { Sources, sourceAnchor } from './Sources';
 
 function Artifact({ id, title }: { id: string; title?: string }) {
@@ -93,16 +93,34 @@ function ToolPart({ part, mcp }: { part: TitledToolPart; mcp?: { name?: string }
   );
 }
 
-function Text({ text, sources, messageId }: { text: string; sources: Map<number, Source>; messageId: string }) {
+interface TextProps {
+  text: string;
+  sources: Map<number, Source>;
+  messageId: string;
+  part: number;
+  checks: CitationCheck[];
+}
+
+function Text({ text, sources, messageId, part, checks }: TextProps) {
   const math = hasMath(text);
   const [mathLoaded, setMathLoaded] = useState(mathReady());
   useEffect(() => {
     if (math && !mathLoaded) loadMath().then(() => setMathLoaded(true));
   }, [math, mathLoaded]);
-  const html = useMemo(() => renderMarkdown(text, sources, (n) => sourceAnchor(messageId, n)), [text, sources, messageId, mathLoaded]);
-  // A chip moves focus to its entry in the source list rather than changing the page's address.
+  const html = useMemo(
+    () => renderMarkdown(text, sources, (n) => sourceAnchor(messageId, n), checks, `cite-${messageId}-${part}`),
+    [text, sources, messageId, part, checks, mathLoaded],
+  );
+  // A chip moves focus to its entry in the source list rather than changing the page's address. On a
+  // touch screen the first tap on a checked chip shows its passage instead (there is no hover).
   const onClick = (e: MouseEvent<HTMLDivElement>) => {
     const chip = (e.target as Element).closest('a.cite');
+    const touch = (e.nativeEvent as PointerEvent).pointerType === 'touch';
+    if (chip?.hasAttribute('data-check') && touch && !chip.classList.contains('open')) {
+      e.preventDefault();
+      chip.classList.add('open');
+      return;
+    }
     const entry = chip && document.getElementById(chip.getAttribute('href')!.slice(1));
     if (!entry) return;
     e.preventDefault();
@@ -137,7 +155,10 @@ export const Message = memo(function Message({ message, busy, isLast, selected, 
   return (
     <article className={`msg assistant${selected ? ' selected' : ''}`} data-role="assistant" data-message-id={message.id} data-status={status} aria-label="Answer">
       {message.parts.map((p, i) => {
-        if (p.type === 'text') return <Text key={i} text={p.text} sources={sources} messageId={message.id} />;
+        if (p.type === 'text') {
+          const part = message.parts.slice(0, i).filter((q) => q.type === 'text').length;
+          return <Text key={i} text={p.text} sources={sources} messageId={message.id} part={part} checks={checksOf(message, part)} />;
+        }
         if (p.type === 'reasoning')
           return (
             <details key={i} className="reasoning">

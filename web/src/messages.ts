@@ -3,6 +3,7 @@
 // that `[N]` cites, and tool parts.
 import { getToolName, isToolUIPart, type DynamicToolUIPart, type ToolUIPart, type UIMessage } from 'ai';
 import type { Schemas } from './api';
+import type { CitationCheck } from './markdown';
 
 export type AnswerStatus = Schemas['MessageStatus'];
 
@@ -13,6 +14,7 @@ export interface AnswerMetadata {
   errorCode?: string;
   sources?: { index: number; url: string; title?: string }[];
   mcpTools?: Record<string, { name?: string }>;
+  citations?: CitationCheck[];
   usage?: { inputTokens?: number; outputTokens?: number };
   context?: { sentMessages: number; summarisedMessages: number; droppedMessages: number; compacted?: boolean };
 }
@@ -50,6 +52,11 @@ export function sourcesOf(message: ChatMessage): Map<number, Source> {
     if (n && !map.has(n)) map.set(n, { index: n, url: p.url, title: p.title });
   }
   return map;
+}
+
+/// The checked citations of an answer's `part`-th text part, in order.
+export function checksOf(message: ChatMessage, part: number): CitationCheck[] {
+  return (message.metadata?.citations ?? []).filter((c) => c?.textPart === part && typeof c.n === 'number');
 }
 
 export function toolParts(message: ChatMessage): TitledToolPart[] {

@@ -1,5 +1,6 @@
 // The reference web app in a real browser against a real gateway (see global-setup.ts), at every
 // size and theme the config's projects name.
+import AxeBuilder from '@axe-core/playwright';
 import { SEARCH_RESULTS } from './upstream.mjs';
 import { answers, base_url, expect, isPhone, newChat, openPanel, send, sendButton, shot, sidebar, tag, test } from './helpers';
 
@@ -54,6 +55,39 @@ test('sources are a list with favicons, and the [N] chips link to them', async (
   await answer.locator('a.cite[data-citation="2"]').click();
   await expect(list.getByRole('link', { name: SEARCH_RESULTS[1].title })).toBeFocused();
   await shot(page, 'citations');
+});
+
+test('checked citations show their class, and the passage on hover, keyboard focus and after a reload', async ({ page }) => {
+  await newChat(page, 'scripted');
+  await send(page, 'Please verify the tide facts');
+  const answer = answers(page).last();
+  await expect(answer).toContainText('is online');
+  const chips = answer.locator('a.cite');
+  await expect(chips).toHaveCount(4);
+  const states = async () =>
+    chips.evaluateAll((all) => all.map((c) => `${c.getAttribute('data-check')}${c.hasAttribute('data-snippet-only') ? ' snippet' : ''}`));
+  await expect.poll(states).toEqual(['supported', 'weak', 'unsupported', 'supported snippet']);
+  await expect(chips.nth(2)).toHaveAccessibleName(/not supported by the source/);
+
+  // The passage shows on hover, and on keyboard focus, where it is also the chip's description.
+  const passages = answer.locator('.cite-passage');
+  await expect(passages.nth(0)).toBeHidden();
+  await chips.nth(0).hover();
+  await expect(passages.nth(0)).toBeVisible();
+  await expect(passages.nth(0)).toContainText('measured from chart datum');
+  await page.mouse.move(0, 0);
+  await chips.nth(3).focus();
+  await expect(passages.nth(3)).toBeVisible();
+  await expect(chips.nth(3)).toHaveAccessibleDescription(/only seen as a search snippet: “The Rust book and more.”/);
+  const axe = await new AxeBuilder({ page }).include('.msg.assistant').analyze();
+  const bad = axe.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  expect(bad.map((v) => `${v.id}: ${v.help}`)).toEqual([]);
+  await shot(page, 'citation-checks');
+
+  // The classes are stored with the answer.
+  await page.reload();
+  await expect(answers(page).last().locator('a.cite')).toHaveCount(4);
+  await expect.poll(states).toEqual(['supported', 'weak', 'unsupported', 'supported snippet']);
 });
 
 test('formulas are typeset, and dollar amounts stay text', async ({ page }) => {

@@ -114,6 +114,8 @@ ${extra}`,
     `
 [web]
 search = { kind = "searxng", base_url = "http://127.0.0.1:${upstreamPort}" }
+# The scripted upstream also serves one page the "verify" script reads.
+fetch = { allowed_addrs = ["127.0.0.1:${upstreamPort}"] }
 
 # A reload mid-answer lets the turn run on, so the app can resume its stream.
 [turn]

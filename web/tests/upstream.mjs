@@ -10,6 +10,16 @@ export const SEARCH_RESULTS = [
 ];
 
 let answers = 0;
+/// This server's own address, for the page the "verify" script reads.
+let selfBase = '';
+
+/// A page the gateway may read from here ([web.fetch] allows this one address).
+const TIDES_PAGE = `<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>Reading a tide table</title></head>
+<body><article><h1>Reading a tide table</h1>
+<p>Heights in a tide table are measured from chart datum, roughly the lowest level the sea reaches in ordinary
+conditions. A height near zero means the flats are almost dry; five metres means they are deep under water.</p>
+<p>Start a crossing on foot only after high water has turned, and be back well before the next low water.</p>
+</article></body></html>`;
 
 function chunk(delta, finish = null) {
   return `data: ${JSON.stringify({ id: 'chatcmpl-test', object: 'chat.completion.chunk', created: 0, model: 'upstream-model', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
@@ -52,6 +62,19 @@ function completions(body, res) {
     if (!afterTool) return toolCall(res, 'search', { query: 'rust language' });
     return streamText(res, ['Rust is fast ', '[1] and its unsafe side ', 'is documented [2].']);
   }
+  if (/\bverify\b/i.test(question)) {
+    // Reads a page (source 1), searches (sources 2 and 3, seen only as snippets), then cites: backed
+    // by the page, partly backed, not backed, and backed by a snippet only.
+    const tools = messages.filter((m) => m.role === 'tool').length;
+    if (tools === 0) return toolCall(res, 'fetch_content', { url: `${selfBase}/pages/tides` });
+    if (tools === 1) return toolCall(res, 'search', { query: 'rust book' });
+    return streamText(res, [
+      'Heights in a tide table are measured from chart datum [1]. ',
+      'Chart datum is the lowest level, and ferries cross the flats at noon every Sunday [1]. ',
+      'The harbour sells ice cream to visitors [1]. ',
+      'The Rust book and more is online [2].',
+    ]);
+  }
   if (/\bpage\b/i.test(question)) {
     if (!afterTool) return toolCall(res, 'render_html', { title: 'Clock', html: '<!DOCTYPE html><html><body><h1>Tick tock</h1></body></html>' });
     return streamText(res, ['Here is your page.']);
@@ -77,6 +100,10 @@ function completions(body, res) {
 export function startUpstream() {
   const server = http.createServer((req, res) => {
     const url = new URL(req.url, 'http://127.0.0.1');
+    if (req.method === 'GET' && url.pathname === '/pages/tides') {
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+      return res.end(TIDES_PAGE);
+    }
     if (req.method === 'GET' && url.pathname === '/search') {
       res.writeHead(200, { 'content-type': 'application/json' });
       return res.end(JSON.stringify({ query: url.searchParams.get('q'), results: SEARCH_RESULTS }));
@@ -98,5 +125,10 @@ export function startUpstream() {
     }
     res.writeHead(404).end();
   });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () => {
+      selfBase = `http://127.0.0.1:${server.address().port}`;
+      resolve(server);
+    }),
+  );
 }

@@ -7,11 +7,21 @@
 //! marker needs digits (`【税込み】` is ordinary text). To keep memory bounded, a marker is recognised only
 //! with at most [`MAX_MARKER_DIGITS`] digits and a title of at most [`MAX_MARKER_TITLE_CHARS`]
 //! characters, and at most [`MAX_EATEN_WHITESPACE`] whitespace characters before it are removed.
+//!
+//! The `[N]` citations that remain are checked at the end of each text part: [`markers`] removes
+//! those that name no source as the text streams, and [`check`] ties each kept one to its source and
+//! classes how well what the turn saw of that source supports the claim ([`support`]).
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::LazyLock;
 
 use regex::Regex;
+
+pub mod check;
+pub mod markers;
+pub mod passages;
+pub mod support;
+pub mod terms;
 
 pub const MAX_MARKER_DIGITS: usize = 9;
 pub const MAX_MARKER_TITLE_CHARS: usize = 200;

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::citations::check::SeenSource;
 use crate::tools::text::truncate_chars;
 
 /// Most sources one turn stores.
@@ -18,6 +19,12 @@ pub const MAX_SOURCES: usize = 200;
 pub const DESCRIPTION_CHARS: usize = 200;
 /// Titles come from arbitrary pages; longer ones are cut.
 pub const MAX_TITLE_CHARS: usize = 300;
+/// Characters of a source's text kept for the citation check: as much as a default `fetch_content`
+/// shows the model.
+pub const MAX_SEEN_CHARS: usize = 16_000;
+/// Characters of seen text one registry keeps in all (it travels with a retry's stored state); a
+/// page fetched past it is checked against the part that still fits.
+pub const MAX_SEEN_TOTAL_CHARS: usize = 320_000;
 
 /// The tool that registered a source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -66,7 +73,8 @@ pub struct SearchHit {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PageMeta {
     pub title: Option<String>,
-    /// The start of the extracted text; the first 200 characters become the description.
+    /// The extracted text as the model saw it: the first 200 characters become the description, and
+    /// up to [`MAX_SEEN_CHARS`] are kept for the citation check.
     pub text_prefix: Option<String>,
     pub image: Option<String>,
     pub favicon: Option<String>,
@@ -101,6 +109,13 @@ pub fn derive_site_name(url: &str) -> Option<String> {
     (!host.is_empty()).then(|| host.to_owned())
 }
 
+/// What the turn saw of a source: the page it fetched, or else the search snippet.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeenText {
+    pub text: String,
+    pub fetched: bool,
+}
+
 /// Sources of one logical turn. Retries of the same turn keep the registry, so labels stay stable
 /// (it is stored with the turn as JSON, so a retry on another instance keeps them too).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -108,6 +123,11 @@ pub struct SourceRegistry {
     entries: Vec<SourceMetadata>,
     by_url: HashMap<String, usize>,
     next_index: u32,
+    /// By source number; states stored before the check existed have none.
+    #[serde(default)]
+    seen: HashMap<u32, SeenText>,
+    #[serde(default)]
+    seen_chars: usize,
 }
 
 impl Default for SourceRegistry {
@@ -122,6 +142,8 @@ impl SourceRegistry {
             entries: Vec::new(),
             by_url: HashMap::new(),
             next_index: 1,
+            seen: HashMap::new(),
+            seen_chars: 0,
         }
     }
 
@@ -133,7 +155,7 @@ impl SourceRegistry {
                 if let Some(index) = self.index_of(&hit.url) {
                     return index;
                 }
-                self.push(SourceMetadata {
+                let index = self.push(SourceMetadata {
                     index: 0,
                     url: hit.url.clone(),
                     title: bounded_title(&hit.title),
@@ -144,7 +166,9 @@ impl SourceRegistry {
                     author: None,
                     published_date: hit.published_date.clone(),
                     tool_name: SourceTool::Search,
-                })
+                });
+                self.see(index, hit.snippet.as_deref().unwrap_or_default(), false);
+                index
             })
             .collect()
     }
@@ -153,6 +177,7 @@ impl SourceRegistry {
     /// whatever the fetch learned; a new page is added like a search result.
     pub fn register_fetch(&mut self, url: &str, page: PageMeta) -> u32 {
         let description = page.text_prefix.as_deref().filter(|t| !t.is_empty()).map(excerpt);
+        let seen = page.text_prefix.unwrap_or_default();
         if let Some(&pos) = self.by_url.get(url) {
             let source = &mut self.entries[pos];
             if let Some(title) = page.title.as_deref().filter(|t| !t.is_empty()) {
@@ -164,7 +189,9 @@ impl SourceRegistry {
             overwrite(&mut source.site_name, page.site_name);
             overwrite(&mut source.author, page.author);
             overwrite(&mut source.published_date, page.published_date);
-            return source.index;
+            let index = source.index;
+            self.see(index, &seen, true);
+            return index;
         }
         let title = page
             .title
@@ -175,7 +202,7 @@ impl SourceRegistry {
             .site_name
             .filter(|s| !s.is_empty())
             .or_else(|| derive_site_name(url));
-        self.push(SourceMetadata {
+        let index = self.push(SourceMetadata {
             index: 0,
             url: url.to_owned(),
             title,
@@ -186,7 +213,53 @@ impl SourceRegistry {
             author: page.author,
             published_date: page.published_date,
             tool_name: SourceTool::FetchContent,
-        })
+        });
+        self.see(index, &seen, true);
+        index
+    }
+
+    /// The stored sources with what the turn saw of each, for the citation check.
+    pub fn seen_sources(&self) -> Vec<SeenSource<'_>> {
+        self.entries
+            .iter()
+            .map(|source| {
+                let seen = self.seen.get(&source.index);
+                SeenSource {
+                    index: source.index,
+                    url: &source.url,
+                    title: &source.title,
+                    text: seen.map_or("", |s| s.text.as_str()),
+                    fetched: seen.is_some_and(|s| s.fetched),
+                }
+            })
+            .collect()
+    }
+
+    /// The numbers of the stored sources, ascending.
+    pub fn indexes(&self) -> Vec<u32> {
+        self.entries.iter().map(|source| source.index).collect()
+    }
+
+    /// What the turn saw of source `index`, if it is stored.
+    pub fn seen(&self, index: u32) -> Option<&SeenText> {
+        self.seen.get(&index)
+    }
+
+    /// Keeps what the turn saw of a stored source. A fetched page replaces a snippet (or an earlier
+    /// read of the same page); a snippet never replaces a fetched page.
+    fn see(&mut self, index: u32, text: &str, fetched: bool) {
+        if self.get(index).is_none() {
+            return;
+        }
+        let old = self.seen.get(&index);
+        if old.is_some_and(|old| old.fetched && !fetched) {
+            return;
+        }
+        let old_chars = old.map_or(0, |old| old.text.chars().count());
+        let room = MAX_SEEN_TOTAL_CHARS.saturating_sub(self.seen_chars.saturating_sub(old_chars));
+        let kept: String = text.chars().take(MAX_SEEN_CHARS.min(room)).collect();
+        self.seen_chars = self.seen_chars.saturating_sub(old_chars) + kept.chars().count();
+        self.seen.insert(index, SeenText { text: kept, fetched });
     }
 
     /// Number of an already registered URL (exact string match).

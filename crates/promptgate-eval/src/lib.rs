@@ -7,6 +7,7 @@
 
 #![deny(clippy::disallowed_methods)]
 
+mod citations;
 mod scoring;
 
 use std::path::Path;
@@ -20,6 +21,8 @@ use promptgate_service::{SendInput, SendRequest, Service};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+pub use citations::CitationRates;
+pub use promptgate_core::citations::check::CitationCounts;
 pub use scoring::{Criteria, Observed, score};
 
 /// Bounds on what a scenario file may ask for.
@@ -86,7 +89,7 @@ impl From<&ScenarioSkill> for NewSkill {
 }
 
 /// One scenario's result.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Outcome {
     pub name: String,
@@ -94,6 +97,10 @@ pub struct Outcome {
     pub passed: bool,
     pub failures: Vec<String>,
     pub citations: usize,
+    /// The engine's check of the answer's citations; `None` when the turn had no sources to check
+    /// against (no web tools).
+    pub citation_counts: Option<CitationCounts>,
+    pub citation_rates: CitationRates,
     pub web_tool_calls: usize,
     pub steps: u32,
     pub text: String,
@@ -158,6 +165,8 @@ pub async fn run(
             passed: failures.is_empty(),
             failures,
             citations: observed.citations(),
+            citation_counts: observed.citation_counts,
+            citation_rates: observed.citation_rates(),
             web_tool_calls: observed.web_calls().count(),
             steps: observed.steps,
             text: observed.text,
@@ -218,6 +227,11 @@ async fn run_one(
             UiChunk::ToolInputAvailable { tool_name, input, .. } => {
                 observed.tool_calls.push((tool_name, input))
             }
+            UiChunk::MessageMetadata { message_metadata } => {
+                if let Some(counts) = message_metadata.get("citationCounts") {
+                    observed.citation_counts = serde_json::from_value(counts.clone()).ok();
+                }
+            }
             UiChunk::Error { error_text } => anyhow::bail!("the turn failed: {error_text}"),
             _ => {}
         }
@@ -225,7 +239,8 @@ async fn run_one(
     Ok(observed)
 }
 
-/// A plain-text table: one line per scenario, its failures indented below it.
+/// A plain-text table: one line per scenario, its failures indented below it, then the citation
+/// rates of all scenarios together.
 pub fn table(outcomes: &[Outcome]) -> String {
     let width = outcomes
         .iter()
@@ -233,20 +248,34 @@ pub fn table(outcomes: &[Outcome]) -> String {
         .max()
         .unwrap_or(0)
         .max(8);
+    let row = |name: &str, result: &str, cited: &str, rates: &CitationRates, calls: &str, steps: &str| {
+        format!(
+            "{name:<width$}  {result:<6}  {cited:>9}  {:>9}  {:>8}  {:>12}  {calls:>9}  {steps:>5}\n",
+            citations::percent(rates.precision),
+            citations::percent(rates.dangling_rate),
+            citations::percent(rates.snippet_only_rate),
+        )
+    };
     let mut out = format!(
-        "{:<width$}  {:<6}  {:>9}  {:>9}  {:>5}\n",
-        "scenario", "result", "citations", "web calls", "steps"
+        "{:<width$}  {:<6}  {:>9}  {:>9}  {:>8}  {:>12}  {:>9}  {:>5}\n",
+        "scenario", "result", "citations", "precision", "dangling", "snippet-only", "web calls", "steps"
     );
     for outcome in outcomes {
         let result = if outcome.passed { "pass" } else { "FAIL" };
-        out.push_str(&format!(
-            "{:<width$}  {:<6}  {:>9}  {:>9}  {:>5}\n",
-            outcome.name, result, outcome.citations, outcome.web_tool_calls, outcome.steps
+        out.push_str(&row(
+            &outcome.name,
+            result,
+            &outcome.citations.to_string(),
+            &outcome.citation_rates,
+            &outcome.web_tool_calls.to_string(),
+            &outcome.steps.to_string(),
         ));
         for failure in &outcome.failures {
             out.push_str(&format!("    - {failure}\n"));
         }
     }
+    let all = citations::sum(outcomes.iter().filter_map(|o| o.citation_counts.as_ref()));
+    out.push_str(&row("overall", "", "", &CitationRates::of(&all), "", ""));
     let passed = outcomes.iter().filter(|o| o.passed).count();
     out.push_str(&format!("{passed}/{} scenarios passed", outcomes.len()));
     out

@@ -4,7 +4,10 @@
 use std::collections::HashSet;
 
 use promptgate_core::budget::tool_call_key;
+use promptgate_core::citations::check::CitationCounts;
 use promptgate_core::citations::extract_citations;
+
+use crate::citations::CitationRates;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -52,6 +55,12 @@ pub struct Criteria {
     pub no_homepage_links: bool,
     /// A link preview of a review or aggregator site ([`REVIEW_SITES`]) fails the scenario.
     pub no_review_sites: bool,
+    /// The least share of the answer's citations the cited page must support (0 to 1).
+    pub min_citation_precision: Option<f64>,
+    /// The largest share of the citations written that may name no source (0 to 1).
+    pub max_dangling_rate: Option<f64>,
+    /// The largest share of the citations that may cite a page only seen as a search snippet.
+    pub max_snippet_only_rate: Option<f64>,
 }
 
 /// What a turn did, as far as scoring cares.
@@ -61,6 +70,8 @@ pub struct Observed {
     pub steps: u32,
     /// Every tool call: name and input.
     pub tool_calls: Vec<(String, Value)>,
+    /// The engine's citation check, from the answer's metadata.
+    pub citation_counts: Option<CitationCounts>,
 }
 
 impl Observed {
@@ -72,6 +83,13 @@ impl Observed {
 
     pub fn citations(&self) -> usize {
         extract_citations(&self.text).len()
+    }
+
+    pub fn citation_rates(&self) -> CitationRates {
+        self.citation_counts
+            .as_ref()
+            .map(CitationRates::of)
+            .unwrap_or_default()
     }
 
     /// Web calls that repeat an earlier one.
@@ -129,6 +147,7 @@ pub fn score(criteria: &Criteria, observed: &Observed) -> Vec<String> {
     if criteria.no_duplicate_tool_calls && duplicates > 0 {
         failures.push(format!("Duplicate web tool calls: {duplicates}"));
     }
+    citation_failures(criteria, &observed.citation_rates(), &mut failures);
     if criteria.no_homepage_links || criteria.no_review_sites {
         let urls = link_preview_urls(&observed.text);
         let matching = |check: fn(&str, &str) -> bool| -> Vec<&str> {
@@ -151,6 +170,39 @@ pub fn score(criteria: &Criteria, observed: &Observed) -> Vec<String> {
         }
     }
     failures
+}
+
+/// The citation rates outside their bounds. A rate with nothing to count (no citation at all)
+/// passes: `minCitations` is what asks for citations.
+fn citation_failures(criteria: &Criteria, rates: &CitationRates, failures: &mut Vec<String>) {
+    let percent = |r: f64| format!("{:.0}%", r * 100.0);
+    if let (Some(min), Some(found)) = (criteria.min_citation_precision, rates.precision)
+        && found < min
+    {
+        failures.push(format!(
+            "Citation precision too low: {} supported (min: {})",
+            percent(found),
+            percent(min)
+        ));
+    }
+    if let (Some(max), Some(found)) = (criteria.max_dangling_rate, rates.dangling_rate)
+        && found > max
+    {
+        failures.push(format!(
+            "Too many dangling citations: {} (max: {})",
+            percent(found),
+            percent(max)
+        ));
+    }
+    if let (Some(max), Some(found)) = (criteria.max_snippet_only_rate, rates.snippet_only_rate)
+        && found > max
+    {
+        failures.push(format!(
+            "Too many snippet-only citations: {} (max: {})",
+            percent(found),
+            percent(max)
+        ));
+    }
 }
 
 /// Whether `host` (lower-cased, no leading `www.`) and `path` point at a review or aggregator site.

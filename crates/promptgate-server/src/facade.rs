@@ -556,7 +556,10 @@ mod tests {
                 id: "t1".into(),
                 delta: "Checking.".into(),
             }),
-            chunk(UiChunk::TextEnd { id: "t1".into() }),
+            chunk(UiChunk::TextEnd {
+                id: "t1".into(),
+                citations: None,
+            }),
             chunk(UiChunk::ToolInputStart {
                 tool_call_id: "c".into(),
                 tool_name: "s".into(),
@@ -590,7 +593,10 @@ mod tests {
                 id: "t2".into(),
                 delta: " today.".into(),
             }),
-            chunk(UiChunk::TextEnd { id: "t2".into() }),
+            chunk(UiChunk::TextEnd {
+                id: "t2".into(),
+                citations: None,
+            }),
             chunk(UiChunk::MessageMetadata {
                 message_metadata: json!({"usage": {"inputTokens": 12, "outputTokens": 4, "totalTokens": 16, "reasoningTokens": 2}}),
             }),

@@ -465,7 +465,10 @@ mod tests {
                 id: "t1".into(),
                 delta: "Checking.".into(),
             }),
-            chunk(UiChunk::TextEnd { id: "t1".into() }),
+            chunk(UiChunk::TextEnd {
+                id: "t1".into(),
+                citations: None,
+            }),
             chunk(UiChunk::ToolInputAvailable {
                 tool_call_id: "s".into(),
                 tool_name: "search".into(),
@@ -490,7 +493,10 @@ mod tests {
                 id: "t2".into(),
                 delta: " it.".into(),
             }),
-            chunk(UiChunk::TextEnd { id: "t2".into() }),
+            chunk(UiChunk::TextEnd {
+                id: "t2".into(),
+                citations: None,
+            }),
             chunk(UiChunk::MessageMetadata {
                 message_metadata: json!({"usage": {"inputTokens": 30, "outputTokens": 7, "totalTokens": 37,
                     "cachedInputTokens": 20, "cacheWriteInputTokens": 4}}),

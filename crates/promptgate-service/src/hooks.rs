@@ -4,6 +4,8 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use promptgate_core::budget::{Admission, WebBudget, normalize_web_tool_key};
+use promptgate_core::citations::check::{Citation, check_citations};
+use promptgate_core::citations::markers::Marker;
 use promptgate_core::sources::SourceRegistry;
 use promptgate_core::tools::ToolOutput;
 use promptgate_core::tools::ToolSpec;
@@ -126,6 +128,15 @@ impl TurnHooks for WebHooks {
             return None;
         }
         serde_json::to_value(sources.snapshot()).ok()
+    }
+
+    fn citable_sources(&self) -> Option<Vec<u32>> {
+        Some(self.state.sources().indexes())
+    }
+
+    fn check_citations(&self, text: &str, text_part: u32, markers: &[Marker]) -> Vec<Citation> {
+        let sources = self.state.sources();
+        check_citations(text, text_part, markers, &sources.seen_sources())
     }
 
     fn new_sources(&self) -> Vec<SourceRef> {

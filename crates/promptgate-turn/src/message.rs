@@ -176,7 +176,7 @@ impl UiMessageBuilder {
             UiChunk::FinishStep => {}
             UiChunk::TextStart { id } => self.open(id, false),
             UiChunk::TextDelta { id, delta } => self.streaming(id, false)?.text.push_str(delta),
-            UiChunk::TextEnd { id } => self.streaming(id, false)?.state = PartState::Done,
+            UiChunk::TextEnd { id, .. } => self.streaming(id, false)?.state = PartState::Done,
             UiChunk::ReasoningStart { id } => self.open(id, true),
             UiChunk::ReasoningDelta { id, delta } => self.streaming(id, true)?.text.push_str(delta),
             UiChunk::ReasoningEnd { id } => self.streaming(id, true)?.state = PartState::Done,
@@ -403,7 +403,10 @@ mod tests {
             UiChunk::TextStart { id: "t1".into() },
             text("t1", "Hel"),
             text("t1", "lo"),
-            UiChunk::TextEnd { id: "t1".into() },
+            UiChunk::TextEnd {
+                id: "t1".into(),
+                citations: None,
+            },
             UiChunk::TextStart { id: "t2".into() },
             text("t2", "still going"),
             UiChunk::FinishStep,

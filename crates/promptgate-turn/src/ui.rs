@@ -30,6 +30,9 @@ pub enum UiChunk {
     },
     TextEnd {
         id: String,
+        /// The part's checked citations as AI SDK 7 reads them (7.0.138+); only v7 streams carry them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        citations: Option<Vec<Value>>,
     },
     ReasoningStart {
         id: String,
@@ -150,7 +153,7 @@ pub enum UiStreamVersion {
     V5,
     /// Every 6.x: adds tool titles and `finish.finishReason`.
     V6,
-    /// Every 7.x: adds `abort.reason`.
+    /// Every 7.x: adds `abort.reason` and the citations of `text-end`.
     V7,
 }
 
@@ -220,6 +223,14 @@ impl UiChunk {
                     message_metadata: message_metadata.clone(),
                 })
             }
+            // Strict 5.x and 6.x releases refuse unknown fields; citations are a 7.x field.
+            Self::TextEnd {
+                id,
+                citations: Some(_),
+            } if version < UiStreamVersion::V7 => Some(Self::TextEnd {
+                id: id.clone(),
+                citations: None,
+            }),
             // Every 5.x refuses a reason, and 6.0.0 to 6.0.14 do too.
             Self::Abort { reason: Some(_) } if version < UiStreamVersion::V7 => {
                 Some(Self::Abort { reason: None })
@@ -290,7 +301,10 @@ mod tests {
             json!({"type": "text-delta", "id": "t1", "delta": "Hi"})
         );
         assert_eq!(
-            wire(UiChunk::TextEnd { id: "t1".into() }),
+            wire(UiChunk::TextEnd {
+                id: "t1".into(),
+                citations: None
+            }),
             json!({"type": "text-end", "id": "t1"})
         );
     }

@@ -2,6 +2,8 @@
 //! citations and send composition through the public API.
 
 mod budget;
+mod citation_markers;
+mod citation_support;
 mod citations;
 mod compose;
 mod mcp_merge;

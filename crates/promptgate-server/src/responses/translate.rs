@@ -506,7 +506,10 @@ mod tests {
     fn the_step_cap_and_the_token_cap_leave_the_response_incomplete() {
         for reason in [UiFinishReason::ToolCalls, UiFinishReason::Length] {
             let (types, response) = run(vec![
-                UiChunk::TextEnd { id: "t".into() },
+                UiChunk::TextEnd {
+                    id: "t".into(),
+                    citations: None,
+                },
                 UiChunk::Finish {
                     finish_reason: Some(reason),
                     message_metadata: None,

@@ -12,6 +12,7 @@ fn answer(text: &str) -> Observed {
         text: text.to_owned(),
         steps: 1,
         tool_calls: Vec::new(),
+        citation_counts: None,
     }
 }
 
@@ -20,6 +21,7 @@ fn with_calls(calls: &[(&str, Value)]) -> Observed {
         text: "ok".into(),
         steps: 2,
         tool_calls: calls.iter().map(|(n, v)| ((*n).to_owned(), v.clone())).collect(),
+        citation_counts: None,
     }
 }
 
@@ -287,6 +289,7 @@ fn the_table_shows_each_failure_under_its_scenario() {
             web_tool_calls: 3,
             steps: 4,
             text: String::new(),
+            ..Default::default()
         },
         Outcome {
             name: "broken".into(),
@@ -297,6 +300,7 @@ fn the_table_shows_each_failure_under_its_scenario() {
             web_tool_calls: 0,
             steps: 1,
             text: String::new(),
+            ..Default::default()
         },
     ];
     let table = table(&outcomes);

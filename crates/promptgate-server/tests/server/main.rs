@@ -10,6 +10,7 @@ mod binary_cli;
 mod browser_app;
 mod busy_shell;
 mod chat_stream;
+mod citation_check;
 mod client_ids;
 mod client_tools;
 mod common;

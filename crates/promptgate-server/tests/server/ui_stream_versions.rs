@@ -82,6 +82,19 @@ async fn read_turns(release: &str, header: Option<&str>) -> Vec<Value> {
             None
         ),
     ]);
+    let results = read_with(dir, release, &gw, &turns).await;
+    for (n, result) in results.iter().enumerate() {
+        assert!(
+            result["failure"].is_null(),
+            "{release} ({suffix}) refused turn {n}: {}",
+            result["failure"]
+        );
+    }
+    results
+}
+
+/// What `release` made of each of `turns`, sent to `gw`.
+async fn read_with(dir: std::path::PathBuf, release: &str, gw: &Gateway, turns: &Value) -> Vec<Value> {
     let (ok, results) = run_node(
         dir,
         vec![
@@ -93,15 +106,7 @@ async fn read_turns(release: &str, header: Option<&str>) -> Vec<Value> {
     )
     .await;
     assert!(ok, "{release}: {results}");
-    let results = results.as_array().unwrap().clone();
-    for (n, result) in results.iter().enumerate() {
-        assert!(
-            result["failure"].is_null(),
-            "{release} ({suffix}) refused turn {n}: {}",
-            result["failure"]
-        );
-    }
-    results
+    results.as_array().unwrap().clone()
 }
 
 fn chunks<'a>(result: &'a Value, kind: &str) -> Vec<&'a Value> {
@@ -247,4 +252,93 @@ async fn a_resumed_stream_is_written_for_the_version_of_whoever_resumes_it() {
         sent.contains("\"title\":\"Rendering artifact...\""),
         "the sender asked for v7"
     );
+}
+
+/// A cited turn read by the AI SDK itself: the scripted model searches the bundled demo web and cites
+/// its first result. Returns what `release` made of it, naming `header` as its version or not.
+async fn read_cited_turn(release: &str, header: Option<&str>) -> Value {
+    common::init();
+    let dir = js_dir().expect("checked by the caller");
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    let config = common::scripted_config_with(
+        AuthMode::SingleUser,
+        &upstream.base_url(),
+        "[web]\nsearch = { kind = \"demo\" }\n",
+    );
+    let gw = Gateway::start(Backend::Sqlite, config).await;
+    let search = json!({"query": "what is promptgate"}).to_string();
+    upstream.push(promptgate_llm::scripted::tool_calls(&[(
+        "s1",
+        "search",
+        &[search.as_str()],
+    )]));
+    upstream.push(text([
+        "promptgate sits between a chat frontend and a language model [1]. ",
+        "It was written on the moon [2].",
+    ]));
+    let suffix = header.unwrap_or("default");
+    let turns = json!([turn(
+        &format!("cited-{suffix}"),
+        "scripted",
+        "What is promptgate?",
+        header,
+        None
+    )]);
+    let result = read_with(dir, release, &gw, &turns).await[0].clone();
+    assert!(
+        result["failure"].is_null(),
+        "{release} refused the cited turn: {}",
+        result["failure"]
+    );
+    result
+}
+
+/// The citations a reader's message keeps on its text parts.
+fn kept_citations(result: &Value) -> Vec<Value> {
+    result["message"]["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|part| part["type"] == "text")
+        .flat_map(|part| part["citations"].as_array().cloned().unwrap_or_default())
+        .collect()
+}
+
+#[tokio::test]
+async fn ai_7_keeps_the_checked_citations_on_the_text_part_and_a_strict_5_0_never_sees_them() {
+    if js_dir().is_none() {
+        return;
+    }
+    let newest = read_cited_turn("ai", Some("v7")).await;
+    let kept = kept_citations(&newest);
+    assert_eq!(kept.len(), 2, "{newest:#}");
+    assert_eq!(
+        kept[0]["source"]["url"],
+        "https://guide.promptgate.invalid/what-it-is"
+    );
+    assert_eq!(kept[0]["startIndex"], 0);
+    assert!(
+        kept[0]["citedText"]
+            .as_str()
+            .unwrap()
+            .contains("promptgate sits between")
+    );
+    assert!(
+        text_of(&newest).contains("moon [2]."),
+        "the search found two pages, so [2] names a source and stays: {}",
+        text_of(&newest)
+    );
+
+    for (release, header) in [
+        ("ai-5-0-100", None),
+        ("ai-5-0-100", Some("v5")),
+        ("ai-6", Some("v6")),
+    ] {
+        let older = read_cited_turn(release, header).await;
+        assert!(kept_citations(&older).is_empty(), "{release}");
+        for end in chunks(&older, "text-end") {
+            assert!(end.get("citations").is_none(), "{release}: {end}");
+        }
+        assert_eq!(text_of(&older), text_of(&newest), "{release}");
+    }
 }

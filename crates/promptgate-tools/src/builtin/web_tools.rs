@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use promptgate_core::sources::{
-    DESCRIPTION_CHARS, PageMeta as SourcePage, SearchHit as SourceSearchHit, SourceRegistry, labelled,
+    MAX_SEEN_CHARS, PageMeta as SourcePage, SearchHit as SourceSearchHit, SourceRegistry, labelled,
 };
 use promptgate_core::tools::args::{FetchContentArgs, SearchArgs};
 use promptgate_core::tools::names;
@@ -143,7 +143,7 @@ fn page_meta(page: &FetchedPage) -> SourcePage {
     let meta = &page.meta;
     SourcePage {
         title: page.title.clone().or_else(|| meta.title.clone()),
-        text_prefix: Some(page.text.chars().take(DESCRIPTION_CHARS).collect()),
+        text_prefix: Some(page.text.chars().take(MAX_SEEN_CHARS).collect()),
         image: meta.image.clone(),
         favicon: meta.favicon.clone(),
         site_name: meta.site_name.clone(),

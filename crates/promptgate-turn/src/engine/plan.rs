@@ -6,6 +6,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use promptgate_core::citations::check::Citation;
+use promptgate_core::citations::markers::Marker;
 use promptgate_core::settings::ModelProfile;
 use promptgate_core::tools::ToolSpec;
 use promptgate_core::tools::{ToolExecutor, ToolOutput};
@@ -234,6 +236,18 @@ pub trait TurnHooks: Send + Sync {
 
     /// Sources registered since the previous call.
     fn new_sources(&self) -> Vec<SourceRef> {
+        Vec::new()
+    }
+
+    /// The numbers of the turn's sources when its `[N]` citations are checked; `None` leaves them
+    /// alone (a turn without a source registry).
+    fn citable_sources(&self) -> Option<Vec<u32>> {
+        None
+    }
+
+    /// The kept citations of a finished text part, each tied to its source and checked against what
+    /// the turn saw of it.
+    fn check_citations(&self, _text: &str, _text_part: u32, _markers: &[Marker]) -> Vec<Citation> {
         Vec::new()
     }
 }

@@ -4,6 +4,8 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use promptgate_core::citations::CitationCleaner;
+use promptgate_core::citations::check::Citation;
+use promptgate_core::citations::markers::MarkerScanner;
 use promptgate_llm::{ChatModel, ChatRequest, FinishReason, LlmError, StreamEvent, Usage};
 use serde_json::{Value, json};
 
@@ -22,6 +24,8 @@ pub(super) struct StreamedCall {
     pub(super) client: bool,
 }
 
+/// Citations of one answer that are checked and listed in its metadata.
+pub(super) const MAX_CHECKED_CITATIONS: usize = 200;
 /// Calls one step may make; further calls of the step are ignored.
 pub(super) const MAX_CALLS_PER_STEP: usize = 32;
 /// Argument text kept per call; generous enough for a whole HTML page.
@@ -34,6 +38,11 @@ pub(super) struct StepState {
     /// Strips model-native `【N†title】` markers from the open text part; one per part, so a marker
     /// can never straddle two parts.
     citations: CitationCleaner,
+    /// Finds the open part's `[N]` citations and drops those naming no source, when the turn
+    /// checks them.
+    markers: Option<MarkerScanner>,
+    /// The open text part as emitted.
+    part_text: String,
     open_reasoning: Option<String>,
     pub(super) text: String,
     pub(super) calls: Vec<StreamedCall>,
@@ -85,10 +94,15 @@ impl Turn {
                         self.out.emit(UiChunk::TextStart { id: id.clone() }).await;
                         state.open_text = Some(id.clone());
                         state.citations = CitationCleaner::new();
+                        state.markers = self.citable_sources().map(MarkerScanner::new);
+                        state.part_text.clear();
                         id
                     }
                 };
-                let cleaned = state.citations.push(&delta);
+                let mut cleaned = state.citations.push(&delta);
+                if let Some(markers) = &mut state.markers {
+                    cleaned = markers.push(&cleaned);
+                }
                 self.emit_text(state, id, cleaned).await;
             }
             StreamEvent::ReasoningDelta(delta) => {
@@ -194,10 +208,45 @@ impl Turn {
     async fn close_text(&mut self, state: &mut StepState) {
         if let Some(id) = state.open_text.take() {
             // Whatever the cleaner still holds can no longer become a marker.
-            let held = state.citations.finish();
+            let mut held = state.citations.finish();
+            if let Some(markers) = &mut state.markers {
+                held = markers.push(&held);
+                held.push_str(&markers.finish());
+            }
             self.emit_text(state, id.clone(), held).await;
-            self.out.emit(UiChunk::TextEnd { id }).await;
+            let citations = match state.markers.take() {
+                Some(markers) => self.check_part(&state.part_text, &markers),
+                None => None,
+            };
+            self.text_parts += 1;
+            self.out.emit(UiChunk::TextEnd { id, citations }).await;
         }
+    }
+
+    /// The numbers a citation may name, when this turn's citations are checked: a turn that can
+    /// register sources (it has web tools) or already did (a retry).
+    fn citable_sources(&self) -> Option<Vec<u32>> {
+        let known = self.plan.hooks.citable_sources()?;
+        let web = self.plan.tools.iter().any(|tool| tool.spec.web);
+        (web || !known.is_empty()).then_some(known)
+    }
+
+    /// Checks a finished part's citations, keeps them for the answer's metadata and returns them
+    /// in the AI SDK 7 shape (`None` when there are none).
+    fn check_part(&mut self, text: &str, markers: &MarkerScanner) -> Option<Vec<Value>> {
+        // The model decides how many citations it writes; the answer's metadata keeps a bounded
+        // number. Those past it are still scanned (a dangling one is still removed), not checked.
+        let room = MAX_CHECKED_CITATIONS.saturating_sub(self.citations.len());
+        let kept = markers.markers();
+        let checked = self
+            .plan
+            .hooks
+            .check_citations(text, self.text_parts, &kept[..room.min(kept.len())]);
+        let counts = self.citation_counts.get_or_insert_with(Default::default);
+        counts.add(&checked, markers.dangling().len());
+        let wire: Vec<Value> = checked.iter().map(sdk_citation).collect();
+        self.citations.extend(checked);
+        (!wire.is_empty()).then_some(wire)
     }
 
     /// Sends cleaned text; the model's own history, the stored part and the stream all get the same.
@@ -209,6 +258,7 @@ impl Turn {
             self.answered = true;
         }
         state.text.push_str(&delta);
+        state.part_text.push_str(&delta);
         self.out.emit(UiChunk::TextDelta { id, delta }).await;
     }
 
@@ -276,4 +326,24 @@ impl Turn {
         self.part_counter += 1;
         format!("{kind}-{}-{}", self.plan.turn_id, self.part_counter)
     }
+}
+
+/// A checked citation as AI SDK 7 keeps it on its text part: the source, the claim's span and the
+/// passage of the source that matched it.
+fn sdk_citation(citation: &Citation) -> Value {
+    let mut value = json!({
+        "source": {
+            "type": "source",
+            "sourceType": "url",
+            "id": format!("source-{}", citation.n),
+            "url": citation.url,
+            "title": citation.title,
+        },
+        "startIndex": citation.start,
+        "endIndex": citation.end,
+    });
+    if let (Some(object), Some(passage)) = (value.as_object_mut(), &citation.passage) {
+        object.insert("citedText".into(), passage.clone().into());
+    }
+    value
 }

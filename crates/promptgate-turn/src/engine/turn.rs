@@ -12,6 +12,8 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use promptgate_core::citations::check::{Citation, CitationCounts};
+
 use super::output::Output;
 use super::plan::{Floor, RequestBudget, TurnOutcome, TurnPlan, TurnStatus};
 use super::reasoning::ReasoningTimes;
@@ -84,6 +86,12 @@ pub(super) struct Turn {
     pub(super) reasoning_times: ReasoningTimes,
     steps: u32,
     attempts: u32,
+    /// Text parts closed so far; a citation names its part by this ordinal.
+    pub(super) text_parts: u32,
+    /// The answer's checked citations, for its metadata.
+    pub(super) citations: Vec<Citation>,
+    /// Set once a part's citations were checked.
+    pub(super) citation_counts: Option<CitationCounts>,
 }
 
 impl Turn {
@@ -149,6 +157,9 @@ impl Turn {
             reasoning_times: ReasoningTimes::default(),
             steps: 0,
             attempts: 0,
+            text_parts: 0,
+            citations: Vec::new(),
+            citation_counts: None,
         }
     }
 
@@ -673,6 +684,10 @@ impl Turn {
         if let Some(object) = metadata.as_object_mut() {
             if let Some(sources) = self.plan.hooks.sources_snapshot() {
                 object.insert("sources".into(), sources);
+            }
+            if let Some(counts) = &self.citation_counts {
+                object.insert("citations".into(), json!(self.citations));
+                object.insert("citationCounts".into(), json!(counts));
             }
             self.reasoning_times.add_to(object);
         }

@@ -188,31 +188,6 @@ async fn view(
     Ok(Html::new(state.service.artifact_html(&query.user, &id).await?))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn hmac_matches_the_rfc_4231_vector() {
-        // Test case 2 of RFC 4231.
-        let mac = hmac_sha256(b"Jefe", b"what do ya want for nothing?");
-        assert_eq!(
-            hex::encode(mac),
-            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
-        );
-    }
-
-    #[test]
-    fn a_signature_binds_user_artifact_and_expiry() {
-        let key = b"k";
-        let sig = signature(key, "u", "a", 10);
-        assert!(same(&sig, &signature(key, "u", "a", 10)));
-        assert!(!same(&sig, &signature(key, "v", "a", 10)));
-        assert!(!same(&sig, &signature(key, "u", "b", 10)));
-        assert!(!same(&sig, &signature(key, "u", "a", 11)));
-    }
-}
-
 /// Content Security Policy for artifacts: inline code only, no network, in an opaque-origin sandbox.
 const ARTIFACT_CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; \
      img-src data: blob:; font-src data:; media-src data: blob:; sandbox allow-scripts";
@@ -275,5 +250,30 @@ impl OperationOutput for Html {
         Self::operation_response(ctx, op)
             .map(|r| vec![(Some(ApiStatus::Code(200)), r)])
             .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hmac_matches_the_rfc_4231_vector() {
+        // Test case 2 of RFC 4231.
+        let mac = hmac_sha256(b"Jefe", b"what do ya want for nothing?");
+        assert_eq!(
+            hex::encode(mac),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+    }
+
+    #[test]
+    fn a_signature_binds_user_artifact_and_expiry() {
+        let key = b"k";
+        let sig = signature(key, "u", "a", 10);
+        assert!(same(&sig, &signature(key, "u", "a", 10)));
+        assert!(!same(&sig, &signature(key, "v", "a", 10)));
+        assert!(!same(&sig, &signature(key, "u", "b", 10)));
+        assert!(!same(&sig, &signature(key, "u", "a", 11)));
     }
 }

@@ -1,7 +1,7 @@
-// The inspector: what the next send would use (the prompt preview of a thread that exists), and how
-// the selected answer came about.
+// The inspector: what the next send would use (the prompt preview of the thread, or of a new chat's
+// first send), and how the selected answer came about.
 import { useEffect, useState } from 'react';
-import { api, messageOf, type PreviewContext, type PromptPreview, type UserSettings } from './api';
+import { api, messageOf, type PreviewContext, type PromptPreview } from './api';
 import { Overlay } from './Overlay';
 import { sourcesOf, toolName, toolParts, type ChatMessage } from './messages';
 
@@ -9,7 +9,7 @@ const WEB_TOOLS = new Set(['search', 'fetch_content']);
 
 interface Props {
   threadId: string;
-  /// The chat has not been sent yet: there is no thread to preview, so nothing is asked for.
+  /// The chat has not been sent yet: the preview is of a new chat's first send.
   isNew: boolean;
   model: string;
   message: ChatMessage | null;
@@ -19,15 +19,14 @@ interface Props {
 
 export function Inspector({ threadId, isNew, model, message, refresh, onClose }: Props) {
   const [preview, setPreview] = useState<PromptPreview | null>(null);
-  const [settings, setSettings] = useState<UserSettings | null>(null);
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
-    if (isNew) return setPreview(null);
     let live = true;
     setError(null);
     const q = model ? `?model=${encodeURIComponent(model)}` : '';
-    Promise.all([api<PromptPreview>(`/v1/threads/${encodeURIComponent(threadId)}/prompt${q}`), api<UserSettings>('/v1/settings')])
-      .then(([p, s]) => live && (setPreview(p), setSettings(s)))
+    const path = isNew ? `/v1/prompt${q}` : `/v1/threads/${encodeURIComponent(threadId)}/prompt${q}`;
+    api<PromptPreview>(path)
+      .then((p) => live && setPreview(p))
       .catch((e) => live && (setPreview(null), setError(messageOf(e))));
     return () => {
       live = false;
@@ -45,12 +44,12 @@ export function Inspector({ threadId, isNew, model, message, refresh, onClose }:
       {message && message.role === 'assistant' && <AnswerDetails message={message} />}
       <section aria-labelledby="next-send">
         <h3 id="next-send">Next send</h3>
-        {isNew && <p data-testid="new-chat-note">The prompt is shown here once your first message has started the thread.</p>}
+        {isNew && <p data-testid="new-chat-note">A new chat: this is what its first message would be sent with.</p>}
         {error && <p role="alert">{error}</p>}
         {preview && (
           <>
             <p>
-              Model <code>{preview.model}</code> · <span data-testid="web-tools">{webToolsLine(preview, settings)}</span>
+              Model <code>{preview.model}</code> · <span data-testid="web-tools">{webToolsLine(preview)}</span>
             </p>
             <NextContext context={preview.context} />
             <details open>
@@ -77,13 +76,20 @@ export function Inspector({ threadId, isNew, model, message, refresh, onClose }:
   );
 }
 
-/// Whether the next send offers web search, and when not, why: the "Web tools" setting, a model
-/// that calls no tools, or a gateway without a search backend.
-function webToolsLine(preview: PromptPreview, settings: UserSettings | null): string {
+/// Whether the next send offers web search, and when not, why, as the gateway decided it: the
+/// "Web tools" setting, a model that calls no tools, or a gateway without a search backend.
+function webToolsLine(preview: PromptPreview): string {
   if (preview.has_web_tools) return 'web tools on';
-  if (settings && !settings.web_tools_enabled) return 'web tools off (turned off in Settings)';
-  if (preview.tools.length === 0) return 'web tools off (this model calls no tools)';
-  return 'web tools off (this gateway has no search backend)';
+  switch (preview.web_tools_off) {
+    case 'settings':
+      return 'web tools off (turned off in Settings)';
+    case 'model':
+      return 'web tools off (this model calls no tools)';
+    case 'no_search_backend':
+      return 'web tools off (this gateway has no search backend, whatever Settings say)';
+    default:
+      return 'web tools off';
+  }
 }
 
 /// How much of the thread the next send shows the model, and the summary it reads.

@@ -194,20 +194,27 @@ test('a setting changed in the app shows in the inspector', async ({ page }) => 
   await shot(page, 'inspector');
 });
 
-test('the inspector of a chat not sent yet asks for nothing, and says why web tools are off', async ({ page }) => {
+test('the inspector of a new chat shows the prompt its first send gets, and says why web tools are off', async ({ page }) => {
   const notFound: string[] = [];
   page.on('response', (r) => r.status() === 404 && r.url().includes('/prompt') && notFound.push(r.url()));
   await page.goto(base_url() + '/');
   await page.getByLabel('Model').selectOption('scripted');
   await page.getByRole('button', { name: 'Inspector', exact: true }).click();
   await expect(page.getByTestId('new-chat-note')).toBeVisible();
+  // The prompt of the first send, before anything is sent: no messages yet, the tools it offers.
+  await expect(page.getByTestId('prompt-preview')).toContainText('# Tools');
+  await expect(page.getByTestId('next-context')).toContainText('0 message(s) sent');
+  await expect(page.getByTestId('web-tools')).toHaveText('web tools on');
+  await expect(page.getByTestId('prompt-preview')).toContainText('Web lookups use');
+  await shot(page, 'inspector-new-chat');
   await page.keyboard.press('Escape');
   await send(page, 'Hello, gate');
   await expect(answers(page).last()).toContainText('to: Hello, gate');
   expect(notFound).toEqual([]);
 
-  // Turned off in Settings, the inspector says so.
+  // Turned off in Settings, the inspector says so, for the thread and for a new chat alike.
   await openPanel(page, 'Settings');
+  await expect(page.getByTestId('web-tools-hint')).toContainText('the Inspector says');
   await page.getByLabel('Web tools').uncheck();
   await page.getByRole('button', { name: 'Save settings' }).click();
   await expect(page.getByRole('status')).toHaveText('Saved');
@@ -215,6 +222,12 @@ test('the inspector of a chat not sent yet asks for nothing, and says why web to
   await page.getByRole('button', { name: 'Inspector', exact: true }).click();
   await expect(page.getByTestId('prompt-preview')).not.toBeEmpty();
   await expect(page.getByTestId('web-tools')).toHaveText('web tools off (turned off in Settings)');
+  await page.keyboard.press('Escape');
+  await (await sidebar(page)).getByRole('button', { name: 'New chat' }).click();
+  await page.getByRole('button', { name: 'Inspector', exact: true }).click();
+  await expect(page.getByTestId('new-chat-note')).toBeVisible();
+  await expect(page.getByTestId('web-tools')).toHaveText('web tools off (turned off in Settings)');
+  await expect(page.getByTestId('prompt-preview')).not.toContainText('Web lookups use');
   await page.keyboard.press('Escape');
   await openPanel(page, 'Settings');
   await page.getByLabel('Web tools').check();

@@ -48,9 +48,12 @@ pub(super) async fn register(
     }));
     executors.insert(names::SKILL, Arc::new(skill));
 
-    if let (Some(project), Some(thread)) = (&ctx.project, &thread_id)
+    if let Some(project) = &ctx.project
         && ctx.sibling_count > 0
     {
+        // The search leaves out the chat it is called from. A new chat's preview has no thread
+        // yet, so nothing to leave out: no thread has an empty id.
+        let thread = thread_id.clone().unwrap_or_default();
         executors.insert(
             names::SEARCH_PROJECT_CHATS,
             Arc::new(SearchProjectChats::new(
@@ -58,7 +61,7 @@ pub(super) async fn register(
                 user_id,
                 project.id.clone(),
                 project.name.clone(),
-                thread.clone(),
+                thread,
             )),
         );
     }

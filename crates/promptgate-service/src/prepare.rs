@@ -215,7 +215,7 @@ pub(super) struct Asked<'a> {
     pub mode: Mode,
 }
 
-/// A send whose client said nothing about the user or itself (the preview, the facade).
+/// A send whose client said nothing about the user or itself (the facade).
 static NOTHING_SAID: std::sync::LazyLock<SendFacts> = std::sync::LazyLock::new(SendFacts::default);
 
 impl<'a> Asked<'a> {
@@ -226,14 +226,6 @@ impl<'a> Asked<'a> {
             mode,
         }
     }
-}
-
-/// The prompt and toolset a send to a thread would use now (what the preview shows).
-pub struct PreparedSend {
-    pub model: Model,
-    pub composed: ComposedSend,
-    /// What the model would be shown of the thread.
-    pub context: ContextReport,
 }
 
 /// Stored messages as UI messages (`role` + `parts`), the shape the history conversion reads.
@@ -250,36 +242,6 @@ fn ui_messages<'a>(history: impl Iterator<Item = &'a Message>) -> Vec<Value> {
 }
 
 impl Service {
-    /// The prompt and toolset for a send to `thread_id` made now, without running anything.
-    pub async fn preview(
-        &self,
-        user_id: &str,
-        thread_id: &str,
-        model: Option<&str>,
-        message_text: Option<&str>,
-    ) -> Result<PreparedSend, ServiceError> {
-        let (ctx, model, provider) = self.load_with_model(user_id, Some(thread_id), model).await?;
-        if ctx.thread.is_none() {
-            return Err(ServiceError::UnknownThread(thread_id.to_owned()));
-        }
-        let text = message_text.map(str::to_owned).unwrap_or_default();
-        let prepared = self
-            .prepare_with_text(
-                user_id,
-                ctx,
-                model,
-                &provider,
-                None,
-                Asked::without_notes(&text, Mode::Preview),
-            )
-            .await?;
-        Ok(PreparedSend {
-            model: prepared.model,
-            composed: prepared.composed,
-            context: prepared.report,
-        })
-    }
-
     pub(super) async fn prepare(
         &self,
         user_id: &str,

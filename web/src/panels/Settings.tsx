@@ -88,6 +88,10 @@ export function SettingsPanel({ onSaved }: { onSaved(): void }) {
       <label className="check">
         <input type="checkbox" checked={s.web_tools_enabled} onChange={(e) => set({ web_tools_enabled: e.target.checked })} /> Web tools
       </label>
+      <p className="hint" data-testid="web-tools-hint">
+        Search and page reading. A send gets them only when its model calls tools and the gateway has a search backend; the Inspector says
+        whether the next send has them, and why not.
+      </p>
       <label className="check">
         <input type="checkbox" checked={s.experimental_tasks} onChange={(e) => set({ experimental_tasks: e.target.checked })} /> Tasks
       </label>

@@ -34,7 +34,10 @@ pub fn routes() -> ApiRouter<AppState> {
                      include are appended to it. Function `tools` you define are offered beside the server's: \
                      a call to one ends the completion with `finish_reason: \"tool_calls\"`, and your next \
                      request, with the `tool` results, continues the turn. A tool named like one of the \
-                     server's is refused (`400 tool_name_conflict`). Other fields pass through to the provider \
+                     server's is refused (`400 tool_name_conflict`). `max_completion_tokens` (or the older \
+                     `max_tokens`; the smaller when both are set) caps each model request's output, sent in the \
+                     provider's own field; a value that is not a positive integer is refused with 422 \
+                     `invalid_body`. Other fields pass through to the provider \
                      when they are sampling or format fields (temperature, top_p, seed, stop, response_format, \
                      ...) or fields the operator allows for the provider; any other field is refused with 422 \
                      `field_not_allowed`, as the request goes out on the operator's key.",
@@ -96,6 +99,7 @@ async fn completions(
     }
     body.extra.remove("n");
     body.extra.remove("parallel_tool_calls");
+    let max_output_tokens = output_cap(&mut body.extra)?;
     let include_usage = body.stream_options.as_ref().is_some_and(|o| o.include_usage);
     let conversation = facade_history(&body.messages).map_err(|e| ApiError::invalid(e.to_string()))?;
     let (client_tools, tool_choice) = client_tools_of(body.tools.as_deref(), body.tool_choice.as_ref())?;
@@ -109,7 +113,7 @@ async fn completions(
             tool_choice,
             extra: body.extra,
             parallel_tool_calls: None,
-            max_output_tokens: None,
+            max_output_tokens,
             on_end: Vec::new(),
         })
         .await?;
@@ -136,6 +140,27 @@ async fn completions(
             Unfinished::Failed(err) => whole_turn_failed(err),
             Unfinished::Cut => ApiError::new(ErrorCode::Interrupted, CUT_TEXT),
         })
+}
+
+/// The answer's length cap: `max_completion_tokens`, or the older `max_tokens` that many clients
+/// send on every request (the smaller when both are set; `null` is no cap). Taken out of the fields
+/// that pass through, it reaches the provider in the provider's own field, as the Responses API's
+/// `max_output_tokens` does. Anything but a positive integer is refused.
+fn output_cap(extra: &mut Map<String, Value>) -> Result<Option<u64>, ApiError> {
+    let mut cap: Option<u64> = None;
+    for field in ["max_tokens", "max_completion_tokens"] {
+        match extra.remove(field) {
+            None | Some(Value::Null) => {}
+            Some(value) => {
+                let tokens = value
+                    .as_u64()
+                    .filter(|tokens| *tokens >= 1)
+                    .ok_or_else(|| ApiError::invalid(format!("{field} must be a positive integer")))?;
+                cap = Some(cap.map_or(tokens, |other| other.min(tokens)));
+            }
+        }
+    }
+    Ok(cap)
 }
 
 /// The error a facade answers when the turn it read whole failed.

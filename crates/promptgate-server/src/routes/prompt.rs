@@ -1,4 +1,5 @@
-//! `GET /v1/threads/{id}/prompt`: the exact prompt and toolset a send would use now.
+//! `GET /v1/threads/{id}/prompt`: the exact prompt and toolset a send would use now; `GET /v1/prompt`:
+//! the same for the first send of a new chat.
 
 use std::sync::LazyLock;
 
@@ -7,16 +8,29 @@ use aide::axum::routing::get_with;
 use axum::Json;
 use axum::extract::{Path, State};
 use promptgate_core::tools::ToolSpec;
+use promptgate_service::{PreparedSend, PreviewAsk, WebToolsOff};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::auth::CurrentUser;
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::extract::ApiQuery;
 use crate::state::AppState;
 
 pub fn routes() -> ApiRouter<AppState> {
-    ApiRouter::new().api_route(
+    ApiRouter::new()
+        .api_route(
+            "/v1/prompt",
+            get_with(preview_new_chat, |op| {
+                op.summary("The prompt and toolset the first send of a new chat would use now").description(
+                    "The same answer as `GET /v1/threads/{id}/prompt`, for a chat that has no thread yet: `context` \
+                     counts no messages. With `project_id` (one of your projects), the chat is taken to start in \
+                     that project: its instructions are in the prompt, and `search_project_chats` is offered when \
+                     the project has chats.",
+                )
+            }),
+        )
+        .api_route(
         "/v1/threads/{id}/prompt",
         get_with(preview, |op| {
             op.summary("The prompt and toolset a send to this thread would use now").description(
@@ -38,6 +52,23 @@ pub struct PreviewQuery {
     /// The text of a message you are about to send (its `/slug` tokens add skill instructions).
     #[serde(default)]
     pub message: Option<String>,
+    /// The user talks by voice, as a send's `voice_mode` says: the notes ask for spoken replies.
+    #[serde(default)]
+    pub voice_mode: bool,
+    /// A new chat only (`GET /v1/prompt`): the project it will be created in. A thread's project is
+    /// the thread's own.
+    #[serde(default)]
+    pub project_id: Option<String>,
+}
+
+impl PreviewQuery {
+    fn ask(&self) -> PreviewAsk<'_> {
+        PreviewAsk {
+            model: self.model.as_deref(),
+            message: self.message.as_deref(),
+            voice_mode: self.voice_mode,
+        }
+    }
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -50,11 +81,34 @@ pub struct PromptPreview {
     pub notes: Vec<String>,
     pub tools: Vec<ToolSpec>,
     pub has_web_tools: bool,
+    /// Why `has_web_tools` is false; absent when it is true.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub web_tools_off: Option<WebToolsOffReason>,
     /// An opaque digest of what a harness model's kept conversation depends on (the model and its
     /// provider, thinking level, stable prompt, regenerations): it changes when any of them does.
     /// Equal only within one server process.
     pub harness_signature: String,
     pub context: PreviewContext,
+}
+
+/// Why a send offers no web tools: `settings` (your "Web tools" setting is off), `model` (the model
+/// calls no tools), `no_search_backend` (this gateway has no search backend configured).
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WebToolsOffReason {
+    Settings,
+    Model,
+    NoSearchBackend,
+}
+
+impl From<WebToolsOff> for WebToolsOffReason {
+    fn from(reason: WebToolsOff) -> Self {
+        match reason {
+            WebToolsOff::Settings => Self::Settings,
+            WebToolsOff::Model => Self::Model,
+            WebToolsOff::NoBackend => Self::NoSearchBackend,
+        }
+    }
 }
 
 /// How much of the thread the model would see: the newest turns that fit its context window, after
@@ -86,38 +140,55 @@ async fn preview(
     Path(thread_id): Path<String>,
     ApiQuery(query): ApiQuery<PreviewQuery>,
 ) -> ApiResult<Json<PromptPreview>> {
+    if query.project_id.is_some() {
+        return Err(ApiError::new(
+            ErrorCode::InvalidQuery,
+            "project_id is for a new chat (GET /v1/prompt); a thread's project is its own",
+        ));
+    }
+    let prepared = state.service.preview(&user.id, &thread_id, query.ask()).await?;
+    Ok(Json(PromptPreview::from(prepared)))
+}
+
+async fn preview_new_chat(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    ApiQuery(query): ApiQuery<PreviewQuery>,
+) -> ApiResult<Json<PromptPreview>> {
     let prepared = state
         .service
-        .preview(
-            &user.id,
-            &thread_id,
-            query.model.as_deref(),
-            query.message.as_deref(),
-        )
+        .preview_new_chat(&user.id, query.project_id.as_deref(), query.ask())
         .await?;
-    let composed = prepared.composed;
-    let context = prepared.context;
-    Ok(Json(PromptPreview {
-        context: PreviewContext {
-            tokenizer: context.tokenizer.to_owned(),
-            window_tokens: context.window_tokens,
-            prompt_tokens: context.prompt_tokens,
-            sent_messages: context.sent_messages,
-            summarised_messages: context.summarised_messages,
-            dropped_messages: context.dropped_messages,
-            summary: context.summary,
-            compaction_due: context.compaction_due,
-        },
-        model: prepared.model.id,
-        stable: composed.parts.stable,
-        volatile: composed.parts.volatile,
-        full: composed.parts.full,
-        system: composed.system,
-        notes: composed.notes,
-        tools: composed.tools,
-        has_web_tools: composed.has_web_tools,
-        harness_signature: opaque(&composed.harness_signature),
-    }))
+    Ok(Json(PromptPreview::from(prepared)))
+}
+
+impl From<PreparedSend> for PromptPreview {
+    fn from(prepared: PreparedSend) -> Self {
+        let composed = prepared.composed;
+        let context = prepared.context;
+        Self {
+            context: PreviewContext {
+                tokenizer: context.tokenizer.to_owned(),
+                window_tokens: context.window_tokens,
+                prompt_tokens: context.prompt_tokens,
+                sent_messages: context.sent_messages,
+                summarised_messages: context.summarised_messages,
+                dropped_messages: context.dropped_messages,
+                summary: context.summary,
+                compaction_due: context.compaction_due,
+            },
+            model: prepared.model.id,
+            stable: composed.parts.stable,
+            volatile: composed.parts.volatile,
+            full: composed.parts.full,
+            system: composed.system,
+            notes: composed.notes,
+            tools: composed.tools,
+            has_web_tools: composed.has_web_tools,
+            web_tools_off: prepared.web_tools_off.map(WebToolsOffReason::from),
+            harness_signature: opaque(&composed.harness_signature),
+        }
+    }
 }
 
 /// The harness signature as users may see it. The signature itself carries the provider's base URL

@@ -231,3 +231,24 @@ async fn a_completion_cut_by_the_server_says_so_instead_of_finishing() {
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
     assert_eq!(body["error"]["code"], "interrupted");
 }
+
+/// Both caps set: the smaller holds; `null` sets none. Either way the answer comes.
+#[tokio::test]
+async fn the_smaller_of_two_output_caps_holds_and_null_sets_none() {
+    let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
+    upstream.replay_by_default(text(["Fine."]));
+    let question = json!([{"role": "user", "content": "Hi"}]);
+    for body in [
+        json!({"model": "scripted", "messages": question, "max_tokens": 900, "max_completion_tokens": 120}),
+        json!({"model": "scripted", "messages": question, "max_tokens": null}),
+    ] {
+        let (status, answer) = gw.post("/v1/chat/completions", body).await;
+        assert_eq!(status, StatusCode::OK, "{answer}");
+        assert_eq!(answer["choices"][0]["message"]["content"], "Fine.");
+    }
+    let sent = upstream.requests();
+    assert_eq!(sent[0]["max_completion_tokens"], 120);
+    assert!(sent[0].get("max_tokens").is_none(), "{}", sent[0]);
+    assert!(sent[1].get("max_completion_tokens").is_none(), "{}", sent[1]);
+    assert!(sent[1].get("max_tokens").is_none(), "{}", sent[1]);
+}

@@ -330,3 +330,47 @@ async fn the_openai_client_raises_an_error_for_a_completion_the_server_cut() {
     );
     assert_eq!(failed["content"].as_str().unwrap().trim_end(), "Partial");
 }
+
+/// Clients that send `max_tokens` (or `max_completion_tokens`) on every request get their answer,
+/// the cap reaching the provider in its own field; a cap that is not a positive integer is an API
+/// error the client raises, and never reaches the provider.
+#[tokio::test]
+async fn the_openai_client_sets_an_output_cap_on_chat_completions() {
+    let Some(dir) = js_dir() else { return };
+    let (gw, upstream) = common::single_user_gateway(Backend::Sqlite).await;
+    upstream.replay_by_default(promptgate_llm::scripted::text(["Hello."]));
+    let (ok, result) = run_node(
+        dir,
+        vec![
+            "openai-max-tokens-check.mjs".into(),
+            gw.url("/v1"),
+            "scripted".into(),
+        ],
+    )
+    .await;
+    assert!(ok, "the openai client failed: {result}");
+    for mode in ["whole", "streamed"] {
+        assert_eq!(result[mode]["content"], "Hello.", "{mode}: {result}");
+        assert_eq!(result[mode]["finish_reason"], "stop", "{mode}: {result}");
+    }
+    let caps: Vec<(Value, Value)> = upstream
+        .requests()
+        .iter()
+        .map(|r| (r["max_completion_tokens"].clone(), r["max_tokens"].clone()))
+        .collect();
+    assert_eq!(
+        caps,
+        [(json!(50), Value::Null), (json!(30), Value::Null)],
+        "each cap in the provider's own field, and only the accepted requests went upstream"
+    );
+    let refused = result["refused"].as_array().unwrap();
+    assert_eq!(refused.len(), 4);
+    for refusal in refused {
+        assert_eq!(refusal["status"], 422, "{refusal}");
+        assert_eq!(refusal["code"], "invalid_body", "{refusal}");
+        assert!(
+            refusal["message"].as_str().unwrap().contains("max_tokens"),
+            "{refusal}"
+        );
+    }
+}

@@ -109,7 +109,7 @@ async fn a_facade_caller_cannot_rewrite_the_request_on_the_operators_key() {
     for field in [
         json!({"store": true}),
         json!({"service_tier": "priority"}),
-        json!({"max_tokens": 100000}),
+        json!({"reasoning_effort": "high"}),
         json!({"messages_extra": 1}),
     ] {
         let (status, body) = complete(&gw, field.clone()).await;
@@ -130,12 +130,14 @@ async fn a_facade_caller_cannot_rewrite_the_request_on_the_operators_key() {
 
 #[tokio::test]
 async fn the_operator_opens_a_field_for_one_provider() {
-    let (gw, upstream) = gateway(&["max_tokens"]).await;
+    let (gw, upstream) = gateway(&["service_tier"]).await;
     upstream.push(text(["Short."]));
-    let (status, body) = complete(&gw, json!({"max_tokens": 64})).await;
+    let (status, body) = complete(&gw, json!({"service_tier": "flex"})).await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(upstream.last_request().unwrap()["max_tokens"], 64);
-    let (status, body) = gw.post("/v1/models", user_model(json!({"max_tokens": 64}))).await;
+    assert_eq!(upstream.last_request().unwrap()["service_tier"], "flex");
+    let (status, body) = gw
+        .post("/v1/models", user_model(json!({"service_tier": "flex"})))
+        .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let (status, _) = complete(&gw, json!({"store": true})).await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "only the field opened");

@@ -213,6 +213,9 @@ async fn call_as(gw: &Gateway, op: &Operation, bob: &Bob, token: Option<&str>) -
     if op.template == "/v1/threads" && op.method == Method::GET {
         path.push_str(&format!("?project_id={}", bob.ids["project"]));
     }
+    if names_bobs_project(op) {
+        path.push_str(&format!("?project_id={}", bob.ids["project"]));
+    }
     let mut req = gw.http.request(op.method.clone(), gw.url(&path));
     if op.has_body {
         req = req.json(&body_for(&op.method, &op.template, bob));
@@ -223,6 +226,12 @@ async fn call_as(gw: &Gateway, op: &Operation, bob: &Bob, token: Option<&str>) -
     let res = req.send().await.unwrap();
     let status = res.status();
     (status, res.text().await.unwrap_or_default())
+}
+
+/// Operations that take a project id in the query and answer for that project alone: another
+/// user's is unknown to them.
+fn names_bobs_project(op: &Operation) -> bool {
+    op.template == "/v1/prompt" && op.method == Method::GET
 }
 
 /// Reached by the provider's redirect, without a token: it answers only to a pending `state`.
@@ -299,7 +308,7 @@ async fn every_documented_operation_keeps_users_apart(backend: Backend) {
             !body.contains(MARK),
             "{name} as alice showed bob's data: {status} {body}"
         );
-        let targets_bob = op.template.contains("{id}");
+        let targets_bob = op.template.contains("{id}") || names_bobs_project(&op);
         if is_public(&op) {
             assert!(!status.is_success(), "{name} as alice: {status} {body}");
         } else if targets_bob {

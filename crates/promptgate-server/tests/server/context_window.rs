@@ -135,7 +135,7 @@ async fn send(gw: &Gateway, thread: &str, words: &str) -> common::Sse {
     sse
 }
 
-async fn past_the_window_without_a_summariser(backend: Backend) {
+async fn a_thread_past_the_window_keeps_answering_without_a_summariser(backend: Backend) {
     init();
     let upstream = ScriptedUpstream::start().await.unwrap();
     upstream.replay_by_default(text(["Still here."]));
@@ -195,17 +195,9 @@ async fn past_the_window_without_a_summariser(backend: Backend) {
     assert_eq!(preview["context"]["tokenizer"], "estimate");
 }
 
-#[tokio::test]
-async fn a_thread_past_the_window_keeps_answering_without_a_summariser_sqlite() {
-    past_the_window_without_a_summariser(Backend::Sqlite).await;
-}
+common::on_both_backends!(a_thread_past_the_window_keeps_answering_without_a_summariser);
 
-#[tokio::test]
-async fn a_thread_past_the_window_keeps_answering_without_a_summariser_postgres() {
-    past_the_window_without_a_summariser(Backend::Postgres).await;
-}
-
-async fn summary_written_once_and_reused(backend: Backend) {
+async fn the_summary_is_written_once_and_reused(backend: Backend) {
     init();
     let upstream = ScriptedUpstream::start().await.unwrap();
     // The compacting send asks the summariser first, then the model.
@@ -263,15 +255,7 @@ async fn summary_written_once_and_reused(backend: Backend) {
     assert!(preview["system"].as_str().unwrap().contains("<summary>"));
 }
 
-#[tokio::test]
-async fn the_summary_is_written_once_and_reused_sqlite() {
-    summary_written_once_and_reused(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-async fn the_summary_is_written_once_and_reused_postgres() {
-    summary_written_once_and_reused(Backend::Postgres).await;
-}
+common::on_both_backends!(the_summary_is_written_once_and_reused);
 
 #[tokio::test]
 async fn a_summariser_that_fails_leaves_the_older_part_out_and_the_send_answers() {

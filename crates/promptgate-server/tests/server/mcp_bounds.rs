@@ -27,7 +27,7 @@ async fn gateway(backend: Backend, mcp_toml: &str) -> (Gateway, ScriptedUpstream
     (Gateway::start(backend, config).await, upstream)
 }
 
-async fn past_the_server_limit(backend: Backend) {
+async fn registering_past_the_server_limit_is_refused(backend: Backend) {
     let (gw, _upstream) = gateway(backend, "max_servers_per_user = 2\n").await;
     let server = McpTestServer::start(ServerOptions::default()).await;
     let mut ids = Vec::new();
@@ -64,15 +64,7 @@ async fn past_the_server_limit(backend: Backend) {
     );
 }
 
-#[tokio::test]
-async fn registering_past_the_server_limit_is_refused_sqlite() {
-    past_the_server_limit(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-async fn registering_past_the_server_limit_is_refused_postgres() {
-    past_the_server_limit(Backend::Postgres).await;
-}
+common::on_both_backends!(registering_past_the_server_limit_is_refused);
 
 #[tokio::test]
 async fn probing_past_the_allowance_is_refused_with_a_wait() {

@@ -17,7 +17,7 @@ async fn sibling_listings(gw: &Gateway) -> f64 {
         .await
 }
 
-async fn listed_only_when_called(backend: Backend) {
+async fn project_chats_are_listed_only_when_searched(backend: Backend) {
     let (gw, upstream) = single_user_gateway(backend).await;
     let (status, project) = gw.post("/v1/projects", json!({"name": "Garden"})).await;
     assert_eq!(status, StatusCode::CREATED, "{project}");
@@ -67,12 +67,4 @@ async fn listed_only_when_called(backend: Backend) {
     assert_eq!(sibling_listings(&gw).await, 1.0, "the call listed the chats once");
 }
 
-#[tokio::test]
-async fn project_chats_are_listed_only_when_searched_sqlite() {
-    listed_only_when_called(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-async fn project_chats_are_listed_only_when_searched_postgres() {
-    listed_only_when_called(Backend::Postgres).await;
-}
+common::on_both_backends!(project_chats_are_listed_only_when_searched);

@@ -77,8 +77,8 @@ conformance! {
 /// The setup a send reads is cached per user. A change made through this store reaches the very next
 /// send; one made through another connection (a second gateway instance, the CLI) reaches a later
 /// send soon after: by notification on Postgres, once the cached copy is rechecked on SQLite.
-async fn setup_changes_reach_the_next_send(db: &promptgate_store::testing::TestDb) {
-    let store: &Store = db;
+async fn setup_changes_reach_the_next_send(db: promptgate_store::testing::TestDb) {
+    let store: &Store = &db;
     match store.backend() {
         // SQLite hears of another process's writes only when it rechecks; shorten that here.
         Backend::Sqlite => store.set_setup_recheck(Duration::from_millis(100)),
@@ -198,6 +198,7 @@ async fn setup_changes_reach_the_next_send(db: &promptgate_store::testing::TestD
         ("Ali", "big")
     );
     other.close().await;
+    db.close().await;
 }
 
 /// Loads the user's context for a send without a thread (as the facade does), naming a model or not.
@@ -253,18 +254,4 @@ pub async fn soon<F, Fut>(
     }
 }
 
-mod setup_changes_reach_the_next_send {
-    #[tokio::test]
-    async fn sqlite() {
-        let db = promptgate_store::testing::TestDb::sqlite().await;
-        super::setup_changes_reach_the_next_send(&db).await;
-        db.close().await;
-    }
-
-    #[tokio::test]
-    async fn postgres() {
-        let db = promptgate_store::testing::TestDb::postgres().await;
-        super::setup_changes_reach_the_next_send(&db).await;
-        db.close().await;
-    }
-}
+promptgate_store::on_both_backends!(setup_changes_reach_the_next_send);

@@ -250,7 +250,7 @@ impl promptgate_server::config::Env for SealingKey {
     }
 }
 
-async fn users_stay_apart(backend: Backend) {
+async fn every_documented_operation_keeps_users_apart(backend: Backend) {
     init();
     let upstream = ScriptedUpstream::start().await.unwrap();
     upstream.replay_by_default(text(["an answer"]));
@@ -341,12 +341,4 @@ async fn users_stay_apart(backend: Backend) {
     assert!(upstream.calls() > upstream_calls, "alice's own sends ran");
 }
 
-#[tokio::test]
-async fn every_documented_operation_keeps_users_apart_sqlite() {
-    users_stay_apart(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-async fn every_documented_operation_keeps_users_apart_postgres() {
-    users_stay_apart(Backend::Postgres).await;
-}
+crate::common::on_both_backends!(every_documented_operation_keeps_users_apart);

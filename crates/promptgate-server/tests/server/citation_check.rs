@@ -8,28 +8,13 @@
 use crate::common;
 use crate::web_site;
 
-use common::{Backend, Gateway};
+use common::Gateway;
 use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
-use promptgate_server::config::{AuthMode, Config};
 use serde_json::{Value, json};
 use web_site::Web;
 
 async fn gateway() -> (Gateway, ScriptedUpstream, Web) {
-    common::init();
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let web = Web::start().await;
-    let text = format!(
-        "{}\n[[providers]]\nname = \"scripted\"\nkind = \"openai\"\nbase_url = \"{}\"\n\
-         first_byte_timeout_secs = 5\nidle_timeout_secs = 5\n\n[[models]]\nid = \"scripted\"\nname = \"Scripted\"\n\
-         provider = \"scripted\"\nupstream_model = \"upstream-model\"\n\n{}",
-        promptgate_server::config::EMBEDDED_DEFAULT,
-        upstream.base_url(),
-        web.config_section()
-    );
-    let mut config = Config::parse(&text).unwrap();
-    config.auth.mode = AuthMode::SingleUser;
-    let gw = Gateway::start(Backend::Sqlite, config).await;
-    (gw, upstream, web)
+    web_site::scripted_web_gateway().await
 }
 
 const ANSWER: [&str; 5] = [

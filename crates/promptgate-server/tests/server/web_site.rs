@@ -1,7 +1,7 @@
 //! A small web on loopback for the web-tool tests: a search backend speaking SearXNG's JSON API whose
 //! results point at a site with real HTML pages, both on ports of their own.
 
-#![allow(dead_code, clippy::panic)]
+#![allow(dead_code, clippy::panic, clippy::unwrap_used)]
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -13,6 +13,8 @@ use axum::extract::Query;
 use axum::http::header;
 use axum::response::IntoResponse;
 use axum::routing::get;
+use promptgate_llm::scripted::ScriptedUpstream;
+use promptgate_server::config::{AuthMode, Config};
 use promptgate_service::deployment::FetchPolicy;
 use serde_json::json;
 
@@ -82,6 +84,26 @@ impl Web {
             self.search, self.site
         )
     }
+}
+
+/// A single-user gateway on SQLite whose one model is a scripted upstream and whose search backend
+/// and site are this web.
+pub async fn scripted_web_gateway() -> (crate::common::Gateway, ScriptedUpstream, Web) {
+    crate::common::init();
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    let web = Web::start().await;
+    let text = format!(
+        "{}\n[[providers]]\nname = \"scripted\"\nkind = \"openai\"\nbase_url = \"{}\"\n\
+         first_byte_timeout_secs = 5\nidle_timeout_secs = 5\n\n[[models]]\nid = \"scripted\"\nname = \"Scripted\"\n\
+         provider = \"scripted\"\nupstream_model = \"upstream-model\"\n\n{}",
+        promptgate_server::config::EMBEDDED_DEFAULT,
+        upstream.base_url(),
+        web.config_section()
+    );
+    let mut config = Config::parse(&text).unwrap();
+    config.auth.mode = AuthMode::SingleUser;
+    let gw = crate::common::Gateway::start(crate::common::Backend::Sqlite, config).await;
+    (gw, upstream, web)
 }
 
 async fn serve(app: Router) -> SocketAddr {

@@ -114,7 +114,7 @@ pub use live::{Continuation, LiveTurns};
 pub use oauth::OAuthCallback;
 pub use open::Database;
 pub use prepare::{Prepared, RunParts};
-pub use preview::{PreparedSend, PreviewAsk, WebToolsOff};
+pub use preview::{PreviewAsk, SendPreview, WebToolsOff};
 pub use promptgate_store::StoreError;
 pub use providers::{ModelProvider, ProviderClient, Providers, check_request_fields};
 pub use quota::{StorageQuota, StorageReport};

@@ -21,7 +21,7 @@ use super::window::{Budget, ContextReport, Mode, Window, with_earlier};
 use super::{ClientNotes, Service, ServiceError};
 use promptgate_turn::client_tools::ClientTools;
 use promptgate_turn::engine::{
-    AnswerRecorder, Floor, Nudges, PreparedTool, RequestBudget, StepPolicy, ToolCache, ToolTitles, TurnEnd,
+    AnswerRecorder, Floor, Nudges, RequestBudget, RunnableTool, StepPolicy, ToolCache, ToolTitles, TurnEnd,
     TurnLimits, TurnPlan,
 };
 use promptgate_turn::facade::FacadeHistory;
@@ -34,7 +34,7 @@ use tokio_util::task::TaskTracker;
 pub struct Prepared {
     pub model: Model,
     pub composed: ComposedSend,
-    pub tools: Vec<PreparedTool>,
+    pub tools: Vec<RunnableTool>,
     pub history: Vec<ChatMessage>,
     pub state: Arc<TurnState>,
     /// A harness model's new prompt (skill instructions and attachments in place), which follows

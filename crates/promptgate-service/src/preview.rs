@@ -33,7 +33,7 @@ pub enum WebToolsOff {
 }
 
 /// The prompt and toolset a send would use now (what the preview shows).
-pub struct PreparedSend {
+pub struct SendPreview {
     pub model: Model,
     pub composed: ComposedSend,
     /// What the model would be shown of the thread.
@@ -49,7 +49,7 @@ impl Service {
         user_id: &str,
         thread_id: &str,
         ask: PreviewAsk<'_>,
-    ) -> Result<PreparedSend, ServiceError> {
+    ) -> Result<SendPreview, ServiceError> {
         let (ctx, model, provider) = self.load_with_model(user_id, Some(thread_id), ask.model).await?;
         if ctx.thread.is_none() {
             return Err(ServiceError::UnknownThread(thread_id.to_owned()));
@@ -64,7 +64,7 @@ impl Service {
         user_id: &str,
         project_id: Option<&str>,
         ask: PreviewAsk<'_>,
-    ) -> Result<PreparedSend, ServiceError> {
+    ) -> Result<SendPreview, ServiceError> {
         let (mut ctx, model, provider) = self.load_with_model(user_id, None, ask.model).await?;
         if let Some(project_id) = project_id {
             let project = self.project(user_id, project_id).await?;
@@ -83,7 +83,7 @@ impl Service {
         model: Model,
         provider: &ModelProvider,
         ask: PreviewAsk<'_>,
-    ) -> Result<PreparedSend, ServiceError> {
+    ) -> Result<SendPreview, ServiceError> {
         let web_off = if !model.supports_tools() {
             Some(WebToolsOff::Model)
         } else if !ctx.settings.web_tools_enabled {
@@ -109,7 +109,7 @@ impl Service {
         let prepared = self
             .prepare_with_text(user_id, ctx, model, provider, None, asked)
             .await?;
-        Ok(PreparedSend {
+        Ok(SendPreview {
             web_tools_off: web_off.filter(|_| !prepared.composed.has_web_tools),
             model: prepared.model,
             composed: prepared.composed,

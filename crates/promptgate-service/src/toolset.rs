@@ -59,14 +59,14 @@ impl Executors {
     pub fn attach(
         &self,
         specs: Vec<ToolSpec>,
-    ) -> (Vec<promptgate_turn::engine::PreparedTool>, Vec<ToolSpec>) {
+    ) -> (Vec<promptgate_turn::engine::RunnableTool>, Vec<ToolSpec>) {
         let mut prepared = Vec::with_capacity(specs.len());
         let mut kept = Vec::with_capacity(specs.len());
         for spec in specs {
             match self.get(&spec.name) {
                 Some(executor) => {
                     kept.push(spec.clone());
-                    prepared.push(promptgate_turn::engine::PreparedTool { spec, executor });
+                    prepared.push(promptgate_turn::engine::RunnableTool { spec, executor });
                 }
                 None => {
                     tracing::warn!(tool = %spec.name, "no executor is configured for this tool; not offered")

@@ -39,7 +39,7 @@ pub struct ScriptedUpstream {
 #[derive(Default)]
 struct Shared {
     queue: Mutex<VecDeque<Script>>,
-    default: Mutex<Option<Arc<Prepared>>>,
+    default: Mutex<Option<Arc<RenderedScript>>>,
     requests: Mutex<Vec<(HeaderMap, Bytes)>>,
     recording: AtomicBool,
     calls: AtomicUsize,
@@ -48,7 +48,7 @@ struct Shared {
 }
 
 /// A script rendered once, so replaying it costs no JSON work.
-struct Prepared {
+struct RenderedScript {
     script: Script,
     /// The whole SSE body, when the script has no pauses or tricks.
     sse: Option<Bytes>,
@@ -100,7 +100,7 @@ impl ScriptedUpstream {
     /// The answer for every request that finds the queue empty. Without one, such a request gets
     /// a 500 that says the script ran out.
     pub fn replay_by_default(&self, script: impl Into<Script>) {
-        *lock(&self.shared.default) = Some(Arc::new(Prepared::new(script.into())));
+        *lock(&self.shared.default) = Some(Arc::new(RenderedScript::new(script.into())));
     }
 
     /// Stops keeping request bodies (calls are still counted), for load runs.
@@ -158,11 +158,11 @@ impl Drop for ScriptedUpstream {
 /// `chat.completion` for a request that did not ask for a stream. `None` when the script pauses,
 /// cuts, hangs or fails, which only a live replay can do.
 pub fn rendered(script: &Script) -> Option<(Bytes, Bytes)> {
-    let prepared = Prepared::new(script.clone());
-    prepared.sse.map(|sse| (sse, prepared.completion))
+    let rendered = RenderedScript::new(script.clone());
+    rendered.sse.map(|sse| (sse, rendered.completion))
 }
 
-impl Prepared {
+impl RenderedScript {
     fn new(script: Script) -> Self {
         let plain = script
             .steps
@@ -209,10 +209,10 @@ async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes
     }
 
     let queued = lock(&shared.queue).pop_front();
-    let prepared = match queued {
-        Some(script) => Arc::new(Prepared::new(script)),
+    let rendered = match queued {
+        Some(script) => Arc::new(RenderedScript::new(script)),
         None => match lock(&shared.default).clone() {
-            Some(prepared) => prepared,
+            Some(rendered) => rendered,
             None => {
                 return error(
                     StatusCode::INTERNAL_SERVER_ERROR,
@@ -222,7 +222,7 @@ async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes
         },
     };
 
-    let mut steps: VecDeque<Step> = prepared.script.steps.iter().cloned().collect();
+    let mut steps: VecDeque<Step> = rendered.script.steps.iter().cloned().collect();
     let mut extra_headers = HeaderMap::new();
     // Leading steps decide when, and whether, the headers go out.
     while let Some(step) = steps.front() {
@@ -255,11 +255,11 @@ async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes
     if !flag.stream {
         return (
             [(header::CONTENT_TYPE, "application/json")],
-            prepared.completion.clone(),
+            rendered.completion.clone(),
         )
             .into_response();
     }
-    let body = match &prepared.sse {
+    let body = match &rendered.sse {
         Some(sse) => Body::from(sse.clone()),
         None => Body::from_stream(play(steps, shared.clone())),
     };

@@ -8,7 +8,7 @@ use aide::axum::routing::get_with;
 use axum::Json;
 use axum::extract::{Path, State};
 use promptgate_core::tools::ToolSpec;
-use promptgate_service::{PreparedSend, PreviewAsk, WebToolsOff};
+use promptgate_service::{PreviewAsk, SendPreview, WebToolsOff};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -162,8 +162,8 @@ async fn preview_new_chat(
     Ok(Json(PromptPreview::from(prepared)))
 }
 
-impl From<PreparedSend> for PromptPreview {
-    fn from(prepared: PreparedSend) -> Self {
+impl From<SendPreview> for PromptPreview {
+    fn from(prepared: SendPreview) -> Self {
         let composed = prepared.composed;
         let context = prepared.context;
         Self {

@@ -23,7 +23,7 @@ use tokio_util::sync::DropGuard;
 use tracing::Instrument;
 
 pub use plan::{
-    AnswerRecorder, Floor, Gate, NoHooks, Nudges, PreparedTool, RequestBudget, SourceRef, StepPolicy,
+    AnswerRecorder, Floor, Gate, NoHooks, Nudges, RequestBudget, RunnableTool, SourceRef, StepPolicy,
     ToolTitles, TurnEnd, TurnHooks, TurnLimits, TurnOutcome, TurnPlan, TurnStatus,
 };
 pub use tools::ToolCache;
@@ -94,12 +94,12 @@ pub fn run_turn_in_reader(plan: TurnPlan) -> TurnRun {
     run
 }
 
-struct PreparedRun {
+struct PendingRun {
     future: Pin<Box<dyn Future<Output = ()> + Send>>,
     tasks: tokio_util::task::TaskTracker,
 }
 
-fn prepare_run(mut plan: TurnPlan) -> (PreparedRun, TurnRun) {
+fn prepare_run(mut plan: TurnPlan) -> (PendingRun, TurnRun) {
     let (events_tx, events_rx) = mpsc::channel(EVENT_BUFFER);
     let (outcome_tx, outcome_rx) = oneshot::channel();
     let stop = plan.cancel.child_token();
@@ -120,7 +120,7 @@ fn prepare_run(mut plan: TurnPlan) -> (PreparedRun, TurnRun) {
         // The caller may have stopped caring about the outcome; nothing to do then.
         let _ = outcome_tx.send(outcome);
     };
-    let prepared = PreparedRun {
+    let prepared = PendingRun {
         future: Box::pin(turn.instrument(span)),
         tasks,
     };

@@ -22,7 +22,7 @@ use crate::ui::UiFinishReason;
 
 /// A tool of this send with the executor that runs it.
 #[derive(Clone)]
-pub struct PreparedTool {
+pub struct RunnableTool {
     pub spec: ToolSpec,
     pub executor: Arc<dyn ToolExecutor>,
 }
@@ -329,7 +329,7 @@ pub struct TurnPlan {
     pub citation_reinforcement: Option<String>,
     /// The conversation so far, ending with the new user message. No system message.
     pub history: Vec<ChatMessage>,
-    pub tools: Vec<PreparedTool>,
+    pub tools: Vec<RunnableTool>,
     /// Tools the client runs itself, offered beside `tools`; a call to one ends the turn. A name
     /// that is also one of `tools` is the server's.
     pub client: ClientTools,

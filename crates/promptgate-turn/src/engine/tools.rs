@@ -12,7 +12,7 @@ use promptgate_core::tools::ToolSpec;
 use promptgate_core::tools::{ToolError, ToolOutput};
 use serde_json::Value;
 
-use super::plan::{Gate, PreparedTool, TurnHooks};
+use super::plan::{Gate, RunnableTool, TurnHooks};
 
 /// The cache keys of calls the web budget admitted start with this, then the budget's key.
 const BUDGET_PREFIX: &str = "budget:";
@@ -134,7 +134,7 @@ pub(super) enum Checked {
 }
 
 /// Checks a call against the tools offered in this step.
-pub(super) fn check_call(tools: &[PreparedTool], offered: bool, name: &str, arguments: &str) -> Checked {
+pub(super) fn check_call(tools: &[RunnableTool], offered: bool, name: &str, arguments: &str) -> Checked {
     let parsed = parse_arguments(arguments);
     let Some(tool) = tools.iter().position(|tool| tool.spec.name == name) else {
         let input = parsed.unwrap_or_else(|_| Value::String(arguments.to_owned()));
@@ -199,7 +199,7 @@ fn parse_arguments(arguments: &str) -> Result<Value, String> {
 /// per-request dedupe of cacheable tools, then the executor under the timeout. The layering
 /// decision happens synchronously, so parallel identical calls of one step see each other.
 pub(super) fn start_call(
-    tool: &PreparedTool,
+    tool: &RunnableTool,
     input: Value,
     hooks: &dyn TurnHooks,
     cache: &ToolCache,
@@ -226,7 +226,7 @@ pub(super) fn start_call(
 }
 
 fn deduped_call(
-    tool: &PreparedTool,
+    tool: &RunnableTool,
     input: Value,
     cache: &ToolCache,
     timeout: Duration,
@@ -242,7 +242,7 @@ fn deduped_call(
     cache.join(key, shared)
 }
 
-fn timed_call(tool: &PreparedTool, input: Value, timeout: Duration) -> BoxFuture<'static, CallResult> {
+fn timed_call(tool: &RunnableTool, input: Value, timeout: Duration) -> BoxFuture<'static, CallResult> {
     let executor = Arc::clone(&tool.executor);
     let name = metric_tool_name(&tool.spec);
     async move {

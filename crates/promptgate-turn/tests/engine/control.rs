@@ -10,7 +10,7 @@ use serde_json::json;
 
 use crate::support::*;
 
-fn lookup_tools() -> Vec<promptgate_turn::PreparedTool> {
+fn lookup_tools() -> Vec<promptgate_turn::RunnableTool> {
     vec![tool(spec("lookup", None, false), Arc::new(Echo::default()))]
 }
 

@@ -108,7 +108,7 @@ impl ToolExecutor for Search {
     }
 }
 
-fn web_search(budget: &Arc<WebBudget>) -> (Arc<Search>, promptgate_turn::PreparedTool) {
+fn web_search(budget: &Arc<WebBudget>) -> (Arc<Search>, promptgate_turn::RunnableTool) {
     let search = Arc::new(Search {
         budget: budget.clone(),
         calls: AtomicUsize::new(0),

@@ -16,7 +16,7 @@ use promptgate_llm::{
     ChatMessage, ChatModel, ChatRequest, EventStream, FinishReason, LlmError, StreamEvent, Usage, UserContent,
 };
 use promptgate_turn::{
-    Nudges, PreparedTool, TurnEvent, TurnOutcome, TurnPlan, UiChunk, UiMessageBuilder, run_turn,
+    Nudges, RunnableTool, TurnEvent, TurnOutcome, TurnPlan, UiChunk, UiMessageBuilder, run_turn,
 };
 use serde_json::{Value, json};
 
@@ -193,8 +193,8 @@ impl ToolExecutor for Hang {
     }
 }
 
-pub fn tool(spec: ToolSpec, executor: Arc<dyn ToolExecutor>) -> PreparedTool {
-    PreparedTool { spec, executor }
+pub fn tool(spec: ToolSpec, executor: Arc<dyn ToolExecutor>) -> RunnableTool {
+    RunnableTool { spec, executor }
 }
 
 pub fn nudges() -> Nudges {
@@ -207,7 +207,7 @@ pub fn nudges() -> Nudges {
     }
 }
 
-pub fn plan(model: Arc<ScriptedModel>, tools: Vec<PreparedTool>) -> TurnPlan {
+pub fn plan(model: Arc<ScriptedModel>, tools: Vec<RunnableTool>) -> TurnPlan {
     let history = vec![ChatMessage::User {
         content: UserContent::Text("question".into()),
     }];

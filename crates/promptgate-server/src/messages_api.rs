@@ -189,7 +189,7 @@ impl Translator {
 
     /// How the turn failed, its stream having ended with `message`.
     fn failure(&self, message: &str) -> TurnError {
-        crate::facade::turn_failure(message, self.error_code.as_deref())
+        crate::completions_api::turn_failure(message, self.error_code.as_deref())
     }
 
     fn end<'a>(&mut self, reason: &'static str, out: &mut Vec<Step<'a>>) {

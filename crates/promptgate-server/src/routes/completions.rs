@@ -18,9 +18,11 @@ use serde_json::{Map, Value};
 use tracing::Instrument;
 
 use crate::auth::CurrentUser;
+use crate::completions_api::{
+    CUT_TEXT, CompletionChunks, CompletionIdentity, CompletionResponse, Unfinished,
+};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::extract::ApiJson;
-use crate::facade::{CUT_TEXT, CompletionChunks, CompletionIdentity, CompletionResponse, Unfinished};
 use crate::sse::KEEP_ALIVE_FRAME;
 use crate::state::AppState;
 

@@ -1,4 +1,4 @@
-//! The OpenAI facade's response side: the completion a client of `POST /v1/chat/completions`
+//! The chat completions API's response side: the completion a client of `POST /v1/chat/completions`
 //! receives for a turn, streamed or whole. (The request side, the client's messages → the turn's
 //! history, is the turn crate's `facade_history`.)
 //!

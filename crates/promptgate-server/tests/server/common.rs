@@ -405,19 +405,24 @@ impl Gateway {
 }
 
 impl Gateway {
-    /// The value of one series on `/metrics` (its name with labels, as Prometheus prints it); 0 when
-    /// the series has not been written yet. Metrics are per process, and each test runs in its own.
-    pub async fn metric(&self, series: &str) -> f64 {
-        let text = self
-            .http
+    /// The whole `/metrics` page, as a scraper reads it.
+    pub async fn metrics_text(&self) -> String {
+        self.http
             .get(self.url("/metrics"))
             .send()
             .await
             .unwrap()
             .text()
             .await
-            .unwrap();
-        text.lines()
+            .unwrap()
+    }
+
+    /// The value of one series on `/metrics` (its name with labels, as Prometheus prints it); 0 when
+    /// the series has not been written yet. Metrics are per process, and each test runs in its own.
+    pub async fn metric(&self, series: &str) -> f64 {
+        self.metrics_text()
+            .await
+            .lines()
             .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
             .unwrap_or(0.0)
     }

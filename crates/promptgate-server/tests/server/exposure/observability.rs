@@ -18,15 +18,7 @@ async fn made_up_methods_and_paths_share_one_label_each_and_metrics_stay_small()
         let res = gw.http.request(method, gw.url(&path)).send().await.unwrap();
         assert!(res.status().is_client_error(), "{}", res.status());
     }
-    let metrics = gw
-        .http
-        .get(gw.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = gw.metrics_text().await;
     assert!(metrics.len() < 1_000_000, "/metrics is {} bytes", metrics.len());
     assert!(!metrics.contains("SCAN"), "a made-up method became a label");
     assert!(!metrics.contains("probe-"), "an unknown path became a label");

@@ -57,6 +57,10 @@ impl ChatModel for DemoModel {
         });
         Ok(Box::pin(stream))
     }
+
+    fn provider_name(&self) -> &'static str {
+        "promptgate.demo"
+    }
 }
 
 fn reply_events(request: &ChatRequest) -> Vec<StreamEvent> {

@@ -137,7 +137,8 @@ impl Endpoint {
     /// message (key removed) and the wait it asked for.
     pub async fn post(&self, body: Vec<u8>) -> Result<(reqwest::Response, Instant), LlmError> {
         let first_byte_deadline = Instant::now() + self.timeouts.first_byte;
-        let pending = self.http.post(self.parsed_url.clone()).body(body).send();
+        let request = self.http.post(self.parsed_url.clone()).body(body);
+        let pending = promptgate_outbound::trace_context::inject(request).send();
         let response = match tokio::time::timeout_at(first_byte_deadline, pending).await {
             Err(_) => return Err(timeout(TimeoutPhase::FirstByte, self.timeouts.first_byte)),
             Ok(Err(e)) => return Err(self.send_error(e)),

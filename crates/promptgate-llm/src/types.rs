@@ -227,4 +227,10 @@ pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, LlmError>> 
 #[async_trait::async_trait]
 pub trait ChatModel: Send + Sync {
     async fn stream(&self, request: ChatRequest) -> Result<EventStream, LlmError>;
+
+    /// The API flavour this model speaks, as the GenAI semantic conventions name providers
+    /// (`gen_ai.provider.name`): an OpenAI-compatible upstream is `openai` whoever runs it.
+    fn provider_name(&self) -> &'static str {
+        "openai"
+    }
 }

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use promptgate_outbound::Outbound;
 use serde_json::Value;
+use tracing::Instrument;
 
 use crate::config::{HubSettings, McpServerConfig};
 use crate::entry::{ServerEntry, lock};
@@ -264,6 +265,7 @@ impl McpHub {
     ) -> Result<McpToolResult, McpError> {
         let entry = self.entry(config);
         entry.touch();
+        let span = call_span(config, tool_name);
         let call = async {
             let known = match entry.any_tools() {
                 Some(tools) => tools,
@@ -279,9 +281,12 @@ impl McpHub {
             let session = entry.session(timeout).await?;
             session.call_tool(tool_name, arguments).await
         };
-        let outcome = match tokio::time::timeout(timeout, call).await {
+        let outcome = match tokio::time::timeout(timeout, call.instrument(span.clone())).await {
             Ok(outcome) => outcome.map_err(|e| e.redacted(config)),
-            Err(_) => return Err(McpError::Timeout(timeout)),
+            Err(_) => {
+                span.record("error.type", "timeout");
+                return Err(McpError::Timeout(timeout));
+            }
         };
         match outcome {
             Ok(result) => {
@@ -293,6 +298,7 @@ impl McpHub {
                 ))
             }
             Err(error) => {
+                span.record("error.type", error.kind());
                 if error.is_connection_failure() {
                     entry.failed(&error);
                 }
@@ -355,4 +361,24 @@ impl McpHub {
         crate::keeper::spawn(&entry, &self.pool);
         entry
     }
+}
+
+/// The client span of a `tools/call` request, with the MCP semantic conventions' attributes.
+fn call_span(config: &McpServerConfig, tool_name: &str) -> tracing::Span {
+    let address = url::Url::parse(&config.url).ok();
+    tracing::info_span!(
+        target: "promptgate::otel",
+        "mcp_call",
+        otel.name = format!("tools/call {tool_name}"),
+        otel.kind = "client",
+        "mcp.method.name" = "tools/call",
+        "gen_ai.operation.name" = "execute_tool",
+        "gen_ai.tool.name" = tool_name,
+        "promptgate.mcp.server" = config.name.as_str(),
+        "server.address" = address.as_ref().and_then(url::Url::host_str),
+        // Signed: the exporter sends unsigned values as strings.
+        "server.port" = address.as_ref().and_then(url::Url::port_or_known_default).map(i64::from),
+        "network.transport" = "tcp",
+        "error.type" = tracing::field::Empty,
+    )
 }

@@ -239,6 +239,15 @@ impl Session {
                 )));
             }
         }
+        if let Some(context) = promptgate_outbound::trace_context::current() {
+            // SEP-414: the trace context of an MCP request travels in its `_meta`.
+            let mut meta = rmcp::model::MetaObject::new();
+            meta.set_traceparent(context.traceparent);
+            if let Some(state) = context.tracestate {
+                meta.set_tracestate(state);
+            }
+            params.meta = Some(rmcp::model::RequestMetaObject(meta));
+        }
         self.service
             .call_tool(params)
             .await

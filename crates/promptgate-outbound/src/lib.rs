@@ -23,6 +23,7 @@ mod policy;
 mod resolve;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod trace_context;
 
 pub use address::{RestrictedRange, classify};
 pub use client::{Outbound, Target, ensure_tls_provider};

@@ -84,6 +84,17 @@ pub enum UsersCommand {
     Rotate { name: String },
 }
 
+/// The trace settings of a `serve` run, read before anything logs (the exporter's layer is part of
+/// the subscriber). Other commands export nothing; a config that does not load is reported by `run`.
+pub fn telemetry(cli: &Cli) -> Option<crate::config::TelemetryConfig> {
+    match cli.command {
+        Command::Serve { .. } => Config::load(cli.config.as_deref(), &ProcessEnv)
+            .ok()
+            .map(|config| config.telemetry),
+        _ => None,
+    }
+}
+
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Openapi { json } => {

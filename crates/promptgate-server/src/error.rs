@@ -209,6 +209,10 @@ pub struct ErrorDetail {
     /// reporting a problem, the server's log lines for the request carry it too.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
+    /// The request's trace id, when the server exports traces: the trace of this request in the
+    /// operator's trace UI.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
 }
 
 /// A failure on our side that the request's log must say, kept on the error's response until the
@@ -425,6 +429,7 @@ impl IntoResponse for ApiError {
                 code: self.code,
                 message: bounded(self.message),
                 request_id: crate::observe::current_request_id(),
+                trace_id: crate::observe::current_trace_id(),
             },
         };
         let mut response = (self.code.status(), Json(body)).into_response();

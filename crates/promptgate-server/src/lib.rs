@@ -32,6 +32,7 @@ pub mod runtime;
 pub mod secrets;
 pub mod sse;
 pub mod state;
+pub mod telemetry;
 pub mod ui;
 pub mod ui_stream;
 pub mod user_limits;

@@ -6,11 +6,19 @@
 //! log, and every failed background reconnect adds another. Its events are off unless the log filter
 //! names rmcp itself (`PROMPTGATE_LOG=info,rmcp=debug` to debug the protocol); our MCP hub logs one
 //! line per failure that says which server failed and how, without the body.
+//!
+//! With traces on, the log output and the trace exporter are two layers of one subscriber, each
+//! with its own filter: `PROMPTGATE_LOG` decides what is logged and nothing else.
 
 use std::io::IsTerminal;
 
-use tracing_subscriber::EnvFilter;
 use tracing_subscriber::filter::Directive;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer};
+
+use crate::config::TelemetryConfig;
 
 /// The filter for a `PROMPTGATE_LOG` value (`None`: unset or unreadable, which means `info`).
 pub fn filter(spec: Option<&str>) -> EnvFilter {
@@ -24,27 +32,67 @@ pub fn filter(spec: Option<&str>) -> EnvFilter {
             filter = filter.add_directive(quiet);
         }
     }
+    // The GenAI spans are for the trace exporter; in the logs they would only repeat the turn's
+    // fields, and with export off this makes their callsites free.
+    let trace_only: Result<Directive, _> = format!("{}=off", crate::telemetry::TRACE_ONLY_TARGET).parse();
+    if let Ok(trace_only) = trace_only {
+        filter = filter.add_directive(trace_only);
+    }
     filter
 }
 
 /// Installs the process's subscriber: `PROMPTGATE_LOG` filters, `PROMPTGATE_LOG_FORMAT` picks text
-/// or JSON, and everything goes to stderr.
-pub fn init() {
+/// or JSON, and everything goes to stderr. With `telemetry` on, the trace exporter's layer is
+/// installed beside the log output (see [`crate::telemetry`]); otherwise there is no such layer.
+pub fn init(telemetry: Option<&TelemetryConfig>) {
     let filter = filter(std::env::var("PROMPTGATE_LOG").ok().as_deref());
     // JSON for log collectors; text for people, coloured only when a terminal shows it (escape codes
     // in a file or a collector are noise).
     let format = std::env::var("PROMPTGATE_LOG_FORMAT").unwrap_or_default();
     let json = format.eq_ignore_ascii_case("json");
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    if json {
-        builder.json().with_current_span(true).with_span_list(true).init();
-    } else {
-        builder.with_ansi(std::io::stderr().is_terminal()).init();
+    let provider = telemetry
+        .filter(|config| config.enabled)
+        .map(crate::telemetry::provider);
+    match provider {
+        Some(Ok(provider)) => {
+            let installed = tracing_subscriber::registry()
+                .with(log_layer(json).with_filter(filter))
+                .with(crate::telemetry::layer(&provider))
+                .try_init();
+            // Only one subscriber per process; a second call keeps the first and exports nothing.
+            if installed.is_ok() {
+                crate::telemetry::keep(provider);
+            }
+        }
+        unset_or_failed => {
+            let builder = tracing_subscriber::fmt()
+                .with_env_filter(filter)
+                .with_writer(std::io::stderr);
+            if json {
+                builder.json().with_current_span(true).with_span_list(true).init();
+            } else {
+                builder.with_ansi(std::io::stderr().is_terminal()).init();
+            }
+            if let Some(Err(err)) = unset_or_failed {
+                tracing::error!(error = %err, "cannot export traces; running without them");
+            }
+        }
     }
     if !json && !format.is_empty() && !format.eq_ignore_ascii_case("text") {
         tracing::warn!(value = %format, "PROMPTGATE_LOG_FORMAT is neither json nor text; writing text");
+    }
+}
+
+/// The log output as a layer, for a subscriber that also exports traces.
+fn log_layer<S>(json: bool) -> Box<dyn Layer<S> + Send + Sync>
+where
+    S: tracing::Subscriber + for<'span> LookupSpan<'span>,
+{
+    let layer = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    if json {
+        layer.json().with_current_span(true).with_span_list(true).boxed()
+    } else {
+        layer.with_ansi(std::io::stderr().is_terminal()).boxed()
     }
 }
 

@@ -72,11 +72,17 @@ fn acceptable_request_id(id: &[u8], max_len: usize) -> bool {
 
 tokio::task_local! {
     static CURRENT_REQUEST_ID: String;
+    static CURRENT_TRACE_ID: Option<String>;
 }
 
 /// The id of the request being handled on this task, for error bodies.
 pub fn current_request_id() -> Option<String> {
     CURRENT_REQUEST_ID.try_with(Clone::clone).ok()
+}
+
+/// The trace id of the request being handled on this task, when traces are exported.
+pub fn current_trace_id() -> Option<String> {
+    CURRENT_TRACE_ID.try_with(Clone::clone).ok().flatten()
 }
 
 /// The process's Prometheus recorder. Installed once; every server in the process (tests start many)
@@ -142,12 +148,22 @@ pub async fn track_request(request: Request, next: Next) -> Response {
         "request",
         request_id = %request_id,
         method,
-        route = tracing::field::Empty
+        route = tracing::field::Empty,
+        trace_id = tracing::field::Empty,
     );
+    let server_span = crate::telemetry::server_span(&request, method);
+    let trace_id = crate::telemetry::trace_id(&server_span);
+    if let Some(trace_id) = &trace_id {
+        span.record("trace_id", trace_id.as_str());
+    }
     // Error bodies become JSON inside the request's scope, so they carry its id.
     let answer = async { crate::boundary::json_errors(next.run(request).await).await };
-    let response = CURRENT_REQUEST_ID
-        .scope(request_id, answer.instrument(span.clone()))
+    // The log span is the current one inside (the turn records its id there); the server span
+    // around it is the parent of the turn's trace spans, and closes with the response head.
+    let answer = CURRENT_REQUEST_ID.scope(request_id, answer.instrument(span.clone()));
+    let response = CURRENT_TRACE_ID
+        .scope(trace_id, answer)
+        .instrument(server_span.clone())
         .await;
     // Unknown paths share one label, so a scan cannot blow up the number of series.
     let route = response
@@ -156,6 +172,7 @@ pub async fn track_request(request: Request, next: Next) -> Response {
         .map_or_else(|| "unmatched".to_owned(), |r| r.0.clone());
     span.record("route", route.as_str());
     let status = response.status().as_u16();
+    crate::telemetry::record_response(&server_span, method, &route, status);
     let elapsed = start.elapsed();
     request_series(route, method, status).record(elapsed);
     span.in_scope(|| {

@@ -357,7 +357,10 @@ impl Service {
         }
         let service = self.clone();
         self.instance.background.spawn(
-            async move { service.heartbeat().await }.instrument(tracing::info_span!("turn_heartbeat")),
+            // A root span: the task outlives the request that happens to start it, and a span
+            // keeps its parent open for as long as it lives.
+            async move { service.heartbeat().await }
+                .instrument(tracing::info_span!(parent: None, "turn_heartbeat")),
         );
         let service = self.clone();
         let signals = self.store.turn_signals();

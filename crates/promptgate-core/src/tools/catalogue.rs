@@ -221,6 +221,26 @@ pub fn built_in(name: &str) -> Option<&'static ToolSpec> {
     CATALOGUE.iter().map(|e| &e.spec).find(|s| s.name == name)
 }
 
+/// Where a tool's work happens, as traces name it: `mcp` (a user's MCP server), `integration`
+/// (Google or Microsoft on the user's behalf), `workspace` (the harness's files and shell) or
+/// `built_in` (everything the gateway does itself).
+pub fn origin(spec: &ToolSpec) -> &'static str {
+    if spec.mcp.is_some() {
+        return "mcp";
+    }
+    if names::WORKSPACE.contains(&spec.name.as_str()) {
+        return "workspace";
+    }
+    let gate = CATALOGUE
+        .iter()
+        .find(|e| e.spec.name == spec.name)
+        .map(|e| e.gate);
+    match gate {
+        Some(Gate::Google | Gate::Microsoft) => "integration",
+        _ => "built_in",
+    }
+}
+
 /// The built-in tools one send offers, in catalogue order. A model that cannot call tools gets none.
 pub fn available(
     settings: &UserSettings,

@@ -12,7 +12,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use catalogue::{
-    available, built_in, has_web_tools, names, search_project_chats_spec, skill_spec, workspace_specs,
+    available, built_in, has_web_tools, names, origin, search_project_chats_spec, skill_spec, workspace_specs,
 };
 pub use executor::{ToolError, ToolExecutor, ToolOutput};
 pub use schema::{parse_args, schema_of};

@@ -134,6 +134,10 @@ impl ChatModel for Anthropic {
     async fn stream(&self, request: ChatRequest) -> Result<EventStream, LlmError> {
         self.endpoint.observed(self.stream_unmetered(request)).await
     }
+
+    fn provider_name(&self) -> &'static str {
+        "anthropic"
+    }
 }
 
 /// Reads the answer's events and, once it is whole, keeps its thinking for the next step of the

@@ -18,6 +18,7 @@ pub mod providers;
 pub mod quotas;
 pub mod responses;
 pub mod server;
+pub mod telemetry;
 pub mod turn;
 pub mod web;
 pub mod workspace;
@@ -30,6 +31,7 @@ pub use models::ModelDefinition;
 pub use providers::{ProviderEntry, ProviderKind, ThinkingStyle};
 pub use responses::ResponsesConfig;
 pub use server::{CorsConfig, ServerConfig};
+pub use telemetry::TelemetryConfig;
 pub use turn::TurnConfig;
 pub use web::{SearchEntry, WebConfig};
 pub use workspace::WorkspaceConfig;
@@ -98,6 +100,9 @@ pub struct Config {
     /// The AI SDK release a UI message stream is written for when the request does not say.
     #[serde(default)]
     pub ui_stream: crate::ui_stream::UiStreamConfig,
+    /// Traces over OTLP.
+    #[serde(default)]
+    pub telemetry: TelemetryConfig,
 }
 
 /// A default duration in whole milliseconds, as the file states it.
@@ -166,6 +171,7 @@ impl Config {
                 .map_err(|e| ConfigError::Invalid(e.to_string()))?;
         }
         self.workspace.apply_env(env)?;
+        self.telemetry.apply_env(env);
         if let Some(mode) = env.var("PROMPTGATE_AUTH_MODE") {
             self.auth.mode = match mode.as_str() {
                 "single_user" => AuthMode::SingleUser,

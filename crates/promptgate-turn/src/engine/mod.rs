@@ -9,6 +9,7 @@ mod handoff;
 mod output;
 mod plan;
 mod reasoning;
+mod spans;
 mod step;
 mod tools;
 mod turn;
@@ -105,6 +106,8 @@ fn prepare_run(mut plan: TurnPlan) -> (PendingRun, TurnRun) {
     let stop = plan.cancel.child_token();
     let stop_on_drop = stop.clone().drop_guard();
     let span = tracing::info_span!("turn", turn_id = %plan.turn_id, model = %plan.model_id);
+    let agent = spans::agent(&plan);
+    let agent_outcome = agent.clone();
     let admission = plan.admission.take();
     let tasks = plan.tasks.clone();
     let turn = async move {
@@ -117,11 +120,12 @@ fn prepare_run(mut plan: TurnPlan) -> (PendingRun, TurnRun) {
             total_tokens = outcome.usage_total.total_tokens,
             "turn ended"
         );
+        spans::record_outcome(&agent_outcome, &outcome);
         // The caller may have stopped caring about the outcome; nothing to do then.
         let _ = outcome_tx.send(outcome);
     };
     let prepared = PendingRun {
-        future: Box::pin(turn.instrument(span)),
+        future: Box::pin(turn.instrument(agent).instrument(span)),
         tasks,
     };
     let run = TurnRun {

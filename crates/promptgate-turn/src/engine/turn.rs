@@ -11,12 +11,14 @@ use promptgate_llm::{
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use promptgate_core::citations::check::{Citation, CitationCounts};
 
 use super::output::Output;
 use super::plan::{Floor, RequestBudget, TurnOutcome, TurnPlan, TurnStatus};
 use super::reasoning::ReasoningTimes;
+use super::spans;
 use super::step::{Interrupt, StepState, StreamedCall};
 use super::tools::{Checked, check_call, check_client_call, start_call};
 use crate::client_tools::{ClientToolCall, ClientToolChoice};
@@ -474,7 +476,16 @@ impl Turn {
         self.steps += 1;
         self.out.emit(UiChunk::StartStep).await;
         let mut state = StepState::default();
-        let streamed = self.stream_step(request, &mut state).await;
+        let chat = spans::chat(&self.plan);
+        let streamed = self
+            .stream_step(request, &mut state)
+            .instrument(chat.clone())
+            .await;
+        let failure = match &streamed {
+            Err(Interrupt::Failed(err)) => Some(err),
+            _ => None,
+        };
+        spans::record_chat(&chat, state.usage.as_ref(), state.finish.as_ref(), failure);
         self.close_open_parts(&mut state).await;
         if let Some(usage) = &state.usage {
             add_usage(&mut self.usage_total, usage);
@@ -569,6 +580,7 @@ impl Turn {
                 Checked::Run { tool, input } => {
                     self.reasoning_times.start_tool(&call.id);
                     let prepared = &self.plan.tools[tool];
+                    let call_id = call.id.clone();
                     let call = start_call(
                         prepared,
                         input,
@@ -576,7 +588,18 @@ impl Turn {
                         &self.plan.tool_cache,
                         self.plan.limits.tool_timeout,
                     );
-                    running.push(async move { (position, tool, call.await) });
+                    let span = spans::tool(&prepared.spec, &call_id);
+                    let traced = span.clone();
+                    running.push(
+                        async move {
+                            let result = call.await;
+                            if let Err(error) = &result {
+                                spans::record_tool_error(&traced, error);
+                            }
+                            (position, tool, result)
+                        }
+                        .instrument(span),
+                    );
                 }
             }
         }

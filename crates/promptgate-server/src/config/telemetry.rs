@@ -1,0 +1,112 @@
+//! The `[telemetry]` section: OpenTelemetry traces, exported over OTLP/HTTP (protobuf).
+//!
+//! The standard OpenTelemetry variables work as they do everywhere else: setting
+//! `OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) turns export on,
+//! `OTEL_SDK_DISABLED=true` turns it off whatever the file says, and the exporter and sampler read
+//! the rest of `OTEL_EXPORTER_OTLP_*`, `OTEL_SERVICE_NAME` and `OTEL_TRACES_SAMPLER*` themselves.
+
+use serde::Deserialize;
+
+use super::Env;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TelemetryConfig {
+    /// Export traces. Off by default, and then no tracing layer is installed at all.
+    pub enabled: bool,
+    /// Where the OTLP/HTTP collector listens (`http://host:4318`; `/v1/traces` is added). Unset:
+    /// the `OTEL_EXPORTER_OTLP_*` variables, else `http://localhost:4318`.
+    pub endpoint: Option<String>,
+    /// `service.name` of every span, unless `OTEL_SERVICE_NAME` says otherwise.
+    pub service_name: String,
+    /// Link the web app's answers to their trace: a URL with `{trace_id}` in it, such as
+    /// `http://localhost:16686/trace/{trace_id}` for Jaeger.
+    pub trace_ui_url: Option<String>,
+}
+
+impl Default for TelemetryConfig {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            endpoint: None,
+            service_name: "promptgate".to_owned(),
+            trace_ui_url: None,
+        }
+    }
+}
+
+impl TelemetryConfig {
+    pub(super) fn apply_env(&mut self, env: &dyn Env) {
+        let endpoint_set = [
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        ]
+        .iter()
+        .any(|name| env.var(name).is_some());
+        if endpoint_set {
+            // The variables win over the file, as every PROMPTGATE_* override does; the exporter
+            // reads them itself.
+            self.enabled = true;
+            self.endpoint = None;
+        }
+        if let Some(name) = env.var("OTEL_SERVICE_NAME") {
+            self.service_name = name;
+        }
+        if env
+            .var("OTEL_SDK_DISABLED")
+            .is_some_and(|value| value.trim().eq_ignore_ascii_case("true"))
+        {
+            self.enabled = false;
+        }
+    }
+
+    /// The trace UI link of a trace, when one is configured.
+    pub fn trace_url(&self, trace_id: &str) -> Option<String> {
+        self.trace_ui_url
+            .as_deref()
+            .map(|template| template.replace("{trace_id}", trace_id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    struct Vars(HashMap<&'static str, &'static str>);
+
+    impl Env for Vars {
+        fn var(&self, name: &str) -> Option<String> {
+            self.0.get(name).map(|v| (*v).to_owned())
+        }
+    }
+
+    fn after(vars: &[(&'static str, &'static str)], enabled: bool) -> bool {
+        let mut config = TelemetryConfig {
+            enabled,
+            ..TelemetryConfig::default()
+        };
+        config.apply_env(&Vars(vars.iter().copied().collect()));
+        config.enabled
+    }
+
+    #[test]
+    fn the_standard_variables_turn_export_on_and_off() {
+        assert!(!after(&[], false));
+        assert!(after(&[], true));
+        assert!(after(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318")], false));
+        assert!(after(
+            &[("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://c:4318/v1/traces")],
+            false
+        ));
+        assert!(!after(&[("OTEL_SDK_DISABLED", "true")], true));
+        assert!(!after(
+            &[
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"),
+                ("OTEL_SDK_DISABLED", "TRUE")
+            ],
+            false
+        ));
+    }
+}

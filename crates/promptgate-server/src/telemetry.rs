@@ -1,0 +1,165 @@
+//! Traces: the OpenTelemetry layer under `tracing`, exporting over OTLP/HTTP (protobuf) when
+//! `[telemetry]` or the standard `OTEL_*` variables turn it on.
+//!
+//! Which spans are exported: the ones on targets under `promptgate::` (the HTTP request's server
+//! span and the GenAI and MCP spans of turns, tools and upstream calls); the rest of the code's
+//! spans and every log event stay in the logs only. The exporter batches on its own thread, so a
+//! request pays for building its spans and queueing them, never for the network. When export is off
+//! no layer is installed: the GenAI spans' callsites are disabled in the log filter and cost one
+//! check each.
+
+use std::sync::OnceLock;
+
+use opentelemetry::propagation::{Extractor, TextMapPropagator};
+use opentelemetry::trace::{TraceContextExt, TracerProvider as _};
+use opentelemetry_otlp::{Protocol, SpanExporter, WithExportConfig};
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use tracing::Subscriber;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+use tracing_subscriber::Layer;
+use tracing_subscriber::filter::filter_fn;
+use tracing_subscriber::registry::LookupSpan;
+
+use crate::config::TelemetryConfig;
+
+/// The target prefix of the spans that are exported; the GenAI spans use `promptgate::otel`, which
+/// the logs leave out.
+pub const EXPORTED_TARGETS: &str = "promptgate::";
+pub const TRACE_ONLY_TARGET: &str = "promptgate::otel";
+
+/// The provider behind the installed layer, kept to flush it at shutdown.
+static PROVIDER: OnceLock<SdkTracerProvider> = OnceLock::new();
+
+/// The tracer provider `config` asks for: an OTLP/HTTP exporter behind a batch processor.
+pub fn provider(config: &TelemetryConfig) -> anyhow::Result<SdkTracerProvider> {
+    let mut exporter = SpanExporter::builder()
+        .with_http()
+        .with_protocol(Protocol::HttpBinary);
+    if let Some(endpoint) = config.endpoint.as_deref() {
+        exporter = exporter.with_endpoint(format!("{}/v1/traces", endpoint.trim_end_matches('/')));
+    }
+    let exporter = exporter.build()?;
+    let resource = Resource::builder()
+        .with_service_name(config.service_name.clone())
+        .build();
+    Ok(SdkTracerProvider::builder()
+        .with_batch_exporter(exporter)
+        .with_resource(resource)
+        .build())
+}
+
+/// The layer that turns the exported spans of `provider` into OpenTelemetry spans.
+pub fn layer<S>(provider: &SdkTracerProvider) -> impl Layer<S> + use<S>
+where
+    S: Subscriber + for<'span> LookupSpan<'span>,
+{
+    let tracer = provider.tracer("promptgate");
+    tracing_opentelemetry::layer()
+        .with_tracer(tracer)
+        // Source locations and thread names on every span cost more than they tell here.
+        .with_location(false)
+        .with_threads(false)
+        .with_tracked_inactivity(false)
+        .with_target(false)
+        .with_filter(filter_fn(|meta| {
+            meta.is_span() && meta.target().starts_with(EXPORTED_TARGETS)
+        }))
+}
+
+/// Keeps the provider, so [`shutdown`] can flush what is still queued.
+pub fn keep(provider: SdkTracerProvider) {
+    let _ = PROVIDER.set(provider);
+}
+
+/// Whether spans are exported in this process.
+pub fn enabled() -> bool {
+    PROVIDER.get().is_some()
+}
+
+/// Sends what is queued now, waiting for the collector's answer (blocks the calling thread).
+pub fn flush() {
+    if let Some(provider) = PROVIDER.get()
+        && let Err(err) = provider.force_flush()
+    {
+        tracing::warn!(error = %err, "the trace exporter could not send its queue");
+    }
+}
+
+/// Sends what is queued and stops the exporter; at the end of `serve`.
+pub fn shutdown() {
+    if let Some(provider) = PROVIDER.get()
+        && let Err(err) = provider.shutdown()
+    {
+        tracing::warn!(error = %err, "the trace exporter did not shut down cleanly");
+    }
+}
+
+/// The trace id of `span`, as the W3C Trace Context writes it; `None` when no trace is recorded.
+pub fn trace_id(span: &tracing::Span) -> Option<String> {
+    if !enabled() {
+        return None;
+    }
+    let context = span.context();
+    let otel_span = context.span();
+    let span_context = otel_span.span_context();
+    span_context
+        .is_valid()
+        .then(|| span_context.trace_id().to_string())
+}
+
+/// The server span of an HTTP request, continuing the caller's trace when the request carries a
+/// valid `traceparent`. Nothing is read from the headers when traces are off.
+pub fn server_span(request: &axum::extract::Request, method: &'static str) -> tracing::Span {
+    let span = tracing::info_span!(
+        target: "promptgate::otel",
+        "http_request",
+        otel.name = method,
+        otel.kind = "server",
+        otel.status_code = tracing::field::Empty,
+        "http.request.method" = method,
+        "url.path" = request.uri().path(),
+        "http.route" = tracing::field::Empty,
+        "http.response.status_code" = tracing::field::Empty,
+    );
+    if enabled() && request.headers().contains_key(TRACEPARENT) {
+        let parent = TraceContextPropagator::new().extract(&Headers(request.headers()));
+        if parent.span().span_context().is_valid() {
+            let _ = span.set_parent(parent);
+        }
+    }
+    span
+}
+
+/// The route and status of a request, on its server span (named `{method} {route}` as the HTTP
+/// conventions say; a 5xx is an error of ours).
+pub fn record_response(span: &tracing::Span, method: &str, route: &str, status: u16) {
+    if span.is_disabled() {
+        return;
+    }
+    // The OpenTelemetry span was started when its trace id was read, and a started span takes a
+    // new name only this way.
+    span.context().span().update_name(format!("{method} {route}"));
+    span.record("http.route", route);
+    // Signed: the exporter sends unsigned values as strings.
+    span.record("http.response.status_code", i64::from(status));
+    if status >= 500 {
+        span.record("otel.status_code", "error");
+    }
+}
+
+const TRACEPARENT: &str = "traceparent";
+
+/// A request's headers as the propagator reads them.
+struct Headers<'a>(&'a axum::http::HeaderMap);
+
+impl Extractor for Headers<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(|value| value.to_str().ok())
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        self.0.keys().map(axum::http::HeaderName::as_str).collect()
+    }
+}

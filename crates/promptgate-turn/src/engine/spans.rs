@@ -1,0 +1,168 @@
+//! The turn's trace spans, named and attributed as the OpenTelemetry GenAI semantic conventions
+//! (v1.41.0) say: the agent invocation (`invoke_agent promptgate`), each model call
+//! (`chat {model}`) and each tool call (`execute_tool {name}`).
+//!
+//! They use the `promptgate::otel` target, which the log output leaves out: they are for the trace
+//! exporter, and when it is off their callsites are disabled, so a turn pays a check per span and
+//! nothing more. Message content and tool arguments are not recorded.
+
+use promptgate_core::tools::ToolSpec;
+use promptgate_llm::{FinishReason, LlmError, Usage};
+use tracing::Span;
+use tracing::field::Empty;
+
+use super::plan::{TurnOutcome, TurnPlan};
+
+/// The agent's name in `gen_ai.agent.name` and the invocation span's name.
+const AGENT_NAME: &str = "promptgate";
+
+/// The span of a whole turn.
+pub(super) fn agent(plan: &TurnPlan) -> Span {
+    tracing::info_span!(
+        target: "promptgate::otel",
+        "invoke_agent",
+        otel.name = "invoke_agent promptgate",
+        "gen_ai.operation.name" = "invoke_agent",
+        "gen_ai.provider.name" = plan.model.provider_name(),
+        "gen_ai.agent.name" = AGENT_NAME,
+        "gen_ai.request.model" = plan.upstream_model.as_str(),
+        "promptgate.model.id" = plan.model_id.as_str(),
+        "promptgate.turn.id" = plan.turn_id.as_str(),
+        "gen_ai.usage.input_tokens" = Empty,
+        "gen_ai.usage.output_tokens" = Empty,
+        "gen_ai.response.finish_reasons" = Empty,
+        "promptgate.turn.status" = Empty,
+        "error.type" = Empty,
+        otel.status_code = Empty,
+    )
+}
+
+/// Totals and the end of a turn, on its span.
+pub(super) fn record_outcome(span: &Span, outcome: &TurnOutcome) {
+    span.record(
+        "gen_ai.usage.input_tokens",
+        count(outcome.usage_total.prompt_tokens),
+    );
+    span.record(
+        "gen_ai.usage.output_tokens",
+        count(outcome.usage_total.completion_tokens),
+    );
+    span.record("promptgate.turn.status", outcome.status.as_str());
+    if let Some(reason) = outcome.finish_reason {
+        span.record("gen_ai.response.finish_reasons", reason.as_str());
+    }
+    if outcome.error.is_some() {
+        span.record("error.type", "turn_error");
+        span.record("otel.status_code", "error");
+    }
+}
+
+/// The span of one model call (a client span: the request goes to the upstream).
+pub(super) fn chat(plan: &TurnPlan) -> Span {
+    tracing::info_span!(
+        target: "promptgate::otel",
+        "chat",
+        otel.name = format!("chat {}", plan.upstream_model),
+        otel.kind = "client",
+        "gen_ai.operation.name" = "chat",
+        "gen_ai.provider.name" = plan.model.provider_name(),
+        "gen_ai.request.model" = plan.upstream_model.as_str(),
+        "gen_ai.request.stream" = true,
+        "gen_ai.response.finish_reasons" = Empty,
+        "gen_ai.usage.input_tokens" = Empty,
+        "gen_ai.usage.output_tokens" = Empty,
+        "gen_ai.usage.cache_read.input_tokens" = Empty,
+        "gen_ai.usage.cache_creation.input_tokens" = Empty,
+        "gen_ai.usage.reasoning.output_tokens" = Empty,
+        "error.type" = Empty,
+        otel.status_code = Empty,
+    )
+}
+
+/// What one model call produced, on its span: the finish reason and the token counts, or why it failed.
+pub(super) fn record_chat(
+    span: &Span,
+    usage: Option<&Usage>,
+    finish: Option<&FinishReason>,
+    failure: Option<&LlmError>,
+) {
+    if let Some(usage) = usage {
+        span.record("gen_ai.usage.input_tokens", count(usage.prompt_tokens));
+        span.record("gen_ai.usage.output_tokens", count(usage.completion_tokens));
+        if let Some(cached) = usage.cached_tokens {
+            span.record("gen_ai.usage.cache_read.input_tokens", count(cached));
+        }
+        if let Some(written) = usage.cache_write_tokens {
+            span.record("gen_ai.usage.cache_creation.input_tokens", count(written));
+        }
+        if let Some(reasoning) = usage.reasoning_tokens {
+            span.record("gen_ai.usage.reasoning.output_tokens", count(reasoning));
+        }
+    }
+    if let Some(finish) = finish {
+        span.record("gen_ai.response.finish_reasons", finish_reason(finish));
+    }
+    if let Some(failure) = failure {
+        span.record("error.type", llm_error_type(failure));
+        span.record("otel.status_code", "error");
+    }
+}
+
+/// The span of one tool call. `gen_ai.tool.type` is the conventions' coarse kind (an MCP tool is an
+/// `extension`, anything else a `function`); `promptgate.tool.origin` says where it runs.
+pub(super) fn tool(spec: &ToolSpec, call_id: &str) -> Span {
+    let origin = promptgate_core::tools::origin(spec);
+    tracing::info_span!(
+        target: "promptgate::otel",
+        "execute_tool",
+        otel.name = format!("execute_tool {}", spec.name),
+        "gen_ai.operation.name" = "execute_tool",
+        "gen_ai.tool.name" = spec.name.as_str(),
+        "gen_ai.tool.call.id" = call_id,
+        "gen_ai.tool.type" = if spec.mcp.is_some() { "extension" } else { "function" },
+        "promptgate.tool.origin" = origin,
+        "promptgate.mcp.server" = spec.mcp.as_ref().map(|mcp| mcp.name.as_str()),
+        "error.type" = Empty,
+        otel.status_code = Empty,
+    )
+}
+
+/// A failed tool call, on its span.
+pub(super) fn record_tool_error(span: &Span, error: &promptgate_core::tools::ToolError) {
+    use promptgate_core::tools::ToolError;
+    let kind = match error {
+        ToolError::InvalidArguments(_) => "invalid_arguments",
+        ToolError::Failed(_) => "tool_error",
+        ToolError::TimedOut(_) => "timeout",
+        ToolError::Cancelled => "cancelled",
+    };
+    span.record("error.type", kind);
+    span.record("otel.status_code", "error");
+}
+
+fn finish_reason(reason: &FinishReason) -> &str {
+    match reason {
+        FinishReason::Stop => "stop",
+        FinishReason::Length => "length",
+        FinishReason::ToolCalls => "tool_calls",
+        FinishReason::ContentFilter => "content_filter",
+        FinishReason::Other(other) => other.as_str(),
+    }
+}
+
+fn llm_error_type(error: &LlmError) -> &'static str {
+    match error {
+        LlmError::Connect(_) => "connect",
+        LlmError::Status { .. } => "http_status",
+        LlmError::ContextTooLong(_) => "context_too_long",
+        LlmError::Timeout { .. } => "timeout",
+        LlmError::Cancelled => "cancelled",
+        LlmError::Protocol(_) => "protocol",
+    }
+}
+
+/// A token count as a signed integer: the exporter sends unsigned values as strings, and the
+/// conventions ask for ints.
+fn count(tokens: u64) -> i64 {
+    i64::try_from(tokens).unwrap_or(i64::MAX)
+}

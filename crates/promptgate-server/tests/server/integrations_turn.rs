@@ -26,7 +26,7 @@ use serde_json::{Value, json};
 /// 32 bytes of 0x07, base64.
 const TOKEN_KEY: &str = "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=";
 
-struct FakeEnv;
+pub(crate) struct FakeEnv;
 
 impl Env for FakeEnv {
     fn var(&self, name: &str) -> Option<String> {
@@ -63,7 +63,7 @@ impl Hit {
 }
 
 #[derive(Clone, Default)]
-struct Hits(Arc<Mutex<Vec<Hit>>>);
+pub(crate) struct Hits(Arc<Mutex<Vec<Hit>>>);
 
 impl Hits {
     fn to(&self, path: &str) -> Vec<Hit> {
@@ -203,15 +203,33 @@ async fn setup(backend: Backend) -> Setup {
 
 async fn setup_with(backend: Backend, mode: AuthMode) -> Setup {
     common::init();
+    let (google, hits) = fake_google().await;
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    let mut config = scripted_config(mode, &upstream.base_url());
+    config.integrations = Some(google_integrations(&google));
+    let gw = Gateway::start_with_env(backend, config.clone(), &FakeEnv).await;
+    Setup {
+        gw,
+        config,
+        upstream,
+        google,
+        hits,
+    }
+}
+
+/// The fake Google on a loopback port of its own: its base URL and what it receives.
+pub(crate) async fn fake_google() -> (String, Hits) {
     let hits = Hits::default();
     let app = Router::new().fallback(google_api).with_state(hits.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let google = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (google, hits)
+}
 
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let mut config = scripted_config(mode, &upstream.base_url());
-    config.integrations = Some(IntegrationsConfig {
+/// The integrations section for the fake Google at `google` (secrets read from [`FakeEnv`]).
+pub(crate) fn google_integrations(google: &str) -> IntegrationsConfig {
+    IntegrationsConfig {
         token_key_env: "TEST_TOKEN_KEY".into(),
         redirect_base_url: "http://127.0.0.1:8080/".into(),
         google: Some(OAuthEntry {
@@ -224,14 +242,6 @@ async fn setup_with(backend: Backend, mode: AuthMode) -> Setup {
             calendar_base_url: Some(format!("{google}/calendar/v3")),
         }),
         microsoft: None,
-    });
-    let gw = Gateway::start_with_env(backend, config.clone(), &FakeEnv).await;
-    Setup {
-        gw,
-        config,
-        upstream,
-        google,
-        hits,
     }
 }
 
@@ -244,7 +254,7 @@ async fn authorize(gw: &Gateway) -> String {
     query["state"].clone()
 }
 
-async fn connect(gw: &Gateway) {
+pub(crate) async fn connect(gw: &Gateway) {
     let state = authorize(gw).await;
     let (status, body) = gw
         .get(&format!(

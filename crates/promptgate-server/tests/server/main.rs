@@ -43,6 +43,7 @@ mod responses;
 mod responses_clients;
 mod settings_api;
 mod storage_quota;
+mod traces;
 mod turn_deadline;
 mod two_instances;
 mod ui_stream_versions;

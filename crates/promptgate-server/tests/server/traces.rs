@@ -1,0 +1,493 @@
+//! Traces: the gateway exports its spans over OTLP/HTTP to a real receiver on loopback, which decodes
+//! them with the official protobuf definitions (`opentelemetry-proto`). A send that calls a web tool,
+//! an MCP tool and an integration tool, and a chat completions request, are each one trace: the
+//! caller's, continued from its `traceparent`, with the GenAI and MCP conventions' spans and
+//! attributes; the model upstream and the MCP server receive the trace context.
+//!
+//! The exporter is the process's one subscriber: it is installed once, and each test finds its own
+//! spans by the trace id it sent.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::header;
+use axum::response::IntoResponse;
+use axum::routing::post;
+use opentelemetry_proto::tonic::collector::trace::v1::{
+    ExportTraceServiceRequest, ExportTraceServiceResponse,
+};
+use opentelemetry_proto::tonic::common::v1::KeyValue;
+use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
+use opentelemetry_proto::tonic::trace::v1::Span;
+use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
+use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
+use promptgate_mcp::testing::McpTestServer;
+use promptgate_server::config::{AuthMode, TelemetryConfig};
+use prost::Message;
+use reqwest::StatusCode;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData, Implementation,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{RoleServer, ServerHandler};
+use serde_json::{Value, json};
+
+use crate::common::{self, Backend, Gateway, NEWEST_UI_STREAM, scripted_config_with, use_chat_body};
+use crate::integrations_turn::{FakeEnv, connect, fake_google, google_integrations};
+use crate::web_site::Web;
+
+/// One exported span and the `service.name` of its resource.
+#[derive(Clone)]
+struct Exported {
+    service: String,
+    span: Span,
+}
+
+/// The receiver's address and everything it has decoded.
+struct Receiver {
+    spans: Arc<Mutex<Vec<Exported>>>,
+}
+
+/// Starts the receiver (on a thread of its own, so it outlives each test's runtime) and installs the
+/// gateway's subscriber with export to it, once per process.
+fn receiver() -> &'static Receiver {
+    static RECEIVER: OnceLock<Receiver> = OnceLock::new();
+    RECEIVER.get_or_init(|| {
+        common::init();
+        let spans: Arc<Mutex<Vec<Exported>>> = Arc::default();
+        let kept = Arc::clone(&spans);
+        let (bound, address) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                bound.send(listener.local_addr().unwrap()).unwrap();
+                let app = Router::new().route("/v1/traces", post(collect)).with_state(kept);
+                axum::serve(listener, app).await.unwrap();
+            });
+        });
+        let address = address.recv().unwrap();
+        let config = TelemetryConfig {
+            enabled: true,
+            endpoint: Some(format!("http://{address}")),
+            service_name: "promptgate-test".to_owned(),
+            ..TelemetryConfig::default()
+        };
+        promptgate_server::logging::init(Some(&config));
+        assert!(
+            promptgate_server::telemetry::enabled(),
+            "another subscriber was installed before the exporter"
+        );
+        Receiver { spans }
+    })
+}
+
+/// `POST /v1/traces` as a collector answers it: protobuf in, an empty protobuf answer out.
+async fn collect(State(spans): State<Arc<Mutex<Vec<Exported>>>>, body: Bytes) -> impl IntoResponse {
+    let request = ExportTraceServiceRequest::decode(body).unwrap();
+    let mut kept = spans.lock().unwrap();
+    for resource_spans in request.resource_spans {
+        let resource = resource_spans.resource.unwrap_or_default();
+        let service = string(&resource.attributes, "service.name").unwrap_or_default();
+        for scope in resource_spans.scope_spans {
+            kept.extend(scope.spans.into_iter().map(|span| Exported {
+                service: service.clone(),
+                span,
+            }));
+        }
+    }
+    (
+        [(header::CONTENT_TYPE, "application/x-protobuf")],
+        ExportTraceServiceResponse::default().encode_to_vec(),
+    )
+}
+
+fn value<'a>(attributes: &'a [KeyValue], key: &str) -> Option<&'a Any> {
+    attributes
+        .iter()
+        .find(|kv| kv.key == key)
+        .and_then(|kv| kv.value.as_ref()?.value.as_ref())
+}
+
+fn string(attributes: &[KeyValue], key: &str) -> Option<String> {
+    match value(attributes, key)? {
+        Any::StringValue(s) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+fn int(attributes: &[KeyValue], key: &str) -> Option<i64> {
+    match value(attributes, key)? {
+        Any::IntValue(i) => Some(*i),
+        _ => None,
+    }
+}
+
+/// A trace as the receiver got it.
+struct Trace(Vec<Exported>);
+
+impl Trace {
+    /// The spans of trace `trace_id` once `complete` holds for them (the exporter is flushed while
+    /// waiting; a turn's last spans close just after its stream ends).
+    async fn wait(trace_id: &str, complete: impl Fn(&Trace) -> bool) -> Trace {
+        let receiver = receiver();
+        for _ in 0..200 {
+            tokio::task::spawn_blocking(promptgate_server::telemetry::flush)
+                .await
+                .unwrap();
+            let spans = receiver
+                .spans
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|e| hex::encode(&e.span.trace_id) == trace_id)
+                .cloned()
+                .collect();
+            let trace = Trace(spans);
+            if complete(&trace) {
+                return trace;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        let names: Vec<String> = receiver
+            .spans
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|e| e.span.name.clone())
+            .collect();
+        panic!("trace {trace_id} never completed; spans received: {names:?}");
+    }
+
+    fn named(&self, name: &str) -> Vec<&Span> {
+        self.0
+            .iter()
+            .map(|e| &e.span)
+            .filter(|s| s.name == name)
+            .collect()
+    }
+
+    fn one(&self, name: &str) -> &Span {
+        let found = self.named(name);
+        assert_eq!(found.len(), 1, "spans named {name:?}: {:?}", self.names());
+        found[0]
+    }
+
+    fn names(&self) -> Vec<&str> {
+        self.0.iter().map(|e| e.span.name.as_str()).collect()
+    }
+}
+
+/// A fresh W3C trace context of the test's caller: (trace id, parent span id, `traceparent`).
+fn caller_context() -> (String, String, String) {
+    let trace_id = uuid::Uuid::new_v4().simple().to_string();
+    let parent = uuid::Uuid::new_v4().simple().to_string()[..16].to_owned();
+    let header = format!("00-{trace_id}-{parent}-01");
+    (trace_id, parent, header)
+}
+
+/// The (trace id, parent span id) of a `traceparent` value.
+fn parse_traceparent(header: &str) -> (String, String) {
+    let parts: Vec<&str> = header.split('-').collect();
+    assert_eq!(parts.len(), 4, "{header}");
+    (parts[1].to_owned(), parts[2].to_owned())
+}
+
+/// An MCP server with one tool, `lookup`, that keeps the `_meta.traceparent` of every call.
+#[derive(Clone, Default)]
+struct Notes {
+    traceparents: Arc<Mutex<Vec<Option<String>>>>,
+}
+
+impl ServerHandler for Notes {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("notes", "1.0.0"))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let schema = json!({"type": "object", "properties": {"topic": {"type": "string"}}});
+        let schema: Arc<JsonObject> = Arc::new(schema.as_object().cloned().unwrap());
+        Ok(ListToolsResult::with_all_items(vec![Tool::new(
+            "lookup",
+            "Look up a note",
+            schema,
+        )]))
+    }
+
+    async fn call_tool(
+        &self,
+        _request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        // rmcp hands the request's `_meta` to the handler in its context.
+        let traceparent = context.meta.0.get_traceparent().map(str::to_owned);
+        self.traceparents.lock().unwrap().push(traceparent);
+        Ok(CallToolResult::success(vec![ContentBlock::text("high water at 14:10")]).into())
+    }
+}
+
+/// The user's words, which no span may carry unless the operator asks for content.
+const SECRET_WORDS: &str = "when is high water at the harbour";
+
+#[tokio::test]
+async fn a_send_with_web_mcp_and_integration_tools_is_one_trace_with_the_genai_spans() {
+    receiver();
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    let web = Web::start().await;
+    let (google, _hits) = fake_google().await;
+    let mut config = scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), &web.config_section());
+    config.integrations = Some(google_integrations(&google));
+    let gw = Gateway::start_with_env(Backend::Sqlite, config, &FakeEnv).await;
+    connect(&gw).await;
+    let notes = Notes::default();
+    let server = McpTestServer::with_handler(notes.clone()).await;
+    let (status, body) = gw
+        .post("/v1/mcp-servers", json!({"name": "Notes", "url": server.url()}))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+
+    upstream.push(tool_calls(&[
+        ("call_web", "search", &[r#"{"query": "harbour tides"}"#]),
+        ("call_mcp", "notes_lookup", &[r#"{"topic": "tides"}"#]),
+        ("call_mail", "google_check_inbox", &[r#"{"max_results": 2}"#]),
+    ]));
+    upstream.push(text(["High water is at 14:10."]));
+    let (trace_id, caller_span, traceparent) = caller_context();
+    let res = gw
+        .http
+        .post(gw.url("/v1/chat"))
+        .header(NEWEST_UI_STREAM.0, NEWEST_UI_STREAM.1)
+        .header("traceparent", &traceparent)
+        .json(&use_chat_body("tides", SECRET_WORDS, "scripted"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let answer = res.text().await.unwrap();
+    assert!(answer.contains("14:10"), "{answer}");
+
+    let trace = Trace::wait(&trace_id, |t| {
+        t.named("POST /v1/chat").len() == 1
+            && t.named("invoke_agent promptgate").len() == 1
+            && t.named("chat upstream-model").len() == 2
+            && t.0
+                .iter()
+                .filter(|e| e.span.name.starts_with("execute_tool "))
+                .count()
+                == 3
+            && t.named("tools/call lookup").len() == 1
+    })
+    .await;
+    assert!(trace.0.iter().all(|e| e.service == "promptgate-test"));
+
+    // The request continues the caller's trace; the turn, its model calls and tools nest under it.
+    let server_span = trace.one("POST /v1/chat");
+    assert_eq!(hex::encode(&server_span.parent_span_id), caller_span);
+    assert_eq!(server_span.kind, SpanKind::Server as i32);
+    assert_eq!(
+        string(&server_span.attributes, "http.route").as_deref(),
+        Some("/v1/chat")
+    );
+    assert_eq!(
+        int(&server_span.attributes, "http.response.status_code"),
+        Some(200)
+    );
+    let agent = trace.one("invoke_agent promptgate");
+    assert_eq!(agent.parent_span_id, server_span.span_id);
+    assert_eq!(
+        string(&agent.attributes, "gen_ai.operation.name").as_deref(),
+        Some("invoke_agent")
+    );
+    assert_eq!(
+        string(&agent.attributes, "gen_ai.provider.name").as_deref(),
+        Some("openai")
+    );
+    assert_eq!(
+        string(&agent.attributes, "gen_ai.request.model").as_deref(),
+        Some("upstream-model")
+    );
+    assert_eq!(int(&agent.attributes, "gen_ai.usage.input_tokens"), Some(20));
+
+    let chats = trace.named("chat upstream-model");
+    let mut finishes = Vec::new();
+    for chat in &chats {
+        assert_eq!(chat.parent_span_id, agent.span_id);
+        assert_eq!(chat.kind, SpanKind::Client as i32);
+        assert_eq!(
+            string(&chat.attributes, "gen_ai.operation.name").as_deref(),
+            Some("chat")
+        );
+        assert_eq!(
+            string(&chat.attributes, "gen_ai.provider.name").as_deref(),
+            Some("openai")
+        );
+        assert_eq!(
+            string(&chat.attributes, "gen_ai.request.model").as_deref(),
+            Some("upstream-model")
+        );
+        assert_eq!(int(&chat.attributes, "gen_ai.usage.input_tokens"), Some(10));
+        finishes.push(string(&chat.attributes, "gen_ai.response.finish_reasons").unwrap());
+    }
+    finishes.sort();
+    assert_eq!(finishes, ["stop", "tool_calls"]);
+
+    // Each tool call: its id, the conventions' type and where it ran.
+    let tools: HashMap<String, &Span> = trace
+        .0
+        .iter()
+        .filter(|e| e.span.name.starts_with("execute_tool "))
+        .map(|e| {
+            (
+                string(&e.span.attributes, "gen_ai.tool.call.id").unwrap(),
+                &e.span,
+            )
+        })
+        .collect();
+    for (call, name, kind, origin) in [
+        ("call_web", "search", "function", "built_in"),
+        ("call_mcp", "notes_lookup", "extension", "mcp"),
+        ("call_mail", "google_check_inbox", "function", "integration"),
+    ] {
+        let span = tools[call];
+        assert_eq!(span.name, format!("execute_tool {name}"));
+        assert_eq!(span.parent_span_id, agent.span_id);
+        assert_eq!(
+            string(&span.attributes, "gen_ai.operation.name").as_deref(),
+            Some("execute_tool")
+        );
+        assert_eq!(
+            string(&span.attributes, "gen_ai.tool.name").as_deref(),
+            Some(name)
+        );
+        assert_eq!(
+            string(&span.attributes, "gen_ai.tool.type").as_deref(),
+            Some(kind)
+        );
+        assert_eq!(
+            string(&span.attributes, "promptgate.tool.origin").as_deref(),
+            Some(origin)
+        );
+    }
+
+    // The MCP request is a client span under its tool call, with the MCP conventions' attributes.
+    let mcp = trace.one("tools/call lookup");
+    assert_eq!(mcp.parent_span_id, tools["call_mcp"].span_id);
+    assert_eq!(mcp.kind, SpanKind::Client as i32);
+    assert_eq!(
+        string(&mcp.attributes, "mcp.method.name").as_deref(),
+        Some("tools/call")
+    );
+    assert_eq!(
+        string(&mcp.attributes, "gen_ai.tool.name").as_deref(),
+        Some("lookup")
+    );
+    assert_eq!(
+        string(&mcp.attributes, "server.address").as_deref(),
+        Some("127.0.0.1")
+    );
+
+    // The MCP server got the trace context in `_meta`, naming the MCP span as its parent.
+    let seen = notes.traceparents.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    let (seen_trace, seen_parent) = parse_traceparent(seen[0].as_deref().expect("a traceparent in _meta"));
+    assert_eq!(seen_trace, trace_id);
+    assert_eq!(seen_parent, hex::encode(&mcp.span_id));
+
+    // Each request to the model carried the trace context of its own chat span.
+    let chat_ids: Vec<String> = chats.iter().map(|c| hex::encode(&c.span_id)).collect();
+    let headers = upstream.request_headers();
+    assert_eq!(headers.len(), 2);
+    for sent in headers {
+        let header = sent
+            .get("traceparent")
+            .expect("a traceparent header")
+            .to_str()
+            .unwrap();
+        let (sent_trace, sent_parent) = parse_traceparent(header);
+        assert_eq!(sent_trace, trace_id);
+        assert!(
+            chat_ids.contains(&sent_parent),
+            "{sent_parent} not in {chat_ids:?}"
+        );
+    }
+
+    // No message content: the user's words are in no attribute.
+    for exported in &trace.0 {
+        for kv in &exported.span.attributes {
+            let text = format!("{:?}", kv.value);
+            assert!(!text.contains("high water at the harbour"), "{}: {text}", kv.key);
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_chat_completions_request_is_traced_and_its_errors_name_the_trace() {
+    receiver();
+    let (gw, upstream) = common::single_user_gateway(Backend::Sqlite).await;
+    upstream.push(text(["Four."]));
+    let (trace_id, caller_span, traceparent) = caller_context();
+    let res = gw
+        .http
+        .post(gw.url("/v1/chat/completions"))
+        .header("traceparent", &traceparent)
+        .json(&json!({"model": "scripted", "messages": [{"role": "user", "content": "2+2?"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["choices"][0]["message"]["content"], "Four.");
+
+    let trace = Trace::wait(&trace_id, |t| {
+        t.named("POST /v1/chat/completions").len() == 1
+            && t.named("invoke_agent promptgate").len() == 1
+            && t.named("chat upstream-model").len() == 1
+    })
+    .await;
+    let server_span = trace.one("POST /v1/chat/completions");
+    assert_eq!(hex::encode(&server_span.parent_span_id), caller_span);
+    let agent = trace.one("invoke_agent promptgate");
+    assert_eq!(agent.parent_span_id, server_span.span_id);
+    let chat = trace.one("chat upstream-model");
+    assert_eq!(chat.parent_span_id, agent.span_id);
+    assert_eq!(
+        string(&chat.attributes, "gen_ai.response.finish_reasons").as_deref(),
+        Some("stop")
+    );
+    assert_eq!(
+        int(&chat.attributes, "gen_ai.usage.input_tokens"),
+        Some(10),
+        "{:?}",
+        chat.attributes
+    );
+    assert_eq!(int(&chat.attributes, "gen_ai.usage.output_tokens"), Some(1));
+
+    // An error body names the trace beside the request id.
+    let (trace_id, _, traceparent) = caller_context();
+    let res = gw
+        .http
+        .post(gw.url("/v1/chat/completions"))
+        .header("traceparent", &traceparent)
+        .json(&json!({"model": "no-such-model", "messages": [{"role": "user", "content": "hi"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert!(res.status().is_client_error(), "{}", res.status());
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["error"]["trace_id"], trace_id, "{body}");
+    assert!(body["error"]["request_id"].is_string(), "{body}");
+}

@@ -260,8 +260,10 @@ async fn a_send_with_web_mcp_and_integration_tools_is_one_trace_with_the_genai_s
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
 
+    let page = json!({"url": web.page("/tides")}).to_string();
     upstream.push(tool_calls(&[
         ("call_web", "search", &[r#"{"query": "harbour tides"}"#]),
+        ("call_page", "fetch_content", &[page.as_str()]),
         ("call_mcp", "notes_lookup", &[r#"{"topic": "tides"}"#]),
         ("call_mail", "google_check_inbox", &[r#"{"max_results": 2}"#]),
     ]));
@@ -288,8 +290,10 @@ async fn a_send_with_web_mcp_and_integration_tools_is_one_trace_with_the_genai_s
                 .iter()
                 .filter(|e| e.span.name.starts_with("execute_tool "))
                 .count()
-                == 3
+                == 4
             && t.named("tools/call lookup").len() == 1
+            && t.named("search SearXNG").len() == 1
+            && t.named("GET").len() == 1
     })
     .await;
     assert!(trace.0.iter().all(|e| e.service == "promptgate-test"));
@@ -359,6 +363,7 @@ async fn a_send_with_web_mcp_and_integration_tools_is_one_trace_with_the_genai_s
         .collect();
     for (call, name, kind, origin) in [
         ("call_web", "search", "function", "built_in"),
+        ("call_page", "fetch_content", "function", "built_in"),
         ("call_mcp", "notes_lookup", "extension", "mcp"),
         ("call_mail", "google_check_inbox", "function", "integration"),
     ] {
@@ -382,6 +387,19 @@ async fn a_send_with_web_mcp_and_integration_tools_is_one_trace_with_the_genai_s
             Some(origin)
         );
     }
+
+    // The web tools' requests are client spans under their tool calls.
+    let search = trace.one("search SearXNG");
+    assert_eq!(search.parent_span_id, tools["call_web"].span_id);
+    assert_eq!(search.kind, SpanKind::Client as i32);
+    assert_eq!(int(&search.attributes, "http.response.status_code"), Some(200));
+    let fetch = trace.one("GET");
+    assert_eq!(fetch.parent_span_id, tools["call_page"].span_id);
+    assert_eq!(
+        string(&fetch.attributes, "server.address").as_deref(),
+        Some("127.0.0.1")
+    );
+    assert_eq!(int(&fetch.attributes, "http.response.status_code"), Some(200));
 
     // The MCP request is a client span under its tool call, with the MCP conventions' attributes.
     let mcp = trace.one("tools/call lookup");

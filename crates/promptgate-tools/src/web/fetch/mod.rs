@@ -20,6 +20,7 @@ use std::time::Duration;
 use promptgate_outbound::{AddressPolicy, Outbound};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, LOCATION};
 use serde::{Deserialize, Deserializer, Serialize};
+use tracing::Instrument;
 use url::Url;
 
 pub use content::{DEFAULT_MAX_LENGTH, MAX_MAX_LENGTH, MIN_MAX_LENGTH, clamp_max_length};
@@ -50,6 +51,9 @@ pub struct FetchPolicy {
     /// Exact `ip:port` pairs allowed whatever their range, for one known internal service
     /// (say a wiki at 10.1.2.3:443) without opening the whole private network.
     pub allowed_addrs: Vec<SocketAddr>,
+    /// Send the trace context (`traceparent`) with each fetch, when traces are exported. Off: a
+    /// page the model reads learns nothing of the gateway's traces unless the operator wants it to.
+    pub send_trace_context: bool,
 }
 
 impl Default for FetchPolicy {
@@ -62,6 +66,7 @@ impl Default for FetchPolicy {
             timeout: Duration::from_secs(15),
             user_agent: concat!("promptgate/", env!("CARGO_PKG_VERSION"), " (fetch_content)").to_owned(),
             allowed_addrs: Vec::new(),
+            send_trace_context: false,
         }
     }
 }
@@ -216,12 +221,32 @@ impl SafeFetcher {
             .build()
             .map_err(|_| fetch_failed("could not set up the HTTP client"))?;
         let host = url.host_str().unwrap_or_default();
-        client
-            .get(url.clone())
-            .header(ACCEPT, ACCEPTED_TYPES)
-            .send()
-            .await
-            .map_err(|e| fetch_failed(describe_transport_error(&e, host)))
+        let span = tracing::info_span!(
+            target: "promptgate::otel",
+            "web_fetch",
+            otel.name = "GET",
+            otel.kind = "client",
+            "http.request.method" = "GET",
+            "server.address" = host,
+            // Signed: the exporter sends unsigned values as strings.
+            "server.port" = url.port_or_known_default().map(i64::from),
+            "http.response.status_code" = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+        );
+        let mut request = client.get(url.clone()).header(ACCEPT, ACCEPTED_TYPES);
+        if self.policy.send_trace_context {
+            request = span.in_scope(|| promptgate_outbound::trace_context::inject(request));
+        }
+        let sent = request.send().instrument(span.clone()).await;
+        match &sent {
+            Ok(response) => {
+                span.record("http.response.status_code", i64::from(response.status().as_u16()));
+            }
+            Err(_) => {
+                span.record("otel.status_code", "error");
+            }
+        }
+        sent.map_err(|e| fetch_failed(describe_transport_error(&e, host)))
     }
 
     async fn read_page(

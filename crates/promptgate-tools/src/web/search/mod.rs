@@ -11,6 +11,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use reqwest::{Client, RequestBuilder, StatusCode};
 use serde::{Deserialize, Serialize};
+use tracing::Instrument;
 use url::Url;
 
 pub use brave::BraveSearch;
@@ -157,11 +158,23 @@ async fn fetch_json<T: serde::de::DeserializeOwned>(
     backend: &BackendLabel,
 ) -> Result<T, ToolError> {
     let peer = format!("the {} backend", backend.name);
-    let response = request
-        .send()
-        .await
-        .map_err(|e| search_failed(describe_transport_error(&e, &peer)))?;
+    let span = tracing::info_span!(
+        target: "promptgate::otel",
+        "web_search",
+        otel.name = format!("search {}", backend.name),
+        otel.kind = "client",
+        "promptgate.search.backend" = backend.name,
+        "http.response.status_code" = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
+    );
+    let sent = request.send().instrument(span.clone()).await;
+    let response = sent.map_err(|e| {
+        span.record("otel.status_code", "error");
+        search_failed(describe_transport_error(&e, &peer))
+    })?;
     let status = response.status();
+    // Signed: the exporter sends unsigned values as strings.
+    span.record("http.response.status_code", i64::from(status.as_u16()));
     if matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) {
         return Err(search_failed(format!(
             "{peer} answered {status} ({})",

@@ -156,6 +156,20 @@ function AnswerDetails({ message }: { message: ChatMessage }) {
             </dd>
           </>
         )}
+        {meta.traceId && (
+          <>
+            <dt>Trace</dt>
+            <dd data-testid="answer-trace">
+              {meta.traceUrl ? (
+                <a href={meta.traceUrl} target="_blank" rel="noopener noreferrer">
+                  <code>{meta.traceId}</code>
+                </a>
+              ) : (
+                <code>{meta.traceId}</code>
+              )}
+            </dd>
+          </>
+        )}
         {meta.usage && (
           <>
             <dt>Tokens</dt>

@@ -17,6 +17,9 @@ export interface AnswerMetadata {
   citations?: CitationCheck[];
   usage?: { inputTokens?: number; outputTokens?: number };
   context?: { sentMessages: number; summarisedMessages: number; droppedMessages: number; compacted?: boolean };
+  /// The trace of the send, when the gateway exports traces; its page when a trace UI is configured.
+  traceId?: string;
+  traceUrl?: string;
 }
 
 export type ChatMessage = UIMessage<AnswerMetadata>;

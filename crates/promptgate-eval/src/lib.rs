@@ -213,6 +213,7 @@ async fn run_one(
             retry_of: None,
             client: None,
             notes: Default::default(),
+            trace: None,
         })
         .await?;
     let mut observed = Observed::default();

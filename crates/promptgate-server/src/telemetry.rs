@@ -163,3 +163,11 @@ impl Extractor for Headers<'_> {
         self.0.keys().map(axum::http::HeaderName::as_str).collect()
     }
 }
+
+/// The trace of the request being handled, for an answer's metadata: its id, and its page in the
+/// operator's trace UI when `[telemetry] trace_ui_url` is set.
+pub fn trace_link(config: &TelemetryConfig) -> Option<promptgate_service::TraceLink> {
+    let id = crate::observe::current_trace_id()?;
+    let url = config.trace_url(&id);
+    Some(promptgate_service::TraceLink { id, url })
+}

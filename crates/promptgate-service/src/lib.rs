@@ -121,7 +121,7 @@ pub use quota::{StorageQuota, StorageReport};
 pub use record::{PendingSave, PendingSaves};
 pub use respond::{ResponseKeeper, ResponseRequest, ResponseRun};
 pub(crate) use send::TurnIds;
-pub use send::{ClientNotes, SendHandle, SendInput, SendRequest};
+pub use send::{ClientNotes, SendHandle, SendInput, SendRequest, TraceLink};
 pub use toolset::{Executors, McpToolExecutor};
 pub use window::ContextReport;
 

@@ -37,6 +37,14 @@ pub enum SendInput {
     Regenerate,
 }
 
+/// The trace a send belongs to, when the server exports traces: the answer's metadata names it
+/// (`traceId`, and `traceUrl` when the operator configured a trace UI), so a user can find it.
+#[derive(Debug, Clone)]
+pub struct TraceLink {
+    pub id: String,
+    pub url: Option<String>,
+}
+
 #[derive(Debug, Clone)]
 pub struct SendRequest {
     pub user_id: String,
@@ -51,6 +59,8 @@ pub struct SendRequest {
     pub client: Option<ClientIdentity>,
     /// What the client says about the user's situation, for the prompt's per-send notes.
     pub notes: ClientNotes,
+    /// The trace this send is part of, for the answer's metadata.
+    pub trace: Option<TraceLink>,
 }
 
 /// Per-send facts only the client knows, which the legacy prompt carries as notes after the date
@@ -364,7 +374,7 @@ impl Service {
             &ids.message_id,
             &cancel,
         );
-        let plan = prepared.into_turn_plan(
+        let mut plan = prepared.into_turn_plan(
             provider,
             self.config.limits,
             RunParts {
@@ -382,6 +392,12 @@ impl Service {
                 client: Default::default(),
             },
         );
+        if let Some(trace) = &request.trace {
+            plan.start_metadata.insert("traceId".into(), json!(trace.id));
+            if let Some(url) = &trace.url {
+                plan.start_metadata.insert("traceUrl".into(), json!(url));
+            }
+        }
         let run = run_turn(plan);
         let detach = Detach {
             on_disconnect: self.config.on_disconnect,

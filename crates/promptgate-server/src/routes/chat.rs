@@ -178,6 +178,7 @@ async fn chat(
             retry_of: body.retry_of,
             client: client_identity(&headers),
             notes: client_notes(body.voice_mode, body.ask_responses)?,
+            trace: crate::telemetry::trace_link(&state.config.telemetry),
         })
         .await?;
     Ok(UiStream::new(handle, version))
@@ -236,6 +237,7 @@ async fn post_message(
             retry_of: body.retry_of,
             client: client_identity(&headers),
             notes: client_notes(body.voice_mode, body.ask_responses)?,
+            trace: crate::telemetry::trace_link(&state.config.telemetry),
         })
         .await?;
     Ok(UiStream::new(handle, version))

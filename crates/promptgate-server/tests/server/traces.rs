@@ -251,6 +251,7 @@ async fn a_send_with_web_mcp_and_integration_tools_is_one_trace_with_the_genai_s
     let (google, _hits) = fake_google().await;
     let mut config = scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), &web.config_section());
     config.integrations = Some(google_integrations(&google));
+    config.telemetry.trace_ui_url = Some("http://traces.example/trace/{trace_id}".to_owned());
     let gw = Gateway::start_with_env(Backend::Sqlite, config, &FakeEnv).await;
     connect(&gw).await;
     let notes = Notes::default();
@@ -279,8 +280,15 @@ async fn a_send_with_web_mcp_and_integration_tools_is_one_trace_with_the_genai_s
         .await
         .unwrap();
     assert_eq!(res.status(), StatusCode::OK);
-    let answer = res.text().await.unwrap();
-    assert!(answer.contains("14:10"), "{answer}");
+    let answer = common::parse_sse(StatusCode::OK, Default::default(), &res.text().await.unwrap());
+    assert_eq!(answer.text(), "High water is at 14:10.");
+    // The answer names its trace, and its page in the configured trace UI.
+    let start = answer.of_type("start")[0]["messageMetadata"].clone();
+    assert_eq!(start["traceId"], trace_id, "{start}");
+    assert_eq!(
+        start["traceUrl"],
+        format!("http://traces.example/trace/{trace_id}")
+    );
 
     let trace = Trace::wait(&trace_id, |t| {
         t.named("POST /v1/chat").len() == 1

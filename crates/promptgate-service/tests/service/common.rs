@@ -105,6 +105,7 @@ pub fn message(thread: &str, id: Option<&str>, text: &str) -> SendRequest {
         retry_of: None,
         client: None,
         notes: Default::default(),
+        trace: None,
     }
 }
 

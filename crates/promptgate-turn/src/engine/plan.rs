@@ -40,6 +40,8 @@ pub struct StepPolicy {
     /// `false` asks the provider for one tool call per step.
     pub parallel_tool_calls: bool,
     pub reasoning_effort: Option<String>,
+    /// The client's limit on the tokens each model request may produce.
+    pub max_output_tokens: Option<u64>,
 }
 
 impl StepPolicy {
@@ -51,6 +53,7 @@ impl StepPolicy {
             temperature: Some(profile.temperature()),
             parallel_tool_calls,
             reasoning_effort: None,
+            max_output_tokens: None,
         }
     }
 }

@@ -226,6 +226,13 @@ pub async fn anthropic_boundary(mut req: Request, next: Next) -> Response {
     res
 }
 
+/// The key of `x-api-key` taken as the bearer token, for a route Anthropic's clients read besides
+/// these (the model list), whose errors stay in this server's shape.
+pub async fn api_key_as_bearer(mut req: Request, next: Next) -> Response {
+    bearer_from_api_key(req.headers_mut());
+    next.run(req).await
+}
+
 fn bearer_from_api_key(headers: &mut axum::http::HeaderMap) {
     if headers.contains_key(header::AUTHORIZATION) {
         return;

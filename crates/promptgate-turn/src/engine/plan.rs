@@ -253,6 +253,12 @@ pub trait TurnHooks: Send + Sync {
     fn check_citations(&self, _text: &str, _text_part: u32, _markers: &[Marker]) -> Vec<Citation> {
         Vec::new()
     }
+
+    /// How much source text a citation check may read, in bytes. Reading is most of the
+    /// check's cost, so above a size the engine runs it on the blocking pool.
+    fn citation_source_bytes(&self) -> usize {
+        0
+    }
 }
 
 /// Keeps the answer as it grows and when it ends. The engine knows nothing of storage; the service

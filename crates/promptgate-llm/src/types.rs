@@ -237,3 +237,17 @@ pub trait ChatModel: Send + Sync {
         "openai"
     }
 }
+
+/// The whole text of a model's answer, for the side requests that read it at once (a summary, a
+/// citation review) rather than stream it to anyone.
+pub async fn answer_text(model: &dyn ChatModel, request: ChatRequest) -> Result<String, LlmError> {
+    use futures::StreamExt;
+    let mut stream = model.stream(request).await?;
+    let mut text = String::new();
+    while let Some(event) = stream.next().await {
+        if let StreamEvent::TextDelta(delta) = event? {
+            text.push_str(&delta);
+        }
+    }
+    Ok(text)
+}

@@ -398,6 +398,9 @@ impl Service {
                 plan.start_metadata.insert("traceUrl".into(), json!(url));
             }
         }
+        // Only a send keeps the citations' classes (in the stored answer); a facade's would be
+        // reviewed for nobody.
+        plan.citation_review = self.citation_reviewer.clone();
         let run = run_turn(plan);
         let detach = Detach {
             on_disconnect: self.config.on_disconnect,

@@ -105,8 +105,8 @@ impl AdaptiveLimit {
         };
         let wanted = self.limit * gradient + headroom;
         let s = self.settings.smoothing;
-        self.limit = ((1.0 - s) * self.limit + s * wanted)
-            .clamp(self.settings.min as f64, self.settings.max as f64);
+        self.limit =
+            ((1.0 - s) * self.limit + s * wanted).clamp(self.settings.min as f64, self.settings.max as f64);
         self.limit()
     }
 

@@ -1,8 +1,8 @@
 //! Admission under overload: how many turns the server lets run at once, and who may still start one
 //! when that many run.
 //!
-//! The limit is not a fixed count. It follows how late the gateway's own work runs (the delay between
-//! when a piece of work was due and when the server got to it), against the smallest delay seen
+//! The limit is not a fixed count. It follows how long the gateway's own work waits to run (the
+//! caller measures it, e.g. as a marker's wait in the run queue), against the smallest delay seen
 //! recently: the idea of TCP Vegas and of gradient limiters (Netflix's concurrency-limits, Envoy's
 //! adaptive concurrency). While work runs on time and the limit is in use, it grows by its square
 //! root; once work runs late, it shrinks by the ratio of the target delay to the measured one. Past

@@ -4,14 +4,17 @@
 //! and before any database or upstream work. Every other route (health, metrics, Stop, lists) never
 //! passes it.
 //!
-//! The limit follows a probe: a task that asks to wake at fixed times and measures how late it ran.
-//! On a saturated core every ready task waits its turn, the probe's wake-up included, so its
-//! lateness is how long the gateway's own work queues, whatever the models upstream take.
+//! The limit follows a probe: a task that wakes at fixed times, puts itself at the back of its
+//! worker's run queue and measures how long it waited there. On a saturated core every ready piece
+//! of work waits its turn in that queue, so the wait is how long the gateway's own work queues,
+//! whatever the models upstream take.
 
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
+use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::extract::{Request, State};
@@ -131,7 +134,7 @@ impl Gate {
         self.series.in_flight.set(running.in_flight as f64);
     }
 
-    /// One probe's lateness, taken at `at`.
+    /// One probe's wait in the run queue, taken at `at`.
     fn measure(&self, delay: Duration, at: Instant) {
         let in_flight = self
             .running
@@ -162,17 +165,35 @@ impl Gate {
     }
 }
 
-/// Sleeps until fixed times and reports how late each wake-up ran, while the gate lives.
+/// Every `every`, measures how long the run queue holds a task, while the gate lives.
 async fn probe(gate: Weak<Gate>, every: Duration) {
-    let mut due = Instant::now() + every;
     loop {
-        tokio::time::sleep_until(due).await;
+        tokio::time::sleep(every).await;
+        let queued = Instant::now();
+        BackOfTheQueue(false).await;
         let now = Instant::now();
         let Some(gate) = gate.upgrade() else {
             return;
         };
-        gate.measure(now.saturating_duration_since(due), now);
-        due = now + every;
+        gate.measure(now.saturating_duration_since(queued), now);
+    }
+}
+
+/// Wakes itself once and yields. tokio runs a task woken by a timer or a socket next (its "LIFO
+/// slot"), which would hide the queue; a task that wakes itself while it runs goes to the back of
+/// the run queue instead, so it runs again only after everything that was ready before it.
+struct BackOfTheQueue(bool);
+
+impl Future for BackOfTheQueue {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.0 {
+            return Poll::Ready(());
+        }
+        self.0 = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
     }
 }
 

@@ -19,9 +19,9 @@ pub struct AdmissionConfig {
     pub min_limit: usize,
     /// Nor rises above this; unset, `turn.max_in_flight` (which it may not pass).
     pub max_limit: Option<usize>,
-    /// Work this many milliseconds later than the baseline still counts as on time.
+    /// A wait in the run queue this many milliseconds over the baseline still counts as on time.
     pub delay_tolerance_ms: u64,
-    /// How often the server measures how late its own work runs.
+    /// How often the server measures how long its own work waits to run.
     pub probe_interval_ms: u64,
     /// What `Retry-After` says on a refusal.
     pub retry_after_secs: u64,

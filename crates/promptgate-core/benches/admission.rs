@@ -37,7 +37,7 @@ fn bench(c: &mut Criterion) {
             n += 1;
             at += Duration::from_millis(10);
             // Alternating on-time and late probes keep the limit moving both ways.
-            let delay = Duration::from_micros(if n % 2 == 0 { 500 } else { 12_000 });
+            let delay = Duration::from_micros(if n.is_multiple_of(2) { 500 } else { 12_000 });
             black_box(limit.observe(delay, 40, at))
         });
     });

@@ -216,7 +216,6 @@ async fn drive(cli: Cli) -> anyhow::Result<()> {
             step: seconds(cli.step_secs, "step-secs")?,
             rest: seconds(cli.step_secs.min(2.0), "step-secs")?,
             adaptive_off: cli.adaptive_admission_off,
-            ..Default::default()
         },
         gateway: promptgate_loadtest::gateway::Placement {
             cpus: cli.gateway_cpus,

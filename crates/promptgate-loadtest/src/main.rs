@@ -118,6 +118,10 @@ struct Cli {
     /// before the adaptive limit, for the comparison.
     #[arg(long)]
     adaptive_admission_off: bool,
+    /// A key of the gateway's `[admission]` table for the overload scenarios, such as
+    /// `delay_tolerance_ms = 2` (repeat the flag for more).
+    #[arg(long = "admission")]
+    admission: Vec<String>,
     /// A capacity step passes only with total-time p99 at or under this many milliseconds.
     #[arg(long, default_value_t = 10.0)]
     p99_bound_ms: f64,
@@ -216,6 +220,7 @@ async fn drive(cli: Cli) -> anyhow::Result<()> {
             step: seconds(cli.step_secs, "step-secs")?,
             rest: seconds(cli.step_secs.min(2.0), "step-secs")?,
             adaptive_off: cli.adaptive_admission_off,
+            admission: cli.admission,
         },
         gateway: promptgate_loadtest::gateway::Placement {
             cpus: cli.gateway_cpus,

@@ -20,6 +20,8 @@ pub struct StepShape {
     pub rest: Duration,
     /// `[admission] adaptive = false` on the gateway: the behaviour before the adaptive limit.
     pub adaptive_off: bool,
+    /// Keys of the gateway's `[admission]` table (`delay_tolerance_ms = 2`, say), to compare settings.
+    pub admission: Vec<String>,
 }
 
 impl Default for StepShape {
@@ -29,6 +31,7 @@ impl Default for StepShape {
             step: Duration::from_secs(10),
             rest: Duration::from_secs(2),
             adaptive_off: false,
+            admission: Vec::new(),
         }
     }
 }
@@ -43,13 +46,13 @@ pub fn base_rate(scenario: Scenario) -> f64 {
     }
 }
 
-/// What the gateway's config gets for the run.
-pub fn extra_toml(shape: &StepShape) -> &'static str {
+/// What the gateway's config gets for the run: its `[admission]` table.
+pub fn extra_toml(shape: &StepShape) -> String {
+    let mut keys = shape.admission.clone();
     if shape.adaptive_off {
-        "[admission]\nadaptive = false\n"
-    } else {
-        ""
+        keys.push("adaptive = false".to_owned());
     }
+    format!("[admission]\n{}\n", keys.join("\n"))
 }
 
 /// The target of an overload scenario on `gateway`.
@@ -88,9 +91,11 @@ pub fn markdown(scenario: Scenario, rate: f64, shape: &StepShape, results: &[Run
     let peak = results.iter().map(|r| r.achieved_rate).fold(0.0, f64::max);
     let mut out = String::new();
     let limiter = if shape.adaptive_off {
-        "adaptive admission off"
+        "adaptive admission off".to_owned()
+    } else if shape.admission.is_empty() {
+        "adaptive admission on".to_owned()
     } else {
-        "adaptive admission on"
+        format!("adaptive admission on, {}", shape.admission.join(", "))
     };
     let _ = writeln!(
         out,

@@ -498,7 +498,7 @@ async fn overload(
 ) -> Result<String, LoadError> {
     let shape = &options.overload;
     let extra = crate::overload::extra_toml(shape);
-    let gateway = GatewayProcess::start_with(http, upstream_url, None, &options.gateway, extra).await?;
+    let gateway = GatewayProcess::start_with(http, upstream_url, None, &options.gateway, &extra).await?;
     let target = crate::overload::target(scenario, &gateway)?;
     let rate = options
         .rate

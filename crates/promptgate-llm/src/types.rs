@@ -108,6 +108,9 @@ pub struct ChatRequest {
     pub temperature: Option<f64>,
     pub parallel_tool_calls: Option<bool>,
     pub reasoning_effort: Option<String>,
+    /// The client's limit on the tokens this request may produce. Each provider writes it in its
+    /// own field and keeps within any limit it is configured with.
+    pub max_output_tokens: Option<u64>,
     pub extra: Map<String, Value>,
     /// Where the prompt stops being the same from one request to the next. Providers that cache
     /// only where they are told (Anthropic) place their breakpoints from it; the OpenAI-compatible
@@ -227,4 +230,18 @@ pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, LlmError>> 
 #[async_trait::async_trait]
 pub trait ChatModel: Send + Sync {
     async fn stream(&self, request: ChatRequest) -> Result<EventStream, LlmError>;
+}
+
+/// The whole text of a model's answer, for the side requests that read it at once (a summary, a
+/// citation review) rather than stream it to anyone.
+pub async fn answer_text(model: &dyn ChatModel, request: ChatRequest) -> Result<String, LlmError> {
+    use futures::StreamExt;
+    let mut stream = model.stream(request).await?;
+    let mut text = String::new();
+    while let Some(event) = stream.next().await {
+        if let StreamEvent::TextDelta(delta) = event? {
+            text.push_str(&delta);
+        }
+    }
+    Ok(text)
 }

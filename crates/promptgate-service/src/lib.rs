@@ -102,7 +102,7 @@ use promptgate_store::Store;
 use promptgate_tools::web::{SafeFetcher, SearchBackend};
 use tokio_util::sync::CancellationToken;
 
-pub use complete::CompletionRequest;
+pub use complete::{CompletionRequest, OutputCap};
 pub use error::ServiceError;
 pub use feed::{FELL_BEHIND_TEXT, Follow, FollowStream, Frames, MAX_FEED_BYTES, SendStream};
 pub use follow::LOST_TURN_TEXT;
@@ -172,6 +172,8 @@ pub struct Service {
     pub(crate) token_counters: promptgate_llm::tokens::TokenCounters,
     /// The model that summarises a thread's older part, when one is configured.
     pub(crate) summariser: Option<window::Summariser>,
+    /// The model that takes a second look at uncertain citations, when one is configured.
+    pub(crate) citation_reviewer: Option<promptgate_turn::CitationReview>,
 }
 
 impl Service {
@@ -204,6 +206,7 @@ impl Service {
             encoding,
             token_counters: promptgate_llm::tokens::TokenCounters::default(),
             summariser: None,
+            citation_reviewer: None,
         }
     }
 

@@ -40,6 +40,8 @@ pub struct StepPolicy {
     /// `false` asks the provider for one tool call per step.
     pub parallel_tool_calls: bool,
     pub reasoning_effort: Option<String>,
+    /// The client's limit on the tokens each model request may produce.
+    pub max_output_tokens: Option<u64>,
 }
 
 impl StepPolicy {
@@ -51,6 +53,7 @@ impl StepPolicy {
             temperature: Some(profile.temperature()),
             parallel_tool_calls,
             reasoning_effort: None,
+            max_output_tokens: None,
         }
     }
 }
@@ -250,6 +253,12 @@ pub trait TurnHooks: Send + Sync {
     fn check_citations(&self, _text: &str, _text_part: u32, _markers: &[Marker]) -> Vec<Citation> {
         Vec::new()
     }
+
+    /// How much source text a citation check may read, in bytes. Reading is most of the
+    /// check's cost, so above a size the engine runs it on the blocking pool.
+    fn citation_source_bytes(&self) -> usize {
+        0
+    }
 }
 
 /// Keeps the answer as it grows and when it ends. The engine knows nothing of storage; the service
@@ -366,6 +375,20 @@ pub struct TurnPlan {
     /// Added to the metadata of the stream's `start` chunk: what was decided before the turn ran
     /// (which part of the thread the model sees), so the answer carries it.
     pub start_metadata: Map<String, Value>,
+    /// A model that takes a second look at the citations the check did not find supported;
+    /// `None` keeps the check's classes.
+    pub citation_review: Option<CitationReview>,
+}
+
+/// The model that reviews a text part's uncertain citations, and how long the part's end may wait
+/// for it.
+#[derive(Clone)]
+pub struct CitationReview {
+    pub model: Arc<dyn ChatModel>,
+    pub upstream_model: String,
+    pub timeout: std::time::Duration,
+    /// Most citations of one text part put to the model.
+    pub max_citations: usize,
 }
 
 impl TurnPlan {
@@ -408,6 +431,7 @@ impl TurnPlan {
             record_message: true,
             recorder: None,
             tasks: tokio_util::task::TaskTracker::new(),
+            citation_review: None,
             start_metadata: Map::new(),
         }
     }

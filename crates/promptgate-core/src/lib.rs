@@ -9,6 +9,7 @@
 
 #![deny(clippy::disallowed_methods)]
 
+pub mod admission;
 pub mod budget;
 pub mod citations;
 pub mod compose;

@@ -5,6 +5,7 @@ pub mod bare_proxy;
 pub mod error;
 pub mod gateway;
 pub mod load;
+pub mod overload;
 pub mod report;
 pub mod scale;
 pub mod scenario;

@@ -128,7 +128,14 @@ pub struct RunResult {
     pub max_schedule_lag: Duration,
     pub first_byte: Percentiles,
     pub total: Percentiles,
+    /// Requests refused with 503 (the gateway's answer when it is over its limit), and how long
+    /// those refusals took.
+    pub refused: u64,
+    pub refusal: Percentiles,
 }
+
+/// The start of a sample's error when the server refused it as overloaded.
+const REFUSED: &str = "HTTP 503";
 
 /// The number of requests `rate` for `duration` means, checked against the per-run bound.
 pub fn planned_requests(rate: f64, duration: Duration) -> Result<u64, LoadError> {
@@ -217,7 +224,14 @@ pub fn pooled(rate: f64, stretches: Vec<Stretch>) -> RunResult {
     let first_error = samples.iter().find_map(|s| s.error.clone());
     let good: Vec<&Sample> = samples.iter().filter(|s| s.error.is_none()).collect();
     let ok = good.len() as u64;
+    let refusals: Vec<Duration> = samples
+        .iter()
+        .filter(|s| s.error.as_deref().is_some_and(|e| e.starts_with(REFUSED)))
+        .map(|s| s.total)
+        .collect();
     RunResult {
+        refused: refusals.len() as u64,
+        refusal: Percentiles::of(refusals),
         offered_rate: rate,
         sent,
         ok,

@@ -107,6 +107,21 @@ struct Cli {
     /// Thread lengths of the long-threads scenario, in messages.
     #[arg(long, value_delimiter = ',', default_value = "10,100,1000,5000,20000")]
     thread_sizes: Vec<usize>,
+    /// The overload scenarios' steps, as multiples of `--rate` (else of each path's usual capacity
+    /// on one core).
+    #[arg(long, value_delimiter = ',', default_value = "0.5,1,1.5,2,3")]
+    step_multiples: Vec<f64>,
+    /// Seconds each overload step is measured.
+    #[arg(long, default_value_t = 10.0)]
+    step_secs: f64,
+    /// Runs the overload scenarios with `[admission] adaptive = false`: the gateway as it was
+    /// before the adaptive limit, for the comparison.
+    #[arg(long)]
+    adaptive_admission_off: bool,
+    /// A key of the gateway's `[admission]` table for the overload scenarios, such as
+    /// `delay_tolerance_ms = 2` (repeat the flag for more).
+    #[arg(long = "admission")]
+    admission: Vec<String>,
     /// A capacity step passes only with total-time p99 at or under this many milliseconds.
     #[arg(long, default_value_t = 10.0)]
     p99_bound_ms: f64,
@@ -166,6 +181,10 @@ async fn drive(cli: Cli) -> anyhow::Result<()> {
         cli.scenarios
     };
     anyhow::ensure!(cli.capacity_rates.len() <= 32, "at most 32 capacity rates");
+    anyhow::ensure!(
+        cli.step_multiples.len() <= 32 && cli.step_multiples.iter().all(|m| *m > 0.0 && m.is_finite()),
+        "at most 32 step multiples, each positive"
+    );
     let pacing = Pacing {
         first: seconds(cli.first_chunk_ms / 1000.0, "first-chunk-ms (in seconds)")?,
         every: seconds(cli.chunk_every_ms / 1000.0, "chunk-every-ms (in seconds)")?,
@@ -196,6 +215,13 @@ async fn drive(cli: Cli) -> anyhow::Result<()> {
         driver_workers: cli.driver_workers,
         context_window: cli.context_window,
         thread_sizes: cli.thread_sizes,
+        overload: promptgate_loadtest::overload::StepShape {
+            multiples: cli.step_multiples,
+            step: seconds(cli.step_secs, "step-secs")?,
+            rest: seconds(cli.step_secs.min(2.0), "step-secs")?,
+            adaptive_off: cli.adaptive_admission_off,
+            admission: cli.admission,
+        },
         gateway: promptgate_loadtest::gateway::Placement {
             cpus: cli.gateway_cpus,
             workers: cli.gateway_workers.map(usize::from),

@@ -48,6 +48,13 @@ pub enum Scenario {
     /// A send's first byte and peak memory against its thread's length (10 to 20,000 messages),
     /// on SQLite and, with a URL, Postgres (not in the default set).
     ScaleThreads,
+    /// The step test past saturation for `POST /v1/chat/completions`, JSON answer: the offered
+    /// rate from below what the gateway carries to several times it (not in the default set).
+    OverloadJson,
+    /// The step test for `POST /v1/chat/completions` with `stream: true`.
+    OverloadStream,
+    /// The step test for sends (`POST /v1/chat`, SQLite).
+    OverloadSend,
 }
 
 impl Scenario {
@@ -67,6 +74,9 @@ impl Scenario {
             Scenario::Burst => "burst",
             Scenario::ScaleMcp => "scale: MCP servers and projects",
             Scenario::ScaleThreads => "long threads",
+            Scenario::OverloadJson => "chat completions, JSON",
+            Scenario::OverloadStream => "chat completions, streamed",
+            Scenario::OverloadSend => "sends, SQLite",
         }
     }
 
@@ -113,6 +123,8 @@ pub struct Options {
     pub context_window: u64,
     /// Thread lengths of the long-threads scenario; empty: [`crate::scale::threads::SIZES`].
     pub thread_sizes: Vec<usize>,
+    /// The steps of the overload scenarios.
+    pub overload: crate::overload::StepShape,
 }
 
 /// The burst scenario: `turns` sends within [`BURST_WINDOW`], then `idle` without traffic.
@@ -250,7 +262,11 @@ const QUESTION: &str = "Say hello.";
 /// Unmeasured load before each measured slice of a round.
 const ROUND_LEAD_IN: Duration = Duration::from_millis(300);
 
-fn completion_target(url: String, model: &'static str, streamed: bool) -> Result<Target, LoadError> {
+pub(crate) fn completion_target(
+    url: String,
+    model: &'static str,
+    streamed: bool,
+) -> Result<Target, LoadError> {
     let body = Bytes::from(
         json!({
             "model": model,
@@ -295,7 +311,7 @@ fn messages_target(url: String, streamed: bool) -> Result<Target, LoadError> {
 
 /// Every send opens a new thread, so each one pays for creating it and storing both messages, and no
 /// send waits on another's turn (a second send to a busy thread is refused).
-fn send_target(url: String) -> Result<Target, LoadError> {
+pub(crate) fn send_target(url: String) -> Result<Target, LoadError> {
     let run = uuid::Uuid::new_v4().simple().to_string();
     // Counted across every run of this target, so the warm-up's threads are never reused.
     let sends = AtomicU64::new(0);
@@ -426,6 +442,17 @@ pub async fn run(options: &Options) -> Result<Report, LoadError> {
             .await?,
         );
     }
+    for scenario in [
+        Scenario::OverloadJson,
+        Scenario::OverloadStream,
+        Scenario::OverloadSend,
+    ] {
+        if wants(scenario) {
+            report
+                .sections
+                .push(overload(&http, &upstream.base_url(), scenario, options).await?);
+        }
+    }
     if wants(Scenario::HeldTurns) {
         report.held = Some(held_turns(&http, options).await?);
     }
@@ -457,6 +484,29 @@ pub async fn run(options: &Options) -> Result<Report, LoadError> {
     Ok(report)
 }
 
+/// The held-turns and burst scenarios measure the memory of a given number of turns at once, more
+/// than the adaptive admission limit lets in before it has grown; only `turn.max_in_flight` bounds
+/// them.
+const MEMORY_ONLY: &str = "[admission]\nadaptive = false\n";
+
+/// Runs the overload step test of `scenario` on a fresh gateway (SQLite) and returns its table.
+async fn overload(
+    http: &reqwest::Client,
+    upstream_url: &str,
+    scenario: Scenario,
+    options: &Options,
+) -> Result<String, LoadError> {
+    let shape = &options.overload;
+    let extra = crate::overload::extra_toml(shape);
+    let gateway = GatewayProcess::start_with(http, upstream_url, None, &options.gateway, &extra).await?;
+    let target = crate::overload::target(scenario, &gateway)?;
+    let rate = options
+        .rate
+        .unwrap_or_else(|| crate::overload::base_rate(scenario));
+    let results = crate::overload::steps(&target, rate, options).await?;
+    Ok(crate::overload::markdown(scenario, rate, shape, &results))
+}
+
 /// Holds `options.held_turns` sends open (each on a new thread) against an upstream that never
 /// finishes, and reads the gateway's memory before, during and after.
 async fn held_turns(http: &reqwest::Client, options: &Options) -> Result<HeldReport, LoadError> {
@@ -465,7 +515,8 @@ async fn held_turns(http: &reqwest::Client, options: &Options) -> Result<HeldRep
     let upstream = BenchUpstream::start_holding(role)
         .await
         .map_err(LoadError::Upstream)?;
-    let gateway = GatewayProcess::start(http, &upstream.base_url(), None, &options.gateway).await?;
+    let gateway =
+        GatewayProcess::start_with(http, &upstream.base_url(), None, &options.gateway, MEMORY_ONLY).await?;
     let target = send_target(gateway.url("/v1/chat"))?;
     let hold = |count: usize| {
         let target = &target;
@@ -528,7 +579,7 @@ async fn burst(
     options: &Options,
 ) -> Result<BurstReport, LoadError> {
     const WARM_UP_TURNS: usize = 20;
-    let gateway = GatewayProcess::start(http, upstream_url, None, &options.gateway).await?;
+    let gateway = GatewayProcess::start_with(http, upstream_url, None, &options.gateway, MEMORY_ONLY).await?;
     let at_start = gateway.memory();
     let target = send_target(gateway.url("/v1/chat"))?;
     let warm = WARM_UP_TURNS.min(options.burst.turns.max(1));
@@ -582,7 +633,10 @@ fn targets(
         | Scenario::HeldTurns
         | Scenario::Burst
         | Scenario::ScaleMcp
-        | Scenario::ScaleThreads => (
+        | Scenario::ScaleThreads
+        | Scenario::OverloadJson
+        | Scenario::OverloadStream
+        | Scenario::OverloadSend => (
             completion_target(direct_url.to_owned(), UPSTREAM_MODEL, true)?,
             completion_target(facade, BENCH_MODEL, true)?,
         ),

@@ -178,6 +178,7 @@ async fn the_postgres_scenario_without_a_url_says_how_to_give_one() {
         scale: Default::default(),
         context_window: 128_000,
         thread_sizes: Vec::new(),
+        overload: Default::default(),
     };
     let error = run(&options).await.unwrap_err();
     assert!(
@@ -523,5 +524,41 @@ fn the_long_threads_scenario_reports_each_thread_length() {
     assert!(
         sent > 0 && sent < 300,
         "the long thread was fitted to the window: {long:?}"
+    );
+}
+
+/// The step test past saturation through the binary: a table per path, a row per step, with the
+/// answered and refused requests counted apart; well under capacity nothing is refused.
+#[test]
+fn the_overload_steps_report_goodput_and_refusals_per_step() {
+    let stdout = run_binary(&[
+        "--scenario",
+        "overload-json",
+        "--scenario",
+        "overload-send",
+        "--rate",
+        "20",
+        "--step-multiples",
+        "0.5,1",
+        "--step-secs",
+        "0.5",
+        "--warmup",
+        "0.2",
+        "--gateway-workers",
+        "1",
+    ]);
+    for path in ["chat completions, JSON", "sends, SQLite"] {
+        assert!(
+            stdout.contains(&format!("## Past saturation: {path} (adaptive admission on")),
+            "{stdout}"
+        );
+    }
+    let step = table_row(&stdout, "| 10 | 0.5 |");
+    assert_eq!((step[3].as_str(), step[4].as_str()), ("5", "5"), "{step:?}");
+    let step = table_row(&stdout, "| 20 | 1.0 |");
+    assert_eq!(
+        (step[3].as_str(), step[4].as_str(), step[5].as_str()),
+        ("10", "10", "0"),
+        "every request answered, none refused: {step:?}"
     );
 }

@@ -106,7 +106,14 @@ pub fn build(state: AppState) -> Router {
         streaming = streaming.route_layer(limit.clone());
         messages = messages.route_layer(limit);
     }
-    // Outside the per-user limits, so their refusals take Anthropic's shape too.
+    // Outside the per-user limits, so a refusal comes before the user is looked up.
+    if let Some(gate) = crate::admission::Gate::new(&state.config) {
+        gate.start_probe(state.config.admission.probe_interval());
+        let admit = axum::middleware::from_fn_with_state(gate, crate::admission::admit_turns);
+        streaming = streaming.route_layer(admit.clone());
+        messages = messages.route_layer(admit);
+    }
+    // Outside the per-user limits and the admission gate, so their refusals take Anthropic's shape too.
     let messages = messages.route_layer(axum::middleware::from_fn(routes::messages::anthropic_boundary));
     let policy = boundary::Policy::new(&state.config);
     let cors = boundary::cors(&state.config);

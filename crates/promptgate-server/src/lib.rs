@@ -8,6 +8,7 @@
 
 #![deny(clippy::disallowed_methods)]
 
+pub mod admission;
 pub mod api_doc;
 pub mod app;
 pub mod auth;

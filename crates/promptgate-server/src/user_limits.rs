@@ -112,7 +112,7 @@ impl Drop for TurnPermit {
 }
 
 /// The endpoints that start a turn.
-fn is_send(method: &Method, path: &str) -> bool {
+pub(crate) fn is_send(method: &Method, path: &str) -> bool {
     if *method != Method::POST {
         return false;
     }

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
+pub mod admission;
 pub mod auth;
 pub mod citations;
 pub mod context;
@@ -24,6 +25,7 @@ pub mod turn;
 pub mod web;
 pub mod workspace;
 
+pub use admission::AdmissionConfig;
 pub use auth::{AuthConfig, AuthMode};
 pub use integrations::{IntegrationsConfig, OAuthEntry};
 pub use limits::Limits;
@@ -66,6 +68,9 @@ pub struct Config {
     pub server: ServerConfig,
     #[serde(default)]
     pub turn: TurnConfig,
+    /// How many turns run at once, adapted to what the machine carries, and shared when saturated.
+    #[serde(default)]
+    pub admission: AdmissionConfig,
     /// Responses of the Responses API that clients ask to keep (`store: true`).
     #[serde(default)]
     pub responses: ResponsesConfig,
@@ -254,6 +259,7 @@ impl Config {
         if self.turn.max_in_flight == 0 {
             return Err(ConfigError::Invalid("turn.max_in_flight must be positive".into()));
         }
+        self.admission.validate()?;
         if self.limits.max_page_size < self.limits.page_size {
             return Err(ConfigError::Invalid(
                 "limits.max_page_size must be at least limits.page_size".into(),

@@ -34,6 +34,7 @@ mod nothing_lost;
 mod offline_demo;
 mod openapi_client;
 mod openapi_spec;
+mod overload;
 mod project_chats_turn;
 mod prompt_preview;
 mod py_clients;

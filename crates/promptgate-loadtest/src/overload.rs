@@ -1,0 +1,142 @@
+//! The step test past saturation: one gateway per path, the offered rate stepped from below what
+//! it carries to several times that, each step one continuous window. What it reports per step is
+//! what a client sees: how many answers per second came back (goodput), how fast the answered
+//! requests were, and how fast the refused ones were told so.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use crate::error::LoadError;
+use crate::gateway::{BENCH_MODEL, GatewayProcess};
+use crate::load::{RunResult, Target, drive};
+use crate::scenario::{Options, Scenario};
+
+/// The steps, as multiples of the path's rate (`--rate`, else [`base_rate`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepShape {
+    pub multiples: Vec<f64>,
+    pub step: Duration,
+    /// Pause between steps, so one step's backlog does not count against the next.
+    pub rest: Duration,
+    /// `[admission] adaptive = false` on the gateway: the behaviour before the adaptive limit.
+    pub adaptive_off: bool,
+    /// Keys of the gateway's `[admission]` table (`delay_tolerance_ms = 2`, say), to compare settings.
+    pub admission: Vec<String>,
+}
+
+impl Default for StepShape {
+    fn default() -> Self {
+        Self {
+            multiples: vec![0.5, 1.0, 1.5, 2.0, 3.0],
+            step: Duration::from_secs(10),
+            rest: Duration::from_secs(2),
+            adaptive_off: false,
+            admission: Vec::new(),
+        }
+    }
+}
+
+/// About what one core carries on each path (the capacity runs in docs/benchmarks.md), the
+/// multiples' unit when `--rate` is not given.
+pub fn base_rate(scenario: Scenario) -> f64 {
+    match scenario {
+        Scenario::OverloadStream => 1500.0,
+        Scenario::OverloadSend => 300.0,
+        _ => 2500.0,
+    }
+}
+
+/// What the gateway's config gets for the run: its `[admission]` table.
+pub fn extra_toml(shape: &StepShape) -> String {
+    let mut keys = shape.admission.clone();
+    if shape.adaptive_off {
+        keys.push("adaptive = false".to_owned());
+    }
+    format!("[admission]\n{}\n", keys.join("\n"))
+}
+
+/// The target of an overload scenario on `gateway`.
+pub fn target(scenario: Scenario, gateway: &GatewayProcess) -> Result<Target, LoadError> {
+    match scenario {
+        Scenario::OverloadSend => crate::scenario::send_target(gateway.url("/v1/chat")),
+        streamed => crate::scenario::completion_target(
+            gateway.url("/v1/chat/completions"),
+            BENCH_MODEL,
+            streamed == Scenario::OverloadStream,
+        ),
+    }
+}
+
+/// Runs every step against `target`, the rate rising.
+pub async fn steps(target: &Target, rate: f64, options: &Options) -> Result<Vec<RunResult>, LoadError> {
+    let shape = &options.overload;
+    let mut results = Vec::new();
+    for multiple in &shape.multiples {
+        let offered = rate * multiple;
+        tracing::info!(offered, "overload step");
+        // A short lead-in at the step's rate opens its connections outside the measured window.
+        drive(target, offered, options.warmup.min(Duration::from_millis(500))).await?;
+        results.push(drive(target, offered, shape.step).await?);
+        tokio::time::sleep(shape.rest).await;
+    }
+    Ok(results)
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1}", d.as_secs_f64() * 1000.0)
+}
+
+/// The Markdown table of one path's steps.
+pub fn markdown(scenario: Scenario, rate: f64, shape: &StepShape, results: &[RunResult]) -> String {
+    let peak = results.iter().map(|r| r.achieved_rate).fold(0.0, f64::max);
+    let mut out = String::new();
+    let limiter = if shape.adaptive_off {
+        "adaptive admission off".to_owned()
+    } else if shape.admission.is_empty() {
+        "adaptive admission on".to_owned()
+    } else {
+        format!("adaptive admission on, {}", shape.admission.join(", "))
+    };
+    let _ = writeln!(
+        out,
+        "## Past saturation: {} ({limiter}; unit {rate:.0}/s, {:.0} s per step)\n",
+        scenario.label(),
+        shape.step.as_secs_f64()
+    );
+    let _ = writeln!(
+        out,
+        "| offered /s | × unit | sent | answered | refused (503) | other errors | goodput /s | of peak | answered p50 / p99 ms | refusal p50 / p99 ms | driver lag ms |"
+    );
+    let _ = writeln!(out, "|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|");
+    for r in results {
+        let _ = writeln!(
+            out,
+            "| {:.0} | {:.1} | {} | {} | {} | {} | {:.0} | {:.0}% | {} / {} | {} / {} | {} |",
+            r.offered_rate,
+            r.offered_rate / rate,
+            r.sent,
+            r.ok,
+            r.refused,
+            r.errors - r.refused,
+            r.achieved_rate,
+            if peak > 0.0 {
+                100.0 * r.achieved_rate / peak
+            } else {
+                0.0
+            },
+            ms(r.total.p50),
+            ms(r.total.p99),
+            ms(r.refusal.p50),
+            ms(r.refusal.p99),
+            ms(r.max_schedule_lag),
+        );
+    }
+    if let Some(error) = results
+        .iter()
+        .filter_map(|r| r.first_error.as_deref())
+        .find(|e| !e.starts_with("HTTP 503"))
+    {
+        let _ = writeln!(out, "\nFirst error other than a refusal: {error}");
+    }
+    out
+}

@@ -1,0 +1,252 @@
+//! The gate in front of every route that starts a turn (sends, the chat completions, Responses and
+//! Messages facades): past the adaptive limit (`[admission]`, see `promptgate_core::admission`) a
+//! request is refused at once with 503 `overloaded` and `Retry-After`, before its user is looked up
+//! and before any database or upstream work. Every other route (health, metrics, Stop, lists) never
+//! passes it.
+//!
+//! The limit follows a probe: a task that wakes at fixed times, puts itself at the back of its
+//! worker's run queue and measures how long it waited there. On a saturated core every ready piece
+//! of work waits its turn in that queue, so the wait is how long the gateway's own work queues,
+//! whatever the models upstream take.
+
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use metrics::{Counter, Gauge};
+use promptgate_core::admission::{AdaptiveLimit, Load, Refusal, decide};
+use tokio::time::Instant;
+
+use crate::config::Config;
+use crate::error::{ApiError, ErrorCode};
+
+/// The limit, what runs under it, and who runs it.
+pub struct Gate {
+    limiter: Mutex<AdaptiveLimit>,
+    /// The limiter's current value, read by every request without taking its lock.
+    limit: AtomicUsize,
+    ceiling: usize,
+    running: Mutex<Running>,
+    retry_after: HeaderValue,
+    started: Instant,
+    series: Series,
+}
+
+#[derive(Default)]
+struct Running {
+    in_flight: usize,
+    /// Requests admitted per client (a hash of its credential), for the fair share.
+    clients: HashMap<u64, usize>,
+}
+
+/// The gate's metrics, looked up in the recorder once.
+struct Series {
+    limit: Gauge,
+    in_flight: Gauge,
+    delay: Gauge,
+    saturated: Counter,
+    ceiling: Counter,
+}
+
+impl Series {
+    fn new() -> Self {
+        let refused = |reason: Refusal| metrics::counter!("promptgate_admission_refused_total", "reason" => reason.label());
+        Self {
+            limit: metrics::gauge!("promptgate_admission_limit"),
+            in_flight: metrics::gauge!("promptgate_admission_in_flight"),
+            delay: metrics::gauge!("promptgate_admission_delay_seconds"),
+            saturated: refused(Refusal::Saturated),
+            ceiling: refused(Refusal::Ceiling),
+        }
+    }
+
+    fn refused(&self, reason: Refusal) -> &Counter {
+        match reason {
+            Refusal::Saturated => &self.saturated,
+            Refusal::Ceiling => &self.ceiling,
+        }
+    }
+}
+
+impl Gate {
+    /// The gate `config` asks for; none when `[admission] adaptive = false` (then only
+    /// `turn.max_in_flight` bounds turns, in the service).
+    pub fn new(config: &Config) -> Option<Arc<Self>> {
+        let admission = &config.admission;
+        if !admission.adaptive {
+            return None;
+        }
+        crate::observe::prometheus();
+        let ceiling = config.turn.max_in_flight.max(1);
+        let limiter = AdaptiveLimit::new(admission.limit_settings(ceiling));
+        let limit = limiter.limit();
+        let series = Series::new();
+        series.limit.set(limit as f64);
+        Some(Arc::new(Self {
+            limiter: Mutex::new(limiter),
+            limit: AtomicUsize::new(limit),
+            ceiling,
+            running: Mutex::new(Running::default()),
+            retry_after: HeaderValue::from(admission.retry_after_secs.max(1)),
+            started: Instant::now(),
+            series,
+        }))
+    }
+
+    /// Counts a request of `client` in, or says why not.
+    fn enter(self: &Arc<Self>, client: u64) -> Result<Admitted, Refusal> {
+        let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        let own = running.clients.get(&client).copied().unwrap_or(0);
+        let clients = running.clients.len() + usize::from(own == 0);
+        decide(Load {
+            in_flight: running.in_flight,
+            limit: self.limit.load(Ordering::Relaxed),
+            ceiling: self.ceiling,
+            own,
+            clients,
+        })?;
+        running.in_flight += 1;
+        *running.clients.entry(client).or_insert(0) += 1;
+        self.series.in_flight.set(running.in_flight as f64);
+        Ok(Admitted {
+            gate: Arc::clone(self),
+            client,
+        })
+    }
+
+    fn leave(&self, client: u64) {
+        let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        running.in_flight = running.in_flight.saturating_sub(1);
+        if let Some(own) = running.clients.get_mut(&client) {
+            *own -= 1;
+            if *own == 0 {
+                running.clients.remove(&client);
+            }
+        }
+        self.series.in_flight.set(running.in_flight as f64);
+    }
+
+    /// One probe's wait in the run queue, taken at `at`.
+    fn measure(&self, delay: Duration, at: Instant) {
+        let in_flight = self
+            .running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .in_flight;
+        let since_start = at.saturating_duration_since(self.started);
+        let limit = self
+            .limiter
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .observe(delay, in_flight, since_start);
+        if self.limit.swap(limit, Ordering::Relaxed) != limit {
+            self.series.limit.set(limit as f64);
+        }
+        self.series.delay.set(delay.as_secs_f64());
+    }
+
+    /// Starts the probe on the current runtime; it ends once the gate is dropped. Without a runtime
+    /// (nothing can be served then) the limit stays where it started.
+    pub fn start_probe(self: &Arc<Self>, every: Duration) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        // Not on the service's tracker: a shutdown waits for that one, and the probe only ends when
+        // the router holding the gate is gone.
+        runtime.spawn(probe(Arc::downgrade(self), every));
+    }
+}
+
+/// Every `every`, measures how long the run queue holds a task, while the gate lives.
+async fn probe(gate: Weak<Gate>, every: Duration) {
+    loop {
+        tokio::time::sleep(every).await;
+        let queued = Instant::now();
+        BackOfTheQueue(false).await;
+        let now = Instant::now();
+        let Some(gate) = gate.upgrade() else {
+            return;
+        };
+        gate.measure(now.saturating_duration_since(queued), now);
+    }
+}
+
+/// Wakes itself once and yields. tokio runs a task woken by a timer or a socket next (its "LIFO
+/// slot"), which would hide the queue; a task that wakes itself while it runs goes to the back of
+/// the run queue instead, so it runs again only after everything that was ready before it.
+struct BackOfTheQueue(bool);
+
+impl Future for BackOfTheQueue {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.0 {
+            return Poll::Ready(());
+        }
+        self.0 = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}
+
+/// A request's place under the limit, given back when its answer has been written.
+pub struct Admitted {
+    gate: Arc<Gate>,
+    client: u64,
+}
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        self.gate.leave(self.client);
+    }
+}
+
+/// Who a request counts against for the fair share: its credential (hashed; not kept), or no one
+/// in particular when it has none (single-user mode: one client).
+fn client_of(headers: &HeaderMap) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    headers
+        .get(header::AUTHORIZATION)
+        .map(HeaderValue::as_bytes)
+        .hash(&mut hasher);
+    hasher.finish()
+}
+
+/// Middleware for the routes that start turns.
+pub async fn admit_turns(State(gate): State<Arc<Gate>>, req: Request, next: Next) -> Response {
+    if !crate::user_limits::is_send(req.method(), req.uri().path()) {
+        return next.run(req).await;
+    }
+    match gate.enter(client_of(req.headers())) {
+        Ok(admitted) => {
+            let res = next.run(req).await;
+            res.map(|body| crate::listen::hold_until_body_ends(body, admitted))
+        }
+        Err(reason) => {
+            gate.series.refused(reason).increment(1);
+            refused(reason, &gate.retry_after)
+        }
+    }
+}
+
+fn refused(reason: Refusal, retry_after: &HeaderValue) -> Response {
+    let message = match reason {
+        Refusal::Saturated => {
+            "the server is running as many turns as it can carry right now; try again shortly"
+        }
+        Refusal::Ceiling => {
+            "the server is running as many turns as it may (turn.max_in_flight); try again shortly"
+        }
+    };
+    let mut res = ApiError::new(ErrorCode::Overloaded, message).into_response();
+    res.headers_mut().insert(header::RETRY_AFTER, retry_after.clone());
+    res
+}

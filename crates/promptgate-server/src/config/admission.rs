@@ -31,7 +31,7 @@ impl Default for AdmissionConfig {
     fn default() -> Self {
         Self {
             adaptive: true,
-            initial_limit: 64,
+            initial_limit: 256,
             min_limit: 8,
             max_limit: None,
             delay_tolerance_ms: 5,

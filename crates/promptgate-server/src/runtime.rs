@@ -67,6 +67,7 @@ fn service_config(config: &Config) -> ServiceConfig {
         mcp_discovery_timeout: Duration::from_millis(config.mcp.discovery_timeout_ms),
         max_turns_in_flight: config.turn.max_in_flight,
         mcp_call_timeout: Duration::from_secs(config.mcp.call_timeout_secs),
+        mcp_oauth_redirect: mcp_oauth_redirect(config),
         on_disconnect: config.turn.on_disconnect,
         instance: InstanceConfig {
             lease: Duration::from_secs(config.turn.lease_secs.max(1)),
@@ -237,4 +238,17 @@ fn with_endpoints(mut oauth: OAuthProviderConfig, entry: &OAuthEntry) -> OAuthPr
         oauth.revoke_url = Some(url.clone());
     }
     oauth
+}
+
+/// The OAuth callback of users' MCP servers, when the configuration says where browsers reach us.
+fn mcp_oauth_redirect(config: &Config) -> Option<String> {
+    let base = config
+        .mcp
+        .oauth_redirect_base_url
+        .as_deref()
+        .or_else(|| config.integrations.as_ref().map(|i| i.redirect_base_url.as_str()))?;
+    Some(format!(
+        "{}/v1/mcp-servers/oauth/callback",
+        base.trim_end_matches('/')
+    ))
 }

@@ -51,6 +51,9 @@ pub struct ServiceConfig {
     pub limits: TurnLimits,
     pub mcp_discovery_timeout: Duration,
     pub mcp_call_timeout: Duration,
+    /// The redirect URI MCP servers' authorization servers send the browser back to (this
+    /// deployment's `/v1/mcp-servers/oauth/callback`); without it MCP OAuth is off.
+    pub mcp_oauth_redirect: Option<String>,
     /// Turns running at once on this server, across all users; a send past it is refused.
     pub max_turns_in_flight: usize,
     /// How long the final save of an answer keeps trying while the store is unavailable.
@@ -84,6 +87,7 @@ impl Default for ServiceConfig {
             limits: TurnLimits::default(),
             mcp_discovery_timeout: promptgate_mcp::DEFAULT_DISCOVERY_TIMEOUT,
             mcp_call_timeout: promptgate_mcp::DEFAULT_CALL_TIMEOUT,
+            mcp_oauth_redirect: None,
             max_turns_in_flight: DEFAULT_TURNS_IN_FLIGHT,
             save_retry: DEFAULT_SAVE_RETRY,
             on_disconnect: OnDisconnect::Stop,

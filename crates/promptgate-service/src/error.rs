@@ -53,6 +53,10 @@ pub enum ServiceError {
     /// This deployment registered no OAuth client for the provider.
     #[error("this server has no OAuth client for {}", .0.as_str())]
     IntegrationNotConfigured(IntegrationProvider),
+    /// MCP servers that ask for OAuth cannot be authorized: this deployment has no callback URL
+    /// (or no MCP support).
+    #[error("this server is not set up to authorize MCP servers with OAuth")]
+    McpOAuthNotConfigured,
     #[error("too many integration authorizations are in progress; try again in a few minutes")]
     TooManyAuthorizations,
     /// An OAuth callback whose `state` is unknown, used or expired.

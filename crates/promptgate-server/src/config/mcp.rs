@@ -37,6 +37,10 @@ pub struct McpConfig {
     pub allow_private: bool,
     /// Exact `ip:port` pairs an MCP server URL may point at whatever their range.
     pub allowed_addrs: Vec<SocketAddr>,
+    /// Where browsers reach this server, for the OAuth callback of MCP servers that ask for it
+    /// (`{this}/v1/mcp-servers/oauth/callback`). Unset: `[integrations] redirect_base_url`; without
+    /// either, such servers cannot be authorized.
+    pub oauth_redirect_base_url: Option<String>,
 }
 
 impl McpConfig {
@@ -98,6 +102,7 @@ impl Default for McpConfig {
             allow_loopback: None,
             allow_private: false,
             allowed_addrs: Vec::new(),
+            oauth_redirect_base_url: None,
         }
     }
 }

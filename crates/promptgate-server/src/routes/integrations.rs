@@ -166,6 +166,7 @@ async fn callback(
         state: query.state,
         error: query.error,
         error_description: query.error_description,
+        iss: None,
     };
     let name = state.service.complete_authorization(p, &callback).await?;
     Ok(Html(format!(

@@ -1,0 +1,246 @@
+//! MCP servers that ask for OAuth, through the API: registering one answers `needs_authorization`
+//! and the URL, the authorization server's redirect completes it on another instance, the tools
+//! are offered and called with the user's token, a revoked token is renewed within a send, and the
+//! callbacks that must not be acted on are refused with nothing stored. The server is the Python
+//! SDK's auth support (`crates/promptgate-mcp/tests/peers/py_auth_peer.py`).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::common;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::{Backend, Gateway, error_code, scripted_config_with, tool_message, use_chat_body};
+use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
+use promptgate_server::config::AuthMode;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+/// The redirect base the gateway is configured with; the test carries the browser's redirect to
+/// whichever instance it wants by hand.
+const TOML: &str = "[mcp]\ndiscovery_timeout_ms = 3000\nprobe_timeout_ms = 3000\n\
+    liveness_interval_ms = 600000\noauth_redirect_base_url = \"http://gw.test\"\n";
+
+struct Peer(Child);
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn python() -> Option<String> {
+    match std::env::var("PROMPTGATE_TEST_PY_PEER_PYTHON") {
+        Ok(python) if !python.is_empty() => Some(python),
+        _ => {
+            assert_ne!(
+                std::env::var("CI").as_deref(),
+                Ok("true"),
+                "PROMPTGATE_TEST_PY_PEER_PYTHON is not set: CI must run crates/promptgate-mcp/tests/peers/install.sh"
+            );
+            #[allow(clippy::print_stderr)]
+            {
+                eprintln!(
+                    "note: PROMPTGATE_TEST_PY_PEER_PYTHON is not set, so the MCP OAuth scenario is skipped"
+                );
+            }
+            None
+        }
+    }
+}
+
+/// The Python auth peer on a free port, answering its challenge.
+async fn auth_peer(python: &str) -> (Peer, String) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../promptgate-mcp/tests/peers/py_auth_peer.py");
+    let port = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let peer = Peer(
+        Command::new(python)
+            .arg(&script)
+            .arg(port.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the Python auth peer"),
+    );
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    for _ in 0..150 {
+        let answer = reqwest::Client::new().post(&url).json(&json!({})).send().await;
+        if answer.is_ok_and(|a| a.status() == StatusCode::UNAUTHORIZED) {
+            return (peer, url);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the auth peer at {url} never answered");
+}
+
+/// What the browser does: opens the authorization URL, and the peer (consenting at once) sends it
+/// back to the gateway's callback; returns that callback's path and query.
+async fn consent(authorization_url: &str) -> String {
+    let browser = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let answer = browser.get(authorization_url).send().await.unwrap();
+    assert_eq!(answer.status(), StatusCode::FOUND);
+    let location = answer.headers()["location"].to_str().unwrap();
+    let callback = location
+        .strip_prefix("http://gw.test")
+        .unwrap_or_else(|| panic!("redirected elsewhere: {location}"));
+    assert!(
+        callback.starts_with("/v1/mcp-servers/oauth/callback?"),
+        "{callback}"
+    );
+    callback.to_owned()
+}
+
+async fn probe(gw: &Gateway, id: &str) -> Value {
+    let (status, body) = gw.post(&format!("/v1/mcp-servers/{id}/probe"), json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body
+}
+
+async fn callback(gw: &Gateway, path: &str) -> (StatusCode, String) {
+    let answer = gw.http.get(gw.url(path)).send().await.unwrap();
+    (answer.status(), answer.text().await.unwrap())
+}
+
+#[tokio::test]
+async fn a_user_connects_an_oauth_mcp_server_and_its_tools_work_across_instances() {
+    let Some(python) = python() else { return };
+    common::init();
+    let (_peer, url) = auth_peer(&python).await;
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    let config = scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), TOML);
+    let first = Gateway::start(Backend::Sqlite, config.clone()).await;
+    let second = first.another_instance(config).await;
+
+    // Registering the server says it needs authorization, and where to go.
+    let (status, created) = first
+        .post("/v1/mcp-servers", json!({"name": "Notes", "url": url}))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let id = created["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        created["authorization"]["state"], "needs_authorization",
+        "{created}"
+    );
+    let authorization_url = created["authorization"]["authorization_url"].as_str().unwrap();
+    assert!(
+        authorization_url.contains("code_challenge_method=S256"),
+        "{authorization_url}"
+    );
+    let before = probe(&first, &id).await;
+    assert_eq!(before["ok"], false, "{before}");
+    assert_eq!(before["authorization"], "needs_authorization", "{before}");
+
+    // A callback whose state is not one we issued is refused, and connects nothing.
+    let path = consent(authorization_url).await;
+    let forged = path.replace("state=", "state=x");
+    let (status, body) = callback(&second, &forged).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(probe(&first, &id).await["ok"], false);
+
+    // The browser comes back to the other instance, which completes it; the same callback again is
+    // refused (the pending authorization is used up, and the code with it).
+    let (status, page) = callback(&second, &path).await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert!(page.contains("Notes is connected"), "{page}");
+    let (status, body) = callback(&first, &path).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(body.contains("invalid_state"), "{body}");
+
+    let after = probe(&first, &id).await;
+    assert_eq!(after["ok"], true, "{after}");
+    assert_eq!(after["tools"][0]["name"], "whoami");
+
+    // A turn on the first instance calls the tool with the user's token.
+    first.post("/v1/threads", json!({"id": "t1"})).await;
+    upstream.push(tool_calls(&[("c1", "notes_whoami", &["{}"])]));
+    upstream.push(text(["It is the auth peer."]));
+    let sse = first
+        .stream("/v1/chat", use_chat_body("t1", "who is it?", "scripted"))
+        .await;
+    assert_eq!(sse.text(), "It is the auth peer.");
+    assert_eq!(
+        tool_message(&upstream.last_request().unwrap(), "c1"),
+        "py-auth-peer"
+    );
+
+    // The authorization server revokes the access token; the next send renews the grant when the
+    // server refuses the old token, and the tool still works, on the other instance too.
+    reqwest::Client::new()
+        .post(url.replace("/mcp", "/test/revoke-access-tokens"))
+        .send()
+        .await
+        .unwrap();
+    second.post("/v1/threads", json!({"id": "t2"})).await;
+    upstream.push(tool_calls(&[("c2", "notes_whoami", &["{}"])]));
+    upstream.push(text(["Still there."]));
+    let sse = second
+        .stream("/v1/chat", use_chat_body("t2", "again?", "scripted"))
+        .await;
+    assert_eq!(sse.text(), "Still there.");
+    assert_eq!(
+        tool_message(&upstream.last_request().unwrap(), "c2"),
+        "py-auth-peer"
+    );
+    let stats: Value = reqwest::get(url.replace("/mcp", "/test/stats"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(stats["refreshes"], 1, "{stats}");
+
+    // Removing the server forgets the grant.
+    let (status, _) = first.delete(&format!("/v1/mcp-servers/{id}")).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    assert_eq!(
+        first
+            .store
+            .get_mcp_grant(promptgate_server::state::LOCAL_USER_ID, &id)
+            .await
+            .unwrap(),
+        None
+    );
+}
+
+#[tokio::test]
+async fn authorizing_is_refused_without_a_callback_url_or_for_a_server_on_a_refused_address() {
+    let Some(python) = python() else { return };
+    common::init();
+    let (_peer, url) = auth_peer(&python).await;
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    let unconfigured = Gateway::start(
+        Backend::Sqlite,
+        scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), ""),
+    )
+    .await;
+    let (_, created) = unconfigured
+        .post("/v1/mcp-servers", json!({"name": "Notes", "url": url}))
+        .await;
+    let id = created["id"].as_str().unwrap();
+    let (status, body) = unconfigured
+        .post(&format!("/v1/mcp-servers/{id}/authorize"), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(error_code(&body), "mcp_oauth_not_configured");
+
+    // With loopback closed after registration, the authorization server is never asked.
+    let mut config = scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), TOML);
+    config.mcp.allow_loopback = Some(false);
+    let closed = unconfigured.another_instance(config).await;
+    let (status, body) = closed
+        .post(&format!("/v1/mcp-servers/{id}/authorize"), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(error_code(&body), "refused_address");
+}

@@ -51,7 +51,7 @@ struct PendingDetails {
 fn from_mcp(error: McpError) -> ServiceError {
     match error {
         McpError::RefusedAddress(reason) => ServiceError::RefusedAddress(reason),
-        other => ServiceError::ProviderRefused(other.to_string()),
+        other => ServiceError::McpAuthorization(other.to_string()),
     }
 }
 

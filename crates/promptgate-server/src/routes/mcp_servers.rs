@@ -17,6 +17,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::integrations::{AuthorizationStart, CallbackQuery};
 use super::library::yes;
 use super::validate::required_text;
 use crate::api_doc::{Created, NoContent};
@@ -60,8 +61,8 @@ pub fn routes() -> ApiRouter<AppState> {
                          there (RFC 7591) and answers the authorization URL (PKCE S256, `state`, `resource`). \
                          The authorization server sends the browser back to `GET /v1/mcp-servers/oauth/callback`, \
                          which any instance completes. Refused: metadata or endpoints the outbound address \
-                         policy refuses (422 `refused_address`), an authorization server without PKCE S256 or \
-                         metadata for another resource (502 `provider_error`); 503 `mcp_oauth_not_configured` \
+                         policy refuses (422 `refused_address`), an authorization server without PKCE S256, \
+                         metadata for another resource or an unreachable server (422 `mcp_authorization_failed`); 503 `mcp_oauth_not_configured` \
                          without `[mcp] oauth_redirect_base_url`.",
                     )
             }),
@@ -227,28 +228,6 @@ pub struct AuthorizationState {
     pub error: Option<String>,
 }
 
-#[derive(Serialize, JsonSchema)]
-pub struct AuthorizationStart {
-    /// Open this in the user's browser; the authorization server redirects back to the callback.
-    pub authorization_url: String,
-}
-
-#[derive(Deserialize, JsonSchema)]
-pub struct CallbackQuery {
-    #[serde(default)]
-    pub code: Option<String>,
-    #[serde(default)]
-    pub state: Option<String>,
-    /// The authorization server's issuer (RFC 9207); checked where it is sent or promised.
-    #[serde(default)]
-    pub iss: Option<String>,
-    /// Set by the authorization server when the user declined or the request was refused.
-    #[serde(default)]
-    pub error: Option<String>,
-    #[serde(default)]
-    pub error_description: Option<String>,
-}
-
 impl From<records::McpServer> for McpServer {
     fn from(row: records::McpServer) -> Self {
         Self {
@@ -392,14 +371,10 @@ async fn callback(
     State(state): State<AppState>,
     Query(query): Query<CallbackQuery>,
 ) -> ApiResult<Html<String>> {
-    let callback = OAuthCallback {
-        code: query.code,
-        state: query.state,
-        error: query.error,
-        error_description: query.error_description,
-        iss: query.iss,
-    };
-    let name = state.service.complete_mcp_authorization(&callback).await?;
+    let name = state
+        .service
+        .complete_mcp_authorization(&OAuthCallback::from(query))
+        .await?;
     let name = html_escape(&name);
     Ok(Html(format!(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>{name} connected</title></head>\

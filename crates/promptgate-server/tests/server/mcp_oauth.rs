@@ -7,9 +7,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::common;
+use crate::mcp_turn::Peer;
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::{Backend, Gateway, error_code, scripted_config_with, tool_message, use_chat_body};
@@ -22,15 +23,6 @@ use serde_json::{Value, json};
 /// whichever instance it wants by hand.
 const TOML: &str = "[mcp]\ndiscovery_timeout_ms = 3000\nprobe_timeout_ms = 3000\n\
     liveness_interval_ms = 600000\noauth_redirect_base_url = \"http://gw.test\"\n";
-
-struct Peer(Child);
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn python() -> Option<String> {
     match std::env::var("PROMPTGATE_TEST_PY_PEER_PYTHON") {

@@ -411,7 +411,7 @@ fn node_peers_dir() -> Option<String> {
 }
 
 /// A peer process, killed when the test ends.
-struct Peer(std::process::Child);
+pub(crate) struct Peer(pub(crate) std::process::Child);
 
 impl Drop for Peer {
     fn drop(&mut self) {

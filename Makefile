@@ -36,6 +36,7 @@ fmt:
 
 openapi:
 	$(CARGO) run -q -p promptgate-server --bin promptgate -- openapi > openapi.yaml
+	cd web && npm run api-types
 
 bench:
 	$(CARGO) bench -p promptgate-core

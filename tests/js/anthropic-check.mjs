@@ -1,7 +1,7 @@
 // Drives promptgate's Messages API with the official `@anthropic-ai/sdk`: a streamed answer through
 // messages.stream (its MessageStream rebuilds the message from the events), a tool-use round trip
-// (the call arrives whole, the tool_result goes back, the answer streams), and countTokens. Prints
-// {"streamed": {...}, "call": {...}, "answer": {...}, "count": {...}} as JSON; any event the SDK
+// (the call arrives whole, the tool_result goes back, the answer streams), countTokens, and the
+// model list and one model. Prints {"streamed", "call", "answer", "count", "models", "model"} as JSON; any event the SDK
 // cannot fold, or an error, makes this exit with status 1.
 //
 // usage: node anthropic-check.mjs <base-url-without-/v1> <model> [api-key]
@@ -57,12 +57,19 @@ try {
   const answer = await followUp.finalMessage();
 
   const count = await client.messages.countTokens({ model, tools, messages: [question] });
+
+  // The SDK pages through the list itself, by `has_more` and `last_id`.
+  const models = [];
+  for await (const info of client.models.list()) models.push({ id: info.id, type: info.type, display_name: info.display_name, created_at: info.created_at });
+  const one = await client.models.retrieve(model);
   process.stdout.write(
     JSON.stringify({
       streamed: { message: streamed, texts },
       call: { stop_reason: call.stop_reason, content: call.content, usage: call.usage },
       answer: { stop_reason: answer.stop_reason, content: answer.content },
       count,
+      models,
+      model: { id: one.id, type: one.type, display_name: one.display_name },
     }) + '\n',
   );
 } catch (e) {

@@ -108,6 +108,9 @@ pub struct ChatRequest {
     pub temperature: Option<f64>,
     pub parallel_tool_calls: Option<bool>,
     pub reasoning_effort: Option<String>,
+    /// The client's limit on the tokens this request may produce. Each provider writes it in its
+    /// own field and keeps within any limit it is configured with.
+    pub max_output_tokens: Option<u64>,
     pub extra: Map<String, Value>,
     /// Where the prompt stops being the same from one request to the next. Providers that cache
     /// only where they are told (Anthropic) place their breakpoints from it; the OpenAI-compatible

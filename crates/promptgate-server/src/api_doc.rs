@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 /// The name the bearer scheme has in `components.securitySchemes`.
 pub const BEARER_SCHEME: &str = "bearer";
-/// The `x-api-key` header, which the Anthropic Messages API's routes accept too.
+/// The `x-api-key` header, which the routes Anthropic's clients call accept too.
 const API_KEY_SCHEME: &str = "x_api_key";
 /// The component schema of an Anthropic-shaped error.
 const ANTHROPIC_ERROR: &str = "AnthropicError";
@@ -140,6 +140,11 @@ macro_rules! json_or_event_stream_output {
 pub(crate) use json_or_event_stream_output;
 
 /// Routes that must be reachable without a token (the browser arrives there from the provider).
+/// Routes Anthropic's clients call: the Messages API and the model list.
+fn takes_api_key(path: &str) -> bool {
+    Envelope::of(path) == Envelope::Anthropic || path.starts_with("/v1/models")
+}
+
 fn is_public(path: &str) -> bool {
     path.ends_with("/callback")
 }
@@ -200,7 +205,7 @@ pub fn complete(api: &mut OpenApi) {
             if is_public(path) {
                 op.security = vec![aide::openapi::SecurityRequirement::default()];
             }
-            if Envelope::of(path) == Envelope::Anthropic {
+            if takes_api_key(path) {
                 let mut key: aide::openapi::SecurityRequirement = Default::default();
                 key.insert(API_KEY_SCHEME.to_owned(), Vec::new());
                 op.security = vec![bearer_requirement(), key];

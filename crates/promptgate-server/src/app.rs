@@ -30,7 +30,10 @@ fn api_routes() -> ApiRouter<AppState> {
         .merge(routes::settings::routes())
         .merge(routes::usage::routes())
         .merge(routes::integrations::routes())
-        .merge(routes::models::routes())
+        .merge(
+            routes::models::routes()
+                .route_layer(axum::middleware::from_fn(routes::messages::api_key_as_bearer)),
+        )
         .merge(routes::library::routes())
         .merge(routes::mcp_servers::routes())
         .merge(routes::threads::routes())

@@ -34,19 +34,32 @@ pub struct CompletionRequest {
     pub extra: Map<String, Value>,
     /// `Some(false)`: the client asks for one tool call per step, whatever the model could do.
     pub parallel_tool_calls: Option<bool>,
-    /// The most tokens each model request may produce, written in the provider's own field.
-    pub max_output_tokens: Option<u64>,
+    /// The client's limit on the tokens each model request may produce.
+    pub output_cap: Option<OutputCap>,
     /// Work due when the turn ends, before its stream says done.
     pub on_end: Vec<Arc<dyn TurnEnd>>,
 }
 
-/// Anthropic's Messages API calls the cap `max_tokens`; OpenAI's chat completions call it
-/// `max_completion_tokens` and refuse the older `max_tokens` for reasoning models, while a
-/// compatible server that does not know the field ignores it.
-fn output_cap_field(provider: &ModelProvider) -> &'static str {
-    match provider.client {
-        ProviderClient::Anthropic(_) => "max_tokens",
-        ProviderClient::Demo(_) | ProviderClient::OpenAi(_) => "max_completion_tokens",
+/// A client's limit on the answer's length, by what it says about the answer the client wants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputCap {
+    /// Chosen by the client (chat completions, Responses): every model request is held to it.
+    Chosen(u64),
+    /// Required by the client's API (Anthropic's Messages), so it is often a client's fixed
+    /// number larger than the model can give (Claude Code's): it holds only for providers that
+    /// know the model's own limit and stay within it (Anthropic's configured `max_tokens`).
+    /// Elsewhere the model's configuration decides, as it would without a cap.
+    Required(u64),
+}
+
+impl OutputCap {
+    fn for_provider(self, provider: &ModelProvider) -> Option<u64> {
+        match (self, &provider.client) {
+            (Self::Chosen(tokens), _) | (Self::Required(tokens), ProviderClient::Anthropic(_)) => {
+                Some(tokens)
+            }
+            (Self::Required(_), ProviderClient::Demo(_) | ProviderClient::OpenAi(_)) => None,
+        }
     }
 }
 
@@ -88,9 +101,9 @@ impl Service {
             conversation,
             client_tools,
             tool_choice,
-            mut extra,
+            extra,
             parallel_tool_calls,
-            max_output_tokens,
+            output_cap,
             on_end,
         } = request;
         needs_a_user_message(&conversation)?;
@@ -101,9 +114,6 @@ impl Service {
             .prepare_completion(&user_id, model.as_deref(), conversation, &client_tools)
             .await?;
         check_request_fields(extra.keys().map(String::as_str), &provider.allowed_request_fields)?;
-        if let Some(tokens) = max_output_tokens {
-            extra.insert(output_cap_field(&provider).to_owned(), tokens.into());
-        }
         let client = ClientTools {
             tools: client_tools,
             choice: tool_choice,
@@ -132,6 +142,7 @@ impl Service {
                 client,
             },
         );
+        plan.policy.max_output_tokens = output_cap.and_then(|cap| cap.for_provider(&provider));
         if parallel_tool_calls == Some(false) {
             plan.policy.parallel_tool_calls = false;
         }

@@ -139,6 +139,15 @@ impl TurnHooks for WebHooks {
         check_citations(text, text_part, markers, &sources.seen_sources())
     }
 
+    fn citation_source_bytes(&self) -> usize {
+        self.state
+            .sources()
+            .seen_sources()
+            .iter()
+            .map(|s| s.text.len())
+            .sum()
+    }
+
     fn new_sources(&self) -> Vec<SourceRef> {
         let sources = self.state.sources();
         let mut announced = self

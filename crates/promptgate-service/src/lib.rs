@@ -103,7 +103,7 @@ use promptgate_store::Store;
 use promptgate_tools::web::{SafeFetcher, SearchBackend};
 use tokio_util::sync::CancellationToken;
 
-pub use complete::CompletionRequest;
+pub use complete::{CompletionRequest, OutputCap};
 pub use error::ServiceError;
 pub use feed::{FELL_BEHIND_TEXT, Follow, FollowStream, Frames, MAX_FEED_BYTES, SendStream};
 pub use follow::LOST_TURN_TEXT;

@@ -209,12 +209,20 @@ fn image_block(url: &str) -> Value {
     json!({"type": "text", "text": "[An attached image could not be passed on]"})
 }
 
+/// The smallest thinking budget Anthropic accepts.
+const MIN_THINKING_BUDGET: u64 = 1024;
+
 /// `thinking` (and `output_config`) for the model's reasoning setting, with the `max_tokens` it
-/// needs. `None` when the setting is off.
+/// needs. `None` when the setting is off, or when the client's cap leaves no room to think.
+///
+/// Without a client cap a budget raises `max_tokens` above the configured limit, so thinking
+/// cannot starve the answer. A client's cap is a hard limit instead (Anthropic refuses a budget
+/// that is not below `max_tokens`): the budget shrinks to leave room for the answer.
 fn thinking_config(
     effort: Option<&str>,
     mode: ThinkingMode,
     max_tokens: u64,
+    client_cap: Option<u64>,
 ) -> Option<(Value, Option<Value>, u64)> {
     let effort = effort.map(str::trim).filter(|e| !e.is_empty())?;
     if matches!(effort, "none" | "off" | "disabled") {
@@ -224,20 +232,26 @@ fn thinking_config(
         ThinkingMode::Adaptive => Some((
             json!({"type": "adaptive"}),
             Some(json!({"effort": effort})),
-            max_tokens,
+            client_cap.map_or(max_tokens, |cap| cap.min(max_tokens)),
         )),
         ThinkingMode::Budget => {
-            let budget = match effort {
+            let wanted = match effort {
                 "minimal" | "low" => 2048,
                 "high" => 16_384,
                 "max" | "xhigh" => 32_768,
-                other => other.parse::<u64>().ok().filter(|n| *n >= 1024).unwrap_or(8192),
+                other => other
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|n| *n >= MIN_THINKING_BUDGET)
+                    .unwrap_or(8192),
             };
-            Some((
-                json!({"type": "enabled", "budget_tokens": budget}),
-                None,
-                max_tokens.max(budget + ANSWER_ROOM_TOKENS),
-            ))
+            let total = max_tokens.max(wanted + ANSWER_ROOM_TOKENS);
+            let total = client_cap.map_or(total, |cap| cap.min(total));
+            let budget = wanted.min(total - ANSWER_ROOM_TOKENS.min(total / 2));
+            if budget < MIN_THINKING_BUDGET {
+                return None;
+            }
+            Some((json!({"type": "enabled", "budget_tokens": budget}), None, total))
         }
     }
 }
@@ -247,6 +261,7 @@ fn build(request: &ChatRequest, options: &BodyOptions<'_>) -> Value {
         request.reasoning_effort.as_deref(),
         options.thinking,
         options.max_tokens,
+        request.max_output_tokens,
     );
     let mut conversation = convert(request, options.memory, thinking.is_some());
     if thinking.is_some() && conversation.missing_thinking {
@@ -259,7 +274,10 @@ fn build(request: &ChatRequest, options: &BodyOptions<'_>) -> Value {
 
     let mut body = Map::new();
     body.insert("model".into(), json!(request.model));
-    let max_tokens = thinking.as_ref().map_or(options.max_tokens, |(_, _, n)| *n);
+    let plain_max_tokens = request
+        .max_output_tokens
+        .map_or(options.max_tokens, |cap| cap.min(options.max_tokens));
+    let max_tokens = thinking.as_ref().map_or(plain_max_tokens, |(_, _, n)| *n);
     body.insert("max_tokens".into(), json!(max_tokens));
     body.insert("stream".into(), json!(true));
     if !conversation.system.is_empty() {
@@ -512,6 +530,69 @@ mod tests {
         );
         assert_eq!(body["thinking"], json!({"type": "adaptive"}));
         assert_eq!(body["output_config"], json!({"effort": "medium"}));
+    }
+
+    #[test]
+    fn a_client_cap_bounds_the_answer_but_not_above_the_configured_limit() {
+        let memory = ThinkingMemory::default();
+        let mut request = second_send();
+        request.reasoning_effort = None;
+        request.max_output_tokens = Some(300);
+        assert_eq!(build(&request, &options(&memory))["max_tokens"], json!(300));
+        // Claude Code asks for more than the model is configured to give.
+        request.max_output_tokens = Some(32_000);
+        assert_eq!(build(&request, &options(&memory))["max_tokens"], json!(1000));
+    }
+
+    #[test]
+    fn under_a_client_cap_the_thinking_budget_stays_below_it_or_thinking_is_left_out() {
+        let memory = ThinkingMemory::default();
+        let mut request = second_send();
+        request.reasoning_effort = Some("high".into());
+        request.temperature = Some(0.3);
+        let limits = BodyOptions {
+            max_tokens: 32_000,
+            ..options(&memory)
+        };
+        request.max_output_tokens = Some(10_000);
+        let body = build(&request, &limits);
+        assert_eq!(body["max_tokens"], json!(10_000));
+        let budget = body["thinking"]["budget_tokens"].as_u64().unwrap();
+        assert!(
+            (MIN_THINKING_BUDGET..10_000).contains(&budget),
+            "a budget Anthropic accepts under the cap: {budget}"
+        );
+        assert_eq!(budget, 10_000 - ANSWER_ROOM_TOKENS);
+
+        // Half of a small cap stays for the answer.
+        request.max_output_tokens = Some(3000);
+        let body = build(&request, &limits);
+        assert_eq!(body["max_tokens"], json!(3000));
+        assert_eq!(body["thinking"]["budget_tokens"], json!(1500));
+
+        // Too small to think at all: no thinking, and the sampling settings are sent again.
+        request.max_output_tokens = Some(1500);
+        let body = build(&request, &limits);
+        assert_eq!(body["max_tokens"], json!(1500));
+        assert!(body.get("thinking").is_none(), "{body}");
+        assert!(body.get("temperature").is_some(), "{body}");
+    }
+
+    #[test]
+    fn an_adaptive_model_takes_the_client_cap_as_it_is() {
+        let memory = ThinkingMemory::default();
+        let mut request = second_send();
+        request.reasoning_effort = Some("medium".into());
+        request.max_output_tokens = Some(700);
+        let body = build(
+            &request,
+            &BodyOptions {
+                thinking: ThinkingMode::Adaptive,
+                ..options(&memory)
+            },
+        );
+        assert_eq!(body["max_tokens"], json!(700));
+        assert_eq!(body["thinking"], json!({"type": "adaptive"}));
     }
 
     #[test]

@@ -70,6 +70,14 @@ impl Serialize for Body<'_> {
         {
             body.serialize_entry("reasoning_effort", effort)?;
         }
+        // OpenAI refuses the older `max_tokens` for reasoning models; a compatible server that
+        // does not know the newer field ignores it.
+        if let Some(tokens) = request
+            .max_output_tokens
+            .filter(|_| ours("max_completion_tokens") && ours("max_tokens"))
+        {
+            body.serialize_entry("max_completion_tokens", &tokens)?;
+        }
         for (key, value) in extra {
             if key != "stream" && key != "stream_options" {
                 body.serialize_entry(key, value)?;
@@ -135,6 +143,7 @@ mod tests {
             temperature: Some(0.5),
             parallel_tool_calls: Some(false),
             reasoning_effort: Some("low".to_owned()),
+            max_output_tokens: Some(300),
             extra: Map::new(),
             cache: Default::default(),
         }
@@ -160,6 +169,7 @@ mod tests {
                 "parallel_tool_calls": false,
                 "temperature": 0.5,
                 "reasoning_effort": "low",
+                "max_completion_tokens": 300,
             })
         );
     }
@@ -188,6 +198,21 @@ mod tests {
             json!({"other": 1, "include_usage": true})
         );
         assert_eq!(value["top_p"], json!(0.9));
+    }
+
+    #[test]
+    fn a_length_cap_in_the_extras_is_the_only_one_sent() {
+        for field in ["max_tokens", "max_completion_tokens"] {
+            let mut request = request();
+            request.extra = json!({ field: 50 }).as_object().cloned().unwrap();
+            let value = body(&request);
+            assert_eq!(value[field], json!(50));
+            let caps = ["max_tokens", "max_completion_tokens"]
+                .iter()
+                .filter(|f| value.get(**f).is_some())
+                .count();
+            assert_eq!(caps, 1, "{value}");
+        }
     }
 
     #[test]

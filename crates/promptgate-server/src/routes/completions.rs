@@ -11,7 +11,7 @@ use futures::{Stream, StreamExt};
 use promptgate_service::events::TurnError;
 use promptgate_service::events::TurnEvent;
 use promptgate_service::facade::{ClientToolChoice, ToolDefinition, ToolInput, client_tools, facade_history};
-use promptgate_service::{CompletionRequest, SendHandle};
+use promptgate_service::{CompletionRequest, OutputCap, SendHandle};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -115,7 +115,7 @@ async fn completions(
             tool_choice,
             extra: body.extra,
             parallel_tool_calls: None,
-            max_output_tokens,
+            output_cap: max_output_tokens.map(OutputCap::Chosen),
             on_end: Vec::new(),
         })
         .await?;

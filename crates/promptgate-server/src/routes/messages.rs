@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use promptgate_service::events::TurnEvent;
 use promptgate_service::facade::{messages_history, messages_tools};
-use promptgate_service::{CompletionRequest, SendHandle};
+use promptgate_service::{CompletionRequest, OutputCap, SendHandle};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -40,8 +40,11 @@ pub fn routes() -> ApiRouter<AppState> {
                          your `system` follows it. Your `tools` are offered beside the server's: a call to one ends \
                          the message with `stop_reason: \"tool_use\"`, and your next request, with the \
                          `tool_result`, continues the turn. `model` is one of this server's model ids. \
-                         `max_tokens`, sampling and `thinking` settings are the model's configuration's; \
-                         `anthropic-version` and `anthropic-beta` are accepted and change nothing. Auth: \
+                         `max_tokens` holds on Anthropic providers, within the provider's configured \
+                         `max_tokens`; other providers answer within their model's configuration. \
+                         `tool_choice.disable_parallel_tool_use` asks for one tool call per step. Sampling \
+                         and `thinking` settings are the model's configuration's; `anthropic-version` and \
+                         `anthropic-beta` are accepted and change nothing. Auth: \
                          `Authorization: Bearer <token>` or `x-api-key: <token>`. Errors are Anthropic's shape.",
                     )
             }),
@@ -58,8 +61,8 @@ pub fn routes() -> ApiRouter<AppState> {
         )
 }
 
-/// The fields we read; the others (`max_tokens`, sampling, `thinking`, `metadata`, …) are accepted
-/// and left to the model's configuration.
+/// The fields we read; the others (sampling, `thinking`, `metadata`, …) are accepted and left to
+/// the model's configuration.
 #[derive(Deserialize, JsonSchema)]
 pub struct MessagesBody {
     /// One of this server's model ids; default: your settings' default model, then the server's.
@@ -73,9 +76,14 @@ pub struct MessagesBody {
     /// not offered.
     #[serde(default)]
     pub tools: Option<Vec<Value>>,
-    /// `{"type": "auto" | "any" | "tool" (with `name`) | "none"}`.
+    /// `{"type": "auto" | "any" | "tool" (with `name`) | "none"}`, with
+    /// `disable_parallel_tool_use`.
     #[serde(default)]
     pub tool_choice: Option<Value>,
+    /// The longest answer, in tokens; at least 1. Anthropic's API requires it, so clients send a
+    /// fixed, often large number: see the operation's description for where it holds.
+    #[serde(default)]
+    pub max_tokens: Option<u64>,
     #[serde(default)]
     pub stream: bool,
     #[serde(flatten)]
@@ -87,6 +95,15 @@ impl MessagesBody {
     fn completion(self, user_id: String) -> ApiResult<(CompletionRequest, bool)> {
         let conversation = messages_history(self.system.as_ref(), &self.messages)
             .map_err(|e| ApiError::invalid(e.to_string()))?;
+        if self.max_tokens == Some(0) {
+            return Err(ApiError::invalid("max_tokens: must be at least 1"));
+        }
+        let one_call_per_step = self
+            .tool_choice
+            .as_ref()
+            .and_then(|choice| choice.get("disable_parallel_tool_use"))
+            .and_then(Value::as_bool)
+            == Some(true);
         let (client_tools, tool_choice) = messages_tools(self.tools.as_deref(), self.tool_choice.as_ref())
             .map_err(|e| ApiError::invalid(e.to_string()))?;
         let request = CompletionRequest {
@@ -95,12 +112,10 @@ impl MessagesBody {
             conversation,
             client_tools,
             tool_choice,
-            // Anthropic's field names mean nothing to another provider's API: none pass through,
-            // and `max_tokens` is the model's configuration's (Claude Code asks for more than many
-            // models can give).
+            // Anthropic's field names mean nothing to another provider's API: none pass through.
             extra: Map::new(),
-            parallel_tool_calls: None,
-            max_output_tokens: None,
+            parallel_tool_calls: one_call_per_step.then_some(false),
+            output_cap: self.max_tokens.map(OutputCap::Required),
             on_end: Vec::new(),
         };
         Ok((request, self.stream))
@@ -209,6 +224,13 @@ pub async fn anthropic_boundary(mut req: Request, next: Next) -> Response {
         res.headers_mut().insert("request-id", id);
     }
     res
+}
+
+/// The key of `x-api-key` taken as the bearer token, for a route Anthropic's clients read besides
+/// these (the model list), whose errors stay in this server's shape.
+pub async fn api_key_as_bearer(mut req: Request, next: Next) -> Response {
+    bearer_from_api_key(req.headers_mut());
+    next.run(req).await
 }
 
 fn bearer_from_api_key(headers: &mut axum::http::HeaderMap) {

@@ -1,7 +1,10 @@
 //! `/v1/models`: the system models from the config file plus each user's own. The list is shaped like
-//! OpenAI's (`{"object": "list", "data": [{"id", "object": "model", "created", "owned_by", ...}]}`), so
-//! OpenAI clients and UIs that discover models that way work; every item carries promptgate's own fields
-//! (name, provider, engine, profile, ...) alongside.
+//! OpenAI's (`{"object": "list", "data": [{"id", "object": "model", "created", "owned_by", ...}]}`) and
+//! Anthropic's (`{"data": [{"type": "model", "id", "display_name", "created_at"}], "has_more",
+//! "first_id", "last_id"}`) at once: the two share `data` and `id` and their other fields do not
+//! clash, so both vendors' SDKs and the UIs that discover models that way read it without a switch
+//! on headers. Every item carries promptgate's own fields (name, provider, engine, profile, ...)
+//! alongside.
 
 use aide::axum::ApiRouter;
 use aide::axum::routing::get_with;
@@ -25,11 +28,15 @@ pub fn routes() -> ApiRouter<AppState> {
         .api_route(
             "/v1/models",
             get_with(list, |op| {
-                op.summary("Models you can chat with (system models first), as an OpenAI model list")
-                    .description(
-                        "OpenAI's list shape; each item also carries promptgate's own fields \
-                         (name, provider, engine, profile, ...).",
-                    )
+                op.summary(
+                    "Models you can chat with (system models first), as an OpenAI or Anthropic model list",
+                )
+                .description(
+                    "OpenAI's list shape and Anthropic's in one (one page: `has_more` is false); each \
+                         item also carries promptgate's own fields (name, provider, engine, profile, ...). \
+                         Auth: `Authorization: Bearer <token>` or, as Anthropic's SDKs send it, \
+                         `x-api-key: <token>`.",
+                )
             })
             .post_with(create, |op| {
                 op.summary("Add a model that uses a configured provider")
@@ -54,15 +61,20 @@ pub enum ListObject {
     List,
 }
 
-/// What `object` says in an OpenAI model object.
+/// What `object` says in an OpenAI model object, and `type` in an Anthropic one.
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ModelObject {
     Model,
 }
 
-/// A model as OpenAI clients expect one (`id`, `object`, `created`, `owned_by`), with promptgate's own
-/// fields alongside.
+/// When a model was added, as both vendors' lists say it. promptgate does not record it: the start
+/// of Unix time, the same in both shapes.
+const UNRECORDED_CREATED: i64 = 0;
+const UNRECORDED_CREATED_AT: &str = "1970-01-01T00:00:00Z";
+
+/// A model as OpenAI clients expect one (`id`, `object`, `created`, `owned_by`) and Anthropic's
+/// (`type`, `display_name`, `created_at`), with promptgate's own fields alongside.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct ModelEntry {
     pub object: ModelObject,
@@ -70,6 +82,12 @@ pub struct ModelEntry {
     pub created: i64,
     /// `system` for the config file's models, `user` for your own.
     pub owned_by: String,
+    #[serde(rename = "type")]
+    pub kind: ModelObject,
+    /// The model's name (Anthropic's field).
+    pub display_name: String,
+    /// RFC 3339; unrecorded, like `created`, so always the start of Unix time.
+    pub created_at: String,
     #[serde(flatten)]
     pub model: Model,
 }
@@ -78,18 +96,25 @@ impl From<Model> for ModelEntry {
     fn from(model: Model) -> Self {
         Self {
             object: ModelObject::Model,
-            created: 0,
+            created: UNRECORDED_CREATED,
             owned_by: if model.system { "system" } else { "user" }.to_owned(),
+            kind: ModelObject::Model,
+            display_name: model.name.clone(),
+            created_at: UNRECORDED_CREATED_AT.to_owned(),
             model,
         }
     }
 }
 
-/// OpenAI's model list.
+/// OpenAI's model list and Anthropic's, one page of everything.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct ModelList {
     pub object: ListObject,
     pub data: Vec<ModelEntry>,
+    /// Always false: every model is on this page.
+    pub has_more: bool,
+    pub first_id: Option<String>,
+    pub last_id: Option<String>,
 }
 
 /// Checks a user's model definition against the limits of the API and this server's providers.
@@ -139,6 +164,9 @@ async fn list(State(state): State<AppState>, user: CurrentUser) -> ApiResult<Jso
     let models = state.service.models(&user.id).await?;
     Ok(Json(ModelList {
         object: ListObject::List,
+        first_id: models.first().map(|m| m.id.clone()),
+        last_id: models.last().map(|m| m.id.clone()),
+        has_more: false,
         data: models.into_iter().map(ModelEntry::from).collect(),
     }))
 }

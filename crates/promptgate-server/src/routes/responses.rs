@@ -15,7 +15,7 @@ use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt};
 use promptgate_service::events::TurnEvent;
 use promptgate_service::facade::{FacadeHistory, responses_history};
-use promptgate_service::{CompletionRequest, ResponseKeeper, ResponseRequest, SendHandle};
+use promptgate_service::{CompletionRequest, OutputCap, ResponseKeeper, ResponseRequest, SendHandle};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -91,7 +91,7 @@ async fn create(
                 tool_choice: checked.choice,
                 extra: checked.sampling,
                 parallel_tool_calls: body.parallel_tool_calls,
-                max_output_tokens: body.max_output_tokens,
+                output_cap: body.max_output_tokens.map(OutputCap::Chosen),
                 on_end: Vec::new(),
             },
             previous_response_id: body.previous_response_id.clone(),

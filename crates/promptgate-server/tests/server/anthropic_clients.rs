@@ -20,7 +20,7 @@ use crate::js_clients::{js_dir_with, run_node};
 const CLAUDE: &str = "node_modules/.bin/claude";
 
 #[tokio::test]
-async fn the_anthropic_sdk_streams_runs_a_tool_round_trip_and_counts_tokens() {
+async fn the_anthropic_sdk_streams_runs_a_tool_round_trip_counts_tokens_and_lists_models() {
     let Some(dir) = js_dir_with(&["node_modules/@anthropic-ai/sdk"]) else {
         return;
     };
@@ -76,6 +76,15 @@ async fn the_anthropic_sdk_streams_runs_a_tool_round_trip_and_counts_tokens() {
 
     assert!(result["count"]["input_tokens"].as_u64().unwrap() > 0, "{result}");
     assert_eq!(upstream.calls(), 3, "counting tokens asks nothing upstream");
+    let models = result["models"].as_array().unwrap();
+    assert!(
+        models
+            .iter()
+            .any(|m| m["id"] == "scripted" && m["type"] == "model" && m["created_at"].is_string()),
+        "the SDK lists the gateway's models: {result}"
+    );
+    assert_eq!(result["model"]["id"], "scripted");
+    assert_eq!(result["model"]["type"], "model");
 }
 
 #[tokio::test]

@@ -222,3 +222,48 @@ async fn an_anthropic_model_runs_a_tool_turn_and_later_sends_read_the_cached_pro
         "{requests:#?}"
     );
 }
+
+/// The `max_tokens` of a facade request reaching an Anthropic provider that thinks with a budget.
+async fn upstream_length_fields(gw: &Gateway, upstream: &ScriptedUpstream, path: &str, body: Value) -> Value {
+    upstream.push(Answer::new().counts(counts(10, 0, 0)).text(["Short."]).script());
+    let res = gw.http.post(gw.url(path)).json(&body).send().await.unwrap();
+    let status = res.status();
+    let answer: Value = res.json().await.unwrap();
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let sent = upstream.last_request().unwrap();
+    json!({"max_tokens": sent["max_tokens"], "thinking": sent["thinking"]})
+}
+
+#[tokio::test]
+async fn a_clients_length_cap_holds_within_the_providers_limit_and_leaves_thinking_room() {
+    init();
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    let gw = Gateway::start(Backend::Sqlite, anthropic_config(&upstream.base_url())).await;
+    let question = json!([{"role": "user", "content": "Hi"}]);
+
+    // A chat completions client's cap below the thinking budget: Anthropic refuses a budget
+    // that is not below `max_tokens`, so the budget shrinks to fit under the cap.
+    let body = json!({"model": "claude", "messages": question, "max_completion_tokens": 3000});
+    assert_eq!(
+        upstream_length_fields(&gw, &upstream, "/v1/chat/completions", body).await,
+        json!({"max_tokens": 3000, "thinking": {"type": "enabled", "budget_tokens": 1500}})
+    );
+    // Too small to think: the answer alone, within the cap.
+    let body = json!({"model": "claude", "messages": question, "max_tokens": 200});
+    assert_eq!(
+        upstream_length_fields(&gw, &upstream, "/v1/chat/completions", body).await,
+        json!({"max_tokens": 200, "thinking": null})
+    );
+    // A Messages client's large required number changes nothing the provider is configured with.
+    let body = json!({"model": "claude", "max_tokens": 32_000, "messages": question});
+    assert_eq!(
+        upstream_length_fields(&gw, &upstream, "/v1/messages", body).await,
+        json!({"max_tokens": 2048 + 4096, "thinking": {"type": "enabled", "budget_tokens": 2048}})
+    );
+    // A small one holds.
+    let body = json!({"model": "claude", "max_tokens": 500, "messages": question});
+    assert_eq!(
+        upstream_length_fields(&gw, &upstream, "/v1/messages", body).await,
+        json!({"max_tokens": 500, "thinking": null})
+    );
+}

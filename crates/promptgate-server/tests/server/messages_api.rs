@@ -349,3 +349,59 @@ async fn a_streamed_tool_use_after_hidden_server_steps_continues_on_another_inst
     // Past the system prompt, the model reads what it saw before, its own call, then the result.
     common::assert_continued(&upstream, (1, 2), "call_c", "clear");
 }
+
+#[tokio::test]
+async fn a_required_length_is_not_forced_on_an_openai_compatible_model_and_one_call_per_step_is() {
+    let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
+    upstream.push(text(["Fine."]));
+    let mut choice = json!({"type": "auto", "disable_parallel_tool_use": true});
+    let res = post(
+        &gw,
+        "/v1/messages",
+        json!({"model": "scripted", "max_tokens": 32_000, "tools": [weather_tool()], "tool_choice": choice,
+               "messages": [{"role": "user", "content": "Hi"}]}),
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let sent = upstream.last_request().unwrap();
+    for field in ["max_tokens", "max_completion_tokens"] {
+        assert!(
+            sent.get(field).is_none(),
+            "Claude Code's fixed number is not the model's: {sent}"
+        );
+    }
+    assert_eq!(sent["parallel_tool_calls"], false, "{sent}");
+
+    choice["disable_parallel_tool_use"] = json!(false);
+    upstream.push(text(["Fine."]));
+    let res = post(
+        &gw,
+        "/v1/messages",
+        json!({"model": "scripted", "max_tokens": 64, "tools": [weather_tool()], "tool_choice": choice,
+               "messages": [{"role": "user", "content": "Hi"}]}),
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    assert!(
+        upstream
+            .last_request()
+            .unwrap()
+            .get("parallel_tool_calls")
+            .is_none()
+    );
+
+    let res = post(
+        &gw,
+        "/v1/messages",
+        json!({"model": "scripted", "max_tokens": 0, "messages": [{"role": "user", "content": "Hi"}]}),
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::BAD_REQUEST);
+    let error: Value = res.json().await.unwrap();
+    assert_eq!(error["error"]["type"], "invalid_request_error", "{error}");
+    assert!(
+        error["error"]["message"].as_str().unwrap().contains("max_tokens"),
+        "{error}"
+    );
+    assert_eq!(upstream.calls(), 2, "a refused request reaches no model");
+}

@@ -40,6 +40,8 @@ pub struct StepPolicy {
     /// `false` asks the provider for one tool call per step.
     pub parallel_tool_calls: bool,
     pub reasoning_effort: Option<String>,
+    /// The client's limit on the tokens each model request may produce.
+    pub max_output_tokens: Option<u64>,
 }
 
 impl StepPolicy {
@@ -51,6 +53,7 @@ impl StepPolicy {
             temperature: Some(profile.temperature()),
             parallel_tool_calls,
             reasoning_effort: None,
+            max_output_tokens: None,
         }
     }
 }
@@ -249,6 +252,12 @@ pub trait TurnHooks: Send + Sync {
     /// the turn saw of it.
     fn check_citations(&self, _text: &str, _text_part: u32, _markers: &[Marker]) -> Vec<Citation> {
         Vec::new()
+    }
+
+    /// How much source text a citation check may read, in bytes. Reading is most of the
+    /// check's cost, so above a size the engine runs it on the blocking pool.
+    fn citation_source_bytes(&self) -> usize {
+        0
     }
 }
 

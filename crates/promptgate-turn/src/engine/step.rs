@@ -24,6 +24,11 @@ pub(super) struct StreamedCall {
     pub(super) client: bool,
 }
 
+/// Source text above which a part's citation check runs on the blocking pool: reading about
+/// 16,000 characters of a page takes some 0.1 ms, so from here on a check would hold up the other
+/// turns on its worker for longer than handing it over costs.
+const CHECK_OFF_WORKER_BYTES: usize = 32 * 1024;
+
 /// Citations of one answer that are checked and listed in its metadata.
 pub(super) const MAX_CHECKED_CITATIONS: usize = 200;
 /// Calls one step may make; further calls of the step are ignored.
@@ -215,7 +220,7 @@ impl Turn {
             }
             self.emit_text(state, id.clone(), held).await;
             let citations = match state.markers.take() {
-                Some(markers) => self.check_part(&state.part_text, &markers),
+                Some(markers) => self.check_part(&state.part_text, &markers).await,
                 None => None,
             };
             self.text_parts += 1;
@@ -233,15 +238,28 @@ impl Turn {
 
     /// Checks a finished part's citations, keeps them for the answer's metadata and returns them
     /// in the AI SDK 7 shape (`None` when there are none).
-    fn check_part(&mut self, text: &str, markers: &MarkerScanner) -> Option<Vec<Value>> {
+    async fn check_part(&mut self, text: &str, markers: &MarkerScanner) -> Option<Vec<Value>> {
         // The model decides how many citations it writes; the answer's metadata keeps a bounded
         // number. Those past it are still scanned (a dangling one is still removed), not checked.
         let room = MAX_CHECKED_CITATIONS.saturating_sub(self.citations.len());
         let kept = markers.markers();
-        let checked = self
-            .plan
-            .hooks
-            .check_citations(text, self.text_parts, &kept[..room.min(kept.len())]);
+        let kept = &kept[..room.min(kept.len())];
+        let checked = if self.plan.hooks.citation_source_bytes() < CHECK_OFF_WORKER_BYTES {
+            self.plan.hooks.check_citations(text, self.text_parts, kept)
+        } else {
+            let (hooks, text, text_part, kept) = (
+                self.plan.hooks.clone(),
+                text.to_owned(),
+                self.text_parts,
+                kept.to_vec(),
+            );
+            tokio::task::spawn_blocking(move || hooks.check_citations(&text, text_part, &kept))
+                .await
+                .unwrap_or_else(|err| {
+                    tracing::warn!(error = %err, "the citation check failed; the part's citations go unchecked");
+                    Vec::new()
+                })
+        };
         let counts = self.citation_counts.get_or_insert_with(Default::default);
         counts.add(&checked, markers.dangling().len());
         let wire: Vec<Value> = checked.iter().map(sdk_citation).collect();

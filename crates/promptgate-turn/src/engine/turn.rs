@@ -438,6 +438,7 @@ impl Turn {
             tool_choice,
             temperature: plan.policy.temperature,
             reasoning_effort: plan.policy.reasoning_effort.clone(),
+            max_output_tokens: plan.policy.max_output_tokens,
             extra: plan.extra.clone(),
             cache: CacheHints {
                 stable_system_len: plan.system_stable_len,

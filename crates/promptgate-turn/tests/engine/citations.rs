@@ -104,3 +104,84 @@ async fn preamble_text_is_cleaned_before_a_tool_call_and_in_the_models_history()
     });
     assert_eq!(preamble.as_deref(), Some("Checking"));
 }
+
+/// A source registry whose check blocks its thread until the rest of the runtime has run: it
+/// finishes only when another task on the same (one-threaded) runtime saw it start.
+struct HeavyCheck {
+    started: std::sync::atomic::AtomicBool,
+    released: std::sync::atomic::AtomicBool,
+}
+
+impl promptgate_turn::TurnHooks for HeavyCheck {
+    fn citable_sources(&self) -> Option<Vec<u32>> {
+        Some(vec![1])
+    }
+
+    fn citation_source_bytes(&self) -> usize {
+        20 * 16_000
+    }
+
+    fn check_citations(
+        &self,
+        _text: &str,
+        text_part: u32,
+        markers: &[promptgate_core::citations::markers::Marker],
+    ) -> Vec<promptgate_core::citations::check::Citation> {
+        use std::sync::atomic::Ordering;
+        self.started.store(true, Ordering::SeqCst);
+        // Bounded so that a check run on the runtime's only thread fails the test, not hangs it.
+        for _ in 0..500 {
+            if self.released.load(Ordering::SeqCst) {
+                return markers
+                    .iter()
+                    .map(|m| promptgate_core::citations::check::Citation {
+                        n: m.n,
+                        url: "https://example.com/".into(),
+                        title: "Example".into(),
+                        text_part,
+                        start: 0,
+                        end: m.start,
+                        marker_start: m.start,
+                        marker_end: m.end,
+                        class: promptgate_core::citations::support::SupportClass::Supported,
+                        snippet_only: false,
+                        passage: None,
+                    })
+                    .collect();
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        Vec::new()
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_check_over_many_pages_leaves_the_runtime_free_for_other_turns() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let hooks = Arc::new(HeavyCheck {
+        started: AtomicBool::new(false),
+        released: AtomicBool::new(false),
+    });
+    let model = ScriptedModel::new(vec![answer(&["The tide turns at six [1]."])]);
+    let mut turn = plan(model, vec![]);
+    turn.hooks = hooks.clone();
+    let other_turn = async {
+        while !hooks.started.load(Ordering::SeqCst) {
+            tokio::task::yield_now().await;
+        }
+        hooks.released.store(true, Ordering::SeqCst);
+    };
+    let (done, ()) = tokio::join!(run(turn), other_turn);
+
+    let end = done
+        .chunks
+        .iter()
+        .find_map(|chunk| match chunk {
+            UiChunk::TextEnd { citations, .. } => Some(citations.clone()),
+            _ => None,
+        })
+        .unwrap();
+    let citations = end.expect("the check ran while the other task went on, and its result arrived");
+    assert_eq!(citations.len(), 1);
+    assert_eq!(citations[0]["source"]["id"], "source-1");
+}

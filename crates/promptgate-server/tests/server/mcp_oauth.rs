@@ -44,8 +44,9 @@ fn python() -> Option<String> {
     }
 }
 
-/// The Python auth peer on a free port, answering its challenge.
-async fn auth_peer(python: &str) -> (Peer, String) {
+/// The Python auth peer on a free port, answering its challenge, its access tokens good for
+/// `access_seconds`.
+async fn auth_peer(python: &str, access_seconds: u64) -> (Peer, String) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../promptgate-mcp/tests/peers/py_auth_peer.py");
     let port = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -57,6 +58,7 @@ async fn auth_peer(python: &str) -> (Peer, String) {
         Command::new(python)
             .arg(&script)
             .arg(port.to_string())
+            .arg(access_seconds.to_string())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -108,7 +110,7 @@ async fn callback(gw: &Gateway, path: &str) -> (StatusCode, String) {
 async fn a_user_connects_an_oauth_mcp_server_and_its_tools_work_across_instances() {
     let Some(python) = python() else { return };
     common::init();
-    let (_peer, url) = auth_peer(&python).await;
+    let (_peer, url) = auth_peer(&python, 3600).await;
     let upstream = ScriptedUpstream::start().await.unwrap();
     let config = scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), TOML);
     let first = Gateway::start(Backend::Sqlite, config.clone()).await;
@@ -184,13 +186,8 @@ async fn a_user_connects_an_oauth_mcp_server_and_its_tools_work_across_instances
         tool_message(&upstream.last_request().unwrap(), "c2"),
         "py-auth-peer"
     );
-    let stats: Value = reqwest::get(url.replace("/mcp", "/test/stats"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(stats["refreshes"], 1, "{stats}");
+    let counts = stats(&url).await;
+    assert_eq!(counts["refreshes"], 1, "{counts}");
 
     // Removing the server forgets the grant.
     let (status, _) = first.delete(&format!("/v1/mcp-servers/{id}")).await;
@@ -209,7 +206,7 @@ async fn a_user_connects_an_oauth_mcp_server_and_its_tools_work_across_instances
 async fn authorizing_is_refused_without_a_callback_url_or_for_a_server_on_a_refused_address() {
     let Some(python) = python() else { return };
     common::init();
-    let (_peer, url) = auth_peer(&python).await;
+    let (_peer, url) = auth_peer(&python, 3600).await;
     let upstream = ScriptedUpstream::start().await.unwrap();
     let unconfigured = Gateway::start(
         Backend::Sqlite,
@@ -235,4 +232,47 @@ async fn authorizing_is_refused_without_a_callback_url_or_for_a_server_on_a_refu
         .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
     assert_eq!(error_code(&body), "refused_address");
+}
+
+async fn stats(url: &str) -> Value {
+    reqwest::get(url.replace("/mcp", "/test/stats"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_token_about_to_lapse_is_renewed_before_it_is_used() {
+    let Some(python) = python() else { return };
+    common::init();
+    // Tokens that lapse within the minute the gateway keeps in hand.
+    let (_peer, url) = auth_peer(&python, 30).await;
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    let gw = Gateway::start(
+        Backend::Sqlite,
+        scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), TOML),
+    )
+    .await;
+    let (_, created) = gw
+        .post("/v1/mcp-servers", json!({"name": "Notes", "url": url}))
+        .await;
+    let id = created["id"].as_str().unwrap();
+    let path = consent(created["authorization"]["authorization_url"].as_str().unwrap()).await;
+    assert_eq!(callback(&gw, &path).await.0, StatusCode::OK);
+    assert_eq!(stats(&url).await["refreshes"], 0);
+
+    assert_eq!(probe(&gw, id).await["ok"], true);
+    assert_eq!(
+        stats(&url).await["refreshes"],
+        1,
+        "renewed before the probe used it"
+    );
+    assert_eq!(
+        probe(&gw, id).await["ok"],
+        true,
+        "the rotated refresh token was kept"
+    );
+    assert_eq!(stats(&url).await["refreshes"], 2);
 }

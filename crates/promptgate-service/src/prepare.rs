@@ -169,6 +169,7 @@ impl Prepared {
             client: run.client,
             policy: StepPolicy {
                 reasoning_effort: model.reasoning.clone(),
+                tool_images: model.supports_images,
                 ..StepPolicy::from_profile(profile, model.supports_parallel_tool_calls)
             },
             nudges: Nudges {

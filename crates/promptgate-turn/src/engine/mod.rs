@@ -10,6 +10,7 @@ mod output;
 mod plan;
 mod reasoning;
 mod step;
+mod tool_images;
 mod tools;
 mod turn;
 

@@ -5,9 +5,12 @@
 //! when the server rejects it. Grants are sealed in the store per user and server and forgotten,
 //! revoked where the server offers it, with their server.
 
-use promptgate_mcp::McpError;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
 use promptgate_mcp::oauth::{AuthServer, ClientCredentials, TokenSet, check_issuer};
-use promptgate_store::{OAuthPending, PendingRefused};
+use promptgate_mcp::{McpError, McpHub};
+use promptgate_store::{OAuthPending, PendingRefused, Store};
 use serde::{Deserialize, Serialize};
 
 use crate::oauth::{OAuthCallback, limits, valid_code, valid_state};
@@ -187,32 +190,18 @@ impl Service {
         Ok(server.name)
     }
 
-    /// The access token a send or probe uses for the server, renewed first when it lapses within a
-    /// minute or `rejected` says the server refused it. `None`: the server has no grant, or the
-    /// grant cannot be renewed (the user must authorize again).
+    /// The access token a send or probe uses for the server (see [`McpGrants::access_token`]).
     pub(crate) async fn mcp_access_token(&self, user_id: &str, id: &str, rejected: bool) -> Option<String> {
-        let hub = self.mcp.as_ref()?;
-        let sealed = self.store.get_mcp_grant(user_id, id).await.ok()??;
-        let mut grant: Grant = serde_json::from_str(&sealed).ok()?;
-        if !rejected && !grant.tokens.expires_within(REFRESH_MARGIN_MS, now_ms()) {
-            return Some(grant.tokens.access_token);
-        }
-        match hub
-            .oauth()
-            .refresh(&grant.server, &grant.client, &grant.tokens, now_ms())
-            .await
-        {
-            Ok(tokens) => {
-                grant.tokens = tokens;
-                self.keep_grant(user_id, id, &grant).await.ok()?;
-                tracing::debug!(user = %user_id, server_id = %id, "MCP access token renewed");
-                Some(grant.tokens.access_token)
-            }
-            Err(error) => {
-                tracing::info!(user = %user_id, server_id = %id, %error, "MCP grant could not be renewed; the user must authorize again");
-                None
-            }
-        }
+        self.mcp_grants()?.access_token(user_id, id, rejected).await
+    }
+
+    /// The grants' handle, for the tool executors of a send; `None` without MCP.
+    pub(crate) fn mcp_grants(&self) -> Option<McpGrants> {
+        Some(McpGrants {
+            store: self.store.clone(),
+            hub: self.mcp.clone()?,
+            renewing: self.mcp_renewing.clone(),
+        })
     }
 
     /// Revokes the grant where the authorization server offers it and forgets it.
@@ -234,8 +223,83 @@ impl Service {
     }
 
     async fn keep_grant(&self, user_id: &str, id: &str, grant: &Grant) -> Result<(), ServiceError> {
-        let text = serde_json::to_string(grant).map_err(|_| ServiceError::Internal)?;
-        self.store.put_mcp_grant(user_id, id, &text).await?;
-        Ok(())
+        keep(&self.store, user_id, id, grant).await
+    }
+}
+
+async fn keep(store: &Store, user_id: &str, id: &str, grant: &Grant) -> Result<(), ServiceError> {
+    let text = serde_json::to_string(grant).map_err(|_| ServiceError::Internal)?;
+    store.put_mcp_grant(user_id, id, &text).await?;
+    Ok(())
+}
+
+/// One lock per user and server, so the calls of one instance renew a grant once rather than
+/// racing each other with a refresh token that rotates.
+pub(crate) type RenewLocks = Arc<Mutex<HashMap<(String, String), Arc<tokio::sync::Mutex<()>>>>>;
+
+/// The users' MCP grants, for whoever needs a token: a send's discovery, a probe, a tool call.
+#[derive(Clone)]
+pub(crate) struct McpGrants {
+    store: Store,
+    hub: McpHub,
+    renewing: RenewLocks,
+}
+
+impl McpGrants {
+    /// The access token for the server, renewed first when it lapses within a minute or `rejected`
+    /// says the server refused it. `None`: the server has no grant, or it cannot be renewed (the
+    /// user must authorize again).
+    pub async fn access_token(&self, user_id: &str, id: &str, rejected: bool) -> Option<String> {
+        let grant = self.load(user_id, id).await?;
+        if !rejected && !grant.tokens.expires_within(REFRESH_MARGIN_MS, now_ms()) {
+            return Some(grant.tokens.access_token);
+        }
+        let lock = self.lock_for(user_id, id);
+        let _renewing = lock.lock().await;
+        // Whoever held the lock, or another instance, may have renewed it meanwhile.
+        let mut grant = self.load(user_id, id).await?;
+        let renewed_meanwhile = !grant.tokens.expires_within(REFRESH_MARGIN_MS, now_ms());
+        if renewed_meanwhile && !rejected {
+            return Some(grant.tokens.access_token);
+        }
+        let oauth = self.hub.oauth();
+        match oauth
+            .refresh(&grant.server, &grant.client, &grant.tokens, now_ms())
+            .await
+        {
+            Ok(tokens) => {
+                grant.tokens = tokens;
+                keep(&self.store, user_id, id, &grant).await.ok()?;
+                tracing::debug!(user = %user_id, server_id = %id, "MCP access token renewed");
+                Some(grant.tokens.access_token)
+            }
+            Err(error) => {
+                // Another instance may have renewed with the same (now rotated) refresh token.
+                let latest = self.load(user_id, id).await?;
+                if latest.tokens.refresh_token != grant.tokens.refresh_token {
+                    return Some(latest.tokens.access_token);
+                }
+                tracing::info!(user = %user_id, server_id = %id, %error, "MCP grant could not be renewed; the user must authorize again");
+                None
+            }
+        }
+    }
+
+    async fn load(&self, user_id: &str, id: &str) -> Option<Grant> {
+        let text = self.store.get_mcp_grant(user_id, id).await.ok()??;
+        serde_json::from_str(&text).ok()
+    }
+
+    fn lock_for(&self, user_id: &str, id: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut locks = self
+            .renewing
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Only locks someone holds are kept, so the map stays as small as the renewals under way.
+        locks.retain(|_, lock| Arc::strong_count(lock) > 1);
+        locks
+            .entry((user_id.to_owned(), id.to_owned()))
+            .or_default()
+            .clone()
     }
 }

@@ -449,6 +449,7 @@ impl Service {
                             server: server.clone(),
                             tool_name: origin.tool_name.clone(),
                             timeout: self.config.mcp_call_timeout,
+                            grants: self.mcp_grants(),
                         }),
                     );
                 }

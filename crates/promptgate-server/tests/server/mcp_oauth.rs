@@ -189,6 +189,33 @@ async fn a_user_connects_an_oauth_mcp_server_and_its_tools_work_across_instances
     let counts = stats(&url).await;
     assert_eq!(counts["refreshes"], 1, "{counts}");
 
+    // A token revoked after a send listed the tools is refused at the tool call itself: the call
+    // renews the grant and is made once more, within the same turn.
+    let revoke_and_call = |thread: &'static str, call: &'static str| {
+        let (gw, upstream, url) = (&first, &upstream, &url);
+        async move {
+            gw.post("/v1/threads", json!({"id": thread})).await;
+            upstream.push(tool_calls(&[(call, "notes_whoami", &["{}"])]));
+            upstream.push(text(["Done."]));
+            let sse = gw
+                .stream("/v1/chat", use_chat_body(thread, "who?", "scripted"))
+                .await;
+            assert_eq!(sse.text(), "Done.");
+            assert_eq!(
+                tool_message(&upstream.last_request().unwrap(), call),
+                "py-auth-peer"
+            );
+            reqwest::Client::new()
+                .post(url.replace("/mcp", "/test/revoke-access-tokens"))
+                .send()
+                .await
+                .unwrap();
+        }
+    };
+    revoke_and_call("t3", "c3").await;
+    revoke_and_call("t4", "c4").await;
+    assert_eq!(stats(&url).await["refreshes"], 2, "renewed once, at the call");
+
     // Removing the server forgets the grant.
     let (status, _) = first.delete(&format!("/v1/mcp-servers/{id}")).await;
     assert_eq!(status, StatusCode::NO_CONTENT);

@@ -1,5 +1,6 @@
 //! OAuth for the user's MCP servers that are protected resources: starting an authorization (the
-//! server's challenge, its authorization server, a registered client, the URL for the browser),
+//! server's challenge, its authorization server, a client the operator gave for it or one registered
+//! there, the URL for the browser),
 //! completing it on whichever instance the callback lands (the pending authorization lives in the
 //! store, sealed), and the access token a send or probe uses, renewed shortly before it lapses and
 //! when the server rejects it. Grants are sealed in the store per user and server and forgotten,
@@ -107,10 +108,19 @@ impl Service {
                 ServiceError::InvalidMessage("this MCP server does not ask for authorization".into())
             })?;
         let found = oauth.discover(&server.url, &challenge).await.map_err(from_mcp)?;
-        let client = oauth
-            .register(&found, &redirect_uri, CLIENT_NAME)
-            .await
-            .map_err(from_mcp)?;
+        let given = self
+            .config
+            .mcp_oauth_clients
+            .iter()
+            .find(|(issuer, _)| *issuer == found.issuer)
+            .map(|(_, client)| client.clone());
+        let client = match given {
+            Some(client) => client,
+            None => oauth
+                .register(&found, &redirect_uri, CLIENT_NAME)
+                .await
+                .map_err(from_mcp)?,
+        };
         let pkce = promptgate_tools::oauth::pkce_pair();
         let state = promptgate_tools::oauth::new_state();
         let url = oauth

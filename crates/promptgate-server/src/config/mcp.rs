@@ -41,6 +41,21 @@ pub struct McpConfig {
     /// (`{this}/v1/mcp-servers/oauth/callback`). Unset: `[integrations] redirect_base_url`; without
     /// either, such servers cannot be authorized.
     pub oauth_redirect_base_url: Option<String>,
+    /// Clients the operator registered by hand with authorization servers of MCP servers, used
+    /// instead of registering one (for authorization servers without client registration).
+    pub oauth_clients: Vec<McpOAuthClient>,
+}
+
+/// A client registered by hand with one authorization server.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpOAuthClient {
+    /// The authorization server's issuer, exactly as its metadata gives it.
+    pub issuer: String,
+    pub client_id: String,
+    /// Environment variable holding the client secret; absent for a public client.
+    #[serde(default)]
+    pub client_secret_env: Option<String>,
 }
 
 impl McpConfig {
@@ -103,6 +118,7 @@ impl Default for McpConfig {
             allow_private: false,
             allowed_addrs: Vec::new(),
             oauth_redirect_base_url: None,
+            oauth_clients: Vec::new(),
         }
     }
 }

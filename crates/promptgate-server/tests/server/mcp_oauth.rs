@@ -303,3 +303,65 @@ async fn a_token_about_to_lapse_is_renewed_before_it_is_used() {
     );
     assert_eq!(stats(&url).await["refreshes"], 2);
 }
+
+/// The process environment, with the operator's client secret beside it.
+struct WithSecret(String);
+
+impl promptgate_server::config::Env for WithSecret {
+    fn var(&self, name: &str) -> Option<String> {
+        match name {
+            "NOTES_CLIENT_SECRET" => Some(self.0.clone()),
+            other => std::env::var(other).ok(),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_client_the_operator_registered_is_used_instead_of_registering_one() {
+    let Some(python) = python() else { return };
+    common::init();
+    let (_peer, url) = auth_peer(&python, 3600).await;
+    let base = url.trim_end_matches("/mcp").to_owned();
+    // The operator registers a confidential client with the authorization server by hand.
+    let registered: Value = reqwest::Client::new()
+        .post(format!("{base}/register"))
+        .json(&json!({
+            "client_name": "promptgate (by hand)",
+            "redirect_uris": ["http://gw.test/v1/mcp-servers/oauth/callback"],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": "client_secret_post",
+        }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let client_id = registered["client_id"].as_str().unwrap();
+    let secret = registered["client_secret"].as_str().unwrap().to_owned();
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    let toml = format!(
+        "{TOML}oauth_clients = [{{ issuer = \"{base}\", client_id = \"{client_id}\", client_secret_env = \"NOTES_CLIENT_SECRET\" }}]\n"
+    );
+    let config = scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), &toml);
+    let gw = Gateway::start_with_env(Backend::Sqlite, config, &WithSecret(secret)).await;
+
+    let (_, created) = gw
+        .post("/v1/mcp-servers", json!({"name": "Notes", "url": url}))
+        .await;
+    let id = created["id"].as_str().unwrap();
+    let authorization_url = created["authorization"]["authorization_url"].as_str().unwrap();
+    assert!(
+        authorization_url.contains(&format!("client_id={client_id}")),
+        "{authorization_url}"
+    );
+    let path = consent(authorization_url).await;
+    assert_eq!(callback(&gw, &path).await.0, StatusCode::OK);
+    assert_eq!(probe(&gw, id).await["ok"], true);
+    assert_eq!(
+        stats(&url).await["registrations"],
+        1,
+        "only the operator's registration"
+    );
+}

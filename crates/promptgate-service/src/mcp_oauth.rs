@@ -89,6 +89,11 @@ impl Service {
         }
     }
 
+    /// The ids of the user's MCP servers they authorized with OAuth.
+    pub async fn authorized_mcp_servers(&self, user_id: &str) -> Result<Vec<String>, ServiceError> {
+        Ok(self.store.mcp_grant_server_ids(user_id).await?)
+    }
+
     /// Starts authorizing one of the user's MCP servers: finds its authorization server, registers
     /// a client there, keeps the pending authorization and returns the URL for the browser.
     pub async fn start_mcp_authorization(&self, user_id: &str, id: &str) -> Result<String, ServiceError> {

@@ -210,7 +210,8 @@ pub struct McpServer {
     pub header_names: Vec<String>,
     pub has_bearer_token: bool,
     pub created_at: i64,
-    /// On registration: where the server stands with OAuth, when it asks for it.
+    /// Where the server stands with OAuth: `connected` once you authorized it; on registration,
+    /// `needs_authorization` with the URL when it asks for OAuth. Absent for servers without OAuth.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub authorization: Option<AuthorizationState>,
 }
@@ -319,7 +320,26 @@ fn url_ok(url: &str) -> bool {
 
 async fn list_mcp(State(state): State<AppState>, user: CurrentUser) -> ApiResult<Json<Vec<McpServer>>> {
     let servers = state.service.mcp_servers(&user.id).await?;
-    Ok(Json(servers.into_iter().map(McpServer::from).collect()))
+    let authorized = state.service.authorized_mcp_servers(&user.id).await?;
+    Ok(Json(
+        servers
+            .into_iter()
+            .map(|server| shown_with(server, &authorized))
+            .collect(),
+    ))
+}
+
+/// The server as shown, `connected` when the user authorized it with OAuth.
+fn shown_with(server: records::McpServer, authorized: &[String]) -> McpServer {
+    let connected = authorized.contains(&server.id);
+    McpServer {
+        authorization: connected.then(|| AuthorizationState {
+            state: "connected".into(),
+            authorization_url: None,
+            error: None,
+        }),
+        ..server.into()
+    }
 }
 
 async fn create_mcp(
@@ -394,7 +414,9 @@ async fn get_mcp(
     user: CurrentUser,
     Path(id): Path<String>,
 ) -> ApiResult<Json<McpServer>> {
-    Ok(Json(state.service.mcp_server(&user.id, &id).await?.into()))
+    let server = state.service.mcp_server(&user.id, &id).await?;
+    let authorized = state.service.authorized_mcp_servers(&user.id).await?;
+    Ok(Json(shown_with(server, &authorized)))
 }
 
 async fn update_mcp(

@@ -131,6 +131,11 @@ async fn a_user_connects_an_oauth_mcp_server_and_its_tools_work_across_instances
         authorization_url.contains("code_challenge_method=S256"),
         "{authorization_url}"
     );
+    let (_, listed) = first.get("/v1/mcp-servers").await;
+    assert!(
+        listed[0].get("authorization").is_none(),
+        "not connected yet: {listed}"
+    );
     let before = probe(&first, &id).await;
     assert_eq!(before["ok"], false, "{before}");
     assert_eq!(before["authorization"], "needs_authorization", "{before}");
@@ -153,6 +158,10 @@ async fn a_user_connects_an_oauth_mcp_server_and_its_tools_work_across_instances
 
     let after = probe(&first, &id).await;
     assert_eq!(after["ok"], true, "{after}");
+    let (_, listed) = first.get("/v1/mcp-servers").await;
+    assert_eq!(listed[0]["authorization"]["state"], "connected", "{listed}");
+    let (_, one) = second.get(&format!("/v1/mcp-servers/{id}")).await;
+    assert_eq!(one["authorization"]["state"], "connected", "{one}");
     assert_eq!(after["tools"][0]["name"], "whoami");
 
     // A turn on the first instance calls the tool with the user's token.

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, SamplingMode, criterion_group, criterion_main};
 use promptgate_core::citations::check::{SeenSource, check_citations};
 use promptgate_core::citations::markers::MarkerScanner;
+use promptgate_core::citations::passages::ReadText;
 
 const FUNCTION_WORDS: [&str; 12] = [
     "the", "of", "and", "in", "to", "is", "was", "for", "on", "with", "as", "by",
@@ -109,21 +110,30 @@ fn measure(iters: u64, mut work: impl FnMut()) -> Duration {
 }
 
 /// Benches one turn: `read` pages of `page_chars` characters, the rest of the 30 sources snippets.
-fn bench_turn(c: &mut Criterion, name: &str, read: usize, page_chars: usize) {
+/// With `read_on_arrival` the pages were read when they were fetched (as a turn does), so the
+/// answer's end only indexes them.
+fn bench_turn(c: &mut Criterion, name: &str, read: usize, page_chars: usize, read_on_arrival: bool) {
     let mut rng = Lcg(7);
     let words = vocabulary(&mut rng);
     let pages: Vec<String> = (0..30)
         .map(|n| page(&mut rng, &words, if n < read { page_chars } else { 200 }))
         .collect();
-    let sources: Vec<SeenSource<'_>> = pages
+    let readings: Vec<Option<ReadText>> = pages
         .iter()
         .enumerate()
-        .map(|(n, text)| SeenSource {
+        .map(|(n, text)| (read_on_arrival && n < read).then(|| ReadText::new(text)))
+        .collect();
+    let sources: Vec<SeenSource<'_>> = pages
+        .iter()
+        .zip(&readings)
+        .enumerate()
+        .map(|(n, (text, reading))| SeenSource {
             index: n as u32 + 1,
             url: "https://example.org/page",
             title: "A page",
             text,
             fetched: n < read,
+            read: reading.as_ref(),
         })
         .collect();
     let text = answer(&mut rng, &words, &pages);
@@ -151,10 +161,30 @@ fn bench_turn(c: &mut Criterion, name: &str, read: usize, page_chars: usize) {
     group.finish();
 }
 
+/// Reading one page when it is fetched, off the answer's end.
+fn bench_page_reading(c: &mut Criterion) {
+    let mut rng = Lcg(7);
+    let words = vocabulary(&mut rng);
+    let text = page(&mut rng, &words, 16_000);
+    let mut group = c.benchmark_group("citation check");
+    group
+        .sampling_mode(SamplingMode::Flat)
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(6));
+    group.bench_function("reading one 16,000-character page on arrival", |b| {
+        b.iter_custom(|iters| measure(iters, || drop(black_box(ReadText::new(&text)))))
+    });
+    group.finish();
+}
+
 fn bench_citation_check(c: &mut Criterion) {
-    bench_turn(c, "30 sources (4 read), 2,000-word answer", 4, 16_000);
-    bench_turn(c, "30 sources (8 read), 2,000-word answer", 8, 16_000);
-    bench_turn(c, "30 sources (20 read), 2,000-word answer", 20, 12_000);
+    bench_turn(c, "30 sources (4 read), 2,000-word answer", 4, 16_000, false);
+    bench_turn(c, "30 sources (8 read), 2,000-word answer", 8, 16_000, false);
+    bench_turn(c, "30 sources (20 read), 2,000-word answer", 20, 12_000, false);
+    bench_turn(c, "pages read on arrival: 30 sources (4 read)", 4, 16_000, true);
+    bench_turn(c, "pages read on arrival: 30 sources (8 read)", 8, 16_000, true);
+    bench_turn(c, "pages read on arrival: 30 sources (20 read)", 20, 12_000, true);
+    bench_page_reading(c);
 }
 
 criterion_group!(benches, bench_citation_check);

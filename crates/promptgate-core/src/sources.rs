@@ -11,6 +11,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::citations::check::SeenSource;
+use crate::citations::passages::ReadText;
 use crate::tools::text::truncate_chars;
 
 /// Most sources one turn stores.
@@ -76,6 +77,9 @@ pub struct PageMeta {
     /// The extracted text as the model saw it: the first 200 characters become the description, and
     /// up to [`MAX_SEEN_CHARS`] are kept for the citation check.
     pub text_prefix: Option<String>,
+    /// `text_prefix` already read for the citation check, where the fetch could do it off the
+    /// async workers.
+    pub read: Option<ReadText>,
     pub image: Option<String>,
     pub favicon: Option<String>,
     /// The page's own site name (`og:site_name`).
@@ -114,6 +118,10 @@ pub fn derive_site_name(url: &str) -> Option<String> {
 pub struct SeenText {
     pub text: String,
     pub fetched: bool,
+    /// `text` read for the citation check when it arrived. Not stored with the turn's state: a
+    /// retry that restores the registry reads the text again when it checks.
+    #[serde(skip)]
+    pub read: Option<ReadText>,
 }
 
 /// Sources of one logical turn. Retries of the same turn keep the registry, so labels stay stable
@@ -167,7 +175,7 @@ impl SourceRegistry {
                     published_date: hit.published_date.clone(),
                     tool_name: SourceTool::Search,
                 });
-                self.see(index, hit.snippet.as_deref().unwrap_or_default(), false);
+                self.see(index, hit.snippet.as_deref().unwrap_or_default(), false, None);
                 index
             })
             .collect()
@@ -178,6 +186,7 @@ impl SourceRegistry {
     pub fn register_fetch(&mut self, url: &str, page: PageMeta) -> u32 {
         let description = page.text_prefix.as_deref().filter(|t| !t.is_empty()).map(excerpt);
         let seen = page.text_prefix.unwrap_or_default();
+        let read = page.read;
         if let Some(&pos) = self.by_url.get(url) {
             let source = &mut self.entries[pos];
             if let Some(title) = page.title.as_deref().filter(|t| !t.is_empty()) {
@@ -190,7 +199,7 @@ impl SourceRegistry {
             overwrite(&mut source.author, page.author);
             overwrite(&mut source.published_date, page.published_date);
             let index = source.index;
-            self.see(index, &seen, true);
+            self.see(index, &seen, true, read);
             return index;
         }
         let title = page
@@ -214,7 +223,7 @@ impl SourceRegistry {
             published_date: page.published_date,
             tool_name: SourceTool::FetchContent,
         });
-        self.see(index, &seen, true);
+        self.see(index, &seen, true, read);
         index
     }
 
@@ -230,6 +239,7 @@ impl SourceRegistry {
                     title: &source.title,
                     text: seen.map_or("", |s| s.text.as_str()),
                     fetched: seen.is_some_and(|s| s.fetched),
+                    read: seen.and_then(|s| s.read.as_ref()),
                 }
             })
             .collect()
@@ -246,8 +256,9 @@ impl SourceRegistry {
     }
 
     /// Keeps what the turn saw of a stored source. A fetched page replaces a snippet (or an earlier
-    /// read of the same page); a snippet never replaces a fetched page.
-    fn see(&mut self, index: u32, text: &str, fetched: bool) {
+    /// read of the same page); a snippet never replaces a fetched page. `read` is `text` read
+    /// already; it is dropped when less of the text than it read is kept.
+    fn see(&mut self, index: u32, text: &str, fetched: bool, read: Option<ReadText>) {
         if self.get(index).is_none() {
             return;
         }
@@ -259,7 +270,15 @@ impl SourceRegistry {
         let room = MAX_SEEN_TOTAL_CHARS.saturating_sub(self.seen_chars.saturating_sub(old_chars));
         let kept: String = text.chars().take(MAX_SEEN_CHARS.min(room)).collect();
         self.seen_chars = self.seen_chars.saturating_sub(old_chars) + kept.chars().count();
-        self.seen.insert(index, SeenText { text: kept, fetched });
+        let read = read.filter(|_| kept.len() == text.len());
+        self.seen.insert(
+            index,
+            SeenText {
+                text: kept,
+                fetched,
+                read,
+            },
+        );
     }
 
     /// Number of an already registered URL (exact string match).

@@ -8,7 +8,7 @@ use std::ops::Range;
 use serde::{Deserialize, Serialize};
 
 use super::markers::Marker;
-use super::passages::{IndexedText, KeySet};
+use super::passages::{IndexedText, KeySet, ReadText};
 use super::support::{Claim, SupportClass, check_read_claim};
 
 /// A source as the check needs it: what the turn saw of it.
@@ -20,6 +20,8 @@ pub struct SeenSource<'a> {
     /// The fetched page's text, or the search snippet when the page was never fetched.
     pub text: &'a str,
     pub fetched: bool,
+    /// `text` read when it arrived; `None` reads it now.
+    pub read: Option<&'a ReadText>,
 }
 
 /// One checked citation, as the answer's metadata lists it. Offsets count UTF-16 code units of the
@@ -73,7 +75,11 @@ pub fn check_citations(
         .iter()
         .filter_map(|(index, keys)| {
             let source = sources.iter().find(|s| s.index == *index)?;
-            Some((*index, IndexedText::with_terms(source.text, keys)))
+            let indexed = match source.read {
+                Some(read) => IndexedText::from_read(source.text, read, keys),
+                None => IndexedText::with_terms(source.text, keys),
+            };
+            Some((*index, indexed))
         })
         .collect();
     let mut offsets = Utf16Offsets::new(text);

@@ -2,6 +2,7 @@
 //! term to the sentences that contain it. A passage is two neighbouring sentences, so a claim whose
 //! facts the page spreads over a sentence break is still matched.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Range;
@@ -59,12 +60,47 @@ impl<'a> Wanted<'a> {
     }
 }
 
+/// A source text read once: its sentences, and each term's key with the sentence it is in. Reading
+/// is most of a check's cost, so a page read when it arrives (off the async workers, in the fetch)
+/// is indexed for every later check of the turn without being read again.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReadText {
+    /// Byte ranges of the sentences.
+    sentences: Vec<Range<usize>>,
+    /// Every term's key and sentence, in the order of the text.
+    terms: Vec<(u64, u32)>,
+}
+
+impl ReadText {
+    pub fn new(text: &str) -> Self {
+        let mut sentences: Vec<Range<usize>> = Vec::new();
+        let mut terms = Vec::with_capacity(text.len() / 6);
+        // Where the open sentence's first term starts; a stretch without terms is no sentence.
+        let mut open: Option<usize> = None;
+        for_each_token(text, |token| match token {
+            Token::Term(term, start) => {
+                open.get_or_insert(start);
+                terms.push((term_key(term).0, sentences.len() as u32));
+            }
+            Token::SentenceEnd(end) => {
+                if let Some(start) = open.take() {
+                    sentences.push(start..end);
+                }
+            }
+        });
+        if let Some(start) = open {
+            sentences.push(start..text.trim_end().len());
+        }
+        Self { sentences, terms }
+    }
+}
+
 /// One source text, indexed.
 #[derive(Debug, Clone)]
 pub struct IndexedText<'a> {
     text: &'a str,
     /// Byte ranges of the sentences.
-    sentences: Vec<Range<usize>>,
+    sentences: Cow<'a, [Range<usize>]>,
     /// Each word or number to the sentences containing it, ascending, no repeats.
     postings: KeyMap<Vec<u32>>,
 }
@@ -81,50 +117,33 @@ pub fn term_key(term: Term) -> (u64, Weight) {
 impl<'a> IndexedText<'a> {
     /// Indexes every term of `text`.
     pub fn new(text: &'a str) -> Self {
-        Self::build(text, None)
+        let read = ReadText::new(text);
+        let postings = postings(&read, None);
+        Self {
+            text,
+            sentences: Cow::Owned(read.sentences),
+            postings,
+        }
     }
 
     /// Indexes only the terms in `wanted` (those of the claims that cite this text): the text is
     /// still read whole, but nothing is kept of the rest.
     pub fn with_terms(text: &'a str, wanted: &KeySet) -> Self {
-        Self::build(text, Some(wanted))
-    }
-
-    fn build(text: &'a str, wanted: Option<&KeySet>) -> Self {
-        let wanted = wanted.map(Wanted::new);
-        let mut sentences: Vec<Range<usize>> = Vec::new();
-        let mut postings: KeyMap<Vec<u32>> = KeyMap::with_capacity_and_hasher(
-            wanted.as_ref().map_or(256, |wanted| wanted.set.len()),
-            Default::default(),
-        );
-        // Where the open sentence's first term starts; a stretch without terms is no sentence.
-        let mut open: Option<usize> = None;
-        for_each_token(text, |token| match token {
-            Token::Term(term, start) => {
-                open.get_or_insert(start);
-                let key = term_key(term).0;
-                if wanted.as_ref().is_some_and(|wanted| !wanted.contains(key)) {
-                    return;
-                }
-                let at = sentences.len() as u32;
-                let list = postings.entry(key).or_default();
-                if list.last() != Some(&at) {
-                    list.push(at);
-                }
-            }
-            Token::SentenceEnd(end) => {
-                if let Some(start) = open.take() {
-                    sentences.push(start..end);
-                }
-            }
-        });
-        if let Some(start) = open {
-            sentences.push(start..text.trim_end().len());
-        }
+        let read = ReadText::new(text);
+        let postings = postings(&read, Some(wanted));
         Self {
             text,
-            sentences,
+            sentences: Cow::Owned(read.sentences),
             postings,
+        }
+    }
+
+    /// As [`with_terms`](Self::with_terms), from `text` read before (`read` must be its reading).
+    pub fn from_read(text: &'a str, read: &'a ReadText, wanted: &KeySet) -> Self {
+        Self {
+            text,
+            sentences: Cow::Borrowed(&read.sentences),
+            postings: postings(read, Some(wanted)),
         }
     }
 
@@ -154,4 +173,23 @@ impl<'a> IndexedText<'a> {
         let last = self.sentences.get(at + 1).unwrap_or(first);
         &self.text[first.start..last.end]
     }
+}
+
+/// Each kept term to the sentences containing it, ascending, no repeats.
+fn postings(read: &ReadText, wanted: Option<&KeySet>) -> KeyMap<Vec<u32>> {
+    let wanted = wanted.map(Wanted::new);
+    let mut postings: KeyMap<Vec<u32>> = KeyMap::with_capacity_and_hasher(
+        wanted.as_ref().map_or(256, |wanted| wanted.set.len()),
+        Default::default(),
+    );
+    for &(key, at) in &read.terms {
+        if wanted.as_ref().is_some_and(|wanted| !wanted.contains(key)) {
+            continue;
+        }
+        let list = postings.entry(key).or_default();
+        if list.last() != Some(&at) {
+            list.push(at);
+        }
+    }
+    postings
 }

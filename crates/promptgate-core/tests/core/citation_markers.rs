@@ -113,6 +113,7 @@ fn each_kept_citation_gets_its_source_class_and_utf16_span() {
             title: "Harbour",
             text: page,
             fetched: true,
+            read: None,
         },
         SeenSource {
             index: 2,
@@ -120,6 +121,7 @@ fn each_kept_citation_gets_its_source_class_and_utf16_span() {
             title: "Hit",
             text: "Ferries leave hourly.",
             fetched: false,
+            read: None,
         },
     ];
     // "é" and "🌊" are one and two UTF-16 units: the offsets are JavaScript's.
@@ -144,4 +146,33 @@ fn each_kept_citation_gets_its_source_class_and_utf16_span() {
     assert_eq!(json["class"], "supported");
     assert_eq!(json["snippetOnly"], false);
     assert_eq!(json["n"], 1);
+}
+
+#[test]
+fn a_page_read_when_it_arrived_checks_the_same_as_one_read_at_the_end() {
+    use promptgate_core::citations::passages::ReadText;
+    let page = "Die Fähre nach Helgoland fährt ab 1. April täglich um 9:30 Uhr. Die Überfahrt dauert \
+                2,5 Stunden.\nIm Winter fährt sie nur dreimal pro Woche; Tickets kosten 1.250 Yen? Nein: 62 Euro.";
+    let text = "Die Überfahrt dauert 2,5 Stunden [1]. Tickets kosten 62 Euro [1]. Im Winter gibt es \
+                keine Fähre [1].";
+    let mut scanner = MarkerScanner::new(vec![1]);
+    let shown = scanner.push(text) + &scanner.finish();
+    let reading = ReadText::new(page);
+    let source = |read| SeenSource {
+        index: 1,
+        url: "https://faehre.example/",
+        title: "Fähre",
+        text: page,
+        fetched: true,
+        read,
+    };
+    let at_the_end = check_citations(&shown, 0, scanner.markers(), &[source(None)]);
+    let on_arrival = check_citations(&shown, 0, scanner.markers(), &[source(Some(&reading))]);
+    assert_eq!(at_the_end.len(), 3);
+    assert_eq!(on_arrival, at_the_end);
+    assert!(
+        on_arrival.iter().any(|c| c.class == SupportClass::Supported)
+            && on_arrival.iter().any(|c| c.class != SupportClass::Supported),
+        "the page supports some claims and not others: {on_arrival:?}"
+    );
 }

@@ -132,6 +132,7 @@ fn fetching_a_known_page_enriches_it_in_place() {
         PageMeta {
             title: Some("Real title".into()),
             text_prefix: Some("The page text.".into()),
+            read: None,
             image: Some("https://b.test/og.png".into()),
             favicon: None,
             site_name: Some("B Site".into()),

@@ -6,6 +6,7 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
+use promptgate_core::citations::passages::ReadText;
 use promptgate_core::sources::{
     MAX_SEEN_CHARS, PageMeta as SourcePage, SearchHit as SourceSearchHit, SourceRegistry, labelled,
 };
@@ -139,11 +140,27 @@ fn registry_url<'a>(registry: &SourceRegistry, page: &'a FetchedPage) -> &'a str
     }
 }
 
-fn page_meta(page: &FetchedPage) -> SourcePage {
+/// What the source registry keeps of a fetched page. The text it keeps for the citation check is
+/// read here, on the blocking pool: reading a page is most of what checking a citation of it costs,
+/// and done now it is done once, beside the fetch, instead of on an async worker at every text part's
+/// end.
+async fn page_meta(page: &FetchedPage) -> SourcePage {
     let meta = &page.meta;
+    let seen: String = page.text.chars().take(MAX_SEEN_CHARS).collect();
+    let (seen, read) = match tokio::task::spawn_blocking(move || {
+        let read = ReadText::new(&seen);
+        (seen, read)
+    })
+    .await
+    {
+        Ok((seen, read)) => (seen, Some(read)),
+        // The check reads the text itself when it runs.
+        Err(_) => (page.text.chars().take(MAX_SEEN_CHARS).collect(), None),
+    };
     SourcePage {
         title: page.title.clone().or_else(|| meta.title.clone()),
-        text_prefix: Some(page.text.chars().take(MAX_SEEN_CHARS).collect()),
+        text_prefix: Some(seen),
+        read,
         image: meta.image.clone(),
         favicon: meta.favicon.clone(),
         site_name: meta.site_name.clone(),
@@ -184,10 +201,11 @@ impl ToolExecutor for FetchContent {
             Some(page) => page,
             None => self.fetcher.fetch(&args.url, Some(max_length)).await?,
         };
+        let meta = page_meta(&page).await;
         let (url, index) = {
             let mut registry = lock(&self.sources);
             let url = registry_url(&registry, &page).to_owned();
-            let index = registry.register_fetch(&url, page_meta(&page));
+            let index = registry.register_fetch(&url, meta);
             warn_if_burned(&registry, index, &url);
             (url, index)
         };

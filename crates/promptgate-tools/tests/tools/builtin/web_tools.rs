@@ -205,6 +205,23 @@ async fn fetching_a_known_page_enriches_its_source_and_a_new_page_gets_the_next_
 }
 
 #[tokio::test]
+async fn a_fetched_page_arrives_read_for_the_citation_check_and_a_snippet_does_not() {
+    let turn = turn().await;
+    turn.search("tides").await;
+    let snippet = turn.registry().seen(2).cloned().unwrap();
+    assert!(!snippet.fetched && snippet.read.is_none(), "{snippet:?}");
+
+    turn.fetch("/article").await;
+    let seen = turn.registry().seen(1).cloned().unwrap();
+    assert!(seen.fetched);
+    assert_eq!(
+        seen.read,
+        Some(promptgate_core::citations::passages::ReadText::new(&seen.text)),
+        "the page the check will read is the page the model saw"
+    );
+}
+
+#[tokio::test]
 async fn a_redirect_to_a_known_page_enriches_that_page() {
     let turn = turn().await;
     turn.search("tides").await;

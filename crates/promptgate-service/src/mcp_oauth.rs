@@ -21,6 +21,8 @@ use crate::{Service, ServiceError};
 const PROVIDER_PREFIX: &str = "mcp:";
 /// Renew this long before the stated expiry, so a token does not lapse mid-send.
 const REFRESH_MARGIN_MS: i64 = 60_000;
+/// How long a registration waits for the server's answer to a tokenless request.
+const REGISTRATION_CHALLENGE_BUDGET: std::time::Duration = std::time::Duration::from_millis(500);
 /// How promptgate names itself when it registers as a client.
 const CLIENT_NAME: &str = "promptgate";
 
@@ -74,12 +76,15 @@ impl Service {
         let Some(hub) = &self.mcp else {
             return Ok(McpAuthorization::NotNeeded);
         };
-        // Bounded like a send's discovery: a registration does not wait on a server that hangs.
-        let challenge = tokio::time::timeout(
-            self.config.mcp_discovery_timeout,
-            hub.oauth().challenge(&server.url),
-        )
-        .await;
+        // A server given a static secret is authorized by it; it is not asked without it.
+        let secrets = self.store.mcp_server_secrets(user_id, id).await?;
+        if secrets.bearer_token.is_some() || !secrets.headers.is_empty() {
+            return Ok(McpAuthorization::NotNeeded);
+        }
+        // A registration does not wait on a server that is slow or hangs; the probe and
+        // `POST .../authorize` ask again.
+        let challenge =
+            tokio::time::timeout(REGISTRATION_CHALLENGE_BUDGET, hub.oauth().challenge(&server.url)).await;
         match challenge {
             Ok(Ok(Some(_))) => Ok(McpAuthorization::NeedsAuthorization {
                 url: self.start_mcp_authorization(user_id, id).await?,

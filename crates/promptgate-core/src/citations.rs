@@ -20,6 +20,7 @@ use regex::Regex;
 pub mod check;
 pub mod markers;
 pub mod passages;
+pub mod review;
 pub mod support;
 pub mod terms;
 

@@ -231,3 +231,17 @@ pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, LlmError>> 
 pub trait ChatModel: Send + Sync {
     async fn stream(&self, request: ChatRequest) -> Result<EventStream, LlmError>;
 }
+
+/// The whole text of a model's answer, for the side requests that read it at once (a summary, a
+/// citation review) rather than stream it to anyone.
+pub async fn answer_text(model: &dyn ChatModel, request: ChatRequest) -> Result<String, LlmError> {
+    use futures::StreamExt;
+    let mut stream = model.stream(request).await?;
+    let mut text = String::new();
+    while let Some(event) = stream.next().await {
+        if let StreamEvent::TextDelta(delta) = event? {
+            text.push_str(&delta);
+        }
+    }
+    Ok(text)
+}

@@ -87,6 +87,7 @@ fn service_config(config: &Config) -> ServiceConfig {
         response_retention: Duration::from_secs(config.responses.retention_days.saturating_mul(86_400)),
         context: config.context.settings(),
         quota: config.quotas.quota(),
+        citation_review: config.citations.settings(),
     }
 }
 

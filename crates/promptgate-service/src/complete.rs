@@ -156,6 +156,18 @@ impl Service {
         })
     }
 
+    /// The texts of the attached files in `messages` (UI messages with file parts) that can be
+    /// read, read for `user` by the server's file reader: once per file, bounded in time and off the
+    /// async workers, as a send reads its attachments. For a facade whose own document blocks it
+    /// turned into such parts.
+    pub async fn read_files(
+        &self,
+        user_id: &str,
+        messages: &[Value],
+    ) -> promptgate_turn::documents::FileTexts {
+        self.config.documents.read(user_id, messages).await
+    }
+
     /// How many input tokens the completion `request` would send the model, all of it counted: the
     /// gateway's prompt and tools as well as the client's conversation and tools, with the model's
     /// tokenizer where it is public and an estimate on the high side elsewhere, as a send counts.

@@ -32,6 +32,7 @@ pub use promptgate_tools::google::{DEFAULT_CALENDAR_BASE, DEFAULT_GMAIL_BASE};
 pub use promptgate_tools::microsoft::DEFAULT_GRAPH_BASE;
 pub use promptgate_tools::oauth::{OAuthProviderConfig, TokenSealer};
 pub use promptgate_tools::web::{FetchPolicy, SearchConfig};
+pub use promptgate_turn::CitationReview;
 pub use promptgate_turn::TurnLimits;
 pub use promptgate_turn::documents::{DocumentReader, DocumentSettings, PdfLimits};
 pub use promptgate_workspace::{ShellPool, ShellPoolSize, WorkspaceLimits};
@@ -82,6 +83,32 @@ pub struct ServiceConfig {
     pub context: ContextSettings,
     /// What each user may keep.
     pub quota: crate::quota::StorageQuota,
+    /// The optional second look at uncertain citations.
+    pub citation_review: CitationReviewSettings,
+}
+
+/// How long a text part's end waits for the citation review, by default.
+pub const DEFAULT_CITATION_REVIEW_TIMEOUT: Duration = Duration::from_secs(10);
+/// Citations of one text part put to the reviewing model, by default.
+pub const DEFAULT_CITATION_REVIEW_MAX: usize = 20;
+
+/// The model that reviews the citations the check did not find supported; none by default.
+#[derive(Debug, Clone)]
+pub struct CitationReviewSettings {
+    /// The id of a configured model; `None` keeps the check's classes.
+    pub model: Option<String>,
+    pub timeout: Duration,
+    pub max_citations: usize,
+}
+
+impl Default for CitationReviewSettings {
+    fn default() -> Self {
+        Self {
+            model: None,
+            timeout: DEFAULT_CITATION_REVIEW_TIMEOUT,
+            max_citations: DEFAULT_CITATION_REVIEW_MAX,
+        }
+    }
 }
 
 impl Default for ServiceConfig {
@@ -105,6 +132,7 @@ impl Default for ServiceConfig {
             response_retention: DEFAULT_RESPONSE_RETENTION,
             context: ContextSettings::default(),
             quota: crate::quota::StorageQuota::default(),
+            citation_review: CitationReviewSettings::default(),
         }
     }
 }

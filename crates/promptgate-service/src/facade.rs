@@ -4,7 +4,8 @@
 
 pub use promptgate_llm::{ChatMessage, ContentPart, ImageUrl, ToolCall, ToolDefinition, UserContent};
 pub use promptgate_turn::client_tools::ClientToolChoice;
+pub use promptgate_turn::documents::FileTexts;
 pub use promptgate_turn::facade::{
-    FacadeHistory, ToolInput, client_tools, facade_history, messages_history, messages_tools,
-    responses_history,
+    FacadeHistory, ToolInput, client_tools, facade_history, messages_documents, messages_history,
+    messages_tools, responses_history,
 };

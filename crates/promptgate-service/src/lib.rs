@@ -177,6 +177,8 @@ pub struct Service {
     pub(crate) token_counters: promptgate_llm::tokens::TokenCounters,
     /// The model that summarises a thread's older part, when one is configured.
     pub(crate) summariser: Option<window::Summariser>,
+    /// The model that takes a second look at uncertain citations, when one is configured.
+    pub(crate) citation_reviewer: Option<promptgate_turn::CitationReview>,
 }
 
 impl Service {
@@ -210,6 +212,7 @@ impl Service {
             encoding,
             token_counters: promptgate_llm::tokens::TokenCounters::default(),
             summariser: None,
+            citation_reviewer: None,
         }
     }
 

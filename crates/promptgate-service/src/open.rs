@@ -105,6 +105,11 @@ impl Service {
             promotion_enabled: settings.budget_promotion,
         };
         let summariser = summariser(&settings.service.context, &settings.system_models, &providers)?;
+        let citation_reviewer = citation_reviewer(
+            &settings.service.citation_review,
+            &settings.system_models,
+            &providers,
+        )?;
         let service = Service::new(
             store,
             providers,
@@ -115,6 +120,7 @@ impl Service {
         );
         let service = Service {
             summariser,
+            citation_reviewer,
             ..service
         };
         let service = match settings.integrations {
@@ -135,21 +141,53 @@ fn summariser(
     let Some(id) = &context.summariser else {
         return Ok(None);
     };
-    let model = system_models.iter().find(|m| &m.id == id).ok_or_else(|| {
+    let (model, client) = configured_model("[context] summariser", id, system_models, providers)?;
+    Ok(Some(crate::window::Summariser { client, model }))
+}
+
+/// The configured model that reviews uncertain citations, ready for a turn plan.
+fn citation_reviewer(
+    settings: &crate::deployment::CitationReviewSettings,
+    system_models: &[promptgate_core::settings::Model],
+    providers: &Providers,
+) -> Result<Option<promptgate_turn::CitationReview>, ServiceError> {
+    let Some(id) = &settings.model else {
+        return Ok(None);
+    };
+    let (model, client) = configured_model("[citations] review_model", id, system_models, providers)?;
+    Ok(Some(promptgate_turn::CitationReview {
+        model: client,
+        upstream_model: model.upstream_model,
+        timeout: settings.timeout,
+        max_citations: settings.max_citations,
+    }))
+}
+
+/// A system model a setting names for the server's own side requests, with its client.
+fn configured_model(
+    setting: &str,
+    id: &str,
+    system_models: &[promptgate_core::settings::Model],
+    providers: &Providers,
+) -> Result<
+    (
+        promptgate_core::settings::Model,
+        Arc<dyn promptgate_llm::ChatModel>,
+    ),
+    ServiceError,
+> {
+    let model = system_models.iter().find(|m| m.id == id).ok_or_else(|| {
         ServiceError::Refused(format!(
-            "[context] summariser names the model {id:?}, which is not a configured model"
+            "{setting} names the model {id:?}, which is not a configured model"
         ))
     })?;
     let provider = providers.get(&model.provider).ok_or_else(|| {
         ServiceError::Refused(format!(
-            "[context] summariser: the provider {:?} of model {id:?} is not configured",
+            "{setting}: the provider {:?} of model {id:?} is not configured",
             model.provider
         ))
     })?;
-    Ok(Some(crate::window::Summariser {
-        client: provider.model_client(model),
-        model: model.clone(),
-    }))
+    Ok((model.clone(), provider.model_client(model)))
 }
 
 fn providers(entries: &[ProviderSettings]) -> Result<Providers, ServiceError> {

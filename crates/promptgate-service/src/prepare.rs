@@ -190,6 +190,7 @@ impl Prepared {
             record_message: run.recorder.is_some(),
             recorder: run.recorder,
             tasks: run.tasks,
+            citation_review: None,
             floor: if harness {
                 Floor::Steer(nudges::WEB_FLOOR_STEER.to_owned())
             } else {

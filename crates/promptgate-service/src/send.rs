@@ -364,7 +364,7 @@ impl Service {
             &ids.message_id,
             &cancel,
         );
-        let plan = prepared.into_turn_plan(
+        let mut plan = prepared.into_turn_plan(
             provider,
             self.config.limits,
             RunParts {
@@ -382,6 +382,9 @@ impl Service {
                 client: Default::default(),
             },
         );
+        // Only a send keeps the citations' classes (in the stored answer); a facade's would be
+        // reviewed for nobody.
+        plan.citation_review = self.citation_reviewer.clone();
         let run = run_turn(plan);
         let detach = Detach {
             on_disconnect: self.config.on_disconnect,

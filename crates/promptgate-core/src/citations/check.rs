@@ -47,6 +47,9 @@ pub struct Citation {
     /// The best-matching passage of what the turn saw of the source.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub passage: Option<String>,
+    /// The class is the reviewing model's verdict rather than the check's (see [`super::review`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reviewed: bool,
 }
 
 /// Checks the kept `markers` of `text` (one text part) against `sources`. Each cited source is read
@@ -104,6 +107,7 @@ pub fn check_citations(
             class: support.class,
             snippet_only: !source.fetched,
             passage: support.passage,
+            reviewed: false,
         });
     }
     citations

@@ -7,6 +7,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 pub mod auth;
+pub mod citations;
 pub mod context;
 pub mod integrations;
 #[cfg(test)]
@@ -69,6 +70,9 @@ pub struct Config {
     /// How sends fit a thread to the model's context window.
     #[serde(default)]
     pub context: context::ContextConfig,
+    /// The optional second look at uncertain citations.
+    #[serde(default)]
+    pub citations: citations::CitationsConfig,
     /// Bounds of each thread's workspace (harness models).
     #[serde(default)]
     pub workspace: WorkspaceConfig,
@@ -199,6 +203,7 @@ impl Config {
         self.workspace.validate()?;
         let model_ids: Vec<&str> = self.models.iter().map(|m| m.id.as_str()).collect();
         self.context.validate(&model_ids)?;
+        self.citations.validate(&model_ids)?;
         if self.limits.body_bytes == 0 {
             return Err(ConfigError::Invalid("limits.body_bytes must be positive".into()));
         }

@@ -13,7 +13,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use promptgate_service::events::TurnEvent;
-use promptgate_service::facade::{messages_history, messages_tools};
+use promptgate_service::facade::{FileTexts, messages_documents, messages_history, messages_tools};
 use promptgate_service::{CompletionRequest, OutputCap, SendHandle};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -92,8 +92,15 @@ pub struct MessagesBody {
 }
 
 impl MessagesBody {
-    fn completion(self, user_id: String) -> ApiResult<(CompletionRequest, bool)> {
-        let conversation = messages_history(self.system.as_ref(), &self.messages)
+    /// The request in the engine's terms, its PDF documents read by the server's file reader.
+    async fn completion(self, state: &AppState, user_id: String) -> ApiResult<(CompletionRequest, bool)> {
+        let documents = messages_documents(&self.messages);
+        let files = if documents.is_empty() {
+            FileTexts::default()
+        } else {
+            state.service.read_files(&user_id, &documents).await
+        };
+        let conversation = messages_history(self.system.as_ref(), &self.messages, &files)
             .map_err(|e| ApiError::invalid(e.to_string()))?;
         if self.max_tokens == Some(0) {
             return Err(ApiError::invalid("max_tokens: must be at least 1"));
@@ -127,7 +134,7 @@ async fn messages(
     user: CurrentUser,
     ApiJson(body): ApiJson<MessagesBody>,
 ) -> ApiResult<Message> {
-    let (request, stream) = body.completion(user.id)?;
+    let (request, stream) = body.completion(&state, user.id).await?;
     let handle = state.service.complete(request).await?;
     let identity = MessageIdentity {
         id: format!("msg_{}", handle.turn_id.trim_start_matches("turn_")),
@@ -163,7 +170,7 @@ async fn count_tokens(
     user: CurrentUser,
     ApiJson(body): ApiJson<MessagesBody>,
 ) -> ApiResult<axum::Json<TokenCount>> {
-    let (request, _) = body.completion(user.id)?;
+    let (request, _) = body.completion(&state, user.id).await?;
     let input_tokens = state.service.count_input_tokens(request).await?;
     Ok(axum::Json(TokenCount { input_tokens }))
 }

@@ -239,3 +239,49 @@ async fn healthz_answers_while_files_slow_to_read_are_read_and_each_is_cut_at_it
     assert!(request.contains("Tide tables"), "{request}");
     server.shutdown_background();
 }
+
+/// A Messages API document block holding `pdf`, as Anthropic's SDKs send a PDF.
+fn pdf_document(title: &str, pdf: &[u8]) -> Value {
+    json!({"type": "document", "title": title, "source": {"type": "base64", "media_type": "application/pdf",
+           "data": base64::engine::general_purpose::STANDARD.encode(pdf)}})
+}
+
+#[tokio::test]
+async fn the_messages_api_reads_its_pdfs_as_a_send_reads_attachments_bomb_included() {
+    common::init();
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    let gw = Gateway::start(
+        common::Backend::Sqlite,
+        scripted_config(AuthMode::SingleUser, &upstream.base_url()),
+    )
+    .await;
+    let readable = pdf_with_content(&zlib(b"BT /F1 12 Tf 72 720 Td (High tide at six) Tj ET"));
+    let bomb = pdf_with_content(&zlib_zeros(700));
+    let body = json!({"model": "scripted", "max_tokens": 64, "messages": [{"role": "user", "content": [
+        pdf_document("tides.pdf", &readable),
+        pdf_document("bomb.pdf", &bomb),
+        {"type": "text", "text": "When is high tide?"}
+    ]}]});
+
+    upstream.push(text(["At six."]));
+    let (status, answer) = gw.post("/v1/messages", body.clone()).await;
+    assert_eq!(status, 200, "{answer}");
+    let told = upstream.last_request().unwrap().to_string();
+    assert!(
+        told.contains("High tide at six"),
+        "the PDF's text reached the model: {told}"
+    );
+    assert!(
+        told.contains(
+            "[Attached file: bomb.pdf (application/pdf); it is a PDF whose content expands past the 32 MiB"
+        ),
+        "{told}"
+    );
+    let reads = r#"promptgate_attachment_reads_total{outcome="read"}"#;
+    assert_eq!(gw.metric(reads).await, 2.0);
+
+    // Counting the tokens reads nothing again: the reader kept both outcomes.
+    let (status, count) = gw.post("/v1/messages/count_tokens", body).await;
+    assert_eq!(status, 200, "{count}");
+    assert_eq!(gw.metric(reads).await, 2.0);
+}

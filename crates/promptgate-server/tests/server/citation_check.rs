@@ -128,6 +128,50 @@ async fn a_turns_citations_are_resolved_checked_and_stored() {
 }
 
 #[tokio::test]
+async fn a_configured_reviewer_takes_a_second_look_at_the_citations_not_found_supported() {
+    let (gw, upstream, web) =
+        web_site::scripted_web_gateway_with("[citations]\nreview_model = \"scripted\"\n").await;
+    script(&upstream, &web);
+    // Of the two unsupported claims, the reviewer finds the first one backed after all.
+    upstream.push(text(["{\"verdicts\": [\"supported\", \"unsupported\"]}"]));
+    let sse = gw
+        .stream("/v1/chat", common::use_chat_body("cite-r", "Tides?", "scripted"))
+        .await;
+    assert_eq!(sse.text(), SHOWN);
+    assert_eq!(upstream.calls(), 4, "the turn's three requests and one review");
+
+    let review = upstream.last_request().unwrap();
+    assert_eq!(review["model"], "upstream-model");
+    let task = review["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        task.contains("Item 1\nClaim: The harbour office closes at dusk from April to October")
+            && task.contains("Item 2\nClaim: The causeway is closed to cars every winter")
+            && !task.contains("Item 3"),
+        "only the claims not found supported are asked about: {task}"
+    );
+    assert!(review["tools"].is_null(), "a review offers no tools: {review}");
+
+    let stored = gw.stored_messages("cite-r", 2).await;
+    let metadata = &stored[1]["metadata"];
+    let classes: Vec<(&str, bool)> = metadata["citations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["class"].as_str().unwrap(), c["reviewed"] == true))
+        .collect();
+    assert_eq!(
+        classes,
+        [
+            ("supported", false),
+            ("supported", false),
+            ("supported", true),
+            ("unsupported", true)
+        ]
+    );
+    assert_eq!(metadata["citationCounts"]["supported"], 3);
+}
+
+#[tokio::test]
 async fn a_v5_reader_gets_no_citation_fields_but_the_same_text_and_metadata() {
     let (gw, upstream, web) = gateway().await;
     script(&upstream, &web);

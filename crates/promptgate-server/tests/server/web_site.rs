@@ -89,13 +89,18 @@ impl Web {
 /// A single-user gateway on SQLite whose one model is a scripted upstream and whose search backend
 /// and site are this web.
 pub async fn scripted_web_gateway() -> (crate::common::Gateway, ScriptedUpstream, Web) {
+    scripted_web_gateway_with("").await
+}
+
+/// As [`scripted_web_gateway`], with `more` (whole TOML sections) added to its config.
+pub async fn scripted_web_gateway_with(more: &str) -> (crate::common::Gateway, ScriptedUpstream, Web) {
     crate::common::init();
     let upstream = ScriptedUpstream::start().await.unwrap();
     let web = Web::start().await;
     let text = format!(
         "{}\n[[providers]]\nname = \"scripted\"\nkind = \"openai\"\nbase_url = \"{}\"\n\
          first_byte_timeout_secs = 5\nidle_timeout_secs = 5\n\n[[models]]\nid = \"scripted\"\nname = \"Scripted\"\n\
-         provider = \"scripted\"\nupstream_model = \"upstream-model\"\n\n{}",
+         provider = \"scripted\"\nupstream_model = \"upstream-model\"\n\n{}\n{more}",
         promptgate_server::config::EMBEDDED_DEFAULT,
         upstream.base_url(),
         web.config_section()

@@ -4,10 +4,9 @@
 
 use std::collections::HashMap;
 
-use futures::StreamExt;
 use promptgate_core::prompt::{SUMMARISER_INSTRUCTIONS, summariser_task};
 use promptgate_llm::tokens::Tokenizer;
-use promptgate_llm::{ChatMessage, ChatRequest, ContentPart, StreamEvent, UserContent};
+use promptgate_llm::{ChatMessage, ChatRequest, ContentPart, UserContent};
 use promptgate_store::{Message, ThreadTail};
 use promptgate_turn::history::HistoryOptions;
 
@@ -117,20 +116,9 @@ pub(super) async fn summarise(
 
 /// The summariser's answer text.
 async fn ask(summariser: &Summariser, request: ChatRequest) -> Result<String, String> {
-    let mut stream = summariser
-        .client
-        .stream(request)
+    promptgate_llm::answer_text(summariser.client.as_ref(), request)
         .await
-        .map_err(|e| format!("the summariser refused: {e}"))?;
-    let mut text = String::new();
-    while let Some(event) = stream.next().await {
-        match event {
-            Ok(StreamEvent::TextDelta(delta)) => text.push_str(&delta),
-            Ok(_) => {}
-            Err(e) => return Err(format!("the summariser failed: {e}")),
-        }
-    }
-    Ok(text)
+        .map_err(|e| format!("the summariser failed: {e}"))
 }
 
 /// A summary no longer than `max` tokens: an overlong answer is cut at a line end.

@@ -378,6 +378,20 @@ pub struct TurnPlan {
     /// Added to the metadata of the stream's `start` chunk: what was decided before the turn ran
     /// (which part of the thread the model sees), so the answer carries it.
     pub start_metadata: Map<String, Value>,
+    /// A model that takes a second look at the citations the check did not find supported;
+    /// `None` keeps the check's classes.
+    pub citation_review: Option<CitationReview>,
+}
+
+/// The model that reviews a text part's uncertain citations, and how long the part's end may wait
+/// for it.
+#[derive(Clone)]
+pub struct CitationReview {
+    pub model: Arc<dyn ChatModel>,
+    pub upstream_model: String,
+    pub timeout: std::time::Duration,
+    /// Most citations of one text part put to the model.
+    pub max_citations: usize,
 }
 
 impl TurnPlan {
@@ -420,6 +434,7 @@ impl TurnPlan {
             record_message: true,
             recorder: None,
             tasks: tokio_util::task::TaskTracker::new(),
+            citation_review: None,
             start_metadata: Map::new(),
         }
     }

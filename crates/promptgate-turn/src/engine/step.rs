@@ -244,7 +244,7 @@ impl Turn {
         let room = MAX_CHECKED_CITATIONS.saturating_sub(self.citations.len());
         let kept = markers.markers();
         let kept = &kept[..room.min(kept.len())];
-        let checked = if self.plan.hooks.citation_source_bytes() < CHECK_OFF_WORKER_BYTES {
+        let mut checked = if self.plan.hooks.citation_source_bytes() < CHECK_OFF_WORKER_BYTES {
             self.plan.hooks.check_citations(text, self.text_parts, kept)
         } else {
             let (hooks, text, text_part, kept) = (
@@ -260,6 +260,9 @@ impl Turn {
                     Vec::new()
                 })
         };
+        if let Some(review) = &self.plan.citation_review {
+            super::citation_review::review_citations(review, text, &mut checked, &self.plan.cancel).await;
+        }
         let counts = self.citation_counts.get_or_insert_with(Default::default);
         counts.add(&checked, markers.dangling().len());
         let wire: Vec<Value> = checked.iter().map(sdk_citation).collect();

@@ -15,9 +15,14 @@ use super::tools::{ToolInput, client_tools};
 use crate::TurnError;
 use crate::attachments::{FileText, file_text};
 use crate::client_tools::ClientToolChoice;
+use crate::documents::FileTexts;
 
 /// The request's `system` and `messages` as the turn's history.
-pub fn messages_history(system: Option<&Value>, messages: &[Value]) -> Result<FacadeHistory, TurnError> {
+pub fn messages_history(
+    system: Option<&Value>,
+    messages: &[Value],
+    files: &FileTexts,
+) -> Result<FacadeHistory, TurnError> {
     if messages.len() > MAX_MESSAGES {
         return Err(invalid(format!(
             "at most {MAX_MESSAGES} messages are accepted, got {}",
@@ -44,7 +49,7 @@ pub fn messages_history(system: Option<&Value>, messages: &[Value]) -> Result<Fa
         let at = |problem: String| invalid(format!("messages[{index}]: {problem}"));
         let content = message.get("content").unwrap_or(&Value::Null);
         match message.get("role").and_then(Value::as_str) {
-            Some("user") => user_turn(content, &mut history.messages).map_err(at)?,
+            Some("user") => user_turn(content, files, &mut history.messages).map_err(at)?,
             Some("assistant") => history.messages.push(assistant_turn(content).map_err(at)?),
             Some("system") => history.system.push(plain_text(content).map_err(at)?),
             Some(other) => return Err(at(format!("role `{other}` is not supported"))),
@@ -106,7 +111,7 @@ pub fn messages_tools(
 }
 
 /// A user turn: its tool results first, as tool messages, then the rest as one user message.
-fn user_turn(content: &Value, out: &mut Vec<ChatMessage>) -> Result<(), String> {
+fn user_turn(content: &Value, files: &FileTexts, out: &mut Vec<ChatMessage>) -> Result<(), String> {
     let blocks = match content {
         Value::String(text) => {
             out.push(ChatMessage::User {
@@ -120,13 +125,13 @@ fn user_turn(content: &Value, out: &mut Vec<ChatMessage>) -> Result<(), String> 
     let mut parts = Vec::new();
     for block in blocks {
         match block_type(block) {
-            "tool_result" => out.push(tool_result(block)?),
+            "tool_result" => out.push(tool_result(block, files)?),
             "text" => parts.push(ContentPart::Text {
                 text: text_block(block)?.to_owned(),
             }),
             "image" => parts.push(image(block)?),
             "document" => parts.push(ContentPart::Text {
-                text: document_text(block),
+                text: document_text(block, files),
             }),
             "thinking" | "redacted_thinking" => {}
             other => {
@@ -193,7 +198,7 @@ fn assistant_turn(content: &Value) -> Result<ChatMessage, String> {
 
 /// A `tool_result` block as the tool message the model reads. Its images cannot travel in a tool
 /// message; the model is told one was there.
-fn tool_result(block: &Value) -> Result<ChatMessage, String> {
+fn tool_result(block: &Value, files: &FileTexts) -> Result<ChatMessage, String> {
     let id = block
         .get("tool_use_id")
         .and_then(Value::as_str)
@@ -205,7 +210,7 @@ fn tool_result(block: &Value) -> Result<ChatMessage, String> {
             .iter()
             .map(|inner| match block_type(inner) {
                 "text" => text_block(inner).map(str::to_owned),
-                "document" => Ok(document_text(inner)),
+                "document" => Ok(document_text(inner, files)),
                 "image" => Ok("[an image, which this gateway cannot pass on in a tool result]".to_owned()),
                 other => Ok(format!("[a `{other}` block, which this gateway cannot pass on]")),
             })
@@ -247,20 +252,68 @@ fn image(block: &Value) -> Result<ContentPart, String> {
     super::request::inline_image(&url)
 }
 
+/// The PDF documents of `messages` (in user turns and tool results) as the file parts of one user
+/// message, for the server's file reader: a PDF is read where reading is bounded and off the async
+/// workers, never while the history is converted.
+pub fn messages_documents(messages: &[Value]) -> Vec<Value> {
+    let blocks = |content: &Value| content.as_array().cloned().unwrap_or_default();
+    let mut parts = Vec::new();
+    for message in messages {
+        if message.get("role").and_then(Value::as_str) != Some("user") {
+            continue;
+        }
+        for block in blocks(message.get("content").unwrap_or(&Value::Null)) {
+            match block_type(&block) {
+                "document" => parts.extend(pdf_file_part(&block)),
+                "tool_result" => {
+                    for inner in blocks(block.get("content").unwrap_or(&Value::Null)) {
+                        parts.extend(pdf_file_part(&inner));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    if parts.is_empty() {
+        return Vec::new();
+    }
+    vec![serde_json::json!({"role": "user", "parts": parts})]
+}
+
+/// An inline PDF document block as the file part a chat attachment of it would be.
+fn pdf_file_part(block: &Value) -> Option<Value> {
+    if block_type(block) != "document" {
+        return None;
+    }
+    let source = block.get("source")?;
+    let media_type = source.get("media_type").and_then(Value::as_str)?;
+    let data = source.get("data").and_then(Value::as_str)?;
+    if source.get("type").and_then(Value::as_str) != Some("base64") || media_type != "application/pdf" {
+        return None;
+    }
+    Some(serde_json::json!({
+        "type": "file",
+        "mediaType": media_type,
+        "filename": block.get("title").and_then(Value::as_str).unwrap_or("document"),
+        "url": format!("data:{media_type};base64,{data}"),
+    }))
+}
+
 /// A document block as text: plain text as it is, an inline text file as its text (as an attached
-/// file reads), anything else (a PDF too) as a label the model can mention.
-fn document_text(block: &Value) -> String {
+/// file reads), a PDF as the file reader read it, anything else as a label the model can mention.
+fn document_text(block: &Value, files: &FileTexts) -> String {
     let source = block.get("source").unwrap_or(&Value::Null);
     let name = block.get("title").and_then(Value::as_str).unwrap_or("document");
     let media_type = source.get("media_type").and_then(Value::as_str).unwrap_or("");
     let data = source.get("data").and_then(Value::as_str);
     match (source.get("type").and_then(Value::as_str), data) {
         (Some("text"), Some(text)) => format!("[{name}]\n{text}"),
-        // A PDF is read only where reading is bounded and off the async workers (a chat's
-        // attachments); here it would be parsed inline, so a bomb could stall the server.
-        (Some("base64"), Some(_)) if media_type == "application/pdf" => format!(
-            "[attached: {name} ({media_type}); PDFs are not read on this API, so its text is not available]"
-        ),
+        (Some("base64"), Some(_)) if media_type == "application/pdf" => {
+            match pdf_file_part(block).as_ref().and_then(|part| files.get(part)) {
+                Some(text) => text.to_owned(),
+                None => format!("[attached: {name} ({media_type}), which was not read]"),
+            }
+        }
         (Some("base64"), Some(data)) => {
             let url = format!("data:{media_type};base64,{data}");
             let unused = crate::pdf::Deadline::after(std::time::Duration::ZERO);
@@ -309,6 +362,7 @@ fn invalid(message: String) -> TurnError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::documents::NO_FILE_TEXTS;
     use promptgate_llm::ImageUrl;
     use serde_json::json;
 
@@ -334,7 +388,7 @@ mod tests {
                 {"type": "tool_result", "tool_use_id": "toolu_2", "content": "no such file", "is_error": true}
             ]}
         ]);
-        let history = messages_history(Some(&system), messages.as_array().unwrap()).unwrap();
+        let history = messages_history(Some(&system), messages.as_array().unwrap(), &NO_FILE_TEXTS).unwrap();
         assert_eq!(history.system, ["You are a coding agent.", "Work in /repo."]);
         assert_eq!(
             history.messages,
@@ -371,7 +425,7 @@ mod tests {
             {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": "AAAA"}},
             {"type": "document", "title": "notes", "source": {"type": "text", "media_type": "text/plain", "data": "tide at six"}}
         ]}]);
-        let history = messages_history(None, messages.as_array().unwrap()).unwrap();
+        let history = messages_history(None, messages.as_array().unwrap(), &NO_FILE_TEXTS).unwrap();
         let ChatMessage::User {
             content: UserContent::Parts(parts),
         } = &history.messages[0]
@@ -395,19 +449,31 @@ mod tests {
     }
 
     #[test]
-    fn an_image_link_is_refused_and_a_pdf_is_only_named() {
+    fn an_image_link_is_refused_and_an_unread_pdf_is_only_named() {
         let linked = json!([{"role": "user", "content": [
             {"type": "image", "source": {"type": "url", "url": "http://169.254.169.254/latest/meta-data/"}}
         ]}]);
-        let err = messages_history(None, linked.as_array().unwrap()).unwrap_err();
+        let err = messages_history(None, linked.as_array().unwrap(), &NO_FILE_TEXTS).unwrap_err();
         assert!(err.to_string().contains("inline"), "{err}");
 
         let pdf = json!([{"role": "user", "content": [
             {"type": "document", "title": "bomb", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0xLjQK"}}
         ]}]);
-        let history = messages_history(None, pdf.as_array().unwrap()).unwrap();
+        let history = messages_history(None, pdf.as_array().unwrap(), &NO_FILE_TEXTS).unwrap();
         let seen = format!("{:?}", history.messages[0]);
-        assert!(seen.contains("PDFs are not read on this API"), "{seen}");
+        assert!(
+            seen.contains("[attached: bomb (application/pdf), which was not read]"),
+            "{seen}"
+        );
+        // The file reader is handed the PDF as the chat attachment it would be.
+        let documents = messages_documents(pdf.as_array().unwrap());
+        assert_eq!(
+            documents,
+            vec![
+                json!({"role": "user", "parts": [{"type": "file", "mediaType": "application/pdf",
+                "filename": "bomb", "url": "data:application/pdf;base64,JVBERi0xLjQK"}]})
+            ]
+        );
     }
 
     #[test]
@@ -453,7 +519,7 @@ mod tests {
             ),
         ];
         for (messages, expected) in cases {
-            let err = messages_history(None, messages.as_array().unwrap())
+            let err = messages_history(None, messages.as_array().unwrap(), &NO_FILE_TEXTS)
                 .unwrap_err()
                 .to_string();
             assert!(err.contains(expected), "{err:?} should contain {expected:?}");

@@ -11,6 +11,6 @@ pub mod request;
 pub mod tools;
 
 pub use items::{check_call_results, responses_history};
-pub use messages::{messages_history, messages_tools};
+pub use messages::{messages_documents, messages_history, messages_tools};
 pub use request::{FacadeHistory, facade_history};
 pub use tools::{ToolInput, client_tools};

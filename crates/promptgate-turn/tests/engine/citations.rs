@@ -5,6 +5,9 @@
 
 use std::sync::Arc;
 
+use promptgate_core::citations::check::Citation;
+use promptgate_core::citations::markers::Marker;
+use promptgate_core::citations::support::SupportClass;
 use promptgate_llm::ChatMessage;
 use promptgate_turn::UiChunk;
 use serde_json::json;
@@ -105,6 +108,24 @@ async fn preamble_text_is_cleaned_before_a_tool_call_and_in_the_models_history()
     assert_eq!(preamble.as_deref(), Some("Checking"));
 }
 
+/// A citation of `marker` whose claim is everything before it, classed `class`.
+fn citation_at(marker: &Marker, text_part: u32, class: SupportClass) -> Citation {
+    Citation {
+        n: marker.n,
+        url: "https://example.com/".into(),
+        title: "Example".into(),
+        text_part,
+        start: 0,
+        end: marker.start,
+        marker_start: marker.start,
+        marker_end: marker.end,
+        class,
+        snippet_only: false,
+        passage: Some("High water comes at about six in the morning.".into()),
+        reviewed: false,
+    }
+}
+
 /// A source registry whose check blocks its thread until the rest of the runtime has run: it
 /// finishes only when another task on the same (one-threaded) runtime saw it start.
 struct HeavyCheck {
@@ -121,12 +142,7 @@ impl promptgate_turn::TurnHooks for HeavyCheck {
         20 * 16_000
     }
 
-    fn check_citations(
-        &self,
-        _text: &str,
-        text_part: u32,
-        markers: &[promptgate_core::citations::markers::Marker],
-    ) -> Vec<promptgate_core::citations::check::Citation> {
+    fn check_citations(&self, _text: &str, text_part: u32, markers: &[Marker]) -> Vec<Citation> {
         use std::sync::atomic::Ordering;
         self.started.store(true, Ordering::SeqCst);
         // Bounded so that a check run on the runtime's only thread fails the test, not hangs it.
@@ -134,19 +150,7 @@ impl promptgate_turn::TurnHooks for HeavyCheck {
             if self.released.load(Ordering::SeqCst) {
                 return markers
                     .iter()
-                    .map(|m| promptgate_core::citations::check::Citation {
-                        n: m.n,
-                        url: "https://example.com/".into(),
-                        title: "Example".into(),
-                        text_part,
-                        start: 0,
-                        end: m.start,
-                        marker_start: m.start,
-                        marker_end: m.end,
-                        class: promptgate_core::citations::support::SupportClass::Supported,
-                        snippet_only: false,
-                        passage: None,
-                    })
+                    .map(|m| citation_at(m, text_part, SupportClass::Supported))
                     .collect();
             }
             std::thread::sleep(std::time::Duration::from_millis(10));
@@ -184,4 +188,65 @@ async fn a_check_over_many_pages_leaves_the_runtime_free_for_other_turns() {
     let citations = end.expect("the check ran while the other task went on, and its result arrived");
     assert_eq!(citations.len(), 1);
     assert_eq!(citations[0]["source"]["id"], "source-1");
+}
+
+/// A source registry whose check finds every citation weak.
+struct WeakCheck;
+
+impl promptgate_turn::TurnHooks for WeakCheck {
+    fn citable_sources(&self) -> Option<Vec<u32>> {
+        Some(vec![1])
+    }
+
+    fn check_citations(&self, _text: &str, text_part: u32, markers: &[Marker]) -> Vec<Citation> {
+        markers
+            .iter()
+            .map(|m| citation_at(m, text_part, SupportClass::Weak))
+            .collect()
+    }
+}
+
+/// Runs a turn whose one citation the check finds weak, with `reviewer` answering the review.
+async fn reviewed_turn(reviewer: Arc<ScriptedModel>) -> Finished {
+    let model = ScriptedModel::new(vec![answer(&["The tide turns at six [1]."])]);
+    let mut turn = plan(model, vec![]);
+    turn.hooks = Arc::new(WeakCheck);
+    turn.citation_review = Some(promptgate_turn::CitationReview {
+        model: reviewer,
+        upstream_model: "small".into(),
+        timeout: std::time::Duration::from_secs(30),
+        max_citations: 20,
+    });
+    run(turn).await
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_reviewing_model_can_find_a_weak_citation_supported() {
+    let reviewer = ScriptedModel::new(vec![answer(&["{\"verdicts\": ", "[\"supported\"]}"])]);
+    let done = reviewed_turn(reviewer.clone()).await;
+
+    let citation = &done.outcome.metadata["citations"][0];
+    assert_eq!(citation["class"], "supported", "{citation}");
+    assert_eq!(citation["reviewed"], true);
+    let asked = reviewer.requests();
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].model, "small");
+    let ChatMessage::User { content } = &asked[0].messages[1] else {
+        panic!("the task is the user message: {:?}", asked[0].messages);
+    };
+    let task = format!("{content:?}");
+    assert!(
+        task.contains("Claim: The tide turns at six") && task.contains("High water comes at about six"),
+        "{task}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_unusable_review_leaves_the_checks_class() {
+    let reviewer = ScriptedModel::new(vec![answer(&["I think it is fine."])]);
+    let done = reviewed_turn(reviewer).await;
+
+    let citation = &done.outcome.metadata["citations"][0];
+    assert_eq!(citation["class"], "weak", "{citation}");
+    assert!(citation.get("reviewed").is_none(), "{citation}");
 }

@@ -21,6 +21,7 @@ pub(crate) const MODERN_VERSION: &str = "2026-07-28";
 const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 /// A discover answer is small; anything bigger is not one.
 const MAX_PROBE_BODY: usize = 256 * 1024;
+const DISCOVER_ANSWER: &str = "the answer to server/discover";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Era {
@@ -119,7 +120,7 @@ fn verdict(message: Option<&Value>) -> Era {
 
 /// The body as JSON, `None` when it is empty or not JSON at all.
 async fn read_json(response: reqwest::Response) -> Result<Option<Value>, McpError> {
-    let bytes = read_bounded(response, |_| false).await?;
+    let bytes = read_bounded(response, MAX_PROBE_BODY, DISCOVER_ANSWER, |_| false).await?;
     Ok(serde_json::from_slice(&bytes).ok())
 }
 
@@ -127,7 +128,7 @@ async fn read_json(response: reqwest::Response) -> Result<Option<Value>, McpErro
 /// notifications.
 async fn first_sse_message(response: reqwest::Response) -> Result<Option<Value>, McpError> {
     let mut found = None;
-    read_bounded(response, |buffer| {
+    read_bounded(response, MAX_PROBE_BODY, DISCOVER_ANSWER, |buffer| {
         found = sse_response(buffer);
         found.is_some()
     })
@@ -135,19 +136,20 @@ async fn first_sse_message(response: reqwest::Response) -> Result<Option<Value>,
     Ok(found)
 }
 
-/// Reads the body up to [`MAX_PROBE_BODY`], stopping early once `done` says enough arrived.
-async fn read_bounded(
+/// Reads the body up to `max` bytes, stopping early once `done` says enough arrived; `what` names
+/// the answer in the error past the bound.
+pub(crate) async fn read_bounded(
     response: reqwest::Response,
+    max: usize,
+    what: &str,
     mut done: impl FnMut(&[u8]) -> bool,
 ) -> Result<BytesMut, McpError> {
     let mut buffer = BytesMut::new();
     let mut stream = response.bytes_stream();
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(|e| McpError::from_reqwest(&e))?;
-        if buffer.len() + chunk.len() > MAX_PROBE_BODY {
-            return Err(McpError::Protocol(format!(
-                "the answer to server/discover exceeds {MAX_PROBE_BODY} bytes"
-            )));
+        if buffer.len() + chunk.len() > max {
+            return Err(McpError::Protocol(format!("{what} exceeds {max} bytes")));
         }
         buffer.extend_from_slice(&chunk);
         if done(&buffer) {

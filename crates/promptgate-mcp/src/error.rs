@@ -40,6 +40,10 @@ pub enum McpError {
     ToolNotFound(String),
     #[error("the connection to the MCP server was closed")]
     Closed,
+    /// Authorizing with the server's OAuth authorization server failed or was refused; the text is
+    /// ours (with an RFC 6749 error code at most), never what the server sent.
+    #[error("MCP authorization failed: {0}")]
+    Authorization(String),
     /// The user already has as many probes running or started this minute as the hub allows.
     #[error("too many MCP server probes; try again in {} s", .retry_after.as_secs().max(1))]
     TooManyProbes { retry_after: Duration },
@@ -75,6 +79,7 @@ impl McpError {
             McpError::ToolNotFound(_) => "tool_not_found",
             McpError::Closed => "closed",
             McpError::TooManyProbes { .. } => "too_many_probes",
+            McpError::Authorization(_) => "authorization",
         }
     }
 

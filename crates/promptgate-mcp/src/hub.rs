@@ -152,6 +152,11 @@ impl McpHub {
             .map_err(McpError::from_outbound)
     }
 
+    /// OAuth for the servers that are protected resources, through the hub's outbound policy.
+    pub fn oauth(&self) -> crate::oauth::McpOAuth {
+        crate::oauth::McpOAuth::new(self.shared.outbound.clone())
+    }
+
     pub fn settings(&self) -> &HubSettings {
         &self.shared.settings
     }

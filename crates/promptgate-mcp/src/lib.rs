@@ -14,6 +14,7 @@ mod era;
 mod error;
 mod hub;
 mod keeper;
+pub mod oauth;
 mod pool;
 mod probes;
 mod result;
@@ -28,4 +29,4 @@ pub use pool::HubUsage;
 /// The address policy MCP connections are checked by; the same type `[web.fetch]` uses.
 pub use promptgate_outbound::AddressPolicy;
 pub use result::McpToolResult;
-pub use session::DiscoveredTool;
+pub use session::{DiscoveredTool, ToolHints};

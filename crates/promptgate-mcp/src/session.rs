@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ClientRequest, Implementation,
-    PaginatedRequestParams, PingRequest, ProtocolVersion, ServerNotification, SubscriptionFilter,
+    PaginatedRequestParams, PingRequest, ProtocolVersion, ServerNotification, SubscriptionFilter, Tool,
 };
 use rmcp::service::{
     ClientCacheConfig, ClientLifecycleMode, ClientServiceExt, NotificationContext, RunningService,
@@ -30,7 +30,39 @@ pub struct DiscoveredTool {
     pub name: String,
     pub description: Option<String>,
     pub input_schema: Value,
+    /// `title`, else `annotations.title` (the spec's display precedence).
     pub title: Option<String>,
+    /// The behaviour hints of the tool's `annotations`, when it has any.
+    pub hints: Option<ToolHints>,
+}
+
+/// The behaviour hints a server gives a tool (`readOnlyHint`, `destructiveHint`, `idempotentHint`,
+/// `openWorldHint`), as given: `None` is a hint left out, whose meaning is the spec's default.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolHints {
+    pub read_only: Option<bool>,
+    pub destructive: Option<bool>,
+    pub idempotent: Option<bool>,
+    pub open_world: Option<bool>,
+}
+
+impl DiscoveredTool {
+    fn from_listed(tool: Tool) -> DiscoveredTool {
+        let annotations = tool.annotations.unwrap_or_default();
+        let hints = ToolHints {
+            read_only: annotations.read_only_hint,
+            destructive: annotations.destructive_hint,
+            idempotent: annotations.idempotent_hint,
+            open_world: annotations.open_world_hint,
+        };
+        DiscoveredTool {
+            name: tool.name.to_string(),
+            description: tool.description.map(|d| d.to_string()),
+            input_schema: Value::Object((*tool.input_schema).clone()),
+            title: tool.title.or(annotations.title),
+            hints: (hints != ToolHints::default()).then_some(hints),
+        }
+    }
 }
 
 /// What a server said about itself when the session opened.
@@ -184,12 +216,7 @@ impl Session {
                     );
                     break;
                 }
-                tools.push(DiscoveredTool {
-                    name: tool.name.to_string(),
-                    description: tool.description.map(|d| d.to_string()),
-                    input_schema: Value::Object((*tool.input_schema).clone()),
-                    title: tool.title.or_else(|| tool.annotations.and_then(|a| a.title)),
-                });
+                tools.push(DiscoveredTool::from_listed(tool));
             }
             match page.next_cursor {
                 None => {

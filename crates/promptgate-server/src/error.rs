@@ -102,11 +102,12 @@ error_codes! {
     InvalidBody = 422, "invalid_body": "The body has the wrong shape, or a value breaks a rule; the message names the field.";
     FieldNotAllowed = 422, "field_not_allowed": "The request sets upstream fields the caller may not set (the operator decides them); the message names them and what may be set.";
     RefusedAddress = 422, "refused_address": "The outbound address policy refuses the URL.";
+    McpAuthorizationFailed = 422, "mcp_authorization_failed": "The MCP server could not be authorized: it is unreachable, or its authorization server's metadata was refused (another resource or issuer, no PKCE S256) or it refused the request.";
     TooManyProbes = 429, "too_many_probes": "The user probed MCP servers more often than the server allows; `Retry-After` says when to try again.";
     RateLimited = 429, "rate_limited": "Too many requests or turns for this user; `Retry-After` says when to try again.";
     HeadersTooLarge = 431, "headers_too_large": "The request headers are larger than the server accepts.";
     Internal = 500, "internal": "A failure on the server's side; the details are in its log under the request id.";
-    ProviderError = 502, "provider_error": "An integration's provider refused the authorization or the code exchange.";
+    ProviderError = 502, "provider_error": "An integration's provider, or an MCP server's authorization server, refused the authorization or the code exchange.";
     UpstreamError = 502, "upstream_error": "The model provider failed before an answer could be given.";
     Unavailable = 503, "unavailable": "Unavailable (a status from below the handlers).";
     Interrupted = 503, "interrupted": "The server cut the answer short (it was shutting down); ask again.";
@@ -116,6 +117,7 @@ error_codes! {
     ProviderUnavailable = 503, "provider_unavailable": "The model's provider is not configured on this server.";
     IntegrationNotConfigured = 503, "integration_not_configured": "This server has no OAuth client for the integration.";
     TooManyAuthorizations = 503, "too_many_authorizations": "Too many integration authorizations are in progress.";
+    McpOAuthNotConfigured = 503, "mcp_oauth_not_configured": "This server has no OAuth callback URL for MCP servers (`[mcp] oauth_redirect_base_url`).";
     Timeout = 504, "timeout": "The request took longer than the server's request timeout.";
 }
 
@@ -373,6 +375,10 @@ impl From<ServiceError> for ApiError {
                     p.as_str()
                 ),
             ),
+            ServiceError::McpAuthorization(m) => Self::new(ErrorCode::McpAuthorizationFailed, m),
+            ServiceError::McpOAuthNotConfigured => {
+                Self::new(ErrorCode::McpOAuthNotConfigured, err.to_string())
+            }
             ServiceError::TooManyAuthorizations => {
                 Self::new(ErrorCode::TooManyAuthorizations, err.to_string())
             }

@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use anyhow::Context;
+use promptgate_service::deployment::ClientCredentials;
 use promptgate_service::deployment::{
     DEFAULT_CALENDAR_BASE, DEFAULT_GMAIL_BASE, DEFAULT_GRAPH_BASE, GoogleSetup, HubSettings, InstanceConfig,
     IntegrationSettings, MicrosoftSetup, OAuthProviderConfig, ProviderKind as Kind, ProviderSettings,
@@ -24,8 +25,10 @@ pub fn settings(config: &Config, env: &dyn Env) -> anyhow::Result<Settings> {
     let providers = providers(config, env)?;
     let search = search(config, env)?;
     let integrations = integrations(config, env)?;
+    let mut service = service_config(config);
+    service.mcp_oauth_clients = mcp_oauth_clients(config, env)?;
     Ok(Settings {
-        service: service_config(config),
+        service,
         providers,
         search,
         fetch: config.web.fetch.clone(),
@@ -67,6 +70,9 @@ fn service_config(config: &Config) -> ServiceConfig {
         mcp_discovery_timeout: Duration::from_millis(config.mcp.discovery_timeout_ms),
         max_turns_in_flight: config.turn.max_in_flight,
         mcp_call_timeout: Duration::from_secs(config.mcp.call_timeout_secs),
+        mcp_oauth_redirect: mcp_oauth_redirect(config),
+        // Read with the environment, in `settings`.
+        mcp_oauth_clients: Vec::new(),
         on_disconnect: config.turn.on_disconnect,
         instance: InstanceConfig {
             lease: Duration::from_secs(config.turn.lease_secs.max(1)),
@@ -238,4 +244,44 @@ fn with_endpoints(mut oauth: OAuthProviderConfig, entry: &OAuthEntry) -> OAuthPr
         oauth.revoke_url = Some(url.clone());
     }
     oauth
+}
+
+/// The OAuth callback of users' MCP servers, when the configuration says where browsers reach us.
+fn mcp_oauth_redirect(config: &Config) -> Option<String> {
+    let base = config
+        .mcp
+        .oauth_redirect_base_url
+        .as_deref()
+        .or_else(|| config.integrations.as_ref().map(|i| i.redirect_base_url.as_str()))?;
+    Some(format!(
+        "{}/v1/mcp-servers/oauth/callback",
+        base.trim_end_matches('/')
+    ))
+}
+
+/// The clients the operator registered by hand, their secrets read from the environment.
+fn mcp_oauth_clients(config: &Config, env: &dyn Env) -> anyhow::Result<Vec<(String, ClientCredentials)>> {
+    config
+        .mcp
+        .oauth_clients
+        .iter()
+        .map(|entry| {
+            let client_secret = match &entry.client_secret_env {
+                Some(variable) => Some(env.var(variable).with_context(|| {
+                    format!(
+                        "mcp.oauth_clients ({}): the variable {variable} is not set",
+                        entry.issuer
+                    )
+                })?),
+                None => None,
+            };
+            Ok((
+                entry.issuer.clone(),
+                ClientCredentials {
+                    client_id: entry.client_id.clone(),
+                    client_secret,
+                },
+            ))
+        })
+        .collect()
 }

@@ -25,6 +25,7 @@ pub use crate::window::{
     DEFAULT_SUMMARY_MAX_TOKENS, DEFAULT_SUMMARY_TIMEOUT, DEFAULT_WINDOW_TOKENS,
 };
 pub use promptgate_llm::{ANTHROPIC_BASE_URL, ANTHROPIC_MAX_TOKENS, ThinkingMode, Timeouts};
+pub use promptgate_mcp::oauth::ClientCredentials;
 pub use promptgate_mcp::{AddressPolicy, DEFAULT_CALL_TIMEOUT, DEFAULT_DISCOVERY_TIMEOUT, HubSettings};
 pub use promptgate_store::Backend;
 pub use promptgate_tools::google::{DEFAULT_CALENDAR_BASE, DEFAULT_GMAIL_BASE};
@@ -52,6 +53,12 @@ pub struct ServiceConfig {
     pub limits: TurnLimits,
     pub mcp_discovery_timeout: Duration,
     pub mcp_call_timeout: Duration,
+    /// The redirect URI MCP servers' authorization servers send the browser back to (this
+    /// deployment's `/v1/mcp-servers/oauth/callback`); without it MCP OAuth is off.
+    pub mcp_oauth_redirect: Option<String>,
+    /// Clients registered by hand with authorization servers, by issuer; the others are registered
+    /// on first use.
+    pub mcp_oauth_clients: Vec<(String, ClientCredentials)>,
     /// Turns running at once on this server, across all users; a send past it is refused.
     pub max_turns_in_flight: usize,
     /// How long the final save of an answer keeps trying while the store is unavailable.
@@ -111,6 +118,8 @@ impl Default for ServiceConfig {
             limits: TurnLimits::default(),
             mcp_discovery_timeout: promptgate_mcp::DEFAULT_DISCOVERY_TIMEOUT,
             mcp_call_timeout: promptgate_mcp::DEFAULT_CALL_TIMEOUT,
+            mcp_oauth_redirect: None,
+            mcp_oauth_clients: Vec::new(),
             max_turns_in_flight: DEFAULT_TURNS_IN_FLIGHT,
             save_retry: DEFAULT_SAVE_RETRY,
             on_disconnect: OnDisconnect::Stop,

@@ -53,6 +53,14 @@ pub enum ServiceError {
     /// This deployment registered no OAuth client for the provider.
     #[error("this server has no OAuth client for {}", .0.as_str())]
     IntegrationNotConfigured(IntegrationProvider),
+    /// An MCP server could not be authorized: it is unreachable, or its authorization server was
+    /// refused or refused us; the message says which, never what the server sent.
+    #[error("{0}")]
+    McpAuthorization(String),
+    /// MCP servers that ask for OAuth cannot be authorized: this deployment has no callback URL
+    /// (or no MCP support).
+    #[error("this server is not set up to authorize MCP servers with OAuth")]
+    McpOAuthNotConfigured,
     #[error("too many integration authorizations are in progress; try again in a few minutes")]
     TooManyAuthorizations,
     /// An OAuth callback whose `state` is unknown, used or expired.

@@ -78,6 +78,7 @@ mod hooks;
 mod integrations;
 mod library;
 mod live;
+mod mcp_oauth;
 mod mcp_servers;
 mod oauth;
 mod open;
@@ -111,6 +112,8 @@ pub use hooks::{TurnState, WebHooks};
 pub use integrations::Integrations;
 pub use library::ProbeOutcome;
 pub use live::{Continuation, LiveTurns};
+pub use mcp_oauth::McpAuthorization;
+pub use mcp_servers::tool_hints;
 pub use oauth::OAuthCallback;
 pub use open::Database;
 pub use prepare::{Prepared, RunParts};
@@ -166,6 +169,8 @@ pub struct Service {
     transcripts: KeptTranscripts,
     /// What each user's sends last left out of their MCP tools, so the log says it once per change.
     mcp_left_out: Arc<mcp_servers::LeftOut>,
+    /// The MCP grants being renewed on this instance.
+    mcp_renewing: mcp_oauth::RenewLocks,
     /// The transport's wire format of a turn's stream, for its readers and followers.
     encoding: StreamEncoding,
     /// Token counts of the messages sends have seen, shared by all sends.
@@ -203,6 +208,7 @@ impl Service {
             instance: Arc::new(claims::Instance::default()),
             transcripts,
             mcp_left_out: Arc::default(),
+            mcp_renewing: Arc::default(),
             encoding,
             token_counters: promptgate_llm::tokens::TokenCounters::default(),
             summariser: None,

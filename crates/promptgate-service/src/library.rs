@@ -292,6 +292,8 @@ impl Service {
     }
 
     pub async fn delete_mcp_server(&self, user_id: &str, id: &str) -> Result<(), ServiceError> {
+        self.mcp_server(user_id, id).await?;
+        self.forget_mcp_grant(user_id, id).await?;
         self.store
             .delete_mcp_server(user_id, id)
             .await
@@ -337,13 +339,14 @@ impl Service {
                 message: "this server was started without MCP support".to_owned(),
             });
         };
+        let granted = self.mcp_access_token(user_id, id, false).await;
         let config = McpServerConfig {
             id: server.id,
             user_id: user_id.to_owned(),
             name: server.name,
             url: server.url,
             headers: secrets.headers,
-            bearer_token: secrets.bearer_token,
+            bearer_token: granted.or(secrets.bearer_token),
         };
         Ok(match hub.probe(&config, timeout).await {
             Ok(report) => ProbeOutcome::Reached(report),

@@ -9,8 +9,9 @@ use std::sync::Mutex;
 
 use promptgate_core::compose::{BuiltInInput, mcp_tool_room};
 use promptgate_core::settings::Model;
+use promptgate_core::tools::McpToolHints;
 use promptgate_core::tools::mcp_names::{McpServerTools, McpToolDef, NotOffered, left_out_summary};
-use promptgate_mcp::{DiscoveryOutcome, McpServerConfig};
+use promptgate_mcp::{DiscoveredTool, DiscoveryOutcome, McpError, McpServerConfig};
 use promptgate_store::SendContext;
 
 use super::Service;
@@ -36,7 +37,7 @@ impl Service {
         if !model.supports_tools() || ctx.mcp_servers.is_empty() {
             return Discovered::default();
         }
-        let configs: Vec<McpServerConfig> = ctx
+        let mut configs: Vec<McpServerConfig> = ctx
             .mcp_servers
             .iter()
             .map(|(server, secrets)| McpServerConfig {
@@ -55,8 +56,11 @@ impl Service {
             project: ctx.project.as_ref(),
             sibling_count: ctx.sibling_count,
         });
-        let outcomes = hub
+        let authorized = self.with_mcp_tokens(user_id, &mut configs).await;
+        let mut outcomes = hub
             .discover_within(&configs, room, self.config.mcp_discovery_timeout)
+            .await;
+        self.retry_rejected_tokens(user_id, &authorized, &mut configs, &mut outcomes)
             .await;
         let mut found = Discovered::default();
         for outcome in &outcomes {
@@ -68,6 +72,8 @@ impl Service {
                         name: t.name.clone(),
                         description: t.description.clone(),
                         input_schema: t.input_schema.clone(),
+                        title: t.title.clone(),
+                        annotations: tool_hints(t),
                     })
                     .collect(),
                 // The hub logs a server going down and coming back; a send only notes it.
@@ -90,6 +96,68 @@ impl Service {
         found.configs = configs.into_iter().map(|c| (c.id.clone(), c)).collect();
         found
     }
+}
+
+impl Service {
+    /// Puts the current OAuth access token into the configs of the servers the user authorized;
+    /// returns their ids.
+    async fn with_mcp_tokens(&self, user_id: &str, configs: &mut [McpServerConfig]) -> Vec<String> {
+        let granted = match self.store.mcp_grant_server_ids(user_id).await {
+            Ok(ids) => ids,
+            Err(error) => {
+                tracing::warn!(user = %user_id, %error, "MCP grants could not be read; authorized servers are left out");
+                return Vec::new();
+            }
+        };
+        for config in configs.iter_mut().filter(|c| granted.contains(&c.id)) {
+            config.bearer_token = self.mcp_access_token(user_id, &config.id, false).await;
+        }
+        granted
+    }
+
+    /// A server the user authorized that refused its token (revoked, expired early) gets the grant
+    /// renewed and one more try within the send.
+    async fn retry_rejected_tokens(
+        &self,
+        user_id: &str,
+        authorized: &[String],
+        configs: &mut [McpServerConfig],
+        outcomes: &mut [DiscoveryOutcome],
+    ) {
+        let Some(hub) = &self.mcp else { return };
+        for (config, outcome) in configs.iter_mut().zip(outcomes.iter_mut()) {
+            let rejected = matches!(
+                outcome,
+                DiscoveryOutcome::Failed {
+                    error: McpError::Unauthorized { status: 401 },
+                    ..
+                }
+            );
+            if !rejected || !authorized.contains(&config.id) {
+                continue;
+            }
+            let Some(token) = self.mcp_access_token(user_id, &config.id, true).await else {
+                continue;
+            };
+            config.bearer_token = Some(token);
+            let again = hub
+                .discover(std::slice::from_ref(config), self.config.mcp_discovery_timeout)
+                .await;
+            if let Some(fresh) = again.into_iter().next() {
+                *outcome = fresh;
+            }
+        }
+    }
+}
+
+/// A discovered tool's behaviour hints under the spec's names, as sends, previews and probes show them.
+pub fn tool_hints(tool: &DiscoveredTool) -> Option<McpToolHints> {
+    tool.hints.as_ref().map(|h| McpToolHints {
+        read_only_hint: h.read_only,
+        destructive_hint: h.destructive,
+        idempotent_hint: h.idempotent,
+        open_world_hint: h.open_world,
+    })
 }
 
 /// Past this many users remembered, the memory starts over (each user's next change is logged).

@@ -21,7 +21,7 @@ const MAX_PENDING_PER_USER: usize = 8;
 const MAX_STATE_LEN: usize = 256;
 const MAX_CODE_LEN: usize = 4096;
 
-fn limits() -> PendingLimits {
+pub(crate) fn limits() -> PendingLimits {
     PendingLimits {
         ttl: PENDING_TTL,
         per_user: MAX_PENDING_PER_USER,
@@ -37,6 +37,26 @@ pub struct OAuthCallback {
     /// Set by the provider when the user declined or the request was refused.
     pub error: Option<String>,
     pub error_description: Option<String>,
+    /// The authorization server's issuer (RFC 9207), checked for MCP servers.
+    pub iss: Option<String>,
+}
+
+/// The callback's `state`, when it is one we could have issued.
+pub(crate) fn valid_state(callback: &OAuthCallback) -> Result<&str, ServiceError> {
+    callback
+        .state
+        .as_deref()
+        .filter(|s| !s.is_empty() && s.len() <= MAX_STATE_LEN)
+        .ok_or(ServiceError::UnknownAuthorization)
+}
+
+/// The callback's code, when it has a plausible one.
+pub(crate) fn valid_code(callback: &OAuthCallback) -> Result<&str, ServiceError> {
+    callback
+        .code
+        .as_deref()
+        .filter(|c| !c.is_empty() && c.len() <= MAX_CODE_LEN)
+        .ok_or(ServiceError::MissingAuthorizationCode)
 }
 
 fn clip(text: &str, max_chars: usize) -> String {
@@ -95,6 +115,7 @@ impl Service {
             user_id: user_id.to_owned(),
             provider: provider.as_str().to_owned(),
             code_verifier: started.code_verifier.clone(),
+            details: None,
         };
         match self
             .store
@@ -115,11 +136,7 @@ impl Service {
         provider: IntegrationProvider,
         callback: &OAuthCallback,
     ) -> Result<String, ServiceError> {
-        let key = callback
-            .state
-            .as_deref()
-            .filter(|s| !s.is_empty() && s.len() <= MAX_STATE_LEN)
-            .ok_or(ServiceError::UnknownAuthorization)?;
+        let key = valid_state(callback)?;
         let pending = self
             .store
             .take_oauth_pending(key)
@@ -141,11 +158,7 @@ impl Service {
                 clip(error, 60)
             )));
         }
-        let code = callback
-            .code
-            .as_deref()
-            .filter(|c| !c.is_empty() && c.len() <= MAX_CODE_LEN)
-            .ok_or(ServiceError::MissingAuthorizationCode)?;
+        let code = valid_code(callback)?;
         let tokens = self
             .integrations
             .as_ref()

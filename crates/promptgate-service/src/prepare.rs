@@ -169,6 +169,7 @@ impl Prepared {
             client: run.client,
             policy: StepPolicy {
                 reasoning_effort: model.reasoning.clone(),
+                tool_images: model.supports_images,
                 ..StepPolicy::from_profile(profile, model.supports_parallel_tool_calls)
             },
             nudges: Nudges {
@@ -449,6 +450,7 @@ impl Service {
                             server: server.clone(),
                             tool_name: origin.tool_name.clone(),
                             timeout: self.config.mcp_call_timeout,
+                            grants: self.mcp_grants(),
                         }),
                     );
                 }

@@ -7,7 +7,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use promptgate_core::tools::ToolSpec;
 use promptgate_core::tools::{ToolError, ToolExecutor, ToolOutput};
-use promptgate_mcp::{McpError, McpHub, McpServerConfig};
+use promptgate_mcp::{McpError, McpHub, McpServerConfig, McpToolResult};
+
+use crate::mcp_oauth::McpGrants;
 use serde_json::Value;
 
 /// Forwards a call to the MCP server the tool was discovered on.
@@ -16,16 +18,40 @@ pub struct McpToolExecutor {
     pub server: McpServerConfig,
     pub tool_name: String,
     pub timeout: Duration,
+    /// Set when the user authorized the server with OAuth: a token the server refuses mid-turn is
+    /// renewed and the call made once more.
+    pub(crate) grants: Option<McpGrants>,
+}
+
+impl McpToolExecutor {
+    async fn call_once(&self, input: Value) -> Result<McpToolResult, McpError> {
+        let first = self
+            .hub
+            .call_tool(&self.server, &self.tool_name, input.clone(), self.timeout)
+            .await;
+        let (Err(McpError::Unauthorized { status: 401 }), Some(grants)) = (&first, &self.grants) else {
+            return first;
+        };
+        let Some(token) = grants
+            .access_token(&self.server.user_id, &self.server.id, true)
+            .await
+        else {
+            return first;
+        };
+        let renewed = McpServerConfig {
+            bearer_token: Some(token),
+            ..self.server.clone()
+        };
+        self.hub
+            .call_tool(&renewed, &self.tool_name, input, self.timeout)
+            .await
+    }
 }
 
 #[async_trait]
 impl ToolExecutor for McpToolExecutor {
     async fn call(&self, input: Value) -> Result<ToolOutput, ToolError> {
-        match self
-            .hub
-            .call_tool(&self.server, &self.tool_name, input, self.timeout)
-            .await
-        {
+        match self.call_once(input).await {
             Ok(result) if result.is_error => Err(ToolError::Failed(result.model_text)),
             Ok(result) => Ok(ToolOutput {
                 output: result.ui_output,

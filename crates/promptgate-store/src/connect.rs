@@ -169,6 +169,12 @@ const MIGRATIONS: &[SchemaVersion] = &[
         // FTS5 ranks from its own index; nothing to store.
         sqlite: None,
     },
+    SchemaVersion {
+        version: 19,
+        name: "mcp oauth",
+        postgres: include_str!("../../../migrations/postgres/0019_mcp_oauth.sql"),
+        sqlite: Some(include_str!("../../../migrations/sqlite/0019_mcp_oauth.sql")),
+    },
 ];
 
 const SQLITE_BUSY_TIMEOUT_MS: u32 = 5_000;

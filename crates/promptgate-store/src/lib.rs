@@ -21,6 +21,7 @@ mod first_message;
 mod handoffs;
 mod listener;
 mod mcp;
+mod mcp_grants;
 mod messages;
 mod models;
 mod oauth_pending;

@@ -14,6 +14,9 @@ pub struct OAuthPending {
     pub user_id: String,
     pub provider: String,
     pub code_verifier: String,
+    /// What else the callback needs (an MCP server's authorization server and client), kept sealed
+    /// with the store's secret box; `None` for the integrations.
+    pub details: Option<String>,
 }
 
 impl std::fmt::Debug for OAuthPending {
@@ -85,9 +88,14 @@ impl Store {
             return Ok(Err(PendingRefused::TooMany));
         }
         let ttl = i64::try_from(limits.ttl.as_millis()).unwrap_or(i64::MAX);
+        let details = pending
+            .details
+            .as_deref()
+            .map(|d| self.seal_secret(d))
+            .transpose()?;
         sqlx::query(
-            "INSERT INTO oauth_pending (state, user_id, provider, code_verifier, expires_at, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6)",
+            "INSERT INTO oauth_pending (state, user_id, provider, code_verifier, expires_at, created_at, details) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
         )
         .bind(state)
         .bind(&pending.user_id)
@@ -95,6 +103,7 @@ impl Store {
         .bind(&pending.code_verifier)
         .bind(now.saturating_add(ttl))
         .bind(now)
+        .bind(details)
         .execute(&mut *tx)
         .observed("oauth_pending.put_oauth_pending")
         .await?;
@@ -105,7 +114,8 @@ impl Store {
     /// The authorization kept under `state`, at most once, and only while it is fresh.
     pub async fn take_oauth_pending(&self, state: &str) -> Result<Option<OAuthPending>> {
         let row = sqlx::query(
-            "DELETE FROM oauth_pending WHERE state = $1 RETURNING user_id, provider, code_verifier, expires_at",
+            "DELETE FROM oauth_pending WHERE state = $1 \
+             RETURNING user_id, provider, code_verifier, expires_at, details",
         )
         .bind(state)
         .fetch_optional(&self.pool)
@@ -119,6 +129,7 @@ impl Store {
             user_id: row.text(0)?,
             provider: row.text(1)?,
             code_verifier: row.text(2)?,
+            details: row.opt_text(4)?.map(|d| self.open_secret(&d)).transpose()?,
         }))
     }
 }

@@ -75,6 +75,28 @@ impl Store {
         })
     }
 
+    /// Seals one secret with the store's box; without a box the secret is refused, never kept in clear.
+    pub(crate) fn seal_secret(&self, plain: &str) -> Result<String> {
+        let Some(secrets) = &self.secrets else {
+            return Err(StoreError::Invalid(NO_KEY.to_owned()));
+        };
+        secrets
+            .seal(plain)
+            .map_err(|e| StoreError::Database(format!("sealing a secret failed: {e}")))
+    }
+
+    /// Opens one secret [`Store::seal_secret`] sealed.
+    pub(crate) fn open_secret(&self, sealed: &str) -> Result<String> {
+        let Some(secrets) = &self.secrets else {
+            return Err(StoreError::Database(
+                "a secret is sealed but this server has no key to open it".to_owned(),
+            ));
+        };
+        secrets
+            .open(sealed)
+            .map_err(|_| StoreError::Database("a sealed secret cannot be opened with this key".to_owned()))
+    }
+
     /// Opens a row's secrets; plain rows (from before sealing) are returned as they are.
     pub(crate) fn open_mcp_secrets(
         &self,

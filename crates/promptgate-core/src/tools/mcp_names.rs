@@ -15,7 +15,7 @@ use std::collections::HashSet;
 use serde_json::{Map, Value};
 
 use super::text::truncate_chars;
-use super::{McpOrigin, ToolSpec};
+use super::{McpOrigin, McpToolHints, ToolSpec};
 
 /// Most tools one request offers the model, built-ins included.
 pub const MAX_TOOLS: usize = 128;
@@ -111,11 +111,14 @@ fn fnv1a64(bytes: &[u8]) -> u64 {
 }
 
 /// One tool as a server listed it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct McpToolDef {
     pub name: String,
     pub description: Option<String>,
     pub input_schema: Value,
+    /// Display name, when the server gives one.
+    pub title: Option<String>,
+    pub annotations: Option<McpToolHints>,
 }
 
 /// A server whose discovery succeeded for this send.
@@ -291,6 +294,8 @@ pub fn merge<'a>(existing: impl IntoIterator<Item = &'a str>, servers: &[McpServ
                     name: server.name.clone(),
                     url: server.url.clone(),
                     tool_name: tool.name.clone(),
+                    title: tool.title.clone(),
+                    annotations: tool.annotations.clone(),
                 }),
                 name,
             });

@@ -34,13 +34,14 @@ pub struct ToolSpec {
     /// Counted against the per-turn web budget.
     #[serde(skip)]
     pub web: bool,
-    /// Set for tools discovered on a user's MCP server.
-    #[serde(skip)]
+    /// Set for tools discovered on a user's MCP server: where it came from and what the server says
+    /// about it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mcp: Option<McpOrigin>,
 }
 
 /// Where an MCP tool came from; this is what the `mcpTools` message metadata records.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct McpOrigin {
     /// The server's id in the store.
     #[serde(skip)]
@@ -51,4 +52,31 @@ pub struct McpOrigin {
     /// The tool's name on the server, without our prefix.
     #[serde(rename = "toolName")]
     pub tool_name: String,
+    /// The tool's display name as the server gives it (`title`, else `annotations.title`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The server's behaviour hints for the tool; absent when it gave none, which the MCP spec
+    /// reads as "may change things, reaches the outside world".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<McpToolHints>,
+}
+
+/// The behaviour hints of an MCP tool's `annotations`, under the spec's names. They are the
+/// server's claims, not facts: a hint left out takes the spec's default (`readOnlyHint` false,
+/// `destructiveHint` true, `idempotentHint` false, `openWorldHint` true).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpToolHints {
+    /// The tool does not change its environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only_hint: Option<bool>,
+    /// The tool may destroy or overwrite, not only add (meaningful when not read-only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destructive_hint: Option<bool>,
+    /// Calling it again with the same arguments changes nothing more (when not read-only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotent_hint: Option<bool>,
+    /// The tool reaches entities outside the server (a web search does; a memory store does not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_world_hint: Option<bool>,
 }

@@ -32,6 +32,7 @@ fn server(id: &str, name: &str, tools: &[&str]) -> McpServerTools {
                 name: (*t).into(),
                 description: Some(format!("does {t}")),
                 input_schema: json!({"type": "object"}),
+                ..McpToolDef::default()
             })
             .collect(),
     }

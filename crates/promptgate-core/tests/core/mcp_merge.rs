@@ -6,7 +6,7 @@ use promptgate_core::tools::mcp_names::{
     MAX_TOOL_NAME_CHARS, MAX_TOOLS, McpServerTools, McpToolDef, NotOfferedReason, PrefixAllocator,
     left_out_summary, merge, sanitize_tool_prefix, upstream_tool_name,
 };
-use promptgate_core::tools::{McpOrigin, available};
+use promptgate_core::tools::{McpOrigin, McpToolHints, available};
 use regex::Regex;
 use serde_json::json;
 
@@ -15,6 +15,7 @@ fn tool(name: &str) -> McpToolDef {
         name: name.to_owned(),
         description: Some(format!("Does {name}.")),
         input_schema: json!({"type": "object", "properties": {"x": {"type": "string"}}}),
+        ..McpToolDef::default()
     }
 }
 
@@ -100,6 +101,7 @@ fn tools_merge_with_their_origin_and_a_summary() {
             name: "Notes".into(),
             url: "https://s1.test/mcp".into(),
             tool_name: "find".into(),
+            ..McpOrigin::default()
         })
     );
     assert_eq!(first.description, "Does find.");
@@ -116,6 +118,41 @@ fn origin_metadata_serialises_as_the_ui_expects() {
     assert_eq!(
         serde_json::to_value(origin).expect("serialisable"),
         json!({"name": "My Notes", "url": "https://s1.test/mcp", "toolName": "find"})
+    );
+}
+
+#[test]
+fn a_tools_title_and_hints_reach_its_origin_and_the_preview_shape() {
+    let mut annotated = tool("delete");
+    annotated.title = Some("Delete a note".into());
+    annotated.annotations = Some(McpToolHints {
+        read_only_hint: Some(false),
+        destructive_hint: Some(true),
+        idempotent_hint: Some(true),
+        open_world_hint: Some(false),
+    });
+    let servers = [McpServerTools {
+        tools: vec![annotated],
+        ..server("s1", "Notes", &[])
+    }];
+    let outcome = merge([], &servers);
+    let spec = serde_json::to_value(&outcome.added[0]).expect("serialisable");
+    assert_eq!(
+        spec["mcp"],
+        json!({
+            "name": "Notes", "url": "https://s1.test/mcp", "toolName": "delete", "title": "Delete a note",
+            "annotations": {"readOnlyHint": false, "destructiveHint": true, "idempotentHint": true, "openWorldHint": false},
+        })
+    );
+    let builtin = available(
+        &UserSettings::default(),
+        &promptgate_core::settings::IntegrationStatus::default(),
+        true,
+    );
+    let first = serde_json::to_value(&builtin[0]).expect("serialisable");
+    assert!(
+        first.get("mcp").is_none(),
+        "built-in tools carry no MCP origin: {first}"
     );
 }
 

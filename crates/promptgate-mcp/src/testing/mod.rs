@@ -22,7 +22,7 @@ use axum::response::IntoResponse;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData, Implementation,
     JsonObject, ListToolsResult, PaginatedRequestParams, ProtocolVersion, Resource, ServerCapabilities,
-    ServerConfig, SubscriptionFilter, Tool,
+    ServerConfig, SubscriptionFilter, Tool, ToolAnnotations,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext, SubscriptionSink};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -118,7 +118,14 @@ impl TestServer {
             .iter()
             .map(|name| Tool::new(*name, format!("the {name} tool"), object_schema()))
             .collect();
-        tools[0] = tools[0].clone().with_title("Echo back");
+        // Annotated as server-everything annotates its echo; `fail` keeps the spec's defaults.
+        tools[0] = tools[0].clone().with_title("Echo back").with_annotations(
+            ToolAnnotations::new()
+                .read_only(true)
+                .destructive(false)
+                .idempotent(true)
+                .open_world(false),
+        );
         tools.extend(self.state.extra_tools.lock().unwrap().iter().cloned());
         tools
     }
@@ -226,11 +233,13 @@ impl ServerHandler for TestServer {
             "fail" => CallToolResult::error(vec![ContentBlock::text("the disk is full")]),
             "media" => {
                 let mut result = CallToolResult::success(vec![
+                    ContentBlock::text(r#"{"pages": 3}"#),
+                    ContentBlock::text("The report has three pages."),
                     ContentBlock::image("iVBORw0KGgo=", "image/png"),
-                    ContentBlock::resource_link(Resource::new(
-                        "https://example.com/report.pdf",
-                        "report.pdf",
-                    )),
+                    ContentBlock::resource_link(
+                        Resource::new("https://example.com/report.pdf", "report.pdf")
+                            .with_mime_type("application/pdf"),
+                    ),
                 ]);
                 result.structured_content = Some(json!({"pages": 3}));
                 result

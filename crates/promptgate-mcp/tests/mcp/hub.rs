@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use common::*;
-use promptgate_mcp::{DiscoveryOutcome, HubSettings, McpError};
+use promptgate_mcp::{DiscoveryOutcome, HubSettings, McpError, ToolHints};
 use serde_json::json;
 
 const BUDGET: Duration = Duration::from_secs(3);
@@ -31,6 +31,17 @@ async fn discovery_follows_every_page_in_both_eras() {
         assert_eq!(tools[0].title.as_deref(), Some("Echo back"));
         assert_eq!(tools[0].description.as_deref(), Some("the echo tool"));
         assert_eq!(tools[0].input_schema["properties"]["message"]["type"], "string");
+        assert_eq!(
+            tools[0].hints,
+            Some(ToolHints {
+                read_only: Some(true),
+                destructive: Some(false),
+                idempotent: Some(true),
+                open_world: Some(false),
+            }),
+            "the annotations' hints are kept as the server gave them"
+        );
+        assert_eq!(tools[2].hints, None, "a tool without annotations has no hints");
     }
 }
 
@@ -155,10 +166,11 @@ async fn tool_results_are_converted_for_model_and_ui() {
         let media = hub.call_tool(&cfg, "media", json!({}), BUDGET).await.unwrap();
         assert_eq!(
             media.model_text,
-            "{\"pages\":3}\n[image: image/png, 8 bytes]\n[resource: report.pdf] https://example.com/report.pdf"
+            "{\"pages\":3}\nThe report has three pages.\n[image: image/png, 8 bytes]\n\
+             [resource link: report.pdf <https://example.com/report.pdf> (application/pdf)]"
         );
         assert_eq!(media.ui_output["structuredContent"]["pages"], 3);
-        assert_eq!(media.ui_output["content"][0]["mimeType"], "image/png");
+        assert_eq!(media.ui_output["content"][2]["mimeType"], "image/png");
 
         let big = hub.call_tool(&cfg, "big", json!({}), BUDGET).await.unwrap();
         assert!(big.model_text.starts_with(&"x".repeat(100_000)));

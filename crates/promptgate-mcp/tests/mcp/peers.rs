@@ -11,13 +11,13 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use common::*;
-use promptgate_mcp::{McpHub, McpServerConfig, ProbeReport};
+use promptgate_mcp::{DiscoveredTool, DiscoveryOutcome, McpHub, McpServerConfig, ProbeReport, ToolHints};
 use serde_json::json;
 
 const BUDGET: Duration = Duration::from_secs(3);
 
 /// The variable's value; in CI a missing peer is a failure, elsewhere a note.
-fn peer_setting(variable: &str) -> Option<String> {
+pub(crate) fn peer_setting(variable: &str) -> Option<String> {
     match std::env::var(variable) {
         Ok(value) if !value.is_empty() => Some(value),
         _ => {
@@ -33,7 +33,7 @@ fn peer_setting(variable: &str) -> Option<String> {
 }
 
 /// A peer process, killed when the test ends.
-struct Peer(Child);
+pub(crate) struct Peer(pub(crate) Child);
 
 impl Drop for Peer {
     fn drop(&mut self) {
@@ -42,7 +42,7 @@ impl Drop for Peer {
     }
 }
 
-async fn free_port() -> u16 {
+pub(crate) async fn free_port() -> u16 {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     listener.local_addr().unwrap().port()
 }
@@ -111,6 +111,70 @@ async fn server_everything_lists_its_tools_and_echoes() {
     let names = tool_names(&outcomes[0]);
     assert!(names.contains(&"echo".to_owned()), "{names:?}");
     assert!(names.len() > 5, "{names:?}");
+    let echo = listed(&outcomes[0], "echo");
+    assert_eq!(echo.title.as_deref(), Some("Echo Tool"));
+    assert_eq!(
+        echo.hints,
+        Some(ToolHints {
+            read_only: Some(true),
+            destructive: Some(false),
+            idempotent: Some(true),
+            open_world: Some(false),
+        })
+    );
+
+    // Structured content reaches the model once, as JSON, though the server mirrors it in text.
+    let weather = hub
+        .call_tool(
+            &cfg,
+            "get-structured-content",
+            json!({"location": "Chicago"}),
+            BUDGET,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&weather.model_text).unwrap(),
+        json!({"temperature": 36, "conditions": "Light rain / drizzle", "humidity": 82}),
+        "{}",
+        weather.model_text
+    );
+    assert_eq!(weather.ui_output["structuredContent"]["temperature"], 36);
+
+    // Resource links become lines naming each resource, its URI and type; an image becomes a note.
+    let links = hub
+        .call_tool(&cfg, "get-resource-links", json!({"count": 2}), BUDGET)
+        .await
+        .unwrap();
+    let lines: Vec<&str> = links.model_text.lines().collect();
+    assert_eq!(lines.len(), 3, "{}", links.model_text);
+    assert!(
+        lines[1].starts_with("[resource link: Blob Resource 1 <"),
+        "{}",
+        lines[1]
+    );
+    assert!(
+        lines[2].starts_with("[resource link: Text Resource 2 <"),
+        "{}",
+        lines[2]
+    );
+    assert!(
+        lines[2].contains("(text/plain)] Resource 2: plaintext resource"),
+        "{}",
+        lines[2]
+    );
+    let image = hub
+        .call_tool(&cfg, "get-tiny-image", json!({}), BUDGET)
+        .await
+        .unwrap();
+    let notes: Vec<&str> = image.model_text.lines().collect();
+    assert_eq!(notes[0], "Here's the image you requested:");
+    assert!(notes[1].starts_with("[image: image/png, "), "{}", notes[1]);
+    assert!(
+        image.model_text.len() < 200,
+        "no base64 for the model: {}",
+        image.model_text
+    );
 
     let result = hub
         .call_tool(&cfg, "echo", json!({"message": "hello gateway"}), BUDGET)
@@ -154,6 +218,26 @@ async fn python_sdk_server_lists_and_calls_tools() {
         .call_tool(&cfg, "add", json!({"a": 2, "b": 3}), BUDGET)
         .await
         .unwrap();
+    // The SDK wraps a plain return value as `{"result": …}` beside the same value as text; the
+    // model reads the value once.
     assert_eq!(sum.model_text, "5");
     assert_eq!(sum.ui_output["structuredContent"]["result"], 5);
+    let echo = listed(&outcomes[0], "echo");
+    assert_eq!(echo.title.as_deref(), Some("Echo"));
+    assert_eq!(
+        echo.hints,
+        Some(ToolHints {
+            read_only: Some(true),
+            destructive: None,
+            idempotent: Some(true),
+            open_world: Some(false),
+        })
+    );
+}
+
+fn listed(outcome: &DiscoveryOutcome, name: &str) -> DiscoveredTool {
+    let DiscoveryOutcome::Ready { tools, .. } = outcome else {
+        panic!("not discovered: {outcome:?}");
+    };
+    tools.iter().find(|t| t.name == name).cloned().unwrap()
 }

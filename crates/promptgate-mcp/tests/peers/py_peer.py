@@ -6,11 +6,15 @@ Usage: python py_peer.py PORT  (serves streamable HTTP on 127.0.0.1:PORT/mcp)
 import sys
 
 from mcp.server.mcpserver import MCPServer
+from mcp.types import ToolAnnotations
 
 server = MCPServer("promptgate-py-peer")
 
 
-@server.tool()
+@server.tool(
+    title="Echo",
+    annotations=ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False),
+)
 def echo(message: str) -> str:
     """Return the message with a prefix."""
     return f"py-echo: {message}"

@@ -37,6 +37,25 @@ pub struct McpConfig {
     pub allow_private: bool,
     /// Exact `ip:port` pairs an MCP server URL may point at whatever their range.
     pub allowed_addrs: Vec<SocketAddr>,
+    /// Where browsers reach this server, for the OAuth callback of MCP servers that ask for it
+    /// (`{this}/v1/mcp-servers/oauth/callback`). Unset: `[integrations] redirect_base_url`; without
+    /// either, such servers cannot be authorized.
+    pub oauth_redirect_base_url: Option<String>,
+    /// Clients the operator registered by hand with authorization servers of MCP servers, used
+    /// instead of registering one (for authorization servers without client registration).
+    pub oauth_clients: Vec<McpOAuthClient>,
+}
+
+/// A client registered by hand with one authorization server.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpOAuthClient {
+    /// The authorization server's issuer, exactly as its metadata gives it.
+    pub issuer: String,
+    pub client_id: String,
+    /// Environment variable holding the client secret; absent for a public client.
+    #[serde(default)]
+    pub client_secret_env: Option<String>,
 }
 
 impl McpConfig {
@@ -98,6 +117,8 @@ impl Default for McpConfig {
             allow_loopback: None,
             allow_private: false,
             allowed_addrs: Vec::new(),
+            oauth_redirect_base_url: None,
+            oauth_clients: Vec::new(),
         }
     }
 }

@@ -128,7 +128,8 @@ async fn delete_one(
 
 #[derive(Serialize, JsonSchema)]
 pub struct AuthorizationStart {
-    /// Open this in the user's browser; the provider redirects back to the callback.
+    /// Open this in the user's browser; the provider (or authorization server) redirects back to
+    /// the callback.
     pub authorization_url: String,
 }
 
@@ -148,11 +149,27 @@ pub struct CallbackQuery {
     pub code: Option<String>,
     #[serde(default)]
     pub state: Option<String>,
+    /// The authorization server's issuer (RFC 9207): checked for MCP servers, where it is sent or
+    /// promised.
+    #[serde(default)]
+    pub iss: Option<String>,
     /// Set by the provider when the user declined or the request was refused.
     #[serde(default)]
     pub error: Option<String>,
     #[serde(default)]
     pub error_description: Option<String>,
+}
+
+impl From<CallbackQuery> for OAuthCallback {
+    fn from(query: CallbackQuery) -> Self {
+        OAuthCallback {
+            code: query.code,
+            state: query.state,
+            error: query.error,
+            error_description: query.error_description,
+            iss: query.iss,
+        }
+    }
 }
 
 async fn callback(
@@ -161,12 +178,7 @@ async fn callback(
     Query(query): Query<CallbackQuery>,
 ) -> ApiResult<Html<String>> {
     let p = provider(&name)?;
-    let callback = OAuthCallback {
-        code: query.code,
-        state: query.state,
-        error: query.error,
-        error_description: query.error_description,
-    };
+    let callback = OAuthCallback::from(query);
     let name = state.service.complete_authorization(p, &callback).await?;
     Ok(Html(format!(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>{name} connected</title></head>\

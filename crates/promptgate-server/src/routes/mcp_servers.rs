@@ -7,14 +7,17 @@ use std::time::Duration;
 use aide::axum::ApiRouter;
 use aide::axum::routing::{get_with, post_with};
 use axum::Json;
-use axum::extract::{Path, State};
-use promptgate_service::ProbeOutcome;
+use axum::extract::{Path, Query, State};
+use axum::response::Html;
+use promptgate_core::tools::McpToolHints;
 use promptgate_service::records;
 use promptgate_service::records::ProbeReport;
+use promptgate_service::{McpAuthorization, OAuthCallback, ProbeOutcome, tool_hints};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::integrations::{AuthorizationStart, CallbackQuery};
 use super::library::yes;
 use super::validate::required_text;
 use crate::api_doc::{Created, NoContent};
@@ -49,6 +52,31 @@ pub fn routes() -> ApiRouter<AppState> {
             .delete_with(delete_mcp, |op| op.summary("Delete an MCP server")),
         )
         .api_route(
+            "/v1/mcp-servers/{id}/authorize",
+            post_with(authorize, |op| {
+                op.summary("Start authorizing an MCP server that asks for OAuth: the URL for the user's browser")
+                    .description(
+                        "For a server that answers `401` with an OAuth challenge (the MCP authorization spec): \
+                         finds its authorization server (RFC 9728, RFC 8414), registers promptgate as a client \
+                         there (RFC 7591) and answers the authorization URL (PKCE S256, `state`, `resource`). \
+                         The authorization server sends the browser back to `GET /v1/mcp-servers/oauth/callback`, \
+                         which any instance completes. Refused: metadata or endpoints the outbound address \
+                         policy refuses (422 `refused_address`), an authorization server without PKCE S256, \
+                         metadata for another resource or an unreachable server (422 `mcp_authorization_failed`); 503 `mcp_oauth_not_configured` \
+                         without `[mcp] oauth_redirect_base_url`.",
+                    )
+            }),
+        )
+        .api_route(
+            "/v1/mcp-servers/oauth/callback",
+            get_with(callback, |op| {
+                op.summary(
+                    "Where an MCP server's authorization server redirects the browser; stores the user's \
+                     tokens (no Authorization header: `state` identifies the user)",
+                )
+            }),
+        )
+        .api_route(
             "/v1/mcp-servers/{id}/probe",
             post_with(probe, |op| {
                 op.summary("Connect to an MCP server now and list its tools").description(
@@ -68,6 +96,10 @@ pub fn routes() -> ApiRouter<AppState> {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct ProbeResponse {
     pub ok: bool,
+    /// `needs_authorization` when the server refused us for want of OAuth authorization (start it
+    /// with `POST /v1/mcp-servers/{id}/authorize`); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub authorization: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server: Option<ProbedServer>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -92,9 +124,16 @@ pub struct ProbedServer {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct ProbedTool {
     pub name: String,
+    /// Display name, when the server gives one (`title`, else `annotations.title`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     pub input_schema: Value,
+    /// The server's behaviour hints (`readOnlyHint`, `destructiveHint`, `idempotentHint`,
+    /// `openWorldHint`), absent when it gave none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<McpToolHints>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -122,6 +161,7 @@ async fn probe(
 fn success(report: ProbeReport) -> ProbeResponse {
     ProbeResponse {
         ok: true,
+        authorization: None,
         server: Some(ProbedServer {
             name: report.server_name,
             version: report.server_version,
@@ -133,7 +173,9 @@ fn success(report: ProbeReport) -> ProbeResponse {
                 .tools
                 .into_iter()
                 .map(|tool| ProbedTool {
+                    annotations: tool_hints(&tool),
                     name: tool.name,
+                    title: tool.title,
                     description: tool.description,
                     input_schema: tool.input_schema,
                 })
@@ -146,6 +188,7 @@ fn success(report: ProbeReport) -> ProbeResponse {
 fn failure(kind: &str, message: String) -> ProbeResponse {
     ProbeResponse {
         ok: false,
+        authorization: (kind == "unauthorized").then(|| "needs_authorization".to_owned()),
         server: None,
         tools: None,
         error: Some(ProbeError {
@@ -167,6 +210,23 @@ pub struct McpServer {
     pub header_names: Vec<String>,
     pub has_bearer_token: bool,
     pub created_at: i64,
+    /// Where the server stands with OAuth: `connected` once you authorized it; on registration,
+    /// `needs_authorization` with the URL when it asks for OAuth. Absent for servers without OAuth.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authorization: Option<AuthorizationState>,
+}
+
+/// Where an MCP server stands with OAuth.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct AuthorizationState {
+    /// `needs_authorization` (open `authorization_url`) or `connected`.
+    pub state: String,
+    /// With `needs_authorization`: the URL to open in the user's browser.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authorization_url: Option<String>,
+    /// Why no URL could be made (the server's authorization server was refused or unreachable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 impl From<records::McpServer> for McpServer {
@@ -179,6 +239,7 @@ impl From<records::McpServer> for McpServer {
             header_names: row.header_names,
             has_bearer_token: row.has_bearer_token,
             created_at: row.created_at,
+            authorization: None,
         }
     }
 }
@@ -259,7 +320,26 @@ fn url_ok(url: &str) -> bool {
 
 async fn list_mcp(State(state): State<AppState>, user: CurrentUser) -> ApiResult<Json<Vec<McpServer>>> {
     let servers = state.service.mcp_servers(&user.id).await?;
-    Ok(Json(servers.into_iter().map(McpServer::from).collect()))
+    let authorized = state.service.authorized_mcp_servers(&user.id).await?;
+    Ok(Json(
+        servers
+            .into_iter()
+            .map(|server| shown_with(server, &authorized))
+            .collect(),
+    ))
+}
+
+/// The server as shown, `connected` when the user authorized it with OAuth.
+fn shown_with(server: records::McpServer, authorized: &[String]) -> McpServer {
+    let connected = authorized.contains(&server.id);
+    McpServer {
+        authorization: connected.then(|| AuthorizationState {
+            state: "connected".into(),
+            authorization_url: None,
+            error: None,
+        }),
+        ..server.into()
+    }
 }
 
 async fn create_mcp(
@@ -269,7 +349,64 @@ async fn create_mcp(
 ) -> ApiResult<Created<Json<McpServer>>> {
     check_mcp(&body)?;
     let server = state.service.create_mcp_server(&user.id, &body.into()).await?;
-    Ok(Created(Json(server.into())))
+    let authorization = authorization_state(&state, &user.id, &server.id).await;
+    Ok(Created(Json(McpServer {
+        authorization,
+        ..server.into()
+    })))
+}
+
+/// Whether a server just registered asks for OAuth, and where to go when it does.
+async fn authorization_state(state: &AppState, user_id: &str, id: &str) -> Option<AuthorizationState> {
+    match state.service.mcp_authorization(user_id, id).await {
+        Ok(McpAuthorization::NotNeeded) => None,
+        Ok(McpAuthorization::Connected) => Some(AuthorizationState {
+            state: "connected".into(),
+            authorization_url: None,
+            error: None,
+        }),
+        Ok(McpAuthorization::NeedsAuthorization { url }) => Some(AuthorizationState {
+            state: "needs_authorization".into(),
+            authorization_url: Some(url),
+            error: None,
+        }),
+        Err(error) => Some(AuthorizationState {
+            state: "needs_authorization".into(),
+            authorization_url: None,
+            error: Some(error.to_string()),
+        }),
+    }
+}
+
+async fn authorize(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+) -> ApiResult<Json<AuthorizationStart>> {
+    let authorization_url = state.service.start_mcp_authorization(&user.id, &id).await?;
+    Ok(Json(AuthorizationStart { authorization_url }))
+}
+
+async fn callback(
+    State(state): State<AppState>,
+    Query(query): Query<CallbackQuery>,
+) -> ApiResult<Html<String>> {
+    let name = state
+        .service
+        .complete_mcp_authorization(&OAuthCallback::from(query))
+        .await?;
+    let name = html_escape(&name);
+    Ok(Html(format!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>{name} connected</title></head>\
+         <body><p>The MCP server {name} is connected. You can close this window.</p></body></html>"
+    )))
+}
+
+fn html_escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 async fn get_mcp(
@@ -277,7 +414,9 @@ async fn get_mcp(
     user: CurrentUser,
     Path(id): Path<String>,
 ) -> ApiResult<Json<McpServer>> {
-    Ok(Json(state.service.mcp_server(&user.id, &id).await?.into()))
+    let server = state.service.mcp_server(&user.id, &id).await?;
+    let authorized = state.service.authorized_mcp_servers(&user.id).await?;
+    Ok(Json(shown_with(server, &authorized)))
 }
 
 async fn update_mcp(

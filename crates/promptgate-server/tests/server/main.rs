@@ -25,6 +25,7 @@ mod integrations_turn;
 mod js_clients;
 mod list_pages;
 mod mcp_bounds;
+mod mcp_oauth;
 mod mcp_outbound;
 mod mcp_secrets;
 mod mcp_turn;

@@ -15,6 +15,7 @@ use reqwest::StatusCode;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData, Implementation,
     JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler};
@@ -46,7 +47,15 @@ impl ServerHandler for ToolBox {
         Ok(ListToolsResult::with_all_items(
             TOOLS
                 .iter()
-                .map(|name| Tool::new(*name, format!("The {name} tool"), schema.clone()))
+                .map(|name| {
+                    let tool = Tool::new(*name, format!("The {name} tool"), schema.clone());
+                    if *name == "search" {
+                        tool.with_title("Search the files")
+                            .with_annotations(ToolAnnotations::new().read_only(true).open_world(false))
+                    } else {
+                        tool
+                    }
+                })
                 .collect(),
         )
         .with_ttl_ms(60_000))
@@ -167,6 +176,18 @@ async fn mcp_tools_are_offered_called_and_recorded(backend: Backend) {
         fetch_content[0].get("mcp").is_none_or(Value::is_null),
         "the built-in wins the name: {}",
         fetch_content[0]
+    );
+    // The preview shows each MCP tool's origin, title and the server's behaviour hints.
+    let search = shown["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "fetch_search")
+        .unwrap();
+    assert_eq!(
+        search["mcp"],
+        json!({"name": "Fetch", "url": first.url(), "toolName": "search", "title": "Search the files",
+               "annotations": {"readOnlyHint": true, "openWorldHint": false}})
     );
     let stable = shown["stable"].as_str().unwrap();
     assert!(stable.contains("## Connected MCP Servers"), "{stable}");
@@ -331,6 +352,12 @@ async fn probe_reports_the_server_or_why_it_failed() {
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(names, TOOLS, "bare names, as the server lists them");
     assert_eq!(tools[0]["description"], "The echo tool");
+    assert!(tools[0].get("annotations").is_none(), "{}", tools[0]);
+    assert_eq!(tools[1]["title"], "Search the files");
+    assert_eq!(
+        tools[1]["annotations"],
+        json!({"readOnlyHint": true, "openWorldHint": false})
+    );
     assert_eq!(
         tools[0]["input_schema"]["properties"]["message"]["type"],
         "string"
@@ -384,7 +411,7 @@ fn node_peers_dir() -> Option<String> {
 }
 
 /// A peer process, killed when the test ends.
-struct Peer(std::process::Child);
+pub(crate) struct Peer(pub(crate) std::process::Child);
 
 impl Drop for Peer {
     fn drop(&mut self) {
@@ -477,6 +504,15 @@ async fn a_turn_calls_server_everything_through_the_gateway() {
         "Everything"
     );
     assert_eq!(metadata["messageMetadata"]["mcpTools"][&echo]["toolName"], "echo");
+    assert_eq!(
+        metadata["messageMetadata"]["mcpTools"][&echo]["annotations"],
+        json!({"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false}),
+        "the tool's metadata carries the server's hints"
+    );
+    assert_eq!(
+        metadata["messageMetadata"]["mcpTools"][&echo]["title"],
+        "Echo Tool"
+    );
     assert_eq!(
         tool_message(&upstream.last_request().unwrap(), "e1"),
         "Echo: through the gateway"

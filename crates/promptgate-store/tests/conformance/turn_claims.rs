@@ -190,6 +190,7 @@ conformance! {
             user_id: user.to_owned(),
             provider: "google".to_owned(),
             code_verifier: "verifier".to_owned(),
+            details: None,
         };
         let limits = PendingLimits { ttl: LONG, per_user: 2, total: 3 };
         for state in ["s1", "s2", "s3"] {

@@ -12,6 +12,7 @@ mod plan;
 mod reasoning;
 mod spans;
 mod step;
+mod tool_images;
 mod tools;
 mod turn;
 

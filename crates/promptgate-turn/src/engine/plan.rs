@@ -42,6 +42,8 @@ pub struct StepPolicy {
     pub reasoning_effort: Option<String>,
     /// The client's limit on the tokens each model request may produce.
     pub max_output_tokens: Option<u64>,
+    /// The model takes images: those MCP tools return are shown to it after the step's results.
+    pub tool_images: bool,
 }
 
 impl StepPolicy {
@@ -54,6 +56,7 @@ impl StepPolicy {
             parallel_tool_calls,
             reasoning_effort: None,
             max_output_tokens: None,
+            tool_images: false,
         }
     }
 }

@@ -20,6 +20,7 @@ use super::plan::{Floor, RequestBudget, TurnOutcome, TurnPlan, TurnStatus};
 use super::reasoning::ReasoningTimes;
 use super::spans;
 use super::step::{Interrupt, StepState, StreamedCall};
+use super::tool_images::StepImages;
 use super::tools::{Checked, check_call, check_client_call, start_call};
 use crate::client_tools::{ClientToolCall, ClientToolChoice};
 use crate::ui::{TurnEvent, UiChunk, UiFinishReason};
@@ -529,6 +530,7 @@ impl Turn {
     async fn run_tools(&mut self, state: StepState, offered: bool) -> StepEnd {
         let calls = state.calls;
         let mut results: Vec<Option<String>> = vec![None; calls.len()];
+        let mut images = StepImages::default();
         let mut handed: Vec<ClientToolCall> = Vec::new();
         let running = FuturesUnordered::new();
         for (position, call) in calls.iter().enumerate() {
@@ -625,7 +627,11 @@ impl Turn {
             let tool_call_id = call.id.clone();
             let (chunk, model_text) = match result {
                 Ok(output) => {
-                    let text = self.plan.hooks.model_text(&self.plan.tools[tool].spec, &output);
+                    let spec = &self.plan.tools[tool].spec;
+                    let text = self.plan.hooks.model_text(spec, &output);
+                    if self.plan.policy.tool_images && spec.mcp.is_some() {
+                        images.add(&call.id, &output.output);
+                    }
                     (
                         UiChunk::ToolOutputAvailable {
                             tool_call_id,
@@ -660,6 +666,9 @@ impl Turn {
                 .await;
         }
         self.record_tool_step(state.text, &calls, results);
+        if let Some(shown) = images.message() {
+            self.messages.push(shown);
+        }
         if handed.is_empty() {
             StepEnd::Tools
         } else {

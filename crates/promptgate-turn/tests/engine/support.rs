@@ -143,6 +143,7 @@ pub fn mcp_spec(name: &str) -> ToolSpec {
             name: "Files Server".into(),
             url: "https://files.example/mcp".into(),
             tool_name: "read".into(),
+            ..McpOrigin::default()
         }),
         ..spec(name, None, false)
     }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use promptgate_core::tools::{ToolError, ToolExecutor, ToolOutput};
-use promptgate_llm::{ChatMessage, ToolCall};
+use promptgate_llm::{ChatMessage, ContentPart, ImageUrl, ToolCall, UserContent};
 use promptgate_turn::{TurnEvent, UiChunk};
 use serde_json::{Value, json};
 use tokio::sync::Barrier;
@@ -86,6 +86,67 @@ async fn mcp_tools_are_dynamic_and_record_their_server() {
     assert_eq!(done.outcome.metadata["mcpTools"], json!({"files_read": origin}));
     assert_eq!(done.outcome.parts[1]["type"], "dynamic-tool");
     assert_eq!(done.outcome.parts[1]["toolName"], "files_read");
+}
+
+/// An MCP tool answering with an image, as the UI receives MCP results.
+struct Picture;
+
+#[async_trait]
+impl ToolExecutor for Picture {
+    async fn call(&self, _input: Value) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput {
+            output: json!({"content": [
+                {"type": "text", "text": "a chart"},
+                {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="},
+            ]}),
+            model_text: Some("a chart\n[image: image/png, 8 bytes]".into()),
+        })
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn images_from_mcp_tools_reach_a_model_that_takes_images_and_only_that_one() {
+    for takes_images in [true, false] {
+        let tools = vec![tool(mcp_spec("files_chart"), Arc::new(Picture))];
+        let model = ScriptedModel::new(vec![
+            tool_calls(&[("c1", "files_chart", "{}")]),
+            answer(&["A rising line."]),
+        ]);
+        let mut plan = plan(model.clone(), tools);
+        plan.policy.tool_images = takes_images;
+        run(plan).await;
+
+        let second = &model.requests()[1];
+        assert_eq!(
+            tool_messages(second),
+            [("c1".to_owned(), "a chart\n[image: image/png, 8 bytes]".to_owned())]
+        );
+        let shown = second.messages.iter().find_map(|m| match m {
+            ChatMessage::User {
+                content: UserContent::Parts(parts),
+            } => Some(parts.clone()),
+            _ => None,
+        });
+        if takes_images {
+            let parts = shown.expect("the image follows the results");
+            assert_eq!(
+                parts,
+                [
+                    ContentPart::Text {
+                        text: "The images the tool call c1 returned:".into()
+                    },
+                    ContentPart::ImageUrl {
+                        image_url: ImageUrl {
+                            url: "data:image/png;base64,iVBORw0KGgo=".into()
+                        }
+                    },
+                ]
+            );
+            assert!(matches!(second.messages.last(), Some(ChatMessage::User { .. })));
+        } else {
+            assert_eq!(shown, None, "a model without images reads the note only");
+        }
+    }
 }
 
 #[tokio::test(start_paused = true)]

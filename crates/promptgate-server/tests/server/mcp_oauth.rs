@@ -1,0 +1,376 @@
+//! MCP servers that ask for OAuth, through the API: registering one answers `needs_authorization`
+//! and the URL, the authorization server's redirect completes it on another instance, the tools
+//! are offered and called with the user's token, a revoked token is renewed within a send, and the
+//! callbacks that must not be acted on are refused with nothing stored. The server is the Python
+//! SDK's auth support (`crates/promptgate-mcp/tests/peers/py_auth_peer.py`).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::common;
+use crate::mcp_turn::Peer;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::{Backend, Gateway, error_code, scripted_config_with, tool_message, use_chat_body};
+use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
+use promptgate_server::config::AuthMode;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+/// The redirect base the gateway is configured with; the test carries the browser's redirect to
+/// whichever instance it wants by hand.
+const TOML: &str = "[mcp]\ndiscovery_timeout_ms = 3000\nprobe_timeout_ms = 3000\n\
+    liveness_interval_ms = 600000\noauth_redirect_base_url = \"http://gw.test\"\n";
+
+fn python() -> Option<String> {
+    match std::env::var("PROMPTGATE_TEST_PY_PEER_PYTHON") {
+        Ok(python) if !python.is_empty() => Some(python),
+        _ => {
+            assert_ne!(
+                std::env::var("CI").as_deref(),
+                Ok("true"),
+                "PROMPTGATE_TEST_PY_PEER_PYTHON is not set: CI must run crates/promptgate-mcp/tests/peers/install.sh"
+            );
+            #[allow(clippy::print_stderr)]
+            {
+                eprintln!(
+                    "note: PROMPTGATE_TEST_PY_PEER_PYTHON is not set, so the MCP OAuth scenario is skipped"
+                );
+            }
+            None
+        }
+    }
+}
+
+/// The Python auth peer on a free port, answering its challenge, its access tokens good for
+/// `access_seconds`.
+async fn auth_peer(python: &str, access_seconds: u64) -> (Peer, String) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../promptgate-mcp/tests/peers/py_auth_peer.py");
+    let port = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let peer = Peer(
+        Command::new(python)
+            .arg(&script)
+            .arg(port.to_string())
+            .arg(access_seconds.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the Python auth peer"),
+    );
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    for _ in 0..150 {
+        let answer = reqwest::Client::new().post(&url).json(&json!({})).send().await;
+        if answer.is_ok_and(|a| a.status() == StatusCode::UNAUTHORIZED) {
+            return (peer, url);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the auth peer at {url} never answered");
+}
+
+/// What the browser does: opens the authorization URL, and the peer (consenting at once) sends it
+/// back to the gateway's callback; returns that callback's path and query.
+async fn consent(authorization_url: &str) -> String {
+    let browser = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let answer = browser.get(authorization_url).send().await.unwrap();
+    assert_eq!(answer.status(), StatusCode::FOUND);
+    let location = answer.headers()["location"].to_str().unwrap();
+    let callback = location
+        .strip_prefix("http://gw.test")
+        .unwrap_or_else(|| panic!("redirected elsewhere: {location}"));
+    assert!(
+        callback.starts_with("/v1/mcp-servers/oauth/callback?"),
+        "{callback}"
+    );
+    callback.to_owned()
+}
+
+async fn probe(gw: &Gateway, id: &str) -> Value {
+    let (status, body) = gw.post(&format!("/v1/mcp-servers/{id}/probe"), json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body
+}
+
+async fn callback(gw: &Gateway, path: &str) -> (StatusCode, String) {
+    let answer = gw.http.get(gw.url(path)).send().await.unwrap();
+    (answer.status(), answer.text().await.unwrap())
+}
+
+#[tokio::test]
+async fn a_user_connects_an_oauth_mcp_server_and_its_tools_work_across_instances() {
+    let Some(python) = python() else { return };
+    common::init();
+    let (_peer, url) = auth_peer(&python, 3600).await;
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    let config = scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), TOML);
+    let first = Gateway::start(Backend::Sqlite, config.clone()).await;
+    let second = first.another_instance(config).await;
+
+    // Registering the server says it needs authorization, and where to go.
+    let (status, created) = first
+        .post("/v1/mcp-servers", json!({"name": "Notes", "url": url}))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let id = created["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        created["authorization"]["state"], "needs_authorization",
+        "{created}"
+    );
+    let authorization_url = created["authorization"]["authorization_url"].as_str().unwrap();
+    assert!(
+        authorization_url.contains("code_challenge_method=S256"),
+        "{authorization_url}"
+    );
+    let (_, listed) = first.get("/v1/mcp-servers").await;
+    assert!(
+        listed[0].get("authorization").is_none(),
+        "not connected yet: {listed}"
+    );
+    let before = probe(&first, &id).await;
+    assert_eq!(before["ok"], false, "{before}");
+    assert_eq!(before["authorization"], "needs_authorization", "{before}");
+
+    // A callback whose state is not one we issued is refused, and connects nothing.
+    let path = consent(authorization_url).await;
+    let forged = path.replace("state=", "state=x");
+    let (status, body) = callback(&second, &forged).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(probe(&first, &id).await["ok"], false);
+
+    // The browser comes back to the other instance, which completes it; the same callback again is
+    // refused (the pending authorization is used up, and the code with it).
+    let (status, page) = callback(&second, &path).await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert!(page.contains("Notes is connected"), "{page}");
+    let (status, body) = callback(&first, &path).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(body.contains("invalid_state"), "{body}");
+
+    let after = probe(&first, &id).await;
+    assert_eq!(after["ok"], true, "{after}");
+    let (_, listed) = first.get("/v1/mcp-servers").await;
+    assert_eq!(listed[0]["authorization"]["state"], "connected", "{listed}");
+    let (_, one) = second.get(&format!("/v1/mcp-servers/{id}")).await;
+    assert_eq!(one["authorization"]["state"], "connected", "{one}");
+    assert_eq!(after["tools"][0]["name"], "whoami");
+
+    // A turn on the first instance calls the tool with the user's token.
+    first.post("/v1/threads", json!({"id": "t1"})).await;
+    upstream.push(tool_calls(&[("c1", "notes_whoami", &["{}"])]));
+    upstream.push(text(["It is the auth peer."]));
+    let sse = first
+        .stream("/v1/chat", use_chat_body("t1", "who is it?", "scripted"))
+        .await;
+    assert_eq!(sse.text(), "It is the auth peer.");
+    assert_eq!(
+        tool_message(&upstream.last_request().unwrap(), "c1"),
+        "py-auth-peer"
+    );
+
+    // The authorization server revokes the access token; the next send renews the grant when the
+    // server refuses the old token, and the tool still works, on the other instance too.
+    reqwest::Client::new()
+        .post(url.replace("/mcp", "/test/revoke-access-tokens"))
+        .send()
+        .await
+        .unwrap();
+    second.post("/v1/threads", json!({"id": "t2"})).await;
+    upstream.push(tool_calls(&[("c2", "notes_whoami", &["{}"])]));
+    upstream.push(text(["Still there."]));
+    let sse = second
+        .stream("/v1/chat", use_chat_body("t2", "again?", "scripted"))
+        .await;
+    assert_eq!(sse.text(), "Still there.");
+    assert_eq!(
+        tool_message(&upstream.last_request().unwrap(), "c2"),
+        "py-auth-peer"
+    );
+    let counts = stats(&url).await;
+    assert_eq!(counts["refreshes"], 1, "{counts}");
+
+    // A token revoked after a send listed the tools is refused at the tool call itself: the call
+    // renews the grant and is made once more, within the same turn.
+    let revoke_and_call = |thread: &'static str, call: &'static str| {
+        let (gw, upstream, url) = (&first, &upstream, &url);
+        async move {
+            gw.post("/v1/threads", json!({"id": thread})).await;
+            upstream.push(tool_calls(&[(call, "notes_whoami", &["{}"])]));
+            upstream.push(text(["Done."]));
+            let sse = gw
+                .stream("/v1/chat", use_chat_body(thread, "who?", "scripted"))
+                .await;
+            assert_eq!(sse.text(), "Done.");
+            assert_eq!(
+                tool_message(&upstream.last_request().unwrap(), call),
+                "py-auth-peer"
+            );
+            reqwest::Client::new()
+                .post(url.replace("/mcp", "/test/revoke-access-tokens"))
+                .send()
+                .await
+                .unwrap();
+        }
+    };
+    revoke_and_call("t3", "c3").await;
+    revoke_and_call("t4", "c4").await;
+    assert_eq!(stats(&url).await["refreshes"], 2, "renewed once, at the call");
+
+    // Removing the server forgets the grant.
+    let (status, _) = first.delete(&format!("/v1/mcp-servers/{id}")).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    assert_eq!(
+        first
+            .store
+            .get_mcp_grant(promptgate_server::state::LOCAL_USER_ID, &id)
+            .await
+            .unwrap(),
+        None
+    );
+}
+
+#[tokio::test]
+async fn authorizing_is_refused_without_a_callback_url_or_for_a_server_on_a_refused_address() {
+    let Some(python) = python() else { return };
+    common::init();
+    let (_peer, url) = auth_peer(&python, 3600).await;
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    let unconfigured = Gateway::start(
+        Backend::Sqlite,
+        scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), ""),
+    )
+    .await;
+    let (_, created) = unconfigured
+        .post("/v1/mcp-servers", json!({"name": "Notes", "url": url}))
+        .await;
+    let id = created["id"].as_str().unwrap();
+    let (status, body) = unconfigured
+        .post(&format!("/v1/mcp-servers/{id}/authorize"), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(error_code(&body), "mcp_oauth_not_configured");
+
+    // With loopback closed after registration, the authorization server is never asked.
+    let mut config = scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), TOML);
+    config.mcp.allow_loopback = Some(false);
+    let closed = unconfigured.another_instance(config).await;
+    let (status, body) = closed
+        .post(&format!("/v1/mcp-servers/{id}/authorize"), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(error_code(&body), "refused_address");
+}
+
+async fn stats(url: &str) -> Value {
+    reqwest::get(url.replace("/mcp", "/test/stats"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_token_about_to_lapse_is_renewed_before_it_is_used() {
+    let Some(python) = python() else { return };
+    common::init();
+    // Tokens that lapse within the minute the gateway keeps in hand.
+    let (_peer, url) = auth_peer(&python, 30).await;
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    let gw = Gateway::start(
+        Backend::Sqlite,
+        scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), TOML),
+    )
+    .await;
+    let (_, created) = gw
+        .post("/v1/mcp-servers", json!({"name": "Notes", "url": url}))
+        .await;
+    let id = created["id"].as_str().unwrap();
+    let path = consent(created["authorization"]["authorization_url"].as_str().unwrap()).await;
+    assert_eq!(callback(&gw, &path).await.0, StatusCode::OK);
+    assert_eq!(stats(&url).await["refreshes"], 0);
+
+    assert_eq!(probe(&gw, id).await["ok"], true);
+    assert_eq!(
+        stats(&url).await["refreshes"],
+        1,
+        "renewed before the probe used it"
+    );
+    assert_eq!(
+        probe(&gw, id).await["ok"],
+        true,
+        "the rotated refresh token was kept"
+    );
+    assert_eq!(stats(&url).await["refreshes"], 2);
+}
+
+/// The process environment, with the operator's client secret beside it.
+struct WithSecret(String);
+
+impl promptgate_server::config::Env for WithSecret {
+    fn var(&self, name: &str) -> Option<String> {
+        match name {
+            "NOTES_CLIENT_SECRET" => Some(self.0.clone()),
+            other => std::env::var(other).ok(),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_client_the_operator_registered_is_used_instead_of_registering_one() {
+    let Some(python) = python() else { return };
+    common::init();
+    let (_peer, url) = auth_peer(&python, 3600).await;
+    let base = url.trim_end_matches("/mcp").to_owned();
+    // The operator registers a confidential client with the authorization server by hand.
+    let registered: Value = reqwest::Client::new()
+        .post(format!("{base}/register"))
+        .json(&json!({
+            "client_name": "promptgate (by hand)",
+            "redirect_uris": ["http://gw.test/v1/mcp-servers/oauth/callback"],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": "client_secret_post",
+        }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let client_id = registered["client_id"].as_str().unwrap();
+    let secret = registered["client_secret"].as_str().unwrap().to_owned();
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    let toml = format!(
+        "{TOML}oauth_clients = [{{ issuer = \"{base}\", client_id = \"{client_id}\", client_secret_env = \"NOTES_CLIENT_SECRET\" }}]\n"
+    );
+    let config = scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), &toml);
+    let gw = Gateway::start_with_env(Backend::Sqlite, config, &WithSecret(secret)).await;
+
+    let (_, created) = gw
+        .post("/v1/mcp-servers", json!({"name": "Notes", "url": url}))
+        .await;
+    let id = created["id"].as_str().unwrap();
+    let authorization_url = created["authorization"]["authorization_url"].as_str().unwrap();
+    assert!(
+        authorization_url.contains(&format!("client_id={client_id}")),
+        "{authorization_url}"
+    );
+    let path = consent(authorization_url).await;
+    assert_eq!(callback(&gw, &path).await.0, StatusCode::OK);
+    assert_eq!(probe(&gw, id).await["ok"], true);
+    assert_eq!(
+        stats(&url).await["registrations"],
+        1,
+        "only the operator's registration"
+    );
+}

@@ -1,0 +1,65 @@
+//! The OAuth grant of each user's MCP server: its authorization server, the client identity there
+//! and the tokens, as one text the caller shapes, sealed with the store's secret box like the MCP
+//! servers' other secrets (without a box it is refused). A grant goes with its server or its user.
+
+use crate::connect::Store;
+use crate::error::Result;
+use crate::observed::Observed;
+use crate::util::{Cols, check_len};
+
+/// A sealed grant is a few kilobytes; the bound keeps a confused caller from storing megabytes.
+const MAX_SEALED_GRANT: usize = 64 * 1024;
+
+impl Store {
+    /// Keeps the grant of `user_id` for `server_id`, sealed, replacing the one before.
+    pub async fn put_mcp_grant(&self, user_id: &str, server_id: &str, grant: &str) -> Result<()> {
+        let sealed = self.seal_secret(grant)?;
+        check_len("sealed grant", &sealed, MAX_SEALED_GRANT)?;
+        sqlx::query(
+            "INSERT INTO mcp_oauth_grants (user_id, server_id, sealed, updated_at) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (user_id, server_id) DO UPDATE SET sealed = excluded.sealed, \
+             updated_at = excluded.updated_at",
+        )
+        .bind(user_id)
+        .bind(server_id)
+        .bind(&sealed)
+        .bind(self.now_ms())
+        .execute(&self.pool)
+        .observed("mcp_grants.put_mcp_grant")
+        .await?;
+        Ok(())
+    }
+
+    /// The grant, opened.
+    pub async fn get_mcp_grant(&self, user_id: &str, server_id: &str) -> Result<Option<String>> {
+        let row = sqlx::query("SELECT sealed FROM mcp_oauth_grants WHERE user_id = $1 AND server_id = $2")
+            .bind(user_id)
+            .bind(server_id)
+            .fetch_optional(&self.pool)
+            .observed("mcp_grants.get_mcp_grant")
+            .await?;
+        row.map(|row| self.open_secret(&row.text(0)?)).transpose()
+    }
+
+    /// The servers of `user_id` that have a grant, without opening any.
+    pub async fn mcp_grant_server_ids(&self, user_id: &str) -> Result<Vec<String>> {
+        let rows =
+            sqlx::query("SELECT server_id FROM mcp_oauth_grants WHERE user_id = $1 ORDER BY server_id")
+                .bind(user_id)
+                .fetch_all(&self.pool)
+                .observed("mcp_grants.mcp_grant_server_ids")
+                .await?;
+        rows.iter().map(|row| row.text(0)).collect()
+    }
+
+    /// Forgets the grant; forgetting one that is not there is not an error.
+    pub async fn delete_mcp_grant(&self, user_id: &str, server_id: &str) -> Result<()> {
+        sqlx::query("DELETE FROM mcp_oauth_grants WHERE user_id = $1 AND server_id = $2")
+            .bind(user_id)
+            .bind(server_id)
+            .execute(&self.pool)
+            .observed("mcp_grants.delete_mcp_grant")
+            .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,64 @@
+//! MCP OAuth: the sealed grant per user and server, gone with its server, and a pending
+//! authorization carrying the details its callback needs.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use promptgate_store::{OAuthPending, PendingLimits};
+
+use crate::common::*;
+
+fn server(name: &str) -> NewMcpServer {
+    NewMcpServer {
+        name: name.to_owned(),
+        url: "https://mcp.example.com/mcp".to_owned(),
+        enabled: true,
+        headers: BTreeMap::new(),
+        bearer_token: None,
+    }
+}
+
+conformance! {
+    async fn an_mcp_grant_is_kept_per_user_and_server_and_goes_with_its_server(store: &Store) {
+        let alice = user(store, "Alice").await;
+        let bob = user(store, "Bob").await;
+        let notes = store.create_mcp_server(&alice, &server("Notes")).await.unwrap();
+        let files = store.create_mcp_server(&alice, &server("Files")).await.unwrap();
+        assert_eq!(store.get_mcp_grant(&alice, &notes.id).await.unwrap(), None);
+
+        store.put_mcp_grant(&alice, &notes.id, "sealed-1").await.unwrap();
+        store.put_mcp_grant(&alice, &notes.id, "sealed-2").await.unwrap();
+        store.put_mcp_grant(&alice, &files.id, "sealed-files").await.unwrap();
+        assert_eq!(store.get_mcp_grant(&alice, &notes.id).await.unwrap().as_deref(), Some("sealed-2"));
+        assert_eq!(store.get_mcp_grant(&bob, &notes.id).await.unwrap(), None, "another user's grant is not theirs");
+        let mut ids = vec![notes.id.clone(), files.id.clone()];
+        ids.sort();
+        assert_eq!(store.mcp_grant_server_ids(&alice).await.unwrap(), ids);
+        assert!(store.mcp_grant_server_ids(&bob).await.unwrap().is_empty());
+
+        store.delete_mcp_grant(&alice, &files.id).await.unwrap();
+        store.delete_mcp_grant(&alice, &files.id).await.unwrap();
+        assert_eq!(store.get_mcp_grant(&alice, &files.id).await.unwrap(), None);
+
+        store.delete_mcp_server(&alice, &notes.id).await.unwrap();
+        assert_eq!(store.get_mcp_grant(&alice, &notes.id).await.unwrap(), None, "the grant goes with its server");
+        assert!(store.put_mcp_grant(&alice, &files.id, &"x".repeat(70_000)).await.is_err(), "bounded");
+    }
+
+    async fn a_pending_authorization_keeps_its_details_once_and_not_past_its_life(store: &Store) {
+        let alice = user(store, "Alice").await;
+        let pending = OAuthPending {
+            user_id: alice.clone(),
+            provider: "mcp:srv_1".to_owned(),
+            code_verifier: "verifier".to_owned(),
+            details: Some("sealed-details".to_owned()),
+        };
+        let limits = PendingLimits { ttl: Duration::from_secs(600), per_user: 4, total: 100 };
+        store.put_oauth_pending("st-1", &pending, limits).await.unwrap().unwrap();
+        assert_eq!(store.take_oauth_pending("st-1").await.unwrap(), Some(pending.clone()));
+        assert_eq!(store.take_oauth_pending("st-1").await.unwrap(), None, "taken once");
+        let expired = PendingLimits { ttl: Duration::ZERO, ..limits };
+        store.put_oauth_pending("st-2", &pending, expired).await.unwrap().unwrap();
+        assert_eq!(store.take_oauth_pending("st-2").await.unwrap(), None, "expired");
+    }
+}

@@ -6,8 +6,10 @@
 //! [`Logs`] records what the code under test logs.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod auth_peer;
 mod logs;
 
+pub use auth_peer::{PeerProcess, python_auth_peer};
 pub use logs::{LogLine, Logs};
 
 use std::borrow::Cow;

@@ -5,10 +5,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::common;
-use crate::peers::{Peer, free_port, peer_setting};
+use crate::peers::peer_setting;
 
-use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use axum::Router;
@@ -16,6 +14,7 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use common::*;
 use promptgate_mcp::oauth::{AuthServer, Challenge, ClientCredentials, McpOAuth, TokenSet, check_issuer};
+use promptgate_mcp::testing::{PeerProcess, python_auth_peer};
 use promptgate_mcp::{AddressPolicy, HubSettings, McpError, McpHub};
 use serde_json::{Value, json};
 
@@ -26,29 +25,10 @@ const VERIFIER: &str = "promptgate-test-verifier-0123456789-abcdefghijklmnop";
 const CHALLENGE: &str = "hiQhSI7Ma9VPoXjGAOsahz2EipV8HoMNVQsLumzhMrQ";
 const OTHER_VERIFIER: &str = "promptgate-other-verifier-0123456789-abcdefghijklmno";
 
-/// The Python auth peer on a free port, up and challenging tokenless requests.
-async fn auth_peer(hub: &McpHub, access_seconds: u64) -> Option<(Peer, String)> {
+/// The Python auth peer, up and challenging tokenless requests; `None` when no Python is set up.
+async fn auth_peer(access_seconds: u64) -> Option<(PeerProcess, String)> {
     let python = peer_setting("PROMPTGATE_TEST_PY_PEER_PYTHON")?;
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/py_auth_peer.py");
-    let port = free_port().await;
-    let peer = Peer(
-        Command::new(python)
-            .arg(&script)
-            .arg(port.to_string())
-            .arg(access_seconds.to_string())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start the Python auth peer"),
-    );
-    let url = format!("http://127.0.0.1:{port}/mcp");
-    for _ in 0..150 {
-        if let Ok(Some(_)) = hub.oauth().challenge(&url).await {
-            return Some((peer, url));
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("the auth peer at {url} never answered");
+    Some(python_auth_peer(&python, access_seconds).await)
 }
 
 /// Follows the authorization URL as a browser would (the peer consents at once) and returns the
@@ -93,7 +73,7 @@ async fn tools_with(hub: &McpHub, url: &str, tokens: &TokenSet) -> Result<Vec<St
 #[tokio::test]
 async fn a_user_authorizes_with_the_python_sdk_auth_server_and_its_tokens_refresh() {
     let hub = hub();
-    let Some((_peer, url)) = auth_peer(&hub, 3600).await else {
+    let Some((_peer, url)) = auth_peer(3600).await else {
         return;
     };
     let oauth = hub.oauth();
@@ -174,7 +154,7 @@ async fn a_user_authorizes_with_the_python_sdk_auth_server_and_its_tokens_refres
 #[tokio::test]
 async fn a_token_asked_for_another_resource_is_refused_by_the_resource() {
     let hub = hub();
-    let Some((_peer, url)) = auth_peer(&hub, 3600).await else {
+    let Some((_peer, url)) = auth_peer(3600).await else {
         return;
     };
     let oauth = hub.oauth();

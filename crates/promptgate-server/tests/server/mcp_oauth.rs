@@ -7,11 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::common;
-use crate::mcp_turn::Peer;
-
-use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use promptgate_mcp::testing::python_auth_peer;
 
 use common::{Backend, Gateway, error_code, scripted_config_with, tool_message, use_chat_body};
 use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
@@ -42,37 +38,6 @@ fn python() -> Option<String> {
             None
         }
     }
-}
-
-/// The Python auth peer on a free port, answering its challenge, its access tokens good for
-/// `access_seconds`.
-async fn auth_peer(python: &str, access_seconds: u64) -> (Peer, String) {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../promptgate-mcp/tests/peers/py_auth_peer.py");
-    let port = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let peer = Peer(
-        Command::new(python)
-            .arg(&script)
-            .arg(port.to_string())
-            .arg(access_seconds.to_string())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start the Python auth peer"),
-    );
-    let url = format!("http://127.0.0.1:{port}/mcp");
-    for _ in 0..150 {
-        let answer = reqwest::Client::new().post(&url).json(&json!({})).send().await;
-        if answer.is_ok_and(|a| a.status() == StatusCode::UNAUTHORIZED) {
-            return (peer, url);
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("the auth peer at {url} never answered");
 }
 
 /// What the browser does: opens the authorization URL, and the peer (consenting at once) sends it
@@ -110,7 +75,7 @@ async fn callback(gw: &Gateway, path: &str) -> (StatusCode, String) {
 async fn a_user_connects_an_oauth_mcp_server_and_its_tools_work_across_instances() {
     let Some(python) = python() else { return };
     common::init();
-    let (_peer, url) = auth_peer(&python, 3600).await;
+    let (_peer, url) = python_auth_peer(&python, 3600).await;
     let upstream = ScriptedUpstream::start().await.unwrap();
     let config = scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), TOML);
     let first = Gateway::start(Backend::Sqlite, config.clone()).await;
@@ -242,7 +207,7 @@ async fn a_user_connects_an_oauth_mcp_server_and_its_tools_work_across_instances
 async fn authorizing_is_refused_without_a_callback_url_or_for_a_server_on_a_refused_address() {
     let Some(python) = python() else { return };
     common::init();
-    let (_peer, url) = auth_peer(&python, 3600).await;
+    let (_peer, url) = python_auth_peer(&python, 3600).await;
     let upstream = ScriptedUpstream::start().await.unwrap();
     let unconfigured = Gateway::start(
         Backend::Sqlite,
@@ -284,7 +249,7 @@ async fn a_token_about_to_lapse_is_renewed_before_it_is_used() {
     let Some(python) = python() else { return };
     common::init();
     // Tokens that lapse within the minute the gateway keeps in hand.
-    let (_peer, url) = auth_peer(&python, 30).await;
+    let (_peer, url) = python_auth_peer(&python, 30).await;
     let upstream = ScriptedUpstream::start().await.unwrap();
     let gw = Gateway::start(
         Backend::Sqlite,
@@ -329,7 +294,7 @@ impl promptgate_server::config::Env for WithSecret {
 async fn a_client_the_operator_registered_is_used_instead_of_registering_one() {
     let Some(python) = python() else { return };
     common::init();
-    let (_peer, url) = auth_peer(&python, 3600).await;
+    let (_peer, url) = python_auth_peer(&python, 3600).await;
     let base = url.trim_end_matches("/mcp").to_owned();
     // The operator registers a confidential client with the authorization server by hand.
     let registered: Value = reqwest::Client::new()

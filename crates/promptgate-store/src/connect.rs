@@ -175,6 +175,12 @@ const MIGRATIONS: &[SchemaVersion] = &[
         postgres: include_str!("../../../migrations/postgres/0019_mcp_oauth.sql"),
         sqlite: Some(include_str!("../../../migrations/sqlite/0019_mcp_oauth.sql")),
     },
+    SchemaVersion {
+        version: 20,
+        name: "tool approvals",
+        postgres: include_str!("../../../migrations/postgres/0020_tool_approvals.sql"),
+        sqlite: Some(include_str!("../../../migrations/sqlite/0020_tool_approvals.sql")),
+    },
 ];
 
 const SQLITE_BUSY_TIMEOUT_MS: u32 = 5_000;

@@ -12,6 +12,7 @@
 //! chat search, token vault, workspace files), through which the tool executors and the harness
 //! workspace use it without depending on this crate; their errors carry [`StoreError`]'s detail only as far as `StorageError` allows.
 
+mod approvals;
 mod artifacts;
 mod connect;
 mod context;
@@ -49,6 +50,7 @@ mod workspace;
 #[cfg(feature = "testing")]
 pub mod testing;
 
+pub use approvals::{NewApproval, StoredApproval};
 pub use connect::{Backend, Store};
 pub use context::FIRST_PAGE;
 pub use conversation::{Resolution, ThreadTail, current_conversation, resolve};

@@ -3,6 +3,7 @@
 -- A row is bound to its call (`tool_call_id`, `tool_name`, `input` as JSON text): the answer is
 -- checked against it. `state` goes from `pending` to `used` (answered; the turn continued) or
 -- `cancelled` (Stop), once; `expires_at` (epoch ms) is when an unanswered one counts as denied.
+-- `model_id` is the model that asked: an answer that names none continues with it.
 CREATE TABLE tool_approvals (
     user_id      TEXT NOT NULL,
     approval_id  TEXT NOT NULL,
@@ -10,6 +11,7 @@ CREATE TABLE tool_approvals (
     message_id   TEXT NOT NULL,
     tool_call_id TEXT NOT NULL,
     tool_name    TEXT NOT NULL,
+    model_id     TEXT NOT NULL,
     input        TEXT NOT NULL,
     state        TEXT NOT NULL DEFAULT 'pending',
     created_at   BIGINT NOT NULL,

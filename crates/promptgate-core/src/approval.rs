@@ -1,13 +1,14 @@
 //! Tool approval policy: whether a tool call runs at once (`allow`), waits for the user's yes
 //! (`ask`) or is refused (`deny`).
 //!
-//! Each tool starts from a default by kind: built-in tools that change the user's things (a
+//! When the operator turns defaults by kind on, each tool starts from one: built-in tools that change the user's things (a
 //! draft in a mailbox, the task list, a workspace file or command) ask; other built-ins run; an
 //! MCP tool follows its server's annotations as the MCP spec reads them (an absent hint means
 //! "may change things, reaches the outside world", so an unannotated tool asks). The user's
 //! settings may then choose per MCP server and per tool, the tool's entry winning over its
 //! server's. The operator's floors come last and only ever tighten: a user cannot allow what
-//! the operator made ask, nor ask for what the operator denied.
+//! the operator made ask, nor ask for what the operator denied. With defaults by kind off, a tool
+//! nobody chose a policy for runs at once, as before approvals existed.
 
 use std::collections::BTreeMap;
 
@@ -60,9 +61,12 @@ impl ApprovalSettings {
 /// Most entries the user's approval settings may hold, per map.
 pub const MAX_APPROVAL_ENTRIES: usize = 256;
 
-/// The operator's floors, from the config: per tool name, and one for every MCP tool.
+/// The operator's side, from the config: whether tools start from their defaults by kind (else
+/// every tool the user did not choose for runs at once), and floors per tool name and for every
+/// MCP tool.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ApprovalFloors {
+pub struct OperatorApproval {
+    pub by_kind: bool,
     pub tools: BTreeMap<String, ApprovalPolicy>,
     pub mcp: Option<ApprovalPolicy>,
 }
@@ -97,7 +101,7 @@ pub fn default_policy(spec: &ToolSpec) -> ApprovalPolicy {
 }
 
 /// The tool's policy for this user under these floors.
-pub fn policy_for(spec: &ToolSpec, user: &ApprovalSettings, floors: &ApprovalFloors) -> ApprovalPolicy {
+pub fn policy_for(spec: &ToolSpec, user: &ApprovalSettings, operator: &OperatorApproval) -> ApprovalPolicy {
     let server_choice = spec.mcp.as_ref().and_then(|origin| {
         user.mcp_servers
             .get(&origin.server_id)
@@ -108,23 +112,20 @@ pub fn policy_for(spec: &ToolSpec, user: &ApprovalSettings, floors: &ApprovalFlo
         .get(&spec.name)
         .or(server_choice)
         .copied()
-        .unwrap_or_else(|| default_policy(spec));
-    let tool_floor = floors.tools.get(&spec.name).copied();
-    let mcp_floor = spec.mcp.as_ref().and(floors.mcp);
+        .unwrap_or_else(|| {
+            if operator.by_kind {
+                default_policy(spec)
+            } else {
+                ApprovalPolicy::Allow
+            }
+        });
+    let tool_floor = operator.tools.get(&spec.name).copied();
+    let mcp_floor = spec.mcp.as_ref().and(operator.mcp);
     [Some(chosen), tool_floor, mcp_floor]
         .into_iter()
         .flatten()
         .max()
         .unwrap_or(ApprovalPolicy::Allow)
-}
-
-/// What `ask` becomes for a client that cannot answer an approval (a UI stream older than the
-/// approval protocol, the OpenAI-compatible facades): the operator's choice.
-pub fn without_asking(policy: ApprovalPolicy, fallback: ApprovalPolicy) -> ApprovalPolicy {
-    match policy {
-        ApprovalPolicy::Ask => fallback,
-        other => other,
-    }
 }
 
 /// What the model reads for a call the policy refused.
@@ -216,13 +217,24 @@ mod tests {
     fn the_tool_entry_wins_over_the_server_entry_and_floors_only_tighten() {
         let tool = mcp_tool("fs_delete", "fs", None);
         let mut user = ApprovalSettings::default();
+        let by_kind = OperatorApproval {
+            by_kind: true,
+            ..OperatorApproval::default()
+        };
+        assert_eq!(policy_for(&tool, &user, &by_kind), ApprovalPolicy::Ask);
+        assert_eq!(
+            policy_for(&tool, &user, &OperatorApproval::default()),
+            ApprovalPolicy::Allow,
+            "without defaults by kind, what nobody chose runs"
+        );
         user.mcp_servers.insert("fs".into(), ApprovalPolicy::Allow);
-        let none = ApprovalFloors::default();
+        let none = by_kind.clone();
         assert_eq!(policy_for(&tool, &user, &none), ApprovalPolicy::Allow);
         user.tools.insert("fs_delete".into(), ApprovalPolicy::Deny);
         assert_eq!(policy_for(&tool, &user, &none), ApprovalPolicy::Deny);
         user.tools.insert("fs_delete".into(), ApprovalPolicy::Allow);
-        let floors = ApprovalFloors {
+        let floors = OperatorApproval {
+            by_kind: true,
             tools: BTreeMap::new(),
             mcp: Some(ApprovalPolicy::Ask),
         };
@@ -230,7 +242,8 @@ mod tests {
         // The MCP floor leaves built-ins alone; a tool floor reaches them.
         let search = built_in(names::SEARCH);
         assert_eq!(policy_for(&search, &user, &floors), ApprovalPolicy::Allow);
-        let floors = ApprovalFloors {
+        let floors = OperatorApproval {
+            by_kind: false,
             tools: [(names::SEARCH.to_owned(), ApprovalPolicy::Deny)].into(),
             mcp: None,
         };
@@ -245,7 +258,7 @@ mod tests {
         let mut user = ApprovalSettings::default();
         user.mcp_servers.insert("id-fs".into(), ApprovalPolicy::Deny);
         assert_eq!(
-            policy_for(&tool, &user, &ApprovalFloors::default()),
+            policy_for(&tool, &user, &OperatorApproval::default()),
             ApprovalPolicy::Deny
         );
     }

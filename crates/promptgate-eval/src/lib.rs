@@ -214,6 +214,7 @@ async fn run_one(
             client: None,
             notes: Default::default(),
             trace: None,
+            can_ask_approval: false,
         })
         .await?;
     let mut observed = Observed::default();

@@ -140,6 +140,8 @@ impl Service {
                 refusal: None,
                 on_end,
                 client,
+                // A completion cannot pause for the user: `ask` is the operator's choice.
+                asking: crate::Asking::Nobody(self.config.approval.without_client),
             },
         );
         plan.policy.max_output_tokens = output_cap.and_then(|cap| cap.for_provider(&provider));

@@ -35,6 +35,8 @@ pub enum SendInput {
     Message { id: Option<String>, parts: Vec<Value> },
     /// Answer the newest user message again.
     Regenerate,
+    /// The user's answers to the calls the thread's last answer waits for: that answer goes on.
+    Approval(Vec<crate::ApprovalReply>),
 }
 
 /// The trace a send belongs to, when the server exports traces: the answer's metadata names it
@@ -61,6 +63,9 @@ pub struct SendRequest {
     pub notes: ClientNotes,
     /// The trace this send is part of, for the answer's metadata.
     pub trace: Option<TraceLink>,
+    /// The client answers approval requests (an AI SDK 6+ UI stream); otherwise a call of an
+    /// asking tool gets the operator's choice.
+    pub can_ask_approval: bool,
 }
 
 /// Per-send facts only the client knows, which the legacy prompt carries as notes after the date
@@ -115,13 +120,37 @@ impl Service {
         skip_all,
         fields(user = %request.user_id, thread_id = %request.thread_id, turn_id = tracing::field::Empty)
     )]
-    pub async fn send(&self, request: SendRequest) -> Result<SendHandle, ServiceError> {
+    pub async fn send(&self, mut request: SendRequest) -> Result<SendHandle, ServiceError> {
         let admission = self.admit()?;
         let mut turn = self.claim_thread_here(&request, admission).await?;
         tracing::Span::current().record("turn_id", turn.ids.turn_id.as_str());
+        // Answers continue the message that waits for them, under its id.
+        let waiting = match &request.input {
+            SendInput::Approval(replies) => {
+                let (message_id, waiting) = self
+                    .waiting_message(&request.user_id, &request.thread_id, replies)
+                    .await?;
+                turn.ids.message_id = message_id;
+                // The model that asked goes on, unless the answer names another.
+                if request.model.is_none() {
+                    request.model = waiting.first().map(|a| a.model_id.clone());
+                }
+                Some(waiting)
+            }
+            _ => None,
+        };
         let (continuation, mut ctx, model, provider) = self.claim_and_load(&request, &mut turn).await?;
-        let answer = record::opening_row(&request.thread_id, &turn.ids, &model.id);
-        self.settle_conversation(&request, &mut ctx, &answer).await?;
+        let resume = match (&request.input, waiting) {
+            (SendInput::Approval(replies), Some(waiting)) => Some(
+                self.take_approvals(&request.user_id, &request.thread_id, &mut ctx, waiting, replies)
+                    .await?,
+            ),
+            _ => {
+                let answer = record::opening_row(&request.thread_id, &turn.ids, &model.id);
+                self.settle_conversation(&request, &mut ctx, &answer).await?;
+                None
+            }
+        };
         let facts = prepare::SendFacts {
             client: request.client.clone().unwrap_or_else(ClientIdentity::web),
             regeneration_revision: self.transcripts.revision(
@@ -143,7 +172,7 @@ impl Service {
             .await?;
         let continuation = continuation
             .unwrap_or_else(|| Continuation::fresh(&turn.ids.turn_id, &prepared.state, &self.config.limits));
-        Ok(self.start_send(&request, turn, prepared, &provider, continuation, &facts))
+        Ok(self.start_send(&request, turn, prepared, &provider, continuation, &facts, resume))
     }
 
     /// Takes the thread on this instance, or refuses the send while a turn runs there. A turn that
@@ -220,7 +249,17 @@ impl Service {
             Some(&request.thread_id),
             request.model.as_deref(),
         );
-        let (continuation, (), (ctx, model, provider)) = tokio::try_join!(recall, claim, load)?;
+        // A thread waiting for an approval takes only the answer; read beside the rest.
+        let waits = async {
+            match request.input {
+                SendInput::Approval(_) => Ok(()),
+                _ => {
+                    self.refuse_while_waiting(&request.user_id, &request.thread_id)
+                        .await
+                }
+            }
+        };
+        let (continuation, (), (ctx, model, provider), ()) = tokio::try_join!(recall, claim, load, waits)?;
         Ok((continuation, ctx, model, provider))
     }
 
@@ -238,7 +277,7 @@ impl Service {
     ) -> Result<(), ServiceError> {
         let new_user_message = match &request.input {
             SendInput::Message { id, parts } => Some(validate_user_parts(id.as_deref(), parts)?),
-            SendInput::Regenerate => None,
+            SendInput::Regenerate | SendInput::Approval(_) => None,
         };
         if ctx.thread.is_none() && !request.create_thread {
             return Err(ServiceError::UnknownThread(request.thread_id.clone()));
@@ -338,6 +377,7 @@ impl Service {
         provider: &ModelProvider,
         continuation: Continuation,
         facts: &prepare::SendFacts,
+        resume: Option<promptgate_turn::engine::Resume>,
     ) -> SendHandle {
         let ThreadTurn {
             ids,
@@ -364,6 +404,7 @@ impl Service {
             retry_for: self.config.save_retry,
             pending: self.pending.clone(),
             mirrors: self.mirrors(),
+            approval_expiry: self.config.approval.expiry,
         }
         .start(&self.tasks);
         let (refusal, on_end) = self.continue_harness(
@@ -373,6 +414,7 @@ impl Service {
             &continuation,
             &ids.message_id,
             &cancel,
+            resume.is_some(),
         );
         let mut plan = prepared.into_turn_plan(
             provider,
@@ -390,8 +432,14 @@ impl Service {
                 refusal,
                 on_end,
                 client: Default::default(),
+                asking: if request.can_ask_approval {
+                    crate::Asking::Client
+                } else {
+                    crate::Asking::Nobody(self.config.approval.without_client)
+                },
             },
         );
+        plan.resume = resume;
         if let Some(trace) = &request.trace {
             plan.start_metadata.insert("traceId".into(), json!(trace.id));
             if let Some(url) = &trace.url {
@@ -427,6 +475,7 @@ impl Service {
         continuation: &Continuation,
         message_id: &str,
         cancel: &CancellationToken,
+        resuming: bool,
     ) -> (Option<String>, Vec<Arc<dyn TurnEnd>>) {
         let Some(prompt) = prepared.harness_prompt.clone() else {
             return (None, Vec::new());
@@ -439,7 +488,8 @@ impl Service {
             prepared.previous_answer.as_deref(),
             cancel.clone(),
         );
-        if let Some(mut transcript) = started.transcript {
+        // A continued answer is rebuilt from the stored message, which has the approved calls.
+        if let Some(mut transcript) = started.transcript.filter(|_| !resuming) {
             // The kept transcript holds the earlier sends' tool calls too, so it can outgrow the
             // room while the stored thread fits; and after a compaction it holds turns the summary
             // now stands for. Then the harness starts again from what the window shows.

@@ -18,6 +18,8 @@ pub struct NewApproval {
     pub tool_name: String,
     /// The call's input as JSON text.
     pub input: String,
+    /// The model that made the call.
+    pub model_id: String,
 }
 
 /// A waiting call as kept.
@@ -29,6 +31,7 @@ pub struct StoredApproval {
     pub tool_call_id: String,
     pub tool_name: String,
     pub input: String,
+    pub model_id: String,
     pub created_at: i64,
     pub expires_at: i64,
     /// Its time is up: an answer to it now counts as a denial.
@@ -40,7 +43,7 @@ pub struct StoredApproval {
 const KEPT_AFTER_EXPIRY_MS: i64 = 24 * 60 * 60 * 1000;
 
 const COLUMNS: &str =
-    "approval_id, thread_id, message_id, tool_call_id, tool_name, input, created_at, expires_at";
+    "approval_id, thread_id, message_id, tool_call_id, tool_name, input, created_at, expires_at, model_id";
 
 impl Store {
     /// Keeps the calls of `message_id` that wait for approval, each until `ttl` from now. Keeping
@@ -59,8 +62,8 @@ impl Store {
         for approval in approvals {
             sqlx::query(
                 "INSERT INTO tool_approvals (user_id, approval_id, thread_id, message_id, tool_call_id, \
-                 tool_name, input, state, created_at, expires_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9) \
+                 tool_name, input, state, created_at, expires_at, model_id) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9, $10) \
                  ON CONFLICT (user_id, approval_id) DO NOTHING",
             )
             .bind(user_id)
@@ -72,6 +75,7 @@ impl Store {
             .bind(&approval.input)
             .bind(now)
             .bind(now.saturating_add(ttl))
+            .bind(&approval.model_id)
             .execute(&mut *tx)
             .observed("approvals.keep_approvals")
             .await?;
@@ -172,6 +176,7 @@ fn read(row: &impl Cols, now: i64) -> Result<StoredApproval> {
         tool_call_id: row.text(3)?,
         tool_name: row.text(4)?,
         input: row.text(5)?,
+        model_id: row.text(8)?,
         created_at: row.int(6)?,
         expires_at,
         expired: expires_at <= now,

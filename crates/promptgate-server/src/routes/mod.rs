@@ -1,5 +1,6 @@
 //! HTTP routes, one module per resource.
 
+pub mod approvals;
 pub mod artifacts;
 pub mod chat;
 pub mod completions;

@@ -13,6 +13,7 @@ fn waiting(id: &str, call: &str) -> NewApproval {
         tool_call_id: call.to_owned(),
         tool_name: "fs_delete".to_owned(),
         input: r#"{"path":"a.txt"}"#.to_owned(),
+        model_id: "gpt".to_owned(),
     }
 }
 
@@ -33,6 +34,7 @@ conformance! {
         assert_eq!(pending[0].tool_call_id, "c1");
         assert_eq!(pending[0].message_id, "m1");
         assert_eq!(pending[0].input, r#"{"path":"a.txt"}"#);
+        assert_eq!(pending[0].model_id, "gpt");
         assert!(!pending[0].expired);
         assert!(store.pending_approvals(&bob, "t1").await.unwrap().is_empty());
         let both = vec!["a1".to_owned(), "a2".to_owned()];

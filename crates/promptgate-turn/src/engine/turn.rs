@@ -726,8 +726,10 @@ impl Turn {
         results: Vec<Option<String>>,
         gated: &[PendingApproval],
     ) {
+        // A call waiting for approval joins the conversation when it is answered, with its result.
         let tool_calls = calls
             .iter()
+            .filter(|call| !gated.iter().any(|pending| pending.tool_call_id == call.id))
             .map(|call| {
                 // Providers reject history whose arguments are not JSON; the error result already
                 // tells the model what was wrong with the original text.

@@ -338,3 +338,63 @@ async fn the_answer_is_taken_on_another_instance_and_after_a_restart() {
     assert_eq!(tool_part(&stored[1], "call_add")["state"], "output-available");
     assert_eq!(common::stored_text(&stored[1]), "Added.");
 }
+
+/// The AI SDK's own chat, 6.x and 7.x: it shows the wait, `addToolApprovalResponse` with
+/// automatic sending answers it, and the continued stream finishes the same message.
+#[tokio::test]
+async fn the_ai_sdks_chat_approves_and_denies_and_continues_its_message() {
+    let Some(dir) = crate::js_clients::js_dir_with(&["node_modules/ai", "node_modules/ai-6"]) else {
+        return;
+    };
+    for (package, version) in [("ai", "v7"), ("ai-6", "v6")] {
+        for approved in [true, false] {
+            let (gw, upstream) = gateway(Backend::Sqlite, "").await;
+            asking_user(&gw).await;
+            upstream.push(tool_calls(&[("call_add", "addTasks", &[ADD])]));
+            upstream.push(text(["All set."]));
+            let request = json!({
+                "chatId": THREAD, "text": "remind me to buy milk", "approved": approved, "reason": "not today",
+                "headers": {"X-Promptgate-UI-Stream": version}, "body": {"model": "scripted"},
+            });
+            let (ok, result) = crate::js_clients::run_node(
+                dir.clone(),
+                vec![
+                    "approval-check.mjs".into(),
+                    package.into(),
+                    gw.url("/v1/chat"),
+                    request.to_string(),
+                ],
+            )
+            .await;
+            let case = format!("{package} approved={approved}");
+            assert!(ok, "{case}: {result:#}");
+            assert_eq!(result["requested"]["state"], "approval-requested", "{case}");
+            let messages = result["messages"].as_array().unwrap();
+            assert_eq!(messages.len(), 2, "{case}: one answer, continued: {result:#}");
+            let answer = &messages[1];
+            let part = tool_part(answer, "call_add");
+            let (state, model_read) = if approved {
+                ("output-available", "buy milk")
+            } else {
+                ("output-denied", "The user denied this tool call: not today")
+            };
+            assert_eq!(part["state"], state, "{case}: {answer:#}");
+            assert!(
+                tool_message(&upstream.requests()[1], "call_add").contains(model_read),
+                "{case}"
+            );
+            let texts: String = answer["parts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|p| p["text"].as_str())
+                .collect();
+            assert_eq!(texts, "All set.", "{case}");
+            let stored = gw.stored_messages(THREAD, 2).await;
+            assert_eq!(
+                stored[1]["id"], answer["id"],
+                "{case}: the client's message is the stored one"
+            );
+        }
+    }
+}

@@ -236,6 +236,10 @@ fn tool_part(name: &str, part: &Value, step: &mut Step) {
                 .and_then(|approval| approval.get("reason"))
                 .and_then(Value::as_str),
         ),
+        // Asked and never answered (the wait expired, or the user wrote on instead): not run.
+        Some("approval-requested" | "approval-responded") => {
+            promptgate_core::approval::EXPIRED_TEXT.to_owned()
+        }
         _ => return,
     };
     let arguments = match part.get("input") {

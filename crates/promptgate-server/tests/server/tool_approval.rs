@@ -398,3 +398,39 @@ async fn the_ai_sdks_chat_approves_and_denies_and_continues_its_message() {
         }
     }
 }
+
+/// The preview names each tool's policy: the kind's default (when the operator turns defaults by
+/// kind on), the user's choice, and the operator's floor over it.
+#[tokio::test]
+async fn the_prompt_preview_shows_each_tools_policy() {
+    let (gw, _upstream) = gateway(
+        Backend::Sqlite,
+        "[approval]\ndefaults = \"by_kind\"\nfloors = { deleteTasks = \"deny\" }\n",
+    )
+    .await;
+    let choices = json!({"tools": {"deleteTasks": "allow", "getTasks": "ask"}});
+    let (status, _) = gw
+        .put(
+            "/v1/settings",
+            json!({"experimental_tasks": true, "tool_approval": choices}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, settings) = gw.get("/v1/settings").await;
+    assert_eq!(settings["tool_approval"], choices);
+    let (status, preview) = gw.get("/v1/prompt?model=scripted").await;
+    assert_eq!(status, StatusCode::OK, "{preview}");
+    let policies = &preview["tool_approval"];
+    assert_eq!(policies["addTasks"], "ask", "{policies}");
+    assert_eq!(policies["getTasks"], "ask");
+    assert_eq!(
+        policies["deleteTasks"], "deny",
+        "the floor wins over the user's allow"
+    );
+    assert_eq!(policies["render_html"], "allow");
+    let many: serde_json::Map<String, Value> = (0..300).map(|n| (format!("t{n}"), json!("ask"))).collect();
+    let (status, body) = gw
+        .put("/v1/settings", json!({"tool_approval": {"tools": many}}))
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+}

@@ -187,3 +187,28 @@ async fn a_client_that_cannot_ask_and_a_denying_policy_refuse_the_call() {
         assert_eq!(results, [("c1".to_owned(), refusal.to_owned())]);
     }
 }
+
+#[test]
+fn a_stored_call_that_was_never_answered_reads_as_not_run() {
+    let stored = vec![json!({"role": "assistant", "parts": [
+        {"type": "step-start"},
+        {"type": "tool-delete", "toolCallId": "c1", "state": "approval-requested",
+         "input": {"path": "a.txt"}, "approval": {"id": "ap1"}},
+        {"type": "tool-delete", "toolCallId": "c2", "state": "output-denied",
+         "input": {"path": "b.txt"}, "approval": {"id": "ap2", "approved": false, "reason": "no"}}
+    ]})];
+    let history = promptgate_turn::to_model_messages(&stored, Default::default());
+    let results: Vec<(String, String)> = history
+        .iter()
+        .filter_map(|m| match m {
+            ChatMessage::Tool {
+                tool_call_id,
+                content,
+            } => Some((tool_call_id.clone(), content.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results.len(), 2, "{history:?}");
+    assert!(results[0].1.contains("did not approve it in time"), "{results:?}");
+    assert_eq!(results[1].1, "The user denied this tool call: no");
+}

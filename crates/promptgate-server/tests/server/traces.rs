@@ -202,10 +202,12 @@ fn parse_traceparent(header: &str) -> (String, String) {
     (parts[1].to_owned(), parts[2].to_owned())
 }
 
-/// An MCP server with one tool, `lookup`, that keeps the `_meta.traceparent` of every call.
+/// An MCP server with one tool, `lookup`, that keeps the `_meta.traceparent` and the
+/// `traceparent` header of every call.
 #[derive(Clone, Default)]
 struct Notes {
     traceparents: Arc<Mutex<Vec<Option<String>>>>,
+    headers: Arc<Mutex<Vec<Option<String>>>>,
 }
 
 impl ServerHandler for Notes {
@@ -236,6 +238,13 @@ impl ServerHandler for Notes {
         // rmcp hands the request's `_meta` to the handler in its context.
         let traceparent = context.meta.0.get_traceparent().map(str::to_owned);
         self.traceparents.lock().unwrap().push(traceparent);
+        // The streamable HTTP server puts the request's head into the context's extensions.
+        let header = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.headers.get("traceparent"))
+            .map(|v| v.to_str().unwrap().to_owned());
+        self.headers.lock().unwrap().push(header);
         Ok(CallToolResult::success(vec![ContentBlock::text("high water at 14:10")]).into())
     }
 }
@@ -432,6 +441,9 @@ async fn a_send_with_web_mcp_and_integration_tools_is_one_trace_with_the_genai_s
     let (seen_trace, seen_parent) = parse_traceparent(seen[0].as_deref().expect("a traceparent in _meta"));
     assert_eq!(seen_trace, trace_id);
     assert_eq!(seen_parent, hex::encode(&mcp.span_id));
+    // ...and the same context in the request's `traceparent` header, for proxies and middleware.
+    let headers = notes.headers.lock().unwrap().clone();
+    assert_eq!(headers, seen, "the header carries what `_meta` does");
 
     // Each request to the model carried the trace context of its own chat span.
     let chat_ids: Vec<String> = chats.iter().map(|c| hex::encode(&c.span_id)).collect();

@@ -57,6 +57,12 @@ struct Receiver {
 /// Starts the receiver (on a thread of its own, so it outlives each test's runtime) and installs the
 /// gateway's subscriber with export to it, once per process.
 fn receiver() -> &'static Receiver {
+    installed(false)
+}
+
+/// The receiver, the exporter installed with `capture_content` as given on the first call (each
+/// test runs in its own process, so a test that wants content asks for it before anything else).
+fn installed(capture_content: bool) -> &'static Receiver {
     static RECEIVER: OnceLock<Receiver> = OnceLock::new();
     RECEIVER.get_or_init(|| {
         common::init();
@@ -80,6 +86,7 @@ fn receiver() -> &'static Receiver {
             enabled: true,
             endpoint: Some(format!("http://{address}")),
             service_name: "promptgate-test".to_owned(),
+            capture_content,
             ..TelemetryConfig::default()
         };
         promptgate_server::logging::init(Some(&config));
@@ -528,4 +535,91 @@ async fn a_chat_completions_request_is_traced_and_its_errors_name_the_trace() {
     let body: Value = res.json().await.unwrap();
     assert_eq!(body["error"]["trace_id"], trace_id, "{body}");
     assert!(body["error"]["request_id"].is_string(), "{body}");
+}
+
+#[tokio::test]
+async fn with_content_capture_on_the_spans_carry_the_prompt_the_answer_and_the_tool_io() {
+    installed(true);
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    let config = scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), "");
+    let gw = Gateway::start(Backend::Sqlite, config).await;
+    let server = McpTestServer::with_handler(Notes::default()).await;
+    let (status, body) = gw
+        .post("/v1/mcp-servers", json!({"name": "Notes", "url": server.url()}))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    upstream.push(tool_calls(&[(
+        "call_mcp",
+        "notes_lookup",
+        &[r#"{"topic": "tides"}"#],
+    )]));
+    upstream.push(text(["High water is at 14:10."]));
+    let (trace_id, _, traceparent) = caller_context();
+    let res = gw
+        .http
+        .post(gw.url("/v1/chat"))
+        .header("traceparent", &traceparent)
+        .json(&use_chat_body("tides-content", SECRET_WORDS, "scripted"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    res.text().await.unwrap();
+
+    let trace = Trace::wait(&trace_id, |t| {
+        t.named("chat upstream-model").len() == 2 && t.named("execute_tool notes_lookup").len() == 1
+    })
+    .await;
+    let chats = trace.named("chat upstream-model");
+    let json_attribute = |span: &Span, key: &str| -> Value {
+        let text = string(&span.attributes, key).unwrap_or_else(|| panic!("no {key} on {}", span.name));
+        serde_json::from_str(&text).unwrap()
+    };
+    let (first, second) = if chats[0].start_time_unix_nano < chats[1].start_time_unix_nano {
+        (chats[0], chats[1])
+    } else {
+        (chats[1], chats[0])
+    };
+    // The user's words go in, the system prompt apart, and the model's tool call comes out.
+    let input = json_attribute(first, "gen_ai.input.messages");
+    assert_eq!(input[0]["role"], "user", "{input}");
+    assert_eq!(input[0]["parts"][0]["content"], SECRET_WORDS, "{input}");
+    let system = json_attribute(first, "gen_ai.system_instructions");
+    assert!(!system[0]["content"].as_str().unwrap().is_empty(), "{system}");
+    let output = json_attribute(first, "gen_ai.output.messages");
+    let call = &output[0]["parts"][0];
+    assert_eq!(call["type"], "tool_call", "{output}");
+    assert_eq!(call["name"], "notes_lookup");
+    assert_eq!(call["arguments"]["topic"], "tides");
+    assert_eq!(output[0]["finish_reason"], "tool_calls");
+    // The second call sees the tool's answer and ends with the text the user read.
+    let input = json_attribute(second, "gen_ai.input.messages");
+    let response = input
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap_or_else(|| panic!("no tool message in {input}"));
+    assert!(
+        response["parts"][0]["response"]
+            .as_str()
+            .unwrap()
+            .contains("high water at 14:10")
+    );
+    let output = json_attribute(second, "gen_ai.output.messages");
+    assert_eq!(
+        output[0]["parts"][0]["content"], "High water is at 14:10.",
+        "{output}"
+    );
+    // The tool span has what went in and what came back.
+    let tool = trace.one("execute_tool notes_lookup");
+    assert_eq!(
+        string(&tool.attributes, "gen_ai.tool.call.arguments").as_deref(),
+        Some(r#"{"topic": "tides"}"#)
+    );
+    assert!(
+        string(&tool.attributes, "gen_ai.tool.call.result")
+            .unwrap()
+            .contains("high water at 14:10")
+    );
 }

@@ -264,19 +264,7 @@ mod tests {
     }
 
     #[test]
-    fn a_client_that_cannot_ask_gets_the_operators_choice() {
-        assert_eq!(
-            without_asking(ApprovalPolicy::Ask, ApprovalPolicy::Deny),
-            ApprovalPolicy::Deny
-        );
-        assert_eq!(
-            without_asking(ApprovalPolicy::Ask, ApprovalPolicy::Allow),
-            ApprovalPolicy::Allow
-        );
-        assert_eq!(
-            without_asking(ApprovalPolicy::Deny, ApprovalPolicy::Allow),
-            ApprovalPolicy::Deny
-        );
+    fn a_denial_reads_with_the_users_reason() {
         assert_eq!(
             denied_text(Some("  not now ")),
             "The user denied this tool call: not now"

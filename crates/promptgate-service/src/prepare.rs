@@ -499,6 +499,8 @@ pub(crate) struct SendFacts {
     pub client: ClientIdentity,
     pub regeneration_revision: u32,
     pub notes: ClientNotes,
+    /// The send continues an answer that waited for tool approvals (see `approve`).
+    pub continues_answer: bool,
 }
 
 impl Default for SendFacts {
@@ -507,6 +509,7 @@ impl Default for SendFacts {
             client: ClientIdentity::web(),
             regeneration_revision: 0,
             notes: ClientNotes::default(),
+            continues_answer: false,
         }
     }
 }

@@ -109,6 +109,8 @@ struct ThreadTurn {
     cancel: CancellationToken,
     feed: FeedWriter,
     admission: tokio::sync::OwnedSemaphorePermit,
+    /// The answers that continue a waiting answer, once checked; `None` for a new answer.
+    resume: Option<promptgate_turn::engine::Resume>,
 }
 
 impl Service {
@@ -159,7 +161,9 @@ impl Service {
                 matches!(request.input, SendInput::Regenerate),
             ),
             notes: request.notes.clone(),
+            continues_answer: resume.is_some(),
         };
+        turn.resume = resume;
         let prepared = self
             .prepare(
                 &request.user_id,
@@ -172,7 +176,7 @@ impl Service {
             .await?;
         let continuation = continuation
             .unwrap_or_else(|| Continuation::fresh(&turn.ids.turn_id, &prepared.state, &self.config.limits));
-        Ok(self.start_send(&request, turn, prepared, &provider, continuation, &facts, resume))
+        Ok(self.start_send(&request, turn, prepared, &provider, continuation, &facts))
     }
 
     /// Takes the thread on this instance, or refuses the send while a turn runs there. A turn that
@@ -202,6 +206,7 @@ impl Service {
                         cancel,
                         feed,
                         admission,
+                        resume: None,
                     });
                 }
                 Claim::Busy
@@ -377,7 +382,6 @@ impl Service {
         provider: &ModelProvider,
         continuation: Continuation,
         facts: &prepare::SendFacts,
-        resume: Option<promptgate_turn::engine::Resume>,
     ) -> SendHandle {
         let ThreadTurn {
             ids,
@@ -385,6 +389,7 @@ impl Service {
             cancel,
             feed,
             admission,
+            resume,
         } = turn;
         let model_id = prepared.model.id.clone();
         tracing::info!(
@@ -414,7 +419,6 @@ impl Service {
             &continuation,
             &ids.message_id,
             &cancel,
-            resume.is_some(),
         );
         let mut plan = prepared.into_turn_plan(
             provider,
@@ -475,7 +479,6 @@ impl Service {
         continuation: &Continuation,
         message_id: &str,
         cancel: &CancellationToken,
-        resuming: bool,
     ) -> (Option<String>, Vec<Arc<dyn TurnEnd>>) {
         let Some(prompt) = prepared.harness_prompt.clone() else {
             return (None, Vec::new());
@@ -489,7 +492,7 @@ impl Service {
             cancel.clone(),
         );
         // A continued answer is rebuilt from the stored message, which has the approved calls.
-        if let Some(mut transcript) = started.transcript.filter(|_| !resuming) {
+        if let Some(mut transcript) = started.transcript.filter(|_| !facts.continues_answer) {
             // The kept transcript holds the earlier sends' tool calls too, so it can outgrow the
             // room while the stored thread fits; and after a compaction it holds turns the summary
             // now stands for. Then the harness starts again from what the window shows.

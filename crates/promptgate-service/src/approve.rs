@@ -39,7 +39,20 @@ impl Service {
         user_id: &str,
         thread_id: &str,
     ) -> Result<Vec<StoredApproval>, ServiceError> {
-        Ok(self.store.pending_approvals(user_id, thread_id).await?)
+        let waiting = self.store.pending_approvals(user_id, thread_id).await?;
+        if waiting.is_empty() {
+            self.known_thread(user_id, thread_id).await?;
+        }
+        Ok(waiting)
+    }
+
+    /// `UnknownThread` unless the thread is the user's: what answering or listing another user's
+    /// (or no) thread gets.
+    async fn known_thread(&self, user_id: &str, thread_id: &str) -> Result<(), ServiceError> {
+        match self.store.get_thread(user_id, thread_id).await? {
+            Some(_) => Ok(()),
+            None => Err(ServiceError::UnknownThread(thread_id.to_owned())),
+        }
     }
 
     /// Refuses a new message while a call of the thread waits for its approval (one whose time
@@ -63,7 +76,7 @@ impl Service {
         thread_id: &str,
         replies: &[ApprovalReply],
     ) -> Result<(String, Vec<StoredApproval>), ServiceError> {
-        let waiting = self.store.pending_approvals(user_id, thread_id).await?;
+        let waiting = self.waiting_approvals(user_id, thread_id).await?;
         let Some(first) = replies.first() else {
             return Err(ServiceError::InvalidMessage(
                 "the request answers no approval".to_owned(),

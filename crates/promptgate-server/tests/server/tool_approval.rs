@@ -434,3 +434,38 @@ async fn the_prompt_preview_shows_each_tools_policy() {
         .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
 }
+
+/// Defaults by kind read an MCP server's annotations as it lists its tools: a read-only tool runs,
+/// an unannotated one asks, and the user's choice for the server covers its tools.
+#[tokio::test]
+async fn mcp_tools_follow_their_annotations_until_the_user_chooses_for_their_server() {
+    use promptgate_mcp::testing::{McpTestServer, ServerOptions};
+    let server = McpTestServer::start(ServerOptions::default()).await;
+    let (gw, _upstream) = gateway(Backend::Sqlite, "[approval]\ndefaults = \"by_kind\"\n").await;
+    let (status, body) = gw
+        .post("/v1/mcp-servers", json!({"name": "files", "url": server.url()}))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let policy_of = |preview: &Value, suffix: &str| -> Value {
+        let policies = preview["tool_approval"].as_object().unwrap();
+        let (_, policy) = policies
+            .iter()
+            .find(|(name, _)| name.ends_with(suffix))
+            .unwrap_or_else(|| panic!("no tool ending in {suffix}: {policies:?}"));
+        policy.clone()
+    };
+    let (_, preview) = gw.get("/v1/prompt?model=scripted").await;
+    assert_eq!(policy_of(&preview, "echo"), "allow", "readOnlyHint");
+    assert_eq!(
+        policy_of(&preview, "fail"),
+        "ask",
+        "no annotations: may change things"
+    );
+    gw.put(
+        "/v1/settings",
+        json!({"tool_approval": {"mcp_servers": {"files": "allow"}}}),
+    )
+    .await;
+    let (_, preview) = gw.get("/v1/prompt?model=scripted").await;
+    assert_eq!(policy_of(&preview, "fail"), "allow");
+}

@@ -2,7 +2,7 @@
 // `useChat`, the composer, and the answer still running when the page was loaded, which is resumed.
 import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { useChat } from '@ai-sdk/react';
-import { DefaultChatTransport } from 'ai';
+import { DefaultChatTransport, isToolUIPart, lastAssistantMessageIsCompleteWithApprovalResponses } from 'ai';
 import { BASE_URL, api, apiPage, authHeaders, messageOf, type StoredMessage } from './api';
 import { Message } from './Message';
 import { toUi, type AnswerStatus, type ChatMessage } from './messages';
@@ -81,11 +81,14 @@ function ChatView({ threadId, model, onChanged, initial, selectedMessage, onSele
   // How an answer ended is stored with it but not streamed: the stream's end says it for this page.
   const markEnded = (id: string, status: AnswerStatus) =>
     setMessages((now) => now.map((m) => (m.id === id ? { ...m, metadata: { ...m.metadata, status } } : m)));
-  const { messages, setMessages, sendMessage, status, stop, regenerate, error, clearError, resumeStream } = useChat<ChatMessage>({
+  const { messages, setMessages, sendMessage, status, stop, regenerate, error, clearError, resumeStream, addToolApprovalResponse } = useChat<ChatMessage>({
     id: threadId,
     messages: initial.messages,
     transport,
     experimental_throttle: 40,
+    // Once every waiting call of the answer is approved or denied, the answers go and the same
+    // answer continues (the gateway checks them against the calls it stored).
+    sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
     onFinish: ({ message, isAbort, isError }) => {
       if (message.role === 'assistant' && (isAbort || isError)) markEnded(message.id, isAbort ? 'stopped' : 'error');
       onChanged();
@@ -93,6 +96,8 @@ function ChatView({ threadId, model, onChanged, initial, selectedMessage, onSele
   });
   useResume(initial.resume, threadId, resumeStream, setMessages);
   const busy = status === 'submitted' || status === 'streaming';
+  // The gateway refuses other messages while a call waits for the user's answer (409).
+  const waiting = !busy && hasWaitingCall(messages.at(-1));
   const [input, setInput] = useState('');
   const [files, setFiles] = useState<FileList | null>(null);
   const fileRef = useRef<HTMLInputElement>(null);
@@ -141,7 +146,7 @@ function ChatView({ threadId, model, onChanged, initial, selectedMessage, onSele
 
   const submit = () => {
     const text = input.trim();
-    if ((!text && !files?.length) || busy) return;
+    if ((!text && !files?.length) || busy || waiting) return;
     clearError();
     sendMessage(files?.length ? { text, files } : { text });
     setInput('');
@@ -168,9 +173,18 @@ function ChatView({ threadId, model, onChanged, initial, selectedMessage, onSele
             onSelect={() => onSelect(selectedMessage?.id === m.id ? null : m)}
             onEdit={(text) => sendMessage({ text, messageId: m.id })}
             onRegenerate={() => regenerate()}
+            onApprovalAnswer={(answer) => {
+              clearError();
+              addToolApprovalResponse(answer);
+            }}
           />
         ))}
         {status === 'submitted' && <div className="thinking">Thinking…</div>}
+        {waiting && (
+          <p className="waiting-note" role="status">
+            Approve or deny the tool call above; the chat takes new messages once it is answered.
+          </p>
+        )}
         {error && (
           <div className="chat-error" role="alert">
             {error.message}
@@ -211,11 +225,18 @@ function ChatView({ threadId, model, onChanged, initial, selectedMessage, onSele
             Stop
           </button>
         ) : (
-          <button type="submit">Send</button>
+          <button type="submit" disabled={waiting}>
+            Send
+          </button>
         )}
       </form>
     </div>
   );
+}
+
+/// Whether `message` is an answer with a tool call still waiting for the user's approval.
+function hasWaitingCall(message: ChatMessage | undefined): boolean {
+  return message?.role === 'assistant' && message.parts.some((p) => isToolUIPart(p) && p.state === 'approval-requested');
 }
 
 /// Resumes the answer that was streaming when the thread was read. When the turn ended in between

@@ -1,8 +1,9 @@
 // One message of the chat: a user's text and attachments, or an answer with its text, reasoning, tool
 // calls, artifacts, sources and how it ended.
-import { memo, useEffect, useMemo, useState, type MouseEvent } from 'react';
+import { memo, useEffect, useMemo, useRef, useState, type MouseEvent } from 'react';
 import { isToolUIPart, type FileUIPart } from 'ai';
 import { artifactUrl } from './api';
+import { ApprovalCard, type ApprovalAnswer } from './Approval';
 import { hasMath, loadMath, mathReady, renderMarkdown, type CitationCheck } from './markdown';
 import { checksOf, sourcesOf, textOf, toolName, type AnswerStatus, type ChatMessage, type Source, type TitledToolPart } from './messages';
 import { Sources, sourceAnchor } from './Sources';
@@ -43,25 +44,59 @@ function settled(title: string): string {
   return title.replace(/(\.\.\.|…)\s*$/, '');
 }
 
-function ToolPart({ part, mcp }: { part: TitledToolPart; mcp?: { name?: string } }) {
+/// Where a call stands, for its icon, its class and the word after its name.
+function stateOf(part: TitledToolPart): { kind: 'running' | 'waiting' | 'failed' | 'denied' | 'done'; icon: string; word: string } {
+  switch (part.state) {
+    case 'input-streaming':
+    case 'input-available':
+      return { kind: 'running', icon: '…', word: 'running' };
+    case 'approval-requested':
+      return { kind: 'waiting', icon: '?', word: 'waits for your approval' };
+    case 'approval-responded':
+      return part.approval.approved
+        ? { kind: 'running', icon: '…', word: 'approved' }
+        : { kind: 'denied', icon: '✕', word: 'denied' };
+    case 'output-denied':
+      return { kind: 'denied', icon: '✕', word: 'denied' };
+    case 'output-error':
+      return { kind: 'failed', icon: '!', word: 'failed' };
+    default:
+      return { kind: 'done', icon: '✓', word: 'done' };
+  }
+}
+
+interface ToolPartProps {
+  part: TitledToolPart;
+  mcp?: { name?: string };
+  /// Whether an answer to a waiting call can go now (no other turn of the thread is running).
+  canAnswer: boolean;
+  onAnswer(answer: ApprovalAnswer): void;
+}
+
+function ToolPart({ part, mcp, canAnswer, onAnswer }: ToolPartProps) {
   const name = toolName(part);
-  const running = part.state === 'input-streaming' || part.state === 'input-available';
-  const failed = part.state === 'output-error' || part.state === 'output-denied';
+  const state = stateOf(part);
   const out = part.state === 'output-available' ? part.output : undefined;
   const artifact = name === 'render_html' ? (out as RenderedArtifact | undefined) : undefined;
-  const state = running ? 'running' : failed ? 'failed' : 'done';
+  const reason = part.state === 'output-denied' || part.state === 'approval-responded' ? part.approval.reason : undefined;
+  const root = useRef<HTMLDivElement>(null);
+  const answer = (a: ApprovalAnswer) => {
+    // The card goes once answered: the focus stays on this call rather than falling to the page.
+    root.current?.focus();
+    onAnswer(a);
+  };
   return (
-    <div className={`tool ${state}`} data-tool={name}>
+    <div className={`tool ${state.kind}`} data-tool={name} ref={root} tabIndex={-1}>
       <details>
         <summary>
           <span className="tool-state" aria-hidden="true">
-            {running ? '…' : failed ? '!' : '✓'}
+            {state.icon}
           </span>{' '}
-          {running ? (
+          {state.kind === 'running' && part.state !== 'approval-responded' ? (
             <span className="tool-title">{part.title ?? `Running ${name}…`}</span>
           ) : (
             <>
-              <span className="tool-title">{name}</span> <span className="tool-outcome">{failed ? 'failed' : 'done'}</span>
+              <span className="tool-title">{name}</span> <span className="tool-outcome">{state.word}</span>
               {part.title && <span className="tool-sub"> · {settled(part.title)}</span>}
             </>
           )}
@@ -88,6 +123,10 @@ function ToolPart({ part, mcp }: { part: TitledToolPart; mcp?: { name?: string }
           )}
         </div>
       </details>
+      {part.state === 'approval-requested' && (
+        <ApprovalCard approvalId={part.approval.id} tool={name} input={part.input} disabled={!canAnswer} onAnswer={answer} />
+      )}
+      {state.kind === 'denied' && reason && <p className="tool-denied-reason">Denied: {reason}</p>}
       {artifact?.ok && artifact.artifact_id && <Artifact id={artifact.artifact_id} title={artifact.title} />}
     </div>
   );
@@ -144,14 +183,17 @@ interface Props {
   onSelect(): void;
   onEdit(text: string): void;
   onRegenerate(): void;
+  onApprovalAnswer(answer: ApprovalAnswer): void;
 }
 
-export const Message = memo(function Message({ message, busy, isLast, selected, onSelect, onEdit, onRegenerate }: Props) {
+export const Message = memo(function Message({ message, busy, isLast, selected, onSelect, onEdit, onRegenerate, onApprovalAnswer }: Props) {
   const sources = useMemo(() => sourcesOf(message), [message]);
   if (message.role === 'user') return <UserMessage message={message} busy={busy} onEdit={onEdit} />;
   const mcpTools = message.metadata?.mcpTools ?? {};
   const status = message.metadata?.status;
   const label = status && STATUS_LABELS[status];
+  // An answer waiting for approvals goes on once they are answered; asking it again would be refused.
+  const waiting = message.parts.some((p) => isToolUIPart(p) && (p.state === 'approval-requested' || p.state === 'approval-responded'));
   return (
     <article className={`msg assistant${selected ? ' selected' : ''}`} data-role="assistant" data-message-id={message.id} data-status={status} aria-label="Answer">
       {message.parts.map((p, i) => {
@@ -166,7 +208,8 @@ export const Message = memo(function Message({ message, busy, isLast, selected, 
               <pre tabIndex={0}>{p.text}</pre>
             </details>
           );
-        if (isToolUIPart(p)) return <ToolPart key={p.toolCallId} part={p} mcp={mcpTools[toolName(p)]} />;
+        if (isToolUIPart(p))
+          return <ToolPart key={p.toolCallId} part={p} mcp={mcpTools[toolName(p)]} canAnswer={!busy} onAnswer={onApprovalAnswer} />;
         if (p.type === 'file') return <FilePart key={i} part={p} />;
         return null;
       })}
@@ -186,7 +229,7 @@ export const Message = memo(function Message({ message, busy, isLast, selected, 
         <button type="button" onClick={onSelect} aria-pressed={selected}>
           Inspect
         </button>
-        {isLast && (
+        {isLast && !waiting && (
           <button type="button" disabled={busy} onClick={onRegenerate}>
             Regenerate
           </button>

@@ -86,6 +86,14 @@ function completions(body, res) {
     if (!afterTool) return toolCall(res, 'everything_echo', { message: 'hello from the browser' });
     return streamText(res, ['The MCP server echoed.']);
   }
+  if (/\bremind\b/i.test(question)) {
+    // Adds the line after "remind me to" as a task, then says how the call went: the tool's result,
+    // or the denial (with the user's reason) the gateway answers in its place.
+    if (!afterTool) return toolCall(res, 'addTasks', { tasks: [question.replace(/^.*\bremind me to\s*/i, '').slice(0, 80)] });
+    const result = textOf(messages.at(-1));
+    if (/denied/i.test(result)) return streamText(res, ['Nothing was added. ', result.slice(0, 200)]);
+    return streamText(res, ['Added to your task list.']);
+  }
   if (/\bresume\b/i.test(question)) {
     return streamText(res, Array.from({ length: 40 }, (_, i) => `part${i} `), 100);
   }

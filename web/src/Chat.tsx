@@ -72,9 +72,13 @@ function ChatView({ threadId, model, onChanged, initial, selectedMessage, onSele
         body: () => (modelRef.current ? { model: modelRef.current } : {}),
         // The gateway keeps the history: only the new (or edited) message travels, so long threads
         // with attachments stay under the request body limit.
-        prepareSendMessagesRequest: ({ id, messages, trigger, messageId, body }) => ({
-          body: { ...body, id, trigger, messageId, messages: messages.slice(-1) },
-        }),
+        // An answer to a tool approval (the last message is the answer that asked) names no model:
+        // the model that asked goes on, whichever this page has picked.
+        prepareSendMessagesRequest: ({ id, messages, trigger, messageId, body }) => {
+          const { model, ...rest } = body ?? {};
+          const picked = trigger === 'submit-message' && messages.at(-1)?.role === 'assistant' ? {} : { model };
+          return { body: { ...rest, ...picked, id, trigger, messageId, messages: messages.slice(-1) } };
+        },
       }),
     [],
   );
@@ -89,11 +93,26 @@ function ChatView({ threadId, model, onChanged, initial, selectedMessage, onSele
     // Once every waiting call of the answer is approved or denied, the answers go and the same
     // answer continues (the gateway checks them against the calls it stored).
     sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
+    onError: () => {
+      // An answer refused by the gateway (the call was answered in another browser, or cancelled)
+      // leaves this page's copy behind: the stored thread says how the call stands now.
+      if (answering.current) reread();
+    },
     onFinish: ({ message, isAbort, isError }) => {
+      answering.current = false;
       if (message.role === 'assistant' && (isAbort || isError)) markEnded(message.id, isAbort ? 'stopped' : 'error');
       onChanged();
     },
   });
+  const answering = useRef(false);
+  const reread = () => {
+    loadThread(threadId)
+      .then((loaded) => {
+        setMessages(loaded.messages);
+        if (loaded.resume) resumeStream().catch(() => undefined);
+      })
+      .catch(() => undefined);
+  };
   useResume(initial.resume, threadId, resumeStream, setMessages);
   const busy = status === 'submitted' || status === 'streaming';
   // The gateway refuses other messages while a call waits for the user's answer (409).
@@ -175,6 +194,7 @@ function ChatView({ threadId, model, onChanged, initial, selectedMessage, onSele
             onRegenerate={() => regenerate()}
             onApprovalAnswer={(answer) => {
               clearError();
+              answering.current = true;
               addToolApprovalResponse(answer);
             }}
           />
@@ -187,7 +207,7 @@ function ChatView({ threadId, model, onChanged, initial, selectedMessage, onSele
         )}
         {error && (
           <div className="chat-error" role="alert">
-            {error.message}
+            {messageOf(error)}
           </div>
         )}
         <div ref={endRef} />

@@ -50,7 +50,15 @@ export class ApiError extends Error {
 
 /// The sentence to show for anything a request threw.
 export function messageOf(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
+  const text = e instanceof Error ? e.message : String(e);
+  // useChat's transport throws a refused request's body as the message: the gateway's sentence in it.
+  try {
+    const said = JSON.parse(text)?.error?.message;
+    if (typeof said === 'string') return said;
+  } catch {
+    // not a gateway error body
+  }
+  return text;
 }
 
 export async function api<T = unknown>(path: string, init: { method?: string; body?: unknown } = {}): Promise<T> {

@@ -103,4 +103,31 @@ test.describe('tool approval', () => {
     await send(page, 'Thanks, that is all');
     await expect(answers(page).last()).toContainText('to: Thanks, that is all');
   });
+
+  test('a card answered in another browser meanwhile shows the stored outcome here', async ({ page, browser }, info) => {
+    const task = `book the ferry ${tag(info)}`;
+    await newChat(page, 'scripted');
+    await send(page, `Please remind me to ${task}`);
+    await expectCardFor(page, task);
+    // The other browser has the default model picked; the model that asked goes on all the same.
+    const other = await browser.newContext();
+    try {
+      const second = await other.newPage();
+      await second.goto(page.url());
+      await card(second).getByLabel('Reason for a denial (optional)').fill('decided on my phone');
+      // Enter in the reason field denies.
+      await card(second).getByLabel('Reason for a denial (optional)').press('Enter');
+      await expect(answers(second).last()).toContainText('Nothing was added.');
+    } finally {
+      await other.close();
+    }
+    // This page still shows the card; its answer is refused, and the page shows the call as it is stored.
+    await card(page).getByRole('button', { name: 'Approve' }).click();
+    const tool = page.locator('.tool[data-tool="addTasks"]');
+    await expect(tool.locator('.tool-outcome')).toHaveText('denied');
+    await expect(tool.locator('.tool-denied-reason')).toHaveText('Denied: decided on my phone');
+    await expect(answers(page).last()).toContainText('Nothing was added.');
+    await expect(card(page)).toHaveCount(0);
+    await expect(page.locator('.chat-error[role=alert]')).toContainText('is not waiting in this thread');
+  });
 });

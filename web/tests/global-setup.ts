@@ -121,6 +121,13 @@ fetch = { allowed_addrs = ["127.0.0.1:${upstreamPort}"] }
 [turn]
 on_disconnect = "continue"
 
+# Traces go to the scripted upstream's collector stand-in; the inspector links each answer to a
+# trace UI that need not exist for the link to be checked.
+[telemetry]
+enabled = true
+endpoint = "http://127.0.0.1:${upstreamPort}"
+trace_ui_url = "http://traces.test/trace/{trace_id}"
+
 [[providers]]
 name = "scripted"
 kind = "openai"

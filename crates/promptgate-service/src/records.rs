@@ -6,3 +6,6 @@ pub use promptgate_store::{
     McpServer, Message, MessageStatus, NewMcpServer, NewProject, NewSkill, NewThread, Page, Role, Thread,
     ThreadUpdate, ThreadsAfter, User, UserTokens,
 };
+pub use promptgate_store::{
+    Account, ApiKey, Budget, BudgetScope, Caller, IssuedKey, LimitKind, MAX_KEYS_PER_USER, MAX_PERIOD_SECS,
+};

@@ -74,6 +74,21 @@ pub struct LimitState {
     subject_id: String,
 }
 
+impl LimitState {
+    /// A limit with nothing spent, whose window ends at `resets_at` (for judging limits elsewhere).
+    pub fn new(scope: BudgetScope, kind: LimitKind, limit: i64, resets_at: i64) -> Self {
+        Self {
+            scope,
+            kind,
+            limit,
+            used: 0,
+            resets_at,
+            window_start: resets_at,
+            subject_id: String::new(),
+        }
+    }
+}
+
 fn check(budget: &Budget) -> Result<()> {
     let positive = |v: Option<i64>| v.is_none_or(|v| v > 0);
     if !positive(budget.period_tokens) || !positive(budget.tokens_per_minute) {

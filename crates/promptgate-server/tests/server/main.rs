@@ -23,6 +23,8 @@ mod harness_thread;
 mod harness_workspace;
 mod integrations_turn;
 mod js_clients;
+mod keys_api;
+mod budgets_api;
 mod list_pages;
 mod mcp_bounds;
 mod mcp_oauth;

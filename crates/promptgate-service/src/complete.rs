@@ -16,8 +16,8 @@ use super::{
     ModelProvider, ProviderClient, RunParts, SendHandle, SendStream, Service, ServiceError, TurnIds,
     check_request_fields,
 };
-use promptgate_llm::tokens::Tokenizer;
 use crate::budgets::{SettleOnly, Spender};
+use promptgate_llm::tokens::Tokenizer;
 use promptgate_turn::client_tools::{ClientToolChoice, ClientTools};
 use promptgate_turn::engine::{RequestBudget, ToolCache, TurnEnd, run_turn_in_reader};
 use promptgate_turn::facade::FacadeHistory;
@@ -111,7 +111,10 @@ impl Service {
             key_id,
         } = request;
         needs_a_user_message(&conversation)?;
-        let spender = Spender { user_id: user_id.clone(), key_id };
+        let spender = Spender {
+            user_id: user_id.clone(),
+            key_id,
+        };
         let budget = self.check_budget(&spender).await?;
         let admission = self.admit()?;
         let TurnIds { turn_id, message_id } = TurnIds::fresh();

@@ -35,7 +35,10 @@ impl Service {
     }
 
     pub async fn delete_key(&self, user_id: &str, key_id: &str) -> Result<(), ServiceError> {
-        self.store.delete_key(user_id, key_id).await.map_err(|err| not_found(err, "key", key_id))
+        self.store
+            .delete_key(user_id, key_id)
+            .await
+            .map_err(|err| not_found(err, "key", key_id))
     }
 
     pub async fn accounts_list(&self) -> Result<Vec<Account>, ServiceError> {
@@ -43,11 +46,18 @@ impl Service {
     }
 
     pub async fn account(&self, user_id: &str) -> Result<Account, ServiceError> {
-        self.store.account(user_id).await.map_err(|err| not_found(err, "user", user_id))
+        self.store
+            .account(user_id)
+            .await
+            .map_err(|err| not_found(err, "user", user_id))
     }
 
     /// Creates a user with one key, whose secret is returned this once.
-    pub async fn create_account(&self, name: &str, admin: bool) -> Result<(Account, IssuedKey), ServiceError> {
+    pub async fn create_account(
+        &self,
+        name: &str,
+        admin: bool,
+    ) -> Result<(Account, IssuedKey), ServiceError> {
         let user = self.store.create_user(name).await?;
         if admin {
             self.store.set_admin(&user.id, true).await?;
@@ -68,14 +78,20 @@ impl Service {
             self.store.set_admin(user_id, admin).await.map_err(missing)?;
         }
         if let Some(disabled) = disabled {
-            self.store.set_disabled(user_id, disabled).await.map_err(missing)?;
+            self.store
+                .set_disabled(user_id, disabled)
+                .await
+                .map_err(missing)?;
         }
         self.account(user_id).await
     }
 
     /// Deletes the user and everything they keep.
     pub async fn delete_account(&self, user_id: &str) -> Result<(), ServiceError> {
-        self.store.delete_user(user_id).await.map_err(|err| not_found(err, "user", user_id))
+        self.store
+            .delete_user(user_id)
+            .await
+            .map_err(|err| not_found(err, "user", user_id))
     }
 
     /// The limits on a user, or on a key (of any user).
@@ -85,7 +101,12 @@ impl Service {
     }
 
     /// Sets the limits on a user, or on a key (of any user); all off removes them.
-    pub async fn set_budget(&self, scope: BudgetScope, subject_id: &str, budget: &Budget) -> Result<(), ServiceError> {
+    pub async fn set_budget(
+        &self,
+        scope: BudgetScope,
+        subject_id: &str,
+        budget: &Budget,
+    ) -> Result<(), ServiceError> {
         let owner = self.owner_of(scope, subject_id).await?;
         Ok(self.store.set_budget(scope, &owner, subject_id, budget).await?)
     }
@@ -111,7 +132,10 @@ impl Database {
 
 fn not_found(err: promptgate_store::StoreError, what: &'static str, id: &str) -> ServiceError {
     match err {
-        promptgate_store::StoreError::NotFound => ServiceError::NotFound { what, id: id.to_owned() },
+        promptgate_store::StoreError::NotFound => ServiceError::NotFound {
+            what,
+            id: id.to_owned(),
+        },
         other => other.into(),
     }
 }

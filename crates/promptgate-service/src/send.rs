@@ -16,10 +16,10 @@ use promptgate_turn::engine::{TurnEnd, run_turn};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::budgets::{BudgetCheck, Spender};
 use crate::feed::{Detach, FeedWriter, TurnFeed};
 use crate::harness::KeepTranscript;
 use crate::live::{Claim, Slot};
-use crate::budgets::{BudgetCheck, Spender};
 use crate::record::{self, AnswerWriter};
 use crate::{
     ClientIdentity, Continuation, ModelProvider, Prepared, REPLAY_REFUSED_TEXT, RunParts, SendStream,

@@ -92,7 +92,9 @@ impl LimitState {
 fn check(budget: &Budget) -> Result<()> {
     let positive = |v: Option<i64>| v.is_none_or(|v| v > 0);
     if !positive(budget.period_tokens) || !positive(budget.tokens_per_minute) {
-        return Err(StoreError::Invalid("a limit must be a positive number of tokens".into()));
+        return Err(StoreError::Invalid(
+            "a limit must be a positive number of tokens".into(),
+        ));
     }
     match (budget.period_tokens, budget.period_secs) {
         (Some(_), Some(secs)) if (1..=MAX_PERIOD_SECS).contains(&secs) => Ok(()),
@@ -202,7 +204,12 @@ impl Store {
 
     /// The limits in force on a request by `user_id` with `key_id`, at `now` (epoch ms), with the
     /// tokens their current windows have spent. Empty, after one query, when none are set.
-    pub async fn limit_states(&self, user_id: &str, key_id: Option<&str>, now: i64) -> Result<Vec<LimitState>> {
+    pub async fn limit_states(
+        &self,
+        user_id: &str,
+        key_id: Option<&str>,
+        now: i64,
+    ) -> Result<Vec<LimitState>> {
         let mut limits = self.limits_of(user_id, key_id, now).await?;
         if limits.is_empty() {
             return Ok(limits);
@@ -220,7 +227,10 @@ impl Store {
             let (scope, subject, span) = (BudgetScope::parse(&row.text(0)?), row.text(1)?, row.text(2)?);
             let (start, tokens) = (row.int(3)?, row.int(4)?);
             if let Some(limit) = limits.iter_mut().find(|l| {
-                l.scope == scope && l.subject_id == subject && l.kind.span() == span && l.window_start == start
+                l.scope == scope
+                    && l.subject_id == subject
+                    && l.kind.span() == span
+                    && l.window_start == start
             }) {
                 limit.used = tokens;
             }
@@ -248,7 +258,13 @@ impl Store {
 
     /// Counts `tokens` a turn spent against every limit on `user_id` and `key_id` at `now`, in one
     /// transaction, and drops the windows that ended. Nothing is written when no limit is set.
-    pub async fn settle_budget(&self, user_id: &str, key_id: Option<&str>, tokens: i64, now: i64) -> Result<()> {
+    pub async fn settle_budget(
+        &self,
+        user_id: &str,
+        key_id: Option<&str>,
+        tokens: i64,
+        now: i64,
+    ) -> Result<()> {
         let limits = self.limits_of(user_id, key_id, now).await?;
         if limits.is_empty() || tokens <= 0 {
             return Ok(());

@@ -300,11 +300,13 @@ impl Store {
     pub async fn delete_user(&self, user_id: &str) -> Result<()> {
         let mut tx = self.pool.begin().observed("transaction.begin").await?;
         for table in UNLINKED_USER_TABLES {
-            sqlx::query(sqlx::AssertSqlSafe(format!("DELETE FROM {table} WHERE user_id = $1")))
-                .bind(user_id)
-                .execute(&mut *tx)
-                .observed("keys.delete_user")
-                .await?;
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "DELETE FROM {table} WHERE user_id = $1"
+            )))
+            .bind(user_id)
+            .execute(&mut *tx)
+            .observed("keys.delete_user")
+            .await?;
         }
         let gone = sqlx::query("DELETE FROM users WHERE id = $1")
             .bind(user_id)

@@ -5,8 +5,8 @@ use sqlx::any::AnyRow;
 
 use crate::connect::Store;
 use crate::error::{Result, StoreError};
-use crate::observed::Observed;
 use crate::keys::Caller;
+use crate::observed::Observed;
 use crate::types::{User, UserTokens};
 use crate::util::{Cols, check_client_id, check_name, new_id};
 

@@ -22,12 +22,11 @@ pub fn routes() -> ApiRouter<AppState> {
     ApiRouter::new()
         .api_route(
             "/v1/admin/users",
-            get_with(list_users, |op| op.summary("Every user (admins)"))
-                .post_with(create_user, |op| {
-                    op.summary("Create a user with a first key (admins)").description(
-                        "The answer carries the first key's `secret`, this once; hand it to the user.",
-                    )
-                }),
+            get_with(list_users, |op| op.summary("Every user (admins)")).post_with(create_user, |op| {
+                op.summary("Create a user with a first key (admins)").description(
+                    "The answer carries the first key's `secret`, this once; hand it to the user.",
+                )
+            }),
         )
         .api_route(
             "/v1/admin/users/{id}",
@@ -44,10 +43,11 @@ pub fn routes() -> ApiRouter<AppState> {
         .api_route(
             "/v1/admin/users/{id}/budget",
             put_with(set_user_budget, |op| {
-                op.summary("Set a user's budget and token limit (admins)").description(
-                    "Every limit is optional; all of them off removes the budget. Past a limit a send \
+                op.summary("Set a user's budget and token limit (admins)")
+                    .description(
+                        "Every limit is optional; all of them off removes the budget. Past a limit a send \
                      gets 429 `budget_exceeded` or `tokens_per_minute_exceeded` with `Retry-After`.",
-                )
+                    )
             })
             .get_with(get_user_budget, |op| op.summary("A user's budget (admins)")),
         )
@@ -222,7 +222,9 @@ async fn delete_user(
     Path(id): Path<String>,
 ) -> ApiResult<NoContent> {
     if id == admin.id {
-        return Err(ApiError::conflict("you cannot delete yourself; another admin can"));
+        return Err(ApiError::conflict(
+            "you cannot delete yourself; another admin can",
+        ));
     }
     state.service.delete_account(&id).await?;
     Ok(NoContent)
@@ -253,7 +255,9 @@ async fn get_user_budget(
     _admin: AdminUser,
     Path(id): Path<String>,
 ) -> ApiResult<Json<BudgetBody>> {
-    Ok(Json(state.service.budget_of(BudgetScope::User, &id).await?.into()))
+    Ok(Json(
+        state.service.budget_of(BudgetScope::User, &id).await?.into(),
+    ))
 }
 
 async fn set_key_budget(

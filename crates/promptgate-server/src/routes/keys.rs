@@ -20,13 +20,15 @@ pub fn routes() -> ApiRouter<AppState> {
     ApiRouter::new()
         .api_route(
             "/v1/keys",
-            get_with(list_keys, |op| op.summary("Your API keys (never their secrets)"))
-                .post_with(create_key, |op| {
+            get_with(list_keys, |op| op.summary("Your API keys (never their secrets)")).post_with(
+                create_key,
+                |op| {
                     op.summary("Create an API key").description(
                         "The answer carries the key's `secret`, this once: send it as \
                          `Authorization: Bearer <secret>`. A user holds at most 100 keys.",
                     )
-                }),
+                },
+            ),
         )
         .api_route(
             "/v1/keys/{id}",

@@ -873,14 +873,26 @@ async fn the_command_line_makes_the_first_admin_who_manages_users_over_the_api()
     let users = |token: String| {
         let http = http.clone();
         let url = format!("{base}/v1/admin/users");
-        async move { http.get(url).bearer_auth(token).send().await.unwrap().status().as_u16() }
+        async move {
+            http.get(url)
+                .bearer_auth(token)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
     };
     assert_eq!(users(root.clone()).await, 200);
     assert_eq!(users(ada.clone()).await, 403);
 
     let made = users_cmd(&db, &["admin", "ada"]);
     assert!(made.contains("is an admin"), "{made}");
-    assert_eq!(users(ada.clone()).await, 200, "the running server sees the new role at once");
+    assert_eq!(
+        users(ada.clone()).await,
+        200,
+        "the running server sees the new role at once"
+    );
     users_cmd(&db, &["admin", "ada", "--revoke"]);
     assert_eq!(users(ada).await, 403);
     let _ = std::fs::remove_dir_all(&dir);

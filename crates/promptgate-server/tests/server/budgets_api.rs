@@ -52,7 +52,10 @@ fn retry_after(sse: &Sse) -> u64 {
 /// so the steps after it run within one window.
 async fn at_window_start(length_ms: i64) {
     let now = chrono::Utc::now().timestamp_millis();
-    tokio::time::sleep(Duration::from_millis((length_ms - now.rem_euclid(length_ms)) as u64 + 20)).await;
+    tokio::time::sleep(Duration::from_millis(
+        (length_ms - now.rem_euclid(length_ms)) as u64 + 20,
+    ))
+    .await;
 }
 
 /// Returns at once when the current window of `length_ms` has `need_ms` left, else waits for the
@@ -69,7 +72,13 @@ async fn user_id(gw: &Gateway, token: &str) -> String {
 }
 
 async fn a_budget_stops_the_next_send(backend: Backend) {
-    let Pair { a, b, upstream, admin, ada } = pair(backend).await;
+    let Pair {
+        a,
+        b,
+        upstream,
+        admin,
+        ada,
+    } = pair(backend).await;
     let ada_id = user_id(&a, &ada).await;
     let period_secs = 4;
     let (status, budget) = a
@@ -93,7 +102,11 @@ async fn a_budget_stops_the_next_send(backend: Backend) {
     let second = send(&b, &ada, "t2").await;
     assert_eq!(second.status, StatusCode::OK);
     let warned = warnings(&second);
-    assert_eq!((warned[0]["limit"].as_str(), warned[0]["used"].as_i64()), (Some("period_tokens"), Some(13)), "{warned}");
+    assert_eq!(
+        (warned[0]["limit"].as_str(), warned[0]["used"].as_i64()),
+        (Some("period_tokens"), Some(13)),
+        "{warned}"
+    );
     b.stored_messages_as("t2", 2, &ada).await;
 
     // 26 of 16: the third is refused on either instance, before the model is asked.
@@ -101,7 +114,14 @@ async fn a_budget_stops_the_next_send(backend: Backend) {
     let third = send(&a, &ada, "t3").await;
     assert_eq!(third.status, StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(error_code(&third.events[0]), "budget_exceeded");
-    assert!(third.events[0]["error"]["message"].as_str().unwrap().contains("resets at"), "{:?}", third.events);
+    assert!(
+        third.events[0]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("resets at"),
+        "{:?}",
+        third.events
+    );
     assert!((1..=period_secs as u64).contains(&retry_after(&third)));
     let (status, err) = a
         .call(
@@ -111,10 +131,17 @@ async fn a_budget_stops_the_next_send(backend: Backend) {
             Some(&ada),
         )
         .await;
-    assert_eq!((status, error_code(&err)), (StatusCode::TOO_MANY_REQUESTS, "budget_exceeded"));
+    assert_eq!(
+        (status, error_code(&err)),
+        (StatusCode::TOO_MANY_REQUESTS, "budget_exceeded")
+    );
     assert_eq!(upstream.calls(), calls, "a refused send never reaches the model");
     upstream.push(text([THREE_WORDS]));
-    assert_eq!(send(&b, &admin, "other").await.status, StatusCode::OK, "another user is not limited");
+    assert_eq!(
+        send(&b, &admin, "other").await.status,
+        StatusCode::OK,
+        "another user is not limited"
+    );
 
     // The next period starts from nothing.
     at_window_start(period_secs * 1000).await;
@@ -135,18 +162,53 @@ async fn a_budget_stops_the_next_send_and_resets_with_the_period_sqlite() {
 }
 
 async fn a_key_limit_holds_across_instances(backend: Backend) {
-    let Pair { a, b, upstream, admin, ada } = pair(backend).await;
+    let Pair {
+        a,
+        b,
+        upstream,
+        admin,
+        ada,
+    } = pair(backend).await;
     let (status, key) = a
-        .call(Method::POST, "/v1/keys", Some(json!({"name": "script"})), Some(&ada))
+        .call(
+            Method::POST,
+            "/v1/keys",
+            Some(json!({"name": "script"})),
+            Some(&ada),
+        )
         .await;
     assert_eq!(status, StatusCode::CREATED);
     let (key_id, secret) = (key["id"].as_str().unwrap(), key["secret"].as_str().unwrap());
     let path = format!("/v1/admin/keys/{key_id}/budget");
-    let (status, err) = a.call(Method::PUT, &path, Some(json!({"tokens_per_minute": 10})), Some(&ada)).await;
+    let (status, err) = a
+        .call(
+            Method::PUT,
+            &path,
+            Some(json!({"tokens_per_minute": 10})),
+            Some(&ada),
+        )
+        .await;
     assert_eq!((status, error_code(&err)), (StatusCode::FORBIDDEN, "admin_only"));
-    let (status, err) = a.call(Method::PUT, &path, Some(json!({"tokens_per_minute": 0})), Some(&admin)).await;
-    assert_eq!((status, error_code(&err)), (StatusCode::UNPROCESSABLE_ENTITY, "invalid_body"));
-    let (status, budget) = a.call(Method::PUT, &path, Some(json!({"tokens_per_minute": 10})), Some(&admin)).await;
+    let (status, err) = a
+        .call(
+            Method::PUT,
+            &path,
+            Some(json!({"tokens_per_minute": 0})),
+            Some(&admin),
+        )
+        .await;
+    assert_eq!(
+        (status, error_code(&err)),
+        (StatusCode::UNPROCESSABLE_ENTITY, "invalid_body")
+    );
+    let (status, budget) = a
+        .call(
+            Method::PUT,
+            &path,
+            Some(json!({"tokens_per_minute": 10})),
+            Some(&admin),
+        )
+        .await;
     assert_eq!(status, StatusCode::OK, "{budget}");
     let (_, read) = b.call(Method::GET, &path, None, Some(&admin)).await;
     assert_eq!(read["tokens_per_minute"], 10);
@@ -180,7 +242,12 @@ impl Gateway {
     async fn stored_messages_as(&self, thread: &str, expected: usize, token: &str) -> Value {
         for _ in 0..200 {
             let (_, messages) = self
-                .call(Method::GET, &format!("/v1/threads/{thread}/messages"), None, Some(token))
+                .call(
+                    Method::GET,
+                    &format!("/v1/threads/{thread}/messages"),
+                    None,
+                    Some(token),
+                )
                 .await;
             if messages
                 .as_array()

@@ -46,14 +46,27 @@ pub async fn pair(backend: Backend) -> Pair {
     }
 }
 
-async fn call(gw: &Gateway, method: Method, path: &str, body: Option<Value>, token: &str) -> (StatusCode, Value) {
+async fn call(
+    gw: &Gateway,
+    method: Method,
+    path: &str,
+    body: Option<Value>,
+    token: &str,
+) -> (StatusCode, Value) {
     gw.call(method, path, body, Some(token)).await
 }
 
 async fn keys_are_the_users_own(backend: Backend) {
     let (a, b, _admin, ada) = two_instances(backend).await;
     let later = chrono::Utc::now().timestamp_millis() + 86_400_000;
-    let (status, created) = call(&a, Method::POST, "/v1/keys", Some(json!({"name": "laptop", "expires_at": later})), &ada).await;
+    let (status, created) = call(
+        &a,
+        Method::POST,
+        "/v1/keys",
+        Some(json!({"name": "laptop", "expires_at": later})),
+        &ada,
+    )
+    .await;
     assert_eq!(status, StatusCode::CREATED, "{created}");
     let secret = created["secret"].as_str().unwrap().to_owned();
     let id = created["id"].as_str().unwrap().to_owned();
@@ -62,25 +75,50 @@ async fn keys_are_the_users_own(backend: Backend) {
     // The new key works on the other instance, which lists it without its secret and with its use.
     let (status, listed) = call(&b, Method::GET, "/v1/keys", None, &secret).await;
     assert_eq!(status, StatusCode::OK, "{listed}");
-    let laptop = listed["data"].as_array().unwrap().iter().find(|k| k["id"] == id.as_str()).unwrap();
+    let laptop = listed["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["id"] == id.as_str())
+        .unwrap();
     assert_eq!(laptop["name"], "laptop");
     assert!(laptop.get("secret").is_none(), "{laptop}");
     assert!(laptop["last_used_at"].is_i64(), "{laptop}");
-    assert_eq!(listed["data"].as_array().unwrap().len(), 2, "the CLI's token is a key too: {listed}");
+    assert_eq!(
+        listed["data"].as_array().unwrap().len(),
+        2,
+        "the CLI's token is a key too: {listed}"
+    );
 
     // Nobody else's key can be deleted; a bad body is a JSON error.
     let (status, err) = call(&a, Method::DELETE, &format!("/v1/keys/{id}"), None, &_admin).await;
     assert_eq!((status, error_code(&err)), (StatusCode::NOT_FOUND, "not_found"));
     let (status, err) = call(&a, Method::POST, "/v1/keys", Some(json!({"name": " "})), &ada).await;
-    assert_eq!((status, error_code(&err)), (StatusCode::UNPROCESSABLE_ENTITY, "invalid_body"));
-    let (status, err) = call(&a, Method::POST, "/v1/keys", Some(json!({"name": "old", "expires_at": 1})), &ada).await;
-    assert_eq!((status, error_code(&err)), (StatusCode::UNPROCESSABLE_ENTITY, "invalid_body"));
+    assert_eq!(
+        (status, error_code(&err)),
+        (StatusCode::UNPROCESSABLE_ENTITY, "invalid_body")
+    );
+    let (status, err) = call(
+        &a,
+        Method::POST,
+        "/v1/keys",
+        Some(json!({"name": "old", "expires_at": 1})),
+        &ada,
+    )
+    .await;
+    assert_eq!(
+        (status, error_code(&err)),
+        (StatusCode::UNPROCESSABLE_ENTITY, "invalid_body")
+    );
 
     // Deleted on one instance, refused on the other at once.
     let (status, _) = call(&a, Method::DELETE, &format!("/v1/keys/{id}"), None, &ada).await;
     assert_eq!(status, StatusCode::NO_CONTENT);
     let (status, err) = call(&b, Method::GET, "/v1/keys", None, &secret).await;
-    assert_eq!((status, error_code(&err)), (StatusCode::UNAUTHORIZED, "unauthorized"));
+    assert_eq!(
+        (status, error_code(&err)),
+        (StatusCode::UNAUTHORIZED, "unauthorized")
+    );
     let (status, _) = call(&b, Method::GET, "/v1/keys", None, &ada).await;
     assert_eq!(status, StatusCode::OK, "the user's other key still works");
 }
@@ -100,14 +138,28 @@ async fn admins_manage_users(backend: Backend) {
     let (status, err) = call(&a, Method::GET, "/v1/admin/users", None, &ada).await;
     assert_eq!((status, error_code(&err)), (StatusCode::FORBIDDEN, "admin_only"));
 
-    let (status, created) = call(&a, Method::POST, "/v1/admin/users", Some(json!({"name": "bob"})), &admin).await;
+    let (status, created) = call(
+        &a,
+        Method::POST,
+        "/v1/admin/users",
+        Some(json!({"name": "bob"})),
+        &admin,
+    )
+    .await;
     assert_eq!(status, StatusCode::CREATED, "{created}");
     let bob = created["user"]["id"].as_str().unwrap().to_owned();
     let bob_key = created["key"]["secret"].as_str().unwrap().to_owned();
     assert_eq!(created["user"]["admin"], false);
     let (status, _) = call(&b, Method::GET, "/v1/keys", None, &bob_key).await;
     assert_eq!(status, StatusCode::OK);
-    let (status, thread) = call(&b, Method::POST, "/v1/threads", Some(json!({"title": "bob's"})), &bob_key).await;
+    let (status, thread) = call(
+        &b,
+        Method::POST,
+        "/v1/threads",
+        Some(json!({"title": "bob's"})),
+        &bob_key,
+    )
+    .await;
     assert!(status.is_success(), "{thread}");
 
     // Disabled on one instance: refused on the other at once, data kept; enabled: back.
@@ -116,7 +168,10 @@ async fn admins_manage_users(backend: Backend) {
     assert_eq!(status, StatusCode::OK, "{user}");
     assert!(user["disabled_at"].is_i64(), "{user}");
     let (status, err) = call(&b, Method::GET, "/v1/keys", None, &bob_key).await;
-    assert_eq!((status, error_code(&err)), (StatusCode::UNAUTHORIZED, "unauthorized"));
+    assert_eq!(
+        (status, error_code(&err)),
+        (StatusCode::UNAUTHORIZED, "unauthorized")
+    );
     call(&a, Method::PATCH, &path, Some(json!({"disabled": false})), &admin).await;
     let (status, threads) = call(&b, Method::GET, "/v1/threads", None, &bob_key).await;
     assert_eq!(status, StatusCode::OK);
@@ -127,7 +182,14 @@ async fn admins_manage_users(backend: Backend) {
     let (status, listed) = call(&b, Method::GET, "/v1/admin/users", None, &bob_key).await;
     assert_eq!(status, StatusCode::OK, "{listed}");
     assert_eq!(listed["data"].as_array().unwrap().len(), 3, "{listed}");
-    let (status, err) = call(&b, Method::PATCH, &path, Some(json!({"disabled": true})), &bob_key).await;
+    let (status, err) = call(
+        &b,
+        Method::PATCH,
+        &path,
+        Some(json!({"disabled": true})),
+        &bob_key,
+    )
+    .await;
     assert_eq!((status, error_code(&err)), (StatusCode::CONFLICT, "conflict"));
     call(&a, Method::PATCH, &path, Some(json!({"admin": false})), &admin).await;
     let (status, err) = call(&b, Method::GET, "/v1/admin/users", None, &bob_key).await;
@@ -140,7 +202,13 @@ async fn admins_manage_users(backend: Backend) {
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     let (_, listed) = call(&b, Method::GET, "/v1/admin/users", None, &admin).await;
     assert!(!listed.to_string().contains(&bob), "{listed}");
-    assert!(a.store.get_thread(&bob, thread["id"].as_str().unwrap()).await.unwrap().is_none());
+    assert!(
+        a.store
+            .get_thread(&bob, thread["id"].as_str().unwrap())
+            .await
+            .unwrap()
+            .is_none()
+    );
     let (status, err) = call(&a, Method::DELETE, &path, None, &admin).await;
     assert_eq!((status, error_code(&err)), (StatusCode::NOT_FOUND, "not_found"));
 }

@@ -5,7 +5,11 @@ use crate::common::*;
 const DAY_MS: i64 = 86_400_000;
 
 fn period(tokens: i64, secs: i64) -> Budget {
-    Budget { period_tokens: Some(tokens), period_secs: Some(secs), tokens_per_minute: None }
+    Budget {
+        period_tokens: Some(tokens),
+        period_secs: Some(secs),
+        tokens_per_minute: None,
+    }
 }
 
 conformance! {

@@ -337,7 +337,10 @@ async fn every_documented_operation_keeps_users_apart(backend: Backend) {
 
     assert_eq!(snapshot(&gw, &bob).await, before, "alice changed bob's data");
     let (_, keys) = gw.call(Method::GET, "/v1/keys", None, Some(&bob.token)).await;
-    assert!(keys.to_string().contains(&bob.ids["key"]), "alice deleted bob's key: {keys}");
+    assert!(
+        keys.to_string().contains(&bob.ids["key"]),
+        "alice deleted bob's key: {keys}"
+    );
     let leaked: Vec<Value> = upstream
         .requests()
         .into_iter()

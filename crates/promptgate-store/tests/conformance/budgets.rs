@@ -14,8 +14,8 @@ fn period(tokens: i64, secs: i64) -> Budget {
 
 conformance! {
     async fn spending_counts_against_the_period_and_resets_with_it(store: &Store) {
-        let alice = user(&store, "Alice").await;
-        let bob = user(&store, "Bob").await;
+        let alice = user(store, "Alice").await;
+        let bob = user(store, "Bob").await;
         // Mid-day, so the day's window is the same for the two moments below.
         let noon = 20_000 * DAY_MS + DAY_MS / 2;
         assert!(store.limit_states(&alice, None, noon).await.unwrap().is_empty());
@@ -41,7 +41,7 @@ conformance! {
     }
 
     async fn a_key_has_its_own_limits_beside_its_users(store: &Store) {
-        let alice = user(&store, "Alice").await;
+        let alice = user(store, "Alice").await;
         let one = store.create_key(&alice, "one", None).await.unwrap().key.id;
         let two = store.create_key(&alice, "two", None).await.unwrap().key.id;
         let tpm = Budget { tokens_per_minute: Some(100), ..Budget::default() };
@@ -57,7 +57,7 @@ conformance! {
         assert_eq!(store.limit_states(&alice, Some(&one), now + 30_000).await.unwrap()[0].used, 0, "a new minute");
 
         // Another user's key, bad numbers, and a cleared budget.
-        let bob = user(&store, "Bob").await;
+        let bob = user(store, "Bob").await;
         assert!(matches!(store.set_budget(BudgetScope::Key, &bob, &one, &tpm).await, Err(StoreError::NotFound)));
         let bad = Budget { period_tokens: Some(10), ..Budget::default() };
         assert!(matches!(store.set_budget(BudgetScope::Key, &alice, &one, &bad).await, Err(StoreError::Invalid(_))));

@@ -108,8 +108,16 @@ async fn a_budget_stops_the_next_send(backend: Backend) {
         "{warned}"
     );
     let stored = b.stored_messages_as("t2", 2, &ada).await;
-    let answer = stored.as_array().unwrap().iter().find(|m| m["role"] == "assistant").unwrap();
-    assert_eq!(answer["metadata"]["budgetWarnings"], warned, "the stored answer keeps the warning");
+    let answer = stored
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "assistant")
+        .unwrap();
+    assert_eq!(
+        answer["metadata"]["budgetWarnings"], warned,
+        "the stored answer keeps the warning"
+    );
 
     // 26 of 16: the third is refused on either instance, before the model is asked.
     let calls = upstream.calls();

@@ -49,7 +49,7 @@ impl FromRequestParts<AppState> for CurrentUser {
                 key_id: Some(caller.key_id),
             }),
             None => Err(ApiError::unauthorized(
-                "the token is unknown, revoked or expired, or its user is disabled",
+                "the token is unknown or revoked, has expired, or belongs to a disabled user",
             )),
         }
     }

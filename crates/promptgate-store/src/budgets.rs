@@ -210,7 +210,14 @@ impl Store {
         key_id: Option<&str>,
         now: i64,
     ) -> Result<Vec<LimitState>> {
-        let mut limits = self.limits_of(user_id, key_id, now).await?;
+        // The first read of a send: right after a query waited in vain for the database, it fails
+        // at once instead of waiting again (see `reach`).
+        if self.reach.known_unreachable() {
+            return Err(crate::reach::Reachability::refusal());
+        }
+        let limits = self.limits_of(user_id, key_id, now).await;
+        self.reach.saw(&limits);
+        let mut limits = limits?;
         if limits.is_empty() {
             return Ok(limits);
         }
@@ -265,6 +272,9 @@ impl Store {
         tokens: i64,
         now: i64,
     ) -> Result<()> {
+        if self.reach.known_unreachable() {
+            return Err(crate::reach::Reachability::refusal());
+        }
         let limits = self.limits_of(user_id, key_id, now).await?;
         if limits.is_empty() || tokens <= 0 {
             return Ok(());

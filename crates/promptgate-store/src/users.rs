@@ -164,6 +164,7 @@ impl Store {
         if exists.is_none() {
             return Err(StoreError::NotFound);
         }
+        forget_key_budgets(&mut tx, user_id).await?;
         let gone = sqlx::query("DELETE FROM api_tokens WHERE user_id = $1")
             .bind(user_id)
             .execute(&mut *tx)
@@ -177,6 +178,7 @@ impl Store {
     pub async fn rotate_token(&self, user_id: &str) -> Result<String> {
         let token = new_secret();
         let mut tx = self.pool.begin().observed("transaction.begin").await?;
+        forget_key_budgets(&mut tx, user_id).await?;
         sqlx::query("DELETE FROM api_tokens WHERE user_id = $1")
             .bind(user_id)
             .execute(&mut *tx)
@@ -199,4 +201,19 @@ impl Store {
         tx.commit().observed("transaction.commit").await?;
         Ok(token)
     }
+}
+
+/// Drops the limits and spending of every key of the user, whose keys are about to go.
+async fn forget_key_budgets(tx: &mut sqlx::Transaction<'_, sqlx::Any>, user_id: &str) -> Result<()> {
+    for table in ["budgets", "budget_spend"] {
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "DELETE FROM {table} WHERE scope = 'key' AND subject_id IN \
+             (SELECT id FROM api_tokens WHERE user_id = $1)"
+        )))
+        .bind(user_id)
+        .execute(&mut **tx)
+        .observed("users.forget_key_budgets")
+        .await?;
+    }
+    Ok(())
 }

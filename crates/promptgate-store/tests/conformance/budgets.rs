@@ -70,5 +70,9 @@ conformance! {
         store.set_budget(BudgetScope::Key, &alice, &one, &tpm).await.unwrap();
         store.delete_key(&alice, &one).await.unwrap();
         assert_eq!(store.budget(BudgetScope::Key, &one).await.unwrap(), Budget::default());
+        // So does revoking every key of the user from the command line.
+        store.set_budget(BudgetScope::Key, &alice, &two, &tpm).await.unwrap();
+        store.revoke_tokens(&alice).await.unwrap();
+        assert_eq!(store.budget(BudgetScope::Key, &two).await.unwrap(), Budget::default());
     }
 }

@@ -144,10 +144,14 @@ upstream_model = "upstream-model"
   const created = spawnSync(bin, ['--config', tokens.configPath, 'users', 'create', 'ada'], { env, encoding: 'utf8' });
   const token = /\b(pg_[A-Za-z0-9_-]+)/.exec(created.stdout ?? '')?.[1];
   if (!token) throw new Error(`users create printed no token:\n${created.stdout}\n${created.stderr}`);
+  const root = spawnSync(bin, ['--config', tokens.configPath, 'users', 'create', 'root', '--admin'], { env, encoding: 'utf8' });
+  const adminToken = /\b(pg_[A-Za-z0-9_-]+)/.exec(root.stdout ?? '')?.[1];
+  if (!adminToken) throw new Error(`users create --admin printed no token:\n${root.stdout}\n${root.stderr}`);
   await waitFor(`http://127.0.0.1:${mcpPort}/mcp`, 'server-everything', mcp);
 
   process.env.PROMPTGATE_TOKENS_BASE_URL = tokens.base;
   process.env.PROMPTGATE_TEST_TOKEN = token;
+  process.env.PROMPTGATE_ADMIN_TOKEN = adminToken;
   process.env.PROMPTGATE_BASE_URL = base;
   process.env.PROMPTGATE_MCP_URL = `http://127.0.0.1:${mcpPort}/mcp`;
   process.env.PROMPTGATE_SCREENSHOTS = process.env.PROMPTGATE_SCREENSHOTS ?? path.join(web, 'screenshots');

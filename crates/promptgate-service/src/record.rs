@@ -85,6 +85,8 @@ pub(crate) struct AnswerWriter {
     pub pending: PendingSaves,
     /// Writes the turn's stream for a reader elsewhere whose request was not heard in time.
     pub mirrors: super::follow::Mirrors,
+    /// Whose limits the turn's tokens count against, when any limit is set.
+    pub spender: Option<crate::budgets::Spender>,
 }
 
 /// The answer so far: parts and metadata.
@@ -170,6 +172,7 @@ impl AnswerWriter {
                 }
             }
         };
+        let usage = ended.as_ref().map(|(outcome, _)| outcome.usage_total.clone());
         let (message, stored_tx, status) = match ended {
             Some((outcome, stored_tx)) => {
                 let status = store_status(outcome.status);
@@ -187,6 +190,9 @@ impl AnswerWriter {
             }
         };
         let stored = self.save_final(&message).await;
+        if let (Some(spender), Some(usage)) = (&self.spender, &usage) {
+            crate::budgets::settle(&self.store, spender, usage).await;
+        }
         let AnswerWriter {
             mut slot,
             continuation,

@@ -24,6 +24,10 @@ pub struct UserSettings {
     /// Model used when a send names none. Falls back to the configured default.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub default_model: Option<String>,
+    /// Which tool calls wait for the user's approval, per MCP server and per tool; what is not named
+    /// here follows the tool's default (see `promptgate_core::approval`).
+    #[serde(skip_serializing_if = "crate::approval::ApprovalSettings::is_empty")]
+    pub tool_approval: crate::approval::ApprovalSettings,
 }
 
 impl Default for UserSettings {
@@ -38,6 +42,7 @@ impl Default for UserSettings {
             web_tools_enabled: true,
             integrations_do_not_ask: false,
             default_model: None,
+            tool_approval: Default::default(),
         }
     }
 }

@@ -215,6 +215,7 @@ async fn run_one(
             notes: Default::default(),
             trace: None,
             key_id: None,
+            can_ask_approval: false,
         })
         .await?;
     let mut observed = Observed::default();

@@ -47,6 +47,7 @@ fn api_routes() -> ApiRouter<AppState> {
 fn streaming_routes() -> ApiRouter<AppState> {
     ApiRouter::new()
         .merge(routes::chat::routes())
+        .merge(routes::approvals::routes())
         .merge(routes::completions::routes())
         .merge(routes::responses::routes())
 }

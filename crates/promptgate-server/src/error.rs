@@ -94,6 +94,8 @@ error_codes! {
     McpServerLimit = 409, "mcp_server_limit": "The user has as many MCP servers as the server allows; remove one first.";
     TurnInProgress = 409, "turn_in_progress": "A turn is already running in the thread.";
     RetryExpired = 409, "retry_expired": "The turn `retry_of` names ended too long ago to retry.";
+    ApprovalPending = 409, "approval_pending": "The thread waits for the answer to a tool approval; only that answer (or Stop) is taken.";
+    ApprovalRefused = 409, "approval_refused": "The approval answer matches no call waiting in the thread: unknown, answered before, cancelled, or for another call or input.";
     StreamTooLong = 409, "stream_too_long": "The running turn's stream outgrew what the server keeps; its answer so far is in the thread's messages.";
     PayloadTooLarge = 413, "payload_too_large": "The body is larger than the server accepts.";
     UriTooLong = 414, "uri_too_long": "The request target is longer than the server accepts.";
@@ -353,6 +355,8 @@ impl From<ServiceError> for ApiError {
             ServiceError::Overloaded(_) => Self::new(ErrorCode::Overloaded, err.to_string()),
             ServiceError::UnknownTurn(_) => Self::new(ErrorCode::UnknownTurn, err.to_string()),
             ServiceError::RetryExpired(..) => Self::new(ErrorCode::RetryExpired, err.to_string()),
+            ServiceError::ApprovalPending(_) => Self::new(ErrorCode::ApprovalPending, err.to_string()),
+            ServiceError::ApprovalRefused(_) => Self::new(ErrorCode::ApprovalRefused, err.to_string()),
             ServiceError::UnusableDefaultModel(model) => Self::invalid(format!(
                 "default_model {} is not a model you can use",
                 preview(&model)

@@ -340,7 +340,14 @@ impl Service {
                 tracing::info!(thread = thread_id, turn = %running.turn_id, owner = %running.instance_id, "stop sent to the turn's instance");
                 true
             }
-            Ok(None) => false,
+            // No turn runs; the thread may wait for an approval, which Stop cancels.
+            Ok(None) => match self.cancel_waiting(user_id, thread_id).await {
+                Ok(cancelled) => cancelled,
+                Err(err) => {
+                    tracing::warn!(thread = thread_id, error = %err, "cannot cancel the thread's waiting approvals");
+                    false
+                }
+            },
             Err(err) => {
                 tracing::warn!(thread = thread_id, error = %err, "cannot reach the store to stop a turn of another instance");
                 false

@@ -155,6 +155,8 @@ impl Service {
                 refusal: None,
                 on_end,
                 client,
+                // A completion cannot pause for the user: `ask` is the operator's choice.
+                asking: crate::Asking::Nobody(self.config.approval.without_client),
             },
         );
         if !budget.warnings.is_empty() {

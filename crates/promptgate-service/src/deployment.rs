@@ -87,6 +87,34 @@ pub struct ServiceConfig {
     pub quota: crate::quota::StorageQuota,
     /// The optional second look at uncertain citations.
     pub citation_review: CitationReviewSettings,
+    /// Tool approval: the operator's floors, how long a call waits, and what `ask` becomes for a
+    /// client that cannot answer.
+    pub approval: ApprovalConfig,
+}
+
+/// How long a call waits for its approval, by default.
+pub const DEFAULT_APPROVAL_EXPIRY: Duration = Duration::from_secs(3600);
+
+/// The operator's side of tool approval.
+#[derive(Debug, Clone)]
+pub struct ApprovalConfig {
+    /// Defaults by kind (on or off) and the floors under every user's choices.
+    pub operator: promptgate_core::approval::OperatorApproval,
+    /// A call unanswered this long is denied (the model is told it expired).
+    pub expiry: Duration,
+    /// What `ask` becomes where the client cannot answer (a v5 UI stream, the facades): `allow`
+    /// or `deny`.
+    pub without_client: promptgate_core::approval::ApprovalPolicy,
+}
+
+impl Default for ApprovalConfig {
+    fn default() -> Self {
+        Self {
+            operator: Default::default(),
+            expiry: DEFAULT_APPROVAL_EXPIRY,
+            without_client: promptgate_core::approval::ApprovalPolicy::Allow,
+        }
+    }
 }
 
 /// How long a text part's end waits for the citation review, by default.
@@ -135,6 +163,7 @@ impl Default for ServiceConfig {
             context: ContextSettings::default(),
             quota: crate::quota::StorageQuota::default(),
             citation_review: CitationReviewSettings::default(),
+            approval: ApprovalConfig::default(),
         }
     }
 }

@@ -17,6 +17,15 @@ pub enum ServiceError {
     Busy(String),
     #[error("{0}")]
     InvalidMessage(String),
+    #[error(
+        "thread {0} waits for the answer to a tool approval; approve or deny it (POST /v1/threads/{0}/approvals), \
+         or stop the thread to cancel it"
+    )]
+    ApprovalPending(String),
+    /// An approval answer that does not match a call waiting in the thread: unknown, answered
+    /// before, cancelled, or for another call or input. The text says which.
+    #[error("{0}")]
+    ApprovalRefused(String),
     #[error("the server is running {0} turns, its limit; try again shortly")]
     Overloaded(usize),
     #[error("turn {0} is not a turn of this thread; send without retry_of to start a fresh turn")]

@@ -62,6 +62,7 @@
 #![deny(clippy::disallowed_methods)]
 
 mod accounts;
+mod approve;
 mod budgets;
 mod builtin;
 mod claims;
@@ -105,6 +106,7 @@ use promptgate_store::Store;
 use promptgate_tools::web::{SafeFetcher, SearchBackend};
 use tokio_util::sync::CancellationToken;
 
+pub use approve::{ApprovalReply, MAX_APPROVAL_REASON, MAX_APPROVAL_REPLIES};
 pub use budgets::{BudgetCheck, BudgetRefusal, Spender, WARN_AT_PERCENT, judge, spent_tokens};
 pub use complete::{CompletionRequest, OutputCap};
 pub use error::ServiceError;
@@ -119,7 +121,7 @@ pub use mcp_oauth::McpAuthorization;
 pub use mcp_servers::tool_hints;
 pub use oauth::OAuthCallback;
 pub use open::Database;
-pub use prepare::{Prepared, RunParts};
+pub use prepare::{Asking, Prepared, RunParts};
 pub use preview::{PreviewAsk, SendPreview, WebToolsOff};
 pub use promptgate_store::StoreError;
 pub use providers::{ModelProvider, ProviderClient, Providers, check_request_fields};

@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use promptgate_core::approval::{ApprovalPolicy, policy_for};
 use promptgate_core::budget::WebBudget;
 use promptgate_core::compose::{ComposeInput, ComposedSend, UpstreamIdentity, compose_send};
 use promptgate_core::prompt::nudges;
@@ -83,6 +84,17 @@ pub struct RunParts {
     pub on_end: Vec<Arc<dyn TurnEnd>>,
     /// The client's own tools (a facade's); none for a send.
     pub client: ClientTools,
+    /// Whether the client answers approval requests, and what `ask` becomes when it does not.
+    pub asking: Asking,
+}
+
+/// Who answers a call of an asking tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Asking {
+    /// The client: the turn ends with an approval request (an AI SDK 6+ UI stream).
+    Client,
+    /// Nobody: `ask` becomes the operator's choice, `allow` or `deny`.
+    Nobody(ApprovalPolicy),
 }
 
 impl Prepared {
@@ -153,6 +165,17 @@ impl Prepared {
         on_end.extend(run.on_end);
         let mut extra = provider.provider_options(&model);
         extra.extend(run.extra);
+        let mut tools = tools;
+        // Where nobody can answer and the operator allows, an asking tool runs; where the operator
+        // denies, the engine refuses the call and tells the model the client cannot ask.
+        if run.asking == Asking::Nobody(ApprovalPolicy::Allow) {
+            for tool in tools
+                .iter_mut()
+                .filter(|tool| tool.approval == ApprovalPolicy::Ask)
+            {
+                tool.approval = ApprovalPolicy::Allow;
+            }
+        }
         TurnPlan {
             turn_id: run.turn_id,
             message_id: run.message_id,
@@ -204,6 +227,8 @@ impl Prepared {
             refusal: run.refusal,
             on_end,
             start_metadata: report.metadata(),
+            can_ask_approval: run.asking == Asking::Client,
+            resume: None,
         }
     }
 }
@@ -327,7 +352,14 @@ impl Service {
         let (executors, workspace) = self
             .executors(user_id, &ctx, &composed, &mcp.configs, &state)
             .await;
-        let (tools, offered) = executors.attach(composed.tools.clone());
+        let (mut tools, offered) = executors.attach(composed.tools.clone());
+        for tool in &mut tools {
+            tool.approval = policy_for(
+                &tool.spec,
+                &ctx.settings.tool_approval,
+                &self.config.approval.operator,
+            );
+        }
         let mut composed = ComposedSend {
             tools: offered,
             ..composed
@@ -467,6 +499,8 @@ pub(crate) struct SendFacts {
     pub client: ClientIdentity,
     pub regeneration_revision: u32,
     pub notes: ClientNotes,
+    /// The send continues an answer that waited for tool approvals (see `approve`).
+    pub continues_answer: bool,
 }
 
 impl Default for SendFacts {
@@ -475,6 +509,7 @@ impl Default for SendFacts {
             client: ClientIdentity::web(),
             regeneration_revision: 0,
             notes: ClientNotes::default(),
+            continues_answer: false,
         }
     }
 }

@@ -40,6 +40,8 @@ pub struct SendPreview {
     pub context: ContextReport,
     /// Why there are no web tools, when there are none.
     pub web_tools_off: Option<WebToolsOff>,
+    /// Each offered tool's approval policy, by name, as a client that can answer approvals gets it.
+    pub approvals: std::collections::BTreeMap<String, promptgate_core::approval::ApprovalPolicy>,
 }
 
 impl Service {
@@ -109,7 +111,13 @@ impl Service {
         let prepared = self
             .prepare_with_text(user_id, ctx, model, provider, None, asked)
             .await?;
+        let approvals = prepared
+            .tools
+            .iter()
+            .map(|tool| (tool.spec.name.clone(), tool.approval))
+            .collect();
         Ok(SendPreview {
+            approvals,
             web_tools_off: web_off.filter(|_| !prepared.composed.has_web_tools),
             model: prepared.model,
             composed: prepared.composed,

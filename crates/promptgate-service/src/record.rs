@@ -11,7 +11,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use promptgate_store::{MessageStatus, NewMessage, Role, Store, StoreError};
+use promptgate_store::{MessageStatus, NewApproval, NewMessage, Role, Store, StoreError};
 use serde_json::{Value, json};
 use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
@@ -20,7 +20,7 @@ use tracing::Instrument;
 
 use super::TurnIds;
 use super::live::{Continuation, Slot};
-use promptgate_turn::engine::{AnswerRecorder, TurnOutcome, TurnStatus};
+use promptgate_turn::engine::{AnswerRecorder, PendingApproval, TurnOutcome, TurnStatus};
 
 /// Failures of the final save that are neither an outage nor a race (a driver error of unknown
 /// cause) are tried this many times, not for the whole retry window.
@@ -87,6 +87,8 @@ pub(crate) struct AnswerWriter {
     pub mirrors: super::follow::Mirrors,
     /// Whose limits the turn's tokens count against, when any limit is set.
     pub spender: Option<crate::budgets::Spender>,
+    /// How long a call the answer ends waiting for may wait for its approval.
+    pub approval_expiry: Duration,
 }
 
 /// The answer so far: parts and metadata.
@@ -173,8 +175,19 @@ impl AnswerWriter {
             }
         };
         let usage = ended.as_ref().map(|(outcome, _)| outcome.usage_total.clone());
+        let mut approvals = Vec::new();
         let (message, stored_tx, status) = match ended {
             Some((outcome, stored_tx)) => {
+                let model_id = outcome
+                    .metadata
+                    .get("modelId")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                approvals = outcome
+                    .pending_approvals
+                    .iter()
+                    .map(|pending| new_approval(pending, model_id))
+                    .collect();
                 let status = store_status(outcome.status);
                 let metadata = outcome.stored_metadata();
                 (
@@ -189,7 +202,7 @@ impl AnswerWriter {
                 (self.message(parts, metadata, MessageStatus::Error), None, "error")
             }
         };
-        let stored = self.save_final(&message).await;
+        let stored = self.save_final(&message, &approvals).await;
         if let (Some(spender), Some(usage)) = (&self.spender, &usage) {
             crate::budgets::settle(&self.store, spender, usage).await;
         }
@@ -251,12 +264,12 @@ impl AnswerWriter {
 
     /// Saves the final answer, retrying with backoff while the store is unavailable, up to
     /// `retry_for`. True once stored.
-    async fn save_final(&self, message: &NewMessage) -> bool {
+    async fn save_final(&self, message: &NewMessage, approvals: &[NewApproval]) -> bool {
         let deadline = Instant::now() + self.retry_for;
         let mut backoff = FIRST_BACKOFF;
         let mut failures = 0u32;
         loop {
-            let err = match self.store.save_message(&self.user_id, message).await {
+            let err = match self.save_answer(message, approvals).await {
                 Ok(()) => {
                     if failures > 0 {
                         tracing::info!(turn = %self.turn_id, thread = %self.thread_id, failures, "answer stored after the store came back");
@@ -287,6 +300,35 @@ impl AnswerWriter {
             tokio::time::sleep(backoff).await;
             backoff = (backoff * 2).min(MAX_BACKOFF);
         }
+    }
+}
+
+impl AnswerWriter {
+    /// The answer with the calls it waits for: those first, so an answer that says it waits is
+    /// never stored without what it waits for (keeping them again is harmless).
+    async fn save_answer(&self, message: &NewMessage, approvals: &[NewApproval]) -> Result<(), StoreError> {
+        if !approvals.is_empty() {
+            self.store
+                .keep_approvals(
+                    &self.user_id,
+                    &self.thread_id,
+                    &self.message_id,
+                    approvals,
+                    self.approval_expiry,
+                )
+                .await?;
+        }
+        self.store.save_message(&self.user_id, message).await
+    }
+}
+
+fn new_approval(pending: &PendingApproval, model_id: &str) -> NewApproval {
+    NewApproval {
+        approval_id: pending.approval_id.clone(),
+        tool_call_id: pending.tool_call_id.clone(),
+        tool_name: pending.tool_name.clone(),
+        input: pending.input.to_string(),
+        model_id: model_id.to_owned(),
     }
 }
 

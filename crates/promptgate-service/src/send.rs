@@ -36,6 +36,8 @@ pub enum SendInput {
     Message { id: Option<String>, parts: Vec<Value> },
     /// Answer the newest user message again.
     Regenerate,
+    /// The user's answers to the calls the thread's last answer waits for: that answer goes on.
+    Approval(Vec<crate::ApprovalReply>),
 }
 
 /// The trace a send belongs to, when the server exports traces: the answer's metadata names it
@@ -64,6 +66,9 @@ pub struct SendRequest {
     pub trace: Option<TraceLink>,
     /// The key the request came with, whose limits the turn counts against beside the user's.
     pub key_id: Option<String>,
+    /// The client answers approval requests (an AI SDK 6+ UI stream); otherwise a call of an
+    /// asking tool gets the operator's choice.
+    pub can_ask_approval: bool,
 }
 
 /// Per-send facts only the client knows, which the legacy prompt carries as notes after the date
@@ -109,6 +114,8 @@ struct ThreadTurn {
     admission: tokio::sync::OwnedSemaphorePermit,
     /// The limits the turn counts against, checked before it was claimed.
     budget: BudgetCheck,
+    /// The answers that continue a waiting answer, once checked; `None` for a new answer.
+    resume: Option<promptgate_turn::engine::Resume>,
 }
 
 impl Service {
@@ -120,7 +127,7 @@ impl Service {
         skip_all,
         fields(user = %request.user_id, thread_id = %request.thread_id, turn_id = tracing::field::Empty)
     )]
-    pub async fn send(&self, request: SendRequest) -> Result<SendHandle, ServiceError> {
+    pub async fn send(&self, mut request: SendRequest) -> Result<SendHandle, ServiceError> {
         let spender = Spender {
             user_id: request.user_id.clone(),
             key_id: request.key_id.clone(),
@@ -130,9 +137,33 @@ impl Service {
         let mut turn = self.claim_thread_here(&request, admission).await?;
         turn.budget = budget;
         tracing::Span::current().record("turn_id", turn.ids.turn_id.as_str());
+        // Answers continue the message that waits for them, under its id.
+        let waiting = match &request.input {
+            SendInput::Approval(replies) => {
+                let (message_id, waiting) = self
+                    .waiting_message(&request.user_id, &request.thread_id, replies)
+                    .await?;
+                turn.ids.message_id = message_id;
+                // The model that asked goes on, unless the answer names another.
+                if request.model.is_none() {
+                    request.model = waiting.first().map(|a| a.model_id.clone());
+                }
+                Some(waiting)
+            }
+            _ => None,
+        };
         let (continuation, mut ctx, model, provider) = self.claim_and_load(&request, &mut turn).await?;
-        let answer = record::opening_row(&request.thread_id, &turn.ids, &model.id);
-        self.settle_conversation(&request, &mut ctx, &answer).await?;
+        let resume = match (&request.input, waiting) {
+            (SendInput::Approval(replies), Some(waiting)) => Some(
+                self.take_approvals(&request.user_id, &request.thread_id, &mut ctx, waiting, replies)
+                    .await?,
+            ),
+            _ => {
+                let answer = record::opening_row(&request.thread_id, &turn.ids, &model.id);
+                self.settle_conversation(&request, &mut ctx, &answer).await?;
+                None
+            }
+        };
         let facts = prepare::SendFacts {
             client: request.client.clone().unwrap_or_else(ClientIdentity::web),
             regeneration_revision: self.transcripts.revision(
@@ -141,7 +172,9 @@ impl Service {
                 matches!(request.input, SendInput::Regenerate),
             ),
             notes: request.notes.clone(),
+            continues_answer: resume.is_some(),
         };
+        turn.resume = resume;
         let prepared = self
             .prepare(
                 &request.user_id,
@@ -185,6 +218,7 @@ impl Service {
                         feed,
                         admission,
                         budget: BudgetCheck::default(),
+                        resume: None,
                     });
                 }
                 Claim::Busy
@@ -232,7 +266,17 @@ impl Service {
             Some(&request.thread_id),
             request.model.as_deref(),
         );
-        let (continuation, (), (ctx, model, provider)) = tokio::try_join!(recall, claim, load)?;
+        // A thread waiting for an approval takes only the answer; read beside the rest.
+        let waits = async {
+            match request.input {
+                SendInput::Approval(_) => Ok(()),
+                _ => {
+                    self.refuse_while_waiting(&request.user_id, &request.thread_id)
+                        .await
+                }
+            }
+        };
+        let (continuation, (), (ctx, model, provider), ()) = tokio::try_join!(recall, claim, load, waits)?;
         Ok((continuation, ctx, model, provider))
     }
 
@@ -250,7 +294,7 @@ impl Service {
     ) -> Result<(), ServiceError> {
         let new_user_message = match &request.input {
             SendInput::Message { id, parts } => Some(validate_user_parts(id.as_deref(), parts)?),
-            SendInput::Regenerate => None,
+            SendInput::Regenerate | SendInput::Approval(_) => None,
         };
         if ctx.thread.is_none() && !request.create_thread {
             return Err(ServiceError::UnknownThread(request.thread_id.clone()));
@@ -358,6 +402,7 @@ impl Service {
             feed,
             admission,
             budget,
+            resume,
         } = turn;
         let model_id = prepared.model.id.clone();
         tracing::info!(
@@ -381,6 +426,7 @@ impl Service {
                 user_id: request.user_id.clone(),
                 key_id: request.key_id.clone(),
             }),
+            approval_expiry: self.config.approval.expiry,
         }
         .start(&self.tasks);
         let (refusal, on_end) = self.continue_harness(
@@ -407,12 +453,18 @@ impl Service {
                 refusal,
                 on_end,
                 client: Default::default(),
+                asking: if request.can_ask_approval {
+                    crate::Asking::Client
+                } else {
+                    crate::Asking::Nobody(self.config.approval.without_client)
+                },
             },
         );
         if !budget.warnings.is_empty() {
             plan.start_metadata
                 .insert("budgetWarnings".into(), Value::Array(budget.warnings));
         }
+        plan.resume = resume;
         if let Some(trace) = &request.trace {
             plan.start_metadata.insert("traceId".into(), json!(trace.id));
             if let Some(url) = &trace.url {
@@ -460,7 +512,8 @@ impl Service {
             prepared.previous_answer.as_deref(),
             cancel.clone(),
         );
-        if let Some(mut transcript) = started.transcript {
+        // A continued answer is rebuilt from the stored message, which has the approved calls.
+        if let Some(mut transcript) = started.transcript.filter(|_| !facts.continues_answer) {
             // The kept transcript holds the earlier sends' tool calls too, so it can outgrow the
             // room while the stored thread fits; and after a compaction it holds turns the summary
             // now stands for. Then the harness starts again from what the window shows.

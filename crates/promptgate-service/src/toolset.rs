@@ -92,7 +92,7 @@ impl Executors {
             match self.get(&spec.name) {
                 Some(executor) => {
                     kept.push(spec.clone());
-                    prepared.push(promptgate_turn::engine::RunnableTool { spec, executor });
+                    prepared.push(promptgate_turn::engine::RunnableTool::allowed(spec, executor));
                 }
                 None => {
                     tracing::warn!(tool = %spec.name, "no executor is configured for this tool; not offered")

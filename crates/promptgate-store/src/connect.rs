@@ -176,6 +176,12 @@ const MIGRATIONS: &[SchemaVersion] = &[
         sqlite: Some(include_str!("../../../migrations/sqlite/0019_mcp_oauth.sql")),
     },
     SchemaVersion {
+        version: 20,
+        name: "tool approvals",
+        postgres: include_str!("../../../migrations/postgres/0020_tool_approvals.sql"),
+        sqlite: Some(include_str!("../../../migrations/sqlite/0020_tool_approvals.sql")),
+    },
+    SchemaVersion {
         version: 22,
         name: "keys and budgets",
         postgres: include_str!("../../../migrations/postgres/0022_keys_budgets.sql"),

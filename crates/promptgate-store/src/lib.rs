@@ -12,6 +12,7 @@
 //! chat search, token vault, workspace files), through which the tool executors and the harness
 //! workspace use it without depending on this crate; their errors carry [`StoreError`]'s detail only as far as `StorageError` allows.
 
+mod approvals;
 mod artifacts;
 mod budgets;
 mod connect;
@@ -51,6 +52,7 @@ mod workspace;
 #[cfg(feature = "testing")]
 pub mod testing;
 
+pub use approvals::{NewApproval, StoredApproval};
 pub use budgets::{Budget, BudgetScope, LimitKind, LimitState, MAX_PERIOD_SECS};
 pub use connect::{Backend, Store};
 pub use context::FIRST_PAGE;

@@ -531,6 +531,7 @@ impl Store {
             .execute(&self.pool)
             .observed("turn_claims.expire_turn_claims")
             .await?;
+        self.forget_old_approvals(now).await?;
         Ok(expired)
     }
 

@@ -230,6 +230,16 @@ fn tool_part(name: &str, part: &Value, step: &mut Step) {
             .and_then(Value::as_str)
             .unwrap_or("the tool call failed")
             .to_owned(),
+        // The model asked; the user said no (or the approval lapsed): it reads that it was not run.
+        Some("output-denied") => promptgate_core::approval::denied_text(
+            part.get("approval")
+                .and_then(|approval| approval.get("reason"))
+                .and_then(Value::as_str),
+        ),
+        // Asked and never answered (the wait expired, or the user wrote on instead): not run.
+        Some("approval-requested" | "approval-responded") => {
+            promptgate_core::approval::EXPIRED_TEXT.to_owned()
+        }
         _ => return,
     };
     let arguments = match part.get("input") {

@@ -41,9 +41,10 @@ pub mod window;
 
 pub use client_tools::{ClientToolCall, ClientToolChoice, ClientTools, Handoff, HandoffKeeper};
 pub use engine::{
-    AnswerRecorder, CitationReview, EMPTY_ANSWER_TEXT, Gate, NOT_STORED_TEXT, NoHooks, Nudges, RequestBudget,
-    RunnableTool, SourceRef, StepPolicy, ToolCache, TurnHooks, TurnLimits, TurnOutcome, TurnPlan, TurnRun,
-    TurnStatus, TurnStream, run_turn, run_turn_in_reader,
+    AnswerRecorder, ApprovalAnswer, CitationReview, EMPTY_ANSWER_TEXT, Gate, NOT_STORED_TEXT, NoHooks,
+    Nudges, PendingApproval, RequestBudget, Resume, RunnableTool, SourceRef, StepPolicy, ToolCache,
+    TurnHooks, TurnLimits, TurnOutcome, TurnPlan, TurnRun, TurnStatus, TurnStream, run_turn,
+    run_turn_in_reader,
 };
 pub use facade::{FacadeHistory, facade_history};
 pub use history::{HistoryOptions, last_user_text, to_model_messages};

@@ -31,6 +31,8 @@ enum ToolState {
     InputAvailable,
     OutputAvailable,
     OutputError,
+    ApprovalRequested,
+    OutputDenied,
 }
 
 impl ToolState {
@@ -40,6 +42,8 @@ impl ToolState {
             Self::InputAvailable => "input-available",
             Self::OutputAvailable => "output-available",
             Self::OutputError => "output-error",
+            Self::ApprovalRequested => "approval-requested",
+            Self::OutputDenied => "output-denied",
         }
     }
 }
@@ -56,6 +60,8 @@ struct ToolPart {
     input: Option<Value>,
     output: Option<Value>,
     error_text: Option<String>,
+    /// The approval the call waits for or got, as the client keeps it (`{id, approved?, reason?}`).
+    approval: Option<Value>,
 }
 
 /// A text or reasoning part. The client keys open parts by their chunk id; it keeps the id on
@@ -78,11 +84,15 @@ enum Part {
         url: String,
         title: Option<String>,
     },
+    /// A part of an earlier stream of the same message (one continued after an approval), kept
+    /// as it was stored.
+    Kept(Value),
 }
 
 impl Part {
     fn to_json(&self) -> Value {
         match self {
+            Self::Kept(part) => part.clone(),
             Self::StepStart => json!({"type": "step-start"}),
             Self::Text(TextPart {
                 reasoning: false,
@@ -140,7 +150,37 @@ impl ToolPart {
         if let Some(error_text) = &self.error_text {
             part.insert("errorText".into(), error_text.clone().into());
         }
+        if let Some(approval) = &self.approval {
+            part.insert("approval".into(), approval.clone());
+        }
         Value::Object(part)
+    }
+}
+
+impl ToolPart {
+    /// A stored tool part waiting for an approval, read back so its call can be finished.
+    fn from_stored(part: &Value) -> Option<Self> {
+        let state = part.get("state").and_then(Value::as_str)?;
+        if state != "approval-requested" && state != "approval-responded" {
+            return None;
+        }
+        let kind = part.get("type").and_then(Value::as_str)?;
+        let (tool_name, dynamic) = match kind {
+            "dynamic-tool" => (part.get("toolName").and_then(Value::as_str)?, true),
+            _ => (kind.strip_prefix("tool-")?, false),
+        };
+        Some(Self {
+            tool_call_id: part.get("toolCallId").and_then(Value::as_str)?.to_owned(),
+            tool_name: tool_name.to_owned(),
+            dynamic,
+            title: part.get("title").and_then(Value::as_str).map(str::to_owned),
+            state: ToolState::ApprovalRequested,
+            input_text: String::new(),
+            input: part.get("input").cloned(),
+            output: None,
+            error_text: None,
+            approval: part.get("approval").cloned(),
+        })
     }
 }
 
@@ -196,6 +236,7 @@ impl UiMessageBuilder {
                     input: None,
                     output: None,
                     error_text: None,
+                    approval: None,
                 }));
             }
             UiChunk::ToolInputDelta {
@@ -230,6 +271,7 @@ impl UiMessageBuilder {
                     input: Some(input.clone()),
                     output: None,
                     error_text: None,
+                    approval: None,
                 })),
             },
             UiChunk::ToolOutputAvailable {
@@ -247,6 +289,17 @@ impl UiMessageBuilder {
                 let part = self.tool_mut(tool_call_id)?;
                 part.state = ToolState::OutputError;
                 part.error_text = Some(error_text.clone());
+            }
+            UiChunk::ToolApprovalRequest {
+                approval_id,
+                tool_call_id,
+            } => {
+                let part = self.tool_mut(tool_call_id)?;
+                part.state = ToolState::ApprovalRequested;
+                part.approval = Some(json!({"id": approval_id}));
+            }
+            UiChunk::ToolOutputDenied { tool_call_id } => {
+                self.tool_mut(tool_call_id)?.state = ToolState::OutputDenied;
             }
             UiChunk::SourceUrl {
                 source_id,
@@ -270,6 +323,37 @@ impl UiMessageBuilder {
             UiChunk::Abort { .. } | UiChunk::Error { .. } => {}
         }
         Ok(())
+    }
+
+    /// A builder that continues a stored message: its parts and metadata come first, and the
+    /// tool parts among them take the outputs of calls that waited for an approval.
+    pub fn continuing(parts: &[Value], metadata: &Value) -> Self {
+        let parts = parts
+            .iter()
+            .map(|part| match ToolPart::from_stored(part) {
+                Some(tool) => Part::Tool(tool),
+                None => Part::Kept(part.clone()),
+            })
+            .collect();
+        Self {
+            id: None,
+            metadata: metadata.is_object().then(|| metadata.clone()),
+            parts,
+            finish_reason: None,
+        }
+    }
+
+    /// Writes the user's answer onto a call that waited for it, as the client's
+    /// `addToolApprovalResponse` does.
+    pub fn respond_to_approval(&mut self, tool_call_id: &str, approved: bool, reason: Option<&str>) {
+        if let Ok(part) = self.tool_mut(tool_call_id)
+            && let Some(Value::Object(approval)) = &mut part.approval
+        {
+            approval.insert("approved".into(), approved.into());
+            if let Some(reason) = reason {
+                approval.insert("reason".into(), reason.into());
+            }
+        }
     }
 
     pub fn id(&self) -> Option<&str> {

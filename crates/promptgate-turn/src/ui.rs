@@ -77,6 +77,16 @@ pub enum UiChunk {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         dynamic: Option<bool>,
     },
+    /// A gated call waits for the user (AI SDK 6+): the client shows approve and deny for the tool
+    /// part `tool_call_id`, whose `tool-input-available` came first.
+    ToolApprovalRequest {
+        approval_id: String,
+        tool_call_id: String,
+    },
+    /// The user denied the call, or its approval expired or was cancelled (AI SDK 6+).
+    ToolOutputDenied {
+        tool_call_id: String,
+    },
     SourceUrl {
         source_id: String,
         url: String,

@@ -7,6 +7,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 pub mod admission;
+pub mod approval;
 pub mod auth;
 pub mod citations;
 pub mod context;
@@ -80,6 +81,9 @@ pub struct Config {
     /// The optional second look at uncertain citations.
     #[serde(default)]
     pub citations: citations::CitationsConfig,
+    /// Tool approval: the operator's floors, the wait, clients that cannot answer.
+    #[serde(default)]
+    pub approval: approval::ApprovalConfig,
     /// Bounds of each thread's workspace (harness models).
     #[serde(default)]
     pub workspace: WorkspaceConfig,
@@ -215,6 +219,7 @@ impl Config {
         let model_ids: Vec<&str> = self.models.iter().map(|m| m.id.as_str()).collect();
         self.context.validate(&model_ids)?;
         self.citations.validate(&model_ids)?;
+        self.approval.validate()?;
         if self.limits.body_bytes == 0 {
             return Err(ConfigError::Invalid("limits.body_bytes must be positive".into()));
         }

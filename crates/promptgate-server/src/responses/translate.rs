@@ -140,7 +140,12 @@ impl Translator {
             UiChunk::Error { error_text } => self.error_text = Some(error_text.clone()),
             UiChunk::Finish { finish_reason, .. } => self.end = Some(self.ending(*finish_reason)),
             UiChunk::Abort { .. } => self.end = Some(failed(STOPPED_TEXT)),
-            UiChunk::StartStep | UiChunk::FinishStep | UiChunk::SourceUrl { .. } => {}
+            // A facade's client cannot answer approvals, so its turns never ask.
+            UiChunk::StartStep
+            | UiChunk::FinishStep
+            | UiChunk::SourceUrl { .. }
+            | UiChunk::ToolApprovalRequest { .. }
+            | UiChunk::ToolOutputDenied { .. } => {}
         }
         self.end.is_some()
     }

@@ -144,21 +144,10 @@ async fn chat(
                 .messages
                 .last()
                 .ok_or_else(|| ApiError::invalid("messages must not be empty"))?;
-            if last.get("role").and_then(Value::as_str) != Some("user") {
-                return Err(ApiError::invalid(
-                    "the last message must be the user's new message",
-                ));
+            match super::approvals::continuation(last)? {
+                Some(replies) => SendInput::Approval(replies),
+                None => new_user_message(last)?,
             }
-            let parts = last
-                .get("parts")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            let id = last.get("id").and_then(Value::as_str).map(str::to_owned);
-            if let Some(id) = &id {
-                client_id("messages[-1].id", id)?;
-            }
-            SendInput::Message { id, parts }
         }
         Some(other) => {
             return Err(ApiError::invalid(format!(
@@ -180,9 +169,29 @@ async fn chat(
             notes: client_notes(body.voice_mode, body.ask_responses)?,
             trace: crate::telemetry::trace_link(&state.config.telemetry),
             key_id: user.key_id,
+            can_ask_approval: version >= UiStreamVersion::V6,
         })
         .await?;
     Ok(UiStream::new(handle, version))
+}
+
+/// The last message of a `useChat` request as the user's new message.
+fn new_user_message(last: &Value) -> Result<SendInput, ApiError> {
+    if last.get("role").and_then(Value::as_str) != Some("user") {
+        return Err(ApiError::invalid(
+            "the last message must be the user's new message, or an answer to a tool approval",
+        ));
+    }
+    let parts = last
+        .get("parts")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let id = last.get("id").and_then(Value::as_str).map(str::to_owned);
+    if let Some(id) = &id {
+        client_id("messages[-1].id", id)?;
+    }
+    Ok(SendInput::Message { id, parts })
 }
 
 /// A message for an existing thread: plain text, or UI message parts.
@@ -240,6 +249,7 @@ async fn post_message(
             notes: client_notes(body.voice_mode, body.ask_responses)?,
             trace: crate::telemetry::trace_link(&state.config.telemetry),
             key_id: user.key_id,
+            can_ask_approval: version >= UiStreamVersion::V6,
         })
         .await?;
     Ok(UiStream::new(handle, version))

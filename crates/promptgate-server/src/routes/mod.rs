@@ -1,6 +1,7 @@
 //! HTTP routes, one module per resource.
 
 pub mod admin;
+pub mod approvals;
 pub mod artifacts;
 pub mod chat;
 pub mod completions;

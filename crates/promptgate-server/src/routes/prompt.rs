@@ -80,6 +80,10 @@ pub struct PromptPreview {
     pub system: String,
     pub notes: Vec<String>,
     pub tools: Vec<ToolSpec>,
+    /// Each tool's approval policy by name: `allow` runs at once, `ask` waits for the user's
+    /// approval (AI SDK 6+ clients; the others get the operator's `[approval] without_client`),
+    /// `deny` is refused.
+    pub tool_approval: std::collections::BTreeMap<String, promptgate_core::approval::ApprovalPolicy>,
     pub has_web_tools: bool,
     /// Why `has_web_tools` is false; absent when it is true.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -184,6 +188,7 @@ impl From<SendPreview> for PromptPreview {
             system: composed.system,
             notes: composed.notes,
             tools: composed.tools,
+            tool_approval: prepared.approvals,
             has_web_tools: composed.has_web_tools,
             web_tools_off: prepared.web_tools_off.map(WebToolsOffReason::from),
             harness_signature: opaque(&composed.harness_signature),

@@ -156,5 +156,25 @@ fn validate(s: &UserSettings) -> Result<(), ApiError> {
             preview(currency)
         )));
     }
+    validate_tool_approval(&s.tool_approval)
+}
+
+/// Bounds the approval choices: a bounded number of entries with names of a sane length.
+fn validate_tool_approval(choices: &promptgate_core::approval::ApprovalSettings) -> Result<(), ApiError> {
+    use promptgate_core::approval::MAX_APPROVAL_ENTRIES;
+    for (field, map) in [
+        ("tool_approval.mcp_servers", &choices.mcp_servers),
+        ("tool_approval.tools", &choices.tools),
+    ] {
+        if map.len() > MAX_APPROVAL_ENTRIES {
+            return Err(ApiError::invalid(format!(
+                "{field} has {} entries; at most {MAX_APPROVAL_ENTRIES} are accepted",
+                map.len()
+            )));
+        }
+        for name in map.keys() {
+            bounded_text(&format!("{field} key"), name, 200)?;
+        }
+    }
     Ok(())
 }

@@ -47,6 +47,7 @@ mod responses;
 mod responses_clients;
 mod settings_api;
 mod storage_quota;
+mod tool_approval;
 mod traces;
 mod turn_deadline;
 mod two_instances;

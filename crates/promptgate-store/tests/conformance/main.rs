@@ -11,6 +11,7 @@ macro_rules! conformance {
     };
 }
 
+mod approvals;
 mod budgets;
 mod common;
 mod context;

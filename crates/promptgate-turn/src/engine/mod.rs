@@ -5,6 +5,7 @@
 //! dropping the event stream, which counts as Stop), so the caller can always persist it.
 //! [`run_turn_in_reader`] is for turns that keep nothing: the reader of the events runs the turn.
 
+mod approval;
 mod citation_review;
 mod handoff;
 mod output;
@@ -27,8 +28,9 @@ use tokio_util::sync::DropGuard;
 use tracing::Instrument;
 
 pub use plan::{
-    AnswerRecorder, CitationReview, Floor, Gate, NoHooks, Nudges, RequestBudget, RunnableTool, SourceRef,
-    StepPolicy, ToolTitles, TurnEnd, TurnHooks, TurnLimits, TurnOutcome, TurnPlan, TurnStatus,
+    AnswerRecorder, ApprovalAnswer, CitationReview, Floor, Gate, NoHooks, Nudges, PendingApproval,
+    RequestBudget, Resume, RunnableTool, SourceRef, StepPolicy, ToolTitles, TurnEnd, TurnHooks, TurnLimits,
+    TurnOutcome, TurnPlan, TurnStatus,
 };
 pub use span_content::CONTENT_TARGET;
 pub use tools::ToolCache;

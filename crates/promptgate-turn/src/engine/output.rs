@@ -85,6 +85,20 @@ impl Output {
         }
     }
 
+    /// Continues a stored message: what was recorded of it comes first.
+    pub(super) fn continue_message(&mut self, parts: &[serde_json::Value], metadata: &serde_json::Value) {
+        if self.message.is_some() {
+            self.message = Some(UiMessageBuilder::continuing(parts, metadata));
+        }
+    }
+
+    /// Writes the user's answer onto the recorded part of a call that waited for approval.
+    pub(super) fn record_approval(&mut self, tool_call_id: &str, approved: bool, reason: Option<&str>) {
+        if let Some(message) = &mut self.message {
+            message.respond_to_approval(tool_call_id, approved, reason);
+        }
+    }
+
     /// The turn must end: it was stopped or its wall clock ran out.
     pub(super) fn stopped(&self) -> bool {
         self.stop.is_cancelled() || self.timed_out()

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use promptgate_core::approval::ApprovalPolicy;
 use promptgate_core::citations::check::Citation;
 use promptgate_core::citations::markers::Marker;
 use promptgate_core::settings::ModelProfile;
@@ -25,6 +26,50 @@ use crate::ui::UiFinishReason;
 pub struct RunnableTool {
     pub spec: ToolSpec,
     pub executor: Arc<dyn ToolExecutor>,
+    /// Whether a call runs at once, waits for the user's approval, or is refused.
+    pub approval: ApprovalPolicy,
+}
+
+impl RunnableTool {
+    /// A tool whose calls run at once.
+    pub fn allowed(spec: ToolSpec, executor: Arc<dyn ToolExecutor>) -> Self {
+        Self {
+            spec,
+            executor,
+            approval: ApprovalPolicy::Allow,
+        }
+    }
+}
+
+/// A call that waits for the user's approval: the turn ended with it, and the answer to it
+/// continues the same message in a later turn. Bound to the call and its input, so an answer
+/// can be checked against exactly what was asked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PendingApproval {
+    pub approval_id: String,
+    pub tool_call_id: String,
+    pub tool_name: String,
+    pub input: Value,
+}
+
+/// The user's answer to a [`PendingApproval`], checked by the caller against what was stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApprovalAnswer {
+    pub pending: PendingApproval,
+    pub approved: bool,
+    /// The user's reason, as the client keeps it on the part.
+    pub reason: Option<String>,
+    /// What the model reads when the call does not run (denied, expired, cancelled).
+    pub refusal: String,
+}
+
+/// A turn that continues a message whose calls waited for approval: the message as stored and
+/// the answers to its calls, run or refused before the model is asked again.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resume {
+    pub parts: Vec<Value>,
+    pub metadata: Value,
+    pub answers: Vec<ApprovalAnswer>,
 }
 
 /// How the model/tool loop is steered, from the model's profile.
@@ -381,6 +426,11 @@ pub struct TurnPlan {
     /// A model that takes a second look at the citations the check did not find supported;
     /// `None` keeps the check's classes.
     pub citation_review: Option<CitationReview>,
+    /// The client answers approval requests (an AI SDK 6+ UI stream whose answer is stored): a
+    /// call of an `ask` tool ends the turn waiting for it. Otherwise such a call is refused.
+    pub can_ask_approval: bool,
+    /// The answers to the approvals this turn's message waited for; the turn continues it.
+    pub resume: Option<Resume>,
 }
 
 /// The model that reviews a text part's uncertain citations, and how long the part's end may wait
@@ -436,6 +486,8 @@ impl TurnPlan {
             tasks: tokio_util::task::TaskTracker::new(),
             citation_review: None,
             start_metadata: Map::new(),
+            can_ask_approval: false,
+            resume: None,
         }
     }
 }
@@ -466,6 +518,8 @@ pub struct TurnOutcome {
     pub metadata: Value,
     pub status: TurnStatus,
     pub finish_reason: Option<UiFinishReason>,
+    /// The calls the turn ended waiting for; they are stored with the answer.
+    pub pending_approvals: Vec<PendingApproval>,
     pub usage_total: Usage,
     /// Model steps taken, over all attempts.
     pub steps: u32,

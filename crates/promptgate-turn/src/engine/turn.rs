@@ -15,8 +15,9 @@ use tracing::Instrument;
 
 use promptgate_core::citations::check::{Citation, CitationCounts};
 
+use super::approval::Gated;
 use super::output::Output;
-use super::plan::{Floor, RequestBudget, TurnOutcome, TurnPlan, TurnStatus};
+use super::plan::{Floor, PendingApproval, RequestBudget, TurnOutcome, TurnPlan, TurnStatus};
 use super::reasoning::ReasoningTimes;
 use super::step::{Interrupt, StepState, StreamedCall};
 use super::tool_images::StepImages;
@@ -52,6 +53,8 @@ enum End {
     Finished(FinishReason),
     /// The model called client tools: the client runs them (model ids here).
     HandedOff(Vec<ClientToolCall>),
+    /// Calls wait for the user's approval; a later turn continues the message.
+    AwaitingApproval(Vec<PendingApproval>),
     Stopped,
     Failed(String),
 }
@@ -60,6 +63,7 @@ enum End {
 enum StepEnd {
     Tools,
     HandOff(Vec<ClientToolCall>),
+    AwaitApproval(Vec<PendingApproval>),
     Answer(FinishReason),
     Stopped,
     Failed(String),
@@ -83,8 +87,8 @@ pub(super) struct Turn {
     pub(super) part_counter: u64,
     pub(super) answered: bool,
     pub(super) upstream_requests: u32,
-    made_tool_calls: bool,
-    after_tool_step: bool,
+    pub(super) made_tool_calls: bool,
+    pub(super) after_tool_step: bool,
     usage_total: Usage,
     pub(super) reasoning_times: ReasoningTimes,
     steps: u32,
@@ -167,6 +171,10 @@ impl Turn {
     }
 
     pub(super) async fn run(mut self) -> TurnOutcome {
+        let resume = self.plan.resume.take();
+        if let Some(resume) = &resume {
+            self.out.continue_message(&resume.parts, &resume.metadata);
+        }
         let mut metadata = json!({"modelId": self.plan.model_id, "turnId": self.plan.turn_id});
         if let Some(object) = metadata.as_object_mut() {
             object.extend(self.plan.start_metadata.clone());
@@ -177,6 +185,9 @@ impl Turn {
                 message_metadata: Some(metadata),
             })
             .await;
+        if let Some(resume) = resume {
+            self.resume(resume).await;
+        }
         let mut end = match self.plan.refusal.clone() {
             Some(text) => End::Failed(text),
             None => self.attempts().await,
@@ -188,6 +199,7 @@ impl Turn {
             end = End::Failed(out_of_time_text(self.plan.limits.wall_clock));
         }
         let mut handed_off = Vec::new();
+        let mut pending_approvals = Vec::new();
         let (status, finish_reason, error, ending) = match end {
             End::Finished(reason) => {
                 let reason = UiFinishReason::from(&reason);
@@ -199,6 +211,15 @@ impl Turn {
             }
             End::HandedOff(calls) => {
                 handed_off = calls;
+                let reason = UiFinishReason::ToolCalls;
+                let finish = UiChunk::Finish {
+                    finish_reason: Some(reason),
+                    message_metadata: None,
+                };
+                (TurnStatus::Complete, Some(reason), None, vec![finish])
+            }
+            End::AwaitingApproval(pending) => {
+                pending_approvals = pending;
                 let reason = UiFinishReason::ToolCalls;
                 let finish = UiChunk::Finish {
                     finish_reason: Some(reason),
@@ -242,6 +263,7 @@ impl Turn {
             metadata,
             status,
             finish_reason,
+            pending_approvals,
             usage_total: self.usage_total,
             steps: self.steps,
             upstream_requests: self.upstream_requests,
@@ -367,6 +389,7 @@ impl Turn {
             match self.step(final_step, tool_steps).await {
                 StepEnd::Tools => tool_steps += 1,
                 StepEnd::HandOff(calls) => return End::HandedOff(calls),
+                StepEnd::AwaitApproval(pending) => return End::AwaitingApproval(pending),
                 StepEnd::Answer(reason) => return End::Finished(reason),
                 StepEnd::Stopped => return End::Stopped,
                 StepEnd::Failed(text) => return End::Failed(text),
@@ -539,6 +562,7 @@ impl Turn {
         let mut results: Vec<Option<String>> = vec![None; calls.len()];
         let mut images = StepImages::default();
         let mut handed: Vec<ClientToolCall> = Vec::new();
+        let mut gated: Vec<PendingApproval> = Vec::new();
         let running = FuturesUnordered::new();
         for (position, call) in calls.iter().enumerate() {
             if call.client {
@@ -582,6 +606,20 @@ impl Turn {
                     })
                     .await;
             }
+            let checked = match checked {
+                Checked::Run { tool, input } => match self.gate_call(call, tool, input).await {
+                    Gated::Run(input) => Checked::Run { tool, input },
+                    Gated::Refused(error) => Checked::Refused {
+                        input: Value::Null,
+                        error,
+                    },
+                    Gated::Waiting(pending) => {
+                        gated.push(pending);
+                        continue;
+                    }
+                },
+                refused => refused,
+            };
             match checked {
                 Checked::Refused { error, .. } => {
                     self.emit_tool_error(&call.id, error.clone(), dynamic).await;
@@ -625,7 +663,8 @@ impl Turn {
         loop {
             let Some(next) = self.out.wait(running.next()).await else {
                 for (call, result) in calls.iter().zip(&results) {
-                    if result.is_none() && !call.client {
+                    let waiting = gated.iter().any(|pending| pending.tool_call_id == call.id);
+                    if result.is_none() && !call.client && !waiting {
                         let dynamic = self.dynamic_flag(&call.name);
                         self.emit_tool_error(&call.id, STOPPED_TEXT.to_owned(), dynamic)
                             .await;
@@ -680,11 +719,13 @@ impl Turn {
                 })
                 .await;
         }
-        self.record_tool_step(state.text, &calls, results);
+        self.record_tool_step(state.text, &calls, results, &gated);
         if let Some(shown) = images.message() {
             self.messages.push(shown);
         }
-        if handed.is_empty() {
+        if !gated.is_empty() {
+            StepEnd::AwaitApproval(gated)
+        } else if handed.is_empty() {
             StepEnd::Tools
         } else {
             StepEnd::HandOff(handed)
@@ -693,9 +734,17 @@ impl Turn {
 
     /// Adds the step's assistant message and its tool results to what the model sees next. A
     /// client call handed off gets no result here: the client's next request brings it.
-    fn record_tool_step(&mut self, text: String, calls: &[StreamedCall], results: Vec<Option<String>>) {
+    fn record_tool_step(
+        &mut self,
+        text: String,
+        calls: &[StreamedCall],
+        results: Vec<Option<String>>,
+        gated: &[PendingApproval],
+    ) {
+        // A call waiting for approval joins the conversation when it is answered, with its result.
         let tool_calls = calls
             .iter()
+            .filter(|call| !gated.iter().any(|pending| pending.tool_call_id == call.id))
             .map(|call| {
                 // Providers reject history whose arguments are not JSON; the error result already
                 // tells the model what was wrong with the original text.
@@ -710,7 +759,8 @@ impl Turn {
         let content = (!text.is_empty()).then_some(text);
         self.messages.push(ChatMessage::Assistant { content, tool_calls });
         for (call, result) in calls.iter().zip(results) {
-            if call.client && result.is_none() {
+            let waiting = gated.iter().any(|pending| pending.tool_call_id == call.id);
+            if (call.client || waiting) && result.is_none() {
                 continue;
             }
             self.messages.push(ChatMessage::Tool {

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::panic)]
 
 mod answers;
+mod approvals;
 mod citations;
 mod client_tools;
 mod control;

@@ -195,7 +195,7 @@ impl ToolExecutor for Hang {
 }
 
 pub fn tool(spec: ToolSpec, executor: Arc<dyn ToolExecutor>) -> RunnableTool {
-    RunnableTool { spec, executor }
+    RunnableTool::allowed(spec, executor)
 }
 
 pub fn nudges() -> Nudges {
@@ -255,7 +255,29 @@ pub async fn run_stopping_at(plan: TurnPlan, stop_at: impl Fn(&UiChunk) -> bool)
     finished(events, run.outcome.await.unwrap())
 }
 
+/// Runs a turn that continues a stored message, checked as the client checks it: on top of that
+/// message.
+pub async fn run_continued(plan: TurnPlan) -> Finished {
+    let stored = plan
+        .resume
+        .as_ref()
+        .map(|resume| resume.parts.clone())
+        .unwrap_or_default();
+    let run = run_turn(plan);
+    let events: Vec<TurnEvent> = run.events.collect().await;
+    let outcome = run.outcome.await.unwrap();
+    finish_on(
+        UiMessageBuilder::continuing(&stored, &Value::Null),
+        events,
+        outcome,
+    )
+}
+
 pub fn finished(events: Vec<TurnEvent>, outcome: TurnOutcome) -> Finished {
+    finish_on(UiMessageBuilder::new(), events, outcome)
+}
+
+fn finish_on(builder: UiMessageBuilder, events: Vec<TurnEvent>, outcome: TurnOutcome) -> Finished {
     let chunks: Vec<UiChunk> = events
         .iter()
         .filter_map(|event| match event {
@@ -263,7 +285,7 @@ pub fn finished(events: Vec<TurnEvent>, outcome: TurnOutcome) -> Finished {
             TurnEvent::KeepAlive | TurnEvent::ClientToolCall(_) => None,
         })
         .collect();
-    assert_client_accepts(&chunks);
+    assert_client_accepts_on(builder, &chunks);
     Finished {
         events,
         chunks,
@@ -271,13 +293,13 @@ pub fn finished(events: Vec<TurnEvent>, outcome: TurnOutcome) -> Finished {
     }
 }
 
-/// What the AI SDK client requires of a stream from a server that runs tools itself.
-pub fn assert_client_accepts(chunks: &[UiChunk]) {
+/// What the AI SDK client requires of a stream from a server that runs tools itself, on top of
+/// the message `builder` holds.
+fn assert_client_accepts_on(mut builder: UiMessageBuilder, chunks: &[UiChunk]) {
     assert!(
         matches!(chunks.first(), Some(UiChunk::Start { .. })),
         "the stream must open with start"
     );
-    let mut builder = UiMessageBuilder::new();
     for chunk in chunks {
         builder
             .apply(chunk)
@@ -287,7 +309,8 @@ pub fn assert_client_accepts(chunks: &[UiChunk]) {
         if let UiChunk::ToolInputAvailable { tool_call_id, .. } = chunk {
             let answered = chunks[position..].iter().any(|later| match later {
                 UiChunk::ToolOutputAvailable { tool_call_id: id, .. }
-                | UiChunk::ToolOutputError { tool_call_id: id, .. } => id == tool_call_id,
+                | UiChunk::ToolOutputError { tool_call_id: id, .. }
+                | UiChunk::ToolApprovalRequest { tool_call_id: id, .. } => id == tool_call_id,
                 _ => false,
             });
             assert!(answered, "tool call {tool_call_id} has no output in {chunks:#?}");

@@ -177,6 +177,9 @@ fn body_for(method: &Method, template: &str, bob: &Bob) -> Value {
             "model": "scripted"
         }),
         ("POST", "/v1/chat") => use_chat_body(thread, "hi", "scripted"),
+        ("POST", "/v1/threads/{id}/approvals") => {
+            json!({"answers": [{"approval_id": "a", "approved": true}]})
+        }
         ("POST", "/v1/chat/completions" | "/v1/messages" | "/v1/messages/count_tokens") => {
             json!({"model": "scripted", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]})
         }

@@ -28,6 +28,8 @@ fn api_routes() -> ApiRouter<AppState> {
     ApiRouter::new()
         .merge(routes::settings::routes())
         .merge(routes::usage::routes())
+        .merge(routes::keys::routes())
+        .merge(routes::admin::routes())
         .merge(routes::integrations::routes())
         .merge(
             routes::models::routes()

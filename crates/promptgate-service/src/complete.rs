@@ -16,6 +16,7 @@ use super::{
     ModelProvider, ProviderClient, RunParts, SendHandle, SendStream, Service, ServiceError, TurnIds,
     check_request_fields,
 };
+use crate::budgets::{SettleOnly, Spender};
 use promptgate_llm::tokens::Tokenizer;
 use promptgate_turn::client_tools::{ClientToolChoice, ClientTools};
 use promptgate_turn::engine::{RequestBudget, ToolCache, TurnEnd, run_turn_in_reader};
@@ -38,6 +39,8 @@ pub struct CompletionRequest {
     pub output_cap: Option<OutputCap>,
     /// Work due when the turn ends, before its stream says done.
     pub on_end: Vec<Arc<dyn TurnEnd>>,
+    /// The key the request came with, whose limits the turn counts against beside the user's.
+    pub key_id: Option<String>,
 }
 
 /// A client's limit on the answer's length, by what it says about the answer the client wants.
@@ -105,8 +108,14 @@ impl Service {
             parallel_tool_calls,
             output_cap,
             on_end,
+            key_id,
         } = request;
         needs_a_user_message(&conversation)?;
+        let spender = Spender {
+            user_id: user_id.clone(),
+            key_id,
+        };
+        let budget = self.check_budget(&spender).await?;
         let admission = self.admit()?;
         let TurnIds { turn_id, message_id } = TurnIds::fresh();
         tracing::Span::current().record("turn_id", turn_id.as_str());
@@ -133,8 +142,14 @@ impl Service {
                 tool_cache: ToolCache::default(),
                 cancel: self.stop_all.child_token(),
                 admission,
-                // No thread keeps the answer; a kept response is kept by its reader.
-                recorder: None,
+                // No thread keeps the answer (a kept response is kept by its reader): the only
+                // end-of-turn write is the budget's.
+                recorder: budget.limited.then(|| {
+                    Arc::new(SettleOnly {
+                        store: self.store.clone(),
+                        spender,
+                    }) as Arc<dyn promptgate_turn::engine::AnswerRecorder>
+                }),
                 extra,
                 tasks: self.tasks.clone(),
                 refusal: None,
@@ -144,6 +159,10 @@ impl Service {
                 asking: crate::Asking::Nobody(self.config.approval.without_client),
             },
         );
+        if !budget.warnings.is_empty() {
+            plan.start_metadata
+                .insert("budgetWarnings".into(), Value::Array(budget.warnings));
+        }
         plan.policy.max_output_tokens = output_cap.and_then(|cap| cap.for_provider(&provider));
         if parallel_tool_calls == Some(false) {
             plan.policy.parallel_tool_calls = false;

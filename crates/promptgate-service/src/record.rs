@@ -85,6 +85,8 @@ pub(crate) struct AnswerWriter {
     pub pending: PendingSaves,
     /// Writes the turn's stream for a reader elsewhere whose request was not heard in time.
     pub mirrors: super::follow::Mirrors,
+    /// Whose limits the turn's tokens count against, when any limit is set.
+    pub spender: Option<crate::budgets::Spender>,
     /// How long a call the answer ends waiting for may wait for its approval.
     pub approval_expiry: Duration,
 }
@@ -172,6 +174,7 @@ impl AnswerWriter {
                 }
             }
         };
+        let usage = ended.as_ref().map(|(outcome, _)| outcome.usage_total.clone());
         let mut approvals = Vec::new();
         let (message, stored_tx, status) = match ended {
             Some((outcome, stored_tx)) => {
@@ -200,6 +203,9 @@ impl AnswerWriter {
             }
         };
         let stored = self.save_final(&message, &approvals).await;
+        if let (Some(spender), Some(usage)) = (&self.spender, &usage) {
+            crate::budgets::settle(&self.store, spender, usage).await;
+        }
         let AnswerWriter {
             mut slot,
             continuation,

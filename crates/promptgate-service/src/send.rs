@@ -16,6 +16,7 @@ use promptgate_turn::engine::{TurnEnd, run_turn};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::budgets::{BudgetCheck, Spender};
 use crate::feed::{Detach, FeedWriter, TurnFeed};
 use crate::harness::KeepTranscript;
 use crate::live::{Claim, Slot};
@@ -63,6 +64,8 @@ pub struct SendRequest {
     pub notes: ClientNotes,
     /// The trace this send is part of, for the answer's metadata.
     pub trace: Option<TraceLink>,
+    /// The key the request came with, whose limits the turn counts against beside the user's.
+    pub key_id: Option<String>,
     /// The client answers approval requests (an AI SDK 6+ UI stream); otherwise a call of an
     /// asking tool gets the operator's choice.
     pub can_ask_approval: bool,
@@ -109,6 +112,8 @@ struct ThreadTurn {
     cancel: CancellationToken,
     feed: FeedWriter,
     admission: tokio::sync::OwnedSemaphorePermit,
+    /// The limits the turn counts against, checked before it was claimed.
+    budget: BudgetCheck,
     /// The answers that continue a waiting answer, once checked; `None` for a new answer.
     resume: Option<promptgate_turn::engine::Resume>,
 }
@@ -123,8 +128,14 @@ impl Service {
         fields(user = %request.user_id, thread_id = %request.thread_id, turn_id = tracing::field::Empty)
     )]
     pub async fn send(&self, mut request: SendRequest) -> Result<SendHandle, ServiceError> {
+        let spender = Spender {
+            user_id: request.user_id.clone(),
+            key_id: request.key_id.clone(),
+        };
+        let budget = self.check_budget(&spender).await?;
         let admission = self.admit()?;
         let mut turn = self.claim_thread_here(&request, admission).await?;
+        turn.budget = budget;
         tracing::Span::current().record("turn_id", turn.ids.turn_id.as_str());
         // Answers continue the message that waits for them, under its id.
         let waiting = match &request.input {
@@ -206,6 +217,7 @@ impl Service {
                         cancel,
                         feed,
                         admission,
+                        budget: BudgetCheck::default(),
                         resume: None,
                     });
                 }
@@ -389,6 +401,7 @@ impl Service {
             cancel,
             feed,
             admission,
+            budget,
             resume,
         } = turn;
         let model_id = prepared.model.id.clone();
@@ -409,6 +422,10 @@ impl Service {
             retry_for: self.config.save_retry,
             pending: self.pending.clone(),
             mirrors: self.mirrors(),
+            spender: budget.limited.then(|| Spender {
+                user_id: request.user_id.clone(),
+                key_id: request.key_id.clone(),
+            }),
             approval_expiry: self.config.approval.expiry,
         }
         .start(&self.tasks);
@@ -443,6 +460,10 @@ impl Service {
                 },
             },
         );
+        if !budget.warnings.is_empty() {
+            plan.start_metadata
+                .insert("budgetWarnings".into(), Value::Array(budget.warnings));
+        }
         plan.resume = resume;
         if let Some(trace) = &request.trace {
             plan.start_metadata.insert("traceId".into(), json!(trace.id));

@@ -14,12 +14,14 @@
 
 mod approvals;
 mod artifacts;
+mod budgets;
 mod connect;
 mod context;
 mod conversation;
 mod error;
 mod first_message;
 mod handoffs;
+mod keys;
 mod listener;
 mod mcp;
 mod mcp_grants;
@@ -51,11 +53,13 @@ mod workspace;
 pub mod testing;
 
 pub use approvals::{NewApproval, StoredApproval};
+pub use budgets::{Budget, BudgetScope, LimitKind, LimitState, MAX_PERIOD_SECS};
 pub use connect::{Backend, Store};
 pub use context::FIRST_PAGE;
 pub use conversation::{Resolution, ThreadTail, current_conversation, resolve};
 pub use error::{Result, StoreError};
 pub use handoffs::HandoffLimits;
+pub use keys::{Account, ApiKey, Caller, IssuedKey, LAST_USED_EVERY_MS, MAX_KEYS_PER_USER};
 pub use listener::{APPLICATION_NAME as LISTENER_APPLICATION_NAME, CHANNEL as CHANGES_CHANNEL};
 pub use oauth_pending::{OAuthPending, PendingLimits, PendingRefused};
 pub use responses::MAX_RESPONSE_BYTES;

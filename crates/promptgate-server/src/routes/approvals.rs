@@ -143,6 +143,7 @@ async fn answer(
             client: client_identity(&headers),
             notes: Default::default(),
             trace: crate::telemetry::trace_link(&state.config.telemetry),
+            key_id: user.key_id,
             can_ask_approval: version >= UiStreamVersion::V6,
         })
         .await?;

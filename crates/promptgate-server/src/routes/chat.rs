@@ -168,6 +168,7 @@ async fn chat(
             client: client_identity(&headers),
             notes: client_notes(body.voice_mode, body.ask_responses)?,
             trace: crate::telemetry::trace_link(&state.config.telemetry),
+            key_id: user.key_id,
             can_ask_approval: version >= UiStreamVersion::V6,
         })
         .await?;
@@ -247,6 +248,7 @@ async fn post_message(
             client: client_identity(&headers),
             notes: client_notes(body.voice_mode, body.ask_responses)?,
             trace: crate::telemetry::trace_link(&state.config.telemetry),
+            key_id: user.key_id,
             can_ask_approval: version >= UiStreamVersion::V6,
         })
         .await?;

@@ -109,6 +109,7 @@ async fn completions(
         .service
         .complete(CompletionRequest {
             user_id: user.id,
+            key_id: user.key_id,
             model: body.model,
             conversation,
             client_tools,

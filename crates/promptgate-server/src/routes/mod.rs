@@ -1,11 +1,13 @@
 //! HTTP routes, one module per resource.
 
+pub mod admin;
 pub mod approvals;
 pub mod artifacts;
 pub mod chat;
 pub mod completions;
 pub mod health;
 pub mod integrations;
+pub mod keys;
 pub mod library;
 pub mod mcp_servers;
 pub mod messages;

@@ -85,6 +85,7 @@ async fn create(
         .respond(ResponseRequest {
             turn: CompletionRequest {
                 user_id: user.id,
+                key_id: user.key_id,
                 model: body.model,
                 conversation,
                 client_tools: checked.client_tools,

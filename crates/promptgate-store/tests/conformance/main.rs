@@ -12,9 +12,11 @@ macro_rules! conformance {
 }
 
 mod approvals;
+mod budgets;
 mod common;
 mod context;
 mod handoffs;
+mod keys;
 mod mcp_grants;
 mod messages;
 mod models;

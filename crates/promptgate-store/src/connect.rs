@@ -175,6 +175,12 @@ const MIGRATIONS: &[SchemaVersion] = &[
         postgres: include_str!("../../../migrations/postgres/0019_mcp_oauth.sql"),
         sqlite: Some(include_str!("../../../migrations/sqlite/0019_mcp_oauth.sql")),
     },
+    SchemaVersion {
+        version: 21,
+        name: "usage ledger",
+        postgres: include_str!("../../../migrations/postgres/0021_usage_ledger.sql"),
+        sqlite: Some(include_str!("../../../migrations/sqlite/0021_usage_ledger.sql")),
+    },
 ];
 
 const SQLITE_BUSY_TIMEOUT_MS: u32 = 5_000;

@@ -14,6 +14,7 @@ macro_rules! conformance {
 mod common;
 mod context;
 mod handoffs;
+mod ledger;
 mod mcp_grants;
 mod messages;
 mod models;

@@ -15,6 +15,7 @@ pub mod citations;
 pub mod compose;
 pub mod error;
 pub mod ids;
+pub mod pricing;
 pub mod prompt;
 pub mod request_fields;
 pub mod settings;

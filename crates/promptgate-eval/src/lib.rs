@@ -214,6 +214,7 @@ async fn run_one(
             client: None,
             notes: Default::default(),
             trace: None,
+            key_id: None,
         })
         .await?;
     let mut observed = Observed::default();

@@ -29,6 +29,7 @@ fn api_routes() -> ApiRouter<AppState> {
     ApiRouter::new()
         .merge(routes::settings::routes())
         .merge(routes::usage::routes())
+        .merge(routes::ledger::routes())
         .merge(routes::integrations::routes())
         .merge(
             routes::models::routes()

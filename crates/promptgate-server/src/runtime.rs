@@ -88,6 +88,7 @@ fn service_config(config: &Config) -> ServiceConfig {
         context: config.context.settings(),
         quota: config.quotas.quota(),
         citation_review: config.citations.settings(),
+        prices: config.price_table(),
     }
 }
 

@@ -17,6 +17,7 @@ use super::{
     check_request_fields,
 };
 use promptgate_llm::tokens::Tokenizer;
+use promptgate_store::UsageKind;
 use promptgate_turn::client_tools::{ClientToolChoice, ClientTools};
 use promptgate_turn::engine::{RequestBudget, ToolCache, TurnEnd, run_turn_in_reader};
 use promptgate_turn::facade::FacadeHistory;
@@ -38,6 +39,10 @@ pub struct CompletionRequest {
     pub output_cap: Option<OutputCap>,
     /// Work due when the turn ends, before its stream says done.
     pub on_end: Vec<Arc<dyn TurnEnd>>,
+    /// The id of the API key the request came with, for the usage ledger.
+    pub key_id: Option<String>,
+    /// Which facade the request came through, for the usage ledger.
+    pub facade: UsageKind,
 }
 
 /// A client's limit on the answer's length, by what it says about the answer the client wants.
@@ -105,6 +110,8 @@ impl Service {
             parallel_tool_calls,
             output_cap,
             on_end,
+            key_id,
+            facade,
         } = request;
         needs_a_user_message(&conversation)?;
         let admission = self.admit()?;
@@ -123,6 +130,7 @@ impl Service {
             })),
         };
         let model_id = prepared.model.id.clone();
+        let usage = self.usage_tag(&user_id, key_id, None, facade, &prepared.model);
         let mut plan = prepared.into_turn_plan(
             &provider,
             self.config.limits,
@@ -148,6 +156,13 @@ impl Service {
         }
         // Nothing outlives the reader: a response is kept by the reader that read it to its end.
         let run = run_turn_in_reader(plan);
+        super::ledger::record_facade(
+            self.store.clone(),
+            &self.tasks,
+            usage,
+            turn_id.clone(),
+            run.outcome,
+        );
         Ok(SendHandle {
             turn_id,
             message_id,

@@ -24,6 +24,7 @@ pub use crate::window::{
     ContextSettings, DEFAULT_ANSWER_RESERVE_TOKENS, DEFAULT_KEPT_AFTER_COMPACTION,
     DEFAULT_SUMMARY_MAX_TOKENS, DEFAULT_SUMMARY_TIMEOUT, DEFAULT_WINDOW_TOKENS,
 };
+pub use promptgate_core::pricing::{Price, PriceTable};
 pub use promptgate_llm::{ANTHROPIC_BASE_URL, ANTHROPIC_MAX_TOKENS, ThinkingMode, Timeouts};
 pub use promptgate_mcp::oauth::ClientCredentials;
 pub use promptgate_mcp::{AddressPolicy, DEFAULT_CALL_TIMEOUT, DEFAULT_DISCOVERY_TIMEOUT, HubSettings};
@@ -85,6 +86,8 @@ pub struct ServiceConfig {
     pub quota: crate::quota::StorageQuota,
     /// The optional second look at uncertain citations.
     pub citation_review: CitationReviewSettings,
+    /// What the deployment's models cost, for the usage ledger.
+    pub prices: PriceTable,
 }
 
 /// How long a text part's end waits for the citation review, by default.
@@ -133,6 +136,7 @@ impl Default for ServiceConfig {
             context: ContextSettings::default(),
             quota: crate::quota::StorageQuota::default(),
             citation_review: CitationReviewSettings::default(),
+            prices: PriceTable::default(),
         }
     }
 }

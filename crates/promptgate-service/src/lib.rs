@@ -76,6 +76,7 @@ mod handoffs;
 mod harness;
 mod hooks;
 mod integrations;
+mod ledger;
 mod library;
 mod live;
 mod mcp_oauth;

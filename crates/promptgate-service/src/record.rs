@@ -11,7 +11,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use promptgate_store::{MessageStatus, NewMessage, Role, Store, StoreError};
+use promptgate_store::{MessageStatus, NewMessage, Role, Store, StoreError, UsageRecord};
 use serde_json::{Value, json};
 use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
@@ -19,6 +19,7 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use super::TurnIds;
+use super::ledger::UsageTag;
 use super::live::{Continuation, Slot};
 use promptgate_turn::engine::{AnswerRecorder, TurnOutcome, TurnStatus};
 
@@ -72,6 +73,8 @@ impl PendingSaves {
 /// Everything the writer needs besides the snapshots.
 pub(crate) struct AnswerWriter {
     pub store: Store,
+    /// What the turn's row in the usage ledger says besides its outcome.
+    pub usage: UsageTag,
     pub user_id: String,
     pub thread_id: String,
     pub turn_id: String,
@@ -170,23 +173,34 @@ impl AnswerWriter {
                 }
             }
         };
-        let (message, stored_tx, status) = match ended {
+        let (message, stored_tx, status, usage) = match ended {
             Some((outcome, stored_tx)) => {
+                let usage = self.usage.record(&self.turn_id, &outcome);
                 let status = store_status(outcome.status);
                 let metadata = outcome.stored_metadata();
                 (
                     self.message(outcome.parts, metadata, status),
                     Some(stored_tx),
                     outcome.status.as_str(),
+                    Some(usage),
                 )
             }
             None => {
-                // The turn's task ended without an outcome (it panicked): keep what was seen.
+                // The turn's task ended without an outcome (it panicked): keep what was seen; what
+                // it used went with it.
                 let (parts, metadata) = snapshots.borrow().clone().unwrap_or((Vec::new(), json!({})));
-                (self.message(parts, metadata, MessageStatus::Error), None, "error")
+                (
+                    self.message(parts, metadata, MessageStatus::Error),
+                    None,
+                    "error",
+                    None,
+                )
             }
         };
-        let stored = self.save_final(&message).await;
+        let stored = self.save_final(&message, usage.as_ref()).await;
+        if stored && let Some(usage) = &usage {
+            self.usage.count(usage);
+        }
         let AnswerWriter {
             mut slot,
             continuation,
@@ -243,14 +257,22 @@ impl AnswerWriter {
         }
     }
 
-    /// Saves the final answer, retrying with backoff while the store is unavailable, up to
-    /// `retry_for`. True once stored.
-    async fn save_final(&self, message: &NewMessage) -> bool {
+    /// Saves the final answer (with its row in the usage ledger, in one transaction), retrying
+    /// with backoff while the store is unavailable, up to `retry_for`. True once stored.
+    async fn save_final(&self, message: &NewMessage, usage: Option<&UsageRecord>) -> bool {
         let deadline = Instant::now() + self.retry_for;
         let mut backoff = FIRST_BACKOFF;
         let mut failures = 0u32;
         loop {
-            let err = match self.store.save_message(&self.user_id, message).await {
+            let saved = match usage {
+                Some(usage) => {
+                    self.store
+                        .save_answer_with_usage(&self.user_id, message, usage)
+                        .await
+                }
+                None => self.store.save_message(&self.user_id, message).await,
+            };
+            let err = match saved {
                 Ok(()) => {
                     if failures > 0 {
                         tracing::info!(turn = %self.turn_id, thread = %self.thread_id, failures, "answer stored after the store came back");

@@ -61,6 +61,8 @@ pub struct SendRequest {
     pub notes: ClientNotes,
     /// The trace this send is part of, for the answer's metadata.
     pub trace: Option<TraceLink>,
+    /// The id of the API key the send came with, for the usage ledger.
+    pub key_id: Option<String>,
 }
 
 /// Per-send facts only the client knows, which the legacy prompt carries as notes after the date
@@ -350,8 +352,16 @@ impl Service {
         tracing::info!(
             model = %model_id, tools = prepared.tools.len(), retry_of = ?request.retry_of, "turn started"
         );
+        let usage = self.usage_tag(
+            &request.user_id,
+            request.key_id.clone(),
+            Some(request.thread_id.clone()),
+            promptgate_store::UsageKind::Turn,
+            &prepared.model,
+        );
         let recorder = AnswerWriter {
             store: self.store.clone(),
+            usage,
             user_id: request.user_id.clone(),
             thread_id: request.thread_id.clone(),
             turn_id: ids.turn_id.clone(),

@@ -22,15 +22,21 @@ const MAX_FIELD: usize = 200;
 pub enum UsageKind {
     /// A send in a thread (`POST /v1/chat`, `POST /v1/threads/{id}/messages`).
     Turn,
-    /// A facade request (chat completions, Responses, Messages): no thread.
-    Facade,
+    /// The OpenAI chat completions facade.
+    ChatCompletions,
+    /// The OpenAI Responses facade.
+    Responses,
+    /// The Anthropic Messages facade.
+    Messages,
 }
 
 impl UsageKind {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Turn => "turn",
-            Self::Facade => "facade",
+            Self::ChatCompletions => "chat_completions",
+            Self::Responses => "responses",
+            Self::Messages => "messages",
         }
     }
 }
@@ -144,7 +150,9 @@ fn check(record: &UsageRecord) -> Result<()> {
     check_len("usage provider", &record.provider, MAX_FIELD)?;
     check_len("usage status", &record.status, MAX_FIELD)?;
     if record.cost.is_some_and(|cost| !cost.is_finite()) {
-        return Err(StoreError::Invalid("a usage cost must be a finite number".to_owned()));
+        return Err(StoreError::Invalid(
+            "a usage cost must be a finite number".to_owned(),
+        ));
     }
     Ok(())
 }
@@ -212,7 +220,12 @@ impl Store {
     /// Saves a turn's final answer and its ledger row together: both or neither. The answer's row
     /// is updated, or appended when the write that was to create it at the turn's start failed.
     /// A row for the turn already in the ledger (an earlier try whose success went unheard) stays.
-    pub async fn save_answer_with_usage(&self, user: &str, m: &NewMessage, usage: &UsageRecord) -> Result<()> {
+    pub async fn save_answer_with_usage(
+        &self,
+        user: &str,
+        m: &NewMessage,
+        usage: &UsageRecord,
+    ) -> Result<()> {
         check(usage)?;
         let update = UpdatedMessage::of(m)?;
         // The second round follows an append of the missing row; a third is never needed.
@@ -242,7 +255,11 @@ impl Store {
     /// The ledger summed by `query.group_by`, over its time range and user, in group order.
     pub async fn usage_report(&self, query: &UsageQuery) -> Result<Vec<UsageGroup>> {
         let group = query.group_by.column();
-        let user_filter = if query.user.is_some() { " AND user_id = $3" } else { "" };
+        let user_filter = if query.user.is_some() {
+            " AND user_id = $3"
+        } else {
+            ""
+        };
         let sql = format!(
             "SELECT {group}, COUNT(*), CAST(SUM(input_tokens) AS BIGINT), CAST(SUM(output_tokens) AS BIGINT), \
              CAST(SUM(cache_read_tokens) AS BIGINT), CAST(SUM(cache_write_tokens) AS BIGINT), \

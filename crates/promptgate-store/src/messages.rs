@@ -272,10 +272,9 @@ impl UpdatedMessage {
 
     /// The update of `m`, which must name its row.
     pub(crate) fn of(m: &NewMessage) -> Result<Self> {
-        let id = m
-            .id
-            .as_deref()
-            .ok_or_else(|| StoreError::Invalid("an answer to save needs its id".to_owned()))?;
+        let id =
+            m.id.as_deref()
+                .ok_or_else(|| StoreError::Invalid("an answer to save needs its id".to_owned()))?;
         Self::new(id, &m.parts, &m.metadata, m.status)
     }
 

@@ -16,6 +16,7 @@ mod keys;
 pub mod limits;
 pub mod mcp;
 pub mod models;
+pub mod prices;
 pub mod providers;
 pub mod quotas;
 pub mod responses;
@@ -100,6 +101,9 @@ pub struct Config {
     pub providers: Vec<ProviderEntry>,
     #[serde(default)]
     pub models: Vec<ModelDefinition>,
+    /// What the models cost, for the usage ledger.
+    #[serde(default)]
+    pub prices: Vec<prices::PriceEntry>,
     /// The web app served at `/`.
     #[serde(default)]
     pub ui: crate::ui::UiConfig,
@@ -215,6 +219,7 @@ impl Config {
         let model_ids: Vec<&str> = self.models.iter().map(|m| m.id.as_str()).collect();
         self.context.validate(&model_ids)?;
         self.citations.validate(&model_ids)?;
+        prices::table(&self.prices, &model_ids)?;
         if self.limits.body_bytes == 0 {
             return Err(ConfigError::Invalid("limits.body_bytes must be positive".into()));
         }
@@ -324,6 +329,12 @@ impl Config {
             }
         }
         Ok(())
+    }
+
+    /// The price table, checked by [`Config::validate`].
+    pub fn price_table(&self) -> promptgate_service::deployment::PriceTable {
+        let model_ids: Vec<&str> = self.models.iter().map(|m| m.id.as_str()).collect();
+        prices::table(&self.prices, &model_ids).unwrap_or_default()
     }
 
     pub fn provider(&self, name: &str) -> Option<&ProviderEntry> {

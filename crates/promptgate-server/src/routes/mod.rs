@@ -5,6 +5,7 @@ pub mod chat;
 pub mod completions;
 pub mod health;
 pub mod integrations;
+pub mod ledger;
 pub mod library;
 pub mod mcp_servers;
 pub mod messages;

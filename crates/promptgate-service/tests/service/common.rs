@@ -106,6 +106,7 @@ pub fn message(thread: &str, id: Option<&str>, text: &str) -> SendRequest {
         client: None,
         notes: Default::default(),
         trace: None,
+        key_id: None,
     }
 }
 

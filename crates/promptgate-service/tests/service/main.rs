@@ -6,4 +6,5 @@
 mod claims;
 mod common;
 mod conversation;
+mod ledger;
 mod retries;

@@ -9,7 +9,7 @@ fn record(user: &str, turn: &str, model: &str, input: u64, output: u64, cost: Op
         turn_id: turn.to_owned(),
         key_id: None,
         thread_id: None,
-        kind: UsageKind::Facade,
+        kind: UsageKind::ChatCompletions,
         model: model.to_owned(),
         provider: "openai".to_owned(),
         tokens: TokenCounts {

@@ -467,6 +467,10 @@ pub struct TurnOutcome {
     pub status: TurnStatus,
     pub finish_reason: Option<UiFinishReason>,
     pub usage_total: Usage,
+    /// Calls of the server's tools that ran (client tools are the client's to count).
+    pub tool_calls: u32,
+    /// Of `tool_calls`, those of web tools (search, fetch).
+    pub web_calls: u32,
     /// Model steps taken, over all attempts.
     pub steps: u32,
     /// Requests sent to the model (one per step, retries included).

@@ -86,6 +86,9 @@ pub(super) struct Turn {
     made_tool_calls: bool,
     after_tool_step: bool,
     usage_total: Usage,
+    /// Calls of the server's tools that ran, and of those the web tools, for the usage ledger.
+    tool_calls: u32,
+    web_calls: u32,
     pub(super) reasoning_times: ReasoningTimes,
     steps: u32,
     attempts: u32,
@@ -157,6 +160,8 @@ impl Turn {
             made_tool_calls: false,
             after_tool_step: false,
             usage_total: Usage::default(),
+            tool_calls: 0,
+            web_calls: 0,
             reasoning_times: ReasoningTimes::default(),
             steps: 0,
             attempts: 0,
@@ -243,6 +248,8 @@ impl Turn {
             status,
             finish_reason,
             usage_total: self.usage_total,
+            tool_calls: self.tool_calls,
+            web_calls: self.web_calls,
             steps: self.steps,
             upstream_requests: self.upstream_requests,
             attempts: self.attempts,
@@ -583,6 +590,8 @@ impl Turn {
                 Checked::Run { tool, input } => {
                     self.reasoning_times.start_tool(&call.id);
                     let prepared = &self.plan.tools[tool];
+                    self.tool_calls += 1;
+                    self.web_calls += u32::from(prepared.spec.web);
                     let call_id = call.id.clone();
                     let call = start_call(
                         prepared,

@@ -1,19 +1,24 @@
 //! The usage ledger's side of a turn: what its row says besides the outcome (who, which key,
 //! thread, model and provider, the price), the row itself once the turn ended, and the tokens and
-//! cost it adds to the metrics. A thread's turn writes the row with its answer's final save
-//! ([`crate::record`]); a facade request, which stores nothing else, writes it on its own.
+//! cost it adds to the metrics. A thread's turn writes the row with its answer's checkpoints after
+//! each model step and with its final save ([`crate::record`]); a facade request, which stores
+//! nothing else, writes it on its own once it ended.
 
 use std::time::Duration;
 
 use promptgate_core::pricing::{Price, Spent};
 use promptgate_store::{Store, TokenCounts, UsageKind, UsageQuery, UsageRecord};
 use promptgate_turn::engine::TurnOutcome;
+use serde_json::Value;
 use tokio::time::Instant;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use crate::{Service, ServiceError};
 
+/// The status of a turn's row until its final save: a row left so names a turn whose process
+/// ended before it did.
+const UNFINISHED: &str = "unfinished";
 /// How often a facade's row is tried while the store refuses it, a second apart.
 const FACADE_ATTEMPTS: u32 = 3;
 /// The model label of models users configured themselves: their ids are theirs to choose, so
@@ -46,13 +51,6 @@ impl UsageTag {
             cache_write: usage.cache_write_tokens.unwrap_or(0),
             reasoning: usage.reasoning_tokens.unwrap_or(0),
         };
-        let cost = self.price.map(|price| {
-            price.cost(Spent {
-                input: tokens.input,
-                cached_input: tokens.cache_read,
-                output: tokens.output,
-            })
-        });
         UsageRecord {
             user_id: self.user_id.clone(),
             turn_id: turn_id.to_owned(),
@@ -64,10 +62,54 @@ impl UsageTag {
             tokens,
             tool_calls: outcome.tool_calls,
             web_calls: outcome.web_calls,
-            duration_ms: u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            duration_ms: self.elapsed_ms(),
             status: outcome.status.as_str().to_owned(),
-            cost,
+            cost: self.cost(tokens),
         }
+    }
+
+    /// The turn's row while it runs, from a checkpoint's metadata: the tokens of the steps that
+    /// ended so far (the engine puts them there at each step's end), with status `unfinished`.
+    /// `None` when the metadata has no usage yet.
+    pub(crate) fn so_far(&self, turn_id: &str, metadata: &Value) -> Option<UsageRecord> {
+        let usage = metadata.get("usage")?;
+        let count = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
+        let tokens = TokenCounts {
+            input: count("inputTokens"),
+            output: count("outputTokens"),
+            cache_read: count("cachedInputTokens"),
+            cache_write: count("cacheWriteInputTokens"),
+            reasoning: count("reasoningTokens"),
+        };
+        Some(UsageRecord {
+            user_id: self.user_id.clone(),
+            turn_id: turn_id.to_owned(),
+            key_id: self.key_id.clone(),
+            thread_id: self.thread_id.clone(),
+            kind: self.kind,
+            model: self.model_id.clone(),
+            provider: self.provider.clone(),
+            tokens,
+            tool_calls: 0,
+            web_calls: 0,
+            duration_ms: self.elapsed_ms(),
+            status: UNFINISHED.to_owned(),
+            cost: self.cost(tokens),
+        })
+    }
+
+    fn cost(&self, tokens: TokenCounts) -> Option<f64> {
+        self.price.map(|price| {
+            price.cost(Spent {
+                input: tokens.input,
+                cached_input: tokens.cache_read,
+                output: tokens.output,
+            })
+        })
+    }
+
+    fn elapsed_ms(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
     /// Adds a stored row's tokens and cost to the metrics, by model.

@@ -156,6 +156,9 @@ impl AnswerWriter {
     async fn run(self, mut snapshots: watch::Receiver<Snapshot>, mut outcome: oneshot::Receiver<Ending>) {
         // The row exists already (the send wrote it before the turn started).
         let mut reachable = true;
+        // The tokens the turn's ledger row holds so far; a checkpoint writes the row only when
+        // a step's end changed them.
+        let mut counted = None;
         let ended = loop {
             tokio::select! {
                 biased;
@@ -167,8 +170,15 @@ impl AnswerWriter {
                     }
                     let snapshot = snapshots.borrow_and_update().clone();
                     if let Some((parts, metadata)) = snapshot {
+                        let so_far = self
+                            .usage
+                            .so_far(&self.turn_id, &metadata)
+                            .filter(|row| counted != Some(row.tokens));
                         let message = self.message(parts, metadata, MessageStatus::Streaming);
-                        reachable = self.checkpoint(message, reachable).await;
+                        reachable = self.checkpoint(message, so_far.as_ref(), reachable).await;
+                        if reachable && let Some(row) = so_far {
+                            counted = Some(row.tokens);
+                        }
                     }
                 }
             }
@@ -238,10 +248,19 @@ impl AnswerWriter {
         }
     }
 
-    /// A best-effort write of the answer so far. Failures are logged once per outage: the final
-    /// save is the one that must succeed.
-    async fn checkpoint(&self, message: NewMessage, reachable: bool) -> bool {
-        match self.store.save_message(&self.user_id, &message).await {
+    /// A best-effort write of the answer so far, with the turn's ledger row when a step's end
+    /// changed it. Failures are logged once per outage: the final save is the one that must
+    /// succeed.
+    async fn checkpoint(&self, message: NewMessage, usage: Option<&UsageRecord>, reachable: bool) -> bool {
+        let saved = match usage {
+            Some(usage) => {
+                self.store
+                    .save_answer_with_usage(&self.user_id, &message, usage)
+                    .await
+            }
+            None => self.store.save_message(&self.user_id, &message).await,
+        };
+        match saved {
             Ok(()) => {
                 if !reachable {
                     tracing::info!(turn = %self.turn_id, "the store is back; checkpoints resume");

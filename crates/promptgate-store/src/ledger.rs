@@ -1,9 +1,12 @@
 //! The usage ledger: what each turn and each facade request used and cost, one row per turn.
 //!
 //! A thread's turn writes its row in the same transaction as its answer's final save, so the two
-//! stand or fall together; the row is keyed by the turn (a fresh id for every run, retries and
-//! regenerates included), so a save tried again after a lost acknowledgement adds nothing. (Not
-//! `usage.rs`: that is the storage a user keeps.)
+//! stand or fall together, and with each checkpoint that follows a model step (status
+//! `unfinished`), so a process that dies mid-turn leaves the tokens its finished steps used. The
+//! row is keyed by the turn (a fresh id for every run, retries and regenerates included): each
+//! write replaces the turn's row, so a save tried again after a lost acknowledgement, or the final
+//! save after the checkpoints, counts the turn once. (Not `usage.rs`: that is the storage a user
+//! keeps.)
 
 use sqlx::any::AnyRow;
 
@@ -138,7 +141,13 @@ const INSERT: &str = "INSERT INTO usage_ledger (user_id, turn_id, key_id, thread
      input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, tool_calls, \
      web_calls, duration_ms, status, cost, created_at) \
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) \
-     ON CONFLICT (user_id, turn_id) DO NOTHING";
+     ON CONFLICT (user_id, turn_id) DO UPDATE SET key_id = excluded.key_id, thread_id = excluded.thread_id, \
+     kind = excluded.kind, model = excluded.model, provider = excluded.provider, \
+     input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens, \
+     cache_read_tokens = excluded.cache_read_tokens, cache_write_tokens = excluded.cache_write_tokens, \
+     reasoning_tokens = excluded.reasoning_tokens, tool_calls = excluded.tool_calls, \
+     web_calls = excluded.web_calls, duration_ms = excluded.duration_ms, status = excluded.status, \
+     cost = excluded.cost";
 
 fn count(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
@@ -217,9 +226,9 @@ fn group_from(row: &AnyRow) -> Result<UsageGroup> {
 }
 
 impl Store {
-    /// Saves a turn's final answer and its ledger row together: both or neither. The answer's row
-    /// is updated, or appended when the write that was to create it at the turn's start failed.
-    /// A row for the turn already in the ledger (an earlier try whose success went unheard) stays.
+    /// Saves a turn's answer (final, or a checkpoint) and its ledger row together: both or
+    /// neither. The answer's row is updated, or appended when the write that was to create it at
+    /// the turn's start failed. The turn's ledger row, when there is one, is replaced.
     pub async fn save_answer_with_usage(
         &self,
         user: &str,
@@ -245,8 +254,8 @@ impl Store {
         Err(StoreError::NotFound)
     }
 
-    /// Adds a ledger row on its own (a facade request, which stores no answer). A row for the turn
-    /// already there stays.
+    /// Writes a ledger row on its own (a facade request, which stores no answer), replacing the
+    /// turn's row when there is one.
     pub async fn record_usage(&self, usage: &UsageRecord) -> Result<()> {
         check(usage)?;
         insert(&self.pool, usage, self.now_ms()).await

@@ -174,4 +174,63 @@ async fn the_ledger_holds_what_the_upstream_reported_for_every_kind_of_turn(db: 
     assert_eq!(upstream.calls(), 7);
 }
 
-promptgate_store::on_both_backends!(the_ledger_holds_what_the_upstream_reported_for_every_kind_of_turn,);
+/// While a turn runs, its row holds the steps that ended (what a process that died now would
+/// leave); its end replaces that row rather than add one.
+async fn a_running_turn_leaves_its_finished_steps_in_the_ledger_and_ends_as_one_row(db: TestDb) {
+    let upstream = upstream().await;
+    let service = service(db.store().clone(), &upstream, |_| {}).await;
+    let card = json!({"title": "Tide", "html": "<p>06:40</p>"}).to_string();
+    upstream.push(tool_calls(&[("c1", "render_html", &[card.as_str()])]));
+    upstream.push(
+        Script::new()
+            .chunk(role_chunk())
+            .chunk(content_chunk("Drawn"))
+            .chunk(usage_chunk(70, 8))
+            .hang(),
+    );
+    let running = service
+        .send(message("c", Some("q"), "Draw the tide"))
+        .await
+        .unwrap();
+    let mut events = running.events;
+    while let Some(event) = events.next().await {
+        if let TurnEvent::Chunk(UiChunk::TextDelta { .. }) = event {
+            break;
+        }
+    }
+    let mut so_far = Vec::new();
+    for _ in 0..500 {
+        so_far = by_model(&service).await;
+        if !so_far.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(so_far.len(), 1, "{so_far:?}");
+    assert_eq!(
+        (
+            so_far[0].requests,
+            so_far[0].tokens.input,
+            so_far[0].tokens.output
+        ),
+        (1, 10, 5),
+        "the tool step's tokens are in the ledger while the turn runs"
+    );
+    assert!(service.stop(USER, "c").await);
+    while events.next().await.is_some() {}
+    let ended = by_model(&service).await;
+    assert_eq!(
+        (
+            ended[0].requests,
+            ended[0].tokens.input,
+            ended[0].tokens.output,
+            ended[0].tool_calls
+        ),
+        (1, 80, 13, 1)
+    );
+}
+
+promptgate_store::on_both_backends!(
+    the_ledger_holds_what_the_upstream_reported_for_every_kind_of_turn,
+    a_running_turn_leaves_its_finished_steps_in_the_ledger_and_ends_as_one_row,
+);

@@ -59,6 +59,14 @@ conformance! {
         let mut usage = record(&ada, "turn_1", "gpt", 100, 20, Some(0.5));
         usage.thread_id = Some("t".to_owned());
         usage.kind = UsageKind::Turn;
+        // A checkpoint after the turn's first step, then the final save: one row, the final one.
+        let mut so_far = record(&ada, "turn_1", "gpt", 60, 5, Some(0.1));
+        so_far.status = "unfinished".to_owned();
+        let mut checkpoint = answer("t", "a1", "High");
+        checkpoint.status = Some(MessageStatus::Streaming);
+        store.save_answer_with_usage(&ada, &checkpoint, &so_far).await.unwrap();
+        let report = store.usage_report(&everyone(UsageGrouping::Model)).await.unwrap();
+        assert_eq!((report[0].requests, report[0].tokens.input, report[0].cost), (1, 60, Some(0.1)));
         // The second try is a save whose success went unheard: it changes the answer, not the ledger.
         store.save_answer_with_usage(&ada, &answer("t", "a1", "High at noon."), &usage).await.unwrap();
         store.save_answer_with_usage(&ada, &answer("t", "a1", "High at noon."), &usage).await.unwrap();
@@ -68,6 +76,7 @@ conformance! {
         let report = store.usage_report(&everyone(UsageGrouping::Model)).await.unwrap();
         assert_eq!(report.len(), 1, "{report:?}");
         assert_eq!((report[0].requests, report[0].tokens.input, report[0].tokens.output), (1, 100, 20));
+        assert_eq!(report[0].cost, Some(0.5));
 
         // The opening row was never written: the final save creates it, with its row in the ledger.
         let late = record(&ada, "turn_2", "gpt", 7, 3, None);

@@ -50,6 +50,7 @@ mod turn_deadline;
 mod two_instances;
 mod ui_stream_versions;
 mod upstream_request;
+mod usage_ledger;
 mod web_app_support;
 mod web_site;
 mod web_turn;

@@ -25,3 +25,7 @@ CREATE TABLE usage_ledger (
 );
 CREATE INDEX usage_ledger_time ON usage_ledger (created_at);
 CREATE INDEX usage_ledger_user_time ON usage_ledger (user_id, created_at);
+
+-- The models that answer in a model's place when its provider fails before the first token (a JSON
+-- array of model ids, in order).
+ALTER TABLE models ADD COLUMN fallbacks TEXT NOT NULL DEFAULT '[]';

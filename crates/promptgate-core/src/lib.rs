@@ -10,6 +10,7 @@
 #![deny(clippy::disallowed_methods)]
 
 pub mod admission;
+pub mod breaker;
 pub mod budget;
 pub mod citations;
 pub mod compose;

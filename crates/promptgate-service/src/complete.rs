@@ -130,7 +130,8 @@ impl Service {
             })),
         };
         let model_id = prepared.model.id.clone();
-        let usage = self.usage_tag(&user_id, key_id, None, facade, &prepared.model);
+        let (failover, fallbacks) = self.failover_for(&user_id, &prepared.model, &provider).await;
+        let usage = self.usage_tag(&user_id, key_id, None, facade, &prepared.model, fallbacks);
         let mut plan = prepared.into_turn_plan(
             &provider,
             self.config.limits,
@@ -154,6 +155,7 @@ impl Service {
         if parallel_tool_calls == Some(false) {
             plan.policy.parallel_tool_calls = false;
         }
+        plan.failover = failover;
         // Nothing outlives the reader: a response is kept by the reader that read it to its end.
         let run = run_turn_in_reader(plan);
         super::ledger::record_facade(

@@ -17,6 +17,7 @@ pub use crate::claims::{DEFAULT_HEARTBEAT, DEFAULT_LEASE, DEFAULT_RETRY_WINDOW, 
 #[cfg(feature = "testing")]
 pub use crate::encoding::JSON_LINES;
 pub use crate::encoding::StreamEncoding;
+pub use crate::failover::FailoverSettings;
 pub use crate::feed::OnDisconnect;
 pub use crate::harness::{DEFAULT_KEPT_HARNESS_BYTES, DEFAULT_KEPT_HARNESSES};
 pub use crate::integrations::{GoogleSetup, MicrosoftSetup};
@@ -24,6 +25,7 @@ pub use crate::window::{
     ContextSettings, DEFAULT_ANSWER_RESERVE_TOKENS, DEFAULT_KEPT_AFTER_COMPACTION,
     DEFAULT_SUMMARY_MAX_TOKENS, DEFAULT_SUMMARY_TIMEOUT, DEFAULT_WINDOW_TOKENS,
 };
+pub use promptgate_core::breaker::BreakerSettings;
 pub use promptgate_core::pricing::{Price, PriceTable};
 pub use promptgate_llm::{ANTHROPIC_BASE_URL, ANTHROPIC_MAX_TOKENS, ThinkingMode, Timeouts};
 pub use promptgate_mcp::oauth::ClientCredentials;
@@ -36,6 +38,7 @@ pub use promptgate_tools::web::{FetchPolicy, SearchConfig};
 pub use promptgate_turn::CitationReview;
 pub use promptgate_turn::TurnLimits;
 pub use promptgate_turn::documents::{DocumentReader, DocumentSettings, PdfLimits};
+pub use promptgate_turn::engine::RetryPolicy;
 pub use promptgate_workspace::{ShellPool, ShellPoolSize, WorkspaceLimits};
 
 /// How long a final save keeps trying while the store is unavailable.
@@ -88,6 +91,8 @@ pub struct ServiceConfig {
     pub citation_review: CitationReviewSettings,
     /// What the deployment's models cost, for the usage ledger.
     pub prices: PriceTable,
+    /// How a model with fallbacks is retried and failed over.
+    pub failover: FailoverSettings,
 }
 
 /// How long a text part's end waits for the citation review, by default.
@@ -137,6 +142,7 @@ impl Default for ServiceConfig {
             quota: crate::quota::StorageQuota::default(),
             citation_review: CitationReviewSettings::default(),
             prices: PriceTable::default(),
+            failover: FailoverSettings::default(),
         }
     }
 }

@@ -25,6 +25,16 @@ const FACADE_ATTEMPTS: u32 = 3;
 /// they would make the metric's series unbounded.
 const USER_MODEL_LABEL: &str = "user";
 
+/// A model a turn may be answered by, as its ledger row names and prices it.
+#[derive(Debug, Clone)]
+pub(crate) struct UsageRoute {
+    pub model_id: String,
+    pub provider: String,
+    /// Whether the model is the deployment's (its id may label a metric; only those have prices).
+    pub system: bool,
+    pub price: Option<Price>,
+}
+
 /// What a turn's ledger row knows before the turn runs.
 #[derive(Debug, Clone)]
 pub(crate) struct UsageTag {
@@ -32,17 +42,17 @@ pub(crate) struct UsageTag {
     pub key_id: Option<String>,
     pub thread_id: Option<String>,
     pub kind: UsageKind,
-    pub model_id: String,
-    pub provider: String,
-    /// Whether the model is the deployment's (its id may label a metric).
-    pub system_model: bool,
-    pub price: Option<Price>,
+    /// The turn's own model.
+    pub model: UsageRoute,
+    /// The models that may answer instead.
+    pub fallbacks: Vec<UsageRoute>,
     pub started: Instant,
 }
 
 impl UsageTag {
     /// The turn's row.
     pub(crate) fn record(&self, turn_id: &str, outcome: &TurnOutcome) -> UsageRecord {
+        let route = self.route(outcome.answered_by.as_ref().map(|a| a.model_id.as_str()));
         let usage = &outcome.usage_total;
         let tokens = TokenCounts {
             input: usage.prompt_tokens,
@@ -57,14 +67,14 @@ impl UsageTag {
             key_id: self.key_id.clone(),
             thread_id: self.thread_id.clone(),
             kind: self.kind,
-            model: self.model_id.clone(),
-            provider: self.provider.clone(),
+            model: route.model_id.clone(),
+            provider: route.provider.clone(),
             tokens,
             tool_calls: outcome.tool_calls,
             web_calls: outcome.web_calls,
             duration_ms: self.elapsed_ms(),
             status: outcome.status.as_str().to_owned(),
-            cost: self.cost(tokens),
+            cost: cost(route.price, tokens),
         }
     }
 
@@ -87,25 +97,22 @@ impl UsageTag {
             key_id: self.key_id.clone(),
             thread_id: self.thread_id.clone(),
             kind: self.kind,
-            model: self.model_id.clone(),
-            provider: self.provider.clone(),
+            model: self.model.model_id.clone(),
+            provider: self.model.provider.clone(),
             tokens,
             tool_calls: 0,
             web_calls: 0,
             duration_ms: self.elapsed_ms(),
             status: UNFINISHED.to_owned(),
-            cost: self.cost(tokens),
+            cost: cost(self.model.price, tokens),
         })
     }
 
-    fn cost(&self, tokens: TokenCounts) -> Option<f64> {
-        self.price.map(|price| {
-            price.cost(Spent {
-                input: tokens.input,
-                cached_input: tokens.cache_read,
-                output: tokens.output,
-            })
-        })
+    /// The route `model_id` names (the turn's own model when it names none or none known).
+    fn route(&self, model_id: Option<&str>) -> &UsageRoute {
+        model_id
+            .and_then(|id| self.fallbacks.iter().find(|route| route.model_id == id))
+            .unwrap_or(&self.model)
     }
 
     fn elapsed_ms(&self) -> u64 {
@@ -114,8 +121,9 @@ impl UsageTag {
 
     /// Adds a stored row's tokens and cost to the metrics, by model.
     pub(crate) fn count(&self, record: &UsageRecord) {
-        let model = if self.system_model {
-            self.model_id.clone()
+        let route = self.route(Some(&record.model));
+        let model = if route.system {
+            route.model_id.clone()
         } else {
             USER_MODEL_LABEL.to_owned()
         };
@@ -134,6 +142,16 @@ impl UsageTag {
             metrics::counter!("promptgate_usage_cost_total", "model" => model).increment(to_micros(cost));
         }
     }
+}
+
+fn cost(price: Option<Price>, tokens: TokenCounts) -> Option<f64> {
+    price.map(|price| {
+        price.cost(Spent {
+            input: tokens.input,
+            cached_input: tokens.cache_read,
+            output: tokens.output,
+        })
+    })
 }
 
 /// A cost in millionths, as the counter counts it (counters take whole numbers).
@@ -188,7 +206,7 @@ impl Service {
         Ok(self.store.usage_report(query).await?)
     }
 
-    /// The ledger tag of a turn on `model` for `user_id`.
+    /// The ledger tag of a turn on `model` (or one of `fallbacks`) for `user_id`.
     pub(crate) fn usage_tag(
         &self,
         user_id: &str,
@@ -196,17 +214,26 @@ impl Service {
         thread_id: Option<String>,
         kind: UsageKind,
         model: &promptgate_core::settings::Model,
+        fallbacks: Vec<UsageRoute>,
     ) -> UsageTag {
         UsageTag {
             user_id: user_id.to_owned(),
             key_id,
             thread_id,
             kind,
+            model: self.usage_route(model),
+            fallbacks,
+            started: Instant::now(),
+        }
+    }
+
+    /// How the ledger names and prices `model`: only the deployment's models have prices.
+    pub(crate) fn usage_route(&self, model: &promptgate_core::settings::Model) -> UsageRoute {
+        UsageRoute {
             model_id: model.id.clone(),
             provider: model.provider.clone(),
-            system_model: model.system,
+            system: model.system,
             price: self.config.prices.price(&model.id).filter(|_| model.system),
-            started: Instant::now(),
         }
     }
 }

@@ -70,6 +70,7 @@ mod encoding;
 mod error;
 pub mod events;
 pub mod facade;
+mod failover;
 mod feed;
 mod follow;
 mod handoffs;
@@ -180,6 +181,8 @@ pub struct Service {
     pub(crate) summariser: Option<window::Summariser>,
     /// The model that takes a second look at uncertain citations, when one is configured.
     pub(crate) citation_reviewer: Option<promptgate_turn::CitationReview>,
+    /// Every provider's circuit breaker, shared by the turns of this process.
+    pub(crate) breakers: Arc<promptgate_turn::engine::Breakers>,
 }
 
 impl Service {
@@ -199,7 +202,6 @@ impl Service {
             providers,
             web,
             mcp,
-            config,
             integrations: None,
             live: LiveTurns::default(),
             admission,
@@ -214,6 +216,8 @@ impl Service {
             token_counters: promptgate_llm::tokens::TokenCounters::default(),
             summariser: None,
             citation_reviewer: None,
+            breakers: Arc::new(promptgate_turn::engine::Breakers::new(config.failover.breaker)),
+            config,
         }
     }
 

@@ -204,6 +204,8 @@ impl Prepared {
             refusal: run.refusal,
             on_end,
             start_metadata: report.metadata(),
+            // The send or completion sets it, once it resolved the model's fallbacks.
+            failover: Default::default(),
         }
     }
 }

@@ -12,12 +12,13 @@ use std::time::Duration;
 
 use promptgate_core::settings::Model;
 use promptgate_store::{NewMessage, Role, SendContext};
-use promptgate_turn::engine::{TurnEnd, run_turn};
+use promptgate_turn::engine::{Failover, TurnEnd, run_turn};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::feed::{Detach, FeedWriter, TurnFeed};
 use crate::harness::KeepTranscript;
+use crate::ledger::UsageRoute;
 use crate::live::{Claim, Slot};
 use crate::record::{self, AnswerWriter};
 use crate::{
@@ -145,7 +146,18 @@ impl Service {
             .await?;
         let continuation = continuation
             .unwrap_or_else(|| Continuation::fresh(&turn.ids.turn_id, &prepared.state, &self.config.limits));
-        Ok(self.start_send(&request, turn, prepared, &provider, continuation, &facts))
+        let fallbacks = self
+            .failover_for(&request.user_id, &prepared.model, &provider)
+            .await;
+        Ok(self.start_send(
+            &request,
+            turn,
+            prepared,
+            &provider,
+            continuation,
+            &facts,
+            fallbacks,
+        ))
     }
 
     /// Takes the thread on this instance, or refuses the send while a turn runs there. A turn that
@@ -340,6 +352,7 @@ impl Service {
         provider: &ModelProvider,
         continuation: Continuation,
         facts: &prepare::SendFacts,
+        (failover, fallbacks): (Failover, Vec<UsageRoute>),
     ) -> SendHandle {
         let ThreadTurn {
             ids,
@@ -358,6 +371,7 @@ impl Service {
             Some(request.thread_id.clone()),
             promptgate_store::UsageKind::Turn,
             &prepared.model,
+            fallbacks,
         );
         let recorder = AnswerWriter {
             store: self.store.clone(),
@@ -411,6 +425,7 @@ impl Service {
         // Only a send keeps the citations' classes (in the stored answer); a facade's would be
         // reviewed for nobody.
         plan.citation_review = self.citation_reviewer.clone();
+        plan.failover = failover;
         let run = run_turn(plan);
         let detach = Detach {
             on_disconnect: self.config.on_disconnect,

@@ -177,7 +177,7 @@ const MIGRATIONS: &[SchemaVersion] = &[
     },
     SchemaVersion {
         version: 21,
-        name: "usage ledger",
+        name: "usage ledger and fallbacks",
         postgres: include_str!("../../../migrations/postgres/0021_usage_ledger.sql"),
         sqlite: Some(include_str!("../../../migrations/sqlite/0021_usage_ledger.sql")),
     },

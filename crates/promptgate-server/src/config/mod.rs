@@ -10,6 +10,7 @@ pub mod admission;
 pub mod auth;
 pub mod citations;
 pub mod context;
+pub mod failover;
 pub mod integrations;
 #[cfg(test)]
 mod keys;
@@ -104,6 +105,9 @@ pub struct Config {
     /// What the models cost, for the usage ledger.
     #[serde(default)]
     pub prices: Vec<prices::PriceEntry>,
+    /// How models with fallbacks are retried and failed over.
+    #[serde(default)]
+    pub failover: failover::FailoverConfig,
     /// The web app served at `/`.
     #[serde(default)]
     pub ui: crate::ui::UiConfig,
@@ -220,6 +224,7 @@ impl Config {
         self.context.validate(&model_ids)?;
         self.citations.validate(&model_ids)?;
         prices::table(&self.prices, &model_ids)?;
+        self.failover.validate()?;
         if self.limits.body_bytes == 0 {
             return Err(ConfigError::Invalid("limits.body_bytes must be positive".into()));
         }
@@ -318,6 +323,12 @@ impl Config {
             if !ids.insert(model.id.as_str()) {
                 return Err(ConfigError::Invalid(format!(
                     "model {} is defined twice",
+                    model.id
+                )));
+            }
+            if let Some(unknown) = model.fallbacks.iter().find(|f| !model_ids.contains(&f.as_str())) {
+                return Err(ConfigError::Invalid(format!(
+                    "model {} names fallback {unknown}, which is not a configured model",
                     model.id
                 )));
             }

@@ -6,6 +6,7 @@
 //! [`run_turn_in_reader`] is for turns that keep nothing: the reader of the events runs the turn.
 
 mod citation_review;
+mod failover;
 mod handoff;
 mod output;
 mod plan;
@@ -25,6 +26,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::DropGuard;
 use tracing::Instrument;
 
+pub use failover::{AnsweredBy, Breakers, Failover, RetryPolicy, Route};
 pub use plan::{
     AnswerRecorder, CitationReview, Floor, Gate, NoHooks, Nudges, RequestBudget, RunnableTool, SourceRef,
     StepPolicy, ToolTitles, TurnEnd, TurnHooks, TurnLimits, TurnOutcome, TurnPlan, TurnStatus,

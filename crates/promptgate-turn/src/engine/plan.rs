@@ -381,6 +381,8 @@ pub struct TurnPlan {
     /// A model that takes a second look at the citations the check did not find supported;
     /// `None` keeps the check's classes.
     pub citation_review: Option<CitationReview>,
+    /// The models that answer when this one's provider fails before a step's first event.
+    pub failover: super::failover::Failover,
 }
 
 /// The model that reviews a text part's uncertain citations, and how long the part's end may wait
@@ -436,6 +438,7 @@ impl TurnPlan {
             tasks: tokio_util::task::TaskTracker::new(),
             citation_review: None,
             start_metadata: Map::new(),
+            failover: Default::default(),
         }
     }
 }
@@ -467,6 +470,8 @@ pub struct TurnOutcome {
     pub status: TurnStatus,
     pub finish_reason: Option<UiFinishReason>,
     pub usage_total: Usage,
+    /// The model that answered, when a fallback did (the last step's model).
+    pub answered_by: Option<super::failover::AnsweredBy>,
     /// Calls of the server's tools that ran (client tools are the client's to count).
     pub tool_calls: u32,
     /// Of `tool_calls`, those of web tools (search, fetch).

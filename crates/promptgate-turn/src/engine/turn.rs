@@ -86,6 +86,9 @@ pub(super) struct Turn {
     made_tool_calls: bool,
     after_tool_step: bool,
     usage_total: Usage,
+    /// Which model steps are asked of first: 0 for the plan's own, `i` for its `i`-th fallback
+    /// once that one answered (see `failover`).
+    pub(super) route_index: usize,
     /// Calls of the server's tools that ran, and of those the web tools, for the usage ledger.
     tool_calls: u32,
     web_calls: u32,
@@ -160,6 +163,7 @@ impl Turn {
             made_tool_calls: false,
             after_tool_step: false,
             usage_total: Usage::default(),
+            route_index: 0,
             tool_calls: 0,
             web_calls: 0,
             reasoning_times: ReasoningTimes::default(),
@@ -247,6 +251,7 @@ impl Turn {
             metadata,
             status,
             finish_reason,
+            answered_by: self.answered_by(),
             usage_total: self.usage_total,
             tool_calls: self.tool_calls,
             web_calls: self.web_calls,
@@ -730,6 +735,9 @@ impl Turn {
             if let Some(counts) = &self.citation_counts {
                 object.insert("citations".into(), json!(self.citations));
                 object.insert("citationCounts".into(), json!(counts));
+            }
+            if let Some(answered_by) = self.answered_by() {
+                object.insert("answeredBy".into(), json!(answered_by.model_id));
             }
             self.reasoning_times.add_to(object);
         }

@@ -19,6 +19,7 @@ mod context_window;
 mod eval_cli;
 mod eval_scoring;
 mod exposure;
+mod failover;
 mod harness_thread;
 mod harness_workspace;
 mod integrations_turn;

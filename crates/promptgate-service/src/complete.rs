@@ -130,8 +130,9 @@ impl Service {
             })),
         };
         let model_id = prepared.model.id.clone();
-        let (failover, fallbacks) = self.failover_for(&user_id, &prepared.model, &provider).await;
-        let usage = self.usage_tag(&user_id, key_id, None, facade, &prepared.model, fallbacks);
+        let routes = self.routes_for(&user_id, &prepared.model, &provider).await;
+        let failover = routes.failover;
+        let usage = self.usage_tag(&user_id, key_id, None, facade, &prepared.model, routes.ledger);
         let mut plan = prepared.into_turn_plan(
             &provider,
             self.config.limits,

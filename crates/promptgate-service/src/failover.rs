@@ -32,15 +32,22 @@ impl Default for FailoverSettings {
     }
 }
 
+/// The providers a turn may be answered from: its model's, and its fallbacks' for the engine and
+/// for the usage ledger.
+pub(crate) struct ModelRoutes<'p> {
+    pub provider: &'p ModelProvider,
+    pub failover: Failover,
+    pub ledger: Vec<UsageRoute>,
+}
+
 impl Service {
-    /// The engine's failover for `model` (whose provider is `provider`), and what the usage
-    /// ledger needs to know of each fallback.
-    pub(crate) async fn failover_for(
+    /// The routes of `model`, whose provider is `provider`.
+    pub(crate) async fn routes_for<'p>(
         &self,
         user_id: &str,
         model: &Model,
-        provider: &ModelProvider,
-    ) -> (Failover, Vec<UsageRoute>) {
+        provider: &'p ModelProvider,
+    ) -> ModelRoutes<'p> {
         let mut failover = Failover {
             provider: provider.name.clone(),
             fallbacks: Vec::new(),
@@ -72,6 +79,10 @@ impl Service {
                 upstream_model: fallback.upstream_model.clone(),
             });
         }
-        (failover, usage)
+        ModelRoutes {
+            provider,
+            failover,
+            ledger: usage,
+        }
     }
 }

@@ -12,13 +12,13 @@ use std::time::Duration;
 
 use promptgate_core::settings::Model;
 use promptgate_store::{NewMessage, Role, SendContext};
-use promptgate_turn::engine::{Failover, TurnEnd, run_turn};
+use promptgate_turn::engine::{TurnEnd, run_turn};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::failover::ModelRoutes;
 use crate::feed::{Detach, FeedWriter, TurnFeed};
 use crate::harness::KeepTranscript;
-use crate::ledger::UsageRoute;
 use crate::live::{Claim, Slot};
 use crate::record::{self, AnswerWriter};
 use crate::{
@@ -146,18 +146,10 @@ impl Service {
             .await?;
         let continuation = continuation
             .unwrap_or_else(|| Continuation::fresh(&turn.ids.turn_id, &prepared.state, &self.config.limits));
-        let fallbacks = self
-            .failover_for(&request.user_id, &prepared.model, &provider)
+        let routes = self
+            .routes_for(&request.user_id, &prepared.model, &provider)
             .await;
-        Ok(self.start_send(
-            &request,
-            turn,
-            prepared,
-            &provider,
-            continuation,
-            &facts,
-            fallbacks,
-        ))
+        Ok(self.start_send(&request, turn, prepared, routes, continuation, &facts))
     }
 
     /// Takes the thread on this instance, or refuses the send while a turn runs there. A turn that
@@ -349,11 +341,15 @@ impl Service {
         request: &SendRequest,
         turn: ThreadTurn,
         mut prepared: Prepared,
-        provider: &ModelProvider,
+        routes: ModelRoutes<'_>,
         continuation: Continuation,
         facts: &prepare::SendFacts,
-        (failover, fallbacks): (Failover, Vec<UsageRoute>),
     ) -> SendHandle {
+        let ModelRoutes {
+            provider,
+            failover,
+            ledger,
+        } = routes;
         let ThreadTurn {
             ids,
             slot,
@@ -371,7 +367,7 @@ impl Service {
             Some(request.thread_id.clone()),
             promptgate_store::UsageKind::Turn,
             &prepared.model,
-            fallbacks,
+            ledger,
         );
         let recorder = AnswerWriter {
             store: self.store.clone(),

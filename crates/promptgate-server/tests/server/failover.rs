@@ -112,6 +112,23 @@ async fn a_web_turn_fails_over_twice_and_keeps_its_budget_and_sources() {
         .collect();
     assert_eq!(groups, ["web-third"], "{usage}");
 
+    // A model of the models API names fallbacks the same way.
+    let (status, created) = gw
+        .post(
+            "/v1/models",
+            json!({"id": "mine", "provider": "scripted", "fallbacks": ["web-third"]}),
+        )
+        .await;
+    assert_eq!(status.as_u16(), 201, "{created}");
+    let (_, mine) = gw.get("/v1/models/mine").await;
+    assert_eq!(mine["fallbacks"], json!(["web-third"]), "{mine}");
+    let (_, system) = gw.get("/v1/models/web-first").await;
+    assert_eq!(
+        system["fallbacks"],
+        json!(["web-second", "web-third"]),
+        "{system}"
+    );
+
     let rate_limited = r#"promptgate_failovers_total{provider="scripted",reason="rate_limited"}"#;
     let server_error = r#"promptgate_failovers_total{provider="second",reason="server_error"}"#;
     assert_eq!(gw.metric(rate_limited).await, 1.0);

@@ -2,6 +2,8 @@
 //! operator of a single-user deployment), as JSON and CSV, with the metrics by model; and a
 //! process killed mid-turn, which leaves the tokens of the turn's finished steps once, not twice.
 
+#![allow(clippy::unwrap_used, clippy::panic)]
+
 use std::time::Duration;
 
 use promptgate_llm::scripted::{

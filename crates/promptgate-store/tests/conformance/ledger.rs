@@ -1,5 +1,6 @@
 //! The usage ledger: a turn's row goes with its answer's final save, once however often the save is
 //! tried; reports add rows up by user, key, model and day, over a time range, for one user or all.
+//! And the fallbacks a model names (the migration that adds the ledger adds them too).
 
 use crate::common::*;
 
@@ -128,5 +129,26 @@ conformance! {
         let mut before = everyone(UsageGrouping::Model);
         before.to_ms = day * 86_400_000;
         assert!(store.usage_report(&before).await.unwrap().is_empty(), "nothing before today");
+    }
+
+    async fn a_models_fallbacks_are_kept_in_order_and_checked(store: &Store) {
+        let ada = user(store, "Ada").await;
+        let mine = Model {
+            fallbacks: vec!["second".to_owned(), "third".to_owned()],
+            ..model("first")
+        };
+        store.create_model(&ada, &mine).await.unwrap();
+        let stored = store.get_model(&ada, "first").await.unwrap().unwrap();
+        assert_eq!(stored.fallbacks, ["second", "third"]);
+        let own = Model {
+            fallbacks: vec!["first".to_owned()],
+            ..model("first")
+        };
+        assert!(matches!(store.update_model(&ada, &own).await, Err(StoreError::Invalid(_))));
+        let many = Model {
+            fallbacks: (0..5).map(|n| format!("m{n}")).collect(),
+            ..model("first")
+        };
+        assert!(matches!(store.update_model(&ada, &many).await, Err(StoreError::Invalid(_))));
     }
 }

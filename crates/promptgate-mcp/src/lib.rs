@@ -21,6 +21,7 @@ mod result;
 mod session;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod trace_header;
 
 pub use config::{DEFAULT_CALL_TIMEOUT, DEFAULT_DISCOVERY_TIMEOUT, HubSettings, McpServerConfig};
 pub use error::McpError;

@@ -133,7 +133,10 @@ impl Session {
         if let Some(token) = &config.bearer_token {
             transport_config = transport_config.auth_header(token.clone());
         }
-        let transport = StreamableHttpClientTransport::with_client(http, transport_config);
+        let transport = StreamableHttpClientTransport::with_client(
+            crate::trace_header::TracedHttp(http),
+            transport_config,
+        );
         let client_info = Implementation::new("promptgate", env!("CARGO_PKG_VERSION"));
         let (lifecycle, protocol) = match era {
             Era::Modern => (

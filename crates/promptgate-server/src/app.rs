@@ -15,7 +15,6 @@ use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::request_id::PropagateRequestIdLayer;
 use tower_http::timeout::TimeoutLayer;
-use tower_http::trace::TraceLayer;
 
 use crate::boundary;
 use crate::config::AuthMode;
@@ -156,12 +155,13 @@ pub fn build(state: AppState) -> Router {
         // (the ones the boundary rewrites too, so it sits inside the request's scope).
         .map_request(crate::observe::assign_request_id(request_id_max_len))
         .layer(PropagateRequestIdLayer::x_request_id())
+        // One access line per request, at INFO whatever the status: a refusal under overload is
+        // the gate doing its job, and a per-failure ERROR line would flood the log when it does.
         .layer(axum::middleware::from_fn(crate::observe::track_request))
         .layer(CatchPanicLayer::custom(|_: Box<dyn std::any::Any + Send>| {
             tracing::error!("a request handler panicked");
             ApiError::internal().into_response()
         }))
-        .layer(TraceLayer::new_for_http())
         .layer(axum::middleware::from_fn(move |req, next| {
             boundary::admit(Arc::clone(&policy), req, next)
         }))

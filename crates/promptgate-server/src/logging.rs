@@ -50,6 +50,7 @@ pub fn init(telemetry: Option<&TelemetryConfig>) {
     // in a file or a collector are noise).
     let format = std::env::var("PROMPTGATE_LOG_FORMAT").unwrap_or_default();
     let json = format.eq_ignore_ascii_case("json");
+    let capture_content = telemetry.is_some_and(|config| config.capture_content);
     let provider = telemetry
         .filter(|config| config.enabled)
         .map(crate::telemetry::provider);
@@ -57,7 +58,7 @@ pub fn init(telemetry: Option<&TelemetryConfig>) {
         Some(Ok(provider)) => {
             let installed = tracing_subscriber::registry()
                 .with(log_layer(json).with_filter(filter))
-                .with(crate::telemetry::layer(&provider))
+                .with(crate::telemetry::layer(&provider, capture_content))
                 .try_init();
             // Only one subscriber per process; a second call keeps the first and exports nothing.
             if installed.is_ok() {

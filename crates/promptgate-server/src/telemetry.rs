@@ -50,8 +50,10 @@ pub fn provider(config: &TelemetryConfig) -> anyhow::Result<SdkTracerProvider> {
         .build())
 }
 
-/// The layer that turns the exported spans of `provider` into OpenTelemetry spans.
-pub fn layer<S>(provider: &SdkTracerProvider) -> impl Layer<S> + use<S>
+/// The layer that turns the exported spans of `provider` into OpenTelemetry spans. With
+/// `capture_content` it also lets through the callsite the turn asks before it records what was
+/// said (see `promptgate_service::deployment::CONTENT_TARGET`).
+pub fn layer<S>(provider: &SdkTracerProvider, capture_content: bool) -> impl Layer<S> + use<S>
 where
     S: Subscriber + for<'span> LookupSpan<'span>,
 {
@@ -63,8 +65,9 @@ where
         .with_threads(false)
         .with_tracked_inactivity(false)
         .with_target(false)
-        .with_filter(filter_fn(|meta| {
-            meta.is_span() && meta.target().starts_with(EXPORTED_TARGETS)
+        .with_filter(filter_fn(move |meta| {
+            (meta.is_span() && meta.target().starts_with(EXPORTED_TARGETS))
+                || (capture_content && meta.target() == promptgate_service::deployment::CONTENT_TARGET)
         }))
 }
 

@@ -38,6 +38,8 @@ pub use promptgate_tools::web::{FetchPolicy, SearchConfig};
 pub use promptgate_turn::CitationReview;
 pub use promptgate_turn::TurnLimits;
 pub use promptgate_turn::documents::{DocumentReader, DocumentSettings, PdfLimits};
+/// The tracing target the trace exporter lets through when the operator records content.
+pub use promptgate_turn::engine::CONTENT_TARGET;
 pub use promptgate_turn::engine::RetryPolicy;
 pub use promptgate_workspace::{ShellPool, ShellPoolSize, WorkspaceLimits};
 

@@ -22,6 +22,9 @@ pub struct TelemetryConfig {
     /// Link the web app's answers to their trace: a URL with `{trace_id}` in it, such as
     /// `http://localhost:16686/trace/{trace_id}` for Jaeger.
     pub trace_ui_url: Option<String>,
+    /// Record what was said on the spans: prompts, answers, tool arguments and results. Off by
+    /// default: a trace backend is rarely a place for users' words.
+    pub capture_content: bool,
 }
 
 impl Default for TelemetryConfig {
@@ -31,6 +34,7 @@ impl Default for TelemetryConfig {
             endpoint: None,
             service_name: "promptgate".to_owned(),
             trace_ui_url: None,
+            capture_content: false,
         }
     }
 }
@@ -51,6 +55,10 @@ impl TelemetryConfig {
         }
         if let Some(name) = env.var("OTEL_SERVICE_NAME") {
             self.service_name = name;
+        }
+        // The variable the OpenTelemetry GenAI instrumentations read for the same choice.
+        if let Some(value) = env.var("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT") {
+            self.capture_content = value.trim().eq_ignore_ascii_case("true");
         }
         if env
             .var("OTEL_SDK_DISABLED")
@@ -89,6 +97,23 @@ mod tests {
         };
         config.apply_env(&Vars(vars.iter().copied().collect()));
         config.enabled
+    }
+
+    #[test]
+    fn the_genai_variable_decides_whether_content_is_recorded() {
+        let capture = |vars: &[(&'static str, &'static str)], file: bool| {
+            let mut config = TelemetryConfig {
+                capture_content: file,
+                ..TelemetryConfig::default()
+            };
+            config.apply_env(&Vars(vars.iter().copied().collect()));
+            config.capture_content
+        };
+        let name = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT";
+        assert!(!capture(&[], false));
+        assert!(capture(&[], true));
+        assert!(capture(&[(name, "True")], false));
+        assert!(!capture(&[(name, "false")], true));
     }
 
     #[test]

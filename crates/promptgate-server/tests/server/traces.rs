@@ -57,6 +57,12 @@ struct Receiver {
 /// Starts the receiver (on a thread of its own, so it outlives each test's runtime) and installs the
 /// gateway's subscriber with export to it, once per process.
 fn receiver() -> &'static Receiver {
+    installed(false)
+}
+
+/// The receiver, the exporter installed with `capture_content` as given on the first call (each
+/// test runs in its own process, so a test that wants content asks for it before anything else).
+fn installed(capture_content: bool) -> &'static Receiver {
     static RECEIVER: OnceLock<Receiver> = OnceLock::new();
     RECEIVER.get_or_init(|| {
         common::init();
@@ -80,6 +86,7 @@ fn receiver() -> &'static Receiver {
             enabled: true,
             endpoint: Some(format!("http://{address}")),
             service_name: "promptgate-test".to_owned(),
+            capture_content,
             ..TelemetryConfig::default()
         };
         promptgate_server::logging::init(Some(&config));
@@ -202,10 +209,12 @@ fn parse_traceparent(header: &str) -> (String, String) {
     (parts[1].to_owned(), parts[2].to_owned())
 }
 
-/// An MCP server with one tool, `lookup`, that keeps the `_meta.traceparent` of every call.
+/// An MCP server with one tool, `lookup`, that keeps the `_meta.traceparent` and the
+/// `traceparent` header of every call.
 #[derive(Clone, Default)]
 struct Notes {
     traceparents: Arc<Mutex<Vec<Option<String>>>>,
+    headers: Arc<Mutex<Vec<Option<String>>>>,
 }
 
 impl ServerHandler for Notes {
@@ -236,6 +245,13 @@ impl ServerHandler for Notes {
         // rmcp hands the request's `_meta` to the handler in its context.
         let traceparent = context.meta.0.get_traceparent().map(str::to_owned);
         self.traceparents.lock().unwrap().push(traceparent);
+        // The streamable HTTP server puts the request's head into the context's extensions.
+        let header = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.headers.get("traceparent"))
+            .map(|v| v.to_str().unwrap().to_owned());
+        self.headers.lock().unwrap().push(header);
         Ok(CallToolResult::success(vec![ContentBlock::text("high water at 14:10")]).into())
     }
 }
@@ -432,6 +448,9 @@ async fn a_send_with_web_mcp_and_integration_tools_is_one_trace_with_the_genai_s
     let (seen_trace, seen_parent) = parse_traceparent(seen[0].as_deref().expect("a traceparent in _meta"));
     assert_eq!(seen_trace, trace_id);
     assert_eq!(seen_parent, hex::encode(&mcp.span_id));
+    // ...and the same context in the request's `traceparent` header, for proxies and middleware.
+    let headers = notes.headers.lock().unwrap().clone();
+    assert_eq!(headers, seen, "the header carries what `_meta` does");
 
     // Each request to the model carried the trace context of its own chat span.
     let chat_ids: Vec<String> = chats.iter().map(|c| hex::encode(&c.span_id)).collect();
@@ -516,4 +535,91 @@ async fn a_chat_completions_request_is_traced_and_its_errors_name_the_trace() {
     let body: Value = res.json().await.unwrap();
     assert_eq!(body["error"]["trace_id"], trace_id, "{body}");
     assert!(body["error"]["request_id"].is_string(), "{body}");
+}
+
+#[tokio::test]
+async fn with_content_capture_on_the_spans_carry_the_prompt_the_answer_and_the_tool_io() {
+    installed(true);
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    let config = scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), "");
+    let gw = Gateway::start(Backend::Sqlite, config).await;
+    let server = McpTestServer::with_handler(Notes::default()).await;
+    let (status, body) = gw
+        .post("/v1/mcp-servers", json!({"name": "Notes", "url": server.url()}))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    upstream.push(tool_calls(&[(
+        "call_mcp",
+        "notes_lookup",
+        &[r#"{"topic": "tides"}"#],
+    )]));
+    upstream.push(text(["High water is at 14:10."]));
+    let (trace_id, _, traceparent) = caller_context();
+    let res = gw
+        .http
+        .post(gw.url("/v1/chat"))
+        .header("traceparent", &traceparent)
+        .json(&use_chat_body("tides-content", SECRET_WORDS, "scripted"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    res.text().await.unwrap();
+
+    let trace = Trace::wait(&trace_id, |t| {
+        t.named("chat upstream-model").len() == 2 && t.named("execute_tool notes_lookup").len() == 1
+    })
+    .await;
+    let chats = trace.named("chat upstream-model");
+    let json_attribute = |span: &Span, key: &str| -> Value {
+        let text = string(&span.attributes, key).unwrap_or_else(|| panic!("no {key} on {}", span.name));
+        serde_json::from_str(&text).unwrap()
+    };
+    let (first, second) = if chats[0].start_time_unix_nano < chats[1].start_time_unix_nano {
+        (chats[0], chats[1])
+    } else {
+        (chats[1], chats[0])
+    };
+    // The user's words go in, the system prompt apart, and the model's tool call comes out.
+    let input = json_attribute(first, "gen_ai.input.messages");
+    assert_eq!(input[0]["role"], "user", "{input}");
+    assert_eq!(input[0]["parts"][0]["content"], SECRET_WORDS, "{input}");
+    let system = json_attribute(first, "gen_ai.system_instructions");
+    assert!(!system[0]["content"].as_str().unwrap().is_empty(), "{system}");
+    let output = json_attribute(first, "gen_ai.output.messages");
+    let call = &output[0]["parts"][0];
+    assert_eq!(call["type"], "tool_call", "{output}");
+    assert_eq!(call["name"], "notes_lookup");
+    assert_eq!(call["arguments"]["topic"], "tides");
+    assert_eq!(output[0]["finish_reason"], "tool_calls");
+    // The second call sees the tool's answer and ends with the text the user read.
+    let input = json_attribute(second, "gen_ai.input.messages");
+    let response = input
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap_or_else(|| panic!("no tool message in {input}"));
+    assert!(
+        response["parts"][0]["response"]
+            .as_str()
+            .unwrap()
+            .contains("high water at 14:10")
+    );
+    let output = json_attribute(second, "gen_ai.output.messages");
+    assert_eq!(
+        output[0]["parts"][0]["content"], "High water is at 14:10.",
+        "{output}"
+    );
+    // The tool span has what went in and what came back.
+    let tool = trace.one("execute_tool notes_lookup");
+    assert_eq!(
+        string(&tool.attributes, "gen_ai.tool.call.arguments").as_deref(),
+        Some(r#"{"topic": "tides"}"#)
+    );
+    assert!(
+        string(&tool.attributes, "gen_ai.tool.call.result")
+            .unwrap()
+            .contains("high water at 14:10")
+    );
 }

@@ -11,6 +11,7 @@ mod handoff;
 mod output;
 mod plan;
 mod reasoning;
+mod span_content;
 mod spans;
 mod step;
 mod tool_images;
@@ -31,6 +32,7 @@ pub use plan::{
     AnswerRecorder, CitationReview, Floor, Gate, NoHooks, Nudges, RequestBudget, RunnableTool, SourceRef,
     StepPolicy, ToolTitles, TurnEnd, TurnHooks, TurnLimits, TurnOutcome, TurnPlan, TurnStatus,
 };
+pub use span_content::CONTENT_TARGET;
 pub use tools::ToolCache;
 pub use turn::{CONTEXT_TOO_LONG, CONTEXT_TOO_LONG_TEXT, EMPTY_ANSWER_TEXT, NOT_STORED_TEXT};
 

@@ -4,7 +4,8 @@
 //!
 //! They use the `promptgate::otel` target, which the log output leaves out: they are for the trace
 //! exporter, and when it is off their callsites are disabled, so a turn pays a check per span and
-//! nothing more. Message content and tool arguments are not recorded.
+//! nothing more. Message content and tool arguments are recorded only when the operator asks
+//! (see `span_content`).
 
 use promptgate_core::tools::ToolSpec;
 use promptgate_llm::{FinishReason, LlmError, Usage};
@@ -74,6 +75,9 @@ pub(super) fn chat(plan: &TurnPlan) -> Span {
         "gen_ai.usage.cache_read.input_tokens" = Empty,
         "gen_ai.usage.cache_creation.input_tokens" = Empty,
         "gen_ai.usage.reasoning.output_tokens" = Empty,
+        "gen_ai.system_instructions" = Empty,
+        "gen_ai.input.messages" = Empty,
+        "gen_ai.output.messages" = Empty,
         "error.type" = Empty,
         otel.status_code = Empty,
     )
@@ -122,6 +126,8 @@ pub(super) fn tool(spec: &ToolSpec, call_id: &str) -> Span {
         "gen_ai.tool.type" = if spec.mcp.is_some() { "extension" } else { "function" },
         "promptgate.tool.origin" = origin,
         "promptgate.mcp.server" = spec.mcp.as_ref().map(|mcp| mcp.name.as_str()),
+        "gen_ai.tool.call.arguments" = Empty,
+        "gen_ai.tool.call.result" = Empty,
         "error.type" = Empty,
         otel.status_code = Empty,
     )
@@ -140,7 +146,7 @@ pub(super) fn record_tool_error(span: &Span, error: &promptgate_core::tools::Too
     span.record("otel.status_code", "error");
 }
 
-fn finish_reason(reason: &FinishReason) -> &str {
+pub(super) fn finish_reason(reason: &FinishReason) -> &str {
     match reason {
         FinishReason::Stop => "stop",
         FinishReason::Length => "length",

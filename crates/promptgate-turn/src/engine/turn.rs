@@ -18,10 +18,10 @@ use promptgate_core::citations::check::{Citation, CitationCounts};
 use super::output::Output;
 use super::plan::{Floor, RequestBudget, TurnOutcome, TurnPlan, TurnStatus};
 use super::reasoning::ReasoningTimes;
-use super::spans;
 use super::step::{Interrupt, StepState, StreamedCall};
 use super::tool_images::StepImages;
 use super::tools::{Checked, check_call, check_client_call, start_call};
+use super::{span_content, spans};
 use crate::client_tools::{ClientToolCall, ClientToolChoice};
 use crate::ui::{TurnEvent, UiChunk, UiFinishReason};
 
@@ -491,6 +491,10 @@ impl Turn {
         self.out.emit(UiChunk::StartStep).await;
         let mut state = StepState::default();
         let chat = spans::chat(&self.plan);
+        let capturing = span_content::capturing();
+        if capturing {
+            span_content::record_request(&chat, &request.messages);
+        }
         let streamed = self
             .stream_step(request, &mut state)
             .instrument(chat.clone())
@@ -500,6 +504,9 @@ impl Turn {
             _ => None,
         };
         spans::record_chat(&chat, state.usage.as_ref(), state.finish.as_ref(), failure);
+        if capturing {
+            span_content::record_response(&chat, &state.text, &state.calls, state.finish.as_ref());
+        }
         self.close_open_parts(&mut state).await;
         if let Some(usage) = &state.usage {
             add_usage(&mut self.usage_total, usage);
@@ -598,6 +605,11 @@ impl Turn {
                     self.tool_calls += 1;
                     self.web_calls += u32::from(prepared.spec.web);
                     let call_id = call.id.clone();
+                    let span = spans::tool(&prepared.spec, &call_id);
+                    let capturing = span_content::capturing();
+                    if capturing {
+                        span_content::record_tool_arguments(&span, &call.arguments);
+                    }
                     let call = start_call(
                         prepared,
                         input,
@@ -605,13 +617,16 @@ impl Turn {
                         &self.plan.tool_cache,
                         self.plan.limits.tool_timeout,
                     );
-                    let span = spans::tool(&prepared.spec, &call_id);
                     let traced = span.clone();
                     running.push(
                         async move {
                             let result = call.await;
-                            if let Err(error) = &result {
-                                spans::record_tool_error(&traced, error);
+                            match &result {
+                                Err(error) => spans::record_tool_error(&traced, error),
+                                Ok(output) if capturing => {
+                                    span_content::record_tool_result(&traced, &output.text_for_model());
+                                }
+                                Ok(_) => {}
                             }
                             (position, tool, result)
                         }

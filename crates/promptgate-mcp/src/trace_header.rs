@@ -1,0 +1,148 @@
+//! The HTTP client MCP sessions speak through: reqwest's, plus the W3C `traceparent` (and
+//! `tracestate`) header on each request that carries one in its `_meta`.
+//!
+//! The trace context of a tool call is put into the request's `_meta` where the call starts (see
+//! `Session::call_tool`), because rmcp sends the request from its own transport task, where the
+//! tool call's span is no longer current. Servers behind a proxy or a tracing middleware look at
+//! the header rather than the JSON-RPC body, so the same context is copied onto it here, from the
+//! message itself: the header and the `_meta` can never disagree.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures::stream::BoxStream;
+use promptgate_outbound::trace_context::{TRACEPARENT, TRACESTATE};
+use reqwest::header::{HeaderName, HeaderValue};
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, RequestParamsMeta};
+use rmcp::transport::streamable_http_client::{
+    SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+    StreamableHttpResponseLimits,
+};
+use sse_stream::Sse;
+
+/// reqwest's MCP client, with the trace context of each tool call copied onto its headers.
+#[derive(Clone)]
+pub(crate) struct TracedHttp(pub reqwest::Client);
+
+type Outcome<T> = Result<T, StreamableHttpError<reqwest::Error>>;
+
+impl StreamableHttpClient for TracedHttp {
+    type Error = reqwest::Error;
+
+    async fn post_message(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        mut custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Outcome<StreamableHttpPostResponse> {
+        copy_trace_context(&message, &mut custom_headers);
+        self.0
+            .post_message(uri, message, session_id, auth_header, custom_headers)
+            .await
+    }
+
+    async fn post_message_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        mut custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Outcome<StreamableHttpPostResponse> {
+        copy_trace_context(&message, &mut custom_headers);
+        self.0
+            .post_message_with_max_sse_event_size(
+                uri,
+                message,
+                session_id,
+                auth_header,
+                custom_headers,
+                max_sse_event_size,
+            )
+            .await
+    }
+
+    async fn post_message_with_response_limits(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        mut custom_headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> Outcome<StreamableHttpPostResponse> {
+        copy_trace_context(&message, &mut custom_headers);
+        self.0
+            .post_message_with_response_limits(uri, message, session_id, auth_header, custom_headers, limits)
+            .await
+    }
+
+    async fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Outcome<()> {
+        self.0
+            .delete_session(uri, session_id, auth_header, custom_headers)
+            .await
+    }
+
+    async fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Outcome<BoxStream<'static, Result<Sse, SseError>>> {
+        self.0
+            .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
+            .await
+    }
+
+    async fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Outcome<BoxStream<'static, Result<Sse, SseError>>> {
+        self.0
+            .get_stream_with_max_sse_event_size(
+                uri,
+                session_id,
+                last_event_id,
+                auth_header,
+                custom_headers,
+                max_sse_event_size,
+            )
+            .await
+    }
+}
+
+/// Puts a tool call's `_meta` trace context onto the request's headers. Other messages carry none.
+fn copy_trace_context(message: &ClientJsonRpcMessage, headers: &mut HashMap<HeaderName, HeaderValue>) {
+    let JsonRpcMessage::Request(request) = message else {
+        return;
+    };
+    let ClientRequest::CallToolRequest(call) = &request.request else {
+        return;
+    };
+    let pairs = [
+        (TRACEPARENT, call.params.traceparent()),
+        (TRACESTATE, call.params.tracestate()),
+    ];
+    for (name, value) in pairs {
+        let Some(value) = value.and_then(|v| HeaderValue::from_str(v).ok()) else {
+            continue;
+        };
+        headers.insert(HeaderName::from_static(name), value);
+    }
+}

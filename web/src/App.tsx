@@ -7,14 +7,16 @@ import { Chat } from './Chat';
 import { Inspector } from './Inspector';
 import { Overlay } from './Overlay';
 import type { ChatMessage } from './messages';
+import { AdminPanel, useIsAdmin } from './panels/Admin';
 import { IntegrationsPanel } from './panels/Integrations';
+import { KeysPanel } from './panels/Keys';
 import { McpPanel } from './panels/Mcp';
 import { ProjectsPanel } from './panels/Projects';
 import { SettingsPanel } from './panels/Settings';
 import { ShortcutsPanel } from './panels/Shortcuts';
 import { SkillsPanel } from './panels/Skills';
 
-type Panel = 'settings' | 'mcp' | 'skills' | 'projects' | 'integrations' | 'shortcuts';
+type Panel = 'settings' | 'mcp' | 'skills' | 'projects' | 'integrations' | 'shortcuts' | 'keys' | 'admin';
 
 const PANEL_LABELS: Record<Panel, string> = {
   settings: 'Settings',
@@ -23,7 +25,12 @@ const PANEL_LABELS: Record<Panel, string> = {
   projects: 'Projects',
   integrations: 'Integrations',
   shortcuts: 'Keyboard shortcuts',
+  keys: 'API keys',
+  admin: 'Users',
 };
+
+/// Panels shown only with a token (keys) or to an admin (users).
+const SIGNED_IN_PANELS: Panel[] = ['keys', 'admin'];
 
 function newThreadId(): string {
   return `t-${crypto.randomUUID()}`;
@@ -89,6 +96,10 @@ function Main({ onSignOut }: { onSignOut?: () => void }) {
   const [models, setModels] = useState<ModelEntry[]>([]);
   const [model, setModel] = useState<string>(() => localStorage.getItem('promptgate.model') ?? '');
   const [panel, setPanel] = useState<Panel | null>(null);
+  const isAdmin = useIsAdmin(onSignOut !== undefined);
+  const shownPanels = (Object.keys(PANEL_LABELS) as Panel[]).filter(
+    (p) => !SIGNED_IN_PANELS.includes(p) || (p === 'keys' ? onSignOut !== undefined : isAdmin),
+  );
   const [inspector, setInspector] = useState(false);
   const [drawer, setDrawer] = useState(false);
   const [selected, setSelected] = useState<ChatMessage | null>(null);
@@ -230,7 +241,7 @@ function Main({ onSignOut }: { onSignOut?: () => void }) {
           {list.hasMore && <MoreWhenVisible onVisible={list.loadMore} />}
         </ul>
         <ul className="sections" aria-label="Your setup">
-          {(Object.keys(PANEL_LABELS) as Panel[]).map((p) => (
+          {shownPanels.map((p) => (
             <li key={p}>
               <button type="button" aria-pressed={panel === p} onClick={() => openPanel(panel === p ? null : p)}>
                 {PANEL_LABELS[p]}
@@ -261,6 +272,8 @@ function Main({ onSignOut }: { onSignOut?: () => void }) {
           {panel === 'projects' && <ProjectsPanel />}
           {panel === 'integrations' && <IntegrationsPanel />}
           {panel === 'shortcuts' && <ShortcutsPanel />}
+          {panel === 'keys' && <KeysPanel />}
+          {panel === 'admin' && <AdminPanel />}
         </Overlay>
       )}
       {inspector && <Inspector threadId={current.id} isNew={current.isNew && started !== current.id} model={model} message={selected} refresh={refresh} onClose={() => setInspector(false)} />}

@@ -225,6 +225,11 @@ test('a setting changed in the app shows in the inspector', async ({ page }) => 
   await answers(page).last().getByRole('button', { name: 'Inspect' }).click();
   await expect(page.locator('.answer-details')).toContainText('scripted');
   await expect(page.getByTestId('answer-context')).toContainText('1 message(s) sent');
+  // The answer names its trace and links to it in the configured trace UI.
+  const trace = page.getByTestId('answer-trace').getByRole('link');
+  await expect(trace).toHaveText(/^[0-9a-f]{32}$/);
+  const traceId = (await trace.textContent()) ?? '';
+  await expect(trace).toHaveAttribute('href', `http://traces.test/trace/${traceId}`);
   await shot(page, 'inspector');
 });
 

@@ -121,6 +121,13 @@ fetch = { allowed_addrs = ["127.0.0.1:${upstreamPort}"] }
 [turn]
 on_disconnect = "continue"
 
+# Traces go to the scripted upstream's collector stand-in; the inspector links each answer to a
+# trace UI that need not exist for the link to be checked.
+[telemetry]
+enabled = true
+endpoint = "http://127.0.0.1:${upstreamPort}"
+trace_ui_url = "http://traces.test/trace/{trace_id}"
+
 [[providers]]
 name = "scripted"
 kind = "openai"
@@ -137,10 +144,14 @@ upstream_model = "upstream-model"
   const created = spawnSync(bin, ['--config', tokens.configPath, 'users', 'create', 'ada'], { env, encoding: 'utf8' });
   const token = /\b(pg_[A-Za-z0-9_-]+)/.exec(created.stdout ?? '')?.[1];
   if (!token) throw new Error(`users create printed no token:\n${created.stdout}\n${created.stderr}`);
+  const root = spawnSync(bin, ['--config', tokens.configPath, 'users', 'create', 'root', '--admin'], { env, encoding: 'utf8' });
+  const adminToken = /\b(pg_[A-Za-z0-9_-]+)/.exec(root.stdout ?? '')?.[1];
+  if (!adminToken) throw new Error(`users create --admin printed no token:\n${root.stdout}\n${root.stderr}`);
   await waitFor(`http://127.0.0.1:${mcpPort}/mcp`, 'server-everything', mcp);
 
   process.env.PROMPTGATE_TOKENS_BASE_URL = tokens.base;
   process.env.PROMPTGATE_TEST_TOKEN = token;
+  process.env.PROMPTGATE_ADMIN_TOKEN = adminToken;
   process.env.PROMPTGATE_BASE_URL = base;
   process.env.PROMPTGATE_MCP_URL = `http://127.0.0.1:${mcpPort}/mcp`;
   process.env.PROMPTGATE_SCREENSHOTS = process.env.PROMPTGATE_SCREENSHOTS ?? path.join(web, 'screenshots');

@@ -108,6 +108,12 @@ export function startUpstream() {
       res.writeHead(200, { 'content-type': 'application/json' });
       return res.end(JSON.stringify({ query: url.searchParams.get('q'), results: SEARCH_RESULTS }));
     }
+    // The gateway exports its traces here; an empty protobuf answer is a collector's "accepted".
+    if (req.method === 'POST' && url.pathname === '/v1/traces') {
+      req.resume();
+      req.on('end', () => res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end());
+      return;
+    }
     if (req.method === 'POST' && url.pathname.endsWith('/chat/completions')) {
       let raw = '';
       req.on('data', (d) => (raw += d));

@@ -29,6 +29,8 @@ fn api_routes() -> ApiRouter<AppState> {
         .merge(routes::settings::routes())
         .merge(routes::usage::routes())
         .merge(routes::ledger::routes())
+        .merge(routes::keys::routes())
+        .merge(routes::admin::routes())
         .merge(routes::integrations::routes())
         .merge(
             routes::models::routes()

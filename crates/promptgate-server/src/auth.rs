@@ -14,6 +14,8 @@ use crate::state::{AppState, LOCAL_USER_ID};
 #[derive(Debug, Clone)]
 pub struct CurrentUser {
     pub id: String,
+    /// The key the request came with; `None` in single-user mode.
+    pub key_id: Option<String>,
 }
 
 impl FromRequestParts<AppState> for CurrentUser {
@@ -27,6 +29,7 @@ impl FromRequestParts<AppState> for CurrentUser {
         if state.config.auth.mode == AuthMode::SingleUser {
             return Ok(Self {
                 id: LOCAL_USER_ID.to_owned(),
+                key_id: None,
             });
         }
         let header = parts
@@ -40,11 +43,38 @@ impl FromRequestParts<AppState> for CurrentUser {
             .map(str::trim)
             .filter(|t| !t.is_empty())
             .ok_or_else(|| ApiError::unauthorized("the Authorization header must be `Bearer <token>`"))?;
-        match state.service.user_by_token(token).await? {
-            Some(user) => Ok(Self { id: user.id }),
-            None => Err(ApiError::unauthorized("the token is unknown or revoked")),
+        match state.service.caller_by_token(token).await? {
+            Some(caller) => Ok(Self {
+                id: caller.user.id,
+                key_id: Some(caller.key_id),
+            }),
+            None => Err(ApiError::unauthorized(
+                "the token is unknown or revoked, has expired, or belongs to a disabled user",
+            )),
         }
     }
 }
 
 impl OperationInput for CurrentUser {}
+
+/// An authenticated user who is an admin now: the role is read from the store on every request,
+/// so a role taken away on one instance holds on every other at once.
+#[derive(Debug, Clone)]
+pub struct AdminUser {
+    pub id: String,
+}
+
+impl FromRequestParts<AppState> for AdminUser {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        let user = CurrentUser::from_request_parts(parts, state).await?;
+        if state.service.is_admin(&user.id).await? {
+            Ok(Self { id: user.id })
+        } else {
+            Err(promptgate_service::ServiceError::NotAdmin.into())
+        }
+    }
+}
+
+impl OperationInput for AdminUser {}

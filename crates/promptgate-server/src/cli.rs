@@ -75,7 +75,18 @@ pub enum Command {
 #[derive(Debug, Subcommand)]
 pub enum UsersCommand {
     /// Create a user and print a bearer token for it. The token is shown only this once.
-    Create { name: String },
+    Create {
+        name: String,
+        /// Make the user an admin, who manages users and budgets over the API.
+        #[arg(long)]
+        admin: bool,
+    },
+    /// Make a user (by name or id) an admin, or with --revoke take the role away.
+    Admin {
+        name: String,
+        #[arg(long)]
+        revoke: bool,
+    },
     /// List the users with their ids, creation times and how many tokens each holds.
     List,
     /// Revoke every token of a user (by name or id); requests with them get 401 from then on.

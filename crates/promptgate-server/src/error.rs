@@ -84,6 +84,7 @@ error_codes! {
     OriginNotAllowed = 403, "origin_not_allowed": "A browser request from a web origin this server does not list.";
     InvalidLink = 403, "invalid_link": "A signed artifact link that is invalid or has expired.";
     QuotaExceeded = 403, "quota_exceeded": "The user keeps as many bytes or threads as their storage quota allows; nothing was written. Deleting threads makes room (`GET /v1/usage/storage` shows usage).";
+    AdminOnly = 403, "admin_only": "Only an admin may do this (`promptgate users admin <name>` makes one).";
     ReadOnly = 403, "read_only": "A record the user may read but not change (a system model).";
     NotFound = 404, "not_found": "The record or endpoint does not exist (for this user).";
     UnknownTurn = 404, "unknown_turn": "`retry_of` names no turn of this thread.";
@@ -104,6 +105,8 @@ error_codes! {
     RefusedAddress = 422, "refused_address": "The outbound address policy refuses the URL.";
     McpAuthorizationFailed = 422, "mcp_authorization_failed": "The MCP server could not be authorized: it is unreachable, or its authorization server's metadata was refused (another resource or issuer, no PKCE S256) or it refused the request.";
     TooManyProbes = 429, "too_many_probes": "The user probed MCP servers more often than the server allows; `Retry-After` says when to try again.";
+    BudgetExceeded = 429, "budget_exceeded": "The token budget of the user or key for the current period is spent; the message says which and when it resets, `Retry-After` how long until then.";
+    TokensPerMinuteExceeded = 429, "tokens_per_minute_exceeded": "The tokens-per-minute limit of the user or key is spent; the message says which, `Retry-After` when the minute ends.";
     RateLimited = 429, "rate_limited": "Too many requests or turns for this user; `Retry-After` says when to try again.";
     HeadersTooLarge = 431, "headers_too_large": "The request headers are larger than the server accepts.";
     Internal = 500, "internal": "A failure on the server's side; the details are in its log under the request id.";
@@ -387,6 +390,13 @@ impl From<ServiceError> for ApiError {
             ServiceError::MissingAuthorizationCode => Self::new(ErrorCode::InvalidCallback, err.to_string()),
             ServiceError::ProviderRefused(m) => Self::new(ErrorCode::ProviderError, m),
             ServiceError::QuotaExceeded(m) => Self::new(ErrorCode::QuotaExceeded, m),
+            ServiceError::OverBudget(refusal) => {
+                let code = ErrorCode::parse(refusal.code()).unwrap_or(ErrorCode::BudgetExceeded);
+                let wait = refusal.retry_after;
+                let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+                Self::new(code, refusal.to_string()).with_retry_after(secs.max(1))
+            }
+            ServiceError::NotAdmin => Self::new(ErrorCode::AdminOnly, err.to_string()),
             ServiceError::Store(store) => Self::from_store(store),
             ServiceError::Internal => Self::internal(),
             ServiceError::Start { .. } | ServiceError::Refused(_) => {

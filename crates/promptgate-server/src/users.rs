@@ -1,4 +1,5 @@
-//! `promptgate users ...`: the API tokens of `tokens` mode, managed from the command line.
+//! `promptgate users ...`: the users and API tokens of `tokens` mode, managed from the command line
+//! (the first admin is made here; admins manage the rest over `/v1/admin`).
 
 use anyhow::Context;
 use promptgate_service::Database;
@@ -10,20 +11,36 @@ use crate::config::AuthMode;
 /// Runs one users command and returns what to print.
 pub async fn run(database: &Database, command: UsersCommand, mode: AuthMode) -> anyhow::Result<String> {
     let mut text = match command {
-        UsersCommand::Create { name } => {
+        UsersCommand::Create { name, admin } => {
             let name = name.trim();
             anyhow::ensure!(
                 !name.is_empty() && name.len() <= 200,
                 "the user name must be 1-200 characters"
             );
             let user = database.create_user(name).await?;
+            if admin {
+                database.set_admin(&user.id, true).await?;
+            }
             let token = database.issue_token(&user.id).await?;
             format!(
-                "created user {} (id {})\ntoken: {token}\n{}",
+                "created {} {} (id {})\ntoken: {token}\n{}",
+                if admin { "admin" } else { "user" },
                 user.name,
                 user.id,
                 shown_once()
             )
+        }
+        UsersCommand::Admin { name, revoke } => {
+            let user = find(database, &name).await?;
+            database.set_admin(&user.id, !revoke).await?;
+            if revoke {
+                format!("{} (id {}) is no longer an admin", user.name, user.id)
+            } else {
+                format!(
+                    "{} (id {}) is an admin: they manage users, keys and budgets over /v1/admin",
+                    user.name, user.id
+                )
+            }
         }
         UsersCommand::List => {
             let users = database.users().await?;

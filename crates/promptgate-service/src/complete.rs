@@ -16,6 +16,7 @@ use super::{
     ModelProvider, ProviderClient, RunParts, SendHandle, SendStream, Service, ServiceError, TurnIds,
     check_request_fields,
 };
+use crate::budgets::{SettleOnly, Spender};
 use promptgate_llm::tokens::Tokenizer;
 use promptgate_store::UsageKind;
 use promptgate_turn::client_tools::{ClientToolChoice, ClientTools};
@@ -39,7 +40,8 @@ pub struct CompletionRequest {
     pub output_cap: Option<OutputCap>,
     /// Work due when the turn ends, before its stream says done.
     pub on_end: Vec<Arc<dyn TurnEnd>>,
-    /// The id of the API key the request came with, for the usage ledger.
+    /// The key the request came with: the turn counts against its limits beside the user's, and
+    /// the usage ledger names it.
     pub key_id: Option<String>,
     /// Which facade the request came through, for the usage ledger.
     pub facade: UsageKind,
@@ -114,6 +116,11 @@ impl Service {
             facade,
         } = request;
         needs_a_user_message(&conversation)?;
+        let spender = Spender {
+            user_id: user_id.clone(),
+            key_id,
+        };
+        let budget = self.check_budget(&spender).await?;
         let admission = self.admit()?;
         let TurnIds { turn_id, message_id } = TurnIds::fresh();
         tracing::Span::current().record("turn_id", turn_id.as_str());
@@ -132,7 +139,14 @@ impl Service {
         let model_id = prepared.model.id.clone();
         let routes = self.routes_for(&user_id, &prepared.model, &provider).await;
         let failover = routes.failover;
-        let usage = self.usage_tag(&user_id, key_id, None, facade, &prepared.model, routes.ledger);
+        let usage = self.usage_tag(
+            &user_id,
+            spender.key_id.clone(),
+            None,
+            facade,
+            &prepared.model,
+            routes.ledger,
+        );
         let mut plan = prepared.into_turn_plan(
             &provider,
             self.config.limits,
@@ -143,8 +157,14 @@ impl Service {
                 tool_cache: ToolCache::default(),
                 cancel: self.stop_all.child_token(),
                 admission,
-                // No thread keeps the answer; a kept response is kept by its reader.
-                recorder: None,
+                // No thread keeps the answer (a kept response is kept by its reader): the only
+                // end-of-turn write is the budget's.
+                recorder: budget.limited.then(|| {
+                    Arc::new(SettleOnly {
+                        store: self.store.clone(),
+                        spender,
+                    }) as Arc<dyn promptgate_turn::engine::AnswerRecorder>
+                }),
                 extra,
                 tasks: self.tasks.clone(),
                 refusal: None,
@@ -152,6 +172,10 @@ impl Service {
                 client,
             },
         );
+        if !budget.warnings.is_empty() {
+            plan.start_metadata
+                .insert("budgetWarnings".into(), Value::Array(budget.warnings));
+        }
         plan.policy.max_output_tokens = output_cap.and_then(|cap| cap.for_provider(&provider));
         if parallel_tool_calls == Some(false) {
             plan.policy.parallel_tool_calls = false;

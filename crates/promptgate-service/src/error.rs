@@ -78,6 +78,12 @@ pub enum ServiceError {
     /// The user keeps as much as their storage quota allows; the message says which bound.
     #[error("{0}")]
     QuotaExceeded(String),
+    /// A budget or token limit of the user or key is spent until its window resets.
+    #[error("{0}")]
+    OverBudget(crate::budgets::BudgetRefusal),
+    /// Only an admin may do this.
+    #[error("only an admin may do this")]
+    NotAdmin,
 
     /// What the store reports, as it words it.
     #[error(transparent)]

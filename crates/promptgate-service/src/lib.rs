@@ -62,6 +62,7 @@
 #![deny(clippy::disallowed_methods)]
 
 mod accounts;
+mod budgets;
 mod builtin;
 mod claims;
 mod complete;
@@ -77,6 +78,7 @@ mod handoffs;
 mod harness;
 mod hooks;
 mod integrations;
+mod keys;
 mod ledger;
 mod library;
 mod live;
@@ -105,6 +107,7 @@ use promptgate_store::Store;
 use promptgate_tools::web::{SafeFetcher, SearchBackend};
 use tokio_util::sync::CancellationToken;
 
+pub use budgets::{BudgetCheck, BudgetRefusal, Spender, WARN_AT_PERCENT, judge, spent_tokens};
 pub use complete::{CompletionRequest, OutputCap};
 pub use error::ServiceError;
 pub use feed::{FELL_BEHIND_TEXT, Follow, FollowStream, Frames, MAX_FEED_BYTES, SendStream};

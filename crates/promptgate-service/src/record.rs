@@ -88,6 +88,8 @@ pub(crate) struct AnswerWriter {
     pub pending: PendingSaves,
     /// Writes the turn's stream for a reader elsewhere whose request was not heard in time.
     pub mirrors: super::follow::Mirrors,
+    /// Whose limits the turn's tokens count against, when any limit is set.
+    pub spender: Option<crate::budgets::Spender>,
 }
 
 /// The answer so far: parts and metadata.
@@ -183,6 +185,7 @@ impl AnswerWriter {
                 }
             }
         };
+        let spent = ended.as_ref().map(|(outcome, _)| outcome.usage_total.clone());
         let (message, stored_tx, status, usage) = match ended {
             Some((outcome, stored_tx)) => {
                 let usage = self.usage.record(&self.turn_id, &outcome);
@@ -210,6 +213,9 @@ impl AnswerWriter {
         let stored = self.save_final(&message, usage.as_ref()).await;
         if stored && let Some(usage) = &usage {
             self.usage.count(usage);
+        }
+        if let (Some(spender), Some(spent)) = (&self.spender, &spent) {
+            crate::budgets::settle(&self.store, spender, spent).await;
         }
         let AnswerWriter {
             mut slot,

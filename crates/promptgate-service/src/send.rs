@@ -16,6 +16,7 @@ use promptgate_turn::engine::{TurnEnd, run_turn};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::budgets::{BudgetCheck, Spender};
 use crate::failover::ModelRoutes;
 use crate::feed::{Detach, FeedWriter, TurnFeed};
 use crate::harness::KeepTranscript;
@@ -62,7 +63,8 @@ pub struct SendRequest {
     pub notes: ClientNotes,
     /// The trace this send is part of, for the answer's metadata.
     pub trace: Option<TraceLink>,
-    /// The id of the API key the send came with, for the usage ledger.
+    /// The key the request came with: the turn counts against its limits beside the user's, and
+    /// the usage ledger names it.
     pub key_id: Option<String>,
 }
 
@@ -107,6 +109,8 @@ struct ThreadTurn {
     cancel: CancellationToken,
     feed: FeedWriter,
     admission: tokio::sync::OwnedSemaphorePermit,
+    /// The limits the turn counts against, checked before it was claimed.
+    budget: BudgetCheck,
 }
 
 impl Service {
@@ -119,8 +123,14 @@ impl Service {
         fields(user = %request.user_id, thread_id = %request.thread_id, turn_id = tracing::field::Empty)
     )]
     pub async fn send(&self, request: SendRequest) -> Result<SendHandle, ServiceError> {
+        let spender = Spender {
+            user_id: request.user_id.clone(),
+            key_id: request.key_id.clone(),
+        };
+        let budget = self.check_budget(&spender).await?;
         let admission = self.admit()?;
         let mut turn = self.claim_thread_here(&request, admission).await?;
+        turn.budget = budget;
         tracing::Span::current().record("turn_id", turn.ids.turn_id.as_str());
         let (continuation, mut ctx, model, provider) = self.claim_and_load(&request, &mut turn).await?;
         let answer = record::opening_row(&request.thread_id, &turn.ids, &model.id);
@@ -179,6 +189,7 @@ impl Service {
                         cancel,
                         feed,
                         admission,
+                        budget: BudgetCheck::default(),
                     });
                 }
                 Claim::Busy
@@ -356,6 +367,7 @@ impl Service {
             cancel,
             feed,
             admission,
+            budget,
         } = turn;
         let model_id = prepared.model.id.clone();
         tracing::info!(
@@ -384,6 +396,10 @@ impl Service {
             retry_for: self.config.save_retry,
             pending: self.pending.clone(),
             mirrors: self.mirrors(),
+            spender: budget.limited.then(|| Spender {
+                user_id: request.user_id.clone(),
+                key_id: request.key_id.clone(),
+            }),
         }
         .start(&self.tasks);
         let (refusal, on_end) = self.continue_harness(
@@ -412,6 +428,10 @@ impl Service {
                 client: Default::default(),
             },
         );
+        if !budget.warnings.is_empty() {
+            plan.start_metadata
+                .insert("budgetWarnings".into(), Value::Array(budget.warnings));
+        }
         if let Some(trace) = &request.trace {
             plan.start_metadata.insert("traceId".into(), json!(trace.id));
             if let Some(url) = &trace.url {

@@ -181,6 +181,12 @@ const MIGRATIONS: &[SchemaVersion] = &[
         postgres: include_str!("../../../migrations/postgres/0021_usage_ledger.sql"),
         sqlite: Some(include_str!("../../../migrations/sqlite/0021_usage_ledger.sql")),
     },
+    SchemaVersion {
+        version: 22,
+        name: "keys and budgets",
+        postgres: include_str!("../../../migrations/postgres/0022_keys_budgets.sql"),
+        sqlite: Some(include_str!("../../../migrations/sqlite/0022_keys_budgets.sql")),
+    },
 ];
 
 const SQLITE_BUSY_TIMEOUT_MS: u32 = 5_000;

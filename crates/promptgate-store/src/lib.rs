@@ -13,12 +13,14 @@
 //! workspace use it without depending on this crate; their errors carry [`StoreError`]'s detail only as far as `StorageError` allows.
 
 mod artifacts;
+mod budgets;
 mod connect;
 mod context;
 mod conversation;
 mod error;
 mod first_message;
 mod handoffs;
+mod keys;
 mod ledger;
 mod listener;
 mod mcp;
@@ -50,11 +52,13 @@ mod workspace;
 #[cfg(feature = "testing")]
 pub mod testing;
 
+pub use budgets::{Budget, BudgetScope, LimitKind, LimitState, MAX_PERIOD_SECS};
 pub use connect::{Backend, Store};
 pub use context::FIRST_PAGE;
 pub use conversation::{Resolution, ThreadTail, current_conversation, resolve};
 pub use error::{Result, StoreError};
 pub use handoffs::HandoffLimits;
+pub use keys::{Account, ApiKey, Caller, IssuedKey, LAST_USED_EVERY_MS, MAX_KEYS_PER_USER};
 pub use ledger::{TokenCounts, UsageGroup, UsageGrouping, UsageKind, UsageQuery, UsageRecord};
 pub use listener::{APPLICATION_NAME as LISTENER_APPLICATION_NAME, CHANNEL as CHANGES_CHANNEL};
 pub use oauth_pending::{OAuthPending, PendingLimits, PendingRefused};

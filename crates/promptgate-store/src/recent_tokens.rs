@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::types::User;
+use crate::keys::Caller;
 
 /// How long after its last successful check a token is still honoured during an outage.
 const HONOURED_FOR: Duration = Duration::from_secs(600);
@@ -15,29 +15,29 @@ const MAX_REMEMBERED: usize = 10_000;
 
 #[derive(Default)]
 pub(crate) struct RecentTokens {
-    by_hash: Mutex<HashMap<String, (User, Instant)>>,
+    by_hash: Mutex<HashMap<String, (Caller, Instant)>>,
 }
 
 impl RecentTokens {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (User, Instant)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Caller, Instant)>> {
         self.by_hash
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    pub(crate) fn remember(&self, hash: &str, user: &User) {
+    pub(crate) fn remember(&self, hash: &str, caller: &Caller) {
         let mut by_hash = self.lock();
         if by_hash.len() >= MAX_REMEMBERED && !by_hash.contains_key(hash) {
             by_hash.clear();
         }
-        by_hash.insert(hash.to_owned(), (user.clone(), Instant::now()));
+        by_hash.insert(hash.to_owned(), (caller.clone(), Instant::now()));
     }
 
-    pub(crate) fn recall(&self, hash: &str) -> Option<User> {
+    pub(crate) fn recall(&self, hash: &str) -> Option<Caller> {
         self.lock()
             .get(hash)
             .filter(|(_, at)| at.elapsed() < HONOURED_FOR)
-            .map(|(user, _)| user.clone())
+            .map(|(caller, _)| caller.clone())
     }
 
     /// A token the database no longer knows (revoked, or its user deleted).

@@ -5,16 +5,27 @@ use sqlx::any::AnyRow;
 
 use crate::connect::Store;
 use crate::error::{Result, StoreError};
+use crate::keys::Caller;
 use crate::observed::Observed;
 use crate::types::{User, UserTokens};
 use crate::util::{Cols, check_client_id, check_name, new_id};
 
-const TOKEN_PREFIX: &str = "pg_";
+pub(crate) const TOKEN_PREFIX: &str = "pg_";
 /// "pg_" plus 64 hex digits; anything longer cannot be ours and is not worth hashing.
 const MAX_TOKEN_LEN: usize = 128;
 
-fn token_hash(token: &str) -> String {
+pub(crate) fn token_hash(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+/// A fresh bearer secret: the prefix and 32 random bytes in hex.
+pub(crate) fn new_secret() -> String {
+    format!("{TOKEN_PREFIX}{}", hex::encode(rand::random::<[u8; 32]>()))
+}
+
+/// The public id of a key issued from the command line.
+fn new_key_id() -> String {
+    format!("key_{}", uuid::Uuid::now_v7().simple())
 }
 
 fn user_from(row: &AnyRow) -> Result<User> {
@@ -68,14 +79,15 @@ impl Store {
     /// Issues a new API token for the user and returns its plaintext; only its SHA-256 is stored, so
     /// this is the one moment it can be shown.
     pub async fn issue_token(&self, user_id: &str) -> Result<String> {
-        let token = format!("{TOKEN_PREFIX}{}", hex::encode(rand::random::<[u8; 32]>()));
+        let token = new_secret();
         let inserted = sqlx::query(
-            "INSERT INTO api_tokens (token_hash, user_id, created_at) \
-             SELECT $1, id, $2 FROM users WHERE id = $3",
+            "INSERT INTO api_tokens (token_hash, user_id, created_at, id) \
+             SELECT $1, id, $2, $4 FROM users WHERE id = $3",
         )
         .bind(token_hash(&token))
         .bind(self.now_ms())
         .bind(user_id)
+        .bind(new_key_id())
         .execute(&self.pool)
         .observed("users.issue_token")
         .await?;
@@ -85,40 +97,37 @@ impl Store {
         Ok(token)
     }
 
-    /// The user a bearer token belongs to; `None` for any token we did not issue. While the database
-    /// cannot be reached, a token seen valid recently is honoured (see `recent_tokens`), without
-    /// waiting for the database again when it failed to answer a moment ago (see `reach`).
+    /// The user a bearer token belongs to; `None` for any token we did not issue, an expired one,
+    /// or one of a disabled user. See [`Store::caller_by_token`].
     pub async fn user_by_token(&self, token: &str) -> Result<Option<User>> {
+        Ok(self.caller_by_token(token).await?.map(|caller| caller.user))
+    }
+
+    /// Who a bearer token acts for. While the database cannot be reached, a token seen valid
+    /// recently is honoured (see `recent_tokens`), without waiting for the database again when it
+    /// failed to answer a moment ago (see `reach`).
+    pub async fn caller_by_token(&self, token: &str) -> Result<Option<Caller>> {
         if !token.starts_with(TOKEN_PREFIX) || token.len() > MAX_TOKEN_LEN {
             return Ok(None);
         }
         let hash = token_hash(token);
         if self.reach.known_unreachable()
-            && let Some(user) = self.recent_tokens.recall(&hash)
+            && let Some(caller) = self.recent_tokens.recall(&hash)
         {
-            return Ok(Some(user));
+            return Ok(Some(caller));
         }
-        let row = sqlx::query(
-            "SELECT u.id, u.name, u.created_at FROM api_tokens t JOIN users u ON u.id = t.user_id \
-             WHERE t.token_hash = $1",
-        )
-        .bind(&hash)
-        .fetch_optional(&self.pool)
-        .observed("users.user_by_token")
-        .await
-        .map_err(StoreError::from);
-        self.reach.saw(&row);
-        match row {
-            Ok(row) => {
-                let user = row.as_ref().map(user_from).transpose()?;
-                match &user {
-                    Some(user) => self.recent_tokens.remember(&hash, user),
+        let found = self.caller_in_store(&hash).await;
+        self.reach.saw(&found);
+        match found {
+            Ok(caller) => {
+                match &caller {
+                    Some(caller) => self.recent_tokens.remember(&hash, caller),
                     None => self.recent_tokens.forget_hash(&hash),
                 }
-                Ok(user)
+                Ok(caller)
             }
             Err(err) => match self.recent_tokens.recall(&hash) {
-                Some(user) if err.is_unavailable() => Ok(Some(user)),
+                Some(caller) if err.is_unavailable() => Ok(Some(caller)),
                 _ => Err(err),
             },
         }
@@ -155,6 +164,7 @@ impl Store {
         if exists.is_none() {
             return Err(StoreError::NotFound);
         }
+        forget_key_budgets(&mut tx, user_id).await?;
         let gone = sqlx::query("DELETE FROM api_tokens WHERE user_id = $1")
             .bind(user_id)
             .execute(&mut *tx)
@@ -166,20 +176,22 @@ impl Store {
 
     /// Replaces every token of the user with one new token, at once: no moment with both or neither.
     pub async fn rotate_token(&self, user_id: &str) -> Result<String> {
-        let token = format!("{TOKEN_PREFIX}{}", hex::encode(rand::random::<[u8; 32]>()));
+        let token = new_secret();
         let mut tx = self.pool.begin().observed("transaction.begin").await?;
+        forget_key_budgets(&mut tx, user_id).await?;
         sqlx::query("DELETE FROM api_tokens WHERE user_id = $1")
             .bind(user_id)
             .execute(&mut *tx)
             .observed("users.rotate_token")
             .await?;
         let inserted = sqlx::query(
-            "INSERT INTO api_tokens (token_hash, user_id, created_at) \
-             SELECT $1, id, $2 FROM users WHERE id = $3",
+            "INSERT INTO api_tokens (token_hash, user_id, created_at, id) \
+             SELECT $1, id, $2, $4 FROM users WHERE id = $3",
         )
         .bind(token_hash(&token))
         .bind(self.now_ms())
         .bind(user_id)
+        .bind(new_key_id())
         .execute(&mut *tx)
         .observed("users.rotate_token")
         .await?;
@@ -189,4 +201,19 @@ impl Store {
         tx.commit().observed("transaction.commit").await?;
         Ok(token)
     }
+}
+
+/// Drops the limits and spending of every key of the user, whose keys are about to go.
+async fn forget_key_budgets(tx: &mut sqlx::Transaction<'_, sqlx::Any>, user_id: &str) -> Result<()> {
+    for table in ["budgets", "budget_spend"] {
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "DELETE FROM {table} WHERE scope = 'key' AND subject_id IN \
+             (SELECT id FROM api_tokens WHERE user_id = $1)"
+        )))
+        .bind(user_id)
+        .execute(&mut **tx)
+        .observed("users.forget_key_budgets")
+        .await?;
+    }
+    Ok(())
 }

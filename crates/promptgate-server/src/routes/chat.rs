@@ -179,7 +179,7 @@ async fn chat(
             client: client_identity(&headers),
             notes: client_notes(body.voice_mode, body.ask_responses)?,
             trace: crate::telemetry::trace_link(&state.config.telemetry),
-            key_id: None,
+            key_id: user.key_id,
         })
         .await?;
     Ok(UiStream::new(handle, version))
@@ -239,7 +239,7 @@ async fn post_message(
             client: client_identity(&headers),
             notes: client_notes(body.voice_mode, body.ask_responses)?,
             trace: crate::telemetry::trace_link(&state.config.telemetry),
-            key_id: None,
+            key_id: user.key_id,
         })
         .await?;
     Ok(UiStream::new(handle, version))

@@ -110,6 +110,7 @@ async fn completions(
         .service
         .complete(CompletionRequest {
             user_id: user.id,
+            key_id: user.key_id,
             model: body.model,
             conversation,
             client_tools,
@@ -118,7 +119,6 @@ async fn completions(
             parallel_tool_calls: None,
             output_cap: max_output_tokens.map(OutputCap::Chosen),
             on_end: Vec::new(),
-            key_id: None,
             facade: UsageKind::ChatCompletions,
         })
         .await?;

@@ -1,5 +1,5 @@
 //! `GET /v1/usage`: the usage ledger summed over a time range, by user, key, model or day, as JSON or
-//! CSV. A user sees their own requests; whoever [`may_see_everyone`] sees everyone's. (What a user
+//! CSV. A user sees their own requests; an admin ([`may_see_everyone`]) everyone's. (What a user
 //! keeps in the database is `GET /v1/usage/storage`, in `usage`.)
 
 use aide::OperationOutput;
@@ -43,10 +43,13 @@ pub fn routes() -> ApiRouter<AppState> {
     )
 }
 
-/// Whether `user` may read everyone's usage rather than their own. Today that is the one user of
-/// a single-user deployment, who is its operator; the admin role decides it once there is one.
-fn may_see_everyone(state: &AppState, user: &CurrentUser) -> bool {
-    state.config.auth.mode == AuthMode::SingleUser && user.id == LOCAL_USER_ID
+/// Whether `user` may read everyone's usage rather than their own: an admin (the role read now,
+/// as every admin route reads it), or the one user of a single-user deployment, its operator.
+async fn may_see_everyone(state: &AppState, user: &CurrentUser) -> ApiResult<bool> {
+    if state.config.auth.mode == AuthMode::SingleUser && user.id == LOCAL_USER_ID {
+        return Ok(true);
+    }
+    Ok(state.service.is_admin(&user.id).await?)
 }
 
 #[derive(Debug, Clone, Copy, Default, Deserialize, JsonSchema)]
@@ -145,7 +148,7 @@ async fn usage(
     if from > to {
         return Err(ApiError::new(ErrorCode::InvalidQuery, "`from` is after `to`"));
     }
-    let everyone = may_see_everyone(&state, &user);
+    let everyone = may_see_everyone(&state, &user).await?;
     let (group_by, grouping) = match params.group_by {
         GroupBy::User => ("user", UsageGrouping::User),
         GroupBy::Key => ("key", UsageGrouping::Key),

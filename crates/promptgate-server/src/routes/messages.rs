@@ -94,7 +94,8 @@ pub struct MessagesBody {
 
 impl MessagesBody {
     /// The request in the engine's terms, its PDF documents read by the server's file reader.
-    async fn completion(self, state: &AppState, user_id: String) -> ApiResult<(CompletionRequest, bool)> {
+    async fn completion(self, state: &AppState, user: CurrentUser) -> ApiResult<(CompletionRequest, bool)> {
+        let CurrentUser { id: user_id, key_id } = user;
         let documents = messages_documents(&self.messages);
         let files = if documents.is_empty() {
             FileTexts::default()
@@ -125,7 +126,7 @@ impl MessagesBody {
             parallel_tool_calls: one_call_per_step.then_some(false),
             output_cap: self.max_tokens.map(OutputCap::Required),
             on_end: Vec::new(),
-            key_id: None,
+            key_id,
             facade: UsageKind::Messages,
         };
         Ok((request, self.stream))
@@ -137,7 +138,7 @@ async fn messages(
     user: CurrentUser,
     ApiJson(body): ApiJson<MessagesBody>,
 ) -> ApiResult<Message> {
-    let (request, stream) = body.completion(&state, user.id).await?;
+    let (request, stream) = body.completion(&state, user).await?;
     let handle = state.service.complete(request).await?;
     let identity = MessageIdentity {
         id: format!("msg_{}", handle.turn_id.trim_start_matches("turn_")),
@@ -173,7 +174,7 @@ async fn count_tokens(
     user: CurrentUser,
     ApiJson(body): ApiJson<MessagesBody>,
 ) -> ApiResult<axum::Json<TokenCount>> {
-    let (request, _) = body.completion(&state, user.id).await?;
+    let (request, _) = body.completion(&state, user).await?;
     let input_tokens = state.service.count_input_tokens(request).await?;
     Ok(axum::Json(TokenCount { input_tokens }))
 }

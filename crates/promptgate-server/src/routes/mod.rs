@@ -1,10 +1,12 @@
 //! HTTP routes, one module per resource.
 
+pub mod admin;
 pub mod artifacts;
 pub mod chat;
 pub mod completions;
 pub mod health;
 pub mod integrations;
+pub mod keys;
 pub mod ledger;
 pub mod library;
 pub mod mcp_servers;

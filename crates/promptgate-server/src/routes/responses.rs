@@ -86,6 +86,7 @@ async fn create(
         .respond(ResponseRequest {
             turn: CompletionRequest {
                 user_id: user.id,
+                key_id: user.key_id,
                 model: body.model,
                 conversation,
                 client_tools: checked.client_tools,
@@ -94,7 +95,6 @@ async fn create(
                 parallel_tool_calls: body.parallel_tool_calls,
                 output_cap: body.max_output_tokens.map(OutputCap::Chosen),
                 on_end: Vec::new(),
-                key_id: None,
                 facade: UsageKind::Responses,
             },
             previous_response_id: body.previous_response_id.clone(),

@@ -857,3 +857,43 @@ async fn what_a_failing_mcp_server_answers_stays_out_of_the_log_and_one_line_say
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[tokio::test]
+async fn the_command_line_makes_the_first_admin_who_manages_users_over_the_api() {
+    common::init();
+    let dir = std::env::temp_dir().join(format!("promptgate-admin-{}", std::process::id()));
+    let db = format!("sqlite://{}/gw.db?mode=rwc", dir.display());
+    let root = token_in(&users_cmd(&db, &["create", "root", "--admin"]));
+    let ada = token_in(&users_cmd(&db, &["create", "ada"]));
+    let (_server, base) = serve_ready(&db, |cmd| {
+        cmd.env("PROMPTGATE_AUTH_MODE", "tokens");
+    })
+    .await;
+    let http = reqwest::Client::new();
+    let users = |token: String| {
+        let http = http.clone();
+        let url = format!("{base}/v1/admin/users");
+        async move {
+            http.get(url)
+                .bearer_auth(token)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    assert_eq!(users(root.clone()).await, 200);
+    assert_eq!(users(ada.clone()).await, 403);
+
+    let made = users_cmd(&db, &["admin", "ada"]);
+    assert!(made.contains("is an admin"), "{made}");
+    assert_eq!(
+        users(ada.clone()).await,
+        200,
+        "the running server sees the new role at once"
+    );
+    users_cmd(&db, &["admin", "ada", "--revoke"]);
+    assert_eq!(users(ada).await, 403);
+    let _ = std::fs::remove_dir_all(&dir);
+}

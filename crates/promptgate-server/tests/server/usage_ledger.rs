@@ -1,5 +1,5 @@
-//! `GET /v1/usage`: the ledger as users read it over HTTP (their own rows; everyone's for the
-//! operator of a single-user deployment), as JSON and CSV, with the metrics by model; and a
+//! `GET /v1/usage`: the ledger as users read it over HTTP (their own rows; everyone's for an admin
+//! and the operator of a single-user deployment), as JSON and CSV, with the metrics by model; and a
 //! process killed mid-turn, which leaves the tokens of the turn's finished steps once, not twice.
 
 #![allow(clippy::unwrap_used, clippy::panic)]
@@ -131,6 +131,12 @@ async fn each_user_reads_their_own_usage_as_json_or_csv(backend: Backend) {
         "{csv}"
     );
     assert!(lines[1].starts_with("scripted,1,10,3,"), "{csv}");
+
+    // An admin reads everyone's.
+    gw.store.set_admin(&bob.id, true).await.unwrap();
+    let (_, all) = usage(&gw, "group_by=user", &bob_token).await;
+    assert_eq!(all["scope"], "all", "{all}");
+    assert_eq!(all["data"].as_array().unwrap().len(), 2, "{all}");
 
     let (status, body) = usage(&gw, "from=yesterday", &ada_token).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);

@@ -11,9 +11,11 @@ macro_rules! conformance {
     };
 }
 
+mod budgets;
 mod common;
 mod context;
 mod handoffs;
+mod keys;
 mod ledger;
 mod mcp_grants;
 mod messages;

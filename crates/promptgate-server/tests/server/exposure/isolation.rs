@@ -85,6 +85,7 @@ async fn bob_with_data(gw: &Gateway) -> Bob {
         .create_artifact(&user.id, Some(thread_id), MARK, &format!("<p>{MARK}</p>"))
         .await
         .unwrap();
+    let key = call(Method::POST, "/v1/keys", json!({"name": MARK})).await;
     let id = |v: &Value| v["id"].as_str().unwrap().to_owned();
     let ids = BTreeMap::from([
         ("project", id(&project)),
@@ -94,6 +95,8 @@ async fn bob_with_data(gw: &Gateway) -> Bob {
         ("thread", thread_id.to_owned()),
         ("artifact", artifact.id),
         ("response", id(&response)),
+        ("key", id(&key)),
+        ("user", user.id.clone()),
     ]);
     Bob { token, ids }
 }
@@ -134,6 +137,9 @@ fn concrete(template: &str, bob: &Bob) -> String {
         Some("artifacts") => "artifact",
         Some("responses") => "response",
         Some("integrations") => return template.replace("{provider}", "google"),
+        Some("keys") => "key",
+        Some("admin") if template.starts_with("/v1/admin/keys") => "key",
+        Some("admin") => "user",
         _ => "",
     };
     if !template.contains('{') {
@@ -318,8 +324,10 @@ async fn every_documented_operation_keeps_users_apart(backend: Backend) {
             // she gets what any thread without a turn gets.
             let resume_of_nothing =
                 op.template.ends_with("/stream") && status == StatusCode::NO_CONTENT && body.is_empty();
+            // Alice is no admin: the admin operations refuse her whoever they name.
+            let not_admin = op.template.starts_with("/v1/admin/") && status == StatusCode::FORBIDDEN;
             assert!(
-                status == StatusCode::NOT_FOUND || stop_of_nothing || resume_of_nothing,
+                status == StatusCode::NOT_FOUND || stop_of_nothing || resume_of_nothing || not_admin,
                 "{name} as alice with bob's id: {status} {body}"
             );
         } else {
@@ -328,6 +336,11 @@ async fn every_documented_operation_keeps_users_apart(backend: Backend) {
     }
 
     assert_eq!(snapshot(&gw, &bob).await, before, "alice changed bob's data");
+    let (_, keys) = gw.call(Method::GET, "/v1/keys", None, Some(&bob.token)).await;
+    assert!(
+        keys.to_string().contains(&bob.ids["key"]),
+        "alice deleted bob's key: {keys}"
+    );
     let leaked: Vec<Value> = upstream
         .requests()
         .into_iter()

@@ -1,0 +1,278 @@
+//! `/v1/admin/...`: users and budgets, for admins. Whether the caller is an admin is read from the
+//! store on every request. An admin cannot disable, demote or delete themselves, so a server always
+//! keeps the admin who is using it.
+
+use aide::axum::ApiRouter;
+use aide::axum::routing::{get_with, put_with};
+use axum::Json;
+use axum::extract::{Path, State};
+use promptgate_service::records::{self, BudgetScope, MAX_PERIOD_SECS};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::keys::KeyBody;
+use super::validate::required_text;
+use crate::api_doc::{Created, NoContent};
+use crate::auth::AdminUser;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::ApiJson;
+use crate::state::AppState;
+
+pub fn routes() -> ApiRouter<AppState> {
+    ApiRouter::new()
+        .api_route(
+            "/v1/admin/users",
+            get_with(list_users, |op| op.summary("Every user (admins)")).post_with(create_user, |op| {
+                op.summary("Create a user with a first key (admins)").description(
+                    "The answer carries the first key's `secret`, this once; hand it to the user.",
+                )
+            }),
+        )
+        .api_route(
+            "/v1/admin/users/{id}",
+            get_with(get_user, |op| op.summary("One user (admins)"))
+                .patch_with(update_user, |op| {
+                    op.summary("Disable or enable a user, or change their role (admins)").description(
+                        "A disabled user's keys are refused at once, on every instance; their data stays.",
+                    )
+                })
+                .delete_with(delete_user, |op| {
+                    op.summary("Delete a user and everything they keep (admins)")
+                }),
+        )
+        .api_route(
+            "/v1/admin/users/{id}/budget",
+            put_with(set_user_budget, |op| {
+                op.summary("Set a user's budget and token limit (admins)")
+                    .description(
+                        "Every limit is optional; all of them off removes the budget. Past a limit a send \
+                     gets 429 `budget_exceeded` or `tokens_per_minute_exceeded` with `Retry-After`.",
+                    )
+            })
+            .get_with(get_user_budget, |op| op.summary("A user's budget (admins)")),
+        )
+        .api_route(
+            "/v1/admin/keys/{id}/budget",
+            put_with(set_key_budget, |op| {
+                op.summary("Set one key's budget and token limit (admins)")
+                    .description("A key's limits hold beside its user's: a send must be within both.")
+            })
+            .get_with(get_key_budget, |op| op.summary("One key's budget (admins)")),
+        )
+}
+
+/// A user as an admin sees it.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct UserBody {
+    pub id: String,
+    pub name: String,
+    pub admin: bool,
+    /// When the user was disabled (epoch milliseconds); `null` while enabled.
+    pub disabled_at: Option<i64>,
+    pub created_at: i64,
+    /// How many keys the user holds.
+    pub keys: i64,
+}
+
+impl From<records::Account> for UserBody {
+    fn from(account: records::Account) -> Self {
+        Self {
+            id: account.user.id,
+            name: account.user.name,
+            admin: account.admin,
+            disabled_at: account.disabled_at,
+            created_at: account.user.created_at,
+            keys: account.keys,
+        }
+    }
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct UserList {
+    pub data: Vec<UserBody>,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewUser {
+    /// 1-200 characters.
+    pub name: String,
+    #[serde(default)]
+    pub admin: bool,
+}
+
+/// A new user and their first key, whose `secret` is shown this once.
+#[derive(Serialize, JsonSchema)]
+pub struct CreatedUser {
+    pub user: UserBody,
+    pub key: KeyBody,
+}
+
+/// The fields to change; absent ones stay.
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UserUpdate {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disabled: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admin: Option<bool>,
+}
+
+/// The limits on a user or key; `null` or absent is off.
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetBody {
+    /// Tokens (input and output, as the provider reports them) per period.
+    #[serde(default)]
+    pub period_tokens: Option<i64>,
+    /// The period's length in seconds (86400: a day from 00:00 UTC); windows start at whole
+    /// multiples of it since the epoch. Required with `period_tokens`.
+    #[serde(default)]
+    pub period_secs: Option<i64>,
+    /// Tokens per minute (whole minutes).
+    #[serde(default)]
+    pub tokens_per_minute: Option<i64>,
+}
+
+impl From<records::Budget> for BudgetBody {
+    fn from(budget: records::Budget) -> Self {
+        Self {
+            period_tokens: budget.period_tokens,
+            period_secs: budget.period_secs,
+            tokens_per_minute: budget.tokens_per_minute,
+        }
+    }
+}
+
+impl BudgetBody {
+    fn checked(&self) -> ApiResult<records::Budget> {
+        let positive = |field: &str, value: Option<i64>| match value {
+            Some(v) if v <= 0 => Err(ApiError::invalid(format!("{field} must be at least 1"))),
+            _ => Ok(()),
+        };
+        positive("period_tokens", self.period_tokens)?;
+        positive("tokens_per_minute", self.tokens_per_minute)?;
+        match (self.period_tokens, self.period_secs) {
+            (Some(_), Some(secs)) if (1..=MAX_PERIOD_SECS).contains(&secs) => {}
+            (Some(_), _) => {
+                return Err(ApiError::invalid(format!(
+                    "period_tokens needs period_secs between 1 and {MAX_PERIOD_SECS}"
+                )));
+            }
+            (None, Some(_)) => return Err(ApiError::invalid("period_secs needs period_tokens")),
+            (None, None) => {}
+        }
+        Ok(records::Budget {
+            period_tokens: self.period_tokens,
+            period_secs: self.period_secs,
+            tokens_per_minute: self.tokens_per_minute,
+        })
+    }
+}
+
+async fn list_users(State(state): State<AppState>, _admin: AdminUser) -> ApiResult<Json<UserList>> {
+    let accounts = state.service.accounts_list().await?;
+    Ok(Json(UserList {
+        data: accounts.into_iter().map(UserBody::from).collect(),
+    }))
+}
+
+async fn create_user(
+    State(state): State<AppState>,
+    _admin: AdminUser,
+    ApiJson(body): ApiJson<NewUser>,
+) -> ApiResult<Created<Json<CreatedUser>>> {
+    required_text("name", &body.name, 200)?;
+    let (account, key) = state.service.create_account(body.name.trim(), body.admin).await?;
+    Ok(Created(Json(CreatedUser {
+        user: account.into(),
+        key: key.into(),
+    })))
+}
+
+async fn get_user(
+    State(state): State<AppState>,
+    _admin: AdminUser,
+    Path(id): Path<String>,
+) -> ApiResult<Json<UserBody>> {
+    Ok(Json(state.service.account(&id).await?.into()))
+}
+
+async fn update_user(
+    State(state): State<AppState>,
+    admin: AdminUser,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<UserUpdate>,
+) -> ApiResult<Json<UserBody>> {
+    if id == admin.id && (body.disabled == Some(true) || body.admin == Some(false)) {
+        return Err(ApiError::conflict(
+            "you cannot disable yourself or take your own admin role; another admin can",
+        ));
+    }
+    let account = state
+        .service
+        .update_account(&id, body.admin, body.disabled)
+        .await?;
+    Ok(Json(account.into()))
+}
+
+async fn delete_user(
+    State(state): State<AppState>,
+    admin: AdminUser,
+    Path(id): Path<String>,
+) -> ApiResult<NoContent> {
+    if id == admin.id {
+        return Err(ApiError::conflict(
+            "you cannot delete yourself; another admin can",
+        ));
+    }
+    state.service.delete_account(&id).await?;
+    Ok(NoContent)
+}
+
+async fn set_budget(
+    state: &AppState,
+    scope: BudgetScope,
+    id: &str,
+    body: &BudgetBody,
+) -> ApiResult<Json<BudgetBody>> {
+    let budget = body.checked()?;
+    state.service.set_budget(scope, id, &budget).await?;
+    Ok(Json(state.service.budget_of(scope, id).await?.into()))
+}
+
+async fn set_user_budget(
+    State(state): State<AppState>,
+    _admin: AdminUser,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<BudgetBody>,
+) -> ApiResult<Json<BudgetBody>> {
+    set_budget(&state, BudgetScope::User, &id, &body).await
+}
+
+async fn get_user_budget(
+    State(state): State<AppState>,
+    _admin: AdminUser,
+    Path(id): Path<String>,
+) -> ApiResult<Json<BudgetBody>> {
+    Ok(Json(
+        state.service.budget_of(BudgetScope::User, &id).await?.into(),
+    ))
+}
+
+async fn set_key_budget(
+    State(state): State<AppState>,
+    _admin: AdminUser,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<BudgetBody>,
+) -> ApiResult<Json<BudgetBody>> {
+    set_budget(&state, BudgetScope::Key, &id, &body).await
+}
+
+async fn get_key_budget(
+    State(state): State<AppState>,
+    _admin: AdminUser,
+    Path(id): Path<String>,
+) -> ApiResult<Json<BudgetBody>> {
+    Ok(Json(state.service.budget_of(BudgetScope::Key, &id).await?.into()))
+}

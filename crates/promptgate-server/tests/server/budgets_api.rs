@@ -1,0 +1,272 @@
+//! Budgets and token limits set by an admin: a send past one gets 429 naming the limit and when it
+//! resets, a send near one carries a warning, and the counts are shared by every instance.
+
+// Helpers in test files fail the test loudly; that is their job.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::time::Duration;
+
+use crate::common::{Backend, Gateway, NEWEST_UI_STREAM, Sse, error_code, parse_sse, use_chat_body};
+use crate::keys_api::{Pair, pair};
+use promptgate_llm::scripted::text;
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+/// The scripted upstream reports 10 prompt tokens and one per word: this answer costs 13.
+const THREE_WORDS: &str = "one two three";
+
+async fn send(gw: &Gateway, token: &str, thread: &str) -> Sse {
+    let res = gw
+        .http
+        .post(gw.url("/v1/chat"))
+        .bearer_auth(token)
+        .header(NEWEST_UI_STREAM.0, NEWEST_UI_STREAM.1)
+        .json(&use_chat_body(thread, "hi", "scripted"))
+        .send()
+        .await
+        .unwrap();
+    let (status, headers) = (res.status(), res.headers().clone());
+    let body = res.text().await.unwrap();
+    if status.is_success() {
+        parse_sse(status, headers, &body)
+    } else {
+        Sse {
+            status,
+            headers,
+            events: vec![serde_json::from_str(&body).unwrap()],
+            done: false,
+            comments: 0,
+        }
+    }
+}
+
+fn warnings(sse: &Sse) -> Value {
+    sse.of_type("start")[0]["messageMetadata"]["budgetWarnings"].clone()
+}
+
+fn retry_after(sse: &Sse) -> u64 {
+    sse.headers["retry-after"].to_str().unwrap().parse().unwrap()
+}
+
+/// Waits for a window of `length_ms` to begin (windows start at multiples of it since the epoch),
+/// so the steps after it run within one window.
+async fn at_window_start(length_ms: i64) {
+    let now = chrono::Utc::now().timestamp_millis();
+    tokio::time::sleep(Duration::from_millis(
+        (length_ms - now.rem_euclid(length_ms)) as u64 + 20,
+    ))
+    .await;
+}
+
+/// Returns at once when the current window of `length_ms` has `need_ms` left, else waits for the
+/// next one.
+async fn with_window_left(length_ms: i64, need_ms: i64) {
+    let now = chrono::Utc::now().timestamp_millis();
+    if length_ms - now.rem_euclid(length_ms) < need_ms {
+        at_window_start(length_ms).await;
+    }
+}
+
+async fn user_id(gw: &Gateway, token: &str) -> String {
+    gw.store.user_by_token(token).await.unwrap().unwrap().id
+}
+
+async fn a_budget_stops_the_next_send(backend: Backend) {
+    let Pair {
+        a,
+        b,
+        upstream,
+        admin,
+        ada,
+    } = pair(backend).await;
+    let ada_id = user_id(&a, &ada).await;
+    let period_secs = 4;
+    let (status, budget) = a
+        .call(
+            Method::PUT,
+            &format!("/v1/admin/users/{ada_id}/budget"),
+            Some(json!({"period_tokens": 16, "period_secs": period_secs})),
+            Some(&admin),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{budget}");
+    assert_eq!(budget["period_tokens"], 16);
+
+    at_window_start(period_secs * 1000).await;
+    upstream.push(text([THREE_WORDS]));
+    let first = send(&a, &ada, "t1").await;
+    assert_eq!(first.status, StatusCode::OK);
+    assert!(warnings(&first).is_null(), "nothing spent yet");
+    // 13 of 16 spent: the next send still goes, warned, on the other instance.
+    upstream.push(text([THREE_WORDS]));
+    let second = send(&b, &ada, "t2").await;
+    assert_eq!(second.status, StatusCode::OK);
+    let warned = warnings(&second);
+    assert_eq!(
+        (warned[0]["limit"].as_str(), warned[0]["used"].as_i64()),
+        (Some("period_tokens"), Some(13)),
+        "{warned}"
+    );
+    let stored = b.stored_messages_as("t2", 2, &ada).await;
+    let answer = stored
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "assistant")
+        .unwrap();
+    assert_eq!(
+        answer["metadata"]["budgetWarnings"], warned,
+        "the stored answer keeps the warning"
+    );
+
+    // 26 of 16: the third is refused on either instance, before the model is asked.
+    let calls = upstream.calls();
+    let third = send(&a, &ada, "t3").await;
+    assert_eq!(third.status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(error_code(&third.events[0]), "budget_exceeded");
+    assert!(
+        third.events[0]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("resets at"),
+        "{:?}",
+        third.events
+    );
+    assert!((1..=period_secs as u64).contains(&retry_after(&third)));
+    let (status, err) = a
+        .call(
+            Method::POST,
+            "/v1/chat/completions",
+            Some(json!({"model": "scripted", "messages": [{"role": "user", "content": "hi"}]})),
+            Some(&ada),
+        )
+        .await;
+    assert_eq!(
+        (status, error_code(&err)),
+        (StatusCode::TOO_MANY_REQUESTS, "budget_exceeded")
+    );
+    assert_eq!(upstream.calls(), calls, "a refused send never reaches the model");
+    upstream.push(text([THREE_WORDS]));
+    assert_eq!(
+        send(&b, &admin, "other").await.status,
+        StatusCode::OK,
+        "another user is not limited"
+    );
+
+    // The next period starts from nothing.
+    at_window_start(period_secs * 1000).await;
+    upstream.push(text([THREE_WORDS]));
+    let fresh = send(&b, &ada, "t4").await;
+    assert_eq!(fresh.status, StatusCode::OK, "{:?}", fresh.events);
+    assert!(warnings(&fresh).is_null());
+}
+
+#[tokio::test]
+async fn a_budget_stops_the_next_send_and_resets_with_the_period_postgres() {
+    a_budget_stops_the_next_send(Backend::Postgres).await;
+}
+
+#[tokio::test]
+async fn a_budget_stops_the_next_send_and_resets_with_the_period_sqlite() {
+    a_budget_stops_the_next_send(Backend::Sqlite).await;
+}
+
+async fn a_key_limit_holds_across_instances(backend: Backend) {
+    let Pair {
+        a,
+        b,
+        upstream,
+        admin,
+        ada,
+    } = pair(backend).await;
+    let (status, key) = a
+        .call(
+            Method::POST,
+            "/v1/keys",
+            Some(json!({"name": "script"})),
+            Some(&ada),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (key_id, secret) = (key["id"].as_str().unwrap(), key["secret"].as_str().unwrap());
+    let path = format!("/v1/admin/keys/{key_id}/budget");
+    let (status, err) = a
+        .call(
+            Method::PUT,
+            &path,
+            Some(json!({"tokens_per_minute": 10})),
+            Some(&ada),
+        )
+        .await;
+    assert_eq!((status, error_code(&err)), (StatusCode::FORBIDDEN, "admin_only"));
+    let (status, err) = a
+        .call(
+            Method::PUT,
+            &path,
+            Some(json!({"tokens_per_minute": 0})),
+            Some(&admin),
+        )
+        .await;
+    assert_eq!(
+        (status, error_code(&err)),
+        (StatusCode::UNPROCESSABLE_ENTITY, "invalid_body")
+    );
+    let (status, budget) = a
+        .call(
+            Method::PUT,
+            &path,
+            Some(json!({"tokens_per_minute": 10})),
+            Some(&admin),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{budget}");
+    let (_, read) = b.call(Method::GET, &path, None, Some(&admin)).await;
+    assert_eq!(read["tokens_per_minute"], 10);
+
+    // Within one minute: 13 tokens on one instance spend the key's minute on the other.
+    with_window_left(60_000, 20_000).await;
+    upstream.push(text([THREE_WORDS]));
+    assert_eq!(send(&a, secret, "k1").await.status, StatusCode::OK);
+    a.stored_messages_as("k1", 2, secret).await;
+    let refused = send(&b, secret, "k2").await;
+    assert_eq!(refused.status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(error_code(&refused.events[0]), "tokens_per_minute_exceeded");
+    assert!((1..=60).contains(&retry_after(&refused)), "{:?}", refused.headers);
+    // The limit is the key's: the user's other key still sends.
+    upstream.push(text([THREE_WORDS]));
+    assert_eq!(send(&b, &ada, "k3").await.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn a_tokens_per_minute_limit_holds_across_two_instances_postgres() {
+    a_key_limit_holds_across_instances(Backend::Postgres).await;
+}
+
+#[tokio::test]
+async fn a_tokens_per_minute_limit_holds_across_two_instances_sqlite() {
+    a_key_limit_holds_across_instances(Backend::Sqlite).await;
+}
+
+impl Gateway {
+    /// Waits until the thread's answer is stored (the turn settled its budget in the same writer).
+    async fn stored_messages_as(&self, thread: &str, expected: usize, token: &str) -> Value {
+        for _ in 0..200 {
+            let (_, messages) = self
+                .call(
+                    Method::GET,
+                    &format!("/v1/threads/{thread}/messages"),
+                    None,
+                    Some(token),
+                )
+                .await;
+            if messages
+                .as_array()
+                .is_some_and(|m| m.len() >= expected && m.iter().all(|m| m["status"] != "streaming"))
+            {
+                return messages;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("thread {thread} never had {expected} stored messages");
+    }
+}

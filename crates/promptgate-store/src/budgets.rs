@@ -1,0 +1,313 @@
+//! Budgets: the token limits an admin sets on a user or on one key, and the tokens spent against
+//! them, per window. Kept in the database, so every instance counts against the same numbers.
+//!
+//! A period budget's windows start at whole multiples of its period since the epoch (a day's at
+//! 00:00 UTC); the per-minute limit's at whole minutes. Spending is settled after a turn with the
+//! tokens the upstream reported, so a turn that starts under a limit may end past it.
+
+use sqlx::any::AnyRow;
+
+use crate::connect::Store;
+use crate::error::{Result, StoreError};
+use crate::observed::Observed;
+use crate::util::Cols;
+
+const MINUTE_MS: i64 = 60_000;
+/// The longest period a budget may have: a year of 366 days.
+pub const MAX_PERIOD_SECS: i64 = 366 * 86_400;
+
+/// What a budget limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BudgetScope {
+    User,
+    Key,
+}
+
+impl BudgetScope {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::User => "user",
+            Self::Key => "key",
+        }
+    }
+
+    fn parse(text: &str) -> Self {
+        if text == "key" { Self::Key } else { Self::User }
+    }
+}
+
+/// The limits on one user or key; `None` is off.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Budget {
+    /// Tokens per period, with the period's length in seconds (both or neither).
+    pub period_tokens: Option<i64>,
+    pub period_secs: Option<i64>,
+    pub tokens_per_minute: Option<i64>,
+}
+
+/// Which of a budget's limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimitKind {
+    PeriodTokens,
+    TokensPerMinute,
+}
+
+impl LimitKind {
+    fn span(self) -> &'static str {
+        match self {
+            Self::PeriodTokens => "period",
+            Self::TokensPerMinute => "minute",
+        }
+    }
+}
+
+/// One limit in force and what its current window has spent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LimitState {
+    pub scope: BudgetScope,
+    pub kind: LimitKind,
+    pub limit: i64,
+    pub used: i64,
+    /// When the current window ends (epoch milliseconds).
+    pub resets_at: i64,
+    window_start: i64,
+    subject_id: String,
+}
+
+impl LimitState {
+    /// A limit with nothing spent, whose window ends at `resets_at` (for judging limits elsewhere).
+    pub fn new(scope: BudgetScope, kind: LimitKind, limit: i64, resets_at: i64) -> Self {
+        Self {
+            scope,
+            kind,
+            limit,
+            used: 0,
+            resets_at,
+            window_start: resets_at,
+            subject_id: String::new(),
+        }
+    }
+}
+
+fn check(budget: &Budget) -> Result<()> {
+    let positive = |v: Option<i64>| v.is_none_or(|v| v > 0);
+    if !positive(budget.period_tokens) || !positive(budget.tokens_per_minute) {
+        return Err(StoreError::Invalid(
+            "a limit must be a positive number of tokens".into(),
+        ));
+    }
+    match (budget.period_tokens, budget.period_secs) {
+        (Some(_), Some(secs)) if (1..=MAX_PERIOD_SECS).contains(&secs) => Ok(()),
+        (Some(_), _) => Err(StoreError::Invalid(format!(
+            "period_tokens needs period_secs between 1 and {MAX_PERIOD_SECS}"
+        ))),
+        (None, Some(_)) => Err(StoreError::Invalid("period_secs needs period_tokens".into())),
+        (None, None) => Ok(()),
+    }
+}
+
+fn budget_from(row: &AnyRow, at: usize) -> Result<Budget> {
+    Ok(Budget {
+        period_tokens: row.opt_int(at)?,
+        period_secs: row.opt_int(at + 1)?,
+        tokens_per_minute: row.opt_int(at + 2)?,
+    })
+}
+
+/// The limits of `budget` at `now`, each with its window (spent still zero).
+fn windows(scope: BudgetScope, subject_id: &str, budget: &Budget, now: i64) -> Vec<LimitState> {
+    let state = |kind, limit, length: i64| {
+        let window_start = now - now.rem_euclid(length);
+        LimitState {
+            scope,
+            kind,
+            limit,
+            used: 0,
+            resets_at: window_start + length,
+            window_start,
+            subject_id: subject_id.to_owned(),
+        }
+    };
+    let mut limits = Vec::new();
+    if let (Some(limit), Some(secs)) = (budget.period_tokens, budget.period_secs) {
+        limits.push(state(LimitKind::PeriodTokens, limit, secs * 1000));
+    }
+    if let Some(limit) = budget.tokens_per_minute {
+        limits.push(state(LimitKind::TokensPerMinute, limit, MINUTE_MS));
+    }
+    limits
+}
+
+impl Store {
+    /// Sets the limits of a user (`subject_id` is the user) or of one of their keys; a budget with
+    /// every limit off removes it. NotFound when the subject is not the user's.
+    pub async fn set_budget(
+        &self,
+        scope: BudgetScope,
+        user_id: &str,
+        subject_id: &str,
+        budget: &Budget,
+    ) -> Result<()> {
+        check(budget)?;
+        let mut tx = self.pool.begin().observed("transaction.begin").await?;
+        let owned = match scope {
+            BudgetScope::User => sqlx::query("SELECT id FROM users WHERE id = $1 AND id = $2"),
+            BudgetScope::Key => sqlx::query("SELECT id FROM api_tokens WHERE user_id = $1 AND id = $2"),
+        }
+        .bind(user_id)
+        .bind(subject_id)
+        .fetch_optional(&mut *tx)
+        .observed("budgets.set")
+        .await?;
+        if owned.is_none() {
+            return Err(StoreError::NotFound);
+        }
+        sqlx::query("DELETE FROM budgets WHERE scope = $1 AND subject_id = $2")
+            .bind(scope.as_str())
+            .bind(subject_id)
+            .execute(&mut *tx)
+            .observed("budgets.set")
+            .await?;
+        if *budget != Budget::default() {
+            sqlx::query(
+                "INSERT INTO budgets (scope, subject_id, user_id, period_tokens, period_secs, \
+                 tokens_per_minute, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            )
+            .bind(scope.as_str())
+            .bind(subject_id)
+            .bind(user_id)
+            .bind(budget.period_tokens)
+            .bind(budget.period_secs)
+            .bind(budget.tokens_per_minute)
+            .bind(self.now_ms())
+            .execute(&mut *tx)
+            .observed("budgets.set")
+            .await?;
+        }
+        tx.commit().observed("transaction.commit").await?;
+        Ok(())
+    }
+
+    /// The limits set on a user or key (all off when none are).
+    pub async fn budget(&self, scope: BudgetScope, subject_id: &str) -> Result<Budget> {
+        let row = sqlx::query(
+            "SELECT period_tokens, period_secs, tokens_per_minute FROM budgets \
+             WHERE scope = $1 AND subject_id = $2",
+        )
+        .bind(scope.as_str())
+        .bind(subject_id)
+        .fetch_optional(&self.pool)
+        .observed("budgets.get")
+        .await?;
+        row.map_or(Ok(Budget::default()), |row| budget_from(&row, 0))
+    }
+
+    /// The limits in force on a request by `user_id` with `key_id`, at `now` (epoch ms), with the
+    /// tokens their current windows have spent. Empty, after one query, when none are set.
+    pub async fn limit_states(
+        &self,
+        user_id: &str,
+        key_id: Option<&str>,
+        now: i64,
+    ) -> Result<Vec<LimitState>> {
+        // The first read of a send: right after a query waited in vain for the database, it fails
+        // at once instead of waiting again (see `reach`).
+        if self.reach.known_unreachable() {
+            return Err(crate::reach::Reachability::refusal());
+        }
+        let limits = self.limits_of(user_id, key_id, now).await;
+        self.reach.saw(&limits);
+        let mut limits = limits?;
+        if limits.is_empty() {
+            return Ok(limits);
+        }
+        let rows = sqlx::query(
+            "SELECT scope, subject_id, span, window_start, tokens FROM budget_spend \
+             WHERE user_id = $1 AND ((scope = 'user' AND subject_id = $1) OR (scope = 'key' AND subject_id = $2))",
+        )
+        .bind(user_id)
+        .bind(key_id.unwrap_or(""))
+        .fetch_all(&self.pool)
+        .observed("budgets.spent")
+        .await?;
+        for row in &rows {
+            let (scope, subject, span) = (BudgetScope::parse(&row.text(0)?), row.text(1)?, row.text(2)?);
+            let (start, tokens) = (row.int(3)?, row.int(4)?);
+            if let Some(limit) = limits.iter_mut().find(|l| {
+                l.scope == scope
+                    && l.subject_id == subject
+                    && l.kind.span() == span
+                    && l.window_start == start
+            }) {
+                limit.used = tokens;
+            }
+        }
+        Ok(limits)
+    }
+
+    async fn limits_of(&self, user_id: &str, key_id: Option<&str>, now: i64) -> Result<Vec<LimitState>> {
+        let rows = sqlx::query(
+            "SELECT scope, subject_id, period_tokens, period_secs, tokens_per_minute FROM budgets \
+             WHERE user_id = $1 AND ((scope = 'user' AND subject_id = $1) OR (scope = 'key' AND subject_id = $2))",
+        )
+        .bind(user_id)
+        .bind(key_id.unwrap_or(""))
+        .fetch_all(&self.pool)
+        .observed("budgets.limits")
+        .await?;
+        let mut limits = Vec::new();
+        for row in &rows {
+            let scope = BudgetScope::parse(&row.text(0)?);
+            limits.extend(windows(scope, &row.text(1)?, &budget_from(row, 2)?, now));
+        }
+        Ok(limits)
+    }
+
+    /// Counts `tokens` a turn spent against every limit on `user_id` and `key_id` at `now`, in one
+    /// transaction, and drops the windows that ended. Nothing is written when no limit is set.
+    pub async fn settle_budget(
+        &self,
+        user_id: &str,
+        key_id: Option<&str>,
+        tokens: i64,
+        now: i64,
+    ) -> Result<()> {
+        if self.reach.known_unreachable() {
+            return Err(crate::reach::Reachability::refusal());
+        }
+        let limits = self.limits_of(user_id, key_id, now).await?;
+        if limits.is_empty() || tokens <= 0 {
+            return Ok(());
+        }
+        let mut tx = self.pool.begin().observed("transaction.begin").await?;
+        for limit in &limits {
+            sqlx::query(
+                "INSERT INTO budget_spend (scope, subject_id, span, window_start, user_id, tokens) \
+                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (scope, subject_id, span, window_start) \
+                 DO UPDATE SET tokens = budget_spend.tokens + excluded.tokens",
+            )
+            .bind(limit.scope.as_str())
+            .bind(&limit.subject_id)
+            .bind(limit.kind.span())
+            .bind(limit.window_start)
+            .bind(user_id)
+            .bind(tokens)
+            .execute(&mut *tx)
+            .observed("budgets.settle")
+            .await?;
+            sqlx::query(
+                "DELETE FROM budget_spend WHERE scope = $1 AND subject_id = $2 AND span = $3 \
+                 AND window_start < $4",
+            )
+            .bind(limit.scope.as_str())
+            .bind(&limit.subject_id)
+            .bind(limit.kind.span())
+            .bind(limit.window_start)
+            .execute(&mut *tx)
+            .observed("budgets.settle")
+            .await?;
+        }
+        tx.commit().observed("transaction.commit").await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,62 @@
+// The signed-in user's API keys: create one (its secret is shown once), see when each was last used,
+// revoke one.
+import { useCallback, useEffect, useState } from 'react';
+import { api, messageOf, type Schemas } from '../api';
+import { ActionForm, Field } from './common';
+
+type Key = Schemas['KeyBody'];
+
+export function when(ms: number | null | undefined): string {
+  return ms ? new Date(ms).toLocaleString() : 'never';
+}
+
+export function KeysPanel() {
+  const [keys, setKeys] = useState<Key[]>([]);
+  const [error, setError] = useState<string | null>(null);
+  const [name, setName] = useState('');
+  const [secret, setSecret] = useState<string | null>(null);
+  const reload = useCallback(() => {
+    api<Schemas['KeyList']>('/v1/keys')
+      .then((list) => (setKeys(list.data), setError(null)))
+      .catch((e) => setError(messageOf(e)));
+  }, []);
+  useEffect(reload, [reload]);
+  return (
+    <div>
+      <h2 id="panel-title">API keys</h2>
+      {error && <p role="alert">{error}</p>}
+      {secret && (
+        <p className="hint" role="status">
+          New key (shown only now): <code>{secret}</code>
+        </p>
+      )}
+      <ul className="cards" aria-label="Your keys">
+        {keys.map((k) => (
+          <li key={k.id}>
+            <strong>{k.name || k.id}</strong>
+            <p className="hint">
+              Last used: {when(k.last_used_at)}; expires: {k.expires_at ? when(k.expires_at) : 'never'}
+            </p>
+            <button type="button" onClick={async () => (await api(`/v1/keys/${k.id}`, { method: 'DELETE' }), reload())}>
+              Revoke {k.name || k.id}
+            </button>
+          </li>
+        ))}
+      </ul>
+      <ActionForm
+        action={async () => {
+          const created = await api<Key>('/v1/keys', { method: 'POST', body: { name } });
+          setSecret(created.secret ?? null);
+          setName('');
+          reload();
+        }}
+      >
+        <h3>New key</h3>
+        <Field label="Key name">
+          <input value={name} onChange={(e) => setName(e.target.value)} required />
+        </Field>
+        <button type="submit">Create key</button>
+      </ActionForm>
+    </div>
+  );
+}

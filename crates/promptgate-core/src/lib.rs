@@ -11,11 +11,13 @@
 
 pub mod admission;
 pub mod approval;
+pub mod breaker;
 pub mod budget;
 pub mod citations;
 pub mod compose;
 pub mod error;
 pub mod ids;
+pub mod pricing;
 pub mod prompt;
 pub mod request_fields;
 pub mod settings;

@@ -358,6 +358,10 @@ pub struct Model {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<String>,
     pub profile: ModelProfile,
+    /// Models (ids) that answer instead, in order, when this one's provider fails before the
+    /// answer's first token (connection error, timeout, 429, 5xx).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fallbacks: Vec<String>,
     /// Seeded from the config file; read-only through the API.
     pub system: bool,
 }

@@ -59,12 +59,26 @@ pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<std::t
         .map(std::time::Duration::from_secs)
 }
 
+/// How [`with_retry_after`] ends a message; [`retry_after_of`] reads it back.
+const RETRY_AFTER_OPEN: &str = " (retry after ";
+const RETRY_AFTER_CLOSE: &str = " s)";
+
 /// The provider's message, with the wait it asked for so the log and the client can honour it.
 pub(crate) fn with_retry_after(message: String, wait: Option<std::time::Duration>) -> String {
     match wait {
-        Some(wait) => format!("{message} (retry after {} s)", wait.as_secs_f64().ceil() as u64),
+        Some(wait) => format!(
+            "{message}{RETRY_AFTER_OPEN}{}{RETRY_AFTER_CLOSE}",
+            wait.as_secs_f64().ceil() as u64
+        ),
         None => message,
     }
+}
+
+/// The wait [`with_retry_after`] put at the end of a refusal's message, in whole seconds.
+pub(crate) fn retry_after_of(message: &str) -> Option<std::time::Duration> {
+    let (_, tail) = message.rsplit_once(RETRY_AFTER_OPEN)?;
+    let secs = tail.strip_suffix(RETRY_AFTER_CLOSE)?.parse::<u64>().ok()?;
+    Some(std::time::Duration::from_secs(secs))
 }
 
 /// Bounds the length, and removes the API key should the provider echo it back.
@@ -119,5 +133,21 @@ pub(crate) fn refusal(status: u16, value: Option<&Value>, message: String) -> Ll
         LlmError::ContextTooLong(message)
     } else {
         LlmError::Status { status, message }
+    }
+}
+
+#[cfg(test)]
+mod retry_after_tests {
+    use super::*;
+
+    #[test]
+    fn the_wait_written_into_a_message_reads_back() {
+        let message = with_retry_after(
+            "slow down".to_owned(),
+            Some(std::time::Duration::from_millis(1500)),
+        );
+        assert_eq!(message, "slow down (retry after 2 s)");
+        assert_eq!(retry_after_of(&message), Some(std::time::Duration::from_secs(2)));
+        assert_eq!(retry_after_of("slow down"), None);
     }
 }

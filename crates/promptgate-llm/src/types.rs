@@ -207,6 +207,16 @@ pub enum LlmError {
     Cancelled,
 }
 
+impl LlmError {
+    /// The wait a refusing provider asked for (`retry-after`), when it gave one.
+    pub fn retry_after(&self) -> Option<std::time::Duration> {
+        match self {
+            Self::Status { message, .. } => crate::provider_error::retry_after_of(message),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TimeoutPhase {
     Connect,

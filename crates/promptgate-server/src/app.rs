@@ -28,6 +28,7 @@ fn api_routes() -> ApiRouter<AppState> {
     ApiRouter::new()
         .merge(routes::settings::routes())
         .merge(routes::usage::routes())
+        .merge(routes::ledger::routes())
         .merge(routes::keys::routes())
         .merge(routes::admin::routes())
         .merge(routes::integrations::routes())

@@ -89,6 +89,8 @@ fn service_config(config: &Config) -> ServiceConfig {
         quota: config.quotas.quota(),
         citation_review: config.citations.settings(),
         approval: config.approval.settings(),
+        prices: config.price_table(),
+        failover: config.failover.settings(),
     }
 }
 

@@ -18,6 +18,7 @@ use super::{
 };
 use crate::budgets::{SettleOnly, Spender};
 use promptgate_llm::tokens::Tokenizer;
+use promptgate_store::UsageKind;
 use promptgate_turn::client_tools::{ClientToolChoice, ClientTools};
 use promptgate_turn::engine::{RequestBudget, ToolCache, TurnEnd, run_turn_in_reader};
 use promptgate_turn::facade::FacadeHistory;
@@ -39,8 +40,11 @@ pub struct CompletionRequest {
     pub output_cap: Option<OutputCap>,
     /// Work due when the turn ends, before its stream says done.
     pub on_end: Vec<Arc<dyn TurnEnd>>,
-    /// The key the request came with, whose limits the turn counts against beside the user's.
+    /// The key the request came with: the turn counts against its limits beside the user's, and
+    /// the usage ledger names it.
     pub key_id: Option<String>,
+    /// Which facade the request came through, for the usage ledger.
+    pub facade: UsageKind,
 }
 
 /// A client's limit on the answer's length, by what it says about the answer the client wants.
@@ -109,6 +113,7 @@ impl Service {
             output_cap,
             on_end,
             key_id,
+            facade,
         } = request;
         needs_a_user_message(&conversation)?;
         let spender = Spender {
@@ -132,6 +137,16 @@ impl Service {
             })),
         };
         let model_id = prepared.model.id.clone();
+        let routes = self.routes_for(&user_id, &prepared.model, &provider).await;
+        let failover = routes.failover;
+        let usage = self.usage_tag(
+            &user_id,
+            spender.key_id.clone(),
+            None,
+            facade,
+            &prepared.model,
+            routes.ledger,
+        );
         let mut plan = prepared.into_turn_plan(
             &provider,
             self.config.limits,
@@ -167,8 +182,16 @@ impl Service {
         if parallel_tool_calls == Some(false) {
             plan.policy.parallel_tool_calls = false;
         }
+        plan.failover = failover;
         // Nothing outlives the reader: a response is kept by the reader that read it to its end.
         let run = run_turn_in_reader(plan);
+        super::ledger::record_facade(
+            self.store.clone(),
+            &self.tasks,
+            usage,
+            turn_id.clone(),
+            run.outcome,
+        );
         Ok(SendHandle {
             turn_id,
             message_id,

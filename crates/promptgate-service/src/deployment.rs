@@ -17,6 +17,7 @@ pub use crate::claims::{DEFAULT_HEARTBEAT, DEFAULT_LEASE, DEFAULT_RETRY_WINDOW, 
 #[cfg(feature = "testing")]
 pub use crate::encoding::JSON_LINES;
 pub use crate::encoding::StreamEncoding;
+pub use crate::failover::FailoverSettings;
 pub use crate::feed::OnDisconnect;
 pub use crate::harness::{DEFAULT_KEPT_HARNESS_BYTES, DEFAULT_KEPT_HARNESSES};
 pub use crate::integrations::{GoogleSetup, MicrosoftSetup};
@@ -24,6 +25,8 @@ pub use crate::window::{
     ContextSettings, DEFAULT_ANSWER_RESERVE_TOKENS, DEFAULT_KEPT_AFTER_COMPACTION,
     DEFAULT_SUMMARY_MAX_TOKENS, DEFAULT_SUMMARY_TIMEOUT, DEFAULT_WINDOW_TOKENS,
 };
+pub use promptgate_core::breaker::BreakerSettings;
+pub use promptgate_core::pricing::{Price, PriceTable};
 pub use promptgate_llm::{ANTHROPIC_BASE_URL, ANTHROPIC_MAX_TOKENS, ThinkingMode, Timeouts};
 pub use promptgate_mcp::oauth::ClientCredentials;
 pub use promptgate_mcp::{AddressPolicy, DEFAULT_CALL_TIMEOUT, DEFAULT_DISCOVERY_TIMEOUT, HubSettings};
@@ -37,6 +40,7 @@ pub use promptgate_turn::TurnLimits;
 pub use promptgate_turn::documents::{DocumentReader, DocumentSettings, PdfLimits};
 /// The tracing target the trace exporter lets through when the operator records content.
 pub use promptgate_turn::engine::CONTENT_TARGET;
+pub use promptgate_turn::engine::RetryPolicy;
 pub use promptgate_workspace::{ShellPool, ShellPoolSize, WorkspaceLimits};
 
 /// How long a final save keeps trying while the store is unavailable.
@@ -90,6 +94,10 @@ pub struct ServiceConfig {
     /// Tool approval: the operator's floors, how long a call waits, and what `ask` becomes for a
     /// client that cannot answer.
     pub approval: ApprovalConfig,
+    /// What the deployment's models cost, for the usage ledger.
+    pub prices: PriceTable,
+    /// How a model with fallbacks is retried and failed over.
+    pub failover: FailoverSettings,
 }
 
 /// How long a call waits for its approval, by default.
@@ -164,6 +172,8 @@ impl Default for ServiceConfig {
             quota: crate::quota::StorageQuota::default(),
             citation_review: CitationReviewSettings::default(),
             approval: ApprovalConfig::default(),
+            prices: PriceTable::default(),
+            failover: FailoverSettings::default(),
         }
     }
 }

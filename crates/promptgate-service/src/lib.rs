@@ -72,6 +72,7 @@ mod encoding;
 mod error;
 pub mod events;
 pub mod facade;
+mod failover;
 mod feed;
 mod follow;
 mod handoffs;
@@ -79,6 +80,7 @@ mod harness;
 mod hooks;
 mod integrations;
 mod keys;
+mod ledger;
 mod library;
 mod live;
 mod mcp_oauth;
@@ -184,6 +186,8 @@ pub struct Service {
     pub(crate) summariser: Option<window::Summariser>,
     /// The model that takes a second look at uncertain citations, when one is configured.
     pub(crate) citation_reviewer: Option<promptgate_turn::CitationReview>,
+    /// Every provider's circuit breaker, shared by the turns of this process.
+    pub(crate) breakers: Arc<promptgate_turn::engine::Breakers>,
 }
 
 impl Service {
@@ -203,7 +207,6 @@ impl Service {
             providers,
             web,
             mcp,
-            config,
             integrations: None,
             live: LiveTurns::default(),
             admission,
@@ -218,6 +221,8 @@ impl Service {
             token_counters: promptgate_llm::tokens::TokenCounters::default(),
             summariser: None,
             citation_reviewer: None,
+            breakers: Arc::new(promptgate_turn::engine::Breakers::new(config.failover.breaker)),
+            config,
         }
     }
 

@@ -229,6 +229,8 @@ impl Prepared {
             start_metadata: report.metadata(),
             can_ask_approval: run.asking == Asking::Client,
             resume: None,
+            // The send or completion sets it, once it resolved the model's fallbacks.
+            failover: Default::default(),
         }
     }
 }

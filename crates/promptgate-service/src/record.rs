@@ -11,7 +11,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use promptgate_store::{MessageStatus, NewApproval, NewMessage, Role, Store, StoreError};
+use promptgate_store::{MessageStatus, NewApproval, NewMessage, Role, Store, StoreError, UsageRecord};
 use serde_json::{Value, json};
 use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
@@ -19,6 +19,7 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use super::TurnIds;
+use super::ledger::UsageTag;
 use super::live::{Continuation, Slot};
 use promptgate_turn::engine::{AnswerRecorder, PendingApproval, TurnOutcome, TurnStatus};
 
@@ -72,6 +73,8 @@ impl PendingSaves {
 /// Everything the writer needs besides the snapshots.
 pub(crate) struct AnswerWriter {
     pub store: Store,
+    /// What the turn's row in the usage ledger says besides its outcome.
+    pub usage: UsageTag,
     pub user_id: String,
     pub thread_id: String,
     pub turn_id: String,
@@ -157,6 +160,9 @@ impl AnswerWriter {
     async fn run(self, mut snapshots: watch::Receiver<Snapshot>, mut outcome: oneshot::Receiver<Ending>) {
         // The row exists already (the send wrote it before the turn started).
         let mut reachable = true;
+        // The tokens the turn's ledger row holds so far; a checkpoint writes the row only when
+        // a step's end changed them.
+        let mut counted = None;
         let ended = loop {
             tokio::select! {
                 biased;
@@ -168,16 +174,24 @@ impl AnswerWriter {
                     }
                     let snapshot = snapshots.borrow_and_update().clone();
                     if let Some((parts, metadata)) = snapshot {
+                        let so_far = self
+                            .usage
+                            .so_far(&self.turn_id, &metadata)
+                            .filter(|row| counted != Some(row.tokens));
                         let message = self.message(parts, metadata, MessageStatus::Streaming);
-                        reachable = self.checkpoint(message, reachable).await;
+                        reachable = self.checkpoint(message, so_far.as_ref(), reachable).await;
+                        if reachable && let Some(row) = so_far {
+                            counted = Some(row.tokens);
+                        }
                     }
                 }
             }
         };
-        let usage = ended.as_ref().map(|(outcome, _)| outcome.usage_total.clone());
+        let spent = ended.as_ref().map(|(outcome, _)| outcome.usage_total.clone());
         let mut approvals = Vec::new();
-        let (message, stored_tx, status) = match ended {
+        let (message, stored_tx, status, usage) = match ended {
             Some((outcome, stored_tx)) => {
+                let usage = self.usage.record(&self.turn_id, &outcome);
                 let model_id = outcome
                     .metadata
                     .get("modelId")
@@ -194,17 +208,27 @@ impl AnswerWriter {
                     self.message(outcome.parts, metadata, status),
                     Some(stored_tx),
                     outcome.status.as_str(),
+                    Some(usage),
                 )
             }
             None => {
-                // The turn's task ended without an outcome (it panicked): keep what was seen.
+                // The turn's task ended without an outcome (it panicked): keep what was seen; what
+                // it used went with it.
                 let (parts, metadata) = snapshots.borrow().clone().unwrap_or((Vec::new(), json!({})));
-                (self.message(parts, metadata, MessageStatus::Error), None, "error")
+                (
+                    self.message(parts, metadata, MessageStatus::Error),
+                    None,
+                    "error",
+                    None,
+                )
             }
         };
-        let stored = self.save_final(&message, &approvals).await;
-        if let (Some(spender), Some(usage)) = (&self.spender, &usage) {
-            crate::budgets::settle(&self.store, spender, usage).await;
+        let stored = self.save_final(&message, &approvals, usage.as_ref()).await;
+        if stored && let Some(usage) = &usage {
+            self.usage.count(usage);
+        }
+        if let (Some(spender), Some(spent)) = (&self.spender, &spent) {
+            crate::budgets::settle(&self.store, spender, spent).await;
         }
         let AnswerWriter {
             mut slot,
@@ -243,10 +267,19 @@ impl AnswerWriter {
         }
     }
 
-    /// A best-effort write of the answer so far. Failures are logged once per outage: the final
-    /// save is the one that must succeed.
-    async fn checkpoint(&self, message: NewMessage, reachable: bool) -> bool {
-        match self.store.save_message(&self.user_id, &message).await {
+    /// A best-effort write of the answer so far, with the turn's ledger row when a step's end
+    /// changed it. Failures are logged once per outage: the final save is the one that must
+    /// succeed.
+    async fn checkpoint(&self, message: NewMessage, usage: Option<&UsageRecord>, reachable: bool) -> bool {
+        let saved = match usage {
+            Some(usage) => {
+                self.store
+                    .save_answer_with_usage(&self.user_id, &message, usage)
+                    .await
+            }
+            None => self.store.save_message(&self.user_id, &message).await,
+        };
+        match saved {
             Ok(()) => {
                 if !reachable {
                     tracing::info!(turn = %self.turn_id, "the store is back; checkpoints resume");
@@ -262,14 +295,20 @@ impl AnswerWriter {
         }
     }
 
-    /// Saves the final answer, retrying with backoff while the store is unavailable, up to
-    /// `retry_for`. True once stored.
-    async fn save_final(&self, message: &NewMessage, approvals: &[NewApproval]) -> bool {
+    /// Saves the final answer (with its row in the usage ledger, in one transaction) and the calls
+    /// it waits for, retrying with backoff while the store is unavailable, up to `retry_for`. True
+    /// once stored.
+    async fn save_final(
+        &self,
+        message: &NewMessage,
+        approvals: &[NewApproval],
+        usage: Option<&UsageRecord>,
+    ) -> bool {
         let deadline = Instant::now() + self.retry_for;
         let mut backoff = FIRST_BACKOFF;
         let mut failures = 0u32;
         loop {
-            let err = match self.save_answer(message, approvals).await {
+            let err = match self.save_answer(message, approvals, usage).await {
                 Ok(()) => {
                     if failures > 0 {
                         tracing::info!(turn = %self.turn_id, thread = %self.thread_id, failures, "answer stored after the store came back");
@@ -306,7 +345,12 @@ impl AnswerWriter {
 impl AnswerWriter {
     /// The answer with the calls it waits for: those first, so an answer that says it waits is
     /// never stored without what it waits for (keeping them again is harmless).
-    async fn save_answer(&self, message: &NewMessage, approvals: &[NewApproval]) -> Result<(), StoreError> {
+    async fn save_answer(
+        &self,
+        message: &NewMessage,
+        approvals: &[NewApproval],
+        usage: Option<&UsageRecord>,
+    ) -> Result<(), StoreError> {
         if !approvals.is_empty() {
             self.store
                 .keep_approvals(
@@ -318,7 +362,14 @@ impl AnswerWriter {
                 )
                 .await?;
         }
-        self.store.save_message(&self.user_id, message).await
+        match usage {
+            Some(usage) => {
+                self.store
+                    .save_answer_with_usage(&self.user_id, message, usage)
+                    .await
+            }
+            None => self.store.save_message(&self.user_id, message).await,
+        }
     }
 }
 

@@ -7,5 +7,6 @@ pub use promptgate_store::{
 };
 pub use promptgate_store::{
     McpServer, Message, MessageStatus, NewMcpServer, NewProject, NewSkill, NewThread, Page, Role, Thread,
-    ThreadUpdate, ThreadsAfter, User, UserTokens,
+    ThreadUpdate, ThreadsAfter, TokenCounts, UsageGroup, UsageGrouping, UsageKind, UsageQuery, User,
+    UserTokens,
 };

@@ -17,6 +17,7 @@ use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::budgets::{BudgetCheck, Spender};
+use crate::failover::ModelRoutes;
 use crate::feed::{Detach, FeedWriter, TurnFeed};
 use crate::harness::KeepTranscript;
 use crate::live::{Claim, Slot};
@@ -64,7 +65,8 @@ pub struct SendRequest {
     pub notes: ClientNotes,
     /// The trace this send is part of, for the answer's metadata.
     pub trace: Option<TraceLink>,
-    /// The key the request came with, whose limits the turn counts against beside the user's.
+    /// The key the request came with: the turn counts against its limits beside the user's, and
+    /// the usage ledger names it.
     pub key_id: Option<String>,
     /// The client answers approval requests (an AI SDK 6+ UI stream); otherwise a call of an
     /// asking tool gets the operator's choice.
@@ -187,7 +189,10 @@ impl Service {
             .await?;
         let continuation = continuation
             .unwrap_or_else(|| Continuation::fresh(&turn.ids.turn_id, &prepared.state, &self.config.limits));
-        Ok(self.start_send(&request, turn, prepared, &provider, continuation, &facts))
+        let routes = self
+            .routes_for(&request.user_id, &prepared.model, &provider)
+            .await;
+        Ok(self.start_send(&request, turn, prepared, routes, continuation, &facts))
     }
 
     /// Takes the thread on this instance, or refuses the send while a turn runs there. A turn that
@@ -391,10 +396,15 @@ impl Service {
         request: &SendRequest,
         turn: ThreadTurn,
         mut prepared: Prepared,
-        provider: &ModelProvider,
+        routes: ModelRoutes<'_>,
         continuation: Continuation,
         facts: &prepare::SendFacts,
     ) -> SendHandle {
+        let ModelRoutes {
+            provider,
+            failover,
+            ledger,
+        } = routes;
         let ThreadTurn {
             ids,
             slot,
@@ -408,8 +418,17 @@ impl Service {
         tracing::info!(
             model = %model_id, tools = prepared.tools.len(), retry_of = ?request.retry_of, "turn started"
         );
+        let usage = self.usage_tag(
+            &request.user_id,
+            request.key_id.clone(),
+            Some(request.thread_id.clone()),
+            promptgate_store::UsageKind::Turn,
+            &prepared.model,
+            ledger,
+        );
         let recorder = AnswerWriter {
             store: self.store.clone(),
+            usage,
             user_id: request.user_id.clone(),
             thread_id: request.thread_id.clone(),
             turn_id: ids.turn_id.clone(),
@@ -474,6 +493,7 @@ impl Service {
         // Only a send keeps the citations' classes (in the stored answer); a facade's would be
         // reviewed for nobody.
         plan.citation_review = self.citation_reviewer.clone();
+        plan.failover = failover;
         let run = run_turn(plan);
         let detach = Detach {
             on_disconnect: self.config.on_disconnect,

@@ -182,6 +182,12 @@ const MIGRATIONS: &[SchemaVersion] = &[
         sqlite: Some(include_str!("../../../migrations/sqlite/0020_tool_approvals.sql")),
     },
     SchemaVersion {
+        version: 21,
+        name: "usage ledger and fallbacks",
+        postgres: include_str!("../../../migrations/postgres/0021_usage_ledger.sql"),
+        sqlite: Some(include_str!("../../../migrations/sqlite/0021_usage_ledger.sql")),
+    },
+    SchemaVersion {
         version: 22,
         name: "keys and budgets",
         postgres: include_str!("../../../migrations/postgres/0022_keys_budgets.sql"),

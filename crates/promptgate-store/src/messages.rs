@@ -244,6 +244,63 @@ fn encode_body(parts: &Value, metadata: &Value) -> Result<(String, String)> {
     Ok((parts_json, metadata_json))
 }
 
+/// A message's new parts, metadata and status, encoded once, for an update that may run inside a
+/// larger transaction ([`Store::save_answer_with_usage`](crate::Store::save_answer_with_usage)).
+pub(crate) struct UpdatedMessage {
+    id: String,
+    parts: String,
+    metadata: String,
+    status: Option<&'static str>,
+    text: String,
+    terms: String,
+}
+
+impl UpdatedMessage {
+    fn new(id: &str, parts: &Value, metadata: &Value, status: Option<MessageStatus>) -> Result<Self> {
+        let (parts_json, metadata_json) = encode_body(parts, metadata)?;
+        let text = search_text(parts);
+        let terms = search_terms(&text);
+        Ok(Self {
+            id: id.to_owned(),
+            parts: parts_json,
+            metadata: metadata_json,
+            status: status.map(status_name),
+            text,
+            terms,
+        })
+    }
+
+    /// The update of `m`, which must name its row.
+    pub(crate) fn of(m: &NewMessage) -> Result<Self> {
+        let id =
+            m.id.as_deref()
+                .ok_or_else(|| StoreError::Invalid("an answer to save needs its id".to_owned()))?;
+        Self::new(id, &m.parts, &m.metadata, m.status)
+    }
+
+    /// Runs the update; returns how many rows it changed (0: the row is not there).
+    pub(crate) async fn run<'e, E>(&self, executor: E, user: &str) -> Result<u64>
+    where
+        E: sqlx::Executor<'e, Database = sqlx::Any>,
+    {
+        let done = sqlx::query(
+            "UPDATE messages SET parts = $3, metadata = $4, status = $5, search_text = $6, \
+             search_terms = $7 WHERE user_id = $1 AND id = $2",
+        )
+        .bind(user)
+        .bind(&self.id)
+        .bind(&self.parts)
+        .bind(&self.metadata)
+        .bind(self.status)
+        .bind(&self.text)
+        .bind(&self.terms)
+        .execute(executor)
+        .observed("messages.update_message")
+        .await?;
+        Ok(done.rows_affected())
+    }
+}
+
 /// The searchable text of a message: its `text` parts, one per line. The parts themselves are kept
 /// as JSON, where U+0000 is an escape, but this column is plain text, which Postgres refuses to
 /// hold a NUL in; search loses nothing by skipping it.
@@ -307,23 +364,8 @@ impl Store {
         metadata: &Value,
         status: Option<MessageStatus>,
     ) -> Result<()> {
-        let (parts_json, metadata_json) = encode_body(parts, metadata)?;
-        let text = search_text(parts);
-        let done = sqlx::query(
-            "UPDATE messages SET parts = $3, metadata = $4, status = $5, search_text = $6, \
-             search_terms = $7 WHERE user_id = $1 AND id = $2",
-        )
-        .bind(user)
-        .bind(id)
-        .bind(parts_json)
-        .bind(metadata_json)
-        .bind(status.map(status_name))
-        .bind(&text)
-        .bind(search_terms(&text))
-        .execute(&self.pool)
-        .observed("messages.update_message")
-        .await?;
-        one_row(done.rows_affected())
+        let update = UpdatedMessage::new(id, parts, metadata, status)?;
+        one_row(update.run(&self.pool, user).await?)
     }
 
     /// Writes an answer whatever became of its earlier writes: updates the row when it exists, else

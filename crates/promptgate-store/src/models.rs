@@ -12,8 +12,10 @@ use crate::util::{Cols, check_id, check_len, check_name, flag, from_json, to_jso
 
 const MODEL_COLS: &str = "owner, id, name, provider, upstream_model, tool_usage, engine, context_window, \
      supports_images, supports_parallel_tool_calls, extract_think_tags, start_with_reasoning, \
-     reasoning, profile";
+     reasoning, profile, fallbacks";
 const MAX_PROFILE_JSON: usize = 64 * 1024;
+/// Each fallback may cost a turn a wait before it; a handful is all a turn can use.
+const MAX_FALLBACKS: usize = 4;
 
 fn engine_name(e: Engine) -> &'static str {
     match e {
@@ -43,6 +45,7 @@ fn model_from(row: &AnyRow) -> Result<Model> {
         start_with_reasoning: row.flag(11)?,
         reasoning: row.opt_text(12)?,
         profile: from_json("model profile", &row.text(13)?)?,
+        fallbacks: from_json("model fallbacks", &row.text(14)?)?,
     })
 }
 
@@ -53,6 +56,19 @@ fn check_model(m: &Model) -> Result<()> {
     check_name("model provider", &m.provider, 100)?;
     check_name("upstream model", &m.upstream_model, 200)?;
     check_len("reasoning", m.reasoning.as_deref().unwrap_or(""), 32)?;
+    if m.fallbacks.len() > MAX_FALLBACKS {
+        return Err(StoreError::Invalid(format!(
+            "a model may name at most {MAX_FALLBACKS} fallbacks"
+        )));
+    }
+    for fallback in &m.fallbacks {
+        check_id(MODEL_ID, "fallback model id", fallback)?;
+        if fallback == &m.id {
+            return Err(StoreError::Invalid(
+                "a model cannot be its own fallback".to_owned(),
+            ));
+        }
+    }
     Ok(())
 }
 
@@ -74,10 +90,11 @@ impl Store {
         }
         const COLS: &str = "INSERT INTO models (owner, id, name, provider, upstream_model, tool_usage, \
              engine, context_window, supports_images, supports_parallel_tool_calls, \
-             extract_think_tags, start_with_reasoning, reasoning, profile, created_at, updated_at) ";
+             extract_think_tags, start_with_reasoning, reasoning, profile, created_at, updated_at, \
+             fallbacks) ";
         let sql = match how {
             Write::Seed => format!(
-                "{COLS} VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15) \
+                "{COLS} VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15, $16) \
                  ON CONFLICT (owner, id) DO UPDATE SET name = excluded.name, \
                  provider = excluded.provider, upstream_model = excluded.upstream_model, \
                  tool_usage = excluded.tool_usage, engine = excluded.engine, \
@@ -86,17 +103,18 @@ impl Store {
                  extract_think_tags = excluded.extract_think_tags, \
                  start_with_reasoning = excluded.start_with_reasoning, \
                  reasoning = excluded.reasoning, profile = excluded.profile, \
-                 updated_at = excluded.updated_at"
+                 updated_at = excluded.updated_at, fallbacks = excluded.fallbacks"
             ),
             // Selecting from users makes an unknown user insert nothing instead of a stray row.
             Write::Create => format!(
-                "{COLS} SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15 \
+                "{COLS} SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15, $16 \
                  FROM users WHERE id = $1"
             ),
             Write::Update => "UPDATE models SET name = $3, provider = $4, upstream_model = $5, \
                  tool_usage = $6, engine = $7, context_window = $8, supports_images = $9, \
                  supports_parallel_tool_calls = $10, extract_think_tags = $11, \
-                 start_with_reasoning = $12, reasoning = $13, profile = $14, updated_at = $15 \
+                 start_with_reasoning = $12, reasoning = $13, profile = $14, updated_at = $15, \
+                 fallbacks = $16 \
                  WHERE owner = $1 AND id = $2"
                 .to_owned(),
         };
@@ -116,6 +134,7 @@ impl Store {
             .bind(m.reasoning.as_deref())
             .bind(profile)
             .bind(self.now_ms())
+            .bind(to_json("model fallbacks", &m.fallbacks)?)
             .execute(&self.pool)
             .observed("models.write_model")
             .await?;

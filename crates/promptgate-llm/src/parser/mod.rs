@@ -31,7 +31,8 @@ pub struct ParserOptions {
 /// call [`finish`] once when the stream ends (after `[DONE]` or when the connection closes).
 ///
 /// `Finished` is only ever produced by [`finish`], after the latest usage, because providers send
-/// usage in a chunk after the one that carries the finish reason.
+/// usage in a chunk after the one that carries the finish reason. Usage goes out as its chunk
+/// arrives; a server that reports it more than once reports totals, so the latest stands.
 ///
 /// [`push`]: ChunkParser::push
 /// [`finish`]: ChunkParser::finish
@@ -39,7 +40,6 @@ pub struct ParserOptions {
 pub struct ChunkParser {
     think: Option<ThinkSplitter>,
     tool_calls: ToolCallSlots,
-    usage: Option<Usage>,
     finish_reason: Option<FinishReason>,
     /// Whether any chunk arrived at all, to tell a wrong endpoint from a broken stream.
     saw_chunk: bool,
@@ -54,7 +54,6 @@ impl ChunkParser {
                 .think_tags
                 .then(|| ThinkSplitter::new(options.start_with_reasoning)),
             tool_calls: ToolCallSlots::default(),
-            usage: None,
             finish_reason: None,
             saw_chunk: false,
             done: false,
@@ -84,10 +83,6 @@ impl ChunkParser {
             let wrapped = serde_json::json!({ "error": error });
             return Err(in_stream_error(&wrapped));
         }
-        if let Some(usage) = chunk.usage.as_ref().and_then(WireUsage::to_usage) {
-            self.usage = Some(usage);
-        }
-
         let mut out = Vec::new();
         for choice in chunk.choices.unwrap_or_default() {
             // Only the first choice is ours; `n > 1` is never requested.
@@ -102,6 +97,12 @@ impl ChunkParser {
             {
                 self.finish_reason = Some(FinishReason::from_openai(reason));
             }
+        }
+        // Passed on as it arrives (after the chunk's own content), not kept for the end: a stream
+        // cut or stopped after its report still used what the report says, and the usage ledger
+        // counts it.
+        if let Some(usage) = chunk.usage.as_ref().and_then(WireUsage::to_usage) {
+            out.push(StreamEvent::Usage(usage));
         }
         Ok(out)
     }
@@ -134,9 +135,6 @@ impl ChunkParser {
             FinishReason::Stop if self.tool_calls.any_started() => FinishReason::ToolCalls,
             other => other,
         };
-        if let Some(usage) = self.usage.take() {
-            out.push(StreamEvent::Usage(usage));
-        }
         out.push(StreamEvent::Finished(reason));
         Ok(out)
     }

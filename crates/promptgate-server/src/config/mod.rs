@@ -11,12 +11,14 @@ pub mod approval;
 pub mod auth;
 pub mod citations;
 pub mod context;
+pub mod failover;
 pub mod integrations;
 #[cfg(test)]
 mod keys;
 pub mod limits;
 pub mod mcp;
 pub mod models;
+pub mod prices;
 pub mod providers;
 pub mod quotas;
 pub mod responses;
@@ -104,6 +106,12 @@ pub struct Config {
     pub providers: Vec<ProviderEntry>,
     #[serde(default)]
     pub models: Vec<ModelDefinition>,
+    /// What the models cost, for the usage ledger.
+    #[serde(default)]
+    pub prices: Vec<prices::PriceEntry>,
+    /// How models with fallbacks are retried and failed over.
+    #[serde(default)]
+    pub failover: failover::FailoverConfig,
     /// The web app served at `/`.
     #[serde(default)]
     pub ui: crate::ui::UiConfig,
@@ -220,6 +228,8 @@ impl Config {
         self.context.validate(&model_ids)?;
         self.citations.validate(&model_ids)?;
         self.approval.validate()?;
+        prices::table(&self.prices, &model_ids)?;
+        self.failover.validate()?;
         if self.limits.body_bytes == 0 {
             return Err(ConfigError::Invalid("limits.body_bytes must be positive".into()));
         }
@@ -321,6 +331,12 @@ impl Config {
                     model.id
                 )));
             }
+            if let Some(unknown) = model.fallbacks.iter().find(|f| !model_ids.contains(&f.as_str())) {
+                return Err(ConfigError::Invalid(format!(
+                    "model {} names fallback {unknown}, which is not a configured model",
+                    model.id
+                )));
+            }
             if !names.contains(model.provider.as_str()) {
                 return Err(ConfigError::Invalid(format!(
                     "model {} names provider {}, which is not defined",
@@ -329,6 +345,12 @@ impl Config {
             }
         }
         Ok(())
+    }
+
+    /// The price table, checked by [`Config::validate`].
+    pub fn price_table(&self) -> promptgate_service::deployment::PriceTable {
+        let model_ids: Vec<&str> = self.models.iter().map(|m| m.id.as_str()).collect();
+        prices::table(&self.prices, &model_ids).unwrap_or_default()
     }
 
     pub fn provider(&self, name: &str) -> Option<&ProviderEntry> {

@@ -36,6 +36,10 @@ pub struct ModelDefinition {
     pub reasoning: Option<String>,
     #[serde(default)]
     pub profile: ModelProfile,
+    /// Model ids that answer instead, in order, when this model's provider fails before the first
+    /// token (connection error, timeout, 429, 5xx). At most 4.
+    #[serde(default)]
+    pub fallbacks: Vec<String>,
 }
 
 impl ModelDefinition {
@@ -56,6 +60,7 @@ impl ModelDefinition {
             start_with_reasoning: self.start_with_reasoning,
             reasoning: self.reasoning,
             profile: self.profile,
+            fallbacks: self.fallbacks,
             system,
         }
     }

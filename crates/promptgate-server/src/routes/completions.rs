@@ -11,6 +11,7 @@ use futures::{Stream, StreamExt};
 use promptgate_service::events::TurnError;
 use promptgate_service::events::TurnEvent;
 use promptgate_service::facade::{ClientToolChoice, ToolDefinition, ToolInput, client_tools, facade_history};
+use promptgate_service::records::UsageKind;
 use promptgate_service::{CompletionRequest, OutputCap, SendHandle};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -118,6 +119,7 @@ async fn completions(
             parallel_tool_calls: None,
             output_cap: max_output_tokens.map(OutputCap::Chosen),
             on_end: Vec::new(),
+            facade: UsageKind::ChatCompletions,
         })
         .await?;
     let identity = CompletionIdentity {

@@ -14,6 +14,7 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use promptgate_service::events::TurnEvent;
 use promptgate_service::facade::{FileTexts, messages_documents, messages_history, messages_tools};
+use promptgate_service::records::UsageKind;
 use promptgate_service::{CompletionRequest, OutputCap, SendHandle};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -126,6 +127,7 @@ impl MessagesBody {
             output_cap: self.max_tokens.map(OutputCap::Required),
             on_end: Vec::new(),
             key_id,
+            facade: UsageKind::Messages,
         };
         Ok((request, self.stream))
     }

@@ -8,6 +8,7 @@ pub mod completions;
 pub mod health;
 pub mod integrations;
 pub mod keys;
+pub mod ledger;
 pub mod library;
 pub mod mcp_servers;
 pub mod messages;

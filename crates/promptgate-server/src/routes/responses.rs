@@ -15,6 +15,7 @@ use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt};
 use promptgate_service::events::TurnEvent;
 use promptgate_service::facade::{FacadeHistory, responses_history};
+use promptgate_service::records::UsageKind;
 use promptgate_service::{CompletionRequest, OutputCap, ResponseKeeper, ResponseRequest, SendHandle};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -94,6 +95,7 @@ async fn create(
                 parallel_tool_calls: body.parallel_tool_calls,
                 output_cap: body.max_output_tokens.map(OutputCap::Chosen),
                 on_end: Vec::new(),
+                facade: UsageKind::Responses,
             },
             previous_response_id: body.previous_response_id.clone(),
             store,

@@ -457,7 +457,7 @@ async fn a_database_outage_mid_turn_loses_no_answer() {
 
 // ---- the process killed or asked to stop ----
 
-struct Server {
+pub(crate) struct Server {
     child: Child,
     log: PathBuf,
 }
@@ -476,7 +476,7 @@ impl Server {
 }
 
 /// Starts the `promptgate` binary on `dir`'s config and SQLite file, and waits until it is ready.
-async fn start_binary(dir: &Path, port: u16, run: &str) -> Server {
+pub(crate) async fn start_binary(dir: &Path, port: u16, run: &str) -> Server {
     let log = dir.join(format!("{run}.log"));
     let child = Command::new(env!("CARGO_BIN_EXE_promptgate"))
         .args(["serve", "--config"])
@@ -503,7 +503,7 @@ async fn start_binary(dir: &Path, port: u16, run: &str) -> Server {
 }
 
 /// A directory with a config for the binary: SQLite in it, the scripted model, `extra` appended.
-fn binary_dir(upstream: &ScriptedUpstream, extra: &str) -> PathBuf {
+pub(crate) fn binary_dir(upstream: &ScriptedUpstream, extra: &str) -> PathBuf {
     binary_dir_on(upstream, None, extra)
 }
 
@@ -526,7 +526,7 @@ fn binary_dir_on(upstream: &ScriptedUpstream, database_url: Option<&str>, extra:
     dir
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -535,7 +535,7 @@ fn free_port() -> u16 {
 }
 
 /// Starts a send and reads its stream in the background; the stream may break when the server dies.
-fn send_in_background(port: u16, thread: &str) -> tokio::task::JoinHandle<Option<common::Sse>> {
+pub(crate) fn send_in_background(port: u16, thread: &str) -> tokio::task::JoinHandle<Option<common::Sse>> {
     let body = use_chat_body(thread, "Tell me", "scripted");
     tokio::spawn(async move {
         let res = reqwest::Client::new()
@@ -561,7 +561,7 @@ async fn messages_of(port: u16, thread: &str) -> Value {
 }
 
 /// Waits until the thread's answer has been checkpointed with `needle` in its text.
-async fn wait_for_checkpoint(port: u16, thread: &str, needle: &str) -> Value {
+pub(crate) async fn wait_for_checkpoint(port: u16, thread: &str, needle: &str) -> Value {
     for _ in 0..400 {
         let messages = messages_of(port, thread).await;
         if messages.as_array().is_some_and(|all| {

@@ -32,23 +32,38 @@ pub async fn service(
     upstream: &ScriptedUpstream,
     tune: impl FnOnce(&mut ServiceConfig),
 ) -> Service {
+    service_with(store, vec![provider(MODEL, upstream)], vec![model()], tune).await
+}
+
+/// An OpenAI-compatible provider `name` answering from `upstream`.
+pub fn provider(name: &str, upstream: &ScriptedUpstream) -> ProviderSettings {
+    ProviderSettings {
+        name: name.to_owned(),
+        kind: ProviderKind::OpenAi,
+        base_url: Some(upstream.base_url()),
+        api_key: None,
+        timeouts: Timeouts::default(),
+        max_tokens: None,
+        allowed_request_fields: Vec::new(),
+        thinking: ThinkingMode::default(),
+    }
+}
+
+/// [`service`] with these providers and system models (the first model is the default).
+pub async fn service_with(
+    store: Store,
+    providers: Vec<ProviderSettings>,
+    models: Vec<Model>,
+    tune: impl FnOnce(&mut ServiceConfig),
+) -> Service {
     let mut config = ServiceConfig {
-        default_model: MODEL.to_owned(),
+        default_model: models.first().map(|m| m.id.clone()).unwrap_or_default(),
         ..ServiceConfig::default()
     };
     tune(&mut config);
     let settings = Settings {
         service: config,
-        providers: vec![ProviderSettings {
-            name: MODEL.to_owned(),
-            kind: ProviderKind::OpenAi,
-            base_url: Some(upstream.base_url()),
-            api_key: None,
-            timeouts: Timeouts::default(),
-            max_tokens: None,
-            allowed_request_fields: Vec::new(),
-            thinking: ThinkingMode::default(),
-        }],
+        providers,
         search: None,
         fetch: FetchPolicy::default(),
         budget_promotion: false,
@@ -58,7 +73,7 @@ pub async fn service(
             key: None,
             variable: "PROMPTGATE_TOKEN_KEY".to_owned(),
         },
-        system_models: vec![model()],
+        system_models: models,
         local_user: Some((USER.to_owned(), "Ada".to_owned())),
         encoding: JSON_LINES,
     };
@@ -67,7 +82,8 @@ pub async fn service(
         .unwrap()
 }
 
-fn model() -> Model {
+/// The model the scripted upstream answers for.
+pub fn model() -> Model {
     Model {
         id: MODEL.to_owned(),
         name: "Scripted".to_owned(),

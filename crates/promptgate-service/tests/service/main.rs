@@ -6,4 +6,6 @@
 mod claims;
 mod common;
 mod conversation;
+mod failover;
+mod ledger;
 mod retries;

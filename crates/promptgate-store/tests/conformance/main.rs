@@ -17,6 +17,7 @@ mod common;
 mod context;
 mod handoffs;
 mod keys;
+mod ledger;
 mod mcp_grants;
 mod messages;
 mod models;

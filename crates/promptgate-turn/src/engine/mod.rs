@@ -7,6 +7,7 @@
 
 mod approval;
 mod citation_review;
+mod failover;
 mod handoff;
 mod output;
 mod plan;
@@ -27,6 +28,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::DropGuard;
 use tracing::Instrument;
 
+pub use failover::{AnsweredBy, Breakers, Failover, RetryPolicy, Route};
 pub use plan::{
     AnswerRecorder, ApprovalAnswer, CitationReview, Floor, Gate, NoHooks, Nudges, PendingApproval,
     RequestBudget, Resume, RunnableTool, SourceRef, StepPolicy, ToolTitles, TurnEnd, TurnHooks, TurnLimits,

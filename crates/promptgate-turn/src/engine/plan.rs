@@ -431,6 +431,8 @@ pub struct TurnPlan {
     pub can_ask_approval: bool,
     /// The answers to the approvals this turn's message waited for; the turn continues it.
     pub resume: Option<Resume>,
+    /// The models that answer when this one's provider fails before a step's first event.
+    pub failover: super::failover::Failover,
 }
 
 /// The model that reviews a text part's uncertain citations, and how long the part's end may wait
@@ -488,6 +490,7 @@ impl TurnPlan {
             start_metadata: Map::new(),
             can_ask_approval: false,
             resume: None,
+            failover: Default::default(),
         }
     }
 }
@@ -521,6 +524,12 @@ pub struct TurnOutcome {
     /// The calls the turn ended waiting for; they are stored with the answer.
     pub pending_approvals: Vec<PendingApproval>,
     pub usage_total: Usage,
+    /// The model that answered, when a fallback did (the last step's model).
+    pub answered_by: Option<super::failover::AnsweredBy>,
+    /// Calls of the server's tools that ran (client tools are the client's to count).
+    pub tool_calls: u32,
+    /// Of `tool_calls`, those of web tools (search, fetch).
+    pub web_calls: u32,
     /// Model steps taken, over all attempts.
     pub steps: u32,
     /// Requests sent to the model (one per step, retries included).

@@ -1,12 +1,10 @@
 //! One model step: the upstream stream translated into text, reasoning and tool-input chunks.
 
-use std::sync::Arc;
-
 use futures::StreamExt;
 use promptgate_core::citations::CitationCleaner;
 use promptgate_core::citations::check::Citation;
 use promptgate_core::citations::markers::MarkerScanner;
-use promptgate_llm::{ChatModel, ChatRequest, FinishReason, LlmError, StreamEvent, Usage};
+use promptgate_llm::{ChatRequest, FinishReason, LlmError, StreamEvent, Usage};
 use serde_json::{Value, json};
 
 use super::turn::Turn;
@@ -68,13 +66,11 @@ impl Turn {
         request: ChatRequest,
         state: &mut StepState,
     ) -> Result<(), Interrupt> {
-        let model: Arc<dyn ChatModel> = Arc::clone(&self.plan.model);
-        self.upstream_requests += 1;
-        let mut stream = match self.out.wait(model.stream(request)).await {
-            None | Some(Err(LlmError::Cancelled)) => return Err(Interrupt::Stopped),
-            Some(Err(err)) => return Err(Interrupt::Failed(err)),
-            Some(Ok(stream)) => stream,
-        };
+        let (first, mut stream) = self.open_stream(request).await?;
+        match first {
+            Some(event) => self.on_stream_event(event, state).await,
+            None => return Ok(()),
+        }
         loop {
             match self.out.wait(stream.next()).await {
                 None | Some(Some(Err(LlmError::Cancelled))) => return Err(Interrupt::Stopped),

@@ -90,6 +90,12 @@ pub(super) struct Turn {
     pub(super) made_tool_calls: bool,
     pub(super) after_tool_step: bool,
     usage_total: Usage,
+    /// Which model steps are asked of first: 0 for the plan's own, `i` for its `i`-th fallback
+    /// once that one answered (see `failover`).
+    pub(super) route_index: usize,
+    /// Calls of the server's tools that ran, and of those the web tools, for the usage ledger.
+    tool_calls: u32,
+    web_calls: u32,
     pub(super) reasoning_times: ReasoningTimes,
     steps: u32,
     attempts: u32,
@@ -161,6 +167,9 @@ impl Turn {
             made_tool_calls: false,
             after_tool_step: false,
             usage_total: Usage::default(),
+            route_index: 0,
+            tool_calls: 0,
+            web_calls: 0,
             reasoning_times: ReasoningTimes::default(),
             steps: 0,
             attempts: 0,
@@ -264,7 +273,10 @@ impl Turn {
             status,
             finish_reason,
             pending_approvals,
+            answered_by: self.answered_by(),
             usage_total: self.usage_total,
+            tool_calls: self.tool_calls,
+            web_calls: self.web_calls,
             steps: self.steps,
             upstream_requests: self.upstream_requests,
             attempts: self.attempts,
@@ -628,6 +640,8 @@ impl Turn {
                 Checked::Run { tool, input } => {
                     self.reasoning_times.start_tool(&call.id);
                     let prepared = &self.plan.tools[tool];
+                    self.tool_calls += 1;
+                    self.web_calls += u32::from(prepared.spec.web);
                     let call_id = call.id.clone();
                     let span = spans::tool(&prepared.spec, &call_id);
                     let capturing = span_content::capturing();
@@ -786,6 +800,9 @@ impl Turn {
             if let Some(counts) = &self.citation_counts {
                 object.insert("citations".into(), json!(self.citations));
                 object.insert("citationCounts".into(), json!(counts));
+            }
+            if let Some(answered_by) = self.answered_by() {
+                object.insert("answeredBy".into(), json!(answered_by.model_id));
             }
             self.reasoning_times.add_to(object);
         }

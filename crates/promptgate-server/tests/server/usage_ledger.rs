@@ -1,0 +1,270 @@
+//! `GET /v1/usage`: the ledger as users read it over HTTP (their own rows; everyone's for an admin
+//! and the operator of a single-user deployment), as JSON and CSV, with the metrics by model; and a
+//! process killed mid-turn, which leaves the tokens of the turn's finished steps once, not twice.
+
+#![allow(clippy::unwrap_used, clippy::panic)]
+
+use std::time::Duration;
+
+use promptgate_llm::scripted::{
+    Script, ScriptedUpstream, content_chunk, role_chunk, text, tool_calls, usage_chunk,
+};
+use promptgate_server::config::AuthMode;
+use promptgate_store::{TokenCounts, UsageKind, UsageRecord};
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+use crate::common::{
+    self, Backend, Gateway, error_code, on_both_backends, scripted_config_with, use_chat_body,
+};
+
+const PRICES: &str = "[[prices]]\nmodel = \"scripted\"\ninput = 1.0\noutput = 4.0\n";
+
+async fn usage(gw: &Gateway, query: &str, token: &str) -> (StatusCode, Value) {
+    gw.call(Method::GET, &format!("/v1/usage?{query}"), None, Some(token))
+        .await
+}
+
+/// Waits until `token`'s user has `requests` requests in the ledger (a facade's row is written once
+/// its stream ended, in the background), and returns the report by model.
+async fn report_with(gw: &Gateway, token: &str, requests: u64) -> Value {
+    for _ in 0..400 {
+        let (status, body) = usage(gw, "group_by=model", token).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let seen: u64 = body["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["requests"].as_u64().unwrap())
+            .sum();
+        if seen == requests {
+            return body;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("the ledger never reached {requests} requests");
+}
+
+async fn each_user_reads_their_own_usage_as_json_or_csv(backend: Backend) {
+    common::init();
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    let gw = Gateway::start(
+        backend,
+        scripted_config_with(AuthMode::Tokens, &upstream.base_url(), PRICES),
+    )
+    .await;
+    let ada = gw.store.create_user("ada").await.unwrap();
+    let ada_token = gw.store.issue_token(&ada.id).await.unwrap();
+    let bob = gw.store.create_user("bob").await.unwrap();
+    let bob_token = gw.store.issue_token(&bob.id).await.unwrap();
+
+    // Ada sends in a thread (10 prompt tokens, 3 words); Bob asks the OpenAI facade.
+    upstream.push(text(["Tides ", "are ", "daily."]));
+    let res = gw
+        .http
+        .post(gw.url("/v1/chat"))
+        .bearer_auth(&ada_token)
+        .json(&use_chat_body("t", "Tides?", "scripted"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    res.text().await.unwrap();
+    upstream.push(text(["Hello ", "there."]));
+    let res = gw
+        .http
+        .post(gw.url("/v1/chat/completions"))
+        .bearer_auth(&bob_token)
+        .json(&json!({"model": "scripted", "messages": [{"role": "user", "content": "Hi"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    res.text().await.unwrap();
+
+    let mine = report_with(&gw, &ada_token, 1).await;
+    assert_eq!(mine["object"], "usage");
+    assert_eq!(mine["scope"], "own");
+    let row = &mine["data"][0];
+    assert_eq!(row["group"], "scripted");
+    assert_eq!(
+        (row["input_tokens"].as_u64(), row["output_tokens"].as_u64()),
+        (Some(10), Some(3))
+    );
+    // 10 tokens at 1 and 3 at 4 per million.
+    assert!((row["cost"].as_f64().unwrap() - 22e-6).abs() < 1e-12, "{row}");
+    assert_eq!(row["unpriced_requests"], 0);
+    let theirs = report_with(&gw, &bob_token, 1).await;
+    assert_eq!(
+        theirs["data"][0]["output_tokens"], 2,
+        "Bob sees his request, not Ada's"
+    );
+
+    let (status, by_user) = usage(&gw, "group_by=user", &ada_token).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(by_user["data"].as_array().unwrap().len(), 1, "{by_user}");
+    assert_eq!(by_user["data"][0]["group"], ada.id.as_str());
+    let (_, by_day) = usage(&gw, "group_by=day", &ada_token).await;
+    let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
+    assert_eq!(by_day["data"][0]["group"], today.as_str());
+    let (_, before) = usage(&gw, "from=2020-01-01&to=2020-02-01", &ada_token).await;
+    assert_eq!(
+        before["data"],
+        json!([]),
+        "nothing in a range before the requests"
+    );
+
+    let res = gw
+        .http
+        .get(gw.url("/v1/usage?format=csv&group_by=model"))
+        .bearer_auth(&ada_token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(res.headers()["content-type"], "text/csv; charset=utf-8");
+    let csv = res.text().await.unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 2, "{csv}");
+    assert!(
+        lines[0].starts_with("group,requests,input_tokens,output_tokens,"),
+        "{csv}"
+    );
+    assert!(lines[1].starts_with("scripted,1,10,3,"), "{csv}");
+
+    // An admin reads everyone's.
+    gw.store.set_admin(&bob.id, true).await.unwrap();
+    let (_, all) = usage(&gw, "group_by=user", &bob_token).await;
+    assert_eq!(all["scope"], "all", "{all}");
+    assert_eq!(all["data"].as_array().unwrap().len(), 2, "{all}");
+
+    let (status, body) = usage(&gw, "from=yesterday", &ada_token).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(error_code(&body), "invalid_query");
+    let (status, body) = gw.get("/v1/usage").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+
+    let metrics = gw.metrics_text().await;
+    let input: f64 = metrics
+        .lines()
+        .filter(|line| {
+            line.starts_with("promptgate_usage_tokens_total{")
+                && line.contains("model=\"scripted\"")
+                && line.contains("type=\"input\"")
+        })
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    assert_eq!(input, 20.0, "both requests' prompt tokens: {metrics}");
+    assert!(
+        metrics.contains("promptgate_usage_cost_total{model=\"scripted\"}"),
+        "{metrics}"
+    );
+}
+
+/// The one user of a single-user deployment is its operator and reads everyone's rows.
+async fn the_operator_of_a_single_user_deployment_sees_everyone(backend: Backend) {
+    let (gw, _upstream) = common::single_user_gateway(backend).await;
+    let other = gw.store.create_user("guest").await.unwrap();
+    let row = UsageRecord {
+        user_id: other.id.clone(),
+        turn_id: "turn_elsewhere".to_owned(),
+        key_id: Some("key_guest".to_owned()),
+        thread_id: None,
+        kind: UsageKind::Responses,
+        model: "scripted".to_owned(),
+        provider: "scripted".to_owned(),
+        tokens: TokenCounts {
+            input: 7,
+            ..TokenCounts::default()
+        },
+        tool_calls: 0,
+        web_calls: 0,
+        duration_ms: 5,
+        status: "complete".to_owned(),
+        cost: None,
+    };
+    gw.store.record_usage(&row).await.unwrap();
+    let (status, body) = gw.get("/v1/usage?group_by=key").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["scope"], "all");
+    assert_eq!(body["data"][0]["group"], "key_guest");
+    assert_eq!(body["data"][0]["input_tokens"], 7);
+    assert_eq!(
+        body["data"][0]["cost"],
+        Value::Null,
+        "no price table: the cost is unknown"
+    );
+    assert_eq!(body["data"][0]["unpriced_requests"], 1);
+}
+
+on_both_backends!(
+    each_user_reads_their_own_usage_as_json_or_csv,
+    the_operator_of_a_single_user_deployment_sees_everyone,
+);
+
+/// A process killed mid-turn: the ledger keeps the tokens of the steps that ended before, once; the
+/// next turn adds its own row.
+#[tokio::test]
+async fn a_killed_process_leaves_its_finished_steps_in_the_ledger_once() {
+    common::init();
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    let dir = crate::nothing_lost::binary_dir(&upstream, "[turn]\ncheckpoint_interval_ms = 50\n");
+    let port = crate::nothing_lost::free_port();
+    let server = crate::nothing_lost::start_binary(&dir, port, "first").await;
+    let card = json!({"title": "Tide", "html": "<p>06:40</p>"}).to_string();
+    upstream.push(tool_calls(&[("c1", "render_html", &[card.as_str()])]));
+    upstream.push(
+        Script::new()
+            .chunk(role_chunk())
+            .chunk(content_chunk("Drawn."))
+            .chunk(usage_chunk(90, 9))
+            .hang(),
+    );
+    let stream = crate::nothing_lost::send_in_background(port, "killed");
+    crate::nothing_lost::wait_for_checkpoint(port, "killed", "Drawn").await;
+    drop(server); // SIGKILL: nothing more is saved
+    let _ = stream.await;
+
+    let server = crate::nothing_lost::start_binary(&dir, port, "second").await;
+    let report = |port: u16| async move {
+        reqwest::get(format!("http://127.0.0.1:{port}/v1/usage?group_by=model"))
+            .await
+            .unwrap()
+            .json::<Value>()
+            .await
+            .unwrap()
+    };
+    let left = report(port).await;
+    let row = &left["data"][0];
+    assert_eq!(
+        (
+            row["requests"].as_u64(),
+            row["input_tokens"].as_u64(),
+            row["output_tokens"].as_u64()
+        ),
+        (Some(1), Some(10), Some(5)),
+        "the tool step's tokens, once: {left}"
+    );
+
+    upstream.push(text(["Back ", "again."]));
+    let res = reqwest::Client::new()
+        .post(format!("http://127.0.0.1:{port}/v1/chat"))
+        .json(&use_chat_body("killed", "Again", "scripted"))
+        .send()
+        .await
+        .unwrap();
+    assert!(res.text().await.unwrap().contains("again."));
+    let after = report(port).await;
+    let row = &after["data"][0];
+    assert_eq!(
+        (
+            row["requests"].as_u64(),
+            row["input_tokens"].as_u64(),
+            row["output_tokens"].as_u64()
+        ),
+        (Some(2), Some(20), Some(7)),
+        "{after}"
+    );
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -102,10 +102,16 @@ impl OperationOutput for NoContent {
         ctx: &mut GenContext,
         operation: &mut Operation,
     ) -> Vec<(Option<ApiStatus>, ApiResponse)> {
-        Self::operation_response(ctx, operation)
-            .map(|res| vec![(Some(ApiStatus::Code(204)), res)])
-            .unwrap_or_default()
+        answered_with(204, Self::operation_response(ctx, operation))
     }
+}
+
+/// The one documented answer of an output type whose response is `response`, under `code`; none
+/// when it documents no response.
+pub fn answered_with(code: u16, response: Option<ApiResponse>) -> Vec<(Option<ApiStatus>, ApiResponse)> {
+    response
+        .map(|res| vec![(Some(ApiStatus::Code(code)), res)])
+        .unwrap_or_default()
 }
 
 /// The `200` of a facade that answers a JSON object, or SSE with `stream: true`; `description`

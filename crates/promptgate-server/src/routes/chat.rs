@@ -449,8 +449,6 @@ impl OperationOutput for UiStream {
     }
 
     fn inferred_responses(ctx: &mut GenContext, op: &mut Operation) -> Vec<(Option<ApiStatus>, ApiResponse)> {
-        Self::operation_response(ctx, op)
-            .map(|r| vec![(Some(ApiStatus::Code(200)), r)])
-            .unwrap_or_default()
+        crate::api_doc::answered_with(200, Self::operation_response(ctx, op))
     }
 }

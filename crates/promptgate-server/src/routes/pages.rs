@@ -152,10 +152,7 @@ impl<T: JsonSchema> OperationOutput for Paged<T> {
         ctx: &mut GenContext,
         operation: &mut Operation,
     ) -> Vec<(Option<ApiStatus>, ApiResponse)> {
-        match Self::operation_response(ctx, operation) {
-            Some(response) => vec![(Some(ApiStatus::Code(200)), response)],
-            None => Vec::new(),
-        }
+        crate::api_doc::answered_with(200, Self::operation_response(ctx, operation))
     }
 }
 

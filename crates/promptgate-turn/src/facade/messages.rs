@@ -256,18 +256,21 @@ fn image(block: &Value) -> Result<ContentPart, String> {
 /// message, for the server's file reader: a PDF is read where reading is bounded and off the async
 /// workers, never while the history is converted.
 pub fn messages_documents(messages: &[Value]) -> Vec<Value> {
-    let blocks = |content: &Value| content.as_array().cloned().unwrap_or_default();
+    // Borrowed, not cloned: a message's content holds the documents' base64 bytes.
+    fn blocks(content: Option<&Value>) -> &[Value] {
+        content.and_then(Value::as_array).map_or(&[], Vec::as_slice)
+    }
     let mut parts = Vec::new();
     for message in messages {
         if message.get("role").and_then(Value::as_str) != Some("user") {
             continue;
         }
-        for block in blocks(message.get("content").unwrap_or(&Value::Null)) {
-            match block_type(&block) {
-                "document" => parts.extend(pdf_file_part(&block)),
+        for block in blocks(message.get("content")) {
+            match block_type(block) {
+                "document" => parts.extend(pdf_file_part(block)),
                 "tool_result" => {
-                    for inner in blocks(block.get("content").unwrap_or(&Value::Null)) {
-                        parts.extend(pdf_file_part(&inner));
+                    for inner in blocks(block.get("content")) {
+                        parts.extend(pdf_file_part(inner));
                     }
                 }
                 _ => {}

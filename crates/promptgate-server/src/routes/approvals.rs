@@ -7,13 +7,12 @@ use aide::axum::routing::get_with;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
-use promptgate_service::events::UiStreamVersion;
 use promptgate_service::{ApprovalReply, MAX_APPROVAL_REASON, MAX_APPROVAL_REPLIES, SendInput, SendRequest};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::chat::{UiStream, client_identity};
+use super::chat::{UiStream, ui_send};
 use super::validate::bounded_text;
 use crate::auth::CurrentUser;
 use crate::error::{ApiError, ApiResult};
@@ -134,17 +133,15 @@ async fn answer(
     let handle = state
         .service
         .send(SendRequest {
-            user_id: user.id,
-            thread_id,
-            create_thread: false,
-            input: SendInput::Approval(replies),
             model: body.model,
-            retry_of: None,
-            client: client_identity(&headers),
-            notes: Default::default(),
-            trace: crate::telemetry::trace_link(&state.config.telemetry),
-            key_id: user.key_id,
-            can_ask_approval: version >= UiStreamVersion::V6,
+            ..ui_send(
+                &state,
+                user,
+                &headers,
+                version,
+                thread_id,
+                SendInput::Approval(replies),
+            )
         })
         .await?;
     Ok(UiStream::new(handle, version))

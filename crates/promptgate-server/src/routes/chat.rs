@@ -129,6 +129,33 @@ pub fn client_identity(headers: &HeaderMap) -> Option<ClientIdentity> {
     Some(ClientIdentity { environment, version })
 }
 
+/// A send to `thread_id` from a UI-stream client, with what the request itself says filled in:
+/// who sends and with which key, the client it names, the trace it belongs to, and whether its
+/// stream can carry approval requests. Callers set what their body adds over the defaults here (a
+/// thread to create, a model, a retry, the client's notes).
+pub(super) fn ui_send(
+    state: &AppState,
+    user: CurrentUser,
+    headers: &HeaderMap,
+    version: UiStreamVersion,
+    thread_id: String,
+    input: SendInput,
+) -> SendRequest {
+    SendRequest {
+        user_id: user.id,
+        thread_id,
+        create_thread: false,
+        input,
+        model: None,
+        retry_of: None,
+        client: client_identity(headers),
+        notes: Default::default(),
+        trace: crate::telemetry::trace_link(&state.config.telemetry),
+        key_id: user.key_id,
+        can_ask_approval: version >= UiStreamVersion::V6,
+    }
+}
+
 async fn chat(
     State(state): State<AppState>,
     user: CurrentUser,
@@ -159,17 +186,11 @@ async fn chat(
     let handle = state
         .service
         .send(SendRequest {
-            user_id: user.id,
-            thread_id: body.id,
             create_thread: true,
-            input,
             model: body.model,
             retry_of: body.retry_of,
-            client: client_identity(&headers),
             notes: client_notes(body.voice_mode, body.ask_responses)?,
-            trace: crate::telemetry::trace_link(&state.config.telemetry),
-            key_id: user.key_id,
-            can_ask_approval: version >= UiStreamVersion::V6,
+            ..ui_send(&state, user, &headers, version, body.id, input)
         })
         .await?;
     Ok(UiStream::new(handle, version))
@@ -239,17 +260,17 @@ async fn post_message(
     let handle = state
         .service
         .send(SendRequest {
-            user_id: user.id,
-            thread_id,
-            create_thread: false,
-            input: SendInput::Message { id: None, parts },
             model: body.model,
             retry_of: body.retry_of,
-            client: client_identity(&headers),
             notes: client_notes(body.voice_mode, body.ask_responses)?,
-            trace: crate::telemetry::trace_link(&state.config.telemetry),
-            key_id: user.key_id,
-            can_ask_approval: version >= UiStreamVersion::V6,
+            ..ui_send(
+                &state,
+                user,
+                &headers,
+                version,
+                thread_id,
+                SendInput::Message { id: None, parts },
+            )
         })
         .await?;
     Ok(UiStream::new(handle, version))

@@ -644,19 +644,7 @@ async fn users_list_rotate_and_revoke_change_which_tokens_a_running_server_accep
     })
     .await;
     let http = reqwest::Client::new();
-    let status = |token: String| {
-        let http = http.clone();
-        let url = format!("{base}/v1/settings");
-        async move {
-            http.get(url)
-                .bearer_auth(token)
-                .send()
-                .await
-                .unwrap()
-                .status()
-                .as_u16()
-        }
-    };
+    let status = |token: String| get_status(&http, format!("{base}/v1/settings"), token);
     assert_eq!(status(ada_first.clone()).await, 200);
 
     let rotated = users_cmd(&db, &["rotate", "ada"]);
@@ -870,19 +858,7 @@ async fn the_command_line_makes_the_first_admin_who_manages_users_over_the_api()
     })
     .await;
     let http = reqwest::Client::new();
-    let users = |token: String| {
-        let http = http.clone();
-        let url = format!("{base}/v1/admin/users");
-        async move {
-            http.get(url)
-                .bearer_auth(token)
-                .send()
-                .await
-                .unwrap()
-                .status()
-                .as_u16()
-        }
-    };
+    let users = |token: String| get_status(&http, format!("{base}/v1/admin/users"), token);
     assert_eq!(users(root.clone()).await, 200);
     assert_eq!(users(ada.clone()).await, 403);
 
@@ -896,4 +872,15 @@ async fn the_command_line_makes_the_first_admin_who_manages_users_over_the_api()
     users_cmd(&db, &["admin", "ada", "--revoke"]);
     assert_eq!(users(ada).await, 403);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The status of a `GET` of `url` with `token` as the bearer.
+async fn get_status(http: &reqwest::Client, url: String, token: String) -> u16 {
+    http.get(url)
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
 }

@@ -85,6 +85,7 @@ error_codes! {
     InvalidLink = 403, "invalid_link": "A signed artifact link that is invalid or has expired.";
     QuotaExceeded = 403, "quota_exceeded": "The user keeps as many bytes or threads as their storage quota allows; nothing was written. Deleting threads makes room (`GET /v1/usage/storage` shows usage).";
     AdminOnly = 403, "admin_only": "Only an admin may do this (`promptgate users admin <name>` makes one).";
+    UnpricedModel = 403, "unpriced_model": "A money budget is in force on the user or key, and the model (or one of its fallbacks) has no price in `[[prices]]`, so its cost could not be counted; the message names the model.";
     ReadOnly = 403, "read_only": "A record the user may read but not change (a system model).";
     NotFound = 404, "not_found": "The record or endpoint does not exist (for this user).";
     UnknownTurn = 404, "unknown_turn": "`retry_of` names no turn of this thread.";
@@ -108,6 +109,7 @@ error_codes! {
     McpAuthorizationFailed = 422, "mcp_authorization_failed": "The MCP server could not be authorized: it is unreachable, or its authorization server's metadata was refused (another resource or issuer, no PKCE S256) or it refused the request.";
     TooManyProbes = 429, "too_many_probes": "The user probed MCP servers more often than the server allows; `Retry-After` says when to try again.";
     BudgetExceeded = 429, "budget_exceeded": "The token budget of the user or key for the current period is spent; the message says which and when it resets, `Retry-After` how long until then.";
+    CostBudgetExceeded = 429, "cost_budget_exceeded": "The money budget of the user or key for the current period is spent; the message says which and when it resets, `Retry-After` how long until then.";
     TokensPerMinuteExceeded = 429, "tokens_per_minute_exceeded": "The tokens-per-minute limit of the user or key is spent; the message says which, `Retry-After` when the minute ends.";
     RateLimited = 429, "rate_limited": "Too many requests or turns for this user; `Retry-After` says when to try again.";
     HeadersTooLarge = 431, "headers_too_large": "The request headers are larger than the server accepts.";
@@ -401,6 +403,7 @@ impl From<ServiceError> for ApiError {
                 Self::new(code, refusal.to_string()).with_retry_after(secs.max(1))
             }
             ServiceError::NotAdmin => Self::new(ErrorCode::AdminOnly, err.to_string()),
+            ServiceError::UnpricedModel(_) => Self::new(ErrorCode::UnpricedModel, err.to_string()),
             ServiceError::Store(store) => Self::from_store(store),
             ServiceError::Internal => Self::internal(),
             ServiceError::Start { .. } | ServiceError::Refused(_) => {

@@ -128,6 +128,7 @@ impl Service {
             .prepare_completion(&user_id, model.as_deref(), conversation, &client_tools)
             .await?;
         check_request_fields(extra.keys().map(String::as_str), &provider.allowed_request_fields)?;
+        self.refuse_unpriced(&budget, &user_id, &prepared.model).await?;
         let client = ClientTools {
             tools: client_tools,
             choice: tool_choice,
@@ -163,6 +164,7 @@ impl Service {
                     Arc::new(SettleOnly {
                         store: self.store.clone(),
                         spender,
+                        usage: usage.clone(),
                     }) as Arc<dyn promptgate_turn::engine::AnswerRecorder>
                 }),
                 extra,

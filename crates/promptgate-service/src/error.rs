@@ -90,6 +90,12 @@ pub enum ServiceError {
     /// A budget or token limit of the user or key is spent until its window resets.
     #[error("{0}")]
     OverBudget(crate::budgets::BudgetRefusal),
+    /// A money limit is in force and the model (named), or a fallback of it, has no price.
+    #[error(
+        "model {0} has no price, and a money budget is in force: its cost could not be counted; \
+         choose a priced model, or ask an admin to price it ([[prices]]) or to set the budget in tokens"
+    )]
+    UnpricedModel(String),
     /// Only an admin may do this.
     #[error("only an admin may do this")]
     NotAdmin,

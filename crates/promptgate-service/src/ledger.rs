@@ -52,15 +52,8 @@ pub(crate) struct UsageTag {
 impl UsageTag {
     /// The turn's row.
     pub(crate) fn record(&self, turn_id: &str, outcome: &TurnOutcome) -> UsageRecord {
-        let route = self.route(outcome.answered_by.as_ref().map(|a| a.model_id.as_str()));
-        let usage = &outcome.usage_total;
-        let tokens = TokenCounts {
-            input: usage.prompt_tokens,
-            output: usage.completion_tokens,
-            cache_read: usage.cached_tokens.unwrap_or(0),
-            cache_write: usage.cache_write_tokens.unwrap_or(0),
-            reasoning: usage.reasoning_tokens.unwrap_or(0),
-        };
+        let route = self.answered_by(outcome);
+        let tokens = token_counts(&outcome.usage_total);
         UsageRecord {
             user_id: self.user_id.clone(),
             turn_id: turn_id.to_owned(),
@@ -108,6 +101,18 @@ impl UsageTag {
         })
     }
 
+    /// What the turn's tokens cost at the price of the model that answered; `None` unpriced.
+    pub(crate) fn cost_of(&self, outcome: &TurnOutcome) -> Option<f64> {
+        cost(
+            self.answered_by(outcome).price,
+            token_counts(&outcome.usage_total),
+        )
+    }
+
+    fn answered_by(&self, outcome: &TurnOutcome) -> &UsageRoute {
+        self.route(outcome.answered_by.as_ref().map(|a| a.model_id.as_str()))
+    }
+
     /// The route `model_id` names (the turn's own model when it names none or none known).
     fn route(&self, model_id: Option<&str>) -> &UsageRoute {
         model_id
@@ -141,6 +146,16 @@ impl UsageTag {
         if let Some(cost) = record.cost {
             metrics::counter!("promptgate_usage_cost_total", "model" => model).increment(to_micros(cost));
         }
+    }
+}
+
+fn token_counts(usage: &promptgate_llm::Usage) -> TokenCounts {
+    TokenCounts {
+        input: usage.prompt_tokens,
+        output: usage.completion_tokens,
+        cache_read: usage.cached_tokens.unwrap_or(0),
+        cache_write: usage.cache_write_tokens.unwrap_or(0),
+        reasoning: usage.reasoning_tokens.unwrap_or(0),
     }
 }
 

@@ -187,7 +187,9 @@ impl AnswerWriter {
                 }
             }
         };
-        let spent = ended.as_ref().map(|(outcome, _)| outcome.usage_total.clone());
+        let spent = ended
+            .as_ref()
+            .map(|(outcome, _)| (outcome.usage_total.clone(), self.usage.cost_of(outcome)));
         let mut approvals = Vec::new();
         let (message, stored_tx, status, usage) = match ended {
             Some((outcome, stored_tx)) => {
@@ -227,8 +229,8 @@ impl AnswerWriter {
         if stored && let Some(usage) = &usage {
             self.usage.count(usage);
         }
-        if let (Some(spender), Some(spent)) = (&self.spender, &spent) {
-            crate::budgets::settle(&self.store, spender, spent).await;
+        if let (Some(spender), Some((spent, cost))) = (&self.spender, &spent) {
+            crate::budgets::settle(&self.store, spender, spent, *cost).await;
         }
         let AnswerWriter {
             mut slot,

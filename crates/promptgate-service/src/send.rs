@@ -155,6 +155,8 @@ impl Service {
             _ => None,
         };
         let (continuation, mut ctx, model, provider) = self.claim_and_load(&request, &mut turn).await?;
+        self.refuse_unpriced(&turn.budget, &request.user_id, &model)
+            .await?;
         let resume = match (&request.input, waiting) {
             (SendInput::Approval(replies), Some(waiting)) => Some(
                 self.take_approvals(&request.user_id, &request.thread_id, &mut ctx, waiting, replies)

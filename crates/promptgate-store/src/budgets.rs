@@ -1,9 +1,11 @@
-//! Budgets: the token limits an admin sets on a user or on one key, and the tokens spent against
-//! them, per window. Kept in the database, so every instance counts against the same numbers.
+//! Budgets: the token and money limits an admin sets on a user or on one key, and what is spent
+//! against them, per window. Kept in the database, so every instance counts against the same
+//! numbers.
 //!
 //! A period budget's windows start at whole multiples of its period since the epoch (a day's at
 //! 00:00 UTC); the per-minute limit's at whole minutes. Spending is settled after a turn with the
-//! tokens the upstream reported, so a turn that starts under a limit may end past it.
+//! tokens the upstream reported and their cost, so a turn that starts under a limit may end past
+//! it. Money is counted in millionths of the price table's currency, so sums stay exact.
 
 use sqlx::any::AnyRow;
 
@@ -39,16 +41,28 @@ impl BudgetScope {
 /// The limits on one user or key; `None` is off.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Budget {
-    /// Tokens per period, with the period's length in seconds (both or neither).
+    /// Tokens per period; a period limit (this or the next) needs the period's length in seconds.
     pub period_tokens: Option<i64>,
+    /// Money per period, in millionths of the price table's currency.
+    pub period_cost_micros: Option<i64>,
     pub period_secs: Option<i64>,
     pub tokens_per_minute: Option<i64>,
+}
+
+/// What one turn spent, as budgets count it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BudgetSpend {
+    pub tokens: i64,
+    /// In millionths of the price table's currency.
+    pub cost_micros: i64,
 }
 
 /// Which of a budget's limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LimitKind {
     PeriodTokens,
+    /// Money per period (limit and use in millionths of the currency).
+    PeriodCost,
     TokensPerMinute,
 }
 
@@ -56,7 +70,16 @@ impl LimitKind {
     fn span(self) -> &'static str {
         match self {
             Self::PeriodTokens => "period",
+            Self::PeriodCost => "cost",
             Self::TokensPerMinute => "minute",
+        }
+    }
+
+    /// What of `spend` counts against a limit of this kind.
+    fn amount(self, spend: BudgetSpend) -> i64 {
+        match self {
+            Self::PeriodTokens | Self::TokensPerMinute => spend.tokens,
+            Self::PeriodCost => spend.cost_micros,
         }
     }
 }
@@ -91,18 +114,26 @@ impl LimitState {
 
 fn check(budget: &Budget) -> Result<()> {
     let positive = |v: Option<i64>| v.is_none_or(|v| v > 0);
-    if !positive(budget.period_tokens) || !positive(budget.tokens_per_minute) {
-        return Err(StoreError::Invalid(
-            "a limit must be a positive number of tokens".into(),
-        ));
+    if ![
+        budget.period_tokens,
+        budget.period_cost_micros,
+        budget.tokens_per_minute,
+    ]
+    .into_iter()
+    .all(positive)
+    {
+        return Err(StoreError::Invalid("a limit must be positive".into()));
     }
-    match (budget.period_tokens, budget.period_secs) {
-        (Some(_), Some(secs)) if (1..=MAX_PERIOD_SECS).contains(&secs) => Ok(()),
-        (Some(_), _) => Err(StoreError::Invalid(format!(
-            "period_tokens needs period_secs between 1 and {MAX_PERIOD_SECS}"
+    let per_period = budget.period_tokens.is_some() || budget.period_cost_micros.is_some();
+    match (per_period, budget.period_secs) {
+        (true, Some(secs)) if (1..=MAX_PERIOD_SECS).contains(&secs) => Ok(()),
+        (true, _) => Err(StoreError::Invalid(format!(
+            "a period limit needs period_secs between 1 and {MAX_PERIOD_SECS}"
         ))),
-        (None, Some(_)) => Err(StoreError::Invalid("period_secs needs period_tokens".into())),
-        (None, None) => Ok(()),
+        (false, Some(_)) => Err(StoreError::Invalid(
+            "period_secs needs period_tokens or period_cost".into(),
+        )),
+        (false, None) => Ok(()),
     }
 }
 
@@ -111,6 +142,7 @@ fn budget_from(row: &AnyRow, at: usize) -> Result<Budget> {
         period_tokens: row.opt_int(at)?,
         period_secs: row.opt_int(at + 1)?,
         tokens_per_minute: row.opt_int(at + 2)?,
+        period_cost_micros: row.opt_int(at + 3)?,
     })
 }
 
@@ -131,6 +163,9 @@ fn windows(scope: BudgetScope, subject_id: &str, budget: &Budget, now: i64) -> V
     let mut limits = Vec::new();
     if let (Some(limit), Some(secs)) = (budget.period_tokens, budget.period_secs) {
         limits.push(state(LimitKind::PeriodTokens, limit, secs * 1000));
+    }
+    if let (Some(limit), Some(secs)) = (budget.period_cost_micros, budget.period_secs) {
+        limits.push(state(LimitKind::PeriodCost, limit, secs * 1000));
     }
     if let Some(limit) = budget.tokens_per_minute {
         limits.push(state(LimitKind::TokensPerMinute, limit, MINUTE_MS));
@@ -171,7 +206,7 @@ impl Store {
         if *budget != Budget::default() {
             sqlx::query(
                 "INSERT INTO budgets (scope, subject_id, user_id, period_tokens, period_secs, \
-                 tokens_per_minute, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                 tokens_per_minute, period_cost_micros, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
             )
             .bind(scope.as_str())
             .bind(subject_id)
@@ -179,6 +214,7 @@ impl Store {
             .bind(budget.period_tokens)
             .bind(budget.period_secs)
             .bind(budget.tokens_per_minute)
+            .bind(budget.period_cost_micros)
             .bind(self.now_ms())
             .execute(&mut *tx)
             .observed("budgets.set")
@@ -191,7 +227,7 @@ impl Store {
     /// The limits set on a user or key (all off when none are).
     pub async fn budget(&self, scope: BudgetScope, subject_id: &str) -> Result<Budget> {
         let row = sqlx::query(
-            "SELECT period_tokens, period_secs, tokens_per_minute FROM budgets \
+            "SELECT period_tokens, period_secs, tokens_per_minute, period_cost_micros FROM budgets \
              WHERE scope = $1 AND subject_id = $2",
         )
         .bind(scope.as_str())
@@ -202,8 +238,8 @@ impl Store {
         row.map_or(Ok(Budget::default()), |row| budget_from(&row, 0))
     }
 
-    /// The limits in force on a request by `user_id` with `key_id`, at `now` (epoch ms), with the
-    /// tokens their current windows have spent. Empty, after one query, when none are set.
+    /// The limits in force on a request by `user_id` with `key_id`, at `now` (epoch ms), with what
+    /// their current windows have spent. Empty, after one query, when none are set.
     pub async fn limit_states(
         &self,
         user_id: &str,
@@ -222,7 +258,7 @@ impl Store {
             return Ok(limits);
         }
         let rows = sqlx::query(
-            "SELECT scope, subject_id, span, window_start, tokens FROM budget_spend \
+            "SELECT scope, subject_id, span, window_start, tokens, cost_micros FROM budget_spend \
              WHERE user_id = $1 AND ((scope = 'user' AND subject_id = $1) OR (scope = 'key' AND subject_id = $2))",
         )
         .bind(user_id)
@@ -232,14 +268,18 @@ impl Store {
         .await?;
         for row in &rows {
             let (scope, subject, span) = (BudgetScope::parse(&row.text(0)?), row.text(1)?, row.text(2)?);
-            let (start, tokens) = (row.int(3)?, row.int(4)?);
+            let start = row.int(3)?;
+            let spent = BudgetSpend {
+                tokens: row.int(4)?,
+                cost_micros: row.int(5)?,
+            };
             if let Some(limit) = limits.iter_mut().find(|l| {
                 l.scope == scope
                     && l.subject_id == subject
                     && l.kind.span() == span
                     && l.window_start == start
             }) {
-                limit.used = tokens;
+                limit.used = limit.kind.amount(spent);
             }
         }
         Ok(limits)
@@ -247,7 +287,7 @@ impl Store {
 
     async fn limits_of(&self, user_id: &str, key_id: Option<&str>, now: i64) -> Result<Vec<LimitState>> {
         let rows = sqlx::query(
-            "SELECT scope, subject_id, period_tokens, period_secs, tokens_per_minute FROM budgets \
+            "SELECT scope, subject_id, period_tokens, period_secs, tokens_per_minute, period_cost_micros FROM budgets \
              WHERE user_id = $1 AND ((scope = 'user' AND subject_id = $1) OR (scope = 'key' AND subject_id = $2))",
         )
         .bind(user_id)
@@ -263,28 +303,38 @@ impl Store {
         Ok(limits)
     }
 
-    /// Counts `tokens` a turn spent against every limit on `user_id` and `key_id` at `now`, in one
+    /// Counts what a turn spent against every limit on `user_id` and `key_id` at `now`, in one
     /// transaction, and drops the windows that ended. Nothing is written when no limit is set.
     pub async fn settle_budget(
         &self,
         user_id: &str,
         key_id: Option<&str>,
-        tokens: i64,
+        spend: BudgetSpend,
         now: i64,
     ) -> Result<()> {
         if self.reach.known_unreachable() {
             return Err(crate::reach::Reachability::refusal());
         }
         let limits = self.limits_of(user_id, key_id, now).await?;
-        if limits.is_empty() || tokens <= 0 {
+        let limits: Vec<_> = limits
+            .into_iter()
+            .filter(|limit| limit.kind.amount(spend) > 0)
+            .collect();
+        if limits.is_empty() {
             return Ok(());
         }
         let mut tx = self.pool.begin().observed("transaction.begin").await?;
         for limit in &limits {
+            let amount = limit.kind.amount(spend);
+            let (tokens, cost_micros) = match limit.kind {
+                LimitKind::PeriodCost => (0, amount),
+                LimitKind::PeriodTokens | LimitKind::TokensPerMinute => (amount, 0),
+            };
             sqlx::query(
-                "INSERT INTO budget_spend (scope, subject_id, span, window_start, user_id, tokens) \
-                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (scope, subject_id, span, window_start) \
-                 DO UPDATE SET tokens = budget_spend.tokens + excluded.tokens",
+                "INSERT INTO budget_spend (scope, subject_id, span, window_start, user_id, tokens, cost_micros) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (scope, subject_id, span, window_start) \
+                 DO UPDATE SET tokens = budget_spend.tokens + excluded.tokens, \
+                 cost_micros = budget_spend.cost_micros + excluded.cost_micros",
             )
             .bind(limit.scope.as_str())
             .bind(&limit.subject_id)
@@ -292,6 +342,7 @@ impl Store {
             .bind(limit.window_start)
             .bind(user_id)
             .bind(tokens)
+            .bind(cost_micros)
             .execute(&mut *tx)
             .observed("budgets.settle")
             .await?;

@@ -193,6 +193,12 @@ const MIGRATIONS: &[SchemaVersion] = &[
         postgres: include_str!("../../../migrations/postgres/0022_keys_budgets.sql"),
         sqlite: Some(include_str!("../../../migrations/sqlite/0022_keys_budgets.sql")),
     },
+    SchemaVersion {
+        version: 24,
+        name: "money budgets",
+        postgres: include_str!("../../../migrations/postgres/0024_money_budgets.sql"),
+        sqlite: Some(include_str!("../../../migrations/sqlite/0024_money_budgets.sql")),
+    },
 ];
 
 const SQLITE_BUSY_TIMEOUT_MS: u32 = 5_000;

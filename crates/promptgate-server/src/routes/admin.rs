@@ -46,7 +46,9 @@ pub fn routes() -> ApiRouter<AppState> {
                 op.summary("Set a user's budget and token limit (admins)")
                     .description(
                         "Every limit is optional; all of them off removes the budget. Past a limit a send \
-                     gets 429 `budget_exceeded` or `tokens_per_minute_exceeded` with `Retry-After`.",
+                     gets 429 `budget_exceeded`, `cost_budget_exceeded` or `tokens_per_minute_exceeded` \
+                     with `Retry-After`. Under a money limit, a send to a model without a price is \
+                     refused with 403 `unpriced_model`.",
                     )
             })
             .get_with(get_user_budget, |op| op.summary("A user's budget (admins)")),
@@ -118,6 +120,9 @@ pub struct UserUpdate {
     pub admin: Option<bool>,
 }
 
+/// The largest money budget per period, in the price table's currency.
+const MAX_PERIOD_COST: f64 = 1.0e12;
+
 /// The limits on a user or key; `null` or absent is off.
 #[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -125,8 +130,13 @@ pub struct BudgetBody {
     /// Tokens (input and output, as the provider reports them) per period.
     #[serde(default)]
     pub period_tokens: Option<i64>,
+    /// Money per period, in the currency of the price table (`[[prices]]`): what the tokens cost
+    /// at the answering model's price (counted to the millionth).
+    #[serde(default)]
+    pub period_cost: Option<f64>,
     /// The period's length in seconds (86400: a day from 00:00 UTC); windows start at whole
-    /// multiples of it since the epoch. Required with `period_tokens`.
+    /// multiples of it since the epoch. Required with `period_tokens` or `period_cost`, which
+    /// share it.
     #[serde(default)]
     pub period_secs: Option<i64>,
     /// Tokens per minute (whole minutes).
@@ -138,6 +148,7 @@ impl From<records::Budget> for BudgetBody {
     fn from(budget: records::Budget) -> Self {
         Self {
             period_tokens: budget.period_tokens,
+            period_cost: budget.period_cost_micros.map(promptgate_service::money),
             period_secs: budget.period_secs,
             tokens_per_minute: budget.tokens_per_minute,
         }
@@ -152,18 +163,35 @@ impl BudgetBody {
         };
         positive("period_tokens", self.period_tokens)?;
         positive("tokens_per_minute", self.tokens_per_minute)?;
-        match (self.period_tokens, self.period_secs) {
-            (Some(_), Some(secs)) if (1..=MAX_PERIOD_SECS).contains(&secs) => {}
-            (Some(_), _) => {
+        let period_cost_micros = match self.period_cost {
+            Some(cost) => match promptgate_service::to_micros(cost) {
+                Some(micros) if micros > 0 && cost <= MAX_PERIOD_COST => Some(micros),
+                _ => {
+                    return Err(ApiError::invalid(format!(
+                        "period_cost must be at least 0.000001 and at most {MAX_PERIOD_COST}"
+                    )));
+                }
+            },
+            None => None,
+        };
+        let per_period = self.period_tokens.is_some() || period_cost_micros.is_some();
+        match (per_period, self.period_secs) {
+            (true, Some(secs)) if (1..=MAX_PERIOD_SECS).contains(&secs) => {}
+            (true, _) => {
                 return Err(ApiError::invalid(format!(
-                    "period_tokens needs period_secs between 1 and {MAX_PERIOD_SECS}"
+                    "period_tokens and period_cost need period_secs between 1 and {MAX_PERIOD_SECS}"
                 )));
             }
-            (None, Some(_)) => return Err(ApiError::invalid("period_secs needs period_tokens")),
-            (None, None) => {}
+            (false, Some(_)) => {
+                return Err(ApiError::invalid(
+                    "period_secs needs period_tokens or period_cost",
+                ));
+            }
+            (false, None) => {}
         }
         Ok(records::Budget {
             period_tokens: self.period_tokens,
+            period_cost_micros,
             period_secs: self.period_secs,
             tokens_per_minute: self.tokens_per_minute,
         })

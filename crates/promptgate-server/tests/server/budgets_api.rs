@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use crate::common::{Backend, Gateway, NEWEST_UI_STREAM, Sse, error_code, parse_sse, use_chat_body};
-use crate::keys_api::{Pair, pair};
+use crate::keys_api::{Pair, pair, pair_with};
 use promptgate_llm::scripted::text;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
@@ -169,6 +169,140 @@ async fn a_budget_stops_the_next_send_and_resets_with_the_period_postgres() {
 #[tokio::test]
 async fn a_budget_stops_the_next_send_and_resets_with_the_period_sqlite() {
     a_budget_stops_the_next_send(Backend::Sqlite).await;
+}
+
+/// The scripted model at 0.1 a token in and out (THREE_WORDS costs 1.3), and an unpriced one.
+const PRICED: &str = "[[prices]]\nmodel = \"scripted\"\ninput = 100000.0\noutput = 100000.0\n\n\
+     [[models]]\nid = \"unpriced\"\nname = \"Unpriced\"\nprovider = \"scripted\"\nupstream_model = \"m\"\n";
+
+async fn send_to(gw: &Gateway, token: &str, thread: &str, model: &str) -> (StatusCode, Value) {
+    gw.call(
+        Method::POST,
+        "/v1/chat",
+        Some(use_chat_body(thread, "hi", model)),
+        Some(token),
+    )
+    .await
+}
+
+async fn a_money_budget_stops_the_next_send(backend: Backend) {
+    let Pair {
+        a,
+        b,
+        upstream,
+        admin,
+        ada,
+    } = pair_with(backend, PRICED).await;
+    let ada_id = user_id(&a, &ada).await;
+    let period_secs = 4;
+    let path = format!("/v1/admin/users/{ada_id}/budget");
+    let (status, err) = a
+        .call(
+            Method::PUT,
+            &path,
+            Some(json!({"period_cost": 1.6})),
+            Some(&admin),
+        )
+        .await;
+    assert_eq!(
+        (status, error_code(&err)),
+        (StatusCode::UNPROCESSABLE_ENTITY, "invalid_body"),
+        "a money budget needs its period"
+    );
+    let (status, budget) = a
+        .call(
+            Method::PUT,
+            &path,
+            Some(json!({"period_cost": 1.6, "period_secs": period_secs})),
+            Some(&admin),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{budget}");
+    let (_, read) = b.call(Method::GET, &path, None, Some(&admin)).await;
+    assert_eq!(
+        (read["period_cost"].as_f64(), read["period_tokens"].as_i64()),
+        (Some(1.6), None),
+        "{read}"
+    );
+
+    // A model without a price cannot be counted in money: refused before anything is stored.
+    let calls = upstream.calls();
+    let (status, err) = send_to(&a, &ada, "free", "unpriced").await;
+    assert_eq!(
+        (status, error_code(&err)),
+        (StatusCode::FORBIDDEN, "unpriced_model"),
+        "{err}"
+    );
+    assert!(
+        err["error"]["message"].as_str().unwrap().contains("unpriced"),
+        "{err}"
+    );
+    let (status, _) = a
+        .call(Method::GET, "/v1/threads/free/messages", None, Some(&ada))
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "the refused send left no thread");
+    assert_eq!(upstream.calls(), calls);
+
+    at_window_start(period_secs * 1000).await;
+    upstream.push(text([THREE_WORDS]));
+    let first = send(&a, &ada, "m1").await;
+    assert_eq!(first.status, StatusCode::OK);
+    assert!(warnings(&first).is_null(), "nothing spent yet");
+    a.stored_messages_as("m1", 2, &ada).await;
+    // 1.3 of 1.6 spent: the next send goes, warned in money, on the other instance.
+    upstream.push(text([THREE_WORDS]));
+    let second = send(&b, &ada, "m2").await;
+    assert_eq!(second.status, StatusCode::OK);
+    let warned = warnings(&second);
+    assert_eq!(
+        (
+            warned[0]["limit"].as_str(),
+            warned[0]["used"].as_f64(),
+            warned[0]["max"].as_f64()
+        ),
+        (Some("period_cost"), Some(1.3), Some(1.6)),
+        "{warned}"
+    );
+    b.stored_messages_as("m2", 2, &ada).await;
+
+    // 2.6 of 1.6: refused, in a thread and through a facade, before the model is asked.
+    let calls = upstream.calls();
+    let third = send(&a, &ada, "m3").await;
+    assert_eq!(third.status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(error_code(&third.events[0]), "cost_budget_exceeded");
+    let message = third.events[0]["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("money budget") && message.contains("resets at"),
+        "{message}"
+    );
+    assert!((1..=period_secs as u64).contains(&retry_after(&third)));
+    let (status, err) = b
+        .call(
+            Method::POST,
+            "/v1/messages",
+            Some(json!({"model": "scripted", "max_tokens": 100, "messages": [{"role": "user", "content": "hi"}]})),
+            Some(&ada),
+        )
+        .await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{err}");
+    assert_eq!(upstream.calls(), calls, "a refused send never reaches the model");
+
+    // The next period starts from nothing.
+    at_window_start(period_secs * 1000).await;
+    upstream.push(text([THREE_WORDS]));
+    let fresh = send(&b, &ada, "m4").await;
+    assert_eq!(fresh.status, StatusCode::OK, "{:?}", fresh.events);
+    assert!(warnings(&fresh).is_null());
+}
+
+#[tokio::test]
+async fn a_money_budget_stops_the_next_send_and_resets_with_the_period_postgres() {
+    a_money_budget_stops_the_next_send(Backend::Postgres).await;
+}
+
+#[tokio::test]
+async fn a_money_budget_stops_the_next_send_and_resets_with_the_period_sqlite() {
+    a_money_budget_stops_the_next_send(Backend::Sqlite).await;
 }
 
 async fn a_key_limit_holds_across_instances(backend: Backend) {

@@ -5,7 +5,7 @@
 // Helpers in test files fail the test loudly; that is their job.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use crate::common::{self, Backend, Gateway, error_code, scripted_config};
+use crate::common::{self, Backend, Gateway, error_code, scripted_config_with};
 use promptgate_llm::scripted::ScriptedUpstream;
 use promptgate_server::config::AuthMode;
 use reqwest::{Method, StatusCode};
@@ -27,9 +27,14 @@ async fn two_instances(backend: Backend) -> (Gateway, Gateway, String, String) {
 }
 
 pub async fn pair(backend: Backend) -> Pair {
+    pair_with(backend, "").await
+}
+
+/// [`pair`] with more configuration (see `scripted_config_with`).
+pub async fn pair_with(backend: Backend, extra_toml: &str) -> Pair {
     common::init();
     let upstream = promptgate_llm::scripted::ScriptedUpstream::start().await.unwrap();
-    let config = || scripted_config(AuthMode::Tokens, &upstream.base_url());
+    let config = || scripted_config_with(AuthMode::Tokens, &upstream.base_url(), extra_toml);
     let a = Gateway::start(backend, config()).await;
     let b = a.another_instance(config()).await;
     let admin = a.store.create_user("root").await.unwrap();

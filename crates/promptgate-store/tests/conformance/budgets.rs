@@ -8,7 +8,14 @@ fn period(tokens: i64, secs: i64) -> Budget {
     Budget {
         period_tokens: Some(tokens),
         period_secs: Some(secs),
-        tokens_per_minute: None,
+        ..Budget::default()
+    }
+}
+
+fn tokens(tokens: i64) -> BudgetSpend {
+    BudgetSpend {
+        tokens,
+        cost_micros: 0,
     }
 }
 
@@ -19,12 +26,12 @@ conformance! {
         // Mid-day, so the day's window is the same for the two moments below.
         let noon = 20_000 * DAY_MS + DAY_MS / 2;
         assert!(store.limit_states(&alice, None, noon).await.unwrap().is_empty());
-        store.settle_budget(&alice, None, 500, noon).await.unwrap(); // no limit: nothing counted
+        store.settle_budget(&alice, None, tokens(500), noon).await.unwrap(); // no limit: nothing counted
 
         store.set_budget(BudgetScope::User, &alice, &alice, &period(1_000, 86_400)).await.unwrap();
-        store.settle_budget(&alice, None, 600, noon).await.unwrap();
-        store.settle_budget(&alice, Some("key_x"), 300, noon + 1_000).await.unwrap();
-        store.settle_budget(&bob, None, 999, noon).await.unwrap();
+        store.settle_budget(&alice, None, tokens(600), noon).await.unwrap();
+        store.settle_budget(&alice, Some("key_x"), tokens(300), noon + 1_000).await.unwrap();
+        store.settle_budget(&bob, None, tokens(999), noon).await.unwrap();
         let states = store.limit_states(&alice, None, noon + 2_000).await.unwrap();
         assert_eq!(states.len(), 1);
         let day = &states[0];
@@ -34,7 +41,7 @@ conformance! {
         // The next day starts from nothing, and the ended window is dropped at the next settle.
         let tomorrow = noon + DAY_MS;
         assert_eq!(store.limit_states(&alice, None, tomorrow).await.unwrap()[0].used, 0);
-        store.settle_budget(&alice, None, 10, tomorrow).await.unwrap();
+        store.settle_budget(&alice, None, tokens(10), tomorrow).await.unwrap();
         assert_eq!(store.limit_states(&alice, None, tomorrow).await.unwrap()[0].used, 10);
         assert_eq!(store.limit_states(&alice, None, noon).await.unwrap()[0].used, 0);
         assert_eq!(store.budget(BudgetScope::User, &alice).await.unwrap(), period(1_000, 86_400));
@@ -47,8 +54,8 @@ conformance! {
         let tpm = Budget { tokens_per_minute: Some(100), ..Budget::default() };
         store.set_budget(BudgetScope::Key, &alice, &one, &tpm).await.unwrap();
         let now = 1_000 * 60_000 + 30_000;
-        store.settle_budget(&alice, Some(&one), 40, now).await.unwrap();
-        store.settle_budget(&alice, Some(&two), 70, now).await.unwrap();
+        store.settle_budget(&alice, Some(&one), tokens(40), now).await.unwrap();
+        store.settle_budget(&alice, Some(&two), tokens(70), now).await.unwrap();
         let states = store.limit_states(&alice, Some(&one), now).await.unwrap();
         assert_eq!(states.len(), 1);
         assert_eq!((states[0].kind, states[0].scope, states[0].used), (LimitKind::TokensPerMinute, BudgetScope::Key, 40));
@@ -74,5 +81,38 @@ conformance! {
         store.set_budget(BudgetScope::Key, &alice, &two, &tpm).await.unwrap();
         store.revoke_tokens(&alice).await.unwrap();
         assert_eq!(store.budget(BudgetScope::Key, &two).await.unwrap(), Budget::default());
+    }
+
+    async fn money_counts_against_its_own_limit_beside_the_tokens(store: &Store) {
+        let alice = user(store, "Alice").await;
+        let key = store.create_key(&alice, "script", None).await.unwrap().key.id;
+        let noon = 20_000 * DAY_MS + DAY_MS / 2;
+        // Alice: 2.50 a day and 1,000 tokens a day; her key: 1.00 a day.
+        let both = Budget { period_cost_micros: Some(2_500_000), ..period(1_000, 86_400) };
+        store.set_budget(BudgetScope::User, &alice, &alice, &both).await.unwrap();
+        assert_eq!(store.budget(BudgetScope::User, &alice).await.unwrap(), both);
+        let money = Budget { period_cost_micros: Some(1_000_000), period_secs: Some(86_400), ..Budget::default() };
+        store.set_budget(BudgetScope::Key, &alice, &key, &money).await.unwrap();
+
+        let turn = BudgetSpend { tokens: 100, cost_micros: 750_000 };
+        store.settle_budget(&alice, Some(&key), turn, noon).await.unwrap();
+        store.settle_budget(&alice, None, turn, noon + 1).await.unwrap();
+        let states = store.limit_states(&alice, Some(&key), noon + 2).await.unwrap();
+        let used = |scope, kind| states.iter().find(|s| s.scope == scope && s.kind == kind).map(|s| (s.used, s.limit));
+        assert_eq!(used(BudgetScope::User, LimitKind::PeriodTokens), Some((200, 1_000)));
+        assert_eq!(used(BudgetScope::User, LimitKind::PeriodCost), Some((1_500_000, 2_500_000)));
+        assert_eq!(used(BudgetScope::Key, LimitKind::PeriodCost), Some((750_000, 1_000_000)), "only the turn with the key");
+        assert_eq!(states.len(), 3);
+        assert_eq!(states.iter().find(|s| s.kind == LimitKind::PeriodCost).unwrap().resets_at, 20_001 * DAY_MS);
+
+        // A new day spends from nothing.
+        let tomorrow = noon + DAY_MS;
+        assert!(store.limit_states(&alice, Some(&key), tomorrow).await.unwrap().iter().all(|s| s.used == 0));
+
+        // A money limit needs a period, and must be positive.
+        let no_period = Budget { period_cost_micros: Some(5), ..Budget::default() };
+        assert!(matches!(store.set_budget(BudgetScope::User, &alice, &alice, &no_period).await, Err(StoreError::Invalid(_))));
+        let negative = Budget { period_cost_micros: Some(-1), period_secs: Some(60), ..Budget::default() };
+        assert!(matches!(store.set_budget(BudgetScope::User, &alice, &alice, &negative).await, Err(StoreError::Invalid(_))));
     }
 }

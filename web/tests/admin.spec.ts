@@ -30,7 +30,7 @@ test('an admin manages users and budgets, and a user their own keys', async ({ p
   const users = await (await request.get(`${tokensBase()}/v1/admin/users`, { headers: admin })).json();
   const id = users.data.find((u: { name: string }) => u.name === name).id;
   const budget = await (await request.get(`${tokensBase()}/v1/admin/users/${id}/budget`, { headers: admin })).json();
-  expect(budget).toEqual({ period_tokens: 5000, period_secs: 86400, tokens_per_minute: 300 });
+  expect(budget).toEqual({ period_tokens: 5000, period_cost: null, period_secs: 86400, tokens_per_minute: 300 });
 
   // Disabled: their key is refused; deleted: gone.
   await card.getByRole('button', { name: `Disable ${name}` }).click();

@@ -140,7 +140,23 @@ provider = "scripted"
 upstream_model = "upstream-model"
 `,
   );
-  const tokens = await gateway('tokens', 'tokens', '');
+  // A second offline model and a price, so the admin view's usage chart has models and cost to show.
+  const tokens = await gateway(
+    'tokens',
+    'tokens',
+    `
+[[models]]
+id = "demo-lite"
+name = "promptgate demo, second model"
+provider = "demo"
+upstream_model = "demo"
+
+[[prices]]
+model = "demo"
+input = 1000.0
+output = 2000.0
+`,
+  );
   const created = spawnSync(bin, ['--config', tokens.configPath, 'users', 'create', 'ada'], { env, encoding: 'utf8' });
   const token = /\b(pg_[A-Za-z0-9_-]+)/.exec(created.stdout ?? '')?.[1];
   if (!token) throw new Error(`users create printed no token:\n${created.stdout}\n${created.stderr}`);

@@ -118,6 +118,8 @@ pub struct UsageQuery {
     pub from_ms: i64,
     pub to_ms: i64,
     pub group_by: UsageGrouping,
+    /// A second grouping within each group (a day's rows by user, say), for charts over time.
+    pub then_by: Option<UsageGrouping>,
 }
 
 /// One group of a report.
@@ -126,6 +128,8 @@ pub struct UsageGroup {
     /// The user id, key id, model id, or the day as days since 1970-01-01; empty for requests
     /// without a key.
     pub group: String,
+    /// The group within it by the query's `then_by`, named the same way; `None` without one.
+    pub subgroup: Option<String>,
     pub requests: u64,
     pub tokens: TokenCounts,
     pub tool_calls: u64,
@@ -200,11 +204,16 @@ fn unsigned(row: &AnyRow, at: usize) -> Result<u64> {
     Ok(u64::try_from(row.opt_int(at)?.unwrap_or(0)).unwrap_or(0))
 }
 
-fn group_from(row: &AnyRow) -> Result<UsageGroup> {
+fn group_from(row: &AnyRow, then_by: bool) -> Result<UsageGroup> {
     let requests = unsigned(row, 1)?;
     let priced = unsigned(row, 10)?;
     Ok(UsageGroup {
         group: row.opt_text(0)?.unwrap_or_default(),
+        subgroup: if then_by {
+            Some(row.opt_text(12)?.unwrap_or_default())
+        } else {
+            None
+        },
         requests,
         tokens: TokenCounts {
             input: unsigned(row, 2)?,
@@ -264,6 +273,14 @@ impl Store {
     /// The ledger summed by `query.group_by`, over its time range and user, in group order.
     pub async fn usage_report(&self, query: &UsageQuery) -> Result<Vec<UsageGroup>> {
         let group = query.group_by.column();
+        // The second grouping's column comes last, so the sums keep their places.
+        let (sub_select, sub_group) = match query.then_by {
+            Some(then_by) => (
+                format!(", {}", then_by.column()),
+                format!(", {}", then_by.column()),
+            ),
+            None => (String::new(), String::new()),
+        };
         let user_filter = if query.user.is_some() {
             " AND user_id = $3"
         } else {
@@ -274,8 +291,8 @@ impl Store {
              CAST(SUM(cache_read_tokens) AS BIGINT), CAST(SUM(cache_write_tokens) AS BIGINT), \
              CAST(SUM(reasoning_tokens) AS BIGINT), CAST(SUM(tool_calls) AS BIGINT), \
              CAST(SUM(web_calls) AS BIGINT), CAST(SUM(duration_ms) AS BIGINT), COUNT(cost), \
-             SUM(cost) FROM usage_ledger WHERE created_at >= $1 AND created_at < $2{user_filter} \
-             GROUP BY {group} ORDER BY {group}"
+             SUM(cost){sub_select} FROM usage_ledger WHERE created_at >= $1 AND created_at < $2{user_filter} \
+             GROUP BY {group}{sub_group} ORDER BY {group}{sub_group}"
         );
         let mut statement = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(query.from_ms)
@@ -287,6 +304,8 @@ impl Store {
             .fetch_all(&self.pool)
             .observed("ledger.usage_report")
             .await?;
-        rows.iter().map(group_from).collect()
+        rows.iter()
+            .map(|row| group_from(row, query.then_by.is_some()))
+            .collect()
     }
 }

@@ -1,8 +1,10 @@
-// For admins: every user, with their state and budget; create, disable, enable and delete users,
-// and set a user's token budget and per-minute limit.
+// For admins: usage over time by user and model, every user with their state and budget; create,
+// disable, enable and delete users, and set a user's budget (tokens or money per period, tokens per
+// minute).
 import { useCallback, useEffect, useState } from 'react';
 import { api, messageOf, type Schemas } from '../api';
 import { ActionForm, Field } from './common';
+import { UsageChart } from './UsageChart';
 
 type User = Schemas['UserBody'];
 type Budget = Schemas['BudgetBody'];
@@ -26,6 +28,7 @@ function number(text: string): number | null {
 
 function BudgetForm({ user }: { user: User }) {
   const [tokens, setTokens] = useState('');
+  const [cost, setCost] = useState('');
   const [days, setDays] = useState('1');
   const [perMinute, setPerMinute] = useState('');
   const [saved, setSaved] = useState<string | null>(null);
@@ -35,6 +38,7 @@ function BudgetForm({ user }: { user: User }) {
     api<Budget>(`/v1/admin/users/${user.id}/budget`)
       .then((b) => {
         setTokens(b.period_tokens ? String(b.period_tokens) : '');
+        setCost(b.period_cost ? String(b.period_cost) : '');
         if (b.period_secs) setDays(String(Math.max(1, Math.round(b.period_secs / 86400))));
         setPerMinute(b.tokens_per_minute ? String(b.tokens_per_minute) : '');
       })
@@ -46,9 +50,12 @@ function BudgetForm({ user }: { user: User }) {
     <ActionForm
       action={async () => {
         const period_tokens = number(tokens);
+        const amount = Number.parseFloat(cost);
+        const period_cost = Number.isFinite(amount) && amount > 0 ? amount : null;
         const body: Budget = {
           period_tokens,
-          period_secs: period_tokens ? (number(days) ?? 1) * 86400 : null,
+          period_cost,
+          period_secs: period_tokens || period_cost ? (number(days) ?? 1) * 86400 : null,
           tokens_per_minute: number(perMinute),
         };
         await api(`/v1/admin/users/${user.id}/budget`, { method: 'PUT', body });
@@ -57,6 +64,9 @@ function BudgetForm({ user }: { user: User }) {
     >
       <Field label={`Tokens per period for ${user.name}`}>
         <input inputMode="numeric" value={tokens} onChange={(e) => setTokens(e.target.value)} />
+      </Field>
+      <Field label={`Money per period for ${user.name}`}>
+        <input inputMode="decimal" value={cost} onChange={(e) => setCost(e.target.value)} />
       </Field>
       <Field label={`Period in days for ${user.name}`}>
         <input inputMode="numeric" value={days} onChange={(e) => setDays(e.target.value)} />
@@ -94,6 +104,7 @@ export function AdminPanel() {
     <div>
       <h2 id="panel-title">Users</h2>
       {error && <p role="alert">{error}</p>}
+      <UsageChart users={users} />
       {secret && (
         <p className="hint" role="status">
           The new user's key (shown only now): <code>{secret}</code>

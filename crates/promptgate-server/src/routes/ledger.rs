@@ -1,5 +1,5 @@
-//! `GET /v1/usage`: the usage ledger summed over a time range, by user, key, model or day, as JSON or
-//! CSV. A user sees their own requests; an admin ([`may_see_everyone`]) everyone's. (What a user
+//! `GET /v1/usage`: the usage ledger summed over a time range, by user, key, model or day (and
+//! within those by a second of them, for charts over time), as JSON or CSV. A user sees their own requests; an admin ([`may_see_everyone`]) everyone's. (What a user
 //! keeps in the database is `GET /v1/usage/storage`, in `usage`.)
 
 use aide::OperationOutput;
@@ -37,7 +37,8 @@ pub fn routes() -> ApiRouter<AppState> {
                  sees their own requests; an admin everyone's. `cost` is in the currency of the \
                  server's price table and leaves out requests of models without a price \
                  (`unpriced_requests`); it is `null` when none had one. `format=csv` answers the same \
-                 rows as CSV.",
+                 rows as CSV. `then_by` groups each group again (`group_by=day&then_by=user`: each \
+                 day's usage by user), named in `subgroup`.",
                 )
         }),
     )
@@ -52,7 +53,7 @@ async fn may_see_everyone(state: &AppState, user: &CurrentUser) -> ApiResult<boo
     Ok(state.service.is_admin(&user.id).await?)
 }
 
-#[derive(Debug, Clone, Copy, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum GroupBy {
     User,
@@ -84,6 +85,10 @@ pub struct UsageParams {
     /// What the rows add up by (default `model`); `day` is the UTC day.
     #[serde(default)]
     pub group_by: GroupBy,
+    /// A second grouping within each group (`user`, `key`, `model` or `day`), named in each row's
+    /// `subgroup`: `group_by=day&then_by=model` is each day's usage by model.
+    #[serde(default)]
+    pub then_by: Option<GroupBy>,
     /// `json` (default) or `csv`.
     #[serde(default)]
     pub format: Format,
@@ -98,6 +103,9 @@ pub struct UsageReport {
     pub from: String,
     pub to: String,
     pub group_by: &'static str,
+    /// The second grouping, when the query asked for one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub then_by: Option<&'static str>,
     /// `own` (your requests) or `all` (everyone's).
     pub scope: &'static str,
     pub data: Vec<UsageRow>,
@@ -108,6 +116,9 @@ pub struct UsageReport {
 pub struct UsageRow {
     /// The user id, key id (`null` for requests without a key), model id or day (`2026-12-05`).
     pub group: Option<String>,
+    /// The group within `group` by `then_by`, named the same way; only with `then_by`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subgroup: Option<Option<String>>,
     pub requests: u64,
     /// Prompt tokens, cached or not.
     pub input_tokens: u64,
@@ -149,32 +160,46 @@ async fn usage(
         return Err(ApiError::new(ErrorCode::InvalidQuery, "`from` is after `to`"));
     }
     let everyone = may_see_everyone(&state, &user).await?;
-    let (group_by, grouping) = match params.group_by {
-        GroupBy::User => ("user", UsageGrouping::User),
-        GroupBy::Key => ("key", UsageGrouping::Key),
-        GroupBy::Model => ("model", UsageGrouping::Model),
-        GroupBy::Day => ("day", UsageGrouping::Day),
-    };
+    if params.then_by == Some(params.group_by) {
+        return Err(ApiError::new(
+            ErrorCode::InvalidQuery,
+            "`then_by` must differ from `group_by`",
+        ));
+    }
+    let (group_by, first) = grouping(params.group_by);
+    let then_by = params.then_by.map(grouping);
     let query = UsageQuery {
         user: (!everyone).then(|| user.id.clone()),
         from_ms: from,
         to_ms: to,
-        group_by: grouping,
+        group_by: first,
+        then_by: then_by.map(|(_, g)| g),
     };
     let groups = state.service.usage_report(&query).await?;
-    let data = groups.into_iter().map(|g| row(g, grouping)).collect();
+    let data = groups.into_iter().map(|g| row(g, first, query.then_by)).collect();
     let report = UsageReport {
         object: "usage",
         from: rfc3339(from),
         to: rfc3339(to),
         group_by,
+        then_by: then_by.map(|(name, _)| name),
         scope: if everyone { "all" } else { "own" },
         data,
     };
     Ok(match params.format {
         Format::Json => UsageAnswer::Json(Json(report)),
-        Format::Csv => UsageAnswer::Csv(csv(&report.data)),
+        Format::Csv => UsageAnswer::Csv(csv(&report.data, report.then_by.is_some())),
     })
+}
+
+/// The name a report gives a grouping, and the store's grouping.
+fn grouping(by: GroupBy) -> (&'static str, UsageGrouping) {
+    match by {
+        GroupBy::User => ("user", UsageGrouping::User),
+        GroupBy::Key => ("key", UsageGrouping::Key),
+        GroupBy::Model => ("model", UsageGrouping::Model),
+        GroupBy::Day => ("day", UsageGrouping::Day),
+    }
 }
 
 /// Epoch milliseconds of an RFC 3339 time or a UTC date.
@@ -203,18 +228,23 @@ fn rfc3339(ms: i64) -> String {
         .unwrap_or_default()
 }
 
-fn row(group: UsageGroup, grouping: UsageGrouping) -> UsageRow {
-    let name = match grouping {
+/// A group's name as the report shows it: a day as its date, no key as `null`.
+fn group_name(group: String, grouping: UsageGrouping) -> Option<String> {
+    match grouping {
         UsageGrouping::Day => group
-            .group
             .parse::<i64>()
             .ok()
             .and_then(|day| DateTime::<Utc>::from_timestamp_millis(day.saturating_mul(DAY_MS)))
             .map(|time| time.format("%Y-%m-%d").to_string()),
-        _ => Some(group.group).filter(|name| !name.is_empty()),
-    };
+        _ => Some(group).filter(|name| !name.is_empty()),
+    }
+}
+
+fn row(group: UsageGroup, grouping: UsageGrouping, then_by: Option<UsageGrouping>) -> UsageRow {
+    let subgroup = then_by.map(|then_by| group_name(group.subgroup.unwrap_or_default(), then_by));
     UsageRow {
-        group: name,
+        group: group_name(group.group, grouping),
+        subgroup,
         requests: group.requests,
         input_tokens: group.tokens.input,
         output_tokens: group.tokens.output,
@@ -229,13 +259,20 @@ fn row(group: UsageGroup, grouping: UsageGrouping) -> UsageRow {
     }
 }
 
-fn csv(rows: &[UsageRow]) -> String {
-    let mut out = String::from(CSV_HEADER);
+/// The rows as CSV; with a second grouping, its `subgroup` column follows `group`.
+fn csv(rows: &[UsageRow], then_by: bool) -> String {
+    let mut out = match CSV_HEADER.split_once(',') {
+        Some((group, rest)) if then_by => format!("{group},subgroup,{rest}"),
+        _ => CSV_HEADER.to_owned(),
+    };
     out.push('\n');
     for r in rows {
         let cost = r.cost.map(|c| c.to_string()).unwrap_or_default();
-        let fields = [
-            csv_field(r.group.as_deref().unwrap_or("")),
+        let mut fields = vec![csv_field(r.group.as_deref().unwrap_or(""))];
+        if then_by {
+            fields.push(csv_field(r.subgroup.clone().flatten().as_deref().unwrap_or("")));
+        }
+        fields.extend([
             r.requests.to_string(),
             r.input_tokens.to_string(),
             r.output_tokens.to_string(),
@@ -247,7 +284,7 @@ fn csv(rows: &[UsageRow]) -> String {
             r.duration_ms.to_string(),
             cost,
             r.unpriced_requests.to_string(),
-        ];
+        ]);
         out.push_str(&fields.join(","));
         out.push('\n');
     }

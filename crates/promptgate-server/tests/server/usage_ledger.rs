@@ -137,6 +137,42 @@ async fn each_user_reads_their_own_usage_as_json_or_csv(backend: Backend) {
     let (_, all) = usage(&gw, "group_by=user", &bob_token).await;
     assert_eq!(all["scope"], "all", "{all}");
     assert_eq!(all["data"].as_array().unwrap().len(), 2, "{all}");
+    // Each day by user, as the admin view's chart reads it; and the same as CSV.
+    let (status, daily) = usage(&gw, "group_by=day&then_by=user", &bob_token).await;
+    assert_eq!(status, StatusCode::OK, "{daily}");
+    assert_eq!(daily["then_by"], "user");
+    let mut rows: Vec<_> = daily["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["group"].clone(),
+                r["subgroup"].clone(),
+                r["output_tokens"].clone(),
+            )
+        })
+        .collect();
+    rows.sort_by_key(|r| r.2.as_u64());
+    assert_eq!(
+        rows,
+        vec![
+            (json!(today), json!(bob.id), json!(2)),
+            (json!(today), json!(ada.id), json!(3)),
+        ]
+    );
+    let (_, same) = usage(&gw, "group_by=day&then_by=day", &bob_token).await;
+    assert_eq!(error_code(&same), "invalid_query");
+    let res = gw
+        .http
+        .get(gw.url("/v1/usage?format=csv&group_by=day&then_by=model"))
+        .bearer_auth(&bob_token)
+        .send()
+        .await
+        .unwrap();
+    let csv = res.text().await.unwrap();
+    assert!(csv.starts_with("group,subgroup,requests,"), "{csv}");
+    assert!(csv.contains(&format!("\n{today},scripted,2,20,5,")), "{csv}");
 
     let (status, body) = usage(&gw, "from=yesterday", &ada_token).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);

@@ -129,6 +129,7 @@ async fn a_429_then_a_500_fail_over_to_the_model_that_answers_keeping_the_turn(d
             from_ms: 0,
             to_ms: i64::MAX,
             group_by: UsageGrouping::Model,
+            then_by: None,
         })
         .await
         .unwrap();

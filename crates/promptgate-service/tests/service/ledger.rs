@@ -33,6 +33,7 @@ async fn by_model(service: &Service) -> Vec<UsageGroup> {
         from_ms: 0,
         to_ms: i64::MAX,
         group_by: UsageGrouping::Model,
+        then_by: None,
     };
     service.usage_report(&query).await.unwrap()
 }
@@ -166,6 +167,7 @@ async fn the_ledger_holds_what_the_upstream_reported_for_every_kind_of_turn(db: 
             from_ms: 0,
             to_ms: i64::MAX,
             group_by: UsageGrouping::Key,
+            then_by: None,
         })
         .await
         .unwrap();

@@ -45,6 +45,7 @@ fn everyone(group_by: UsageGrouping) -> UsageQuery {
         from_ms: 0,
         to_ms: i64::MAX,
         group_by,
+        then_by: None,
     }
 }
 
@@ -129,6 +130,20 @@ conformance! {
         let mut before = everyone(UsageGrouping::Model);
         before.to_ms = day * 86_400_000;
         assert!(store.usage_report(&before).await.unwrap().is_empty(), "nothing before today");
+
+        // A day's rows by user and by model, as a chart over time reads them.
+        let mut by_day_user = everyone(UsageGrouping::Day);
+        by_day_user.then_by = Some(UsageGrouping::User);
+        let rows = store.usage_report(&by_day_user).await.unwrap();
+        let rows: Vec<_> = rows.iter().map(|g| (g.group.parse::<i64>().unwrap(), g.subgroup.clone().unwrap(), g.tokens.input)).collect();
+        let mut expected = vec![(day, ada.clone(), 150), (day, bob.clone(), 1)];
+        expected.sort();
+        assert_eq!(rows, expected);
+        by_day_user.then_by = Some(UsageGrouping::Model);
+        let rows = store.usage_report(&by_day_user).await.unwrap();
+        let rows: Vec<_> = rows.iter().map(|g| (g.subgroup.as_deref().unwrap(), g.requests, g.tokens.output)).collect();
+        assert_eq!(rows, vec![("claude", 1, 5), ("gpt", 2, 11)]);
+        assert_eq!(days[0].subgroup, None, "no second grouping unless asked");
     }
 
     async fn a_models_fallbacks_are_kept_in_order_and_checked(store: &Store) {

@@ -16,9 +16,6 @@ use tracing::Instrument;
 
 use crate::{Service, ServiceError};
 
-/// The status of a turn's row until its final save: a row left so names a turn whose process
-/// ended before it did.
-const UNFINISHED: &str = "unfinished";
 /// How often a facade's row is tried while the store refuses it, a second apart.
 const FACADE_ATTEMPTS: u32 = 3;
 /// The model label of models users configured themselves: their ids are theirs to choose, so
@@ -96,7 +93,7 @@ impl UsageTag {
             tool_calls: 0,
             web_calls: 0,
             duration_ms: self.elapsed_ms(),
-            status: UNFINISHED.to_owned(),
+            status: promptgate_store::USAGE_UNFINISHED.to_owned(),
             cost: cost(self.model.price, tokens),
         })
     }

@@ -20,6 +20,16 @@ use crate::util::{Cols, check_len};
 /// Ids and names in a record are ours or the configuration's; anything longer is a bug upstream.
 const MAX_FIELD: usize = 200;
 
+/// The status of a turn's row until its final save: the tokens of the steps that ended so far. A
+/// row left so when its turn's answer is marked interrupted (the process running it died) becomes
+/// `interrupted`, keeping its tokens.
+pub const USAGE_UNFINISHED: &str = "unfinished";
+
+/// Relabels the row of a turn whose owner died: $1 user, $2 turn. Only a row still `unfinished` is
+/// touched; one written by the final save keeps its status.
+pub(crate) const INTERRUPT_USAGE: &str = "UPDATE usage_ledger SET status = 'interrupted' \
+     WHERE user_id = $1 AND turn_id = $2 AND status = 'unfinished'";
+
 /// Which way a request reached the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum UsageKind {
@@ -98,6 +108,8 @@ pub enum UsageGrouping {
     Model,
     /// UTC days.
     Day,
+    /// How the requests ended (`complete`, `stopped`, `error`, `interrupted`, ...).
+    Status,
 }
 
 impl UsageGrouping {
@@ -107,6 +119,7 @@ impl UsageGrouping {
             Self::Key => "COALESCE(key_id, '')",
             Self::Model => "model",
             Self::Day => "CAST(created_at / 86400000 AS TEXT)",
+            Self::Status => "status",
         }
     }
 }

@@ -61,7 +61,9 @@ pub use conversation::{Resolution, ThreadTail, current_conversation, resolve};
 pub use error::{Result, StoreError};
 pub use handoffs::HandoffLimits;
 pub use keys::{Account, ApiKey, Caller, IssuedKey, LAST_USED_EVERY_MS, MAX_KEYS_PER_USER};
-pub use ledger::{TokenCounts, UsageGroup, UsageGrouping, UsageKind, UsageQuery, UsageRecord};
+pub use ledger::{
+    TokenCounts, USAGE_UNFINISHED, UsageGroup, UsageGrouping, UsageKind, UsageQuery, UsageRecord,
+};
 pub use listener::{APPLICATION_NAME as LISTENER_APPLICATION_NAME, CHANNEL as CHANGES_CHANNEL};
 pub use oauth_pending::{OAuthPending, PendingLimits, PendingRefused};
 pub use responses::MAX_RESPONSE_BYTES;

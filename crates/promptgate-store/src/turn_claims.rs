@@ -20,6 +20,7 @@ use tokio::sync::broadcast;
 
 use crate::connect::{Backend, Store};
 use crate::error::{Result, StoreError};
+use crate::ledger::INTERRUPT_USAGE;
 use crate::observed::Observed;
 use crate::util::Cols;
 
@@ -278,6 +279,12 @@ impl Store {
             .execute(&mut *tx)
             .observed("turn_claims.claim_turn")
             .await?;
+        sqlx::query(INTERRUPT_USAGE)
+            .bind(claim.user_id)
+            .bind(&interrupted_turn)
+            .execute(&mut *tx)
+            .observed("turn_claims.claim_turn")
+            .await?;
         let taken = sqlx::query(
             "INSERT INTO turn_claims (user_id, thread_id, turn_id, message_id, instance_id, lease_until, created_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7)",
@@ -503,10 +510,17 @@ impl Store {
                 .execute(&mut *tx)
                 .observed("turn_claims.expire_turn_claims")
                 .await?;
+            let turn_id = row.text(2)?;
+            sqlx::query(INTERRUPT_USAGE)
+                .bind(&user_id)
+                .bind(&turn_id)
+                .execute(&mut *tx)
+                .observed("turn_claims.expire_turn_claims")
+                .await?;
             expired.push(ExpiredTurn {
                 user_id,
                 thread_id,
-                turn_id: row.text(2)?,
+                turn_id,
                 answer_interrupted: marked.rows_affected() > 0,
             });
         }
@@ -536,7 +550,8 @@ impl Store {
     }
 
     /// At start-up: marks `interrupted` the answers left streaming by turns that no live claim
-    /// covers (their instance died). With `only_instance` (SQLite: one instance per database) every
+    /// covers (their instance died), and their turns' `unfinished` ledger rows, which keep the
+    /// tokens of the steps that ended. With `only_instance` (SQLite: one instance per database) every
     /// claim is a previous run's and is released first. Returns how many answers were marked.
     pub async fn interrupt_unclaimed_answers(&self, only_instance: bool) -> Result<u64> {
         if only_instance {
@@ -548,6 +563,14 @@ impl Store {
             "UPDATE messages SET status = 'interrupted' WHERE status = 'streaming' AND NOT EXISTS \
              (SELECT 1 FROM turn_claims c WHERE c.user_id = messages.user_id \
               AND c.thread_id = messages.thread_id AND c.message_id = messages.id)",
+        )
+        .execute(&self.pool)
+        .observed("turn_claims.interrupt_unclaimed_answers")
+        .await?;
+        sqlx::query(
+            "UPDATE usage_ledger SET status = 'interrupted' WHERE status = 'unfinished' AND NOT EXISTS \
+             (SELECT 1 FROM turn_claims c WHERE c.user_id = usage_ledger.user_id \
+              AND c.turn_id = usage_ledger.turn_id)",
         )
         .execute(&self.pool)
         .observed("turn_claims.interrupt_unclaimed_answers")

@@ -30,7 +30,7 @@ pub fn routes() -> ApiRouter<AppState> {
     ApiRouter::new().api_route(
         "/v1/usage",
         get_with(usage, |op| {
-            op.summary("Tokens and cost, by user, key, model or day")
+            op.summary("Tokens and cost, by user, key, model, day or status")
                 .description(
                     "Sums the usage ledger: one record per turn of a thread and per facade request \
                  (chat completions, Responses, Messages), written when its answer is stored. A user \
@@ -61,6 +61,9 @@ pub enum GroupBy {
     #[default]
     Model,
     Day,
+    /// How the requests ended: `complete`, `stopped`, `error`, `interrupted` (the process died
+    /// mid-turn), `unfinished` (the turn runs still).
+    Status,
 }
 
 #[derive(Debug, Clone, Copy, Default, Deserialize, JsonSchema)]
@@ -199,6 +202,7 @@ fn grouping(by: GroupBy) -> (&'static str, UsageGrouping) {
         GroupBy::Key => ("key", UsageGrouping::Key),
         GroupBy::Model => ("model", UsageGrouping::Model),
         GroupBy::Day => ("day", UsageGrouping::Day),
+        GroupBy::Status => ("status", UsageGrouping::Status),
     }
 }
 

@@ -281,6 +281,25 @@ async fn a_killed_process_leaves_its_finished_steps_in_the_ledger_once() {
         (Some(1), Some(10), Some(5)),
         "the tool step's tokens, once: {left}"
     );
+    let statuses = |port: u16| async move {
+        let report = reqwest::get(format!("http://127.0.0.1:{port}/v1/usage?group_by=status"))
+            .await
+            .unwrap()
+            .json::<Value>()
+            .await
+            .unwrap();
+        report["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (r["group"].clone(), r["input_tokens"].clone()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        statuses(port).await,
+        vec![(json!("interrupted"), json!(10))],
+        "the row of the turn whose answer start-up marked interrupted says so"
+    );
 
     upstream.push(text(["Back ", "again."]));
     let res = reqwest::Client::new()
@@ -300,6 +319,10 @@ async fn a_killed_process_leaves_its_finished_steps_in_the_ledger_once() {
         ),
         (Some(2), Some(20), Some(7)),
         "{after}"
+    );
+    assert_eq!(
+        statuses(port).await,
+        vec![(json!("complete"), json!(10)), (json!("interrupted"), json!(10))]
     );
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);

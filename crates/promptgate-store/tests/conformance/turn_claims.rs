@@ -170,6 +170,45 @@ conformance! {
         assert_eq!(store.running_turn(&alice, "live").await.unwrap(), None);
     }
 
+    async fn an_unfinished_ledger_row_is_relabelled_with_its_interrupted_answer(store: &Store) {
+        let alice = user(store, "Alice").await;
+        for (thread, turn) in [("live", "turn_live"), ("orphan", "turn_orphan"), ("expired", "turn_expired")] {
+            streaming_answer(store, &alice, thread).await;
+            let row = UsageRecord {
+                user_id: alice.clone(),
+                turn_id: turn.to_owned(),
+                key_id: None,
+                thread_id: Some(thread.to_owned()),
+                kind: UsageKind::Turn,
+                model: "gpt".to_owned(),
+                provider: "openai".to_owned(),
+                tokens: TokenCounts { input: 10, output: 5, ..TokenCounts::default() },
+                tool_calls: 0,
+                web_calls: 0,
+                duration_ms: 1,
+                status: USAGE_UNFINISHED.to_owned(),
+                cost: None,
+            };
+            store.record_usage(&row).await.unwrap();
+        }
+        store.claim_turn(&claim(&alice, "live", "turn_live", "instance_a"), LONG).await.unwrap();
+        store.claim_turn(&claim(&alice, "expired", "turn_expired", "instance_b"), Duration::ZERO).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let by_status = || async {
+            let query = UsageQuery { user: None, from_ms: 0, to_ms: i64::MAX, group_by: UsageGrouping::Status, then_by: Some(UsageGrouping::User) };
+            let report = store.usage_report(&query).await.unwrap();
+            report.iter().map(|g| (g.group.clone(), g.requests, g.tokens.input)).collect::<Vec<_>>()
+        };
+        // The expired claim's turn and the orphan's are interrupted; the live turn runs on.
+        store.expire_turn_claims().await.unwrap();
+        assert_eq!(by_status().await, vec![("interrupted".to_owned(), 1, 10), ("unfinished".to_owned(), 2, 20)]);
+        assert_eq!(store.interrupt_unclaimed_answers(false).await.unwrap(), 1);
+        assert_eq!(by_status().await, vec![("interrupted".to_owned(), 2, 20), ("unfinished".to_owned(), 1, 10)]);
+        // One instance per database: the live claim was a previous run's too.
+        store.interrupt_unclaimed_answers(true).await.unwrap();
+        assert_eq!(by_status().await, vec![("interrupted".to_owned(), 3, 30)]);
+    }
+
     async fn frames_of_a_followed_turn_come_back_in_order(store: &Store) {
         for (seq, frames, done) in [(1, "data: a\n\n", false), (2, "data: b\n\n", false), (3, "data: [DONE]\n\n", true)] {
             store.put_turn_frames("turn_f", &FrameBatch { seq, frames: frames.to_owned(), done }).await.unwrap();

@@ -17,10 +17,11 @@ use super::{
     check_request_fields,
 };
 use crate::budgets::{SettleOnly, Spender};
+use crate::ledger::FacadeUsage;
 use promptgate_llm::tokens::Tokenizer;
 use promptgate_store::UsageKind;
 use promptgate_turn::client_tools::{ClientToolChoice, ClientTools};
-use promptgate_turn::engine::{RequestBudget, ToolCache, TurnEnd, run_turn_in_reader};
+use promptgate_turn::engine::{RequestBudget, ToolCache, TurnEnd, UsageSoFar, run_turn_in_reader};
 use promptgate_turn::facade::FacadeHistory;
 
 /// One facade request, in the engine's terms: each facade reads its own wire format into this.
@@ -163,7 +164,7 @@ impl Service {
                 recorder: budget.limited.then(|| {
                     Arc::new(SettleOnly {
                         store: self.store.clone(),
-                        spender,
+                        spender: spender.clone(),
                         usage: usage.clone(),
                     }) as Arc<dyn promptgate_turn::engine::AnswerRecorder>
                 }),
@@ -185,15 +186,17 @@ impl Service {
             plan.policy.parallel_tool_calls = false;
         }
         plan.failover = failover;
+        let so_far = Arc::new(UsageSoFar::default());
+        plan.usage_so_far = Some(Arc::clone(&so_far));
         // Nothing outlives the reader: a response is kept by the reader that read it to its end.
         let run = run_turn_in_reader(plan);
-        super::ledger::record_facade(
-            self.store.clone(),
-            &self.tasks,
-            usage,
-            turn_id.clone(),
-            run.outcome,
-        );
+        let facade = FacadeUsage {
+            tag: usage,
+            turn_id: turn_id.clone(),
+            so_far,
+            spender: budget.limited.then_some(spender),
+        };
+        super::ledger::record_facade(self.store.clone(), &self.tasks, facade, run.outcome);
         Ok(SendHandle {
             turn_id,
             message_id,

@@ -4,18 +4,22 @@
 //! each model step and with its final save ([`crate::record`]); a facade request, which stores
 //! nothing else, writes it on its own once it ended.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use promptgate_core::pricing::{Price, Spent};
 use promptgate_store::{Store, TokenCounts, UsageKind, UsageQuery, UsageRecord};
-use promptgate_turn::engine::TurnOutcome;
+use promptgate_turn::engine::{TurnOutcome, UsageSoFar};
 use serde_json::Value;
 use tokio::time::Instant;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
+use crate::budgets::Spender;
 use crate::{Service, ServiceError};
 
+/// The status of a facade request whose client went away before its end.
+const DISCONNECTED: &str = "disconnected";
 /// How often a facade's row is tried while the store refuses it, a second apart.
 const FACADE_ATTEMPTS: u32 = 3;
 /// The model label of models users configured themselves: their ids are theirs to choose, so
@@ -49,8 +53,36 @@ pub(crate) struct UsageTag {
 impl UsageTag {
     /// The turn's row.
     pub(crate) fn record(&self, turn_id: &str, outcome: &TurnOutcome) -> UsageRecord {
-        let route = self.answered_by(outcome);
-        let tokens = token_counts(&outcome.usage_total);
+        let answered_by = outcome.answered_by.as_ref().map(|a| a.model_id.as_str());
+        let mut record = self.row(
+            turn_id,
+            &outcome.usage_total,
+            answered_by,
+            outcome.status.as_str(),
+        );
+        record.tool_calls = outcome.tool_calls;
+        record.web_calls = outcome.web_calls;
+        record
+    }
+
+    /// The row of a facade request whose client went away before its end, which drops the turn
+    /// unfinished: what the provider reported until then, with status `disconnected`.
+    pub(crate) fn disconnected(&self, turn_id: &str, so_far: &UsageSoFar) -> UsageRecord {
+        let (usage, answered_by) = so_far.get();
+        let answered_by = answered_by.as_ref().map(|a| a.model_id.as_str());
+        self.row(turn_id, &usage, answered_by, DISCONNECTED)
+    }
+
+    /// A row of `usage`, priced at the model that answered, without tool counts.
+    fn row(
+        &self,
+        turn_id: &str,
+        usage: &promptgate_llm::Usage,
+        answered_by: Option<&str>,
+        status: &str,
+    ) -> UsageRecord {
+        let route = self.route(answered_by);
+        let tokens = token_counts(usage);
         UsageRecord {
             user_id: self.user_id.clone(),
             turn_id: turn_id.to_owned(),
@@ -60,10 +92,10 @@ impl UsageTag {
             model: route.model_id.clone(),
             provider: route.provider.clone(),
             tokens,
-            tool_calls: outcome.tool_calls,
-            web_calls: outcome.web_calls,
+            tool_calls: 0,
+            web_calls: 0,
             duration_ms: self.elapsed_ms(),
-            status: outcome.status.as_str().to_owned(),
+            status: status.to_owned(),
             cost: cost(route.price, tokens),
         }
     }
@@ -176,22 +208,43 @@ fn to_micros(cost: f64) -> u64 {
     }
 }
 
+/// How a facade request's row is written: what it is, and what it learns as the turn runs.
+pub(crate) struct FacadeUsage {
+    pub tag: UsageTag,
+    pub turn_id: String,
+    /// What the turn used so far, for a request its client leaves before the end.
+    pub so_far: Arc<UsageSoFar>,
+    /// Whose limits such a request's tokens count against (the turn's own end settles the others).
+    pub spender: Option<Spender>,
+}
+
 /// Writes a facade request's row once its turn ended, in the background, so the client's stream
-/// never waits for it. The turn's id keys the row: a second write of it adds nothing.
+/// never waits for it; or, when the client went away first (which drops the turn unfinished), the
+/// row of what it used until then, counted against its budgets too. The turn's id keys the row: a
+/// second write of it adds nothing.
 pub(crate) fn record_facade(
     store: Store,
     tasks: &TaskTracker,
-    tag: UsageTag,
-    turn_id: String,
+    facade: FacadeUsage,
     outcome: tokio::sync::oneshot::Receiver<TurnOutcome>,
 ) {
     let work = async move {
-        // No outcome: the reader went away before the turn ended, which stopped the turn
-        // unfinished; the engine reports nothing of it.
-        let Ok(outcome) = outcome.await else {
-            return;
+        let FacadeUsage {
+            tag,
+            turn_id,
+            so_far,
+            spender,
+        } = facade;
+        let record = match outcome.await {
+            Ok(outcome) => tag.record(&turn_id, &outcome),
+            Err(_) => {
+                let record = tag.disconnected(&turn_id, &so_far);
+                if let Some(spender) = &spender {
+                    crate::budgets::settle(&store, spender, &so_far.get().0, record.cost).await;
+                }
+                record
+            }
         };
-        let record = tag.record(&turn_id, &outcome);
         for attempt in 1..=FACADE_ATTEMPTS {
             match store.record_usage(&record).await {
                 Ok(()) => {

@@ -212,6 +212,8 @@ impl Prepared {
             // Without a recorder nothing is stored, so the message need not be folded either.
             record_message: run.recorder.is_some(),
             recorder: run.recorder,
+            // A facade sets it, to count what a request its client left used.
+            usage_so_far: None,
             tasks: run.tasks,
             citation_review: None,
             floor: if harness {

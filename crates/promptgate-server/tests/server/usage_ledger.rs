@@ -233,9 +233,80 @@ async fn the_operator_of_a_single_user_deployment_sees_everyone(backend: Backend
     assert_eq!(body["data"][0]["unpriced_requests"], 1);
 }
 
+/// What a streamed facade request's client reads before it leaves: the first words of the second
+/// step's answer, after a tool step; the upstream then reports the step's tokens and hangs.
+fn leaving_scripts(upstream: &ScriptedUpstream) {
+    upstream.push(tool_calls(&[("c1", "no_such_tool", &["{}"])]));
+    upstream.push(
+        Script::new()
+            .chunk(role_chunk())
+            .chunk(content_chunk("Halfway"))
+            .chunk(usage_chunk(90, 9))
+            .hang(),
+    );
+}
+
+/// A streamed facade request (chat completions, then Messages) whose client drops the connection
+/// mid-answer leaves a ledger row: what the upstream reported until then, marked `disconnected`.
+async fn a_facade_client_that_leaves_mid_stream_leaves_a_row(backend: Backend) {
+    use futures::StreamExt;
+    let (gw, upstream) = common::single_user_gateway(backend).await;
+    let requests = [
+        (
+            "/v1/chat/completions",
+            json!({"model": "scripted", "stream": true,
+            "messages": [{"role": "user", "content": "go"}]}),
+        ),
+        (
+            "/v1/messages",
+            json!({"model": "scripted", "stream": true, "max_tokens": 100,
+            "messages": [{"role": "user", "content": "go"}]}),
+        ),
+    ];
+    for (n, (path, body)) in requests.into_iter().enumerate() {
+        leaving_scripts(&upstream);
+        let res = gw.http.post(gw.url(path)).json(&body).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK, "{path}");
+        let mut stream = res.bytes_stream();
+        let mut seen = String::new();
+        while !seen.contains("Halfway") {
+            let bytes = stream.next().await.unwrap().unwrap();
+            seen.push_str(&String::from_utf8_lossy(&bytes));
+        }
+        drop(stream); // the client leaves
+
+        let expected = json!([{"group": "disconnected", "requests": n + 1,
+            "input": 100 * (n + 1), "output": 14 * (n + 1)}]);
+        let mut rows = Value::Null;
+        for _ in 0..400 {
+            let (_, report) = gw
+                .call(Method::GET, "/v1/usage?group_by=status", None, None)
+                .await;
+            rows = report["data"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| {
+                    json!({"group": r["group"], "requests": r["requests"],
+                    "input": r["input_tokens"], "output": r["output_tokens"]})
+                })
+                .collect();
+            if rows == expected {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        assert_eq!(
+            rows, expected,
+            "{path}: the tool step's and the cut step's tokens"
+        );
+    }
+}
+
 on_both_backends!(
     each_user_reads_their_own_usage_as_json_or_csv,
     the_operator_of_a_single_user_deployment_sees_everyone,
+    a_facade_client_that_leaves_mid_stream_leaves_a_row,
 );
 
 /// A process killed mid-turn: the ledger keeps the tokens of the steps that ended before, once; the

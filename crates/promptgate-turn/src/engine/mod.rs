@@ -32,7 +32,7 @@ pub use failover::{AnsweredBy, Breakers, Failover, RetryPolicy, Route};
 pub use plan::{
     AnswerRecorder, ApprovalAnswer, CitationReview, Floor, Gate, NoHooks, Nudges, PendingApproval,
     RequestBudget, Resume, RunnableTool, SourceRef, StepPolicy, ToolTitles, TurnEnd, TurnHooks, TurnLimits,
-    TurnOutcome, TurnPlan, TurnStatus,
+    TurnOutcome, TurnPlan, TurnStatus, UsageSoFar,
 };
 pub use span_content::CONTENT_TARGET;
 pub use tools::ToolCache;

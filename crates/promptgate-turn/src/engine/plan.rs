@@ -311,6 +311,24 @@ pub trait TurnHooks: Send + Sync {
 
 /// Keeps the answer as it grows and when it ends. The engine knows nothing of storage; the service
 /// behind this decides where and how (with retries) the answer goes.
+/// What a turn has used so far: the tokens its provider reported (for the steps that ended, and
+/// for the running step once the provider reported them), and the fallback answering, if one is.
+#[derive(Debug, Default)]
+pub struct UsageSoFar(std::sync::Mutex<(Usage, Option<super::failover::AnsweredBy>)>);
+
+impl UsageSoFar {
+    pub fn get(&self) -> (Usage, Option<super::failover::AnsweredBy>) {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    pub(super) fn set(&self, usage: Usage, answered_by: Option<super::failover::AnsweredBy>) {
+        *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = (usage, answered_by);
+    }
+}
+
 pub trait AnswerRecorder: Send + Sync {
     /// The answer so far. Must return at once: a slow store may not slow the stream down, and a
     /// checkpoint that is overtaken by a newer one need never be written.
@@ -418,6 +436,9 @@ pub struct TurnPlan {
     pub record_message: bool,
     /// Where the answer is checkpointed and finally stored; `None` keeps it only in the outcome.
     pub recorder: Option<Arc<dyn AnswerRecorder>>,
+    /// Kept up to date with what the turn has used, for a caller that may drop the turn before
+    /// it ends and so never see its outcome (a facade whose client goes away).
+    pub usage_so_far: Option<Arc<UsageSoFar>>,
     /// Owns the turn's task, so a shutdown can wait for every turn it stopped.
     pub tasks: tokio_util::task::TaskTracker,
     /// Added to the metadata of the stream's `start` chunk: what was decided before the turn ran
@@ -485,6 +506,7 @@ impl TurnPlan {
             admission: None,
             record_message: true,
             recorder: None,
+            usage_so_far: None,
             tasks: tokio_util::task::TaskTracker::new(),
             citation_review: None,
             start_metadata: Map::new(),

@@ -196,7 +196,10 @@ impl Turn {
                 };
                 self.out.emit(chunk).await;
             }
-            StreamEvent::Usage(usage) => state.usage = Some(usage),
+            StreamEvent::Usage(usage) => {
+                self.report_usage(Some(&usage));
+                state.usage = Some(usage);
+            }
             StreamEvent::Finished(reason) => state.finish = Some(reason),
         }
     }

@@ -830,6 +830,20 @@ fn user_message(text: String) -> ChatMessage {
     }
 }
 
+impl Turn {
+    /// Tells a caller that asked what the turn has used: the steps that ended, plus `running`
+    /// (the running step's usage, once its provider reported it).
+    pub(super) fn report_usage(&self, running: Option<&Usage>) {
+        if let Some(so_far) = &self.plan.usage_so_far {
+            let mut total = self.usage_total.clone();
+            if let Some(step) = running {
+                add_usage(&mut total, step);
+            }
+            so_far.set(total, self.answered_by());
+        }
+    }
+}
+
 fn add_usage(total: &mut Usage, step: &Usage) {
     total.prompt_tokens += step.prompt_tokens;
     total.completion_tokens += step.completion_tokens;

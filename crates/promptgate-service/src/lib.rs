@@ -109,9 +109,7 @@ use promptgate_tools::web::{SafeFetcher, SearchBackend};
 use tokio_util::sync::CancellationToken;
 
 pub use approve::{ApprovalReply, MAX_APPROVAL_REASON, MAX_APPROVAL_REPLIES};
-pub use budgets::{
-    BudgetCheck, BudgetRefusal, MICROS_PER_UNIT, Spender, WARN_AT_PERCENT, judge, money, spent, to_micros,
-};
+pub use budgets::{BudgetCheck, BudgetRefusal, Spender, WARN_AT_PERCENT, judge, money, to_micros};
 pub use complete::{CompletionRequest, OutputCap};
 pub use error::ServiceError;
 pub use feed::{FELL_BEHIND_TEXT, Follow, FollowStream, Frames, MAX_FEED_BYTES, SendStream};

@@ -1,8 +1,9 @@
 //! Traces: the gateway exports its spans over OTLP/HTTP to a real receiver on loopback, which decodes
 //! them with the official protobuf definitions (`opentelemetry-proto`). A send that calls a web tool,
-//! an MCP tool and an integration tool, and a chat completions request, are each one trace: the
-//! caller's, continued from its `traceparent`, with the GenAI and MCP conventions' spans and
-//! attributes; the model upstream and the MCP server receive the trace context.
+//! an MCP tool and an integration tool, and a chat completions request, are each one trace: the caller's, continued from its
+//! `traceparent`, with the GenAI and MCP conventions' spans and attributes; the model upstream and
+//! the MCP server receive the trace context. A send's store calls are client spans under the
+//! database conventions, on both stores.
 //!
 //! The exporter is the process's one subscriber: it is installed once, and each test finds its own
 //! spans by the trace id it sent.
@@ -170,7 +171,7 @@ impl Trace {
             .lock()
             .unwrap()
             .iter()
-            .map(|e| e.span.name.clone())
+            .map(|e| format!("{} {}", e.span.name, hex::encode(&e.span.trace_id)))
             .collect();
         panic!("trace {trace_id} never completed; spans received: {names:?}");
     }
@@ -207,6 +208,22 @@ fn parse_traceparent(header: &str) -> (String, String) {
     let parts: Vec<&str> = header.split('-').collect();
     assert_eq!(parts.len(), 4, "{header}");
     (parts[1].to_owned(), parts[2].to_owned())
+}
+
+/// Sends `words` in `thread` through `POST /v1/chat` (the newest UI stream) as a caller with
+/// `traceparent`, and reads the answer's stream.
+async fn traced_send(gw: &Gateway, traceparent: &str, thread: &str, words: &str) -> common::Sse {
+    let res = gw
+        .http
+        .post(gw.url("/v1/chat"))
+        .header(NEWEST_UI_STREAM.0, NEWEST_UI_STREAM.1)
+        .header("traceparent", traceparent)
+        .json(&use_chat_body(thread, words, "scripted"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    common::parse_sse(StatusCode::OK, Default::default(), &res.text().await.unwrap())
 }
 
 /// An MCP server with one tool, `lookup`, that keeps the `_meta.traceparent` and the
@@ -286,17 +303,7 @@ async fn a_send_with_web_mcp_and_integration_tools_is_one_trace_with_the_genai_s
     ]));
     upstream.push(text(["High water is at 14:10."]));
     let (trace_id, caller_span, traceparent) = caller_context();
-    let res = gw
-        .http
-        .post(gw.url("/v1/chat"))
-        .header(NEWEST_UI_STREAM.0, NEWEST_UI_STREAM.1)
-        .header("traceparent", &traceparent)
-        .json(&use_chat_body("tides", SECRET_WORDS, "scripted"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::OK);
-    let answer = common::parse_sse(StatusCode::OK, Default::default(), &res.text().await.unwrap());
+    let answer = traced_send(&gw, &traceparent, "tides", SECRET_WORDS).await;
     assert_eq!(answer.text(), "High water is at 14:10.");
     // The answer names its trace, and its page in the configured trace UI.
     let start = answer.of_type("start")[0]["messageMetadata"].clone();
@@ -555,16 +562,7 @@ async fn with_content_capture_on_the_spans_carry_the_prompt_the_answer_and_the_t
     )]));
     upstream.push(text(["High water is at 14:10."]));
     let (trace_id, _, traceparent) = caller_context();
-    let res = gw
-        .http
-        .post(gw.url("/v1/chat"))
-        .header("traceparent", &traceparent)
-        .json(&use_chat_body("tides-content", SECRET_WORDS, "scripted"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::OK);
-    res.text().await.unwrap();
+    traced_send(&gw, &traceparent, "tides-content", SECRET_WORDS).await;
 
     let trace = Trace::wait(&trace_id, |t| {
         t.named("chat upstream-model").len() == 2 && t.named("execute_tool notes_lookup").len() == 1
@@ -623,3 +621,141 @@ async fn with_content_capture_on_the_spans_carry_the_prompt_the_answer_and_the_t
             .contains("high water at 14:10")
     );
 }
+
+/// The store's name in `db.system.name`.
+fn db_system(backend: &Backend) -> &'static str {
+    match backend {
+        Backend::Sqlite => "sqlite",
+        Backend::Postgres => "postgresql",
+    }
+}
+
+/// A send in a project whose model searches the project's other chats: the store calls the send
+/// is made of (the budget check, the thread's claim, the history, the user's message, the final
+/// save) are client spans under its request, beside the turn, and the search is one under the
+/// tool call; they name the database and the operation, never what was asked or stored.
+async fn a_sends_store_calls_are_client_spans_in_its_trace(backend: Backend) {
+    receiver();
+    let system = db_system(&backend);
+    let (gw, upstream) = common::single_user_gateway(backend).await;
+    let (status, project) = gw.post("/v1/projects", json!({"name": "Garden"})).await;
+    assert_eq!(status, StatusCode::CREATED, "{project}");
+    let pid = project["id"].as_str().unwrap();
+    for thread in ["roses", "now"] {
+        let (status, body) = gw
+            .post("/v1/threads", json!({"id": thread, "project_id": pid}))
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
+    upstream.push(text(["Noted."]));
+    let said = gw
+        .stream(
+            "/v1/chat",
+            use_chat_body("roses", "Roses like compost in early spring.", "scripted"),
+        )
+        .await;
+    assert_eq!(said.text(), "Noted.");
+
+    upstream.push(tool_calls(&[(
+        "p1",
+        "search_project_chats",
+        &[r#"{"query": "compost"}"#],
+    )]));
+    upstream.push(text(["Found it."]));
+    let (trace_id, _, traceparent) = caller_context();
+    let answer = traced_send(&gw, &traceparent, "now", "what did I say about compost?").await;
+    assert_eq!(answer.text(), "Found it.");
+    let output = answer
+        .of_type("tool-output-available")
+        .into_iter()
+        .find(|e| e["toolCallId"] == "p1")
+        .expect("the search answered");
+    assert_eq!(output["output"]["hits"][0]["thread_id"], "roses", "{output}");
+
+    const SAVE: &str = "UPDATE messages INSERT usage_ledger";
+    let trace = Trace::wait(&trace_id, |t| {
+        t.named("POST /v1/chat").len() == 1
+            && t.named("execute_tool search_project_chats").len() == 1
+            && t.named("SELECT messages").len() == 1
+            && t.named(SAVE).len() == 1
+    })
+    .await;
+    let server_span = trace.one("POST /v1/chat");
+    let agent = trace.one("invoke_agent promptgate");
+    assert_eq!(agent.parent_span_id, server_span.span_id);
+    let db_spans: Vec<&Span> = trace
+        .0
+        .iter()
+        .map(|e| &e.span)
+        .filter(|s| value(&s.attributes, "db.system.name").is_some())
+        .collect();
+    for span in &db_spans {
+        assert_eq!(span.kind, SpanKind::Client as i32, "{}", span.name);
+        assert_eq!(
+            string(&span.attributes, "db.system.name").as_deref(),
+            Some(system),
+            "{}",
+            span.name
+        );
+        assert_eq!(
+            string(&span.attributes, "db.query.summary").as_deref(),
+            Some(span.name.as_str())
+        );
+        // What was asked or stored is in no attribute: only the operation and the table.
+        for kv in &span.attributes {
+            let text = format!("{:?}", kv.value);
+            assert!(!text.contains("compost"), "{}: {}: {text}", span.name, kv.key);
+        }
+    }
+
+    // Before the turn, under the send's request: the checks, the claim, the reads and the user's
+    // message; the answer's final save is the turn's last act.
+    for (name, operation, collection, parent) in [
+        ("SELECT budgets budget_spend", Some("SELECT"), None, server_span),
+        (
+            "INSERT turn_claims",
+            Some("INSERT"),
+            Some("turn_claims"),
+            server_span,
+        ),
+        ("SELECT threads messages", Some("SELECT"), None, server_span),
+        ("INSERT messages", Some("INSERT"), Some("messages"), server_span),
+        (SAVE, None, None, agent),
+    ] {
+        let span = trace.one(name);
+        assert_eq!(span.parent_span_id, parent.span_id, "{name}");
+        assert_eq!(
+            string(&span.attributes, "db.operation.name").as_deref(),
+            operation,
+            "{name}"
+        );
+        assert_eq!(
+            string(&span.attributes, "db.collection.name").as_deref(),
+            collection,
+            "{name}"
+        );
+    }
+    // The answer is saved once the turn has its outcome: after its last model call, and the turn
+    // ends with it.
+    let last_chat_end = trace
+        .named("chat upstream-model")
+        .iter()
+        .map(|c| c.end_time_unix_nano)
+        .max()
+        .unwrap();
+    let save = trace.one(SAVE);
+    assert!(save.start_time_unix_nano >= last_chat_end);
+    assert!(agent.end_time_unix_nano >= save.end_time_unix_nano);
+
+    // The search of the project's chats belongs to the tool call that asked for it.
+    let tool = trace.one("execute_tool search_project_chats");
+    let search = trace.one("SELECT messages");
+    assert_eq!(search.parent_span_id, tool.span_id);
+    assert_eq!(
+        string(&search.attributes, "db.collection.name").as_deref(),
+        Some("messages")
+    );
+    assert_eq!(db_spans.len(), 6, "{:?}", trace.names());
+}
+
+common::on_both_backends!(a_sends_store_calls_are_client_spans_in_its_trace);

@@ -1,6 +1,7 @@
 //! Traces: the gateway exports its spans over OTLP/HTTP to a real receiver on loopback, which decodes
 //! them with the official protobuf definitions (`opentelemetry-proto`). A send that calls a web tool,
-//! an MCP tool and an integration tool, and a chat completions request, are each one trace: the caller's, continued from its
+//! an MCP tool and an integration tool, and a chat completions, Responses or Messages request (the
+//! last two from the official clients), are each one trace: the caller's, continued from its
 //! `traceparent`, with the GenAI and MCP conventions' spans and attributes; the model upstream and
 //! the MCP server receive the trace context. A send's store calls are client spans under the
 //! database conventions, on both stores.
@@ -759,3 +760,93 @@ async fn a_sends_store_calls_are_client_spans_in_its_trace(backend: Backend) {
 }
 
 common::on_both_backends!(a_sends_store_calls_are_client_spans_in_its_trace);
+
+/// The request's server span, the turn under it and its model call, with the GenAI attributes, as
+/// the Responses and Messages facades give them to an official client's streamed request.
+fn assert_facade_trace(trace: &Trace, route: &str) {
+    let server_span = trace.one(&format!("POST {route}"));
+    assert_eq!(server_span.kind, SpanKind::Server as i32);
+    assert_eq!(
+        string(&server_span.attributes, "http.route").as_deref(),
+        Some(route)
+    );
+    assert_eq!(
+        int(&server_span.attributes, "http.response.status_code"),
+        Some(200)
+    );
+    let agent = trace.one("invoke_agent promptgate");
+    assert_eq!(agent.parent_span_id, server_span.span_id, "{route}");
+    let chat = trace.one("chat upstream-model");
+    assert_eq!(chat.parent_span_id, agent.span_id, "{route}");
+    assert_eq!(chat.kind, SpanKind::Client as i32);
+    for (key, expected) in [
+        ("gen_ai.operation.name", "chat"),
+        ("gen_ai.provider.name", "openai"),
+        ("gen_ai.request.model", "upstream-model"),
+        ("gen_ai.response.finish_reasons", "stop"),
+    ] {
+        assert_eq!(
+            string(&chat.attributes, key).as_deref(),
+            Some(expected),
+            "{route}: {key}"
+        );
+    }
+    assert_eq!(
+        int(&chat.attributes, "gen_ai.usage.input_tokens"),
+        Some(10),
+        "{route}"
+    );
+    assert_eq!(
+        int(&chat.attributes, "gen_ai.usage.output_tokens"),
+        Some(1),
+        "{route}"
+    );
+}
+
+#[tokio::test]
+async fn responses_and_messages_requests_from_the_official_clients_are_traced() {
+    let Some(dir) =
+        crate::js_clients::js_dir_with(&["node_modules/openai", "node_modules/@anthropic-ai/sdk"])
+    else {
+        return;
+    };
+    receiver();
+    let (gw, upstream) = common::single_user_gateway(Backend::Sqlite).await;
+    upstream.push(text(["Hello."]));
+    upstream.push(text(["Goodbye."]));
+    let (responses_trace, responses_caller, responses_parent) = caller_context();
+    let (messages_trace, messages_caller, messages_parent) = caller_context();
+    let (ok, result) = crate::js_clients::run_node(
+        dir,
+        vec![
+            "traced-facades-check.mjs".into(),
+            format!("http://{}", gw.addr),
+            "scripted".into(),
+            responses_parent,
+            messages_parent,
+        ],
+    )
+    .await;
+    assert!(ok, "a client rejected the gateway: {result}");
+    assert_eq!(result["responses"]["text"], "Hello.");
+    assert_eq!(result["messages"]["text"], "Goodbye.");
+
+    for (trace_id, caller, route) in [
+        (responses_trace, responses_caller, "/v1/responses"),
+        (messages_trace, messages_caller, "/v1/messages"),
+    ] {
+        let server_name = format!("POST {route}");
+        let trace = Trace::wait(&trace_id, |t| {
+            t.named(&server_name).len() == 1
+                && t.named("invoke_agent promptgate").len() == 1
+                && t.named("chat upstream-model").len() == 1
+        })
+        .await;
+        assert_eq!(
+            hex::encode(&trace.one(&server_name).parent_span_id),
+            caller,
+            "{route} continues the client's trace"
+        );
+        assert_facade_trace(&trace, route);
+    }
+}

@@ -16,8 +16,8 @@ const MAX_EXPIRY_SECS: u64 = 7 * 24 * 3600;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ApprovalConfig {
-    /// `by_kind`: tools that change things ask by default (the writing built-ins, MCP tools by
-    /// their annotations); `allow` (the default): a tool nobody chose a policy for runs at once.
+    /// `by_kind` (the default): tools that change things ask (the writing built-ins, MCP tools by
+    /// their annotations); `allow`: a tool nobody chose a policy for runs at once.
     pub defaults: Defaults,
     /// Seconds a call waits for its approval; unanswered, it is denied and the model told so.
     pub expiry_secs: u64,
@@ -34,8 +34,8 @@ pub struct ApprovalConfig {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Defaults {
-    #[default]
     Allow,
+    #[default]
     ByKind,
 }
 

@@ -244,6 +244,10 @@ pub fn scripted_config(mode: AuthMode, base_url: &str) -> Config {
 }
 
 /// [`scripted_config`] with more TOML appended (tables the embedded default does not set).
+///
+/// Unless that TOML has an `[approval]` table, every tool runs at once (`defaults = "allow"`): these
+/// tests read the newest UI stream, whose client is asked before a tool that changes things runs by
+/// default, and only the approval tests are about that wait.
 pub fn scripted_config_with(mode: AuthMode, base_url: &str, extra_toml: &str) -> Config {
     let text = format!(
         "{EMBEDDED_DEFAULT}\n{extra_toml}\n[[providers]]\nname = \"scripted\"\nkind = \"openai\"\nbase_url = \"{base_url}\"\n\
@@ -252,6 +256,9 @@ pub fn scripted_config_with(mode: AuthMode, base_url: &str, extra_toml: &str) ->
     );
     let mut config = Config::parse(&text).unwrap();
     config.auth.mode = mode;
+    if !extra_toml.contains("[approval]") {
+        config.approval.defaults = promptgate_server::config::approval::Defaults::Allow;
+    }
     config
 }
 

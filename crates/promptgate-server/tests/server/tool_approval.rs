@@ -399,13 +399,13 @@ async fn the_ai_sdks_chat_approves_and_denies_and_continues_its_message() {
     }
 }
 
-/// The preview names each tool's policy: the kind's default (when the operator turns defaults by
-/// kind on), the user's choice, and the operator's floor over it.
+/// The preview names each tool's policy: the kind's default (the shipped `defaults`, which this
+/// config leaves as it is), the user's choice, and the operator's floor over it.
 #[tokio::test]
 async fn the_prompt_preview_shows_each_tools_policy() {
     let (gw, _upstream) = gateway(
         Backend::Sqlite,
-        "[approval]\ndefaults = \"by_kind\"\nfloors = { deleteTasks = \"deny\" }\n",
+        "[approval]\nfloors = { deleteTasks = \"deny\" }\n",
     )
     .await;
     let choices = json!({"tools": {"deleteTasks": "allow", "getTasks": "ask"}});

@@ -332,6 +332,11 @@ impl Service {
     /// Stops the thread's running turn on whichever instance runs it. True when a turn was asked
     /// to stop. Without the store, only a turn of this instance can be reached.
     pub async fn stop(&self, user_id: &str, thread_id: &str) -> bool {
+        // A question a call of the turn waits on is over at once, wherever the call runs: an
+        // answer sent after Stop is refused, not taken by a call that is going away.
+        if let Err(err) = self.store.cancel_questions(user_id, thread_id).await {
+            tracing::warn!(thread = thread_id, error = %err, "cannot cancel the thread's waiting questions");
+        }
         if self.live.stop(user_id, thread_id) {
             return true;
         }
@@ -463,7 +468,7 @@ impl Service {
                     }
                 }
                 Ok(TurnSignal::Follow { turn_id }) => self.mirror(&turn_id),
-                Ok(TurnSignal::Frames { .. }) => {}
+                Ok(TurnSignal::Frames { .. } | TurnSignal::Answered { .. }) => {}
                 // Missed signals: stop and follow requests are also read by the heartbeat.
                 Err(RecvError::Lagged(_)) => {}
                 Err(RecvError::Closed) => return,

@@ -193,6 +193,12 @@ const MIGRATIONS: &[SchemaVersion] = &[
         postgres: include_str!("../../../migrations/postgres/0022_keys_budgets.sql"),
         sqlite: Some(include_str!("../../../migrations/sqlite/0022_keys_budgets.sql")),
     },
+    SchemaVersion {
+        version: 23,
+        name: "tool questions",
+        postgres: include_str!("../../../migrations/postgres/0023_tool_questions.sql"),
+        sqlite: Some(include_str!("../../../migrations/sqlite/0023_tool_questions.sql")),
+    },
 ];
 
 const SQLITE_BUSY_TIMEOUT_MS: u32 = 5_000;

@@ -8,12 +8,12 @@ use axum::Json;
 use axum::extract::{Path, State};
 use promptgate_service::{ElicitationAction, ElicitationReply};
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::validate::bounded_text;
 use crate::auth::CurrentUser;
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
 use crate::state::AppState;
 
@@ -52,14 +52,41 @@ pub fn routes() -> ApiRouter<AppState> {
         )
 }
 
+/// A question as the user is shown it: the `data` of its `data-elicitation` part.
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ShownElicitation {
+    pub elicitation_id: String,
+    /// The MCP server that asks, by the name the user gave it.
+    pub server: String,
+    /// The tool call that waits for the answer.
+    pub tool_call_id: String,
+    /// `form` (fill in `requestedSchema`) or `url` (open `url` outside the app).
+    pub mode: String,
+    /// `waiting`, then `accepted`, `declined`, `cancelled` (by the user or Stop) or `expired`.
+    pub state: String,
+    pub message: String,
+    /// Form mode: a flat JSON Schema object of string, number, integer, boolean and choice fields.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_schema: Option<Value>,
+    /// URL mode: http(s) only; never fetched by the server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// How long the call waits for the answer from when it asked.
+    pub expires_in_secs: u64,
+}
+
+fn shown(data: Value) -> Option<ShownElicitation> {
+    serde_json::from_value(data).ok()
+}
+
 async fn list(
     State(state): State<AppState>,
     user: CurrentUser,
     Path(thread_id): Path<String>,
-) -> ApiResult<Json<Vec<Value>>> {
-    Ok(Json(
-        state.service.waiting_elicitations(&user.id, &thread_id).await?,
-    ))
+) -> ApiResult<Json<Vec<ShownElicitation>>> {
+    let waiting = state.service.waiting_elicitations(&user.id, &thread_id).await?;
+    Ok(Json(waiting.into_iter().filter_map(shown).collect()))
 }
 
 /// The user's answer, as the server receives it.
@@ -88,7 +115,7 @@ async fn answer(
     user: CurrentUser,
     Path((thread_id, elicitation_id)): Path<(String, String)>,
     ApiJson(body): ApiJson<ElicitationAnswerBody>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ShownElicitation>> {
     bounded_text("elicitation_id", &elicitation_id, MAX_ID_CHARS)?;
     let action = match body.action {
         AnswerAction::Accept => ElicitationAction::Accept,
@@ -99,9 +126,12 @@ async fn answer(
         action,
         content: body.content.map(Value::Object),
     };
-    let shown = state
+    let data = state
         .service
         .answer_elicitation(&user.id, &thread_id, &elicitation_id, reply)
         .await?;
-    Ok(Json(shown))
+    shown(data).map(Json).ok_or_else(|| {
+        tracing::error!("a kept elicitation does not read back");
+        ApiError::internal()
+    })
 }

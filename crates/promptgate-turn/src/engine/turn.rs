@@ -927,6 +927,12 @@ fn user_facing_error(err: &LlmError) -> String {
     }
 }
 
+/// What a step's running calls produced next: a part to show, or a call's end (`None`: all ended).
+enum Running<T> {
+    Shown(UiChunk),
+    Done(Option<T>),
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -969,10 +975,4 @@ mod tests {
         assert_eq!(error_code(&errors[6]), Some(CONTEXT_TOO_LONG));
         assert_eq!(error_code(&errors[1]), None);
     }
-}
-
-/// What a step's running calls produced next: a part to show, or a call's end (`None`: all ended).
-enum Running<T> {
-    Shown(UiChunk),
-    Done(Option<T>),
 }

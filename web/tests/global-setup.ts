@@ -52,6 +52,18 @@ export default async function globalSetup() {
   const mcp = spawn(process.execPath, [mcpEntry, 'streamableHttp'], { env: { ...process.env, PORT: String(mcpPort) }, stdio: 'ignore' });
   children.push(mcp);
 
+  // The Python SDK's server whose tool asks the user mid-call (elicitation); without its Python the
+  // elicitation tests skip, except in CI.
+  const python = process.env.PROMPTGATE_TEST_PY_PEER_PYTHON;
+  let elicitPort: number | undefined;
+  if (python) {
+    elicitPort = await freePort();
+    const script = path.join(repo, 'crates/promptgate-mcp/tests/peers/py_elicit_peer.py');
+    children.push(spawn(python, [script, String(elicitPort)], { stdio: 'ignore' }));
+  } else if (process.env.CI === 'true') {
+    throw new Error('PROMPTGATE_TEST_PY_PEER_PYTHON is not set: CI must run crates/promptgate-mcp/tests/peers/install.sh');
+  }
+
   const stopAll = () => {
     for (const child of children) child.kill('SIGTERM');
   };
@@ -154,6 +166,10 @@ upstream_model = "upstream-model"
   process.env.PROMPTGATE_ADMIN_TOKEN = adminToken;
   process.env.PROMPTGATE_BASE_URL = base;
   process.env.PROMPTGATE_MCP_URL = `http://127.0.0.1:${mcpPort}/mcp`;
+  if (elicitPort) {
+    await waitFor(`http://127.0.0.1:${elicitPort}/mcp`, 'the Python elicitation peer');
+    process.env.PROMPTGATE_ELICIT_MCP_URL = `http://127.0.0.1:${elicitPort}/mcp`;
+  }
   process.env.PROMPTGATE_SCREENSHOTS = process.env.PROMPTGATE_SCREENSHOTS ?? path.join(web, 'screenshots');
   fs.mkdirSync(process.env.PROMPTGATE_SCREENSHOTS, { recursive: true });
 

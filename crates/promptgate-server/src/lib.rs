@@ -34,6 +34,7 @@ pub mod secrets;
 pub mod sse;
 pub mod state;
 pub mod telemetry;
+mod telemetry_polls;
 pub mod ui;
 pub mod ui_stream;
 pub mod user_limits;

@@ -58,17 +58,22 @@ where
     S: Subscriber + for<'span> LookupSpan<'span>,
 {
     let tracer = provider.tracer("promptgate");
-    tracing_opentelemetry::layer()
+    let exporting = tracing_opentelemetry::layer()
         .with_tracer(tracer)
         // Source locations and thread names on every span cost more than they tell here.
         .with_location(false)
         .with_threads(false)
         .with_tracked_inactivity(false)
+        // Nothing here reads the active OpenTelemetry context (propagation asks the `tracing`
+        // span for its context), so entering a span need not activate it; the layer is then
+        // kept out of enters and exits altogether (see `telemetry_polls`).
+        .with_context_activation(false)
         .with_target(false)
         .with_filter(filter_fn(move |meta| {
             (meta.is_span() && meta.target().starts_with(EXPORTED_TARGETS))
                 || (capture_content && meta.target() == promptgate_service::deployment::CONTENT_TARGET)
-        }))
+        }));
+    crate::telemetry_polls::WithoutPolls(exporting)
 }
 
 /// Keeps the provider, so [`shutdown`] can flush what is still queued.

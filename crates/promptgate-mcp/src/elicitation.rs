@@ -162,3 +162,95 @@ impl Elicitors {
         elicitor.ask(ask, ended).await.into_result()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// Answers every question with `answer` and keeps what it was asked.
+    struct Recorder {
+        asked: Mutex<Vec<ElicitationAsk>>,
+        answer: ElicitationAnswer,
+    }
+
+    impl Elicitor for Recorder {
+        fn ask(&self, ask: ElicitationAsk, _: CancellationToken) -> BoxFuture<'static, ElicitationAnswer> {
+            self.asked.lock().unwrap().push(ask);
+            let answer = self.answer.clone();
+            Box::pin(async move { answer })
+        }
+
+        fn user_time(&self) -> Duration {
+            Duration::ZERO
+        }
+    }
+
+    fn recorder(answer: ElicitationAnswer) -> Arc<Recorder> {
+        Arc::new(Recorder {
+            asked: Mutex::new(Vec::new()),
+            answer,
+        })
+    }
+
+    fn url_question() -> ElicitRequestParams {
+        ElicitRequestParams::UrlElicitationParams {
+            meta: None,
+            message: "Sign in".into(),
+            url: "https://accounts.example.com/link".into(),
+            elicitation_id: "link-1".into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_question_goes_to_the_one_call_in_flight_and_its_answer_back() {
+        let elicitors = Elicitors::default();
+        let call = recorder(ElicitationAnswer::Accept(None));
+        let registered = elicitors.register(call.clone());
+        let result = elicitors.answer(url_question()).await;
+        assert_eq!(result.action, ElicitationAction::Accept);
+        assert_eq!(result.content, None);
+        assert_eq!(
+            call.asked.lock().unwrap().as_slice(),
+            [ElicitationAsk::Url {
+                message: "Sign in".into(),
+                url: "https://accounts.example.com/link".into(),
+                elicitation_id: "link-1".into(),
+            }]
+        );
+        drop(registered);
+        // The call ended: nobody can answer any more.
+        assert_eq!(
+            elicitors.answer(url_question()).await.action,
+            ElicitationAction::Decline
+        );
+    }
+
+    #[tokio::test]
+    async fn with_several_calls_in_flight_the_question_is_declined_unseen() {
+        let elicitors = Elicitors::default();
+        let first = recorder(ElicitationAnswer::Accept(None));
+        let second = recorder(ElicitationAnswer::Accept(None));
+        let _one = elicitors.register(first.clone());
+        let _two = elicitors.register(second.clone());
+        assert_eq!(
+            elicitors.answer(url_question()).await.action,
+            ElicitationAction::Decline
+        );
+        assert!(first.asked.lock().unwrap().is_empty());
+        assert!(second.asked.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn the_end_of_a_call_ends_its_open_question() {
+        let elicitors = Elicitors::default();
+        let registered = elicitors.register(recorder(ElicitationAnswer::Decline));
+        let ended = registered.ended.clone();
+        assert!(!ended.is_cancelled());
+        drop(registered);
+        assert!(ended.is_cancelled());
+    }
+}

@@ -488,6 +488,28 @@ mod tests {
     }
 
     #[test]
+    fn a_data_part_sent_again_with_its_id_replaces_the_first() {
+        let asked = |id: &str, state: &str| UiChunk::DataElicitation {
+            id: id.into(),
+            data: json!({"state": state}),
+        };
+        let builder = build(&[
+            UiChunk::StartStep,
+            asked("e1", "waiting"),
+            asked("e2", "waiting"),
+            asked("e1", "accepted"),
+        ]);
+        assert_eq!(
+            builder.parts(),
+            vec![
+                json!({"type": "step-start"}),
+                json!({"type": "data-elicitation", "id": "e1", "data": {"state": "accepted"}}),
+                json!({"type": "data-elicitation", "id": "e2", "data": {"state": "waiting"}}),
+            ]
+        );
+    }
+
+    #[test]
     fn text_and_reasoning_parts_carry_their_state() {
         let builder = build(&[
             UiChunk::Start {

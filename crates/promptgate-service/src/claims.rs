@@ -332,17 +332,19 @@ impl Service {
     /// Stops the thread's running turn on whichever instance runs it. True when a turn was asked
     /// to stop. Without the store, only a turn of this instance can be reached.
     pub async fn stop(&self, user_id: &str, thread_id: &str) -> bool {
-        // A question a call of the turn waits on is over at once, wherever the call runs: an
-        // answer sent after Stop is refused, not taken by a call that is going away.
-        if let Err(err) = self.store.cancel_questions(user_id, thread_id).await {
-            tracing::warn!(thread = thread_id, error = %err, "cannot cancel the thread's waiting questions");
-        }
         if self.live.stop(user_id, thread_id) {
+            // The stopped call cancels the question it waits on as it goes; this makes sure without
+            // making Stop wait for the store (it must not, in an outage).
+            self.cancel_questions_later(user_id, thread_id);
             return true;
         }
         match self.store.request_turn_stop(user_id, thread_id).await {
             Ok(Some(running)) => {
                 tracing::info!(thread = thread_id, turn = %running.turn_id, owner = %running.instance_id, "stop sent to the turn's instance");
+                // An answer sent from now on is refused, not taken by a call that is going away.
+                if let Err(err) = self.store.cancel_questions(user_id, thread_id).await {
+                    tracing::warn!(thread = thread_id, error = %err, "cannot cancel the thread's waiting questions");
+                }
                 true
             }
             // No turn runs; the thread may wait for an approval, which Stop cancels.
@@ -358,6 +360,16 @@ impl Service {
                 false
             }
         }
+    }
+
+    /// Cancels the questions the thread's calls wait on, in the background.
+    fn cancel_questions_later(&self, user_id: &str, thread_id: &str) {
+        let (store, user_id, thread_id) = (self.store.clone(), user_id.to_owned(), thread_id.to_owned());
+        self.tasks.spawn(async move {
+            if let Err(err) = store.cancel_questions(&user_id, &thread_id).await {
+                tracing::warn!(thread = %thread_id, error = %err, "cannot cancel the thread's waiting questions");
+            }
+        });
     }
 
     /// Starts this instance's heartbeat (renewing its turns' leases, sweeping the expired claims of

@@ -1,5 +1,6 @@
 // Starts what the browser tests run against, all on loopback: the scripted upstream (model and
-// search), the official MCP "everything" server, and a real promptgate binary on a fresh SQLite
+// search), the official MCP "everything" server, the OAuth-protected MCP server built on the
+// official Python SDK (when its venv is installed), and a real promptgate binary on a fresh SQLite
 // database serving the built app.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -52,16 +53,20 @@ export default async function globalSetup() {
   const mcp = spawn(process.execPath, [mcpEntry, 'streamableHttp'], { env: { ...process.env, PORT: String(mcpPort) }, stdio: 'ignore' });
   children.push(mcp);
 
-  // The Python SDK's server whose tool asks the user mid-call (elicitation); without its Python the
-  // elicitation tests skip, except in CI.
+  // The Python SDK's peers: the auth peer (an authorization server and MCP server in one,
+  // consenting at once) and the server whose tool asks the user mid-call (elicitation). Without
+  // their Python the tests that need them skip, except in CI.
   const python = process.env.PROMPTGATE_TEST_PY_PEER_PYTHON;
-  let elicitPort: number | undefined;
-  if (python) {
-    elicitPort = await freePort();
+  if (!python && process.env.CI === 'true') throw new Error('PROMPTGATE_TEST_PY_PEER_PYTHON is not set: run crates/promptgate-mcp/tests/peers/install.sh');
+  const authPort = python ? await freePort() : 0;
+  const authPeer = python
+    ? spawn(python, [path.join(repo, 'crates/promptgate-mcp/tests/peers/py_auth_peer.py'), String(authPort)], { stdio: 'ignore' })
+    : undefined;
+  if (authPeer) children.push(authPeer);
+  const elicitPort = python ? await freePort() : undefined;
+  if (python && elicitPort) {
     const script = path.join(repo, 'crates/promptgate-mcp/tests/peers/py_elicit_peer.py');
     children.push(spawn(python, [script, String(elicitPort)], { stdio: 'ignore' }));
-  } else if (process.env.CI === 'true') {
-    throw new Error('PROMPTGATE_TEST_PY_PEER_PYTHON is not set: CI must run crates/promptgate-mcp/tests/peers/install.sh');
   }
 
   const stopAll = () => {
@@ -87,6 +92,8 @@ export default async function globalSetup() {
     const dir = path.join(tmp, name);
     fs.mkdirSync(dir);
     const configPath = path.join(dir, 'promptgate.toml');
+    // `{base}` in `extra` is where browsers reach this gateway.
+    extra = extra.replaceAll('{base}', `http://127.0.0.1:${port}`);
     fs.writeFileSync(
       configPath,
       `listen = "127.0.0.1:${port}"
@@ -135,6 +142,10 @@ on_disconnect = "continue"
 
 # Traces go to the scripted upstream's collector stand-in; the inspector links each answer to a
 # trace UI that need not exist for the link to be checked.
+# OAuth for MCP servers sends the browser back to this gateway.
+[mcp]
+oauth_redirect_base_url = "{base}"
+
 [telemetry]
 enabled = true
 endpoint = "http://127.0.0.1:${upstreamPort}"
@@ -160,6 +171,10 @@ upstream_model = "upstream-model"
   const adminToken = /\b(pg_[A-Za-z0-9_-]+)/.exec(root.stdout ?? '')?.[1];
   if (!adminToken) throw new Error(`users create --admin printed no token:\n${root.stdout}\n${root.stderr}`);
   await waitFor(`http://127.0.0.1:${mcpPort}/mcp`, 'server-everything', mcp);
+  if (authPeer) {
+    await waitFor(`http://127.0.0.1:${authPort}/mcp`, 'the Python auth peer', authPeer);
+    process.env.PROMPTGATE_AUTH_MCP_URL = `http://127.0.0.1:${authPort}/mcp`;
+  }
 
   process.env.PROMPTGATE_TOKENS_BASE_URL = tokens.base;
   process.env.PROMPTGATE_TEST_TOKEN = token;

@@ -1,5 +1,5 @@
-//! Traces: the OpenTelemetry layer under `tracing`, exporting over OTLP/HTTP (protobuf) when
-//! `[telemetry]` or the standard `OTEL_*` variables turn it on.
+//! Traces: the OpenTelemetry layer under `tracing`, exporting over OTLP/HTTP (protobuf) or OTLP/gRPC
+//! when `[telemetry]` or the standard `OTEL_*` variables turn it on.
 //!
 //! Which spans are exported: the ones on targets under `promptgate::` (the HTTP request's server
 //! span and the GenAI and MCP spans of turns, tools and upstream calls); the rest of the code's
@@ -22,7 +22,7 @@ use tracing_subscriber::Layer;
 use tracing_subscriber::filter::filter_fn;
 use tracing_subscriber::registry::LookupSpan;
 
-use crate::config::TelemetryConfig;
+use crate::config::{OtlpProtocol, TelemetryConfig};
 
 /// The target prefix of the spans that are exported; the GenAI spans use `promptgate::otel`, which
 /// the logs leave out.
@@ -32,15 +32,15 @@ pub const TRACE_ONLY_TARGET: &str = "promptgate::otel";
 /// The provider behind the installed layer, kept to flush it at shutdown.
 static PROVIDER: OnceLock<SdkTracerProvider> = OnceLock::new();
 
-/// The tracer provider `config` asks for: an OTLP/HTTP exporter behind a batch processor.
+/// The runtime the gRPC exporter's connection lives on (see [`grpc_exporter`]).
+static GRPC_RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+
+/// The tracer provider `config` asks for: an OTLP exporter behind a batch processor.
 pub fn provider(config: &TelemetryConfig) -> anyhow::Result<SdkTracerProvider> {
-    let mut exporter = SpanExporter::builder()
-        .with_http()
-        .with_protocol(Protocol::HttpBinary);
-    if let Some(endpoint) = config.endpoint.as_deref() {
-        exporter = exporter.with_endpoint(format!("{}/v1/traces", endpoint.trim_end_matches('/')));
-    }
-    let exporter = exporter.build()?;
+    let exporter = match config.protocol {
+        OtlpProtocol::HttpProtobuf => http_exporter(config)?,
+        OtlpProtocol::Grpc => grpc_exporter(config)?,
+    };
     let resource = Resource::builder()
         .with_service_name(config.service_name.clone())
         .build();
@@ -48,6 +48,39 @@ pub fn provider(config: &TelemetryConfig) -> anyhow::Result<SdkTracerProvider> {
         .with_batch_exporter(exporter)
         .with_resource(resource)
         .build())
+}
+
+fn http_exporter(config: &TelemetryConfig) -> anyhow::Result<SpanExporter> {
+    let mut exporter = SpanExporter::builder()
+        .with_http()
+        .with_protocol(Protocol::HttpBinary);
+    if let Some(endpoint) = config.endpoint.as_deref() {
+        exporter = exporter.with_endpoint(format!("{}/v1/traces", endpoint.trim_end_matches('/')));
+    }
+    Ok(exporter.build()?)
+}
+
+/// tonic's client is built, and its connection driven, on a Tokio runtime. The exporter is made
+/// before the server's runtime exists and sends from the batch processor's own thread, so the
+/// connection gets a one-thread runtime of its own, kept for the life of the process.
+fn grpc_exporter(config: &TelemetryConfig) -> anyhow::Result<SpanExporter> {
+    let runtime = match GRPC_RUNTIME.get() {
+        Some(runtime) => runtime,
+        None => {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("otlp-grpc")
+                .enable_all()
+                .build()?;
+            GRPC_RUNTIME.get_or_init(|| runtime)
+        }
+    };
+    let _inside = runtime.enter();
+    let mut exporter = SpanExporter::builder().with_tonic();
+    if let Some(endpoint) = config.endpoint.as_deref() {
+        exporter = exporter.with_endpoint(endpoint);
+    }
+    Ok(exporter.build()?)
 }
 
 /// The layer that turns the exported spans of `provider` into OpenTelemetry spans. With

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use promptgate_core::budget::WebBudget;
 use promptgate_core::sources::SourceRegistry;
-use promptgate_store::{ClaimOutcome, NewTurnClaim, RetryLookup, RetrySave, Store, TurnSignal};
+use promptgate_store::{ClaimOutcome, NewTurnClaim, RetryLookup, RetrySave, Store, StoreCall, TurnSignal};
 use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
@@ -283,7 +283,8 @@ impl Service {
             message_id,
             instance_id: &self.instance.id,
         };
-        match self.store.claim_turn(&claim, self.config.instance.lease).await? {
+        let claimed = self.store.claim_turn(&claim, self.config.instance.lease);
+        match self.store.traced(StoreCall::ClaimTurn, claimed).await? {
             ClaimOutcome::Claimed => {}
             ClaimOutcome::TookOver {
                 interrupted_turn,

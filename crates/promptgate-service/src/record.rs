@@ -11,7 +11,9 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use promptgate_store::{MessageStatus, NewApproval, NewMessage, Role, Store, StoreError, UsageRecord};
+use promptgate_store::{
+    MessageStatus, NewApproval, NewMessage, Role, Store, StoreCall, StoreError, UsageRecord,
+};
 use serde_json::{Value, json};
 use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
@@ -96,8 +98,9 @@ pub(crate) struct AnswerWriter {
 
 /// The answer so far: parts and metadata.
 type Snapshot = Option<(Vec<Value>, Value)>;
-/// The final answer, with where to say whether it was stored.
-type Ending = (TurnOutcome, oneshot::Sender<bool>);
+/// The final answer, with where to say whether it was stored and the turn's span (its trace's
+/// spans of the final save belong to the turn).
+type Ending = (TurnOutcome, oneshot::Sender<bool>, tracing::Span);
 
 /// The engine's side: snapshots go into a watch channel (only the newest matters), the outcome
 /// into a oneshot.
@@ -119,7 +122,7 @@ impl AnswerRecorder for ChannelRecorder {
             .take();
         let (stored_tx, stored_rx) = oneshot::channel();
         if let Some(sender) = sender {
-            let _ = sender.send((outcome, stored_tx));
+            let _ = sender.send((outcome, stored_tx, tracing::Span::current()));
         }
         Box::pin(async move { stored_rx.await.unwrap_or(false) })
     }
@@ -187,10 +190,13 @@ impl AnswerWriter {
                 }
             }
         };
-        let spent = ended.as_ref().map(|(outcome, _)| outcome.usage_total.clone());
+        let spent = ended.as_ref().map(|(outcome, ..)| outcome.usage_total.clone());
         let mut approvals = Vec::new();
+        let turn_span = ended
+            .as_ref()
+            .map_or_else(tracing::Span::current, |(.., span)| span.clone());
         let (message, stored_tx, status, usage) = match ended {
-            Some((outcome, stored_tx)) => {
+            Some((outcome, stored_tx, _)) => {
                 let usage = self.usage.record(&self.turn_id, &outcome);
                 let model_id = outcome
                     .metadata
@@ -223,7 +229,10 @@ impl AnswerWriter {
                 )
             }
         };
-        let stored = self.save_final(&message, &approvals, usage.as_ref()).await;
+        let stored = self
+            .save_final(&message, &approvals, usage.as_ref())
+            .instrument(turn_span)
+            .await;
         if stored && let Some(usage) = &usage {
             self.usage.count(usage);
         }
@@ -364,11 +373,13 @@ impl AnswerWriter {
         }
         match usage {
             Some(usage) => {
-                self.store
-                    .save_answer_with_usage(&self.user_id, message, usage)
-                    .await
+                let save = self.store.save_answer_with_usage(&self.user_id, message, usage);
+                self.store.traced(StoreCall::SaveAnswerWithUsage, save).await
             }
-            None => self.store.save_message(&self.user_id, message).await,
+            None => {
+                let save = self.store.save_message(&self.user_id, message);
+                self.store.traced(StoreCall::SaveAnswer, save).await
+            }
         }
     }
 }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use promptgate_core::settings::Model;
-use promptgate_store::{NewMessage, Role, SendContext};
+use promptgate_store::{NewMessage, Role, SendContext, StoreCall};
 use promptgate_turn::engine::{TurnEnd, run_turn};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
@@ -323,7 +323,8 @@ impl Service {
             ));
         }
         if !answer_stored {
-            self.store.append_message(&request.user_id, answer).await?;
+            let append = self.store.append_message(&request.user_id, answer);
+            self.store.traced(StoreCall::AppendMessages, append).await?;
         }
         Ok(())
     }
@@ -364,24 +365,22 @@ impl Service {
         let stored = if ctx.thread.is_none() {
             // A first send creates its thread and messages in one write.
             let title = title_from(both[0].parts.as_array().map_or(&[][..], Vec::as_slice));
-            let (thread, stored) = self
+            let thread = promptgate_store::NewThread {
+                id: Some(request.thread_id.clone()),
+                project_id: None,
+                title: Some(title).filter(|t| !t.is_empty()),
+            };
+            let create = self
                 .store
-                .create_thread_with_messages(
-                    &request.user_id,
-                    &promptgate_store::NewThread {
-                        id: Some(request.thread_id.clone()),
-                        project_id: None,
-                        title: Some(title).filter(|t| !t.is_empty()),
-                    },
-                    &both,
-                )
-                .await?;
+                .create_thread_with_messages(&request.user_id, &thread, &both);
+            let (thread, stored) = self.store.traced(StoreCall::CreateThread, create).await?;
             ctx.thread = Some(thread);
             ctx.tail.messages.clear();
             ctx.tail.from_start = true;
             stored
         } else {
-            self.store.append_messages(&request.user_id, &both).await?
+            let append = self.store.append_messages(&request.user_id, &both);
+            self.store.traced(StoreCall::AppendMessages, append).await?
         };
         // The conversation the model answers ends with the question, not its empty answer.
         if let Some(question) = stored.into_iter().next() {

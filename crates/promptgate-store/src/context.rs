@@ -8,6 +8,7 @@ use crate::conversation::ThreadTail;
 use crate::error::Result;
 use crate::observed::Observed;
 use crate::projects::thread_from;
+use crate::spans::StoreCall;
 use crate::tail::{TAIL_COLS, tail_message_from};
 use crate::types::{SendContext, Thread, ThreadContext};
 use crate::util::Cols;
@@ -36,7 +37,10 @@ impl Store {
         }
         let loaded = futures::try_join!(self.user_setup(user), async {
             match thread_id {
-                Some(thread_id) => self.thread_with_history(user, thread_id).await,
+                Some(thread_id) => {
+                    self.traced(StoreCall::LoadHistory, self.thread_with_history(user, thread_id))
+                        .await
+                }
                 None => Ok((None, None, 0, ThreadTail::default())),
             }
         },);

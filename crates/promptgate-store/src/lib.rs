@@ -41,6 +41,7 @@ mod secrets;
 mod settings;
 mod setup;
 mod skills;
+mod spans;
 mod tail;
 mod tasks;
 mod thread_search;
@@ -69,6 +70,7 @@ pub use questions::{NewQuestion, QuestionState, StoredQuestion};
 pub use responses::MAX_RESPONSE_BYTES;
 pub use secrets::SealingReport;
 pub use setup::{LISTENED_RECHECK, SQLITE_RECHECK, UserSetup};
+pub use spans::StoreCall;
 pub use turn_claims::{
     ClaimOutcome, ClaimRequests, ExpiredTurn, FrameBatch, NewTurnClaim, RetryLookup, RetrySave, RunningTurn,
     TURNS_CHANNEL, TurnSignal,

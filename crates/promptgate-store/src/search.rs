@@ -15,6 +15,7 @@ use promptgate_core::storage::{ChatHit, ChatSearch, StorageError};
 use crate::connect::{Backend, Store};
 use crate::error::Result;
 use crate::observed::Observed;
+use crate::spans::StoreCall;
 use crate::util::{Cols, placeholders};
 
 const MAX_QUERY_WORDS: usize = 16;
@@ -165,7 +166,8 @@ impl ChatSearch for Store {
         query: &str,
         limit: u32,
     ) -> Result<Vec<ChatHit>, StorageError> {
-        Ok(Store::search_messages(self, user_id, thread_ids, query, limit).await?)
+        let search = Store::search_messages(self, user_id, thread_ids, query, limit);
+        Ok(self.traced(StoreCall::SearchChats, search).await?)
     }
 }
 

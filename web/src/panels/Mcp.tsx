@@ -1,7 +1,9 @@
-// The user's MCP servers: add one (it is probed at once), probe, enable or disable, delete.
+// The user's MCP servers: add one (it is probed at once), probe, enable or disable, delete; a
+// server that asks for OAuth shows where it stands for this user, with Connect or Reconnect.
 import { useState } from 'react';
 import { api, messageOf, type McpServer, type NewMcpServer, type ProbeResponse } from '../api';
 import { ActionForm, Field, useList } from './common';
+import { AuthorizationLine, type Authorization } from './McpAuthorization';
 
 type Probe = ProbeResponse | 'pending';
 
@@ -12,12 +14,21 @@ export function McpPanel() {
   const [token, setTok] = useState('');
   const [probes, setProbes] = useState<Record<string, Probe>>({});
   const [note, setNote] = useState<string | null>(null);
+  // What registering or probing said of a server's authorization; the list's own state otherwise.
+  const [auth, setAuth] = useState<Record<string, Authorization | undefined>>({});
   const probe = async (id: string) => {
     setProbes((p) => ({ ...p, [id]: 'pending' }));
     const result = await api<ProbeResponse>(`/v1/mcp-servers/${id}/probe`, { method: 'POST' }).catch(
       (e): ProbeResponse => ({ ok: false, error: { kind: 'error', message: messageOf(e) } }),
     );
     setProbes((p) => ({ ...p, [id]: result }));
+    if (result.authorization === 'needs_authorization') setAuth((a) => ({ ...a, [id]: { state: 'needs_authorization' } }));
+    else if (result.ok) setAuth((a) => ({ ...a, [id]: undefined }));
+  };
+  const authorized = (id: string) => {
+    setAuth((a) => ({ ...a, [id]: undefined }));
+    reload();
+    probe(id);
   };
   const save = async (s: McpServer, enabled: boolean) => {
     // A PUT replaces the secrets too, so a stored token has to be sent again.
@@ -55,6 +66,7 @@ export function McpPanel() {
                 Delete
               </button>
             </div>
+            <AuthorizationLine id={s.id} name={s.name} authorization={auth[s.id] ?? s.authorization ?? null} done={() => authorized(s.id)} />
             <ProbeResult probe={probes[s.id]} />
           </li>
         ))}
@@ -64,6 +76,7 @@ export function McpPanel() {
         action={async () => {
           const body: Partial<NewMcpServer> = { name, url, enabled: true, ...(token ? { bearer_token: token } : {}) };
           const created = await api<McpServer>('/v1/mcp-servers', { method: 'POST', body });
+          if (created.authorization) setAuth((a) => ({ ...a, [created.id]: created.authorization ?? undefined }));
           setName('');
           setUrl('');
           setTok('');
@@ -90,6 +103,8 @@ export function McpPanel() {
 function ProbeResult({ probe }: { probe?: Probe }) {
   if (!probe) return null;
   if (probe === 'pending') return <p>Connecting…</p>;
+  // The authorization line says what to do.
+  if (probe.authorization === 'needs_authorization') return null;
   if (!probe.ok)
     return (
       <p className="probe failed" role="alert">

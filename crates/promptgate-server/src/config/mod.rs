@@ -37,7 +37,7 @@ pub use models::ModelDefinition;
 pub use providers::{ProviderEntry, ProviderKind, ThinkingStyle};
 pub use responses::ResponsesConfig;
 pub use server::{CorsConfig, ServerConfig};
-pub use telemetry::TelemetryConfig;
+pub use telemetry::{OtlpProtocol, TelemetryConfig};
 pub use turn::TurnConfig;
 pub use web::{SearchEntry, WebConfig};
 pub use workspace::WorkspaceConfig;

@@ -1,9 +1,10 @@
-//! The `[telemetry]` section: OpenTelemetry traces, exported over OTLP/HTTP (protobuf).
+//! The `[telemetry]` section: OpenTelemetry traces, exported over OTLP/HTTP (protobuf) or OTLP/gRPC.
 //!
 //! The standard OpenTelemetry variables work as they do everywhere else: setting
 //! `OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) turns export on,
-//! `OTEL_SDK_DISABLED=true` turns it off whatever the file says, and the exporter and sampler read
-//! the rest of `OTEL_EXPORTER_OTLP_*`, `OTEL_SERVICE_NAME` and `OTEL_TRACES_SAMPLER*` themselves.
+//! `OTEL_EXPORTER_OTLP_PROTOCOL` (or `..._TRACES_PROTOCOL`) picks the protocol,
+//! `OTEL_SDK_DISABLED=true` turns export off whatever the file says, and the exporter and sampler
+//! read the rest of `OTEL_EXPORTER_OTLP_*`, `OTEL_SERVICE_NAME` and `OTEL_TRACES_SAMPLER*` themselves.
 
 use serde::Deserialize;
 
@@ -14,9 +15,12 @@ use super::Env;
 pub struct TelemetryConfig {
     /// Export traces. Off by default, and then no tracing layer is installed at all.
     pub enabled: bool,
-    /// Where the OTLP/HTTP collector listens (`http://host:4318`; `/v1/traces` is added). Unset:
-    /// the `OTEL_EXPORTER_OTLP_*` variables, else `http://localhost:4318`.
+    /// Where the collector listens: for OTLP/HTTP its base URL (`http://host:4318`; `/v1/traces`
+    /// is added), for gRPC its address (`http://host:4317`). Unset: the `OTEL_EXPORTER_OTLP_*`
+    /// variables, else the protocol's port on localhost.
     pub endpoint: Option<String>,
+    /// How spans travel to the collector.
+    pub protocol: OtlpProtocol,
     /// `service.name` of every span, unless `OTEL_SERVICE_NAME` says otherwise.
     pub service_name: String,
     /// Link the web app's answers to their trace: a URL with `{trace_id}` in it, such as
@@ -27,11 +31,32 @@ pub struct TelemetryConfig {
     pub capture_content: bool,
 }
 
+/// The OTLP transports promptgate speaks, named as `OTEL_EXPORTER_OTLP_PROTOCOL` names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum OtlpProtocol {
+    #[serde(rename = "http/protobuf")]
+    HttpProtobuf,
+    #[serde(rename = "grpc")]
+    Grpc,
+}
+
+impl OtlpProtocol {
+    /// A variable's value; `None` for one we do not speak (`http/json`), which leaves the file's.
+    fn parse(value: &str) -> Option<Self> {
+        match value.trim() {
+            "http/protobuf" => Some(Self::HttpProtobuf),
+            "grpc" => Some(Self::Grpc),
+            _ => None,
+        }
+    }
+}
+
 impl Default for TelemetryConfig {
     fn default() -> Self {
         Self {
             enabled: false,
             endpoint: None,
+            protocol: OtlpProtocol::HttpProtobuf,
             service_name: "promptgate".to_owned(),
             trace_ui_url: None,
             capture_content: false,
@@ -52,6 +77,16 @@ impl TelemetryConfig {
             // reads them itself.
             self.enabled = true;
             self.endpoint = None;
+        }
+        // The traces' own variable wins over the one for every signal, as the exporters read them.
+        let protocol = [
+            "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+            "OTEL_EXPORTER_OTLP_PROTOCOL",
+        ]
+        .iter()
+        .find_map(|name| env.var(name));
+        if let Some(protocol) = protocol.as_deref().and_then(OtlpProtocol::parse) {
+            self.protocol = protocol;
         }
         if let Some(name) = env.var("OTEL_SERVICE_NAME") {
             self.service_name = name;
@@ -114,6 +149,42 @@ mod tests {
         assert!(capture(&[], true));
         assert!(capture(&[(name, "True")], false));
         assert!(!capture(&[(name, "false")], true));
+    }
+
+    #[test]
+    fn the_protocol_variables_pick_grpc_over_the_file() {
+        let protocol = |vars: &[(&'static str, &'static str)], file: OtlpProtocol| {
+            let mut config = TelemetryConfig {
+                protocol: file,
+                ..TelemetryConfig::default()
+            };
+            config.apply_env(&Vars(vars.iter().copied().collect()));
+            config.protocol
+        };
+        use OtlpProtocol::{Grpc, HttpProtobuf};
+        assert_eq!(protocol(&[], HttpProtobuf), HttpProtobuf);
+        assert_eq!(protocol(&[], Grpc), Grpc);
+        assert_eq!(
+            protocol(&[("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")], HttpProtobuf),
+            Grpc
+        );
+        assert_eq!(
+            protocol(
+                &[
+                    ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+                    ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/protobuf")
+                ],
+                Grpc
+            ),
+            HttpProtobuf
+        );
+        // A transport we do not speak leaves the file's choice.
+        assert_eq!(
+            protocol(&[("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")], Grpc),
+            Grpc
+        );
+        let parsed: TelemetryConfig = toml::from_str("protocol = \"grpc\"").unwrap();
+        assert_eq!(parsed.protocol, Grpc);
     }
 
     #[test]

@@ -1,11 +1,14 @@
 //! Traces: the gateway exports its spans over OTLP/HTTP to a real receiver on loopback, which decodes
 //! them with the official protobuf definitions (`opentelemetry-proto`). A send that calls a web tool,
-//! an MCP tool and an integration tool, and a chat completions request, are each one trace: the
-//! caller's, continued from its `traceparent`, with the GenAI and MCP conventions' spans and
-//! attributes; the model upstream and the MCP server receive the trace context.
+//! an MCP tool and an integration tool, and a chat completions, Responses or Messages request (the
+//! last two from the official clients), are each one trace: the caller's, continued from its
+//! `traceparent`, with the GenAI and MCP conventions' spans and attributes; the model upstream and
+//! the MCP server receive the trace context. A send's store calls are client spans under the
+//! database conventions, on both stores.
 //!
 //! The exporter is the process's one subscriber: it is installed once, and each test finds its own
-//! spans by the trace id it sent.
+//! spans by the trace id it sent. One test exports over OTLP/gRPC instead, to a tonic server
+//! serving the official TraceService.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -18,6 +21,9 @@ use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
 use axum::routing::post;
+use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
+    TraceService, TraceServiceServer,
+};
 use opentelemetry_proto::tonic::collector::trace::v1::{
     ExportTraceServiceRequest, ExportTraceServiceResponse,
 };
@@ -27,7 +33,7 @@ use opentelemetry_proto::tonic::trace::v1::Span;
 use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
 use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
 use promptgate_mcp::testing::McpTestServer;
-use promptgate_server::config::{AuthMode, TelemetryConfig};
+use promptgate_server::config::{AuthMode, OtlpProtocol, TelemetryConfig};
 use prost::Message;
 use reqwest::StatusCode;
 use rmcp::model::{
@@ -63,6 +69,12 @@ fn receiver() -> &'static Receiver {
 /// The receiver, the exporter installed with `capture_content` as given on the first call (each
 /// test runs in its own process, so a test that wants content asks for it before anything else).
 fn installed(capture_content: bool) -> &'static Receiver {
+    install(capture_content, OtlpProtocol::HttpProtobuf)
+}
+
+/// The receiver for `protocol` (an OTLP/HTTP endpoint, or the gRPC TraceService), and the exporter
+/// installed to send to it, on the first call in the process.
+fn install(capture_content: bool, protocol: OtlpProtocol) -> &'static Receiver {
     static RECEIVER: OnceLock<Receiver> = OnceLock::new();
     RECEIVER.get_or_init(|| {
         common::init();
@@ -77,14 +89,26 @@ fn installed(capture_content: bool) -> &'static Receiver {
             runtime.block_on(async move {
                 let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
                 bound.send(listener.local_addr().unwrap()).unwrap();
-                let app = Router::new().route("/v1/traces", post(collect)).with_state(kept);
-                axum::serve(listener, app).await.unwrap();
+                match protocol {
+                    OtlpProtocol::HttpProtobuf => {
+                        let app = Router::new().route("/v1/traces", post(collect)).with_state(kept);
+                        axum::serve(listener, app).await.unwrap();
+                    }
+                    OtlpProtocol::Grpc => {
+                        tonic::transport::Server::builder()
+                            .add_service(TraceServiceServer::new(GrpcCollector(kept)))
+                            .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener))
+                            .await
+                            .unwrap();
+                    }
+                }
             });
         });
         let address = address.recv().unwrap();
         let config = TelemetryConfig {
             enabled: true,
             endpoint: Some(format!("http://{address}")),
+            protocol,
             service_name: "promptgate-test".to_owned(),
             capture_content,
             ..TelemetryConfig::default()
@@ -100,7 +124,29 @@ fn installed(capture_content: bool) -> &'static Receiver {
 
 /// `POST /v1/traces` as a collector answers it: protobuf in, an empty protobuf answer out.
 async fn collect(State(spans): State<Arc<Mutex<Vec<Exported>>>>, body: Bytes) -> impl IntoResponse {
-    let request = ExportTraceServiceRequest::decode(body).unwrap();
+    keep(&spans, ExportTraceServiceRequest::decode(body).unwrap());
+    (
+        [(header::CONTENT_TYPE, "application/x-protobuf")],
+        ExportTraceServiceResponse::default().encode_to_vec(),
+    )
+}
+
+/// The OTLP TraceService over gRPC, as the code generated from the official definitions serves it.
+struct GrpcCollector(Arc<Mutex<Vec<Exported>>>);
+
+#[tonic::async_trait]
+impl TraceService for GrpcCollector {
+    async fn export(
+        &self,
+        request: tonic::Request<ExportTraceServiceRequest>,
+    ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
+        keep(&self.0, request.into_inner());
+        Ok(tonic::Response::new(ExportTraceServiceResponse::default()))
+    }
+}
+
+/// Keeps the spans of one export request, each with its resource's `service.name`.
+fn keep(spans: &Mutex<Vec<Exported>>, request: ExportTraceServiceRequest) {
     let mut kept = spans.lock().unwrap();
     for resource_spans in request.resource_spans {
         let resource = resource_spans.resource.unwrap_or_default();
@@ -112,10 +158,6 @@ async fn collect(State(spans): State<Arc<Mutex<Vec<Exported>>>>, body: Bytes) ->
             }));
         }
     }
-    (
-        [(header::CONTENT_TYPE, "application/x-protobuf")],
-        ExportTraceServiceResponse::default().encode_to_vec(),
-    )
 }
 
 fn value<'a>(attributes: &'a [KeyValue], key: &str) -> Option<&'a Any> {
@@ -170,7 +212,7 @@ impl Trace {
             .lock()
             .unwrap()
             .iter()
-            .map(|e| e.span.name.clone())
+            .map(|e| format!("{} {}", e.span.name, hex::encode(&e.span.trace_id)))
             .collect();
         panic!("trace {trace_id} never completed; spans received: {names:?}");
     }
@@ -194,6 +236,35 @@ impl Trace {
     }
 }
 
+/// The trace of a request to `route` that ran a turn of one model call, once complete: the caller's
+/// trace (`caller` is the caller's span), the turn under the request and the call under the turn,
+/// which ended with `stop`.
+async fn one_call_trace(trace_id: &str, caller: &str, route: &str) -> Trace {
+    let server_name = format!("POST {route}");
+    let trace = Trace::wait(trace_id, |t| {
+        t.named(&server_name).len() == 1
+            && t.named("invoke_agent promptgate").len() == 1
+            && t.named("chat upstream-model").len() == 1
+    })
+    .await;
+    let server_span = trace.one(&server_name);
+    assert_eq!(
+        hex::encode(&server_span.parent_span_id),
+        caller,
+        "{route} continues the caller's trace"
+    );
+    let agent = trace.one("invoke_agent promptgate");
+    assert_eq!(agent.parent_span_id, server_span.span_id, "{route}");
+    let chat = trace.one("chat upstream-model");
+    assert_eq!(chat.parent_span_id, agent.span_id, "{route}");
+    assert_eq!(
+        string(&chat.attributes, "gen_ai.response.finish_reasons").as_deref(),
+        Some("stop"),
+        "{route}"
+    );
+    trace
+}
+
 /// A fresh W3C trace context of the test's caller: (trace id, parent span id, `traceparent`).
 fn caller_context() -> (String, String, String) {
     let trace_id = uuid::Uuid::new_v4().simple().to_string();
@@ -207,6 +278,22 @@ fn parse_traceparent(header: &str) -> (String, String) {
     let parts: Vec<&str> = header.split('-').collect();
     assert_eq!(parts.len(), 4, "{header}");
     (parts[1].to_owned(), parts[2].to_owned())
+}
+
+/// Sends `words` in `thread` through `POST /v1/chat` (the newest UI stream) as a caller with
+/// `traceparent`, and reads the answer's stream.
+async fn traced_send(gw: &Gateway, traceparent: &str, thread: &str, words: &str) -> common::Sse {
+    let res = gw
+        .http
+        .post(gw.url("/v1/chat"))
+        .header(NEWEST_UI_STREAM.0, NEWEST_UI_STREAM.1)
+        .header("traceparent", traceparent)
+        .json(&use_chat_body(thread, words, "scripted"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    common::parse_sse(StatusCode::OK, Default::default(), &res.text().await.unwrap())
 }
 
 /// An MCP server with one tool, `lookup`, that keeps the `_meta.traceparent` and the
@@ -286,17 +373,7 @@ async fn a_send_with_web_mcp_and_integration_tools_is_one_trace_with_the_genai_s
     ]));
     upstream.push(text(["High water is at 14:10."]));
     let (trace_id, caller_span, traceparent) = caller_context();
-    let res = gw
-        .http
-        .post(gw.url("/v1/chat"))
-        .header(NEWEST_UI_STREAM.0, NEWEST_UI_STREAM.1)
-        .header("traceparent", &traceparent)
-        .json(&use_chat_body("tides", SECRET_WORDS, "scripted"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::OK);
-    let answer = common::parse_sse(StatusCode::OK, Default::default(), &res.text().await.unwrap());
+    let answer = traced_send(&gw, &traceparent, "tides", SECRET_WORDS).await;
     assert_eq!(answer.text(), "High water is at 14:10.");
     // The answer names its trace, and its page in the configured trace UI.
     let start = answer.of_type("start")[0]["messageMetadata"].clone();
@@ -480,6 +557,19 @@ async fn a_send_with_web_mcp_and_integration_tools_is_one_trace_with_the_genai_s
 }
 
 #[tokio::test]
+async fn over_grpc_a_sends_spans_reach_the_collectors_trace_service() {
+    install(false, OtlpProtocol::Grpc);
+    let (gw, upstream) = common::single_user_gateway(Backend::Sqlite).await;
+    upstream.push(text(["Four."]));
+    let (trace_id, caller_span, traceparent) = caller_context();
+    let answer = traced_send(&gw, &traceparent, "sums", "2+2?").await;
+    assert_eq!(answer.text(), "Four.");
+
+    let trace = one_call_trace(&trace_id, &caller_span, "/v1/chat").await;
+    assert!(trace.0.iter().all(|e| e.service == "promptgate-test"));
+}
+
+#[tokio::test]
 async fn a_chat_completions_request_is_traced_and_its_errors_name_the_trace() {
     receiver();
     let (gw, upstream) = common::single_user_gateway(Backend::Sqlite).await;
@@ -497,22 +587,8 @@ async fn a_chat_completions_request_is_traced_and_its_errors_name_the_trace() {
     let body: Value = res.json().await.unwrap();
     assert_eq!(body["choices"][0]["message"]["content"], "Four.");
 
-    let trace = Trace::wait(&trace_id, |t| {
-        t.named("POST /v1/chat/completions").len() == 1
-            && t.named("invoke_agent promptgate").len() == 1
-            && t.named("chat upstream-model").len() == 1
-    })
-    .await;
-    let server_span = trace.one("POST /v1/chat/completions");
-    assert_eq!(hex::encode(&server_span.parent_span_id), caller_span);
-    let agent = trace.one("invoke_agent promptgate");
-    assert_eq!(agent.parent_span_id, server_span.span_id);
+    let trace = one_call_trace(&trace_id, &caller_span, "/v1/chat/completions").await;
     let chat = trace.one("chat upstream-model");
-    assert_eq!(chat.parent_span_id, agent.span_id);
-    assert_eq!(
-        string(&chat.attributes, "gen_ai.response.finish_reasons").as_deref(),
-        Some("stop")
-    );
     assert_eq!(
         int(&chat.attributes, "gen_ai.usage.input_tokens"),
         Some(10),
@@ -555,16 +631,7 @@ async fn with_content_capture_on_the_spans_carry_the_prompt_the_answer_and_the_t
     )]));
     upstream.push(text(["High water is at 14:10."]));
     let (trace_id, _, traceparent) = caller_context();
-    let res = gw
-        .http
-        .post(gw.url("/v1/chat"))
-        .header("traceparent", &traceparent)
-        .json(&use_chat_body("tides-content", SECRET_WORDS, "scripted"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::OK);
-    res.text().await.unwrap();
+    traced_send(&gw, &traceparent, "tides-content", SECRET_WORDS).await;
 
     let trace = Trace::wait(&trace_id, |t| {
         t.named("chat upstream-model").len() == 2 && t.named("execute_tool notes_lookup").len() == 1
@@ -622,4 +689,217 @@ async fn with_content_capture_on_the_spans_carry_the_prompt_the_answer_and_the_t
             .unwrap()
             .contains("high water at 14:10")
     );
+}
+
+/// The store's name in `db.system.name`.
+fn db_system(backend: &Backend) -> &'static str {
+    match backend {
+        Backend::Sqlite => "sqlite",
+        Backend::Postgres => "postgresql",
+    }
+}
+
+/// A send in a project whose model searches the project's other chats: the store calls the send
+/// is made of (the budget check, the thread's claim, the history, the user's message, the final
+/// save) are client spans under its request, beside the turn, and the search is one under the
+/// tool call; they name the database and the operation, never what was asked or stored.
+async fn a_sends_store_calls_are_client_spans_in_its_trace(backend: Backend) {
+    receiver();
+    let system = db_system(&backend);
+    let (gw, upstream) = common::single_user_gateway(backend).await;
+    let (status, project) = gw.post("/v1/projects", json!({"name": "Garden"})).await;
+    assert_eq!(status, StatusCode::CREATED, "{project}");
+    let pid = project["id"].as_str().unwrap();
+    for thread in ["roses", "now"] {
+        let (status, body) = gw
+            .post("/v1/threads", json!({"id": thread, "project_id": pid}))
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
+    upstream.push(text(["Noted."]));
+    let said = gw
+        .stream(
+            "/v1/chat",
+            use_chat_body("roses", "Roses like compost in early spring.", "scripted"),
+        )
+        .await;
+    assert_eq!(said.text(), "Noted.");
+
+    upstream.push(tool_calls(&[(
+        "p1",
+        "search_project_chats",
+        &[r#"{"query": "compost"}"#],
+    )]));
+    upstream.push(text(["Found it."]));
+    let (trace_id, _, traceparent) = caller_context();
+    let answer = traced_send(&gw, &traceparent, "now", "what did I say about compost?").await;
+    assert_eq!(answer.text(), "Found it.");
+    let output = answer
+        .of_type("tool-output-available")
+        .into_iter()
+        .find(|e| e["toolCallId"] == "p1")
+        .expect("the search answered");
+    assert_eq!(output["output"]["hits"][0]["thread_id"], "roses", "{output}");
+
+    const SAVE: &str = "UPDATE messages INSERT usage_ledger";
+    let trace = Trace::wait(&trace_id, |t| {
+        t.named("POST /v1/chat").len() == 1
+            && t.named("execute_tool search_project_chats").len() == 1
+            && t.named("SELECT messages").len() == 1
+            && t.named(SAVE).len() == 1
+    })
+    .await;
+    let server_span = trace.one("POST /v1/chat");
+    let agent = trace.one("invoke_agent promptgate");
+    assert_eq!(agent.parent_span_id, server_span.span_id);
+    let db_spans: Vec<&Span> = trace
+        .0
+        .iter()
+        .map(|e| &e.span)
+        .filter(|s| value(&s.attributes, "db.system.name").is_some())
+        .collect();
+    for span in &db_spans {
+        assert_eq!(span.kind, SpanKind::Client as i32, "{}", span.name);
+        assert_eq!(
+            string(&span.attributes, "db.system.name").as_deref(),
+            Some(system),
+            "{}",
+            span.name
+        );
+        assert_eq!(
+            string(&span.attributes, "db.query.summary").as_deref(),
+            Some(span.name.as_str())
+        );
+        // What was asked or stored is in no attribute: only the operation and the table.
+        for kv in &span.attributes {
+            let text = format!("{:?}", kv.value);
+            assert!(!text.contains("compost"), "{}: {}: {text}", span.name, kv.key);
+        }
+    }
+
+    // Before the turn, under the send's request: the checks, the claim, the reads and the user's
+    // message; the answer's final save is the turn's last act.
+    for (name, operation, collection, parent) in [
+        ("SELECT budgets budget_spend", Some("SELECT"), None, server_span),
+        (
+            "INSERT turn_claims",
+            Some("INSERT"),
+            Some("turn_claims"),
+            server_span,
+        ),
+        ("SELECT threads messages", Some("SELECT"), None, server_span),
+        ("INSERT messages", Some("INSERT"), Some("messages"), server_span),
+        (SAVE, None, None, agent),
+    ] {
+        let span = trace.one(name);
+        assert_eq!(span.parent_span_id, parent.span_id, "{name}");
+        assert_eq!(
+            string(&span.attributes, "db.operation.name").as_deref(),
+            operation,
+            "{name}"
+        );
+        assert_eq!(
+            string(&span.attributes, "db.collection.name").as_deref(),
+            collection,
+            "{name}"
+        );
+    }
+    // The answer is saved once the turn has its outcome: after its last model call, and the turn
+    // ends with it.
+    let last_chat_end = trace
+        .named("chat upstream-model")
+        .iter()
+        .map(|c| c.end_time_unix_nano)
+        .max()
+        .unwrap();
+    let save = trace.one(SAVE);
+    assert!(save.start_time_unix_nano >= last_chat_end);
+    assert!(agent.end_time_unix_nano >= save.end_time_unix_nano);
+
+    // The search of the project's chats belongs to the tool call that asked for it.
+    let tool = trace.one("execute_tool search_project_chats");
+    let search = trace.one("SELECT messages");
+    assert_eq!(search.parent_span_id, tool.span_id);
+    assert_eq!(
+        string(&search.attributes, "db.collection.name").as_deref(),
+        Some("messages")
+    );
+    assert_eq!(db_spans.len(), 6, "{:?}", trace.names());
+}
+
+common::on_both_backends!(a_sends_store_calls_are_client_spans_in_its_trace);
+
+/// The request's server span and the model call's GenAI attributes, as the Responses and Messages
+/// facades give them to an official client's streamed request.
+fn assert_facade_trace(trace: &Trace, route: &str) {
+    let server_span = trace.one(&format!("POST {route}"));
+    assert_eq!(server_span.kind, SpanKind::Server as i32);
+    assert_eq!(
+        string(&server_span.attributes, "http.route").as_deref(),
+        Some(route)
+    );
+    assert_eq!(
+        int(&server_span.attributes, "http.response.status_code"),
+        Some(200)
+    );
+    let chat = trace.one("chat upstream-model");
+    assert_eq!(chat.kind, SpanKind::Client as i32);
+    for (key, expected) in [
+        ("gen_ai.operation.name", "chat"),
+        ("gen_ai.provider.name", "openai"),
+        ("gen_ai.request.model", "upstream-model"),
+    ] {
+        assert_eq!(
+            string(&chat.attributes, key).as_deref(),
+            Some(expected),
+            "{route}: {key}"
+        );
+    }
+    assert_eq!(
+        int(&chat.attributes, "gen_ai.usage.input_tokens"),
+        Some(10),
+        "{route}"
+    );
+    assert_eq!(
+        int(&chat.attributes, "gen_ai.usage.output_tokens"),
+        Some(1),
+        "{route}"
+    );
+}
+
+#[tokio::test]
+async fn responses_and_messages_requests_from_the_official_clients_are_traced() {
+    let Some(dir) =
+        crate::js_clients::js_dir_with(&["node_modules/openai", "node_modules/@anthropic-ai/sdk"])
+    else {
+        return;
+    };
+    receiver();
+    let (gw, upstream) = common::single_user_gateway(Backend::Sqlite).await;
+    upstream.push(text(["Hello."]));
+    upstream.push(text(["Goodbye."]));
+    let (responses_trace, responses_caller, responses_parent) = caller_context();
+    let (messages_trace, messages_caller, messages_parent) = caller_context();
+    let (ok, result) = crate::js_clients::run_node(
+        dir,
+        vec![
+            "traced-facades-check.mjs".into(),
+            format!("http://{}", gw.addr),
+            "scripted".into(),
+            responses_parent,
+            messages_parent,
+        ],
+    )
+    .await;
+    assert!(ok, "a client rejected the gateway: {result}");
+    assert_eq!(result["responses"]["text"], "Hello.");
+    assert_eq!(result["messages"]["text"], "Goodbye.");
+
+    for (trace_id, caller, route) in [
+        (responses_trace, responses_caller, "/v1/responses"),
+        (messages_trace, messages_caller, "/v1/messages"),
+    ] {
+        let trace = one_call_trace(&trace_id, &caller, route).await;
+        assert_facade_trace(&trace, route);
+    }
 }

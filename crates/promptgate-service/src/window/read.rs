@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use promptgate_llm::ChatMessage;
 use promptgate_llm::tokens::TokenCounter;
-use promptgate_store::{Message, Role, Store, ThreadContext, ThreadTail, resolve};
+use promptgate_store::{Message, Role, Store, StoreCall, ThreadContext, ThreadTail, resolve};
 use promptgate_turn::documents::{DocumentReader, FileTexts};
 use promptgate_turn::history::{HistoryOptions, to_model_messages};
 use serde_json::{Value, json};
@@ -86,9 +86,8 @@ pub(super) async fn read(
                 record,
             });
         };
-        let older = store
-            .thread_messages_before(user, thread, oldest, page, true)
-            .await?;
+        let older = store.thread_messages_before(user, thread, oldest, page, true);
+        let older = store.traced(StoreCall::LoadOlderHistory, older).await?;
         let from_start = older.len() < page;
         tail.prepend(older, from_start);
         page = (page * 2).min(MAX_PAGE);

@@ -1,0 +1,53 @@
+// MCP OAuth in the browser: a server that asks for authorization (the official Python SDK's auth
+// support, whose authorization server consents at once) is added in the MCP panel, which says it
+// needs the user's authorization; Connect opens the authorization in a window of its own, and once
+// that window is back on the gateway the panel shows the server connected, with its tools. Reconnect
+// runs the whole flow again.
+import type { APIRequestContext } from '@playwright/test';
+import { base_url, expect, openPanel, shot, tag, test } from './helpers';
+
+const peer = () => process.env.PROMPTGATE_AUTH_MCP_URL;
+
+/// How many authorization codes the peer has issued (its test hook).
+async function codes(request: APIRequestContext): Promise<number> {
+  const stats = await request.get(peer()!.replace(/\/mcp$/, '/test/stats'));
+  return (await stats.json()).codes;
+}
+
+test('an MCP server that asks for OAuth is connected, then reconnected, from the MCP panel', async ({ page, request }, info) => {
+  test.skip(!peer(), 'the Python auth peer is not installed: run crates/promptgate-mcp/tests/peers/install.sh');
+  const name = `Notes ${tag(info)}`;
+  await page.goto(base_url() + '/');
+  await openPanel(page, 'MCP servers');
+  await page.getByLabel('Server name').fill(name);
+  await page.getByLabel('Server URL').fill(peer()!);
+  await page.getByRole('button', { name: 'Add server' }).click();
+  const card = page.locator(`[data-mcp-server="${name}"]`);
+  const line = card.locator('.auth');
+  await expect(line).toHaveAttribute('data-auth-state', 'needs_authorization');
+  await expect(line).toContainText('Needs your authorization');
+  await expect(card.locator('.probe.ok')).toHaveCount(0);
+
+  try {
+    for (const [button, issued] of [
+      ['Connect', 1],
+      ['Reconnect', 2],
+    ] as const) {
+      const before = await codes(request);
+      const opened = page.waitForEvent('popup');
+      await card.getByRole('button', { name: `${button} ${name}` }).click();
+      // The window goes to the authorization server, which sends it back to the gateway's
+      // callback; the panel closes it once it is back.
+      const popup = await opened;
+      await popup.waitForEvent('close', { timeout: 15_000 });
+      await expect(line).toHaveAttribute('data-auth-state', 'connected');
+      await expect(line).toContainText('Connected with your authorization');
+      await expect(card.locator('.probe.ok')).toContainText('whoami', { timeout: 15_000 });
+      expect(await codes(request), `${button} made one authorization`).toBe(before + 1);
+      if (issued === 1) await shot(page, 'mcp-oauth-connected');
+    }
+  } finally {
+    const servers: { id: string; name: string }[] = await (await request.get(base_url() + '/v1/mcp-servers')).json();
+    for (const s of servers.filter((s) => s.name === name)) await request.delete(`${base_url()}/v1/mcp-servers/${s.id}`);
+  }
+});

@@ -4,6 +4,7 @@ import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { useChat } from '@ai-sdk/react';
 import { DefaultChatTransport, isToolUIPart, lastAssistantMessageIsCompleteWithApprovalResponses } from 'ai';
 import { BASE_URL, api, apiPage, authHeaders, messageOf, type StoredMessage } from './api';
+import type { ElicitationReply } from './Elicitation';
 import { Message } from './Message';
 import { toUi, type AnswerStatus, type ChatMessage } from './messages';
 
@@ -105,6 +106,18 @@ function ChatView({ threadId, model, onChanged, initial, selectedMessage, onSele
     },
   });
   const answering = useRef(false);
+  // A question from an MCP server is answered beside the running answer, which then carries it on.
+  const answerElicitation = useCallback(
+    async (id: string, reply: ElicitationReply) => {
+      try {
+        await api(`/v1/threads/${encodeURIComponent(threadId)}/elicitations/${encodeURIComponent(id)}`, { method: 'POST', body: reply });
+        return null;
+      } catch (e) {
+        return messageOf(e);
+      }
+    },
+    [threadId],
+  );
   const reread = () => {
     loadThread(threadId)
       .then((loaded) => {
@@ -117,6 +130,7 @@ function ChatView({ threadId, model, onChanged, initial, selectedMessage, onSele
   const busy = status === 'submitted' || status === 'streaming';
   // The gateway refuses other messages while a call waits for the user's answer (409).
   const waiting = !busy && hasWaitingCall(messages.at(-1));
+  const asked = busy && hasOpenQuestion(messages.at(-1));
   const [input, setInput] = useState('');
   const [files, setFiles] = useState<FileList | null>(null);
   const fileRef = useRef<HTMLInputElement>(null);
@@ -197,12 +211,18 @@ function ChatView({ threadId, model, onChanged, initial, selectedMessage, onSele
               answering.current = true;
               addToolApprovalResponse(answer);
             }}
+            onElicitationAnswer={answerElicitation}
           />
         ))}
         {status === 'submitted' && <div className="thinking">Thinking…</div>}
         {waiting && (
           <p className="waiting-note" role="status">
             Approve or deny the tool call above; the chat takes new messages once it is answered.
+          </p>
+        )}
+        {asked && (
+          <p className="waiting-note" role="status">
+            A tool asks you something above; the answer goes on once you reply (or Stop).
           </p>
         )}
         {error && (
@@ -257,6 +277,11 @@ function ChatView({ threadId, model, onChanged, initial, selectedMessage, onSele
 /// Whether `message` is an answer with a tool call still waiting for the user's approval.
 function hasWaitingCall(message: ChatMessage | undefined): boolean {
   return message?.role === 'assistant' && message.parts.some((p) => isToolUIPart(p) && p.state === 'approval-requested');
+}
+
+/// Whether `message` carries a question from an MCP server that its running tool call waits on.
+function hasOpenQuestion(message: ChatMessage | undefined): boolean {
+  return message?.role === 'assistant' && message.parts.some((p) => p.type === 'data-elicitation' && p.data.state === 'waiting');
 }
 
 /// Resumes the answer that was streaming when the thread was read. When the turn ended in between

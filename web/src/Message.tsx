@@ -4,6 +4,7 @@ import { memo, useEffect, useMemo, useRef, useState, type MouseEvent } from 'rea
 import { isToolUIPart, type FileUIPart } from 'ai';
 import { artifactUrl } from './api';
 import { ApprovalCard, type ApprovalAnswer } from './Approval';
+import { ElicitationCard, type AnswerElicitation } from './Elicitation';
 import { hasMath, loadMath, mathReady, renderMarkdown, type CitationCheck } from './markdown';
 import { checksOf, sourcesOf, textOf, toolName, type AnswerStatus, type ChatMessage, type Source, type TitledToolPart } from './messages';
 import { Sources, sourceAnchor } from './Sources';
@@ -184,9 +185,10 @@ interface Props {
   onEdit(text: string): void;
   onRegenerate(): void;
   onApprovalAnswer(answer: ApprovalAnswer): void;
+  onElicitationAnswer: AnswerElicitation;
 }
 
-export const Message = memo(function Message({ message, busy, isLast, selected, onSelect, onEdit, onRegenerate, onApprovalAnswer }: Props) {
+export const Message = memo(function Message({ message, busy, isLast, selected, onSelect, onEdit, onRegenerate, onApprovalAnswer, onElicitationAnswer }: Props) {
   const sources = useMemo(() => sourcesOf(message), [message]);
   if (message.role === 'user') return <UserMessage message={message} busy={busy} onEdit={onEdit} />;
   const mcpTools = message.metadata?.mcpTools ?? {};
@@ -211,6 +213,8 @@ export const Message = memo(function Message({ message, busy, isLast, selected, 
         if (isToolUIPart(p))
           return <ToolPart key={p.toolCallId} part={p} mcp={mcpTools[toolName(p)]} canAnswer={!busy} onAnswer={onApprovalAnswer} />;
         if (p.type === 'file') return <FilePart key={i} part={p} />;
+        if (p.type === 'data-elicitation')
+          return <ElicitationCard key={p.id ?? i} data={p.data} live={!status || status === 'streaming'} onAnswer={onElicitationAnswer} />;
         return null;
       })}
       <Sources messageId={message.id} sources={sources} />

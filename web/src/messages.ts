@@ -3,6 +3,7 @@
 // that `[N]` cites, and tool parts.
 import { getToolName, isToolUIPart, type DynamicToolUIPart, type ToolUIPart, type UIMessage } from 'ai';
 import type { Schemas } from './api';
+import type { ElicitationData } from './Elicitation';
 import type { CitationCheck } from './markdown';
 
 export type AnswerStatus = Schemas['MessageStatus'];
@@ -22,7 +23,12 @@ export interface AnswerMetadata {
   traceUrl?: string;
 }
 
-export type ChatMessage = UIMessage<AnswerMetadata>;
+/// The data parts promptgate sends: a question an MCP server asks mid-call.
+export type DataParts = {
+  elicitation: ElicitationData;
+};
+
+export type ChatMessage = UIMessage<AnswerMetadata, DataParts>;
 export type ToolPart = ToolUIPart | DynamicToolUIPart;
 /// A tool part as promptgate sends it: with its progress title.
 export type TitledToolPart = ToolPart & { title?: string };

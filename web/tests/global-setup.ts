@@ -53,7 +53,9 @@ export default async function globalSetup() {
   const mcp = spawn(process.execPath, [mcpEntry, 'streamableHttp'], { env: { ...process.env, PORT: String(mcpPort) }, stdio: 'ignore' });
   children.push(mcp);
 
-  // The Python SDK's auth peer: an authorization server and MCP server in one, consenting at once.
+  // The Python SDK's peers: the auth peer (an authorization server and MCP server in one,
+  // consenting at once) and the server whose tool asks the user mid-call (elicitation). Without
+  // their Python the tests that need them skip, except in CI.
   const python = process.env.PROMPTGATE_TEST_PY_PEER_PYTHON;
   if (!python && process.env.CI === 'true') throw new Error('PROMPTGATE_TEST_PY_PEER_PYTHON is not set: run crates/promptgate-mcp/tests/peers/install.sh');
   const authPort = python ? await freePort() : 0;
@@ -61,6 +63,11 @@ export default async function globalSetup() {
     ? spawn(python, [path.join(repo, 'crates/promptgate-mcp/tests/peers/py_auth_peer.py'), String(authPort)], { stdio: 'ignore' })
     : undefined;
   if (authPeer) children.push(authPeer);
+  const elicitPort = python ? await freePort() : undefined;
+  if (python && elicitPort) {
+    const script = path.join(repo, 'crates/promptgate-mcp/tests/peers/py_elicit_peer.py');
+    children.push(spawn(python, [script, String(elicitPort)], { stdio: 'ignore' }));
+  }
 
   const stopAll = () => {
     for (const child of children) child.kill('SIGTERM');
@@ -190,6 +197,10 @@ output = 2000.0
   process.env.PROMPTGATE_ADMIN_TOKEN = adminToken;
   process.env.PROMPTGATE_BASE_URL = base;
   process.env.PROMPTGATE_MCP_URL = `http://127.0.0.1:${mcpPort}/mcp`;
+  if (elicitPort) {
+    await waitFor(`http://127.0.0.1:${elicitPort}/mcp`, 'the Python elicitation peer');
+    process.env.PROMPTGATE_ELICIT_MCP_URL = `http://127.0.0.1:${elicitPort}/mcp`;
+  }
   process.env.PROMPTGATE_SCREENSHOTS = process.env.PROMPTGATE_SCREENSHOTS ?? path.join(web, 'screenshots');
   fs.mkdirSync(process.env.PROMPTGATE_SCREENSHOTS, { recursive: true });
 

@@ -86,6 +86,13 @@ function completions(body, res) {
     if (!afterTool) return toolCall(res, 'everything_echo', { message: 'hello from the browser' });
     return streamText(res, ['The MCP server echoed.']);
   }
+  if (/\bbook a table at\b/i.test(question)) {
+    // Calls the Python peer's booking tool, whose server asks the user for the details mid-call;
+    // then repeats what the tool answered.
+    const restaurant = /\bbook a table at (\S+)/i.exec(question)?.[1] ?? 'Luigi';
+    if (!afterTool) return toolCall(res, 'bookings_book_table', { restaurant });
+    return streamText(res, ['The booking tool said: ', textOf(messages.at(-1)).slice(0, 200)]);
+  }
   if (/\bremind\b/i.test(question)) {
     // Adds the line after "remind me to" as a task, then says how the call went: the tool's result,
     // or the denial (with the user's reason) the gateway answers in its place.

@@ -15,6 +15,7 @@ pub mod breaker;
 pub mod budget;
 pub mod citations;
 pub mod compose;
+pub mod elicitation;
 pub mod error;
 pub mod ids;
 pub mod pricing;

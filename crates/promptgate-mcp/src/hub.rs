@@ -11,6 +11,7 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use crate::config::{HubSettings, McpServerConfig};
+use crate::elicitation::Elicitor;
 use crate::entry::{ServerEntry, lock};
 use crate::error::McpError;
 use crate::pool::{HubUsage, Pool, PoolKey, Usage};
@@ -268,9 +269,24 @@ impl McpHub {
         arguments: Value,
         timeout: Duration,
     ) -> Result<McpToolResult, McpError> {
+        self.call_tool_asking(config, tool_name, arguments, timeout, None)
+            .await
+    }
+
+    /// [`McpHub::call_tool`] for a call whose server may ask the user a question: `elicitor` puts
+    /// it to them, and the time spent waiting for them does not count against `timeout`.
+    pub async fn call_tool_asking(
+        &self,
+        config: &McpServerConfig,
+        tool_name: &str,
+        arguments: Value,
+        timeout: Duration,
+        elicitor: Option<Arc<dyn Elicitor>>,
+    ) -> Result<McpToolResult, McpError> {
         let entry = self.entry(config);
         entry.touch();
         let span = call_span(config, tool_name);
+        let user_time = elicitor.clone();
         let call = async {
             let known = match entry.any_tools() {
                 Some(tools) => tools,
@@ -284,11 +300,12 @@ impl McpHub {
                 }
             }
             let session = entry.session(timeout).await?;
-            session.call_tool(tool_name, arguments).await
+            session.call_tool(tool_name, arguments, elicitor).await
         };
-        let outcome = match tokio::time::timeout(timeout, call.instrument(span.clone())).await {
-            Ok(outcome) => outcome.map_err(|e| e.redacted(config)),
-            Err(_) => {
+        let user_time = move || user_time.as_ref().map_or(Duration::ZERO, |e| e.user_time());
+        let outcome = match within(timeout, user_time, call.instrument(span.clone())).await {
+            Some(outcome) => outcome.map_err(|e| e.redacted(config)),
+            None => {
                 span.record("error.type", "timeout");
                 return Err(McpError::Timeout(timeout));
             }
@@ -386,4 +403,24 @@ fn call_span(config: &McpServerConfig, tool_name: &str) -> tracing::Span {
         "network.transport" = "tcp",
         "error.type" = tracing::field::Empty,
     )
+}
+
+/// Awaits `work` for `timeout` of its own time: the deadline moves by whatever `user_time` says
+/// was spent waiting for a person. `None` when the time ran out.
+async fn within<F: std::future::Future>(
+    timeout: Duration,
+    user_time: impl Fn() -> Duration,
+    work: F,
+) -> Option<F::Output> {
+    let started = tokio::time::Instant::now();
+    tokio::pin!(work);
+    loop {
+        let deadline = started + timeout + user_time();
+        match tokio::time::timeout_at(deadline, work.as_mut()).await {
+            Ok(output) => return Some(output),
+            // A person was being asked meanwhile: the deadline moved on.
+            Err(_) if started + timeout + user_time() > deadline => {}
+            Err(_) => return None,
+        }
+    }
 }

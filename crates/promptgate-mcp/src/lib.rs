@@ -9,6 +9,7 @@
 //! the `initialize` handshake with sessions otherwise. See `era` for how the choice is made.
 
 mod config;
+mod elicitation;
 mod entry;
 mod era;
 mod error;
@@ -24,6 +25,7 @@ pub mod testing;
 mod trace_header;
 
 pub use config::{DEFAULT_CALL_TIMEOUT, DEFAULT_DISCOVERY_TIMEOUT, HubSettings, McpServerConfig};
+pub use elicitation::{ElicitationAnswer, ElicitationAsk, Elicitor};
 pub use error::McpError;
 pub use hub::{DiscoveryOutcome, McpHub, ProbeReport};
 pub use pool::HubUsage;

@@ -7,11 +7,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ClientRequest, Implementation,
-    PaginatedRequestParams, PingRequest, ProtocolVersion, ServerNotification, SubscriptionFilter, Tool,
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ClientRequest,
+    ElicitRequestParams, ElicitResult, Implementation, PaginatedRequestParams, PingRequest, ProtocolVersion,
+    ServerNotification, SubscriptionFilter, Tool,
 };
 use rmcp::service::{
-    ClientCacheConfig, ClientLifecycleMode, ClientServiceExt, NotificationContext, RunningService,
+    ClientCacheConfig, ClientLifecycleMode, ClientServiceExt, NotificationContext, RequestContext,
+    RunningService,
 };
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -21,6 +23,7 @@ use serde_json::Value;
 use promptgate_outbound::Outbound;
 
 use crate::config::{HubSettings, McpServerConfig};
+use crate::elicitation::{self, Elicitor, Elicitors};
 use crate::era::{self, Era};
 use crate::error::McpError;
 
@@ -80,18 +83,27 @@ pub(crate) struct ToolList {
     pub server_ttl: Option<Duration>,
 }
 
-/// Receives the server's notifications. Only `tools/list_changed` matters to us: it marks the
-/// cached tool list stale.
+/// Receives what the server sends on its own: `tools/list_changed` marks the cached tool list
+/// stale, and `elicitation/create` goes to the call that can ask the user (see `elicitation`).
 #[derive(Clone)]
 pub(crate) struct ChangeListener {
     pub tools_changed: Arc<AtomicBool>,
     info: ClientConfig,
+    elicitors: Elicitors,
 }
 
 impl ClientHandler for ChangeListener {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         tracing::debug!("MCP server announced a changed tool list");
         self.tools_changed.store(true, Ordering::SeqCst);
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        Ok(self.elicitors.answer(request).await)
     }
 
     fn get_info(&self) -> ClientConfig {
@@ -102,6 +114,7 @@ impl ClientHandler for ChangeListener {
 pub(crate) struct Session {
     service: RunningService<RoleClient, ChangeListener>,
     pub era: Era,
+    elicitors: Elicitors,
 }
 
 impl Session {
@@ -151,10 +164,13 @@ impl Session {
             ),
         };
         let tools_changed_watch = tools_changed.clone();
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.elicitation = Some(elicitation::capability());
+        let elicitors = Elicitors::default();
         let listener = ChangeListener {
             tools_changed,
-            info: ClientConfig::new(ClientCapabilities::default(), client_info)
-                .with_protocol_version(protocol),
+            info: ClientConfig::new(capabilities, client_info).with_protocol_version(protocol),
+            elicitors: elicitors.clone(),
         };
         let service = listener
             .serve_with_lifecycle(transport, lifecycle)
@@ -169,7 +185,11 @@ impl Session {
         if era == Era::Modern && announces_tool_changes(&service) {
             tokio::spawn(watch_tool_changes(service.peer().clone(), tools_changed_watch));
         }
-        Ok(Session { service, era })
+        Ok(Session {
+            service,
+            era,
+            elicitors,
+        })
     }
 
     pub fn is_closed(&self) -> bool {
@@ -255,9 +275,16 @@ impl Session {
             .map_err(|e| McpError::from_service(&e))
     }
 
-    /// Calls a tool. Dropping the future abandons the request, which rmcp turns into a cancellation
+    /// Calls a tool; a question the server asks meanwhile goes to `elicitor` (without one it is
+    /// declined). Dropping the future abandons the request, which rmcp turns into a cancellation
     /// the server sees.
-    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<CallToolResult, McpError> {
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Value,
+        elicitor: Option<Arc<dyn Elicitor>>,
+    ) -> Result<CallToolResult, McpError> {
+        let _asking = elicitor.map(|elicitor| self.elicitors.register(elicitor));
         let mut params = CallToolRequestParams::new(name.to_owned());
         match arguments {
             Value::Object(map) => params = params.with_arguments(map),

@@ -49,6 +49,7 @@ fn streaming_routes() -> ApiRouter<AppState> {
     ApiRouter::new()
         .merge(routes::chat::routes())
         .merge(routes::approvals::routes())
+        .merge(routes::elicitations::routes())
         .merge(routes::completions::routes())
         .merge(routes::responses::routes())
 }

@@ -359,6 +359,7 @@ impl From<ServiceError> for ApiError {
             ServiceError::RetryExpired(..) => Self::new(ErrorCode::RetryExpired, err.to_string()),
             ServiceError::ApprovalPending(_) => Self::new(ErrorCode::ApprovalPending, err.to_string()),
             ServiceError::ApprovalRefused(_) => Self::new(ErrorCode::ApprovalRefused, err.to_string()),
+            ServiceError::QuestionSettled(m) => Self::new(ErrorCode::Conflict, m),
             ServiceError::UnusableDefaultModel(model) => Self::invalid(format!(
                 "default_model {} is not a model you can use",
                 preview(&model)

@@ -48,7 +48,7 @@ impl Service {
 
     /// `UnknownThread` unless the thread is the user's: what answering or listing another user's
     /// (or no) thread gets.
-    async fn known_thread(&self, user_id: &str, thread_id: &str) -> Result<(), ServiceError> {
+    pub(crate) async fn known_thread(&self, user_id: &str, thread_id: &str) -> Result<(), ServiceError> {
         match self.store.get_thread(user_id, thread_id).await? {
             Some(_) => Ok(()),
             None => Err(ServiceError::UnknownThread(thread_id.to_owned())),

@@ -334,11 +334,18 @@ impl Service {
     /// to stop. Without the store, only a turn of this instance can be reached.
     pub async fn stop(&self, user_id: &str, thread_id: &str) -> bool {
         if self.live.stop(user_id, thread_id) {
+            // The stopped call cancels the question it waits on as it goes; this makes sure without
+            // making Stop wait for the store (it must not, in an outage).
+            self.cancel_questions_later(user_id, thread_id);
             return true;
         }
         match self.store.request_turn_stop(user_id, thread_id).await {
             Ok(Some(running)) => {
                 tracing::info!(thread = thread_id, turn = %running.turn_id, owner = %running.instance_id, "stop sent to the turn's instance");
+                // An answer sent from now on is refused, not taken by a call that is going away.
+                if let Err(err) = self.store.cancel_questions(user_id, thread_id).await {
+                    tracing::warn!(thread = thread_id, error = %err, "cannot cancel the thread's waiting questions");
+                }
                 true
             }
             // No turn runs; the thread may wait for an approval, which Stop cancels.
@@ -354,6 +361,16 @@ impl Service {
                 false
             }
         }
+    }
+
+    /// Cancels the questions the thread's calls wait on, in the background.
+    fn cancel_questions_later(&self, user_id: &str, thread_id: &str) {
+        let (store, user_id, thread_id) = (self.store.clone(), user_id.to_owned(), thread_id.to_owned());
+        self.tasks.spawn(async move {
+            if let Err(err) = store.cancel_questions(&user_id, &thread_id).await {
+                tracing::warn!(thread = %thread_id, error = %err, "cannot cancel the thread's waiting questions");
+            }
+        });
     }
 
     /// Starts this instance's heartbeat (renewing its turns' leases, sweeping the expired claims of
@@ -464,7 +481,7 @@ impl Service {
                     }
                 }
                 Ok(TurnSignal::Follow { turn_id }) => self.mirror(&turn_id),
-                Ok(TurnSignal::Frames { .. }) => {}
+                Ok(TurnSignal::Frames { .. } | TurnSignal::Answered { .. }) => {}
                 // Missed signals: stop and follow requests are also read by the heartbeat.
                 Err(RecvError::Lagged(_)) => {}
                 Err(RecvError::Closed) => return,

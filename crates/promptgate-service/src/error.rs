@@ -26,6 +26,10 @@ pub enum ServiceError {
     /// before, cancelled, or for another call or input. The text says which.
     #[error("{0}")]
     ApprovalRefused(String),
+    /// An answer to a question a tool call asked the user that was answered, expired or was
+    /// cancelled before; the text says which.
+    #[error("{0}")]
+    QuestionSettled(String),
     #[error("the server is running {0} turns, its limit; try again shortly")]
     Overloaded(usize),
     #[error("turn {0} is not a turn of this thread; send without retry_of to start a fresh turn")]

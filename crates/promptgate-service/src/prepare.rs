@@ -14,6 +14,7 @@ use promptgate_store::{Message, Role, SendContext};
 use promptgate_workspace::WorkspaceSession;
 use serde_json::{Map, Value, json};
 
+use super::elicit::ElicitationSetup;
 use super::harness::{ClientIdentity, FlushWorkspace};
 use super::hooks::{TurnState, WebHooks};
 use super::providers::ModelProvider;
@@ -487,6 +488,13 @@ impl Service {
                             tool_name: origin.tool_name.clone(),
                             timeout: self.config.mcp_call_timeout,
                             grants: self.mcp_grants(),
+                            elicitation: Some(ElicitationSetup {
+                                store: self.store.clone(),
+                                user_id: user_id.to_owned(),
+                                thread_id: ctx.thread.as_ref().map(|thread| thread.id.clone()),
+                                timeout: self.config.mcp_elicitation_timeout,
+                                tasks: self.tasks.clone(),
+                            }),
                         }),
                     );
                 }

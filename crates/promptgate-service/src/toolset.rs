@@ -9,6 +9,7 @@ use promptgate_core::tools::ToolSpec;
 use promptgate_core::tools::{ToolError, ToolExecutor, ToolOutput};
 use promptgate_mcp::{McpError, McpHub, McpServerConfig, McpToolResult};
 
+use crate::elicit::ElicitationSetup;
 use crate::mcp_oauth::McpGrants;
 use serde_json::Value;
 
@@ -21,13 +22,26 @@ pub struct McpToolExecutor {
     /// Set when the user authorized the server with OAuth: a token the server refuses mid-turn is
     /// renewed and the call made once more.
     pub(crate) grants: Option<McpGrants>,
+    /// How a question the server asks during the call reaches the user.
+    pub(crate) elicitation: Option<ElicitationSetup>,
 }
 
 impl McpToolExecutor {
     async fn call_once(&self, input: Value) -> Result<McpToolResult, McpError> {
+        let elicitor = || {
+            self.elicitation
+                .as_ref()
+                .and_then(|setup| setup.for_current_call(&self.server.name))
+        };
         let first = self
             .hub
-            .call_tool(&self.server, &self.tool_name, input.clone(), self.timeout)
+            .call_tool_asking(
+                &self.server,
+                &self.tool_name,
+                input.clone(),
+                self.timeout,
+                elicitor(),
+            )
             .await;
         let (Err(McpError::Unauthorized { status: 401 }), Some(grants)) = (&first, &self.grants) else {
             return first;
@@ -43,7 +57,7 @@ impl McpToolExecutor {
             ..self.server.clone()
         };
         self.hub
-            .call_tool(&renewed, &self.tool_name, input, self.timeout)
+            .call_tool_asking(&renewed, &self.tool_name, input, self.timeout, elicitor())
             .await
     }
 }

@@ -194,6 +194,12 @@ const MIGRATIONS: &[SchemaVersion] = &[
         sqlite: Some(include_str!("../../../migrations/sqlite/0022_keys_budgets.sql")),
     },
     SchemaVersion {
+        version: 23,
+        name: "tool questions",
+        postgres: include_str!("../../../migrations/postgres/0023_tool_questions.sql"),
+        sqlite: Some(include_str!("../../../migrations/sqlite/0023_tool_questions.sql")),
+    },
+    SchemaVersion {
         version: 24,
         name: "money budgets",
         postgres: include_str!("../../../migrations/postgres/0024_money_budgets.sql"),

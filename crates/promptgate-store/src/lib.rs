@@ -32,6 +32,7 @@ mod oauth_pending;
 mod observed;
 mod pages;
 mod projects;
+mod questions;
 mod reach;
 mod recent_tokens;
 mod responses;
@@ -67,6 +68,7 @@ pub use ledger::{
 };
 pub use listener::{APPLICATION_NAME as LISTENER_APPLICATION_NAME, CHANNEL as CHANGES_CHANNEL};
 pub use oauth_pending::{OAuthPending, PendingLimits, PendingRefused};
+pub use questions::{NewQuestion, QuestionState, StoredQuestion};
 pub use responses::MAX_RESPONSE_BYTES;
 pub use secrets::SealingReport;
 pub use setup::{LISTENED_RECHECK, SQLITE_RECHECK, UserSetup};

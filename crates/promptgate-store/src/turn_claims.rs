@@ -43,12 +43,17 @@ pub enum TurnSignal {
     Follow { turn_id: String },
     /// New frames of the turn are in the store.
     Frames { turn_id: String },
+    /// A question one of the turn's calls waits on was answered: read it from the store.
+    Answered { turn_id: String },
 }
 
 impl TurnSignal {
     pub fn turn_id(&self) -> &str {
         match self {
-            Self::Stop { turn_id } | Self::Follow { turn_id } | Self::Frames { turn_id } => turn_id,
+            Self::Stop { turn_id }
+            | Self::Follow { turn_id }
+            | Self::Frames { turn_id }
+            | Self::Answered { turn_id } => turn_id,
         }
     }
 }
@@ -546,6 +551,7 @@ impl Store {
             .observed("turn_claims.expire_turn_claims")
             .await?;
         self.forget_old_approvals(now).await?;
+        self.forget_old_questions(now).await?;
         Ok(expired)
     }
 

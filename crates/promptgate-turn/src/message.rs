@@ -84,6 +84,8 @@ enum Part {
         url: String,
         title: Option<String>,
     },
+    /// A data part (`data-*`), whole; a later one with the same type and id replaces it.
+    Data(Value),
     /// A part of an earlier stream of the same message (one continued after an approval), kept
     /// as it was stored.
     Kept(Value),
@@ -92,7 +94,7 @@ enum Part {
 impl Part {
     fn to_json(&self) -> Value {
         match self {
-            Self::Kept(part) => part.clone(),
+            Self::Kept(part) | Self::Data(part) => part.clone(),
             Self::StepStart => json!({"type": "step-start"}),
             Self::Text(TextPart {
                 reasoning: false,
@@ -310,6 +312,9 @@ impl UiMessageBuilder {
                 url: url.clone(),
                 title: title.clone(),
             }),
+            UiChunk::DataElicitation { id, data } => {
+                self.put_data(json!({"type": "data-elicitation", "id": id, "data": data}));
+            }
             UiChunk::MessageMetadata { message_metadata } => self.merge_metadata(message_metadata),
             UiChunk::Finish {
                 finish_reason,
@@ -340,6 +345,18 @@ impl UiMessageBuilder {
             metadata: metadata.is_object().then(|| metadata.clone()),
             parts,
             finish_reason: None,
+        }
+    }
+
+    /// Adds a data part, or replaces the one of the same type and id (the AI SDK's reconciliation).
+    fn put_data(&mut self, part: Value) {
+        let same = |kept: &Part| match kept {
+            Part::Data(old) => old["type"] == part["type"] && old["id"] == part["id"],
+            _ => false,
+        };
+        match self.parts.iter_mut().find(|kept| same(kept)) {
+            Some(kept) => *kept = Part::Data(part),
+            None => self.parts.push(Part::Data(part)),
         }
     }
 
@@ -468,6 +485,28 @@ mod tests {
             id: id.into(),
             delta: delta.into(),
         }
+    }
+
+    #[test]
+    fn a_data_part_sent_again_with_its_id_replaces_the_first() {
+        let asked = |id: &str, state: &str| UiChunk::DataElicitation {
+            id: id.into(),
+            data: json!({"state": state}),
+        };
+        let builder = build(&[
+            UiChunk::StartStep,
+            asked("e1", "waiting"),
+            asked("e2", "waiting"),
+            asked("e1", "accepted"),
+        ]);
+        assert_eq!(
+            builder.parts(),
+            vec![
+                json!({"type": "step-start"}),
+                json!({"type": "data-elicitation", "id": "e1", "data": {"state": "accepted"}}),
+                json!({"type": "data-elicitation", "id": "e2", "data": {"state": "waiting"}}),
+            ]
+        );
     }
 
     #[test]

@@ -93,6 +93,13 @@ pub enum UiChunk {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         title: Option<String>,
     },
+    /// A question an MCP server asks the user during a tool call (AI SDK data part
+    /// `data-elicitation`). Sent again with the same `id` when it is answered or ends, which
+    /// replaces the part.
+    DataElicitation {
+        id: String,
+        data: Value,
+    },
     MessageMetadata {
         message_metadata: Value,
     },

@@ -1,5 +1,6 @@
-//! The outside OAuth peer: `tests/peers/py_auth_peer.py`, an authorization server and MCP resource
-//! server in one, built on the official Python SDK's auth support.
+//! The outside Python peers, built on the official Python SDK: `tests/peers/py_auth_peer.py`, an
+//! authorization server and MCP resource server in one, and `tests/peers/py_elicit_peer.py`, whose
+//! tools ask the user mid-call.
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -21,7 +22,32 @@ impl Drop for PeerProcess {
 /// `access_seconds`, and waits until it challenges a tokenless request. Returns it with its MCP
 /// url.
 pub async fn python_auth_peer(python: &str, access_seconds: u64) -> (PeerProcess, String) {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/py_auth_peer.py");
+    start_python_peer(
+        python,
+        "py_auth_peer.py",
+        &[&access_seconds.to_string()],
+        |status| status == StatusCode::UNAUTHORIZED,
+    )
+    .await
+}
+
+/// Starts `tests/peers/py_elicit_peer.py` (tools that ask the user mid-call) and waits until it
+/// answers. Returns it with its MCP url.
+pub async fn python_elicit_peer(python: &str) -> (PeerProcess, String) {
+    start_python_peer(python, "py_elicit_peer.py", &[], |_| true).await
+}
+
+/// Runs `script` of `tests/peers` with a free port and `args`, until an HTTP answer to an empty
+/// POST on `/mcp` passes `ready`.
+async fn start_python_peer(
+    python: &str,
+    script: &str,
+    args: &[&str],
+    ready: fn(StatusCode) -> bool,
+) -> (PeerProcess, String) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/peers")
+        .join(script);
     let port = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .unwrap()
@@ -32,20 +58,20 @@ pub async fn python_auth_peer(python: &str, access_seconds: u64) -> (PeerProcess
         Command::new(python)
             .arg(&script)
             .arg(port.to_string())
-            .arg(access_seconds.to_string())
+            .args(args)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("start the Python auth peer"),
+            .expect("start a Python peer"),
     );
     let url = format!("http://127.0.0.1:{port}/mcp");
     let client = reqwest::Client::new();
     for _ in 0..150 {
         let answer = client.post(&url).json(&serde_json::json!({})).send().await;
-        if answer.is_ok_and(|a| a.status() == StatusCode::UNAUTHORIZED) {
+        if answer.is_ok_and(|a| ready(a.status())) {
             return (peer, url);
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    panic!("the auth peer at {url} never answered");
+    panic!("the Python peer at {url} never answered");
 }

@@ -145,6 +145,7 @@ impl Translator {
             | UiChunk::FinishStep
             | UiChunk::SourceUrl { .. }
             | UiChunk::ToolApprovalRequest { .. }
+            | UiChunk::DataElicitation { .. }
             | UiChunk::ToolOutputDenied { .. } => {}
         }
         self.end.is_some()

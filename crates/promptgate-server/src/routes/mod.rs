@@ -5,6 +5,7 @@ pub mod approvals;
 pub mod artifacts;
 pub mod chat;
 pub mod completions;
+pub mod elicitations;
 pub mod health;
 pub mod integrations;
 pub mod keys;

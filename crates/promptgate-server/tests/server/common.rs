@@ -681,3 +681,23 @@ impl Gateway {
         }
     }
 }
+
+/// The Python that runs the MCP peers (`PROMPTGATE_TEST_PY_PEER_PYTHON`); without it `scenario`
+/// is skipped with a note, except in CI, where it must be there.
+pub fn py_peer_python(scenario: &str) -> Option<String> {
+    match std::env::var("PROMPTGATE_TEST_PY_PEER_PYTHON") {
+        Ok(python) if !python.is_empty() => Some(python),
+        _ => {
+            assert_ne!(
+                std::env::var("CI").as_deref(),
+                Ok("true"),
+                "PROMPTGATE_TEST_PY_PEER_PYTHON is not set: CI must run crates/promptgate-mcp/tests/peers/install.sh"
+            );
+            #[allow(clippy::print_stderr)]
+            {
+                eprintln!("note: PROMPTGATE_TEST_PY_PEER_PYTHON is not set, so {scenario} is skipped");
+            }
+            None
+        }
+    }
+}

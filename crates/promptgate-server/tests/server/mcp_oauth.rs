@@ -21,23 +21,7 @@ const TOML: &str = "[mcp]\ndiscovery_timeout_ms = 3000\nprobe_timeout_ms = 3000\
     liveness_interval_ms = 600000\noauth_redirect_base_url = \"http://gw.test\"\n";
 
 fn python() -> Option<String> {
-    match std::env::var("PROMPTGATE_TEST_PY_PEER_PYTHON") {
-        Ok(python) if !python.is_empty() => Some(python),
-        _ => {
-            assert_ne!(
-                std::env::var("CI").as_deref(),
-                Ok("true"),
-                "PROMPTGATE_TEST_PY_PEER_PYTHON is not set: CI must run crates/promptgate-mcp/tests/peers/install.sh"
-            );
-            #[allow(clippy::print_stderr)]
-            {
-                eprintln!(
-                    "note: PROMPTGATE_TEST_PY_PEER_PYTHON is not set, so the MCP OAuth scenario is skipped"
-                );
-            }
-            None
-        }
-    }
+    common::py_peer_python("the MCP OAuth scenario")
 }
 
 /// What the browser does: opens the authorization URL, and the peer (consenting at once) sends it

@@ -24,6 +24,7 @@ mod models;
 mod pages;
 mod postgres_only;
 mod projects;
+mod questions;
 mod responses;
 mod search;
 mod secrets;

@@ -6,6 +6,7 @@
 //! [`run_turn_in_reader`] is for turns that keep nothing: the reader of the events runs the turn.
 
 mod approval;
+mod call_scope;
 mod citation_review;
 mod failover;
 mod handoff;
@@ -28,6 +29,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::DropGuard;
 use tracing::Instrument;
 
+pub use call_scope::{CallScope, UserWait};
 pub use failover::{AnsweredBy, Breakers, Failover, RetryPolicy, Route};
 pub use plan::{
     AnswerRecorder, ApprovalAnswer, CitationReview, Floor, Gate, NoHooks, Nudges, PendingApproval,

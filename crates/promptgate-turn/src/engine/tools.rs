@@ -247,9 +247,9 @@ fn timed_call(tool: &RunnableTool, input: Value, timeout: Duration) -> BoxFuture
     let name = metric_tool_name(&tool.spec);
     async move {
         let started = std::time::Instant::now();
-        let result = match tokio::time::timeout(timeout, executor.call(input)).await {
-            Ok(result) => result,
-            Err(_) => Err(ToolError::TimedOut(timeout.as_secs())),
+        let result = match super::call_scope::within_call_time(timeout, executor.call(input)).await {
+            Some(result) => result,
+            None => Err(ToolError::TimedOut(timeout.as_secs())),
         };
         let outcome = match &result {
             Ok(_) => "ok",

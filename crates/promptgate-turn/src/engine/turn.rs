@@ -16,6 +16,7 @@ use tracing::Instrument;
 use promptgate_core::citations::check::{Citation, CitationCounts};
 
 use super::approval::Gated;
+use super::call_scope::CallScope;
 use super::output::Output;
 use super::plan::{Floor, PendingApproval, RequestBudget, TurnOutcome, TurnPlan, TurnStatus};
 use super::reasoning::ReasoningTimes;
@@ -576,6 +577,8 @@ impl Turn {
         let mut handed: Vec<ClientToolCall> = Vec::new();
         let mut gated: Vec<PendingApproval> = Vec::new();
         let running = FuturesUnordered::new();
+        // What the step's calls show the user while they run (a question they wait on).
+        let (shown, mut shown_rx) = tokio::sync::mpsc::channel(super::call_scope::SHOWN_BUFFER);
         for (position, call) in calls.iter().enumerate() {
             if call.client {
                 match check_client_call(offered, call.oversized, &call.arguments) {
@@ -648,13 +651,20 @@ impl Turn {
                     if capturing {
                         span_content::record_tool_arguments(&span, &call.arguments);
                     }
-                    let call = start_call(
+                    let scope = CallScope::new(
+                        &self.plan.turn_id,
+                        &self.plan.message_id,
+                        &call_id,
+                        self.plan.can_ask_approval,
+                        shown.clone(),
+                    );
+                    let call = scope.run(start_call(
                         prepared,
                         input,
                         self.plan.hooks.as_ref(),
                         &self.plan.tool_cache,
                         self.plan.limits.tool_timeout,
-                    );
+                    ));
                     let traced = span.clone();
                     running.push(
                         async move {
@@ -674,8 +684,25 @@ impl Turn {
             }
         }
         let mut running = running;
+        drop(shown);
         loop {
-            let Some(next) = self.out.wait(running.next()).await else {
+            let next_event = async {
+                tokio::select! {
+                    biased;
+                    Some(chunk) = shown_rx.recv() => Running::Shown(chunk),
+                    next = running.next() => Running::Done(next),
+                }
+            };
+            let next = match self.out.wait(next_event).await {
+                Some(Running::Shown(chunk)) => {
+                    self.out.emit(chunk).await;
+                    self.out.checkpoint();
+                    continue;
+                }
+                Some(Running::Done(next)) => Some(next),
+                None => None,
+            };
+            let Some(next) = next else {
                 for (call, result) in calls.iter().zip(&results) {
                     let waiting = gated.iter().any(|pending| pending.tool_call_id == call.id);
                     if result.is_none() && !call.client && !waiting {
@@ -912,6 +939,12 @@ fn user_facing_error(err: &LlmError) -> String {
         LlmError::Protocol(_) => "The model provider sent a response that could not be read.".to_owned(),
         LlmError::Cancelled => "The request was cancelled.".to_owned(),
     }
+}
+
+/// What a step's running calls produced next: a part to show, or a call's end (`None`: all ended).
+enum Running<T> {
+    Shown(UiChunk),
+    Done(Option<T>),
 }
 
 #[cfg(test)]

@@ -152,6 +152,8 @@ fn concrete(template: &str, bob: &Bob) -> String {
     let open = template.find('{').unwrap();
     let close = template.find('}').unwrap();
     format!("{}{id}{}", &template[..open], &template[close + 1..])
+        // A thread's elicitation: the thread is what is owned.
+        .replace("{elicitation_id}", "elicit_x")
 }
 
 /// A body that passes validation, so a refusal comes from ownership and not from the shape.
@@ -180,6 +182,7 @@ fn body_for(method: &Method, template: &str, bob: &Bob) -> Value {
         ("POST", "/v1/threads/{id}/approvals") => {
             json!({"answers": [{"approval_id": "a", "approved": true}]})
         }
+        ("POST", "/v1/threads/{id}/elicitations/{elicitation_id}") => json!({"action": "decline"}),
         ("POST", "/v1/chat/completions" | "/v1/messages" | "/v1/messages/count_tokens") => {
             json!({"model": "scripted", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]})
         }

@@ -33,6 +33,10 @@ test.describe('questions from MCP servers', () => {
   let server = '';
   test.beforeEach(async ({ request }) => {
     server = await register(request);
+    // Booking a table changes things, so by default the call would first wait for the user's
+    // approval; this user lets the server's tools run, so what shows is the tool's own question.
+    const res = await request.put(`${base_url()}/v1/settings`, { data: { tool_approval: { mcp_servers: { Bookings: 'allow' } } } });
+    expect(res.ok()).toBe(true);
   });
   test.afterEach(async ({ request }) => {
     await request.delete(`${base_url()}/v1/mcp-servers/${server}`);

@@ -110,6 +110,9 @@ impl Store {
 
     /// The thread's questions still waiting for an answer whose time has not run out, oldest first.
     pub async fn pending_questions(&self, user_id: &str, thread_id: &str) -> Result<Vec<StoredQuestion>> {
+        // One instant for the filter and for reading each row's time left, so a row the query kept
+        // never reads as already expired.
+        let now = self.now_ms();
         let sql = format!(
             "SELECT {COLUMNS} FROM tool_questions \
              WHERE user_id = $1 AND thread_id = $2 AND state = 'pending' AND expires_at > $3 \
@@ -118,11 +121,10 @@ impl Store {
         let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(user_id)
             .bind(thread_id)
-            .bind(self.now_ms())
+            .bind(now)
             .fetch_all(&self.pool)
             .observed("questions.pending_questions")
             .await?;
-        let now = self.now_ms();
         rows.iter().map(|row| read(row, now)).collect()
     }
 

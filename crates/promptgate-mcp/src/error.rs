@@ -25,6 +25,10 @@ pub enum McpError {
     Connect(String),
     #[error("the MCP server refused the credentials (HTTP {status})")]
     Unauthorized { status: u16 },
+    /// A `403` whose challenge says the grant lacks scopes (`insufficient_scope`); `scope` is what
+    /// the challenge asks for, when it says.
+    #[error("the MCP server needs a wider authorization (HTTP 403)")]
+    InsufficientScope { scope: Option<String> },
     #[error("the MCP server answered with HTTP status {0}")]
     HttpStatus(u16),
     #[error("the MCP server did not answer within {} ms", .0.as_millis())]
@@ -71,6 +75,7 @@ impl McpError {
             McpError::RefusedAddress(_) => "refused_address",
             McpError::Connect(_) => "connect",
             McpError::Unauthorized { .. } => "unauthorized",
+            McpError::InsufficientScope { .. } => "insufficient_scope",
             McpError::HttpStatus(_) => "http_status",
             McpError::Timeout(_) => "timeout",
             McpError::Protocol(_) => "protocol",
@@ -189,8 +194,10 @@ fn classify_transport(error: &(dyn StdError + 'static)) -> McpError {
         if err.downcast_ref::<AuthRequiredError>().is_some() {
             return McpError::Unauthorized { status: 401 };
         }
-        if err.downcast_ref::<InsufficientScopeError>().is_some() {
-            return McpError::Unauthorized { status: 403 };
+        if let Some(err) = err.downcast_ref::<InsufficientScopeError>() {
+            return McpError::InsufficientScope {
+                scope: err.required_scope.clone(),
+            };
         }
         if let Some(status) = err.downcast_ref::<HttpStatusError>() {
             return status_error(status.status);
@@ -212,7 +219,9 @@ fn classify_http(err: &HttpError) -> Option<McpError> {
         StreamableHttpError::Client(inner) => McpError::from_reqwest(inner),
         StreamableHttpError::HttpStatus(status) => status_error(status.status),
         StreamableHttpError::AuthRequired(_) => McpError::Unauthorized { status: 401 },
-        StreamableHttpError::InsufficientScope(_) => McpError::Unauthorized { status: 403 },
+        StreamableHttpError::InsufficientScope(err) => McpError::InsufficientScope {
+            scope: err.required_scope.clone(),
+        },
         // rmcp words non-JSON error statuses as "HTTP <code> <reason>: <body>"; only the code is kept.
         StreamableHttpError::UnexpectedServerResponse(text) => match leading_status(text) {
             Some(status) => status_error(status),

@@ -71,6 +71,7 @@ fn service_config(config: &Config) -> ServiceConfig {
         max_turns_in_flight: config.turn.max_in_flight,
         mcp_call_timeout: Duration::from_secs(config.mcp.call_timeout_secs),
         mcp_elicitation_timeout: Duration::from_secs(config.mcp.elicitation_timeout_secs),
+        authorization_wait: Duration::from_secs(config.mcp.authorization_wait_secs),
         mcp_oauth_redirect: mcp_oauth_redirect(config),
         // Read with the environment, in `settings`.
         mcp_oauth_clients: Vec::new(),

@@ -61,6 +61,8 @@ pub struct ServiceConfig {
     pub mcp_call_timeout: Duration,
     /// How long a tool call waits for the user's answer to an MCP server's question.
     pub mcp_elicitation_timeout: Duration,
+    /// How long a tool call waits for the user to authorize (again) the service it calls.
+    pub authorization_wait: Duration,
     /// The redirect URI MCP servers' authorization servers send the browser back to (this
     /// deployment's `/v1/mcp-servers/oauth/callback`); without it MCP OAuth is off.
     pub mcp_oauth_redirect: Option<String>,
@@ -104,6 +106,9 @@ pub struct ServiceConfig {
 
 /// How long a tool call waits for the answer to an MCP server's question, by default.
 pub const DEFAULT_ELICITATION_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// How long a tool call waits for the user to authorize its service again, by default.
+pub const DEFAULT_AUTHORIZATION_WAIT: Duration = Duration::from_secs(120);
 
 /// How long a call waits for its approval, by default.
 pub const DEFAULT_APPROVAL_EXPIRY: Duration = Duration::from_secs(3600);
@@ -162,6 +167,7 @@ impl Default for ServiceConfig {
             mcp_discovery_timeout: promptgate_mcp::DEFAULT_DISCOVERY_TIMEOUT,
             mcp_call_timeout: promptgate_mcp::DEFAULT_CALL_TIMEOUT,
             mcp_elicitation_timeout: DEFAULT_ELICITATION_TIMEOUT,
+            authorization_wait: DEFAULT_AUTHORIZATION_WAIT,
             mcp_oauth_redirect: None,
             mcp_oauth_clients: Vec::new(),
             max_turns_in_flight: DEFAULT_TURNS_IN_FLIGHT,

@@ -11,7 +11,9 @@ use promptgate_tools::google::{GoogleClient, GoogleExecutor};
 use promptgate_tools::microsoft::{GraphClient, MicrosoftExecutor};
 use promptgate_tools::oauth::{AccessTokens, OAuthClient, OAuthProviderConfig, RefreshLocks, TokenSealer};
 
-use super::toolset::Executors;
+use super::consent::ConsentSetup;
+use super::toolset::{ConsentingExecutor, Executors};
+use promptgate_core::tools::ToolExecutor;
 
 /// Google as this deployment registered it, with the API bases its tools call.
 #[derive(Debug, Clone)]
@@ -99,7 +101,15 @@ impl Integrations {
         store: &Store,
         user_id: &str,
         status: &IntegrationStatus,
+        consent: &ConsentSetup,
     ) {
+        let consenting = |provider, inner| -> Arc<dyn ToolExecutor> {
+            Arc::new(ConsentingExecutor {
+                inner,
+                provider,
+                consent: consent.clone(),
+            })
+        };
         if status.google.usable()
             && let (Some((_, setup)), Some(tokens)) = (
                 &self.google,
@@ -110,7 +120,7 @@ impl Integrations {
             client.gmail_base = setup.gmail_base.clone();
             client.calendar_base = setup.calendar_base.clone();
             for (name, executor) in GoogleExecutor::all(Arc::new(client)) {
-                executors.insert(name, executor);
+                executors.insert(name, consenting(IntegrationProvider::Google, executor));
             }
         }
         if status.microsoft.usable()
@@ -122,7 +132,7 @@ impl Integrations {
             let mut client = GraphClient::new(self.http.clone(), tokens);
             client.base = setup.graph_base.clone();
             for (name, executor) in MicrosoftExecutor::all(Arc::new(client)) {
-                executors.insert(name, executor);
+                executors.insert(name, consenting(IntegrationProvider::Microsoft, executor));
             }
         }
     }

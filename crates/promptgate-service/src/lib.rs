@@ -67,6 +67,7 @@ mod budgets;
 mod builtin;
 mod claims;
 mod complete;
+mod consent;
 pub mod deployment;
 mod elicit;
 mod encoding;

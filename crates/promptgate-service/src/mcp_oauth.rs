@@ -14,6 +14,7 @@ use promptgate_mcp::{McpError, McpHub};
 use promptgate_store::{OAuthPending, PendingRefused, Store};
 use serde::{Deserialize, Serialize};
 
+use crate::consent::{WaitingCall, union_of_scopes};
 use crate::oauth::{OAuthCallback, limits, valid_code, valid_state};
 use crate::{Service, ServiceError};
 
@@ -52,6 +53,9 @@ struct PendingDetails {
     server: AuthServer,
     client: ClientCredentials,
     redirect_uri: String,
+    /// The tool call that waits for this authorization mid-turn, if one does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    waiting: Option<WaitingCall>,
 }
 
 fn from_mcp(error: McpError) -> ServiceError {
@@ -102,6 +106,19 @@ impl Service {
     /// Starts authorizing one of the user's MCP servers: finds its authorization server, registers
     /// a client there, keeps the pending authorization and returns the URL for the browser.
     pub async fn start_mcp_authorization(&self, user_id: &str, id: &str) -> Result<String, ServiceError> {
+        self.begin_mcp_authorization(user_id, id, None, None).await
+    }
+
+    /// Starts authorizing one of the user's MCP servers, asking for `scope` on top of what the
+    /// server's challenge or metadata asks for (a step-up), on behalf of the tool call `waiting`
+    /// mid-turn, if one waits.
+    pub(crate) async fn begin_mcp_authorization(
+        &self,
+        user_id: &str,
+        id: &str,
+        scope: Option<String>,
+        waiting: Option<WaitingCall>,
+    ) -> Result<String, ServiceError> {
         let server = self.mcp_server(user_id, id).await?;
         let hub = self.mcp.as_ref().ok_or(ServiceError::McpOAuthNotConfigured)?;
         let redirect_uri = self
@@ -118,6 +135,11 @@ impl Service {
                 ServiceError::InvalidMessage("this MCP server does not ask for authorization".into())
             })?;
         let found = oauth.discover(&server.url, &challenge).await.map_err(from_mcp)?;
+        // A step-up asks for what the grant had and what the server now wants, from registration on.
+        let found = AuthServer {
+            scope: union_of_scopes(found.scope.as_deref(), scope.as_deref()),
+            ..found
+        };
         let given = self
             .config
             .mcp_oauth_clients
@@ -140,6 +162,7 @@ impl Service {
             server: found,
             client,
             redirect_uri,
+            waiting,
         };
         let pending = OAuthPending {
             user_id: user_id.to_owned(),
@@ -198,6 +221,7 @@ impl Service {
             )
             .await
             .map_err(from_mcp)?;
+        let waiting = details.waiting;
         let grant = Grant {
             server: details.server,
             client: details.client,
@@ -207,6 +231,9 @@ impl Service {
         // A session opened without the token is of no use now.
         hub.forget(&pending.user_id, server_id);
         tracing::info!(user = %pending.user_id, server_id, "MCP server authorized");
+        if let Some(waiting) = &waiting {
+            self.wake_waiting_call(&pending.user_id, waiting).await;
+        }
         Ok(server.name)
     }
 
@@ -303,6 +330,16 @@ impl McpGrants {
                 None
             }
         }
+    }
+
+    /// The scopes the user granted for the server, as its authorization server said.
+    pub async fn granted_scope(&self, user_id: &str, id: &str) -> Option<String> {
+        self.load(user_id, id).await?.tokens.scope
+    }
+
+    /// The user authorized the server with OAuth (the grant may have ended since).
+    pub async fn has_grant(&self, user_id: &str, id: &str) -> bool {
+        matches!(self.store.get_mcp_grant(user_id, id).await, Ok(Some(_)))
     }
 
     async fn load(&self, user_id: &str, id: &str) -> Option<Grant> {

@@ -8,7 +8,16 @@ use std::time::Duration;
 use promptgate_core::settings::{IntegrationProvider, IntegrationState};
 use promptgate_store::{OAuthPending, PendingLimits, PendingRefused};
 
+use crate::consent::WaitingCall;
 use crate::{Service, ServiceError};
+
+/// What an integration's pending authorization keeps beside the PKCE verifier.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct IntegrationDetails {
+    /// The tool call that waits for this authorization mid-turn, if one does.
+    #[serde(default)]
+    waiting: Option<WaitingCall>,
+}
 
 /// How long a user has to finish the provider's consent screen.
 const PENDING_TTL: Duration = Duration::from_secs(10 * 60);
@@ -102,6 +111,17 @@ impl Service {
         user_id: &str,
         provider: IntegrationProvider,
     ) -> Result<String, ServiceError> {
+        self.begin_authorization(user_id, provider, None).await
+    }
+
+    /// Starts connecting an integration on behalf of the tool call `waiting` mid-turn, if one
+    /// waits (its callback then wakes it).
+    pub(crate) async fn begin_authorization(
+        &self,
+        user_id: &str,
+        provider: IntegrationProvider,
+        waiting: Option<&WaitingCall>,
+    ) -> Result<String, ServiceError> {
         let oauth = self
             .integrations
             .as_ref()
@@ -115,7 +135,14 @@ impl Service {
             user_id: user_id.to_owned(),
             provider: provider.as_str().to_owned(),
             code_verifier: started.code_verifier.clone(),
-            details: None,
+            details: waiting
+                .map(|waiting| {
+                    serde_json::to_string(&IntegrationDetails {
+                        waiting: Some(waiting.clone()),
+                    })
+                })
+                .transpose()
+                .map_err(|_| ServiceError::Internal)?,
         };
         match self
             .store
@@ -180,6 +207,13 @@ impl Service {
             .put_integration(&pending.user_id, provider, now)
             .await?;
         tracing::info!(user = %pending.user_id, provider = provider.as_str(), enabled = now.enabled, "integration connected");
+        let details = pending
+            .details
+            .as_deref()
+            .and_then(|text| serde_json::from_str::<IntegrationDetails>(text).ok());
+        if let Some(waiting) = details.and_then(|details| details.waiting) {
+            self.wake_waiting_call(&pending.user_id, &waiting).await;
+        }
         Ok(tokens.provider_name().to_owned())
     }
 

@@ -14,6 +14,7 @@ use promptgate_store::{Message, Role, SendContext};
 use promptgate_workspace::WorkspaceSession;
 use serde_json::{Map, Value, json};
 
+use super::consent::ConsentSetup;
 use super::elicit::ElicitationSetup;
 use super::harness::{ClientIdentity, FlushWorkspace};
 use super::hooks::{TurnState, WebHooks};
@@ -473,8 +474,13 @@ impl Service {
             &self.config.workspace,
             &self.config.shell,
         );
+        let consent = ConsentSetup {
+            service: self.clone(),
+            user_id: user_id.to_owned(),
+            thread_id: ctx.thread.as_ref().map(|thread| thread.id.clone()),
+        };
         if let Some(integrations) = &self.integrations {
-            integrations.register(&mut executors, &self.store, user_id, &ctx.integrations);
+            integrations.register(&mut executors, &self.store, user_id, &ctx.integrations, &consent);
         }
         if let Some(hub) = &self.mcp {
             for spec in &composed.tools {
@@ -495,6 +501,7 @@ impl Service {
                                 timeout: self.config.mcp_elicitation_timeout,
                                 tasks: self.tasks.clone(),
                             }),
+                            consent: Some(consent.clone()),
                         }),
                     );
                 }

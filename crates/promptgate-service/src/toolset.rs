@@ -9,8 +9,10 @@ use promptgate_core::tools::ToolSpec;
 use promptgate_core::tools::{ToolError, ToolExecutor, ToolOutput};
 use promptgate_mcp::{McpError, McpHub, McpServerConfig, McpToolResult};
 
+use crate::consent::{Consent, ConsentSetup, MAX_CONSENTS_PER_CALL, union_of_scopes};
 use crate::elicit::ElicitationSetup;
 use crate::mcp_oauth::McpGrants;
+use promptgate_core::settings::IntegrationProvider;
 use serde_json::Value;
 
 /// Forwards a call to the MCP server the tool was discovered on.
@@ -24,10 +26,14 @@ pub struct McpToolExecutor {
     pub(crate) grants: Option<McpGrants>,
     /// How a question the server asks during the call reaches the user.
     pub(crate) elicitation: Option<ElicitationSetup>,
+    /// How the user is asked to authorize the server again mid-call, when it refuses the grant.
+    pub(crate) consent: Option<ConsentSetup>,
 }
 
 impl McpToolExecutor {
-    async fn call_once(&self, input: Value) -> Result<McpToolResult, McpError> {
+    /// One attempt with `server`'s credentials; a token the server refuses is renewed once and
+    /// the call made again.
+    async fn attempt(&self, server: &McpServerConfig, input: Value) -> Result<McpToolResult, McpError> {
         let elicitor = || {
             self.elicitation
                 .as_ref()
@@ -35,13 +41,7 @@ impl McpToolExecutor {
         };
         let first = self
             .hub
-            .call_tool_asking(
-                &self.server,
-                &self.tool_name,
-                input.clone(),
-                self.timeout,
-                elicitor(),
-            )
+            .call_tool_asking(server, &self.tool_name, input.clone(), self.timeout, elicitor())
             .await;
         let (Err(McpError::Unauthorized { status: 401 }), Some(grants)) = (&first, &self.grants) else {
             return first;
@@ -54,28 +54,103 @@ impl McpToolExecutor {
         };
         let renewed = McpServerConfig {
             bearer_token: Some(token),
-            ..self.server.clone()
+            ..server.clone()
         };
         self.hub
             .call_tool_asking(&renewed, &self.tool_name, input, self.timeout, elicitor())
             .await
+    }
+
+    /// The consent a failed attempt calls for: a server the user authorized (or that has no
+    /// static secret) still refusing after a renewal, or asking for scopes the grant lacks.
+    async fn consent_for(&self, failed: &McpError) -> Option<Consent> {
+        let grants = self.grants.as_ref()?;
+        let (user_id, id) = (&self.server.user_id, &self.server.id);
+        let challenged = match failed {
+            McpError::Unauthorized { status: 401 } => None,
+            McpError::InsufficientScope { scope } => scope.clone(),
+            _ => return None,
+        };
+        let static_secret = !self.server.headers.is_empty()
+            || (self.server.bearer_token.is_some() && !grants.has_grant(user_id, id).await);
+        if static_secret {
+            return None;
+        }
+        let granted = grants.granted_scope(user_id, id).await;
+        Some(Consent::Mcp {
+            server_id: id.clone(),
+            name: self.server.name.clone(),
+            scope: union_of_scopes(granted.as_deref(), challenged.as_deref()),
+        })
+    }
+
+    /// The call, with the user asked to authorize the server (again) when it refuses the grant,
+    /// and made again once they did.
+    async fn call_consenting(&self, input: Value) -> Result<McpToolResult, ToolError> {
+        let mut server = self.server.clone();
+        let mut asked = 0;
+        loop {
+            let error = match self.attempt(&server, input.clone()).await {
+                Ok(result) => return Ok(result),
+                Err(error) => error,
+            };
+            let (Some(setup), Some(consent)) = (&self.consent, self.consent_for(&error).await) else {
+                return Err(self.tool_error(error));
+            };
+            if asked == MAX_CONSENTS_PER_CALL {
+                return Err(self.tool_error(error));
+            }
+            asked += 1;
+            setup.ask(&consent).await?;
+            // The new grant's token: the one the call held is the refused one.
+            if let Some(grants) = &self.grants {
+                server.bearer_token = grants
+                    .access_token(&self.server.user_id, &self.server.id, false)
+                    .await
+                    .or(server.bearer_token);
+            }
+        }
+    }
+
+    fn tool_error(&self, error: McpError) -> ToolError {
+        match error {
+            McpError::Timeout(d) => ToolError::TimedOut(d.as_secs()),
+            err => ToolError::Failed(format!("the MCP server {} failed: {err}", self.server.name)),
+        }
     }
 }
 
 #[async_trait]
 impl ToolExecutor for McpToolExecutor {
     async fn call(&self, input: Value) -> Result<ToolOutput, ToolError> {
-        match self.call_once(input).await {
-            Ok(result) if result.is_error => Err(ToolError::Failed(result.model_text)),
-            Ok(result) => Ok(ToolOutput {
-                output: result.ui_output,
-                model_text: Some(result.model_text),
-            }),
-            Err(McpError::Timeout(d)) => Err(ToolError::TimedOut(d.as_secs())),
-            Err(err) => Err(ToolError::Failed(format!(
-                "the MCP server {} failed: {err}",
-                self.server.name
-            ))),
+        let result = self.call_consenting(input).await?;
+        if result.is_error {
+            return Err(ToolError::Failed(result.model_text));
+        }
+        Ok(ToolOutput {
+            output: result.ui_output,
+            model_text: Some(result.model_text),
+        })
+    }
+}
+
+/// Runs an integration's tool, and when the provider no longer accepts the user's grant, asks the
+/// user to connect it again mid-turn and runs the tool once more.
+pub(crate) struct ConsentingExecutor {
+    pub inner: Arc<dyn ToolExecutor>,
+    pub provider: IntegrationProvider,
+    pub consent: ConsentSetup,
+}
+
+#[async_trait]
+impl ToolExecutor for ConsentingExecutor {
+    async fn call(&self, input: Value) -> Result<ToolOutput, ToolError> {
+        match self.inner.call(input.clone()).await {
+            Err(ToolError::Unauthorized(_)) => {
+                self.consent.ask(&Consent::Integration(self.provider)).await?;
+                self.inner.call(input).await
+            }
+            other => other,
         }
     }
 }

@@ -315,6 +315,9 @@ impl UiMessageBuilder {
             UiChunk::DataElicitation { id, data } => {
                 self.put_data(json!({"type": "data-elicitation", "id": id, "data": data}));
             }
+            UiChunk::DataAuthorization { id, data } => {
+                self.put_data(json!({"type": "data-authorization", "id": id, "data": data}));
+            }
             UiChunk::MessageMetadata { message_metadata } => self.merge_metadata(message_metadata),
             UiChunk::Finish {
                 finish_reason,

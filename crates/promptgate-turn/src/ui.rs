@@ -100,6 +100,13 @@ pub enum UiChunk {
         id: String,
         data: Value,
     },
+    /// A tool call waits for the user to authorize (again) the service it calls: an MCP server
+    /// whose grant ended or is too narrow, an integration whose refresh token stopped working (AI
+    /// SDK data part `data-authorization`). Sent again with the same `id` when the wait ends.
+    DataAuthorization {
+        id: String,
+        data: Value,
+    },
     MessageMetadata {
         message_metadata: Value,
     },

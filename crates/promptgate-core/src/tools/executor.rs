@@ -38,6 +38,10 @@ pub enum ToolError {
     InvalidArguments(String),
     #[error("{0}")]
     Failed(String),
+    /// The user's authorization with the service the tool calls has ended (revoked, or expired
+    /// past renewal): only the user can restore it, by connecting again. The text names the service.
+    #[error("{0}")]
+    Unauthorized(String),
     #[error("the tool call timed out after {0} s")]
     TimedOut(u64),
     #[error("the tool call was cancelled")]

@@ -106,7 +106,10 @@ async fn a_user_authorizes_with_the_python_sdk_auth_server_and_its_tokens_refres
         .exchange_code(&server, &client, REDIRECT, &code, VERIFIER, 0)
         .await
         .unwrap();
-    assert_eq!(tools_with(&hub, &url, &tokens).await.unwrap(), ["whoami"]);
+    assert_eq!(
+        tools_with(&hub, &url, &tokens).await.unwrap(),
+        ["whoami", "write_note"]
+    );
 
     // A code is good once.
     let replayed = oauth
@@ -138,7 +141,10 @@ async fn a_user_authorizes_with_the_python_sdk_auth_server_and_its_tokens_refres
         renewed.refresh_token, tokens.refresh_token,
         "refresh tokens rotate"
     );
-    assert_eq!(tools_with(&hub, &url, &renewed).await.unwrap(), ["whoami"]);
+    assert_eq!(
+        tools_with(&hub, &url, &renewed).await.unwrap(),
+        ["whoami", "write_note"]
+    );
     let stale = oauth.refresh(&server, &client, &tokens, 0).await.unwrap_err();
     assert_eq!(stale.kind(), "authorization", "{stale}");
 

@@ -8,10 +8,20 @@ once: /authorize redirects straight back with a code, as a user clicking "Allow"
 Usage: python py_auth_peer.py PORT [ACCESS_TOKEN_SECONDS]
 
 Test hooks (not part of any spec): POST /test/revoke-access-tokens forgets every access token
-issued so far, as an authorization server does when a user revokes a grant; GET /test/stats
+issued so far, as an authorization server does when a user revokes a grant; POST
+/test/revoke-grants forgets every access and refresh token, so renewing fails too (`invalid_grant`)
+and only a new authorization helps, as when a user removes the app's access; POST
+/test/revoke-grants-on-next-call does that the moment the next `tools/call` arrives, after the
+tools were listed, so a gateway meets it in the middle of a turn; GET /test/stats
 reports how many codes, refreshes and registrations the server handled.
+
+The tool `write_note` needs the scope `notes:write` beyond `notes`: called with a token without it,
+it answers `403` with `WWW-Authenticate: Bearer error="insufficient_scope", scope="notes
+notes:write"`, as the MCP spec's step-up has it.
 """
 
+import asyncio
+import json
 import secrets
 import sys
 import time
@@ -35,6 +45,7 @@ ACCESS_SECONDS = int(sys.argv[2]) if len(sys.argv) > 2 else 3600
 BASE = f"http://127.0.0.1:{PORT}"
 RESOURCE = f"{BASE}/mcp"
 SCOPE = "notes"
+WRITE_SCOPE = "notes:write"
 
 
 class AutoConsentProvider:
@@ -125,7 +136,7 @@ server = MCPServer(
         # A token issued for another resource (RFC 8707) is refused.
         validate_token_resource=True,
         client_registration_options=ClientRegistrationOptions(
-            enabled=True, valid_scopes=[SCOPE], default_scopes=[SCOPE]
+            enabled=True, valid_scopes=[SCOPE, WRITE_SCOPE], default_scopes=[SCOPE]
         ),
         revocation_options=RevocationOptions(enabled=True),
     ),
@@ -138,10 +149,32 @@ def whoami() -> str:
     return "py-auth-peer"
 
 
+@server.tool()
+def write_note(text: str) -> str:
+    """Keep a note (needs the notes:write scope)."""
+    return f"noted: {text}"
+
+
 @server.custom_route("/test/revoke-access-tokens", methods=["POST"])
 async def revoke_access_tokens(_request: Request):
     provider.access.clear()
     return JSONResponse({"revoked": True})
+
+
+@server.custom_route("/test/revoke-grants", methods=["POST"])
+async def revoke_grants(_request: Request):
+    provider.access.clear()
+    provider.refresh.clear()
+    return JSONResponse({"revoked": True})
+
+
+hooks = {"revoke_on_next_call": False}
+
+
+@server.custom_route("/test/revoke-grants-on-next-call", methods=["POST"])
+async def revoke_grants_on_next_call(_request: Request):
+    hooks["revoke_on_next_call"] = True
+    return JSONResponse({"armed": True})
 
 
 @server.custom_route("/test/stats", methods=["GET"])
@@ -149,5 +182,75 @@ async def stats(_request: Request):
     return JSONResponse(provider.stats)
 
 
+def called_tool(body: bytes) -> str | None:
+    """The tool a JSON-RPC `tools/call` body calls, if it is one."""
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return None
+    if isinstance(message, dict) and message.get("method") == "tools/call":
+        return (message.get("params") or {}).get("name")
+    return None
+
+
+def token_scopes(scope) -> list[str]:
+    for name, value in scope.get("headers", []):
+        if name == b"authorization" and value.lower().startswith(b"bearer "):
+            access = provider.access.get(value[7:].decode())
+            return access.scopes if access else []
+    return []
+
+
+class CallHooks:
+    """Sees each MCP request before the SDK does: arms the revocation hook on the next tool call,
+    and answers a call to `write_note` without `notes:write` with the step-up challenge."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["path"] != "/mcp" or scope["method"] != "POST":
+            return await self.app(scope, receive, send)
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        tool = called_tool(body)
+        if tool and hooks["revoke_on_next_call"]:
+            hooks["revoke_on_next_call"] = False
+            provider.access.clear()
+            provider.refresh.clear()
+        scopes = token_scopes(scope)
+        if tool == "write_note" and scopes and WRITE_SCOPE not in scopes:
+            challenge = (
+                f'Bearer error="insufficient_scope", scope="{SCOPE} {WRITE_SCOPE}", '
+                f'resource_metadata="{BASE}/.well-known/oauth-protected-resource/mcp"'
+            )
+            await send({"type": "http.response.start", "status": 403,
+                        "headers": [(b"content-type", b"application/json"),
+                                    (b"www-authenticate", challenge.encode())]})
+            await send({"type": "http.response.body", "body": b'{"error": "insufficient_scope"}'})
+            return
+        replayed = False
+
+        async def replay():
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+async def main():
+    import uvicorn
+
+    app = CallHooks(server.streamable_http_app(host="127.0.0.1"))
+    await uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=PORT, log_level="warning")).serve()
+
+
 if __name__ == "__main__":
-    server.run("streamable-http", host="127.0.0.1", port=PORT)
+    asyncio.run(main())

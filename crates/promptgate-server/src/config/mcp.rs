@@ -15,6 +15,9 @@ pub struct McpConfig {
     /// How long a tool call waits for the user's answer to its server's question (elicitation);
     /// then the server is told `cancel`. Waiting does not count against `call_timeout_secs`.
     pub elicitation_timeout_secs: u64,
+    /// How long a tool call whose server (or integration) needs the user to authorize it again
+    /// waits for that, mid-turn; then the call ends with an error the model reads.
+    pub authorization_wait_secs: u64,
     /// Budget of `POST /v1/mcp-servers/{id}/probe`, which connects afresh.
     pub probe_timeout_ms: u64,
     /// A server in use is pinged in the background this long after it last answered; sends never
@@ -76,6 +79,7 @@ impl McpConfig {
             ("mcp.discovery_timeout_ms", self.discovery_timeout_ms),
             ("mcp.call_timeout_secs", self.call_timeout_secs),
             ("mcp.elicitation_timeout_secs", self.elicitation_timeout_secs),
+            ("mcp.authorization_wait_secs", self.authorization_wait_secs),
             ("mcp.probe_timeout_ms", self.probe_timeout_ms),
             ("mcp.liveness_interval_ms", self.liveness_interval_ms),
             ("mcp.session_idle_secs", self.session_idle_secs),
@@ -109,6 +113,7 @@ impl Default for McpConfig {
             discovery_timeout_ms: millis(promptgate_service::deployment::DEFAULT_DISCOVERY_TIMEOUT),
             call_timeout_secs: promptgate_service::deployment::DEFAULT_CALL_TIMEOUT.as_secs(),
             elicitation_timeout_secs: promptgate_service::deployment::DEFAULT_ELICITATION_TIMEOUT.as_secs(),
+            authorization_wait_secs: promptgate_service::deployment::DEFAULT_AUTHORIZATION_WAIT.as_secs(),
             // The probe is the server's own route; its budget has no other owner.
             probe_timeout_ms: 10_000,
             liveness_interval_ms: millis(hub.liveness_interval),

@@ -146,6 +146,7 @@ impl Translator {
             | UiChunk::SourceUrl { .. }
             | UiChunk::ToolApprovalRequest { .. }
             | UiChunk::DataElicitation { .. }
+            | UiChunk::DataAuthorization { .. }
             | UiChunk::ToolOutputDenied { .. } => {}
         }
         self.end.is_some()

@@ -147,6 +147,14 @@ impl Gateway {
         Self::serve(store, None, config, env).await
     }
 
+    /// Ends this instance as SIGTERM would: it stops serving, its turns stop, its background work
+    /// is waited for, and its connections to the database close.
+    pub async fn shut_down(self) {
+        self._server.abort();
+        self.state.service.stop_all();
+        self.state.service.drain(std::time::Duration::from_secs(5)).await;
+    }
+
     pub async fn single_user(backend: Backend) -> Gateway {
         Self::start(backend, test_config(AuthMode::SingleUser)).await
     }

@@ -40,7 +40,7 @@ impl Env for FakeEnv {
 
 /// One request as the fake Google saw it.
 #[derive(Debug, Clone)]
-struct Hit {
+pub(crate) struct Hit {
     method: String,
     path: String,
     headers: HeaderMap,
@@ -57,7 +57,7 @@ impl Hit {
             .collect()
     }
 
-    fn bearer(&self) -> Option<&str> {
+    pub(crate) fn bearer(&self) -> Option<&str> {
         self.headers.get("authorization")?.to_str().ok()
     }
 }
@@ -76,7 +76,7 @@ impl Hits {
             .collect()
     }
 
-    fn gmail(&self) -> Vec<Hit> {
+    pub(crate) fn gmail(&self) -> Vec<Hit> {
         self.0
             .lock()
             .unwrap()
@@ -108,7 +108,8 @@ fn message(id: &str) -> Value {
 
 /// Google's token, revocation and Gmail endpoints. The authorization code `good-code` yields an
 /// access token that has already expired; refreshing `refresh-1` yields `fresh-token`, the only
-/// token Gmail accepts.
+/// token Gmail accepts. The code `doomed-code` yields an expired access token whose refresh token
+/// Google no longer accepts (`invalid_grant`), as after the user removed the app's access.
 async fn google_api(
     State(hits): State<Hits>,
     method: Method,
@@ -138,6 +139,13 @@ async fn google_api(
                     json!({
                         "access_token": "first-token", "refresh_token": "refresh-1", "expires_in": 0,
                         "token_type": "Bearer"
+                    }),
+                ),
+                ("authorization_code", Some(code)) if code == "doomed-code" => json(
+                    200,
+                    json!({
+                        "access_token": "first-token", "refresh_token": "refresh-revoked",
+                        "expires_in": 0, "token_type": "Bearer"
                     }),
                 ),
                 ("refresh_token", Some(token)) if token == "refresh-1" => json(
@@ -246,7 +254,7 @@ pub(crate) fn google_integrations(google: &str) -> IntegrationsConfig {
 }
 
 /// Starts an authorization and returns the `state` of the URL handed out.
-async fn authorize(gw: &Gateway) -> String {
+pub(crate) async fn authorize(gw: &Gateway) -> String {
     let (status, body) = gw.get("/v1/integrations/google/authorize").await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let url = Url::parse(body["authorization_url"].as_str().unwrap()).unwrap();

@@ -28,6 +28,7 @@ mod js_clients;
 mod keys_api;
 mod list_pages;
 mod mcp_bounds;
+mod mcp_consent;
 mod mcp_elicitation;
 mod mcp_oauth;
 mod mcp_outbound;

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 /// The redirect base the gateway is configured with; the test carries the browser's redirect to
 /// whichever instance it wants by hand.
-const TOML: &str = "[mcp]\ndiscovery_timeout_ms = 3000\nprobe_timeout_ms = 3000\n\
+pub(crate) const TOML: &str = "[mcp]\ndiscovery_timeout_ms = 3000\nprobe_timeout_ms = 3000\n\
     liveness_interval_ms = 600000\noauth_redirect_base_url = \"http://gw.test\"\n";
 
 fn python() -> Option<String> {
@@ -26,7 +26,7 @@ fn python() -> Option<String> {
 
 /// What the browser does: opens the authorization URL, and the peer (consenting at once) sends it
 /// back to the gateway's callback; returns that callback's path and query.
-async fn consent(authorization_url: &str) -> String {
+pub(crate) async fn consent(authorization_url: &str) -> String {
     let browser = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
@@ -50,7 +50,7 @@ async fn probe(gw: &Gateway, id: &str) -> Value {
     body
 }
 
-async fn callback(gw: &Gateway, path: &str) -> (StatusCode, String) {
+pub(crate) async fn callback(gw: &Gateway, path: &str) -> (StatusCode, String) {
     let answer = gw.http.get(gw.url(path)).send().await.unwrap();
     (answer.status(), answer.text().await.unwrap())
 }

@@ -162,7 +162,7 @@ impl OAuthClient {
             });
         }
         match serde_json::from_slice::<TokenErrorResponse>(&body) {
-            Ok(err) if err.error == "invalid_grant" => Err(ToolError::Failed(format!(
+            Ok(err) if err.error == "invalid_grant" => Err(ToolError::Unauthorized(format!(
                 "{name} no longer accepts the stored authorization (it expired or was revoked); reconnect {name}"
             ))),
             Ok(err) => {

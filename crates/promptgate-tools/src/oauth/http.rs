@@ -73,7 +73,7 @@ where
         let status = response.status();
         if status == StatusCode::UNAUTHORIZED {
             let name = tokens.provider_name();
-            return Err(ToolError::Failed(format!(
+            return Err(ToolError::Unauthorized(format!(
                 "{service} rejected the {name} authorization even after renewing it; reconnect {name}"
             )));
         }

@@ -172,7 +172,7 @@ impl AccessTokens {
     async fn renew(&self, tokens: TokenSet) -> Result<String, ToolError> {
         let name = self.provider_name();
         let refresh_token = tokens.refresh_token.ok_or_else(|| {
-            ToolError::Failed(format!(
+            ToolError::Unauthorized(format!(
                 "the {name} authorization has expired and cannot be renewed; reconnect {name}"
             ))
         })?;

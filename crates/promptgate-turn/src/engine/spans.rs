@@ -139,6 +139,7 @@ pub(super) fn record_tool_error(span: &Span, error: &promptgate_core::tools::Too
     let kind = match error {
         ToolError::InvalidArguments(_) => "invalid_arguments",
         ToolError::Failed(_) => "tool_error",
+        ToolError::Unauthorized(_) => "unauthorized",
         ToolError::TimedOut(_) => "timeout",
         ToolError::Cancelled => "cancelled",
     };

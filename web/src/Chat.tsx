@@ -131,6 +131,7 @@ function ChatView({ threadId, model, onChanged, initial, selectedMessage, onSele
   // The gateway refuses other messages while a call waits for the user's answer (409).
   const waiting = !busy && hasWaitingCall(messages.at(-1));
   const asked = busy && hasOpenQuestion(messages.at(-1));
+  const authorizing = busy && hasWaitingAuthorization(messages.at(-1));
   const [input, setInput] = useState('');
   const [files, setFiles] = useState<FileList | null>(null);
   const fileRef = useRef<HTMLInputElement>(null);
@@ -225,6 +226,11 @@ function ChatView({ threadId, model, onChanged, initial, selectedMessage, onSele
             A tool asks you something above; the answer goes on once you reply (or Stop).
           </p>
         )}
+        {authorizing && (
+          <p className="waiting-note" role="status">
+            A tool waits for your authorization above; the answer goes on once you have given it (or Stop).
+          </p>
+        )}
         {error && (
           <div className="chat-error" role="alert">
             {messageOf(error)}
@@ -282,6 +288,11 @@ function hasWaitingCall(message: ChatMessage | undefined): boolean {
 /// Whether `message` carries a question from an MCP server that its running tool call waits on.
 function hasOpenQuestion(message: ChatMessage | undefined): boolean {
   return message?.role === 'assistant' && message.parts.some((p) => p.type === 'data-elicitation' && p.data.state === 'waiting');
+}
+
+/// Whether `message` carries a tool call that waits for the user to authorize its service.
+function hasWaitingAuthorization(message: ChatMessage | undefined): boolean {
+  return message?.role === 'assistant' && message.parts.some((p) => p.type === 'data-authorization' && p.data.state === 'waiting');
 }
 
 /// Resumes the answer that was streaming when the thread was read. When the turn ended in between

@@ -4,6 +4,7 @@ import { memo, useEffect, useMemo, useRef, useState, type MouseEvent } from 'rea
 import { isToolUIPart, type FileUIPart } from 'ai';
 import { artifactUrl } from './api';
 import { ApprovalCard, type ApprovalAnswer } from './Approval';
+import { AuthorizationCard } from './Authorization';
 import { ElicitationCard, type AnswerElicitation } from './Elicitation';
 import { hasMath, loadMath, mathReady, renderMarkdown, type CitationCheck } from './markdown';
 import { checksOf, sourcesOf, textOf, toolName, type AnswerStatus, type ChatMessage, type Source, type TitledToolPart } from './messages';
@@ -215,6 +216,7 @@ export const Message = memo(function Message({ message, busy, isLast, selected, 
         if (p.type === 'file') return <FilePart key={i} part={p} />;
         if (p.type === 'data-elicitation')
           return <ElicitationCard key={p.id ?? i} data={p.data} live={!status || status === 'streaming'} onAnswer={onElicitationAnswer} />;
+        if (p.type === 'data-authorization') return <AuthorizationCard key={p.id ?? i} data={p.data} live={!status || status === 'streaming'} />;
         return null;
       })}
       <Sources messageId={message.id} sources={sources} />

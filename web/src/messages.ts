@@ -3,6 +3,7 @@
 // that `[N]` cites, and tool parts.
 import { getToolName, isToolUIPart, type DynamicToolUIPart, type ToolUIPart, type UIMessage } from 'ai';
 import type { Schemas } from './api';
+import type { AuthorizationData } from './Authorization';
 import type { ElicitationData } from './Elicitation';
 import type { CitationCheck } from './markdown';
 
@@ -23,9 +24,11 @@ export interface AnswerMetadata {
   traceUrl?: string;
 }
 
-/// The data parts promptgate sends: a question an MCP server asks mid-call.
+/// The data parts promptgate sends: a question an MCP server asks mid-call, and a call waiting for
+/// the user to authorize the service it calls.
 export type DataParts = {
   elicitation: ElicitationData;
+  authorization: AuthorizationData;
 };
 
 export type ChatMessage = UIMessage<AnswerMetadata, DataParts>;

@@ -93,6 +93,12 @@ function completions(body, res) {
     if (!afterTool) return toolCall(res, 'bookings_book_table', { restaurant });
     return streamText(res, ['The booking tool said: ', textOf(messages.at(-1)).slice(0, 200)]);
   }
+  if (/\bcall (\w+_whoami)\b/i.test(question)) {
+    // Calls the Python auth peer's tool under the prefix the question names; then repeats its answer.
+    const tool = /\bcall (\w+_whoami)\b/i.exec(question)[1];
+    if (!afterTool) return toolCall(res, tool, {});
+    return streamText(res, ['The notes server said: ', textOf(messages.at(-1)).slice(0, 200)]);
+  }
   if (/\bremind\b/i.test(question)) {
     // Adds the line after "remind me to" as a task, then says how the call went: the tool's result,
     // or the denial (with the user's reason) the gateway answers in its place.

@@ -48,12 +48,27 @@ struct Setup {
 /// with a good token, and its call meets `401` with renewing refused.
 async fn setup(backend: Backend, extra_toml: &str) -> Option<Setup> {
     let setup = authorized(backend, extra_toml).await?;
+    arm(&setup.url).await;
+    Some(setup)
+}
+
+/// The user authorizes the server `id` in their browser (the peer consents at once).
+async fn authorize(gw: &Gateway, id: &str) {
+    let (status, started) = gw
+        .post(&format!("/v1/mcp-servers/{id}/authorize"), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{started}");
+    let path = consent(started["authorization_url"].as_str().unwrap()).await;
+    assert_eq!(callback(gw, &path).await.0, StatusCode::OK);
+}
+
+/// Arms the peer to forget every grant when the next tool call arrives.
+async fn arm(url: &str) {
     reqwest::Client::new()
-        .post(setup.url.replace("/mcp", "/test/revoke-grants-on-next-call"))
+        .post(url.replace("/mcp", "/test/revoke-grants-on-next-call"))
         .send()
         .await
         .unwrap();
-    Some(setup)
 }
 
 /// A gateway with the auth peer registered as "Notes" and authorized by the user.
@@ -74,12 +89,7 @@ async fn authorized(backend: Backend, extra_toml: &str) -> Option<Setup> {
         .await;
     assert_eq!(status, StatusCode::CREATED, "{created}");
     let id = created["id"].as_str().unwrap();
-    let (status, started) = gw
-        .post(&format!("/v1/mcp-servers/{id}/authorize"), json!({}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{started}");
-    let path = consent(started["authorization_url"].as_str().unwrap()).await;
-    assert_eq!(callback(&gw, &path).await.0, StatusCode::OK);
+    authorize(&gw, id).await;
     Some(Setup {
         gw,
         upstream,
@@ -250,13 +260,22 @@ async fn a_client_that_cannot_show_the_card_gets_the_error_at_once() {
     let result = result_the_model_read(&upstream);
     assert!(result.contains("the user did not connect Notes"), "{result}");
     assert!(result.contains("cannot ask"), "{result}");
-    let stats: Value = reqwest::get(url.replace("/mcp", "/test/stats"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(stats["codes"], 1, "no second authorization was made: {stats}");
+
+    // Nor can the OpenAI-compatible facade, once the user authorized the server again and the
+    // grant is revoked again under the next call.
+    let (_, listed) = gw.get("/v1/mcp-servers").await;
+    authorize(&gw, listed[0]["id"].as_str().unwrap()).await;
+    arm(&url).await;
+    call_whoami(&upstream);
+    let (status, body) = gw
+        .post(
+            "/v1/chat/completions",
+            json!({"model": "scripted", "messages": [{"role": "user", "content": "who?"}]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let result = result_the_model_read(&upstream);
+    assert!(result.contains("the user did not connect Notes"), "{result}");
 }
 
 #[tokio::test]

@@ -59,10 +59,26 @@ pub(crate) struct ConsentSetup {
 }
 
 impl ConsentSetup {
+    /// What the user calls the service: the server's display name, the provider's ("Google").
+    fn name_of(&self, consent: &Consent) -> String {
+        match consent {
+            Consent::Mcp { name, .. } => name.clone(),
+            Consent::Integration(provider) => self
+                .service
+                .integrations
+                .as_ref()
+                .and_then(|integrations| integrations.oauth(*provider))
+                .map_or_else(
+                    || provider.as_str().to_owned(),
+                    |oauth| oauth.config().display_name.clone(),
+                ),
+        }
+    }
+
     /// Asks the user to authorize `consent` and waits until they did: `Ok` once the callback
     /// completed (the caller runs the call again), else the error the model reads.
     pub(crate) async fn ask(&self, consent: &Consent) -> Result<(), ToolError> {
-        let name = consent_name(consent);
+        let name = self.name_of(consent);
         let not_connected = |why: &str| {
             ToolError::Unauthorized(format!(
                 "the user did not connect {name} ({why}); its tools cannot be used until they do"
@@ -86,7 +102,7 @@ impl ConsentSetup {
             }
         };
         let wait = self.service.config.authorization_wait;
-        let mut data = shown(&question_id, consent, &call, &url, wait);
+        let mut data = shown(&question_id, &name, consent, &call, &url, wait);
         let question = NewQuestion {
             question_id: question_id.clone(),
             thread_id,
@@ -128,25 +144,11 @@ impl ConsentSetup {
     }
 }
 
-fn consent_name(consent: &Consent) -> String {
-    match consent {
-        Consent::Mcp { name, .. } => name.clone(),
-        Consent::Integration(provider) => provider_name(*provider).to_owned(),
-    }
-}
-
-fn provider_name(provider: IntegrationProvider) -> &'static str {
-    match provider {
-        IntegrationProvider::Google => "Google",
-        IntegrationProvider::Microsoft => "Microsoft",
-    }
-}
-
-/// The part's data: what the card shows.
-fn shown(id: &str, consent: &Consent, call: &CallScope, url: &str, wait: Duration) -> Value {
+/// The part's data: what the card shows, `name` being what the user calls the service.
+fn shown(id: &str, name: &str, consent: &Consent, call: &CallScope, url: &str, wait: Duration) -> Value {
     let mut data = json!({
         "authorizationId": id,
-        "server": consent_name(consent),
+        "server": name,
         "toolCallId": call.tool_call_id,
         "url": url,
         "state": "waiting",

@@ -6,8 +6,8 @@
 //! signal only saves waiting: the waiting call also reads the store every [`POLL_EVERY`], so an
 //! announcement lost while the listener reconnects costs at most that. The wait is bounded; when
 //! its time runs out the question is marked expired, and when the call ends first (Stop, the
-//! client went away) it is marked cancelled. What the question is (an MCP elicitation today) and
-//! how its answer is checked live beside this, in their own modules.
+//! client went away) it is marked cancelled. What the question is (an MCP elicitation, in `elicit`;
+//! an authorization the call waits for, in `consent`) and how it is answered live beside this.
 
 use std::time::Duration;
 

@@ -18,7 +18,7 @@ pub struct NewQuestion {
     pub message_id: String,
     pub turn_id: String,
     pub tool_call_id: String,
-    /// How to read `question` (`elicitation`).
+    /// How to read `question` (`elicitation`, `authorization`).
     pub kind: String,
     /// What the user is shown, as JSON text.
     pub question: String,

@@ -380,10 +380,15 @@ pub const NEWEST_UI_STREAM: (&str, &str) = ("x-promptgate-ui-stream", "v7");
 impl Gateway {
     /// POSTs a JSON body and reads the whole SSE answer (as the newest AI SDK reads it).
     pub async fn stream(&self, path: &str, body: Value) -> Sse {
+        self.stream_as(NEWEST_UI_STREAM.1, path, body).await
+    }
+
+    /// Like [`Gateway::stream`], for a client declaring the UI stream `version` (`v5`, `v6`...).
+    pub async fn stream_as(&self, version: &str, path: &str, body: Value) -> Sse {
         let res = self
             .http
             .post(self.url(path))
-            .header(NEWEST_UI_STREAM.0, NEWEST_UI_STREAM.1)
+            .header(NEWEST_UI_STREAM.0, version)
             .json(&body)
             .send()
             .await

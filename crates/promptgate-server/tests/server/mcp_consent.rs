@@ -14,7 +14,7 @@ use crate::integrations_turn::{FakeEnv, fake_google, google_integrations};
 use crate::mcp_oauth::{TOML, callback, consent};
 use promptgate_mcp::testing::{PeerProcess, python_auth_peer};
 
-use common::{Backend, Gateway, Sse, parse_sse, scripted_config_with, tool_message, use_chat_body};
+use common::{Backend, Gateway, Sse, scripted_config_with, tool_message, use_chat_body};
 use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
 use promptgate_server::config::AuthMode;
 use promptgate_server::state::LOCAL_USER_ID;
@@ -246,16 +246,9 @@ async fn a_client_that_cannot_show_the_card_gets_the_error_at_once() {
         return;
     };
     call_whoami(&upstream);
-    let res = gw
-        .http
-        .post(gw.url("/v1/chat"))
-        .header("x-promptgate-ui-stream", "v5")
-        .json(&use_chat_body("t1", "who is it?", "scripted"))
-        .send()
-        .await
-        .unwrap();
-    let (status, headers) = (res.status(), res.headers().clone());
-    let sse = parse_sse(status, headers, &res.text().await.unwrap());
+    let sse = gw
+        .stream_as("v5", "/v1/chat", use_chat_body("t1", "who is it?", "scripted"))
+        .await;
     assert!(sse.of_type("data-authorization").is_empty(), "{:?}", sse.types());
     let result = result_the_model_read(&upstream);
     assert!(result.contains("the user did not connect Notes"), "{result}");

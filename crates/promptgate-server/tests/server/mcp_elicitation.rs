@@ -11,9 +11,7 @@ use std::time::Duration;
 
 use crate::common;
 
-use common::{
-    Backend, Gateway, Sse, error_code, parse_sse, scripted_config_with, tool_message, use_chat_body,
-};
+use common::{Backend, Gateway, Sse, error_code, scripted_config_with, tool_message, use_chat_body};
 use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
 use promptgate_mcp::testing::{PeerProcess, python_elicit_peer};
 use promptgate_server::config::AuthMode;
@@ -228,16 +226,13 @@ async fn clients_that_cannot_show_it_decline_at_once() {
         return;
     };
     book(&upstream);
-    let res = gw
-        .http
-        .post(gw.url("/v1/chat"))
-        .header("x-promptgate-ui-stream", "v5")
-        .json(&use_chat_body(THREAD, "book me a table", "scripted"))
-        .send()
-        .await
-        .unwrap();
-    let (status, headers) = (res.status(), res.headers().clone());
-    let sse = parse_sse(status, headers, &res.text().await.unwrap());
+    let sse = gw
+        .stream_as(
+            "v5",
+            "/v1/chat",
+            use_chat_body(THREAD, "book me a table", "scripted"),
+        )
+        .await;
     assert!(sse.of_type("data-elicitation").is_empty(), "{:?}", sse.types());
     let result = result_the_model_read(&upstream);
     assert!(result.contains("decline: nothing booked"), "{result}");

@@ -1,7 +1,7 @@
 //! Authorization-code flow with PKCE, token renewal, sealing and disconnect, against a loopback
 //! OAuth server.
 // Helpers outside #[test] functions panic on purpose: a broken fixture should fail loudly.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::support;
 
@@ -182,6 +182,26 @@ async fn an_expired_token_without_refresh_token_asks_to_reconnect() {
     let err = setup.tokens.access_token().await.unwrap_err();
     assert!(err.to_string().contains("reconnect Google"), "{err}");
     assert!(oauth.log.all().is_empty());
+}
+
+/// The user removed the app's access at Microsoft: its refresh token is refused (`invalid_grant`).
+/// That is the one failure only the user can mend, so it is told apart from the others: the turn
+/// asks them to connect again (the consent card) instead of failing the call outright.
+#[tokio::test]
+async fn a_refresh_token_the_provider_refuses_asks_the_user_to_connect_again() {
+    let oauth = serve(oauth_routes()).await;
+    let expired = TokenSet {
+        access_token: "old".into(),
+        refresh_token: Some("refresh-revoked".into()),
+        expires_at: Some(Utc::now() - Duration::minutes(5)),
+        scope: None,
+    };
+    let setup = connected(IntegrationProvider::Microsoft, &oauth.base, expired).await;
+    match setup.tokens.access_token().await {
+        Err(ToolError::Unauthorized(text)) => assert!(text.contains("reconnect Microsoft"), "{text}"),
+        other => panic!("expected the grant to be reported as ended: {other:?}"),
+    }
+    assert_eq!(oauth.log.to_path("/token").len(), 1, "renewal was tried once");
 }
 
 #[tokio::test]

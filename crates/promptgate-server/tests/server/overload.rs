@@ -1,7 +1,8 @@
 //! Past what the server carries: a send, completion or Messages request over the admission limit is
 //! refused at once with 503 `overloaded` and `Retry-After`, nothing of it stored; health, metrics
 //! and Stop still answer; a client flooding the server cannot keep another from being answered; and
-//! the limit itself moves with the load (`promptgate_admission_limit`).
+//! the limit itself moves with the load (`promptgate_admission_limit`); sends that store their answers
+//! also follow the database writer's queue (`promptgate_admission_store_limit`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -206,4 +207,94 @@ async fn the_limit_grows_while_it_is_in_use_and_work_runs_on_time() {
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     panic!("the limit never moved with three of its four places in use");
+}
+
+/// Holds SQLite's write lock on `url` from a connection of its own, as a long write elsewhere
+/// would, until the connection is dropped or rolled back.
+async fn hold_the_writer(url: &str) -> sqlx::AnyConnection {
+    use sqlx::Connection;
+    let mut conn = sqlx::AnyConnection::connect(url).await.unwrap();
+    sqlx::query("BEGIN IMMEDIATE").execute(&mut conn).await.unwrap();
+    conn
+}
+
+#[tokio::test]
+async fn sends_waiting_for_a_stalled_database_writer_make_further_sends_refused_at_once() {
+    common::init();
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    let mut config = patient(scripted_config(AuthMode::SingleUser, &upstream.base_url()));
+    config.admission.min_limit = 1;
+    // Only the database's queue is under test: the run queue of a busy test machine must not count.
+    config.admission.delay_tolerance_ms = 1000;
+    let gw = Gateway::start(Backend::Sqlite, config).await;
+    for _ in 0..5 {
+        upstream.push(text(["Stored", " after the wait."]));
+    }
+    let writer = hold_the_writer(&gw.database_url).await;
+
+    // Three sends start and wait for the writer: the run queue is idle, the database's is not.
+    let mut waiting = Vec::new();
+    for n in 0..3 {
+        let http = gw.http.clone();
+        let url = gw.url("/v1/chat");
+        let body = use_chat_body(&format!("waiting-{n}"), "Hello", "scripted");
+        waiting.push(tokio::spawn(async move {
+            let res = http
+                .post(url)
+                .header(NEWEST_UI_STREAM.0, NEWEST_UI_STREAM.1)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            (res.status(), res.text().await.unwrap())
+        }));
+    }
+    let mut limit = f64::MAX;
+    for _ in 0..200 {
+        limit = gw.metric("promptgate_admission_store_limit").await;
+        if limit < 3.0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(
+        limit < 3.0,
+        "the sends' limit stayed at {limit} while writes waited"
+    );
+
+    assert_refused(send(&gw, "refused", None).await).await;
+    assert!(
+        gw.metric("promptgate_admission_refused_total{reason=\"store\"}")
+            .await
+            >= 1.0
+    );
+    // A completion keeps no thread: the database's queue does not refuse it.
+    let completion = gw
+        .http
+        .post(gw.url("/v1/chat/completions"))
+        .json(&json!({"model": "scripted", "messages": [{"role": "user", "content": "Hi"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(completion.status(), StatusCode::OK);
+    assert_eq!(gw.get("/healthz").await.0, StatusCode::OK);
+
+    // Once the writer is free, the waiting sends are answered and stored, and sends get in again.
+    drop(writer);
+    for task in waiting {
+        let (status, body) = task.await.unwrap();
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert!(body.contains("after the wait"), "{body}");
+    }
+    let (status, _) = gw.get("/v1/threads/waiting-0").await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = gw.get("/v1/threads/refused").await;
+    assert_eq!(
+        status,
+        StatusCode::NOT_FOUND,
+        "the refused send left a thread behind"
+    );
+    let admitted = send(&gw, "after", None).await;
+    assert_eq!(admitted.status(), StatusCode::OK);
+    assert!(admitted.text().await.unwrap().contains("after the wait"));
 }

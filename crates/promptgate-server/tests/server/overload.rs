@@ -34,6 +34,15 @@ fn patient(mut config: Config) -> Config {
     config
 }
 
+/// A single-user config over `upstream` whose run-queue limit cannot shrink: on a busy test machine
+/// the server's work runs late by far more than it would in production, and must not count as
+/// overload here.
+fn run_queue_ignored(upstream: &ScriptedUpstream) -> Config {
+    let mut config = patient(scripted_config(AuthMode::SingleUser, &upstream.base_url()));
+    config.admission.delay_tolerance_ms = 1000;
+    config
+}
+
 /// An answer that starts and then never goes on: its turn keeps its place under the limit.
 fn held() -> Script {
     Script::new().chunk(role_chunk()).hang()
@@ -50,6 +59,16 @@ async fn send(gw: &Gateway, thread: &str, token: Option<&str>) -> reqwest::Respo
         req = req.bearer_auth(token);
     }
     req.send().await.unwrap()
+}
+
+/// A chat completion, which keeps no thread.
+async fn complete(gw: &Gateway) -> reqwest::Response {
+    gw.http
+        .post(gw.url("/v1/chat/completions"))
+        .json(&json!({"model": "scripted", "messages": [{"role": "user", "content": "Hi"}]}))
+        .send()
+        .await
+        .unwrap()
 }
 
 /// Asserts `res` is the gate's refusal: 503, `Retry-After`, the JSON error body with a request id.
@@ -92,13 +111,7 @@ async fn past_the_limit_a_send_is_refused_at_once_and_nothing_of_it_is_stored() 
     upstream_called(&upstream, 2).await;
 
     assert_refused(send(&gw, "refused", None).await).await;
-    let completion = gw
-        .http
-        .post(gw.url("/v1/chat/completions"))
-        .json(&json!({"model": "scripted", "messages": [{"role": "user", "content": "Hi"}]}))
-        .send()
-        .await
-        .unwrap();
+    let completion = complete(&gw).await;
     assert_refused(completion).await;
     let messages = gw
         .http
@@ -183,12 +196,9 @@ async fn one_user_flooding_the_server_does_not_keep_another_from_being_answered(
 async fn the_limit_grows_while_it_is_in_use_and_work_runs_on_time() {
     common::init();
     let upstream = ScriptedUpstream::start().await.unwrap();
-    let mut config = patient(scripted_config(AuthMode::SingleUser, &upstream.base_url()));
+    let mut config = run_queue_ignored(&upstream);
     config.admission.initial_limit = 4;
     config.admission.min_limit = 2;
-    // On a busy test machine the server's work runs late by far more than it would in production;
-    // a wide tolerance keeps that from counting as overload here.
-    config.admission.delay_tolerance_ms = 1000;
     let gw = Gateway::start(Backend::Sqlite, config).await;
     assert_eq!(gw.metric("promptgate_admission_limit").await, 4.0);
 
@@ -222,10 +232,8 @@ async fn hold_the_writer(url: &str) -> sqlx::AnyConnection {
 async fn sends_waiting_for_a_stalled_database_writer_make_further_sends_refused_at_once() {
     common::init();
     let upstream = ScriptedUpstream::start().await.unwrap();
-    let mut config = patient(scripted_config(AuthMode::SingleUser, &upstream.base_url()));
+    let mut config = run_queue_ignored(&upstream);
     config.admission.min_limit = 1;
-    // Only the database's queue is under test: the run queue of a busy test machine must not count.
-    config.admission.delay_tolerance_ms = 1000;
     let gw = Gateway::start(Backend::Sqlite, config).await;
     for _ in 0..5 {
         upstream.push(text(["Stored", " after the wait."]));
@@ -269,13 +277,7 @@ async fn sends_waiting_for_a_stalled_database_writer_make_further_sends_refused_
             >= 1.0
     );
     // A completion keeps no thread: the database's queue does not refuse it.
-    let completion = gw
-        .http
-        .post(gw.url("/v1/chat/completions"))
-        .json(&json!({"model": "scripted", "messages": [{"role": "user", "content": "Hi"}]}))
-        .send()
-        .await
-        .unwrap();
+    let completion = complete(&gw).await;
     assert_eq!(completion.status(), StatusCode::OK);
     assert_eq!(gw.get("/healthz").await.0, StatusCode::OK);
 

@@ -129,7 +129,7 @@ pub use oauth::OAuthCallback;
 pub use open::Database;
 pub use prepare::{Asking, Prepared, RunParts};
 pub use preview::{PreviewAsk, SendPreview, WebToolsOff};
-pub use promptgate_store::StoreError;
+pub use promptgate_store::{StoreError, WriteWaits};
 pub use providers::{ModelProvider, ProviderClient, Providers, check_request_fields};
 pub use quota::{StorageQuota, StorageReport};
 pub use record::{PendingSave, PendingSaves};
@@ -274,6 +274,11 @@ impl Service {
     #[cfg(feature = "testing")]
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// How long the database's writes wait, for the admission gate.
+    pub fn write_waits(&self) -> std::sync::Arc<WriteWaits> {
+        self.store.write_waits()
     }
 
     /// This instance's id among those sharing the database (it owns the claims of its turns).

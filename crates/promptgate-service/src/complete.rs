@@ -196,7 +196,7 @@ impl Service {
             so_far,
             spender: budget.limited.then_some(spender),
         };
-        super::ledger::record_facade(self.store.clone(), &self.tasks, facade, run.outcome);
+        super::ledger::record_facade(&self.ledger, facade, run.outcome);
         Ok(SendHandle {
             turn_id,
             message_id,

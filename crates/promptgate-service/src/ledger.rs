@@ -5,23 +5,20 @@
 //! nothing else, writes it on its own once it ended.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use promptgate_core::pricing::{Price, Spent};
-use promptgate_store::{Store, TokenCounts, UsageKind, UsageQuery, UsageRecord};
+use promptgate_store::{TokenCounts, UsageKind, UsageQuery, UsageRecord};
 use promptgate_turn::engine::{TurnOutcome, UsageSoFar};
 use serde_json::Value;
 use tokio::time::Instant;
-use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use crate::budgets::Spender;
+use crate::ledger_batch::LedgerBatch;
 use crate::{Service, ServiceError};
 
 /// The status of a facade request whose client went away before its end.
 const DISCONNECTED: &str = "disconnected";
-/// How often a facade's row is tried while the store refuses it, a second apart.
-const FACADE_ATTEMPTS: u32 = 3;
 /// The model label of models users configured themselves: their ids are theirs to choose, so
 /// they would make the metric's series unbounded.
 const USER_MODEL_LABEL: &str = "user";
@@ -218,16 +215,16 @@ pub(crate) struct FacadeUsage {
     pub spender: Option<Spender>,
 }
 
-/// Writes a facade request's row once its turn ended, in the background, so the client's stream
+/// Gathers a facade request's row once its turn ended, in the background, so the client's stream
 /// never waits for it; or, when the client went away first (which drops the turn unfinished), the
-/// row of what it used until then, counted against its budgets too. The turn's id keys the row: a
-/// second write of it adds nothing.
+/// row of what it used until then, counted against its budgets too. The rows go to the store in
+/// batches ([`LedgerBatch`]); the turn's id keys the row: a second write of it adds nothing.
 pub(crate) fn record_facade(
-    store: Store,
-    tasks: &TaskTracker,
+    batch: &Arc<LedgerBatch>,
     facade: FacadeUsage,
     outcome: tokio::sync::oneshot::Receiver<TurnOutcome>,
 ) {
+    let rows = Arc::clone(batch);
     let work = async move {
         let FacadeUsage {
             tag,
@@ -240,25 +237,14 @@ pub(crate) fn record_facade(
             Err(_) => {
                 let record = tag.disconnected(&turn_id, &so_far);
                 if let Some(spender) = &spender {
-                    crate::budgets::settle(&store, spender, &so_far.get().0, record.cost).await;
+                    crate::budgets::settle(rows.store(), spender, &so_far.get().0, record.cost).await;
                 }
                 record
             }
         };
-        for attempt in 1..=FACADE_ATTEMPTS {
-            match store.record_usage(&record).await {
-                Ok(()) => {
-                    tag.count(&record);
-                    return;
-                }
-                Err(err) if attempt == FACADE_ATTEMPTS => {
-                    tracing::error!(turn = %turn_id, error = %err, "the request's usage could not be recorded");
-                }
-                Err(_) => tokio::time::sleep(Duration::from_secs(1)).await,
-            }
-        }
+        rows.push(record, tag);
     };
-    tasks.spawn(work.instrument(tracing::Span::current()));
+    batch.tasks().spawn(work.instrument(tracing::Span::current()));
 }
 
 impl Service {

@@ -83,6 +83,7 @@ mod hooks;
 mod integrations;
 mod keys;
 mod ledger;
+mod ledger_batch;
 mod library;
 mod live;
 mod mcp_oauth;
@@ -192,6 +193,8 @@ pub struct Service {
     pub(crate) citation_reviewer: Option<promptgate_turn::CitationReview>,
     /// Every provider's circuit breaker, shared by the turns of this process.
     pub(crate) breakers: Arc<promptgate_turn::engine::Breakers>,
+    /// The facades' ledger rows on their way to the store, in batches.
+    pub(crate) ledger: Arc<ledger_batch::LedgerBatch>,
 }
 
 impl Service {
@@ -206,7 +209,9 @@ impl Service {
     ) -> Self {
         let admission = Arc::new(tokio::sync::Semaphore::new(config.max_turns_in_flight.max(1)));
         let transcripts = KeptTranscripts::new(config.kept_harnesses, config.kept_harness_bytes);
+        let tasks = tokio_util::task::TaskTracker::new();
         Self {
+            ledger: ledger_batch::LedgerBatch::new(store.clone(), tasks.clone()),
             store,
             providers,
             web,
@@ -214,7 +219,7 @@ impl Service {
             integrations: None,
             live: LiveTurns::default(),
             admission,
-            tasks: tokio_util::task::TaskTracker::new(),
+            tasks,
             stop_all: CancellationToken::new(),
             pending: PendingSaves::default(),
             instance: Arc::new(claims::Instance::default()),

@@ -84,6 +84,22 @@ impl LimitKind {
     }
 }
 
+/// Which of a user's subjects have a budget: the user, and which of their keys. Part of the user's
+/// setup (kept in memory, forgotten on every instance when `budgets` changes), so a request by a
+/// spender without limits reads none.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BudgetedSubjects {
+    pub user: bool,
+    pub keys: Vec<String>,
+}
+
+impl BudgetedSubjects {
+    /// Whether a request by the user with `key_id` has any limit to check.
+    pub fn cover(&self, key_id: Option<&str>) -> bool {
+        self.user || key_id.is_some_and(|key| self.keys.iter().any(|k| k == key))
+    }
+}
+
 /// One limit in force and what its current window has spent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LimitState {
@@ -221,7 +237,26 @@ impl Store {
             .await?;
         }
         tx.commit().observed("transaction.commit").await?;
+        // This instance's next request sees it at once; the others through the counter's trigger.
+        self.setup_changed(user_id);
         Ok(())
+    }
+
+    /// Which of the user's subjects have a budget (read with the user's setup).
+    pub(crate) async fn budgeted_subjects(&self, user_id: &str) -> Result<BudgetedSubjects> {
+        let rows = sqlx::query("SELECT scope, subject_id FROM budgets WHERE user_id = $1")
+            .bind(user_id)
+            .fetch_all(&self.pool)
+            .observed("budgets.subjects")
+            .await?;
+        let mut subjects = BudgetedSubjects::default();
+        for row in &rows {
+            match BudgetScope::parse(&row.text(0)?) {
+                BudgetScope::User => subjects.user = true,
+                BudgetScope::Key => subjects.keys.push(row.text(1)?),
+            }
+        }
+        Ok(subjects)
     }
 
     /// The limits set on a user or key (all off when none are).
@@ -239,7 +274,8 @@ impl Store {
     }
 
     /// The limits in force on a request by `user_id` with `key_id`, at `now` (epoch ms), with what
-    /// their current windows have spent. Empty, after one query, when none are set.
+    /// their current windows have spent. Empty when none are set: without a query while the user's
+    /// setup in memory says so (see [`crate::setup`]).
     pub async fn limit_states(
         &self,
         user_id: &str,
@@ -250,6 +286,9 @@ impl Store {
         // at once instead of waiting again (see `reach`).
         if self.reach.known_unreachable() {
             return Err(crate::reach::Reachability::refusal());
+        }
+        if !self.user_setup(user_id).await?.budgeted.cover(key_id) {
+            return Ok(Vec::new());
         }
         let limits = self.limits_of(user_id, key_id, now).await;
         self.reach.saw(&limits);

@@ -207,6 +207,14 @@ const MIGRATIONS: &[SchemaVersion] = &[
         postgres: include_str!("../../../migrations/postgres/0024_money_budgets.sql"),
         sqlite: Some(include_str!("../../../migrations/sqlite/0024_money_budgets.sql")),
     },
+    SchemaVersion {
+        version: 25,
+        name: "budgets in the setup counters",
+        postgres: include_str!("../../../migrations/postgres/0025_budgets_config_versions.sql"),
+        sqlite: Some(include_str!(
+            "../../../migrations/sqlite/0025_budgets_config_versions.sql"
+        )),
+    },
 ];
 
 const SQLITE_BUSY_TIMEOUT_MS: u32 = 5_000;

@@ -154,17 +154,40 @@ pub struct UsageGroup {
     pub unpriced_requests: u64,
 }
 
-const INSERT: &str = "INSERT INTO usage_ledger (user_id, turn_id, key_id, thread_id, kind, model, provider, \
+const INSERT_INTO: &str = "INSERT INTO usage_ledger (user_id, turn_id, key_id, thread_id, kind, model, provider, \
      input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, tool_calls, \
-     web_calls, duration_ms, status, cost, created_at) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) \
-     ON CONFLICT (user_id, turn_id) DO UPDATE SET key_id = excluded.key_id, thread_id = excluded.thread_id, \
-     kind = excluded.kind, model = excluded.model, provider = excluded.provider, \
-     input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens, \
-     cache_read_tokens = excluded.cache_read_tokens, cache_write_tokens = excluded.cache_write_tokens, \
-     reasoning_tokens = excluded.reasoning_tokens, tool_calls = excluded.tool_calls, \
-     web_calls = excluded.web_calls, duration_ms = excluded.duration_ms, status = excluded.status, \
-     cost = excluded.cost";
+     web_calls, duration_ms, status, cost, created_at) VALUES ";
+/// A row written again replaces the turn's row: each write of a turn counts it once.
+const ON_CONFLICT: &str = " ON CONFLICT (user_id, turn_id) DO UPDATE SET key_id = excluded.key_id, \
+     thread_id = excluded.thread_id, kind = excluded.kind, model = excluded.model, \
+     provider = excluded.provider, input_tokens = excluded.input_tokens, \
+     output_tokens = excluded.output_tokens, cache_read_tokens = excluded.cache_read_tokens, \
+     cache_write_tokens = excluded.cache_write_tokens, reasoning_tokens = excluded.reasoning_tokens, \
+     tool_calls = excluded.tool_calls, web_calls = excluded.web_calls, duration_ms = excluded.duration_ms, \
+     status = excluded.status, cost = excluded.cost";
+/// Values a row binds.
+const COLUMNS: usize = 18;
+/// Rows one statement writes at most: well inside both databases' limits on bound values.
+const USAGE_ROWS_PER_STATEMENT: usize = 256;
+
+/// The insert of `rows` rows.
+fn insert_sql(rows: usize) -> String {
+    let mut sql = String::with_capacity(INSERT_INTO.len() + ON_CONFLICT.len() + rows * COLUMNS * 5);
+    sql.push_str(INSERT_INTO);
+    for row in 0..rows {
+        sql.push_str(if row == 0 { "(" } else { ", (" });
+        for column in 0..COLUMNS {
+            if column > 0 {
+                sql.push_str(", ");
+            }
+            sql.push('$');
+            sql.push_str(&(row * COLUMNS + column + 1).to_string());
+        }
+        sql.push(')');
+    }
+    sql.push_str(ON_CONFLICT);
+    sql
+}
 
 fn count(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
@@ -183,34 +206,52 @@ fn check(record: &UsageRecord) -> Result<()> {
     Ok(())
 }
 
-/// Runs the ledger's insert of `record` on `executor`.
-async fn insert<'e, E>(executor: E, record: &UsageRecord, now: i64) -> Result<()>
+/// Runs the ledger's insert of `records` (at most [`USAGE_ROWS_PER_STATEMENT`], each turn once) on
+/// `executor`, as one statement.
+async fn insert<'e, E>(executor: E, records: &[&UsageRecord], now: i64) -> Result<()>
 where
     E: sqlx::Executor<'e, Database = sqlx::Any>,
 {
-    sqlx::query(INSERT)
-        .bind(&record.user_id)
-        .bind(&record.turn_id)
-        .bind(record.key_id.as_deref())
-        .bind(record.thread_id.as_deref())
-        .bind(record.kind.as_str())
-        .bind(&record.model)
-        .bind(&record.provider)
-        .bind(count(record.tokens.input))
-        .bind(count(record.tokens.output))
-        .bind(count(record.tokens.cache_read))
-        .bind(count(record.tokens.cache_write))
-        .bind(count(record.tokens.reasoning))
-        .bind(i64::from(record.tool_calls))
-        .bind(i64::from(record.web_calls))
-        .bind(count(record.duration_ms))
-        .bind(&record.status)
-        .bind(record.cost)
-        .bind(now)
-        .execute(executor)
-        .observed("ledger.insert")
-        .await?;
+    // Only placeholders vary: every value is bound.
+    let sql = insert_sql(records.len());
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql.as_str()));
+    for record in records {
+        query = query
+            .bind(&record.user_id)
+            .bind(&record.turn_id)
+            .bind(record.key_id.as_deref())
+            .bind(record.thread_id.as_deref())
+            .bind(record.kind.as_str())
+            .bind(&record.model)
+            .bind(&record.provider)
+            .bind(count(record.tokens.input))
+            .bind(count(record.tokens.output))
+            .bind(count(record.tokens.cache_read))
+            .bind(count(record.tokens.cache_write))
+            .bind(count(record.tokens.reasoning))
+            .bind(i64::from(record.tool_calls))
+            .bind(i64::from(record.web_calls))
+            .bind(count(record.duration_ms))
+            .bind(&record.status)
+            .bind(record.cost)
+            .bind(now);
+    }
+    query.execute(executor).observed("ledger.insert").await?;
     Ok(())
+}
+
+/// The last of each turn's rows in `records`, in their order: one statement may not touch a row
+/// twice.
+fn last_of_each_turn(records: &[UsageRecord]) -> Vec<&UsageRecord> {
+    let mut kept: Vec<&UsageRecord> = Vec::with_capacity(records.len());
+    for record in records {
+        let same = |k: &&UsageRecord| k.user_id == record.user_id && k.turn_id == record.turn_id;
+        match kept.iter().position(same) {
+            Some(at) => kept[at] = record,
+            None => kept.push(record),
+        }
+    }
+    kept
 }
 
 fn unsigned(row: &AnyRow, at: usize) -> Result<u64> {
@@ -269,7 +310,7 @@ impl Store {
                     Err(err) => return Err(err),
                 }
             }
-            insert(&mut *tx, usage, self.now_ms()).await?;
+            insert(&mut *tx, &[usage], self.now_ms()).await?;
             tx.commit().observed("transaction.commit").await?;
             return Ok(());
         }
@@ -279,8 +320,28 @@ impl Store {
     /// Writes a ledger row on its own (a facade request, which stores no answer), replacing the
     /// turn's row when there is one.
     pub async fn record_usage(&self, usage: &UsageRecord) -> Result<()> {
-        check(usage)?;
-        insert(&self.pool, usage, self.now_ms()).await
+        self.record_usages(std::slice::from_ref(usage)).await
+    }
+
+    /// Writes ledger rows of several turns in one transaction (the facades' rows, collected for a
+    /// moment), one statement per [`USAGE_ROWS_PER_STATEMENT`] rows: all or none. Each replaces
+    /// its turn's row; of two rows of one turn the later one stands.
+    pub async fn record_usages(&self, usages: &[UsageRecord]) -> Result<()> {
+        usages.iter().try_for_each(check)?;
+        let rows = last_of_each_turn(usages);
+        let now = self.now_ms();
+        match rows.as_slice() {
+            [] => Ok(()),
+            few if few.len() <= USAGE_ROWS_PER_STATEMENT => insert(&self.pool, few, now).await,
+            many => {
+                let mut tx = self.begin_write().await?;
+                for chunk in many.chunks(USAGE_ROWS_PER_STATEMENT) {
+                    insert(&mut *tx, chunk, now).await?;
+                }
+                tx.commit().observed("transaction.commit").await?;
+                Ok(())
+            }
+        }
     }
 
     /// The ledger summed by `query.group_by`, over its time range and user, in group order.

@@ -57,7 +57,9 @@ mod write_waits;
 pub mod testing;
 
 pub use approvals::{NewApproval, StoredApproval};
-pub use budgets::{Budget, BudgetScope, BudgetSpend, LimitKind, LimitState, MAX_PERIOD_SECS};
+pub use budgets::{
+    Budget, BudgetScope, BudgetSpend, BudgetedSubjects, LimitKind, LimitState, MAX_PERIOD_SECS,
+};
 pub use connect::{Backend, Store};
 pub use context::FIRST_PAGE;
 pub use conversation::{Resolution, ThreadTail, current_conversation, resolve};

@@ -5,7 +5,7 @@
 //! Rows live for the deployment's retention: older ones are invisible to every read and are deleted
 //! when their user stores a new response.
 
-use crate::connect::Store;
+use crate::connect::{Backend, Store};
 use crate::error::{Result, StoreError};
 use crate::observed::Observed;
 use crate::types::{NewResponse, StoredResponse};
@@ -17,6 +17,40 @@ pub const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
 
 /// Ids are the gateway's own (`resp_` and a UUID); anything longer is not one of ours.
 const MAX_ID_CHARS: usize = 128;
+
+/// Deletes the user's ($1) responses created before $2.
+const EXPIRE: &str = "DELETE FROM responses WHERE user_id = $1 AND created_at < $2";
+/// Keeps a response of the user $1 (nothing when there is no such user).
+const INSERT: &str = "INSERT INTO responses (user_id, id, previous_response_id, body, input_items, \
+     conversation, created_at) SELECT id, $2, $3, $4, $5, $6, $7 FROM users WHERE id = $1";
+/// [`EXPIRE`] and then [`INSERT`] in one Postgres statement, the insert's values from $3 on.
+const EXPIRE_AND_INSERT: &str = "WITH expired AS (DELETE FROM responses WHERE user_id = $1 AND \
+     created_at < $2) INSERT INTO responses (user_id, id, previous_response_id, body, input_items, \
+     conversation, created_at) SELECT id, $3, $4, $5, $6, $7, $8 FROM users WHERE id = $1";
+
+/// A response's values as its insert binds them, after the user (and the cutoff).
+struct ResponseRow<'a> {
+    response: &'a NewResponse,
+    body: String,
+    items: String,
+    conversation: String,
+    now: i64,
+}
+
+impl<'a> ResponseRow<'a> {
+    fn bind(
+        &'a self,
+        query: sqlx::query::Query<'a, sqlx::Any, sqlx::any::AnyArguments>,
+    ) -> sqlx::query::Query<'a, sqlx::Any, sqlx::any::AnyArguments> {
+        query
+            .bind(&self.response.id)
+            .bind(self.response.previous_response_id.as_deref())
+            .bind(&self.body)
+            .bind(&self.items)
+            .bind(&self.conversation)
+            .bind(self.now)
+    }
+}
 
 impl Store {
     /// Keeps a response, and deletes the user's responses older than `max_age_ms`.
@@ -31,34 +65,50 @@ impl Store {
             )));
         }
         let now = self.now_ms();
-        let mut tx = self.pool.begin().await?;
-        sqlx::query("DELETE FROM responses WHERE user_id = $1 AND created_at < $2")
-            .bind(user)
-            .bind(now.saturating_sub(max_age_ms))
-            .execute(&mut *tx)
-            .observed("responses.expire")
-            .await?;
-        let done = sqlx::query(
-            "INSERT INTO responses (user_id, id, previous_response_id, body, input_items, conversation, created_at) \
-             SELECT id, $2, $3, $4, $5, $6, $7 FROM users WHERE id = $1",
-        )
-        .bind(user)
-        .bind(&response.id)
-        .bind(response.previous_response_id.as_deref())
-        .bind(&body)
-        .bind(&items)
-        .bind(&conversation)
-        .bind(now)
-        .execute(&mut *tx)
-        .observed("responses.save")
-        .await
+        let cutoff = now.saturating_sub(max_age_ms);
+        let row = ResponseRow {
+            response,
+            body,
+            items,
+            conversation,
+            now,
+        };
+        // The client may continue from this response as soon as its stream ends, so this write is
+        // on the stream's path: on Postgres one statement (one round trip) expires and inserts; on
+        // SQLite, which cannot delete in a WITH, one transaction that holds the writer from its
+        // start, so it never has to give way half done.
+        let done = match self.backend() {
+            Backend::Postgres => {
+                let save = sqlx::query(EXPIRE_AND_INSERT).bind(user).bind(cutoff);
+                row.bind(save)
+                    .execute(&self.pool)
+                    .observed("responses.save")
+                    .await
+            }
+            Backend::Sqlite => {
+                let mut tx = self.begin_write().await?;
+                sqlx::query(EXPIRE)
+                    .bind(user)
+                    .bind(cutoff)
+                    .execute(&mut *tx)
+                    .observed("responses.expire")
+                    .await?;
+                let done = row
+                    .bind(sqlx::query(INSERT).bind(user))
+                    .execute(&mut *tx)
+                    .observed("responses.save")
+                    .await;
+                if done.is_ok() {
+                    tx.commit().observed("transaction.commit").await?;
+                }
+                done
+            }
+        }
         .map_err(|err| match StoreError::from(err) {
             StoreError::Conflict(_) => StoreError::Conflict(format!("response {} exists", response.id)),
             other => other,
         })?;
-        one_row(done.rows_affected())?;
-        tx.commit().await?;
-        Ok(())
+        one_row(done.rows_affected())
     }
 
     /// The response as its client saw it, with its request's input items.

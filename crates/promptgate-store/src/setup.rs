@@ -1,5 +1,5 @@
-//! A user's setup (settings, integration status, models, enabled skills and MCP servers), kept in
-//! memory between sends.
+//! A user's setup (settings, integration status, models, enabled skills and MCP servers, and which
+//! of the user and their keys have a budget), kept in memory between sends.
 //!
 //! Every send needs the whole setup, but it changes rarely. Triggers move a per-owner counter in
 //! `config_versions` on any write to those tables; a cached setup is reused while its counters hold.
@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use promptgate_core::settings::{IntegrationStatus, Model, Skill, UserSettings};
 
 use crate::SYSTEM_OWNER;
+use crate::budgets::BudgetedSubjects;
 use crate::connect::Store;
 use crate::error::Result;
 use crate::observed::Observed;
@@ -50,6 +51,8 @@ pub struct UserSetup {
     pub skills: Vec<Skill>,
     /// Enabled MCP servers with what is needed to connect to them.
     pub mcp_servers: Vec<(McpServer, McpSecrets)>,
+    /// Which of the user and their keys have a budget.
+    pub budgeted: BudgetedSubjects,
 }
 
 impl UserSetup {
@@ -230,15 +233,19 @@ impl Store {
         };
         // The counters are read before the setup: a write that lands in between moves them past
         // what is cached here, so a later send reads again instead of keeping a stale setup.
-        let versions = self.config_versions(user).await?;
+        let versions = self.config_versions(user).await;
+        // Often a request's first query: one that waited in vain spares the next ones the wait.
+        self.reach.saw(&versions);
+        let versions = versions?;
         if let Some(setup) = self.setups.still_current(user, versions, &ticket, Instant::now()) {
             return Ok(setup);
         }
-        let ((settings, integrations), models, skills, mcp_servers) = futures::try_join!(
+        let ((settings, integrations), models, skills, mcp_servers, budgeted) = futures::try_join!(
             self.settings_and_integrations(user),
             self.list_models(user),
             self.enabled_skills(user),
             self.query_mcp_servers(user, true),
+            self.budgeted_subjects(user),
         )?;
         let setup = Arc::new(UserSetup {
             settings,
@@ -246,6 +253,7 @@ impl Store {
             models,
             skills,
             mcp_servers,
+            budgeted,
         });
         self.setups
             .put(user, versions, Arc::clone(&setup), &ticket, Instant::now());
@@ -300,6 +308,7 @@ mod tests {
             models: Vec::new(),
             skills: Vec::new(),
             mcp_servers: Vec::new(),
+            budgeted: BudgetedSubjects::default(),
         })
     }
 

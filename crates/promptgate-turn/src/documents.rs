@@ -70,6 +70,25 @@ impl FileTexts {
             .get(&file_key(&[name, media_type, url]))
             .map(String::as_str)
     }
+
+    /// The text of an inline file given by its base64 `data`, when it was read: as [`Self::get`]
+    /// for its file part (URL `data:{media_type};base64,{data}`), without copying the data into one.
+    pub fn get_inline(&self, name: &str, media_type: &str, data: &str) -> Option<&str> {
+        if self.texts.is_empty() {
+            return None;
+        }
+        let url = ["data:", media_type, ";base64,", data];
+        let mut hash = Sha256::new();
+        for field in [name, media_type] {
+            hash.update((field.len() as u64).to_le_bytes());
+            hash.update(field.as_bytes());
+        }
+        let url_len: usize = url.iter().map(|piece| piece.len()).sum();
+        hash.update((url_len as u64).to_le_bytes());
+        url.iter().for_each(|piece| hash.update(piece.as_bytes()));
+        let key: [u8; 32] = hash.finalize().into();
+        self.texts.get(&key).map(String::as_str)
+    }
 }
 
 /// One file part to read.
@@ -260,4 +279,35 @@ fn file_key(fields: &[&str]) -> [u8; 32] {
         hash.update(field.as_bytes());
     }
     hash.finalize().into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_inline_file_is_found_by_its_data_as_by_its_part() {
+        let part = serde_json::json!({"type": "file", "filename": "tides.pdf",
+            "mediaType": "application/pdf", "url": "data:application/pdf;base64,JVBERi0xLjQK"});
+        let mut files = FileTexts::default();
+        let key = file_key(&[
+            "tides.pdf",
+            "application/pdf",
+            "data:application/pdf;base64,JVBERi0xLjQK",
+        ]);
+        files.texts.insert(key, "High tide at 06:40".to_owned());
+        assert_eq!(files.get(&part), Some("High tide at 06:40"));
+        assert_eq!(
+            files.get_inline("tides.pdf", "application/pdf", "JVBERi0xLjQK"),
+            Some("High tide at 06:40")
+        );
+        assert_eq!(
+            files.get_inline("tides.pdf", "application/pdf", "JVBERi0xLjQL"),
+            None
+        );
+        assert_eq!(
+            files.get_inline("other.pdf", "application/pdf", "JVBERi0xLjQK"),
+            None
+        );
+    }
 }

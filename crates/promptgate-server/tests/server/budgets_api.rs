@@ -404,3 +404,69 @@ impl Gateway {
         panic!("thread {thread} never had {expected} stored messages");
     }
 }
+
+/// A chat completion by `token`: its status and body.
+async fn complete(gw: &Gateway, token: &str) -> (StatusCode, Value) {
+    let body = json!({"model": "scripted", "messages": [{"role": "user", "content": "hi"}]});
+    gw.call(Method::POST, "/v1/chat/completions", Some(body), Some(token))
+        .await
+}
+
+/// The budget queries this process ran so far (both instances of a pair share the metrics).
+async fn budget_reads(gw: &Gateway) -> f64 {
+    gw.metric(r#"promptgate_store_query_duration_seconds_count{op="budgets.limits"}"#)
+        .await
+}
+
+/// A request by a spender without limits reads no budget; once an admin sets one (on the other
+/// instance on Postgres; SQLite serves one instance), the next request counts against it and the
+/// one after is refused.
+async fn no_limits_cost_no_budget_read_until_one_is_set(backend: Backend) {
+    let on_postgres = matches!(backend, Backend::Postgres);
+    let Pair {
+        a,
+        b,
+        upstream,
+        admin,
+        ada,
+    } = pair(backend).await;
+    let b = if on_postgres { &b } else { &a };
+    for _ in 0..3 {
+        upstream.push(text([THREE_WORDS]));
+        let (status, body) = complete(b, &ada).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    assert_eq!(budget_reads(b).await, 0.0, "no budget is read for ada");
+
+    let path = format!("/v1/admin/users/{}/budget", user_id(&a, &ada).await);
+    let (status, body) = a
+        .call(
+            Method::PUT,
+            &path,
+            Some(json!({"tokens_per_minute": 10})),
+            Some(&admin),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    with_window_left(60_000, 20_000).await;
+    upstream.push(text([THREE_WORDS]));
+    let (status, body) = complete(b, &ada).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    // Its 13 tokens were counted before its answer: the next request is refused.
+    let (status, body) = complete(b, &ada).await;
+    assert_eq!(
+        (status, error_code(&body)),
+        (StatusCode::TOO_MANY_REQUESTS, "tokens_per_minute_exceeded")
+    );
+    assert!(budget_reads(b).await >= 2.0);
+}
+
+#[tokio::test]
+async fn a_spender_without_limits_reads_no_budget_until_one_is_set_on_another_instance_postgres() {
+    no_limits_cost_no_budget_read_until_one_is_set(Backend::Postgres).await;
+}
+
+#[tokio::test]
+async fn a_spender_without_limits_reads_no_budget_until_one_is_set_sqlite() {
+    no_limits_cost_no_budget_read_until_one_is_set(Backend::Sqlite).await;
+}

@@ -458,7 +458,7 @@ async fn a_database_outage_mid_turn_loses_no_answer() {
 // ---- the process killed or asked to stop ----
 
 pub(crate) struct Server {
-    child: Child,
+    pub(crate) child: Child,
     log: PathBuf,
 }
 

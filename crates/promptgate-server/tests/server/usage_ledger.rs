@@ -25,19 +25,19 @@ async fn usage(gw: &Gateway, query: &str, token: &str) -> (StatusCode, Value) {
         .await
 }
 
+/// The requests a usage report counts in all its groups.
+fn requests_in(report: &Value) -> u64 {
+    let groups = report["data"].as_array().unwrap();
+    groups.iter().map(|r| r["requests"].as_u64().unwrap()).sum()
+}
+
 /// Waits until `token`'s user has `requests` requests in the ledger (a facade's row is written once
 /// its stream ended, in the background), and returns the report by model.
 async fn report_with(gw: &Gateway, token: &str, requests: u64) -> Value {
     for _ in 0..400 {
         let (status, body) = usage(gw, "group_by=model", token).await;
         assert_eq!(status, StatusCode::OK, "{body}");
-        let seen: u64 = body["data"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r["requests"].as_u64().unwrap())
-            .sum();
-        if seen == requests {
+        if requests_in(&body) == requests {
             return body;
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
@@ -303,7 +303,49 @@ async fn a_facade_client_that_leaves_mid_stream_leaves_a_row(backend: Backend) {
     }
 }
 
+const FACADE_REQUESTS: usize = 24;
+
+/// `FACADE_REQUESTS` chat completions at once; every one answered.
+async fn completions_at_once(gw: &Gateway, upstream: &ScriptedUpstream) {
+    for _ in 0..FACADE_REQUESTS {
+        upstream.push(text(["one two"]));
+    }
+    let body = json!({"model": "scripted", "messages": [{"role": "user", "content": "hi"}]});
+    let answered = futures::future::join_all(
+        (0..FACADE_REQUESTS).map(|_| gw.call(Method::POST, "/v1/chat/completions", Some(body.clone()), None)),
+    )
+    .await;
+    for (status, body) in answered {
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+}
+
+/// The facades' rows of requests that end together reach the store together: every request has
+/// its row, in fewer inserts than requests.
+async fn facade_rows_that_end_together_are_written_together(backend: Backend) {
+    let (gw, upstream) = common::single_user_gateway(backend).await;
+    completions_at_once(&gw, &upstream).await;
+    let mut report = Value::Null;
+    for _ in 0..400 {
+        (_, report) = gw.call(Method::GET, "/v1/usage?group_by=model", None, None).await;
+        if report["data"][0]["requests"] == FACADE_REQUESTS {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(report["data"][0]["requests"], FACADE_REQUESTS, "{report}");
+    assert_eq!(report["data"][0]["input_tokens"], 10 * FACADE_REQUESTS);
+    let inserts = gw
+        .metric(r#"promptgate_store_query_duration_seconds_count{op="ledger.insert"}"#)
+        .await;
+    assert!(
+        (1.0..FACADE_REQUESTS as f64).contains(&inserts),
+        "{inserts} inserts for {FACADE_REQUESTS} rows"
+    );
+}
+
 on_both_backends!(
+    facade_rows_that_end_together_are_written_together,
     each_user_reads_their_own_usage_as_json_or_csv,
     the_operator_of_a_single_user_deployment_sees_everyone,
     a_facade_client_that_leaves_mid_stream_leaves_a_row,
@@ -397,4 +439,46 @@ async fn a_killed_process_leaves_its_finished_steps_in_the_ledger_once() {
     );
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A clean stop (SIGTERM) right after a burst of facade requests: every request's row is in the
+/// ledger after the restart, none waiting in memory was lost.
+#[tokio::test]
+async fn a_clean_stop_writes_the_facade_rows_it_gathered() {
+    use crate::nothing_lost::{binary_dir, free_port, start_binary};
+    common::init();
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    let dir = binary_dir(&upstream, "");
+    let port = free_port();
+    let mut server = start_binary(&dir, port, "first").await;
+    let gw_url = format!("http://127.0.0.1:{port}");
+    let http = reqwest::Client::new();
+    for _ in 0..FACADE_REQUESTS {
+        upstream.push(text(["one two"]));
+    }
+    let body = json!({"model": "scripted", "messages": [{"role": "user", "content": "hi"}]});
+    let answered = futures::future::join_all((0..FACADE_REQUESTS).map(|_| {
+        http.post(format!("{gw_url}/v1/chat/completions"))
+            .json(&body)
+            .send()
+    }))
+    .await;
+    for res in answered {
+        assert_eq!(res.unwrap().status(), StatusCode::OK);
+    }
+    let pid = server.child.id().to_string();
+    let term = std::process::Command::new("kill").args(["-TERM", &pid]).status();
+    assert!(term.unwrap().success());
+    assert!(server.child.wait().unwrap().success());
+
+    let _server = start_binary(&dir, port, "second").await;
+    let report: Value = http
+        .get(format!("{gw_url}/v1/usage?group_by=status"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(requests_in(&report), FACADE_REQUESTS as u64, "{report}");
 }

@@ -146,6 +146,39 @@ conformance! {
         assert_eq!(days[0].subgroup, None, "no second grouping unless asked");
     }
 
+    async fn a_batch_of_rows_counts_each_turn_once_and_a_bad_row_stops_the_batch(store: &Store) {
+        let ada = user(store, "Ada").await;
+        let bob = user(store, "Bob").await;
+        let mut unfinished = record(&ada, "t1", "gpt", 1, 1, None);
+        unfinished.status = "disconnected".to_owned();
+        // Rows of several users and turns, one turn twice (the later row stands), more than one
+        // statement's worth.
+        let mut batch = vec![unfinished, record(&bob, "t1", "gpt", 5, 5, None)];
+        batch.extend((0..300).map(|n| record(&bob, &format!("many{n}"), "claude", 1, 0, None)));
+        batch.push(record(&ada, "t1", "gpt", 100, 10, Some(0.25)));
+        store.record_usages(&batch).await.unwrap();
+        store.record_usages(&batch).await.unwrap();
+        store.record_usages(&[]).await.unwrap();
+
+        let by_user = store.usage_report(&everyone(UsageGrouping::User)).await.unwrap();
+        let mut seen: Vec<_> = by_user.iter().map(|g| (g.group.clone(), g.requests, g.tokens.input, g.cost)).collect();
+        seen.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut expected = vec![(ada.clone(), 1, 100, Some(0.25)), (bob.clone(), 301, 305, None)];
+        expected.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(seen, expected);
+        let by_status = store.usage_report(&everyone(UsageGrouping::Status)).await.unwrap();
+        assert_eq!(by_status.len(), 1, "the later row of t1 replaced the disconnected one: {by_status:?}");
+
+        // All or none: a batch with an invalid row writes nothing.
+        let mut bad = record(&ada, "t9", "gpt", 7, 7, None);
+        bad.cost = Some(f64::NAN);
+        let err = store.record_usages(&[record(&ada, "t8", "gpt", 7, 7, None), bad]).await;
+        assert!(matches!(err, Err(StoreError::Invalid(_))), "{err:?}");
+        let mut ada_only = everyone(UsageGrouping::User);
+        ada_only.user = Some(ada.clone());
+        assert_eq!(store.usage_report(&ada_only).await.unwrap()[0].requests, 1);
+    }
+
     async fn a_models_fallbacks_are_kept_in_order_and_checked(store: &Store) {
         let ada = user(store, "Ada").await;
         let mine = Model {

@@ -311,8 +311,8 @@ fn document_text(block: &Value, files: &FileTexts) -> String {
     let data = source.get("data").and_then(Value::as_str);
     match (source.get("type").and_then(Value::as_str), data) {
         (Some("text"), Some(text)) => format!("[{name}]\n{text}"),
-        (Some("base64"), Some(_)) if media_type == "application/pdf" => {
-            match pdf_file_part(block).as_ref().and_then(|part| files.get(part)) {
+        (Some("base64"), Some(data)) if media_type == "application/pdf" => {
+            match files.get_inline(name, media_type, data) {
                 Some(text) => text.to_owned(),
                 None => format!("[attached: {name} ({media_type}), which was not read]"),
             }

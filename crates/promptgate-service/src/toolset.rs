@@ -43,6 +43,12 @@ impl McpToolExecutor {
                 elicitor(),
             )
             .await;
+        if let (Err(McpError::InsufficientScope { scope }), Some(grants)) = (&first, &self.grants) {
+            grants
+                .want_wider_scope(&self.server.user_id, &self.server.id, scope.as_deref())
+                .await;
+            return first;
+        }
         let (Err(McpError::Unauthorized { status: 401 }), Some(grants)) = (&first, &self.grants) else {
             return first;
         };

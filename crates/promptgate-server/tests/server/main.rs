@@ -30,6 +30,7 @@ mod list_pages;
 mod mcp_bounds;
 mod mcp_elicitation;
 mod mcp_oauth;
+mod mcp_oauth_ts;
 mod mcp_outbound;
 mod mcp_secrets;
 mod mcp_turn;

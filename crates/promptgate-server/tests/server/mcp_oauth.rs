@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 /// The redirect base the gateway is configured with; the test carries the browser's redirect to
 /// whichever instance it wants by hand.
-const TOML: &str = "[mcp]\ndiscovery_timeout_ms = 3000\nprobe_timeout_ms = 3000\n\
+pub(crate) const TOML: &str = "[mcp]\ndiscovery_timeout_ms = 3000\nprobe_timeout_ms = 3000\n\
     liveness_interval_ms = 600000\noauth_redirect_base_url = \"http://gw.test\"\n";
 
 fn python() -> Option<String> {
@@ -26,7 +26,12 @@ fn python() -> Option<String> {
 
 /// What the browser does: opens the authorization URL, and the peer (consenting at once) sends it
 /// back to the gateway's callback; returns that callback's path and query.
-async fn consent(authorization_url: &str) -> String {
+pub(crate) async fn consent(authorization_url: &str) -> String {
+    consent_back_to(authorization_url, "http://gw.test").await
+}
+
+/// [`consent`] for a gateway whose public base is `base`.
+pub(crate) async fn consent_back_to(authorization_url: &str, base: &str) -> String {
     let browser = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
@@ -35,7 +40,7 @@ async fn consent(authorization_url: &str) -> String {
     assert_eq!(answer.status(), StatusCode::FOUND);
     let location = answer.headers()["location"].to_str().unwrap();
     let callback = location
-        .strip_prefix("http://gw.test")
+        .strip_prefix(base)
         .unwrap_or_else(|| panic!("redirected elsewhere: {location}"));
     assert!(
         callback.starts_with("/v1/mcp-servers/oauth/callback?"),
@@ -44,13 +49,13 @@ async fn consent(authorization_url: &str) -> String {
     callback.to_owned()
 }
 
-async fn probe(gw: &Gateway, id: &str) -> Value {
+pub(crate) async fn probe(gw: &Gateway, id: &str) -> Value {
     let (status, body) = gw.post(&format!("/v1/mcp-servers/{id}/probe"), json!({})).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     body
 }
 
-async fn callback(gw: &Gateway, path: &str) -> (StatusCode, String) {
+pub(crate) async fn callback(gw: &Gateway, path: &str) -> (StatusCode, String) {
     let answer = gw.http.get(gw.url(path)).send().await.unwrap();
     (answer.status(), answer.text().await.unwrap())
 }
@@ -219,7 +224,7 @@ async fn authorizing_is_refused_without_a_callback_url_or_for_a_server_on_a_refu
     assert_eq!(error_code(&body), "refused_address");
 }
 
-async fn stats(url: &str) -> Value {
+pub(crate) async fn stats(url: &str) -> Value {
     reqwest::get(url.replace("/mcp", "/test/stats"))
         .await
         .unwrap()

@@ -16,7 +16,10 @@
 //
 // Test hooks (not part of any spec): POST /test/revoke-access-tokens forgets every access token
 // issued so far; GET /test/stats counts codes, refreshes, registrations, revocations and client
-// metadata documents fetched.
+// metadata documents fetched; POST /test/misbehave {"as": ...} makes the metadata wrong in one way a
+// client must refuse: "no-s256" (no PKCE S256), "private-endpoints" (the token endpoint on a
+// private address), "other-resource" (the protected-resource metadata names another resource), or
+// "none" to behave again.
 
 import { randomUUID } from 'node:crypto';
 import express from 'express';
@@ -43,6 +46,7 @@ const codes = new Map();
 const access = new Map();
 const refresh = new Map();
 const consents = new Map();
+let misbehaviour = 'none';
 
 // A client id that is a URL names its own metadata document (CIMD): fetched, and its `client_id`
 // must be that URL exactly.
@@ -191,7 +195,13 @@ app.get('/.well-known/oauth-authorization-server', (_req, res) => {
   metadata.authorization_response_iss_parameter_supported = true;
   metadata.revocation_endpoint_auth_methods_supported = ['client_secret_post', 'none'];
   if (CIMD) metadata.client_id_metadata_document_supported = true;
+  if (misbehaviour === 'no-s256') delete metadata.code_challenge_methods_supported;
+  if (misbehaviour === 'private-endpoints') metadata.token_endpoint = 'http://10.20.30.40/token';
   res.json(metadata);
+});
+app.get('/.well-known/oauth-protected-resource/mcp', (_req, res, next) => {
+  if (misbehaviour !== 'other-resource') return next();
+  res.json({ resource: `${BASE}/elsewhere`, authorization_servers: [ISSUER.href], scopes_supported: [READ, WRITE] });
 });
 app.use(mcpAuthRouter(router));
 app.post('/consent', express.urlencoded({ extended: false }), (req, res) => {
@@ -229,5 +239,9 @@ app.post('/test/revoke-access-tokens', (_req, res) => {
   res.json({ revoked: true });
 });
 app.get('/test/stats', (_req, res) => res.json(stats));
+app.post('/test/misbehave', express.json(), (req, res) => {
+  misbehaviour = req.body.as;
+  res.json({ misbehaviour });
+});
 
 app.listen(PORT, '127.0.0.1');

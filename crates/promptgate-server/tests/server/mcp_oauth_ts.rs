@@ -249,3 +249,90 @@ async fn a_tool_that_needs_more_scopes_makes_reconnect_ask_for_them() {
         "note kept"
     );
 }
+
+/// Runs `sql` on the gateway's database and returns the first column of the first row.
+async fn scalar(gw: &Gateway, sql: &'static str) -> i64 {
+    use sqlx::Row;
+    sqlx::any::install_default_drivers();
+    let pool = sqlx::AnyPool::connect(&gw.database_url).await.unwrap();
+    let value = match sqlx::query(sql).fetch_optional(&pool).await.unwrap() {
+        Some(row) => row.try_get::<i64, _>(0).unwrap_or(0),
+        None => 0,
+    };
+    pool.close().await;
+    value
+}
+
+async fn misbehave(url: &str, how: &str) {
+    reqwest::Client::new()
+        .post(url.replace("/mcp", "/test/misbehave"))
+        .json(&json!({"as": how}))
+        .send()
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn what_a_client_must_refuse_is_refused_with_a_clear_error_and_nothing_stored() {
+    let Some(node) = node("the MCP OAuth refusals scenario") else {
+        return;
+    };
+    common::init();
+    let (_peer, url) = typescript_auth_peer(node, TsAuthPeer::default()).await;
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    let gw = Gateway::start(
+        Backend::Sqlite,
+        scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), TOML),
+    )
+    .await;
+    let user = promptgate_server::state::LOCAL_USER_ID;
+
+    // Metadata a client must not act on: the authorization is refused before any client is
+    // registered or any pending authorization kept, at registration and on Connect alike.
+    for (how, status, code, words) in [
+        ("no-s256", 422, "mcp_authorization_failed", "PKCE with S256"),
+        ("private-endpoints", 422, "refused_address", ""),
+        (
+            "other-resource",
+            422,
+            "mcp_authorization_failed",
+            "another resource",
+        ),
+    ] {
+        misbehave(&url, how).await;
+        let (id, created) = register(&gw, &url).await;
+        assert_eq!(
+            created["authorization"]["state"], "needs_authorization",
+            "{how}: {created}"
+        );
+        assert!(
+            created["authorization"]["authorization_url"].is_null(),
+            "{how}: {created}"
+        );
+        let (answer, body) = gw
+            .post(&format!("/v1/mcp-servers/{id}/authorize"), json!({}))
+            .await;
+        assert_eq!(answer.as_u16(), status, "{how}: {body}");
+        assert_eq!(common::error_code(&body), code, "{how}");
+        assert!(
+            body["error"]["message"].as_str().unwrap().contains(words),
+            "{how}: {body}"
+        );
+        gw.delete(&format!("/v1/mcp-servers/{id}")).await;
+    }
+    assert_eq!(stats(&url).await["registrations"], 0);
+    assert_eq!(scalar(&gw, "SELECT COUNT(*) FROM oauth_pending").await, 0);
+
+    // A pending authorization that outlived its life is refused at the callback; the code is
+    // never traded for tokens and nothing is stored.
+    misbehave(&url, "none").await;
+    let (id, created) = register(&gw, &url).await;
+    let path = consent(created["authorization"]["authorization_url"].as_str().unwrap()).await;
+    assert_eq!(scalar(&gw, "SELECT COUNT(*) FROM oauth_pending").await, 1);
+    scalar(&gw, "UPDATE oauth_pending SET expires_at = 0").await;
+    let (status, body) = callback(&gw, &path).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(body.contains("invalid_state"), "{body}");
+    assert_eq!(stats(&url).await["codes"], 0, "the code was never exchanged");
+    assert_eq!(gw.store.get_mcp_grant(user, &id).await.unwrap(), None);
+}

@@ -127,6 +127,9 @@ pub enum Refusal {
     Saturated,
     /// The server runs its hard ceiling of turns, shares or not.
     Ceiling,
+    /// The sends that store their answers run their own limit, set by how long the database's
+    /// writes wait, and this client already holds its share of it.
+    StoreBusy,
 }
 
 impl Refusal {
@@ -135,6 +138,7 @@ impl Refusal {
         match self {
             Refusal::Saturated => "saturated",
             Refusal::Ceiling => "ceiling",
+            Refusal::StoreBusy => "store",
         }
     }
 }

@@ -22,21 +22,34 @@ use axum::http::{HeaderMap, HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use metrics::{Counter, Gauge};
-use promptgate_core::admission::{AdaptiveLimit, Load, Refusal, decide};
+use promptgate_core::admission::{AdaptiveLimit, LimitSettings, Load, Refusal, decide};
+use promptgate_service::WriteWaits;
 use tokio::time::Instant;
 
 use crate::config::Config;
 use crate::error::{ApiError, ErrorCode};
 
-/// The limit, what runs under it, and who runs it.
+/// The limits, what runs under them, and who runs it.
 pub struct Gate {
+    /// Every request that starts a turn, limited by how long work waits in the run queue.
+    turns: Lane,
+    /// The sends that store their answers, limited again by how long writes wait for the
+    /// database: a store that cannot keep up queues them where the run queue shows nothing.
+    stores: Lane,
+    write_waits: Arc<WriteWaits>,
+    retry_after: HeaderValue,
+    started: Instant,
+}
+
+/// One adaptive limit and the requests under it.
+struct Lane {
     limiter: Mutex<AdaptiveLimit>,
     /// The limiter's current value, read by every request without taking its lock.
     limit: AtomicUsize,
     ceiling: usize,
     running: Mutex<Running>,
-    retry_after: HeaderValue,
-    started: Instant,
+    /// What a refusal past this lane's share is called.
+    saturated: Refusal,
     series: Series,
 }
 
@@ -47,7 +60,7 @@ struct Running {
     clients: HashMap<u64, usize>,
 }
 
-/// The gate's metrics, looked up in the recorder once.
+/// A lane's metrics, looked up in the recorder once.
 struct Series {
     limit: Gauge,
     in_flight: Gauge,
@@ -56,70 +69,85 @@ struct Series {
     ceiling: Counter,
 }
 
+/// The names of a lane's gauges.
+struct SeriesNames {
+    limit: &'static str,
+    in_flight: &'static str,
+    delay: &'static str,
+}
+
+const TURN_SERIES: SeriesNames = SeriesNames {
+    limit: "promptgate_admission_limit",
+    in_flight: "promptgate_admission_in_flight",
+    delay: "promptgate_admission_delay_seconds",
+};
+
+const STORE_SERIES: SeriesNames = SeriesNames {
+    limit: "promptgate_admission_store_limit",
+    in_flight: "promptgate_admission_store_in_flight",
+    delay: "promptgate_admission_store_delay_seconds",
+};
+
 impl Series {
-    fn new() -> Self {
+    fn new(names: &SeriesNames, saturated: Refusal) -> Self {
         let refused = |reason: Refusal| metrics::counter!("promptgate_admission_refused_total", "reason" => reason.label());
         Self {
-            limit: metrics::gauge!("promptgate_admission_limit"),
-            in_flight: metrics::gauge!("promptgate_admission_in_flight"),
-            delay: metrics::gauge!("promptgate_admission_delay_seconds"),
-            saturated: refused(Refusal::Saturated),
+            limit: metrics::gauge!(names.limit),
+            in_flight: metrics::gauge!(names.in_flight),
+            delay: metrics::gauge!(names.delay),
+            saturated: refused(saturated),
             ceiling: refused(Refusal::Ceiling),
         }
     }
 
     fn refused(&self, reason: Refusal) -> &Counter {
         match reason {
-            Refusal::Saturated => &self.saturated,
             Refusal::Ceiling => &self.ceiling,
+            Refusal::Saturated | Refusal::StoreBusy => &self.saturated,
         }
     }
 }
 
-impl Gate {
-    /// The gate `config` asks for; none when `[admission] adaptive = false` (then only
-    /// `turn.max_in_flight` bounds turns, in the service).
-    pub fn new(config: &Config) -> Option<Arc<Self>> {
-        let admission = &config.admission;
-        if !admission.adaptive {
-            return None;
-        }
-        crate::observe::prometheus();
-        let ceiling = config.turn.max_in_flight.max(1);
-        let limiter = AdaptiveLimit::new(admission.limit_settings(ceiling));
+impl Lane {
+    fn new(settings: LimitSettings, ceiling: usize, names: &SeriesNames, saturated: Refusal) -> Self {
+        let limiter = AdaptiveLimit::new(settings);
         let limit = limiter.limit();
-        let series = Series::new();
+        let series = Series::new(names, saturated);
         series.limit.set(limit as f64);
-        Some(Arc::new(Self {
+        Self {
             limiter: Mutex::new(limiter),
             limit: AtomicUsize::new(limit),
             ceiling,
             running: Mutex::new(Running::default()),
-            retry_after: HeaderValue::from(admission.retry_after_secs.max(1)),
-            started: Instant::now(),
+            saturated,
             series,
-        }))
+        }
     }
 
     /// Counts a request of `client` in, or says why not.
-    fn enter(self: &Arc<Self>, client: u64) -> Result<Admitted, Refusal> {
+    fn enter(&self, client: u64) -> Result<(), Refusal> {
         let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
         let own = running.clients.get(&client).copied().unwrap_or(0);
         let clients = running.clients.len() + usize::from(own == 0);
-        decide(Load {
+        let decision = decide(Load {
             in_flight: running.in_flight,
             limit: self.limit.load(Ordering::Relaxed),
             ceiling: self.ceiling,
             own,
             clients,
-        })?;
+        });
+        if let Err(reason) = decision {
+            let reason = match reason {
+                Refusal::Ceiling => Refusal::Ceiling,
+                Refusal::Saturated | Refusal::StoreBusy => self.saturated,
+            };
+            self.series.refused(reason).increment(1);
+            return Err(reason);
+        }
         running.in_flight += 1;
         *running.clients.entry(client).or_insert(0) += 1;
         self.series.in_flight.set(running.in_flight as f64);
-        Ok(Admitted {
-            gate: Arc::clone(self),
-            client,
-        })
+        Ok(())
     }
 
     fn leave(&self, client: u64) {
@@ -134,14 +162,13 @@ impl Gate {
         self.series.in_flight.set(running.in_flight as f64);
     }
 
-    /// One probe's wait in the run queue, taken at `at`.
-    fn measure(&self, delay: Duration, at: Instant) {
+    /// One measurement of how late this lane's work runs, `since_start` into the gate's life.
+    fn measure(&self, delay: Duration, since_start: Duration) {
         let in_flight = self
             .running
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .in_flight;
-        let since_start = at.saturating_duration_since(self.started);
         let limit = self
             .limiter
             .lock()
@@ -151,6 +178,61 @@ impl Gate {
             self.series.limit.set(limit as f64);
         }
         self.series.delay.set(delay.as_secs_f64());
+    }
+}
+
+impl Gate {
+    /// The gate `config` asks for, reading how long `write_waits` says writes wait; none when
+    /// `[admission] adaptive = false` (then only `turn.max_in_flight` bounds turns, in the service).
+    pub fn new(config: &Config, write_waits: Arc<WriteWaits>) -> Option<Arc<Self>> {
+        let admission = &config.admission;
+        if !admission.adaptive {
+            return None;
+        }
+        crate::observe::prometheus();
+        let ceiling = config.turn.max_in_flight.max(1);
+        let turns = Lane::new(
+            admission.limit_settings(ceiling),
+            ceiling,
+            &TURN_SERIES,
+            Refusal::Saturated,
+        );
+        let stores = Lane::new(
+            admission.store_limit_settings(ceiling),
+            ceiling,
+            &STORE_SERIES,
+            Refusal::StoreBusy,
+        );
+        Some(Arc::new(Self {
+            turns,
+            stores,
+            write_waits,
+            retry_after: HeaderValue::from(admission.retry_after_secs.max(1)),
+            started: Instant::now(),
+        }))
+    }
+
+    /// Counts a request of `client` in (`stores`: a send that stores its answer), or says why not.
+    fn enter(self: &Arc<Self>, client: u64, stores: bool) -> Result<Admitted, Refusal> {
+        self.turns.enter(client)?;
+        if stores && let Err(reason) = self.stores.enter(client) {
+            self.turns.leave(client);
+            return Err(reason);
+        }
+        Ok(Admitted {
+            gate: Arc::clone(self),
+            client,
+            stores,
+        })
+    }
+
+    /// One probe's wait in the run queue, taken at `at`; and the writes' longest wait since the
+    /// probe before.
+    fn measure(&self, delay: Duration, at: Instant) {
+        let since_start = at.saturating_duration_since(self.started);
+        self.turns.measure(delay, since_start);
+        let writes = self.write_waits.longest_since_last(at.into_std());
+        self.stores.measure(writes, since_start);
     }
 
     /// Starts the probe on the current runtime; it ends once the gate is dropped. Without a runtime
@@ -197,15 +279,19 @@ impl Future for BackOfTheQueue {
     }
 }
 
-/// A request's place under the limit, given back when its answer has been written.
+/// A request's place under the limits, given back when its answer has been written.
 pub struct Admitted {
     gate: Arc<Gate>,
     client: u64,
+    stores: bool,
 }
 
 impl Drop for Admitted {
     fn drop(&mut self) {
-        self.gate.leave(self.client);
+        self.gate.turns.leave(self.client);
+        if self.stores {
+            self.gate.stores.leave(self.client);
+        }
     }
 }
 
@@ -222,18 +308,17 @@ fn client_of(headers: &HeaderMap) -> u64 {
 
 /// Middleware for the routes that start turns.
 pub async fn admit_turns(State(gate): State<Arc<Gate>>, req: Request, next: Next) -> Response {
-    if !crate::user_limits::is_send(req.method(), req.uri().path()) {
+    let (method, path) = (req.method(), req.uri().path());
+    if !crate::user_limits::is_send(method, path) {
         return next.run(req).await;
     }
-    match gate.enter(client_of(req.headers())) {
+    let stores = crate::user_limits::stores_answer(method, path);
+    match gate.enter(client_of(req.headers()), stores) {
         Ok(admitted) => {
             let res = next.run(req).await;
             res.map(|body| crate::listen::hold_until_body_ends(body, admitted))
         }
-        Err(reason) => {
-            gate.series.refused(reason).increment(1);
-            refused(reason, &gate.retry_after)
-        }
+        Err(reason) => refused(reason, &gate.retry_after),
     }
 }
 
@@ -244,6 +329,9 @@ fn refused(reason: Refusal, retry_after: &HeaderValue) -> Response {
         }
         Refusal::Ceiling => {
             "the server is running as many turns as it may (turn.max_in_flight); try again shortly"
+        }
+        Refusal::StoreBusy => {
+            "the server's database is taking all the writes it can right now; try again shortly"
         }
     };
     let mut res = ApiError::new(ErrorCode::Overloaded, message).into_response();

@@ -116,16 +116,22 @@ pub(crate) fn is_send(method: &Method, path: &str) -> bool {
     if *method != Method::POST {
         return false;
     }
-    if path == "/v1/chat"
-        || path == "/v1/chat/completions"
+    path == "/v1/chat/completions"
         || path == "/v1/messages"
         || path == "/v1/responses"
-    {
-        return true;
+        || stores_answer(method, path)
+}
+
+/// Whether a request is a send whose answer is stored in a thread (the facades keep none).
+pub(crate) fn stores_answer(method: &Method, path: &str) -> bool {
+    if *method != Method::POST {
+        return false;
     }
-    path.strip_prefix("/v1/threads/")
-        .and_then(|rest| rest.strip_suffix("/messages"))
-        .is_some_and(|id| !id.is_empty() && !id.contains('/'))
+    path == "/v1/chat"
+        || path
+            .strip_prefix("/v1/threads/")
+            .and_then(|rest| rest.strip_suffix("/messages"))
+            .is_some_and(|id| !id.is_empty() && !id.contains('/'))
 }
 
 /// Middleware for the streaming routes: authenticates a send once (the handler reuses the user),
@@ -219,6 +225,10 @@ mod tests {
         assert!(!is_send(&Method::POST, "/v1/messages/count_tokens"));
         assert!(!is_send(&Method::DELETE, "/v1/responses/resp_1"));
         assert!(is_send(&Method::POST, "/v1/threads/t1/messages"));
+        assert!(stores_answer(&Method::POST, "/v1/threads/t1/messages"));
+        assert!(stores_answer(&Method::POST, "/v1/chat"));
+        assert!(!stores_answer(&Method::POST, "/v1/chat/completions"));
+        assert!(!stores_answer(&Method::POST, "/v1/responses"));
         assert!(!is_send(&Method::GET, "/v1/threads/t1/messages"));
         assert!(!is_send(&Method::POST, "/v1/chat/t1/stop"));
         assert!(!is_send(&Method::POST, "/v1/threads"));

@@ -128,7 +128,7 @@ pub use oauth::OAuthCallback;
 pub use open::Database;
 pub use prepare::{Asking, Prepared, RunParts};
 pub use preview::{PreviewAsk, SendPreview, WebToolsOff};
-pub use promptgate_store::StoreError;
+pub use promptgate_store::{StoreError, WriteWaits};
 pub use providers::{ModelProvider, ProviderClient, Providers, check_request_fields};
 pub use quota::{StorageQuota, StorageReport};
 pub use record::{PendingSave, PendingSaves};

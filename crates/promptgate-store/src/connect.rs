@@ -40,6 +40,8 @@ pub struct Store {
     pub(crate) secrets: Option<Arc<dyn promptgate_core::storage::SecretBox>>,
     /// Stop and follow requests for running turns, heard from any instance (see `turn_claims`).
     pub(crate) turn_signals: Arc<crate::turn_claims::TurnSignals>,
+    /// How long the writes of a send wait for the database (see `write_waits`).
+    pub(crate) write_waits: Arc<crate::write_waits::WriteWaits>,
 }
 
 /// Stops the listener when the last clone of the store goes away.
@@ -322,6 +324,7 @@ impl Store {
             listener,
             secrets: None,
             turn_signals,
+            write_waits: Default::default(),
         })
     }
 
@@ -360,7 +363,13 @@ impl Store {
             Backend::Sqlite => "BEGIN IMMEDIATE",
             Backend::Postgres => "BEGIN",
         };
+        let _waiting = self.write_waits.wait();
         Ok(self.pool.begin_with(begin).observed("transaction.begin").await?)
+    }
+
+    /// How long this store's writes wait for the database, shared by its clones.
+    pub fn write_waits(&self) -> Arc<crate::write_waits::WriteWaits> {
+        Arc::clone(&self.write_waits)
     }
 
     /// One round trip to the database (readiness checks).

@@ -43,6 +43,7 @@ impl Store {
                 "a thread started by a message belongs to no project".to_owned(),
             ));
         }
+        let _write = self.write_waits.wait();
         let thread = ThreadRow::of(t)?;
         let messages: Vec<NewMessage> = messages
             .iter()

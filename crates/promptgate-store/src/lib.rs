@@ -51,6 +51,7 @@ mod usage;
 mod users;
 mod util;
 mod workspace;
+mod write_waits;
 
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -79,6 +80,7 @@ pub use turn_claims::{
 };
 pub use types::*;
 pub use workspace::MAX_WORKSPACE_FILE_BYTES;
+pub use write_waits::WriteWaits;
 
 /// The owner under which seeded system models are stored. Not a valid user id, so it cannot collide.
 pub const SYSTEM_OWNER: &str = "~system";

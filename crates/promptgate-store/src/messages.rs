@@ -327,6 +327,7 @@ impl Store {
     /// Appends `messages` (all of the thread the first names) at the end of their thread, in order
     /// and all or none, in one statement. NotFound when the thread is not the user's.
     pub async fn append_messages(&self, user: &str, messages: &[NewMessage]) -> Result<Vec<Message>> {
+        let _write = self.write_waits.wait();
         let rows = MessageRows::of(messages)?;
         let thread_id = &messages[0].thread_id;
         let sql = rows.insert(APPEND_SOURCE, "$3", 4, None);

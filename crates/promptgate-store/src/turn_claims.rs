@@ -239,6 +239,7 @@ impl Store {
     /// (a thread is claimed there first), so such a row belongs to a send that failed before its
     /// turn ran and whose release has not landed yet.
     pub async fn claim_turn(&self, claim: &NewTurnClaim<'_>, lease: Duration) -> Result<ClaimOutcome> {
+        let _write = self.write_waits.wait();
         let now = self.now_ms();
         let inserted = sqlx::query(
             "INSERT INTO turn_claims (user_id, thread_id, turn_id, message_id, instance_id, lease_until, created_at) \

@@ -21,6 +21,9 @@ pub struct AdmissionConfig {
     pub max_limit: Option<usize>,
     /// A wait in the run queue this many milliseconds over the baseline still counts as on time.
     pub delay_tolerance_ms: u64,
+    /// A write's wait for the database this many milliseconds over the baseline still counts as on
+    /// time; past it the sends that store their answers are limited too.
+    pub store_delay_tolerance_ms: u64,
     /// How often the server measures how long its own work waits to run.
     pub probe_interval_ms: u64,
     /// What `Retry-After` says on a refusal.
@@ -35,6 +38,7 @@ impl Default for AdmissionConfig {
             min_limit: 8,
             max_limit: None,
             delay_tolerance_ms: 5,
+            store_delay_tolerance_ms: 20,
             probe_interval_ms: 10,
             retry_after_secs: 1,
         }
@@ -60,6 +64,15 @@ impl AdmissionConfig {
         }
     }
 
+    /// The settings of the limit on sends that store their answers, which follows how long writes
+    /// wait for the database: the same bounds, its own tolerance.
+    pub fn store_limit_settings(&self, ceiling: usize) -> LimitSettings {
+        LimitSettings {
+            tolerance: Duration::from_millis(self.store_delay_tolerance_ms),
+            ..self.limit_settings(ceiling)
+        }
+    }
+
     pub fn probe_interval(&self) -> Duration {
         Duration::from_millis(self.probe_interval_ms)
     }
@@ -70,6 +83,10 @@ impl AdmissionConfig {
             ("admission.min_limit", self.min_limit as u64),
             ("admission.max_limit", self.max_limit.unwrap_or(1) as u64),
             ("admission.delay_tolerance_ms", self.delay_tolerance_ms),
+            (
+                "admission.store_delay_tolerance_ms",
+                self.store_delay_tolerance_ms,
+            ),
             ("admission.probe_interval_ms", self.probe_interval_ms),
             ("admission.retry_after_secs", self.retry_after_secs),
         ];

@@ -1,7 +1,8 @@
 //! Past what the server carries: a send, completion or Messages request over the admission limit is
 //! refused at once with 503 `overloaded` and `Retry-After`, nothing of it stored; health, metrics
 //! and Stop still answer; a client flooding the server cannot keep another from being answered; and
-//! the limit itself moves with the load (`promptgate_admission_limit`).
+//! the limit itself moves with the load (`promptgate_admission_limit`); sends that store their answers
+//! also follow the database writer's queue (`promptgate_admission_store_limit`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -33,6 +34,15 @@ fn patient(mut config: Config) -> Config {
     config
 }
 
+/// A single-user config over `upstream` whose run-queue limit cannot shrink: on a busy test machine
+/// the server's work runs late by far more than it would in production, and must not count as
+/// overload here.
+fn run_queue_ignored(upstream: &ScriptedUpstream) -> Config {
+    let mut config = patient(scripted_config(AuthMode::SingleUser, &upstream.base_url()));
+    config.admission.delay_tolerance_ms = 1000;
+    config
+}
+
 /// An answer that starts and then never goes on: its turn keeps its place under the limit.
 fn held() -> Script {
     Script::new().chunk(role_chunk()).hang()
@@ -49,6 +59,16 @@ async fn send(gw: &Gateway, thread: &str, token: Option<&str>) -> reqwest::Respo
         req = req.bearer_auth(token);
     }
     req.send().await.unwrap()
+}
+
+/// A chat completion, which keeps no thread.
+async fn complete(gw: &Gateway) -> reqwest::Response {
+    gw.http
+        .post(gw.url("/v1/chat/completions"))
+        .json(&json!({"model": "scripted", "messages": [{"role": "user", "content": "Hi"}]}))
+        .send()
+        .await
+        .unwrap()
 }
 
 /// Asserts `res` is the gate's refusal: 503, `Retry-After`, the JSON error body with a request id.
@@ -91,13 +111,7 @@ async fn past_the_limit_a_send_is_refused_at_once_and_nothing_of_it_is_stored() 
     upstream_called(&upstream, 2).await;
 
     assert_refused(send(&gw, "refused", None).await).await;
-    let completion = gw
-        .http
-        .post(gw.url("/v1/chat/completions"))
-        .json(&json!({"model": "scripted", "messages": [{"role": "user", "content": "Hi"}]}))
-        .send()
-        .await
-        .unwrap();
+    let completion = complete(&gw).await;
     assert_refused(completion).await;
     let messages = gw
         .http
@@ -182,12 +196,9 @@ async fn one_user_flooding_the_server_does_not_keep_another_from_being_answered(
 async fn the_limit_grows_while_it_is_in_use_and_work_runs_on_time() {
     common::init();
     let upstream = ScriptedUpstream::start().await.unwrap();
-    let mut config = patient(scripted_config(AuthMode::SingleUser, &upstream.base_url()));
+    let mut config = run_queue_ignored(&upstream);
     config.admission.initial_limit = 4;
     config.admission.min_limit = 2;
-    // On a busy test machine the server's work runs late by far more than it would in production;
-    // a wide tolerance keeps that from counting as overload here.
-    config.admission.delay_tolerance_ms = 1000;
     let gw = Gateway::start(Backend::Sqlite, config).await;
     assert_eq!(gw.metric("promptgate_admission_limit").await, 4.0);
 
@@ -206,4 +217,86 @@ async fn the_limit_grows_while_it_is_in_use_and_work_runs_on_time() {
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     panic!("the limit never moved with three of its four places in use");
+}
+
+/// Holds SQLite's write lock on `url` from a connection of its own, as a long write elsewhere
+/// would, until the connection is dropped or rolled back.
+async fn hold_the_writer(url: &str) -> sqlx::AnyConnection {
+    use sqlx::Connection;
+    let mut conn = sqlx::AnyConnection::connect(url).await.unwrap();
+    sqlx::query("BEGIN IMMEDIATE").execute(&mut conn).await.unwrap();
+    conn
+}
+
+#[tokio::test]
+async fn sends_waiting_for_a_stalled_database_writer_make_further_sends_refused_at_once() {
+    common::init();
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    let mut config = run_queue_ignored(&upstream);
+    config.admission.min_limit = 1;
+    let gw = Gateway::start(Backend::Sqlite, config).await;
+    for _ in 0..5 {
+        upstream.push(text(["Stored", " after the wait."]));
+    }
+    let writer = hold_the_writer(&gw.database_url).await;
+
+    // Three sends start and wait for the writer: the run queue is idle, the database's is not.
+    let mut waiting = Vec::new();
+    for n in 0..3 {
+        let http = gw.http.clone();
+        let url = gw.url("/v1/chat");
+        let body = use_chat_body(&format!("waiting-{n}"), "Hello", "scripted");
+        waiting.push(tokio::spawn(async move {
+            let res = http
+                .post(url)
+                .header(NEWEST_UI_STREAM.0, NEWEST_UI_STREAM.1)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            (res.status(), res.text().await.unwrap())
+        }));
+    }
+    let mut limit = f64::MAX;
+    for _ in 0..200 {
+        limit = gw.metric("promptgate_admission_store_limit").await;
+        if limit < 3.0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(
+        limit < 3.0,
+        "the sends' limit stayed at {limit} while writes waited"
+    );
+
+    assert_refused(send(&gw, "refused", None).await).await;
+    assert!(
+        gw.metric("promptgate_admission_refused_total{reason=\"store\"}")
+            .await
+            >= 1.0
+    );
+    // A completion keeps no thread: the database's queue does not refuse it.
+    let completion = complete(&gw).await;
+    assert_eq!(completion.status(), StatusCode::OK);
+    assert_eq!(gw.get("/healthz").await.0, StatusCode::OK);
+
+    // Once the writer is free, the waiting sends are answered and stored, and sends get in again.
+    drop(writer);
+    for task in waiting {
+        let (status, body) = task.await.unwrap();
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert!(body.contains("after the wait"), "{body}");
+    }
+    let (status, _) = gw.get("/v1/threads/waiting-0").await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = gw.get("/v1/threads/refused").await;
+    assert_eq!(
+        status,
+        StatusCode::NOT_FOUND,
+        "the refused send left a thread behind"
+    );
+    let admitted = send(&gw, "after", None).await;
+    assert_eq!(admitted.status(), StatusCode::OK);
+    assert!(admitted.text().await.unwrap().contains("after the wait"));
 }

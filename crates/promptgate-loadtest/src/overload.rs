@@ -46,13 +46,20 @@ pub fn base_rate(scenario: Scenario) -> f64 {
     }
 }
 
-/// What the gateway's config gets for the run: its `[admission]` table.
-pub fn extra_toml(shape: &StepShape) -> String {
+/// What the gateway's config gets for a run of `scenario`: its `[admission]` table, and for sends
+/// no thread quota (every send starts a thread, and the higher steps start more than the default
+/// quota allows one user).
+pub fn extra_toml(scenario: Scenario, shape: &StepShape) -> String {
     let mut keys = shape.admission.clone();
     if shape.adaptive_off {
         keys.push("adaptive = false".to_owned());
     }
-    format!("[admission]\n{}\n", keys.join("\n"))
+    let quotas = if scenario == Scenario::OverloadSend {
+        "[quotas]\nmax_threads = 0\n"
+    } else {
+        ""
+    };
+    format!("[admission]\n{}\n{quotas}", keys.join("\n"))
 }
 
 /// The target of an overload scenario on `gateway`.

@@ -497,7 +497,7 @@ async fn overload(
     options: &Options,
 ) -> Result<String, LoadError> {
     let shape = &options.overload;
-    let extra = crate::overload::extra_toml(shape);
+    let extra = crate::overload::extra_toml(scenario, shape);
     let gateway = GatewayProcess::start_with(http, upstream_url, None, &options.gateway, &extra).await?;
     let target = crate::overload::target(scenario, &gateway)?;
     let rate = options

@@ -111,7 +111,7 @@ pub fn build(state: AppState) -> Router {
         messages = messages.route_layer(limit);
     }
     // Outside the per-user limits, so a refusal comes before the user is looked up.
-    if let Some(gate) = crate::admission::Gate::new(&state.config, state.service.store().write_waits()) {
+    if let Some(gate) = crate::admission::Gate::new(&state.config, state.service.write_waits()) {
         gate.start_probe(state.config.admission.probe_interval());
         let admit = axum::middleware::from_fn_with_state(gate, crate::admission::admit_turns);
         streaming = streaming.route_layer(admit.clone());

@@ -275,6 +275,11 @@ impl Service {
         &self.store
     }
 
+    /// How long the database's writes wait, for the admission gate.
+    pub fn write_waits(&self) -> std::sync::Arc<WriteWaits> {
+        self.store.write_waits()
+    }
+
     /// This instance's id among those sharing the database (it owns the claims of its turns).
     pub fn instance_id(&self) -> &str {
         &self.instance.id

@@ -1,7 +1,7 @@
 // Starts what the browser tests run against, all on loopback: the scripted upstream (model and
-// search), the official MCP "everything" server, the OAuth-protected MCP server built on the
-// official Python SDK (when its venv is installed), and a real promptgate binary on a fresh SQLite
-// database serving the built app.
+// search), the official MCP "everything" server, the OAuth-protected MCP servers built on the
+// official TypeScript SDK and on the Python SDK (when its venv is installed), and a real promptgate
+// binary on a fresh SQLite database serving the built app.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -52,6 +52,15 @@ export default async function globalSetup() {
   const mcpPort = await freePort();
   const mcp = spawn(process.execPath, [mcpEntry, 'streamableHttp'], { env: { ...process.env, PORT: String(mcpPort) }, stdio: 'ignore' });
   children.push(mcp);
+  // The TypeScript SDK's auth peer: its authorization server reads the gateway's client metadata
+  // document and shows a consent page with an "Allow" button.
+  const tsAuthPort = await freePort();
+  const tsAuthPeer = spawn(
+    process.execPath,
+    [path.join(repo, 'crates/promptgate-mcp/tests/peers/ts_auth_peer.mjs'), String(tsAuthPort), '3600', '--cimd', '--consent-page'],
+    { stdio: 'ignore' },
+  );
+  children.push(tsAuthPeer);
 
   // The Python SDK's peers: the auth peer (an authorization server and MCP server in one,
   // consenting at once) and the server whose tool asks the user mid-call (elicitation). Without
@@ -142,9 +151,11 @@ on_disconnect = "continue"
 
 # Traces go to the scripted upstream's collector stand-in; the inspector links each answer to a
 # trace UI that need not exist for the link to be checked.
-# OAuth for MCP servers sends the browser back to this gateway.
+# OAuth for MCP servers sends the browser back to this gateway, which serves its client metadata
+# document on this plain http loopback base for the test.
 [mcp]
 oauth_redirect_base_url = "{base}"
+oauth_client_metadata_over_http = true
 
 [telemetry]
 enabled = true
@@ -187,6 +198,8 @@ output = 2000.0
   const adminToken = /\b(pg_[A-Za-z0-9_-]+)/.exec(root.stdout ?? '')?.[1];
   if (!adminToken) throw new Error(`users create --admin printed no token:\n${root.stdout}\n${root.stderr}`);
   await waitFor(`http://127.0.0.1:${mcpPort}/mcp`, 'server-everything', mcp);
+  await waitFor(`http://127.0.0.1:${tsAuthPort}/test/stats`, 'the TypeScript auth peer', tsAuthPeer);
+  process.env.PROMPTGATE_TS_AUTH_MCP_URL = `http://127.0.0.1:${tsAuthPort}/mcp`;
   if (authPeer) {
     await waitFor(`http://127.0.0.1:${authPort}/mcp`, 'the Python auth peer', authPeer);
     process.env.PROMPTGATE_AUTH_MCP_URL = `http://127.0.0.1:${authPort}/mcp`;

@@ -2,16 +2,25 @@
 // support, whose authorization server consents at once) is added in the MCP panel, which says it
 // needs the user's authorization; Connect opens the authorization in a window of its own, and once
 // that window is back on the gateway the panel shows the server connected, with its tools. Reconnect
-// runs the whole flow again.
+// runs the whole flow again. The TypeScript SDK's auth router is connected the same way, through
+// its consent page, with the gateway's client metadata document as the client id.
 import type { APIRequestContext } from '@playwright/test';
 import { base_url, expect, openPanel, shot, tag, test } from './helpers';
 
 const peer = () => process.env.PROMPTGATE_AUTH_MCP_URL;
 
-/// How many authorization codes the peer has issued (its test hook).
+/// What a peer counted (its test hook): authorization codes issued, client registrations...
+async function stats(request: APIRequestContext, url: string): Promise<Record<string, number>> {
+  return (await request.get(url.replace(/\/mcp$/, '/test/stats'))).json();
+}
+
 async function codes(request: APIRequestContext): Promise<number> {
-  const stats = await request.get(peer()!.replace(/\/mcp$/, '/test/stats'));
-  return (await stats.json()).codes;
+  return (await stats(request, peer()!)).codes;
+}
+
+async function removeServers(request: APIRequestContext, name: string) {
+  const servers: { id: string; name: string }[] = await (await request.get(base_url() + '/v1/mcp-servers')).json();
+  for (const s of servers.filter((s) => s.name === name)) await request.delete(`${base_url()}/v1/mcp-servers/${s.id}`);
 }
 
 test('an MCP server that asks for OAuth is connected, then reconnected, from the MCP panel', async ({ page, request }, info) => {
@@ -47,7 +56,39 @@ test('an MCP server that asks for OAuth is connected, then reconnected, from the
       if (issued === 1) await shot(page, 'mcp-oauth-connected');
     }
   } finally {
-    const servers: { id: string; name: string }[] = await (await request.get(base_url() + '/v1/mcp-servers')).json();
-    for (const s of servers.filter((s) => s.name === name)) await request.delete(`${base_url()}/v1/mcp-servers/${s.id}`);
+    await removeServers(request, name);
+  }
+});
+
+test("the TypeScript SDK's authorization server is connected through its consent page", async ({ page, request }, info) => {
+  const url = process.env.PROMPTGATE_TS_AUTH_MCP_URL!;
+  const name = `TS notes ${tag(info)}`;
+  await page.goto(base_url() + '/');
+  await openPanel(page, 'MCP servers');
+  await page.getByLabel('Server name').fill(name);
+  await page.getByLabel('Server URL').fill(url);
+  await page.getByRole('button', { name: 'Add server' }).click();
+  const card = page.locator(`[data-mcp-server="${name}"]`);
+  const line = card.locator('.auth');
+  await expect(line).toHaveAttribute('data-auth-state', 'needs_authorization');
+
+  try {
+    const before = await stats(request, url);
+    const opened = page.waitForEvent('popup');
+    await card.getByRole('button', { name: `Connect ${name}` }).click();
+    // The authorization server asks the user; the click sends the window back to the gateway.
+    const popup = await opened;
+    await popup.getByRole('button', { name: 'Allow' }).click();
+    await popup.waitForEvent('close', { timeout: 15_000 });
+    await expect(line).toHaveAttribute('data-auth-state', 'connected');
+    await expect(card.locator('.probe.ok')).toContainText('whoami', { timeout: 15_000 });
+    await expect(card.locator('.probe.ok')).toContainText('add_note');
+    const after = await stats(request, url);
+    expect(after.codes, 'one authorization').toBe(before.codes + 1);
+    expect(after.registrations, 'the client metadata document, no registration').toBe(before.registrations);
+    expect(after.metadata_documents).toBeGreaterThan(before.metadata_documents);
+    await shot(page, 'mcp-oauth-typescript-connected');
+  } finally {
+    await removeServers(request, name);
   }
 });

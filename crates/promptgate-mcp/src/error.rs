@@ -25,9 +25,9 @@ pub enum McpError {
     Connect(String),
     #[error("the MCP server refused the credentials (HTTP {status})")]
     Unauthorized { status: u16 },
-    /// A `403` whose challenge says the grant lacks scopes (`insufficient_scope`); `scope` is what
-    /// the challenge asks for, when it says.
-    #[error("the MCP server needs a wider authorization (HTTP 403)")]
+    /// `403` with `error="insufficient_scope"`: the token is good but the server wants it to cover
+    /// more (`scope`, when the challenge named scopes fit to ask for; the user must authorize again).
+    #[error("the MCP server asks for a wider authorization than the one given")]
     InsufficientScope { scope: Option<String> },
     #[error("the MCP server answered with HTTP status {0}")]
     HttpStatus(u16),
@@ -187,6 +187,16 @@ pub(crate) fn status_error(status: u16) -> McpError {
 
 type HttpError = StreamableHttpError<reqwest::Error>;
 
+/// A step-up challenge, with its scopes when they are fit to ask an authorization server for.
+fn insufficient_scope(err: &InsufficientScopeError) -> McpError {
+    let scope = err
+        .required_scope
+        .clone()
+        .or_else(|| crate::oauth::Challenge::parse(&err.www_authenticate_header)?.scope)
+        .filter(|scope| !scope.trim().is_empty() && crate::oauth::valid_scope(scope));
+    McpError::InsufficientScope { scope }
+}
+
 /// Walks an error chain for the first cause we know how to word.
 fn classify_transport(error: &(dyn StdError + 'static)) -> McpError {
     let mut current: Option<&(dyn StdError + 'static)> = Some(error);
@@ -195,9 +205,7 @@ fn classify_transport(error: &(dyn StdError + 'static)) -> McpError {
             return McpError::Unauthorized { status: 401 };
         }
         if let Some(err) = err.downcast_ref::<InsufficientScopeError>() {
-            return McpError::InsufficientScope {
-                scope: err.required_scope.clone(),
-            };
+            return insufficient_scope(err);
         }
         if let Some(status) = err.downcast_ref::<HttpStatusError>() {
             return status_error(status.status);
@@ -219,9 +227,7 @@ fn classify_http(err: &HttpError) -> Option<McpError> {
         StreamableHttpError::Client(inner) => McpError::from_reqwest(inner),
         StreamableHttpError::HttpStatus(status) => status_error(status.status),
         StreamableHttpError::AuthRequired(_) => McpError::Unauthorized { status: 401 },
-        StreamableHttpError::InsufficientScope(err) => McpError::InsufficientScope {
-            scope: err.required_scope.clone(),
-        },
+        StreamableHttpError::InsufficientScope(err) => insufficient_scope(err),
         // rmcp words non-JSON error statuses as "HTTP <code> <reason>: <body>"; only the code is kept.
         StreamableHttpError::UnexpectedServerResponse(text) => match leading_status(text) {
             Some(status) => status_error(status),

@@ -145,14 +145,15 @@ macro_rules! json_or_event_stream_output {
 }
 pub(crate) use json_or_event_stream_output;
 
-/// Routes that must be reachable without a token (the browser arrives there from the provider).
 /// Routes Anthropic's clients call: the Messages API and the model list.
 fn takes_api_key(path: &str) -> bool {
     Envelope::of(path) == Envelope::Anthropic || path.starts_with("/v1/models")
 }
 
+/// Routes that must be reachable without a token: the browser arrives at a callback from the
+/// provider, and an authorization server fetches the client metadata document.
 fn is_public(path: &str) -> bool {
-    path.ends_with("/callback")
+    path.ends_with("/callback") || path == crate::runtime::MCP_CLIENT_METADATA_PATH
 }
 
 /// Fills in what the handler types cannot say. Runs on every generated document, so routes added

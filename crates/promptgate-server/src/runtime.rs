@@ -73,6 +73,7 @@ fn service_config(config: &Config) -> ServiceConfig {
         mcp_elicitation_timeout: Duration::from_secs(config.mcp.elicitation_timeout_secs),
         authorization_wait: Duration::from_secs(config.mcp.authorization_wait_secs),
         mcp_oauth_redirect: mcp_oauth_redirect(config),
+        mcp_oauth_client_metadata_url: mcp_oauth_client_metadata_url(config),
         // Read with the environment, in `settings`.
         mcp_oauth_clients: Vec::new(),
         on_disconnect: config.turn.on_disconnect,
@@ -251,18 +252,35 @@ fn with_endpoints(mut oauth: OAuthProviderConfig, entry: &OAuthEntry) -> OAuthPr
     oauth
 }
 
-/// The OAuth callback of users' MCP servers, when the configuration says where browsers reach us.
-fn mcp_oauth_redirect(config: &Config) -> Option<String> {
+/// Where browsers reach us, for users' MCP servers that ask for OAuth.
+fn mcp_oauth_base(config: &Config) -> Option<&str> {
     let base = config
         .mcp
         .oauth_redirect_base_url
         .as_deref()
         .or_else(|| config.integrations.as_ref().map(|i| i.redirect_base_url.as_str()))?;
+    Some(base.trim_end_matches('/'))
+}
+
+/// The OAuth callback of users' MCP servers, when the configuration says where browsers reach us.
+fn mcp_oauth_redirect(config: &Config) -> Option<String> {
     Some(format!(
         "{}/v1/mcp-servers/oauth/callback",
-        base.trim_end_matches('/')
+        mcp_oauth_base(config)?
     ))
 }
+
+/// Where we serve our Client ID Metadata Document: on the public base, which must be https (an
+/// authorization server fetches it there), unless the configuration allows plain http for tests.
+fn mcp_oauth_client_metadata_url(config: &Config) -> Option<String> {
+    let base = mcp_oauth_base(config)?;
+    let scheme_ok = base.starts_with("https://")
+        || (config.mcp.oauth_client_metadata_over_http && base.starts_with("http://"));
+    scheme_ok.then(|| format!("{base}{MCP_CLIENT_METADATA_PATH}"))
+}
+
+/// The path of our Client ID Metadata Document, a route of the server's own.
+pub const MCP_CLIENT_METADATA_PATH: &str = "/v1/mcp-servers/oauth/client.json";
 
 /// The clients the operator registered by hand, their secrets read from the environment.
 fn mcp_oauth_clients(config: &Config, env: &dyn Env) -> anyhow::Result<Vec<(String, ClientCredentials)>> {

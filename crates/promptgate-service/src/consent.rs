@@ -183,18 +183,6 @@ fn scopes_of(scope: Option<&str>) -> Vec<&str> {
     scope.map(|s| s.split_whitespace().collect()).unwrap_or_default()
 }
 
-/// The scopes of `granted` and `challenged` together, each once, in order of first mention (the
-/// step-up the MCP authorization spec asks for on `403 insufficient_scope`).
-pub(crate) fn union_of_scopes(granted: Option<&str>, challenged: Option<&str>) -> Option<String> {
-    let mut all: Vec<&str> = Vec::new();
-    for scope in scopes_of(granted).into_iter().chain(scopes_of(challenged)) {
-        if !all.contains(&scope) {
-            all.push(scope);
-        }
-    }
-    (!all.is_empty()).then(|| all.join(" "))
-}
-
 impl Service {
     /// Starts the authorization `consent` asks for, remembering the waiting call with it; returns
     /// the URL for the user's browser.
@@ -206,7 +194,7 @@ impl Service {
     ) -> Result<String, ServiceError> {
         match consent {
             Consent::Mcp { server_id, scope, .. } => {
-                self.begin_mcp_authorization(user_id, server_id, scope.clone(), Some(waiting.clone()))
+                self.begin_mcp_authorization(user_id, server_id, scope.as_deref(), Some(waiting.clone()))
                     .await
             }
             Consent::Integration(provider) => {
@@ -246,21 +234,5 @@ impl Service {
         {
             tracing::info!(error = %err, "the call waiting for an authorization was not woken");
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_step_up_asks_for_the_granted_scopes_and_the_challenged_ones() {
-        assert_eq!(
-            union_of_scopes(Some("notes"), Some("notes notes:write")).as_deref(),
-            Some("notes notes:write")
-        );
-        assert_eq!(union_of_scopes(None, Some("files")).as_deref(), Some("files"));
-        assert_eq!(union_of_scopes(Some("a b"), None).as_deref(), Some("a b"));
-        assert_eq!(union_of_scopes(None, Some("  ")), None);
     }
 }

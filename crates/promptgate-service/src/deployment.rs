@@ -69,6 +69,9 @@ pub struct ServiceConfig {
     /// Clients registered by hand with authorization servers, by issuer; the others are registered
     /// on first use.
     pub mcp_oauth_clients: Vec<(String, ClientCredentials)>,
+    /// The URL this deployment serves its Client ID Metadata Document at (the client id it uses
+    /// with authorization servers that take one); `None` without a public https base.
+    pub mcp_oauth_client_metadata_url: Option<String>,
     /// Turns running at once on this server, across all users; a send past it is refused.
     pub max_turns_in_flight: usize,
     /// How long the final save of an answer keeps trying while the store is unavailable.
@@ -170,6 +173,7 @@ impl Default for ServiceConfig {
             authorization_wait: DEFAULT_AUTHORIZATION_WAIT,
             mcp_oauth_redirect: None,
             mcp_oauth_clients: Vec::new(),
+            mcp_oauth_client_metadata_url: None,
             max_turns_in_flight: DEFAULT_TURNS_IN_FLIGHT,
             save_retry: DEFAULT_SAVE_RETRY,
             on_disconnect: OnDisconnect::Stop,

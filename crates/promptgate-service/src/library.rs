@@ -21,6 +21,8 @@ pub enum ProbeOutcome {
     Failed {
         kind: String,
         message: String,
+        /// For `insufficient_scope`: the scopes authorizing again asks for (granted and wanted).
+        scopes: Option<String>,
     },
 }
 
@@ -337,6 +339,7 @@ impl Service {
             return Ok(ProbeOutcome::Failed {
                 kind: "unavailable".to_owned(),
                 message: "this server was started without MCP support".to_owned(),
+                scopes: None,
             });
         };
         let granted = self.mcp_access_token(user_id, id, false).await;
@@ -355,9 +358,18 @@ impl Service {
             }
             Err(error) => {
                 tracing::info!(server_id = %config.id, %error, "MCP probe failed");
+                let scopes = match (&error, self.mcp_grants()) {
+                    (McpError::InsufficientScope { scope }, Some(grants)) => {
+                        grants.want_wider_scope(user_id, id, scope.as_deref()).await;
+                        Some(grants.wanted_scopes(user_id, id).await.unwrap_or_default())
+                    }
+                    (McpError::InsufficientScope { scope }, None) => scope.clone(),
+                    _ => None,
+                };
                 ProbeOutcome::Failed {
                     kind: error.kind().to_owned(),
                     message: error.to_string(),
+                    scopes,
                 }
             }
         })

@@ -1,6 +1,7 @@
 //! OAuth for the user's MCP servers that are protected resources: starting an authorization (the
-//! server's challenge, its authorization server, a client the operator gave for it or one registered
-//! there, the URL for the browser),
+//! server's challenge, its authorization server, a client identity: one the operator gave for it,
+//! else the gateway's own Client ID Metadata Document where the server takes one, else one
+//! registered there; the scopes, widened when the server asked for more; the URL for the browser),
 //! completing it on whichever instance the callback lands (the pending authorization lives in the
 //! store, sealed), and the access token a send or probe uses, renewed shortly before it lapses and
 //! when the server rejects it. Grants are sealed in the store per user and server and forgotten,
@@ -9,12 +10,15 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use promptgate_mcp::oauth::{AuthServer, ClientCredentials, TokenSet, check_issuer};
+use promptgate_mcp::oauth::{
+    AuthServer, ClientCredentials, McpOAuth, TokenSet, check_issuer, client_metadata_document, union_scopes,
+};
 use promptgate_mcp::{McpError, McpHub};
 use promptgate_store::{OAuthPending, PendingRefused, Store};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
-use crate::consent::{WaitingCall, union_of_scopes};
+use crate::consent::WaitingCall;
 use crate::oauth::{OAuthCallback, limits, valid_code, valid_state};
 use crate::{Service, ServiceError};
 
@@ -45,6 +49,18 @@ struct Grant {
     server: AuthServer,
     client: ClientCredentials,
     tokens: TokenSet,
+    /// Set when the server refused the token for want of scopes (`403 insufficient_scope`): the
+    /// scopes it named (possibly none), asked for on top of the granted ones when the user
+    /// authorizes again.
+    #[serde(default)]
+    step_up: Option<String>,
+}
+
+impl Grant {
+    /// The scopes to ask for when authorizing again: those granted and those asked for since.
+    fn wanted_scopes(&self) -> Option<String> {
+        union_scopes([self.tokens.scope.as_deref(), self.step_up.as_deref()])
+    }
 }
 
 /// What the callback needs beyond the PKCE verifier.
@@ -103,20 +119,33 @@ impl Service {
         Ok(self.store.mcp_grant_server_ids(user_id).await?)
     }
 
-    /// Starts authorizing one of the user's MCP servers: finds its authorization server, registers
-    /// a client there, keeps the pending authorization and returns the URL for the browser.
+    /// Starts authorizing one of the user's MCP servers (Connect, Reconnect): see
+    /// [`Service::start_mcp_authorization_with_scopes`].
     pub async fn start_mcp_authorization(&self, user_id: &str, id: &str) -> Result<String, ServiceError> {
         self.begin_mcp_authorization(user_id, id, None, None).await
     }
 
-    /// Starts authorizing one of the user's MCP servers, asking for `scope` on top of what the
-    /// server's challenge or metadata asks for (a step-up), on behalf of the tool call `waiting`
+    /// Starts authorizing one of the user's MCP servers, asking for `scopes` on top of the rest
+    /// (see [`Service::begin_mcp_authorization`]).
+    pub async fn start_mcp_authorization_with_scopes(
+        &self,
+        user_id: &str,
+        id: &str,
+        scopes: Option<&str>,
+    ) -> Result<String, ServiceError> {
+        self.begin_mcp_authorization(user_id, id, scopes, None).await
+    }
+
+    /// Starts authorizing one of the user's MCP servers: finds its authorization server, settles
+    /// the client identity there, keeps the pending authorization and returns the URL for the
+    /// browser. It asks for the union of the server's challenge, the scopes already granted, those
+    /// the server asked for since (step-up) and `scopes`; on behalf of the tool call `waiting`
     /// mid-turn, if one waits.
     pub(crate) async fn begin_mcp_authorization(
         &self,
         user_id: &str,
         id: &str,
-        scope: Option<String>,
+        scopes: Option<&str>,
         waiting: Option<WaitingCall>,
     ) -> Result<String, ServiceError> {
         let server = self.mcp_server(user_id, id).await?;
@@ -134,25 +163,17 @@ impl Service {
             .ok_or_else(|| {
                 ServiceError::InvalidMessage("this MCP server does not ask for authorization".into())
             })?;
-        let found = oauth.discover(&server.url, &challenge).await.map_err(from_mcp)?;
-        // A step-up asks for what the grant had and what the server now wants, from registration on.
-        let found = AuthServer {
-            scope: union_of_scopes(found.scope.as_deref(), scope.as_deref()),
-            ..found
+        let mut found = oauth.discover(&server.url, &challenge).await.map_err(from_mcp)?;
+        let held = match self.mcp_grants() {
+            Some(grants) => grants.load(user_id, id).await,
+            None => None,
         };
-        let given = self
-            .config
-            .mcp_oauth_clients
-            .iter()
-            .find(|(issuer, _)| *issuer == found.issuer)
-            .map(|(_, client)| client.clone());
-        let client = match given {
-            Some(client) => client,
-            None => oauth
-                .register(&found, &redirect_uri, CLIENT_NAME)
-                .await
-                .map_err(from_mcp)?,
-        };
+        found.scope = union_scopes([
+            found.scope.as_deref(),
+            held.as_ref().and_then(Grant::wanted_scopes).as_deref(),
+            scopes,
+        ]);
+        let client = self.client_at(&oauth, &found, &redirect_uri).await?;
         let pkce = promptgate_tools::oauth::pkce_pair();
         let state = promptgate_tools::oauth::new_state();
         let url = oauth
@@ -176,6 +197,62 @@ impl Service {
         }
         tracing::info!(user = %user_id, server_id = %id, "MCP server authorization started");
         Ok(url)
+    }
+
+    /// The client identity at `found`, in the spec's order: the one the operator registered with
+    /// that issuer, else the gateway's Client ID Metadata Document where the authorization server
+    /// takes one (and the gateway serves one), else a client registered there now (RFC 7591).
+    async fn client_at(
+        &self,
+        oauth: &McpOAuth,
+        found: &AuthServer,
+        redirect_uri: &str,
+    ) -> Result<ClientCredentials, ServiceError> {
+        let given = self
+            .config
+            .mcp_oauth_clients
+            .iter()
+            .find(|(issuer, _)| *issuer == found.issuer);
+        if let Some((_, client)) = given {
+            return Ok(client.clone());
+        }
+        if found.client_id_metadata_document_supported
+            && let Some(url) = &self.config.mcp_oauth_client_metadata_url
+        {
+            return Ok(ClientCredentials {
+                client_id: url.clone(),
+                client_secret: None,
+            });
+        }
+        oauth
+            .register(found, redirect_uri, CLIENT_NAME)
+            .await
+            .map_err(from_mcp)
+    }
+
+    /// The Client ID Metadata Document the gateway serves at its client id URL; `None` when it
+    /// serves none (no public https base configured).
+    pub fn mcp_client_metadata_document(&self) -> Option<Value> {
+        let url = self.config.mcp_oauth_client_metadata_url.as_deref()?;
+        let redirect_uri = self.config.mcp_oauth_redirect.as_deref()?;
+        Some(client_metadata_document(url, redirect_uri, CLIENT_NAME))
+    }
+
+    /// The user's OAuth-authorized MCP servers that asked for more scopes than were granted
+    /// (`403 insufficient_scope`), each with the scopes authorizing again asks for.
+    pub async fn mcp_step_ups(&self, user_id: &str) -> Result<Vec<(String, String)>, ServiceError> {
+        let Some(grants) = self.mcp_grants() else {
+            return Ok(Vec::new());
+        };
+        let mut wanted = Vec::new();
+        for id in self.store.mcp_grant_server_ids(user_id).await? {
+            if let Some(grant) = grants.load(user_id, &id).await
+                && grant.step_up.is_some()
+            {
+                wanted.push((id, grant.wanted_scopes().unwrap_or_default()));
+            }
+        }
+        Ok(wanted)
     }
 
     /// Completes an MCP server's authorization on the authorization server's redirect, on any
@@ -226,6 +303,7 @@ impl Service {
             server: details.server,
             client: details.client,
             tokens,
+            step_up: None,
         };
         self.keep_grant(&pending.user_id, server_id, &grant).await?;
         // A session opened without the token is of no use now.
@@ -251,18 +329,21 @@ impl Service {
         })
     }
 
-    /// Revokes the grant where the authorization server offers it and forgets it.
+    /// Revokes the grant's tokens where the authorization server offers it (RFC 7009: the refresh
+    /// token, which ends the grant, then the access token, which a server may keep honouring until
+    /// it lapses) and forgets it. A revocation that fails is logged; the grant is forgotten anyway.
     pub(crate) async fn forget_mcp_grant(&self, user_id: &str, id: &str) -> Result<(), ServiceError> {
         if let (Some(hub), Some(sealed)) = (&self.mcp, self.store.get_mcp_grant(user_id, id).await?)
             && let Ok(grant) = serde_json::from_str::<Grant>(&sealed)
         {
-            let token = grant
-                .tokens
-                .refresh_token
-                .as_deref()
-                .unwrap_or(&grant.tokens.access_token);
-            if let Err(error) = hub.oauth().revoke(&grant.server, &grant.client, token).await {
-                tracing::info!(server_id = %id, %error, "revoking the MCP grant failed; forgetting it anyway");
+            let tokens = [
+                grant.tokens.refresh_token.as_deref(),
+                Some(grant.tokens.access_token.as_str()),
+            ];
+            for token in tokens.into_iter().flatten() {
+                if let Err(error) = hub.oauth().revoke(&grant.server, &grant.client, token).await {
+                    tracing::info!(server_id = %id, %error, "revoking an MCP token failed; forgetting it anyway");
+                }
             }
         }
         self.store.delete_mcp_grant(user_id, id).await?;
@@ -332,14 +413,32 @@ impl McpGrants {
         }
     }
 
-    /// The scopes the user granted for the server, as its authorization server said.
-    pub async fn granted_scope(&self, user_id: &str, id: &str) -> Option<String> {
-        self.load(user_id, id).await?.tokens.scope
-    }
-
     /// The user authorized the server with OAuth (the grant may have ended since).
     pub async fn has_grant(&self, user_id: &str, id: &str) -> bool {
         matches!(self.store.get_mcp_grant(user_id, id).await, Ok(Some(_)))
+    }
+
+    /// Notes that the server refused the token for want of scopes (`scope`, when it named them), so
+    /// the server shows as needing authorization and authorizing again asks for them too.
+    pub async fn want_wider_scope(&self, user_id: &str, id: &str, scope: Option<&str>) {
+        let lock = self.lock_for(user_id, id);
+        let _writing = lock.lock().await;
+        let Some(mut grant) = self.load(user_id, id).await else {
+            return;
+        };
+        let wanted = union_scopes([grant.step_up.as_deref(), scope]).unwrap_or_default();
+        if grant.step_up.as_deref() == Some(wanted.as_str()) {
+            return;
+        }
+        grant.step_up = Some(wanted);
+        if keep(&self.store, user_id, id, &grant).await.is_ok() {
+            tracing::info!(user = %user_id, server_id = %id, "the MCP server asks for more scopes; the user must authorize again");
+        }
+    }
+
+    /// The scopes authorizing the server again asks for: granted, and wanted since.
+    pub async fn wanted_scopes(&self, user_id: &str, id: &str) -> Option<String> {
+        self.load(user_id, id).await?.wanted_scopes()
     }
 
     async fn load(&self, user_id: &str, id: &str) -> Option<Grant> {

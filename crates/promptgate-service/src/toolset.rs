@@ -9,7 +9,7 @@ use promptgate_core::tools::ToolSpec;
 use promptgate_core::tools::{ToolError, ToolExecutor, ToolOutput};
 use promptgate_mcp::{McpError, McpHub, McpServerConfig, McpToolResult};
 
-use crate::consent::{Consent, ConsentSetup, MAX_CONSENTS_PER_CALL, union_of_scopes};
+use crate::consent::{Consent, ConsentSetup, MAX_CONSENTS_PER_CALL};
 use crate::elicit::ElicitationSetup;
 use crate::mcp_oauth::McpGrants;
 use promptgate_core::settings::IntegrationProvider;
@@ -43,6 +43,12 @@ impl McpToolExecutor {
             .hub
             .call_tool_asking(server, &self.tool_name, input.clone(), self.timeout, elicitor())
             .await;
+        if let (Err(McpError::InsufficientScope { scope }), Some(grants)) = (&first, &self.grants) {
+            grants
+                .want_wider_scope(&self.server.user_id, &self.server.id, scope.as_deref())
+                .await;
+            return first;
+        }
         let (Err(McpError::Unauthorized { status: 401 }), Some(grants)) = (&first, &self.grants) else {
             return first;
         };
@@ -76,11 +82,11 @@ impl McpToolExecutor {
         if static_secret {
             return None;
         }
-        let granted = grants.granted_scope(user_id, id).await;
+        // Authorizing adds what was granted and what the server asked for since.
         Some(Consent::Mcp {
             server_id: id.clone(),
             name: self.server.name.clone(),
-            scope: union_of_scopes(granted.as_deref(), challenged.as_deref()),
+            scope: challenged,
         })
     }
 

@@ -75,7 +75,9 @@ export function AuthorizationLine({ id, name, authorization, done }: { id: strin
       ? 'Connected with your authorization.'
       : authorization.error
         ? `Needs authorization; its authorization server could not be reached: ${authorization.error}`
-        : 'Needs your authorization.';
+        : authorization.scopes
+          ? `Asks for more than you authorized; authorize again for: ${authorization.scopes}.`
+          : 'Needs your authorization.';
   return (
     <div className="row auth" data-auth-state={waiting ? 'waiting' : authorization.state}>
       <span role="status">{said}</span>

@@ -94,6 +94,10 @@ pub struct AuthServer {
     /// The authorization server promises `iss` on its callbacks (RFC 9207).
     #[serde(default)]
     pub iss_parameter_supported: bool,
+    /// The authorization server takes a client id that is the URL of the client's metadata
+    /// document (`client_id_metadata_document_supported`).
+    #[serde(default)]
+    pub client_id_metadata_document_supported: bool,
 }
 
 impl McpOAuth {
@@ -276,11 +280,13 @@ fn read_as_metadata(
         registration_endpoint: string(metadata, "registration_endpoint"),
         revocation_endpoint: string(metadata, "revocation_endpoint"),
         scope,
-        iss_parameter_supported: metadata
-            .get("authorization_response_iss_parameter_supported")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
+        iss_parameter_supported: flag(metadata, "authorization_response_iss_parameter_supported"),
+        client_id_metadata_document_supported: flag(metadata, "client_id_metadata_document_supported"),
     })
+}
+
+fn flag(document: &Value, name: &str) -> bool {
+    document.get(name).and_then(Value::as_bool).unwrap_or(false)
 }
 
 fn string(document: &Value, name: &str) -> Option<String> {

@@ -89,14 +89,7 @@ impl McpOAuth {
             .registration_endpoint
             .as_deref()
             .ok_or_else(|| refused("the authorization server offers no client registration"))?;
-        let mut metadata = json!({
-            "client_name": client_name,
-            "redirect_uris": [redirect_uri],
-            "grant_types": ["authorization_code", "refresh_token"],
-            "response_types": ["code"],
-            "token_endpoint_auth_method": "none",
-            "application_type": "web",
-        });
+        let mut metadata = super::client::client_metadata(redirect_uri, client_name);
         if let Some(scope) = &server.scope {
             metadata["scope"] = json!(scope);
         }
@@ -332,6 +325,7 @@ mod tests {
             revocation_endpoint: None,
             scope: Some("notes files".into()),
             iss_parameter_supported: iss_supported,
+            client_id_metadata_document_supported: false,
         }
     }
 

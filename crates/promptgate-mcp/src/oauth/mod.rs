@@ -1,6 +1,7 @@
 //! OAuth 2.1 for MCP servers that are protected resources, as the MCP authorization spec has it:
 //! finding the authorization server (the `401` challenge's `resource_metadata`, else the RFC 9728
-//! well-known URLs; then RFC 8414 metadata, else OpenID discovery), registering a client (RFC 7591),
+//! well-known URLs; then RFC 8414 metadata, else OpenID discovery), the client identity (a Client
+//! ID Metadata Document the gateway serves, else registration under RFC 7591),
 //! the authorization URL (PKCE S256, `state`, RFC 8707 `resource`), the RFC 9207 `iss` check on the
 //! callback, and the token requests (code, refresh, revocation).
 //!
@@ -9,10 +10,12 @@
 //! random source: the caller stores pending authorizations and tokens, and passes in the time, the
 //! `state` and the PKCE challenge.
 
+mod client;
 mod discovery;
 mod flow;
 mod http;
 
+pub use client::{client_metadata_document, union_scopes, valid_scope};
 pub use discovery::{AuthServer, Challenge};
 pub use flow::{ClientCredentials, TokenSet, bearer, check_issuer};
 

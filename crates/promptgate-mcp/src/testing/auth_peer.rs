@@ -1,6 +1,6 @@
-//! The outside Python peers, built on the official Python SDK: `tests/peers/py_auth_peer.py`, an
-//! authorization server and MCP resource server in one, and `tests/peers/py_elicit_peer.py`, whose
-//! tools ask the user mid-call.
+//! The outside peers built on the official SDKs: `tests/peers/py_auth_peer.py` (Python) and
+//! `tests/peers/ts_auth_peer.mjs` (TypeScript), each an authorization server and MCP resource server
+//! in one, and `tests/peers/py_elicit_peer.py`, whose tools ask the user mid-call.
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -22,7 +22,7 @@ impl Drop for PeerProcess {
 /// `access_seconds`, and waits until it challenges a tokenless request. Returns it with its MCP
 /// url.
 pub async fn python_auth_peer(python: &str, access_seconds: u64) -> (PeerProcess, String) {
-    start_python_peer(
+    start_peer(
         python,
         "py_auth_peer.py",
         &[&access_seconds.to_string()],
@@ -34,13 +34,52 @@ pub async fn python_auth_peer(python: &str, access_seconds: u64) -> (PeerProcess
 /// Starts `tests/peers/py_elicit_peer.py` (tools that ask the user mid-call) and waits until it
 /// answers. Returns it with its MCP url.
 pub async fn python_elicit_peer(python: &str) -> (PeerProcess, String) {
-    start_python_peer(python, "py_elicit_peer.py", &[], |_| true).await
+    start_peer(python, "py_elicit_peer.py", &[], |_| true).await
 }
 
-/// Runs `script` of `tests/peers` with a free port and `args`, until an HTTP answer to an empty
-/// POST on `/mcp` passes `ready`.
-async fn start_python_peer(
-    python: &str,
+/// How to run the TypeScript auth peer.
+#[derive(Debug, Clone, Copy)]
+pub struct TsAuthPeer {
+    /// How long its access tokens are good for.
+    pub access_seconds: u64,
+    /// Its metadata offers Client ID Metadata Documents, and it reads them.
+    pub cimd: bool,
+    /// Its `/authorize` shows a page with an "Allow" button rather than consenting at once.
+    pub consent_page: bool,
+}
+
+impl Default for TsAuthPeer {
+    fn default() -> Self {
+        TsAuthPeer {
+            access_seconds: 3600,
+            cimd: false,
+            consent_page: false,
+        }
+    }
+}
+
+/// Starts `tests/peers/ts_auth_peer.mjs` (the TypeScript SDK's auth router in front of an MCP
+/// server) with `node` on a free port, and waits until it challenges a tokenless request. Returns
+/// it with its MCP url.
+pub async fn typescript_auth_peer(node: &str, options: TsAuthPeer) -> (PeerProcess, String) {
+    let seconds = options.access_seconds.to_string();
+    let mut args = vec![seconds.as_str()];
+    if options.cimd {
+        args.push("--cimd");
+    }
+    if options.consent_page {
+        args.push("--consent-page");
+    }
+    start_peer(node, "ts_auth_peer.mjs", &args, |status| {
+        status == StatusCode::UNAUTHORIZED
+    })
+    .await
+}
+
+/// Runs `script` of `tests/peers` with `program`, a free port and `args`, until an HTTP answer to
+/// an empty POST on `/mcp` passes `ready`.
+async fn start_peer(
+    program: &str,
     script: &str,
     args: &[&str],
     ready: fn(StatusCode) -> bool,
@@ -55,14 +94,14 @@ async fn start_python_peer(
         .unwrap()
         .port();
     let peer = PeerProcess(
-        Command::new(python)
+        Command::new(program)
             .arg(&script)
             .arg(port.to_string())
             .args(args)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("start a Python peer"),
+            .expect("start a peer"),
     );
     let url = format!("http://127.0.0.1:{port}/mcp");
     let client = reqwest::Client::new();
@@ -73,5 +112,5 @@ async fn start_python_peer(
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    panic!("the Python peer at {url} never answered");
+    panic!("the peer {} at {url} never answered", script.display());
 }

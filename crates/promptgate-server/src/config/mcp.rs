@@ -47,6 +47,9 @@ pub struct McpConfig {
     /// (`{this}/v1/mcp-servers/oauth/callback`). Unset: `[integrations] redirect_base_url`; without
     /// either, such servers cannot be authorized.
     pub oauth_redirect_base_url: Option<String>,
+    /// Serve the Client ID Metadata Document (and use it as the client id) on a plain `http` base
+    /// too. For tests on loopback only: authorization servers must fetch it over https.
+    pub oauth_client_metadata_over_http: bool,
     /// Clients the operator registered by hand with authorization servers of MCP servers, used
     /// instead of registering one (for authorization servers without client registration).
     pub oauth_clients: Vec<McpOAuthClient>,
@@ -128,6 +131,7 @@ impl Default for McpConfig {
             allow_private: false,
             allowed_addrs: Vec::new(),
             oauth_redirect_base_url: None,
+            oauth_client_metadata_over_http: false,
             oauth_clients: Vec::new(),
         }
     }

@@ -8,6 +8,7 @@ use aide::axum::ApiRouter;
 use aide::axum::routing::{get_with, post_with};
 use axum::Json;
 use axum::extract::{Path, Query, State};
+use axum::http::{HeaderName, header};
 use axum::response::Html;
 use promptgate_core::tools::McpToolHints;
 use promptgate_service::records;
@@ -57,8 +58,12 @@ pub fn routes() -> ApiRouter<AppState> {
                 op.summary("Start authorizing an MCP server that asks for OAuth: the URL for the user's browser")
                     .description(
                         "For a server that answers `401` with an OAuth challenge (the MCP authorization spec): \
-                         finds its authorization server (RFC 9728, RFC 8414), registers promptgate as a client \
-                         there (RFC 7591) and answers the authorization URL (PKCE S256, `state`, `resource`). \
+                         finds its authorization server (RFC 9728, RFC 8414), settles promptgate's client \
+                         identity there (a client the operator gave, else the gateway's Client ID Metadata \
+                         Document where the authorization server takes one, else RFC 7591 registration) and \
+                         answers the authorization URL (PKCE S256, `state`, `resource`). The scopes asked for are \
+                         the challenge's, plus those already granted and those the server asked for since \
+                         (`403 insufficient_scope`), so Reconnect steps up. \
                          The authorization server sends the browser back to `GET /v1/mcp-servers/oauth/callback`, \
                          which any instance completes. Refused: metadata or endpoints the outbound address \
                          policy refuses (422 `refused_address`), an authorization server without PKCE S256, \
@@ -77,6 +82,15 @@ pub fn routes() -> ApiRouter<AppState> {
             }),
         )
         .api_route(
+            crate::runtime::MCP_CLIENT_METADATA_PATH,
+            get_with(client_metadata, |op| {
+                op.summary(
+                    "promptgate's Client ID Metadata Document: its client id at authorization servers that \
+                     take one (no Authorization header; 404 without a public https base)",
+                )
+            }),
+        )
+        .api_route(
             "/v1/mcp-servers/{id}/probe",
             post_with(probe, |op| {
                 op.summary("Connect to an MCP server now and list its tools").description(
@@ -84,7 +98,8 @@ pub fn routes() -> ApiRouter<AppState> {
                  `[mcp] probe_timeout_ms`. Answers 200 either way: `ok: true` with the server's identity and \
                  tools, or `ok: false` with the reason (`error.kind` is one of `invalid_config`, \
                  `refused_address` (the outbound address policy refuses the URL's address), `connect` \
-                 (unreachable), `unauthorized`, `http_status`, `timeout`, `protocol` (not an MCP server), \
+                 (unreachable), `unauthorized`, `insufficient_scope` (authorize again with `scopes`), \
+                 `http_status`, `timeout`, `protocol` (not an MCP server), \
                  `rpc`, `closed`, `unavailable`). Messages never repeat what the server sent. Each user may \
                  start `[mcp] probes_per_minute` probes a minute and have `probes_in_flight` running; past \
                  either the answer is 429 `too_many_probes` with `Retry-After`, and nothing is connected.",
@@ -100,6 +115,10 @@ pub struct ProbeResponse {
     /// with `POST /v1/mcp-servers/{id}/authorize`); absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub authorization: Option<String>,
+    /// With `insufficient_scope`: the scopes authorizing again asks for (those granted and those
+    /// the server asked for).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scopes: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server: Option<ProbedServer>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -153,7 +172,11 @@ async fn probe(
     Ok(Json(
         match state.service.probe_mcp_server(&user.id, &id, timeout).await? {
             ProbeOutcome::Reached(report) => success(report),
-            ProbeOutcome::Failed { kind, message } => failure(&kind, message),
+            ProbeOutcome::Failed {
+                kind,
+                message,
+                scopes,
+            } => failure(&kind, message, scopes),
         },
     ))
 }
@@ -162,6 +185,7 @@ fn success(report: ProbeReport) -> ProbeResponse {
     ProbeResponse {
         ok: true,
         authorization: None,
+        scopes: None,
         server: Some(ProbedServer {
             name: report.server_name,
             version: report.server_version,
@@ -185,10 +209,12 @@ fn success(report: ProbeReport) -> ProbeResponse {
     }
 }
 
-fn failure(kind: &str, message: String) -> ProbeResponse {
+fn failure(kind: &str, message: String, scopes: Option<String>) -> ProbeResponse {
     ProbeResponse {
         ok: false,
-        authorization: (kind == "unauthorized").then(|| "needs_authorization".to_owned()),
+        authorization: matches!(kind, "unauthorized" | "insufficient_scope")
+            .then(|| "needs_authorization".to_owned()),
+        scopes,
         server: None,
         tools: None,
         error: Some(ProbeError {
@@ -227,6 +253,10 @@ pub struct AuthorizationState {
     /// Why no URL could be made (the server's authorization server was refused or unreachable).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// `needs_authorization` of a server the user authorized that since asked for more scopes
+    /// (`403 insufficient_scope`): the scopes authorizing again asks for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scopes: Option<String>,
 }
 
 impl From<records::McpServer> for McpServer {
@@ -320,25 +350,48 @@ fn url_ok(url: &str) -> bool {
 
 async fn list_mcp(State(state): State<AppState>, user: CurrentUser) -> ApiResult<Json<Vec<McpServer>>> {
     let servers = state.service.mcp_servers(&user.id).await?;
-    let authorized = state.service.authorized_mcp_servers(&user.id).await?;
+    let grants = Grants::of(&state, &user.id).await?;
     Ok(Json(
-        servers
-            .into_iter()
-            .map(|server| shown_with(server, &authorized))
-            .collect(),
+        servers.into_iter().map(|server| grants.show(server)).collect(),
     ))
 }
 
-/// The server as shown, `connected` when the user authorized it with OAuth.
-fn shown_with(server: records::McpServer, authorized: &[String]) -> McpServer {
-    let connected = authorized.contains(&server.id);
-    McpServer {
-        authorization: connected.then(|| AuthorizationState {
-            state: "connected".into(),
-            authorization_url: None,
-            error: None,
-        }),
-        ..server.into()
+/// Which of the user's servers they authorized with OAuth, and which of those asked for more since.
+struct Grants {
+    authorized: Vec<String>,
+    step_ups: Vec<(String, String)>,
+}
+
+impl Grants {
+    async fn of(state: &AppState, user_id: &str) -> ApiResult<Grants> {
+        Ok(Grants {
+            authorized: state.service.authorized_mcp_servers(user_id).await?,
+            step_ups: state.service.mcp_step_ups(user_id).await?,
+        })
+    }
+
+    /// The server as shown: `connected` when the user authorized it with OAuth, `needs_authorization`
+    /// with the scopes when it asked for more since.
+    fn show(&self, server: records::McpServer) -> McpServer {
+        let step_up = self.step_ups.iter().find(|(id, _)| *id == server.id);
+        let authorization = match step_up {
+            Some((_, scopes)) => Some(AuthorizationState {
+                state: "needs_authorization".into(),
+                authorization_url: None,
+                error: None,
+                scopes: Some(scopes.clone()),
+            }),
+            None => self.authorized.contains(&server.id).then(|| AuthorizationState {
+                state: "connected".into(),
+                authorization_url: None,
+                error: None,
+                scopes: None,
+            }),
+        };
+        McpServer {
+            authorization,
+            ..server.into()
+        }
     }
 }
 
@@ -364,16 +417,19 @@ async fn authorization_state(state: &AppState, user_id: &str, id: &str) -> Optio
             state: "connected".into(),
             authorization_url: None,
             error: None,
+            scopes: None,
         }),
         Ok(McpAuthorization::NeedsAuthorization { url }) => Some(AuthorizationState {
             state: "needs_authorization".into(),
             authorization_url: Some(url),
             error: None,
+            scopes: None,
         }),
         Err(error) => Some(AuthorizationState {
             state: "needs_authorization".into(),
             authorization_url: None,
             error: Some(error.to_string()),
+            scopes: None,
         }),
     }
 }
@@ -402,6 +458,17 @@ async fn callback(
     )))
 }
 
+/// The Client ID Metadata Document; the authorization server fetching it caches it for an hour.
+async fn client_metadata(
+    State(state): State<AppState>,
+) -> ApiResult<([(HeaderName, &'static str); 1], Json<Value>)> {
+    let document = state
+        .service
+        .mcp_client_metadata_document()
+        .ok_or_else(|| ApiError::not_found("client metadata document", "client.json"))?;
+    Ok(([(header::CACHE_CONTROL, "public, max-age=3600")], Json(document)))
+}
+
 fn html_escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
@@ -415,8 +482,7 @@ async fn get_mcp(
     Path(id): Path<String>,
 ) -> ApiResult<Json<McpServer>> {
     let server = state.service.mcp_server(&user.id, &id).await?;
-    let authorized = state.service.authorized_mcp_servers(&user.id).await?;
-    Ok(Json(shown_with(server, &authorized)))
+    Ok(Json(Grants::of(&state, &user.id).await?.show(server)))
 }
 
 async fn update_mcp(

@@ -85,7 +85,31 @@ impl Gateway {
         let mut config = config;
         config.database_url = db.url().to_owned();
         let store = db.store().clone();
-        Self::serve(store, Some(db), config, env).await
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        Self::serve_on(listener, store, Some(db), config, env).await
+    }
+
+    /// Like [`Gateway::start`], with a config that knows the address the gateway will listen on
+    /// (`http://127.0.0.1:port`), for settings that name the gateway's own public URL.
+    pub async fn start_at(backend: Backend, config: impl FnOnce(&str) -> Config) -> Gateway {
+        init();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let db = match backend {
+            Backend::Sqlite => TestDb::sqlite().await,
+            Backend::Postgres => TestDb::postgres().await,
+        };
+        let mut config = config(&base);
+        config.database_url = db.url().to_owned();
+        let store = db.store().clone();
+        Self::serve_on(
+            listener,
+            store,
+            Some(db),
+            config,
+            &promptgate_server::config::ProcessEnv,
+        )
+        .await
     }
 
     /// A gateway over a store the test manages itself (e.g. on a cluster it stops and starts),
@@ -103,13 +127,23 @@ impl Gateway {
         config: Config,
         env: &dyn promptgate_server::config::Env,
     ) -> Gateway {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        Self::serve_on(listener, store, db, config, env).await
+    }
+
+    async fn serve_on(
+        listener: tokio::net::TcpListener,
+        store: promptgate_store::Store,
+        db: Option<TestDb>,
+        config: Config,
+        env: &dyn promptgate_server::config::Env,
+    ) -> Gateway {
         let database_url = config.database_url.clone();
         let database = promptgate_service::Database::from_store(store);
         let state = promptgate_server::cli::prepare_with_env(config, database, env)
             .await
             .unwrap();
         let store = state.service.store().clone();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let app = promptgate_server::app::build(state.clone());
         let server = tokio::spawn(async move {
@@ -695,20 +729,31 @@ impl Gateway {
     }
 }
 
-/// The Python that runs the MCP peers (`PROMPTGATE_TEST_PY_PEER_PYTHON`); without it `scenario`
-/// is skipped with a note, except in CI, where it must be there.
+/// The directory of the installed node peers (`PROMPTGATE_TEST_NODE_PEERS_DIR`); see
+/// [`peer_setting`].
+pub fn node_peers_dir(scenario: &str) -> Option<String> {
+    peer_setting("PROMPTGATE_TEST_NODE_PEERS_DIR", scenario)
+}
+
+/// The Python that runs the MCP peers (`PROMPTGATE_TEST_PY_PEER_PYTHON`); see [`peer_setting`].
 pub fn py_peer_python(scenario: &str) -> Option<String> {
-    match std::env::var("PROMPTGATE_TEST_PY_PEER_PYTHON") {
-        Ok(python) if !python.is_empty() => Some(python),
+    peer_setting("PROMPTGATE_TEST_PY_PEER_PYTHON", scenario)
+}
+
+/// A setting `crates/promptgate-mcp/tests/peers/install.sh` prints; without it `scenario` is
+/// skipped with a note, except in CI, where it must be there.
+fn peer_setting(variable: &str, scenario: &str) -> Option<String> {
+    match std::env::var(variable) {
+        Ok(value) if !value.is_empty() => Some(value),
         _ => {
             assert_ne!(
                 std::env::var("CI").as_deref(),
                 Ok("true"),
-                "PROMPTGATE_TEST_PY_PEER_PYTHON is not set: CI must run crates/promptgate-mcp/tests/peers/install.sh"
+                "{variable} is not set: CI must run crates/promptgate-mcp/tests/peers/install.sh"
             );
             #[allow(clippy::print_stderr)]
             {
-                eprintln!("note: PROMPTGATE_TEST_PY_PEER_PYTHON is not set, so {scenario} is skipped");
+                eprintln!("note: {variable} is not set, so {scenario} is skipped");
             }
             None
         }

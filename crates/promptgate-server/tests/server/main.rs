@@ -31,6 +31,7 @@ mod mcp_bounds;
 mod mcp_consent;
 mod mcp_elicitation;
 mod mcp_oauth;
+mod mcp_oauth_ts;
 mod mcp_outbound;
 mod mcp_secrets;
 mod mcp_turn;

@@ -27,6 +27,11 @@ fn python() -> Option<String> {
 /// What the browser does: opens the authorization URL, and the peer (consenting at once) sends it
 /// back to the gateway's callback; returns that callback's path and query.
 pub(crate) async fn consent(authorization_url: &str) -> String {
+    consent_back_to(authorization_url, "http://gw.test").await
+}
+
+/// [`consent`] for a gateway whose public base is `base`.
+pub(crate) async fn consent_back_to(authorization_url: &str, base: &str) -> String {
     let browser = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
@@ -35,7 +40,7 @@ pub(crate) async fn consent(authorization_url: &str) -> String {
     assert_eq!(answer.status(), StatusCode::FOUND);
     let location = answer.headers()["location"].to_str().unwrap();
     let callback = location
-        .strip_prefix("http://gw.test")
+        .strip_prefix(base)
         .unwrap_or_else(|| panic!("redirected elsewhere: {location}"));
     assert!(
         callback.starts_with("/v1/mcp-servers/oauth/callback?"),
@@ -44,7 +49,7 @@ pub(crate) async fn consent(authorization_url: &str) -> String {
     callback.to_owned()
 }
 
-async fn probe(gw: &Gateway, id: &str) -> Value {
+pub(crate) async fn probe(gw: &Gateway, id: &str) -> Value {
     let (status, body) = gw.post(&format!("/v1/mcp-servers/{id}/probe"), json!({})).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     body
@@ -219,7 +224,7 @@ async fn authorizing_is_refused_without_a_callback_url_or_for_a_server_on_a_refu
     assert_eq!(error_code(&body), "refused_address");
 }
 
-async fn stats(url: &str) -> Value {
+pub(crate) async fn stats(url: &str) -> Value {
     reqwest::get(url.replace("/mcp", "/test/stats"))
         .await
         .unwrap()

@@ -391,23 +391,7 @@ async fn probe_reports_the_server_or_why_it_failed() {
 
 /// The installed peers' directory; in CI a missing one is a failure, elsewhere a note.
 fn node_peers_dir() -> Option<String> {
-    match std::env::var("PROMPTGATE_TEST_NODE_PEERS_DIR") {
-        Ok(dir) if !dir.is_empty() => Some(dir),
-        _ => {
-            assert_ne!(
-                std::env::var("CI").as_deref(),
-                Ok("true"),
-                "PROMPTGATE_TEST_NODE_PEERS_DIR is not set: CI must run crates/promptgate-mcp/tests/peers/install.sh"
-            );
-            #[allow(clippy::print_stderr)]
-            {
-                eprintln!(
-                    "note: PROMPTGATE_TEST_NODE_PEERS_DIR is not set, so the server-everything turn is skipped"
-                );
-            }
-            None
-        }
-    }
+    common::node_peers_dir("the server-everything turn")
 }
 
 /// A peer process, killed when the test ends.

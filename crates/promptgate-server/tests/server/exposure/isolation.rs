@@ -247,10 +247,13 @@ fn names_bobs_project(op: &Operation) -> bool {
 }
 
 /// Reached by the provider's redirect, without a token: it answers only to a pending `state`.
-/// Operations that take no token: the OAuth callback (it carries its own state) and an artifact's
-/// signed view link (it carries its own signature).
+/// Operations that take no token: the OAuth callback (it carries its own state), an artifact's
+/// signed view link (it carries its own signature) and the gateway's client metadata document (the
+/// same for everyone, and served only with a public https base, which this gateway has not).
 fn is_public(op: &Operation) -> bool {
-    op.template.ends_with("/callback") || op.template.ends_with("/view")
+    op.template.ends_with("/callback")
+        || op.template.ends_with("/view")
+        || op.template.ends_with("/oauth/client.json")
 }
 
 /// An environment with only the key that seals secrets at rest (32 zero bytes, base64).

@@ -38,7 +38,7 @@ impl Default for AdmissionConfig {
             min_limit: 8,
             max_limit: None,
             delay_tolerance_ms: 5,
-            store_delay_tolerance_ms: 20,
+            store_delay_tolerance_ms: 100,
             probe_interval_ms: 10,
             retry_after_secs: 1,
         }

@@ -12,6 +12,7 @@ use crate::common;
 
 use common::{Backend, Gateway, NEWEST_UI_STREAM, error_code, scripted_config, use_chat_body};
 use promptgate_llm::scripted::{Script, ScriptedUpstream, role_chunk, text};
+use promptgate_server::config::admission::AdmissionConfig;
 use promptgate_server::config::{AuthMode, Config};
 use reqwest::StatusCode;
 use serde_json::json;
@@ -234,6 +235,7 @@ async fn sends_waiting_for_a_stalled_database_writer_make_further_sends_refused_
     let upstream = ScriptedUpstream::start().await.unwrap();
     let mut config = run_queue_ignored(&upstream);
     config.admission.min_limit = 1;
+    config.admission.store_delay_tolerance_ms = AdmissionConfig::default().store_delay_tolerance_ms;
     let gw = Gateway::start(Backend::Sqlite, config).await;
     for _ in 0..5 {
         upstream.push(text(["Stored", " after the wait."]));
@@ -258,7 +260,7 @@ async fn sends_waiting_for_a_stalled_database_writer_make_further_sends_refused_
         }));
     }
     let mut limit = f64::MAX;
-    for _ in 0..200 {
+    for _ in 0..400 {
         limit = gw.metric("promptgate_admission_store_limit").await;
         if limit < 3.0 {
             break;

@@ -82,11 +82,13 @@ impl McpToolExecutor {
         if static_secret {
             return None;
         }
-        // Authorizing adds what was granted and what the server asked for since.
+        // What the card shows is what authorizing asks for: the scopes granted and wanted since,
+        // with the challenge's.
+        let wanted = grants.wanted_scopes(user_id, id).await;
         Some(Consent::Mcp {
             server_id: id.clone(),
             name: self.server.name.clone(),
-            scope: challenged,
+            scope: promptgate_mcp::oauth::union_scopes([wanted.as_deref(), challenged.as_deref()]),
         })
     }
 

@@ -11,7 +11,7 @@ use crate::common;
 use crate::mcp_oauth::{TOML, callback, consent, consent_back_to, probe, stats};
 use promptgate_mcp::testing::{TsAuthPeer, typescript_auth_peer};
 
-use common::{Backend, Gateway, scripted_config_with, tool_message, use_chat_body};
+use common::{Backend, Gateway, NEWEST_UI_STREAM, scripted_config_with, tool_message, use_chat_body};
 use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
 use promptgate_server::config::{AuthMode, Config};
 use reqwest::StatusCode;
@@ -39,11 +39,22 @@ fn query_param(url: &str, name: &str) -> Option<String> {
 
 /// A turn on `gw` in a fresh thread that calls `tool` once; returns what the model was told.
 async fn call_in_a_turn(gw: &Gateway, upstream: &ScriptedUpstream, thread: &str, tool: &str) -> String {
+    call_in_a_turn_as(gw, upstream, thread, tool, NEWEST_UI_STREAM.1).await
+}
+
+/// [`call_in_a_turn`] from a client declaring the UI stream `version`.
+async fn call_in_a_turn_as(
+    gw: &Gateway,
+    upstream: &ScriptedUpstream,
+    thread: &str,
+    tool: &str,
+    version: &str,
+) -> String {
     gw.post("/v1/threads", json!({"id": thread})).await;
     upstream.push(tool_calls(&[("c1", tool, &["{}"])]));
     upstream.push(text(["Done."]));
     let sse = gw
-        .stream("/v1/chat", use_chat_body(thread, "go", "scripted"))
+        .stream_as(version, "/v1/chat", use_chat_body(thread, "go", "scripted"))
         .await;
     assert_eq!(sse.text(), "Done.");
     tool_message(&upstream.last_request().unwrap(), "c1")
@@ -219,10 +230,11 @@ async fn a_tool_that_needs_more_scopes_makes_reconnect_ask_for_them() {
         "ts-auth-peer"
     );
 
-    // The write tool answers 403 insufficient_scope: the call fails, and the server now says it
-    // needs authorization, for the granted scope and the one it asked for.
-    let told = call_in_a_turn(&gw, &upstream, "t2", "notes_add_note").await;
-    assert!(told.contains("wider authorization"), "{told}");
+    // The write tool answers 403 insufficient_scope. A client that cannot show the consent card
+    // (AI SDK 5) gets the call's failure at once, and the server now says it needs authorization,
+    // for the granted scope and the one it asked for.
+    let told = call_in_a_turn_as(&gw, &upstream, "t2", "notes_add_note", "v5").await;
+    assert!(told.contains("did not connect Notes"), "{told}");
     let (_, server) = gw.get(&format!("/v1/mcp-servers/{id}")).await;
     assert_eq!(
         server["authorization"]["state"], "needs_authorization",

@@ -449,10 +449,22 @@ async fn no_limits_cost_no_budget_read_until_one_is_set(backend: Backend) {
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     with_window_left(60_000, 20_000).await;
-    upstream.push(text([THREE_WORDS]));
-    let (status, body) = complete(b, &ada).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    // Its 13 tokens were counted before its answer: the next request is refused.
+    // The other instance learns of the change from the database's notification, moments later:
+    // from then on its requests read the budget.
+    let reads_before = budget_reads(b).await;
+    let mut learnt = false;
+    for _ in 0..200 {
+        upstream.push(text([THREE_WORDS]));
+        let (status, body) = complete(b, &ada).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        if budget_reads(b).await > reads_before {
+            learnt = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(learnt, "the instance never read the budget set on the other");
+    // That request's 13 tokens were counted before its answer: the next request is refused.
     let (status, body) = complete(b, &ada).await;
     assert_eq!(
         (status, error_code(&body)),

@@ -200,7 +200,7 @@ impl Store {
         budget: &Budget,
     ) -> Result<()> {
         check(budget)?;
-        let mut tx = self.pool.begin().observed("transaction.begin").await?;
+        let mut tx = self.begin_write().await?;
         let owned = match scope {
             BudgetScope::User => sqlx::query("SELECT id FROM users WHERE id = $1 AND id = $2"),
             BudgetScope::Key => sqlx::query("SELECT id FROM api_tokens WHERE user_id = $1 AND id = $2"),
@@ -362,7 +362,7 @@ impl Store {
         if limits.is_empty() {
             return Ok(());
         }
-        let mut tx = self.pool.begin().observed("transaction.begin").await?;
+        let mut tx = self.begin_write().await?;
         for limit in &limits {
             let amount = limit.kind.amount(spend);
             let (tokens, cost_micros) = match limit.kind {

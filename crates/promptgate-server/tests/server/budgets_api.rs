@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::common::{Backend, Gateway, NEWEST_UI_STREAM, Sse, error_code, parse_sse, use_chat_body};
 use crate::keys_api::{Pair, pair, pair_with};
-use promptgate_llm::scripted::text;
+use promptgate_llm::scripted::{ScriptedUpstream, text};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
@@ -153,10 +153,21 @@ async fn a_budget_stops_the_next_send(backend: Backend) {
         "another user is not limited"
     );
 
-    // The next period starts from nothing.
+    assert_the_next_period_starts_from_nothing(&b, &upstream, &ada, period_secs, "t4").await;
+}
+
+/// Waits for the next budget period of `period_secs` and sends once more as `token`: answered,
+/// with no warning.
+async fn assert_the_next_period_starts_from_nothing(
+    gw: &Gateway,
+    upstream: &ScriptedUpstream,
+    token: &str,
+    period_secs: i64,
+    thread: &str,
+) {
     at_window_start(period_secs * 1000).await;
     upstream.push(text([THREE_WORDS]));
-    let fresh = send(&b, &ada, "t4").await;
+    let fresh = send(gw, token, thread).await;
     assert_eq!(fresh.status, StatusCode::OK, "{:?}", fresh.events);
     assert!(warnings(&fresh).is_null());
 }
@@ -287,12 +298,7 @@ async fn a_money_budget_stops_the_next_send(backend: Backend) {
     assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{err}");
     assert_eq!(upstream.calls(), calls, "a refused send never reaches the model");
 
-    // The next period starts from nothing.
-    at_window_start(period_secs * 1000).await;
-    upstream.push(text([THREE_WORDS]));
-    let fresh = send(&b, &ada, "m4").await;
-    assert_eq!(fresh.status, StatusCode::OK, "{:?}", fresh.events);
-    assert!(warnings(&fresh).is_null());
+    assert_the_next_period_starts_from_nothing(&b, &upstream, &ada, period_secs, "m4").await;
 }
 
 #[tokio::test]

@@ -9,7 +9,7 @@
 
 use crate::common;
 use crate::mcp_oauth::{TOML, callback, consent, consent_back_to, probe, stats};
-use promptgate_mcp::testing::{TsAuthPeer, typescript_auth_peer};
+use promptgate_mcp::testing::{PeerProcess, TsAuthPeer, typescript_auth_peer};
 
 use common::{Backend, Gateway, NEWEST_UI_STREAM, scripted_config_with, tool_message, use_chat_body};
 use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
@@ -35,6 +35,19 @@ fn query_param(url: &str, name: &str) -> Option<String> {
         .query_pairs()
         .find(|(k, _)| k == name)
         .map(|(_, v)| v.into_owned())
+}
+
+/// The TypeScript peer with its defaults and one single-user gateway (SQLite) over a scripted model.
+async fn one_gateway_and_the_peer(node: &str) -> (PeerProcess, String, ScriptedUpstream, Gateway) {
+    common::init();
+    let (peer, url) = typescript_auth_peer(node, TsAuthPeer::default()).await;
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    let gw = Gateway::start(
+        Backend::Sqlite,
+        scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), TOML),
+    )
+    .await;
+    (peer, url, upstream, gw)
 }
 
 /// A turn on `gw` in a fresh thread that calls `tool` once; returns what the model was told.
@@ -214,14 +227,7 @@ async fn a_tool_that_needs_more_scopes_makes_reconnect_ask_for_them() {
     let Some(node) = node("the step-up scenario") else {
         return;
     };
-    common::init();
-    let (_peer, url) = typescript_auth_peer(node, TsAuthPeer::default()).await;
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let gw = Gateway::start(
-        Backend::Sqlite,
-        scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), TOML),
-    )
-    .await;
+    let (_peer, url, upstream, gw) = one_gateway_and_the_peer(node).await;
     let (id, created) = register(&gw, &url).await;
     let path = consent(created["authorization"]["authorization_url"].as_str().unwrap()).await;
     assert_eq!(callback(&gw, &path).await.0, StatusCode::OK);
@@ -289,14 +295,7 @@ async fn what_a_client_must_refuse_is_refused_with_a_clear_error_and_nothing_sto
     let Some(node) = node("the MCP OAuth refusals scenario") else {
         return;
     };
-    common::init();
-    let (_peer, url) = typescript_auth_peer(node, TsAuthPeer::default()).await;
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let gw = Gateway::start(
-        Backend::Sqlite,
-        scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), TOML),
-    )
-    .await;
+    let (_peer, url, _upstream, gw) = one_gateway_and_the_peer(node).await;
     let user = promptgate_server::state::LOCAL_USER_ID;
 
     // Metadata a client must not act on: the authorization is refused before any client is

@@ -7,6 +7,10 @@
 //! `[mcp] authorization_wait_secs`, on Stop, or for a client that cannot show the card (the
 //! facades, UI streams before v6, a send without a thread), the call ends with an error the model
 //! reads.
+//!
+//! A server that refuses a send's discovery and whose tools are not known cannot be called, so
+//! nothing waits: the answer opens with a card in the state `needed`, whose URL starts the same
+//! authorization (kept a while and shown again by the next sends rather than started anew).
 
 use std::time::Duration;
 
@@ -176,6 +180,58 @@ async fn show(call: &CallScope, id: &str, data: &Value) {
     };
     if !call.show(chunk).await {
         tracing::debug!("an authorization part came after its turn stopped reading");
+    }
+}
+
+/// How long a send may take to start the authorizations its opening cards show; past it, the
+/// cards are left out (the model still reads its note).
+const NOTICE_BUDGET: Duration = Duration::from_secs(3);
+
+impl Service {
+    /// The opening cards of a send for the MCP servers (id, name) that want the user's
+    /// authorization and offer no tools: each asks the user to connect the server, without waiting.
+    pub(crate) async fn authorization_notices(
+        &self,
+        user_id: &str,
+        servers: &[(String, String)],
+    ) -> Vec<UiChunk> {
+        let mut parts = Vec::new();
+        for (server_id, name) in servers {
+            let started = tokio::time::timeout(NOTICE_BUDGET, self.notice_url(user_id, server_id)).await;
+            let url = match started {
+                Ok(Ok(url)) => url,
+                Ok(Err(err)) => {
+                    tracing::info!(error = %err, server = %name, "no authorization could be started for a send's card");
+                    continue;
+                }
+                Err(_) => continue,
+            };
+            let id = format!("auth_{}", uuid::Uuid::now_v7().simple());
+            let data = json!({
+                "authorizationId": id,
+                "server": name,
+                "kind": "mcp",
+                "serverId": server_id,
+                "url": url,
+                "state": "needed",
+                "scopes": [],
+            });
+            parts.push(UiChunk::DataAuthorization { id, data });
+        }
+        parts
+    }
+
+    /// The URL of an authorization of the server this instance started lately for a card, else
+    /// of one started now.
+    async fn notice_url(&self, user_id: &str, server_id: &str) -> Result<String, ServiceError> {
+        if let Some(url) = self.mcp_known.recent_notice(user_id, server_id) {
+            return Ok(url);
+        }
+        let url = self
+            .begin_mcp_authorization(user_id, server_id, None, None)
+            .await?;
+        self.mcp_known.note_notice(user_id, server_id, &url);
+        Ok(url)
     }
 }
 

@@ -86,6 +86,7 @@ mod ledger;
 mod ledger_batch;
 mod library;
 mod live;
+mod mcp_known;
 mod mcp_oauth;
 mod mcp_servers;
 mod oauth;
@@ -183,6 +184,8 @@ pub struct Service {
     mcp_left_out: Arc<mcp_servers::LeftOut>,
     /// The MCP grants being renewed on this instance.
     mcp_renewing: mcp_oauth::RenewLocks,
+    /// The MCP tool lists this instance kept for the users' authorized servers.
+    mcp_known: Arc<mcp_known::KnownTools>,
     /// The transport's wire format of a turn's stream, for its readers and followers.
     encoding: StreamEncoding,
     /// Token counts of the messages sends have seen, shared by all sends.
@@ -226,6 +229,7 @@ impl Service {
             transcripts,
             mcp_left_out: Arc::default(),
             mcp_renewing: Arc::default(),
+            mcp_known: Arc::default(),
             encoding,
             token_counters: promptgate_llm::tokens::TokenCounters::default(),
             summariser: None,

@@ -308,6 +308,7 @@ impl Service {
         self.keep_grant(&pending.user_id, server_id, &grant).await?;
         // A session opened without the token is of no use now.
         hub.forget(&pending.user_id, server_id);
+        self.mcp_known.forget_notice(&pending.user_id, server_id);
         tracing::info!(user = %pending.user_id, server_id, "MCP server authorized");
         if let Some(waiting) = &waiting {
             self.wake_waiting_call(&pending.user_id, waiting).await;

@@ -15,6 +15,7 @@ use promptgate_mcp::{DiscoveredTool, DiscoveryOutcome, McpError, McpServerConfig
 use promptgate_store::SendContext;
 
 use super::Service;
+use crate::mcp_known::{has_static_secret, wants_authorization};
 
 /// What discovery found for a send.
 #[derive(Default)]
@@ -25,6 +26,9 @@ pub(crate) struct Discovered {
     pub configs: HashMap<String, McpServerConfig>,
     /// The names of the servers left unconnected because the toolset was full without them.
     pub unconnected: Vec<String>,
+    /// The servers that refused discovery for want of the user's authorization and whose tools
+    /// are not known, as (id, name): the model reads that the user must connect them.
+    pub needs_authorization: Vec<(String, String)>,
 }
 
 impl Service {
@@ -66,20 +70,16 @@ impl Service {
         for outcome in &outcomes {
             let server = outcome.server();
             let tools = match outcome {
-                DiscoveryOutcome::Ready { tools, .. } => tools
-                    .iter()
-                    .map(|t| McpToolDef {
-                        name: t.name.clone(),
-                        description: t.description.clone(),
-                        input_schema: t.input_schema.clone(),
-                        title: t.title.clone(),
-                        annotations: tool_hints(t),
-                    })
-                    .collect(),
-                // The hub logs a server going down and coming back; a send only notes it.
+                DiscoveryOutcome::Ready { tools, .. } => {
+                    let defs: Vec<McpToolDef> = tools.iter().map(tool_def).collect();
+                    if authorized.contains(&server.id) {
+                        self.remember_mcp_tools(server, tools, &defs).await;
+                    }
+                    defs
+                }
                 DiscoveryOutcome::Failed { error, .. } => {
-                    tracing::debug!(server = %server.name, %error, "MCP server skipped for this send");
-                    Vec::new()
+                    self.tools_of_refusing(server, error, &authorized, &mut found)
+                        .await
                 }
                 DiscoveryOutcome::Unused { .. } => {
                     found.unconnected.push(server.name.clone());
@@ -99,6 +99,32 @@ impl Service {
 }
 
 impl Service {
+    /// What a send offers of a server whose discovery failed: nothing when it is down (the hub
+    /// logs that); when it wants the user's authorization, the tools it last listed under their
+    /// grant, whose calls then ask for it, else nothing and a note for the model.
+    async fn tools_of_refusing(
+        &self,
+        server: &McpServerConfig,
+        error: &McpError,
+        authorized: &[String],
+        found: &mut Discovered,
+    ) -> Vec<McpToolDef> {
+        let granted = authorized.contains(&server.id);
+        if !wants_authorization(error) || has_static_secret(server, granted) {
+            tracing::debug!(server = %server.name, %error, "MCP server skipped for this send");
+            return Vec::new();
+        }
+        if granted && let Some(tools) = self.known_mcp_tools(&server.user_id, &server.id).await {
+            tracing::info!(server = %server.name, "the MCP server refuses the user's grant; its last tools are offered and a call asks to authorize it");
+            return tools;
+        }
+        tracing::info!(server = %server.name, "the MCP server wants the user's authorization and its tools are not known");
+        found
+            .needs_authorization
+            .push((server.id.clone(), server.name.clone()));
+        Vec::new()
+    }
+
     /// Puts the current OAuth access token into the configs of the servers the user authorized;
     /// returns their ids.
     async fn with_mcp_tokens(&self, user_id: &str, configs: &mut [McpServerConfig]) -> Vec<String> {
@@ -147,6 +173,17 @@ impl Service {
                 *outcome = fresh;
             }
         }
+    }
+}
+
+/// A discovered tool in the shape the composition merges.
+fn tool_def(tool: &DiscoveredTool) -> McpToolDef {
+    McpToolDef {
+        name: tool.name.clone(),
+        description: tool.description.clone(),
+        input_schema: tool.input_schema.clone(),
+        title: tool.title.clone(),
+        annotations: tool_hints(tool),
     }
 }
 

@@ -8,6 +8,7 @@ use promptgate_core::budget::WebBudget;
 use promptgate_core::compose::{ComposeInput, ComposedSend, UpstreamIdentity, compose_send};
 use promptgate_core::prompt::nudges;
 use promptgate_core::settings::{Engine, Model};
+use promptgate_core::tools::mcp_names::needs_authorization_note;
 use promptgate_llm::ChatMessage;
 use promptgate_mcp::McpServerConfig;
 use promptgate_store::{Message, Role, SendContext};
@@ -58,6 +59,11 @@ pub struct Prepared {
     pub(crate) compacted: bool,
     /// What the model is shown of the thread, for the answer's metadata and the preview.
     pub report: ContextReport,
+    /// The MCP servers (id, name) that want the user's authorization before any of their tools
+    /// can be offered; the model reads a note about them.
+    pub(crate) mcp_needs_authorization: Vec<(String, String)>,
+    /// The parts the answer opens with (see [`TurnPlan::opening_parts`]).
+    pub(crate) opening_parts: Vec<promptgate_turn::ui::UiChunk>,
 }
 
 /// What a run of the prepared send needs besides the prepared parts: what differs between a
@@ -156,6 +162,8 @@ impl Prepared {
             budget: _,
             earlier_tokens: _,
             compacted: _,
+            mcp_needs_authorization: _,
+            opening_parts,
         } = self;
         let profile = &model.profile;
         let harness = model.engine == Engine::Harness;
@@ -233,6 +241,7 @@ impl Prepared {
             start_metadata: report.metadata(),
             can_ask_approval: run.asking == Asking::Client,
             resume: None,
+            opening_parts,
             // The send or completion sets it, once it resolved the model's fallbacks.
             failover: Default::default(),
         }
@@ -370,6 +379,16 @@ impl Service {
             tools: offered,
             ..composed
         };
+        let unauthorized: Vec<String> = mcp
+            .needs_authorization
+            .iter()
+            .map(|(_, name)| name.clone())
+            .collect();
+        if let Some(note) = needs_authorization_note(&unauthorized) {
+            // After the stable part, like everything that changes from send to send.
+            composed.system.push_str("\n\n");
+            composed.system.push_str(&note);
+        }
         let budget = Budget::new(
             &self.config.context,
             &self.token_counters,
@@ -452,6 +471,8 @@ impl Service {
             earlier_tokens,
             compacted,
             report,
+            mcp_needs_authorization: mcp.needs_authorization,
+            opening_parts: Vec::new(),
         })
     }
 

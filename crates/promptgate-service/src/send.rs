@@ -179,7 +179,7 @@ impl Service {
             continues_answer: resume.is_some(),
         };
         turn.resume = resume;
-        let prepared = self
+        let mut prepared = self
             .prepare(
                 &request.user_id,
                 ctx,
@@ -189,6 +189,13 @@ impl Service {
                 &facts,
             )
             .await?;
+        // A client that shows cards sees the servers that want connecting; a continued answer
+        // showed them already.
+        if request.can_ask_approval && turn.resume.is_none() {
+            prepared.opening_parts = self
+                .authorization_notices(&request.user_id, &prepared.mcp_needs_authorization)
+                .await;
+        }
         let continuation = continuation
             .unwrap_or_else(|| Continuation::fresh(&turn.ids.turn_id, &prepared.state, &self.config.limits));
         let routes = self

@@ -215,6 +215,14 @@ const MIGRATIONS: &[SchemaVersion] = &[
             "../../../migrations/sqlite/0025_budgets_config_versions.sql"
         )),
     },
+    SchemaVersion {
+        version: 26,
+        name: "the tools an authorized MCP server last listed",
+        postgres: include_str!("../../../migrations/postgres/0026_mcp_known_tools.sql"),
+        sqlite: Some(include_str!(
+            "../../../migrations/sqlite/0026_mcp_known_tools.sql"
+        )),
+    },
 ];
 
 const SQLITE_BUSY_TIMEOUT_MS: u32 = 5_000;

@@ -1,6 +1,8 @@
 //! The OAuth grant of each user's MCP server: its authorization server, the client identity there
 //! and the tokens, as one text the caller shapes, sealed with the store's secret box like the MCP
 //! servers' other secrets (without a box it is refused). A grant goes with its server or its user.
+//! Beside it, unsealed, the tools the server last listed under it, which a send offers while the
+//! grant is dead so that calling one asks the user to authorize the server again.
 
 use crate::connect::Store;
 use crate::error::Result;
@@ -9,6 +11,9 @@ use crate::util::{Cols, check_len};
 
 /// A sealed grant is a few kilobytes; the bound keeps a confused caller from storing megabytes.
 const MAX_SEALED_GRANT: usize = 64 * 1024;
+/// A tool list is what the hub keeps of one server (its tool count is capped); past this it is not
+/// kept, and a dead grant leaves the server with a note instead of its tools.
+const MAX_KNOWN_TOOLS: usize = 512 * 1024;
 
 impl Store {
     /// Keeps the grant of `user_id` for `server_id`, sealed, replacing the one before.
@@ -61,5 +66,32 @@ impl Store {
             .observed("mcp_grants.delete_mcp_grant")
             .await?;
         Ok(())
+    }
+
+    /// Keeps the tools the server listed under the user's grant (a JSON array the caller shapes);
+    /// nothing is kept without a grant. The grant's sealed part is left as it is, so this never
+    /// races a renewal's rotated refresh token.
+    pub async fn put_mcp_known_tools(&self, user_id: &str, server_id: &str, tools: &str) -> Result<()> {
+        check_len("known tool list", tools, MAX_KNOWN_TOOLS)?;
+        sqlx::query("UPDATE mcp_oauth_grants SET known_tools = $3 WHERE user_id = $1 AND server_id = $2")
+            .bind(user_id)
+            .bind(server_id)
+            .bind(tools)
+            .execute(&self.pool)
+            .observed("mcp_grants.put_mcp_known_tools")
+            .await?;
+        Ok(())
+    }
+
+    /// The tools the server last listed under the user's grant, if any were kept.
+    pub async fn mcp_known_tools(&self, user_id: &str, server_id: &str) -> Result<Option<String>> {
+        let row =
+            sqlx::query("SELECT known_tools FROM mcp_oauth_grants WHERE user_id = $1 AND server_id = $2")
+                .bind(user_id)
+                .bind(server_id)
+                .fetch_optional(&self.pool)
+                .observed("mcp_grants.mcp_known_tools")
+                .await?;
+        Ok(row.map(|row| row.opt_text(0)).transpose()?.flatten())
     }
 }

@@ -12,6 +12,7 @@
 
 use std::collections::HashSet;
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::text::truncate_chars;
@@ -110,14 +111,19 @@ fn fnv1a64(bytes: &[u8]) -> u64 {
     })
 }
 
-/// One tool as a server listed it.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// One tool as a server listed it. Serialized, it is what the store keeps of a server's last
+/// listing, offered while the user's grant for the server is dead.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct McpToolDef {
     pub name: String,
+    #[serde(default)]
     pub description: Option<String>,
+    #[serde(default)]
     pub input_schema: Value,
     /// Display name, when the server gives one.
+    #[serde(default)]
     pub title: Option<String>,
+    #[serde(default)]
     pub annotations: Option<McpToolHints>,
 }
 
@@ -204,6 +210,26 @@ pub fn left_out_summary(not_offered: &[NotOffered], unconnected: &[String]) -> O
         ));
     }
     (!parts.is_empty()).then(|| format!("MCP left out of sends: {}", parts.join("; ")))
+}
+
+/// What the model reads of the user's MCP servers that need the user to authorize them before any
+/// of their tools can be offered (their grant ended, or they were never connected, and no tool list
+/// of theirs is known): so it can tell the user why it cannot do what those servers would.
+pub fn needs_authorization_note(names: &[String]) -> Option<String> {
+    if names.is_empty() {
+        return None;
+    }
+    let quoted: Vec<String> = names.iter().map(|name| format!("\"{name}\"")).collect();
+    let (servers, them) = if names.len() == 1 {
+        ("MCP server", "it")
+    } else {
+        ("MCP servers", "them")
+    };
+    Some(format!(
+        "The user's {servers} {} cannot be used now: the user needs to connect {them} again (Connect in \
+         the app's MCP servers settings). If the user asks for something only {them} could do, say so.",
+        listed(&quoted)
+    ))
 }
 
 fn counted(n: usize, thing: &str) -> String {

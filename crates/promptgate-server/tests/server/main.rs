@@ -29,6 +29,7 @@ mod keys_api;
 mod list_pages;
 mod mcp_bounds;
 mod mcp_consent;
+mod mcp_dead_grants;
 mod mcp_elicitation;
 mod mcp_oauth;
 mod mcp_oauth_ts;

@@ -21,11 +21,11 @@ use promptgate_server::state::LOCAL_USER_ID;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-const WHOAMI: &str = "notes_whoami";
+pub(crate) const WHOAMI: &str = "notes_whoami";
 
 /// The process environment with a key for secrets at rest (32 bytes of 7s), which a gateway on
 /// Postgres needs to keep grants.
-struct WithKey;
+pub(crate) struct WithKey;
 
 impl promptgate_server::config::Env for WithKey {
     fn var(&self, name: &str) -> Option<String> {
@@ -36,11 +36,11 @@ impl promptgate_server::config::Env for WithKey {
     }
 }
 
-struct Setup {
-    gw: Gateway,
-    upstream: ScriptedUpstream,
-    url: String,
-    _peer: PeerProcess,
+pub(crate) struct Setup {
+    pub gw: Gateway,
+    pub upstream: ScriptedUpstream,
+    pub url: String,
+    pub _peer: PeerProcess,
 }
 
 /// A gateway with the auth peer registered as "Notes" and authorized by the user, and the peer
@@ -53,7 +53,7 @@ async fn setup(backend: Backend, extra_toml: &str) -> Option<Setup> {
 }
 
 /// The user authorizes the server `id` in their browser (the peer consents at once).
-async fn authorize(gw: &Gateway, id: &str) {
+pub(crate) async fn authorize(gw: &Gateway, id: &str) {
     let (status, started) = gw
         .post(&format!("/v1/mcp-servers/{id}/authorize"), json!({}))
         .await;
@@ -72,7 +72,14 @@ async fn arm(url: &str) {
 }
 
 /// A gateway with the auth peer registered as "Notes" and authorized by the user.
-async fn authorized(backend: Backend, extra_toml: &str) -> Option<Setup> {
+pub(crate) async fn authorized(backend: Backend, extra_toml: &str) -> Option<Setup> {
+    let (setup, id) = registered(backend, extra_toml).await?;
+    authorize(&setup.gw, &id).await;
+    Some(setup)
+}
+
+/// A gateway with the auth peer registered as "Notes", not authorized yet; and the server's id.
+pub(crate) async fn registered(backend: Backend, extra_toml: &str) -> Option<(Setup, String)> {
     let python = common::py_peer_python("the MCP consent scenario")?;
     common::init();
     let (peer, url) = python_auth_peer(&python, 3600).await;
@@ -88,28 +95,28 @@ async fn authorized(backend: Backend, extra_toml: &str) -> Option<Setup> {
         .post("/v1/mcp-servers", json!({"name": "Notes", "url": url}))
         .await;
     assert_eq!(status, StatusCode::CREATED, "{created}");
-    let id = created["id"].as_str().unwrap();
-    authorize(&gw, id).await;
-    Some(Setup {
+    let id = created["id"].as_str().unwrap().to_owned();
+    let setup = Setup {
         gw,
         upstream,
         url,
         _peer: peer,
-    })
+    };
+    Some((setup, id))
 }
 
 /// The model calls the server's tool once, then answers "Done." with what it read.
-fn call_whoami(upstream: &ScriptedUpstream) {
+pub(crate) fn call_whoami(upstream: &ScriptedUpstream) {
     upstream.push(tool_calls(&[("c1", WHOAMI, &["{}"])]));
     upstream.push(text(["Done."]));
 }
 
-fn send<'a>(gw: &'a Gateway, thread: &'a str) -> impl std::future::Future<Output = Sse> + 'a {
+pub(crate) fn send<'a>(gw: &'a Gateway, thread: &'a str) -> impl std::future::Future<Output = Sse> + 'a {
     gw.stream("/v1/chat", use_chat_body(thread, "who is it?", "scripted"))
 }
 
 /// Waits until the thread's call waits for an authorization, and returns what its card shows.
-async fn card(gw: &Gateway, thread: &str) -> Value {
+pub(crate) async fn card(gw: &Gateway, thread: &str) -> Value {
     for _ in 0..200 {
         let waiting = gw.store.pending_questions(LOCAL_USER_ID, thread).await.unwrap();
         if let Some(question) = waiting.iter().find(|q| q.kind == "authorization") {
@@ -121,14 +128,14 @@ async fn card(gw: &Gateway, thread: &str) -> Value {
 }
 
 /// The `data` of the stream's authorization parts, in order.
-fn parts(sse: &Sse) -> Vec<&Value> {
+pub(crate) fn parts(sse: &Sse) -> Vec<&Value> {
     sse.of_type("data-authorization")
         .into_iter()
         .map(|part| &part["data"])
         .collect()
 }
 
-fn result_the_model_read(upstream: &ScriptedUpstream) -> String {
+pub(crate) fn result_the_model_read(upstream: &ScriptedUpstream) -> String {
     tool_message(&upstream.last_request().unwrap(), "c1")
 }
 

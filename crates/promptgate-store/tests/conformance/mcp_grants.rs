@@ -45,6 +45,31 @@ conformance! {
         assert!(store.put_mcp_grant(&alice, &files.id, &"x".repeat(70_000)).await.is_err(), "bounded");
     }
 
+    async fn the_tools_a_server_listed_are_kept_with_its_grant_and_go_with_it(store: &Store) {
+        let alice = user(store, "Alice").await;
+        let bob = user(store, "Bob").await;
+        let notes = store.create_mcp_server(&alice, &server("Notes")).await.unwrap();
+        store.put_mcp_known_tools(&alice, &notes.id, "[1]").await.unwrap();
+        assert_eq!(store.mcp_known_tools(&alice, &notes.id).await.unwrap(), None, "nothing is kept without a grant");
+
+        store.put_mcp_grant(&alice, &notes.id, "sealed-1").await.unwrap();
+        assert_eq!(store.mcp_known_tools(&alice, &notes.id).await.unwrap(), None);
+        store.put_mcp_known_tools(&alice, &notes.id, r#"[{"name":"whoami"}]"#).await.unwrap();
+        store.put_mcp_grant(&alice, &notes.id, "sealed-renewed").await.unwrap();
+        assert_eq!(
+            store.mcp_known_tools(&alice, &notes.id).await.unwrap().as_deref(),
+            Some(r#"[{"name":"whoami"}]"#),
+            "a renewed grant keeps the list"
+        );
+        assert_eq!(store.get_mcp_grant(&alice, &notes.id).await.unwrap().as_deref(), Some("sealed-renewed"));
+        assert_eq!(store.mcp_known_tools(&bob, &notes.id).await.unwrap(), None, "another user's list is not theirs");
+        assert!(store.put_mcp_known_tools(&alice, &notes.id, &"x".repeat(600_000)).await.is_err(), "bounded");
+
+        store.delete_mcp_grant(&alice, &notes.id).await.unwrap();
+        store.put_mcp_grant(&alice, &notes.id, "sealed-new").await.unwrap();
+        assert_eq!(store.mcp_known_tools(&alice, &notes.id).await.unwrap(), None, "the list goes with its grant");
+    }
+
     async fn a_pending_authorization_keeps_its_details_once_and_not_past_its_life(store: &Store) {
         let alice = user(store, "Alice").await;
         let pending = OAuthPending {

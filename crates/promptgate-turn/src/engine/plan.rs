@@ -454,6 +454,10 @@ pub struct TurnPlan {
     pub resume: Option<Resume>,
     /// The models that answer when this one's provider fails before a step's first event.
     pub failover: super::failover::Failover,
+    /// Parts the answer opens with, after `start` (what the send found before the turn ran that
+    /// the user should see, such as a server asking to be authorized). A continued answer has
+    /// them already.
+    pub opening_parts: Vec<crate::ui::UiChunk>,
 }
 
 /// The model that reviews a text part's uncertain citations, and how long the part's end may wait
@@ -513,6 +517,7 @@ impl TurnPlan {
             can_ask_approval: false,
             resume: None,
             failover: Default::default(),
+            opening_parts: Vec::new(),
         }
     }
 }

@@ -197,6 +197,10 @@ impl Turn {
             .await;
         if let Some(resume) = resume {
             self.resume(resume).await;
+        } else {
+            for part in std::mem::take(&mut self.plan.opening_parts) {
+                self.out.emit(part).await;
+            }
         }
         let mut end = match self.plan.refusal.clone() {
             Some(text) => End::Failed(text),

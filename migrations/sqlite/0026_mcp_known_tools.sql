@@ -1,0 +1,4 @@
+-- The tools an OAuth-authorized MCP server last listed, kept with its grant: a send that finds the
+-- grant dead (refused, revoked) still offers them, and calling one asks the user to authorize the
+-- server again instead of the server silently dropping out. A JSON array; not a secret.
+ALTER TABLE mcp_oauth_grants ADD COLUMN known_tools TEXT;

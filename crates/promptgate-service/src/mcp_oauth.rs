@@ -14,7 +14,7 @@ use promptgate_mcp::oauth::{
     AuthServer, ClientCredentials, McpOAuth, TokenSet, check_issuer, client_metadata_document, union_scopes,
 };
 use promptgate_mcp::{McpError, McpHub};
-use promptgate_store::{OAuthPending, PendingRefused, Store};
+use promptgate_store::{McpOAuthClient, OAuthPending, PendingRefused, Store};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -173,7 +173,8 @@ impl Service {
             held.as_ref().and_then(Grant::wanted_scopes).as_deref(),
             scopes,
         ]);
-        let client = self.client_at(&oauth, &found, &redirect_uri).await?;
+        let given = self.store.mcp_server_oauth_client(user_id, id).await?;
+        let client = self.client_at(&oauth, &found, &redirect_uri, given).await?;
         let pkce = promptgate_tools::oauth::pkce_pair();
         let state = promptgate_tools::oauth::new_state();
         let url = oauth
@@ -199,15 +200,24 @@ impl Service {
         Ok(url)
     }
 
-    /// The client identity at `found`, in the spec's order: the one the operator registered with
-    /// that issuer, else the gateway's Client ID Metadata Document where the authorization server
-    /// takes one (and the gateway serves one), else a client registered there now (RFC 7591).
+    /// The client identity at `found`: the one the user gave with the server (`given`), else the
+    /// one the operator registered with that issuer, else the gateway's Client ID Metadata Document
+    /// where the authorization server takes one (and the gateway serves one), else a client
+    /// registered there now (RFC 7591). A client someone registered by hand comes first: an
+    /// authorization server that has one for promptgate may offer neither of the others.
     async fn client_at(
         &self,
         oauth: &McpOAuth,
         found: &AuthServer,
         redirect_uri: &str,
+        given: Option<McpOAuthClient>,
     ) -> Result<ClientCredentials, ServiceError> {
+        if let Some(client) = given {
+            return Ok(ClientCredentials {
+                client_id: client.client_id,
+                client_secret: client.client_secret,
+            });
+        }
         let given = self
             .config
             .mcp_oauth_clients

@@ -1,19 +1,24 @@
 //! MCP server definitions. Header values and the bearer token are write-only: the API type only says
 //! which are set; [`Store::mcp_server_secrets`] is for the code that connects. They are stored sealed
-//! (see `secrets`); header names stay readable so listing a server needs no key.
+//! (see `secrets`); header names stay readable so listing a server needs no key. The OAuth client
+//! a user may give with a server keeps its id in clear and its secret sealed (refused without a key).
 
 use sqlx::any::AnyRow;
 
 use crate::connect::{Backend, Store};
 use crate::error::{Result, StoreError};
 use crate::observed::Observed;
-use crate::types::{McpSecrets, McpServer, NewMcpServer};
+use crate::types::{McpOAuthClient, McpSecrets, McpServer, NewMcpServer};
 use crate::util::{Cols, check_len, check_name, delete_owned, flag, new_id};
 
-pub(crate) const MCP_COLS: &str = "id, name, url, enabled, headers, bearer_token, created_at, secrets_sealed";
+pub(crate) const MCP_COLS: &str = "id, name, url, enabled, headers, bearer_token, created_at, secrets_sealed, \
+     oauth_client_id, oauth_client_secret";
 const MAX_URL: usize = 2_048;
 const MAX_HEADERS: usize = 32;
 const MAX_HEADER_VALUE: usize = 8 * 1024;
+/// OAuth client ids and secrets are short; a Client ID Metadata Document URL is the longest id.
+const MAX_OAUTH_CLIENT_ID: usize = 2_048;
+const MAX_OAUTH_CLIENT_SECRET: usize = 1_024;
 
 /// The server as shown to clients, from one row; its secrets too (opened) when `open` is set.
 /// Showing a server needs no key: header names are stored in clear.
@@ -33,6 +38,8 @@ fn mcp_from(store: &Store, row: &AnyRow, open: bool) -> Result<(McpServer, McpSe
         header_names: headers.keys().cloned().collect(),
         has_bearer_token: bearer_token.is_some(),
         created_at: row.int(6)?,
+        oauth_client_id: row.opt_text(8)?,
+        oauth_client_secret_set: row.opt_text(9)?.is_some(),
     };
     if !open {
         return Ok((server, McpSecrets::default()));
@@ -78,7 +85,34 @@ fn check_server(s: &NewMcpServer) -> Result<()> {
         "MCP bearer token",
         s.bearer_token.as_deref().unwrap_or(""),
         MAX_HEADER_VALUE,
-    )
+    )?;
+    check_oauth_client(s)
+}
+
+fn check_oauth_client(s: &NewMcpServer) -> Result<()> {
+    let printable = |v: &str| !v.is_empty() && v.chars().all(|c| c.is_ascii_graphic() || c == ' ');
+    if let Some(id) = &s.oauth_client_id {
+        check_len("OAuth client id", id, MAX_OAUTH_CLIENT_ID)?;
+        if !printable(id) {
+            return Err(StoreError::Invalid(
+                "the OAuth client id must be printable ASCII".to_owned(),
+            ));
+        }
+    }
+    if let Some(secret) = &s.oauth_client_secret {
+        if s.oauth_client_id.is_none() {
+            return Err(StoreError::Invalid(
+                "an OAuth client secret needs its client id".to_owned(),
+            ));
+        }
+        check_len("OAuth client secret", secret, MAX_OAUTH_CLIENT_SECRET)?;
+        if !printable(secret) {
+            return Err(StoreError::Invalid(
+                "the OAuth client secret must be printable ASCII".to_owned(),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn shown(id: String, s: &NewMcpServer, created_at: i64) -> McpServer {
@@ -90,6 +124,8 @@ fn shown(id: String, s: &NewMcpServer, created_at: i64) -> McpServer {
         header_names: s.headers.keys().cloned().collect(),
         has_bearer_token: s.bearer_token.is_some(),
         created_at,
+        oauth_client_id: s.oauth_client_id.clone(),
+        oauth_client_secret_set: s.oauth_client_secret.is_some(),
     }
 }
 
@@ -112,6 +148,7 @@ impl Store {
     ) -> Result<Option<McpServer>> {
         check_server(s)?;
         let stored = self.seal_mcp_secrets(&s.headers, s.bearer_token.as_deref())?;
+        let client_secret = self.seal_client_secret(s)?;
         let id = new_id();
         let now = self.now_ms();
         let mut tx = self.pool.begin().observed("transaction.begin").await?;
@@ -124,8 +161,8 @@ impl Store {
         }
         let done = sqlx::query(
             "INSERT INTO mcp_servers (id, user_id, name, url, enabled, headers, bearer_token, \
-             created_at, updated_at, secrets_sealed) \
-             SELECT $1, id, $3, $4, $5, $6, $7, $8, $8, $9 FROM users WHERE id = $2 \
+             created_at, updated_at, secrets_sealed, oauth_client_id, oauth_client_secret) \
+             SELECT $1, id, $3, $4, $5, $6, $7, $8, $8, $9, $11, $12 FROM users WHERE id = $2 \
              AND (SELECT COUNT(*) FROM mcp_servers WHERE user_id = $2) < $10",
         )
         .bind(&id)
@@ -138,6 +175,8 @@ impl Store {
         .bind(now)
         .bind(flag(stored.sealed))
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .bind(s.oauth_client_id.as_deref())
+        .bind(client_secret.as_deref())
         .execute(&mut *tx)
         .observed("mcp.create_mcp_server")
         .await?;
@@ -203,10 +242,11 @@ impl Store {
     pub async fn update_mcp_server(&self, user: &str, id: &str, s: &NewMcpServer) -> Result<McpServer> {
         check_server(s)?;
         let stored = self.seal_mcp_secrets(&s.headers, s.bearer_token.as_deref())?;
+        let client_secret = self.seal_client_secret(s)?;
         let row = sqlx::query(
             "UPDATE mcp_servers SET name = $3, url = $4, enabled = $5, headers = $6, \
-             bearer_token = $7, updated_at = $8, secrets_sealed = $9 \
-             WHERE user_id = $1 AND id = $2 RETURNING created_at",
+             bearer_token = $7, updated_at = $8, secrets_sealed = $9, oauth_client_id = $10, \
+             oauth_client_secret = $11 WHERE user_id = $1 AND id = $2 RETURNING created_at",
         )
         .bind(user)
         .bind(id)
@@ -217,6 +257,8 @@ impl Store {
         .bind(stored.bearer_token.as_deref())
         .bind(self.now_ms())
         .bind(flag(stored.sealed))
+        .bind(s.oauth_client_id.as_deref())
+        .bind(client_secret.as_deref())
         .fetch_optional(&self.pool)
         .observed("mcp.update_mcp_server")
         .await?;
@@ -239,5 +281,38 @@ impl Store {
             Some((_, secrets)) => Ok(secrets),
             None => Err(StoreError::NotFound),
         }
+    }
+
+    /// The OAuth client the user gave with the server, its secret opened; `None` when they gave
+    /// none. NotFound when the server is not the user's.
+    pub async fn mcp_server_oauth_client(&self, user: &str, id: &str) -> Result<Option<McpOAuthClient>> {
+        let row = sqlx::query(
+            "SELECT oauth_client_id, oauth_client_secret FROM mcp_servers WHERE user_id = $1 AND id = $2",
+        )
+        .bind(user)
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .observed("mcp.mcp_server_oauth_client")
+        .await?
+        .ok_or(StoreError::NotFound)?;
+        let Some(client_id) = row.opt_text(0)? else {
+            return Ok(None);
+        };
+        let client_secret = row
+            .opt_text(1)?
+            .map(|sealed| self.open_secret(&sealed))
+            .transpose()?;
+        Ok(Some(McpOAuthClient {
+            client_id,
+            client_secret,
+        }))
+    }
+
+    /// The client secret of `s`, sealed (refused without a key, as every sealed-only secret).
+    fn seal_client_secret(&self, s: &NewMcpServer) -> Result<Option<String>> {
+        s.oauth_client_secret
+            .as_deref()
+            .map(|secret| self.seal_secret(secret))
+            .transpose()
     }
 }

@@ -177,6 +177,10 @@ pub struct McpServer {
     pub header_names: Vec<String>,
     pub has_bearer_token: bool,
     pub created_at: i64,
+    /// The OAuth client id the user gave with the server, if any.
+    pub oauth_client_id: Option<String>,
+    /// A secret for that client is stored (it is never shown).
+    pub oauth_client_secret_set: bool,
 }
 
 /// Create or replace an MCP server. An update replaces the secrets too: headers and token that are
@@ -188,6 +192,10 @@ pub struct NewMcpServer {
     pub enabled: bool,
     pub headers: BTreeMap<String, String>,
     pub bearer_token: Option<String>,
+    /// The OAuth client to authorize the server with, where its authorization server knows
+    /// promptgate by a client the user registered there; the secret is stored sealed.
+    pub oauth_client_id: Option<String>,
+    pub oauth_client_secret: Option<String>,
 }
 
 impl fmt::Debug for NewMcpServer {
@@ -198,6 +206,30 @@ impl fmt::Debug for NewMcpServer {
             .field("enabled", &self.enabled)
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
             .field("bearer_token", &self.bearer_token.as_ref().map(|_| "<redacted>"))
+            .field("oauth_client_id", &self.oauth_client_id)
+            .field(
+                "oauth_client_secret",
+                &self.oauth_client_secret.as_ref().map(|_| "<redacted>"),
+            )
+            .finish()
+    }
+}
+
+/// The OAuth client a user gave with one of their MCP servers. Deliberately not `Serialize`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct McpOAuthClient {
+    pub client_id: String,
+    pub client_secret: Option<String>,
+}
+
+impl fmt::Debug for McpOAuthClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpOAuthClient")
+            .field("client_id", &self.client_id)
+            .field(
+                "client_secret",
+                &self.client_secret.as_ref().map(|_| "<redacted>"),
+            )
             .finish()
     }
 }

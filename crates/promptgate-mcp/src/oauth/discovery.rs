@@ -98,6 +98,11 @@ pub struct AuthServer {
     /// document (`client_id_metadata_document_supported`).
     #[serde(default)]
     pub client_id_metadata_document_supported: bool,
+    /// A confidential client sends its secret in HTTP Basic (`client_secret_basic`, which the
+    /// token endpoint lists or, listing nothing, takes by RFC 8414's default), else in the form
+    /// (`client_secret_post`).
+    #[serde(default)]
+    pub basic_client_auth: bool,
 }
 
 impl McpOAuth {
@@ -282,7 +287,20 @@ fn read_as_metadata(
         scope,
         iss_parameter_supported: flag(metadata, "authorization_response_iss_parameter_supported"),
         client_id_metadata_document_supported: flag(metadata, "client_id_metadata_document_supported"),
+        basic_client_auth: takes_basic_auth(metadata),
     })
+}
+
+/// The token endpoint takes a client's secret in HTTP Basic: it lists `client_secret_basic`, or
+/// lists no method at all (RFC 8414 §2's default).
+fn takes_basic_auth(metadata: &Value) -> bool {
+    match metadata
+        .get("token_endpoint_auth_methods_supported")
+        .and_then(Value::as_array)
+    {
+        Some(methods) => methods.iter().any(|m| m.as_str() == Some("client_secret_basic")),
+        None => true,
+    }
 }
 
 fn flag(document: &Value, name: &str) -> bool {

@@ -199,16 +199,14 @@ impl McpOAuth {
         let Some(endpoint) = server.revocation_endpoint.as_deref() else {
             return Ok(());
         };
-        let mut fields = vec![("token", token), ("client_id", client.client_id.as_str())];
-        if let Some(secret) = &client.client_secret {
-            fields.push(("client_secret", secret));
-        }
+        let mut fields = vec![("token", token)];
+        let headers = authenticate(server, client, &mut fields)?;
         let answer = send(
             self,
             reqwest::Method::POST,
             endpoint,
             Body::Form(&fields),
-            HeaderMap::new(),
+            headers,
         )
         .await?;
         match answer.status {
@@ -225,20 +223,53 @@ impl McpOAuth {
         now_ms: i64,
     ) -> Result<TokenSet, McpError> {
         let mut fields: Vec<(&str, &str)> = grant.to_vec();
-        fields.push(("client_id", &client.client_id));
-        if let Some(secret) = &client.client_secret {
-            fields.push(("client_secret", secret));
-        }
+        let headers = authenticate(server, client, &mut fields)?;
         let answer = send(
             self,
             reqwest::Method::POST,
             &server.token_endpoint,
             Body::Form(&fields),
-            HeaderMap::new(),
+            headers,
         )
         .await?;
         read_tokens(&success(answer, "token request")?, now_ms)
     }
+}
+
+/// Adds the client's identity to a token or revocation request: its id in the form, and a
+/// confidential client's secret where the authorization server takes it (HTTP Basic with both
+/// parts form-encoded, RFC 6749 §2.3.1, else the form).
+fn authenticate<'a>(
+    server: &AuthServer,
+    client: &'a ClientCredentials,
+    fields: &mut Vec<(&str, &'a str)>,
+) -> Result<HeaderMap, McpError> {
+    fields.push(("client_id", &client.client_id));
+    let mut headers = HeaderMap::new();
+    let Some(secret) = &client.client_secret else {
+        return Ok(headers);
+    };
+    if !server.basic_client_auth {
+        fields.push(("client_secret", secret));
+        return Ok(headers);
+    }
+    use base64::Engine as _;
+    // Form encoding writes a space as `+`, which some servers decode as a plus (a bare percent
+    // decoder); `%20` reads as a space to both. A `+` of the input is `%2B` by then.
+    let encode = |part: &str| {
+        url::form_urlencoded::byte_serialize(part.as_bytes())
+            .collect::<String>()
+            .replace('+', "%20")
+    };
+    let pair = format!("{}:{}", encode(&client.client_id), encode(secret));
+    let mut value = HeaderValue::try_from(format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(pair)
+    ))
+    .map_err(|_| refused("the client credentials are not a valid header value"))?;
+    value.set_sensitive(true);
+    headers.insert(reqwest::header::AUTHORIZATION, value);
+    Ok(headers)
 }
 
 /// Checks the callback's `iss` (RFC 9207) against the issuer recorded when the authorization
@@ -326,6 +357,7 @@ mod tests {
             scope: Some("notes files".into()),
             iss_parameter_supported: iss_supported,
             client_id_metadata_document_supported: false,
+            basic_client_auth: false,
         }
     }
 
@@ -374,6 +406,36 @@ mod tests {
             success(odd, "token request").unwrap_err().to_string(),
             "MCP authorization failed: the token request failed (HTTP 400)"
         );
+    }
+
+    #[test]
+    fn a_secret_goes_where_the_token_endpoint_takes_it() {
+        let client = ClientCredentials {
+            client_id: "c:1".into(),
+            client_secret: Some("s 2".into()),
+        };
+        let mut fields = Vec::new();
+        let headers = authenticate(&server(false), &client, &mut fields).unwrap();
+        assert!(headers.is_empty());
+        assert_eq!(fields, [("client_id", "c:1"), ("client_secret", "s 2")]);
+
+        let basic = AuthServer {
+            basic_client_auth: true,
+            ..server(false)
+        };
+        let mut fields = Vec::new();
+        let headers = authenticate(&basic, &client, &mut fields).unwrap();
+        assert_eq!(fields, [("client_id", "c:1")]);
+        // base64("c%3A1:s%202")
+        assert_eq!(headers[reqwest::header::AUTHORIZATION], "Basic YyUzQTE6cyUyMDI=");
+
+        let public = ClientCredentials {
+            client_secret: None,
+            ..client
+        };
+        let mut fields = Vec::new();
+        assert!(authenticate(&basic, &public, &mut fields).unwrap().is_empty());
+        assert_eq!(fields, [("client_id", "c:1")]);
     }
 
     #[tokio::test]

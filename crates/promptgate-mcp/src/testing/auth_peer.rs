@@ -22,12 +22,22 @@ impl Drop for PeerProcess {
 /// `access_seconds`, and waits until it challenges a tokenless request. Returns it with its MCP
 /// url.
 pub async fn python_auth_peer(python: &str, access_seconds: u64) -> (PeerProcess, String) {
-    start_peer(
-        python,
-        "py_auth_peer.py",
-        &[&access_seconds.to_string()],
-        |status| status == StatusCode::UNAUTHORIZED,
-    )
+    python_auth_peer_with(python, access_seconds, &[]).await
+}
+
+/// [`python_auth_peer`] with more of its options (`--no-registration`: the authorization server
+/// knows only the clients registered through its `/test/clients` hook).
+pub async fn python_auth_peer_with(
+    python: &str,
+    access_seconds: u64,
+    options: &[&str],
+) -> (PeerProcess, String) {
+    let seconds = access_seconds.to_string();
+    let mut args = vec![seconds.as_str()];
+    args.extend_from_slice(options);
+    start_peer(python, "py_auth_peer.py", &args, |status| {
+        status == StatusCode::UNAUTHORIZED
+    })
     .await
 }
 

@@ -9,7 +9,10 @@
 mod auth_peer;
 mod logs;
 
-pub use auth_peer::{PeerProcess, TsAuthPeer, python_auth_peer, python_elicit_peer, typescript_auth_peer};
+pub use auth_peer::{
+    PeerProcess, TsAuthPeer, python_auth_peer, python_auth_peer_with, python_elicit_peer,
+    typescript_auth_peer,
+};
 pub use logs::{LogLine, Logs};
 
 use std::borrow::Cow;

@@ -5,7 +5,11 @@ One process is both the authorization server (the SDK's `create_auth_routes`: me
 `WWW-Authenticate: Bearer resource_metadata=...` and serves RFC 9728 metadata). Consent is given at
 once: /authorize redirects straight back with a code, as a user clicking "Allow" would.
 
-Usage: python py_auth_peer.py PORT [ACCESS_TOKEN_SECONDS]
+Usage: python py_auth_peer.py PORT [ACCESS_TOKEN_SECONDS] [--no-registration]
+
+With --no-registration the authorization server offers no client registration (nor does the SDK
+offer Client ID Metadata Documents): only a client registered beforehand, through the test hook
+POST /test/clients, can be authorized.
 
 Test hooks (not part of any spec): POST /test/revoke-access-tokens forgets every access token
 issued so far, as an authorization server does when a user revokes a grant; POST
@@ -13,7 +17,9 @@ issued so far, as an authorization server does when a user revokes a grant; POST
 and only a new authorization helps, as when a user removes the app's access; POST
 /test/revoke-grants-on-next-call does that the moment the next `tools/call` arrives, after the
 tools were listed, so a gateway meets it in the middle of a turn; GET /test/stats
-reports how many codes, refreshes and registrations the server handled.
+reports how many codes, refreshes and registrations the server handled; POST /test/clients
+registers a client by hand ({client_id, client_secret, redirect_uri, token_endpoint_auth_method}),
+as an operator does in an authorization server's console.
 
 The tool `write_note` needs the scope `notes:write` beyond `notes`: called with a token without it,
 it answers `403` with `WWW-Authenticate: Bearer error="insufficient_scope", scope="notes
@@ -41,7 +47,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 PORT = int(sys.argv[1])
-ACCESS_SECONDS = int(sys.argv[2]) if len(sys.argv) > 2 else 3600
+ACCESS_SECONDS = int(sys.argv[2]) if len(sys.argv) > 2 and sys.argv[2].isdigit() else 3600
+REGISTRATION = "--no-registration" not in sys.argv
 BASE = f"http://127.0.0.1:{PORT}"
 RESOURCE = f"{BASE}/mcp"
 SCOPE = "notes"
@@ -136,7 +143,7 @@ server = MCPServer(
         # A token issued for another resource (RFC 8707) is refused.
         validate_token_resource=True,
         client_registration_options=ClientRegistrationOptions(
-            enabled=True, valid_scopes=[SCOPE, WRITE_SCOPE], default_scopes=[SCOPE]
+            enabled=REGISTRATION, valid_scopes=[SCOPE, WRITE_SCOPE], default_scopes=[SCOPE]
         ),
         revocation_options=RevocationOptions(enabled=True),
     ),
@@ -175,6 +182,22 @@ hooks = {"revoke_on_next_call": False}
 async def revoke_grants_on_next_call(_request: Request):
     hooks["revoke_on_next_call"] = True
     return JSONResponse({"armed": True})
+
+
+@server.custom_route("/test/clients", methods=["POST"])
+async def add_client(request: Request):
+    body = await request.json()
+    client = OAuthClientInformationFull(
+        client_id=body["client_id"],
+        client_secret=body.get("client_secret"),
+        redirect_uris=[body["redirect_uri"]],
+        token_endpoint_auth_method=body.get("token_endpoint_auth_method", "client_secret_post"),
+        grant_types=["authorization_code", "refresh_token"],
+        response_types=["code"],
+        scope=f"{SCOPE} {WRITE_SCOPE}",
+    )
+    provider.clients[client.client_id] = client
+    return JSONResponse({"added": client.client_id})
 
 
 @server.custom_route("/test/stats", methods=["GET"])

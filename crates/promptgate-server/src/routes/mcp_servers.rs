@@ -236,6 +236,12 @@ pub struct McpServer {
     pub header_names: Vec<String>,
     pub has_bearer_token: bool,
     pub created_at: i64,
+    /// The OAuth client id you gave with the server, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oauth_client_id: Option<String>,
+    /// A secret for that client is stored (it is never returned).
+    #[serde(default)]
+    pub oauth_client_secret_set: bool,
     /// Where the server stands with OAuth: `connected` once you authorized it; on registration,
     /// `needs_authorization` with the URL when it asks for OAuth. Absent for servers without OAuth.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -269,6 +275,8 @@ impl From<records::McpServer> for McpServer {
             header_names: row.header_names,
             has_bearer_token: row.has_bearer_token,
             created_at: row.created_at,
+            oauth_client_id: row.oauth_client_id,
+            oauth_client_secret_set: row.oauth_client_secret_set,
             authorization: None,
         }
     }
@@ -288,6 +296,17 @@ pub struct NewMcpServer {
     pub headers: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bearer_token: Option<String>,
+    /// For a server that asks for OAuth: the client id to authorize it with, where you registered
+    /// promptgate with its authorization server yourself (it is used before the operator's client,
+    /// the gateway's Client ID Metadata Document and registration). At most 2048 printable ASCII
+    /// characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oauth_client_id: Option<String>,
+    /// That client's secret, if it has one: stored sealed, never returned (`oauth_client_secret_set`
+    /// says it is there), sent as the token endpoint asks (HTTP Basic or the form). At most 1024
+    /// printable ASCII characters; needs `oauth_client_id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oauth_client_secret: Option<String>,
 }
 
 impl From<NewMcpServer> for records::NewMcpServer {
@@ -298,6 +317,8 @@ impl From<NewMcpServer> for records::NewMcpServer {
             enabled: body.enabled,
             headers: body.headers,
             bearer_token: body.bearer_token,
+            oauth_client_id: body.oauth_client_id,
+            oauth_client_secret: body.oauth_client_secret,
         }
     }
 }
@@ -338,6 +359,29 @@ fn check_mcp(s: &NewMcpServer) -> Result<(), ApiError> {
         return Err(ApiError::invalid(
             "bearer_token must be a single token of at most 8192 characters",
         ));
+    }
+    check_oauth_client(s)
+}
+
+/// The OAuth client given with a server: printable ASCII within bounds, a secret only with its id.
+fn check_oauth_client(s: &NewMcpServer) -> Result<(), ApiError> {
+    let printable = |v: &str| !v.is_empty() && v.bytes().all(|b| b.is_ascii_graphic() || b == b' ');
+    if let Some(id) = &s.oauth_client_id
+        && (id.len() > 2_048 || !printable(id))
+    {
+        return Err(ApiError::invalid(
+            "oauth_client_id must be 1 to 2048 printable ASCII characters",
+        ));
+    }
+    if let Some(secret) = &s.oauth_client_secret {
+        if s.oauth_client_id.is_none() {
+            return Err(ApiError::invalid("oauth_client_secret needs oauth_client_id"));
+        }
+        if secret.len() > 1_024 || !printable(secret) {
+            return Err(ApiError::invalid(
+                "oauth_client_secret must be 1 to 1024 printable ASCII characters",
+            ));
+        }
     }
     Ok(())
 }

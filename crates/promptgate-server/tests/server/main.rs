@@ -32,6 +32,7 @@ mod mcp_consent;
 mod mcp_dead_grants;
 mod mcp_elicitation;
 mod mcp_oauth;
+mod mcp_oauth_clients;
 mod mcp_oauth_ts;
 mod mcp_outbound;
 mod mcp_secrets;

@@ -184,6 +184,8 @@ async fn a_stored_server_whose_address_is_now_refused_is_checked_again_at_probe(
                 enabled: true,
                 headers: Default::default(),
                 bearer_token: None,
+                oauth_client_id: None,
+                oauth_client_secret: None,
             },
         )
         .await

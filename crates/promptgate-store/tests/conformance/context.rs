@@ -36,6 +36,8 @@ conformance! {
             enabled: true,
             headers,
             bearer_token: Some("t".to_owned()),
+            oauth_client_id: None,
+            oauth_client_secret: None,
         };
         let server = store.create_mcp_server(&alice, &enabled).await.unwrap();
         store.create_mcp_server(&alice, &NewMcpServer { enabled: false, ..enabled.clone() }).await.unwrap();
@@ -157,6 +159,8 @@ async fn setup_changes_reach_the_next_send(db: promptgate_store::testing::TestDb
         enabled: true,
         headers: BTreeMap::new(),
         bearer_token: None,
+        oauth_client_id: None,
+        oauth_client_secret: None,
     };
     let created = other.create_mcp_server(&alice, &server).await.unwrap();
     soon(&load, None, "a new MCP server", |c| c.mcp_servers.len() == 1).await;

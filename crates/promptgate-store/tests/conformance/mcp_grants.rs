@@ -15,6 +15,8 @@ fn server(name: &str) -> NewMcpServer {
         enabled: true,
         headers: BTreeMap::new(),
         bearer_token: None,
+        oauth_client_id: None,
+        oauth_client_secret: None,
     }
 }
 
@@ -68,6 +70,41 @@ conformance! {
         store.delete_mcp_grant(&alice, &notes.id).await.unwrap();
         store.put_mcp_grant(&alice, &notes.id, "sealed-new").await.unwrap();
         assert_eq!(store.mcp_known_tools(&alice, &notes.id).await.unwrap(), None, "the list goes with its grant");
+    }
+
+    async fn the_oauth_client_given_with_a_server_keeps_its_secret_sealed_and_unshown(store: &Store) {
+        let alice = user(store, "Alice").await;
+        let bob = user(store, "Bob").await;
+        let given = NewMcpServer {
+            oauth_client_id: Some("notes-client".to_owned()),
+            oauth_client_secret: Some("s3cret".to_owned()),
+            ..server("Notes")
+        };
+        let notes = store.create_mcp_server(&alice, &given).await.unwrap();
+        assert_eq!(notes.oauth_client_id.as_deref(), Some("notes-client"));
+        assert!(notes.oauth_client_secret_set);
+        let listed = store.list_mcp_servers(&alice).await.unwrap();
+        assert_eq!((listed[0].oauth_client_id.as_deref(), listed[0].oauth_client_secret_set), (Some("notes-client"), true));
+        let client = store.mcp_server_oauth_client(&alice, &notes.id).await.unwrap().unwrap();
+        assert_eq!((client.client_id.as_str(), client.client_secret.as_deref()), ("notes-client", Some("s3cret")));
+        assert!(!format!("{client:?}").contains("s3cret"));
+        assert!(store.mcp_server_oauth_client(&bob, &notes.id).await.is_err(), "another user's server is not theirs");
+
+        // An update replaces it, as it replaces every secret: a public client, then none.
+        let public = NewMcpServer { oauth_client_id: Some("public".to_owned()), ..server("Notes") };
+        let updated = store.update_mcp_server(&alice, &notes.id, &public).await.unwrap();
+        assert!(!updated.oauth_client_secret_set);
+        let client = store.mcp_server_oauth_client(&alice, &notes.id).await.unwrap().unwrap();
+        assert_eq!((client.client_id.as_str(), client.client_secret), ("public", None));
+        store.update_mcp_server(&alice, &notes.id, &server("Notes")).await.unwrap();
+        assert_eq!(store.mcp_server_oauth_client(&alice, &notes.id).await.unwrap(), None);
+
+        let orphan = NewMcpServer { oauth_client_secret: Some("s".to_owned()), ..server("X") };
+        assert!(store.create_mcp_server(&alice, &orphan).await.is_err(), "a secret needs its client id");
+        let long = NewMcpServer { oauth_client_id: Some("x".repeat(3_000)), ..server("X") };
+        assert!(store.create_mcp_server(&alice, &long).await.is_err(), "bounded");
+        let broken = NewMcpServer { oauth_client_id: Some("a\nb".to_owned()), ..server("X") };
+        assert!(store.create_mcp_server(&alice, &broken).await.is_err(), "printable");
     }
 
     async fn a_pending_authorization_keeps_its_details_once_and_not_past_its_life(store: &Store) {

@@ -14,6 +14,8 @@ fn server(name: &str, enabled: bool) -> NewMcpServer {
             ("X-Team".to_owned(), "header-secret-2".to_owned()),
         ]),
         bearer_token: Some("bearer-secret".to_owned()),
+        oauth_client_id: None,
+        oauth_client_secret: None,
     }
 }
 

@@ -33,6 +33,7 @@ impl Env for FakeEnv {
         match name {
             "TEST_TOKEN_KEY" => Some(TOKEN_KEY.to_owned()),
             "TEST_GOOGLE_SECRET" => Some("google-secret".to_owned()),
+            "TEST_MICROSOFT_SECRET" => Some("microsoft-secret".to_owned()),
             _ => None,
         }
     }

@@ -38,6 +38,7 @@ mod mcp_outbound;
 mod mcp_secrets;
 mod mcp_turn;
 mod messages_api;
+mod microsoft_consent;
 mod new_chat_prompt;
 mod nothing_lost;
 mod offline_demo;

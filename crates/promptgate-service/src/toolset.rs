@@ -11,6 +11,7 @@ use promptgate_mcp::{McpError, McpHub, McpServerConfig, McpToolResult};
 
 use crate::consent::{Consent, ConsentSetup, MAX_CONSENTS_PER_CALL};
 use crate::elicit::ElicitationSetup;
+use crate::mcp_known::has_static_secret;
 use crate::mcp_oauth::McpGrants;
 use promptgate_core::settings::IntegrationProvider;
 use serde_json::Value;
@@ -77,9 +78,7 @@ impl McpToolExecutor {
             McpError::InsufficientScope { scope } => scope.clone(),
             _ => return None,
         };
-        let static_secret = !self.server.headers.is_empty()
-            || (self.server.bearer_token.is_some() && !grants.has_grant(user_id, id).await);
-        if static_secret {
+        if has_static_secret(&self.server, grants.has_grant(user_id, id).await) {
             return None;
         }
         // What the card shows is what authorizing asks for: the scopes granted and wanted since,

@@ -92,3 +92,47 @@ test("the TypeScript SDK's authorization server is connected through its consent
     await removeServers(request, name);
   }
 });
+
+test('a server is connected with the OAuth client the user gives under Advanced', async ({ page, request }, info) => {
+  test.skip(!peer(), 'the Python auth peer is not installed: run crates/promptgate-mcp/tests/peers/install.sh');
+  const name = `By hand ${tag(info)}`;
+  const clientId = `by-hand-${tag(info)}`;
+  // The user registered promptgate with the authorization server by hand, as a confidential client.
+  const added = await request.post(peer()!.replace(/\/mcp$/, '/test/clients'), {
+    data: {
+      client_id: clientId,
+      client_secret: 'hand secret',
+      redirect_uri: `${base_url()}/v1/mcp-servers/oauth/callback`,
+      token_endpoint_auth_method: 'client_secret_basic',
+    },
+  });
+  expect(added.ok()).toBe(true);
+  await page.goto(base_url() + '/');
+  await openPanel(page, 'MCP servers');
+  await page.getByLabel('Server name').fill(name);
+  await page.getByLabel('Server URL').fill(peer()!);
+  await page.getByText('Advanced: your own OAuth client').click();
+  await page.getByLabel('OAuth client id (optional)').fill(clientId);
+  await page.getByLabel('OAuth client secret (optional)').fill('hand secret');
+  await page.getByRole('button', { name: 'Add server' }).click();
+  const card = page.locator(`[data-mcp-server="${name}"]`);
+  await expect(card).toContainText(`OAuth client ${clientId} (with a secret)`);
+  const line = card.locator('.auth');
+  await expect(line).toHaveAttribute('data-auth-state', 'needs_authorization');
+
+  try {
+    const before = await stats(request, peer()!);
+    const opened = page.waitForEvent('popup');
+    await card.getByRole('button', { name: `Connect ${name}` }).click();
+    const popup = await opened;
+    await popup.waitForEvent('close', { timeout: 15_000 });
+    await expect(line).toHaveAttribute('data-auth-state', 'connected');
+    await expect(card.locator('.probe.ok')).toContainText('whoami', { timeout: 15_000 });
+    const after = await stats(request, peer()!);
+    expect(after.codes, 'one authorization').toBe(before.codes + 1);
+    expect(after.registrations, "the user's client, no registration").toBe(before.registrations);
+    await shot(page, 'mcp-oauth-own-client');
+  } finally {
+    await removeServers(request, name);
+  }
+});

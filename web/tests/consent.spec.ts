@@ -2,7 +2,8 @@
 // authorization server then forgets every grant as the next tool call arrives; the call shows a card
 // with an Authorize button and waits (also after a reload). Authorize opens the authorization in a
 // new tab, which consents at once and lands on the gateway's callback; the same answer then goes on
-// with the tool's result, and the card says it was authorized. Stop ends the wait instead.
+// with the tool's result, and the card says it was authorized. Stop ends the wait instead. A server
+// never connected opens the answer with a card that waits for nothing and connects it.
 import AxeBuilder from '@axe-core/playwright';
 import type { APIRequestContext, Page } from '@playwright/test';
 import { answers, base_url, expect, newChat, send, sendButton, shot, tag, test } from './helpers';
@@ -96,5 +97,28 @@ test.describe('consent in the middle of a turn', () => {
     await expect(card(page, name)).toHaveCount(0);
     await expect(answers(page).last().locator('.authorization-ended')).toBeVisible();
     await expect(sendButton(page)).toBeVisible();
+  });
+
+  test('a server that was never connected opens the answer with a card that connects it', async ({ page, request }, info) => {
+    const name = `Ledger ${tag(info)}`;
+    const created = await request.post(`${base_url()}/v1/mcp-servers`, { data: { name, url: peer() } });
+    expect(created.status()).toBe(201);
+    server = (await created.json()).id;
+    await newChat(page, 'scripted');
+    await send(page, 'Hello there');
+    const needed = page.getByRole('group', { name: `${name} is not connected` });
+    await expect(needed).toBeVisible({ timeout: 15_000 });
+    await expect(sendButton(page)).toBeVisible();
+    // Nothing waits: the card stays as it is once the answer ended, and a reload shows it again.
+    await page.reload();
+    await expect(needed).toBeVisible();
+    const opened = page.waitForEvent('popup');
+    await needed.getByRole('link', { name: `Connect ${name}` }).click();
+    const tab = await opened;
+    await expect(tab.locator('body')).toContainText(`${name} is connected`, { timeout: 15_000 });
+    await tab.close();
+    const listed = await (await request.get(`${base_url()}/v1/mcp-servers/${server}`)).json();
+    expect(listed.authorization?.state).toBe('connected');
+    await shot(page, 'authorization-needed');
   });
 });

@@ -22,14 +22,17 @@ use crate::Service;
 /// written again, once).
 const SERVERS_REMEMBERED: usize = 10_000;
 
+/// A user's server: (user id, server id).
+type ServerKey = (String, String);
+
 /// The listings this instance wrote, by user and server. A weak handle on the hub's list keeps its
 /// allocation from being reused, so "the same list" is exact while the hub caches it.
 #[derive(Default)]
 pub(crate) struct KnownTools {
-    written: Mutex<HashMap<(String, String), Weak<[DiscoveredTool]>>>,
+    written: Mutex<HashMap<ServerKey, Weak<[DiscoveredTool]>>>,
     /// The authorizations started for sends' cards, by user and server, with when: the next
     /// sends show the same one rather than each keeping another pending authorization.
-    notices: Mutex<HashMap<(String, String), (String, Instant)>>,
+    notices: Mutex<HashMap<ServerKey, (String, Instant)>>,
 }
 
 /// How long a card's authorization is shown again: well within the life of a pending one.
@@ -68,7 +71,7 @@ impl KnownTools {
         );
     }
 
-    fn unchanged(&self, key: &(String, String), tools: &Arc<[DiscoveredTool]>) -> bool {
+    fn unchanged(&self, key: &ServerKey, tools: &Arc<[DiscoveredTool]>) -> bool {
         let written = self
             .written
             .lock()
@@ -78,7 +81,7 @@ impl KnownTools {
             .is_some_and(|kept| Weak::ptr_eq(kept, &Arc::downgrade(tools)))
     }
 
-    fn note_written(&self, key: (String, String), tools: &Arc<[DiscoveredTool]>) {
+    fn note_written(&self, key: ServerKey, tools: &Arc<[DiscoveredTool]>) {
         let mut written = self
             .written
             .lock()

@@ -103,7 +103,7 @@ test('a server is connected with the OAuth client the user gives under Advanced'
       client_id: clientId,
       client_secret: 'hand secret',
       redirect_uri: `${base_url()}/v1/mcp-servers/oauth/callback`,
-      token_endpoint_auth_method: 'client_secret_basic',
+      token_endpoint_auth_method: 'client_secret_post',
     },
   });
   expect(added.ok()).toBe(true);

@@ -195,30 +195,22 @@ impl Service {
         user_id: &str,
         servers: &[(String, String)],
     ) -> Vec<UiChunk> {
-        let mut parts = Vec::new();
-        for (server_id, name) in servers {
-            let started = tokio::time::timeout(NOTICE_BUDGET, self.notice_url(user_id, server_id)).await;
-            let url = match started {
-                Ok(Ok(url)) => url,
+        // Started side by side, so several such servers cost the answer's start one budget.
+        let started = servers.iter().map(|(server_id, name)| async move {
+            match tokio::time::timeout(NOTICE_BUDGET, self.notice_url(user_id, server_id)).await {
+                Ok(Ok(url)) => Some(needed_card(server_id, name, &url)),
                 Ok(Err(err)) => {
                     tracing::info!(error = %err, server = %name, "no authorization could be started for a send's card");
-                    continue;
+                    None
                 }
-                Err(_) => continue,
-            };
-            let id = format!("auth_{}", uuid::Uuid::now_v7().simple());
-            let data = json!({
-                "authorizationId": id,
-                "server": name,
-                "kind": "mcp",
-                "serverId": server_id,
-                "url": url,
-                "state": "needed",
-                "scopes": [],
-            });
-            parts.push(UiChunk::DataAuthorization { id, data });
-        }
-        parts
+                Err(_) => None,
+            }
+        });
+        futures::future::join_all(started)
+            .await
+            .into_iter()
+            .flatten()
+            .collect()
     }
 
     /// The URL of an authorization of the server this instance started lately for a card, else
@@ -233,6 +225,21 @@ impl Service {
         self.mcp_known.note_notice(user_id, server_id, &url);
         Ok(url)
     }
+}
+
+/// The card of a server the send could not use until the user connects it at `url`.
+fn needed_card(server_id: &str, name: &str, url: &str) -> UiChunk {
+    let id = format!("auth_{}", uuid::Uuid::now_v7().simple());
+    let data = json!({
+        "authorizationId": id,
+        "server": name,
+        "kind": "mcp",
+        "serverId": server_id,
+        "url": url,
+        "state": "needed",
+        "scopes": [],
+    });
+    UiChunk::DataAuthorization { id, data }
 }
 
 fn scopes_of(scope: Option<&str>) -> Vec<&str> {

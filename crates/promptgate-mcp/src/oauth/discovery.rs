@@ -98,9 +98,9 @@ pub struct AuthServer {
     /// document (`client_id_metadata_document_supported`).
     #[serde(default)]
     pub client_id_metadata_document_supported: bool,
-    /// A confidential client sends its secret in HTTP Basic (`client_secret_basic`, which the
-    /// token endpoint lists or, listing nothing, takes by RFC 8414's default), else in the form
-    /// (`client_secret_post`).
+    /// A confidential client sends its secret in HTTP Basic (`client_secret_basic`, where the
+    /// token endpoint lists it and not `client_secret_post`, or lists nothing: RFC 8414's
+    /// default), else in the form (`client_secret_post`).
     #[serde(default)]
     pub basic_client_auth: bool,
 }
@@ -291,14 +291,19 @@ fn read_as_metadata(
     })
 }
 
-/// The token endpoint takes a client's secret in HTTP Basic: it lists `client_secret_basic`, or
-/// lists no method at all (RFC 8414 §2's default).
+/// The token endpoint takes a client's secret in HTTP Basic only: it lists `client_secret_basic`
+/// without `client_secret_post`, or lists no method at all (RFC 8414 §2's default). Where it lists
+/// both, the form is used: authorization servers that hold each client to the method it was
+/// registered with take the form from the clients registered for it, as promptgate always sent.
 fn takes_basic_auth(metadata: &Value) -> bool {
     match metadata
         .get("token_endpoint_auth_methods_supported")
         .and_then(Value::as_array)
     {
-        Some(methods) => methods.iter().any(|m| m.as_str() == Some("client_secret_basic")),
+        Some(methods) => {
+            let listed = |name: &str| methods.iter().any(|m| m.as_str() == Some(name));
+            listed("client_secret_basic") && !listed("client_secret_post")
+        }
         None => true,
     }
 }
@@ -322,6 +327,21 @@ pub(crate) fn refused(why: &str) -> McpError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_secret_goes_in_basic_only_where_the_form_is_not_offered() {
+        let with = |methods: Value| json!({"token_endpoint_auth_methods_supported": methods});
+        assert!(!takes_basic_auth(&with(json!([
+            "client_secret_post",
+            "client_secret_basic"
+        ]))));
+        assert!(!takes_basic_auth(&with(json!(["client_secret_post"]))));
+        assert!(takes_basic_auth(&with(json!([
+            "client_secret_basic",
+            "private_key_jwt"
+        ]))));
+        assert!(takes_basic_auth(&json!({})), "RFC 8414's default");
+    }
 
     #[test]
     fn bearer_challenges_are_read_with_quoted_and_bare_values() {

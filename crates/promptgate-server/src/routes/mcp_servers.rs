@@ -303,7 +303,7 @@ pub struct NewMcpServer {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oauth_client_id: Option<String>,
     /// That client's secret, if it has one: stored sealed, never returned (`oauth_client_secret_set`
-    /// says it is there), sent as the token endpoint asks (HTTP Basic or the form). At most 1024
+    /// says it is there), sent as the token endpoint takes it (the form where its metadata lists `client_secret_post`, else HTTP Basic). At most 1024
     /// printable ASCII characters; needs `oauth_client_id`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oauth_client_secret: Option<String>,

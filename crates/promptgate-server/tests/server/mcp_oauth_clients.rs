@@ -1,7 +1,7 @@
 //! An OAuth client the user gives with one MCP server: an authorization server that offers neither
 //! registration nor Client ID Metadata Documents (the Python SDK's auth support with registration
 //! turned off, promptgate registered there by hand) is connected with the user's client id and
-//! secret, the secret sent the way the client was registered (HTTP Basic), and never shown again.
+//! secret, which is never shown again.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -17,7 +17,7 @@ const CLIENT_ID: &str = "promptgate-by-hand";
 const CLIENT_SECRET: &str = "hand-made secret";
 
 /// Registers promptgate with the peer's authorization server by hand, as a confidential client
-/// that authenticates with HTTP Basic.
+/// that sends its secret in the form (the peer lists both methods; promptgate takes the form then).
 async fn register_by_hand(url: &str) {
     let answer = reqwest::Client::new()
         .post(url.replace("/mcp", "/test/clients"))
@@ -25,7 +25,7 @@ async fn register_by_hand(url: &str) {
             "client_id": CLIENT_ID,
             "client_secret": CLIENT_SECRET,
             "redirect_uri": "http://gw.test/v1/mcp-servers/oauth/callback",
-            "token_endpoint_auth_method": "client_secret_basic",
+            "token_endpoint_auth_method": "client_secret_post",
         }))
         .send()
         .await

@@ -45,7 +45,9 @@ pub fn filter(spec: Option<&str>) -> EnvFilter {
 /// or JSON, and everything goes to stderr. With `telemetry` on, the trace exporter's layer is
 /// installed beside the log output (see [`crate::telemetry`]); otherwise there is no such layer.
 pub fn init(telemetry: Option<&TelemetryConfig>) {
-    let filter = filter(std::env::var("PROMPTGATE_LOG").ok().as_deref());
+    let spec = std::env::var("PROMPTGATE_LOG").ok();
+    let names_spans = spec.as_deref().is_some_and(names_spans);
+    let filter = filter(spec.as_deref());
     // JSON for log collectors; text for people, coloured only when a terminal shows it (escape codes
     // in a file or a collector are noise).
     let format = std::env::var("PROMPTGATE_LOG_FORMAT").unwrap_or_default();
@@ -56,8 +58,18 @@ pub fn init(telemetry: Option<&TelemetryConfig>) {
         .map(crate::telemetry::provider);
     match provider {
         Some(Ok(provider)) => {
+            let log_output = log_layer(json).with_filter(filter);
+            // The log output writes no line when a span is entered or left, and its filter needs
+            // to see those only for directives scoped to spans; without such directives it is
+            // spared them, which otherwise cost a lookup of the span on every poll of every
+            // exported span's future (docs/benchmarks.md).
+            let log_output = if names_spans {
+                log_output.boxed()
+            } else {
+                crate::telemetry_polls::WithoutPolls(log_output).boxed()
+            };
             let installed = tracing_subscriber::registry()
-                .with(log_layer(json).with_filter(filter))
+                .with(log_output)
                 .with(crate::telemetry::layer(&provider, capture_content))
                 .try_init();
             // Only one subscriber per process; a second call keeps the first and exports nothing.
@@ -82,6 +94,12 @@ pub fn init(telemetry: Option<&TelemetryConfig>) {
     if !json && !format.is_empty() && !format.eq_ignore_ascii_case("text") {
         tracing::warn!(value = %format, "PROMPTGATE_LOG_FORMAT is neither json nor text; writing text");
     }
+}
+
+/// Whether a `PROMPTGATE_LOG` value has directives scoped to spans (`target[span{field}]=level`),
+/// for which the filter follows span entries and exits.
+fn names_spans(spec: &str) -> bool {
+    spec.contains('[')
 }
 
 /// The log output as a layer, for a subscriber that also exports traces.

@@ -8,6 +8,10 @@
 //! timing off the exporter does nothing on enter, and a span with no noted end ends when it closes,
 //! which for these spans is when their future is done. So the wrapper simply does not pass enters
 //! and exits on; every other call goes through unchanged.
+//!
+//! The log output, beside the exporter, has a per-layer filter too, and pays the same lookup on
+//! every enter and exit of every exported span (to find that it does not log them). It is wrapped
+//! as well, unless its filter has directives scoped to spans (see `logging::init`).
 
 use std::any::TypeId;
 

@@ -106,6 +106,9 @@ pub(super) struct Turn {
     pub(super) citations: Vec<Citation>,
     /// Set once a part's citations were checked.
     pub(super) citation_counts: Option<CitationCounts>,
+    /// The span of the model call under way: current only while a request to the upstream is
+    /// opened (see `failover::first_event`), not on every frame of its answer.
+    pub(super) chat_span: tracing::Span,
 }
 
 impl Turn {
@@ -177,6 +180,7 @@ impl Turn {
             text_parts: 0,
             citations: Vec::new(),
             citation_counts: None,
+            chat_span: tracing::Span::none(),
         }
     }
 
@@ -523,10 +527,9 @@ impl Turn {
         if capturing {
             span_content::record_request(&chat, &request.messages);
         }
-        let streamed = self
-            .stream_step(request, &mut state)
-            .instrument(chat.clone())
-            .await;
+        self.chat_span = chat.clone();
+        let streamed = self.stream_step(request, &mut state).await;
+        self.chat_span = tracing::Span::none();
         let failure = match &streamed {
             Err(Interrupt::Failed(err)) => Some(err),
             _ => None,

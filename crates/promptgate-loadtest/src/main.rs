@@ -162,17 +162,8 @@ fn seconds(value: f64, flag: &str) -> anyhow::Result<Duration> {
 
 async fn drive(cli: Cli) -> anyhow::Result<()> {
     let scenarios = if cli.scenarios.is_empty() {
-        let mut all = vec![
-            Scenario::FacadeJson,
-            Scenario::FacadeStream,
-            Scenario::ResponsesJson,
-            Scenario::ResponsesStream,
-            Scenario::MessagesJson,
-            Scenario::MessagesStream,
-            Scenario::SendSqlite,
-            Scenario::Capacity,
-            Scenario::HeldTurns,
-        ];
+        let mut all = Scenario::COMPARED_ON_SQLITE.to_vec();
+        all.extend([Scenario::Capacity, Scenario::HeldTurns]);
         if cli.postgres_url.is_some() {
             all.extend([Scenario::SendPostgres, Scenario::SendPostgresTwo]);
         }

@@ -58,6 +58,18 @@ pub enum Scenario {
 }
 
 impl Scenario {
+    /// The scenarios compared with the direct upstream on one SQLite gateway (which the capacity
+    /// probe reuses).
+    pub const COMPARED_ON_SQLITE: [Scenario; 7] = [
+        Scenario::FacadeJson,
+        Scenario::FacadeStream,
+        Scenario::ResponsesJson,
+        Scenario::ResponsesStream,
+        Scenario::MessagesJson,
+        Scenario::MessagesStream,
+        Scenario::SendSqlite,
+    ];
+
     pub fn label(self) -> &'static str {
         match self {
             Scenario::FacadeJson => "facade JSON",
@@ -371,21 +383,11 @@ pub async fn run(options: &Options) -> Result<Report, LoadError> {
         ..Report::default()
     };
 
-    // Compared with the direct upstream on one SQLite gateway, which the capacity probe reuses.
-    let compared_on_sqlite = [
-        Scenario::FacadeJson,
-        Scenario::FacadeStream,
-        Scenario::ResponsesJson,
-        Scenario::ResponsesStream,
-        Scenario::MessagesJson,
-        Scenario::MessagesStream,
-        Scenario::SendSqlite,
-    ];
-    if compared_on_sqlite.iter().any(|s| wants(*s)) || wants(Scenario::Capacity) {
+    if Scenario::COMPARED_ON_SQLITE.iter().any(|s| wants(*s)) || wants(Scenario::Capacity) {
         let gateway = GatewayProcess::start(&http, &upstream.base_url(), None, &options.gateway).await?;
         let idle_at_start = gateway.memory();
         tracing::info!(pid = gateway.pid(), "gateway on SQLite is ready");
-        for scenario in compared_on_sqlite {
+        for scenario in Scenario::COMPARED_ON_SQLITE {
             if wants(scenario) {
                 let (direct, through) = targets(scenario, &direct_url, &gateway)?;
                 report

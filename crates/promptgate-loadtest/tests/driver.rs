@@ -199,6 +199,13 @@ fn table_row(stdout: &str, prefix: &str) -> Vec<String> {
         .collect()
 }
 
+/// Asserts that the report's row starting with `prefix` answered all ten requests without an error.
+fn assert_ten_answered(stdout: &str, prefix: &str) {
+    let cells = table_row(stdout, prefix);
+    assert_eq!(cells[5], "10", "every request answered: {cells:?}");
+    assert_eq!(cells[6], "0", "no errors: {cells:?}");
+}
+
 /// Runs the driver binary without Postgres and returns its report; it must succeed.
 fn run_binary(args: &[&str]) -> String {
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_promptgate-loadtest"))
@@ -239,9 +246,7 @@ fn the_binary_measures_the_facade_and_a_send_through_a_real_gateway() {
     ]);
     for scenario in ["facade JSON", "send, SQLite"] {
         for path in ["direct", "gateway"] {
-            let cells = table_row(&stdout, &format!("| {scenario} | {path} |"));
-            assert_eq!(cells[5], "10", "every request answered: {cells:?}");
-            assert_eq!(cells[6], "0", "no errors: {cells:?}");
+            assert_ten_answered(&stdout, &format!("| {scenario} | {path} |"));
         }
     }
     assert!(stdout.contains("Added by the gateway"), "{stdout}");
@@ -307,9 +312,7 @@ fn measures_every_request_whole_and_streamed(api: &str) {
     ]);
     for scenario in [format!("{api} JSON"), format!("{api} stream")] {
         for path in ["direct", "gateway"] {
-            let cells = table_row(&stdout, &format!("| {scenario} | {path} |"));
-            assert_eq!(cells[5], "10", "every request answered: {cells:?}");
-            assert_eq!(cells[6], "0", "no errors: {cells:?}");
+            assert_ten_answered(&stdout, &format!("| {scenario} | {path} |"));
         }
     }
 }
@@ -451,9 +454,7 @@ fn the_bare_proxy_stands_in_for_the_gateway_on_the_facade() {
         "{stdout}"
     );
     for scenario in ["facade JSON", "facade stream"] {
-        let cells = table_row(&stdout, &format!("| {scenario} | gateway |"));
-        assert_eq!(cells[5], "10", "every request answered: {cells:?}");
-        assert_eq!(cells[6], "0", "no errors: {cells:?}");
+        assert_ten_answered(&stdout, &format!("| {scenario} | gateway |"));
     }
 }
 

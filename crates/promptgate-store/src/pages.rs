@@ -55,11 +55,7 @@ impl Store {
             .fetch_all(&self.pool)
             .observed("pages.list_threads_page")
             .await?;
-        let threads = rows
-            .iter()
-            .map(|r| thread_from(r, 0))
-            .collect::<Result<Vec<_>>>()?;
-        Ok(Page::of(threads, limit))
+        threads_page(&rows, limit)
     }
 
     /// Up to `limit` messages of the thread before position `before` (from the newest when absent),
@@ -175,6 +171,16 @@ impl Store {
 }
 
 /// A message with only what decides the conversation (position, id, role); the rest stays empty.
+/// A page of threads from `rows` (thread columns first), which hold one more than `limit` when a
+/// next page exists.
+pub(crate) fn threads_page(rows: &[sqlx::any::AnyRow], limit: u32) -> Result<Page<Thread>> {
+    let threads = rows
+        .iter()
+        .map(|r| thread_from(r, 0))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Page::of(threads, limit))
+}
+
 fn outline_entry(thread_id: &str, seq: i64, id: String, role: &str) -> Result<Message> {
     Ok(Message {
         id,

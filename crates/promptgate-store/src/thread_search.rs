@@ -10,7 +10,7 @@
 use crate::connect::{Backend, Store};
 use crate::error::Result;
 use crate::observed::Observed;
-use crate::projects::thread_from;
+use crate::pages::threads_page;
 use crate::search::{fts5_match, pg_rank_tsquery, pg_tsquery, query_words};
 use crate::types::{Page, Thread};
 
@@ -89,11 +89,7 @@ impl Store {
             .fetch_all(&self.pool)
             .observed("thread_search.search_threads")
             .await?;
-        let threads = rows
-            .iter()
-            .map(|r| thread_from(r, 0))
-            .collect::<Result<Vec<_>>>()?;
-        Ok(Page::of(threads, limit))
+        threads_page(&rows, limit)
     }
 }
 

@@ -79,22 +79,7 @@ impl Store {
     /// Issues a new API token for the user and returns its plaintext; only its SHA-256 is stored, so
     /// this is the one moment it can be shown.
     pub async fn issue_token(&self, user_id: &str) -> Result<String> {
-        let token = new_secret();
-        let inserted = sqlx::query(
-            "INSERT INTO api_tokens (token_hash, user_id, created_at, id) \
-             SELECT $1, id, $2, $4 FROM users WHERE id = $3",
-        )
-        .bind(token_hash(&token))
-        .bind(self.now_ms())
-        .bind(user_id)
-        .bind(new_key_id())
-        .execute(&self.pool)
-        .observed("users.issue_token")
-        .await?;
-        if inserted.rows_affected() == 0 {
-            return Err(StoreError::NotFound);
-        }
-        Ok(token)
+        insert_token(&self.pool, user_id, self.now_ms(), "users.issue_token").await
     }
 
     /// The user a bearer token belongs to; `None` for any token we did not issue, an expired one,
@@ -176,7 +161,6 @@ impl Store {
 
     /// Replaces every token of the user with one new token, at once: no moment with both or neither.
     pub async fn rotate_token(&self, user_id: &str) -> Result<String> {
-        let token = new_secret();
         let mut tx = self.pool.begin().observed("transaction.begin").await?;
         forget_key_budgets(&mut tx, user_id).await?;
         sqlx::query("DELETE FROM api_tokens WHERE user_id = $1")
@@ -184,23 +168,34 @@ impl Store {
             .execute(&mut *tx)
             .observed("users.rotate_token")
             .await?;
-        let inserted = sqlx::query(
-            "INSERT INTO api_tokens (token_hash, user_id, created_at, id) \
-             SELECT $1, id, $2, $4 FROM users WHERE id = $3",
-        )
-        .bind(token_hash(&token))
-        .bind(self.now_ms())
-        .bind(user_id)
-        .bind(new_key_id())
-        .execute(&mut *tx)
-        .observed("users.rotate_token")
-        .await?;
-        if inserted.rows_affected() == 0 {
-            return Err(StoreError::NotFound);
-        }
+        let token = insert_token(&mut *tx, user_id, self.now_ms(), "users.rotate_token").await?;
         tx.commit().observed("transaction.commit").await?;
         Ok(token)
     }
+}
+
+/// Stores a new token of `user_id` (its hash) and returns its plaintext; `NotFound` when there is
+/// no such user.
+async fn insert_token<'e, E>(executor: E, user_id: &str, now: i64, label: &'static str) -> Result<String>
+where
+    E: sqlx::Executor<'e, Database = sqlx::Any>,
+{
+    let token = new_secret();
+    let inserted = sqlx::query(
+        "INSERT INTO api_tokens (token_hash, user_id, created_at, id) \
+         SELECT $1, id, $2, $4 FROM users WHERE id = $3",
+    )
+    .bind(token_hash(&token))
+    .bind(now)
+    .bind(user_id)
+    .bind(new_key_id())
+    .execute(executor)
+    .observed(label)
+    .await?;
+    if inserted.rows_affected() == 0 {
+        return Err(StoreError::NotFound);
+    }
+    Ok(token)
 }
 
 /// Drops the limits and spending of every key of the user, whose keys are about to go.

@@ -106,18 +106,7 @@ async fn users_create_prints_a_token_that_authenticates() {
     common::init();
     let dir = std::env::temp_dir().join(format!("promptgate-users-{}", std::process::id()));
     let db = format!("sqlite://{}/gw.db?mode=rwc", dir.display());
-    let out = promptgate()
-        .args(["users", "create", "ada"])
-        .env("DATABASE_URL", &db)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let stdout = String::from_utf8(out.stdout).unwrap();
-    let token = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("token: "))
-        .unwrap_or_else(|| panic!("no token line in {stdout:?}"))
-        .to_owned();
+    let token = token_in(&users_cmd_in(&db, None, &["create", "ada"]));
 
     let (_server, base) = serve_ready(&db, |cmd| {
         cmd.env("PROMPTGATE_AUTH_MODE", "tokens");
@@ -598,13 +587,18 @@ fn config_mistakes_are_refused_at_start_with_a_reason() {
 
 /// Runs `promptgate users ARGS...` in tokens mode on `db` and returns its output.
 fn users_cmd(db: &str, args: &[&str]) -> String {
-    let out = promptgate()
-        .arg("users")
-        .args(args)
-        .env("DATABASE_URL", db)
-        .env("PROMPTGATE_AUTH_MODE", "tokens")
-        .output()
-        .unwrap();
+    users_cmd_in(db, Some("tokens"), args)
+}
+
+/// Runs `promptgate users ARGS...` on `db` in auth `mode` (`None`: the default) and returns its
+/// output; a failure fails the test with what the command wrote.
+fn users_cmd_in(db: &str, mode: Option<&str>, args: &[&str]) -> String {
+    let mut cmd = promptgate();
+    cmd.arg("users").args(args).env("DATABASE_URL", db);
+    if let Some(mode) = mode {
+        cmd.env("PROMPTGATE_AUTH_MODE", mode);
+    }
+    let out = cmd.output().unwrap();
     assert!(
         out.status.success(),
         "{args:?}: {}",
@@ -677,13 +671,7 @@ async fn users_list_rotate_and_revoke_change_which_tokens_a_running_server_accep
 fn users_create_in_single_user_mode_says_the_token_is_not_used() {
     let dir = std::env::temp_dir().join(format!("promptgate-single-{}", std::process::id()));
     let db = format!("sqlite://{}/gw.db?mode=rwc", dir.display());
-    let out = promptgate()
-        .args(["users", "create", "ada"])
-        .env("DATABASE_URL", &db)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stdout = users_cmd_in(&db, None, &["create", "ada"]);
     assert!(stdout.contains("single_user mode"), "{stdout}");
     assert!(stdout.contains("auth.mode = \"tokens\""), "{stdout}");
     let _ = std::fs::remove_dir_all(&dir);

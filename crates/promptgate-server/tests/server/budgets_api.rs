@@ -82,11 +82,10 @@ async fn a_budget_stops_the_next_send(backend: Backend) {
     let ada_id = user_id(&a, &ada).await;
     let period_secs = 4;
     let (status, budget) = a
-        .call(
-            Method::PUT,
+        .put_as(
             &format!("/v1/admin/users/{ada_id}/budget"),
-            Some(json!({"period_tokens": 16, "period_secs": period_secs})),
-            Some(&admin),
+            json!({"period_tokens": 16, "period_secs": period_secs}),
+            &admin,
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{budget}");
@@ -134,11 +133,10 @@ async fn a_budget_stops_the_next_send(backend: Backend) {
     );
     assert!((1..=period_secs as u64).contains(&retry_after(&third)));
     let (status, err) = a
-        .call(
-            Method::POST,
+        .post_as(
             "/v1/chat/completions",
-            Some(json!({"model": "scripted", "messages": [{"role": "user", "content": "hi"}]})),
-            Some(&ada),
+            json!({"model": "scripted", "messages": [{"role": "user", "content": "hi"}]}),
+            &ada,
         )
         .await;
     assert_eq!(
@@ -187,13 +185,8 @@ const PRICED: &str = "[[prices]]\nmodel = \"scripted\"\ninput = 100000.0\noutput
      [[models]]\nid = \"unpriced\"\nname = \"Unpriced\"\nprovider = \"scripted\"\nupstream_model = \"m\"\n";
 
 async fn send_to(gw: &Gateway, token: &str, thread: &str, model: &str) -> (StatusCode, Value) {
-    gw.call(
-        Method::POST,
-        "/v1/chat",
-        Some(use_chat_body(thread, "hi", model)),
-        Some(token),
-    )
-    .await
+    gw.post_as("/v1/chat", use_chat_body(thread, "hi", model), token)
+        .await
 }
 
 async fn a_money_budget_stops_the_next_send(backend: Backend) {
@@ -207,25 +200,17 @@ async fn a_money_budget_stops_the_next_send(backend: Backend) {
     let ada_id = user_id(&a, &ada).await;
     let period_secs = 4;
     let path = format!("/v1/admin/users/{ada_id}/budget");
-    let (status, err) = a
-        .call(
-            Method::PUT,
-            &path,
-            Some(json!({"period_cost": 1.6})),
-            Some(&admin),
-        )
-        .await;
+    let (status, err) = a.put_as(&path, json!({"period_cost": 1.6}), &admin).await;
     assert_eq!(
         (status, error_code(&err)),
         (StatusCode::UNPROCESSABLE_ENTITY, "invalid_body"),
         "a money budget needs its period"
     );
     let (status, budget) = a
-        .call(
-            Method::PUT,
+        .put_as(
             &path,
-            Some(json!({"period_cost": 1.6, "period_secs": period_secs})),
-            Some(&admin),
+            json!({"period_cost": 1.6, "period_secs": period_secs}),
+            &admin,
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{budget}");
@@ -288,11 +273,10 @@ async fn a_money_budget_stops_the_next_send(backend: Backend) {
     );
     assert!((1..=period_secs as u64).contains(&retry_after(&third)));
     let (status, err) = b
-        .call(
-            Method::POST,
+        .post_as(
             "/v1/messages",
-            Some(json!({"model": "scripted", "max_tokens": 100, "messages": [{"role": "user", "content": "hi"}]})),
-            Some(&ada),
+            json!({"model": "scripted", "max_tokens": 100, "messages": [{"role": "user", "content": "hi"}]}),
+            &ada,
         )
         .await;
     assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{err}");
@@ -319,46 +303,18 @@ async fn a_key_limit_holds_across_instances(backend: Backend) {
         admin,
         ada,
     } = pair(backend).await;
-    let (status, key) = a
-        .call(
-            Method::POST,
-            "/v1/keys",
-            Some(json!({"name": "script"})),
-            Some(&ada),
-        )
-        .await;
+    let (status, key) = a.post_as("/v1/keys", json!({"name": "script"}), &ada).await;
     assert_eq!(status, StatusCode::CREATED);
     let (key_id, secret) = (key["id"].as_str().unwrap(), key["secret"].as_str().unwrap());
     let path = format!("/v1/admin/keys/{key_id}/budget");
-    let (status, err) = a
-        .call(
-            Method::PUT,
-            &path,
-            Some(json!({"tokens_per_minute": 10})),
-            Some(&ada),
-        )
-        .await;
+    let (status, err) = a.put_as(&path, json!({"tokens_per_minute": 10}), &ada).await;
     assert_eq!((status, error_code(&err)), (StatusCode::FORBIDDEN, "admin_only"));
-    let (status, err) = a
-        .call(
-            Method::PUT,
-            &path,
-            Some(json!({"tokens_per_minute": 0})),
-            Some(&admin),
-        )
-        .await;
+    let (status, err) = a.put_as(&path, json!({"tokens_per_minute": 0}), &admin).await;
     assert_eq!(
         (status, error_code(&err)),
         (StatusCode::UNPROCESSABLE_ENTITY, "invalid_body")
     );
-    let (status, budget) = a
-        .call(
-            Method::PUT,
-            &path,
-            Some(json!({"tokens_per_minute": 10})),
-            Some(&admin),
-        )
-        .await;
+    let (status, budget) = a.put_as(&path, json!({"tokens_per_minute": 10}), &admin).await;
     assert_eq!(status, StatusCode::OK, "{budget}");
     let (_, read) = b.call(Method::GET, &path, None, Some(&admin)).await;
     assert_eq!(read["tokens_per_minute"], 10);
@@ -392,12 +348,7 @@ impl Gateway {
     async fn stored_messages_as(&self, thread: &str, expected: usize, token: &str) -> Value {
         for _ in 0..200 {
             let (_, messages) = self
-                .call(
-                    Method::GET,
-                    &format!("/v1/threads/{thread}/messages"),
-                    None,
-                    Some(token),
-                )
+                .get_as(&format!("/v1/threads/{thread}/messages"), token)
                 .await;
             if messages
                 .as_array()
@@ -445,14 +396,7 @@ async fn no_limits_cost_no_budget_read_until_one_is_set(backend: Backend) {
     assert_eq!(budget_reads(b).await, 0.0, "no budget is read for ada");
 
     let path = format!("/v1/admin/users/{}/budget", user_id(&a, &ada).await);
-    let (status, body) = a
-        .call(
-            Method::PUT,
-            &path,
-            Some(json!({"tokens_per_minute": 10})),
-            Some(&admin),
-        )
-        .await;
+    let (status, body) = a.put_as(&path, json!({"tokens_per_minute": 10}), &admin).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     with_window_left(60_000, 20_000).await;
     // The other instance learns of the change from the database's notification, moments later:

@@ -142,16 +142,13 @@ async fn a_second_send_while_a_turn_runs_is_refused_with_409() {
     let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
     upstream.push(promptgate_llm::scripted::Script::new().hang());
     let first = send_until_upstream_called(&gw, &upstream, "busy", "one").await;
-    let res = gw
-        .http
-        .post(gw.url("/v1/chat"))
-        .json(&use_chat_body("busy", "two", "scripted"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::CONFLICT);
-    let body: Value = res.json().await.unwrap();
-    assert_eq!(error_code(&body), "turn_in_progress");
+    let (status, body) = gw
+        .post("/v1/chat", use_chat_body("busy", "two", "scripted"))
+        .await;
+    assert_eq!(
+        (status, error_code(&body)),
+        (StatusCode::CONFLICT, "turn_in_progress")
+    );
     gw.post("/v1/chat/busy/stop", json!({})).await;
     let _ = first.await;
     let stored = gw.stored_messages("busy", 2).await;
@@ -173,16 +170,13 @@ async fn past_the_limit_of_turns_in_flight_a_send_gets_503_and_nothing_is_stored
     // sends never reach it.
     upstream.push(promptgate_llm::scripted::Script::new().hang());
     let first = send_until_upstream_called(&gw, &upstream, "long", "one").await;
-    let res = gw
-        .http
-        .post(gw.url("/v1/chat"))
-        .json(&use_chat_body("other", "two", "scripted"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
-    let body: Value = res.json().await.unwrap();
-    assert_eq!(error_code(&body), "overloaded");
+    let (status, body) = gw
+        .post("/v1/chat", use_chat_body("other", "two", "scripted"))
+        .await;
+    assert_eq!(
+        (status, error_code(&body)),
+        (StatusCode::SERVICE_UNAVAILABLE, "overloaded")
+    );
     let (status, body) = gw
         .post(
             "/v1/chat/completions",
@@ -724,14 +718,7 @@ async fn another_user_cannot_follow_a_running_turn() {
         .await
         .unwrap();
     assert_eq!(as_bob.status(), StatusCode::OK, "the owner can follow it");
-    let (status, _) = gw
-        .call(
-            reqwest::Method::POST,
-            "/v1/chat/bobs/stop",
-            Some(json!({})),
-            Some(&bob),
-        )
-        .await;
+    let (status, _) = gw.post_as("/v1/chat/bobs/stop", json!({}), &bob).await;
     assert_eq!(status, StatusCode::OK);
     let followed = common::parse_sse(StatusCode::OK, Default::default(), &as_bob.text().await.unwrap());
     assert_eq!(followed.types().first(), Some(&"start"));

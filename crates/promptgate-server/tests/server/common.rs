@@ -239,6 +239,26 @@ impl Gateway {
         self.call(Method::DELETE, path, None, None).await
     }
 
+    /// [`Self::get`] as the user of bearer `token`.
+    pub async fn get_as(&self, path: &str, token: &str) -> (StatusCode, Value) {
+        self.call(Method::GET, path, None, Some(token)).await
+    }
+
+    /// [`Self::post`] as the user of bearer `token`.
+    pub async fn post_as(&self, path: &str, body: Value, token: &str) -> (StatusCode, Value) {
+        self.call(Method::POST, path, Some(body), Some(token)).await
+    }
+
+    /// [`Self::put`] as the user of bearer `token`.
+    pub async fn put_as(&self, path: &str, body: Value, token: &str) -> (StatusCode, Value) {
+        self.call(Method::PUT, path, Some(body), Some(token)).await
+    }
+
+    /// [`Self::delete`] as the user of bearer `token`.
+    pub async fn delete_as(&self, path: &str, token: &str) -> (StatusCode, Value) {
+        self.call(Method::DELETE, path, None, Some(token)).await
+    }
+
     /// A raw request with an arbitrary body and content type (for malformed input).
     pub async fn raw(
         &self,

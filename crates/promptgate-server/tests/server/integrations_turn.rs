@@ -20,7 +20,7 @@ use common::{Backend, Gateway, error_code, scripted_config, use_chat_body};
 use promptgate_core::settings::IntegrationProvider;
 use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
 use promptgate_server::config::{AuthMode, Env, IntegrationsConfig, OAuthEntry};
-use reqwest::{Method as ClientMethod, StatusCode, Url};
+use reqwest::{StatusCode, Url};
 use serde_json::{Value, json};
 
 /// 32 bytes of 0x07, base64.
@@ -658,12 +658,7 @@ async fn with_tokens_the_state_names_the_user_who_authorized() {
     let (status, _) = gw.get("/v1/integrations/google/authorize").await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     let (status, body) = gw
-        .call(
-            ClientMethod::GET,
-            "/v1/integrations/google/authorize",
-            None,
-            Some(alice.as_str()),
-        )
+        .get_as("/v1/integrations/google/authorize", alice.as_str())
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let url = Url::parse(body["authorization_url"].as_str().unwrap()).unwrap();
@@ -681,23 +676,9 @@ async fn with_tokens_the_state_names_the_user_who_authorized() {
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
 
-    let (_, view) = gw
-        .call(
-            ClientMethod::GET,
-            "/v1/integrations/google",
-            None,
-            Some(alice.as_str()),
-        )
-        .await;
+    let (_, view) = gw.get_as("/v1/integrations/google", alice.as_str()).await;
     assert_eq!(view["connected"], true);
-    let (_, view) = gw
-        .call(
-            ClientMethod::GET,
-            "/v1/integrations/google",
-            None,
-            Some(bob.as_str()),
-        )
-        .await;
+    let (_, view) = gw.get_as("/v1/integrations/google", bob.as_str()).await;
     assert_eq!(
         view["connected"], false,
         "only the user who authorized is connected"

@@ -87,16 +87,13 @@ async fn a_second_send_to_a_busy_thread_is_refused(backend: Backend) {
             .hang(),
     );
     let first = common::send_until_upstream_called(&gw, &upstream, "busy", "First").await;
-    let res = gw
-        .http
-        .post(gw.url("/v1/chat"))
-        .json(&use_chat_body("busy", "Second", "scripted"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::CONFLICT);
-    let body: Value = res.json().await.unwrap();
-    assert_eq!(error_code(&body), "turn_in_progress");
+    let (status, body) = gw
+        .post("/v1/chat", use_chat_body("busy", "Second", "scripted"))
+        .await;
+    assert_eq!(
+        (status, error_code(&body)),
+        (StatusCode::CONFLICT, "turn_in_progress")
+    );
     assert_eq!(upstream.calls(), 1, "the refused send must not reach the model");
 
     let (_, stopped) = gw.post("/v1/chat/busy/stop", json!({})).await;

@@ -29,21 +29,15 @@ async fn users_only_ever_see_their_own_rows(backend: Backend) {
     assert_eq!(status, StatusCode::UNAUTHORIZED);
 
     let (status, thread) = gw
-        .call(
-            Method::POST,
+        .post_as(
             "/v1/threads",
-            Some(json!({"id": "alice-chat", "title": "Plans"})),
-            Some(&alice),
+            json!({"id": "alice-chat", "title": "Plans"}),
+            &alice,
         )
         .await;
     assert_eq!(status, StatusCode::CREATED, "{thread}");
-    gw.call(
-        Method::PUT,
-        "/v1/settings",
-        Some(json!({"preferred_name": "Alice"})),
-        Some(&alice),
-    )
-    .await;
+    gw.put_as("/v1/settings", json!({"preferred_name": "Alice"}), &alice)
+        .await;
 
     // Bob sees none of it, and cannot touch it.
     let (status, err) = gw

@@ -376,14 +376,7 @@ async fn token_for(gw: &Gateway, name: &str) -> String {
 }
 
 async fn items_page(gw: &Gateway, path: &str, token: &str, query: &str) -> Value {
-    let (status, body) = gw
-        .call(
-            Method::GET,
-            &format!("{path}/input_items{query}"),
-            None,
-            Some(token),
-        )
-        .await;
+    let (status, body) = gw.get_as(&format!("{path}/input_items{query}"), token).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     body
 }
@@ -409,11 +402,10 @@ async fn kept_responses_belong_to_their_user_and_page_their_input_items() {
         .map(|i| json!({"type": "message", "role": "user", "content": format!("part {i}")}))
         .collect();
     let (status, kept) = gw
-        .call(
-            Method::POST,
+        .post_as(
             "/v1/responses",
-            Some(json!({"model": "scripted", "input": input})),
-            Some(&alice),
+            json!({"model": "scripted", "input": input}),
+            &alice,
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{kept}");
@@ -447,14 +439,7 @@ async fn kept_responses_belong_to_their_user_and_page_their_input_items() {
         ["part 0", "part 1", "part 2", "part 3", "part 4"]
     );
     assert_eq!(oldest["has_more"], false);
-    let (status, err) = gw
-        .call(
-            Method::GET,
-            &format!("{path}/input_items?limit=0"),
-            None,
-            Some(&alice),
-        )
-        .await;
+    let (status, err) = gw.get_as(&format!("{path}/input_items?limit=0"), &alice).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{err}");
 
     let (status, _) = gw.call(Method::DELETE, &path, None, Some(&alice)).await;

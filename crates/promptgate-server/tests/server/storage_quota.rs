@@ -64,27 +64,13 @@ async fn a_user_at_the_thread_limit_is_refused_and_nothing_is_written(backend: B
     let (gw, _upstream) = gateway(backend, AuthMode::Tokens, "max_threads = 2").await;
     let alice = token_for(&gw, "Alice").await;
     let bob = token_for(&gw, "Bob").await;
-    let (status, body) = gw
-        .call(
-            Method::POST,
-            "/v1/threads",
-            Some(json!({"id": "a1"})),
-            Some(&alice),
-        )
-        .await;
+    let (status, body) = gw.post_as("/v1/threads", json!({"id": "a1"}), &alice).await;
     assert!(status.is_success(), "{body}");
     assert_eq!(send(&gw, &alice, "a2").await.0, StatusCode::OK);
 
     let (status, body) = send(&gw, &alice, "a3").await;
     assert_quota_exceeded(status, &body);
-    let (status, body) = gw
-        .call(
-            Method::POST,
-            "/v1/threads",
-            Some(json!({"id": "a4"})),
-            Some(&alice),
-        )
-        .await;
+    let (status, body) = gw.post_as("/v1/threads", json!({"id": "a4"}), &alice).await;
     assert_quota_exceeded(status, &body);
     assert_eq!(thread_ids(&gw, &alice).await, ["a1", "a2"], "nothing was written");
     let (status, _) = gw

@@ -64,7 +64,13 @@ impl Store {
                 // of the statement, when the thread row from the WITH clause is there. The title's
                 // search terms are given to the messages here: the trigger that copies them from the
                 // thread runs before that row is there.
-                let insert = rows.insert("(SELECT user_id, id, 0 AS base FROM t) s", "$3", 6, Some("$5"));
+                let insert = rows.insert(
+                    Backend::Postgres,
+                    "(SELECT user_id, id, 0 AS base FROM t) s",
+                    "$3",
+                    6,
+                    Some("$5"),
+                );
                 let query = sqlx::query(sqlx::AssertSqlSafe(format!(
                     "WITH t AS (INSERT INTO threads ({THREAD_INSERT_COLS}) \
                      SELECT id, $2, NULL, $4, $5, $3, $3 FROM users WHERE id = $1 \
@@ -99,7 +105,13 @@ impl Store {
                 .await
                 .map_err(conflict)?;
                 one_row(created.rows_affected())?;
-                let insert = rows.insert("(SELECT $1 AS user_id, $2 AS id, 0 AS base) s", "$3", 4, None);
+                let insert = rows.insert(
+                    Backend::Sqlite,
+                    "(SELECT $1 AS user_id, $2 AS id, 0 AS base) s",
+                    "$3",
+                    4,
+                    None,
+                );
                 let query = sqlx::query(sqlx::AssertSqlSafe(insert))
                     .bind(user)
                     .bind(&thread.id)

@@ -327,6 +327,67 @@ pub async fn postgres_thread_search_generic_plan(store: &Store, user: &str, quer
     postgres_generic_plan(store, &sql, "text, text, bigint, bigint, text", &params).await
 }
 
+/// The statement that appends a user message with id `message_id` to `thread`, as the store runs
+/// it, with the literals of its parameters in order.
+fn append_statement(store: &Store, user: &str, thread: &str, message_id: &str) -> (String, Vec<String>) {
+    let new = crate::types::NewMessage {
+        id: Some(message_id.to_owned()),
+        thread_id: thread.to_owned(),
+        role: crate::types::Role::User,
+        parts: serde_json::json!([{"type": "text", "text": "Is it raining?"}]),
+        metadata: serde_json::json!({}),
+        status: None,
+    };
+    let messages = [new];
+    let rows = crate::messages::MessageRows::of(&messages).expect("a message row");
+    let sql = rows.insert(store.backend(), crate::messages::APPEND_SOURCE, "$3", 4, None);
+    let literal = |s: &str| format!("'{}'", s.replace('\'', "''"));
+    let params = vec![
+        literal(user),
+        literal(thread),
+        "0".to_owned(),
+        literal(message_id),
+        literal("user"),
+        literal("[]"),
+        literal("{}"),
+        "NULL".to_owned(),
+        literal("Is it raining?"),
+        literal("is it raining"),
+    ];
+    (sql, params)
+}
+
+/// How SQLite would append a user message with id `message_id` to `thread`: its `EXPLAIN QUERY
+/// PLAN`, one line per step. (On Postgres, see [`postgres_append_generic_plan`].)
+pub async fn append_plan(store: &Store, user: &str, thread: &str, message_id: &str) -> Vec<String> {
+    use crate::connect::Backend;
+    use crate::util::Cols;
+    assert_eq!(store.backend(), Backend::Sqlite, "SQLite's query plan");
+    let (sql, params) = append_statement(store, user, thread, message_id);
+    let mut explained = format!("EXPLAIN QUERY PLAN {sql}");
+    // Numbered parameters bound as literals, highest first so `$1` does not eat `$10`.
+    for (at, value) in params.iter().enumerate().rev() {
+        explained = explained.replace(&format!("${}", at + 1), value);
+    }
+    let rows = sqlx::query(sqlx::AssertSqlSafe(explained))
+        .fetch_all(&store.pool)
+        .await
+        .expect("explain the append");
+    rows.iter().map(|r| r.text(3).expect("plan detail")).collect()
+}
+
+/// The generic plan of appending a user message with id `message_id` to `thread` on Postgres.
+pub async fn postgres_append_generic_plan(
+    store: &Store,
+    user: &str,
+    thread: &str,
+    message_id: &str,
+) -> Vec<PlanNode> {
+    let (sql, params) = append_statement(store, user, thread, message_id);
+    let types = "text, text, bigint, text, text, text, text, text, text, text";
+    postgres_generic_plan(store, &sql, types, &params).await
+}
+
 fn flatten_plan(node: &serde_json::Value, parent_alias: Option<&str>, out: &mut Vec<PlanNode>) {
     let field = |name: &str| node.get(name).and_then(|v| v.as_str()).map(str::to_owned);
     let this = PlanNode {

@@ -86,9 +86,18 @@ pub(super) async fn read(
                 record,
             });
         };
-        let older = store.thread_messages_before(user, thread, oldest, page, true);
+        // Above a record the conversation is about a window long (the record moves when it
+        // outgrows the room): it is read in one page that stops at the record, not in doubling
+        // pages whose last one reads bodies far below it.
+        let limit = match floor {
+            0 => page,
+            _ => usize::try_from(oldest - floor - 1)
+                .unwrap_or(MAX_PAGE)
+                .clamp(1, MAX_PAGE),
+        };
+        let older = store.thread_messages_before(user, thread, oldest, limit, true);
         let older = store.traced(StoreCall::LoadOlderHistory, older).await?;
-        let from_start = older.len() < page;
+        let from_start = older.len() < limit && floor == 0;
         tail.prepend(older, from_start);
         page = (page * 2).min(MAX_PAGE);
     }

@@ -95,3 +95,71 @@ conformance! {
         assert_eq!(store.thread_context(&alice, "t").await.unwrap(), None);
     }
 }
+
+/// One long thread among many short ones, as a heavy user's: the statistics say a thread is short.
+async fn one_long_thread_among_short_ones(store: &Store, user: &str) {
+    for n in 0..200 {
+        let id = format!("short{n}");
+        thread(store, user, &id, None, None).await;
+        say(store, user, &id, Role::User, "Hello").await;
+        say(store, user, &id, Role::Assistant, "Hi there").await;
+    }
+    thread(store, user, "long", None, None).await;
+    for n in 0..1_500 {
+        let role = if n % 2 == 0 { Role::User } else { Role::Assistant };
+        say(store, user, "long", role, &format!("message {n}")).await;
+    }
+}
+
+#[tokio::test]
+async fn postgres_append_looks_an_edit_up_by_its_id_not_along_the_thread() {
+    let db = promptgate_store::testing::TestDb::postgres().await;
+    let alice = user(&db, "Alice").await;
+    one_long_thread_among_short_ones(&db, &alice).await;
+    let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(db.url())
+        .await
+        .unwrap();
+    sqlx::query("ANALYZE").execute(&mut conn).await.unwrap();
+    // Every send appends a message with a new id, and the append asks whether an earlier user
+    // message has it (an edit). The old statement asked for the largest position of that id by
+    // walking the thread's positions backwards until one had it: a new id has none, so each send
+    // read the whole thread (24 ms at 20,000 messages). The id index answers it in one lookup.
+    let plan = promptgate_store::testing::postgres_append_generic_plan(&db, &alice, "long", "m-new").await;
+    let by_position = plan
+        .iter()
+        .filter(|n| {
+            matches!(
+                n.index.as_deref(),
+                Some("messages_conversation_outline" | "messages_pkey")
+            )
+        })
+        .count();
+    assert!(
+        plan.iter().any(|n| n.index.as_deref() == Some("messages_by_id")),
+        "{plan:#?}"
+    );
+    assert!(
+        by_position <= 1,
+        "only the next position is read by position: {plan:#?}"
+    );
+    db.close().await;
+}
+
+#[tokio::test]
+async fn sqlite_append_looks_an_edit_up_by_thread_and_id() {
+    let db = promptgate_store::testing::TestDb::sqlite().await;
+    let alice = user(&db, "Alice").await;
+    one_long_thread_among_short_ones(&db, &alice).await;
+    let plan = promptgate_store::testing::append_plan(&db, &alice, "long", "m-new")
+        .await
+        .join("\n");
+    // The lookup goes by the thread and the id at once, never along the thread or the user.
+    assert!(plan.contains("thread_id=? AND id=?"), "{plan}");
+    assert!(
+        !plan
+            .lines()
+            .any(|l| l.contains("SCAN messages") || l.contains("(user_id=?)")),
+        "{plan}"
+    );
+    db.close().await;
+}

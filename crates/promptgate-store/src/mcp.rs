@@ -89,27 +89,27 @@ fn check_server(s: &NewMcpServer) -> Result<()> {
     check_oauth_client(s)
 }
 
+/// The OAuth client given with a server: printable ASCII within bounds, a secret only with its id.
+/// The one rule for it: the messages name the API's fields, as the API answers with them.
 fn check_oauth_client(s: &NewMcpServer) -> Result<()> {
-    let printable = |v: &str| !v.is_empty() && v.chars().all(|c| c.is_ascii_graphic() || c == ' ');
-    if let Some(id) = &s.oauth_client_id {
-        check_len("OAuth client id", id, MAX_OAUTH_CLIENT_ID)?;
-        if !printable(id) {
-            return Err(StoreError::Invalid(
-                "the OAuth client id must be printable ASCII".to_owned(),
-            ));
-        }
+    let printable = |v: &str| !v.is_empty() && v.bytes().all(|b| b.is_ascii_graphic() || b == b' ');
+    if let Some(id) = &s.oauth_client_id
+        && (id.len() > MAX_OAUTH_CLIENT_ID || !printable(id))
+    {
+        return Err(StoreError::Invalid(format!(
+            "oauth_client_id must be 1 to {MAX_OAUTH_CLIENT_ID} printable ASCII characters"
+        )));
     }
     if let Some(secret) = &s.oauth_client_secret {
         if s.oauth_client_id.is_none() {
             return Err(StoreError::Invalid(
-                "an OAuth client secret needs its client id".to_owned(),
+                "oauth_client_secret needs oauth_client_id".to_owned(),
             ));
         }
-        check_len("OAuth client secret", secret, MAX_OAUTH_CLIENT_SECRET)?;
-        if !printable(secret) {
-            return Err(StoreError::Invalid(
-                "the OAuth client secret must be printable ASCII".to_owned(),
-            ));
+        if secret.len() > MAX_OAUTH_CLIENT_SECRET || !printable(secret) {
+            return Err(StoreError::Invalid(format!(
+                "oauth_client_secret must be 1 to {MAX_OAUTH_CLIENT_SECRET} printable ASCII characters"
+            )));
         }
     }
     Ok(())

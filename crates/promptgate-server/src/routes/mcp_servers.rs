@@ -360,29 +360,6 @@ fn check_mcp(s: &NewMcpServer) -> Result<(), ApiError> {
             "bearer_token must be a single token of at most 8192 characters",
         ));
     }
-    check_oauth_client(s)
-}
-
-/// The OAuth client given with a server: printable ASCII within bounds, a secret only with its id.
-fn check_oauth_client(s: &NewMcpServer) -> Result<(), ApiError> {
-    let printable = |v: &str| !v.is_empty() && v.bytes().all(|b| b.is_ascii_graphic() || b == b' ');
-    if let Some(id) = &s.oauth_client_id
-        && (id.len() > 2_048 || !printable(id))
-    {
-        return Err(ApiError::invalid(
-            "oauth_client_id must be 1 to 2048 printable ASCII characters",
-        ));
-    }
-    if let Some(secret) = &s.oauth_client_secret {
-        if s.oauth_client_id.is_none() {
-            return Err(ApiError::invalid("oauth_client_secret needs oauth_client_id"));
-        }
-        if secret.len() > 1_024 || !printable(secret) {
-            return Err(ApiError::invalid(
-                "oauth_client_secret must be 1 to 1024 printable ASCII characters",
-            ));
-        }
-    }
     Ok(())
 }
 

@@ -379,6 +379,24 @@ impl CompletionChunks {
     }
 }
 
+/// The chunks as a streamed body's frames, with the heartbeat comment while the turn's tools run.
+impl crate::facade_stream::FrameEncoder for CompletionChunks {
+    type Close = std::future::Ready<Vec<u8>>;
+
+    fn push(&mut self, event: &TurnEvent, out: &mut Vec<u8>) -> bool {
+        match event {
+            TurnEvent::KeepAlive => out.extend_from_slice(crate::sse::KEEP_ALIVE_FRAME.as_bytes()),
+            event => self.push_sse(event, out),
+        }
+        false
+    }
+
+    fn close(mut self, mut out: Vec<u8>) -> Self::Close {
+        self.close_sse(&mut out);
+        std::future::ready(out)
+    }
+}
+
 /// The error event of an answer cut before its end.
 fn cut_error() -> Value {
     json!({"error": {"message": CUT_TEXT, "type": "server_error", "code": "interrupted"}})

@@ -21,6 +21,7 @@ pub mod deploy;
 pub mod documents;
 pub mod error;
 pub mod extract;
+mod facade_stream;
 pub mod listen;
 pub mod logging;
 mod memory;

@@ -24,7 +24,7 @@ use crate::completions_api::{
 };
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::extract::ApiJson;
-use crate::sse::KEEP_ALIVE_FRAME;
+use crate::facade_stream::EncodedFrames;
 use crate::state::AppState;
 
 pub fn routes() -> ApiRouter<AppState> {
@@ -290,48 +290,11 @@ impl IntoResponse for Completion {
             Self::Stream(stream) => {
                 let (handle, chunks) = *stream;
                 let watch = crate::observe::TurnWatch::start("completion", &handle.turn_id, &handle.model_id);
-                let frames = CompletionFrames {
-                    events: Box::pin(crate::observe::watch_turn(watch, handle.events)),
-                    chunks,
-                    closed: false,
-                };
+                let events = crate::observe::watch_turn(watch, handle.events);
+                let frames = EncodedFrames::new(events, chunks);
                 super::chat::event_stream(Body::from_stream(frames))
             }
         }
-    }
-}
-
-/// A streamed completion's SSE frames: one write per event that has a counterpart in a completion
-/// stream (most engine chunks have none), then what closes it ([`CompletionChunks::close_sse`]).
-struct CompletionFrames<S> {
-    events: std::pin::Pin<Box<S>>,
-    chunks: CompletionChunks,
-    closed: bool,
-}
-
-impl<S: Stream<Item = TurnEvent>> Stream for CompletionFrames<S> {
-    type Item = Result<Vec<u8>, std::convert::Infallible>;
-
-    fn poll_next(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Self::Item>> {
-        use std::task::Poll;
-        while !self.closed {
-            let mut frames = Vec::new();
-            match std::task::ready!(self.events.as_mut().poll_next(cx)) {
-                Some(TurnEvent::KeepAlive) => frames.extend_from_slice(KEEP_ALIVE_FRAME.as_bytes()),
-                Some(event) => self.chunks.push_sse(&event, &mut frames),
-                None => {
-                    self.closed = true;
-                    self.chunks.close_sse(&mut frames);
-                }
-            }
-            if !frames.is_empty() {
-                return Poll::Ready(Some(Ok(frames)));
-            }
-        }
-        Poll::Ready(None)
     }
 }
 

@@ -1,0 +1,165 @@
+//! A facade's streamed answer as a response body: the turn's events, each written as SSE frames by
+//! the facade's [`FrameEncoder`], one body chunk per event that makes any (most engine events make
+//! none), then what closes the stream. The chat completions, Responses and Messages streams all go
+//! through it, so what a frame costs besides its own JSON is paid the same way by the three.
+//!
+//! The frames are written into one buffer the stream keeps and copied out at their size, so a
+//! stream allocates one chunk per event instead of growing a fresh vector for each (a Responses
+//! event that carries the whole response is over a kilobyte).
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+use bytes::Bytes;
+use futures::Stream;
+use promptgate_service::events::TurnEvent;
+
+/// Room the buffer starts with: a Responses stream's first frames carry the response twice.
+const FIRST_ROOM: usize = 2048;
+/// A buffer grown past this by one large frame (a client tool's arguments) is not kept.
+const KEPT_ROOM: usize = 64 << 10;
+
+/// What a facade writes for a turn's events.
+pub(crate) trait FrameEncoder {
+    /// The end of the stream; it may wait (a Responses stream keeps its response first).
+    type Close: Future<Output = Vec<u8>> + Unpin;
+
+    /// Writes the frames `event` makes onto `out`. True when the answer ended with it: no later
+    /// event is read, and the stream closes.
+    fn push(&mut self, event: &TurnEvent, out: &mut Vec<u8>) -> bool;
+
+    /// Appends what closes the stream to `out` (frames not yet sent) and hands it back.
+    fn close(self, out: Vec<u8>) -> Self::Close;
+}
+
+/// The body stream of a facade's streamed answer.
+pub(crate) struct EncodedFrames<S, E: FrameEncoder> {
+    events: Pin<Box<S>>,
+    /// Until the answer ended.
+    encoder: Option<E>,
+    /// Once it ended, until the close is written.
+    closing: Option<E::Close>,
+    buffer: Vec<u8>,
+}
+
+impl<S, E: FrameEncoder> EncodedFrames<S, E> {
+    pub(crate) fn new(events: S, encoder: E) -> Self {
+        Self {
+            events: Box::pin(events),
+            encoder: Some(encoder),
+            closing: None,
+            buffer: Vec::with_capacity(FIRST_ROOM),
+        }
+    }
+
+    /// The frames written so far as one chunk; the buffer stays for the next.
+    fn chunk(&mut self) -> Bytes {
+        let chunk = Bytes::copy_from_slice(&self.buffer);
+        self.buffer.clear();
+        if self.buffer.capacity() > KEPT_ROOM {
+            self.buffer = Vec::with_capacity(FIRST_ROOM);
+        }
+        chunk
+    }
+}
+
+impl<S, E> Stream for EncodedFrames<S, E>
+where
+    S: Stream<Item = TurnEvent>,
+    E: FrameEncoder + Unpin,
+{
+    type Item = Result<Bytes, Infallible>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        loop {
+            if let Some(encoder) = this.encoder.as_mut() {
+                let ended = match ready!(this.events.as_mut().poll_next(cx)) {
+                    Some(event) => encoder.push(&event, &mut this.buffer),
+                    // The turn stopped sending: whatever it said is all there is.
+                    None => true,
+                };
+                if ended {
+                    let written = std::mem::take(&mut this.buffer);
+                    this.closing = this.encoder.take().map(|encoder| encoder.close(written));
+                } else if !this.buffer.is_empty() {
+                    return Poll::Ready(Some(Ok(this.chunk())));
+                }
+                continue;
+            }
+            let Some(closing) = this.closing.as_mut() else {
+                return Poll::Ready(None);
+            };
+            this.buffer = ready!(Pin::new(closing).poll(cx));
+            this.closing = None;
+            if !this.buffer.is_empty() {
+                return Poll::Ready(Some(Ok(this.chunk())));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::StreamExt;
+    use promptgate_service::events::UiChunk;
+
+    /// Writes each text delta as a frame, ends at `finish`, and closes with `end`.
+    struct Echo;
+
+    impl FrameEncoder for Echo {
+        type Close = std::future::Ready<Vec<u8>>;
+
+        fn push(&mut self, event: &TurnEvent, out: &mut Vec<u8>) -> bool {
+            match event {
+                TurnEvent::Chunk(UiChunk::TextDelta { delta, .. }) => {
+                    out.extend_from_slice(delta.as_bytes());
+                    false
+                }
+                TurnEvent::Chunk(UiChunk::Finish { .. }) => {
+                    out.extend_from_slice(b"last ");
+                    true
+                }
+                _ => false,
+            }
+        }
+
+        fn close(self, mut out: Vec<u8>) -> Self::Close {
+            out.extend_from_slice(b"end");
+            std::future::ready(out)
+        }
+    }
+
+    fn text(delta: &str) -> TurnEvent {
+        TurnEvent::Chunk(UiChunk::TextDelta {
+            id: "t".into(),
+            delta: delta.into(),
+        })
+    }
+
+    async fn chunks(events: Vec<TurnEvent>) -> Vec<String> {
+        EncodedFrames::new(futures::stream::iter(events), Echo)
+            .map(|chunk| String::from_utf8(chunk.unwrap().to_vec()).unwrap())
+            .collect()
+            .await
+    }
+
+    #[tokio::test]
+    async fn one_chunk_per_event_that_writes_and_the_close_after_the_last() {
+        let events = vec![text("a"), TurnEvent::KeepAlive, text("b")];
+        assert_eq!(chunks(events).await, ["a", "b", "end"]);
+    }
+
+    #[tokio::test]
+    async fn the_event_that_ends_the_answer_goes_out_with_the_close_and_nothing_after_it() {
+        let finish = TurnEvent::Chunk(UiChunk::Finish {
+            finish_reason: None,
+            message_metadata: None,
+        });
+        let events = vec![text("a"), finish, text("late")];
+        assert_eq!(chunks(events).await, ["a", "last end"]);
+    }
+}

@@ -1,15 +1,60 @@
 //! The stream's framing: each event is `event: <type>` and `data: <JSON>` whose object repeats the
 //! type and carries the next `sequence_number`. No `[DONE]` follows the last event; the official
 //! clients stop at the terminal event and accept the end of the body after it.
+//!
+//! Every event is serialised straight from borrowed fields ([`EventFields`]); none is built as a
+//! JSON tree first.
 
 use serde::Serialize;
-use serde_json::Value;
+
+use super::object::{Item, Part, ResponseObject};
 
 /// The SSE bytes of a response's stream, as they are written.
 #[derive(Debug, Default)]
 pub struct Frames {
     next: u64,
     bytes: Vec<u8>,
+}
+
+/// The fields of an event other than a delta, each present only when set. In alphabetical order,
+/// as the events were written when they were JSON trees.
+#[derive(Serialize, Default)]
+pub struct EventFields<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content_index: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub item: Option<&'a Item>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub item_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub logprobs: Option<[(); 0]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_index: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub part: Option<Part<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response: Option<&'a ResponseObject<'a>>,
+    /// Set by [`Frames::event`], as is the type.
+    pub sequence_number: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary_index: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<&'a str>,
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+}
+
+impl<'a> EventFields<'a> {
+    /// The fields of an event about the item at `output_index`.
+    pub fn of_item(item_id: &'a str, output_index: usize) -> Self {
+        Self {
+            item_id: Some(item_id),
+            output_index: Some(output_index),
+            ..Self::default()
+        }
+    }
 }
 
 /// The one event sent per token, written from borrowed fields rather than built as a JSON tree.
@@ -26,7 +71,8 @@ struct DeltaEvent<'a> {
     delta: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     logprobs: Option<[(); 0]>,
-    sequence_number: u64,
+    /// Set by [`Frames::event`], as is the type.
+    pub sequence_number: u64,
 }
 
 /// Which part of its item a delta extends.
@@ -41,13 +87,12 @@ pub enum DeltaOf {
 }
 
 impl Frames {
-    /// An event with these fields (an object); its type and sequence number are added here.
-    pub fn event(&mut self, kind: &'static str, mut fields: Value) {
-        if let Some(object) = fields.as_object_mut() {
-            object.insert("type".into(), kind.into());
-            object.insert("sequence_number".into(), self.next.into());
-        }
+    /// An event with these fields; its type and sequence number are set here.
+    pub fn event(&mut self, kind: &'static str, mut fields: EventFields<'_>) {
+        fields.kind = kind;
+        fields.sequence_number = self.next;
         self.next += 1;
+        self.bytes.reserve(256);
         self.push(kind, &fields);
     }
 
@@ -80,6 +125,12 @@ impl Frames {
             .extend_from_slice(crate::sse::KEEP_ALIVE_FRAME.as_bytes());
     }
 
+    /// Exchanges the buffer the frames are written onto with `buffer`: a stream lends its own
+    /// before a push and takes it back after, so the frames are written where they are sent from.
+    pub fn swap_buffer(&mut self, buffer: &mut Vec<u8>) {
+        std::mem::swap(&mut self.bytes, buffer);
+    }
+
     /// The bytes written since the last call.
     pub fn take(&mut self) -> Vec<u8> {
         std::mem::take(&mut self.bytes)
@@ -96,12 +147,12 @@ impl Frames {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     #[test]
     fn events_are_named_typed_and_numbered_in_order() {
         let mut frames = Frames::default();
-        frames.event("response.created", json!({"response": {"id": "resp_1"}}));
+        frames.event("response.mcp_call.in_progress", EventFields::of_item("mcp_0", 0));
         frames.delta(DeltaOf::Text, "msg_1", 0, "Hel");
         frames.delta(DeltaOf::Summary, "rs_1", 1, "so");
         frames.delta(DeltaOf::Arguments, "fc_1", 2, "{\"");
@@ -118,8 +169,9 @@ mod tests {
             events,
             [
                 (
-                    "response.created",
-                    json!({"type": "response.created", "response": {"id": "resp_1"}, "sequence_number": 0})
+                    "response.mcp_call.in_progress",
+                    json!({"type": "response.mcp_call.in_progress", "item_id": "mcp_0", "output_index": 0,
+                           "sequence_number": 0})
                 ),
                 (
                     "response.output_text.delta",

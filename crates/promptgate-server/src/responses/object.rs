@@ -3,8 +3,8 @@
 //! The object repeats what the request asked for (its [`Echo`]) around what the turn produced: the
 //! output items in order, the status, usage, and why it failed or stopped short.
 
-use serde::Serialize;
-use serde_json::{Map, Value, json};
+use serde::{Serialize, Serializer};
+use serde_json::{Map, Value};
 
 /// What every `Response` object of one request repeats from it.
 #[derive(Debug, Clone, PartialEq)]
@@ -88,53 +88,172 @@ pub enum ItemKind {
     WebSearch { action: Value },
 }
 
-impl Item {
-    /// The item as the API writes it.
-    pub fn to_json(&self) -> Value {
-        let status = self.status;
+/// An item as the API writes it, serialised from its fields. Each shape's fields are in
+/// alphabetical order, as the items were written when they were JSON trees.
+impl Serialize for Item {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let (id, status) = (self.id.as_str(), self.status);
+        // A message's text and a reasoning item's summary show once the item is done.
+        let done = status != ItemStatus::InProgress;
         match &self.kind {
-            ItemKind::Message { text } => json!({
-                "type": "message", "id": self.id, "status": status, "role": "assistant",
-                "content": if status == ItemStatus::InProgress { json!([]) } else { json!([text_part(text)]) },
-            }),
-            ItemKind::Reasoning { text } => json!({
-                "type": "reasoning", "id": self.id, "status": status,
-                "summary": if status == ItemStatus::InProgress { json!([]) } else { json!([summary_part(text)]) },
-            }),
+            ItemKind::Message { text } => {
+                let parts = [TextPart::new(text)];
+                MessageItem {
+                    content: if done { &parts[..] } else { &[] },
+                    id,
+                    role: "assistant",
+                    status,
+                    kind: "message",
+                }
+                .serialize(serializer)
+            }
+            ItemKind::Reasoning { text } => {
+                let parts = [SummaryPart::new(text)];
+                ReasoningItem {
+                    id,
+                    status,
+                    summary: if done { &parts[..] } else { &[] },
+                    kind: "reasoning",
+                }
+                .serialize(serializer)
+            }
             ItemKind::FunctionCall {
                 call_id,
                 name,
                 arguments,
-            } => json!({
-                "type": "function_call", "id": self.id, "status": status,
-                "call_id": call_id, "name": name, "arguments": arguments,
-            }),
+            } => FunctionCallItem {
+                arguments,
+                call_id,
+                id,
+                name,
+                status,
+                kind: "function_call",
+            }
+            .serialize(serializer),
             ItemKind::McpCall {
                 server_label,
                 name,
                 arguments,
                 output,
                 error,
-            } => json!({
-                "type": "mcp_call", "id": self.id, "status": status,
-                "server_label": server_label, "name": name, "arguments": arguments,
-                "output": output, "error": error,
-            }),
-            ItemKind::WebSearch { action } => json!({
-                "type": "web_search_call", "id": self.id, "status": status, "action": action,
-            }),
+            } => McpCallItem {
+                arguments,
+                error: error.as_deref(),
+                id,
+                name,
+                output: output.as_deref(),
+                server_label,
+                status,
+                kind: "mcp_call",
+            }
+            .serialize(serializer),
+            ItemKind::WebSearch { action } => WebSearchItem {
+                action,
+                id,
+                status,
+                kind: "web_search_call",
+            }
+            .serialize(serializer),
         }
     }
 }
 
+#[derive(Serialize)]
+struct MessageItem<'a> {
+    content: &'a [TextPart<'a>],
+    id: &'a str,
+    role: &'static str,
+    status: ItemStatus,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+#[derive(Serialize)]
+struct ReasoningItem<'a> {
+    id: &'a str,
+    status: ItemStatus,
+    summary: &'a [SummaryPart<'a>],
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+#[derive(Serialize)]
+struct FunctionCallItem<'a> {
+    arguments: &'a str,
+    call_id: &'a str,
+    id: &'a str,
+    name: &'a str,
+    status: ItemStatus,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+#[derive(Serialize)]
+struct McpCallItem<'a> {
+    arguments: &'a str,
+    error: Option<&'a str>,
+    id: &'a str,
+    name: &'a str,
+    output: Option<&'a str>,
+    server_label: &'a str,
+    status: ItemStatus,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+#[derive(Serialize)]
+struct WebSearchItem<'a> {
+    action: &'a Value,
+    id: &'a str,
+    status: ItemStatus,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+/// A content part of an item: a message's text or a reasoning item's summary.
+#[derive(Serialize)]
+#[serde(untagged)]
+pub enum Part<'a> {
+    Text(TextPart<'a>),
+    Summary(SummaryPart<'a>),
+}
+
 /// An `output_text` content part.
-pub fn text_part(text: &str) -> Value {
-    json!({"type": "output_text", "text": text, "annotations": [], "logprobs": []})
+#[derive(Serialize)]
+pub struct TextPart<'a> {
+    annotations: [(); 0],
+    logprobs: [(); 0],
+    text: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+impl<'a> TextPart<'a> {
+    pub fn new(text: &'a str) -> Self {
+        Self {
+            annotations: [],
+            logprobs: [],
+            text,
+            kind: "output_text",
+        }
+    }
 }
 
 /// A reasoning summary part.
-pub fn summary_part(text: &str) -> Value {
-    json!({"type": "summary_text", "text": text})
+#[derive(Serialize)]
+pub struct SummaryPart<'a> {
+    text: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+impl<'a> SummaryPart<'a> {
+    pub fn new(text: &'a str) -> Self {
+        Self {
+            text,
+            kind: "summary_text",
+        }
+    }
 }
 
 /// Token counts in the API's names. The details are always present: Codex and the SDKs' types
@@ -189,36 +308,100 @@ pub struct State<'a> {
     pub completed_at: Option<i64>,
 }
 
-/// The whole `Response` object.
-pub fn response_json(echo: &Echo, state: &State<'_>) -> Value {
-    let output: Vec<Value> = state.output.iter().map(Item::to_json).collect();
-    let mut object = json!({
-        "id": echo.id,
-        "object": "response",
-        "created_at": echo.created_at,
-        "status": state.status,
-        "background": false,
-        "error": state.error.map(|(code, message)| json!({"code": code, "message": message})),
-        "incomplete_details": state.shortfall.map(|reason| json!({"reason": reason})),
-        "instructions": echo.instructions,
-        "max_output_tokens": echo.max_output_tokens,
-        "metadata": echo.metadata,
-        "model": echo.model,
-        "output": output,
-        "parallel_tool_calls": echo.parallel_tool_calls,
-        "previous_response_id": echo.previous_response_id,
-        "reasoning": {"effort": null, "summary": null},
-        "store": echo.store,
-        "temperature": echo.temperature,
-        "text": {"format": {"type": "text"}},
-        "tool_choice": echo.tool_choice,
-        "tools": echo.tools,
-        "top_p": echo.top_p,
-        "truncation": "disabled",
-        "usage": state.usage,
-    });
-    if let (Some(at), Some(object)) = (state.completed_at, object.as_object_mut()) {
-        object.insert("completed_at".into(), at.into());
+/// The whole `Response` object, serialised from borrowed fields: a stream writes it three times
+/// (created, in progress, its end), and as a JSON tree it cost more than all the stream's other
+/// events together. In alphabetical order, as it was written when it was a JSON tree.
+#[derive(Debug, Serialize)]
+pub struct ResponseObject<'a> {
+    background: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    completed_at: Option<i64>,
+    created_at: i64,
+    error: Option<ErrorFields<'a>>,
+    id: &'a str,
+    incomplete_details: Option<IncompleteDetails>,
+    instructions: Option<&'a str>,
+    max_output_tokens: Option<u64>,
+    metadata: &'a Map<String, Value>,
+    model: &'a str,
+    object: &'static str,
+    output: &'a [Item],
+    parallel_tool_calls: bool,
+    previous_response_id: Option<&'a str>,
+    reasoning: ReasoningSettings,
+    status: Status,
+    store: bool,
+    temperature: Option<f64>,
+    text: TextSettings,
+    tool_choice: &'a Value,
+    tools: &'a [Value],
+    top_p: Option<f64>,
+    truncation: &'static str,
+    usage: Option<Usage>,
+}
+
+#[derive(Debug, Serialize)]
+struct ErrorFields<'a> {
+    code: &'static str,
+    message: &'a str,
+}
+
+#[derive(Debug, Serialize)]
+struct IncompleteDetails {
+    reason: Shortfall,
+}
+
+/// `{"effort": null, "summary": null}`: the gateway passes no reasoning settings on.
+#[derive(Debug, Serialize)]
+struct ReasoningSettings {
+    effort: Option<()>,
+    summary: Option<()>,
+}
+
+/// `{"format": {"type": "text"}}`.
+#[derive(Debug, Serialize)]
+struct TextSettings {
+    format: TextFormat,
+}
+
+#[derive(Debug, Serialize)]
+struct TextFormat {
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+impl<'a> ResponseObject<'a> {
+    pub fn new(echo: &'a Echo, state: &State<'a>) -> Self {
+        Self {
+            background: false,
+            completed_at: state.completed_at,
+            created_at: echo.created_at,
+            error: state.error.map(|(code, message)| ErrorFields { code, message }),
+            id: &echo.id,
+            incomplete_details: state.shortfall.map(|reason| IncompleteDetails { reason }),
+            instructions: echo.instructions.as_deref(),
+            max_output_tokens: echo.max_output_tokens,
+            metadata: &echo.metadata,
+            model: &echo.model,
+            object: "response",
+            output: state.output,
+            parallel_tool_calls: echo.parallel_tool_calls,
+            previous_response_id: echo.previous_response_id.as_deref(),
+            reasoning: ReasoningSettings {
+                effort: None,
+                summary: None,
+            },
+            status: state.status,
+            store: echo.store,
+            temperature: echo.temperature,
+            text: TextSettings {
+                format: TextFormat { kind: "text" },
+            },
+            tool_choice: &echo.tool_choice,
+            tools: &echo.tools,
+            top_p: echo.top_p,
+            truncation: "disabled",
+            usage: state.usage,
+        }
     }
-    object
 }

@@ -10,11 +10,14 @@
 //! call to one of the client's function tools is a `function_call` item; the turn ends with it.
 
 use promptgate_service::events::{TurnEvent, UiChunk, UiFinishReason};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::calls::{Call, output_text};
-use super::frames::{DeltaOf, Frames};
-use super::object::{Echo, Item, ItemKind, ItemStatus, Shortfall, State, Status, Usage, response_json};
+use super::frames::{DeltaOf, EventFields, Frames};
+use super::object::{
+    Echo, Item, ItemKind, ItemStatus, Part, ResponseObject, Shortfall, State, Status, SummaryPart, TextPart,
+    Usage,
+};
 
 /// What failed responses say went wrong (`error.code`).
 const SERVER_ERROR: &str = "server_error";
@@ -84,9 +87,14 @@ impl Translator {
         match chunk {
             UiChunk::Start { .. } => {
                 if let Some(out) = out.as_deref_mut() {
-                    let response = self.response();
-                    out.event("response.created", json!({"response": response}));
-                    out.event("response.in_progress", json!({"response": response}));
+                    let response = self.response_object(None);
+                    for kind in ["response.created", "response.in_progress"] {
+                        let fields = EventFields {
+                            response: Some(&response),
+                            ..EventFields::default()
+                        };
+                        out.event(kind, fields);
+                    }
                 }
             }
             UiChunk::TextStart { .. } => {
@@ -186,17 +194,22 @@ impl Translator {
             Some(Status::Incomplete) => "response.incomplete",
             _ => "response.failed",
         };
-        out.event(kind, json!({"response": self.final_response(now)}));
-    }
-
-    /// The response as it stands (`in_progress` until it ended).
-    pub fn response(&self) -> Value {
-        self.response_at(None)
+        let response = self.response_object(Some(now));
+        let fields = EventFields {
+            response: Some(&response),
+            ..EventFields::default()
+        };
+        out.event(kind, fields);
     }
 
     /// The ended response, completed at `now` when it completed.
     pub fn final_response(&self, now: i64) -> Value {
-        self.response_at(Some(now))
+        serde_json::to_value(self.response_object(Some(now))).unwrap_or(Value::Null)
+    }
+
+    /// The ended response's JSON bytes, for a client that did not stream.
+    pub fn final_json(&self, now: i64) -> Vec<u8> {
+        serde_json::to_vec(&self.response_object(Some(now))).unwrap_or_default()
     }
 
     /// True when the response failed: its error message, for a client that did not stream.
@@ -207,7 +220,8 @@ impl Translator {
             .and_then(|end| end.error.as_deref())
     }
 
-    fn response_at(&self, now: Option<i64>) -> Value {
+    /// The response as it stands (`in_progress` until it ended), ended at `now` when it ended.
+    fn response_object(&self, now: Option<i64>) -> ResponseObject<'_> {
         let end = self.end.as_ref();
         let status = end.map_or(Status::InProgress, |end| end.status);
         let state = State {
@@ -220,7 +234,7 @@ impl Translator {
             shortfall: end.and_then(|end| end.shortfall),
             completed_at: now.filter(|_| status == Status::Completed),
         };
-        response_json(&self.echo, &state)
+        ResponseObject::new(&self.echo, &state)
     }
 
     fn ending(&self, reason: Option<UiFinishReason>) -> End {
@@ -269,37 +283,41 @@ impl Translator {
         });
         let Some(out) = out else { return index };
         let item = &self.items[index];
-        out.event(
-            "response.output_item.added",
-            json!({"output_index": index, "item": item.to_json()}),
-        );
+        out.event("response.output_item.added", whole_item(item, index));
+        let at = || EventFields::of_item(&item.id, index);
         match &item.kind {
             ItemKind::Message { .. } => out.event(
                 "response.content_part.added",
-                json!({"item_id": item.id, "output_index": index, "content_index": 0,
-                       "part": super::object::text_part("")}),
+                EventFields {
+                    content_index: Some(0),
+                    part: Some(Part::Text(TextPart::new(""))),
+                    ..at()
+                },
             ),
             ItemKind::Reasoning { .. } => out.event(
                 "response.reasoning_summary_part.added",
-                json!({"item_id": item.id, "output_index": index, "summary_index": 0,
-                       "part": super::object::summary_part("")}),
+                EventFields {
+                    summary_index: Some(0),
+                    part: Some(Part::Summary(SummaryPart::new(""))),
+                    ..at()
+                },
             ),
             ItemKind::McpCall { arguments, .. } => {
                 out.event(
                     "response.mcp_call_arguments.done",
-                    json!({"item_id": item.id, "output_index": index, "arguments": arguments}),
+                    EventFields {
+                        arguments: Some(arguments),
+                        ..at()
+                    },
                 );
-                out.event(
-                    "response.mcp_call.in_progress",
-                    json!({"item_id": item.id, "output_index": index}),
-                );
+                out.event("response.mcp_call.in_progress", at());
             }
             ItemKind::WebSearch { .. } => {
                 for kind in [
                     "response.web_search_call.in_progress",
                     "response.web_search_call.searching",
                 ] {
-                    out.event(kind, json!({"item_id": item.id, "output_index": index}));
+                    out.event(kind, at());
                 }
             }
             ItemKind::FunctionCall { .. } => {}
@@ -332,37 +350,51 @@ impl Translator {
         self.items[index].status = status;
         let Some(out) = out else { return };
         let item = &self.items[index];
-        let at = |extra: Value| {
-            let mut fields = json!({"item_id": item.id, "output_index": index});
-            if let (Some(fields), Value::Object(extra)) = (fields.as_object_mut(), extra) {
-                fields.extend(extra);
-            }
-            fields
-        };
+        let at = || EventFields::of_item(&item.id, index);
         match &item.kind {
             ItemKind::Message { text } => {
                 out.event(
                     "response.output_text.done",
-                    at(json!({"content_index": 0, "text": text, "logprobs": []})),
+                    EventFields {
+                        content_index: Some(0),
+                        text: Some(text),
+                        logprobs: Some([]),
+                        ..at()
+                    },
                 );
                 out.event(
                     "response.content_part.done",
-                    at(json!({"content_index": 0, "part": super::object::text_part(text)})),
+                    EventFields {
+                        content_index: Some(0),
+                        part: Some(Part::Text(TextPart::new(text))),
+                        ..at()
+                    },
                 );
             }
             ItemKind::Reasoning { text } => {
                 out.event(
                     "response.reasoning_summary_text.done",
-                    at(json!({"summary_index": 0, "text": text})),
+                    EventFields {
+                        summary_index: Some(0),
+                        text: Some(text),
+                        ..at()
+                    },
                 );
                 out.event(
                     "response.reasoning_summary_part.done",
-                    at(json!({"summary_index": 0, "part": super::object::summary_part(text)})),
+                    EventFields {
+                        summary_index: Some(0),
+                        part: Some(Part::Summary(SummaryPart::new(text))),
+                        ..at()
+                    },
                 );
             }
             ItemKind::FunctionCall { arguments, .. } => out.event(
                 "response.function_call_arguments.done",
-                at(json!({"arguments": arguments})),
+                EventFields {
+                    arguments: Some(arguments),
+                    ..at()
+                },
             ),
             ItemKind::McpCall { .. } => {
                 let kind = if status == ItemStatus::Completed {
@@ -370,17 +402,23 @@ impl Translator {
                 } else {
                     "response.mcp_call.failed"
                 };
-                out.event(kind, at(json!({})));
+                out.event(kind, at());
             }
             ItemKind::WebSearch { .. } if status == ItemStatus::Completed => {
-                out.event("response.web_search_call.completed", at(json!({})));
+                out.event("response.web_search_call.completed", at());
             }
             ItemKind::WebSearch { .. } => {}
         }
-        out.event(
-            "response.output_item.done",
-            json!({"output_index": index, "item": item.to_json()}),
-        );
+        out.event("response.output_item.done", whole_item(item, index));
+    }
+}
+
+/// The fields of `output_item.added` and `.done`: the item whole, and where it is.
+fn whole_item(item: &Item, index: usize) -> EventFields<'_> {
+    EventFields {
+        item: Some(item),
+        output_index: Some(index),
+        ..EventFields::default()
     }
 }
 
@@ -395,7 +433,7 @@ fn failed(message: &str) -> End {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::Map;
+    use serde_json::{Map, json};
 
     fn translator() -> Translator {
         Translator::new(Echo {

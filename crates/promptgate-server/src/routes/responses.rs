@@ -12,7 +12,6 @@ use axum::Json;
 use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
-use futures::{Stream, StreamExt};
 use promptgate_service::events::TurnEvent;
 use promptgate_service::facade::{FacadeHistory, responses_history};
 use promptgate_service::records::UsageKind;
@@ -25,6 +24,7 @@ use tracing::Instrument;
 use crate::auth::CurrentUser;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::extract::{ApiJson, ApiQuery};
+use crate::facade_stream::{EncodedFrames, FrameEncoder};
 use crate::responses::{CreateResponse, Echo, Frames, Translator, request};
 use crate::state::AppState;
 
@@ -144,7 +144,7 @@ async fn create(
     if let Some(message) = translator.failure() {
         return Err(ApiError::new(ErrorCode::UpstreamError, message));
     }
-    Ok(Created::Whole(translator.final_response(reading.ended_at)))
+    Ok(Created::Whole(translator.final_json(reading.ended_at)))
 }
 
 /// A response being read from its turn, and kept at its end when asked.
@@ -216,8 +216,8 @@ fn with_ids(input: Value, response_id: &str) -> Value {
 }
 
 enum Created {
-    /// The `Response` object.
-    Whole(Value),
+    /// The `Response` object's JSON bytes.
+    Whole(Vec<u8>),
     /// Boxed: the handle is large and a JSON answer need not carry its size.
     Stream(Box<(SendHandle, Reading)>),
 }
@@ -225,73 +225,61 @@ enum Created {
 impl IntoResponse for Created {
     fn into_response(self) -> Response {
         match self {
-            Self::Whole(body) => Json(body).into_response(),
+            Self::Whole(body) => {
+                ([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response()
+            }
             Self::Stream(stream) => {
                 let (handle, reading) = *stream;
                 let watch = crate::observe::TurnWatch::start("response", &handle.turn_id, &handle.model_id);
                 let events = crate::observe::watch_turn(watch, handle.events);
-                let frames = stream_frames(reading, events).map(Ok::<_, std::convert::Infallible>);
+                let frames = EncodedFrames::new(events, Streaming::new(reading));
                 super::chat::event_stream(Body::from_stream(frames))
             }
         }
     }
 }
 
-/// The response's events as SSE, the terminal one written once the response is kept.
-fn stream_frames(
-    reading: Reading,
-    events: impl Stream<Item = TurnEvent> + Send + 'static,
-) -> impl Stream<Item = Vec<u8>> + Send + 'static {
-    let events: Events = Box::pin(events);
-    // The request's span, entered only to conclude, so that what the end of the stream logs
-    // carries the request's id. Entering it around every frame cost each stream tens of
-    // microseconds of subscriber bookkeeping for nothing logged.
-    let request_span = tracing::Span::current();
-    let state = Streaming {
-        reading,
-        events,
-        frames: Frames::default(),
-        request_span,
-    };
-    futures::stream::unfold(Some(state), next_frames)
-}
-
-type Events = std::pin::Pin<Box<dyn Stream<Item = TurnEvent> + Send>>;
-
-/// What a response stream carries from one frame to the next.
+/// A response being streamed: its events as SSE, the terminal one written once it is kept.
 struct Streaming {
     reading: Reading,
-    events: Events,
     frames: Frames,
+    /// The request's span, entered only to conclude, so that what the end of the stream logs
+    /// carries the request's id. Entering it around every frame cost each stream tens of
+    /// microseconds of subscriber bookkeeping for nothing logged.
     request_span: tracing::Span,
 }
 
-/// The frames of the next events that make any; `None` in the state once the response ended.
-async fn next_frames(state: Option<Streaming>) -> Option<(Vec<u8>, Option<Streaming>)> {
-    let mut streaming = state?;
-    loop {
-        let ended = match streaming.events.next().await {
-            Some(event) => streaming
-                .reading
-                .translator
-                .push(&event, Some(&mut streaming.frames)),
-            // The turn stopped sending without an end: the response ends as stopped.
-            None => true,
-        };
-        if ended {
-            let Streaming {
-                mut reading,
-                mut frames,
-                request_span,
-                ..
-            } = streaming;
+impl Streaming {
+    fn new(reading: Reading) -> Self {
+        Self {
+            reading,
+            frames: Frames::default(),
+            request_span: tracing::Span::current(),
+        }
+    }
+}
+
+impl FrameEncoder for Streaming {
+    type Close = std::pin::Pin<Box<dyn std::future::Future<Output = Vec<u8>> + Send>>;
+
+    fn push(&mut self, event: &TurnEvent, out: &mut Vec<u8>) -> bool {
+        self.frames.swap_buffer(out);
+        let ended = self.reading.translator.push(event, Some(&mut self.frames));
+        self.frames.swap_buffer(out);
+        ended
+    }
+
+    fn close(self, mut out: Vec<u8>) -> Self::Close {
+        let Self {
+            mut reading,
+            mut frames,
+            request_span,
+        } = self;
+        Box::pin(async move {
+            frames.swap_buffer(&mut out);
             reading.conclude(Some(&mut frames)).instrument(request_span).await;
-            return Some((frames.take(), None));
-        }
-        let bytes = streaming.frames.take();
-        if !bytes.is_empty() {
-            return Some((bytes, Some(streaming)));
-        }
+            frames.take()
+        })
     }
 }
 

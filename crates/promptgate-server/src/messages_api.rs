@@ -24,12 +24,13 @@ pub struct MessageIdentity {
 }
 
 /// Usage in Anthropic's names: `input_tokens` excludes what was read from or written to the cache.
+/// In alphabetical order, as it was written when the events were JSON trees.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct MessagesUsage {
-    input_tokens: u64,
-    output_tokens: u64,
     cache_creation_input_tokens: u64,
     cache_read_input_tokens: u64,
+    input_tokens: u64,
+    output_tokens: u64,
 }
 
 impl MessagesUsage {
@@ -67,7 +68,8 @@ enum Step<'a> {
     Close(usize),
     Ping,
     End(&'static str, MessagesUsage),
-    Error(&'a str),
+    /// The turn's error text, and the failure it stands for.
+    Error(&'a str, TurnError),
 }
 
 /// Which block is open, and where the next one goes.
@@ -105,17 +107,17 @@ impl Default for Translator {
 }
 
 impl Translator {
-    fn translate<'a>(&mut self, event: &'a TurnEvent, out: &mut Vec<Step<'a>>) {
+    fn translate<'a>(&mut self, event: &'a TurnEvent, emit: &mut impl FnMut(Step<'a>)) {
         if self.done {
             return;
         }
         let chunk = match event {
-            TurnEvent::KeepAlive => return out.push(Step::Ping),
+            TurnEvent::KeepAlive => return emit(Step::Ping),
             TurnEvent::ClientToolCall(call) => {
-                self.close(out);
-                out.push(Step::Open(self.index, Opened::ToolUse(call)));
-                out.push(Step::InputJson(self.index, &call.arguments));
-                out.push(Step::Close(self.index));
+                self.close(emit);
+                emit(Step::Open(self.index, Opened::ToolUse(call)));
+                emit(Step::InputJson(self.index, &call.arguments));
+                emit(Step::Close(self.index));
                 self.index += 1;
                 self.tool_calls += 1;
                 return;
@@ -123,16 +125,16 @@ impl Translator {
             TurnEvent::Chunk(chunk) => chunk,
         };
         match chunk {
-            UiChunk::Start { .. } => out.push(Step::Start),
+            UiChunk::Start { .. } => emit(Step::Start),
             UiChunk::TextDelta { delta, .. } => {
-                self.open_as(Open::Text, out);
-                out.push(Step::Text(self.index, delta));
+                self.open_as(Open::Text, emit);
+                emit(Step::Text(self.index, delta));
             }
             UiChunk::ReasoningDelta { delta, .. } => {
-                self.open_as(Open::Thinking, out);
-                out.push(Step::Thinking(self.index, delta));
+                self.open_as(Open::Thinking, emit);
+                emit(Step::Thinking(self.index, delta));
             }
-            UiChunk::TextEnd { .. } | UiChunk::ReasoningEnd { .. } => self.close(out),
+            UiChunk::TextEnd { .. } | UiChunk::ReasoningEnd { .. } => self.close(emit),
             UiChunk::MessageMetadata { message_metadata } => {
                 if let Some(usage) = message_metadata.get("usage") {
                     self.usage = MessagesUsage::from_metadata(usage);
@@ -149,12 +151,12 @@ impl Translator {
                     Some(UiFinishReason::ContentFilter) => "refusal",
                     _ => "end_turn",
                 };
-                self.end(reason, out);
+                self.end(reason, emit);
             }
-            UiChunk::Abort { .. } => self.end("end_turn", out),
+            UiChunk::Abort { .. } => self.end("end_turn", emit),
             UiChunk::Error { error_text } => {
                 self.done = true;
-                out.push(Step::Error(error_text));
+                emit(Step::Error(error_text, self.failure(error_text)));
             }
             _ => {}
         }
@@ -162,27 +164,27 @@ impl Translator {
 
     /// Opens a block of `kind` unless one is open already (text and thinking arrive in parts that
     /// only their first delta opens, so an empty part makes no block).
-    fn open_as<'a>(&mut self, kind: Open, out: &mut Vec<Step<'a>>) {
+    fn open_as<'a>(&mut self, kind: Open, emit: &mut impl FnMut(Step<'a>)) {
         if self.open == kind {
             return;
         }
-        self.close(out);
+        self.close(emit);
         let opened = if kind == Open::Thinking {
             Opened::Thinking
         } else {
             Opened::Text
         };
-        out.push(Step::Open(self.index, opened));
+        emit(Step::Open(self.index, opened));
         self.open = kind;
     }
 
-    fn close<'a>(&mut self, out: &mut Vec<Step<'a>>) {
+    fn close<'a>(&mut self, emit: &mut impl FnMut(Step<'a>)) {
         match self.open {
             Open::None => return,
-            Open::Thinking => out.push(Step::Signature(self.index)),
+            Open::Thinking => emit(Step::Signature(self.index)),
             Open::Text => {}
         }
-        out.push(Step::Close(self.index));
+        emit(Step::Close(self.index));
         self.open = Open::None;
         self.index += 1;
     }
@@ -192,10 +194,10 @@ impl Translator {
         crate::completions_api::turn_failure(message, self.error_code.as_deref())
     }
 
-    fn end<'a>(&mut self, reason: &'static str, out: &mut Vec<Step<'a>>) {
-        self.close(out);
+    fn end<'a>(&mut self, reason: &'static str, emit: &mut impl FnMut(Step<'a>)) {
+        self.close(emit);
         self.done = true;
-        out.push(Step::End(reason, self.usage));
+        emit(Step::End(reason, self.usage));
     }
 }
 
@@ -243,73 +245,195 @@ impl MessageEvents {
 
     /// The SSE events for one turn event, written onto `out` (nothing for most).
     pub fn push_sse(&mut self, event: &TurnEvent, out: &mut Vec<u8>) {
-        let mut steps = Vec::new();
-        self.translator.translate(event, &mut steps);
-        for step in &steps {
-            self.write(step, out);
+        let identity = &self.identity;
+        self.translator
+            .translate(event, &mut |step| write_step(identity, step, out));
+    }
+}
+
+/// The events of one step, each serialised straight from its fields (in alphabetical order, as they
+/// were written when they were JSON trees).
+fn write_step(identity: &MessageIdentity, step: Step<'_>, out: &mut Vec<u8>) {
+    match step {
+        Step::Start => {
+            let message = MessageStart {
+                content: [],
+                id: &identity.id,
+                model: &identity.model,
+                role: "assistant",
+                stop_reason: None,
+                stop_sequence: None,
+                kind: "message",
+                usage: MessagesUsage::default(),
+            };
+            let data = StartEvent {
+                message,
+                kind: "message_start",
+            };
+            sse_event(out, "message_start", &data);
+            out.extend_from_slice(PING_FRAME);
+        }
+        Step::Open(index, opened) => {
+            let content_block = match opened {
+                Opened::Text => StartBlock::Text {
+                    text: "",
+                    kind: "text",
+                },
+                Opened::Thinking => StartBlock::Thinking {
+                    signature: "",
+                    thinking: "",
+                    kind: "thinking",
+                },
+                Opened::ToolUse(call) => StartBlock::ToolUse {
+                    id: &call.id,
+                    input: NoInput {},
+                    name: &call.name,
+                    kind: "tool_use",
+                },
+            };
+            let data = BlockStart {
+                content_block,
+                index,
+                kind: "content_block_start",
+            };
+            sse_event(out, "content_block_start", &data);
+        }
+        Step::Text(index, text) => delta_event(out, index, BlockDelta::Text { text }),
+        Step::Thinking(index, thinking) => delta_event(out, index, BlockDelta::Thinking { thinking }),
+        Step::Signature(index) => {
+            let signature = signature(identity, index);
+            delta_event(
+                out,
+                index,
+                BlockDelta::Signature {
+                    signature: &signature,
+                },
+            );
+        }
+        Step::InputJson(index, partial_json) => {
+            delta_event(out, index, BlockDelta::InputJson { partial_json })
+        }
+        Step::Close(index) => {
+            let data = BlockStop {
+                index,
+                kind: "content_block_stop",
+            };
+            sse_event(out, "content_block_stop", &data);
+        }
+        Step::Ping => out.extend_from_slice(PING_FRAME),
+        Step::End(stop_reason, usage) => {
+            let data = MessageDelta {
+                delta: StopFields {
+                    stop_reason,
+                    stop_sequence: None,
+                },
+                kind: "message_delta",
+                usage,
+            };
+            sse_event(out, "message_delta", &data);
+            out.extend_from_slice(MESSAGE_STOP_FRAME);
+        }
+        Step::Error(message, failure) => {
+            // As the same failure read whole is answered: a conversation too long for the
+            // model is the client's invalid request, as with Anthropic's "prompt is too long".
+            let code = ErrorCode::of_turn(&failure);
+            sse_event(out, "error", &error_body(code, message));
         }
     }
+}
 
-    fn write(&self, step: &Step<'_>, out: &mut Vec<u8>) {
-        match step {
-            Step::Start => {
-                let message = json!({
-                    "id": self.identity.id, "type": "message", "role": "assistant",
-                    "model": self.identity.model, "content": [], "stop_reason": null,
-                    "stop_sequence": null, "usage": MessagesUsage::default(),
-                });
-                sse_event(
-                    out,
-                    "message_start",
-                    &json!({"type": "message_start", "message": message}),
-                );
-                sse_event(out, "ping", &json!({"type": "ping"}));
-            }
-            Step::Open(index, opened) => {
-                let block = match opened {
-                    Opened::Text => json!({"type": "text", "text": ""}),
-                    Opened::Thinking => json!({"type": "thinking", "thinking": "", "signature": ""}),
-                    Opened::ToolUse(call) => {
-                        json!({"type": "tool_use", "id": call.id, "name": call.name, "input": {}})
-                    }
-                };
-                let data = json!({"type": "content_block_start", "index": index, "content_block": block});
-                sse_event(out, "content_block_start", &data);
-            }
-            Step::Text(index, text) => delta_event(out, *index, BlockDelta::Text { text }),
-            Step::Thinking(index, thinking) => delta_event(out, *index, BlockDelta::Thinking { thinking }),
-            Step::Signature(index) => {
-                let signature = signature(&self.identity, *index);
-                delta_event(
-                    out,
-                    *index,
-                    BlockDelta::Signature {
-                        signature: &signature,
-                    },
-                );
-            }
-            Step::InputJson(index, partial_json) => {
-                delta_event(out, *index, BlockDelta::InputJson { partial_json })
-            }
-            Step::Close(index) => sse_event(
-                out,
-                "content_block_stop",
-                &json!({"type": "content_block_stop", "index": index}),
-            ),
-            Step::Ping => sse_event(out, "ping", &json!({"type": "ping"})),
-            Step::End(reason, usage) => {
-                let data = json!({"type": "message_delta",
-                    "delta": {"stop_reason": reason, "stop_sequence": null}, "usage": usage});
-                sse_event(out, "message_delta", &data);
-                sse_event(out, "message_stop", &json!({"type": "message_stop"}));
-            }
-            Step::Error(message) => {
-                // As the same failure read whole is answered: a conversation too long for the
-                // model is the client's invalid request, as with Anthropic's "prompt is too long".
-                let code = ErrorCode::of_turn(&self.translator.failure(message));
-                sse_event(out, "error", &error_body(code, message));
-            }
-        }
+const PING_FRAME: &[u8] = b"event: ping\ndata: {\"type\":\"ping\"}\n\n";
+const MESSAGE_STOP_FRAME: &[u8] = b"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+
+#[derive(Serialize)]
+struct StartEvent<'a> {
+    message: MessageStart<'a>,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+/// The message as `message_start` announces it: nothing in it yet.
+#[derive(Serialize)]
+struct MessageStart<'a> {
+    content: [(); 0],
+    id: &'a str,
+    model: &'a str,
+    role: &'static str,
+    stop_reason: Option<()>,
+    stop_sequence: Option<()>,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    usage: MessagesUsage,
+}
+
+#[derive(Serialize)]
+struct BlockStart<'a> {
+    content_block: StartBlock<'a>,
+    index: usize,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+/// A content block as it opens, empty.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum StartBlock<'a> {
+    Text {
+        text: &'static str,
+        #[serde(rename = "type")]
+        kind: &'static str,
+    },
+    Thinking {
+        signature: &'static str,
+        thinking: &'static str,
+        #[serde(rename = "type")]
+        kind: &'static str,
+    },
+    ToolUse {
+        id: &'a str,
+        input: NoInput,
+        name: &'a str,
+        #[serde(rename = "type")]
+        kind: &'static str,
+    },
+}
+
+/// `{}`: a `tool_use` block's input arrives as its `input_json_delta`.
+#[derive(Serialize)]
+struct NoInput {}
+
+#[derive(Serialize)]
+struct BlockStop {
+    index: usize,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+#[derive(Serialize)]
+struct MessageDelta {
+    delta: StopFields,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    usage: MessagesUsage,
+}
+
+#[derive(Serialize)]
+struct StopFields {
+    stop_reason: &'static str,
+    stop_sequence: Option<()>,
+}
+
+/// The events as a streamed body's frames; the stream just ends after `message_stop`.
+impl crate::facade_stream::FrameEncoder for MessageEvents {
+    type Close = std::future::Ready<Vec<u8>>;
+
+    fn push(&mut self, event: &TurnEvent, out: &mut Vec<u8>) -> bool {
+        self.push_sse(event, out);
+        false
+    }
+
+    fn close(self, out: Vec<u8>) -> Self::Close {
+        std::future::ready(out)
     }
 }
 
@@ -385,35 +509,39 @@ impl WholeMessage {
     }
 
     pub fn push(&mut self, event: &TurnEvent) {
-        let mut steps = Vec::new();
-        self.translator.translate(event, &mut steps);
-        for step in steps {
-            match step {
-                Step::Open(_, Opened::Text) => self.content.push(Block::Text { text: String::new() }),
-                Step::Open(index, Opened::Thinking) => self.content.push(Block::Thinking {
-                    thinking: String::new(),
-                    signature: signature(&self.identity, index),
-                }),
-                Step::Open(_, Opened::ToolUse(call)) => self.content.push(Block::ToolUse {
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                    input: serde_json::from_str(&call.arguments).unwrap_or_else(|_| json!({})),
-                }),
-                Step::Text(_, piece) | Step::Thinking(_, piece) => {
-                    if let Some(Block::Text { text } | Block::Thinking { thinking: text, .. }) =
-                        self.content.last_mut()
-                    {
-                        text.push_str(piece);
-                    }
+        let Self {
+            identity,
+            translator,
+            content,
+            stop_reason,
+            usage,
+            error,
+        } = self;
+        translator.translate(event, &mut |step| match step {
+            Step::Open(_, Opened::Text) => content.push(Block::Text { text: String::new() }),
+            Step::Open(index, Opened::Thinking) => content.push(Block::Thinking {
+                thinking: String::new(),
+                signature: signature(identity, index),
+            }),
+            Step::Open(_, Opened::ToolUse(call)) => content.push(Block::ToolUse {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                input: serde_json::from_str(&call.arguments).unwrap_or_else(|_| json!({})),
+            }),
+            Step::Text(_, piece) | Step::Thinking(_, piece) => {
+                if let Some(Block::Text { text } | Block::Thinking { thinking: text, .. }) =
+                    content.last_mut()
+                {
+                    text.push_str(piece);
                 }
-                Step::End(reason, usage) => {
-                    self.stop_reason = Some(reason);
-                    self.usage = usage;
-                }
-                Step::Error(message) => self.error = Some(self.translator.failure(message)),
-                Step::Start | Step::Signature(_) | Step::InputJson(..) | Step::Close(_) | Step::Ping => {}
             }
-        }
+            Step::End(reason, end_usage) => {
+                *stop_reason = Some(reason);
+                *usage = end_usage;
+            }
+            Step::Error(_, failure) => *error = Some(failure),
+            Step::Start | Step::Signature(_) | Step::InputJson(..) | Step::Close(_) | Step::Ping => {}
+        });
     }
 
     /// The message as JSON bytes, or the turn's error (a text safe to show) when it failed.

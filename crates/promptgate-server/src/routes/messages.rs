@@ -11,7 +11,6 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use futures::StreamExt;
 use promptgate_service::events::TurnEvent;
 use promptgate_service::facade::{FileTexts, messages_documents, messages_history, messages_tools};
 use promptgate_service::records::UsageKind;
@@ -23,6 +22,7 @@ use serde_json::{Map, Value};
 use crate::auth::CurrentUser;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::extract::ApiJson;
+use crate::facade_stream::EncodedFrames;
 use crate::messages_api::{MessageEvents, MessageIdentity, WholeMessage, error_body};
 use crate::state::AppState;
 
@@ -191,16 +191,10 @@ impl IntoResponse for Message {
         match self {
             Self::Whole(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
             Self::Stream(stream) => {
-                let (handle, mut events) = *stream;
+                let (handle, encoder) = *stream;
                 let watch = crate::observe::TurnWatch::start("messages", &handle.turn_id, &handle.model_id);
-                let frames = crate::observe::watch_turn(watch, handle.events)
-                    .map(move |event: TurnEvent| {
-                        let mut frames = Vec::new();
-                        events.push_sse(&event, &mut frames);
-                        frames
-                    })
-                    .filter(|frames| std::future::ready(!frames.is_empty()))
-                    .map(Ok::<_, std::convert::Infallible>);
+                let events = crate::observe::watch_turn(watch, handle.events);
+                let frames = EncodedFrames::new(events, encoder);
                 super::chat::event_stream(Body::from_stream(frames))
             }
         }

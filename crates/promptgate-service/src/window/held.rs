@@ -1,10 +1,10 @@
 //! The older part of long threads, held between sends on this instance.
 //!
 //! A send on a long thread needs hundreds of messages below the newest page, and reading and
-//! converting them again for every send cost more than everything else a send does. Messages below
-//! the newest page that are no longer streaming are never rewritten (answers are finished, stopped
-//! and resumed while they are the thread's newest), so what one send read of them can serve the
-//! next: a send joins what is held to the page it read, after reading from the store only the few
+//! converting them again for every send cost more than everything else a send does. A message is
+//! rewritten only while its answer streams or while a tool call in it waits for an approval (a
+//! Stop denies the calls of an approval that expired, however far back); every other message is
+//! settled for good, so what one send read of them can serve the next: a send joins what is held to the page it read, after reading from the store only the few
 //! messages stored in between, with the newest held one among them to prove that the thread is the
 //! same one (a thread deleted and made again under its id has other message ids).
 //!
@@ -233,7 +233,7 @@ impl HeldHistories {
         let mut next = page;
         while start > 0 {
             let m = older[start - 1];
-            if m.seq != next - 1 || m.status == Some(MessageStatus::Streaming) {
+            if m.seq != next - 1 || may_change(m) {
                 break;
             }
             next = m.seq;
@@ -280,6 +280,16 @@ impl HeldHistories {
 /// held) or `stale` (held, but the thread moved on too far or is another one now).
 fn joined(outcome: &'static str) {
     metrics::counter!("promptgate_held_history_total", "outcome" => outcome).increment(1);
+}
+
+/// The message may still be rewritten: its answer streams, or a call in it waits for an approval.
+fn may_change(m: &Message) -> bool {
+    m.status == Some(MessageStatus::Streaming)
+        || m.parts.as_array().is_some_and(|parts| {
+            parts
+                .iter()
+                .any(|part| part.get("state").and_then(|s| s.as_str()) == Some("approval-requested"))
+        })
 }
 
 /// The held copy of `m`, when `held` has it with the same id (its cost may be missing where the
@@ -351,6 +361,19 @@ mod tests {
         let seqs: Vec<i64> = kept.run.iter().map(|h| h.message.seq).collect();
         assert_eq!(seqs, vec![5, 6, 7]);
         assert!(!kept.from_start);
+    }
+
+    #[test]
+    fn a_call_waiting_for_its_approval_cuts_the_run_too() {
+        let held = HeldHistories::new(1 << 20);
+        let mut tail = tail_of(1..=10, true);
+        tail.messages[5].parts = json!([
+            {"type": "tool-bash", "toolCallId": "c1", "state": "approval-requested", "input": {}}
+        ]);
+        held.keep((("u", "t"), 1), &tail, &costs_of(&tail), (10, 0), PRICED, None);
+        let kept = held.get((("u", "t"), 1)).unwrap().unwrap();
+        let seqs: Vec<i64> = kept.run.iter().map(|h| h.message.seq).collect();
+        assert_eq!(seqs, vec![7, 8, 9]);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! the wait and closes the message.
 
 use promptgate_core::approval::{EXPIRED_TEXT, denied_text};
-use promptgate_store::{MessageStatus, Role, SendContext, StoredApproval};
+use promptgate_store::{MessageStatus, Role, SendChecks, SendContext, StoredApproval};
 use promptgate_turn::engine::{ApprovalAnswer, PendingApproval, Resume};
 use serde_json::Value;
 
@@ -56,14 +56,24 @@ impl Service {
     }
 
     /// Refuses a new message while a call of the thread waits for its approval (one whose time
-    /// ran out no longer holds the thread).
+    /// ran out no longer holds the thread). `known` is what the send's load read about it, in the
+    /// same statement as the thread; without it the store is asked.
     pub(crate) async fn refuse_while_waiting(
         &self,
         user_id: &str,
         thread_id: &str,
+        known: Option<SendChecks>,
     ) -> Result<(), ServiceError> {
-        let waiting = self.store.pending_approvals(user_id, thread_id).await?;
-        if waiting.iter().any(|approval| !approval.expired) {
+        let waiting = match known {
+            Some(checks) => checks.approval_waiting,
+            None => self
+                .store
+                .pending_approvals(user_id, thread_id)
+                .await?
+                .iter()
+                .any(|approval| !approval.expired),
+        };
+        if waiting {
             return Err(ServiceError::ApprovalPending(thread_id.to_owned()));
         }
         Ok(())

@@ -62,7 +62,7 @@ impl Service {
         if let Some(project) = &thread.project_id {
             self.require_project(user_id, project).await?;
         }
-        self.admit_storage(user_id, true).await?;
+        self.admit_storage(user_id, true, None).await?;
         Ok(self.store.create_thread(user_id, thread).await?)
     }
 

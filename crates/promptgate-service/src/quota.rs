@@ -55,9 +55,18 @@ impl StorageQuota {
 }
 
 impl Service {
-    /// Refuses work that would store more for a user at or past their quota.
-    pub(crate) async fn admit_storage(&self, user_id: &str, new_thread: bool) -> Result<(), ServiceError> {
-        let usage = self.store.storage_usage(user_id).await?;
+    /// Refuses work that would store more for a user at or past their quota. `known` is their usage
+    /// when the caller read it already (a send reads it with its thread, saving a round trip).
+    pub(crate) async fn admit_storage(
+        &self,
+        user_id: &str,
+        new_thread: bool,
+        known: Option<StorageUsage>,
+    ) -> Result<(), ServiceError> {
+        let usage = match known {
+            Some(usage) => usage,
+            None => self.store.storage_usage(user_id).await?,
+        };
         self.config.quota.admit(usage, new_thread)
     }
 

@@ -280,17 +280,12 @@ impl Service {
             Some(&request.thread_id),
             request.model.as_deref(),
         );
-        // A thread waiting for an approval takes only the answer; read beside the rest.
-        let waits = async {
-            match request.input {
-                SendInput::Approval(_) => Ok(()),
-                _ => {
-                    self.refuse_while_waiting(&request.user_id, &request.thread_id)
-                        .await
-                }
-            }
-        };
-        let (continuation, (), (ctx, model, provider), ()) = tokio::try_join!(recall, claim, load, waits)?;
+        let (continuation, (), (ctx, model, provider)) = tokio::try_join!(recall, claim, load)?;
+        // A thread waiting for an approval takes only the answer; the load read whether it waits.
+        if !matches!(request.input, SendInput::Approval(_)) {
+            self.refuse_while_waiting(&request.user_id, &request.thread_id, ctx.checks)
+                .await?;
+        }
         Ok((continuation, ctx, model, provider))
     }
 
@@ -313,7 +308,9 @@ impl Service {
         if ctx.thread.is_none() && !request.create_thread {
             return Err(ServiceError::UnknownThread(request.thread_id.clone()));
         }
-        self.admit_storage(&request.user_id, ctx.thread.is_none()).await?;
+        let known = ctx.checks.map(|checks| checks.storage);
+        self.admit_storage(&request.user_id, ctx.thread.is_none(), known)
+            .await?;
         let answer_stored = match new_user_message {
             Some((id, parts)) => self.store_user_message(request, ctx, id, parts, answer).await?,
             None => {

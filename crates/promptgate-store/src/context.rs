@@ -10,7 +10,7 @@ use crate::observed::Observed;
 use crate::projects::thread_from;
 use crate::spans::StoreCall;
 use crate::tail::{TAIL_COLS, tail_message_from};
-use crate::types::{SendContext, Thread, ThreadContext};
+use crate::types::{SendChecks, SendContext, StorageUsage, Thread, ThreadContext};
 use crate::util::Cols;
 
 /// Messages the first read of a send takes from the end of its thread. Most threads are shorter,
@@ -41,11 +41,11 @@ impl Store {
                     self.traced(StoreCall::LoadHistory, self.thread_with_history(user, thread_id))
                         .await
                 }
-                None => Ok((None, None, 0, ThreadTail::default())),
+                None => Ok(LoadedThread::default()),
             }
         },);
         self.reach.saw(&loaded);
-        let (setup, (thread, project, sibling_count, tail)) = loaded?;
+        let (setup, loaded) = loaded?;
         let model_id = requested_model
             .map(str::to_owned)
             .or_else(|| setup.settings.default_model.clone())
@@ -55,49 +55,70 @@ impl Store {
             integrations: setup.integrations,
             model: setup.model(&model_id).cloned(),
             model_id,
-            thread,
-            project,
-            sibling_count,
+            thread: loaded.thread,
+            project: loaded.project,
+            sibling_count: loaded.siblings,
             skills: setup.skills.clone(),
             mcp_servers: setup.mcp_servers.clone(),
-            tail,
+            tail: loaded.tail,
+            checks: loaded.checks,
         })
     }
 
     /// The thread, its project, whether that project has other threads, the record of its compacted
-    /// part and its newest [`FIRST_PAGE`] messages, in one statement: a send reads them all before
-    /// its first byte, and a round trip per part would be paid by every send. The thread's columns
-    /// repeat on each message row; the sibling check is a subquery of its own, run once whatever the
-    /// history's length, and stops at the first sibling (counting them all cost a send 50 ms in a
-    /// project of 100,000 chats); the record (its summary may be long) comes with the newest row only.
-    async fn thread_with_history(
-        &self,
-        user: &str,
-        thread_id: &str,
-    ) -> Result<(Option<Thread>, Option<Project>, u32, ThreadTail)> {
+    /// part and its newest [`FIRST_PAGE`] messages, with what the send must check before it writes
+    /// (the user's stored bytes and threads, and whether a call of the thread waits for an
+    /// approval), in one statement: a send reads them all before its first byte, and a round trip
+    /// per part would be paid by every send. One row comes back even for a thread not created yet,
+    /// so a first send learns the user's usage too. The thread's columns repeat on each message row;
+    /// the sibling check is a subquery of its own, run once whatever the history's length, and stops
+    /// at the first sibling (counting them all cost a send 50 ms in a project of 100,000 chats); the
+    /// record (its summary may be long) comes with the newest row only.
+    ///
+    /// The page size is written into the statement, not bound: SQLite recompiles a statement whose
+    /// `LIMIT` is a bound parameter every time it is run with a new binding.
+    async fn thread_with_history(&self, user: &str, thread_id: &str) -> Result<LoadedThread> {
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
             "WITH t AS (SELECT user_id, id, project_id, title, created_at, updated_at FROM threads \
              WHERE user_id = $1 AND id = $2), \
              m AS (SELECT {TAIL_COLS} FROM messages m WHERE m.user_id = $1 AND m.thread_id = $2 \
-             ORDER BY m.seq DESC LIMIT $3) \
+             ORDER BY m.seq DESC LIMIT {FIRST_PAGE}) \
              SELECT t.id, t.project_id, t.title, t.created_at, t.updated_at, p.id, p.name, \
              p.instructions, (SELECT COUNT(*) FROM (SELECT 1 FROM threads s JOIN t o \
              ON s.user_id = o.user_id AND s.project_id = o.project_id AND s.id <> o.id LIMIT 1) one), \
-             c.through_seq, c.covered, c.summarised, c.summary, c.created_at, m.* \
-             FROM t LEFT JOIN projects p ON p.id = t.project_id AND p.user_id = t.user_id \
+             c.through_seq, c.covered, c.summarised, c.summary, c.created_at, \
+             u.bytes, u.threads, (SELECT COUNT(*) FROM tool_approvals a WHERE a.user_id = $1 \
+             AND a.thread_id = $2 AND a.state = 'pending' AND a.expires_at > $3), m.* \
+             FROM (SELECT 1 AS one) k LEFT JOIN t ON 1 = 1 \
+             LEFT JOIN projects p ON p.id = t.project_id AND p.user_id = t.user_id \
              LEFT JOIN m ON 1 = 1 \
              LEFT JOIN thread_contexts c ON c.user_id = t.user_id AND c.thread_id = t.id \
-             AND (m.seq IS NULL OR m.seq = (SELECT MAX(seq) FROM m)) ORDER BY m.seq"
+             AND (m.seq IS NULL OR m.seq = (SELECT MAX(seq) FROM m)) \
+             LEFT JOIN user_storage u ON u.user_id = $1 ORDER BY m.seq"
         )))
         .bind(user)
         .bind(thread_id)
-        .bind(i64::try_from(FIRST_PAGE).unwrap_or(i64::MAX))
+        .bind(self.now_ms())
         .fetch_all(&self.pool)
         .observed("context.thread_with_history")
         .await?;
         let Some(first) = rows.first() else {
-            return Ok((None, None, 0, ThreadTail::default()));
+            return Ok(LoadedThread::default());
         };
+        let checks = SendChecks {
+            storage: StorageUsage {
+                bytes: first.opt_int(14)?.map_or(0, |n| u64::try_from(n).unwrap_or(0)),
+                threads: first.opt_int(15)?.map_or(0, |n| u64::try_from(n).unwrap_or(0)),
+            },
+            approval_waiting: first.int(16)? > 0,
+        };
+        // A thread not created yet comes back as one row whose thread and message columns are NULL.
+        if first.opt_text(0)?.is_none() {
+            return Ok(LoadedThread {
+                checks: Some(checks),
+                ..LoadedThread::default()
+            });
+        }
         let thread = thread_from(first, 0)?;
         let project = match first.opt_text(5)? {
             Some(id) => Some(Project {
@@ -121,8 +142,8 @@ impl Store {
                 });
             }
             // A thread without messages comes back as one row whose message columns are NULL.
-            if row.opt_text(14)?.is_some() {
-                messages.push(tail_message_from(row, 14)?);
+            if row.opt_text(MESSAGE_AT)?.is_some() {
+                messages.push(tail_message_from(row, MESSAGE_AT)?);
             }
         }
         let tail = ThreadTail {
@@ -130,6 +151,25 @@ impl Store {
             messages,
             context,
         };
-        Ok((Some(thread), project, siblings, tail))
+        Ok(LoadedThread {
+            thread: Some(thread),
+            project,
+            siblings,
+            tail,
+            checks: Some(checks),
+        })
     }
+}
+
+/// Where a message's columns start in a row of [`Store::thread_with_history`].
+const MESSAGE_AT: usize = 17;
+
+/// What [`Store::thread_with_history`] read: nothing of a thread not created yet, except the checks.
+#[derive(Default)]
+struct LoadedThread {
+    thread: Option<Thread>,
+    project: Option<Project>,
+    siblings: u32,
+    tail: ThreadTail,
+    checks: Option<SendChecks>,
 }

@@ -52,6 +52,7 @@ mod users;
 mod util;
 mod workspace;
 mod write_waits;
+mod writer;
 
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -12,7 +12,7 @@ use crate::messages::{message_from, role_from};
 use crate::observed::Observed;
 use crate::projects::{THREAD_COLS, thread_from};
 use crate::types::{Message, Page, Thread, ThreadsAfter};
-use crate::util::{Cols, placeholders};
+use crate::util::{Cols, bound_limit, placeholders};
 
 const MESSAGE_COLS: &str = "m.id, m.thread_id, m.role, m.parts, m.metadata, m.status, m.created_at, m.seq";
 
@@ -42,7 +42,10 @@ impl Store {
             ));
             next += 2;
         }
-        sql.push_str(&format!(" ORDER BY updated_at DESC, id DESC LIMIT ${next}"));
+        sql.push_str(&format!(
+            " ORDER BY updated_at DESC, id DESC {}",
+            bound_limit(next)
+        ));
         let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(user);
         if let Some(project) = project_id {
             query = query.bind(project);
@@ -97,7 +100,8 @@ impl Store {
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
             "SELECT t.id, {MESSAGE_COLS} FROM threads t \
              LEFT JOIN messages m ON m.user_id = t.user_id AND m.thread_id = t.id AND m.seq < $3 \
-             WHERE t.user_id = $1 AND t.id = $2 ORDER BY m.seq DESC LIMIT $4"
+             WHERE t.user_id = $1 AND t.id = $2 ORDER BY m.seq DESC {limit_clause}",
+            limit_clause = bound_limit(4)
         )))
         .bind(user)
         .bind(thread_id)

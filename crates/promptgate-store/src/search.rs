@@ -16,7 +16,7 @@ use crate::connect::{Backend, Store};
 use crate::error::Result;
 use crate::observed::Observed;
 use crate::spans::StoreCall;
-use crate::util::{Cols, placeholders};
+use crate::util::{Cols, bound_limit, placeholders};
 
 const MAX_QUERY_WORDS: usize = 16;
 const MAX_WORD_CHARS: usize = 64;
@@ -109,7 +109,8 @@ impl Store {
                      JOIN messages m ON m.pk = chat_search.rowid \
                      WHERE chat_search MATCH $2 AND m.user_id = $1 AND m.thread_id IN ({in_list}) \
                      AND m.search_text <> '' \
-                     ORDER BY bm25(chat_search, 10.0, 1.0), chat_search.rowid DESC LIMIT $3"
+                     ORDER BY bm25(chat_search, 10.0, 1.0), chat_search.rowid DESC {limit_clause}",
+                    limit_clause = bound_limit(3)
                 ),
                 fts5_match(user, &words),
             ),

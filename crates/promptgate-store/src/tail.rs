@@ -7,7 +7,7 @@ use crate::error::Result;
 use crate::messages::message_from;
 use crate::observed::Observed;
 use crate::types::{Message, ThreadContext};
-use crate::util::Cols;
+use crate::util::{Cols, bound_limit};
 
 /// The columns a tail read selects, in the order [`tail_message_from`] reads them.
 pub(crate) const TAIL_COLS: &str = "m.id, m.thread_id, m.role, m.parts, m.metadata, m.status, m.created_at, \
@@ -39,7 +39,8 @@ impl Store {
         let cols = if bodies { TAIL_COLS } else { TAIL_HEAD_COLS };
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
             "SELECT {cols} FROM messages m WHERE m.user_id = $1 AND m.thread_id = $2 AND m.seq < $3 \
-             ORDER BY m.seq DESC LIMIT $4"
+             ORDER BY m.seq DESC {limit_clause}",
+            limit_clause = bound_limit(4)
         )))
         .bind(user)
         .bind(thread_id)

@@ -13,6 +13,7 @@ use crate::observed::Observed;
 use crate::pages::threads_page;
 use crate::search::{fts5_match, pg_rank_tsquery, pg_tsquery, query_words};
 use crate::types::{Page, Thread};
+use crate::util::bound_limit;
 
 /// Matches per thread, as `(thread_id, score, at)`: each message (with its thread's title) and each
 /// title on its own, so a thread without messages is found too; `at` breaks ties in favour of recent
@@ -114,10 +115,11 @@ pub(crate) fn search_threads_sql(backend: Backend, by_project: bool) -> String {
         .replace("{in_project}", in_project)
         .replace("{title_in_project}", title_in_project)
         .replace("{rank}", rank);
+    let limit_clause = bound_limit(3);
     format!(
         "SELECT t.id, t.project_id, t.title, t.created_at, t.updated_at FROM (\
          SELECT x.thread_id AS thread_id, {best} AS rank, MAX(x.at) AS at FROM ({hits}) x \
-         GROUP BY x.thread_id ORDER BY rank, at DESC, x.thread_id DESC LIMIT $3 OFFSET $4) p \
+         GROUP BY x.thread_id ORDER BY rank, at DESC, x.thread_id DESC {limit_clause} OFFSET $4) p \
          JOIN threads t ON t.user_id = $1 AND t.id = p.thread_id \
          ORDER BY p.rank, p.at DESC, p.thread_id DESC"
     )

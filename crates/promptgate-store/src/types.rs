@@ -272,6 +272,18 @@ pub struct SendContext {
     pub mcp_servers: Vec<(McpServer, McpSecrets)>,
     /// The thread's newest messages, as far back as the first read of a send goes.
     pub tail: crate::ThreadTail,
+    /// What a send checks before it writes, read with the thread; `None` when no thread was read.
+    pub checks: Option<SendChecks>,
+}
+
+/// What a send must know before it stores anything, read in the same statement as its thread.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SendChecks {
+    /// The user's stored bytes and threads, for their quota.
+    pub storage: StorageUsage,
+    /// A call of the thread waits for the user's approval (and its time has not run out), so the
+    /// thread takes only the answer.
+    pub approval_waiting: bool,
 }
 
 /// A response of the OpenAI Responses API to keep. The JSON values are the API's own shapes, which

@@ -55,6 +55,14 @@ pub(crate) fn check_opt_len(what: &str, value: Option<&str>, max: usize) -> Resu
     value.map_or(Ok(()), |v| check_len(what, v, max))
 }
 
+/// `LIMIT` with its row count bound as parameter `$n`. SQLite takes a bare bound `LIMIT` into the
+/// statement's plan, so it compiles the statement again every time the parameter is bound; through
+/// the cast the count is read when the statement runs and the compiled statement is kept. Postgres
+/// reads the cast of a bigint as nothing.
+pub(crate) fn bound_limit(n: usize) -> String {
+    format!("LIMIT CAST(${n} AS BIGINT)")
+}
+
 pub(crate) fn flag(b: bool) -> i64 {
     i64::from(b)
 }

@@ -339,6 +339,50 @@ async fn the_answer_is_taken_on_another_instance_and_after_a_restart() {
     assert_eq!(common::stored_text(&stored[1]), "Added.");
 }
 
+/// The wait is read with the thread by whichever instance the next message reaches: another
+/// instance refuses it while the call waits, and once the call is answered there the thread takes
+/// messages again, on either instance.
+#[tokio::test]
+async fn another_instance_refuses_a_new_message_while_a_call_waits_and_takes_one_after_the_answer() {
+    common::init();
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    let config = || scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), "");
+    let a = Gateway::start(Backend::Postgres, config()).await;
+    asking_user(&a).await;
+    let (_, approval_id) = paused(&a, &upstream).await;
+    let b = a.another_instance(config()).await;
+    let (status, body) = b
+        .post("/v1/chat", use_chat_body(THREAD, "never mind", "scripted"))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(error_code(&body), "approval_pending");
+
+    upstream.push(text(["Added."]));
+    let answer = json!({"answers": [{"approval_id": approval_id, "approved": true}]});
+    let (status, body) = b.post(&format!("/v1/threads/{THREAD}/approvals"), answer).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    upstream.push(text(["Next."]));
+    let next = a
+        .stream("/v1/chat", use_chat_body(THREAD, "and now?", "scripted"))
+        .await;
+    assert_eq!(next.text(), "Next.");
+    assert_eq!(a.stored_messages(THREAD, 4).await.as_array().unwrap().len(), 4);
+}
+
+/// A call whose time ran out no longer holds the thread: the next message is answered.
+async fn an_expired_wait_lets_the_thread_take_a_new_message(backend: Backend) {
+    let (gw, upstream) = gateway(backend, "[approval]\nexpiry_secs = 0\n").await;
+    asking_user(&gw).await;
+    paused(&gw, &upstream).await;
+    upstream.push(text(["Moving on."]));
+    let sse = gw
+        .stream("/v1/chat", use_chat_body(THREAD, "never mind", "scripted"))
+        .await;
+    assert_eq!(sse.text(), "Moving on.", "{:?}", sse.types());
+}
+
+common::on_both_backends!(an_expired_wait_lets_the_thread_take_a_new_message);
+
 /// The AI SDK's own chat, 6.x and 7.x: it shows the wait, `addToolApprovalResponse` with
 /// automatic sending answers it, and the continued stream finishes the same message.
 #[tokio::test]

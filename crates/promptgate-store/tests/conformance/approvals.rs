@@ -67,3 +67,42 @@ conformance! {
         store.expire_turn_claims().await.unwrap();
     }
 }
+
+conformance! {
+    async fn a_send_reads_the_wait_and_the_users_usage_with_its_thread(store: &Store) {
+        let alice = user(store, "Alice").await;
+        let bob = user(store, "Bob").await;
+        store.seed_system_models(&[model("demo")]).await.unwrap();
+        thread(store, &alice, "t1", None, None).await;
+        thread(store, &alice, "t2", None, None).await;
+        say(store, &alice, "t1", Role::User, "Delete a.txt").await;
+        let checks = |user: String, thread: &'static str| {
+            let store = store.clone();
+            async move {
+                let ctx = store.load_send_context(&user, Some(thread), None, "demo").await.unwrap();
+                ctx.checks.unwrap()
+            }
+        };
+        let before = checks(alice.clone(), "t1").await;
+        assert!(!before.approval_waiting);
+        assert_eq!(before.storage, store.storage_usage(&alice).await.unwrap());
+        assert_eq!(before.storage.threads, 2);
+
+        store.keep_approvals(&alice, "t1", "m1", &[waiting("a1", "c1")], HOUR).await.unwrap();
+        assert!(checks(alice.clone(), "t1").await.approval_waiting, "the call waits");
+        assert!(!checks(alice.clone(), "t2").await.approval_waiting, "another thread of hers does not");
+        assert!(!checks(bob.clone(), "t1").await.approval_waiting, "nor Bob's thread of the same id");
+
+        // A thread not created yet still brings the usage its quota is checked against.
+        let fresh = checks(alice.clone(), "new").await;
+        assert!(!fresh.approval_waiting);
+        assert_eq!(fresh.storage, store.storage_usage(&alice).await.unwrap());
+        assert_eq!(checks(bob.clone(), "new").await.storage, StorageUsage::default());
+
+        // Answered, or past its time, a call no longer holds the thread.
+        assert!(store.use_approvals(&alice, "t1", &["a1".to_owned()]).await.unwrap());
+        assert!(!checks(alice.clone(), "t1").await.approval_waiting);
+        store.keep_approvals(&alice, "t2", "m2", &[waiting("a2", "c2")], Duration::ZERO).await.unwrap();
+        assert!(!checks(alice.clone(), "t2").await.approval_waiting, "an expired call");
+    }
+}

@@ -58,10 +58,11 @@ pub(super) fn record_outcome(span: &Span, outcome: &TurnOutcome) {
     }
 }
 
-/// The span of one model call (a client span: the request goes to the upstream).
-pub(super) fn chat(plan: &TurnPlan) -> Span {
+/// The span of one model call (a client span: the request goes to the upstream), under the turn's.
+pub(super) fn chat(agent: &Span, plan: &TurnPlan) -> Span {
     tracing::info_span!(
         target: "promptgate::otel",
+        parent: agent,
         "chat",
         otel.name = format!("chat {}", plan.upstream_model),
         otel.kind = "client",
@@ -113,11 +114,13 @@ pub(super) fn record_chat(
 }
 
 /// The span of one tool call. `gen_ai.tool.type` is the conventions' coarse kind (an MCP tool is an
-/// `extension`, anything else a `function`); `promptgate.tool.origin` says where it runs.
-pub(super) fn tool(spec: &ToolSpec, call_id: &str) -> Span {
+/// `extension`, anything else a `function`); `promptgate.tool.origin` says where it runs. Under the
+/// turn's span.
+pub(super) fn tool(agent: &Span, spec: &ToolSpec, call_id: &str) -> Span {
     let origin = promptgate_core::tools::origin(spec);
     tracing::info_span!(
         target: "promptgate::otel",
+        parent: agent,
         "execute_tool",
         otel.name = format!("execute_tool {}", spec.name),
         "gen_ai.operation.name" = "execute_tool",

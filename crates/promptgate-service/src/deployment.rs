@@ -22,7 +22,7 @@ pub use crate::feed::OnDisconnect;
 pub use crate::harness::{DEFAULT_KEPT_HARNESS_BYTES, DEFAULT_KEPT_HARNESSES};
 pub use crate::integrations::{GoogleSetup, MicrosoftSetup};
 pub use crate::window::{
-    ContextSettings, DEFAULT_ANSWER_RESERVE_TOKENS, DEFAULT_KEPT_AFTER_COMPACTION,
+    ContextSettings, DEFAULT_ANSWER_RESERVE_TOKENS, DEFAULT_HELD_HISTORY_MIB, DEFAULT_KEPT_AFTER_COMPACTION,
     DEFAULT_SUMMARY_MAX_TOKENS, DEFAULT_SUMMARY_TIMEOUT, DEFAULT_WINDOW_TOKENS,
 };
 pub use promptgate_core::breaker::BreakerSettings;

@@ -188,6 +188,8 @@ pub struct Service {
     mcp_known: Arc<mcp_known::KnownTools>,
     /// The transport's wire format of a turn's stream, for its readers and followers.
     encoding: StreamEncoding,
+    /// The older part of long threads, held between sends.
+    pub(crate) held: Arc<window::HeldHistories>,
     /// Token counts of the messages sends have seen, shared by all sends.
     pub(crate) token_counters: promptgate_llm::tokens::TokenCounters,
     /// The model that summarises a thread's older part, when one is configured.
@@ -232,6 +234,7 @@ impl Service {
             mcp_known: Arc::default(),
             encoding,
             token_counters: promptgate_llm::tokens::TokenCounters::default(),
+            held: Arc::new(window::HeldHistories::new(config.context.held_history_bytes)),
             summariser: None,
             citation_reviewer: None,
             breakers: Arc::new(promptgate_turn::engine::Breakers::new(config.failover.breaker)),

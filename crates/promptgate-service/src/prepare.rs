@@ -404,6 +404,7 @@ impl Service {
                 let tail = std::mem::take(&mut ctx.tail);
                 self.window(
                     (user_id, thread.id.as_str()),
+                    thread.created_at,
                     tail,
                     &budget,
                     model.supports_images,

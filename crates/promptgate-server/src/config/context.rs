@@ -4,12 +4,15 @@
 use std::time::Duration;
 
 use promptgate_service::deployment::{
-    ContextSettings, DEFAULT_ANSWER_RESERVE_TOKENS, DEFAULT_KEPT_AFTER_COMPACTION,
+    ContextSettings, DEFAULT_ANSWER_RESERVE_TOKENS, DEFAULT_HELD_HISTORY_MIB, DEFAULT_KEPT_AFTER_COMPACTION,
     DEFAULT_SUMMARY_MAX_TOKENS, DEFAULT_SUMMARY_TIMEOUT, DEFAULT_WINDOW_TOKENS,
 };
 use serde::Deserialize;
 
 use crate::config::ConfigError;
+
+/// The most memory `held_history_mib` may name (64 GiB): a typo, not a plan, beyond it.
+const MAX_HELD_HISTORY_MIB: u64 = 1 << 16;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -28,6 +31,9 @@ pub struct ContextConfig {
     pub summary_max_tokens: u64,
     /// How long a compacting send waits for the summariser before it leaves the older part out.
     pub summary_timeout_secs: u64,
+    /// Memory for the older part of long threads kept between sends, in MiB, per instance; 0 keeps
+    /// nothing (every send reads it from the database).
+    pub held_history_mib: u64,
 }
 
 impl Default for ContextConfig {
@@ -39,6 +45,7 @@ impl Default for ContextConfig {
             summariser: None,
             summary_max_tokens: DEFAULT_SUMMARY_MAX_TOKENS,
             summary_timeout_secs: DEFAULT_SUMMARY_TIMEOUT.as_secs(),
+            held_history_mib: DEFAULT_HELD_HISTORY_MIB,
         }
     }
 }
@@ -54,6 +61,11 @@ impl ContextConfig {
         ];
         if let Some((key, _)) = positive.iter().find(|(_, value)| *value == 0) {
             return Err(ConfigError::Invalid(format!("{key} must be positive")));
+        }
+        if self.held_history_mib > MAX_HELD_HISTORY_MIB {
+            return Err(ConfigError::Invalid(format!(
+                "context.held_history_mib must be at most {MAX_HELD_HISTORY_MIB}"
+            )));
         }
         if !(1..=90).contains(&self.kept_after_compaction_percent) {
             return Err(ConfigError::Invalid(
@@ -78,6 +90,7 @@ impl ContextConfig {
             summariser: self.summariser.clone(),
             summary_max_tokens: self.summary_max_tokens,
             summary_timeout: Duration::from_secs(self.summary_timeout_secs),
+            held_history_bytes: usize::try_from(self.held_history_mib << 20).unwrap_or(usize::MAX),
         }
     }
 }

@@ -2,8 +2,9 @@
 //! upstream on loopback: they keep answering (the older part summarised or left out with a note),
 //! the summary is written once and reused, sends that do not compact send the same prefix (and, to
 //! Anthropic, the same cache breakpoints), a tool call never reaches the model without its result,
-//! an edit far back rebuilds the right conversation, and a prompt the provider still finds too long
-//! ends with `context_too_long`.
+//! an edit far back rebuilds the right conversation, a thread's older part held between sends shows
+//! the model what the store holds, and a prompt the provider still finds too long ends with
+//! `context_too_long`.
 
 // Helpers in test files fail the test loudly; that is their job.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -50,18 +51,23 @@ fn filler(tag: &str) -> String {
 
 /// Stores `turns` question-and-answer pairs in a new thread `thread`, as earlier sends would have.
 async fn fill(gw: &Gateway, thread: &str, turns: usize) {
+    fill_as(gw, thread, turns, "").await;
+}
+
+/// Like [`fill`], each message's text (not its id) led by `lead`.
+async fn fill_as(gw: &Gateway, thread: &str, turns: usize, lead: &str) {
     let (status, _) = gw.post("/v1/threads", json!({"id": thread})).await;
     assert_eq!(status, StatusCode::CREATED);
     for n in 1..=turns {
-        for (role, tag) in [
+        for (role, id) in [
             (Role::User, format!("question-{n}")),
             (Role::Assistant, format!("answer-{n}")),
         ] {
             let message = NewMessage {
-                id: Some(tag.clone()),
+                parts: json!([{"type": "text", "text": filler(&format!("{lead}{id}"))}]),
+                id: Some(id),
                 thread_id: thread.to_owned(),
                 role,
-                parts: json!([{"type": "text", "text": filler(&tag)}]),
                 metadata: json!({}),
                 status: (role == Role::Assistant).then_some(promptgate_store::MessageStatus::Complete),
             };
@@ -126,6 +132,26 @@ fn prefix_holds(sent: &[Value]) {
             "the first request is a prefix of this one"
         );
     }
+}
+
+/// Edits the filled thread `long`'s third question, answered by `model`; the model sees the thread up
+/// to the edit (what followed the question goes). Returns the request it got.
+async fn edit_the_third_question(gw: &Gateway, upstream: &ScriptedUpstream, model: &str) -> Value {
+    let edit = json!({
+        "id": "long", "trigger": "submit-message", "model": model, "messageId": "question-3",
+        "messages": [{"id": "question-3", "role": "user", "parts": [{"type": "text", "text": "edited-3 instead"}]}]
+    });
+    let sse = gw.stream("/v1/chat", edit).await;
+    assert!(sse.done, "{:?}", sse.events);
+    let request = requests_for(upstream, &format!("{model}-upstream"))
+        .pop()
+        .unwrap();
+    let tags: Vec<String> = conversation(&request).iter().map(tag_of).collect();
+    assert_eq!(
+        tags,
+        ["question-1", "answer-1", "question-2", "answer-2", "edited-3"]
+    );
+    request
 }
 
 async fn send(gw: &Gateway, thread: &str, words: &str) -> common::Sse {
@@ -426,18 +452,7 @@ async fn an_edit_far_back_rebuilds_the_conversation_and_voids_the_summary() {
 
     // An edit of the third question: it takes that question's place and what followed it goes,
     // the summary of the older part with it.
-    let edit = json!({
-        "id": "long", "trigger": "submit-message", "model": "small", "messageId": "question-3",
-        "messages": [{"id": "question-3", "role": "user", "parts": [{"type": "text", "text": "edited-3 instead"}]}]
-    });
-    let sse = gw.stream("/v1/chat", edit).await;
-    assert!(sse.done, "{:?}", sse.events);
-    let request = requests_for(&upstream, "small-upstream").pop().unwrap();
-    let tags: Vec<String> = conversation(&request).iter().map(tag_of).collect();
-    assert_eq!(
-        tags,
-        ["question-1", "answer-1", "question-2", "answer-2", "edited-3"]
-    );
+    let request = edit_the_third_question(&gw, &upstream, "small").await;
     assert!(!system_of(&request).contains("# Earlier in this conversation"));
     let (_, listed) = gw.get("/v1/threads/long/messages").await;
     let ids: Vec<&str> = listed
@@ -452,6 +467,67 @@ async fn an_edit_far_back_rebuilds_the_conversation_and_voids_the_summary() {
     );
     assert_eq!(ids.len(), 6, "the listing shows the thread as it now reads");
 }
+
+/// A model whose window takes a whole 120-message thread, so its sends read past their first page.
+const WIDE: &str = "\n[[models]]\nid = \"wide\"\nprovider = \"scripted\"\nupstream_model = \"wide-upstream\"\n\
+                    context_window = 200000\ntool_usage = 0\n";
+
+/// Sends `words` with the wide model and returns the tags of the conversation the model got.
+async fn wide_send(gw: &Gateway, upstream: &ScriptedUpstream, thread: &str, words: &str) -> Vec<String> {
+    let sse = gw.stream("/v1/chat", use_chat_body(thread, words, "wide")).await;
+    assert!(sse.done, "{:?}", sse.events);
+    let request = requests_for(upstream, "wide-upstream").pop().unwrap();
+    conversation(&request).iter().map(tag_of).collect()
+}
+
+/// The tags of `turns` filled question-and-answer pairs.
+fn filled_tags(turns: usize, lead: &str) -> Vec<String> {
+    (1..=turns)
+        .flat_map(|n| [format!("{lead}question-{n}"), format!("{lead}answer-{n}")])
+        .collect()
+}
+
+async fn the_older_part_held_between_sends_shows_what_the_store_holds(backend: Backend) {
+    init();
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    upstream.replay_by_default(text(["Ok."]));
+    let first = Gateway::start(backend, config(&upstream, false, WIDE)).await;
+    let second = first.another_instance(config(&upstream, false, WIDE)).await;
+    fill(&first, "long", 60).await;
+    let joined = "promptgate_held_history_total{outcome=\"joined\"}";
+
+    let mut expected = filled_tags(60, "");
+    expected.push("ask-1".to_owned());
+    assert_eq!(wide_send(&first, &upstream, "long", "ask-1 now").await, expected);
+    assert_eq!(first.metric(joined).await, 0.0, "nothing was held before");
+
+    // The next send on the same instance reads only what was stored since.
+    expected.extend(["Ok.".to_owned(), "ask-2".to_owned()]);
+    assert_eq!(wide_send(&first, &upstream, "long", "ask-2 now").await, expected);
+    assert_eq!(first.metric(joined).await, 1.0);
+
+    // Another instance answers in between; what it stored comes in its place.
+    wide_send(&second, &upstream, "long", "elsewhere-1 there").await;
+    wide_send(&second, &upstream, "long", "elsewhere-2 there").await;
+    for tag in ["Ok.", "elsewhere-1", "Ok.", "elsewhere-2", "Ok.", "ask-3"] {
+        expected.push(tag.to_owned());
+    }
+    assert_eq!(wide_send(&first, &upstream, "long", "ask-3 now").await, expected);
+
+    // An edit far back, on the instance that holds the thread, shows the thread as it now reads.
+    edit_the_third_question(&first, &upstream, "wide").await;
+
+    // The thread deleted and made again under its id, with messages of the same ids and other
+    // words: nothing of the one held is sent.
+    let (status, _) = second.delete("/v1/threads/long").await;
+    assert!(status.is_success(), "{status}");
+    fill_as(&second, "long", 60, "renewed-").await;
+    let mut renewed = filled_tags(60, "renewed-");
+    renewed.push("ask-4".to_owned());
+    assert_eq!(wide_send(&first, &upstream, "long", "ask-4 now").await, renewed);
+}
+
+common::on_both_backends!(the_older_part_held_between_sends_shows_what_the_store_holds);
 
 #[tokio::test]
 async fn a_prompt_the_provider_finds_too_long_ends_with_context_too_long() {

@@ -14,6 +14,7 @@
 //! - The thread's stored messages never change; the record says how far it reaches.
 
 mod compact;
+mod held;
 mod read;
 mod summarise;
 
@@ -30,6 +31,8 @@ use promptgate_store::{Message, ThreadContext, ThreadTail};
 use serde_json::{Map, Value, json};
 
 use crate::{Service, ServiceError};
+pub(crate) use held::HeldHistories;
+use held::PricedBy;
 pub(crate) use read::Costed;
 use read::Pricing;
 
@@ -43,6 +46,8 @@ pub const DEFAULT_KEPT_AFTER_COMPACTION: u8 = 50;
 pub const DEFAULT_SUMMARY_MAX_TOKENS: u64 = 1_024;
 /// How long a compacting send waits for its summary.
 pub const DEFAULT_SUMMARY_TIMEOUT: Duration = Duration::from_secs(60);
+/// Memory for the older part of long threads held between sends, in MiB.
+pub const DEFAULT_HELD_HISTORY_MIB: u64 = 64;
 
 /// How sends fit a thread to a model's window (the `[context]` settings).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,6 +60,8 @@ pub struct ContextSettings {
     pub summariser: Option<String>,
     pub summary_max_tokens: u64,
     pub summary_timeout: Duration,
+    /// Bytes (an estimate) of long threads' older parts held between sends ([`held`]).
+    pub held_history_bytes: usize,
 }
 
 impl Default for ContextSettings {
@@ -66,6 +73,7 @@ impl Default for ContextSettings {
             summariser: None,
             summary_max_tokens: DEFAULT_SUMMARY_MAX_TOKENS,
             summary_timeout: DEFAULT_SUMMARY_TIMEOUT,
+            held_history_bytes: usize::try_from(DEFAULT_HELD_HISTORY_MIB << 20).unwrap_or(usize::MAX),
         }
     }
 }
@@ -253,11 +261,12 @@ pub(crate) enum Mode {
 }
 
 impl Service {
-    /// What the send shows its model of the thread `ids` (user, thread), read from `tail` and
-    /// further back as needed; compacts the thread when the conversation outgrew the room.
+    /// What the send shows its model of the thread `ids` (user, thread), made at `born`, read from
+    /// `tail` and further back as needed; compacts the thread when the conversation outgrew the room.
     pub(crate) async fn window(
         &self,
         ids: (&str, &str),
+        born: i64,
         mut tail: ThreadTail,
         budget: &Budget,
         images: bool,
@@ -270,7 +279,21 @@ impl Service {
             files: Some((&self.config.documents, ids.0)),
             room: budget.room,
         };
+        let priced_by = PricedBy {
+            tokenizer: budget.counter.tokenizer(),
+            images,
+        };
+        let page = tail.oldest_seq();
+        let joined = self
+            .held
+            .join(&self.store, (ids, born), &mut tail, &mut costs, priced_by)
+            .await?;
         let reading = read::read(&self.store, ids, &mut tail, &mut costs, &pricing).await?;
+        if let Some(page) = page {
+            let floor = reading.record.as_ref().map_or(0, |r| r.through_seq);
+            self.held
+                .keep((ids, born), &tail, &costs, (page, floor), priced_by, joined);
+        }
         let record = reading.record.clone().filter(|_| reading.whole);
         let block = record.as_ref().map_or(0, |r| pricing.block_tokens(r));
         let tokens: usize = reading

@@ -116,13 +116,13 @@ fn prepare_run(mut plan: TurnPlan) -> (PendingRun, TurnRun) {
     let stop = plan.cancel.child_token();
     let stop_on_drop = stop.clone().drop_guard();
     let span = tracing::info_span!("turn", turn_id = %plan.turn_id, model = %plan.model_id);
+    // The parent of the turn's calls' spans, not entered around its polls (see `Turn`).
     let agent = spans::agent(&plan);
-    let agent_outcome = agent.clone();
     let admission = plan.admission.take();
     let tasks = plan.tasks.clone();
     let turn = async move {
         let _admission = admission;
-        let outcome = turn::Turn::new(plan, events_tx, stop).run().await;
+        let outcome = turn::Turn::new(plan, events_tx, stop, agent.clone()).run().await;
         tracing::info!(
             status = outcome.status.as_str(),
             steps = outcome.steps,
@@ -130,12 +130,12 @@ fn prepare_run(mut plan: TurnPlan) -> (PendingRun, TurnRun) {
             total_tokens = outcome.usage_total.total_tokens,
             "turn ended"
         );
-        spans::record_outcome(&agent_outcome, &outcome);
+        spans::record_outcome(&agent, &outcome);
         // The caller may have stopped caring about the outcome; nothing to do then.
         let _ = outcome_tx.send(outcome);
     };
     let prepared = PendingRun {
-        future: Box::pin(turn.instrument(agent).instrument(span)),
+        future: Box::pin(turn.instrument(span)),
         tasks,
     };
     let run = TurnRun {

@@ -335,7 +335,8 @@ pub trait AnswerRecorder: Send + Sync {
     fn checkpoint(&self, parts: Vec<Value>, metadata: Value);
 
     /// The final answer. Resolves to true once it is stored; the turn waits for that (at most
-    /// `TurnLimits::save_grace`) before the stream says it is done.
+    /// `TurnLimits::save_grace`) before the stream says it is done. Called with the turn's trace
+    /// span current.
     fn finish(&self, outcome: TurnOutcome) -> Pin<Box<dyn Future<Output = bool> + Send>>;
 }
 

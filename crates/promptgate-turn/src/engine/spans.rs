@@ -6,11 +6,18 @@
 //! exporter, and when it is off their callsites are disabled, so a turn pays a check per span and
 //! nothing more. Message content and tool arguments are recorded only when the operator asks
 //! (see `span_content`).
+//!
+//! What a turn and a model call ended with is set on the OpenTelemetry span directly, all at once
+//! ([`set_at_end`]): recorded as `tracing` fields, each value looked the span up in the registry
+//! once per layer and took its locks again.
 
+use opentelemetry::KeyValue;
+use opentelemetry::trace::{Status, TraceContextExt};
 use promptgate_core::tools::ToolSpec;
 use promptgate_llm::{FinishReason, LlmError, Usage};
 use tracing::Span;
 use tracing::field::Empty;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use super::plan::{TurnOutcome, TurnPlan};
 
@@ -29,39 +36,36 @@ pub(super) fn agent(plan: &TurnPlan) -> Span {
         "gen_ai.request.model" = plan.upstream_model.as_str(),
         "promptgate.model.id" = plan.model_id.as_str(),
         "promptgate.turn.id" = plan.turn_id.as_str(),
-        "gen_ai.usage.input_tokens" = Empty,
-        "gen_ai.usage.output_tokens" = Empty,
-        "gen_ai.response.finish_reasons" = Empty,
-        "promptgate.turn.status" = Empty,
-        "error.type" = Empty,
-        otel.status_code = Empty,
     )
 }
 
 /// Totals and the end of a turn, on its span.
 pub(super) fn record_outcome(span: &Span, outcome: &TurnOutcome) {
-    span.record(
-        "gen_ai.usage.input_tokens",
-        count(outcome.usage_total.prompt_tokens),
-    );
-    span.record(
-        "gen_ai.usage.output_tokens",
-        count(outcome.usage_total.completion_tokens),
-    );
-    span.record("promptgate.turn.status", outcome.status.as_str());
+    if span.is_disabled() {
+        return;
+    }
+    let mut attributes = vec![
+        KeyValue::new(
+            "gen_ai.usage.input_tokens",
+            count(outcome.usage_total.prompt_tokens),
+        ),
+        KeyValue::new(
+            "gen_ai.usage.output_tokens",
+            count(outcome.usage_total.completion_tokens),
+        ),
+        KeyValue::new("promptgate.turn.status", outcome.status.as_str()),
+    ];
     if let Some(reason) = outcome.finish_reason {
-        span.record("gen_ai.response.finish_reasons", reason.as_str());
+        attributes.push(KeyValue::new("gen_ai.response.finish_reasons", reason.as_str()));
     }
-    if outcome.error.is_some() {
-        span.record("error.type", "turn_error");
-        span.record("otel.status_code", "error");
-    }
+    set_at_end(span, attributes, outcome.error.is_some().then_some("turn_error"));
 }
 
-/// The span of one model call (a client span: the request goes to the upstream).
-pub(super) fn chat(plan: &TurnPlan) -> Span {
+/// The span of one model call (a client span: the request goes to the upstream), under the turn's.
+pub(super) fn chat(agent: &Span, plan: &TurnPlan) -> Span {
     tracing::info_span!(
         target: "promptgate::otel",
+        parent: agent,
         "chat",
         otel.name = format!("chat {}", plan.upstream_model),
         otel.kind = "client",
@@ -69,17 +73,9 @@ pub(super) fn chat(plan: &TurnPlan) -> Span {
         "gen_ai.provider.name" = plan.model.provider_name(),
         "gen_ai.request.model" = plan.upstream_model.as_str(),
         "gen_ai.request.stream" = true,
-        "gen_ai.response.finish_reasons" = Empty,
-        "gen_ai.usage.input_tokens" = Empty,
-        "gen_ai.usage.output_tokens" = Empty,
-        "gen_ai.usage.cache_read.input_tokens" = Empty,
-        "gen_ai.usage.cache_creation.input_tokens" = Empty,
-        "gen_ai.usage.reasoning.output_tokens" = Empty,
         "gen_ai.system_instructions" = Empty,
         "gen_ai.input.messages" = Empty,
         "gen_ai.output.messages" = Empty,
-        "error.type" = Empty,
-        otel.status_code = Empty,
     )
 }
 
@@ -90,34 +86,56 @@ pub(super) fn record_chat(
     finish: Option<&FinishReason>,
     failure: Option<&LlmError>,
 ) {
+    if span.is_disabled() {
+        return;
+    }
+    let mut attributes = Vec::new();
     if let Some(usage) = usage {
-        span.record("gen_ai.usage.input_tokens", count(usage.prompt_tokens));
-        span.record("gen_ai.usage.output_tokens", count(usage.completion_tokens));
-        if let Some(cached) = usage.cached_tokens {
-            span.record("gen_ai.usage.cache_read.input_tokens", count(cached));
-        }
-        if let Some(written) = usage.cache_write_tokens {
-            span.record("gen_ai.usage.cache_creation.input_tokens", count(written));
-        }
-        if let Some(reasoning) = usage.reasoning_tokens {
-            span.record("gen_ai.usage.reasoning.output_tokens", count(reasoning));
+        let counts = [
+            ("gen_ai.usage.input_tokens", Some(usage.prompt_tokens)),
+            ("gen_ai.usage.output_tokens", Some(usage.completion_tokens)),
+            ("gen_ai.usage.cache_read.input_tokens", usage.cached_tokens),
+            (
+                "gen_ai.usage.cache_creation.input_tokens",
+                usage.cache_write_tokens,
+            ),
+            ("gen_ai.usage.reasoning.output_tokens", usage.reasoning_tokens),
+        ];
+        for (key, tokens) in counts {
+            if let Some(tokens) = tokens {
+                attributes.push(KeyValue::new(key, count(tokens)));
+            }
         }
     }
     if let Some(finish) = finish {
-        span.record("gen_ai.response.finish_reasons", finish_reason(finish));
+        attributes.push(KeyValue::new(
+            "gen_ai.response.finish_reasons",
+            finish_reason(finish).to_owned(),
+        ));
     }
-    if let Some(failure) = failure {
-        span.record("error.type", llm_error_type(failure));
-        span.record("otel.status_code", "error");
+    set_at_end(span, attributes, failure.map(llm_error_type));
+}
+
+/// Sets `attributes` on the OpenTelemetry span behind `span` (started by then: its children or
+/// its outgoing request read its context), and marks it failed with `error_type` when there is one.
+fn set_at_end(span: &Span, mut attributes: Vec<KeyValue>, error_type: Option<&'static str>) {
+    let context = span.context();
+    let otel_span = context.span();
+    if let Some(error_type) = error_type {
+        attributes.push(KeyValue::new("error.type", error_type));
+        otel_span.set_status(Status::error(""));
     }
+    otel_span.set_attributes(attributes);
 }
 
 /// The span of one tool call. `gen_ai.tool.type` is the conventions' coarse kind (an MCP tool is an
-/// `extension`, anything else a `function`); `promptgate.tool.origin` says where it runs.
-pub(super) fn tool(spec: &ToolSpec, call_id: &str) -> Span {
+/// `extension`, anything else a `function`); `promptgate.tool.origin` says where it runs. Under the
+/// turn's span.
+pub(super) fn tool(agent: &Span, spec: &ToolSpec, call_id: &str) -> Span {
     let origin = promptgate_core::tools::origin(spec);
     tracing::info_span!(
         target: "promptgate::otel",
+        parent: agent,
         "execute_tool",
         otel.name = format!("execute_tool {}", spec.name),
         "gen_ai.operation.name" = "execute_tool",

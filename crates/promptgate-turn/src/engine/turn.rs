@@ -109,10 +109,21 @@ pub(super) struct Turn {
     /// The span of the model call under way: current only while a request to the upstream is
     /// opened (see `failover::first_event`), not on every frame of its answer.
     pub(super) chat_span: tracing::Span,
+    /// The turn's own span: the explicit parent of its model and tool calls' spans, and current
+    /// only while the final answer is handed to the recorder. It is not entered around the turn's
+    /// polls: the turn is polled once per frame of the answer, and with traces exported each enter
+    /// and exit went through the registry (a stack push, a reference taken and dropped) for a span
+    /// that nothing in those polls reads.
+    agent_span: tracing::Span,
 }
 
 impl Turn {
-    pub(super) fn new(mut plan: TurnPlan, events: mpsc::Sender<TurnEvent>, stop: CancellationToken) -> Self {
+    pub(super) fn new(
+        mut plan: TurnPlan,
+        events: mpsc::Sender<TurnEvent>,
+        stop: CancellationToken,
+        agent_span: tracing::Span,
+    ) -> Self {
         let budget = plan
             .request_budget
             .clone()
@@ -181,6 +192,7 @@ impl Turn {
             citations: Vec::new(),
             citation_counts: None,
             chat_span: tracing::Span::none(),
+            agent_span,
         }
     }
 
@@ -293,9 +305,10 @@ impl Turn {
         };
         if let Some(recorder) = self.plan.recorder.clone() {
             let grace = self.plan.limits.save_grace;
-            let stored = tokio::time::timeout(grace, recorder.finish(outcome.clone()))
-                .await
-                .unwrap_or(false);
+            // The recorder takes the current span as the parent of the final save's spans, which
+            // belong to the turn.
+            let finishing = self.agent_span.in_scope(|| recorder.finish(outcome.clone()));
+            let stored = tokio::time::timeout(grace, finishing).await.unwrap_or(false);
             if !stored {
                 tracing::warn!(
                     turn = %self.plan.turn_id, grace_ms = grace.as_millis() as u64,
@@ -522,7 +535,7 @@ impl Turn {
         self.steps += 1;
         self.out.emit(UiChunk::StartStep).await;
         let mut state = StepState::default();
-        let chat = spans::chat(&self.plan);
+        let chat = spans::chat(&self.agent_span, &self.plan);
         let capturing = span_content::capturing();
         if capturing {
             span_content::record_request(&chat, &request.messages);
@@ -653,7 +666,7 @@ impl Turn {
                     self.tool_calls += 1;
                     self.web_calls += u32::from(prepared.spec.web);
                     let call_id = call.id.clone();
-                    let span = spans::tool(&prepared.spec, &call_id);
+                    let span = spans::tool(&self.agent_span, &prepared.spec, &call_id);
                     let capturing = span_content::capturing();
                     if capturing {
                         span_content::record_tool_arguments(&span, &call.arguments);

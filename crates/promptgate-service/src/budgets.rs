@@ -189,10 +189,7 @@ impl Service {
         let now = crate::now().timestamp_millis();
         let states = self
             .store
-            .limit_states(&spender.user_id, spender.key_id.as_deref(), now);
-        let states = self
-            .store
-            .traced(promptgate_store::StoreCall::CheckBudget, states)
+            .limit_states(&spender.user_id, spender.key_id.as_deref(), now)
             .await?;
         judge(&states, now).map_err(ServiceError::OverBudget)
     }

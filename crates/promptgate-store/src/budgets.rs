@@ -12,6 +12,7 @@ use sqlx::any::AnyRow;
 use crate::connect::Store;
 use crate::error::{Result, StoreError};
 use crate::observed::Observed;
+use crate::spans::StoreCall;
 use crate::util::Cols;
 
 const MINUTE_MS: i64 = 60_000;
@@ -275,7 +276,8 @@ impl Store {
 
     /// The limits in force on a request by `user_id` with `key_id`, at `now` (epoch ms), with what
     /// their current windows have spent. Empty when none are set: without a query while the user's
-    /// setup in memory says so (see [`crate::setup`]).
+    /// setup in memory says so (see [`crate::setup`]). The database read is a [`StoreCall::CheckBudget`]
+    /// span.
     pub async fn limit_states(
         &self,
         user_id: &str,
@@ -290,6 +292,19 @@ impl Store {
         if !self.user_setup(user_id).await?.budgeted.cover(key_id) {
             return Ok(Vec::new());
         }
+        // Traced only here: a spender without limits is answered from memory, and a span named
+        // after a query that never ran would mislead whoever reads the trace.
+        let read = self.limits_with_spend(user_id, key_id, now);
+        self.traced(StoreCall::CheckBudget, read).await
+    }
+
+    /// The limits on `user_id` and `key_id` at `now`, with what their windows have spent.
+    async fn limits_with_spend(
+        &self,
+        user_id: &str,
+        key_id: Option<&str>,
+        now: i64,
+    ) -> Result<Vec<LimitState>> {
         let limits = self.limits_of(user_id, key_id, now).await;
         self.reach.saw(&limits);
         let mut limits = limits?;

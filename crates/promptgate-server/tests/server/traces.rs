@@ -595,6 +595,9 @@ async fn a_chat_completions_request_is_traced_and_its_errors_name_the_trace() {
         "{:?}",
         chat.attributes
     );
+    // A user without limits is checked from memory: no database span claims otherwise (it ended
+    // before the request's span, so it would be here by now).
+    assert!(trace.named("SELECT budgets budget_spend").is_empty());
     assert_eq!(int(&chat.attributes, "gen_ai.usage.output_tokens"), Some(1));
 
     // An error body names the trace beside the request id.
@@ -700,7 +703,7 @@ fn db_system(backend: &Backend) -> &'static str {
 }
 
 /// A send in a project whose model searches the project's other chats: the store calls the send
-/// is made of (the budget check, the thread's claim, the history, the user's message, the final
+/// is made of (the budget check of a user with a limit, the thread's claim, the history, the user's message, the final
 /// save) are client spans under its request, beside the turn, and the search is one under the
 /// tool call; they name the database and the operation, never what was asked or stored.
 async fn a_sends_store_calls_are_client_spans_in_its_trace(backend: Backend) {
@@ -731,6 +734,22 @@ async fn a_sends_store_calls_are_client_spans_in_its_trace(backend: Backend) {
         &[r#"{"query": "compost"}"#],
     )]));
     upstream.push(text(["Found it."]));
+    // A limit on the user, so that the budget check reads the database (without one it is
+    // answered from memory, and no span says otherwise).
+    let limit = promptgate_store::Budget {
+        period_tokens: Some(1_000_000),
+        period_secs: Some(3_600),
+        ..Default::default()
+    };
+    gw.store
+        .set_budget(
+            promptgate_store::BudgetScope::User,
+            promptgate_server::state::LOCAL_USER_ID,
+            promptgate_server::state::LOCAL_USER_ID,
+            &limit,
+        )
+        .await
+        .unwrap();
     let (trace_id, _, traceparent) = caller_context();
     let answer = traced_send(&gw, &traceparent, "now", "what did I say about compost?").await;
     assert_eq!(answer.text(), "Found it.");

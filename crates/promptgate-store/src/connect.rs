@@ -42,8 +42,6 @@ pub struct Store {
     pub(crate) turn_signals: Arc<crate::turn_claims::TurnSignals>,
     /// How long the writes of a send wait for the database (see `write_waits`).
     pub(crate) write_waits: Arc<crate::write_waits::WriteWaits>,
-    /// SQLite: the queue in which this process's writes take the one writer (see `writer`).
-    pub(crate) writer_turns: crate::writer::WriterTurns,
 }
 
 /// Stops the listener when the last clone of the store goes away.
@@ -316,11 +314,6 @@ impl Store {
                     .await?
             }
         };
-        let writer_turns = if backend == Backend::Sqlite && !is_sqlite_memory(&url) {
-            crate::writer::WriterTurns::one_at_a_time()
-        } else {
-            crate::writer::WriterTurns::default()
-        };
         // SQLite has one instance, whose signals never leave the process; Postgres hears them once
         // its listener is connected.
         let turn_signals = Arc::new(crate::turn_claims::TurnSignals::new(backend == Backend::Sqlite));
@@ -348,7 +341,6 @@ impl Store {
             secrets: None,
             turn_signals,
             write_waits: Default::default(),
-            writer_turns,
         })
     }
 
@@ -382,18 +374,13 @@ impl Store {
     /// long as the busy timeout allows: a deferred transaction reads first (preparing a write to
     /// messages or threads reads the full-text tables' settings) and then fails at once with
     /// "database is locked" when another writer committed in between.
-    ///
-    /// On a SQLite file the transaction holds this process's turn at the writer from before BEGIN
-    /// until it ends (see `writer`).
-    pub(crate) async fn begin_write(&self) -> Result<crate::writer::WriteTx> {
+    pub(crate) async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Any>> {
         let begin = match self.backend {
             Backend::Sqlite => "BEGIN IMMEDIATE",
             Backend::Postgres => "BEGIN",
         };
         let _waiting = self.write_waits.wait();
-        let turn = self.writer_turns.take().await;
-        let tx = self.pool.begin_with(begin).observed("transaction.begin").await?;
-        Ok(crate::writer::WriteTx::new(tx, turn))
+        Ok(self.pool.begin_with(begin).observed("transaction.begin").await?)
     }
 
     /// How long this store's writes wait for the database, shared by its clones.

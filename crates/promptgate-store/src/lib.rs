@@ -52,7 +52,6 @@ mod users;
 mod util;
 mod workspace;
 mod write_waits;
-mod writer;
 
 #[cfg(feature = "testing")]
 pub mod testing;

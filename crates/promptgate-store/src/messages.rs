@@ -361,13 +361,11 @@ impl Store {
                 .bind(user)
                 .bind(thread_id)
                 .bind(now);
-            let turn = self.writer_turns.take().await;
             let inserted = rows
                 .bind(query)
                 .fetch_all(&self.pool)
                 .observed("messages.append_message")
                 .await;
-            drop(turn);
             match inserted {
                 Ok(returned) => return Ok(rows.stored(now, &positions(&returned)?)),
                 Err(e) => match StoreError::from(e) {
@@ -392,7 +390,6 @@ impl Store {
         status: Option<MessageStatus>,
     ) -> Result<()> {
         let update = UpdatedMessage::new(id, parts, metadata, status)?;
-        let _turn = self.writer_turns.take().await;
         one_row(update.run(&self.pool, user).await?)
     }
 

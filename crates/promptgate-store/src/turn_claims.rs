@@ -240,7 +240,6 @@ impl Store {
     /// turn ran and whose release has not landed yet.
     pub async fn claim_turn(&self, claim: &NewTurnClaim<'_>, lease: Duration) -> Result<ClaimOutcome> {
         let _write = self.write_waits.wait();
-        let turn = self.writer_turns.take().await;
         let now = self.now_ms();
         let inserted = sqlx::query(
             "INSERT INTO turn_claims (user_id, thread_id, turn_id, message_id, instance_id, lease_until, created_at) \
@@ -259,7 +258,6 @@ impl Store {
         .execute(&self.pool)
         .observed("turn_claims.claim_turn")
         .await?;
-        drop(turn);
         if inserted.rows_affected() == 1 {
             return Ok(ClaimOutcome::Claimed);
         }

@@ -260,3 +260,22 @@ fn the_documented_integrations_example_parses_and_needs_its_secrets() {
         .to_string();
     assert!(err.contains("GOOGLE_CLIENT_SECRET"), "{err}");
 }
+
+#[test]
+fn held_history_has_a_bound_and_zero_holds_nothing() {
+    let too_much = format!("{EMBEDDED_DEFAULT}\n[context]\nheld_history_mib = 70000\n");
+    let err = Config::parse(&too_much)
+        .unwrap()
+        .validate()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("context.held_history_mib must be at most 65536"),
+        "{err}"
+    );
+    let off = Config::parse(&format!("{EMBEDDED_DEFAULT}\n[context]\nheld_history_mib = 0\n")).unwrap();
+    off.validate().unwrap();
+    assert_eq!(off.context.settings().held_history_bytes, 0);
+    let default = Config::parse(EMBEDDED_DEFAULT).unwrap();
+    assert_eq!(default.context.settings().held_history_bytes, 64 << 20);
+}

@@ -32,7 +32,6 @@ use serde_json::{Map, Value, json};
 
 use crate::{Service, ServiceError};
 pub(crate) use held::HeldHistories;
-use held::PricedBy;
 pub(crate) use read::Costed;
 use read::Pricing;
 
@@ -279,10 +278,7 @@ impl Service {
             files: Some((&self.config.documents, ids.0)),
             room: budget.room,
         };
-        let priced_by = PricedBy {
-            tokenizer: budget.counter.tokenizer(),
-            images,
-        };
+        let priced_by = pricing.priced_by();
         let page = tail.oldest_seq();
         let joined = self
             .held

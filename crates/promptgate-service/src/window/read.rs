@@ -115,6 +115,14 @@ pub(crate) struct Pricing<'a> {
 }
 
 impl Pricing<'_> {
+    /// What the costs it gives depend on, for reusing them in a later send.
+    pub(super) fn priced_by(&self) -> super::held::PricedBy {
+        super::held::PricedBy {
+            tokenizer: self.counter.tokenizer(),
+            images: self.images,
+        }
+    }
+
     /// The texts of the files in the messages at `positions`, read off the async workers.
     async fn read_files(&self, messages: &[Message], positions: &[usize]) -> FileTexts {
         let Some((reader, owner)) = self.files else {

@@ -5,8 +5,8 @@
 use aide::OperationOutput;
 use aide::generate::GenContext;
 use aide::openapi::{
-    OpenApi, Operation, Parameter, ParameterData, ParameterSchemaOrContent, PathItem, ReferenceOr,
-    Response as ApiResponse, SchemaObject, SecurityScheme, StatusCode as ApiStatus,
+    Components, OpenApi, Operation, Parameter, ParameterData, ParameterSchemaOrContent, PathItem,
+    ReferenceOr, Response as ApiResponse, SchemaObject, SecurityScheme, StatusCode as ApiStatus,
 };
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -218,7 +218,7 @@ pub fn complete(api: &mut OpenApi) {
                 op.security = vec![bearer_requirement(), key];
             }
             if has_error_schema {
-                document_errors(op, path, !names.is_empty());
+                document_errors(op, path, !names.is_empty(), components);
             }
         }
     }
@@ -342,17 +342,70 @@ fn drop_null_defaults(op: &mut Operation) {
     }
 }
 
-/// The statuses a client must be ready for, each with the error envelope.
-fn document_errors(op: &mut Operation, path: &str, has_path_params: bool) {
-    let shape = Envelope::of(path);
-    let responses = op.responses.get_or_insert_with(Default::default);
-    if shape == Envelope::Anthropic {
-        // The handler's error type documented our envelope; these routes rewrite it.
-        responses.default = None;
+/// An error answer a client must be ready for. Each is published once per envelope under
+/// `components.responses` and referenced from the operations that can give it, so the document (and
+/// the client types generated from it) says each one once rather than on every operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ErrorAnswer {
+    Unauthorized,
+    NotFound,
+    /// 422 with our envelope, 400 with Anthropic's.
+    Invalid,
+    Internal,
+    /// Any other error status: the operation's `default` answer.
+    Other,
+}
+
+impl ErrorAnswer {
+    /// The status it is documented under; `None` for the `default` answer.
+    fn status(self, shape: Envelope) -> Option<u16> {
+        match (self, shape) {
+            (Self::Unauthorized, _) => Some(401),
+            (Self::NotFound, _) => Some(404),
+            (Self::Invalid, Envelope::Ours) => Some(422),
+            (Self::Invalid, Envelope::Anthropic) => Some(400),
+            (Self::Internal, _) => Some(500),
+            (Self::Other, _) => None,
+        }
     }
-    let envelope = || {
+
+    fn description(self, shape: Envelope) -> &'static str {
+        match (self, shape) {
+            (Self::Unauthorized, _) => "No valid bearer token (`unauthorized`)",
+            (Self::NotFound, _) => "No such record of yours (`not_found`)",
+            (Self::Invalid, Envelope::Ours) => {
+                "The body or query is malformed or breaks a rule (`invalid_body` and friends)"
+            }
+            (Self::Invalid, Envelope::Anthropic) => {
+                "The body is malformed or breaks a rule (`invalid_request_error`)"
+            }
+            (Self::Internal, _) => "A failure on the server's side (`internal`)",
+            (Self::Other, Envelope::Ours) => "An error: `{\"error\": {\"code\", \"message\"}}`",
+            (Self::Other, Envelope::Anthropic) => {
+                "An error: `{\"type\": \"error\", \"error\": {\"type\", \"message\"}}`"
+            }
+        }
+    }
+
+    /// Its name under `components.responses`: `NotFound`, `AnthropicNotFound`, ….
+    fn component_name(self, shape: Envelope) -> String {
+        let name = match self {
+            Self::Unauthorized => "Unauthorized",
+            Self::NotFound => "NotFound",
+            Self::Invalid => "Invalid",
+            Self::Internal => "Internal",
+            Self::Other => "Error",
+        };
+        match shape {
+            Envelope::Ours => name.to_owned(),
+            Envelope::Anthropic => format!("Anthropic{name}"),
+        }
+    }
+
+    /// The answer itself: its description and the envelope's schema.
+    fn response(self, shape: Envelope) -> ApiResponse {
         let mut res = ApiResponse {
-            description: String::new(),
+            description: self.description(shape).into(),
             ..Default::default()
         };
         let schema: Option<schemars::Schema> =
@@ -371,44 +424,49 @@ fn document_errors(op: &mut Operation, path: &str, has_path_params: bool) {
             );
         }
         res
-    };
-    let mut add = |code: u16, description: &str| {
-        responses
+    }
+
+    /// A reference to it, publishing it in `components` the first time.
+    fn reference(self, shape: Envelope, components: &mut Components) -> ReferenceOr<ApiResponse> {
+        let name = self.component_name(shape);
+        let reference = format!("#/components/responses/{name}");
+        components
             .responses
-            .entry(ApiStatus::Code(code))
-            .or_insert_with(|| {
-                let mut res = envelope();
-                res.description = description.into();
-                ReferenceOr::Item(res)
-            });
-    };
-    if !is_public(path) {
-        add(401, "No valid bearer token (`unauthorized`)");
-    }
-    if has_path_params {
-        add(404, "No such record of yours (`not_found`)");
-    }
-    if shape == Envelope::Anthropic {
-        add(
-            400,
-            "The body is malformed or breaks a rule (`invalid_request_error`)",
-        );
-    } else if op.request_body.is_some() || !op.parameters.is_empty() {
-        add(
-            422,
-            "The body or query is malformed or breaks a rule (`invalid_body` and friends)",
-        );
-    }
-    add(500, "A failure on the server's side (`internal`)");
-    if responses.default.is_none() {
-        let mut res = envelope();
-        res.description = match shape {
-            Envelope::Ours => "An error: `{\"error\": {\"code\", \"message\"}}`",
-            Envelope::Anthropic => "An error: `{\"type\": \"error\", \"error\": {\"type\", \"message\"}}`",
+            .entry(name)
+            .or_insert_with(|| ReferenceOr::Item(self.response(shape)));
+        ReferenceOr::Reference {
+            reference,
+            summary: None,
+            description: None,
         }
-        .into();
-        responses.default = Some(ReferenceOr::Item(res));
     }
+}
+
+/// The statuses a client must be ready for, each with the error envelope.
+fn document_errors(op: &mut Operation, path: &str, has_path_params: bool, components: &mut Components) {
+    let shape = Envelope::of(path);
+    let has_input = op.request_body.is_some() || !op.parameters.is_empty();
+    let responses = op.responses.get_or_insert_with(Default::default);
+    let answers = [
+        (ErrorAnswer::Unauthorized, !is_public(path)),
+        (ErrorAnswer::NotFound, has_path_params),
+        (ErrorAnswer::Invalid, shape == Envelope::Anthropic || has_input),
+        (ErrorAnswer::Internal, true),
+    ];
+    for (answer, applies) in answers {
+        let Some(code) = answer.status(shape).filter(|_| applies) else {
+            continue;
+        };
+        let status = ApiStatus::Code(code);
+        if !responses.responses.contains_key(&status) {
+            responses
+                .responses
+                .insert(status, answer.reference(shape, components));
+        }
+    }
+    // The handler's error type documents our envelope inline (and the Messages API's routes rewrite
+    // it into Anthropic's); the shared answer says the same once.
+    responses.default = Some(ErrorAnswer::Other.reference(shape, components));
 }
 
 #[cfg(test)]

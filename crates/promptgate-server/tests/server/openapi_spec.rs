@@ -104,13 +104,25 @@ fn creations_deletions_and_the_token_are_documented() {
             "{created}: {params:?}"
         );
         for status in ["401", "404", "500"] {
+            let answer = published_response(&spec, &delete["responses"][status]);
             assert_eq!(
-                delete["responses"][status]["content"]["application/json"]["schema"]["$ref"],
-                "#/components/schemas/ErrorBody",
+                answer["content"]["application/json"]["schema"]["$ref"], "#/components/schemas/ErrorBody",
                 "{created} {status}"
             );
         }
     }
+}
+
+/// The response an operation's `answer` refers to under `components.responses`, where the error
+/// answers are published once.
+fn published_response<'a>(spec: &'a Value, answer: &Value) -> &'a Value {
+    let reference = answer["$ref"]
+        .as_str()
+        .unwrap_or_else(|| panic!("not a reference: {answer}"));
+    let name = reference
+        .strip_prefix("#/components/responses/")
+        .unwrap_or_else(|| panic!("not a published response: {reference}"));
+    &spec["components"]["responses"][name]
 }
 
 /// 32 bytes of 0x07, base64: seals integration tokens in the live server below.

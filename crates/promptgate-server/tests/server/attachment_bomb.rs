@@ -197,11 +197,7 @@ const SLOW_FILES: usize = 4;
 #[tokio::test]
 async fn healthz_answers_while_files_slow_to_read_are_read_and_each_is_cut_at_its_limit() {
     common::init();
-    let server = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let server = common::server_runtime();
     let upstream = ScriptedUpstream::start().await.unwrap();
     let config = scripted_config_with(
         AuthMode::SingleUser,

@@ -84,14 +84,7 @@ async fn embedded_default_serves_settings_and_the_prompt_on_loopback() {
         .send()
         .await
         .unwrap();
-    let preview: Value = http
-        .get(format!("{base}/v1/threads/c1/prompt?model=demo"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let preview = common::json_of(http.get(format!("{base}/v1/threads/c1/prompt?model=demo"))).await;
     assert!(preview["stable"].as_str().unwrap().contains("User name: Grace"));
     assert!(
         preview["volatile"].as_str().unwrap().contains("GMT+5:30"),
@@ -218,14 +211,7 @@ async fn an_operator_gets_metrics_request_ids_and_one_json_line_per_request_and_
     let body: Value = res.json().await.unwrap();
     assert_eq!(body["error"]["request_id"], made_up.as_str(), "{body}");
 
-    let metrics = http
-        .get(format!("{base}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = common::text_of(http.get(format!("{base}/metrics"))).await;
     let value = |series: &str| -> f64 {
         metrics
             .lines()
@@ -258,14 +244,7 @@ async fn an_operator_gets_metrics_request_ids_and_one_json_line_per_request_and_
     );
 
     // SIGTERM: the server says so and stops.
-    let pid = server.0.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
+    common::sigterm(&server.0);
     for _ in 0..200 {
         if server.0.try_wait().unwrap().is_some() {
             break;

@@ -35,11 +35,7 @@ async fn harness_gateway(server: &tokio::runtime::Runtime, upstream: &ScriptedUp
 #[tokio::test]
 async fn healthz_answers_while_cpu_heavy_bash_calls_run() {
     common::init();
-    let server = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let server = common::server_runtime();
     let upstream = ScriptedUpstream::start().await.unwrap();
     let gw = harness_gateway(&server, &upstream).await;
     for n in 0..CALLS {

@@ -9,8 +9,8 @@ use crate::common;
 use std::time::Duration;
 
 use common::{
-    Backend, Gateway, error_code, read_rest, resume, scripted_config, send_until_upstream_called,
-    single_user_gateway, slow_answer_under_way, use_chat_body, words,
+    Backend, Gateway, error_code, hung_turn, read_rest, resume, scripted_config, single_user_gateway,
+    slow_answer_under_way, use_chat_body, words,
 };
 use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
 use promptgate_server::config::AuthMode;
@@ -102,14 +102,7 @@ async fn an_unknown_tool_becomes_a_tool_error_the_model_sees() {
     assert_eq!(error.len(), 1, "every tool input is answered: {:?}", sse.types());
     assert_eq!(error[0]["toolCallId"], "call_1");
     let second = &upstream.requests()[1];
-    let tool_message = second["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["role"] == "tool")
-        .unwrap();
-    assert_eq!(tool_message["tool_call_id"], "call_1");
-    assert!(tool_message["content"].as_str().unwrap().contains("no_such_tool"));
+    assert!(common::tool_message(second, "call_1").contains("no_such_tool"));
     assert_eq!(sse.text(), "Sorry.");
 }
 
@@ -137,17 +130,21 @@ async fn stop_mid_answer_saves_the_partial_answer_as_stopped() {
     assert_eq!(again["stopped"], false, "nothing runs any more");
 }
 
+/// A send to `thread` that is to be refused: its status and error code.
+async fn refused_send(gw: &Gateway, thread: &str) -> (StatusCode, String) {
+    let (status, body) = gw
+        .post("/v1/chat", use_chat_body(thread, "two", "scripted"))
+        .await;
+    (status, error_code(&body).to_owned())
+}
+
 #[tokio::test]
 async fn a_second_send_while_a_turn_runs_is_refused_with_409() {
     let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
-    upstream.push(promptgate_llm::scripted::Script::new().hang());
-    let first = send_until_upstream_called(&gw, &upstream, "busy", "one").await;
-    let (status, body) = gw
-        .post("/v1/chat", use_chat_body("busy", "two", "scripted"))
-        .await;
+    let first = hung_turn(&gw, &upstream, "busy").await;
     assert_eq!(
-        (status, error_code(&body)),
-        (StatusCode::CONFLICT, "turn_in_progress")
+        refused_send(&gw, "busy").await,
+        (StatusCode::CONFLICT, "turn_in_progress".to_owned())
     );
     gw.post("/v1/chat/busy/stop", json!({})).await;
     let _ = first.await;
@@ -168,14 +165,10 @@ async fn past_the_limit_of_turns_in_flight_a_send_gets_503_and_nothing_is_stored
     let gw = Gateway::start(Backend::Sqlite, config).await;
     // Upstream stub: two calls expected, the hung turn and the send after it ends; the refused
     // sends never reach it.
-    upstream.push(promptgate_llm::scripted::Script::new().hang());
-    let first = send_until_upstream_called(&gw, &upstream, "long", "one").await;
-    let (status, body) = gw
-        .post("/v1/chat", use_chat_body("other", "two", "scripted"))
-        .await;
+    let first = hung_turn(&gw, &upstream, "long").await;
     assert_eq!(
-        (status, error_code(&body)),
-        (StatusCode::SERVICE_UNAVAILABLE, "overloaded")
+        refused_send(&gw, "other").await,
+        (StatusCode::SERVICE_UNAVAILABLE, "overloaded".to_owned())
     );
     let (status, body) = gw
         .post(
@@ -361,11 +354,7 @@ async fn render_html_stores_an_artifact_served_under_a_sandboxing_csp() {
 
     let res = gw.http.get(gw.url(url)).send().await.unwrap();
     assert_eq!(res.status(), StatusCode::OK);
-    assert_eq!(res.headers()["content-type"], "text/html; charset=utf-8");
-    let csp = res.headers()["content-security-policy"]
-        .to_str()
-        .unwrap()
-        .to_owned();
+    let csp = common::html_page_policy(&res);
     assert!(
         csp.contains("default-src 'none'") && csp.contains("sandbox allow-scripts"),
         "{csp}"
@@ -375,14 +364,8 @@ async fn render_html_stores_an_artifact_served_under_a_sandboxing_csp() {
     assert_eq!(gw.get("/v1/artifacts/not-there").await.0, StatusCode::NOT_FOUND);
 
     // The model got the tool's result as the tool message.
-    let second = &upstream.requests()[1];
-    let tool_message = second["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["role"] == "tool")
-        .unwrap();
-    assert!(tool_message["content"].as_str().unwrap().contains("artifact_id"));
+    let results = common::tool_results(&upstream.requests()[1]);
+    assert!(results[0].contains("artifact_id"), "{results:?}");
 }
 
 #[tokio::test]

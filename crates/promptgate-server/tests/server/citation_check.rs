@@ -57,12 +57,7 @@ async fn a_turns_citations_are_resolved_checked_and_stored() {
     let sse = gw
         .stream("/v1/chat", common::use_chat_body("cite-1", "Tides?", "scripted"))
         .await;
-    assert_eq!(
-        sse.of_type("finish")[0]["finishReason"],
-        "stop",
-        "{:?}",
-        sse.types()
-    );
+    sse.assert_stopped();
 
     // The stream never showed the dangling citation, not even in part.
     assert_eq!(sse.text(), SHOWN);
@@ -182,9 +177,7 @@ async fn a_v5_reader_gets_no_citation_fields_but_the_same_text_and_metadata() {
         .send()
         .await
         .unwrap();
-    let status = res.status();
-    let headers = res.headers().clone();
-    let sse = common::parse_sse(status, headers, &res.text().await.unwrap());
+    let sse = common::sse_of(res).await;
     assert_eq!(sse.text(), SHOWN);
     for end in sse.of_type("text-end") {
         assert_eq!(end.as_object().unwrap().len(), 2, "only type and id: {end}");

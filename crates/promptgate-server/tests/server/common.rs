@@ -292,6 +292,35 @@ pub fn stored_text(message: &Value) -> String {
         .collect()
 }
 
+/// The role and text of each message in a listing of stored messages, in order.
+pub fn stored_turns(messages: &Value) -> Vec<(String, String)> {
+    messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["role"].as_str().unwrap().to_owned(), stored_text(m)))
+        .collect()
+}
+
+/// The role and text of each message a recorded upstream request sent the model, system prompt
+/// left out (the text parts of a message in parts, joined).
+pub fn sent_to_model(request: &Value) -> Vec<(String, String)> {
+    request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] != "system")
+        .map(|m| {
+            let content = match &m["content"] {
+                Value::String(s) => s.clone(),
+                Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect(),
+                _ => String::new(),
+            };
+            (m["role"].as_str().unwrap().to_owned(), content)
+        })
+        .collect()
+}
+
 pub fn error_code(body: &Value) -> &str {
     let message = body["error"]["message"].as_str().unwrap_or_default();
     assert!(!message.is_empty(), "error without a message: {body}");
@@ -345,6 +374,17 @@ impl Sse {
 
     pub fn of_type(&self, kind: &str) -> Vec<&Value> {
         self.events.iter().filter(|e| e["type"] == kind).collect()
+    }
+
+    /// Checks the answer ended as a model's answer does (`finishReason: stop`), naming the chunks
+    /// that came when it did not.
+    pub fn assert_stopped(&self) {
+        assert_eq!(
+            self.of_type("finish")[0]["finishReason"],
+            "stop",
+            "{:?}",
+            self.types()
+        );
     }
 
     pub fn text(&self) -> String {
@@ -452,10 +492,7 @@ impl Gateway {
             .send()
             .await
             .unwrap();
-        let status = res.status();
-        let headers = res.headers().clone();
-        let text = res.text().await.unwrap();
-        parse_sse(status, headers, &text)
+        sse_of(res).await
     }
 
     /// Waits until the thread has `expected` messages and no answer is still `streaming` (the answer
@@ -486,14 +523,7 @@ impl Gateway {
 impl Gateway {
     /// The whole `/metrics` page, as a scraper reads it.
     pub async fn metrics_text(&self) -> String {
-        self.http
-            .get(self.url("/metrics"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap()
+        text_of(self.http.get(self.url("/metrics"))).await
     }
 
     /// The value of one series on `/metrics` (its name with labels, as Prometheus prints it); 0 when
@@ -589,6 +619,16 @@ pub async fn send_until_upstream_called(
     running
 }
 
+/// A turn in `thread` whose upstream never answers, running until stopped (its send's task).
+pub async fn hung_turn(
+    gw: &Gateway,
+    upstream: &promptgate_llm::scripted::ScriptedUpstream,
+    thread: &str,
+) -> tokio::task::JoinHandle<reqwest::Result<String>> {
+    upstream.push(promptgate_llm::scripted::Script::new().hang());
+    send_until_upstream_called(gw, upstream, thread, "one").await
+}
+
 /// Sends to `thread` while the upstream stub streams 200 words (`<prefix>0 `, `<prefix>1 `, …) 20 ms
 /// apart, and reads the answer until `deltas` text deltas have arrived: a turn mid-answer. Returns
 /// the rest of the body and what was read.
@@ -638,10 +678,41 @@ pub async fn resume(gw: &Gateway, thread: &str) -> Sse {
         .send()
         .await
         .unwrap();
+    sse_of(res).await
+}
+
+/// A response read to its end as an SSE answer.
+pub async fn sse_of(res: reqwest::Response) -> Sse {
     let status = res.status();
     let headers = res.headers().clone();
     let body = res.text().await.unwrap();
     parse_sse(status, headers, &body)
+}
+
+/// Sends a request and reads its body as JSON, whatever its status.
+pub async fn json_of(req: reqwest::RequestBuilder) -> Value {
+    req.send().await.unwrap().json().await.unwrap()
+}
+
+/// Sends a request and reads its body as text, whatever its status.
+pub async fn text_of(req: reqwest::RequestBuilder) -> String {
+    req.send().await.unwrap().text().await.unwrap()
+}
+
+/// Sends SIGTERM to a server process started by a test, as an orchestrator stopping it would.
+pub fn sigterm(child: &std::process::Child) {
+    let pid = child.id().to_string();
+    let sent = std::process::Command::new("kill").args(["-TERM", &pid]).status();
+    assert!(sent.unwrap().success(), "kill -TERM {pid}");
+}
+
+/// Checks an answer is an HTML page and returns the Content-Security-Policy it is served under.
+pub fn html_page_policy(res: &reqwest::Response) -> String {
+    assert_eq!(res.headers()["content-type"], "text/html; charset=utf-8");
+    res.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_owned()
 }
 
 /// Reads what is left of a stream.
@@ -720,8 +791,42 @@ pub fn offered_tools(request: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The model-facing text of every tool result in a recorded upstream request, in order.
+pub fn tool_results(request: &Value) -> Vec<String> {
+    request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| match &m["content"] {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+        .collect()
+}
+
+/// The names of the tools a prompt preview (`GET /v1/threads/{id}/prompt`) lists.
+pub fn preview_tools(preview: &Value) -> Vec<String> {
+    preview["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
 /// Far longer than `/healthz` takes on a server that is not stalled.
 pub const HEALTH_PATIENCE: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// A runtime of its own for a gateway under load (two workers, as on a two-core machine), for
+/// [`Gateway::start_on`].
+pub fn server_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
 
 impl Gateway {
     /// A gateway on `server`, a runtime of its own (two workers, as on a two-core machine, say),

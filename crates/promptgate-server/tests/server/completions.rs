@@ -5,7 +5,7 @@
 // Helpers in test files fail the test loudly; that is their job.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use crate::common::{Backend, Gateway, init, scripted_config, single_user_gateway, sse_frames};
+use crate::common::{Backend, Gateway, init, scripted_config, single_user_gateway, sse_frames, text_of};
 use promptgate_server::config::AuthMode;
 
 use promptgate_llm::scripted::{
@@ -181,14 +181,7 @@ async fn a_completion_cut_by_the_server_says_so_instead_of_finishing() {
         tokio::spawn(async move {
             let body = json!({"model": "scripted", "stream": true,
                               "messages": [{"role": "user", "content": "go"}]});
-            http.post(gw_url)
-                .json(&body)
-                .send()
-                .await
-                .unwrap()
-                .text()
-                .await
-                .unwrap()
+            text_of(http.post(gw_url).json(&body)).await
         })
     };
     let whole = {

@@ -154,6 +154,11 @@ async fn edit_the_third_question(gw: &Gateway, upstream: &ScriptedUpstream, mode
     request
 }
 
+/// What the thread's store record says stands in for its older part, if anything does yet.
+async fn older_part_record(gw: &Gateway, thread: &str) -> Option<promptgate_store::ThreadContext> {
+    gw.store.thread_context(LOCAL_USER_ID, thread).await.unwrap()
+}
+
 async fn send(gw: &Gateway, thread: &str, words: &str) -> common::Sse {
     let sse = gw.stream("/v1/chat", use_chat_body(thread, words, "small")).await;
     assert_eq!(sse.status, StatusCode::OK);
@@ -188,12 +193,7 @@ async fn a_thread_past_the_window_keeps_answering_without_a_summariser(backend: 
     );
     assert_eq!(tag_of(seen.last().unwrap()), "What");
     // The note counts what is left out, and the record of it is stored with the thread.
-    let record = gw
-        .store
-        .thread_context(LOCAL_USER_ID, "long")
-        .await
-        .unwrap()
-        .unwrap();
+    let record = older_part_record(&gw, "long").await.unwrap();
     let left_out = 80 - (seen.len() as i64 - 1);
     assert_eq!(record.covered, left_out);
     assert_eq!(record.summary, None);
@@ -247,12 +247,7 @@ async fn the_summary_is_written_once_and_reused(backend: Backend) {
         system.contains("<summary>\nThe user asked forty questions about lorem ipsum.\n</summary>"),
         "{system}"
     );
-    let record = gw
-        .store
-        .thread_context(LOCAL_USER_ID, "long")
-        .await
-        .unwrap()
-        .unwrap();
+    let record = older_part_record(&gw, "long").await.unwrap();
     assert_eq!(
         record.summary.as_deref(),
         Some("The user asked forty questions about lorem ipsum.")
@@ -442,13 +437,7 @@ async fn an_edit_far_back_rebuilds_the_conversation_and_voids_the_summary() {
     let gw = Gateway::start(Backend::Sqlite, config(&upstream, true, "")).await;
     fill(&gw, "long", 40).await;
     send(&gw, "long", "Compact first.").await;
-    assert!(
-        gw.store
-            .thread_context(LOCAL_USER_ID, "long")
-            .await
-            .unwrap()
-            .is_some()
-    );
+    assert!(older_part_record(&gw, "long").await.is_some());
 
     // An edit of the third question: it takes that question's place and what followed it goes,
     // the summary of the older part with it.
@@ -557,16 +546,7 @@ async fn a_prompt_the_provider_finds_too_long_ends_with_context_too_long() {
     assert_eq!(common::error_code(&whole), "context_too_long");
     let mut streamed = body;
     streamed["stream"] = json!(true);
-    let text = gw
-        .http
-        .post(gw.url("/v1/chat/completions"))
-        .json(&streamed)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = common::text_of(gw.http.post(gw.url("/v1/chat/completions")).json(&streamed)).await;
     assert!(text.contains(r#""code":"context_too_long""#), "{text}");
 }
 

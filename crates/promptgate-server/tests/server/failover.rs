@@ -6,9 +6,10 @@
 #![allow(clippy::unwrap_used, clippy::panic)]
 
 use promptgate_llm::scripted::{Script, ScriptedUpstream, Step, text, tool_calls};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::common;
+use common::tool_results;
 
 fn refusal(status: u16) -> Script {
     let body = json!({"error": {"message": "not now", "type": "server_error"}});
@@ -26,16 +27,6 @@ fn remaining(result: &str) -> u32 {
         .collect::<String>()
         .parse()
         .unwrap()
-}
-
-fn tool_results(request: &Value) -> Vec<String> {
-    request["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
-        .collect()
 }
 
 #[tokio::test]

@@ -202,9 +202,7 @@ async fn skills_ride_on_the_user_text_and_the_client_header_names_the_client() {
         .send()
         .await
         .unwrap();
-    let status = res.status();
-    let headers = res.headers().clone();
-    let sse = common::parse_sse(status, headers, &res.text().await.unwrap());
+    let sse = common::sse_of(res).await;
     assert_eq!(sse.text(), "Waves fold into foam");
     let request = upstream.last_request().unwrap();
     let messages = request["messages"].as_array().unwrap();

@@ -16,7 +16,7 @@ use axum::http::{HeaderMap, Method, StatusCode as AxumStatus, Uri};
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
-use common::{Backend, Gateway, error_code, scripted_config, use_chat_body};
+use common::{Backend, Gateway, error_code, preview_tools, scripted_config, use_chat_body};
 use promptgate_core::settings::IntegrationProvider;
 use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
 use promptgate_server::config::{AuthMode, Env, IntegrationsConfig, OAuthEntry};
@@ -273,17 +273,19 @@ pub(crate) async fn connect(gw: &Gateway) {
     assert_eq!(status, StatusCode::OK, "{body}");
 }
 
-fn tool_names(preview: &Value) -> Vec<String> {
-    preview["tools"]
-        .as_array()
+/// The local user's Google tokens as the store keeps them (sealed), if any.
+async fn sealed_google_tokens(gw: &Gateway) -> Option<String> {
+    gw.store
+        .get_integration_secret(
+            promptgate_server::state::LOCAL_USER_ID,
+            IntegrationProvider::Google,
+        )
+        .await
         .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap().to_owned())
-        .collect()
 }
 
 fn google_tools(preview: &Value) -> Vec<String> {
-    tool_names(preview)
+    preview_tools(preview)
         .into_iter()
         .filter(|n| n.starts_with("google_"))
         .collect()
@@ -348,15 +350,7 @@ async fn the_callback_stores_sealed_tokens_and_connects() {
     assert_eq!(exchange["client_secret"], "google-secret");
     assert!(exchange["code_verifier"].len() >= 43);
 
-    let sealed = gw
-        .store
-        .get_integration_secret(
-            promptgate_server::state::LOCAL_USER_ID,
-            IntegrationProvider::Google,
-        )
-        .await
-        .unwrap()
-        .expect("tokens are stored");
+    let sealed = sealed_google_tokens(&gw).await.expect("tokens are stored");
     assert!(sealed.starts_with("v1."), "{sealed}");
     assert!(
         !sealed.contains("first-token") && !sealed.contains("refresh-1"),
@@ -601,7 +595,7 @@ async fn disabling_hides_the_tools_and_disconnecting_revokes() {
         json!({"provider": "google", "connected": true, "enabled": false})
     );
     let (_, preview) = gw.get("/v1/threads/t/prompt").await;
-    assert!(google_tools(&preview).is_empty(), "{:?}", tool_names(&preview));
+    assert!(google_tools(&preview).is_empty(), "{:?}", preview_tools(&preview));
     let stable = preview["stable"].as_str().unwrap();
     let context = &stable[stable.find("# Context").unwrap()..stable.find("# Tools").unwrap()];
     assert!(context.contains("GOOGLE_DISABLED"), "{context}");
@@ -616,18 +610,11 @@ async fn disabling_hides_the_tools_and_disconnecting_revokes() {
     let revoked = hits.to("/revoke");
     assert_eq!(revoked.len(), 1);
     assert_eq!(revoked[0].form()["token"], "refresh-1");
-    let sealed = gw
-        .store
-        .get_integration_secret(
-            promptgate_server::state::LOCAL_USER_ID,
-            IntegrationProvider::Google,
-        )
-        .await
-        .unwrap();
+    let sealed = sealed_google_tokens(&gw).await;
     assert_eq!(sealed, None);
     gw.put("/v1/integrations/google", json!({"enabled": true})).await;
     let (_, preview) = gw.get("/v1/threads/t/prompt").await;
-    assert!(google_tools(&preview).is_empty(), "{:?}", tool_names(&preview));
+    assert!(google_tools(&preview).is_empty(), "{:?}", preview_tools(&preview));
     assert!(!preview["stable"].as_str().unwrap().contains("GOOGLE_DISABLED"));
 }
 

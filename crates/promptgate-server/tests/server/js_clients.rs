@@ -58,6 +58,16 @@ async fn demo_gateway() -> Gateway {
     Gateway::start(Backend::Sqlite, config).await
 }
 
+/// The chunk types a checker script saw, in order.
+fn chunk_types(result: &Value) -> Vec<&str> {
+    result["chunks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect()
+}
+
 #[tokio::test]
 async fn the_ai_sdk_accepts_our_stream_and_rebuilds_the_stored_message() {
     let Some(dir) = js_dir() else { return };
@@ -78,12 +88,7 @@ async fn the_ai_sdk_accepts_our_stream_and_rebuilds_the_stored_message() {
     .await;
     assert!(ok, "the AI SDK rejected the stream: {result}");
     assert!(result["failure"].is_null(), "{result}");
-    let chunks: Vec<&str> = result["chunks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c.as_str().unwrap())
-        .collect();
+    let chunks = chunk_types(&result);
     let input = chunks
         .iter()
         .position(|c| *c == "tool-input-available")
@@ -223,12 +228,7 @@ async fn resume_with_the_ai_sdk(backend: Backend, on_another_instance: bool) {
         "no running turn: 204, which the SDK reads as null: {result}"
     );
     assert_eq!(result["seenBeforeDrop"], 2);
-    let chunks: Vec<&str> = result["chunks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c.as_str().unwrap())
-        .collect();
+    let chunks = chunk_types(&result);
     assert_eq!(chunks.first(), Some(&"start"), "{chunks:?}");
     assert_eq!(chunks.last(), Some(&"finish"), "{chunks:?}");
     let message = &result["message"];

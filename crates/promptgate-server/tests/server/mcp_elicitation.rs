@@ -252,15 +252,10 @@ async fn clients_that_cannot_show_it_decline_at_once() {
 
 #[tokio::test]
 async fn the_answer_given_on_another_instance_reaches_the_waiting_call() {
-    let Some(Setup {
-        gw: a,
-        upstream,
-        _peer,
-    }) = setup(Backend::Postgres, "").await
-    else {
+    let Some(Setup { gw, upstream, _peer }) = setup(Backend::Postgres, "").await else {
         return;
     };
-    let b = a
+    let b = gw
         .another_instance(scripted_config_with(
             AuthMode::SingleUser,
             &upstream.base_url(),
@@ -276,14 +271,14 @@ async fn the_answer_given_on_another_instance_reaches_the_waiting_call() {
         let content = json!({"name": "Bo", "guests": 2});
         let (one, other) = tokio::join!(
             answer(&b, id, json!({"action": "accept", "content": content})),
-            answer(&a, id, json!({"action": "decline"})),
+            answer(&gw, id, json!({"action": "decline"})),
         );
         let statuses = [one.0, other.0];
         assert!(statuses.contains(&StatusCode::OK), "{one:?} {other:?}");
         assert!(statuses.contains(&StatusCode::CONFLICT), "{one:?} {other:?}");
         one.0 == StatusCode::OK
     };
-    let (sse, accepted) = tokio::join!(send(&a), user);
+    let (sse, accepted) = tokio::join!(send(&gw), user);
     assert_eq!(sse.text(), "Done.");
     let result = result_the_model_read(&upstream);
     let expected = if accepted {

@@ -60,6 +60,31 @@ pub(crate) async fn callback(gw: &Gateway, path: &str) -> (StatusCode, String) {
     (answer.status(), answer.text().await.unwrap())
 }
 
+/// A turn on `gw`, in a new `thread`, in which the model calls the peer's `whoami` tool as `call`:
+/// the answer comes, and the tool answered as the peer does for an authorized user.
+async fn whoami_turn(gw: &Gateway, upstream: &ScriptedUpstream, thread: &str, call: &str) {
+    gw.post("/v1/threads", json!({"id": thread})).await;
+    upstream.push(tool_calls(&[(call, "notes_whoami", &["{}"])]));
+    upstream.push(text(["It is the auth peer."]));
+    let sse = gw
+        .stream("/v1/chat", use_chat_body(thread, "who is it?", "scripted"))
+        .await;
+    assert_eq!(sse.text(), "It is the auth peer.");
+    assert_eq!(
+        tool_message(&upstream.last_request().unwrap(), call),
+        "py-auth-peer"
+    );
+}
+
+/// The authorization server revokes every access token it issued (refresh tokens stay good).
+async fn revoke_access_tokens(mcp_url: &str) {
+    reqwest::Client::new()
+        .post(mcp_url.replace("/mcp", "/test/revoke-access-tokens"))
+        .send()
+        .await
+        .unwrap();
+}
+
 #[tokio::test]
 async fn a_user_connects_an_oauth_mcp_server_and_its_tools_work_across_instances() {
     let Some(python) = python() else { return };
@@ -119,64 +144,21 @@ async fn a_user_connects_an_oauth_mcp_server_and_its_tools_work_across_instances
     assert_eq!(after["tools"][0]["name"], "whoami");
 
     // A turn on the first instance calls the tool with the user's token.
-    first.post("/v1/threads", json!({"id": "t1"})).await;
-    upstream.push(tool_calls(&[("c1", "notes_whoami", &["{}"])]));
-    upstream.push(text(["It is the auth peer."]));
-    let sse = first
-        .stream("/v1/chat", use_chat_body("t1", "who is it?", "scripted"))
-        .await;
-    assert_eq!(sse.text(), "It is the auth peer.");
-    assert_eq!(
-        tool_message(&upstream.last_request().unwrap(), "c1"),
-        "py-auth-peer"
-    );
+    whoami_turn(&first, &upstream, "t1", "c1").await;
 
     // The authorization server revokes the access token; the next send renews the grant when the
     // server refuses the old token, and the tool still works, on the other instance too.
-    reqwest::Client::new()
-        .post(url.replace("/mcp", "/test/revoke-access-tokens"))
-        .send()
-        .await
-        .unwrap();
-    second.post("/v1/threads", json!({"id": "t2"})).await;
-    upstream.push(tool_calls(&[("c2", "notes_whoami", &["{}"])]));
-    upstream.push(text(["Still there."]));
-    let sse = second
-        .stream("/v1/chat", use_chat_body("t2", "again?", "scripted"))
-        .await;
-    assert_eq!(sse.text(), "Still there.");
-    assert_eq!(
-        tool_message(&upstream.last_request().unwrap(), "c2"),
-        "py-auth-peer"
-    );
+    revoke_access_tokens(&url).await;
+    whoami_turn(&second, &upstream, "t2", "c2").await;
     let counts = stats(&url).await;
     assert_eq!(counts["refreshes"], 1, "{counts}");
 
     // A token revoked after a send listed the tools is refused at the tool call itself: the call
     // renews the grant and is made once more, within the same turn.
-    let revoke_and_call = |thread: &'static str, call: &'static str| {
-        let (gw, upstream, url) = (&first, &upstream, &url);
-        async move {
-            gw.post("/v1/threads", json!({"id": thread})).await;
-            upstream.push(tool_calls(&[(call, "notes_whoami", &["{}"])]));
-            upstream.push(text(["Done."]));
-            let sse = gw
-                .stream("/v1/chat", use_chat_body(thread, "who?", "scripted"))
-                .await;
-            assert_eq!(sse.text(), "Done.");
-            assert_eq!(
-                tool_message(&upstream.last_request().unwrap(), call),
-                "py-auth-peer"
-            );
-            reqwest::Client::new()
-                .post(url.replace("/mcp", "/test/revoke-access-tokens"))
-                .send()
-                .await
-                .unwrap();
-        }
-    };
-    revoke_and_call("t3", "c3").await;
-    revoke_and_call("t4", "c4").await;
+    for (thread, call) in [("t3", "c3"), ("t4", "c4")] {
+        whoami_turn(&first, &upstream, thread, call).await;
+        revoke_access_tokens(&url).await;
+    }
     assert_eq!(stats(&url).await["refreshes"], 2, "renewed once, at the call");
 
     // Removing the server forgets the grant.
@@ -286,21 +268,18 @@ async fn a_client_the_operator_registered_is_used_instead_of_registering_one() {
     let (_peer, url) = python_auth_peer(&python, 3600).await;
     let base = url.trim_end_matches("/mcp").to_owned();
     // The operator registers a confidential client with the authorization server by hand.
-    let registered: Value = reqwest::Client::new()
-        .post(format!("{base}/register"))
-        .json(&json!({
-            "client_name": "promptgate (by hand)",
-            "redirect_uris": ["http://gw.test/v1/mcp-servers/oauth/callback"],
-            "grant_types": ["authorization_code", "refresh_token"],
-            "response_types": ["code"],
-            "token_endpoint_auth_method": "client_secret_post",
-        }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let registered = common::json_of(
+        reqwest::Client::new()
+            .post(format!("{base}/register"))
+            .json(&json!({
+                "client_name": "promptgate (by hand)",
+                "redirect_uris": ["http://gw.test/v1/mcp-servers/oauth/callback"],
+                "grant_types": ["authorization_code", "refresh_token"],
+                "response_types": ["code"],
+                "token_endpoint_auth_method": "client_secret_post",
+            })),
+    )
+    .await;
     let client_id = registered["client_id"].as_str().unwrap();
     let secret = registered["client_secret"].as_str().unwrap().to_owned();
     let upstream = ScriptedUpstream::start().await.unwrap();

@@ -7,7 +7,7 @@ use crate::common;
 
 use std::sync::Arc;
 
-use common::{Backend, Gateway, scripted_config_with, tool_message, use_chat_body};
+use common::{Backend, Gateway, preview_tools, scripted_config_with, tool_message, use_chat_body};
 use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
 use promptgate_mcp::testing::McpTestServer;
 use promptgate_server::config::AuthMode;
@@ -123,15 +123,6 @@ async fn preview(gw: &Gateway, thread: &str) -> Value {
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     body
-}
-
-fn preview_tools(preview: &Value) -> Vec<String> {
-    preview["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap().to_owned())
-        .collect()
 }
 
 /// The content of the tool message answering `call_id` in an upstream request.

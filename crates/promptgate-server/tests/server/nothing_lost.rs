@@ -373,9 +373,7 @@ async fn a_database_outage_mid_turn_loses_no_answer() {
         let body = use_chat_body(&format!("outage-{i}"), "Tell me", "scripted");
         streams.push(tokio::spawn(async move {
             let res = http.post(url).json(&body).send().await.unwrap();
-            let status = res.status();
-            let headers = res.headers().clone();
-            (i, parse_sse(status, headers, &res.text().await.unwrap()))
+            (i, common::sse_of(res).await)
         }));
     }
     while upstream.calls() < TURNS {
@@ -531,16 +529,18 @@ pub(crate) fn free_port() -> u16 {
         .port()
 }
 
+/// A send of `text` to `thread` on the server process listening on `port`.
+pub(crate) fn chat_request(port: u16, thread: &str, text: &str) -> reqwest::RequestBuilder {
+    reqwest::Client::new()
+        .post(format!("http://127.0.0.1:{port}/v1/chat"))
+        .json(&use_chat_body(thread, text, "scripted"))
+}
+
 /// Starts a send and reads its stream in the background; the stream may break when the server dies.
 pub(crate) fn send_in_background(port: u16, thread: &str) -> tokio::task::JoinHandle<Option<common::Sse>> {
-    let body = use_chat_body(thread, "Tell me", "scripted");
+    let request = chat_request(port, thread, "Tell me");
     tokio::spawn(async move {
-        let res = reqwest::Client::new()
-            .post(format!("http://127.0.0.1:{port}/v1/chat"))
-            .json(&body)
-            .send()
-            .await
-            .ok()?;
+        let res = request.send().await.ok()?;
         let status = res.status();
         let headers = res.headers().clone();
         let body = res.text().await.ok()?;
@@ -603,12 +603,7 @@ async fn a_killed_process_leaves_an_interrupted_partial_answer() {
 
     // The thread takes new messages again.
     upstream.push(text(["Back again."]));
-    let res = reqwest::Client::new()
-        .post(format!("http://127.0.0.1:{port}/v1/chat"))
-        .json(&use_chat_body("killed", "Again", "scripted"))
-        .send()
-        .await
-        .unwrap();
+    let res = chat_request(port, "killed", "Again").send().await.unwrap();
     assert_eq!(res.status(), StatusCode::OK);
     assert!(res.text().await.unwrap().contains("Back again."));
     drop(server);
@@ -640,14 +635,7 @@ async fn sigterm_lets_turns_finish_within_the_grace_and_stores_the_rest_as_stopp
     let hung = send_in_background(port, "hung");
     wait_for_checkpoint(port, "hung", "Never done").await;
 
-    let pid = server.child.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
+    common::sigterm(&server.child);
     let finishing = finishing.await.unwrap().expect("the finishing stream");
     let hung = hung.await.unwrap().expect("the hung stream");
     let exit = server.child.wait().unwrap();
@@ -714,9 +702,7 @@ async fn an_instance_killed_right_after_start_leaves_the_answer_the_client_was_t
     let port = free_port();
     let server = start_binary(&dir, port, "first").await;
 
-    let res = reqwest::Client::new()
-        .post(format!("http://127.0.0.1:{port}/v1/chat"))
-        .json(&use_chat_body("killed-early", "Tell me", "scripted"))
+    let res = chat_request(port, "killed-early", "Tell me")
         .send()
         .await
         .unwrap();

@@ -25,12 +25,7 @@ async fn the_demo_s_first_answer_searches_reads_and_cites_a_bundled_page() {
             common::use_chat_body("demo-first", "What is promptgate?", "demo"),
         )
         .await;
-    assert_eq!(
-        sse.of_type("finish")[0]["finishReason"],
-        "stop",
-        "{:?}",
-        sse.types()
-    );
+    sse.assert_stopped();
 
     let tools: Vec<&str> = sse
         .of_type("tool-input-available")

@@ -7,40 +7,10 @@
 
 use crate::common;
 
-use common::{Backend, Gateway, single_user_gateway, use_chat_body};
+use common::{Backend, Gateway, sent_to_model, single_user_gateway, stored_turns, use_chat_body};
 use promptgate_llm::scripted::text;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-
-fn texts(messages: &Value) -> Vec<(String, String)> {
-    messages
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| {
-            let text = common::stored_text(m);
-            (m["role"].as_str().unwrap().to_owned(), text)
-        })
-        .collect()
-}
-
-/// The (role, content) pairs of what the model was sent, system prompt left out.
-fn sent_to_model(request: &Value) -> Vec<(String, String)> {
-    request["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] != "system")
-        .map(|m| {
-            let content = match &m["content"] {
-                Value::String(s) => s.clone(),
-                Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect(),
-                _ => String::new(),
-            };
-            (m["role"].as_str().unwrap().to_owned(), content)
-        })
-        .collect()
-}
 
 fn pairs(expected: &[(&str, &str)]) -> Vec<(String, String)> {
     expected
@@ -55,7 +25,7 @@ async fn listing_once_answered(gw: &Gateway, path: &str, answer: &str) -> Value 
     for _ in 0..200 {
         let (status, messages) = gw.get(path).await;
         assert_eq!(status, StatusCode::OK, "{messages}");
-        if texts(&messages).last().is_some_and(|(_, t)| t == answer) {
+        if stored_turns(&messages).last().is_some_and(|(_, t)| t == answer) {
             return messages;
         }
         tokio::time::sleep(std::time::Duration::from_millis(25)).await;
@@ -94,12 +64,12 @@ async fn a_regenerated_answer_replaces_the_old_one(backend: Backend) {
 
     let current = listing_once_answered(&gw, "/v1/threads/regen/messages", "Second answer.").await;
     assert_eq!(
-        texts(&current),
+        stored_turns(&current),
         pairs(&[("user", "Why is the sky blue?"), ("assistant", "Second answer.")])
     );
     let (_, everything) = gw.get("/v1/threads/regen/messages?replaced=true").await;
     assert_eq!(
-        texts(&everything),
+        stored_turns(&everything),
         pairs(&[
             ("user", "Why is the sky blue?"),
             ("assistant", "First answer."),

@@ -42,8 +42,7 @@ async fn two_instances(extra_toml: &str) -> (Gateway, Gateway, ScriptedUpstream)
 #[tokio::test]
 async fn a_thread_busy_on_one_instance_is_refused_on_the_other() {
     let (a, b, upstream) = two_instances("").await;
-    upstream.push(Script::new().hang());
-    let first = common::send_until_upstream_called(&a, &upstream, "busy", "one").await;
+    let first = common::hung_turn(&a, &upstream, "busy").await;
 
     let (status, err) = b.post("/v1/chat", use_chat_body("busy", "two", "scripted")).await;
     assert_eq!(status, StatusCode::CONFLICT, "{err}");

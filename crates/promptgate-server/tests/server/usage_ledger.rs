@@ -415,9 +415,7 @@ async fn a_killed_process_leaves_its_finished_steps_in_the_ledger_once() {
     );
 
     upstream.push(text(["Back ", "again."]));
-    let res = reqwest::Client::new()
-        .post(format!("http://127.0.0.1:{port}/v1/chat"))
-        .json(&use_chat_body("killed", "Again", "scripted"))
+    let res = crate::nothing_lost::chat_request(port, "killed", "Again")
         .send()
         .await
         .unwrap();
@@ -466,19 +464,10 @@ async fn a_clean_stop_writes_the_facade_rows_it_gathered() {
     for res in answered {
         assert_eq!(res.unwrap().status(), StatusCode::OK);
     }
-    let pid = server.child.id().to_string();
-    let term = std::process::Command::new("kill").args(["-TERM", &pid]).status();
-    assert!(term.unwrap().success());
+    common::sigterm(&server.child);
     assert!(server.child.wait().unwrap().success());
 
     let _server = start_binary(&dir, port, "second").await;
-    let report: Value = http
-        .get(format!("{gw_url}/v1/usage?group_by=status"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let report = common::json_of(http.get(format!("{gw_url}/v1/usage?group_by=status"))).await;
     assert_eq!(requests_in(&report), FACADE_REQUESTS as u64, "{report}");
 }

@@ -13,32 +13,19 @@ use promptgate_server::config::AuthMode;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
+/// The stored messages of a listing as `role: text` lines.
 fn texts(messages: &Value) -> Vec<String> {
-    messages
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| {
-            let text = common::stored_text(m);
-            format!("{}: {text}", m["role"].as_str().unwrap())
-        })
+    common::stored_turns(messages)
+        .into_iter()
+        .map(|(role, text)| format!("{role}: {text}"))
         .collect()
 }
 
 /// What the model was sent, system prompt left out, as `role: content` lines.
 fn sent_to_model(request: &Value) -> Vec<String> {
-    request["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] != "system")
-        .map(|m| {
-            format!(
-                "{}: {}",
-                m["role"].as_str().unwrap(),
-                m["content"].as_str().unwrap_or("")
-            )
-        })
+    common::sent_to_model(request)
+        .into_iter()
+        .map(|(role, content)| format!("{role}: {content}"))
         .collect()
 }
 
@@ -269,11 +256,7 @@ async fn the_built_app_is_served_at_root_without_shadowing_the_api() {
     for page in ["/", "/threads/abc", "/settings"] {
         let res = gw.http.get(gw.url(page)).send().await.unwrap();
         assert_eq!(res.status(), StatusCode::OK, "{page}");
-        assert_eq!(res.headers()["content-type"], "text/html; charset=utf-8");
-        let csp = res.headers()["content-security-policy"]
-            .to_str()
-            .unwrap()
-            .to_owned();
+        let csp = common::html_page_policy(&res);
         assert!(
             csp.contains("script-src 'self'") && csp.contains("frame-ancestors 'none'"),
             "{csp}"

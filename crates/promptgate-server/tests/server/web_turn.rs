@@ -7,7 +7,7 @@
 use crate::common;
 use crate::web_site;
 
-use common::{Gateway, Sse};
+use common::{Gateway, Sse, tool_results};
 use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
 use promptgate_server::config::Config;
 use serde_json::{Value, json};
@@ -51,20 +51,6 @@ fn step(calls: &[(String, String, String)]) -> promptgate_llm::scripted::Script 
     tool_calls(&calls)
 }
 
-/// The tool results the model was sent in a request, in order.
-fn tool_results(request: &Value) -> Vec<String> {
-    request["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| match &m["content"] {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        })
-        .collect()
-}
-
 /// The number on the remaining-calls line of a tool result.
 fn remaining(result: &str) -> u32 {
     let line = result
@@ -106,12 +92,7 @@ async fn a_cited_web_turn_numbers_charges_and_cleans() {
     ]));
 
     let sse = gw.stream("/v1/chat", body("web-1", "How do I read tides?")).await;
-    assert_eq!(
-        sse.of_type("finish")[0]["finishReason"],
-        "stop",
-        "{:?}",
-        sse.types()
-    );
+    sse.assert_stopped();
 
     // The answer reaches the client without the native marker, and is stored that way.
     let answer = "Heights count from chart datum [1]. The office closes at dusk [2].";

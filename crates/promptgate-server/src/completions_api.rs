@@ -542,6 +542,7 @@ impl CompletionResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::facade_stream::test_turns::{chunk, reasoning_then_preamble, unreachable_provider};
 
     fn identity() -> CompletionIdentity {
         CompletionIdentity {
@@ -551,33 +552,10 @@ mod tests {
         }
     }
 
-    fn chunk(chunk: UiChunk) -> TurnEvent {
-        TurnEvent::Chunk(chunk)
-    }
-
     /// A turn with reasoning, a tool step with preamble text, and a final answer.
     fn tool_turn() -> Vec<TurnEvent> {
-        vec![
-            chunk(UiChunk::Start {
-                message_id: Some("msg".into()),
-                message_metadata: None,
-            }),
-            chunk(UiChunk::StartStep),
-            chunk(UiChunk::ReasoningStart { id: "r".into() }),
-            chunk(UiChunk::ReasoningDelta {
-                id: "r".into(),
-                delta: "plan".into(),
-            }),
-            chunk(UiChunk::ReasoningEnd { id: "r".into() }),
-            chunk(UiChunk::TextStart { id: "t1".into() }),
-            chunk(UiChunk::TextDelta {
-                id: "t1".into(),
-                delta: "Checking.".into(),
-            }),
-            chunk(UiChunk::TextEnd {
-                id: "t1".into(),
-                citations: None,
-            }),
+        let mut turn = reasoning_then_preamble(Some("msg"));
+        turn.extend([
             chunk(UiChunk::ToolInputStart {
                 tool_call_id: "c".into(),
                 tool_name: "s".into(),
@@ -623,7 +601,8 @@ mod tests {
                 finish_reason: Some(UiFinishReason::Stop),
                 message_metadata: None,
             }),
-        ]
+        ]);
+        turn
     }
 
     fn stream(events: &[TurnEvent], include_usage: bool) -> Vec<Value> {
@@ -734,20 +713,7 @@ mod tests {
 
     #[test]
     fn an_error_becomes_an_error_event_and_nothing_follows() {
-        let events = [
-            chunk(UiChunk::Start {
-                message_id: None,
-                message_metadata: None,
-            }),
-            chunk(UiChunk::Error {
-                error_text: "The model provider could not be reached.".into(),
-            }),
-            chunk(UiChunk::Finish {
-                finish_reason: Some(UiFinishReason::Error),
-                message_metadata: None,
-            }),
-        ];
-        let out = stream(&events, true);
+        let out = stream(&unreachable_provider(), true);
         assert_eq!(out.len(), 2);
         assert_eq!(
             out[1],

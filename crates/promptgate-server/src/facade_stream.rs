@@ -101,6 +101,59 @@ where
     }
 }
 
+/// Turns the facades' tests feed their encoders, so the three are tried on the same answers.
+#[cfg(test)]
+pub(crate) mod test_turns {
+    use promptgate_service::events::{TurnEvent, UiChunk, UiFinishReason};
+
+    pub(crate) fn chunk(chunk: UiChunk) -> TurnEvent {
+        TurnEvent::Chunk(chunk)
+    }
+
+    /// An answer's first step up to its tool call: reasoning (`plan`), then a preamble (`Checking.`).
+    pub(crate) fn reasoning_then_preamble(message_id: Option<&str>) -> Vec<TurnEvent> {
+        vec![
+            chunk(UiChunk::Start {
+                message_id: message_id.map(str::to_owned),
+                message_metadata: None,
+            }),
+            chunk(UiChunk::StartStep),
+            chunk(UiChunk::ReasoningStart { id: "r".into() }),
+            chunk(UiChunk::ReasoningDelta {
+                id: "r".into(),
+                delta: "plan".into(),
+            }),
+            chunk(UiChunk::ReasoningEnd { id: "r".into() }),
+            chunk(UiChunk::TextStart { id: "t1".into() }),
+            chunk(UiChunk::TextDelta {
+                id: "t1".into(),
+                delta: "Checking.".into(),
+            }),
+            chunk(UiChunk::TextEnd {
+                id: "t1".into(),
+                citations: None,
+            }),
+        ]
+    }
+
+    /// A turn whose provider could not be reached: its start, the error, the error finish.
+    pub(crate) fn unreachable_provider() -> [TurnEvent; 3] {
+        [
+            chunk(UiChunk::Start {
+                message_id: None,
+                message_metadata: None,
+            }),
+            chunk(UiChunk::Error {
+                error_text: "The model provider could not be reached.".into(),
+            }),
+            chunk(UiChunk::Finish {
+                finish_reason: Some(UiFinishReason::Error),
+                message_metadata: None,
+            }),
+        ]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -561,6 +561,7 @@ impl WholeMessage {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::facade_stream::test_turns::{chunk, reasoning_then_preamble, unreachable_provider};
     use promptgate_service::events::{CONTEXT_TOO_LONG, UiFinishReason};
 
     fn identity() -> MessageIdentity {
@@ -570,33 +571,10 @@ mod tests {
         }
     }
 
-    fn chunk(chunk: UiChunk) -> TurnEvent {
-        TurnEvent::Chunk(chunk)
-    }
-
     /// Reasoning, a server tool step with preamble text (unseen), an answer, a client call.
     fn turn() -> Vec<TurnEvent> {
-        vec![
-            chunk(UiChunk::Start {
-                message_id: None,
-                message_metadata: None,
-            }),
-            chunk(UiChunk::StartStep),
-            chunk(UiChunk::ReasoningStart { id: "r".into() }),
-            chunk(UiChunk::ReasoningDelta {
-                id: "r".into(),
-                delta: "plan".into(),
-            }),
-            chunk(UiChunk::ReasoningEnd { id: "r".into() }),
-            chunk(UiChunk::TextStart { id: "t1".into() }),
-            chunk(UiChunk::TextDelta {
-                id: "t1".into(),
-                delta: "Checking.".into(),
-            }),
-            chunk(UiChunk::TextEnd {
-                id: "t1".into(),
-                citations: None,
-            }),
+        let mut turn = reasoning_then_preamble(None);
+        turn.extend([
             chunk(UiChunk::ToolInputAvailable {
                 tool_call_id: "s".into(),
                 tool_name: "search".into(),
@@ -639,7 +617,8 @@ mod tests {
                 finish_reason: Some(UiFinishReason::ToolCalls),
                 message_metadata: None,
             }),
-        ]
+        ]);
+        turn
     }
 
     /// Every `(event name, data)` of the stream.
@@ -666,30 +645,26 @@ mod tests {
     fn the_stream_is_anthropics_event_sequence_without_the_servers_tools() {
         let events = stream(&turn());
         let names: Vec<&str> = events.iter().map(|(name, _)| name.as_str()).collect();
-        assert_eq!(
-            names,
-            [
-                "message_start",
-                "ping",
-                "content_block_start",
-                "content_block_delta",
-                "content_block_delta",
-                "content_block_stop",
-                "content_block_start",
-                "content_block_delta",
-                "content_block_stop",
-                "ping",
-                "content_block_start",
-                "content_block_delta",
-                "content_block_delta",
-                "content_block_stop",
-                "content_block_start",
-                "content_block_delta",
-                "content_block_stop",
-                "message_delta",
-                "message_stop",
-            ]
-        );
+        // Each step the client sees writes a block of two deltas, then one of one: the thinking and
+        // its signature, then the text, in the first; the text, then the client's call, in the second.
+        let step = [
+            "content_block_start",
+            "content_block_delta",
+            "content_block_delta",
+            "content_block_stop",
+            "content_block_start",
+            "content_block_delta",
+            "content_block_stop",
+        ];
+        let expected = [
+            ["message_start", "ping"].as_slice(),
+            &step,
+            &["ping"],
+            &step,
+            &["message_delta", "message_stop"],
+        ]
+        .concat();
+        assert_eq!(names, expected);
         assert_eq!(events[0].1["message"]["content"], json!([]));
         assert_eq!(events[2].1["content_block"]["type"], "thinking");
         assert_eq!(events[4].1["delta"]["type"], "signature_delta");
@@ -741,19 +716,7 @@ mod tests {
 
     #[test]
     fn an_error_ends_the_stream_with_an_error_event() {
-        let events = stream(&[
-            chunk(UiChunk::Start {
-                message_id: None,
-                message_metadata: None,
-            }),
-            chunk(UiChunk::Error {
-                error_text: "The model provider could not be reached.".into(),
-            }),
-            chunk(UiChunk::Finish {
-                finish_reason: Some(UiFinishReason::Error),
-                message_metadata: None,
-            }),
-        ]);
+        let events = stream(&unreachable_provider());
         let last = events.last().unwrap();
         assert_eq!(last.0, "error");
         assert_eq!(

@@ -433,6 +433,7 @@ fn failed(message: &str) -> End {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::facade_stream::test_turns::chunk;
     use serde_json::{Map, json};
 
     fn translator() -> Translator {
@@ -451,10 +452,6 @@ mod tests {
             max_output_tokens: None,
             store: false,
         })
-    }
-
-    fn chunk(chunk: UiChunk) -> TurnEvent {
-        TurnEvent::Chunk(chunk)
     }
 
     /// A turn that says some text, then ends with `last`; the stream's event types and the final

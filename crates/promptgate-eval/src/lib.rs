@@ -202,20 +202,16 @@ async fn run_one(
 ) -> anyhow::Result<Observed> {
     let handle = service
         .send(SendRequest {
-            user_id: user.to_owned(),
-            thread_id: thread.to_owned(),
             create_thread: true,
-            input: SendInput::Message {
-                id: None,
-                parts: vec![json!({"type": "text", "text": scenario.message})],
-            },
             model: Some(model.to_owned()),
-            retry_of: None,
-            client: None,
-            notes: Default::default(),
-            trace: None,
-            key_id: None,
-            can_ask_approval: false,
+            ..SendRequest::new(
+                user,
+                thread,
+                SendInput::Message {
+                    id: None,
+                    parts: vec![json!({"type": "text", "text": scenario.message})],
+                },
+            )
         })
         .await?;
     let mut observed = Observed::default();

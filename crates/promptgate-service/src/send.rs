@@ -73,6 +73,27 @@ pub struct SendRequest {
     pub can_ask_approval: bool,
 }
 
+impl SendRequest {
+    /// A send of `input` by `user_id` to the existing thread `thread_id` that says nothing more: the
+    /// model is the user's default, no client, notes, trace or key come with it, and a call of an
+    /// asking tool gets the operator's choice. Callers set what their request adds.
+    pub fn new(user_id: impl Into<String>, thread_id: impl Into<String>, input: SendInput) -> Self {
+        Self {
+            user_id: user_id.into(),
+            thread_id: thread_id.into(),
+            create_thread: false,
+            input,
+            model: None,
+            retry_of: None,
+            client: None,
+            notes: ClientNotes::default(),
+            trace: None,
+            key_id: None,
+            can_ask_approval: false,
+        }
+    }
+}
+
 /// Per-send facts only the client knows, which the legacy prompt carries as notes after the date
 /// line. The harness engine leaves them out: its system prompt keeps only the clock per send.
 #[derive(Debug, Clone, Default)]

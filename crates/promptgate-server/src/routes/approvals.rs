@@ -130,18 +130,12 @@ async fn answer(
             input: None,
         });
     }
+    let input = SendInput::Approval(replies);
     let handle = state
         .service
         .send(SendRequest {
             model: body.model,
-            ..ui_send(
-                &state,
-                user,
-                &headers,
-                version,
-                thread_id,
-                SendInput::Approval(replies),
-            )
+            ..ui_send(&state, user, &headers, version, thread_id, input)
         })
         .await?;
     Ok(UiStream::new(handle, version))

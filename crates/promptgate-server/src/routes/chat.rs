@@ -142,17 +142,11 @@ pub(super) fn ui_send(
     input: SendInput,
 ) -> SendRequest {
     SendRequest {
-        user_id: user.id,
-        thread_id,
-        create_thread: false,
-        input,
-        model: None,
-        retry_of: None,
         client: client_identity(headers),
-        notes: Default::default(),
         trace: crate::telemetry::trace_link(&state.config.telemetry),
         key_id: user.key_id,
         can_ask_approval: version >= UiStreamVersion::V6,
+        ..SendRequest::new(user.id, thread_id, input)
     }
 }
 
@@ -257,20 +251,14 @@ async fn post_message(
         MessageContent::Text(text) => vec![json!({"type": "text", "text": text})],
         MessageContent::Parts { parts } => parts,
     };
+    let input = SendInput::Message { id: None, parts };
     let handle = state
         .service
         .send(SendRequest {
             model: body.model,
             retry_of: body.retry_of,
             notes: client_notes(body.voice_mode, body.ask_responses)?,
-            ..ui_send(
-                &state,
-                user,
-                &headers,
-                version,
-                thread_id,
-                SendInput::Message { id: None, parts },
-            )
+            ..ui_send(&state, user, &headers, version, thread_id, input)
         })
         .await?;
     Ok(UiStream::new(handle, version))

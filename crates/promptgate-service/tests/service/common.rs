@@ -109,21 +109,13 @@ pub async fn until(what: &str, done: impl Fn() -> bool) {
 
 /// A new user message in `thread`, created on first use as useChat's endpoint does.
 pub fn message(thread: &str, id: Option<&str>, text: &str) -> SendRequest {
+    let input = SendInput::Message {
+        id: id.map(str::to_owned),
+        parts: vec![json!({"type": "text", "text": text})],
+    };
     SendRequest {
-        user_id: USER.to_owned(),
-        thread_id: thread.to_owned(),
         create_thread: true,
-        input: SendInput::Message {
-            id: id.map(str::to_owned),
-            parts: vec![json!({"type": "text", "text": text})],
-        },
-        model: None,
-        retry_of: None,
-        client: None,
-        notes: Default::default(),
-        trace: None,
-        key_id: None,
-        can_ask_approval: false,
+        ..SendRequest::new(USER, thread, input)
     }
 }
 

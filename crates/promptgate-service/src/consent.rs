@@ -275,7 +275,7 @@ impl Service {
             .question(user_id, &waiting.thread_id, &waiting.question_id)
             .await;
         let question = match question {
-            Ok(Some(question)) if question.kind == AUTHORIZATION => question,
+            Ok(Some(question)) if question.asked.kind == AUTHORIZATION => question,
             Ok(_) => return,
             Err(err) => {
                 tracing::warn!(error = %err, "the call waiting for an authorization could not be read");

@@ -214,7 +214,7 @@ fn answer_of(stored: Value) -> (&'static str, ElicitationAnswer) {
 
 /// What the user is shown of a kept elicitation (the `data` of its part).
 fn shown_of(question: &StoredQuestion) -> Value {
-    serde_json::from_str(&question.question).unwrap_or(Value::Null)
+    serde_json::from_str(&question.asked.question).unwrap_or(Value::Null)
 }
 
 impl Service {
@@ -227,7 +227,7 @@ impl Service {
         let waiting = self.waiting_questions(user_id, thread_id).await?;
         Ok(waiting
             .iter()
-            .filter(|question| question.kind == ELICITATION)
+            .filter(|question| question.asked.kind == ELICITATION)
             .map(shown_of)
             .collect())
     }
@@ -244,7 +244,7 @@ impl Service {
         let question = self
             .open_question(user_id, thread_id, elicitation_id, WHAT)
             .await?;
-        if question.kind != ELICITATION {
+        if question.asked.kind != ELICITATION {
             return Err(ServiceError::NotFound {
                 what: WHAT,
                 id: elicitation_id.to_owned(),

@@ -228,19 +228,19 @@ impl Service {
             .store
             .answer_question(
                 user_id,
-                &question.thread_id,
-                &question.question_id,
+                &question.asked.thread_id,
+                &question.asked.question_id,
                 &answer.to_string(),
             )
             .await?;
         if !taken {
             return Err(ServiceError::QuestionSettled(format!(
                 "{what} {} was answered, expired or cancelled meanwhile",
-                question.question_id
+                question.asked.question_id
             )));
         }
         let signal = TurnSignal::Answered {
-            turn_id: question.turn_id.clone(),
+            turn_id: question.asked.turn_id.clone(),
         };
         if let Err(err) = self.store.signal_turn(&signal).await {
             // The waiting call reads the store anyway; it learns the answer at its next look.

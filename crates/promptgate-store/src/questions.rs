@@ -55,16 +55,10 @@ impl QuestionState {
     }
 }
 
-/// A question as kept.
+/// A question as kept: what was asked, and where it stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredQuestion {
-    pub question_id: String,
-    pub thread_id: String,
-    pub message_id: String,
-    pub turn_id: String,
-    pub tool_call_id: String,
-    pub kind: String,
-    pub question: String,
+    pub asked: NewQuestion,
     pub state: QuestionState,
     /// The user's answer as JSON text, once answered.
     pub answer: Option<String>,
@@ -218,13 +212,15 @@ impl Store {
 fn read(row: &impl Cols, now: i64) -> Result<StoredQuestion> {
     let expires_at = row.int(10)?;
     Ok(StoredQuestion {
-        question_id: row.text(0)?,
-        thread_id: row.text(1)?,
-        message_id: row.text(2)?,
-        turn_id: row.text(3)?,
-        tool_call_id: row.text(4)?,
-        kind: row.text(5)?,
-        question: row.text(6)?,
+        asked: NewQuestion {
+            question_id: row.text(0)?,
+            thread_id: row.text(1)?,
+            message_id: row.text(2)?,
+            turn_id: row.text(3)?,
+            tool_call_id: row.text(4)?,
+            kind: row.text(5)?,
+            question: row.text(6)?,
+        },
         state: QuestionState::parse(&row.text(7)?),
         answer: row.opt_text(8)?,
         created_at: row.int(9)?,

@@ -119,8 +119,8 @@ pub(crate) fn send<'a>(gw: &'a Gateway, thread: &'a str) -> impl std::future::Fu
 pub(crate) async fn card(gw: &Gateway, thread: &str) -> Value {
     for _ in 0..200 {
         let waiting = gw.store.pending_questions(LOCAL_USER_ID, thread).await.unwrap();
-        if let Some(question) = waiting.iter().find(|q| q.kind == "authorization") {
-            return serde_json::from_str(&question.question).unwrap();
+        if let Some(question) = waiting.iter().find(|q| q.asked.kind == "authorization") {
+            return serde_json::from_str(&question.asked.question).unwrap();
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

@@ -27,8 +27,8 @@ conformance! {
         store.keep_question(&alice, &asking("q1"), MINUTE).await.unwrap();
         let pending = store.pending_questions(&alice, "t1").await.unwrap();
         assert_eq!(pending.len(), 1);
-        assert_eq!(pending[0].question, r#"{"message":"Which table?"}"#);
-        assert_eq!((pending[0].turn_id.as_str(), pending[0].state), ("turn1", QuestionState::Pending));
+        assert_eq!(pending[0].asked.question, r#"{"message":"Which table?"}"#);
+        assert_eq!((pending[0].asked.turn_id.as_str(), pending[0].state), ("turn1", QuestionState::Pending));
         assert!(store.pending_questions(&bob, "t1").await.unwrap().is_empty());
         assert!(!store.answer_question(&bob, "t1", "q1", r#"{"action":"decline"}"#).await.unwrap());
         assert!(store.answer_question(&alice, "t1", "q1", r#"{"action":"accept"}"#).await.unwrap());

@@ -59,15 +59,7 @@ impl Turn {
             let result = self.answer_call(answer).await;
             settle_part(&mut parts, &answer.pending.tool_call_id, result);
         }
-        for source in self.plan.hooks.new_sources() {
-            self.out
-                .emit(UiChunk::SourceUrl {
-                    source_id: source.id,
-                    url: source.url,
-                    title: source.title,
-                })
-                .await;
-        }
+        self.emit_new_sources().await;
         let message = json!({"role": "assistant", "parts": parts});
         self.messages
             .extend(to_model_messages(&[message], HistoryOptions::default()));

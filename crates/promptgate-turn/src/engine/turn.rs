@@ -771,15 +771,7 @@ impl Turn {
             self.out.emit(chunk).await;
             results[position] = Some(model_text);
         }
-        for source in self.plan.hooks.new_sources() {
-            self.out
-                .emit(UiChunk::SourceUrl {
-                    source_id: source.id,
-                    url: source.url,
-                    title: source.title,
-                })
-                .await;
-        }
+        self.emit_new_sources().await;
         self.record_tool_step(state.text, &calls, results, &gated);
         if let Some(shown) = images.message() {
             self.messages.push(shown);
@@ -790,6 +782,20 @@ impl Turn {
             StepEnd::Tools
         } else {
             StepEnd::HandOff(handed)
+        }
+    }
+
+    /// Streams the sources the turn's tools registered since the last time, after the calls that
+    /// found them.
+    pub(super) async fn emit_new_sources(&mut self) {
+        for source in self.plan.hooks.new_sources() {
+            self.out
+                .emit(UiChunk::SourceUrl {
+                    source_id: source.id,
+                    url: source.url,
+                    title: source.title,
+                })
+                .await;
         }
     }
 

@@ -5,8 +5,8 @@ use reqwest::Client;
 use serde::Deserialize;
 
 use super::{
-    BackendLabel, RawHit, SearchBackend, SearchHit, checked_query, clamp_max_results, endpoint, fetch_json,
-    finish_hits, http_client, parse_base_url,
+    BackendLabel, RawHit, ResultList, SearchBackend, SearchHit, checked_query, clamp_max_results, endpoint,
+    fetch_json, finish_hits, http_client, parse_base_url,
 };
 use promptgate_core::tools::ToolError;
 
@@ -48,13 +48,7 @@ impl BraveSearch {
 
 #[derive(Deserialize)]
 struct Response {
-    web: Option<WebResults>,
-}
-
-#[derive(Deserialize)]
-struct WebResults {
-    #[serde(default)]
-    results: Vec<ResultItem>,
+    web: Option<ResultList<ResultItem>>,
 }
 
 #[derive(Deserialize)]

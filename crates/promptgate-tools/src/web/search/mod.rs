@@ -196,6 +196,15 @@ async fn fetch_json<T: serde::de::DeserializeOwned>(
         .map_err(|e| search_failed(format!("{peer} sent a response that could not be read ({e})")))
 }
 
+/// A backend's list of results under `results` (Brave's `web`, SearXNG's whole answer); a list
+/// left out is an empty one.
+#[derive(Deserialize)]
+struct ResultList<T> {
+    // `Vec::new` rather than `default`, which would ask the items to have a default too.
+    #[serde(default = "Vec::new")]
+    results: Vec<T>,
+}
+
 /// The parts a backend found for one result, before the common clean-up.
 struct RawHit {
     title: Option<String>,

@@ -5,8 +5,8 @@ use reqwest::Client;
 use serde::Deserialize;
 
 use super::{
-    BackendLabel, RawHit, SearchBackend, SearchHit, checked_query, clamp_max_results, endpoint, fetch_json,
-    finish_hits, http_client, parse_base_url,
+    BackendLabel, RawHit, ResultList, SearchBackend, SearchHit, checked_query, clamp_max_results, endpoint,
+    fetch_json, finish_hits, http_client, parse_base_url,
 };
 use promptgate_core::tools::ToolError;
 
@@ -32,12 +32,6 @@ impl SearxNg {
 }
 
 #[derive(Deserialize)]
-struct Response {
-    #[serde(default)]
-    results: Vec<ResultItem>,
-}
-
-#[derive(Deserialize)]
 struct ResultItem {
     title: Option<String>,
     url: Option<String>,
@@ -55,7 +49,7 @@ impl SearchBackend for SearxNg {
         // SearXNG has no result-count parameter; one page is ample for 25 results.
         let url = endpoint(&self.base_url, "/search", &[("q", query), ("format", "json")])?;
         let request = self.client.get(url);
-        let response: Response = fetch_json(request, &SEARXNG).await?;
+        let response: ResultList<ResultItem> = fetch_json(request, &SEARXNG).await?;
         let raw = response.results.into_iter().map(|item| RawHit {
             title: item.title,
             url: item.url,

@@ -382,30 +382,33 @@ async fn a_paced_upstream_sends_each_event_in_its_own_frame_on_its_schedule() {
     assert_eq!(whole.ok, 5);
 }
 
+/// Both facade paths (streamed and JSON) at 20 requests a second, for half a second after 0.2 s
+/// of warm-up: ten requests each.
+const BOTH_FACADE_PATHS_BRIEFLY: &[&str] = &[
+    "--scenario",
+    "facade-stream",
+    "--scenario",
+    "facade-json",
+    "--rate",
+    "20",
+    "--duration",
+    "0.5",
+    "--warmup",
+    "0.2",
+];
+
 /// Sustained mode through the binary: one window per path, paced upstream, the CPU table.
 #[test]
 fn the_sustained_mode_reports_one_window_and_the_gateways_cpu_per_request_and_chunk() {
-    let stdout = run_binary(&[
-        "--sustained",
-        "--scenario",
-        "facade-stream",
-        "--scenario",
-        "facade-json",
-        "--rate",
-        "20",
-        "--duration",
-        "0.5",
-        "--warmup",
-        "0.2",
-        "--chunks",
-        "4",
-        "--first-chunk-ms",
-        "5",
-        "--chunk-every-ms",
-        "1",
-        "--gateway-workers",
-        "1",
-    ]);
+    let stdout = run_binary(
+        &[
+            ["--sustained"].as_slice(),
+            BOTH_FACADE_PATHS_BRIEFLY,
+            &["--chunks", "4", "--first-chunk-ms", "5", "--chunk-every-ms", "1"],
+            &["--gateway-workers", "1"],
+        ]
+        .concat(),
+    );
     assert!(
         stdout.contains("one continuous window of 0.5 s per path"),
         "{stdout}"
@@ -431,24 +434,14 @@ fn the_sustained_mode_reports_one_window_and_the_gateways_cpu_per_request_and_ch
 /// completion as the upstream does, and the report says what ran.
 #[test]
 fn the_bare_proxy_stands_in_for_the_gateway_on_the_facade() {
-    let stdout = run_binary(&[
-        "--sustained",
-        "--bare-proxy",
-        "--scenario",
-        "facade-stream",
-        "--scenario",
-        "facade-json",
-        "--rate",
-        "20",
-        "--duration",
-        "0.5",
-        "--warmup",
-        "0.2",
-        "--chunks",
-        "3",
-        "--gateway-workers",
-        "1",
-    ]);
+    let stdout = run_binary(
+        &[
+            ["--sustained", "--bare-proxy"].as_slice(),
+            BOTH_FACADE_PATHS_BRIEFLY,
+            &["--chunks", "3", "--gateway-workers", "1"],
+        ]
+        .concat(),
+    );
     assert!(
         stdout.contains("In the gateway's place: the bare proxy"),
         "{stdout}"

@@ -7,7 +7,8 @@
 // usage: node resume-check.mjs <api-url> <request-json> [<resume-api-url>]
 //   request-json: {"chatId", "messages", "body"?}
 //   resume-api-url: where the reload goes (another instance behind the same load balancer); default api-url
-import { DefaultChatTransport, readUIMessageStream } from 'ai';
+import { DefaultChatTransport } from 'ai';
+import { rebuildMessage } from './ui-message.mjs';
 
 const [api, requestJson, resumeApi] = process.argv.slice(2);
 if (!api || !requestJson) {
@@ -18,7 +19,6 @@ const request = JSON.parse(requestJson);
 const transport = new DefaultChatTransport({ api, body: request.body ?? {} });
 const resumer = new DefaultChatTransport({ api: resumeApi ?? api, body: request.body ?? {} });
 const chunkTypes = [];
-let failure = null;
 let idle;
 let seenBeforeDrop = 0;
 
@@ -44,26 +44,8 @@ try {
 
   const resumed = await resumer.reconnectToStream({ chatId: request.chatId });
   if (resumed == null) throw new Error('reconnectToStream found no running turn');
-  const recorded = resumed.pipeThrough(
-    new TransformStream({
-      transform(chunk, controller) {
-        chunkTypes.push(chunk.type);
-        if (chunk.type === 'error') failure = `error chunk: ${chunk.errorText}`;
-        controller.enqueue(chunk);
-      },
-    }),
-  );
-  let last = null;
-  for await (const message of readUIMessageStream({
-    stream: recorded,
-    terminateOnError: true,
-    onError: (e) => {
-      failure = `stream rejected: ${e?.message ?? e}`;
-    },
-  })) {
-    last = message;
-  }
-  process.stdout.write(JSON.stringify({ idle, seenBeforeDrop, message: last, chunks: chunkTypes, failure }) + '\n');
+  const { message, failure } = await rebuildMessage(resumed, chunkTypes);
+  process.stdout.write(JSON.stringify({ idle, seenBeforeDrop, message, chunks: chunkTypes, failure }) + '\n');
   process.exit(failure ? 1 : 0);
 } catch (e) {
   process.stdout.write(

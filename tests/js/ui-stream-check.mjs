@@ -5,7 +5,8 @@
 //
 // usage: node ui-stream-check.mjs <api-url> <request-json>
 //   request-json: {"chatId", "messages", "body"?, "headers"?, "trigger"?, "messageId"?}
-import { DefaultChatTransport, readUIMessageStream } from 'ai';
+import { DefaultChatTransport } from 'ai';
+import { rebuildMessage } from './ui-message.mjs';
 
 const [api, requestJson] = process.argv.slice(2);
 if (!api || !requestJson) {
@@ -16,7 +17,6 @@ const request = JSON.parse(requestJson);
 
 const transport = new DefaultChatTransport({ api, headers: request.headers ?? {}, body: request.body ?? {} });
 const chunkTypes = [];
-let failure = null;
 
 try {
   const chunks = await transport.sendMessages({
@@ -26,26 +26,8 @@ try {
     messageId: request.messageId,
     abortSignal: undefined,
   });
-  const recorded = chunks.pipeThrough(
-    new TransformStream({
-      transform(chunk, controller) {
-        chunkTypes.push(chunk.type);
-        if (chunk.type === 'error') failure = `error chunk: ${chunk.errorText}`;
-        controller.enqueue(chunk);
-      },
-    }),
-  );
-  let last = null;
-  for await (const message of readUIMessageStream({
-    stream: recorded,
-    terminateOnError: true,
-    onError: (e) => {
-      failure = `stream rejected: ${e?.message ?? e}`;
-    },
-  })) {
-    last = message;
-  }
-  process.stdout.write(JSON.stringify({ message: last, chunks: chunkTypes, failure }) + '\n');
+  const { message, failure } = await rebuildMessage(chunks, chunkTypes);
+  process.stdout.write(JSON.stringify({ message, chunks: chunkTypes, failure }) + '\n');
   process.exit(failure ? 1 : 0);
 } catch (e) {
   process.stdout.write(JSON.stringify({ message: null, chunks: chunkTypes, failure: String(e?.message ?? e) }) + '\n');

@@ -16,6 +16,8 @@ import sys
 from agents import Agent, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
 from openai import AsyncOpenAI
 
+from checker import command_line, report
+
 CALLS = []
 
 
@@ -49,20 +51,10 @@ async def run(base_url, model, api_key):
 
 
 def main() -> int:
-    if len(sys.argv) < 3:
-        print("usage: python agents_check.py <base-url> <model> [api-key]", file=sys.stderr)
-        return 2
-    base_url, model = sys.argv[1], sys.argv[2]
-    api_key = sys.argv[3] if len(sys.argv) > 3 else "unused-in-single-user-mode"
+    base_url, model, api_key = command_line("agents_check.py")
     # The SDK would send its traces to OpenAI; nothing leaves the machine in a test.
     set_tracing_disabled(True)
-    try:
-        result = asyncio.run(run(base_url, model, api_key))
-    except Exception as error:  # the SDK's own checks raise; report what it said
-        print(json.dumps({"failure": f"{type(error).__name__}: {error}"}))
-        return 1
-    print(json.dumps(result))
-    return 0
+    return report(lambda: asyncio.run(run(base_url, model, api_key)))
 
 
 if __name__ == "__main__":

@@ -14,6 +14,8 @@ import sys
 
 from openai import OpenAI
 
+from checker import command_line, report
+
 WEATHER = {
     "type": "function",
     "name": "get_weather",
@@ -75,19 +77,9 @@ def run(client, model):
 
 
 def main() -> int:
-    if len(sys.argv) < 3:
-        print("usage: python responses_check.py <base-url> <model> [api-key]", file=sys.stderr)
-        return 2
-    base_url, model = sys.argv[1], sys.argv[2]
-    api_key = sys.argv[3] if len(sys.argv) > 3 else "unused-in-single-user-mode"
+    base_url, model, api_key = command_line("responses_check.py")
     client = OpenAI(base_url=base_url, api_key=api_key, max_retries=0)
-    try:
-        result = run(client, model)
-    except Exception as error:  # the client's own checks raise; report what it said
-        print(json.dumps({"failure": f"{type(error).__name__}: {error}"}))
-        return 1
-    print(json.dumps(result))
-    return 0
+    return report(lambda: run(client, model))
 
 
 if __name__ == "__main__":

@@ -145,6 +145,32 @@ macro_rules! json_or_event_stream_output {
 }
 pub(crate) use json_or_event_stream_output;
 
+/// Documents `$answer` as an output whose one answer is a `200` with the response `$response`
+/// builds (a `fn(&mut GenContext, &mut Operation) -> Option<Response>`); `$inner` is the type its
+/// examples would show.
+macro_rules! ok_output {
+    ($answer:ty, $inner:ty, $response:expr) => {
+        impl aide::OperationOutput for $answer {
+            type Inner = $inner;
+
+            fn operation_response(
+                ctx: &mut aide::generate::GenContext,
+                op: &mut aide::openapi::Operation,
+            ) -> Option<aide::openapi::Response> {
+                $response(ctx, op)
+            }
+
+            fn inferred_responses(
+                ctx: &mut aide::generate::GenContext,
+                op: &mut aide::openapi::Operation,
+            ) -> Vec<(Option<aide::openapi::StatusCode>, aide::openapi::Response)> {
+                $crate::api_doc::answered_with(200, Self::operation_response(ctx, op))
+            }
+        }
+    };
+}
+pub(crate) use ok_output;
+
 /// Routes Anthropic's clients call: the Messages API and the model list.
 fn takes_api_key(path: &str) -> bool {
     Envelope::of(path) == Envelope::Anthropic || path.starts_with("/v1/models")

@@ -6,11 +6,10 @@
 use std::sync::OnceLock;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use aide::OperationOutput;
 use aide::axum::ApiRouter;
 use aide::axum::routing::{get_with, post_with};
 use aide::generate::GenContext;
-use aide::openapi::{MediaType, Operation, Response as ApiResponse, StatusCode as ApiStatus};
+use aide::openapi::{MediaType, Operation, Response as ApiResponse};
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, header};
@@ -234,22 +233,17 @@ impl IntoResponse for Html {
     }
 }
 
-impl OperationOutput for Html {
-    type Inner = String;
-
-    fn operation_response(_ctx: &mut GenContext, _op: &mut Operation) -> Option<ApiResponse> {
-        let mut res = ApiResponse {
-            description: "The HTML document, under a sandboxing CSP".into(),
-            ..Default::default()
-        };
-        res.content.insert("text/html".into(), MediaType::default());
-        Some(res)
-    }
-
-    fn inferred_responses(ctx: &mut GenContext, op: &mut Operation) -> Vec<(Option<ApiStatus>, ApiResponse)> {
-        crate::api_doc::answered_with(200, Self::operation_response(ctx, op))
-    }
+/// How the document answer is published: HTML, not JSON.
+fn documented_html(_ctx: &mut GenContext, _op: &mut Operation) -> Option<ApiResponse> {
+    let mut res = ApiResponse {
+        description: "The HTML document, under a sandboxing CSP".into(),
+        ..Default::default()
+    };
+    res.content.insert("text/html".into(), MediaType::default());
+    Some(res)
 }
+
+crate::api_doc::ok_output!(Html, String, documented_html);
 
 #[cfg(test)]
 mod tests {

@@ -442,22 +442,17 @@ impl IntoResponse for UiStream {
     }
 }
 
-impl OperationOutput for UiStream {
-    type Inner = ();
-
-    fn operation_response(_ctx: &mut GenContext, _op: &mut Operation) -> Option<ApiResponse> {
-        let mut res = ApiResponse {
-            description:
-                "Server-Sent Events in the AI SDK UI message stream protocol (v1), ending with `data: [DONE]`"
-                    .into(),
-            ..Default::default()
-        };
-        res.content
-            .insert("text/event-stream".into(), MediaType::default());
-        Some(res)
-    }
-
-    fn inferred_responses(ctx: &mut GenContext, op: &mut Operation) -> Vec<(Option<ApiStatus>, ApiResponse)> {
-        crate::api_doc::answered_with(200, Self::operation_response(ctx, op))
-    }
+/// How a UI message stream is published: an event stream, not JSON.
+fn documented_ui_stream(_ctx: &mut GenContext, _op: &mut Operation) -> Option<ApiResponse> {
+    let mut res = ApiResponse {
+        description:
+            "Server-Sent Events in the AI SDK UI message stream protocol (v1), ending with `data: [DONE]`"
+                .into(),
+        ..Default::default()
+    };
+    res.content
+        .insert("text/event-stream".into(), MediaType::default());
+    Some(res)
 }
+
+crate::api_doc::ok_output!(UiStream, (), documented_ui_stream);

@@ -6,7 +6,7 @@ use aide::OperationOutput;
 use aide::axum::ApiRouter;
 use aide::axum::routing::get_with;
 use aide::generate::GenContext;
-use aide::openapi::{MediaType, Operation, Response as ApiResponse, StatusCode as ApiStatus};
+use aide::openapi::{MediaType, Operation, Response as ApiResponse};
 use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderValue, header};
@@ -332,20 +332,15 @@ impl IntoResponse for UsageAnswer {
     }
 }
 
-impl OperationOutput for UsageAnswer {
-    type Inner = UsageReport;
-
-    fn operation_response(ctx: &mut GenContext, op: &mut Operation) -> Option<ApiResponse> {
-        let mut res = Json::<UsageReport>::operation_response(ctx, op)?;
-        res.description = "The report; as CSV (the rows' fields as columns) with `format=csv`".into();
-        res.content.insert("text/csv".into(), MediaType::default());
-        Some(res)
-    }
-
-    fn inferred_responses(ctx: &mut GenContext, op: &mut Operation) -> Vec<(Option<ApiStatus>, ApiResponse)> {
-        crate::api_doc::answered_with(200, Self::operation_response(ctx, op))
-    }
+/// How the report is published: JSON, or CSV on request.
+fn documented_usage(ctx: &mut GenContext, op: &mut Operation) -> Option<ApiResponse> {
+    let mut res = Json::<UsageReport>::operation_response(ctx, op)?;
+    res.description = "The report; as CSV (the rows' fields as columns) with `format=csv`".into();
+    res.content.insert("text/csv".into(), MediaType::default());
+    Some(res)
 }
+
+crate::api_doc::ok_output!(UsageAnswer, UsageReport, documented_usage);
 
 #[cfg(test)]
 mod tests {

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use crate::common;
 use crate::integrations_turn::{FakeEnv, fake_google, google_integrations};
-use crate::mcp_oauth::{TOML, callback, consent};
+use crate::mcp_oauth::{TOML, callback, consent, peer_control};
 use promptgate_mcp::testing::{PeerProcess, python_auth_peer};
 
 use common::{Backend, Gateway, Sse, scripted_config_with, tool_message, use_chat_body};
@@ -64,8 +64,7 @@ pub(crate) async fn authorize(gw: &Gateway, id: &str) {
 
 /// Arms the peer to forget every grant when the next tool call arrives.
 async fn arm(url: &str) {
-    reqwest::Client::new()
-        .post(url.replace("/mcp", "/test/revoke-grants-on-next-call"))
+    peer_control(url, "revoke-grants-on-next-call")
         .send()
         .await
         .unwrap();

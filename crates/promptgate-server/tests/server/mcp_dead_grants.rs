@@ -11,7 +11,7 @@ use crate::common::{Backend, offered_tools, scripted_config_with, use_chat_body}
 use crate::mcp_consent::{
     Setup, WHOAMI, WithKey, authorized, call_whoami, card, parts, registered, result_the_model_read, send,
 };
-use crate::mcp_oauth::{TOML, callback, consent};
+use crate::mcp_oauth::{TOML, callback, consent, peer_control};
 use promptgate_llm::scripted::text;
 use promptgate_server::config::AuthMode;
 use reqwest::StatusCode;
@@ -27,11 +27,7 @@ fn system_prompt(request: &Value) -> String {
 
 /// Forgets every access and refresh token the peer issued, as a user removing the app's access.
 async fn revoke_grants(url: &str) {
-    reqwest::Client::new()
-        .post(url.replace("/mcp", "/test/revoke-grants"))
-        .send()
-        .await
-        .unwrap();
+    peer_control(url, "revoke-grants").send().await.unwrap();
 }
 
 #[tokio::test]

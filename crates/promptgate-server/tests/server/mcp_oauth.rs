@@ -76,10 +76,14 @@ async fn whoami_turn(gw: &Gateway, upstream: &ScriptedUpstream, thread: &str, ca
     );
 }
 
+/// A call of one of the auth peer's test controls (`/test/{control}` beside its `/mcp`).
+pub(crate) fn peer_control(mcp_url: &str, control: &str) -> reqwest::RequestBuilder {
+    reqwest::Client::new().post(mcp_url.replace("/mcp", &format!("/test/{control}")))
+}
+
 /// The authorization server revokes every access token it issued (refresh tokens stay good).
 async fn revoke_access_tokens(mcp_url: &str) {
-    reqwest::Client::new()
-        .post(mcp_url.replace("/mcp", "/test/revoke-access-tokens"))
+    peer_control(mcp_url, "revoke-access-tokens")
         .send()
         .await
         .unwrap();

@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::common::{self, Backend, Gateway, error_code, scripted_config_with};
-use crate::mcp_oauth::{TOML, callback, consent, probe, stats};
+use crate::mcp_oauth::{TOML, callback, consent, peer_control, probe, stats};
 use promptgate_llm::scripted::ScriptedUpstream;
 use promptgate_mcp::testing::python_auth_peer_with;
 use promptgate_server::config::AuthMode;
@@ -19,8 +19,7 @@ const CLIENT_SECRET: &str = "hand-made secret";
 /// Registers promptgate with the peer's authorization server by hand, as a confidential client
 /// that sends its secret in the form (the peer lists both methods; promptgate takes the form then).
 async fn register_by_hand(url: &str) {
-    let answer = reqwest::Client::new()
-        .post(url.replace("/mcp", "/test/clients"))
+    let answer = peer_control(url, "clients")
         .json(&json!({
             "client_id": CLIENT_ID,
             "client_secret": CLIENT_SECRET,

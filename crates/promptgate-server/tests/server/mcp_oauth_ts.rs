@@ -8,7 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::common;
-use crate::mcp_oauth::{TOML, callback, consent, consent_back_to, probe, stats};
+use crate::mcp_oauth::{TOML, callback, consent, consent_back_to, peer_control, probe, stats};
 use promptgate_mcp::testing::{PeerProcess, TsAuthPeer, typescript_auth_peer};
 
 use common::{Backend, Gateway, NEWEST_UI_STREAM, scripted_config_with, tool_message, use_chat_body};
@@ -282,8 +282,7 @@ async fn scalar(gw: &Gateway, sql: &'static str) -> i64 {
 }
 
 async fn misbehave(url: &str, how: &str) {
-    reqwest::Client::new()
-        .post(url.replace("/mcp", "/test/misbehave"))
+    peer_control(url, "misbehave")
         .json(&json!({"as": how}))
         .send()
         .await

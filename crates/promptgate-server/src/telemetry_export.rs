@@ -37,14 +37,16 @@ const LONGEST_RETRY_DELAY: Duration = Duration::from_millis(1600);
 pub type EnvLookup<'a> = &'a dyn Fn(&str) -> Option<String>;
 
 /// Whether this exporter can stand in for the SDK's: anything but compression, which it does not
-/// speak (the SDK's exporter then says what it makes of the setting, as before).
+/// speak (the SDK's exporter then says what it makes of the setting, as before; built without its
+/// gzip feature, it sends uncompressed).
 pub fn handles(env: EnvLookup<'_>) -> bool {
     [
         "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION",
         "OTEL_EXPORTER_OTLP_COMPRESSION",
     ]
     .iter()
-    .all(|name| set(env, name).is_none())
+    .filter_map(|name| set(env, name))
+    .all(|value| value.trim().eq_ignore_ascii_case("none"))
 }
 
 /// Spans to an OTLP/HTTP collector, encoded by [`encode_request`].
@@ -656,5 +658,6 @@ mod tests {
             "gzip"
         )])));
         assert!(handles(&env(&[("OTEL_EXPORTER_OTLP_COMPRESSION", "")])));
+        assert!(handles(&env(&[("OTEL_EXPORTER_OTLP_COMPRESSION", "none")])));
     }
 }

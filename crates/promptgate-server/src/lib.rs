@@ -35,6 +35,7 @@ pub mod secrets;
 pub mod sse;
 pub mod state;
 pub mod telemetry;
+mod telemetry_export;
 mod telemetry_polls;
 pub mod ui;
 pub mod ui_stream;

@@ -36,19 +36,23 @@ static PROVIDER: OnceLock<SdkTracerProvider> = OnceLock::new();
 /// The runtime the gRPC exporter's connection lives on (see [`grpc_exporter`]).
 static GRPC_RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
 
-/// The tracer provider `config` asks for: an OTLP exporter behind a batch processor.
+/// The tracer provider `config` asks for: an OTLP exporter behind a batch processor. Plain
+/// OTLP/HTTP goes through our own encoder ([`crate::telemetry_export`]); gRPC, and HTTP with
+/// compression, through the SDK's exporter.
 pub fn provider(config: &TelemetryConfig) -> anyhow::Result<SdkTracerProvider> {
-    let exporter = match config.protocol {
-        OtlpProtocol::HttpProtobuf => http_exporter(config)?,
-        OtlpProtocol::Grpc => grpc_exporter(config)?,
-    };
     let resource = Resource::builder()
         .with_service_name(config.service_name.clone())
         .build();
-    Ok(SdkTracerProvider::builder()
-        .with_batch_exporter(exporter)
-        .with_resource(resource)
-        .build())
+    let env = |name: &str| std::env::var(name).ok();
+    let builder = SdkTracerProvider::builder().with_resource(resource);
+    let builder = match config.protocol {
+        OtlpProtocol::HttpProtobuf if crate::telemetry_export::handles(&env) => builder.with_batch_exporter(
+            crate::telemetry_export::HttpSpanExporter::new(config.endpoint.as_deref(), &env)?,
+        ),
+        OtlpProtocol::HttpProtobuf => builder.with_batch_exporter(http_exporter(config)?),
+        OtlpProtocol::Grpc => builder.with_batch_exporter(grpc_exporter(config)?),
+    };
+    Ok(builder.build())
 }
 
 fn http_exporter(config: &TelemetryConfig) -> anyhow::Result<SpanExporter> {

@@ -529,6 +529,78 @@ async fn the_older_part_held_between_sends_shows_what_the_store_holds(backend: B
 
 common::on_both_backends!(the_older_part_held_between_sends_shows_what_the_store_holds);
 
+/// A send on a thread whose older part this instance holds reads only the messages from the held
+/// part's end on; what it holds ends below the newest question, so whatever answers that question
+/// again still finds it, and a thread that moved on by more than a page is read as before.
+async fn a_held_thread_is_read_from_its_held_end_and_its_newest_question_stays_answerable(backend: Backend) {
+    init();
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    upstream.replay_by_default(text(["Ok."]));
+    let first = Gateway::start(backend, config(&upstream, false, WIDE)).await;
+    let second = first.another_instance(config(&upstream, false, WIDE)).await;
+    fill(&first, "long", 60).await;
+    let joined = "promptgate_held_history_total{outcome=\"joined\"}";
+    let mut expected = filled_tags(60, "");
+    expected.push("ask-1".to_owned());
+    assert_eq!(wide_send(&first, &upstream, "long", "ask-1 now").await, expected);
+
+    // The preview reads the thread with the answer at its end; the regenerate after it answers
+    // the newest question again.
+    let (status, _) = first.get("/v1/threads/long/prompt?model=wide").await;
+    assert!(status.is_success(), "{status}");
+    let stored = first.stored_messages("long", 122).await;
+    let stored = stored.as_array().unwrap();
+    let (question, answer) = (&stored[120], &stored[121]);
+    assert_eq!(answer["role"], "assistant");
+    let regenerate = json!({
+        "id": "long", "trigger": "regenerate-message", "model": "wide",
+        "messages": [question], "messageId": answer["id"],
+    });
+    let sse = first.stream("/v1/chat", regenerate).await;
+    assert!(sse.done, "{:?}", sse.events);
+    let request = requests_for(&upstream, "wide-upstream").pop().unwrap();
+    let tags: Vec<String> = conversation(&request).iter().map(tag_of).collect();
+    assert_eq!(
+        tags, expected,
+        "the regenerate shows the model the question, not the answer it replaces"
+    );
+    assert_eq!(
+        first.metric(joined).await,
+        2.0,
+        "the preview and the regenerate joined what was held"
+    );
+
+    // Another instance stores more than a page: the held end is not among the newest messages,
+    // so the page is read and what lies between it and the held part is read after it.
+    for n in 1..=40 {
+        for (role, id) in [
+            (Role::User, format!("more-question-{n}")),
+            (Role::Assistant, format!("more-answer-{n}")),
+        ] {
+            let message = NewMessage {
+                parts: json!([{"type": "text", "text": filler(&id)}]),
+                id: Some(id),
+                thread_id: "long".to_owned(),
+                role,
+                metadata: json!({}),
+                status: (role == Role::Assistant).then_some(promptgate_store::MessageStatus::Complete),
+            };
+            second
+                .store
+                .append_message(LOCAL_USER_ID, &message)
+                .await
+                .unwrap();
+        }
+    }
+    expected.push("Ok.".to_owned());
+    expected.extend(filled_tags(40, "more-"));
+    expected.push("ask-2".to_owned());
+    assert_eq!(wide_send(&first, &upstream, "long", "ask-2 now").await, expected);
+    assert_eq!(first.metric(joined).await, 3.0);
+}
+
+common::on_both_backends!(a_held_thread_is_read_from_its_held_end_and_its_newest_question_stays_answerable);
+
 #[tokio::test]
 async fn a_prompt_the_provider_finds_too_long_ends_with_context_too_long() {
     init();

@@ -140,6 +140,8 @@ impl Service {
             .messages
             .pop()
             .ok_or_else(|| ServiceError::ApprovalRefused("the message that asked is gone".to_owned()))?;
+        // Read by this send only (nothing holds a thread's newest messages): no copy is made.
+        let message = std::sync::Arc::unwrap_or_clone(message);
         Ok(Resume {
             parts: message.parts.as_array().cloned().unwrap_or_default(),
             metadata: message.metadata,

@@ -271,7 +271,7 @@ impl<'a> Asked<'a> {
 }
 
 /// Stored messages as UI messages (`role` + `parts`), the shape the history conversion reads.
-fn ui_messages<'a>(history: impl Iterator<Item = &'a Message>) -> Vec<Value> {
+fn ui_messages<'a>(history: impl Iterator<Item = &'a Arc<Message>>) -> Vec<Value> {
     history
         .map(|m| {
             let role = match m.role {

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use promptgate_core::settings::Model;
-use promptgate_store::{NewMessage, Role, SendContext, StoreCall};
+use promptgate_store::{NewMessage, ReadFrom, Role, SendContext, StoreCall};
 use promptgate_turn::engine::{TurnEnd, run_turn};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
@@ -411,7 +411,7 @@ impl Service {
         };
         // The conversation the model answers ends with the question, not its empty answer.
         if let Some(question) = stored.into_iter().next() {
-            ctx.tail.messages.push(question);
+            ctx.tail.messages.push(std::sync::Arc::new(question));
         }
         Ok(true)
     }
@@ -607,9 +607,16 @@ impl Service {
         thread_id: Option<&str>,
         requested: Option<&str>,
     ) -> Result<(SendContext, Model, ModelProvider), ServiceError> {
+        // Where this instance holds the thread's older part, only what is newer is read.
+        let held = thread_id.and_then(|thread| self.held.newest((user_id, thread)));
+        let from = held.as_ref().map(|held| ReadFrom {
+            seq: held.seq,
+            id: &held.id,
+            thread_created_at: held.born,
+        });
         let mut ctx = self
             .store
-            .load_send_context(user_id, thread_id, requested, &self.config.default_model)
+            .load_send_context_from(user_id, thread_id, requested, &self.config.default_model, from)
             .await?;
         let model = ctx
             .model
@@ -684,7 +691,7 @@ fn title_from(parts: &[Value]) -> String {
 /// no answer), counts. An automatic retry (`retry_of`) repeats the prompt its turn answered, whatever
 /// that turn stored after it, and may come without an id (the thread-messages route has none).
 fn is_resent_prompt(
-    history: &[promptgate_store::Message],
+    history: &[std::sync::Arc<promptgate_store::Message>],
     id: Option<&str>,
     parts: &[Value],
     retry: bool,

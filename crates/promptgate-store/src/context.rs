@@ -1,6 +1,8 @@
 //! What one send reads before its first byte, in as few round trips as the backends allow: the
 //! user's setup, the thread with its project and history, and the model asked for.
 
+use std::sync::Arc;
+
 use promptgate_core::settings::Project;
 
 use crate::connect::Store;
@@ -18,6 +20,16 @@ use crate::util::Cols;
 /// window needs.
 pub const FIRST_PAGE: usize = 64;
 
+/// A message of the thread that the caller already holds with everything before it (see
+/// [`Store::load_send_context_from`]): the first read then takes only it and what is newer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadFrom<'a> {
+    pub seq: i64,
+    pub id: &'a str,
+    /// When the thread was made: one deleted and made again under its id is another thread.
+    pub thread_created_at: i64,
+}
+
 impl Store {
     /// Everything one send needs, with the model `requested` (else the user's default model, else
     /// `server_default`). The user's setup comes from [`Store::user_setup`]; it, the thread with its
@@ -30,6 +42,23 @@ impl Store {
         requested_model: Option<&str>,
         server_default: &str,
     ) -> Result<SendContext> {
+        self.load_send_context_from(user, thread_id, requested_model, server_default, None)
+            .await
+    }
+
+    /// [`Store::load_send_context`] for a caller that holds the thread's older part up to `from`:
+    /// the thread's messages are read from `from` on (at most [`FIRST_PAGE`] of them) instead of
+    /// its newest page. `from` must come back as it was, on the thread made when it says;
+    /// otherwise the newest page is read as without it (the thread was made again under its id,
+    /// or more than a page was added since).
+    pub async fn load_send_context_from(
+        &self,
+        user: &str,
+        thread_id: Option<&str>,
+        requested_model: Option<&str>,
+        server_default: &str,
+        from: Option<ReadFrom<'_>>,
+    ) -> Result<SendContext> {
         // A send made right after a query waited in vain for the database fails at once instead of
         // waiting again (see `reach`).
         if self.reach.known_unreachable() {
@@ -38,8 +67,15 @@ impl Store {
         let loaded = futures::try_join!(self.user_setup(user), async {
             match thread_id {
                 Some(thread_id) => {
-                    self.traced(StoreCall::LoadHistory, self.thread_with_history(user, thread_id))
-                        .await
+                    let read = self.thread_with_history(user, thread_id, from);
+                    let loaded = self.traced(StoreCall::LoadHistory, read).await?;
+                    match from {
+                        Some(from) if !loaded.starts_at(from) => {
+                            let read = self.thread_with_history(user, thread_id, None);
+                            self.traced(StoreCall::LoadHistory, read).await
+                        }
+                        _ => Ok(loaded),
+                    }
                 }
                 None => Ok(LoadedThread::default()),
             }
@@ -76,13 +112,19 @@ impl Store {
     /// record (its summary may be long) comes with the newest row only.
     ///
     /// The page size is written into the statement, not bound: SQLite recompiles a statement whose
-    /// `LIMIT` is a bound parameter every time it is run with a new binding.
-    async fn thread_with_history(&self, user: &str, thread_id: &str) -> Result<LoadedThread> {
+    /// `LIMIT` is a bound parameter every time it is run with a new binding. The lowest position
+    /// read is bound (0 without `from`), so both reads are one statement, with the same plan.
+    async fn thread_with_history(
+        &self,
+        user: &str,
+        thread_id: &str,
+        from: Option<ReadFrom<'_>>,
+    ) -> Result<LoadedThread> {
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
             "WITH t AS (SELECT user_id, id, project_id, title, created_at, updated_at FROM threads \
              WHERE user_id = $1 AND id = $2), \
              m AS (SELECT {TAIL_COLS} FROM messages m WHERE m.user_id = $1 AND m.thread_id = $2 \
-             ORDER BY m.seq DESC LIMIT {FIRST_PAGE}) \
+             AND m.seq >= $4 ORDER BY m.seq DESC LIMIT {FIRST_PAGE}) \
              SELECT t.id, t.project_id, t.title, t.created_at, t.updated_at, p.id, p.name, \
              p.instructions, (SELECT COUNT(*) FROM (SELECT 1 FROM threads s JOIN t o \
              ON s.user_id = o.user_id AND s.project_id = o.project_id AND s.id <> o.id LIMIT 1) one), \
@@ -99,6 +141,7 @@ impl Store {
         .bind(user)
         .bind(thread_id)
         .bind(self.now_ms())
+        .bind(from.map_or(0, |from| from.seq))
         .fetch_all(&self.pool)
         .observed("context.thread_with_history")
         .await?;
@@ -143,11 +186,12 @@ impl Store {
             }
             // A thread without messages comes back as one row whose message columns are NULL.
             if row.opt_text(MESSAGE_AT)?.is_some() {
-                messages.push(tail_message_from(row, MESSAGE_AT)?);
+                messages.push(Arc::new(tail_message_from(row, MESSAGE_AT)?));
             }
         }
         let tail = ThreadTail {
-            from_start: messages.len() < FIRST_PAGE,
+            // Read from a message on, the thread may hold more before it.
+            from_start: messages.len() < FIRST_PAGE && from.is_none(),
             messages,
             context,
         };
@@ -158,6 +202,18 @@ impl Store {
             tail,
             checks: Some(checks),
         })
+    }
+}
+
+impl LoadedThread {
+    /// The thread read is the one `from` was taken from, and its messages start at `from`.
+    fn starts_at(&self, from: ReadFrom<'_>) -> bool {
+        let same_thread = self
+            .thread
+            .as_ref()
+            .is_some_and(|thread| thread.created_at == from.thread_created_at);
+        let first = self.tail.messages.first();
+        same_thread && first.is_some_and(|m| m.seq == from.seq && m.id == from.id)
     }
 }
 

@@ -11,7 +11,9 @@
 //! and what still depends on messages before it (an edit of a message below the slice cuts away what
 //! the slice holds before the edit; an answer opening the slice replaces one just before it).
 
+use std::borrow::Borrow;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use crate::types::{Message, Role, ThreadContext};
 
@@ -30,9 +32,10 @@ pub struct Resolution {
 
 /// Works out which messages of `slice` (stored messages in order) form the conversation. With
 /// `from_start` the slice is the whole thread; otherwise unknown messages precede it, and the
-/// resolution says where they could still matter.
-pub fn resolve(slice: &[Message], from_start: bool) -> Resolution {
-    let first_seq = slice.first().map_or(0, |m| m.seq);
+/// resolution says where they could still matter. The slice holds messages or shared ones (a
+/// send's tail).
+pub fn resolve<M: Borrow<Message>>(slice: &[M], from_start: bool) -> Resolution {
+    let first_seq = slice.first().map_or(0, |m| m.borrow().seq);
     let mut kept: Vec<usize> = Vec::with_capacity(slice.len());
     // The user messages in `kept`, by id, with their place there: an edit finds its original in
     // constant time, so a rebuild stays linear however many edits the thread holds.
@@ -40,9 +43,10 @@ pub fn resolve(slice: &[Message], from_start: bool) -> Resolution {
     let mut settled_from = 0;
     let mut reaches_below = false;
     for (at, message) in slice.iter().enumerate() {
+        let message = message.borrow();
         match message.role {
             Role::Assistant => match kept.last() {
-                Some(&top) if slice[top].role == Role::Assistant => {
+                Some(&top) if slice[top].borrow().role == Role::Assistant => {
                     kept.pop();
                 }
                 None if !from_start => reaches_below = true,
@@ -55,8 +59,9 @@ pub fn resolve(slice: &[Message], from_start: bool) -> Resolution {
                     // The original is settled: the edit cuts the conversation there.
                     Some(place) if place >= settled_from => {
                         for &gone in &kept[place..] {
-                            if slice[gone].role == Role::User {
-                                users.remove(slice[gone].id.as_str());
+                            let gone = slice[gone].borrow();
+                            if gone.role == Role::User {
+                                users.remove(gone.id.as_str());
                             }
                         }
                         kept.truncate(place);
@@ -97,8 +102,9 @@ pub fn current_conversation(messages: Vec<Message>) -> Vec<Message> {
 /// standing in for its compacted older part.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ThreadTail {
-    /// Stored messages in order, the newest last; replaced ones included.
-    pub messages: Vec<Message>,
+    /// Stored messages in order, the newest last; replaced ones included. Shared: a send may take
+    /// most of them from what an earlier send of the thread read (no copy per send).
+    pub messages: Vec<Arc<Message>>,
     /// Nothing is stored before `messages[0]`.
     pub from_start: bool,
     /// What replaces the thread's older part in a send, once it has been compacted.
@@ -112,7 +118,7 @@ impl ThreadTail {
         let resolution = resolve(&self.messages, self.from_start);
         resolution.kept[resolution.settled_from..]
             .iter()
-            .map(|&at| &self.messages[at])
+            .map(|&at| &*self.messages[at])
             .collect()
     }
 
@@ -122,7 +128,7 @@ impl ThreadTail {
     }
 
     /// Puts messages stored before the ones read so far in front of them.
-    pub fn prepend(&mut self, older: Vec<Message>, from_start: bool) {
+    pub fn prepend(&mut self, older: Vec<Arc<Message>>, from_start: bool) {
         let newer = std::mem::replace(&mut self.messages, older);
         self.messages.extend(newer);
         self.from_start = from_start;

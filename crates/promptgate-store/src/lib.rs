@@ -61,7 +61,7 @@ pub use budgets::{
     Budget, BudgetScope, BudgetSpend, BudgetedSubjects, LimitKind, LimitState, MAX_PERIOD_SECS,
 };
 pub use connect::{Backend, Store};
-pub use context::FIRST_PAGE;
+pub use context::{FIRST_PAGE, ReadFrom};
 pub use conversation::{Resolution, ThreadTail, current_conversation, resolve};
 pub use error::{Result, StoreError};
 pub use handoffs::HandoffLimits;

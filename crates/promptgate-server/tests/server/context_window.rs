@@ -58,7 +58,12 @@ async fn fill(gw: &Gateway, thread: &str, turns: usize) {
 async fn fill_as(gw: &Gateway, thread: &str, turns: usize, lead: &str) {
     let (status, _) = gw.post("/v1/threads", json!({"id": thread})).await;
     assert_eq!(status, StatusCode::CREATED);
-    for n in 1..=turns {
+    store_turns(gw, thread, 1..=turns, lead).await;
+}
+
+/// Stores the question-and-answer pairs `turns` (their numbers) at the end of `thread`.
+async fn store_turns(gw: &Gateway, thread: &str, turns: std::ops::RangeInclusive<usize>, lead: &str) {
+    for n in turns {
         for (role, id) in [
             (Role::User, format!("question-{n}")),
             (Role::Assistant, format!("answer-{n}")),
@@ -476,24 +481,32 @@ fn filled_tags(turns: usize, lead: &str) -> Vec<String> {
         .collect()
 }
 
-async fn the_older_part_held_between_sends_shows_what_the_store_holds(backend: Backend) {
+/// The metric of sends that joined what their instance held.
+const JOINED: &str = "promptgate_held_history_total{outcome=\"joined\"}";
+
+/// Two instances of one gateway answering "Ok." and a 60-turn thread `long`, sent `ask-1` on the
+/// first instance (which then holds its older part); returns the tags that send showed the model.
+async fn held_thread(backend: Backend) -> (ScriptedUpstream, Gateway, Gateway, Vec<String>) {
     init();
     let upstream = ScriptedUpstream::start().await.unwrap();
     upstream.replay_by_default(text(["Ok."]));
     let first = Gateway::start(backend, config(&upstream, false, WIDE)).await;
     let second = first.another_instance(config(&upstream, false, WIDE)).await;
     fill(&first, "long", 60).await;
-    let joined = "promptgate_held_history_total{outcome=\"joined\"}";
-
     let mut expected = filled_tags(60, "");
     expected.push("ask-1".to_owned());
     assert_eq!(wide_send(&first, &upstream, "long", "ask-1 now").await, expected);
-    assert_eq!(first.metric(joined).await, 0.0, "nothing was held before");
+    (upstream, first, second, expected)
+}
+
+async fn the_older_part_held_between_sends_shows_what_the_store_holds(backend: Backend) {
+    let (upstream, first, second, mut expected) = held_thread(backend).await;
+    assert_eq!(first.metric(JOINED).await, 0.0, "nothing was held before");
 
     // The next send on the same instance reads only what was stored since.
     expected.extend(["Ok.".to_owned(), "ask-2".to_owned()]);
     assert_eq!(wide_send(&first, &upstream, "long", "ask-2 now").await, expected);
-    assert_eq!(first.metric(joined).await, 1.0);
+    assert_eq!(first.metric(JOINED).await, 1.0);
 
     // Another instance answers in between; what it stored comes in its place.
     wide_send(&second, &upstream, "long", "elsewhere-1 there").await;
@@ -517,6 +530,50 @@ async fn the_older_part_held_between_sends_shows_what_the_store_holds(backend: B
 }
 
 common::on_both_backends!(the_older_part_held_between_sends_shows_what_the_store_holds);
+
+/// A send on a thread whose older part this instance holds reads only the messages from the held
+/// part's end on; what it holds ends below the newest question, so whatever answers that question
+/// again still finds it, and a thread that moved on by more than a page is read as before.
+async fn a_held_thread_is_read_from_its_held_end_and_its_newest_question_stays_answerable(backend: Backend) {
+    let (upstream, first, second, mut expected) = held_thread(backend).await;
+
+    // The preview reads the thread with the answer at its end; the regenerate after it answers
+    // the newest question again.
+    let (status, _) = first.get("/v1/threads/long/prompt?model=wide").await;
+    assert!(status.is_success(), "{status}");
+    let stored = first.stored_messages("long", 122).await;
+    let stored = stored.as_array().unwrap();
+    let (question, answer) = (&stored[120], &stored[121]);
+    assert_eq!(answer["role"], "assistant");
+    let regenerate = json!({
+        "id": "long", "trigger": "regenerate-message", "model": "wide",
+        "messages": [question], "messageId": answer["id"],
+    });
+    let sse = first.stream("/v1/chat", regenerate).await;
+    assert!(sse.done, "{:?}", sse.events);
+    let request = requests_for(&upstream, "wide-upstream").pop().unwrap();
+    let tags: Vec<String> = conversation(&request).iter().map(tag_of).collect();
+    assert_eq!(
+        tags, expected,
+        "the regenerate shows the model the question, not the answer it replaces"
+    );
+    assert_eq!(
+        first.metric(JOINED).await,
+        2.0,
+        "the preview and the regenerate joined what was held"
+    );
+
+    // Another instance stores more than a page: the held end is not among the newest messages,
+    // so the page is read and what lies between it and the held part is read after it.
+    store_turns(&second, "long", 61..=100, "more-").await;
+    expected.push("Ok.".to_owned());
+    expected.extend((61..=100).flat_map(|n| [format!("more-question-{n}"), format!("more-answer-{n}")]));
+    expected.push("ask-2".to_owned());
+    assert_eq!(wide_send(&first, &upstream, "long", "ask-2 now").await, expected);
+    assert_eq!(first.metric(JOINED).await, 3.0);
+}
+
+common::on_both_backends!(a_held_thread_is_read_from_its_held_end_and_its_newest_question_stays_answerable);
 
 #[tokio::test]
 async fn a_prompt_the_provider_finds_too_long_ends_with_context_too_long() {

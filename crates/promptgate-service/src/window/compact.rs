@@ -150,7 +150,7 @@ pub(super) fn take(
     tail: &mut ThreadTail,
     positions: &[usize],
     costs: &mut HashMap<i64, Costed>,
-) -> Vec<(promptgate_store::Message, Costed)> {
+) -> Vec<(std::sync::Arc<promptgate_store::Message>, Costed)> {
     let mut wanted = positions.iter().copied().peekable();
     let messages = std::mem::take(&mut tail.messages);
     messages

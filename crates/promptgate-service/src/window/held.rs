@@ -4,9 +4,17 @@
 //! converting them again for every send cost more than everything else a send does. A message is
 //! rewritten only while its answer streams or while a tool call in it waits for an approval (a
 //! Stop denies the calls of an approval that expired, however far back); every other message is
-//! settled for good, so what one send read of them can serve the next: a send joins what is held to the page it read, after reading from the store only the few
-//! messages stored in between, with the newest held one among them to prove that the thread is the
-//! same one (a thread deleted and made again under its id has other message ids).
+//! settled for good, so what one send read of them can serve the next. What is held ends below the
+//! newest question the send read (a regenerate or a retry answers that question again, so it and
+//! what follows it are always read from the store), and the next send's first read takes only the
+//! newest held message and what is newer ([`HeldHistories::newest`]); the store reads the newest
+//! page instead when that message is not there as it was. A send joins what is held to what it
+//! read, with the newest held message among it to prove that the thread is the same one (a thread
+//! deleted and made again under its id has other message ids); had the thread moved on past that
+//! first read, the messages in between are read first.
+//!
+//! The held messages are shared (`Arc`) with the sends that join them, not copied into each: a
+//! send on a long thread takes hundreds of them.
 //!
 //! Held bytes are bounded per instance (`[context] held_history_mib`); the threads used least
 //! recently go first. Nothing held is needed for correctness: a miss reads the store as before.
@@ -27,15 +35,24 @@ pub(super) struct PricedBy {
     pub images: bool,
 }
 
-/// One held message and, where the send priced it, its cost.
+/// One held message (shared with the sends that join it: none copies it) and, where the send
+/// priced it, its cost.
 struct HeldMessage {
-    message: Message,
+    message: Arc<Message>,
     cost: Option<Costed>,
 }
 
 /// A thread as held: its user, its id, and when it was made (a thread deleted and made again under
 /// the same id is another thread, whatever its messages are called).
 pub(super) type ThreadKey<'a> = ((&'a str, &'a str), i64);
+
+/// The newest message held of a thread, for the send's first read (see [`HeldHistories::newest`]).
+pub(crate) struct HeldNewest {
+    pub seq: i64,
+    pub id: String,
+    /// When the thread was made.
+    pub born: i64,
+}
 
 /// What is held of one thread: settled messages at consecutive positions, oldest first.
 #[derive(Clone)]
@@ -88,6 +105,22 @@ impl HeldHistories {
             Ok(held.clone())
         } else {
             Err(())
+        })
+    }
+
+    /// The newest message held of the thread `ids`, if any: a send reads only it and what is newer
+    /// (the store reads the newest page instead when it is not there as it was).
+    pub(crate) fn newest(&self, ids: (&str, &str)) -> Option<HeldNewest> {
+        if self.limit == 0 {
+            return None;
+        }
+        let inner = self.lock();
+        let (held, _) = inner.threads.get(&(ids.0.to_owned(), ids.1.to_owned()))?;
+        let newest = &held.run.last()?.message;
+        Some(HeldNewest {
+            seq: newest.seq,
+            id: newest.id.clone(),
+            born: held.born,
         })
     }
 
@@ -192,7 +225,7 @@ impl HeldHistories {
                 return Ok(None);
             }
             between.remove(0);
-            between
+            super::read::shared(between)
         };
         let below = between.first().map_or(oldest, |m| m.seq);
         let reuse_costs = held.priced_by == priced_by;
@@ -209,53 +242,60 @@ impl HeldHistories {
         Ok(Some(held))
     }
 
-    /// Holds the settled messages `tail` read below position `page` (the oldest of the newest page)
-    /// and above `floor` (the compacted part's end), with their costs, reusing what `joined` held.
+    /// Holds the settled messages `tail` read below position `below` and above `floor` (the
+    /// compacted part's end), with their costs, reusing what `joined` held. `below` is the
+    /// newest user message the send read (or its first read's oldest message, for a thread read
+    /// whole): what the thread holds from there on is read from the store by every send, since a
+    /// regenerate or a retry answers that message again.
     pub(super) fn keep(
         &self,
         (ids, born): ThreadKey<'_>,
         tail: &ThreadTail,
         costs: &HashMap<i64, Costed>,
-        (page, floor): (i64, i64),
+        (below, floor): (i64, i64),
         priced_by: PricedBy,
         joined: Option<Held>,
     ) {
         if self.limit == 0 {
             return;
         }
-        let older: Vec<&Message> = tail
+        let older: Vec<&Arc<Message>> = tail
             .messages
             .iter()
-            .filter(|m| m.seq > floor && m.seq < page)
+            .filter(|m| m.seq > floor && m.seq < below)
             .collect();
-        // The consecutive settled run that ends right under the page.
-        let mut start = older.len();
-        let mut next = page;
+        // The consecutive settled run that ends at the newest settled message: messages above it
+        // that may still change are read again by the next send, which reads from the run's end.
+        let mut end = older.len();
+        while end > 0 && may_change(older[end - 1]) {
+            end -= 1;
+        }
+        let mut start = end;
         while start > 0 {
             let m = older[start - 1];
-            if m.seq != next - 1 || may_change(m) {
+            let apart = start < end && m.seq != older[start].seq - 1;
+            if apart || may_change(m) {
                 break;
             }
-            next = m.seq;
             start -= 1;
         }
-        let run = &older[start..];
-        if run.is_empty() {
+        let run = &older[start..end];
+        let Some(first) = run.first() else {
             self.forget(ids);
             return;
-        }
-        let from_start = tail.from_start && start == 0 && run[0].seq == floor + 1;
+        };
+        let from_start = tail.from_start && start == 0 && first.seq == floor + 1;
         let reusable = joined.filter(|held| held.priced_by == priced_by);
         let mut bytes = 0;
         let kept: Vec<Arc<HeldMessage>> = run
             .iter()
-            .map(|m| {
+            .map(|&m| {
                 let held = reusable
                     .as_ref()
                     .and_then(|held| same_in(held, m))
                     .unwrap_or_else(|| {
                         Arc::new(HeldMessage {
-                            message: (*m).clone(),
+                            message: m.clone(),
                             cost: costs.get(&m.seq).cloned(),
                         })
                     });
@@ -341,7 +381,7 @@ mod tests {
 
     fn tail_of(seqs: std::ops::RangeInclusive<i64>, from_start: bool) -> ThreadTail {
         ThreadTail {
-            messages: seqs.map(message).collect(),
+            messages: seqs.map(|seq| Arc::new(message(seq))).collect(),
             from_start,
             context: None,
         }
@@ -355,7 +395,7 @@ mod tests {
     fn the_settled_run_under_the_page_is_held_and_a_streaming_answer_cuts_it() {
         let held = HeldHistories::new(1 << 20);
         let mut tail = tail_of(1..=10, true);
-        tail.messages[3].status = Some(MessageStatus::Streaming);
+        Arc::make_mut(&mut tail.messages[3]).status = Some(MessageStatus::Streaming);
         held.keep((("u", "t"), 1), &tail, &costs_of(&tail), (8, 0), PRICED, None);
         let kept = held.get((("u", "t"), 1)).unwrap().unwrap();
         let seqs: Vec<i64> = kept.run.iter().map(|h| h.message.seq).collect();
@@ -364,10 +404,24 @@ mod tests {
     }
 
     #[test]
+    fn an_answer_streaming_above_the_run_is_left_for_the_next_read() {
+        let held = HeldHistories::new(1 << 20);
+        let mut tail = tail_of(1..=10, true);
+        Arc::make_mut(&mut tail.messages[8]).status = Some(MessageStatus::Streaming);
+        held.keep((("u", "t"), 1), &tail, &costs_of(&tail), (10, 0), PRICED, None);
+        let kept = held.get((("u", "t"), 1)).unwrap().unwrap();
+        let seqs: Vec<i64> = kept.run.iter().map(|h| h.message.seq).collect();
+        assert_eq!(seqs, (1..=8).collect::<Vec<_>>());
+        assert!(kept.from_start);
+        let newest = held.newest(("u", "t")).unwrap();
+        assert_eq!((newest.seq, newest.id.as_str(), newest.born), (8, "m8", 1));
+    }
+
+    #[test]
     fn a_call_waiting_for_its_approval_cuts_the_run_too() {
         let held = HeldHistories::new(1 << 20);
         let mut tail = tail_of(1..=10, true);
-        tail.messages[5].parts = json!([
+        Arc::make_mut(&mut tail.messages[5]).parts = json!([
             {"type": "tool-bash", "toolCallId": "c1", "state": "approval-requested", "input": {}}
         ]);
         held.keep((("u", "t"), 1), &tail, &costs_of(&tail), (10, 0), PRICED, None);

@@ -27,7 +27,7 @@ use promptgate_core::settings::Model;
 use promptgate_core::tools::ToolSpec;
 use promptgate_llm::ChatModel;
 use promptgate_llm::tokens::{TokenCounter, TokenCounters, Tokenizer};
-use promptgate_store::{Message, ThreadContext, ThreadTail};
+use promptgate_store::{Message, Role, ThreadContext, ThreadTail};
 use serde_json::{Map, Value, json};
 
 use crate::{Service, ServiceError};
@@ -140,7 +140,7 @@ fn usize_of(n: u64) -> usize {
 pub(crate) struct Window {
     /// The conversation's messages the model sees, in order, ending with the message to answer;
     /// each with its model messages.
-    pub messages: Vec<(Message, Costed)>,
+    pub messages: Vec<(Arc<Message>, Costed)>,
     /// What stands in for the older part, if any of it is left out.
     pub earlier: Option<ThreadContext>,
     /// Whether this send compacted the thread (its cached prefix starts anew).
@@ -279,16 +279,27 @@ impl Service {
             room: budget.room,
         };
         let priced_by = pricing.priced_by();
-        let page = tail.oldest_seq();
+        // What is held ends below the newest user message (a thread read whole holds nothing):
+        // from there on every send reads the thread from the store (see `held`).
+        let below = match tail.from_start {
+            true => tail.oldest_seq(),
+            false => tail
+                .messages
+                .iter()
+                .rev()
+                .find(|m| m.role == Role::User)
+                .or(tail.messages.first())
+                .map(|m| m.seq),
+        };
         let joined = self
             .held
             .join(&self.store, (ids, born), &mut tail, &mut costs, priced_by)
             .await?;
         let reading = read::read(&self.store, ids, &mut tail, &mut costs, &pricing).await?;
-        if let Some(page) = page {
+        if let Some(below) = below {
             let floor = reading.record.as_ref().map_or(0, |r| r.through_seq);
             self.held
-                .keep((ids, born), &tail, &costs, (page, floor), priced_by, joined);
+                .keep((ids, born), &tail, &costs, (below, floor), priced_by, joined);
         }
         let record = reading.record.clone().filter(|_| reading.whole);
         let block = record.as_ref().map_or(0, |r| pricing.block_tokens(r));

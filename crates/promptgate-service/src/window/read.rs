@@ -5,6 +5,7 @@
 //! makes the reader go further back; one that reaches below the record makes the record void.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use promptgate_llm::ChatMessage;
 use promptgate_llm::tokens::TokenCounter;
@@ -98,7 +99,7 @@ pub(super) async fn read(
         let older = store.thread_messages_before(user, thread, oldest, limit, true);
         let older = store.traced(StoreCall::LoadOlderHistory, older).await?;
         let from_start = older.len() < limit && floor == 0;
-        tail.prepend(older, from_start);
+        tail.prepend(shared(older), from_start);
         page = (page * 2).min(MAX_PAGE);
     }
 }
@@ -124,7 +125,7 @@ impl Pricing<'_> {
     }
 
     /// The texts of the files in the messages at `positions`, read off the async workers.
-    async fn read_files(&self, messages: &[Message], positions: &[usize]) -> FileTexts {
+    async fn read_files(&self, messages: &[Arc<Message>], positions: &[usize]) -> FileTexts {
         let Some((reader, owner)) = self.files else {
             return FileTexts::default();
         };
@@ -196,7 +197,7 @@ async fn cost(
 }
 
 fn price(
-    messages: &[Message],
+    messages: &[Arc<Message>],
     positions: &[usize],
     counter: &TokenCounter,
     options: HistoryOptions<'_>,
@@ -209,6 +210,11 @@ fn price(
             (messages[at].seq, Costed { model, tokens })
         })
         .collect()
+}
+
+/// Messages read from the store, to go in a tail.
+pub(super) fn shared(messages: Vec<Message>) -> Vec<Arc<Message>> {
+    messages.into_iter().map(Arc::new).collect()
 }
 
 /// Pages of message heads (no bodies) read when the whole older part must be known.
@@ -246,7 +252,7 @@ pub(super) async fn read_to_floor(
             .await?;
         let from_start = older.len() < limit && floor == 0;
         let done = older.is_empty();
-        tail.prepend(older, from_start || (done && floor == 0));
+        tail.prepend(shared(older), from_start || (done && floor == 0));
         if done && floor > 0 {
             // The record points past what the thread holds: it is void.
             record = None;

@@ -1,6 +1,7 @@
 //! What a send loads, and a setup change reaching the next send on this and other instances.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -58,7 +59,7 @@ conformance! {
         assert_eq!(ctx.mcp_servers.len(), 1);
         assert_eq!(ctx.mcp_servers[0].0, server);
         assert_eq!(ctx.mcp_servers[0].1.bearer_token.as_deref(), Some("t"));
-        assert_eq!(ctx.tail.messages, vec![first, second]);
+        assert_eq!(ctx.tail.messages, vec![Arc::new(first), Arc::new(second)]);
         assert!(ctx.tail.from_start && ctx.tail.context.is_none());
 
         let loose = store.load_send_context(&alice, Some("loose"), Some("missing-model"), "demo").await.unwrap();

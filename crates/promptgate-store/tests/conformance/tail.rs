@@ -37,6 +37,40 @@ conformance! {
         assert!(store.thread_messages_before(&bob, "long", 200, 10, true).await.unwrap().is_empty());
     }
 
+    async fn a_send_that_holds_the_older_part_reads_from_its_newest_held_message_on(store: &Store) {
+        let alice = user(store, "Alice").await;
+        store.seed_system_models(&[model("demo")]).await.unwrap();
+        thread(store, &alice, "long", None, None).await;
+        for n in 1..=150 {
+            let role = if n % 2 == 1 { Role::User } else { Role::Assistant };
+            say_as(store, &alice, "long", &format!("m{n}"), role, &format!("message {n}")).await;
+        }
+        let page = store.load_send_context(&alice, Some("long"), None, "demo").await.unwrap();
+        let born = page.thread.as_ref().unwrap().created_at;
+        let load = |seq: i64, id: &'static str, thread_created_at: i64| {
+            let alice = alice.clone();
+            async move {
+                let from = ReadFrom { seq, id, thread_created_at };
+                store.load_send_context_from(&alice, Some("long"), None, "demo", Some(from)).await.unwrap()
+            }
+        };
+
+        // Held up to message 146: it and what is newer come back, nothing said of the start.
+        let ctx = load(146, "m146", born).await;
+        let seqs: Vec<i64> = ctx.tail.messages.iter().map(|m| m.seq).collect();
+        assert_eq!(seqs, vec![146, 147, 148, 149, 150]);
+        assert!(!ctx.tail.from_start);
+        assert_eq!(ctx.thread, page.thread);
+
+        // Anything else reads the newest page as without it: another message at that position,
+        // a thread made at another time (deleted and made again under its id), or a message
+        // further back than one page (another instance wrote more than a page since).
+        for (seq, id, made) in [(146, "m145", born), (146, "m146", born + 1), (20, "m20", born)] {
+            let ctx = load(seq, id, made).await;
+            assert_eq!(ctx.tail, page.tail, "from {seq} {id} made at {made}");
+        }
+    }
+
     async fn an_edit_is_stored_with_the_position_of_the_message_it_replaces(store: &Store) {
         let alice = user(store, "Alice").await;
         thread(store, &alice, "t", None, None).await;
@@ -55,7 +89,8 @@ conformance! {
         let read = store.thread_messages_before(&alice, "t", i64::MAX, 10, true).await.unwrap();
         let marks: Vec<Option<i64>> = read.iter().map(|m| m.edit_of).collect();
         assert_eq!(marks, vec![None, None, None, Some(1), Some(4)]);
-        let tail = ThreadTail { messages: read, from_start: true, context: None };
+        let messages = read.into_iter().map(std::sync::Arc::new).collect();
+        let tail = ThreadTail { messages, from_start: true, context: None };
         let end: Vec<&str> = tail.settled_end().iter().map(|m| m.id.as_str()).collect();
         assert_eq!(end, ["m1"]);
     }

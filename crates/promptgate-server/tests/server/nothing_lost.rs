@@ -372,11 +372,27 @@ async fn a_database_outage_mid_turn_loses_no_answer() {
         let url = gw.url("/v1/chat");
         let body = use_chat_body(&format!("outage-{i}"), "Tell me", "scripted");
         streams.push(tokio::spawn(async move {
-            let res = http.post(url).json(&body).send().await.unwrap();
+            // A loaded machine can make the admission gate refuse a send (503, Retry-After); a
+            // client sends it again, and the test needs all of them running when the database goes.
+            let mut tries = 0;
+            let res = loop {
+                let res = http.post(&url).json(&body).send().await.unwrap();
+                tries += 1;
+                if res.status() != StatusCode::SERVICE_UNAVAILABLE || tries == 100 {
+                    break res;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            };
             (i, common::sse_of(res).await)
         }));
     }
+    let started = std::time::Instant::now();
     while upstream.calls() < TURNS {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "only {} of {TURNS} turns reached the model",
+            upstream.calls()
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     cluster.stop();

@@ -37,8 +37,12 @@ impl Default for AdmissionConfig {
             initial_limit: 256,
             min_limit: 8,
             max_limit: None,
-            delay_tolerance_ms: 5,
-            store_delay_tolerance_ms: 100,
+            // A request waits in the run queue a dozen times or so (its head, the model's answer,
+            // each write), so a few milliseconds per wait is already tens of milliseconds per answer.
+            delay_tolerance_ms: 1,
+            // Sends write four or five times each: 20 ms per write keeps an answered send under
+            // 250 ms at the p99 past saturation, where 100 ms let sends queue for a quarter second.
+            store_delay_tolerance_ms: 20,
             probe_interval_ms: 10,
             retry_after_secs: 1,
         }

@@ -351,9 +351,10 @@ pub fn scripted_config_with(mode: AuthMode, base_url: &str, extra_toml: &str) ->
         config.approval.defaults = promptgate_server::config::approval::Defaults::Allow;
     }
     if !extra_toml.contains("[admission]") {
-        // A test machine running many tests at once makes writes wait far longer than a server's
-        // database would; that must not refuse the sends of tests about other things.
+        // A test machine running many tests at once makes writes and runnable work wait far
+        // longer than a server's would; that must not refuse the sends of tests about other things.
         config.admission.store_delay_tolerance_ms = 1000;
+        config.admission.delay_tolerance_ms = 1000;
     }
     config
 }

@@ -71,28 +71,35 @@ struct SchemaVersion {
     sqlite: Option<&'static str>,
 }
 
-/// A version written for both backends, the same file name under `migrations/postgres` and
-/// `migrations/sqlite` (the file name is written once, so the two cannot drift apart).
-macro_rules! both {
-    ($version:literal, $name:literal, $file:literal) => {
+/// A version whose Postgres file is `migrations/postgres/<file>`, with `sqlite` beside it.
+macro_rules! schema_version {
+    ($version:literal, $name:literal, $file:literal, $sqlite:expr) => {
         SchemaVersion {
             version: $version,
             name: $name,
             postgres: include_str!(concat!("../../../migrations/postgres/", $file)),
-            sqlite: Some(include_str!(concat!("../../../migrations/sqlite/", $file))),
+            sqlite: $sqlite,
         }
+    };
+}
+
+/// A version written for both backends, the same file name under `migrations/postgres` and
+/// `migrations/sqlite` (the file name is written once, so the two cannot drift apart).
+macro_rules! both {
+    ($version:literal, $name:literal, $file:literal) => {
+        schema_version!(
+            $version,
+            $name,
+            $file,
+            Some(include_str!(concat!("../../../migrations/sqlite/", $file)))
+        )
     };
 }
 
 /// A version that concerns Postgres only.
 macro_rules! postgres_only {
     ($version:literal, $name:literal, $file:literal) => {
-        SchemaVersion {
-            version: $version,
-            name: $name,
-            postgres: include_str!(concat!("../../../migrations/postgres/", $file)),
-            sqlite: None,
-        }
+        schema_version!($version, $name, $file, None)
     };
 }
 

@@ -49,6 +49,26 @@ macro_rules! traced_posts {
     )*};
 }
 
+/// The two ways rmcp opens the server's event stream carry no tool call, so they go to reqwest's
+/// client untouched; both are overridden for the same reason as the posts.
+macro_rules! forwarded_streams {
+    ($($method:ident($($limit:ident: $limit_type:ty)?)),* $(,)?) => {$(
+        async fn $method(
+            &self,
+            uri: Arc<str>,
+            session_id: Option<Arc<str>>,
+            last_event_id: Option<String>,
+            auth_header: Option<String>,
+            custom_headers: HashMap<HeaderName, HeaderValue>,
+            $($limit: $limit_type,)?
+        ) -> Outcome<BoxStream<'static, Result<Sse, SseError>>> {
+            self.0
+                .$method(uri, session_id, last_event_id, auth_header, custom_headers $(, $limit)?)
+                .await
+        }
+    )*};
+}
+
 impl StreamableHttpClient for TracedHttp {
     type Error = reqwest::Error;
 
@@ -70,38 +90,9 @@ impl StreamableHttpClient for TracedHttp {
             .await
     }
 
-    async fn get_stream(
-        &self,
-        uri: Arc<str>,
-        session_id: Option<Arc<str>>,
-        last_event_id: Option<String>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> Outcome<BoxStream<'static, Result<Sse, SseError>>> {
-        self.0
-            .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
-            .await
-    }
-
-    async fn get_stream_with_max_sse_event_size(
-        &self,
-        uri: Arc<str>,
-        session_id: Option<Arc<str>>,
-        last_event_id: Option<String>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-        max_sse_event_size: usize,
-    ) -> Outcome<BoxStream<'static, Result<Sse, SseError>>> {
-        self.0
-            .get_stream_with_max_sse_event_size(
-                uri,
-                session_id,
-                last_event_id,
-                auth_header,
-                custom_headers,
-                max_sse_event_size,
-            )
-            .await
+    forwarded_streams! {
+        get_stream(),
+        get_stream_with_max_sse_event_size(max_sse_event_size: usize),
     }
 }
 

@@ -26,58 +26,56 @@ pub(crate) struct TracedHttp(pub reqwest::Client);
 
 type Outcome<T> = Result<T, StreamableHttpError<reqwest::Error>>;
 
+/// rmcp posts a message three ways, which differ only in their name and a last limit argument; each
+/// copies the trace context onto the headers, then hands everything to reqwest's client as it came.
+/// All three are overridden (not just the one rmcp's transport calls) so that no path falls back on a
+/// default that would drop the SSE size limit. Written once here, so the three cannot drift apart.
+macro_rules! traced_posts {
+    ($($method:ident($($limit:ident: $limit_type:ty)?)),* $(,)?) => {$(
+        async fn $method(
+            &self,
+            uri: Arc<str>,
+            message: ClientJsonRpcMessage,
+            session_id: Option<Arc<str>>,
+            auth_header: Option<String>,
+            mut custom_headers: HashMap<HeaderName, HeaderValue>,
+            $($limit: $limit_type,)?
+        ) -> Outcome<StreamableHttpPostResponse> {
+            copy_trace_context(&message, &mut custom_headers);
+            self.0
+                .$method(uri, message, session_id, auth_header, custom_headers $(, $limit)?)
+                .await
+        }
+    )*};
+}
+
+/// The two ways rmcp opens the server's event stream carry no tool call, so they go to reqwest's
+/// client untouched; both are overridden for the same reason as the posts.
+macro_rules! forwarded_streams {
+    ($($method:ident($($limit:ident: $limit_type:ty)?)),* $(,)?) => {$(
+        async fn $method(
+            &self,
+            uri: Arc<str>,
+            session_id: Option<Arc<str>>,
+            last_event_id: Option<String>,
+            auth_header: Option<String>,
+            custom_headers: HashMap<HeaderName, HeaderValue>,
+            $($limit: $limit_type,)?
+        ) -> Outcome<BoxStream<'static, Result<Sse, SseError>>> {
+            self.0
+                .$method(uri, session_id, last_event_id, auth_header, custom_headers $(, $limit)?)
+                .await
+        }
+    )*};
+}
+
 impl StreamableHttpClient for TracedHttp {
     type Error = reqwest::Error;
 
-    async fn post_message(
-        &self,
-        uri: Arc<str>,
-        message: ClientJsonRpcMessage,
-        session_id: Option<Arc<str>>,
-        auth_header: Option<String>,
-        mut custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> Outcome<StreamableHttpPostResponse> {
-        copy_trace_context(&message, &mut custom_headers);
-        self.0
-            .post_message(uri, message, session_id, auth_header, custom_headers)
-            .await
-    }
-
-    async fn post_message_with_max_sse_event_size(
-        &self,
-        uri: Arc<str>,
-        message: ClientJsonRpcMessage,
-        session_id: Option<Arc<str>>,
-        auth_header: Option<String>,
-        mut custom_headers: HashMap<HeaderName, HeaderValue>,
-        max_sse_event_size: usize,
-    ) -> Outcome<StreamableHttpPostResponse> {
-        copy_trace_context(&message, &mut custom_headers);
-        self.0
-            .post_message_with_max_sse_event_size(
-                uri,
-                message,
-                session_id,
-                auth_header,
-                custom_headers,
-                max_sse_event_size,
-            )
-            .await
-    }
-
-    async fn post_message_with_response_limits(
-        &self,
-        uri: Arc<str>,
-        message: ClientJsonRpcMessage,
-        session_id: Option<Arc<str>>,
-        auth_header: Option<String>,
-        mut custom_headers: HashMap<HeaderName, HeaderValue>,
-        limits: StreamableHttpResponseLimits,
-    ) -> Outcome<StreamableHttpPostResponse> {
-        copy_trace_context(&message, &mut custom_headers);
-        self.0
-            .post_message_with_response_limits(uri, message, session_id, auth_header, custom_headers, limits)
-            .await
+    traced_posts! {
+        post_message(),
+        post_message_with_max_sse_event_size(max_sse_event_size: usize),
+        post_message_with_response_limits(limits: StreamableHttpResponseLimits),
     }
 
     async fn delete_session(
@@ -92,38 +90,9 @@ impl StreamableHttpClient for TracedHttp {
             .await
     }
 
-    async fn get_stream(
-        &self,
-        uri: Arc<str>,
-        session_id: Option<Arc<str>>,
-        last_event_id: Option<String>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> Outcome<BoxStream<'static, Result<Sse, SseError>>> {
-        self.0
-            .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
-            .await
-    }
-
-    async fn get_stream_with_max_sse_event_size(
-        &self,
-        uri: Arc<str>,
-        session_id: Option<Arc<str>>,
-        last_event_id: Option<String>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-        max_sse_event_size: usize,
-    ) -> Outcome<BoxStream<'static, Result<Sse, SseError>>> {
-        self.0
-            .get_stream_with_max_sse_event_size(
-                uri,
-                session_id,
-                last_event_id,
-                auth_header,
-                custom_headers,
-                max_sse_event_size,
-            )
-            .await
+    forwarded_streams! {
+        get_stream(),
+        get_stream_with_max_sse_event_size(max_sse_event_size: usize),
     }
 }
 

@@ -78,3 +78,29 @@ impl FromRequestParts<AppState> for AdminUser {
 }
 
 impl OperationInput for AdminUser {}
+
+/// What nearly every handler starts from: the app's state and the user who calls (a
+/// [`CurrentUser`], or an [`AdminUser`] for the admin routes). One extractor instead of the same two
+/// in every signature; the user is resolved exactly as its own extractor does, so a request without
+/// a valid token is refused the same way.
+pub struct Caller<U = CurrentUser> {
+    pub state: AppState,
+    pub user: U,
+}
+
+impl<U> FromRequestParts<AppState> for Caller<U>
+where
+    U: FromRequestParts<AppState, Rejection = ApiError> + Send,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        let user = U::from_request_parts(parts, state).await?;
+        Ok(Self {
+            state: state.clone(),
+            user,
+        })
+    }
+}
+
+impl<U> OperationInput for Caller<U> {}

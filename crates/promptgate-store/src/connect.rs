@@ -71,158 +71,74 @@ struct SchemaVersion {
     sqlite: Option<&'static str>,
 }
 
+/// A version whose Postgres file is `migrations/postgres/<file>`, with `sqlite` beside it.
+macro_rules! schema_version {
+    ($version:literal, $name:literal, $file:literal, $sqlite:expr) => {
+        SchemaVersion {
+            version: $version,
+            name: $name,
+            postgres: include_str!(concat!("../../../migrations/postgres/", $file)),
+            sqlite: $sqlite,
+        }
+    };
+}
+
+/// A version written for both backends, the same file name under `migrations/postgres` and
+/// `migrations/sqlite` (the file name is written once, so the two cannot drift apart).
+macro_rules! both {
+    ($version:literal, $name:literal, $file:literal) => {
+        schema_version!(
+            $version,
+            $name,
+            $file,
+            Some(include_str!(concat!("../../../migrations/sqlite/", $file)))
+        )
+    };
+}
+
+/// A version that concerns Postgres only.
+macro_rules! postgres_only {
+    ($version:literal, $name:literal, $file:literal) => {
+        schema_version!($version, $name, $file, None)
+    };
+}
+
 const MIGRATIONS: &[SchemaVersion] = &[
-    SchemaVersion {
-        version: 1,
-        name: "init",
-        postgres: include_str!("../../../migrations/postgres/0001_init.sql"),
-        sqlite: Some(include_str!("../../../migrations/sqlite/0001_init.sql")),
-    },
-    SchemaVersion {
-        version: 2,
-        name: "config versions",
-        postgres: include_str!("../../../migrations/postgres/0002_config_versions.sql"),
-        sqlite: Some(include_str!(
-            "../../../migrations/sqlite/0002_config_versions.sql"
-        )),
-    },
-    SchemaVersion {
-        version: 3,
-        name: "notify config changes",
-        postgres: include_str!("../../../migrations/postgres/0003_notify_config_changes.sql"),
-        sqlite: None,
-    },
-    SchemaVersion {
-        version: 4,
-        name: "sealed mcp secrets",
-        postgres: include_str!("../../../migrations/postgres/0004_sealed_mcp_secrets.sql"),
-        sqlite: Some(include_str!(
-            "../../../migrations/sqlite/0004_sealed_mcp_secrets.sql"
-        )),
-    },
-    SchemaVersion {
-        version: 5,
-        name: "thread-scoped message ids",
-        postgres: include_str!("../../../migrations/postgres/0005_thread_scoped_message_ids.sql"),
-        sqlite: Some(include_str!(
-            "../../../migrations/sqlite/0005_thread_scoped_message_ids.sql"
-        )),
-    },
-    SchemaVersion {
-        version: 6,
-        name: "shared turn state",
-        postgres: include_str!("../../../migrations/postgres/0006_shared_turn_state.sql"),
-        sqlite: Some(include_str!(
-            "../../../migrations/sqlite/0006_shared_turn_state.sql"
-        )),
-    },
-    SchemaVersion {
-        version: 7,
-        name: "workspace files",
-        postgres: include_str!("../../../migrations/postgres/0007_workspace_files.sql"),
-        sqlite: Some(include_str!(
-            "../../../migrations/sqlite/0007_workspace_files.sql"
-        )),
-    },
-    SchemaVersion {
-        version: 9,
-        name: "user storage",
-        postgres: include_str!("../../../migrations/postgres/0009_user_storage.sql"),
-        sqlite: Some(include_str!("../../../migrations/sqlite/0009_user_storage.sql")),
-    },
-    SchemaVersion {
-        version: 11,
-        name: "thread context",
-        postgres: include_str!("../../../migrations/postgres/0011_thread_context.sql"),
-        sqlite: Some(include_str!("../../../migrations/sqlite/0011_thread_context.sql")),
-    },
-    SchemaVersion {
-        version: 13,
-        name: "user-scoped search",
-        postgres: include_str!("../../../migrations/postgres/0013_user_scoped_search.sql"),
-        sqlite: Some(include_str!(
-            "../../../migrations/sqlite/0013_user_scoped_search.sql"
-        )),
-    },
-    SchemaVersion {
-        version: 14,
-        name: "message paging",
-        postgres: include_str!("../../../migrations/postgres/0014_message_paging.sql"),
-        sqlite: Some(include_str!("../../../migrations/sqlite/0014_message_paging.sql")),
-    },
-    SchemaVersion {
-        version: 15,
-        name: "client handoffs",
-        postgres: include_str!("../../../migrations/postgres/0015_client_handoffs.sql"),
-        sqlite: Some(include_str!(
-            "../../../migrations/sqlite/0015_client_handoffs.sql"
-        )),
-    },
-    SchemaVersion {
-        version: 16,
-        name: "responses",
-        postgres: include_str!("../../../migrations/postgres/0016_responses.sql"),
-        sqlite: Some(include_str!("../../../migrations/sqlite/0016_responses.sql")),
-    },
-    SchemaVersion {
-        version: 18,
-        name: "search rank vectors",
-        postgres: include_str!("../../../migrations/postgres/0018_search_rank_vectors.sql"),
-        // FTS5 ranks from its own index; nothing to store.
-        sqlite: None,
-    },
-    SchemaVersion {
-        version: 19,
-        name: "mcp oauth",
-        postgres: include_str!("../../../migrations/postgres/0019_mcp_oauth.sql"),
-        sqlite: Some(include_str!("../../../migrations/sqlite/0019_mcp_oauth.sql")),
-    },
-    SchemaVersion {
-        version: 20,
-        name: "tool approvals",
-        postgres: include_str!("../../../migrations/postgres/0020_tool_approvals.sql"),
-        sqlite: Some(include_str!("../../../migrations/sqlite/0020_tool_approvals.sql")),
-    },
-    SchemaVersion {
-        version: 21,
-        name: "usage ledger and fallbacks",
-        postgres: include_str!("../../../migrations/postgres/0021_usage_ledger.sql"),
-        sqlite: Some(include_str!("../../../migrations/sqlite/0021_usage_ledger.sql")),
-    },
-    SchemaVersion {
-        version: 22,
-        name: "keys and budgets",
-        postgres: include_str!("../../../migrations/postgres/0022_keys_budgets.sql"),
-        sqlite: Some(include_str!("../../../migrations/sqlite/0022_keys_budgets.sql")),
-    },
-    SchemaVersion {
-        version: 23,
-        name: "tool questions",
-        postgres: include_str!("../../../migrations/postgres/0023_tool_questions.sql"),
-        sqlite: Some(include_str!("../../../migrations/sqlite/0023_tool_questions.sql")),
-    },
-    SchemaVersion {
-        version: 24,
-        name: "money budgets",
-        postgres: include_str!("../../../migrations/postgres/0024_money_budgets.sql"),
-        sqlite: Some(include_str!("../../../migrations/sqlite/0024_money_budgets.sql")),
-    },
-    SchemaVersion {
-        version: 25,
-        name: "budgets in the setup counters",
-        postgres: include_str!("../../../migrations/postgres/0025_budgets_config_versions.sql"),
-        sqlite: Some(include_str!(
-            "../../../migrations/sqlite/0025_budgets_config_versions.sql"
-        )),
-    },
-    SchemaVersion {
-        version: 26,
-        name: "the tools an authorized MCP server last listed",
-        postgres: include_str!("../../../migrations/postgres/0026_mcp_known_tools.sql"),
-        sqlite: Some(include_str!(
-            "../../../migrations/sqlite/0026_mcp_known_tools.sql"
-        )),
-    },
+    both!(1, "init", "0001_init.sql"),
+    both!(2, "config versions", "0002_config_versions.sql"),
+    postgres_only!(3, "notify config changes", "0003_notify_config_changes.sql"),
+    both!(4, "sealed mcp secrets", "0004_sealed_mcp_secrets.sql"),
+    both!(
+        5,
+        "thread-scoped message ids",
+        "0005_thread_scoped_message_ids.sql"
+    ),
+    both!(6, "shared turn state", "0006_shared_turn_state.sql"),
+    both!(7, "workspace files", "0007_workspace_files.sql"),
+    both!(9, "user storage", "0009_user_storage.sql"),
+    both!(11, "thread context", "0011_thread_context.sql"),
+    both!(13, "user-scoped search", "0013_user_scoped_search.sql"),
+    both!(14, "message paging", "0014_message_paging.sql"),
+    both!(15, "client handoffs", "0015_client_handoffs.sql"),
+    both!(16, "responses", "0016_responses.sql"),
+    // FTS5 ranks from its own index; nothing to store.
+    postgres_only!(18, "search rank vectors", "0018_search_rank_vectors.sql"),
+    both!(19, "mcp oauth", "0019_mcp_oauth.sql"),
+    both!(20, "tool approvals", "0020_tool_approvals.sql"),
+    both!(21, "usage ledger and fallbacks", "0021_usage_ledger.sql"),
+    both!(22, "keys and budgets", "0022_keys_budgets.sql"),
+    both!(23, "tool questions", "0023_tool_questions.sql"),
+    both!(24, "money budgets", "0024_money_budgets.sql"),
+    both!(
+        25,
+        "budgets in the setup counters",
+        "0025_budgets_config_versions.sql"
+    ),
+    both!(
+        26,
+        "the tools an authorized MCP server last listed",
+        "0026_mcp_known_tools.sql"
+    ),
 ];
 
 const SQLITE_BUSY_TIMEOUT_MS: u32 = 5_000;

@@ -5,7 +5,7 @@
 use aide::axum::ApiRouter;
 use aide::axum::routing::{get_with, put_with};
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use promptgate_service::records::{self, BudgetScope, MAX_PERIOD_SECS};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::keys::KeyBody;
 use super::validate::required_text;
 use crate::api_doc::{Created, NoContent};
-use crate::auth::AdminUser;
+use crate::auth::{AdminUser, Caller};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
 use crate::state::AppState;
@@ -198,7 +198,7 @@ impl BudgetBody {
     }
 }
 
-async fn list_users(State(state): State<AppState>, _admin: AdminUser) -> ApiResult<Json<UserList>> {
+async fn list_users(Caller { state, user: _admin }: Caller<AdminUser>) -> ApiResult<Json<UserList>> {
     let accounts = state.service.accounts_list().await?;
     Ok(Json(UserList {
         data: accounts.into_iter().map(UserBody::from).collect(),
@@ -206,8 +206,7 @@ async fn list_users(State(state): State<AppState>, _admin: AdminUser) -> ApiResu
 }
 
 async fn create_user(
-    State(state): State<AppState>,
-    _admin: AdminUser,
+    Caller { state, user: _admin }: Caller<AdminUser>,
     ApiJson(body): ApiJson<NewUser>,
 ) -> ApiResult<Created<Json<CreatedUser>>> {
     required_text("name", &body.name, 200)?;
@@ -219,16 +218,14 @@ async fn create_user(
 }
 
 async fn get_user(
-    State(state): State<AppState>,
-    _admin: AdminUser,
+    Caller { state, user: _admin }: Caller<AdminUser>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<UserBody>> {
     Ok(Json(state.service.account(&id).await?.into()))
 }
 
 async fn update_user(
-    State(state): State<AppState>,
-    admin: AdminUser,
+    Caller { state, user: admin }: Caller<AdminUser>,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<UserUpdate>,
 ) -> ApiResult<Json<UserBody>> {
@@ -245,8 +242,7 @@ async fn update_user(
 }
 
 async fn delete_user(
-    State(state): State<AppState>,
-    admin: AdminUser,
+    Caller { state, user: admin }: Caller<AdminUser>,
     Path(id): Path<String>,
 ) -> ApiResult<NoContent> {
     if id == admin.id {
@@ -270,8 +266,7 @@ async fn set_budget(
 }
 
 async fn set_user_budget(
-    State(state): State<AppState>,
-    _admin: AdminUser,
+    Caller { state, user: _admin }: Caller<AdminUser>,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<BudgetBody>,
 ) -> ApiResult<Json<BudgetBody>> {
@@ -279,8 +274,7 @@ async fn set_user_budget(
 }
 
 async fn get_user_budget(
-    State(state): State<AppState>,
-    _admin: AdminUser,
+    Caller { state, user: _admin }: Caller<AdminUser>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<BudgetBody>> {
     Ok(Json(
@@ -289,8 +283,7 @@ async fn get_user_budget(
 }
 
 async fn set_key_budget(
-    State(state): State<AppState>,
-    _admin: AdminUser,
+    Caller { state, user: _admin }: Caller<AdminUser>,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<BudgetBody>,
 ) -> ApiResult<Json<BudgetBody>> {
@@ -298,8 +291,7 @@ async fn set_key_budget(
 }
 
 async fn get_key_budget(
-    State(state): State<AppState>,
-    _admin: AdminUser,
+    Caller { state, user: _admin }: Caller<AdminUser>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<BudgetBody>> {
     Ok(Json(state.service.budget_of(BudgetScope::Key, &id).await?.into()))

@@ -5,7 +5,7 @@
 use aide::axum::ApiRouter;
 use aide::axum::routing::get_with;
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use axum::http::HeaderMap;
 use promptgate_service::{ApprovalReply, MAX_APPROVAL_REASON, MAX_APPROVAL_REPLIES, SendInput, SendRequest};
 use schemars::JsonSchema;
@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::chat::{UiStream, ui_send};
 use super::validate::bounded_text;
-use crate::auth::CurrentUser;
+use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
 use crate::state::AppState;
@@ -61,8 +61,7 @@ pub struct WaitingApproval {
 }
 
 async fn list(
-    State(state): State<AppState>,
-    user: CurrentUser,
+    Caller { state, user }: Caller,
     Path(thread_id): Path<String>,
 ) -> ApiResult<Json<Vec<WaitingApproval>>> {
     let waiting = state.service.waiting_approvals(&user.id, &thread_id).await?;
@@ -104,8 +103,7 @@ pub struct AnswerItem {
 }
 
 async fn answer(
-    State(state): State<AppState>,
-    user: CurrentUser,
+    Caller { state, user }: Caller,
     Path(thread_id): Path<String>,
     headers: HeaderMap,
     ApiJson(body): ApiJson<AnswerBody>,

@@ -18,7 +18,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::auth::CurrentUser;
+use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::extract::ApiQuery;
 use crate::state::AppState;
@@ -144,8 +144,7 @@ pub struct ArtifactLink {
 }
 
 async fn link(
-    State(state): State<AppState>,
-    user: CurrentUser,
+    Caller { state, user }: Caller,
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> ApiResult<Json<ArtifactLink>> {
@@ -191,11 +190,7 @@ async fn view(
 const ARTIFACT_CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; \
      img-src data: blob:; font-src data:; media-src data: blob:; sandbox allow-scripts";
 
-async fn artifact(
-    State(state): State<AppState>,
-    user: CurrentUser,
-    Path(id): Path<String>,
-) -> ApiResult<Html> {
+async fn artifact(Caller { state, user }: Caller, Path(id): Path<String>) -> ApiResult<Html> {
     Ok(Html(state.service.artifact_html(&user.id, &id).await?))
 }
 

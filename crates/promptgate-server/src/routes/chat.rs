@@ -81,35 +81,52 @@ pub fn routes() -> ApiRouter<AppState> {
         )
 }
 
-/// `useChat`'s request body. Unknown fields (the transport's `body` option may add some) are ignored.
-#[derive(Deserialize, JsonSchema)]
-pub struct ChatBody {
-    /// The thread id.
-    pub id: String,
-    /// The whole conversation as UI messages; only the last one is new.
-    pub messages: Vec<Value>,
-    /// `submit-message` (default) or `regenerate-message`.
-    #[serde(default)]
-    pub trigger: Option<String>,
-    #[serde(default, rename = "messageId")]
-    pub message_id: Option<String>,
-    /// Model id; default: your settings' default model, then the server's.
-    #[serde(default)]
-    pub model: Option<String>,
-    /// An automatic retry of this turn id (from the `start` chunk's `messageMetadata.turnId`): the web
-    /// budget and sources carry over, whichever instance ran it. Also accepted as `retryOf`. An id
-    /// that is not a turn of this thread is refused with `404 unknown_turn`; one that ended longer ago
-    /// than `[turn] retry_window_secs` (default 10 minutes) with `409 retry_expired`.
-    #[serde(default, alias = "retryOf")]
-    pub retry_of: Option<String>,
-    /// The user is talking by voice and the answer is read aloud: the prompt asks for short, spoken
-    /// replies. Also accepted as `voiceMode`.
-    #[serde(default, alias = "voiceMode")]
-    pub voice_mode: bool,
-    /// What the user answered in `ask` widgets of earlier answers, oldest first; the prompt lists them
-    /// so the model builds on them instead of asking again. Also accepted as `askResponses`.
-    #[serde(default, alias = "askResponses")]
-    pub ask_responses: Vec<AskResponseBody>,
+/// Declares a send body: the fields it lists, then the notes every send carries (a retry of, voice
+/// mode, earlier `ask` answers), written once here; they come last, as they always did, so serde's
+/// list of the fields it expects reads the same. Not a `#[serde(flatten)]` struct: flattening
+/// would cost `ThreadMessage` its `deny_unknown_fields` and every body the path and position serde
+/// names in a type error (`voice_mode: invalid type ... at line 1 column 28`), which clients see in
+/// the 422's message.
+macro_rules! send_body {
+    ($(#[$meta:meta])* pub struct $name:ident { $($fields:tt)* }) => {
+        $(#[$meta])*
+        pub struct $name {
+        $($fields)*
+        /// An automatic retry of this turn id (from the `start` chunk's `messageMetadata.turnId`): the web
+        /// budget and sources carry over, whichever instance ran it. Also accepted as `retryOf`. An id
+        /// that is not a turn of this thread is refused with `404 unknown_turn`; one that ended longer ago
+        /// than `[turn] retry_window_secs` (default 10 minutes) with `409 retry_expired`.
+        #[serde(default, alias = "retryOf")]
+        pub retry_of: Option<String>,
+        /// The user is talking by voice and the answer is read aloud: the prompt asks for short, spoken
+        /// replies. Also accepted as `voiceMode`.
+        #[serde(default, alias = "voiceMode")]
+        pub voice_mode: bool,
+        /// What the user answered in `ask` widgets of earlier answers, oldest first; the prompt lists them
+        /// so the model builds on them instead of asking again. Also accepted as `askResponses`.
+        #[serde(default, alias = "askResponses")]
+        pub ask_responses: Vec<AskResponseBody>,
+        }
+    };
+}
+
+send_body! {
+    /// `useChat`'s request body. Unknown fields (the transport's `body` option may add some) are ignored.
+    #[derive(Deserialize, JsonSchema)]
+    pub struct ChatBody {
+        /// The thread id.
+        pub id: String,
+        /// The whole conversation as UI messages; only the last one is new.
+        pub messages: Vec<Value>,
+        /// `submit-message` (default) or `regenerate-message`.
+        #[serde(default)]
+        pub trigger: Option<String>,
+        #[serde(default, rename = "messageId")]
+        pub message_id: Option<String>,
+        /// Model id; default: your settings' default model, then the server's.
+        #[serde(default)]
+        pub model: Option<String>,
+    }
 }
 
 /// Names the client, e.g. `X-Promptgate-Client: ios; version=2.3.0`.
@@ -209,27 +226,15 @@ fn new_user_message(last: &Value) -> Result<SendInput, ApiError> {
     Ok(SendInput::Message { id, parts })
 }
 
-/// A message for an existing thread: plain text, or UI message parts.
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ThreadMessage {
-    pub message: MessageContent,
-    #[serde(default)]
-    pub model: Option<String>,
-    /// An automatic retry of this turn id (from the `start` chunk's `messageMetadata.turnId`): the web
-    /// budget and sources carry over, whichever instance ran it. Also accepted as `retryOf`. An id
-    /// that is not a turn of this thread is refused with `404 unknown_turn`; one that ended longer ago
-    /// than `[turn] retry_window_secs` (default 10 minutes) with `409 retry_expired`.
-    #[serde(default, alias = "retryOf")]
-    pub retry_of: Option<String>,
-    /// The user is talking by voice and the answer is read aloud: the prompt asks for short, spoken
-    /// replies. Also accepted as `voiceMode`.
-    #[serde(default, alias = "voiceMode")]
-    pub voice_mode: bool,
-    /// What the user answered in `ask` widgets of earlier answers, oldest first; the prompt lists them
-    /// so the model builds on them instead of asking again. Also accepted as `askResponses`.
-    #[serde(default, alias = "askResponses")]
-    pub ask_responses: Vec<AskResponseBody>,
+send_body! {
+    /// A message for an existing thread: plain text, or UI message parts.
+    #[derive(Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    pub struct ThreadMessage {
+        pub message: MessageContent,
+        #[serde(default)]
+        pub model: Option<String>,
+    }
 }
 
 #[derive(Deserialize, JsonSchema)]

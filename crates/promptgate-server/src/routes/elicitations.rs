@@ -5,14 +5,14 @@
 use aide::axum::ApiRouter;
 use aide::axum::routing::{get_with, post_with};
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use promptgate_service::{ElicitationAction, ElicitationReply};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::validate::bounded_text;
-use crate::auth::CurrentUser;
+use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
 use crate::state::AppState;
@@ -81,8 +81,7 @@ fn shown(data: Value) -> Option<ShownElicitation> {
 }
 
 async fn list(
-    State(state): State<AppState>,
-    user: CurrentUser,
+    Caller { state, user }: Caller,
     Path(thread_id): Path<String>,
 ) -> ApiResult<Json<Vec<ShownElicitation>>> {
     let waiting = state.service.waiting_elicitations(&user.id, &thread_id).await?;
@@ -111,8 +110,7 @@ pub enum AnswerAction {
 }
 
 async fn answer(
-    State(state): State<AppState>,
-    user: CurrentUser,
+    Caller { state, user }: Caller,
     Path((thread_id, elicitation_id)): Path<(String, String)>,
     ApiJson(body): ApiJson<ElicitationAnswerBody>,
 ) -> ApiResult<Json<ShownElicitation>> {

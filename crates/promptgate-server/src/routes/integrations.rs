@@ -14,7 +14,7 @@ use promptgate_service::OAuthCallback;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::auth::CurrentUser;
+use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
 use crate::state::AppState;
@@ -85,7 +85,7 @@ fn view(provider: IntegrationProvider, state: IntegrationState) -> IntegrationVi
     }
 }
 
-async fn list(State(state): State<AppState>, user: CurrentUser) -> ApiResult<Json<Vec<IntegrationView>>> {
+async fn list(Caller { state, user }: Caller) -> ApiResult<Json<Vec<IntegrationView>>> {
     let mut out = Vec::new();
     for p in IntegrationProvider::ALL {
         out.push(view(p, state.service.integration(&user.id, p).await?));
@@ -94,8 +94,7 @@ async fn list(State(state): State<AppState>, user: CurrentUser) -> ApiResult<Jso
 }
 
 async fn get_one(
-    State(state): State<AppState>,
-    user: CurrentUser,
+    Caller { state, user }: Caller,
     Path(name): Path<String>,
 ) -> ApiResult<Json<IntegrationView>> {
     let p = provider(&name)?;
@@ -103,8 +102,7 @@ async fn get_one(
 }
 
 async fn put_one(
-    State(state): State<AppState>,
-    user: CurrentUser,
+    Caller { state, user }: Caller,
     Path(name): Path<String>,
     ApiJson(update): ApiJson<IntegrationUpdate>,
 ) -> ApiResult<Json<IntegrationView>> {
@@ -117,8 +115,7 @@ async fn put_one(
 }
 
 async fn delete_one(
-    State(state): State<AppState>,
-    user: CurrentUser,
+    Caller { state, user }: Caller,
     Path(name): Path<String>,
 ) -> ApiResult<Json<IntegrationView>> {
     let p = provider(&name)?;
@@ -134,8 +131,7 @@ pub struct AuthorizationStart {
 }
 
 async fn authorize(
-    State(state): State<AppState>,
-    user: CurrentUser,
+    Caller { state, user }: Caller,
     Path(name): Path<String>,
 ) -> ApiResult<Json<AuthorizationStart>> {
     let p = provider(&name)?;

@@ -4,14 +4,14 @@
 use aide::axum::ApiRouter;
 use aide::axum::routing::{delete_with, get_with};
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use promptgate_service::records::{self, MAX_KEYS_PER_USER};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::validate::required_text;
 use crate::api_doc::{Created, NoContent};
-use crate::auth::CurrentUser;
+use crate::auth::Caller;
 use crate::error::ApiResult;
 use crate::extract::ApiJson;
 use crate::state::AppState;
@@ -91,7 +91,7 @@ pub struct KeyList {
     pub max_keys: i64,
 }
 
-async fn list_keys(State(state): State<AppState>, user: CurrentUser) -> ApiResult<Json<KeyList>> {
+async fn list_keys(Caller { state, user }: Caller) -> ApiResult<Json<KeyList>> {
     let keys = state.service.list_keys(&user.id).await?;
     Ok(Json(KeyList {
         data: keys.into_iter().map(KeyBody::from).collect(),
@@ -100,8 +100,7 @@ async fn list_keys(State(state): State<AppState>, user: CurrentUser) -> ApiResul
 }
 
 async fn create_key(
-    State(state): State<AppState>,
-    user: CurrentUser,
+    Caller { state, user }: Caller,
     ApiJson(body): ApiJson<NewKey>,
 ) -> ApiResult<Created<Json<KeyBody>>> {
     required_text("name", &body.name, 200)?;
@@ -112,11 +111,7 @@ async fn create_key(
     Ok(Created(Json(issued.into())))
 }
 
-async fn delete_key(
-    State(state): State<AppState>,
-    user: CurrentUser,
-    Path(id): Path<String>,
-) -> ApiResult<NoContent> {
+async fn delete_key(Caller { state, user }: Caller, Path(id): Path<String>) -> ApiResult<NoContent> {
     state.service.delete_key(&user.id, &id).await?;
     Ok(NoContent)
 }

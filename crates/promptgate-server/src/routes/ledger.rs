@@ -8,7 +8,6 @@ use aide::axum::routing::get_with;
 use aide::generate::GenContext;
 use aide::openapi::{MediaType, Operation, Response as ApiResponse};
 use axum::Json;
-use axum::extract::State;
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, NaiveDate, Utc};
@@ -16,7 +15,7 @@ use promptgate_service::records::{UsageGroup, UsageGrouping, UsageQuery};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::auth::CurrentUser;
+use crate::auth::{Caller, CurrentUser};
 use crate::config::AuthMode;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::extract::ApiQuery;
@@ -147,8 +146,7 @@ const CSV_HEADER: &str = "group,requests,input_tokens,output_tokens,cache_read_t
 reasoning_tokens,tool_calls,web_calls,duration_ms,cost,unpriced_requests";
 
 async fn usage(
-    State(state): State<AppState>,
-    user: CurrentUser,
+    Caller { state, user }: Caller,
     ApiQuery(params): ApiQuery<UsageParams>,
 ) -> ApiResult<UsageAnswer> {
     let to = match params.to.as_deref() {

@@ -3,7 +3,7 @@
 use aide::axum::ApiRouter;
 use aide::axum::routing::get_with;
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::Path;
 
 use promptgate_core::settings::{Project, Skill};
 use promptgate_service::records;
@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::validate::{bounded_text, optional_text, required_text};
 use crate::api_doc::{Created, NoContent};
-use crate::auth::CurrentUser;
+use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
 use crate::state::AppState;
@@ -104,13 +104,12 @@ fn check_project(p: &NewProject) -> Result<(), ApiError> {
     optional_text("instructions", p.instructions.as_deref(), 20_000)
 }
 
-async fn list_projects(State(state): State<AppState>, user: CurrentUser) -> ApiResult<Json<Vec<Project>>> {
+async fn list_projects(Caller { state, user }: Caller) -> ApiResult<Json<Vec<Project>>> {
     Ok(Json(state.service.projects(&user.id).await?))
 }
 
 async fn create_project(
-    State(state): State<AppState>,
-    user: CurrentUser,
+    Caller { state, user }: Caller,
     ApiJson(body): ApiJson<NewProject>,
 ) -> ApiResult<Created<Json<Project>>> {
     check_project(&body)?;
@@ -119,17 +118,12 @@ async fn create_project(
     )))
 }
 
-async fn get_project(
-    State(state): State<AppState>,
-    user: CurrentUser,
-    Path(id): Path<String>,
-) -> ApiResult<Json<Project>> {
+async fn get_project(Caller { state, user }: Caller, Path(id): Path<String>) -> ApiResult<Json<Project>> {
     Ok(Json(state.service.project(&user.id, &id).await?))
 }
 
 async fn update_project(
-    State(state): State<AppState>,
-    user: CurrentUser,
+    Caller { state, user }: Caller,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<NewProject>,
 ) -> ApiResult<Json<Project>> {
@@ -139,11 +133,7 @@ async fn update_project(
     ))
 }
 
-async fn delete_project(
-    State(state): State<AppState>,
-    user: CurrentUser,
-    Path(id): Path<String>,
-) -> ApiResult<NoContent> {
+async fn delete_project(Caller { state, user }: Caller, Path(id): Path<String>) -> ApiResult<NoContent> {
     state.service.delete_project(&user.id, &id).await?;
     Ok(NoContent)
 }
@@ -164,13 +154,12 @@ fn check_skill(s: &NewSkill) -> Result<(), ApiError> {
     required_text("instructions", &s.instructions, 50_000)
 }
 
-async fn list_skills(State(state): State<AppState>, user: CurrentUser) -> ApiResult<Json<Vec<Skill>>> {
+async fn list_skills(Caller { state, user }: Caller) -> ApiResult<Json<Vec<Skill>>> {
     Ok(Json(state.service.skills(&user.id).await?))
 }
 
 async fn create_skill(
-    State(state): State<AppState>,
-    user: CurrentUser,
+    Caller { state, user }: Caller,
     ApiJson(body): ApiJson<NewSkill>,
 ) -> ApiResult<Created<Json<Skill>>> {
     check_skill(&body)?;
@@ -179,17 +168,12 @@ async fn create_skill(
     )))
 }
 
-async fn get_skill(
-    State(state): State<AppState>,
-    user: CurrentUser,
-    Path(id): Path<String>,
-) -> ApiResult<Json<Skill>> {
+async fn get_skill(Caller { state, user }: Caller, Path(id): Path<String>) -> ApiResult<Json<Skill>> {
     Ok(Json(state.service.skill(&user.id, &id).await?))
 }
 
 async fn update_skill(
-    State(state): State<AppState>,
-    user: CurrentUser,
+    Caller { state, user }: Caller,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<NewSkill>,
 ) -> ApiResult<Json<Skill>> {
@@ -199,11 +183,7 @@ async fn update_skill(
     ))
 }
 
-async fn delete_skill(
-    State(state): State<AppState>,
-    user: CurrentUser,
-    Path(id): Path<String>,
-) -> ApiResult<NoContent> {
+async fn delete_skill(Caller { state, user }: Caller, Path(id): Path<String>) -> ApiResult<NoContent> {
     state.service.delete_skill(&user.id, &id).await?;
     Ok(NoContent)
 }

@@ -22,7 +22,7 @@ use super::integrations::{AuthorizationStart, CallbackQuery};
 use super::library::yes;
 use super::validate::required_text;
 use crate::api_doc::{Created, NoContent};
-use crate::auth::CurrentUser;
+use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
 use crate::state::AppState;
@@ -163,11 +163,7 @@ pub struct ProbeError {
     pub message: String,
 }
 
-async fn probe(
-    State(state): State<AppState>,
-    user: CurrentUser,
-    Path(id): Path<String>,
-) -> ApiResult<Json<ProbeResponse>> {
+async fn probe(Caller { state, user }: Caller, Path(id): Path<String>) -> ApiResult<Json<ProbeResponse>> {
     let timeout = Duration::from_millis(state.config.mcp.probe_timeout_ms);
     Ok(Json(
         match state.service.probe_mcp_server(&user.id, &id, timeout).await? {
@@ -369,7 +365,7 @@ fn url_ok(url: &str) -> bool {
         && !url.contains(char::is_whitespace)
 }
 
-async fn list_mcp(State(state): State<AppState>, user: CurrentUser) -> ApiResult<Json<Vec<McpServer>>> {
+async fn list_mcp(Caller { state, user }: Caller) -> ApiResult<Json<Vec<McpServer>>> {
     let servers = state.service.mcp_servers(&user.id).await?;
     let grants = Grants::of(&state, &user.id).await?;
     Ok(Json(
@@ -417,8 +413,7 @@ impl Grants {
 }
 
 async fn create_mcp(
-    State(state): State<AppState>,
-    user: CurrentUser,
+    Caller { state, user }: Caller,
     ApiJson(body): ApiJson<NewMcpServer>,
 ) -> ApiResult<Created<Json<McpServer>>> {
     check_mcp(&body)?;
@@ -456,8 +451,7 @@ async fn authorization_state(state: &AppState, user_id: &str, id: &str) -> Optio
 }
 
 async fn authorize(
-    State(state): State<AppState>,
-    user: CurrentUser,
+    Caller { state, user }: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<Json<AuthorizationStart>> {
     let authorization_url = state.service.start_mcp_authorization(&user.id, &id).await?;
@@ -497,18 +491,13 @@ fn html_escape(text: &str) -> String {
         .replace('"', "&quot;")
 }
 
-async fn get_mcp(
-    State(state): State<AppState>,
-    user: CurrentUser,
-    Path(id): Path<String>,
-) -> ApiResult<Json<McpServer>> {
+async fn get_mcp(Caller { state, user }: Caller, Path(id): Path<String>) -> ApiResult<Json<McpServer>> {
     let server = state.service.mcp_server(&user.id, &id).await?;
     Ok(Json(Grants::of(&state, &user.id).await?.show(server)))
 }
 
 async fn update_mcp(
-    State(state): State<AppState>,
-    user: CurrentUser,
+    Caller { state, user }: Caller,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<NewMcpServer>,
 ) -> ApiResult<Json<McpServer>> {
@@ -520,11 +509,7 @@ async fn update_mcp(
     Ok(Json(server.into()))
 }
 
-async fn delete_mcp(
-    State(state): State<AppState>,
-    user: CurrentUser,
-    Path(id): Path<String>,
-) -> ApiResult<NoContent> {
+async fn delete_mcp(Caller { state, user }: Caller, Path(id): Path<String>) -> ApiResult<NoContent> {
     state.service.delete_mcp_server(&user.id, &id).await?;
     Ok(NoContent)
 }

@@ -9,7 +9,7 @@
 use aide::axum::ApiRouter;
 use aide::axum::routing::get_with;
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use promptgate_core::ids::MODEL_ID;
 use promptgate_core::settings::Model;
 use schemars::JsonSchema;
@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use super::validate::{check_id, optional_text, required_text};
 use crate::api_doc::{Created, NoContent};
-use crate::auth::CurrentUser;
+use crate::auth::Caller;
 use crate::config::ModelDefinition;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
@@ -160,7 +160,7 @@ fn user_model(input: ModelDefinition, state: &AppState) -> Result<Model, ApiErro
     Ok(input.into_model(false))
 }
 
-async fn list(State(state): State<AppState>, user: CurrentUser) -> ApiResult<Json<ModelList>> {
+async fn list(Caller { state, user }: Caller) -> ApiResult<Json<ModelList>> {
     let models = state.service.models(&user.id).await?;
     Ok(Json(ModelList {
         object: ListObject::List,
@@ -171,17 +171,12 @@ async fn list(State(state): State<AppState>, user: CurrentUser) -> ApiResult<Jso
     }))
 }
 
-async fn get_one(
-    State(state): State<AppState>,
-    user: CurrentUser,
-    Path(id): Path<String>,
-) -> ApiResult<Json<ModelEntry>> {
+async fn get_one(Caller { state, user }: Caller, Path(id): Path<String>) -> ApiResult<Json<ModelEntry>> {
     Ok(Json(state.service.model(&user.id, &id).await?.into()))
 }
 
 async fn create(
-    State(state): State<AppState>,
-    user: CurrentUser,
+    Caller { state, user }: Caller,
     ApiJson(input): ApiJson<ModelDefinition>,
 ) -> ApiResult<Created<Json<Model>>> {
     let model = user_model(input, &state)?;
@@ -191,8 +186,7 @@ async fn create(
 }
 
 async fn update(
-    State(state): State<AppState>,
-    user: CurrentUser,
+    Caller { state, user }: Caller,
     Path(id): Path<String>,
     ApiJson(input): ApiJson<ModelDefinition>,
 ) -> ApiResult<Json<Model>> {
@@ -208,11 +202,7 @@ async fn update(
     Ok(Json(updated))
 }
 
-async fn delete(
-    State(state): State<AppState>,
-    user: CurrentUser,
-    Path(id): Path<String>,
-) -> ApiResult<NoContent> {
+async fn delete(Caller { state, user }: Caller, Path(id): Path<String>) -> ApiResult<NoContent> {
     state.service.delete_model(&user.id, &id).await?;
     Ok(NoContent)
 }

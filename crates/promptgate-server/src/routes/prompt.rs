@@ -6,13 +6,13 @@ use std::sync::LazyLock;
 use aide::axum::ApiRouter;
 use aide::axum::routing::get_with;
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use promptgate_core::tools::ToolSpec;
 use promptgate_service::{PreviewAsk, SendPreview, WebToolsOff};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::auth::CurrentUser;
+use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::extract::ApiQuery;
 use crate::state::AppState;
@@ -139,8 +139,7 @@ pub struct PreviewContext {
 }
 
 async fn preview(
-    State(state): State<AppState>,
-    user: CurrentUser,
+    Caller { state, user }: Caller,
     Path(thread_id): Path<String>,
     ApiQuery(query): ApiQuery<PreviewQuery>,
 ) -> ApiResult<Json<PromptPreview>> {
@@ -155,8 +154,7 @@ async fn preview(
 }
 
 async fn preview_new_chat(
-    State(state): State<AppState>,
-    user: CurrentUser,
+    Caller { state, user }: Caller,
     ApiQuery(query): ApiQuery<PreviewQuery>,
 ) -> ApiResult<Json<PromptPreview>> {
     let prepared = state

@@ -6,12 +6,11 @@ use std::str::FromStr;
 use aide::axum::ApiRouter;
 use aide::axum::routing::get_with;
 use axum::Json;
-use axum::extract::State;
 use promptgate_core::settings::UserSettings;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 
 use super::validate::{bounded_text, merge_json};
-use crate::auth::CurrentUser;
+use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult, preview};
 use crate::extract::ApiJson;
 use crate::state::AppState;
@@ -31,7 +30,7 @@ pub fn routes() -> ApiRouter<AppState> {
     )
 }
 
-async fn get_settings(State(state): State<AppState>, user: CurrentUser) -> ApiResult<Json<UserSettings>> {
+async fn get_settings(Caller { state, user }: Caller) -> ApiResult<Json<UserSettings>> {
     Ok(Json(state.service.settings(&user.id).await?))
 }
 
@@ -106,8 +105,7 @@ fn as_patch(
 }
 
 async fn put_settings(
-    State(state): State<AppState>,
-    user: CurrentUser,
+    Caller { state, user }: Caller,
     ApiJson(SettingsPatch(patch)): ApiJson<SettingsPatch>,
 ) -> ApiResult<Json<UserSettings>> {
     if !patch.is_object() {

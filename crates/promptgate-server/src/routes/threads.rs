@@ -3,7 +3,7 @@
 use aide::axum::ApiRouter;
 use aide::axum::routing::get_with;
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use axum::http::Uri;
 use promptgate_service::records;
 use schemars::JsonSchema;
@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::pages::{Cursor, Paged, cursor, page_limit};
 use super::validate::{client_id, optional_text};
 use crate::api_doc::{Created, NoContent};
-use crate::auth::CurrentUser;
+use crate::auth::Caller;
 use crate::error::ApiResult;
 use crate::extract::{ApiJson, ApiQuery};
 use crate::state::AppState;
@@ -202,8 +202,7 @@ pub struct ThreadFilter {
 }
 
 async fn list(
-    State(state): State<AppState>,
-    user: CurrentUser,
+    Caller { state, user }: Caller,
     uri: Uri,
     ApiQuery(filter): ApiQuery<ThreadFilter>,
 ) -> ApiResult<Paged<Thread>> {
@@ -248,8 +247,7 @@ async fn list(
 }
 
 async fn create(
-    State(state): State<AppState>,
-    user: CurrentUser,
+    Caller { state, user }: Caller,
     ApiJson(body): ApiJson<NewThread>,
 ) -> ApiResult<Created<Json<Thread>>> {
     if let Some(id) = &body.id {
@@ -260,17 +258,12 @@ async fn create(
     Ok(Created(Json(thread.into())))
 }
 
-async fn get_one(
-    State(state): State<AppState>,
-    user: CurrentUser,
-    Path(id): Path<String>,
-) -> ApiResult<Json<Thread>> {
+async fn get_one(Caller { state, user }: Caller, Path(id): Path<String>) -> ApiResult<Json<Thread>> {
     Ok(Json(state.service.thread(&user.id, &id).await?.into()))
 }
 
 async fn update(
-    State(state): State<AppState>,
-    user: CurrentUser,
+    Caller { state, user }: Caller,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<ThreadUpdate>,
 ) -> ApiResult<Json<Thread>> {
@@ -281,11 +274,7 @@ async fn update(
     Ok(Json(thread.into()))
 }
 
-async fn delete(
-    State(state): State<AppState>,
-    user: CurrentUser,
-    Path(id): Path<String>,
-) -> ApiResult<NoContent> {
+async fn delete(Caller { state, user }: Caller, Path(id): Path<String>) -> ApiResult<NoContent> {
     state.service.delete_thread(&user.id, &id).await?;
     Ok(NoContent)
 }
@@ -306,8 +295,7 @@ pub struct MessageFilter {
 }
 
 async fn messages(
-    State(state): State<AppState>,
-    user: CurrentUser,
+    Caller { state, user }: Caller,
     Path(id): Path<String>,
     uri: Uri,
     ApiQuery(filter): ApiQuery<MessageFilter>,

@@ -4,11 +4,10 @@
 use aide::axum::ApiRouter;
 use aide::axum::routing::get_with;
 use axum::Json;
-use axum::extract::State;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::auth::CurrentUser;
+use crate::auth::Caller;
 use crate::error::ApiResult;
 use crate::state::AppState;
 
@@ -36,7 +35,7 @@ pub struct StorageUsageBody {
     pub max_threads: Option<u64>,
 }
 
-async fn get_storage(State(state): State<AppState>, user: CurrentUser) -> ApiResult<Json<StorageUsageBody>> {
+async fn get_storage(Caller { state, user }: Caller) -> ApiResult<Json<StorageUsageBody>> {
     let report = state.service.storage_report(&user.id).await?;
     Ok(Json(StorageUsageBody {
         object: "storage_usage",

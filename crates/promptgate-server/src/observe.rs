@@ -152,7 +152,7 @@ pub async fn track_request(request: Request, next: Next) -> Response {
         trace_id = tracing::field::Empty,
     );
     let server_span = crate::telemetry::server_span(&request, method);
-    let trace_id = crate::telemetry::trace_id(&server_span);
+    let (server_trace, trace_id) = crate::telemetry::server_trace(&server_span).unzip();
     if let Some(trace_id) = &trace_id {
         span.record("trace_id", trace_id.as_str());
     }
@@ -172,7 +172,7 @@ pub async fn track_request(request: Request, next: Next) -> Response {
         .map_or_else(|| "unmatched".to_owned(), |r| r.0.clone());
     span.record("route", route.as_str());
     let status = response.status().as_u16();
-    crate::telemetry::record_response(&server_span, method, &route, status);
+    crate::telemetry::record_response(server_trace.as_ref(), method, &route, status);
     let elapsed = start.elapsed();
     request_series(route, method, status).record(elapsed);
     span.in_scope(|| {

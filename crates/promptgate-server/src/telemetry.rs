@@ -20,7 +20,7 @@ use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing::Subscriber;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 use tracing_subscriber::Layer;
-use tracing_subscriber::filter::filter_fn;
+use tracing_subscriber::filter::{LevelFilter, filter_fn};
 use tracing_subscriber::registry::LookupSpan;
 
 use crate::config::{OtlpProtocol, TelemetryConfig};
@@ -107,10 +107,16 @@ where
         // kept out of enters and exits altogether (see `telemetry_polls`).
         .with_context_activation(false)
         .with_target(false)
-        .with_filter(filter_fn(move |meta| {
-            (meta.is_span() && meta.target().starts_with(EXPORTED_TARGETS))
-                || (capture_content && meta.target() == promptgate_service::deployment::CONTENT_TARGET)
-        }));
+        // The filter reads only a callsite's metadata, so it is asked once per callsite. Every
+        // exported span is at INFO: the hint keeps DEBUG and TRACE callsites, which only the log
+        // filter could want, from being registered with this layer at all.
+        .with_filter(
+            filter_fn(move |meta| {
+                (meta.is_span() && meta.target().starts_with(EXPORTED_TARGETS))
+                    || (capture_content && meta.target() == promptgate_service::deployment::CONTENT_TARGET)
+            })
+            .with_max_level_hint(LevelFilter::INFO),
+        );
     crate::telemetry_polls::WithoutPolls(exporting)
 }
 
@@ -142,17 +148,28 @@ pub fn shutdown() {
     }
 }
 
-/// The trace id of `span`, as the W3C Trace Context writes it; `None` when no trace is recorded.
-pub fn trace_id(span: &tracing::Span) -> Option<String> {
-    if !enabled() {
+/// The OpenTelemetry span behind a request's server span, read once when the request starts, for
+/// the response's attributes ([`record_response`]).
+pub struct ServerTrace(opentelemetry::Context);
+
+/// The server span's OpenTelemetry span and its trace id (as the W3C Trace Context writes it, for
+/// the logs and error bodies); `None` when no trace is recorded. Reading it starts the span, so
+/// the turn's spans find a started parent.
+pub fn server_trace(span: &tracing::Span) -> Option<(ServerTrace, String)> {
+    if !enabled() || span.is_disabled() {
         return None;
     }
     let context = span.context();
-    let otel_span = context.span();
-    let span_context = otel_span.span_context();
-    span_context
-        .is_valid()
-        .then(|| span_context.trace_id().to_string())
+    let span_context = context.span().span_context().clone();
+    if !span_context.is_valid() {
+        return None;
+    }
+    // Into a buffer: `hex::encode` goes through an iterator of chars, and the formatter's hex of a
+    // `u128` through padding; this is on every request.
+    let mut id = [0u8; 32];
+    hex::encode_to_slice(span_context.trace_id().to_bytes(), &mut id).ok()?;
+    let id = String::from_utf8(id.to_vec()).ok()?;
+    Some((ServerTrace(context), id))
 }
 
 /// The server span of an HTTP request, continuing the caller's trace when the request carries a
@@ -167,7 +184,7 @@ pub fn server_span(request: &axum::extract::Request, method: &'static str) -> tr
         "http.request.method" = method,
         "url.path" = request.uri().path(),
     );
-    if enabled() && request.headers().contains_key(TRACEPARENT) {
+    if enabled() && request.headers().contains_key(&TRACEPARENT) {
         let parent = TraceContextPropagator::new().extract(&Headers(request.headers()));
         if parent.span().span_context().is_valid() {
             let _ = span.set_parent(parent);
@@ -179,15 +196,13 @@ pub fn server_span(request: &axum::extract::Request, method: &'static str) -> tr
 /// The route and status of a request, on its server span (named `{method} {route}` as the HTTP
 /// conventions say; a 5xx is an error of ours).
 ///
-/// They go straight to the OpenTelemetry span, which was started when its trace id was read: one
-/// lookup of the span for all of them, where recording each as a `tracing` field looked it up once
-/// per layer and field.
-pub fn record_response(span: &tracing::Span, method: &str, route: &str, status: u16) {
-    if span.is_disabled() {
+/// They go straight to the OpenTelemetry span read when the request started: no lookup of the
+/// span at all, where recording each as a `tracing` field looked it up once per layer and field.
+pub fn record_response(trace: Option<&ServerTrace>, method: &str, route: &str, status: u16) {
+    let Some(trace) = trace else {
         return;
-    }
-    let context = span.context();
-    let otel_span = context.span();
+    };
+    let otel_span = trace.0.span();
     otel_span.update_name(format!("{method} {route}"));
     otel_span.set_attributes([
         KeyValue::new("http.route", route.to_owned()),
@@ -199,7 +214,8 @@ pub fn record_response(span: &tracing::Span, method: &str, route: &str, status: 
     }
 }
 
-const TRACEPARENT: &str = "traceparent";
+/// A name given as text would be parsed again on every request.
+static TRACEPARENT: axum::http::HeaderName = axum::http::HeaderName::from_static("traceparent");
 
 /// A request's headers as the propagator reads them.
 struct Headers<'a>(&'a axum::http::HeaderMap);

@@ -95,14 +95,15 @@ impl HttpSpanExporter {
         })
     }
 
-    /// One POST of `body`, and whether a failure is worth another try (and after how long).
-    fn post(&self, body: &[u8]) -> Result<(), (String, Option<Duration>)> {
+    /// One POST of `body`, and whether a failure is worth another try (and after how long). The
+    /// body is shared with the retries, not copied for each try.
+    fn post(&self, body: &bytes::Bytes) -> Result<(), (String, Option<Duration>)> {
         let answer = self
             .client
             .post(&self.endpoint)
             .headers(self.headers.clone())
             .header(CONTENT_TYPE, "application/x-protobuf")
-            .body(body.to_vec())
+            .body(body.clone())
             .send();
         let response = match answer {
             Ok(response) => response,
@@ -129,7 +130,7 @@ impl HttpSpanExporter {
 
 impl SpanExporter for HttpSpanExporter {
     async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
-        let body = encode_request(&batch, &self.resource, &self.resource_schema);
+        let body = bytes::Bytes::from(encode_request(&batch, &self.resource, &self.resource_schema));
         drop(batch);
         let start = Instant::now();
         let mut delay = FIRST_RETRY_DELAY;
@@ -238,21 +239,27 @@ fn encode_resource(resource: &Resource) -> Vec<u8> {
 /// An `ExportTraceServiceRequest` of `spans`: one `ResourceSpans` with one `ScopeSpans` per
 /// instrumentation scope, spans in the order given, as the SDK's exporter groups them.
 pub fn encode_request(spans: &[SpanData], resource: &[u8], resource_schema: &str) -> Vec<u8> {
+    // Each span's scope is compared once, here (there is usually one scope).
     let mut scopes: Vec<&InstrumentationScope> = Vec::new();
+    let mut scope_of = Vec::with_capacity(spans.len());
     for span in spans {
-        if !scopes.contains(&&span.instrumentation_scope) {
-            scopes.push(&span.instrumentation_scope);
-        }
+        let scope = &span.instrumentation_scope;
+        let index = scopes.iter().position(|seen| *seen == scope).unwrap_or_else(|| {
+            scopes.push(scope);
+            scopes.len() - 1
+        });
+        scope_of.push(index);
     }
     let mut buf = Vec::with_capacity(256 + spans.len() * 512);
     message(&mut buf, 1, |resource_spans| {
         resource_spans.extend_from_slice(resource);
-        for scope in scopes {
+        for (index, scope) in scopes.into_iter().enumerate() {
             message(resource_spans, 2, |scope_spans| {
                 let proto = opentelemetry_proto::tonic::common::v1::InstrumentationScope::from((scope, None));
                 key(scope_spans, 1, LEN);
                 scope_spans.extend(proto.encode_length_delimited_to_vec());
-                for span in spans.iter().filter(|span| span.instrumentation_scope == *scope) {
+                let in_scope = spans.iter().zip(&scope_of).filter(|(_, of)| **of == index);
+                for (span, _) in in_scope {
                     message(scope_spans, 2, |out| encode_span(out, span));
                 }
                 string(scope_spans, 3, scope.schema_url().unwrap_or_default());
@@ -465,15 +472,22 @@ fn string_or_bytes(out: &mut Vec<u8>, field: u32, data: &[u8]) {
     out.extend_from_slice(data);
 }
 
-/// A length-delimited field whose body `write` appends; its length goes in front once known
-/// (moving the body by the length's one to three bytes, cheaper than sizing it beforehand).
+/// A length-delimited field whose body `write` appends. One byte is kept for the length, which
+/// is all most bodies need (an attribute, its value, a status); a longer body is moved once its
+/// length is known, by the one or two bytes more that the length takes.
 fn message(out: &mut Vec<u8>, field: u32, write: impl FnOnce(&mut Vec<u8>)) {
     key(out, field, LEN);
-    let start = out.len();
+    let at = out.len();
+    out.push(0);
     write(out);
+    let end = out.len();
+    let mut value = (end - at - 1) as u64;
+    if value < 0x80 {
+        out[at] = value as u8;
+        return;
+    }
     let mut prefix = [0u8; 10];
     let mut used = 0;
-    let mut value = (out.len() - start) as u64;
     while value >= 0x80 {
         prefix[used] = (value & 0x7f) as u8 | 0x80;
         value >>= 7;
@@ -481,7 +495,9 @@ fn message(out: &mut Vec<u8>, field: u32, write: impl FnOnce(&mut Vec<u8>)) {
     }
     prefix[used] = value as u8;
     used += 1;
-    out.splice(start..start, prefix[..used].iter().copied());
+    out.resize(end + used - 1, 0);
+    out.copy_within(at + 1..end, at + used);
+    out[at..at + used].copy_from_slice(&prefix[..used]);
 }
 
 #[cfg(test)]
@@ -603,6 +619,20 @@ mod tests {
         let (sdk, ours) = both(spans, &resource);
         assert_eq!(ours, sdk);
         assert_eq!(ours.resource_spans[0].scope_spans.len(), 2);
+    }
+
+    /// Captured message content can run to many kilobytes: lengths of two and three bytes go in
+    /// front of a body written after the one byte kept for them.
+    #[test]
+    fn long_captured_content_decodes_to_the_same() {
+        let scope = InstrumentationScope::builder("promptgate").build();
+        let mut chat = span("chat gpt-x", &scope, 3, Status::Unset);
+        chat.attributes
+            .push(KeyValue::new("gen_ai.input.messages", "x".repeat(20_000)));
+        chat.attributes
+            .push(KeyValue::new("gen_ai.output.messages", "y".repeat(130)));
+        let (sdk, ours) = both(vec![chat], &Resource::builder_empty().build());
+        assert_eq!(ours, sdk);
     }
 
     #[test]

@@ -21,6 +21,7 @@ mod anthropic;
 mod assembler;
 mod demo;
 mod endpoint;
+pub mod json_text;
 mod openai;
 mod parser;
 mod provider_error;

@@ -9,6 +9,7 @@
 //! the gateway's own, and a thinking block sent back is dropped (the provider keeps what it needs).
 
 use promptgate_service::events::{ClientToolCall, TurnError, TurnEvent, UiChunk, UiFinishReason};
+use promptgate_service::facade::write_json_str;
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -459,6 +460,19 @@ fn error_type(code: ErrorCode) -> &'static str {
 }
 
 fn delta_event(out: &mut Vec<u8>, index: usize, delta: BlockDelta<'_>) {
+    // The event of every text token, written as the serialised one reads: serialising the tagged
+    // delta cost more than the rest of the token's way through the stream.
+    if let BlockDelta::Text { text } = delta {
+        out.reserve(128 + text.len());
+        out.extend_from_slice(
+            b"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":",
+        );
+        out.extend_from_slice(index.to_string().as_bytes());
+        out.extend_from_slice(b",\"delta\":{\"type\":\"text_delta\",\"text\":");
+        write_json_str(out, text);
+        out.extend_from_slice(b"}}\n\n");
+        return;
+    }
     let data = DeltaEvent {
         kind: "content_block_delta",
         index,
@@ -563,6 +577,24 @@ mod tests {
     use super::*;
     use crate::facade_stream::test_turns::{chunk, reasoning_then_preamble, unreachable_provider};
     use promptgate_service::events::{CONTEXT_TOO_LONG, UiFinishReason};
+
+    #[test]
+    fn a_text_deltas_event_is_the_bytes_serde_writes() {
+        let text = "a \"q\"\n\\ é \u{1} and a longer run of plain words";
+        let mut ours = Vec::new();
+        delta_event(&mut ours, 12, BlockDelta::Text { text });
+        let mut expected = Vec::new();
+        let data = DeltaEvent {
+            kind: "content_block_delta",
+            index: 12,
+            delta: BlockDelta::Text { text },
+        };
+        sse_event(&mut expected, "content_block_delta", &data);
+        assert_eq!(
+            String::from_utf8(ours).unwrap(),
+            String::from_utf8(expected).unwrap()
+        );
+    }
 
     fn identity() -> MessageIdentity {
         MessageIdentity {

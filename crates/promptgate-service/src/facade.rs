@@ -2,6 +2,7 @@
 //! turns its API's conversation and tools into a [`CompletionRequest`](crate::CompletionRequest)
 //! without depending on the engine.
 
+pub use promptgate_llm::json_text::write_str as write_json_str;
 pub use promptgate_llm::{ChatMessage, ContentPart, ImageUrl, ToolCall, ToolDefinition, UserContent};
 pub use promptgate_turn::client_tools::ClientToolChoice;
 pub use promptgate_turn::documents::FileTexts;

@@ -161,9 +161,13 @@ impl TokenCounter {
             .sum()
     }
 
-    /// Tokens one tool's definition costs.
-    pub fn tool(&self, name: &str, description: &str, parameters: &serde_json::Value) -> usize {
-        MESSAGE_OVERHEAD + self.text(name) + self.text(description) + self.text(&parameters.to_string())
+    /// Tokens one tool's definition costs. The schema's text is rendered once per shared schema
+    /// (every request offering the tool counted it again).
+    pub fn tool(&self, name: &str, description: &str, parameters: &Arc<serde_json::Value>) -> usize {
+        MESSAGE_OVERHEAD
+            + self.text(name)
+            + self.text(description)
+            + self.text(&crate::json_text::schema_text(parameters))
     }
 }
 

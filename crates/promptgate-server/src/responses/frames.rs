@@ -5,6 +5,7 @@
 //! Every event is serialised straight from borrowed fields ([`EventFields`]); none is built as a
 //! JSON tree first.
 
+use promptgate_service::facade::write_json_str;
 use serde::Serialize;
 
 use super::object::{Item, Part, ResponseObject};
@@ -103,6 +104,24 @@ impl Frames {
             DeltaOf::Summary => ("response.reasoning_summary_text.delta", None, Some(0), None),
             DeltaOf::Arguments => ("response.function_call_arguments.delta", None, None, None),
         };
+        // A delta's frame is about 200 bytes besides its text.
+        self.bytes.reserve(256 + delta.len());
+        if of == DeltaOf::Text {
+            // The event of every text token, written as the serialised one reads: serialising it
+            // field by field was most of the stream's own work per token.
+            let out = &mut self.bytes;
+            out.extend_from_slice(b"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"item_id\":");
+            write_json_str(out, item_id);
+            out.extend_from_slice(b",\"output_index\":");
+            out.extend_from_slice(output_index.to_string().as_bytes());
+            out.extend_from_slice(b",\"content_index\":0,\"delta\":");
+            write_json_str(out, delta);
+            out.extend_from_slice(b",\"logprobs\":[],\"sequence_number\":");
+            out.extend_from_slice(self.next.to_string().as_bytes());
+            out.extend_from_slice(b"}\n\n");
+            self.next += 1;
+            return;
+        }
         let event = DeltaEvent {
             kind,
             item_id,
@@ -114,8 +133,6 @@ impl Frames {
             sequence_number: self.next,
         };
         self.next += 1;
-        // A delta's frame is about 200 bytes besides its text.
-        self.bytes.reserve(256 + delta.len());
         self.push(kind, &event);
     }
 
@@ -148,6 +165,33 @@ impl Frames {
 mod tests {
     use super::*;
     use serde_json::{Value, json};
+
+    #[test]
+    fn a_text_deltas_event_is_the_bytes_serde_writes() {
+        let text = "a \"q\"\n\\ é \u{1} and a longer run of plain words";
+        let mut frames = Frames {
+            next: 41,
+            ..Frames::default()
+        };
+        frames.delta(DeltaOf::Text, "msg_\"1", 3, text);
+        let mut expected = Frames::default();
+        let event = DeltaEvent {
+            kind: "response.output_text.delta",
+            item_id: "msg_\"1",
+            output_index: 3,
+            content_index: Some(0),
+            summary_index: None,
+            delta: text,
+            logprobs: Some([]),
+            sequence_number: 41,
+        };
+        expected.push(event.kind, &event);
+        assert_eq!(frames.next, 42);
+        assert_eq!(
+            String::from_utf8(frames.take()).unwrap(),
+            String::from_utf8(expected.take()).unwrap()
+        );
+    }
 
     #[test]
     fn events_are_named_typed_and_numbered_in_order() {

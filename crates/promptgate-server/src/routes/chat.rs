@@ -8,7 +8,7 @@ use aide::generate::GenContext;
 use aide::openapi::{MediaType, Operation, Response as ApiResponse, StatusCode as ApiStatus};
 use axum::Json;
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::validate::{bounded_text, client_id, required_text};
-use crate::auth::CurrentUser;
+use crate::auth::{Caller, CurrentUser};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::extract::ApiJson;
 use crate::state::AppState;
@@ -168,8 +168,7 @@ pub(super) fn ui_send(
 }
 
 async fn chat(
-    State(state): State<AppState>,
-    user: CurrentUser,
+    Caller { state, user }: Caller,
     headers: HeaderMap,
     ApiJson(body): ApiJson<ChatBody>,
 ) -> ApiResult<UiStream> {
@@ -245,8 +244,7 @@ pub enum MessageContent {
 }
 
 async fn post_message(
-    State(state): State<AppState>,
-    user: CurrentUser,
+    Caller { state, user }: Caller,
     Path(thread_id): Path<String>,
     headers: HeaderMap,
     ApiJson(body): ApiJson<ThreadMessage>,
@@ -332,8 +330,7 @@ pub enum Resumed {
 }
 
 async fn resume(
-    State(state): State<AppState>,
-    user: CurrentUser,
+    Caller { state, user }: Caller,
     Path(thread_id): Path<String>,
     headers: HeaderMap,
 ) -> ApiResult<Resumed> {
@@ -388,11 +385,7 @@ pub struct StopResult {
     pub stopped: bool,
 }
 
-async fn stop(
-    State(state): State<AppState>,
-    user: CurrentUser,
-    Path(thread_id): Path<String>,
-) -> Json<StopResult> {
+async fn stop(Caller { state, user }: Caller, Path(thread_id): Path<String>) -> Json<StopResult> {
     let stopped = state.service.stop(&user.id, &thread_id).await;
     tracing::info!(user = %user.id, thread = %thread_id, stopped, "stop requested");
     Json(StopResult { stopped })

@@ -5,7 +5,6 @@
 use aide::axum::ApiRouter;
 use aide::axum::routing::post_with;
 use axum::body::Body;
-use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt};
 use promptgate_service::events::TurnError;
@@ -18,7 +17,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 use tracing::Instrument;
 
-use crate::auth::CurrentUser;
+use crate::auth::Caller;
 use crate::completions_api::{
     CUT_TEXT, CompletionChunks, CompletionIdentity, CompletionResponse, Unfinished,
 };
@@ -88,8 +87,7 @@ const REFUSED: [(&str, &str); 2] = [
 ];
 
 async fn completions(
-    State(state): State<AppState>,
-    user: CurrentUser,
+    Caller { state, user }: Caller,
     ApiJson(mut body): ApiJson<CompletionBody>,
 ) -> ApiResult<Completion> {
     for (field, reason) in REFUSED {

@@ -7,7 +7,7 @@
 use aide::axum::ApiRouter;
 use aide::axum::routing::post_with;
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -19,7 +19,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::auth::CurrentUser;
+use crate::auth::{Caller, CurrentUser};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::extract::ApiJson;
 use crate::facade_stream::EncodedFrames;
@@ -134,8 +134,7 @@ impl MessagesBody {
 }
 
 async fn messages(
-    State(state): State<AppState>,
-    user: CurrentUser,
+    Caller { state, user }: Caller,
     ApiJson(body): ApiJson<MessagesBody>,
 ) -> ApiResult<Message> {
     let (request, stream) = body.completion(&state, user).await?;
@@ -170,8 +169,7 @@ pub struct TokenCount {
 }
 
 async fn count_tokens(
-    State(state): State<AppState>,
-    user: CurrentUser,
+    Caller { state, user }: Caller,
     ApiJson(body): ApiJson<MessagesBody>,
 ) -> ApiResult<axum::Json<TokenCount>> {
     let (request, _) = body.completion(&state, user).await?;

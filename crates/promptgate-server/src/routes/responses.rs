@@ -10,7 +10,7 @@ use aide::axum::ApiRouter;
 use aide::axum::routing::{get_with, post_with};
 use axum::Json;
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use axum::response::{IntoResponse, Response};
 use promptgate_service::events::TurnEvent;
 use promptgate_service::facade::{FacadeHistory, responses_history};
@@ -21,7 +21,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tracing::Instrument;
 
-use crate::auth::CurrentUser;
+use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::extract::{ApiJson, ApiQuery};
 use crate::facade_stream::{EncodedFrames, FrameEncoder};
@@ -68,8 +68,7 @@ pub fn kept_routes() -> ApiRouter<AppState> {
 }
 
 async fn create(
-    State(state): State<AppState>,
-    user: CurrentUser,
+    Caller { state, user }: Caller,
     ApiJson(body): ApiJson<CreateResponse>,
 ) -> ApiResult<Created> {
     let checked = request::check(&body)?;
@@ -298,8 +297,7 @@ pub struct RetrieveQuery {
 }
 
 async fn retrieve(
-    State(state): State<AppState>,
-    user: CurrentUser,
+    Caller { state, user }: Caller,
     Path(id): Path<String>,
     ApiQuery(query): ApiQuery<RetrieveQuery>,
 ) -> ApiResult<Json<Value>> {
@@ -313,11 +311,7 @@ async fn retrieve(
     Ok(Json(kept.body))
 }
 
-async fn delete(
-    State(state): State<AppState>,
-    user: CurrentUser,
-    Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+async fn delete(Caller { state, user }: Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     state.service.delete_response(&user.id, &id).await?;
     Ok(Json(json!({"id": id, "object": "response", "deleted": true})))
 }
@@ -339,8 +333,7 @@ pub struct ItemsQuery {
 }
 
 async fn input_items(
-    State(state): State<AppState>,
-    user: CurrentUser,
+    Caller { state, user }: Caller,
     Path(id): Path<String>,
     ApiQuery(query): ApiQuery<ItemsQuery>,
 ) -> ApiResult<Json<Value>> {

@@ -36,12 +36,12 @@ impl Default for StepShape {
     }
 }
 
-/// About what one core carries on each path (the capacity runs in docs/benchmarks.md), the
-/// multiples' unit when `--rate` is not given.
+/// About what one core carries on each path with the admission gate's defaults (the step tests in
+/// docs/benchmarks.md), the multiples' unit when `--rate` is not given.
 pub fn base_rate(scenario: Scenario) -> f64 {
     match scenario {
-        Scenario::OverloadStream => 1500.0,
-        Scenario::OverloadSend => 300.0,
+        Scenario::OverloadStream => 2200.0,
+        Scenario::OverloadSend => 400.0,
         _ => 2500.0,
     }
 }

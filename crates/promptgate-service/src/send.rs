@@ -616,7 +616,7 @@ impl Service {
         });
         let mut ctx = self
             .store
-            .load_send_context_from(user_id, thread_id, requested, &self.config.default_model, from)
+            .load_send_context(user_id, thread_id, requested, &self.config.default_model, from)
             .await?;
         let model = ctx
             .model

@@ -21,7 +21,7 @@ use crate::util::Cols;
 pub const FIRST_PAGE: usize = 64;
 
 /// A message of the thread that the caller already holds with everything before it (see
-/// [`Store::load_send_context_from`]): the first read then takes only it and what is newer.
+/// [`Store::load_send_context`]): the first read then takes only it and what is newer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReadFrom<'a> {
     pub seq: i64,
@@ -35,23 +35,12 @@ impl Store {
     /// `server_default`). The user's setup comes from [`Store::user_setup`]; it, the thread with its
     /// newest messages, and the record of its compacted part are read concurrently. Without a
     /// `thread_id` (a stateless completion) no thread is read.
+    ///
+    /// A caller that holds the thread's older part up to `from` gets the thread's messages from
+    /// `from` on (at most [`FIRST_PAGE`] of them) instead of its newest page. `from` must come back
+    /// as it was, on the thread made when it says; otherwise the newest page is read as without it
+    /// (the thread was made again under its id, or more than a page was added since).
     pub async fn load_send_context(
-        &self,
-        user: &str,
-        thread_id: Option<&str>,
-        requested_model: Option<&str>,
-        server_default: &str,
-    ) -> Result<SendContext> {
-        self.load_send_context_from(user, thread_id, requested_model, server_default, None)
-            .await
-    }
-
-    /// [`Store::load_send_context`] for a caller that holds the thread's older part up to `from`:
-    /// the thread's messages are read from `from` on (at most [`FIRST_PAGE`] of them) instead of
-    /// its newest page. `from` must come back as it was, on the thread made when it says;
-    /// otherwise the newest page is read as without it (the thread was made again under its id,
-    /// or more than a page was added since).
-    pub async fn load_send_context_from(
         &self,
         user: &str,
         thread_id: Option<&str>,

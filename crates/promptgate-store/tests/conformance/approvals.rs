@@ -79,7 +79,7 @@ conformance! {
         let checks = |user: String, thread: &'static str| {
             let store = store.clone();
             async move {
-                let ctx = store.load_send_context(&user, Some(thread), None, "demo").await.unwrap();
+                let ctx = store.load_send_context(&user, Some(thread), None, "demo", None).await.unwrap();
                 ctx.checks.unwrap()
             }
         };

@@ -46,7 +46,7 @@ conformance! {
         // Spawned, as a server handler would run it: the future must be Send.
         let spawned = tokio::spawn({
             let (store, alice) = (store.clone(), alice.clone());
-            async move { store.load_send_context(&alice, Some("main"), Some("demo"), "demo").await }
+            async move { store.load_send_context(&alice, Some("main"), Some("demo"), "demo", None).await }
         });
         let ctx = spawned.await.unwrap().unwrap();
         assert_eq!(ctx.settings, settings);
@@ -62,14 +62,14 @@ conformance! {
         assert_eq!(ctx.tail.messages, vec![Arc::new(first), Arc::new(second)]);
         assert!(ctx.tail.from_start && ctx.tail.context.is_none());
 
-        let loose = store.load_send_context(&alice, Some("loose"), Some("missing-model"), "demo").await.unwrap();
+        let loose = store.load_send_context(&alice, Some("loose"), Some("missing-model"), "demo", None).await.unwrap();
         assert!(loose.model.is_none() && loose.project.is_none() && loose.tail.messages.is_empty());
         assert_eq!(loose.model_id, "missing-model");
         assert_eq!(loose.sibling_count, 0);
         assert!(loose.thread.is_some());
 
         // A thread that does not exist yet (or is someone else's) loads as absent, with the user's defaults.
-        let fresh = store.load_send_context(&bob, Some("main"), None, "demo").await.unwrap();
+        let fresh = store.load_send_context(&bob, Some("main"), None, "demo", None).await.unwrap();
         assert!(fresh.thread.is_none() && fresh.project.is_none() && fresh.tail.messages.is_empty());
         assert_eq!(fresh.settings, UserSettings::default());
         assert!(fresh.skills.is_empty() && fresh.mcp_servers.is_empty());
@@ -216,7 +216,7 @@ pub fn loader(
         let (store, user) = (store.clone(), user.clone());
         Box::pin(async move {
             store
-                .load_send_context(&user, None, requested, "demo")
+                .load_send_context(&user, None, requested, "demo", None)
                 .await
                 .unwrap()
         })

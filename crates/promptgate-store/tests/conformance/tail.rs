@@ -16,7 +16,7 @@ conformance! {
             let role = if n % 2 == 1 { Role::User } else { Role::Assistant };
             say(store, &alice, "long", role, &format!("message {n}")).await;
         }
-        let ctx = store.load_send_context(&alice, Some("long"), None, "demo").await.unwrap();
+        let ctx = store.load_send_context(&alice, Some("long"), None, "demo", None).await.unwrap();
         let tail = &ctx.tail;
         assert!(!tail.from_start, "150 messages are more than one read");
         assert_eq!(tail.messages.len(), 64);
@@ -45,13 +45,13 @@ conformance! {
             let role = if n % 2 == 1 { Role::User } else { Role::Assistant };
             say_as(store, &alice, "long", &format!("m{n}"), role, &format!("message {n}")).await;
         }
-        let page = store.load_send_context(&alice, Some("long"), None, "demo").await.unwrap();
+        let page = store.load_send_context(&alice, Some("long"), None, "demo", None).await.unwrap();
         let born = page.thread.as_ref().unwrap().created_at;
         let load = |seq: i64, id: &'static str, thread_created_at: i64| {
             let alice = alice.clone();
             async move {
                 let from = ReadFrom { seq, id, thread_created_at };
-                store.load_send_context_from(&alice, Some("long"), None, "demo", Some(from)).await.unwrap()
+                store.load_send_context(&alice, Some("long"), None, "demo", Some(from)).await.unwrap()
             }
         };
 
@@ -114,7 +114,7 @@ conformance! {
         let stored = store.thread_context(&alice, "t").await.unwrap().unwrap();
         assert_eq!(ThreadContext { created_at: 0, ..stored.clone() }, record);
         assert!(stored.created_at > 0);
-        let ctx = store.load_send_context(&alice, Some("t"), None, "demo").await.unwrap();
+        let ctx = store.load_send_context(&alice, Some("t"), None, "demo", None).await.unwrap();
         assert_eq!(ctx.tail.context.as_ref().map(|c| c.through_seq), Some(40));
 
         let dropped = ThreadContext { through_seq: 90, covered: 80, summarised: 0, summary: None, ..record };

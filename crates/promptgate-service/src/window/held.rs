@@ -391,42 +391,52 @@ mod tests {
         tail.messages.iter().map(|m| (m.seq, costed())).collect()
     }
 
-    #[test]
-    fn the_settled_run_under_the_page_is_held_and_a_streaming_answer_cuts_it() {
+    /// Messages 1 to 10 read from the thread's start, the one at index `at` changed by `change`,
+    /// kept with the page from `below`: the cache, the seqs of the run it holds, and whether that
+    /// run starts the thread.
+    fn held_with(
+        at: usize,
+        change: impl FnOnce(&mut Message),
+        below: i64,
+    ) -> (HeldHistories, Vec<i64>, bool) {
         let held = HeldHistories::new(1 << 20);
         let mut tail = tail_of(1..=10, true);
-        Arc::make_mut(&mut tail.messages[3]).status = Some(MessageStatus::Streaming);
-        held.keep((("u", "t"), 1), &tail, &costs_of(&tail), (8, 0), PRICED, None);
+        change(Arc::make_mut(&mut tail.messages[at]));
+        held.keep((("u", "t"), 1), &tail, &costs_of(&tail), (below, 0), PRICED, None);
         let kept = held.get((("u", "t"), 1)).unwrap().unwrap();
-        let seqs: Vec<i64> = kept.run.iter().map(|h| h.message.seq).collect();
+        let seqs = kept.run.iter().map(|h| h.message.seq).collect();
+        let from_start = kept.from_start;
+        (held, seqs, from_start)
+    }
+
+    fn streaming(message: &mut Message) {
+        message.status = Some(MessageStatus::Streaming);
+    }
+
+    #[test]
+    fn the_settled_run_under_the_page_is_held_and_a_streaming_answer_cuts_it() {
+        let (_, seqs, from_start) = held_with(3, streaming, 8);
         assert_eq!(seqs, vec![5, 6, 7]);
-        assert!(!kept.from_start);
+        assert!(!from_start);
     }
 
     #[test]
     fn an_answer_streaming_above_the_run_is_left_for_the_next_read() {
-        let held = HeldHistories::new(1 << 20);
-        let mut tail = tail_of(1..=10, true);
-        Arc::make_mut(&mut tail.messages[8]).status = Some(MessageStatus::Streaming);
-        held.keep((("u", "t"), 1), &tail, &costs_of(&tail), (10, 0), PRICED, None);
-        let kept = held.get((("u", "t"), 1)).unwrap().unwrap();
-        let seqs: Vec<i64> = kept.run.iter().map(|h| h.message.seq).collect();
+        let (held, seqs, from_start) = held_with(8, streaming, 10);
         assert_eq!(seqs, (1..=8).collect::<Vec<_>>());
-        assert!(kept.from_start);
+        assert!(from_start);
         let newest = held.newest(("u", "t")).unwrap();
         assert_eq!((newest.seq, newest.id.as_str(), newest.born), (8, "m8", 1));
     }
 
     #[test]
     fn a_call_waiting_for_its_approval_cuts_the_run_too() {
-        let held = HeldHistories::new(1 << 20);
-        let mut tail = tail_of(1..=10, true);
-        Arc::make_mut(&mut tail.messages[5]).parts = json!([
-            {"type": "tool-bash", "toolCallId": "c1", "state": "approval-requested", "input": {}}
-        ]);
-        held.keep((("u", "t"), 1), &tail, &costs_of(&tail), (10, 0), PRICED, None);
-        let kept = held.get((("u", "t"), 1)).unwrap().unwrap();
-        let seqs: Vec<i64> = kept.run.iter().map(|h| h.message.seq).collect();
+        let waiting = |message: &mut Message| {
+            message.parts = json!([
+                {"type": "tool-bash", "toolCallId": "c1", "state": "approval-requested", "input": {}}
+            ]);
+        };
+        let (_, seqs, _) = held_with(5, waiting, 10);
         assert_eq!(seqs, vec![7, 8, 9]);
     }
 

@@ -7,15 +7,30 @@ async fn say_as(store: &Store, user: &str, thread: &str, id: &str, role: Role, w
     say_with_id(store, user, thread, Some(id), role, words).await
 }
 
+/// Alice's thread "long" of 150 messages, user and assistant in turn, message `n` with id `m{n}`
+/// and the text "message {n}".
+async fn long_thread(store: &Store) -> String {
+    let alice = user(store, "Alice").await;
+    store.seed_system_models(&[model("demo")]).await.unwrap();
+    thread(store, &alice, "long", None, None).await;
+    for n in 1..=150 {
+        let role = if n % 2 == 1 { Role::User } else { Role::Assistant };
+        say_as(
+            store,
+            &alice,
+            "long",
+            &format!("m{n}"),
+            role,
+            &format!("message {n}"),
+        )
+        .await;
+    }
+    alice
+}
+
 conformance! {
     async fn a_send_reads_the_newest_messages_first_and_older_ones_on_demand(store: &Store) {
-        let alice = user(store, "Alice").await;
-        store.seed_system_models(&[model("demo")]).await.unwrap();
-        thread(store, &alice, "long", None, None).await;
-        for n in 1..=150 {
-            let role = if n % 2 == 1 { Role::User } else { Role::Assistant };
-            say(store, &alice, "long", role, &format!("message {n}")).await;
-        }
+        let alice = long_thread(store).await;
         let ctx = store.load_send_context(&alice, Some("long"), None, "demo", None).await.unwrap();
         let tail = &ctx.tail;
         assert!(!tail.from_start, "150 messages are more than one read");
@@ -38,13 +53,7 @@ conformance! {
     }
 
     async fn a_send_that_holds_the_older_part_reads_from_its_newest_held_message_on(store: &Store) {
-        let alice = user(store, "Alice").await;
-        store.seed_system_models(&[model("demo")]).await.unwrap();
-        thread(store, &alice, "long", None, None).await;
-        for n in 1..=150 {
-            let role = if n % 2 == 1 { Role::User } else { Role::Assistant };
-            say_as(store, &alice, "long", &format!("m{n}"), role, &format!("message {n}")).await;
-        }
+        let alice = long_thread(store).await;
         let page = store.load_send_context(&alice, Some("long"), None, "demo", None).await.unwrap();
         let born = page.thread.as_ref().unwrap().created_at;
         let load = |seq: i64, id: &'static str, thread_created_at: i64| {

@@ -109,6 +109,8 @@ impl Target {
 pub struct Sample {
     pub first_byte: Duration,
     pub total: Duration,
+    /// `total` up to the answer's arrival in the kernel (`Answer::wire_total`).
+    pub wire_total: Option<Duration>,
     pub error: Option<String>,
 }
 
@@ -132,6 +134,10 @@ pub struct RunResult {
     /// those refusals took.
     pub refused: u64,
     pub refusal: Percentiles,
+    /// `total` and `refusal` as the kernel's receive stamps have them: without the driver's own
+    /// wait to read an answer that has arrived (over the samples that got a stamp).
+    pub total_wire: Percentiles,
+    pub refusal_wire: Percentiles,
 }
 
 /// The start of a sample's error when the server refused it as overloaded.
@@ -224,14 +230,15 @@ pub fn pooled(rate: f64, stretches: Vec<Stretch>) -> RunResult {
     let first_error = samples.iter().find_map(|s| s.error.clone());
     let good: Vec<&Sample> = samples.iter().filter(|s| s.error.is_none()).collect();
     let ok = good.len() as u64;
-    let refusals: Vec<Duration> = samples
+    let refusals: Vec<&Sample> = samples
         .iter()
         .filter(|s| s.error.as_deref().is_some_and(|e| e.starts_with(REFUSED)))
-        .map(|s| s.total)
         .collect();
     RunResult {
         refused: refusals.len() as u64,
-        refusal: Percentiles::of(refusals),
+        refusal: Percentiles::of(refusals.iter().map(|s| s.total).collect()),
+        refusal_wire: Percentiles::of(refusals.iter().filter_map(|s| s.wire_total).collect()),
+        total_wire: Percentiles::of(good.iter().filter_map(|s| s.wire_total).collect()),
         offered_rate: rate,
         sent,
         ok,
@@ -255,6 +262,7 @@ async fn measure(client: Arc<WireClient>, request: Vec<u8>, end: Option<&'static
     let failed = |error: String| Sample {
         first_byte: begun.elapsed(),
         total: begun.elapsed(),
+        wire_total: None,
         error: Some(error),
     };
     let answer = match answer {
@@ -281,6 +289,7 @@ async fn measure(client: Arc<WireClient>, request: Vec<u8>, end: Option<&'static
     Sample {
         first_byte: answer.first_byte,
         total: answer.total,
+        wire_total: answer.wire_total,
         error,
     }
 }

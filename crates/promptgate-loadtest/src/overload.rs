@@ -112,13 +112,13 @@ pub fn markdown(scenario: Scenario, rate: f64, shape: &StepShape, results: &[Run
     );
     let _ = writeln!(
         out,
-        "| offered /s | × unit | sent | answered | refused (503) | other errors | goodput /s | of peak | answered p50 / p99 ms | refusal p50 / p99 ms | driver lag ms |"
+        "| offered /s | × unit | sent | answered | refused (503) | other errors | goodput /s | of peak | answered p50 / p99 ms | refusal p50 / p99 ms | on the wire: answered / refusal p99 ms | driver lag ms |"
     );
-    let _ = writeln!(out, "|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|");
+    let _ = writeln!(out, "|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---:|");
     for r in results {
         let _ = writeln!(
             out,
-            "| {:.0} | {:.1} | {} | {} | {} | {} | {:.0} | {:.0}% | {} / {} | {} / {} | {} |",
+            "| {:.0} | {:.1} | {} | {} | {} | {} | {:.0} | {:.0}% | {} / {} | {} / {} | {} / {} | {} |",
             r.offered_rate,
             r.offered_rate / rate,
             r.sent,
@@ -135,6 +135,8 @@ pub fn markdown(scenario: Scenario, rate: f64, shape: &StepShape, results: &[Run
             ms(r.total.p99),
             ms(r.refusal.p50),
             ms(r.refusal.p99),
+            ms(r.total_wire.p99),
+            ms(r.refusal_wire.p99),
             ms(r.max_schedule_lag),
         );
     }

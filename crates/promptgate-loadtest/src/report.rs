@@ -132,15 +132,16 @@ pub fn markdown(report: &Report) -> String {
         }
         out.push_str("\n### Added by the gateway (ms, gateway minus direct at the same percentile)\n\n");
         out.push_str(
-            "| scenario | rate/s | TTFB p50 | TTFB p90 | TTFB p99 | total p50 | total p90 | total p99 | host steal |\n\
-             |---|---|---|---|---|---|---|---|---|\n",
+            "| scenario | rate/s | TTFB p50 | TTFB p90 | TTFB p99 | total p50 | total p90 | total p99 | total p99 on the wire | host steal |\n\
+             |---|---|---|---|---|---|---|---|---|---|\n",
         );
         for c in &report.comparisons {
             let ttfb = c.gateway.first_byte.added_over(&c.direct.first_byte);
             let total = c.gateway.total.added_over(&c.direct.total);
+            let wire = c.gateway.total_wire.added_over(&c.direct.total_wire);
             let _ = writeln!(
                 out,
-                "| {} | {:.0} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 c.scenario.label(),
                 c.gateway.offered_rate,
                 signed(ttfb[0]),
@@ -149,6 +150,7 @@ pub fn markdown(report: &Report) -> String {
                 signed(total[0]),
                 signed(total[1]),
                 signed(total[2]),
+                signed(wire[2]),
                 c.steal_percent
                     .map_or_else(|| "n/a".to_owned(), |p| format!("{p:.1}%")),
             );

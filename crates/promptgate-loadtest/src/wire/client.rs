@@ -8,7 +8,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -30,6 +30,10 @@ pub struct Answer {
     /// The first body byte; the end of the head for an empty body.
     pub first_byte: Duration,
     pub total: Duration,
+    /// From the same moment to when the body's last bytes reached this machine's kernel: `total`
+    /// without the driver's own wait to run the task that reads them (see `stamped`). None when the
+    /// kernel gave no stamp.
+    pub wire_total: Option<Duration>,
     /// The last [`TAIL_BYTES`] of the body.
     pub tail: Vec<u8>,
 }
@@ -78,6 +82,7 @@ impl WireClient {
     /// connection when one is free. A failure is never retried: the server may have acted on the
     /// request (a send creates a thread), and the run must count what really happened.
     pub async fn send(&self, request: &[u8], begun: Instant) -> Result<Answer, String> {
+        let begun_wall = SystemTime::now();
         let stream = match self.take_idle() {
             Some(stream) => stream,
             None => {
@@ -87,10 +92,11 @@ impl WireClient {
                 stream
                     .set_nodelay(true)
                     .map_err(|e| format!("TCP_NODELAY: {e}"))?;
+                super::stamped::enable(&stream).map_err(|e| format!("SO_TIMESTAMPNS: {e}"))?;
                 stream
             }
         };
-        self.exchange(stream, request, begun).await
+        self.exchange(stream, request, begun, begun_wall).await
     }
 
     fn take_idle(&self) -> Option<TcpStream> {
@@ -112,12 +118,14 @@ impl WireClient {
         mut stream: TcpStream,
         request: &[u8],
         begun: Instant,
+        begun_wall: SystemTime,
     ) -> Result<Answer, String> {
         if let Err(e) = stream.write_all(request).await {
             return Err(format!("sending the request: {e}"));
         }
         let mut buf = vec![0u8; READ_BUFFER];
         let mut filled = 0;
+        let mut arrived: Option<SystemTime> = None;
         // The head: read until httparse finds its end.
         let (status, mut framing, keep_alive, head_len) = loop {
             if filled == buf.len() {
@@ -126,13 +134,16 @@ impl WireClient {
                 }
                 buf.resize(buf.len() * 2, 0);
             }
-            let n = match stream.read(&mut buf[filled..]).await {
-                Ok(0) if filled == 0 => {
+            let n = match super::stamped::read(&stream, &mut buf[filled..]).await {
+                Ok((0, _)) if filled == 0 => {
                     return Err(failed("the server closed the connection without answering"));
                 }
-                Ok(0) => return Err(failed("the connection closed inside the response head")),
+                Ok((0, _)) => return Err(failed("the connection closed inside the response head")),
                 Err(e) => return Err(failed(&format!("reading the response: {e}"))),
-                Ok(n) => n,
+                Ok((n, at)) => {
+                    arrived = at.or(arrived);
+                    n
+                }
             };
             filled += n;
             let mut headers = [httparse::EMPTY_HEADER; 32];
@@ -155,11 +166,14 @@ impl WireClient {
         let head_done = begun.elapsed();
         let mut done = body.take(&mut framing, &buf[head_len..filled], begun)?;
         while !done {
-            let n = match stream.read(&mut buf).await {
-                Ok(0) if matches!(framing, Framing::UntilClose) => break,
-                Ok(0) => return Err(failed("the connection closed before the body ended")),
+            let n = match super::stamped::read(&stream, &mut buf).await {
+                Ok((0, _)) if matches!(framing, Framing::UntilClose) => break,
+                Ok((0, _)) => return Err(failed("the connection closed before the body ended")),
                 Err(e) => return Err(failed(&format!("reading the body: {e}"))),
-                Ok(n) => n,
+                Ok((n, at)) => {
+                    arrived = at.or(arrived);
+                    n
+                }
             };
             done = body.take(&mut framing, &buf[..n], begun)?;
         }
@@ -171,6 +185,7 @@ impl WireClient {
             status,
             first_byte: body.first_byte.unwrap_or(head_done),
             total,
+            wire_total: arrived.and_then(|at| at.duration_since(begun_wall).ok()),
             tail: body.tail,
         })
     }

@@ -2,6 +2,7 @@
 
 mod chunked;
 pub mod client;
+mod stamped;
 pub mod upstream;
 
 pub use client::{Answer, WireClient, hold_open};

@@ -5,7 +5,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use promptgate_core::admission::{AdaptiveLimit, LimitSettings, Load, decide};
+use promptgate_core::admission::{AdaptiveLimit, LimitSettings, Load, Usage, decide};
 
 fn settings() -> LimitSettings {
     LimitSettings {
@@ -38,7 +38,7 @@ fn bench(c: &mut Criterion) {
             at += Duration::from_millis(10);
             // Alternating on-time and late probes keep the limit moving both ways.
             let delay = Duration::from_micros(if n.is_multiple_of(2) { 500 } else { 12_000 });
-            black_box(limit.observe(delay, 40, at))
+            black_box(limit.observe(delay, Usage::admitted(40), at))
         });
     });
 }

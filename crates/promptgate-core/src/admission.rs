@@ -4,8 +4,9 @@
 //! The limit is not a fixed count. It follows how long the gateway's own work waits to run (the
 //! caller measures it, e.g. as a marker's wait in the run queue), against the smallest delay seen
 //! recently: the idea of TCP Vegas and of gradient limiters (Netflix's concurrency-limits, Envoy's
-//! adaptive concurrency). While work runs on time and the limit is in use, it grows by its square
-//! root; once work runs late, it shrinks by the ratio of the target delay to the measured one. Past
+//! adaptive concurrency). While work runs on time and the limit binds (half in use, or a request
+//! refused since the last measurement), it grows by its square root; once work runs late, it
+//! shrinks by the ratio of the target delay to the measured one. Past
 //! the limit a request is refused at once, so what is admitted stays fast instead of everything
 //! queueing.
 //!
@@ -88,17 +89,22 @@ impl AdaptiveLimit {
         }
     }
 
-    /// Takes one measurement: work due at some moment ran `delay` late, with `in_flight` requests
-    /// admitted, at `at` (any fixed origin). Returns the new limit.
-    pub fn observe(&mut self, delay: Duration, in_flight: usize, at: Duration) -> usize {
+    /// Takes one measurement: work due at some moment ran `delay` late, with the limit used as
+    /// `usage` says, at `at` (any fixed origin). Returns the new limit.
+    pub fn observe(&mut self, delay: Duration, usage: Usage, at: Duration) -> usize {
         self.track_baseline(delay, at);
         let target = self.target().as_secs_f64();
         let measured = delay.as_secs_f64().max(f64::MIN_POSITIVE);
         let gradient = (target / measured).clamp(MIN_GRADIENT, 1.0);
-        // Grow only while the limit is in use: an idle server learns nothing about its capacity,
-        // and a limit grown without load would let the next burst in whole.
-        let in_use = in_flight.saturating_mul(2) >= self.limit();
-        let headroom = if gradient >= 1.0 && in_use {
+        // Grow only while the limit binds: half its places taken, or a request refused for it since
+        // the last measurement. An idle server learns nothing about its capacity, and a limit grown
+        // without load would let the next burst in whole. The refusals count because requests
+        // arrive in bursts: a probe between two can find few in flight though the limit just
+        // refused, and with growth waiting for a full limit at the probe's moment while shrinking
+        // waits for nothing, the limit drifted towards its floor (8 to 12 through one step test,
+        // where another run of the same steps held 20 to 40).
+        let binding = usage.refused || usage.in_flight.saturating_mul(2) >= self.limit();
+        let headroom = if gradient >= 1.0 && binding {
             self.limit.sqrt()
         } else {
             0.0
@@ -121,6 +127,25 @@ impl AdaptiveLimit {
 }
 
 /// Why a request was not admitted.
+/// How the limit was used when a measurement was taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Usage {
+    /// Requests admitted at that moment.
+    pub in_flight: usize,
+    /// Whether a request was refused for the limit since the measurement before.
+    pub refused: bool,
+}
+
+impl Usage {
+    /// `in_flight` admitted, none refused.
+    pub fn admitted(in_flight: usize) -> Self {
+        Self {
+            in_flight,
+            refused: false,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refusal {
     /// The server runs its limit and this client already holds its share of it.
@@ -200,7 +225,7 @@ mod tests {
         let mut limit = AdaptiveLimit::new(settings());
         let mut last = limit.limit();
         for step in 0..100 {
-            let now = limit.observe(ms(1), last, ms(step * 10));
+            let now = limit.observe(ms(1), Usage::admitted(last), ms(step * 10));
             assert!(now >= last, "step {step}: {now} < {last}");
             last = now;
         }
@@ -211,9 +236,34 @@ mod tests {
     fn an_idle_server_does_not_grow_its_limit() {
         let mut limit = AdaptiveLimit::new(settings());
         for step in 0..50 {
-            limit.observe(ms(1), 2, ms(step * 10));
+            limit.observe(ms(1), Usage::admitted(2), ms(step * 10));
         }
         assert_eq!(limit.limit(), 20);
+    }
+
+    #[test]
+    fn a_refusal_since_the_last_measurement_lets_on_time_work_grow_the_limit() {
+        // Arrivals in bursts: the limit refused some, yet at each measurement few are in flight.
+        let mut limit = AdaptiveLimit::new(settings());
+        let usage = Usage {
+            in_flight: 2,
+            refused: true,
+        };
+        for step in 0..50 {
+            limit.observe(ms(1), usage, ms(step * 10));
+        }
+        assert!(limit.limit() > 40, "grew only to {}", limit.limit());
+    }
+
+    #[test]
+    fn late_work_shrinks_the_limit_however_few_are_in_flight() {
+        // A stalled database: three sends wait on it, far below the limit.
+        let mut limit = AdaptiveLimit::new(settings());
+        limit.observe(ms(1), Usage::admitted(20), ms(0));
+        for step in 1..50 {
+            limit.observe(ms(100), Usage::admitted(3), ms(step * 10));
+        }
+        assert_eq!(limit.limit(), 4);
     }
 
     #[test]
@@ -222,10 +272,10 @@ mod tests {
             initial: 500,
             ..settings()
         });
-        limit.observe(ms(1), 500, ms(0));
+        limit.observe(ms(1), Usage::admitted(500), ms(0));
         let mut last = limit.limit();
         for step in 1..60 {
-            let now = limit.observe(ms(100), last, ms(step * 10));
+            let now = limit.observe(ms(100), Usage::admitted(last), ms(step * 10));
             assert!(now <= last, "step {step}: {now} > {last}");
             last = now;
         }
@@ -235,18 +285,18 @@ mod tests {
     #[test]
     fn a_small_lateness_within_the_tolerance_is_on_time() {
         let mut limit = AdaptiveLimit::new(settings());
-        limit.observe(ms(1), 20, ms(0));
+        limit.observe(ms(1), Usage::admitted(20), ms(0));
         let before = limit.limit();
         // The target is the baseline (1 ms) plus the tolerance (5 ms).
         assert_eq!(limit.target(), ms(6));
-        assert!(limit.observe(ms(6), before, ms(10)) >= before);
+        assert!(limit.observe(ms(6), Usage::admitted(before), ms(10)) >= before);
     }
 
     #[test]
     fn a_baseline_measured_under_overload_does_not_raise_the_target_past_twice_the_tolerance() {
         let mut limit = AdaptiveLimit::new(settings());
         for step in 0..10 {
-            limit.observe(ms(80), 20, ms(step * 10));
+            limit.observe(ms(80), Usage::admitted(20), ms(step * 10));
         }
         assert_eq!(limit.target(), ms(10));
     }
@@ -254,10 +304,10 @@ mod tests {
     #[test]
     fn the_baseline_forgets_a_minimum_two_windows_old() {
         let mut limit = AdaptiveLimit::new(settings());
-        limit.observe(ms(0), 1, ms(0));
-        limit.observe(ms(3), 1, Duration::from_secs(11));
+        limit.observe(ms(0), Usage::admitted(1), ms(0));
+        limit.observe(ms(3), Usage::admitted(1), Duration::from_secs(11));
         assert_eq!(limit.target(), ms(5), "the previous window's 0 ms still counts");
-        limit.observe(ms(3), 1, Duration::from_secs(22));
+        limit.observe(ms(3), Usage::admitted(1), Duration::from_secs(22));
         assert_eq!(limit.target(), ms(8), "two windows on, only 3 ms was seen");
     }
 

@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -22,7 +22,7 @@ use axum::http::{HeaderMap, HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use metrics::{Counter, Gauge};
-use promptgate_core::admission::{AdaptiveLimit, LimitSettings, Load, Refusal, decide};
+use promptgate_core::admission::{AdaptiveLimit, LimitSettings, Load, Refusal, Usage, decide};
 use promptgate_service::WriteWaits;
 use tokio::time::Instant;
 
@@ -48,6 +48,9 @@ struct Lane {
     limit: AtomicUsize,
     ceiling: usize,
     running: Mutex<Running>,
+    /// Whether a request was refused for the limit since the last probe: the limit binds even when
+    /// the probe finds few in flight (arrivals come in bursts).
+    refused_since_probe: AtomicBool,
     /// What a refusal past this lane's share is called.
     saturated: Refusal,
     series: Series,
@@ -119,6 +122,7 @@ impl Lane {
             limit: AtomicUsize::new(limit),
             ceiling,
             running: Mutex::new(Running::default()),
+            refused_since_probe: AtomicBool::new(false),
             saturated,
             series,
         }
@@ -139,7 +143,10 @@ impl Lane {
         if let Err(reason) = decision {
             let reason = match reason {
                 Refusal::Ceiling => Refusal::Ceiling,
-                Refusal::Saturated | Refusal::StoreBusy => self.saturated,
+                Refusal::Saturated | Refusal::StoreBusy => {
+                    self.refused_since_probe.store(true, Ordering::Relaxed);
+                    self.saturated
+                }
             };
             self.series.refused(reason).increment(1);
             return Err(reason);
@@ -164,16 +171,19 @@ impl Lane {
 
     /// One measurement of how late this lane's work runs, `since_start` into the gate's life.
     fn measure(&self, delay: Duration, since_start: Duration) {
-        let in_flight = self
-            .running
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .in_flight;
+        let usage = Usage {
+            in_flight: self
+                .running
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .in_flight,
+            refused: self.refused_since_probe.swap(false, Ordering::Relaxed),
+        };
         let limit = self
             .limiter
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .observe(delay, in_flight, since_start);
+            .observe(delay, usage, since_start);
         if self.limit.swap(limit, Ordering::Relaxed) != limit {
             self.series.limit.set(limit as f64);
         }

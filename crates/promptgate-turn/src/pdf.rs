@@ -443,50 +443,8 @@ fn tokens(content: &[u8]) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use std::io::Write;
-
-    use flate2::Compression;
-    use flate2::write::ZlibEncoder;
-
     use super::*;
-
-    fn zlib(data: &[u8]) -> Vec<u8> {
-        let mut encoder = ZlibEncoder::new(Vec::new(), Compression::best());
-        encoder.write_all(data).unwrap();
-        encoder.finish().unwrap()
-    }
-
-    fn stream(extra: &str, data: &[u8]) -> Vec<u8> {
-        let mut body = format!("<< /Length {} {extra} >>\nstream\n", data.len()).into_bytes();
-        body.extend_from_slice(data);
-        body.extend_from_slice(b"\nendstream");
-        body
-    }
-
-    /// A PDF of these objects (numbered from 1; 1 is the catalog), with a correct cross-reference table.
-    fn pdf(objects: &[Vec<u8>]) -> Vec<u8> {
-        let mut out = b"%PDF-1.4\n".to_vec();
-        let mut offsets = Vec::new();
-        for (n, body) in objects.iter().enumerate() {
-            offsets.push(out.len());
-            out.extend_from_slice(format!("{} 0 obj\n", n + 1).as_bytes());
-            out.extend_from_slice(body);
-            out.extend_from_slice(b"\nendobj\n");
-        }
-        let xref = out.len();
-        out.extend_from_slice(format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes());
-        for offset in offsets {
-            out.extend_from_slice(format!("{offset:010} 00000 n \n").as_bytes());
-        }
-        out.extend_from_slice(
-            format!(
-                "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
-                objects.len() + 1
-            )
-            .as_bytes(),
-        );
-        out
-    }
+    use crate::testing::{pdf, stream, zlib};
 
     /// One page (object 3) whose content is object 4, with `resources` and the objects after 4.
     fn one_page(contents: &str, resources: &str, content: Vec<u8>, more: Vec<Vec<u8>>) -> Vec<u8> {

@@ -16,6 +16,7 @@ use flate2::Compression;
 use flate2::write::DeflateEncoder;
 use promptgate_llm::scripted::{ScriptedUpstream, text};
 use promptgate_server::config::AuthMode;
+use promptgate_turn::testing::{pdf, stream, zlib};
 use serde_json::{Value, json};
 
 const MIB: usize = 1 << 20;
@@ -43,42 +44,6 @@ fn zlib_zeros(mib: usize) -> Vec<u8> {
     out
 }
 
-/// A PDF of these objects (numbered from 1; 1 is the catalog), with a correct xref table.
-fn pdf(objects: &[Vec<u8>]) -> Vec<u8> {
-    let mut pdf = b"%PDF-1.4\n".to_vec();
-    let mut offsets = Vec::new();
-    for (n, body) in objects.iter().enumerate() {
-        offsets.push(pdf.len());
-        pdf.extend_from_slice(format!("{} 0 obj\n", n + 1).as_bytes());
-        pdf.extend_from_slice(body);
-        pdf.extend_from_slice(b"\nendobj\n");
-    }
-    let xref = pdf.len();
-    let size = objects.len() + 1;
-    pdf.extend_from_slice(format!("xref\n0 {size}\n0000000000 65535 f \n").as_bytes());
-    for offset in offsets {
-        pdf.extend_from_slice(format!("{offset:010} 00000 n \n").as_bytes());
-    }
-    pdf.extend_from_slice(
-        format!("trailer\n<< /Size {size} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n").as_bytes(),
-    );
-    pdf
-}
-
-/// A stream object of `content`, FlateDecode-compressed already.
-fn flate_stream(content: &[u8]) -> Vec<u8> {
-    let mut stream = format!("<< /Length {} /Filter /FlateDecode >>\nstream\n", content.len()).into_bytes();
-    stream.extend_from_slice(content);
-    stream.extend_from_slice(b"\nendstream");
-    stream
-}
-
-fn zlib(data: &[u8]) -> Vec<u8> {
-    let mut encoder = flate2::write::ZlibEncoder::new(Vec::new(), Compression::best());
-    encoder.write_all(data).unwrap();
-    encoder.finish().unwrap()
-}
-
 const FONT: &str = "<< /Font << /F1 << /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> >> >>";
 
 /// `pages` pages that all draw the one content stream `content` (compressed already).
@@ -91,7 +56,7 @@ fn pdf_of_pages(pages: usize, content: &[u8]) -> Vec<u8> {
             kids.join(" ")
         )
         .into_bytes(),
-        flate_stream(content),
+        stream("/Filter /FlateDecode", content),
     ];
     objects.extend(
         (0..pages)

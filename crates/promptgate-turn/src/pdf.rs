@@ -444,7 +444,7 @@ fn tokens(content: &[u8]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{pdf, stream, zlib};
+    use crate::testing::{FONT, pdf, pdf_of_pages, stream, zlib};
 
     /// One page (object 3) whose content is object 4, with `resources` and the objects after 4.
     fn one_page(contents: &str, resources: &str, content: Vec<u8>, more: Vec<Vec<u8>>) -> Vec<u8> {
@@ -460,7 +460,6 @@ mod tests {
     }
 
     const TEXT: &[u8] = b"BT /F1 12 Tf 72 720 Td (Tide tables) Tj ET";
-    const FONT: &str = "<< /Font << /F1 << /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> >> >>";
 
     fn small(max_expanded_bytes: usize) -> PdfLimits {
         PdfLimits {
@@ -589,23 +588,7 @@ mod tests {
         // Pages that all draw one small compressed stream of many short words: a few kilobytes
         // that take the extractor minutes.
         let words = format!("BT /F1 12 Tf 72 720 Td {}ET", "(ab) Tj 1 0 Td ".repeat(12_000));
-        let pages = 40;
-        let kids: Vec<String> = (0..pages).map(|n| format!("{} 0 R", 5 + n)).collect();
-        let mut objects = vec![
-            b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
-            format!(
-                "<< /Type /Pages /Kids [{}] /Count {pages} /Resources {FONT} >>",
-                kids.join(" ")
-            )
-            .into_bytes(),
-            b"<< >>".to_vec(),
-            stream("/Filter /FlateDecode", &zlib(words.as_bytes())),
-        ];
-        objects
-            .extend((0..pages).map(|_| {
-                b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>".to_vec()
-            }));
-        let file = pdf(&objects);
+        let file = pdf_of_pages(40, &zlib(words.as_bytes()));
         assert!(file.len() < 8 * 1024, "a small file: {} bytes", file.len());
         let deadline = Deadline::after(Duration::from_millis(300));
         assert_eq!(

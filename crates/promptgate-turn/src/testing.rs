@@ -48,3 +48,25 @@ pub fn pdf(objects: &[Vec<u8>]) -> Vec<u8> {
     );
     out
 }
+
+/// A resource dictionary with Helvetica as `/F1`, for content streams that draw text.
+pub const FONT: &str = "<< /Font << /F1 << /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> >> >>";
+
+/// `pages` pages that all draw the one content stream `content` (FlateDecode-compressed already).
+pub fn pdf_of_pages(pages: usize, content: &[u8]) -> Vec<u8> {
+    let kids: Vec<String> = (0..pages).map(|n| format!("{} 0 R", 4 + n)).collect();
+    let mut objects = vec![
+        b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
+        format!(
+            "<< /Type /Pages /Kids [{}] /Count {pages} /Resources {FONT} >>",
+            kids.join(" ")
+        )
+        .into_bytes(),
+        stream("/Filter /FlateDecode", content),
+    ];
+    objects.extend(
+        (0..pages)
+            .map(|_| b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 3 0 R >>".to_vec()),
+    );
+    pdf(&objects)
+}

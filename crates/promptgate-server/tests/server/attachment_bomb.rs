@@ -16,7 +16,7 @@ use flate2::Compression;
 use flate2::write::DeflateEncoder;
 use promptgate_llm::scripted::{ScriptedUpstream, text};
 use promptgate_server::config::AuthMode;
-use promptgate_turn::testing::{pdf, stream, zlib};
+use promptgate_turn::testing::{pdf_of_pages, zlib};
 use serde_json::{Value, json};
 
 const MIB: usize = 1 << 20;
@@ -42,27 +42,6 @@ fn zlib_zeros(mib: usize) -> Vec<u8> {
     let adler = (((mib * MIB) % 65521) as u32) << 16 | 1;
     out.extend_from_slice(&adler.to_be_bytes());
     out
-}
-
-const FONT: &str = "<< /Font << /F1 << /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> >> >>";
-
-/// `pages` pages that all draw the one content stream `content` (compressed already).
-fn pdf_of_pages(pages: usize, content: &[u8]) -> Vec<u8> {
-    let kids: Vec<String> = (0..pages).map(|n| format!("{} 0 R", 4 + n)).collect();
-    let mut objects = vec![
-        b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
-        format!(
-            "<< /Type /Pages /Kids [{}] /Count {pages} /Resources {FONT} >>",
-            kids.join(" ")
-        )
-        .into_bytes(),
-        stream("/Filter /FlateDecode", content),
-    ];
-    objects.extend(
-        (0..pages)
-            .map(|_| b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 3 0 R >>".to_vec()),
-    );
-    pdf(&objects)
 }
 
 /// One page whose content stream is `content`, FlateDecode-compressed.

@@ -381,6 +381,27 @@ pub struct Project {
     pub instructions: Option<String>,
 }
 
+// A skill as a user writes it: the body of `POST /v1/skills` and `PUT /v1/skills/{id}`, a
+// scenario file's skill, and what the store creates or replaces a skill from (the id is the store's).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewSkill {
+    /// `[A-Za-z0-9_-]{1,64}`, unique per user.
+    pub slug: String,
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    pub instructions: String,
+    #[serde(default = "enabled")]
+    pub enabled: bool,
+    #[serde(default)]
+    pub renders_widgets: bool,
+}
+
+fn enabled() -> bool {
+    true
+}
+
 /// A skill as the prompt and the `skill` tool see it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Skill {

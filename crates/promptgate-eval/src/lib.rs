@@ -46,46 +46,14 @@ pub struct Scenario {
     /// Fields of the user's settings (as `PUT /v1/settings` takes them).
     #[serde(default)]
     pub settings: Option<Value>,
-    /// Skills the user has enabled.
+    /// Skills the scenario's user has, in the shape `POST /v1/skills` takes.
     #[serde(default)]
-    pub skills: Vec<ScenarioSkill>,
+    pub skills: Vec<NewSkill>,
     /// The model, unless `--model` overrides it; default: the config's default model.
     #[serde(default)]
     pub model: Option<String>,
     #[serde(default)]
     pub criteria: Criteria,
-}
-
-/// A skill a scenario's user has, in the shape `POST /v1/skills` takes.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ScenarioSkill {
-    pub slug: String,
-    pub name: String,
-    #[serde(default)]
-    pub description: String,
-    pub instructions: String,
-    #[serde(default = "enabled")]
-    pub enabled: bool,
-    #[serde(default)]
-    pub renders_widgets: bool,
-}
-
-fn enabled() -> bool {
-    true
-}
-
-impl From<&ScenarioSkill> for NewSkill {
-    fn from(skill: &ScenarioSkill) -> Self {
-        NewSkill {
-            slug: skill.slug.clone(),
-            name: skill.name.clone(),
-            description: skill.description.clone(),
-            instructions: skill.instructions.clone(),
-            enabled: skill.enabled,
-            renders_widgets: skill.renders_widgets,
-        }
-    }
 }
 
 /// One scenario's result.
@@ -188,7 +156,7 @@ async fn prepare_user(service: &Service, user: &str, scenario: &Scenario) -> any
         service.put_settings(user, &settings).await?;
     }
     for skill in &scenario.skills {
-        service.create_skill(user, &skill.into()).await?;
+        service.create_skill(user, skill).await?;
     }
     Ok(())
 }

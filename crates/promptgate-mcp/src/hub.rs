@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use promptgate_outbound::Outbound;
+use promptgate_outbound::{Outbound, call_time};
 use serde_json::Value;
 use tracing::Instrument;
 
@@ -303,7 +303,7 @@ impl McpHub {
             session.call_tool(tool_name, arguments, elicitor).await
         };
         let user_time = move || user_time.as_ref().map_or(Duration::ZERO, |e| e.user_time());
-        let outcome = match within(timeout, user_time, call.instrument(span.clone())).await {
+        let outcome = match call_time::within(timeout, user_time, call.instrument(span.clone())).await {
             Some(outcome) => outcome.map_err(|e| e.redacted(config)),
             None => {
                 span.record("error.type", "timeout");
@@ -403,24 +403,4 @@ fn call_span(config: &McpServerConfig, tool_name: &str) -> tracing::Span {
         "network.transport" = "tcp",
         "error.type" = tracing::field::Empty,
     )
-}
-
-/// Awaits `work` for `timeout` of its own time: the deadline moves by whatever `user_time` says
-/// was spent waiting for a person. `None` when the time ran out.
-async fn within<F: std::future::Future>(
-    timeout: Duration,
-    user_time: impl Fn() -> Duration,
-    work: F,
-) -> Option<F::Output> {
-    let started = tokio::time::Instant::now();
-    tokio::pin!(work);
-    loop {
-        let deadline = started + timeout + user_time();
-        match tokio::time::timeout_at(deadline, work.as_mut()).await {
-            Ok(output) => return Some(output),
-            // A person was being asked meanwhile: the deadline moved on.
-            Err(_) if started + timeout + user_time() > deadline => {}
-            Err(_) => return None,
-        }
-    }
 }

@@ -18,6 +18,7 @@
 //!    would make the checked address meaningless.
 
 mod address;
+pub mod call_time;
 mod client;
 mod policy;
 mod resolve;

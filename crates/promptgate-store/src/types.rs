@@ -1,12 +1,17 @@
-//! The store's API types: the rows it returns and the inputs it takes. The HTTP bodies are the
-//! server's own types, converted from and to these, so the JSON contract is not decided here.
+//! The store's API types: the rows it returns and the inputs it takes. Most HTTP bodies are the
+//! server's own types, converted from and to these. A row the API shows as it is (a message, an MCP
+//! server) is one type with its JSON shape here, rather than a copy in the server field for field;
+//! `openapi.yaml` is compared with what these generate, so a change to them cannot reach the API
+//! unseen.
 //! Rows that the tools and the workspace read through core's storage traits (tasks, artifacts, chat
 //! hits, workspace entries) are core's types, in `promptgate_core::storage`.
 
 use std::collections::BTreeMap;
 use std::fmt;
 
+pub use promptgate_core::settings::NewSkill;
 use promptgate_core::settings::{IntegrationStatus, Model, Project, Skill, UserSettings};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -90,7 +95,8 @@ pub struct ThreadUpdate {
     pub project_id: Option<Option<String>>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum Role {
     User,
     Assistant,
@@ -99,7 +105,8 @@ pub enum Role {
 /// Where an assistant message stands; absent for user messages. `streaming`: its turn is still
 /// running and the parts are its last checkpoint. `interrupted`: the process running the turn
 /// ended before the turn did; the parts are its last checkpoint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum MessageStatus {
     Streaming,
     Complete,
@@ -108,7 +115,7 @@ pub enum MessageStatus {
     Interrupted,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Message {
     pub id: String,
     pub thread_id: String,
@@ -117,12 +124,15 @@ pub struct Message {
     pub parts: Value,
     /// Message metadata (a JSON object), e.g. the turn's sources.
     pub metadata: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<MessageStatus>,
     pub created_at: i64,
     /// Position in the thread, starting at 1.
     pub seq: i64,
     /// The position of the earlier user message this one edits (a user message whose id repeats
-    /// it). Reads of a thread's tail and appends fill it in; other reads leave it `None`.
+    /// it). Reads of a thread's tail and appends fill it in; other reads leave it `None`. Not
+    /// shown by the API.
+    #[serde(skip)]
     pub edit_of: Option<i64>,
 }
 
@@ -154,20 +164,9 @@ pub struct NewMessage {
     pub status: Option<MessageStatus>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewSkill {
-    /// `[A-Za-z0-9_-]{1,64}`, unique per user.
-    pub slug: String,
-    pub name: String,
-    pub description: String,
-    pub instructions: String,
-    pub enabled: bool,
-    pub renders_widgets: bool,
-}
-
 /// An MCP server as the API shows it: the secret header values and the bearer token never leave the
 /// store through this type, only whether they are set.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct McpServer {
     pub id: String,
     pub name: String,
@@ -177,9 +176,11 @@ pub struct McpServer {
     pub header_names: Vec<String>,
     pub has_bearer_token: bool,
     pub created_at: i64,
-    /// The OAuth client id the user gave with the server, if any.
+    /// The OAuth client id you gave with the server, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oauth_client_id: Option<String>,
-    /// A secret for that client is stored (it is never shown).
+    /// A secret for that client is stored (it is never returned).
+    #[serde(default)]
     pub oauth_client_secret_set: bool,
 }
 

@@ -36,6 +36,8 @@ pub mod harness;
 pub mod history;
 pub mod message;
 mod pdf;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod ui;
 pub mod window;
 

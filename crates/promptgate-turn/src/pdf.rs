@@ -443,50 +443,8 @@ fn tokens(content: &[u8]) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use std::io::Write;
-
-    use flate2::Compression;
-    use flate2::write::ZlibEncoder;
-
     use super::*;
-
-    fn zlib(data: &[u8]) -> Vec<u8> {
-        let mut encoder = ZlibEncoder::new(Vec::new(), Compression::best());
-        encoder.write_all(data).unwrap();
-        encoder.finish().unwrap()
-    }
-
-    fn stream(extra: &str, data: &[u8]) -> Vec<u8> {
-        let mut body = format!("<< /Length {} {extra} >>\nstream\n", data.len()).into_bytes();
-        body.extend_from_slice(data);
-        body.extend_from_slice(b"\nendstream");
-        body
-    }
-
-    /// A PDF of these objects (numbered from 1; 1 is the catalog), with a correct cross-reference table.
-    fn pdf(objects: &[Vec<u8>]) -> Vec<u8> {
-        let mut out = b"%PDF-1.4\n".to_vec();
-        let mut offsets = Vec::new();
-        for (n, body) in objects.iter().enumerate() {
-            offsets.push(out.len());
-            out.extend_from_slice(format!("{} 0 obj\n", n + 1).as_bytes());
-            out.extend_from_slice(body);
-            out.extend_from_slice(b"\nendobj\n");
-        }
-        let xref = out.len();
-        out.extend_from_slice(format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes());
-        for offset in offsets {
-            out.extend_from_slice(format!("{offset:010} 00000 n \n").as_bytes());
-        }
-        out.extend_from_slice(
-            format!(
-                "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
-                objects.len() + 1
-            )
-            .as_bytes(),
-        );
-        out
-    }
+    use crate::testing::{FONT, pdf, pdf_of_pages, stream, zlib};
 
     /// One page (object 3) whose content is object 4, with `resources` and the objects after 4.
     fn one_page(contents: &str, resources: &str, content: Vec<u8>, more: Vec<Vec<u8>>) -> Vec<u8> {
@@ -502,7 +460,6 @@ mod tests {
     }
 
     const TEXT: &[u8] = b"BT /F1 12 Tf 72 720 Td (Tide tables) Tj ET";
-    const FONT: &str = "<< /Font << /F1 << /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> >> >>";
 
     fn small(max_expanded_bytes: usize) -> PdfLimits {
         PdfLimits {
@@ -631,23 +588,7 @@ mod tests {
         // Pages that all draw one small compressed stream of many short words: a few kilobytes
         // that take the extractor minutes.
         let words = format!("BT /F1 12 Tf 72 720 Td {}ET", "(ab) Tj 1 0 Td ".repeat(12_000));
-        let pages = 40;
-        let kids: Vec<String> = (0..pages).map(|n| format!("{} 0 R", 5 + n)).collect();
-        let mut objects = vec![
-            b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
-            format!(
-                "<< /Type /Pages /Kids [{}] /Count {pages} /Resources {FONT} >>",
-                kids.join(" ")
-            )
-            .into_bytes(),
-            b"<< >>".to_vec(),
-            stream("/Filter /FlateDecode", &zlib(words.as_bytes())),
-        ];
-        objects
-            .extend((0..pages).map(|_| {
-                b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>".to_vec()
-            }));
-        let file = pdf(&objects);
+        let file = pdf_of_pages(40, &zlib(words.as_bytes()));
         assert!(file.len() < 8 * 1024, "a small file: {} bytes", file.len());
         let deadline = Deadline::after(Duration::from_millis(300));
         assert_eq!(

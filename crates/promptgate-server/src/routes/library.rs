@@ -5,7 +5,7 @@ use aide::axum::routing::get_with;
 use axum::Json;
 use axum::extract::Path;
 
-use promptgate_core::settings::{Project, Skill};
+use promptgate_core::settings::{NewSkill, Project, Skill};
 use promptgate_service::records;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -67,36 +67,8 @@ impl From<NewProject> for records::NewProject {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct NewSkill {
-    /// `[A-Za-z0-9_-]{1,64}`, unique per user.
-    pub slug: String,
-    pub name: String,
-    #[serde(default)]
-    pub description: String,
-    pub instructions: String,
-    #[serde(default = "yes")]
-    pub enabled: bool,
-    #[serde(default)]
-    pub renders_widgets: bool,
-}
-
 pub(super) fn yes() -> bool {
     true
-}
-
-impl From<NewSkill> for records::NewSkill {
-    fn from(body: NewSkill) -> Self {
-        Self {
-            slug: body.slug,
-            name: body.name,
-            description: body.description,
-            instructions: body.instructions,
-            enabled: body.enabled,
-            renders_widgets: body.renders_widgets,
-        }
-    }
 }
 
 fn check_project(p: &NewProject) -> Result<(), ApiError> {
@@ -163,9 +135,7 @@ async fn create_skill(
     ApiJson(body): ApiJson<NewSkill>,
 ) -> ApiResult<Created<Json<Skill>>> {
     check_skill(&body)?;
-    Ok(Created(Json(
-        state.service.create_skill(&user.id, &body.into()).await?,
-    )))
+    Ok(Created(Json(state.service.create_skill(&user.id, &body).await?)))
 }
 
 async fn get_skill(Caller { state, user }: Caller, Path(id): Path<String>) -> ApiResult<Json<Skill>> {
@@ -178,9 +148,7 @@ async fn update_skill(
     ApiJson(body): ApiJson<NewSkill>,
 ) -> ApiResult<Json<Skill>> {
     check_skill(&body)?;
-    Ok(Json(
-        state.service.update_skill(&user.id, &id, &body.into()).await?,
-    ))
+    Ok(Json(state.service.update_skill(&user.id, &id, &body).await?))
 }
 
 async fn delete_skill(Caller { state, user }: Caller, Path(id): Path<String>) -> ApiResult<NoContent> {

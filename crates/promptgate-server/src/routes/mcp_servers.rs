@@ -220,24 +220,13 @@ fn failure(kind: &str, message: String, scopes: Option<String>) -> ProbeResponse
     }
 }
 
+// The store's row with where the server stands with OAuth.
 /// An MCP server as the API shows it: the secret header values and the bearer token never leave the
 /// store through this type, only whether they are set.
 #[derive(Serialize, Deserialize, JsonSchema)]
 pub struct McpServer {
-    pub id: String,
-    pub name: String,
-    pub url: String,
-    pub enabled: bool,
-    /// Names of the configured secret headers, sorted.
-    pub header_names: Vec<String>,
-    pub has_bearer_token: bool,
-    pub created_at: i64,
-    /// The OAuth client id you gave with the server, if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub oauth_client_id: Option<String>,
-    /// A secret for that client is stored (it is never returned).
-    #[serde(default)]
-    pub oauth_client_secret_set: bool,
+    #[serde(flatten)]
+    pub server: records::McpServer,
     /// Where the server stands with OAuth: `connected` once you authorized it; on registration,
     /// `needs_authorization` with the URL when it asks for OAuth. Absent for servers without OAuth.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -262,17 +251,9 @@ pub struct AuthorizationState {
 }
 
 impl From<records::McpServer> for McpServer {
-    fn from(row: records::McpServer) -> Self {
+    fn from(server: records::McpServer) -> Self {
         Self {
-            id: row.id,
-            name: row.name,
-            url: row.url,
-            enabled: row.enabled,
-            header_names: row.header_names,
-            has_bearer_token: row.has_bearer_token,
-            created_at: row.created_at,
-            oauth_client_id: row.oauth_client_id,
-            oauth_client_secret_set: row.oauth_client_secret_set,
+            server,
             authorization: None,
         }
     }

@@ -6,13 +6,15 @@
 //! on headers. Every item carries promptgate's own fields (name, provider, engine, profile, ...)
 //! alongside.
 
+use std::borrow::Cow;
+
 use aide::axum::ApiRouter;
 use aide::axum::routing::get_with;
 use axum::Json;
 use axum::extract::Path;
 use promptgate_core::ids::MODEL_ID;
 use promptgate_core::settings::Model;
-use schemars::JsonSchema;
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::Serialize;
 
 use super::validate::{check_id, optional_text, required_text};
@@ -73,10 +75,21 @@ pub enum ModelObject {
 const UNRECORDED_CREATED: i64 = 0;
 const UNRECORDED_CREATED_AT: &str = "1970-01-01T00:00:00Z";
 
-/// A model as OpenAI clients expect one (`id`, `object`, `created`, `owned_by`) and Anthropic's
-/// (`type`, `display_name`, `created_at`), with promptgate's own fields alongside.
-#[derive(Debug, Serialize, JsonSchema)]
+/// A model as OpenAI clients expect one and Anthropic's, with promptgate's own fields alongside
+/// (the schema's description, [`ENTRY_DESCRIPTION`], says which fields are whose).
+// Its schema is `allOf` the `Model` and the vendors' fields (below), so the document and the web
+// app's types say "a Model, and more" rather than listing a Model's fields a second time.
+#[derive(Debug, Serialize)]
 pub struct ModelEntry {
+    #[serde(flatten)]
+    pub vendor: VendorFields,
+    #[serde(flatten)]
+    pub model: Model,
+}
+
+/// The fields OpenAI's and Anthropic's model objects have that a [`Model`] has not.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct VendorFields {
     pub object: ModelObject,
     /// Unix seconds. promptgate does not record when a model was added, so this is always 0.
     pub created: i64,
@@ -88,19 +101,38 @@ pub struct ModelEntry {
     pub display_name: String,
     /// RFC 3339; unrecorded, like `created`, so always the start of Unix time.
     pub created_at: String,
-    #[serde(flatten)]
-    pub model: Model,
+}
+
+const ENTRY_DESCRIPTION: &str = "A model as OpenAI clients expect one (`id`, `object`, `created`, `owned_by`) and \
+     Anthropic's\n(`type`, `display_name`, `created_at`), with promptgate's own fields alongside.";
+
+impl JsonSchema for ModelEntry {
+    fn schema_name() -> Cow<'static, str> {
+        "ModelEntry".into()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let model = generator.subschema_for::<Model>();
+        let mut vendor = VendorFields::json_schema(generator);
+        vendor.remove("description");
+        json_schema!({
+            "description": ENTRY_DESCRIPTION,
+            "allOf": [model, vendor],
+        })
+    }
 }
 
 impl From<Model> for ModelEntry {
     fn from(model: Model) -> Self {
         Self {
-            object: ModelObject::Model,
-            created: UNRECORDED_CREATED,
-            owned_by: if model.system { "system" } else { "user" }.to_owned(),
-            kind: ModelObject::Model,
-            display_name: model.name.clone(),
-            created_at: UNRECORDED_CREATED_AT.to_owned(),
+            vendor: VendorFields {
+                object: ModelObject::Model,
+                created: UNRECORDED_CREATED,
+                owned_by: if model.system { "system" } else { "user" }.to_owned(),
+                kind: ModelObject::Model,
+                display_name: model.name.clone(),
+                created_at: UNRECORDED_CREATED_AT.to_owned(),
+            },
             model,
         }
     }

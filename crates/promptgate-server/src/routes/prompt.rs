@@ -8,7 +8,7 @@ use aide::axum::routing::get_with;
 use axum::Json;
 use axum::extract::Path;
 use promptgate_core::tools::ToolSpec;
-use promptgate_service::{PreviewAsk, SendPreview, WebToolsOff};
+use promptgate_service::{ContextReport, PreviewAsk, SendPreview, WebToolsOff};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -92,7 +92,7 @@ pub struct PromptPreview {
     /// provider, thinking level, stable prompt, regenerations): it changes when any of them does.
     /// Equal only within one server process.
     pub harness_signature: String,
-    pub context: PreviewContext,
+    pub context: ContextReport,
 }
 
 /// Why a send offers no web tools: `settings` (your "Web tools" setting is off), `model` (the model
@@ -113,29 +113,6 @@ impl From<WebToolsOff> for WebToolsOffReason {
             WebToolsOff::NoBackend => Self::NoSearchBackend,
         }
     }
-}
-
-/// How much of the thread the model would see: the newest turns that fit its context window, after
-/// a summary of the older part or a note that it is left out.
-#[derive(Serialize, JsonSchema)]
-pub struct PreviewContext {
-    /// How tokens are counted for this model: `o200k_base`, `cl100k_base` or `estimate`.
-    pub tokenizer: String,
-    /// The model's context window, in tokens.
-    pub window_tokens: u64,
-    /// The prompt as counted: system prompt, tools, the older part's block and the messages.
-    pub prompt_tokens: u64,
-    /// Messages of the thread sent as they are.
-    pub sent_messages: u64,
-    /// Older messages the summary stands in for.
-    pub summarised_messages: u64,
-    /// Older messages the model sees nothing of.
-    pub dropped_messages: u64,
-    /// The summary of the older part, as the model reads it.
-    pub summary: Option<String>,
-    /// The thread has outgrown the window: the next send compacts it (summarises or leaves out
-    /// older turns) before it asks the model.
-    pub compaction_due: bool,
 }
 
 async fn preview(
@@ -167,18 +144,8 @@ async fn preview_new_chat(
 impl From<SendPreview> for PromptPreview {
     fn from(prepared: SendPreview) -> Self {
         let composed = prepared.composed;
-        let context = prepared.context;
         Self {
-            context: PreviewContext {
-                tokenizer: context.tokenizer.to_owned(),
-                window_tokens: context.window_tokens,
-                prompt_tokens: context.prompt_tokens,
-                sent_messages: context.sent_messages,
-                summarised_messages: context.summarised_messages,
-                dropped_messages: context.dropped_messages,
-                summary: context.summary,
-                compaction_due: context.compaction_due,
-            },
+            context: prepared.context,
             model: prepared.model.id,
             stable: composed.parts.stable,
             volatile: composed.parts.volatile,

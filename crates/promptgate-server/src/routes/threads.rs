@@ -8,7 +8,6 @@ use axum::http::Uri;
 use promptgate_service::records;
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
-use serde_json::Value;
 
 use super::pages::{Cursor, Paged, cursor, page_limit};
 use super::validate::{client_id, optional_text};
@@ -118,67 +117,6 @@ impl From<ThreadUpdate> for records::ThreadUpdate {
         Self {
             title: body.title,
             project_id: body.project_id,
-        }
-    }
-}
-
-#[derive(Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    User,
-    Assistant,
-}
-
-/// Where an assistant message stands; absent for user messages. `streaming`: its turn is still
-/// running and the parts are its last checkpoint. `interrupted`: the process running the turn
-/// ended before the turn did; the parts are its last checkpoint.
-#[derive(Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum MessageStatus {
-    Streaming,
-    Complete,
-    Stopped,
-    Error,
-    Interrupted,
-}
-
-#[derive(Serialize, Deserialize, JsonSchema)]
-pub struct Message {
-    pub id: String,
-    pub thread_id: String,
-    pub role: Role,
-    /// UI message parts (a JSON array).
-    pub parts: Value,
-    /// Message metadata (a JSON object), e.g. the turn's sources.
-    pub metadata: Value,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status: Option<MessageStatus>,
-    pub created_at: i64,
-    /// Position in the thread, starting at 1.
-    pub seq: i64,
-}
-
-impl From<records::Message> for Message {
-    fn from(row: records::Message) -> Self {
-        use records::{MessageStatus as Status, Role as RowRole};
-        Self {
-            id: row.id,
-            thread_id: row.thread_id,
-            role: match row.role {
-                RowRole::User => Role::User,
-                RowRole::Assistant => Role::Assistant,
-            },
-            parts: row.parts,
-            metadata: row.metadata,
-            status: row.status.map(|status| match status {
-                Status::Streaming => MessageStatus::Streaming,
-                Status::Complete => MessageStatus::Complete,
-                Status::Stopped => MessageStatus::Stopped,
-                Status::Error => MessageStatus::Error,
-                Status::Interrupted => MessageStatus::Interrupted,
-            }),
-            created_at: row.created_at,
-            seq: row.seq,
         }
     }
 }
@@ -299,7 +237,7 @@ async fn messages(
     Path(id): Path<String>,
     uri: Uri,
     ApiQuery(filter): ApiQuery<MessageFilter>,
-) -> ApiResult<Paged<Message>> {
+) -> ApiResult<Paged<records::Message>> {
     let limit = page_limit(&state.config.limits, filter.limit)?;
     let before = cursor(filter.cursor.as_deref(), |c| match c {
         Cursor::Before(seq) => Some(seq),
@@ -314,6 +252,5 @@ async fn messages(
         .first()
         .filter(|_| page.more)
         .map(|m| Cursor::Before(m.seq));
-    let messages = page.items.into_iter().map(Message::from).collect();
-    Ok(Paged::new(messages, &uri, next))
+    Ok(Paged::new(page.items, &uri, next))
 }

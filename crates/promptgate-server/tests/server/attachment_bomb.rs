@@ -16,6 +16,7 @@ use flate2::Compression;
 use flate2::write::DeflateEncoder;
 use promptgate_llm::scripted::{ScriptedUpstream, text};
 use promptgate_server::config::AuthMode;
+use promptgate_turn::testing::{pdf_of_pages, zlib};
 use serde_json::{Value, json};
 
 const MIB: usize = 1 << 20;
@@ -41,63 +42,6 @@ fn zlib_zeros(mib: usize) -> Vec<u8> {
     let adler = (((mib * MIB) % 65521) as u32) << 16 | 1;
     out.extend_from_slice(&adler.to_be_bytes());
     out
-}
-
-/// A PDF of these objects (numbered from 1; 1 is the catalog), with a correct xref table.
-fn pdf(objects: &[Vec<u8>]) -> Vec<u8> {
-    let mut pdf = b"%PDF-1.4\n".to_vec();
-    let mut offsets = Vec::new();
-    for (n, body) in objects.iter().enumerate() {
-        offsets.push(pdf.len());
-        pdf.extend_from_slice(format!("{} 0 obj\n", n + 1).as_bytes());
-        pdf.extend_from_slice(body);
-        pdf.extend_from_slice(b"\nendobj\n");
-    }
-    let xref = pdf.len();
-    let size = objects.len() + 1;
-    pdf.extend_from_slice(format!("xref\n0 {size}\n0000000000 65535 f \n").as_bytes());
-    for offset in offsets {
-        pdf.extend_from_slice(format!("{offset:010} 00000 n \n").as_bytes());
-    }
-    pdf.extend_from_slice(
-        format!("trailer\n<< /Size {size} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n").as_bytes(),
-    );
-    pdf
-}
-
-/// A stream object of `content`, FlateDecode-compressed already.
-fn flate_stream(content: &[u8]) -> Vec<u8> {
-    let mut stream = format!("<< /Length {} /Filter /FlateDecode >>\nstream\n", content.len()).into_bytes();
-    stream.extend_from_slice(content);
-    stream.extend_from_slice(b"\nendstream");
-    stream
-}
-
-fn zlib(data: &[u8]) -> Vec<u8> {
-    let mut encoder = flate2::write::ZlibEncoder::new(Vec::new(), Compression::best());
-    encoder.write_all(data).unwrap();
-    encoder.finish().unwrap()
-}
-
-const FONT: &str = "<< /Font << /F1 << /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> >> >>";
-
-/// `pages` pages that all draw the one content stream `content` (compressed already).
-fn pdf_of_pages(pages: usize, content: &[u8]) -> Vec<u8> {
-    let kids: Vec<String> = (0..pages).map(|n| format!("{} 0 R", 4 + n)).collect();
-    let mut objects = vec![
-        b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
-        format!(
-            "<< /Type /Pages /Kids [{}] /Count {pages} /Resources {FONT} >>",
-            kids.join(" ")
-        )
-        .into_bytes(),
-        flate_stream(content),
-    ];
-    objects.extend(
-        (0..pages)
-            .map(|_| b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 3 0 R >>".to_vec()),
-    );
-    pdf(&objects)
 }
 
 /// One page whose content stream is `content`, FlateDecode-compressed.

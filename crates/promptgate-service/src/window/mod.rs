@@ -28,6 +28,8 @@ use promptgate_core::tools::ToolSpec;
 use promptgate_llm::ChatModel;
 use promptgate_llm::tokens::{TokenCounter, TokenCounters, Tokenizer};
 use promptgate_store::{Message, Role, ThreadContext, ThreadTail};
+use schemars::JsonSchema;
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::{Service, ServiceError};
@@ -181,25 +183,32 @@ fn earlier_of(record: &ThreadContext) -> Earlier<'_> {
     }
 }
 
-/// What a send of a thread showed its model, for the answer's metadata and the preview.
-#[derive(Debug, Clone, PartialEq, Eq)]
+// What a send of a thread showed its model: its answer's metadata (`metadata`) and the preview's
+// `context` (the API's `PreviewContext`, whose descriptions the docs below are) are made from it.
+/// How much of the thread the model would see: the newest turns that fit its context window, after
+/// a summary of the older part or a note that it is left out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename = "PreviewContext")]
 pub struct ContextReport {
-    /// `o200k_base`, `cl100k_base` or `estimate`.
+    /// How tokens are counted for this model: `o200k_base`, `cl100k_base` or `estimate`.
     pub tokenizer: &'static str,
+    /// The model's context window, in tokens.
     pub window_tokens: u64,
-    /// The whole prompt as counted: system prompt, tools, the older part's block and the messages.
+    /// The prompt as counted: system prompt, tools, the older part's block and the messages.
     pub prompt_tokens: u64,
-    /// Messages of the conversation sent as they are.
+    /// Messages of the thread sent as they are.
     pub sent_messages: u64,
-    /// Older messages a summary stands in for.
+    /// Older messages the summary stands in for.
     pub summarised_messages: u64,
     /// Older messages the model sees nothing of.
     pub dropped_messages: u64,
-    /// The summary the model read, if any.
+    /// The summary of the older part, as the model reads it.
     pub summary: Option<String>,
-    /// This send compacted the thread.
+    /// This send compacted the thread (the answer's metadata; the preview compacts nothing).
+    #[serde(skip)]
     pub compacted: bool,
-    /// The next send will compact the thread (the preview's view).
+    /// The thread has outgrown the window: the next send compacts it (summarises or leaves out
+    /// older turns) before it asks the model.
     pub compaction_due: bool,
 }
 

@@ -10,6 +10,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use promptgate_outbound::call_time;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -136,14 +137,5 @@ impl Drop for UserWait {
 /// scope spent waiting for the user. `None` when the time ran out.
 pub(super) async fn within_call_time<F: Future>(timeout: Duration, work: F) -> Option<F::Output> {
     let user_time = || CallScope::current().map_or(Duration::ZERO, |call| call.user_time());
-    let started = Instant::now();
-    tokio::pin!(work);
-    loop {
-        let deadline = started + timeout + user_time();
-        match tokio::time::timeout_at(deadline, work.as_mut()).await {
-            Ok(output) => return Some(output),
-            Err(_) if started + timeout + user_time() > deadline => {}
-            Err(_) => return None,
-        }
-    }
+    call_time::within(timeout, user_time, work).await
 }

@@ -1,6 +1,7 @@
 //! Turns the `data:` payloads of an OpenAI-compatible stream into [`StreamEvent`]s, tolerating the
 //! ways real servers deviate from OpenAI's own stream (protocols §2.5). Pure: no I/O, no clock.
 
+mod scan;
 mod think;
 mod tool_calls;
 
@@ -76,8 +77,13 @@ impl ChunkParser {
             self.done = true;
             return Ok(Vec::new());
         }
-        let chunk: WireChunk = serde_json::from_str(data)
-            .map_err(|e| LlmError::Protocol(format!("a chunk is not valid JSON ({e}): {}", preview(data))))?;
+        // The common shapes are read by hand (see `scan`); serde reads the rest and words errors.
+        let chunk: WireChunk = match scan::read_chunk(data) {
+            Some(chunk) => chunk,
+            None => serde_json::from_str(data).map_err(|e| {
+                LlmError::Protocol(format!("a chunk is not valid JSON ({e}): {}", preview(data)))
+            })?,
+        };
         self.saw_chunk = true;
         if let Some(error) = chunk.error.filter(|e| !e.is_null()) {
             let wrapped = serde_json::json!({ "error": error });
@@ -208,7 +214,7 @@ fn preview(data: &str) -> &str {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize, PartialEq)]
 struct WireChunk {
     #[serde(default)]
     choices: Option<Vec<WireChoice>>,
@@ -218,7 +224,7 @@ struct WireChunk {
     error: Option<Value>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize, PartialEq)]
 struct WireChoice {
     #[serde(default)]
     index: Option<u64>,
@@ -228,7 +234,7 @@ struct WireChoice {
     finish_reason: Option<Value>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize, PartialEq)]
 struct WireDelta {
     #[serde(default)]
     content: Option<Value>,
@@ -241,7 +247,7 @@ struct WireDelta {
 }
 
 /// Counts are read as any JSON number, since some servers send `12.0`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize, PartialEq)]
 struct WireUsage {
     #[serde(default)]
     prompt_tokens: Option<Value>,

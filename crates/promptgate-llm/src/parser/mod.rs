@@ -69,13 +69,21 @@ impl ChunkParser {
 
     /// Reads one SSE data payload. Anything after `[DONE]` is ignored.
     pub fn push(&mut self, data: &str) -> Result<Vec<StreamEvent>, LlmError> {
+        let mut out = Vec::new();
+        self.push_onto(data, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`ChunkParser::push`] onto the caller's list, which a stream keeps from one chunk to the
+    /// next. After an `Err`, what it wrote onto `out` is not part of the stream.
+    pub fn push_onto(&mut self, data: &str, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
         let data = data.trim();
         if self.done || self.ended || data.is_empty() {
-            return Ok(Vec::new());
+            return Ok(());
         }
         if data == "[DONE]" {
             self.done = true;
-            return Ok(Vec::new());
+            return Ok(());
         }
         // The common shapes are read by hand (see `scan`); serde reads the rest and words errors.
         let chunk: WireChunk = match scan::read_chunk(data) {
@@ -89,14 +97,13 @@ impl ChunkParser {
             let wrapped = serde_json::json!({ "error": error });
             return Err(in_stream_error(&wrapped));
         }
-        let mut out = Vec::new();
         for choice in chunk.choices.unwrap_or_default() {
             // Only the first choice is ours; `n > 1` is never requested.
             if choice.index.is_some_and(|i| i != 0) {
                 continue;
             }
             if let Some(delta) = choice.delta {
-                self.push_delta(delta, &mut out)?;
+                self.push_delta(delta, out)?;
             }
             if let Some(reason) = choice.finish_reason.as_ref().and_then(Value::as_str)
                 && !reason.is_empty()
@@ -110,7 +117,7 @@ impl ChunkParser {
         if let Some(usage) = chunk.usage.as_ref().and_then(WireUsage::to_usage) {
             out.push(StreamEvent::Usage(usage));
         }
-        Ok(out)
+        Ok(())
     }
 
     /// The stream ended. Returns the trailing events, ending with `Finished`, or the error that

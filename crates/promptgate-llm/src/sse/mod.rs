@@ -23,8 +23,9 @@ const DRAIN_AFTER_END: Duration = Duration::from_secs(2);
 
 /// One wire format's reading of the events.
 pub(crate) trait EventParser: Send + 'static {
-    /// Reads one event; an `Err` ends the stream with it.
-    fn push(&mut self, event: &SseEvent) -> Result<Vec<StreamEvent>, LlmError>;
+    /// Reads one event onto `out`; an `Err` ends the stream with it (and what it wrote onto `out`
+    /// is dropped).
+    fn push(&mut self, event: &SseEvent, out: &mut Vec<StreamEvent>) -> Result<(), LlmError>;
     /// The answer has ended; nothing after this event matters.
     fn is_done(&self) -> bool;
     /// The body ended (or the answer did): the closing events, or the error that the answer is
@@ -46,6 +47,7 @@ pub(crate) fn event_stream<P: EventParser>(
         first_event_deadline: Some((first_byte_deadline, timeouts.first_byte)),
         parser,
         ready: VecDeque::new(),
+        parsed: Vec::new(),
         closed: false,
     };
     Box::pin(futures::stream::unfold(reader, |mut reader| async move {
@@ -65,6 +67,9 @@ struct Reader<P> {
     first_event_deadline: Option<(Instant, Duration)>,
     parser: P,
     ready: VecDeque<StreamEvent>,
+    /// What the parser made of one event, kept from one event to the next: one allocation per
+    /// stream instead of one per token.
+    parsed: Vec<StreamEvent>,
     closed: bool,
 }
 
@@ -83,9 +88,10 @@ impl<P: EventParser> Reader<P> {
             }
             if let Some(event) = self.decoder.next_event() {
                 self.first_event_deadline = None;
-                match self.parser.push(&event) {
-                    Ok(events) => self.ready.extend(events),
+                match self.parser.push(&event, &mut self.parsed) {
+                    Ok(()) => self.ready.extend(self.parsed.drain(..)),
                     Err(e) => {
+                        self.parsed.clear();
                         self.closed = true;
                         return Some(Err(e));
                     }

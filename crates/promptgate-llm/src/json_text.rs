@@ -111,8 +111,11 @@ const REMEMBERED_FROM: usize = 1024;
 /// Long texts remembered escaped at the most (one system prompt per model and user setting).
 const REMEMBERED: usize = 8;
 
-/// Long texts written lately and their escaped form, the latest first.
-static ESCAPED: Mutex<Vec<(Box<str>, Box<[u8]>)>> = Mutex::new(Vec::new());
+/// A long text and its escaped form.
+type Escaped = (Box<str>, Box<[u8]>);
+
+/// Long texts written lately, the latest first.
+static ESCAPED: Mutex<Vec<Escaped>> = Mutex::new(Vec::new());
 
 /// [`write_str`] for a text that comes back unchanged from one request to the next, such as a
 /// system prompt. Why: the system prompt is composed per request but is the same text for every

@@ -59,6 +59,11 @@ impl CitationCleaner {
     pub fn push(&mut self, piece: &str) -> String {
         let mut first = String::with_capacity(piece.len());
         self.titled.feed_str(piece, &mut first);
+        // Most pieces (a streamed token each) leave the second pass nothing to do: skipping it
+        // saves a copy of every token.
+        if self.bare.passes_through(&first) {
+            return first;
+        }
         let mut out = String::with_capacity(first.len());
         self.bare.feed_str(&first, &mut out);
         out
@@ -133,6 +138,15 @@ impl MarkerPass {
 
     fn is_holding(&self) -> bool {
         !self.whitespace.is_empty() || !self.marker.is_empty()
+    }
+
+    /// Whether feeding `text` would pass it on unchanged and leave nothing held: outside a
+    /// candidate, holding nothing, no `【` to start one, and no whitespace at the end to hold.
+    fn passes_through(&self, text: &str) -> bool {
+        self.state == State::Text
+            && !self.is_holding()
+            && !text.contains(OPEN)
+            && !text.ends_with(char::is_whitespace)
     }
 
     fn feed_str(&mut self, text: &str, out: &mut String) {

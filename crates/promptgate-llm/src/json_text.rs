@@ -105,6 +105,40 @@ pub fn write_str(out: &mut Vec<u8>, text: &str) {
     out.push(b'"');
 }
 
+/// A text at least this long is worth remembering escaped: comparing it costs a fraction of
+/// escaping it again.
+const REMEMBERED_FROM: usize = 1024;
+/// Long texts remembered escaped at the most (one system prompt per model and user setting).
+const REMEMBERED: usize = 8;
+
+/// A long text and its escaped form.
+type Escaped = (Box<str>, Box<[u8]>);
+
+/// Long texts written lately, the latest first.
+static ESCAPED: Mutex<Vec<Escaped>> = Mutex::new(Vec::new());
+
+/// [`write_str`] for a text that comes back unchanged from one request to the next, such as a
+/// system prompt. Why: the system prompt is composed per request but is the same text for every
+/// request of a model (kilobytes, a newline in every line), and escaping it was about 30k of the
+/// 40k instructions a facade request's upstream body cost; comparing it with the text written
+/// last time is a `memcmp`. Short texts are written as [`write_str`] writes them.
+pub fn write_recurring_str(out: &mut Vec<u8>, text: &str) {
+    if text.len() < REMEMBERED_FROM {
+        return write_str(out, text);
+    }
+    let mut escaped = ESCAPED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(at) = escaped.iter().position(|(known, _)| **known == *text) {
+        out.extend_from_slice(&escaped[at].1);
+        // The latest first, so the texts in use stay while others come and go.
+        escaped[..=at].rotate_right(1);
+        return;
+    }
+    let start = out.len();
+    write_str(out, text);
+    escaped.truncate(REMEMBERED - 1);
+    escaped.insert(0, (Box::from(text), Box::from(&out[start..])));
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -140,6 +174,36 @@ mod tests {
         }
         for text in texts {
             assert_eq!(ours(&text), serde_json::to_string(&text).unwrap(), "{text:?}");
+        }
+    }
+
+    fn recurring(text: &str) -> String {
+        let mut out = b"[".to_vec();
+        write_recurring_str(&mut out, text);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn recurring_texts_are_written_as_serde_json_writes_them_whatever_came_before() {
+        // Long texts of one length that differ in one byte, more of them than are remembered,
+        // each written several times in turn; and a short one.
+        let texts: Vec<String> = (0..REMEMBERED + 3)
+            .map(|n| {
+                format!(
+                    "{}\n\"{n:02}\"\t{}",
+                    "line of a prompt\n".repeat(80),
+                    "é".repeat(n % 3)
+                )
+            })
+            .chain(["short \"one\"\n".to_owned()])
+            .collect();
+        for round in 0..3 {
+            for (n, text) in texts.iter().enumerate() {
+                let expected = format!("[{}", serde_json::to_string(text).unwrap());
+                assert_eq!(recurring(text), expected, "text {n}, round {round}");
+                // Written again at once: from what was remembered.
+                assert_eq!(recurring(text), expected, "text {n} again, round {round}");
+            }
         }
     }
 

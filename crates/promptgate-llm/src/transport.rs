@@ -2,11 +2,13 @@
 //! in size. The idle deadline counts bytes, not events, so keep-alive comments hold a slow stream
 //! open once it has started.
 
+use std::future::Future;
 use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures::{Stream, StreamExt};
+use futures::Stream;
 use tokio::time::Instant;
 
 use crate::{LlmError, TimeoutPhase};
@@ -55,6 +57,8 @@ pub(crate) fn timeout(phase: TimeoutPhase, limit: Duration) -> LlmError {
 
 type Body = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
 
+/// A stream of its own rather than an async block behind `stream::unfold`, which moved the whole
+/// state into a fresh future and back out for every piece of the body (a copy per token).
 struct Timed {
     body: Body,
     first_byte_deadline: Instant,
@@ -64,6 +68,8 @@ struct Timed {
     /// move it (that would register a timer per streamed token); when it rings early it is
     /// re-armed for the wait in progress.
     alarm: Pin<Box<tokio::time::Sleep>>,
+    /// When the wait in progress times out; set when the wait starts, cleared when it ends.
+    limit_at: Option<Instant>,
     seen_bytes: bool,
     total: usize,
     line: usize,
@@ -77,45 +83,61 @@ pub(crate) fn timed_body(
     first_byte_limit: Duration,
     idle: Duration,
 ) -> impl Stream<Item = Result<Bytes, BodyError>> + Send {
-    let state = Timed {
+    Timed {
         body: Box::pin(response.bytes_stream()),
         first_byte_deadline,
         first_byte_limit,
         idle,
         alarm: Box::pin(tokio::time::sleep_until(first_byte_deadline)),
+        limit_at: None,
         seen_bytes: false,
         total: 0,
         line: 0,
         ended: false,
-    };
-    futures::stream::unfold(state, |mut s| async move {
+    }
+}
+
+impl Stream for Timed {
+    type Item = Result<Bytes, BodyError>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let s = self.get_mut();
         if s.ended {
-            return None;
+            return Poll::Ready(None);
         }
-        // Silence counts from when the next piece is asked for, as a reader that was busy
-        // elsewhere must not find the upstream timed out.
-        let limit_at = if s.seen_bytes {
-            Instant::now() + s.idle
-        } else {
-            s.first_byte_deadline
-        };
-        if s.alarm.deadline() > limit_at {
-            s.alarm.as_mut().reset(limit_at);
-        }
-        let next = loop {
-            tokio::select! {
-                biased;
-                next = s.body.next() => break Ok(next),
-                () = s.alarm.as_mut() => {
-                    if limit_at <= Instant::now() {
-                        break Err(());
-                    }
+        let limit_at = match s.limit_at {
+            Some(limit_at) => limit_at,
+            None => {
+                // Silence counts from when the next piece is asked for, as a reader that was busy
+                // elsewhere must not find the upstream timed out.
+                let limit_at = if s.seen_bytes {
+                    Instant::now() + s.idle
+                } else {
+                    s.first_byte_deadline
+                };
+                if s.alarm.deadline() > limit_at {
                     s.alarm.as_mut().reset(limit_at);
                 }
+                s.limit_at = Some(limit_at);
+                limit_at
             }
         };
+        // The body first, then the alarm; an alarm that rang early is re-armed for this wait.
+        let next = loop {
+            if let Poll::Ready(next) = s.body.as_mut().poll_next(cx) {
+                break Ok(next);
+            }
+            if s.alarm.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            if limit_at <= Instant::now() {
+                break Err(());
+            }
+            s.alarm.as_mut().reset(limit_at);
+        };
+        s.limit_at = None;
         let item = match next {
-            Err(_) => {
+            Err(()) => {
                 s.ended = true;
                 let (phase, limit) = if s.seen_bytes {
                     (TimeoutPhase::Idle, s.idle)
@@ -144,8 +166,8 @@ pub(crate) fn timed_body(
                 }
             }
         };
-        Some((item, s))
-    })
+        Poll::Ready(Some(item))
+    }
 }
 
 impl Timed {

@@ -148,8 +148,9 @@ struct Remembering {
 }
 
 impl crate::sse::EventParser for Remembering {
-    fn push(&mut self, event: &SseEvent) -> Result<Vec<StreamEvent>, LlmError> {
-        self.events.push(&event.event, &event.data)
+    fn push(&mut self, event: &SseEvent, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
+        out.extend(self.events.push(&event.event, &event.data)?);
+        Ok(())
     }
 
     fn is_done(&self) -> bool {

@@ -127,7 +127,7 @@ fn write_messages(out: &mut Vec<u8>, messages: &[ChatMessage]) -> serde_json::Re
         match message {
             ChatMessage::System { content } => {
                 out.extend_from_slice(br#"{"role":"system","content":"#);
-                json_text::write_str(out, content);
+                json_text::write_recurring_str(out, content);
             }
             ChatMessage::User {
                 content: UserContent::Text(text),

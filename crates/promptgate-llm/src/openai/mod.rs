@@ -140,11 +140,11 @@ impl OpenAiCompatible {
 struct Chunks(ChunkParser);
 
 impl EventParser for Chunks {
-    fn push(&mut self, event: &SseEvent) -> Result<Vec<StreamEvent>, LlmError> {
+    fn push(&mut self, event: &SseEvent, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
         if event.event == "error" {
             return Err(error_event(&event.data));
         }
-        self.0.push(&event.data)
+        self.0.push_onto(&event.data, out)
     }
 
     fn is_done(&self) -> bool {

@@ -1,6 +1,7 @@
 //! Turns the `data:` payloads of an OpenAI-compatible stream into [`StreamEvent`]s, tolerating the
 //! ways real servers deviate from OpenAI's own stream (protocols §2.5). Pure: no I/O, no clock.
 
+mod scan;
 mod think;
 mod tool_calls;
 
@@ -68,29 +69,41 @@ impl ChunkParser {
 
     /// Reads one SSE data payload. Anything after `[DONE]` is ignored.
     pub fn push(&mut self, data: &str) -> Result<Vec<StreamEvent>, LlmError> {
+        let mut out = Vec::new();
+        self.push_onto(data, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`ChunkParser::push`] onto the caller's list, which a stream keeps from one chunk to the
+    /// next. After an `Err`, what it wrote onto `out` is not part of the stream.
+    pub fn push_onto(&mut self, data: &str, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
         let data = data.trim();
         if self.done || self.ended || data.is_empty() {
-            return Ok(Vec::new());
+            return Ok(());
         }
         if data == "[DONE]" {
             self.done = true;
-            return Ok(Vec::new());
+            return Ok(());
         }
-        let chunk: WireChunk = serde_json::from_str(data)
-            .map_err(|e| LlmError::Protocol(format!("a chunk is not valid JSON ({e}): {}", preview(data))))?;
+        // The common shapes are read by hand (see `scan`); serde reads the rest and words errors.
+        let chunk: WireChunk = match scan::read_chunk(data) {
+            Some(chunk) => chunk,
+            None => serde_json::from_str(data).map_err(|e| {
+                LlmError::Protocol(format!("a chunk is not valid JSON ({e}): {}", preview(data)))
+            })?,
+        };
         self.saw_chunk = true;
         if let Some(error) = chunk.error.filter(|e| !e.is_null()) {
             let wrapped = serde_json::json!({ "error": error });
             return Err(in_stream_error(&wrapped));
         }
-        let mut out = Vec::new();
         for choice in chunk.choices.unwrap_or_default() {
             // Only the first choice is ours; `n > 1` is never requested.
             if choice.index.is_some_and(|i| i != 0) {
                 continue;
             }
             if let Some(delta) = choice.delta {
-                self.push_delta(delta, &mut out)?;
+                self.push_delta(delta, out)?;
             }
             if let Some(reason) = choice.finish_reason.as_ref().and_then(Value::as_str)
                 && !reason.is_empty()
@@ -104,7 +117,7 @@ impl ChunkParser {
         if let Some(usage) = chunk.usage.as_ref().and_then(WireUsage::to_usage) {
             out.push(StreamEvent::Usage(usage));
         }
-        Ok(out)
+        Ok(())
     }
 
     /// The stream ended. Returns the trailing events, ending with `Finished`, or the error that
@@ -208,7 +221,7 @@ fn preview(data: &str) -> &str {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize, PartialEq)]
 struct WireChunk {
     #[serde(default)]
     choices: Option<Vec<WireChoice>>,
@@ -218,7 +231,7 @@ struct WireChunk {
     error: Option<Value>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize, PartialEq)]
 struct WireChoice {
     #[serde(default)]
     index: Option<u64>,
@@ -228,7 +241,7 @@ struct WireChoice {
     finish_reason: Option<Value>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize, PartialEq)]
 struct WireDelta {
     #[serde(default)]
     content: Option<Value>,
@@ -241,7 +254,7 @@ struct WireDelta {
 }
 
 /// Counts are read as any JSON number, since some servers send `12.0`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize, PartialEq)]
 struct WireUsage {
     #[serde(default)]
     prompt_tokens: Option<Value>,

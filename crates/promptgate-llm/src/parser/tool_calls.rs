@@ -13,23 +13,23 @@ use crate::{LlmError, StreamEvent};
 /// More calls than any model makes in one step; beyond it the stream is treated as broken.
 const MAX_TOOL_CALLS: usize = 128;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize, PartialEq)]
 pub(super) struct WireToolCall {
     #[serde(default)]
-    index: Option<u64>,
+    pub(super) index: Option<u64>,
     #[serde(default)]
-    id: Option<String>,
+    pub(super) id: Option<String>,
     #[serde(default)]
-    function: Option<WireFunction>,
+    pub(super) function: Option<WireFunction>,
 }
 
-#[derive(Debug, Deserialize)]
-struct WireFunction {
+#[derive(Debug, Default, Deserialize, PartialEq)]
+pub(super) struct WireFunction {
     #[serde(default)]
-    name: Option<String>,
+    pub(super) name: Option<String>,
     /// Normally a string; a few servers send the arguments as a JSON object.
     #[serde(default)]
-    arguments: Option<Value>,
+    pub(super) arguments: Option<Value>,
 }
 
 #[derive(Debug, Default)]

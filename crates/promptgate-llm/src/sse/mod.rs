@@ -5,12 +5,14 @@
 mod decoder;
 
 use std::collections::VecDeque;
+use std::future::Future;
 use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures::{FutureExt, Stream, StreamExt};
-use tokio::time::Instant;
+use tokio::time::{Instant, Sleep};
 
 pub(crate) use decoder::SseEvent;
 use decoder::{NotUtf8, SseDecoder};
@@ -22,9 +24,10 @@ use crate::{EventStream, LlmError, StreamEvent, TimeoutPhase, Timeouts};
 const DRAIN_AFTER_END: Duration = Duration::from_secs(2);
 
 /// One wire format's reading of the events.
-pub(crate) trait EventParser: Send + 'static {
-    /// Reads one event; an `Err` ends the stream with it.
-    fn push(&mut self, event: &SseEvent) -> Result<Vec<StreamEvent>, LlmError>;
+pub(crate) trait EventParser: Send + Unpin + 'static {
+    /// Reads one event onto `out`; an `Err` ends the stream with it (and what it wrote onto `out`
+    /// is dropped).
+    fn push(&mut self, event: &SseEvent, out: &mut Vec<StreamEvent>) -> Result<(), LlmError>;
     /// The answer has ended; nothing after this event matters.
     fn is_done(&self) -> bool;
     /// The body ended (or the answer did): the closing events, or the error that the answer is
@@ -44,66 +47,90 @@ pub(crate) fn event_stream<P: EventParser>(
         body: Some(Box::pin(body)),
         decoder: SseDecoder::default(),
         first_event_deadline: Some((first_byte_deadline, timeouts.first_byte)),
+        first_event_alarm: None,
         parser,
         ready: VecDeque::new(),
+        parsed: Vec::new(),
         closed: false,
     };
-    Box::pin(futures::stream::unfold(reader, |mut reader| async move {
-        let item = reader.next_event().await?;
-        Some((item, reader))
-    }))
+    Box::pin(reader)
 }
 
 type TimedBody = Pin<Box<dyn Stream<Item = Result<Bytes, BodyError>> + Send>>;
 
 /// Drives the parser from the SSE events. Dropping it drops the response body, which closes the
 /// connection: that is how a cancelled turn stops the upstream request.
+///
+/// A stream of its own rather than an async function behind `stream::unfold`: unfold moves the
+/// whole reader into a fresh future and back out for every event, a copy per token a model
+/// streams, and a wait bounded by a deadline built a timer per call.
 struct Reader<P> {
     body: Option<TimedBody>,
     decoder: SseDecoder,
     /// Until the first event arrives, the wait is bounded by the first-byte deadline.
     first_event_deadline: Option<(Instant, Duration)>,
+    /// The timer of that deadline, made when the first wait for it starts.
+    first_event_alarm: Option<Pin<Box<Sleep>>>,
     parser: P,
     ready: VecDeque<StreamEvent>,
+    /// What the parser made of one event, kept from one event to the next: one allocation per
+    /// stream instead of one per token.
+    parsed: Vec<StreamEvent>,
     closed: bool,
 }
 
+impl<P: EventParser> Stream for Reader<P> {
+    type Item = Result<StreamEvent, LlmError>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.get_mut().poll_event(cx)
+    }
+}
+
 impl<P: EventParser> Reader<P> {
-    async fn next_event(&mut self) -> Option<Result<StreamEvent, LlmError>> {
+    fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<StreamEvent, LlmError>>> {
         loop {
             if let Some(event) = self.ready.pop_front() {
-                return Some(Ok(event));
+                return Poll::Ready(Some(Ok(event)));
             }
             if self.closed {
-                return None;
+                return Poll::Ready(None);
             }
             if self.parser.is_done() {
                 self.release_connection();
-                return self.end();
+                return Poll::Ready(self.end());
             }
             if let Some(event) = self.decoder.next_event() {
                 self.first_event_deadline = None;
-                match self.parser.push(&event) {
-                    Ok(events) => self.ready.extend(events),
+                self.first_event_alarm = None;
+                match self.parser.push(&event, &mut self.parsed) {
+                    Ok(()) => self.ready.extend(self.parsed.drain(..)),
                     Err(e) => {
+                        self.parsed.clear();
                         self.closed = true;
-                        return Some(Err(e));
+                        return Poll::Ready(Some(Err(e)));
                     }
                 }
                 continue;
             }
             let Some(body) = self.body.as_mut() else {
-                return self.end();
+                return Poll::Ready(self.end());
             };
-            let next = match self.first_event_deadline {
-                Some((deadline, limit)) => match tokio::time::timeout_at(deadline, body.next()).await {
-                    Ok(next) => next,
-                    Err(_) => {
-                        self.closed = true;
-                        return Some(Err(timeout(TimeoutPhase::FirstByte, limit)));
+            // The body first, then the deadline (as `tokio::time::timeout_at` would).
+            let next = match body.as_mut().poll_next(cx) {
+                Poll::Ready(next) => next,
+                Poll::Pending => {
+                    if let Some((deadline, limit)) = self.first_event_deadline {
+                        let alarm = self
+                            .first_event_alarm
+                            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+                        if alarm.as_mut().poll(cx).is_ready() {
+                            self.closed = true;
+                            return Poll::Ready(Some(Err(timeout(TimeoutPhase::FirstByte, limit))));
+                        }
                     }
-                },
-                None => body.next().await,
+                    return Poll::Pending;
+                }
             };
             let decoded = match next {
                 None => {
@@ -112,15 +139,15 @@ impl<P: EventParser> Reader<P> {
                 }
                 Some(Err(e)) => {
                     self.closed = true;
-                    return Some(Err(e.into()));
+                    return Poll::Ready(Some(Err(e.into())));
                 }
                 Some(Ok(bytes)) => self.decoder.push(&bytes),
             };
             if let Err(NotUtf8) = decoded {
                 self.closed = true;
-                return Some(Err(LlmError::Protocol(
+                return Poll::Ready(Some(Err(LlmError::Protocol(
                     "the stream is not valid UTF-8".to_owned(),
-                )));
+                ))));
             }
         }
     }

@@ -4,6 +4,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -190,11 +191,31 @@ impl Output {
             if watch.alarm.is_elapsed() || watch.alarm.deadline() > wake_at {
                 watch.alarm.as_mut().reset(wake_at);
             }
-            tokio::select! {
-                biased;
-                () = watch.stopped.as_mut() => return None,
-                value = &mut work => return Some(value),
-                () = watch.alarm.as_mut() => {}
+            // A stop wins over work that is ready at the same time, as a biased select with the
+            // stop first would have it; but the stop's future is polled (and its waker registered
+            // again) only when the work is not ready. Why: the engine waits once per upstream
+            // event, and polling the stop first cost about as much as the event's own reading.
+            let stop = &self.stop;
+            let woke = std::future::poll_fn(|cx| {
+                if stop.is_cancelled() {
+                    return Poll::Ready(None);
+                }
+                if let Poll::Ready(value) = work.as_mut().poll(cx) {
+                    return Poll::Ready(Some(Some(value)));
+                }
+                if watch.stopped.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(None);
+                }
+                match watch.alarm.as_mut().poll(cx) {
+                    Poll::Ready(()) => Poll::Ready(Some(None)),
+                    Poll::Pending => Poll::Pending,
+                }
+            })
+            .await;
+            match woke {
+                None => return None,
+                Some(Some(value)) => return Some(value),
+                Some(None) => {}
             }
             let now = Instant::now();
             if now >= self.deadline {

@@ -10,21 +10,25 @@
 //! whatever the models upstream take.
 
 use std::collections::HashMap;
+use std::convert::Infallible;
+use std::future::Ready;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use futures::future::Either;
 use metrics::{Counter, Gauge};
 use promptgate_core::admission::{AdaptiveLimit, LimitSettings, Load, Refusal, Usage, decide};
 use promptgate_service::WriteWaits;
 use tokio::time::Instant;
+use tower::{Layer, Service};
+use tower_http::cors::{Cors, CorsLayer, ResponseFuture as CorsFuture};
 
 use crate::config::Config;
 use crate::error::{ApiError, ErrorCode};
@@ -39,6 +43,8 @@ pub struct Gate {
     write_waits: Arc<WriteWaits>,
     retry_after: HeaderValue,
     started: Instant,
+    /// Requests refused since the probe last said how many.
+    refused_unlogged: AtomicU64,
 }
 
 /// One adaptive limit and the requests under it.
@@ -219,6 +225,7 @@ impl Gate {
             write_waits,
             retry_after: HeaderValue::from(admission.retry_after_secs.max(1)),
             started: Instant::now(),
+            refused_unlogged: AtomicU64::new(0),
         }))
     }
 
@@ -257,8 +264,10 @@ impl Gate {
     }
 }
 
-/// Every `every`, measures how long the run queue holds a task, while the gate lives.
+/// Every `every`, measures how long the run queue holds a task, while the gate lives; and at most
+/// once a second says how many requests were refused since it last did.
 async fn probe(gate: Weak<Gate>, every: Duration) {
+    let mut said_at = Instant::now();
     loop {
         tokio::time::sleep(every).await;
         let queued = Instant::now();
@@ -268,6 +277,30 @@ async fn probe(gate: Weak<Gate>, every: Duration) {
             return;
         };
         gate.measure(now.saturating_duration_since(queued), now);
+        if now.saturating_duration_since(said_at) >= REFUSALS_SAID_EVERY {
+            gate.say_refusals(now.saturating_duration_since(said_at));
+            said_at = now;
+        }
+    }
+}
+
+/// How often the refusals are summed up in the log while they go on.
+const REFUSALS_SAID_EVERY: Duration = Duration::from_secs(1);
+
+impl Gate {
+    /// One log line for the requests refused in the last `over`, when there were any: a line per
+    /// refusal would cost the overloaded server more than the refusal itself.
+    fn say_refusals(&self, over: Duration) {
+        let refused = self.refused_unlogged.swap(0, Ordering::Relaxed);
+        if refused > 0 {
+            tracing::warn!(
+                target: "promptgate::access",
+                refused,
+                over_ms = u64::try_from(over.as_millis()).unwrap_or(u64::MAX),
+                limit = self.turns.limit.load(Ordering::Relaxed),
+                "requests refused past the admission limit (503 overloaded)"
+            );
+        }
     }
 }
 
@@ -305,35 +338,161 @@ impl Drop for Admitted {
     }
 }
 
-/// Who a request counts against for the fair share: its credential (hashed; not kept), or no one
-/// in particular when it has none (single-user mode: one client).
+/// Who a request counts against for the fair share: its credential (hashed; not kept; Anthropic's
+/// clients send theirs as `x-api-key`), or no one in particular when it has none (single-user
+/// mode: one client).
 fn client_of(headers: &HeaderMap) -> u64 {
     let mut hasher = DefaultHasher::new();
     headers
         .get(header::AUTHORIZATION)
+        .or_else(|| headers.get(crate::routes::messages::API_KEY))
         .map(HeaderValue::as_bytes)
         .hash(&mut hasher);
     hasher.finish()
 }
 
-/// Middleware for the routes that start turns.
-pub async fn admit_turns(State(gate): State<Arc<Gate>>, req: Request, next: Next) -> Response {
-    let (method, path) = (req.method(), req.uri().path());
-    if !crate::user_limits::is_send(method, path) {
-        return next.run(req).await;
-    }
-    let stores = crate::user_limits::stores_answer(method, path);
-    match gate.enter(client_of(req.headers()), stores) {
-        Ok(admitted) => {
-            let res = next.run(req).await;
-            res.map(|body| crate::listen::hold_until_body_ends(body, admitted))
-        }
-        Err(reason) => refused(reason, &gate.retry_after),
+/// The gate as a layer of the whole request path, placed just inside the request id's layers and
+/// outside everything else. Why there: under overload most requests are refused, and a refusal that
+/// went through the access log, the request's spans, routing and the other layers cost about a
+/// tenth of an answered completion (82k instructions, measured), which at three times capacity ate
+/// a quarter of the core. Here a refusal costs what hyper and the answer's few bytes cost. Refusals
+/// keep the CORS headers a browser needs to read them and the shape of their API; they are not
+/// logged one by one (the probe logs how many, once a second, while it goes on) and are counted in
+/// `promptgate_admission_refused_total`, not in the request histogram.
+#[derive(Clone)]
+pub struct AdmissionLayer {
+    gate: Arc<Gate>,
+    cors: CorsLayer,
+}
+
+impl AdmissionLayer {
+    /// The layer for `gate`; refusals get the CORS headers `cors` gives every other answer.
+    pub fn new(gate: Arc<Gate>, cors: CorsLayer) -> Self {
+        Self { gate, cors }
     }
 }
 
-fn refused(reason: Refusal, retry_after: &HeaderValue) -> Response {
-    let message = match reason {
+impl<S> Layer<S> for AdmissionLayer {
+    type Service = Admission<S>;
+
+    fn layer(&self, inner: S) -> Admission<S> {
+        Admission {
+            inner,
+            gate: Arc::clone(&self.gate),
+            refusals: self.cors.layer(Refuse {
+                retry_after: self.gate.retry_after.clone(),
+            }),
+        }
+    }
+}
+
+/// The gate in front of `S`: requests that start a turn are counted in or refused.
+#[derive(Clone)]
+pub struct Admission<S> {
+    inner: S,
+    gate: Arc<Gate>,
+    refusals: Cors<Refuse>,
+}
+
+impl<S> Service<Request> for Admission<S>
+where
+    S: Service<Request, Response = Response, Error = Infallible>,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Either<CorsFuture<Ready<Result<Response, Infallible>>>, Held<S::Future>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: Request) -> Self::Future {
+        let (method, path) = (req.method(), req.uri().path());
+        if !crate::user_limits::is_send(method, path) {
+            return Either::Right(Held {
+                inner: Box::pin(self.inner.call(req)),
+                admitted: None,
+            });
+        }
+        let stores = crate::user_limits::stores_answer(method, path);
+        match self.gate.enter(client_of(req.headers()), stores) {
+            Ok(admitted) => Either::Right(Held {
+                inner: Box::pin(self.inner.call(req)),
+                admitted: Some(admitted),
+            }),
+            Err(reason) => {
+                self.gate.refused_unlogged.fetch_add(1, Ordering::Relaxed);
+                req.extensions_mut().insert(reason);
+                Either::Left(self.refusals.call(req))
+            }
+        }
+    }
+}
+
+/// An admitted request's answer, whose body keeps its place under the limits until it ends.
+pub struct Held<F> {
+    inner: Pin<Box<F>>,
+    admitted: Option<Admitted>,
+}
+
+impl<F: Future<Output = Result<Response, Infallible>>> Future for Held<F> {
+    type Output = Result<Response, Infallible>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let Ok(res) = std::task::ready!(self.inner.as_mut().poll(cx));
+        Poll::Ready(Ok(match self.admitted.take() {
+            Some(admitted) => res.map(|body| crate::listen::hold_until_body_ends(body, admitted)),
+            None => res,
+        }))
+    }
+}
+
+/// Answers a request the gate refused (its [`Refusal`] in the extensions), in the shape of the
+/// API it was sent to.
+#[derive(Clone)]
+pub struct Refuse {
+    retry_after: HeaderValue,
+}
+
+impl Service<Request> for Refuse {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Ready<Result<Response, Infallible>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request) -> Self::Future {
+        let reason = req
+            .extensions()
+            .get::<Refusal>()
+            .copied()
+            .unwrap_or(Refusal::Saturated);
+        let request_id = req.headers().get(&crate::observe::REQUEST_ID);
+        let mut res = if req.uri().path() == "/v1/messages" {
+            crate::routes::messages::anthropic_error(
+                ErrorCode::Overloaded,
+                refusal_message(reason),
+                request_id,
+            )
+        } else {
+            let id = request_id
+                .and_then(|id| id.to_str().ok())
+                .unwrap_or_default()
+                .to_owned();
+            crate::observe::with_request_id(id, || {
+                ApiError::new(ErrorCode::Overloaded, refusal_message(reason)).into_response()
+            })
+        };
+        res.headers_mut()
+            .insert(header::RETRY_AFTER, self.retry_after.clone());
+        std::future::ready(Ok(res))
+    }
+}
+
+fn refusal_message(reason: Refusal) -> &'static str {
+    match reason {
         Refusal::Saturated => {
             "the server is running as many turns as it can carry right now; try again shortly"
         }
@@ -343,8 +502,52 @@ fn refused(reason: Refusal, retry_after: &HeaderValue) -> Response {
         Refusal::StoreBusy => {
             "the server's database is taking all the writes it can right now; try again shortly"
         }
-    };
-    let mut res = ApiError::new(ErrorCode::Overloaded, message).into_response();
-    res.headers_mut().insert(header::RETRY_AFTER, retry_after.clone());
-    res
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+
+    /// A log writer that keeps what is written.
+    #[derive(Clone, Default)]
+    struct Kept(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Kept {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn refusals_are_summed_up_in_one_line_and_a_quiet_second_says_nothing() {
+        let config = Config::parse(crate::config::EMBEDDED_DEFAULT).unwrap();
+        let gate = Gate::new(&config, Arc::default()).unwrap();
+        let kept = Kept::default();
+        let writer = kept.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            for _ in 0..3 {
+                gate.refused_unlogged.fetch_add(1, Ordering::Relaxed);
+            }
+            gate.say_refusals(Duration::from_millis(1000));
+            gate.say_refusals(Duration::from_millis(1000));
+        });
+        let log = String::from_utf8(kept.0.lock().unwrap().clone()).unwrap();
+        let lines: Vec<&str> = log.lines().collect();
+        assert_eq!(lines.len(), 1, "{log}");
+        assert!(lines[0].contains("WARN"), "{log}");
+        assert!(lines[0].contains("refused=3"), "{log}");
+        assert!(lines[0].contains("over_ms=1000"), "{log}");
+    }
 }

@@ -110,17 +110,16 @@ pub fn build(state: AppState) -> Router {
         streaming = streaming.route_layer(limit.clone());
         messages = messages.route_layer(limit);
     }
-    // Outside the per-user limits, so a refusal comes before the user is looked up.
-    if let Some(gate) = crate::admission::Gate::new(&state.config, state.service.write_waits()) {
-        gate.start_probe(state.config.admission.probe_interval());
-        let admit = axum::middleware::from_fn_with_state(gate, crate::admission::admit_turns);
-        streaming = streaming.route_layer(admit.clone());
-        messages = messages.route_layer(admit);
-    }
-    // Outside the per-user limits and the admission gate, so their refusals take Anthropic's shape too.
+    // Outside the per-user limits, so their refusals take Anthropic's shape too (the admission
+    // gate's refusals, answered before routing, take it in the gate).
     let messages = messages.route_layer(axum::middleware::from_fn(routes::messages::anthropic_boundary));
     let policy = boundary::Policy::new(&state.config);
     let cors = boundary::cors(&state.config);
+    // Outside everything but the request id, so a refusal costs next to nothing (see the layer).
+    let admission = crate::admission::Gate::new(&state.config, state.service.write_waits()).map(|gate| {
+        gate.start_probe(state.config.admission.probe_interval());
+        crate::admission::AdmissionLayer::new(gate, cors.clone())
+    });
     let body_times = crate::body_time::BodyTimes {
         stall: Duration::from_secs(state.config.server.body_timeout_secs),
         whole: Duration::from_secs(state.config.server.body_deadline_secs),
@@ -159,6 +158,7 @@ pub fn build(state: AppState) -> Router {
         // (the ones the boundary rewrites too, so it sits inside the request's scope).
         .map_request(crate::observe::assign_request_id(request_id_max_len))
         .layer(PropagateRequestIdLayer::x_request_id())
+        .option_layer(admission)
         // One access line per request, at INFO whatever the status: a refusal under overload is
         // the gate doing its job, and a per-failure ERROR line would flood the log when it does.
         .layer(axum::middleware::from_fn(crate::observe::track_request))

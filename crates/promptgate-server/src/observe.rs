@@ -75,6 +75,12 @@ tokio::task_local! {
     static CURRENT_TRACE_ID: Option<String>;
 }
 
+/// Runs `f` as a part of the request `id`, for an answer made before the request's scope begins
+/// (the admission gate's refusals): error bodies made in it carry the id.
+pub fn with_request_id<R>(id: String, f: impl FnOnce() -> R) -> R {
+    CURRENT_REQUEST_ID.sync_scope(id, f)
+}
+
 /// The id of the request being handled on this task, for error bodies.
 pub fn current_request_id() -> Option<String> {
     CURRENT_REQUEST_ID.try_with(Clone::clone).ok()

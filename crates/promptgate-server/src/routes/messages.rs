@@ -279,3 +279,18 @@ async fn rewrite_error(res: Response) -> Response {
         .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     Response::from_parts(parts, Body::from(serde_json::to_vec(&body).unwrap_or_default()))
 }
+
+/// An error answered before the request reached these routes (the admission gate's refusal), as
+/// [`anthropic_boundary`] would have rewritten it: Anthropic's body with the request's id, and the
+/// id in `request-id`.
+pub fn anthropic_error(code: ErrorCode, message: &str, request_id: Option<&HeaderValue>) -> Response {
+    let mut body = error_body(code, message);
+    if let Some(id) = request_id.and_then(|id| id.to_str().ok()) {
+        body["request_id"] = Value::from(id);
+    }
+    let mut res = (code.status(), axum::Json(body)).into_response();
+    if let Some(id) = request_id {
+        res.headers_mut().insert("request-id", id.clone());
+    }
+    res
+}

@@ -44,6 +44,9 @@ fn run_queue_ignored(upstream: &ScriptedUpstream) -> Config {
     config
 }
 
+/// A frontend's origin that the server allows.
+const FRONTEND: &str = "https://chat.example";
+
 /// An answer that starts and then never goes on: its turn keeps its place under the limit.
 fn held() -> Script {
     Script::new().chunk(role_chunk()).hang()
@@ -100,7 +103,9 @@ async fn upstream_called(upstream: &ScriptedUpstream, calls: usize) {
 async fn past_the_limit_a_send_is_refused_at_once_and_nothing_of_it_is_stored() {
     common::init();
     let upstream = ScriptedUpstream::start().await.unwrap();
-    let gw = Gateway::start(Backend::Sqlite, fixed_limit(AuthMode::SingleUser, &upstream, 2)).await;
+    let mut config = fixed_limit(AuthMode::SingleUser, &upstream, 2);
+    config.server.cors.allowed_origins = vec![FRONTEND.to_owned()];
+    let gw = Gateway::start(Backend::Sqlite, config).await;
     upstream.push(held());
     upstream.push(held());
     let first = send(&gw, "held-1", None).await;
@@ -114,9 +119,24 @@ async fn past_the_limit_a_send_is_refused_at_once_and_nothing_of_it_is_stored() 
     assert_refused(send(&gw, "refused", None).await).await;
     let completion = complete(&gw).await;
     assert_refused(completion).await;
+    // A frontend on an allowed origin can read the refusal, and the client's request id names it.
+    let from_browser = gw
+        .http
+        .post(gw.url("/v1/chat/completions"))
+        .header("origin", FRONTEND)
+        .header("x-request-id", "refused-in-a-browser")
+        .json(&json!({"model": "scripted", "messages": [{"role": "user", "content": "Hi"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(from_browser.headers()["access-control-allow-origin"], FRONTEND);
+    assert_eq!(from_browser.headers()["x-request-id"], "refused-in-a-browser");
+    let body: serde_json::Value = from_browser.json().await.unwrap();
+    assert_eq!(body["error"]["request_id"], "refused-in-a-browser", "{body}");
     let messages = gw
         .http
         .post(gw.url("/v1/messages"))
+        .header("x-request-id", "refused-claude")
         .json(
             &json!({"model": "scripted", "max_tokens": 64, "messages": [{"role": "user", "content": "Hi"}]}),
         )
@@ -125,11 +145,13 @@ async fn past_the_limit_a_send_is_refused_at_once_and_nothing_of_it_is_stored() 
         .unwrap();
     assert_eq!(messages.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert!(messages.headers().contains_key("retry-after"));
+    assert_eq!(messages.headers()["request-id"], "refused-claude");
     let body: serde_json::Value = messages.json().await.unwrap();
     assert_eq!(
         body["error"]["type"], "overloaded_error",
         "Anthropic's shape: {body}"
     );
+    assert_eq!(body["request_id"], "refused-claude", "{body}");
 
     assert_eq!(upstream.calls(), 2, "a refused request reached the model");
     let (status, _) = gw.get("/v1/threads/refused").await;

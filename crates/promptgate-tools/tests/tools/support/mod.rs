@@ -274,18 +274,24 @@ pub fn oauth_routes() -> Router {
         .route("/revoke", post(|| async { "" }))
 }
 
+/// The access tokens of `provider`, connected with a valid `access_token` and renewed on `server`.
+async fn connected_tokens(
+    provider: IntegrationProvider,
+    server: &FakeServer,
+    access_token: &str,
+) -> AccessTokens {
+    connected(provider, &server.base, valid_tokens(access_token))
+        .await
+        .tokens
+}
+
 /// A Gmail + Calendar client whose APIs and token endpoint all live on `server`.
 pub async fn google_client(
     server: &FakeServer,
     access_token: &str,
 ) -> promptgate_tools::google::GoogleClient {
-    let setup = connected(
-        IntegrationProvider::Google,
-        &server.base,
-        valid_tokens(access_token),
-    )
-    .await;
-    let mut client = promptgate_tools::google::GoogleClient::new(http(), setup.tokens);
+    let tokens = connected_tokens(IntegrationProvider::Google, server, access_token).await;
+    let mut client = promptgate_tools::google::GoogleClient::new(http(), tokens);
     client.gmail_base = format!("{}/gmail/v1", server.base);
     client.calendar_base = format!("{}/calendar/v3", server.base);
     client
@@ -296,13 +302,8 @@ pub async fn graph_client(
     server: &FakeServer,
     access_token: &str,
 ) -> promptgate_tools::microsoft::GraphClient {
-    let setup = connected(
-        IntegrationProvider::Microsoft,
-        &server.base,
-        valid_tokens(access_token),
-    )
-    .await;
-    let mut client = promptgate_tools::microsoft::GraphClient::new(http(), setup.tokens);
+    let tokens = connected_tokens(IntegrationProvider::Microsoft, server, access_token).await;
+    let mut client = promptgate_tools::microsoft::GraphClient::new(http(), tokens);
     client.base = format!("{}/v1.0", server.base);
     client
 }

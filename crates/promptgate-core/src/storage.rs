@@ -99,10 +99,16 @@ pub trait ArtifactStore: Send + Sync {
     async fn create_artifact(
         &self,
         user_id: &str,
-        thread_id: Option<&str>,
-        title: &str,
-        html: &str,
+        artifact: NewArtifact<'_>,
     ) -> Result<Artifact, StorageError>;
+}
+
+/// A document to keep: its title and HTML, and the chat it belongs to, if any.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NewArtifact<'a> {
+    pub thread_id: Option<&'a str>,
+    pub title: &'a str,
+    pub html: &'a str,
 }
 
 /// Keyword search over the messages of some of a user's chats.
@@ -122,10 +128,16 @@ pub trait ChatSearch: Send + Sync {
     async fn search_messages(
         &self,
         user_id: &str,
-        thread_ids: &[String],
-        query: &str,
-        limit: u32,
+        search: MessageSearch<'_>,
     ) -> Result<Vec<ChatHit>, StorageError>;
+}
+
+/// What a message search looks for: up to `limit` messages matching `query` in `thread_ids`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MessageSearch<'a> {
+    pub thread_ids: &'a [String],
+    pub query: &'a str,
+    pub limit: u32,
 }
 
 /// Where sealed integration token sets live, one per user and provider. Implementations must not

@@ -2,7 +2,7 @@
 //! store is also the tools' `ArtifactStore`.
 
 use async_trait::async_trait;
-use promptgate_core::storage::{Artifact, ArtifactStore, StorageError};
+use promptgate_core::storage::{Artifact, ArtifactStore, NewArtifact, StorageError};
 use sqlx::any::AnyRow;
 
 use crate::connect::Store;
@@ -72,10 +72,13 @@ impl ArtifactStore for Store {
     async fn create_artifact(
         &self,
         user_id: &str,
-        thread_id: Option<&str>,
-        title: &str,
-        html: &str,
+        artifact: NewArtifact<'_>,
     ) -> Result<Artifact, StorageError> {
+        let NewArtifact {
+            thread_id,
+            title,
+            html,
+        } = artifact;
         Ok(Store::create_artifact(self, user_id, thread_id, title, html).await?)
     }
 }

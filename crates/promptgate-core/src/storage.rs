@@ -144,20 +144,18 @@ pub struct MessageSearch<'a> {
 /// echo the sealed blob in their errors.
 #[async_trait]
 pub trait TokenVault: Send + Sync {
-    async fn load(
-        &self,
-        user_id: &str,
-        provider: IntegrationProvider,
-    ) -> Result<Option<String>, StorageError>;
+    async fn load(&self, key: VaultKey<'_>) -> Result<Option<String>, StorageError>;
     /// Replaces whatever was stored for the user and provider.
-    async fn store(
-        &self,
-        user_id: &str,
-        provider: IntegrationProvider,
-        sealed: &str,
-    ) -> Result<(), StorageError>;
+    async fn store(&self, key: VaultKey<'_>, sealed: &str) -> Result<(), StorageError>;
     /// Forgetting a set that is not there is not an error.
-    async fn delete(&self, user_id: &str, provider: IntegrationProvider) -> Result<(), StorageError>;
+    async fn delete(&self, key: VaultKey<'_>) -> Result<(), StorageError>;
+}
+
+/// Which token set a vault call is about: one user's, from one provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VaultKey<'a> {
+    pub user_id: &'a str,
+    pub provider: IntegrationProvider,
 }
 
 /// Where the harness workspace's files are kept, per user and thread.

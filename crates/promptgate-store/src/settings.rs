@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 use promptgate_core::settings::{IntegrationProvider, IntegrationState, IntegrationStatus, UserSettings};
-use promptgate_core::storage::{StorageError, TokenVault};
+use promptgate_core::storage::{StorageError, TokenVault, VaultKey};
 
 use crate::connect::Store;
 use crate::error::{Result, StoreError};
@@ -165,24 +165,17 @@ impl Store {
 /// The integration tokens' vault is the sealed secret column of `integrations`.
 #[async_trait]
 impl TokenVault for Store {
-    async fn load(
-        &self,
-        user_id: &str,
-        provider: IntegrationProvider,
-    ) -> Result<Option<String>, StorageError> {
-        Ok(self.get_integration_secret(user_id, provider).await?)
+    async fn load(&self, key: VaultKey<'_>) -> Result<Option<String>, StorageError> {
+        Ok(self.get_integration_secret(key.user_id, key.provider).await?)
     }
 
-    async fn store(
-        &self,
-        user_id: &str,
-        provider: IntegrationProvider,
-        sealed: &str,
-    ) -> Result<(), StorageError> {
-        Ok(self.put_integration_secret(user_id, provider, sealed).await?)
+    async fn store(&self, key: VaultKey<'_>, sealed: &str) -> Result<(), StorageError> {
+        Ok(self
+            .put_integration_secret(key.user_id, key.provider, sealed)
+            .await?)
     }
 
-    async fn delete(&self, user_id: &str, provider: IntegrationProvider) -> Result<(), StorageError> {
-        Ok(self.delete_integration_secret(user_id, provider).await?)
+    async fn delete(&self, key: VaultKey<'_>) -> Result<(), StorageError> {
+        Ok(self.delete_integration_secret(key.user_id, key.provider).await?)
     }
 }

@@ -2,7 +2,7 @@
 //! of detail a tool may pass on.
 
 use promptgate_core::storage::{
-    ArtifactStore, ChatSearch, MessageSearch, NewArtifact, StorageError, TaskStore, TokenVault,
+    ArtifactStore, ChatSearch, MessageSearch, NewArtifact, StorageError, TaskStore, TokenVault, VaultKey,
 };
 
 use crate::common::*;
@@ -60,12 +60,17 @@ conformance! {
         let alice = user(store, "Alice").await;
         let bob = user(store, "Bob").await;
         let vault: &dyn TokenVault = store;
-        vault.store(&alice, IntegrationProvider::Google, "sealed-blob").await.unwrap();
-        assert_eq!(vault.load(&alice, IntegrationProvider::Google).await.unwrap().as_deref(), Some("sealed-blob"));
-        assert_eq!(vault.load(&bob, IntegrationProvider::Google).await, Ok(None));
-        assert_eq!(vault.load(&alice, IntegrationProvider::Microsoft).await, Ok(None));
-        vault.delete(&alice, IntegrationProvider::Google).await.unwrap();
-        assert_eq!(vault.load(&alice, IntegrationProvider::Google).await, Ok(None));
-        assert_eq!(vault.store("no-such-user", IntegrationProvider::Google, "x").await, Err(StorageError::NotFound));
+        let key = |user_id, provider| VaultKey { user_id, provider };
+        let alices_google = key(&alice, IntegrationProvider::Google);
+        vault.store(alices_google, "sealed-blob").await.unwrap();
+        assert_eq!(vault.load(alices_google).await.unwrap().as_deref(), Some("sealed-blob"));
+        assert_eq!(vault.load(key(&bob, IntegrationProvider::Google)).await, Ok(None));
+        assert_eq!(vault.load(key(&alice, IntegrationProvider::Microsoft)).await, Ok(None));
+        vault.delete(alices_google).await.unwrap();
+        assert_eq!(vault.load(alices_google).await, Ok(None));
+        assert_eq!(
+            vault.store(key("no-such-user", IntegrationProvider::Google), "x").await,
+            Err(StorageError::NotFound)
+        );
     }
 }

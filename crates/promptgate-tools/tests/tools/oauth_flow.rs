@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use chrono::{Duration, Utc};
 use promptgate_core::settings::IntegrationProvider;
-use promptgate_core::storage::TokenVault;
+use promptgate_core::storage::{TokenVault, VaultKey};
 use promptgate_core::tools::ToolError;
 use promptgate_tools::oauth::{TokenSealer, TokenSet, new_state, pkce_pair, s256_challenge};
 use support::*;
@@ -86,7 +86,10 @@ async fn google_not_yet_connected(oauth_base: &str) -> Connected {
     let setup = connected(IntegrationProvider::Google, oauth_base, valid_tokens("unused")).await;
     setup
         .vault
-        .delete(USER, IntegrationProvider::Google)
+        .delete(VaultKey {
+            user_id: USER,
+            provider: IntegrationProvider::Google,
+        })
         .await
         .unwrap();
     setup

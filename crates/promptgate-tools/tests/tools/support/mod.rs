@@ -15,7 +15,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use chrono::{Duration, Utc};
 use promptgate_core::settings::IntegrationProvider;
-use promptgate_core::storage::{StorageError, TokenVault};
+use promptgate_core::storage::{StorageError, TokenVault, VaultKey};
 use promptgate_tools::oauth::{
     AccessTokens, OAuthClient, OAuthProviderConfig, RefreshLocks, TokenSealer, TokenSet,
 };
@@ -128,33 +128,22 @@ pub struct MemoryVault {
 
 #[async_trait]
 impl TokenVault for MemoryVault {
-    async fn load(
-        &self,
-        user_id: &str,
-        provider: IntegrationProvider,
-    ) -> Result<Option<String>, StorageError> {
+    async fn load(&self, key: VaultKey<'_>) -> Result<Option<String>, StorageError> {
         self.loads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        Ok(self
-            .blobs
-            .lock()
-            .unwrap()
-            .get(&(user_id.to_owned(), provider))
-            .cloned())
+        Ok(self.raw(key.user_id, key.provider))
     }
-    async fn store(
-        &self,
-        user_id: &str,
-        provider: IntegrationProvider,
-        sealed: &str,
-    ) -> Result<(), StorageError> {
+    async fn store(&self, key: VaultKey<'_>, sealed: &str) -> Result<(), StorageError> {
         self.blobs
             .lock()
             .unwrap()
-            .insert((user_id.to_owned(), provider), sealed.to_owned());
+            .insert((key.user_id.to_owned(), key.provider), sealed.to_owned());
         Ok(())
     }
-    async fn delete(&self, user_id: &str, provider: IntegrationProvider) -> Result<(), StorageError> {
-        self.blobs.lock().unwrap().remove(&(user_id.to_owned(), provider));
+    async fn delete(&self, key: VaultKey<'_>) -> Result<(), StorageError> {
+        self.blobs
+            .lock()
+            .unwrap()
+            .remove(&(key.user_id.to_owned(), key.provider));
         Ok(())
     }
 }
@@ -204,7 +193,13 @@ pub async fn connected(provider: IntegrationProvider, oauth_base: &str, initial:
     let vault = Arc::new(MemoryVault::default());
     let sealer = sealer();
     vault
-        .store(USER, provider, &sealer.seal(&initial).unwrap())
+        .store(
+            VaultKey {
+                user_id: USER,
+                provider,
+            },
+            &sealer.seal(&initial).unwrap(),
+        )
         .await
         .unwrap();
     let oauth = OAuthClient::new(provider_config(provider, oauth_base), http());

@@ -212,17 +212,13 @@ fn check_text(field: &Value, value: &Value) -> Result<(), String> {
     {
         return Err(format!("must be one of {}", options.join(", ")));
     }
-    let bound = |key: &str| field.get(key).and_then(Value::as_u64);
-    if let Some(min) = bound("minLength")
-        && (chars as u64) < min
-    {
-        return Err(format!("must have at least {min} characters"));
-    }
-    if let Some(max) = bound("maxLength")
-        && (chars as u64) > max
-    {
-        return Err(format!("must have at most {max} characters"));
-    }
+    check_bounds(
+        field,
+        chars as u64,
+        Value::as_u64,
+        ["minLength", "maxLength"],
+        ["must have at least", "must have at most", " characters"],
+    )?;
     if let Some(pattern) = field.get("pattern").and_then(Value::as_str)
         && !compile(pattern)?.is_match(text)
     {
@@ -240,15 +236,34 @@ fn looks_like_email(text: &str) -> bool {
 }
 
 fn check_range(field: &Value, number: f64) -> Result<(), String> {
-    if let Some(min) = field.get("minimum").and_then(Value::as_f64)
-        && number < min
+    check_bounds(
+        field,
+        number,
+        Value::as_f64,
+        ["minimum", "maximum"],
+        ["must be at least", "must be at most", ""],
+    )
+}
+
+/// Refuses `value` outside the bounds the field sets under `min_key` and `max_key` (read with
+/// `read`), saying "`least` min`unit`" or "`most` max`unit`". Text lengths, numbers and choice
+/// counts are bounded alike.
+fn check_bounds<T: PartialOrd + std::fmt::Display>(
+    field: &Value,
+    value: T,
+    read: fn(&Value) -> Option<T>,
+    [min_key, max_key]: [&str; 2],
+    [least, most, unit]: [&str; 3],
+) -> Result<(), String> {
+    if let Some(min) = field.get(min_key).and_then(read)
+        && value < min
     {
-        return Err(format!("must be at least {min}"));
+        return Err(format!("{least} {min}{unit}"));
     }
-    if let Some(max) = field.get("maximum").and_then(Value::as_f64)
-        && number > max
+    if let Some(max) = field.get(max_key).and_then(read)
+        && value > max
     {
-        return Err(format!("must be at most {max}"));
+        return Err(format!("{most} {max}{unit}"));
     }
     Ok(())
 }
@@ -262,18 +277,13 @@ fn check_choices(field: &Value, value: &Value) -> Result<(), String> {
             _ => return Err(format!("may only hold {}", offered.join(", "))),
         }
     }
-    let count = chosen.len() as u64;
-    if let Some(min) = field.get("minItems").and_then(Value::as_u64)
-        && count < min
-    {
-        return Err(format!("needs at least {min} choices"));
-    }
-    if let Some(max) = field.get("maxItems").and_then(Value::as_u64)
-        && count > max
-    {
-        return Err(format!("allows at most {max} choices"));
-    }
-    Ok(())
+    check_bounds(
+        field,
+        chosen.len() as u64,
+        Value::as_u64,
+        ["minItems", "maxItems"],
+        ["needs at least", "allows at most", " choices"],
+    )
 }
 
 #[cfg(test)]

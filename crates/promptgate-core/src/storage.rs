@@ -99,10 +99,16 @@ pub trait ArtifactStore: Send + Sync {
     async fn create_artifact(
         &self,
         user_id: &str,
-        thread_id: Option<&str>,
-        title: &str,
-        html: &str,
+        artifact: NewArtifact<'_>,
     ) -> Result<Artifact, StorageError>;
+}
+
+/// A document to keep: its title and HTML, and the chat it belongs to, if any.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NewArtifact<'a> {
+    pub thread_id: Option<&'a str>,
+    pub title: &'a str,
+    pub html: &'a str,
 }
 
 /// Keyword search over the messages of some of a user's chats.
@@ -122,30 +128,34 @@ pub trait ChatSearch: Send + Sync {
     async fn search_messages(
         &self,
         user_id: &str,
-        thread_ids: &[String],
-        query: &str,
-        limit: u32,
+        search: MessageSearch<'_>,
     ) -> Result<Vec<ChatHit>, StorageError>;
+}
+
+/// What a message search looks for: up to `limit` messages matching `query` in `thread_ids`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MessageSearch<'a> {
+    pub thread_ids: &'a [String],
+    pub query: &'a str,
+    pub limit: u32,
 }
 
 /// Where sealed integration token sets live, one per user and provider. Implementations must not
 /// echo the sealed blob in their errors.
 #[async_trait]
 pub trait TokenVault: Send + Sync {
-    async fn load(
-        &self,
-        user_id: &str,
-        provider: IntegrationProvider,
-    ) -> Result<Option<String>, StorageError>;
+    async fn load(&self, key: VaultKey<'_>) -> Result<Option<String>, StorageError>;
     /// Replaces whatever was stored for the user and provider.
-    async fn store(
-        &self,
-        user_id: &str,
-        provider: IntegrationProvider,
-        sealed: &str,
-    ) -> Result<(), StorageError>;
+    async fn store(&self, key: VaultKey<'_>, sealed: &str) -> Result<(), StorageError>;
     /// Forgetting a set that is not there is not an error.
-    async fn delete(&self, user_id: &str, provider: IntegrationProvider) -> Result<(), StorageError>;
+    async fn delete(&self, key: VaultKey<'_>) -> Result<(), StorageError>;
+}
+
+/// Which token set a vault call is about: one user's, from one provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VaultKey<'a> {
+    pub user_id: &'a str,
+    pub provider: IntegrationProvider,
 }
 
 /// Where the harness workspace's files are kept, per user and thread.

@@ -419,6 +419,13 @@ mod tests {
         super::follow(feed, "turn_1".into(), Duration::from_secs(5), JSON_LINES)
     }
 
+    /// A turn's feed and the writer that keeps it running.
+    fn running() -> (Arc<TurnFeed>, FeedWriter) {
+        let feed = Arc::new(TurnFeed::default());
+        let writer = FeedWriter(Arc::clone(&feed));
+        (feed, writer)
+    }
+
     async fn read_all(stream: FollowStream) -> String {
         let parts: Vec<Bytes> = stream.collect().await;
         parts.iter().map(|b| String::from_utf8_lossy(b)).collect()
@@ -426,8 +433,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_follower_gets_every_frame_from_the_first_then_done() {
-        let feed = Arc::new(TurnFeed::default());
-        let writer = FeedWriter(Arc::clone(&feed));
+        let (feed, writer) = running();
         writer.0.push(frame("a"));
         let Follow::Stream(follower) = follow(Arc::clone(&feed)) else {
             panic!("a running turn can be followed");
@@ -449,8 +455,7 @@ mod tests {
 
     #[tokio::test]
     async fn past_the_bound_a_new_reader_is_refused_and_a_lagging_one_told_why() {
-        let feed = Arc::new(TurnFeed::default());
-        let writer = FeedWriter(Arc::clone(&feed));
+        let (feed, writer) = running();
         writer.0.push(frame("start"));
         let Follow::Stream(lagging) = follow(Arc::clone(&feed)) else {
             panic!("a running turn can be followed");
@@ -477,8 +482,7 @@ mod tests {
             dynamic: None,
             title: Some("Searching...".into()),
         };
-        let feed = Arc::new(TurnFeed::default());
-        let writer = FeedWriter(Arc::clone(&feed));
+        let (feed, writer) = running();
         writer.0.push(frame("a"));
         writer.0.push(JSON_LINES.frame(&titled));
         drop(writer);

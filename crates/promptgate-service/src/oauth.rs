@@ -52,20 +52,24 @@ pub struct OAuthCallback {
 
 /// The callback's `state`, when it is one we could have issued.
 pub(crate) fn valid_state(callback: &OAuthCallback) -> Result<&str, ServiceError> {
-    callback
-        .state
-        .as_deref()
-        .filter(|s| !s.is_empty() && s.len() <= MAX_STATE_LEN)
-        .ok_or(ServiceError::UnknownAuthorization)
+    plausible(&callback.state, MAX_STATE_LEN, ServiceError::UnknownAuthorization)
 }
 
 /// The callback's code, when it has a plausible one.
 pub(crate) fn valid_code(callback: &OAuthCallback) -> Result<&str, ServiceError> {
-    callback
-        .code
+    plausible(
+        &callback.code,
+        MAX_CODE_LEN,
+        ServiceError::MissingAuthorizationCode,
+    )
+}
+
+/// A callback field that is present, not empty and at most `max` bytes; `refused` otherwise.
+fn plausible(field: &Option<String>, max: usize, refused: ServiceError) -> Result<&str, ServiceError> {
+    field
         .as_deref()
-        .filter(|c| !c.is_empty() && c.len() <= MAX_CODE_LEN)
-        .ok_or(ServiceError::MissingAuthorizationCode)
+        .filter(|value| !value.is_empty() && value.len() <= max)
+        .ok_or(refused)
 }
 
 fn clip(text: &str, max_chars: usize) -> String {

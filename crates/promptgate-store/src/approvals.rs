@@ -8,6 +8,7 @@ use std::time::Duration;
 use crate::connect::Store;
 use crate::error::Result;
 use crate::observed::Observed;
+use crate::statement::Sql;
 use crate::util::Cols;
 
 /// A call to keep as waiting for approval.
@@ -60,25 +61,24 @@ impl Store {
         let ttl = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
         let mut tx = self.pool.begin().observed("transaction.begin").await?;
         for approval in approvals {
-            sqlx::query(
-                "INSERT INTO tool_approvals (user_id, approval_id, thread_id, message_id, tool_call_id, \
-                 tool_name, input, state, created_at, expires_at, model_id) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9, $10) \
-                 ON CONFLICT (user_id, approval_id) DO NOTHING",
-            )
-            .bind(user_id)
-            .bind(&approval.approval_id)
-            .bind(thread_id)
-            .bind(message_id)
-            .bind(&approval.tool_call_id)
-            .bind(&approval.tool_name)
-            .bind(&approval.input)
-            .bind(now)
-            .bind(now.saturating_add(ttl))
-            .bind(&approval.model_id)
-            .execute(&mut *tx)
-            .observed("approvals.keep_approvals")
-            .await?;
+            "INSERT INTO tool_approvals (user_id, approval_id, thread_id, message_id, tool_call_id, \
+             tool_name, input, state, created_at, expires_at, model_id) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9, $10) \
+             ON CONFLICT (user_id, approval_id) DO NOTHING"
+                .with_values((
+                    user_id,
+                    &approval.approval_id,
+                    thread_id,
+                    message_id,
+                    &approval.tool_call_id,
+                    &approval.tool_name,
+                    &approval.input,
+                    now,
+                    now.saturating_add(ttl),
+                    &approval.model_id,
+                ))
+                .execute(&mut *tx, "approvals.keep_approvals")
+                .await?;
         }
         tx.commit().observed("transaction.commit").await?;
         Ok(())
@@ -90,11 +90,9 @@ impl Store {
             "SELECT {COLUMNS} FROM tool_approvals WHERE user_id = $1 AND thread_id = $2 AND state = 'pending' \
              ORDER BY created_at, approval_id"
         );
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(user_id)
-            .bind(thread_id)
-            .fetch_all(&self.pool)
-            .observed("approvals.pending_approvals")
+        let rows = sqlx::AssertSqlSafe(sql)
+            .with_values((user_id, thread_id))
+            .fetch_all(&self.pool, "approvals.pending_approvals")
             .await?;
         let now = self.now_ms();
         rows.iter().map(|row| read(row, now)).collect()
@@ -136,17 +134,11 @@ impl Store {
     ) -> Result<bool> {
         let mut tx = self.pool.begin().observed("transaction.begin").await?;
         for id in approval_ids {
-            let done = sqlx::query(
-                "UPDATE tool_approvals SET state = $4 \
-                 WHERE user_id = $1 AND thread_id = $2 AND approval_id = $3 AND state = 'pending'",
-            )
-            .bind(user_id)
-            .bind(thread_id)
-            .bind(id)
-            .bind(state)
-            .execute(&mut *tx)
-            .observed("approvals.settle_approvals")
-            .await?;
+            let done = "UPDATE tool_approvals SET state = $4 \
+                        WHERE user_id = $1 AND thread_id = $2 AND approval_id = $3 AND state = 'pending'"
+                .with_values((user_id, thread_id, id, state))
+                .execute(&mut *tx, "approvals.settle_approvals")
+                .await?;
             if done.rows_affected() != 1 {
                 tx.rollback().observed("transaction.rollback").await?;
                 return Ok(false);
@@ -158,10 +150,9 @@ impl Store {
 
     /// Drops approvals a day after they expired (called with the other periodic expiry).
     pub(crate) async fn forget_old_approvals(&self, now: i64) -> Result<()> {
-        sqlx::query("DELETE FROM tool_approvals WHERE expires_at < $1")
-            .bind(now - KEPT_AFTER_EXPIRY_MS)
-            .execute(&self.pool)
-            .observed("approvals.forget_old_approvals")
+        "DELETE FROM tool_approvals WHERE expires_at < $1"
+            .with_values((now - KEPT_AFTER_EXPIRY_MS,))
+            .execute(&self.pool, "approvals.forget_old_approvals")
             .await?;
         Ok(())
     }

@@ -2,12 +2,12 @@
 //! store is also the tools' `ArtifactStore`.
 
 use async_trait::async_trait;
-use promptgate_core::storage::{Artifact, ArtifactStore, StorageError};
+use promptgate_core::storage::{Artifact, ArtifactStore, NewArtifact, StorageError};
 use sqlx::any::AnyRow;
 
 use crate::connect::Store;
 use crate::error::{Result, StoreError};
-use crate::observed::Observed;
+use crate::statement::Sql;
 use crate::util::{Cols, check_name, new_id, one_row};
 
 const MAX_TITLE: usize = 200;
@@ -47,34 +47,22 @@ impl Store {
             html: html.to_owned(),
             created_at: self.now_ms(),
         };
-        let done = sqlx::query(
-            "INSERT INTO artifacts (id, user_id, thread_id, title, html, created_at) \
-             SELECT $1, id, $3, $4, $5, $6 FROM users WHERE id = $2 \
-             AND ($3 IS NULL OR EXISTS (SELECT 1 FROM threads t WHERE t.user_id = $2 AND t.id = $3))",
-        )
-        .bind(&artifact.id)
-        .bind(user)
-        .bind(thread_id)
-        .bind(title)
-        .bind(html)
-        .bind(artifact.created_at)
-        .execute(&self.pool)
-        .observed("artifacts.create_artifact")
-        .await?;
+        let done = "INSERT INTO artifacts (id, user_id, thread_id, title, html, created_at) \
+                    SELECT $1, id, $3, $4, $5, $6 FROM users WHERE id = $2 \
+                    AND ($3 IS NULL OR EXISTS (SELECT 1 FROM threads t WHERE t.user_id = $2 AND t.id = $3))"
+            .with_values((&artifact.id, user, thread_id, title, html, artifact.created_at))
+            .execute(&self.pool, "artifacts.create_artifact")
+            .await?;
         one_row(done.rows_affected())?;
         Ok(artifact)
     }
 
     pub async fn get_artifact(&self, user: &str, id: &str) -> Result<Option<Artifact>> {
-        let row = sqlx::query(
-            "SELECT id, thread_id, title, html, created_at FROM artifacts \
-             WHERE user_id = $1 AND id = $2",
-        )
-        .bind(user)
-        .bind(id)
-        .fetch_optional(&self.pool)
-        .observed("artifacts.get_artifact")
-        .await?;
+        let row = "SELECT id, thread_id, title, html, created_at FROM artifacts \
+                   WHERE user_id = $1 AND id = $2"
+            .with_values((user, id))
+            .fetch_optional(&self.pool, "artifacts.get_artifact")
+            .await?;
         row.as_ref().map(artifact_from).transpose()
     }
 }
@@ -84,10 +72,13 @@ impl ArtifactStore for Store {
     async fn create_artifact(
         &self,
         user_id: &str,
-        thread_id: Option<&str>,
-        title: &str,
-        html: &str,
+        artifact: NewArtifact<'_>,
     ) -> Result<Artifact, StorageError> {
+        let NewArtifact {
+            thread_id,
+            title,
+            html,
+        } = artifact;
         Ok(Store::create_artifact(self, user_id, thread_id, title, html).await?)
     }
 }

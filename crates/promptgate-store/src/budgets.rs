@@ -13,6 +13,7 @@ use crate::connect::Store;
 use crate::error::{Result, StoreError};
 use crate::observed::Observed;
 use crate::spans::StoreCall;
+use crate::statement::Sql;
 use crate::util::Cols;
 
 const MINUTE_MS: i64 = 60_000;
@@ -214,28 +215,25 @@ impl Store {
         if owned.is_none() {
             return Err(StoreError::NotFound);
         }
-        sqlx::query("DELETE FROM budgets WHERE scope = $1 AND subject_id = $2")
-            .bind(scope.as_str())
-            .bind(subject_id)
-            .execute(&mut *tx)
-            .observed("budgets.set")
+        "DELETE FROM budgets WHERE scope = $1 AND subject_id = $2"
+            .with_values((scope.as_str(), subject_id))
+            .execute(&mut *tx, "budgets.set")
             .await?;
         if *budget != Budget::default() {
-            sqlx::query(
-                "INSERT INTO budgets (scope, subject_id, user_id, period_tokens, period_secs, \
-                 tokens_per_minute, period_cost_micros, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-            )
-            .bind(scope.as_str())
-            .bind(subject_id)
-            .bind(user_id)
-            .bind(budget.period_tokens)
-            .bind(budget.period_secs)
-            .bind(budget.tokens_per_minute)
-            .bind(budget.period_cost_micros)
-            .bind(self.now_ms())
-            .execute(&mut *tx)
-            .observed("budgets.set")
-            .await?;
+            "INSERT INTO budgets (scope, subject_id, user_id, period_tokens, period_secs, \
+             tokens_per_minute, period_cost_micros, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
+                .with_values((
+                    scope.as_str(),
+                    subject_id,
+                    user_id,
+                    budget.period_tokens,
+                    budget.period_secs,
+                    budget.tokens_per_minute,
+                    budget.period_cost_micros,
+                    self.now_ms(),
+                ))
+                .execute(&mut *tx, "budgets.set")
+                .await?;
         }
         tx.commit().observed("transaction.commit").await?;
         // This instance's next request sees it at once; the others through the counter's trigger.
@@ -245,10 +243,9 @@ impl Store {
 
     /// Which of the user's subjects have a budget (read with the user's setup).
     pub(crate) async fn budgeted_subjects(&self, user_id: &str) -> Result<BudgetedSubjects> {
-        let rows = sqlx::query("SELECT scope, subject_id FROM budgets WHERE user_id = $1")
-            .bind(user_id)
-            .fetch_all(&self.pool)
-            .observed("budgets.subjects")
+        let rows = "SELECT scope, subject_id FROM budgets WHERE user_id = $1"
+            .with_values((user_id,))
+            .fetch_all(&self.pool, "budgets.subjects")
             .await?;
         let mut subjects = BudgetedSubjects::default();
         for row in &rows {
@@ -262,15 +259,11 @@ impl Store {
 
     /// The limits set on a user or key (all off when none are).
     pub async fn budget(&self, scope: BudgetScope, subject_id: &str) -> Result<Budget> {
-        let row = sqlx::query(
-            "SELECT period_tokens, period_secs, tokens_per_minute, period_cost_micros FROM budgets \
-             WHERE scope = $1 AND subject_id = $2",
-        )
-        .bind(scope.as_str())
-        .bind(subject_id)
-        .fetch_optional(&self.pool)
-        .observed("budgets.get")
-        .await?;
+        let row = "SELECT period_tokens, period_secs, tokens_per_minute, period_cost_micros FROM budgets \
+                   WHERE scope = $1 AND subject_id = $2"
+            .with_values((scope.as_str(), subject_id))
+            .fetch_optional(&self.pool, "budgets.get")
+            .await?;
         row.map_or(Ok(Budget::default()), |row| budget_from(&row, 0))
     }
 
@@ -311,14 +304,8 @@ impl Store {
         if limits.is_empty() {
             return Ok(limits);
         }
-        let rows = sqlx::query(
-            "SELECT scope, subject_id, span, window_start, tokens, cost_micros FROM budget_spend \
-             WHERE user_id = $1 AND ((scope = 'user' AND subject_id = $1) OR (scope = 'key' AND subject_id = $2))",
-        )
-        .bind(user_id)
-        .bind(key_id.unwrap_or(""))
-        .fetch_all(&self.pool)
-        .observed("budgets.spent")
+        let rows = "SELECT scope, subject_id, span, window_start, tokens, cost_micros FROM budget_spend \
+             WHERE user_id = $1 AND ((scope = 'user' AND subject_id = $1) OR (scope = 'key' AND subject_id = $2))".with_values((user_id, key_id.unwrap_or(""))).fetch_all(&self.pool, "budgets.spent")
         .await?;
         for row in &rows {
             let (scope, subject, span) = (BudgetScope::parse(&row.text(0)?), row.text(1)?, row.text(2)?);
@@ -340,14 +327,8 @@ impl Store {
     }
 
     async fn limits_of(&self, user_id: &str, key_id: Option<&str>, now: i64) -> Result<Vec<LimitState>> {
-        let rows = sqlx::query(
-            "SELECT scope, subject_id, period_tokens, period_secs, tokens_per_minute, period_cost_micros FROM budgets \
-             WHERE user_id = $1 AND ((scope = 'user' AND subject_id = $1) OR (scope = 'key' AND subject_id = $2))",
-        )
-        .bind(user_id)
-        .bind(key_id.unwrap_or(""))
-        .fetch_all(&self.pool)
-        .observed("budgets.limits")
+        let rows = "SELECT scope, subject_id, period_tokens, period_secs, tokens_per_minute, period_cost_micros FROM budgets \
+             WHERE user_id = $1 AND ((scope = 'user' AND subject_id = $1) OR (scope = 'key' AND subject_id = $2))".with_values((user_id, key_id.unwrap_or(""))).fetch_all(&self.pool, "budgets.limits")
         .await?;
         let mut limits = Vec::new();
         for row in &rows {
@@ -384,33 +365,31 @@ impl Store {
                 LimitKind::PeriodCost => (0, amount),
                 LimitKind::PeriodTokens | LimitKind::TokensPerMinute => (amount, 0),
             };
-            sqlx::query(
-                "INSERT INTO budget_spend (scope, subject_id, span, window_start, user_id, tokens, cost_micros) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (scope, subject_id, span, window_start) \
-                 DO UPDATE SET tokens = budget_spend.tokens + excluded.tokens, \
-                 cost_micros = budget_spend.cost_micros + excluded.cost_micros",
-            )
-            .bind(limit.scope.as_str())
-            .bind(&limit.subject_id)
-            .bind(limit.kind.span())
-            .bind(limit.window_start)
-            .bind(user_id)
-            .bind(tokens)
-            .bind(cost_micros)
-            .execute(&mut *tx)
-            .observed("budgets.settle")
-            .await?;
-            sqlx::query(
-                "DELETE FROM budget_spend WHERE scope = $1 AND subject_id = $2 AND span = $3 \
-                 AND window_start < $4",
-            )
-            .bind(limit.scope.as_str())
-            .bind(&limit.subject_id)
-            .bind(limit.kind.span())
-            .bind(limit.window_start)
-            .execute(&mut *tx)
-            .observed("budgets.settle")
-            .await?;
+            "INSERT INTO budget_spend (scope, subject_id, span, window_start, user_id, tokens, cost_micros) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (scope, subject_id, span, window_start) \
+             DO UPDATE SET tokens = budget_spend.tokens + excluded.tokens, \
+             cost_micros = budget_spend.cost_micros + excluded.cost_micros"
+                .with_values((
+                    limit.scope.as_str(),
+                    &limit.subject_id,
+                    limit.kind.span(),
+                    limit.window_start,
+                    user_id,
+                    tokens,
+                    cost_micros,
+                ))
+                .execute(&mut *tx, "budgets.settle")
+                .await?;
+            "DELETE FROM budget_spend WHERE scope = $1 AND subject_id = $2 AND span = $3 \
+             AND window_start < $4"
+                .with_values((
+                    limit.scope.as_str(),
+                    &limit.subject_id,
+                    limit.kind.span(),
+                    limit.window_start,
+                ))
+                .execute(&mut *tx, "budgets.settle")
+                .await?;
         }
         tx.commit().observed("transaction.commit").await?;
         Ok(())

@@ -14,6 +14,7 @@ use sqlx::{AnyPool, Executor, SqlSafeStr};
 use crate::error::{Result, StoreError};
 use crate::observed::Observed;
 use crate::setup::{ChangeSignals, SetupCache};
+use crate::statement::Sql;
 
 /// Which database a [`Store`] talks to; the few statements that must differ (full-text search) branch
 /// on it.
@@ -306,9 +307,9 @@ impl Store {
 
     /// One round trip to the database (readiness checks).
     pub async fn ping(&self) -> Result<()> {
-        sqlx::query("SELECT 1")
-            .execute(&self.pool)
-            .observed("connect.ping")
+        "SELECT 1"
+            .with_values(())
+            .execute(&self.pool, "connect.ping")
             .await?;
         Ok(())
     }

@@ -8,9 +8,9 @@ use promptgate_core::settings::Project;
 use crate::connect::Store;
 use crate::conversation::ThreadTail;
 use crate::error::Result;
-use crate::observed::Observed;
 use crate::projects::thread_from;
 use crate::spans::StoreCall;
+use crate::statement::Sql;
 use crate::tail::{TAIL_COLS, tail_message_from};
 use crate::types::{SendChecks, SendContext, StorageUsage, Thread, ThreadContext};
 use crate::util::Cols;
@@ -109,7 +109,7 @@ impl Store {
         thread_id: &str,
         from: Option<ReadFrom<'_>>,
     ) -> Result<LoadedThread> {
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+        let rows = sqlx::AssertSqlSafe(format!(
             "WITH t AS (SELECT user_id, id, project_id, title, created_at, updated_at FROM threads \
              WHERE user_id = $1 AND id = $2), \
              m AS (SELECT {TAIL_COLS} FROM messages m WHERE m.user_id = $1 AND m.thread_id = $2 \
@@ -126,13 +126,9 @@ impl Store {
              LEFT JOIN thread_contexts c ON c.user_id = t.user_id AND c.thread_id = t.id \
              AND (m.seq IS NULL OR m.seq = (SELECT MAX(seq) FROM m)) \
              LEFT JOIN user_storage u ON u.user_id = $1 ORDER BY m.seq"
-        )))
-        .bind(user)
-        .bind(thread_id)
-        .bind(self.now_ms())
-        .bind(from.map_or(0, |from| from.seq))
-        .fetch_all(&self.pool)
-        .observed("context.thread_with_history")
+        ))
+        .with_values((user, thread_id, self.now_ms(), from.map_or(0, |from| from.seq)))
+        .fetch_all(&self.pool, "context.thread_with_history")
         .await?;
         let Some(first) = rows.first() else {
             return Ok(LoadedThread::default());

@@ -10,6 +10,7 @@ use crate::error::{Result, StoreError};
 use crate::messages::{MessageRows, positions};
 use crate::observed::Observed;
 use crate::projects::{THREAD_INSERT_COLS, ThreadRow};
+use crate::statement::Sql;
 use crate::types::{Message, NewMessage, NewThread, Thread};
 use crate::util::one_row;
 
@@ -91,17 +92,12 @@ impl Store {
             }
             Backend::Sqlite => {
                 let mut tx = self.begin_write().await?;
-                let created = sqlx::query(sqlx::AssertSqlSafe(format!(
+                let created = sqlx::AssertSqlSafe(format!(
                     "INSERT INTO threads ({THREAD_INSERT_COLS}) \
                      SELECT id, $2, NULL, $3, $5, $4, $4 FROM users WHERE id = $1"
-                )))
-                .bind(user)
-                .bind(&thread.id)
-                .bind(t.title.as_deref())
-                .bind(now)
-                .bind(&thread.title_terms)
-                .execute(&mut *tx)
-                .observed("first_message.create_thread_with_message")
+                ))
+                .with_values((user, &thread.id, t.title.as_deref(), now, &thread.title_terms))
+                .execute(&mut *tx, "first_message.create_thread_with_message")
                 .await
                 .map_err(conflict)?;
                 one_row(created.rows_affected())?;

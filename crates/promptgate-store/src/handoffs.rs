@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::connect::Store;
 use crate::error::Result;
 use crate::observed::Observed;
+use crate::statement::Sql;
 use crate::util::Cols;
 
 /// How long hand-offs are kept and how many per user.
@@ -33,38 +34,26 @@ impl Store {
         let now = self.now_ms();
         let ttl = i64::try_from(limits.ttl.as_millis()).unwrap_or(i64::MAX);
         let mut tx = self.pool.begin().observed("transaction.begin").await?;
-        sqlx::query(
-            "INSERT INTO client_handoffs (user_id, handoff_key, body, created_at, expires_at) \
-             VALUES ($1, $2, $3, $4, $5) \
-             ON CONFLICT (user_id, handoff_key) DO UPDATE SET body = excluded.body, \
-             created_at = excluded.created_at, expires_at = excluded.expires_at",
-        )
-        .bind(user_id)
-        .bind(key)
-        .bind(body)
-        .bind(now)
-        .bind(now.saturating_add(ttl))
-        .execute(&mut *tx)
-        .observed("handoffs.keep_handoff")
-        .await?;
-        let kept = sqlx::query("SELECT COUNT(*) FROM client_handoffs WHERE user_id = $1")
-            .bind(user_id)
-            .fetch_one(&mut *tx)
-            .observed("handoffs.keep_handoff")
+        "INSERT INTO client_handoffs (user_id, handoff_key, body, created_at, expires_at) \
+         VALUES ($1, $2, $3, $4, $5) \
+         ON CONFLICT (user_id, handoff_key) DO UPDATE SET body = excluded.body, \
+         created_at = excluded.created_at, expires_at = excluded.expires_at"
+            .with_values((user_id, key, body, now, now.saturating_add(ttl)))
+            .execute(&mut *tx, "handoffs.keep_handoff")
+            .await?;
+        let kept = "SELECT COUNT(*) FROM client_handoffs WHERE user_id = $1"
+            .with_values((user_id,))
+            .fetch_one(&mut *tx, "handoffs.keep_handoff")
             .await?
             .int(0)?;
         let per_user = i64::try_from(limits.per_user.max(1)).unwrap_or(i64::MAX);
         if kept > per_user {
-            sqlx::query(
-                "DELETE FROM client_handoffs WHERE user_id = $1 AND handoff_key IN \
-                 (SELECT handoff_key FROM client_handoffs WHERE user_id = $1 \
-                  ORDER BY created_at, handoff_key LIMIT $2)",
-            )
-            .bind(user_id)
-            .bind(kept - per_user)
-            .execute(&mut *tx)
-            .observed("handoffs.keep_handoff")
-            .await?;
+            "DELETE FROM client_handoffs WHERE user_id = $1 AND handoff_key IN \
+             (SELECT handoff_key FROM client_handoffs WHERE user_id = $1 \
+              ORDER BY created_at, handoff_key LIMIT $2)"
+                .with_values((user_id, kept - per_user))
+                .execute(&mut *tx, "handoffs.keep_handoff")
+                .await?;
         }
         tx.commit().observed("transaction.commit").await?;
         Ok(())

@@ -10,6 +10,7 @@ use sqlx::any::AnyRow;
 use crate::connect::Store;
 use crate::error::{Result, StoreError};
 use crate::observed::Observed;
+use crate::statement::Sql;
 use crate::types::User;
 use crate::users::{TOKEN_PREFIX, new_secret, token_hash};
 use crate::util::{Cols, check_name, one_row};
@@ -100,17 +101,13 @@ impl Store {
     /// disabled. Writes the key's last use when the stored one is older than [`LAST_USED_EVERY_MS`].
     pub(crate) async fn caller_in_store(&self, hash: &str) -> Result<Option<Caller>> {
         let now = self.now_ms();
-        let row = sqlx::query(
-            "SELECT u.id, u.name, u.created_at, t.id, u.role, t.last_used_at \
-             FROM api_tokens t JOIN users u ON u.id = t.user_id \
-             WHERE t.token_hash = $1 AND u.disabled_at IS NULL \
-             AND (t.expires_at IS NULL OR t.expires_at > $2)",
-        )
-        .bind(hash)
-        .bind(now)
-        .fetch_optional(&self.pool)
-        .observed("keys.caller")
-        .await?;
+        let row = "SELECT u.id, u.name, u.created_at, t.id, u.role, t.last_used_at \
+                   FROM api_tokens t JOIN users u ON u.id = t.user_id \
+                   WHERE t.token_hash = $1 AND u.disabled_at IS NULL \
+                   AND (t.expires_at IS NULL OR t.expires_at > $2)"
+            .with_values((hash, now))
+            .fetch_optional(&self.pool, "keys.caller")
+            .await?;
         let Some(row) = row else { return Ok(None) };
         let caller = Caller {
             user: User {
@@ -130,16 +127,11 @@ impl Store {
     /// Records a key's use. Instances racing for the same minute write once: the condition holds
     /// for the first only. A failure costs only the time shown, so it is logged, not returned.
     async fn touch_key(&self, key_id: &str, now: i64) {
-        let done = sqlx::query(
-            "UPDATE api_tokens SET last_used_at = $1 WHERE id = $2 \
-             AND (last_used_at IS NULL OR last_used_at <= $3)",
-        )
-        .bind(now)
-        .bind(key_id)
-        .bind(now - LAST_USED_EVERY_MS)
-        .execute(&self.pool)
-        .observed("keys.touch")
-        .await;
+        let done = "UPDATE api_tokens SET last_used_at = $1 WHERE id = $2 \
+                    AND (last_used_at IS NULL OR last_used_at <= $3)"
+            .with_values((now, key_id, now - LAST_USED_EVERY_MS))
+            .execute(&self.pool, "keys.touch")
+            .await;
         if let Err(err) = done {
             tracing::debug!(error = %err, "a key's last use was not recorded");
         }
@@ -153,10 +145,9 @@ impl Store {
             return Err(StoreError::Invalid("expires_at must lie in the future".into()));
         }
         let mut tx = self.pool.begin().observed("transaction.begin").await?;
-        let held = sqlx::query("SELECT COUNT(*) FROM api_tokens WHERE user_id = $1")
-            .bind(user_id)
-            .fetch_one(&mut *tx)
-            .observed("keys.create")
+        let held = "SELECT COUNT(*) FROM api_tokens WHERE user_id = $1"
+            .with_values((user_id,))
+            .fetch_one(&mut *tx, "keys.create")
             .await?
             .int(0)?;
         if held >= MAX_KEYS_PER_USER {
@@ -172,19 +163,11 @@ impl Store {
             expires_at,
             last_used_at: None,
         };
-        let inserted = sqlx::query(
-            "INSERT INTO api_tokens (token_hash, user_id, created_at, id, name, expires_at) \
-             SELECT $1, id, $2, $3, $4, $5 FROM users WHERE id = $6",
-        )
-        .bind(token_hash(&secret))
-        .bind(now)
-        .bind(&key.id)
-        .bind(&key.name)
-        .bind(expires_at)
-        .bind(user_id)
-        .execute(&mut *tx)
-        .observed("keys.create")
-        .await?;
+        let inserted = "INSERT INTO api_tokens (token_hash, user_id, created_at, id, name, expires_at) \
+                        SELECT $1, id, $2, $3, $4, $5 FROM users WHERE id = $6"
+            .with_values((token_hash(&secret), now, &key.id, &key.name, expires_at, user_id))
+            .execute(&mut *tx, "keys.create")
+            .await?;
         one_row(inserted.rows_affected())?;
         tx.commit().observed("transaction.commit").await?;
         debug_assert!(secret.starts_with(TOKEN_PREFIX));
@@ -193,12 +176,11 @@ impl Store {
 
     /// The user's keys, oldest first.
     pub async fn list_keys(&self, user_id: &str) -> Result<Vec<ApiKey>> {
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+        let rows = sqlx::AssertSqlSafe(format!(
             "SELECT {KEY_COLUMNS} FROM api_tokens WHERE user_id = $1 ORDER BY created_at, id"
-        )))
-        .bind(user_id)
-        .fetch_all(&self.pool)
-        .observed("keys.list")
+        ))
+        .with_values((user_id,))
+        .fetch_all(&self.pool, "keys.list")
         .await?;
         rows.iter().map(key_from).collect()
     }
@@ -206,20 +188,17 @@ impl Store {
     /// Deletes one of the user's keys, and the limits set on it; another user's key is NotFound.
     pub async fn delete_key(&self, user_id: &str, key_id: &str) -> Result<()> {
         let mut tx = self.pool.begin().observed("transaction.begin").await?;
-        let gone = sqlx::query("DELETE FROM api_tokens WHERE user_id = $1 AND id = $2")
-            .bind(user_id)
-            .bind(key_id)
-            .execute(&mut *tx)
-            .observed("keys.delete")
+        let gone = "DELETE FROM api_tokens WHERE user_id = $1 AND id = $2"
+            .with_values((user_id, key_id))
+            .execute(&mut *tx, "keys.delete")
             .await?;
         one_row(gone.rows_affected())?;
         for table in ["budgets", "budget_spend"] {
-            sqlx::query(sqlx::AssertSqlSafe(format!(
+            sqlx::AssertSqlSafe(format!(
                 "DELETE FROM {table} WHERE scope = 'key' AND subject_id = $1"
-            )))
-            .bind(key_id)
-            .execute(&mut *tx)
-            .observed("keys.delete")
+            ))
+            .with_values((key_id,))
+            .execute(&mut *tx, "keys.delete")
             .await?;
         }
         tx.commit().observed("transaction.commit").await?;
@@ -228,10 +207,9 @@ impl Store {
 
     /// The owner of a key, for an admin naming the key alone.
     pub async fn key_owner(&self, key_id: &str) -> Result<String> {
-        sqlx::query("SELECT user_id FROM api_tokens WHERE id = $1")
-            .bind(key_id)
-            .fetch_optional(&self.pool)
-            .observed("keys.owner")
+        "SELECT user_id FROM api_tokens WHERE id = $1"
+            .with_values((key_id,))
+            .fetch_optional(&self.pool, "keys.owner")
             .await?
             .ok_or(StoreError::NotFound)?
             .text(0)
@@ -239,39 +217,32 @@ impl Store {
 
     /// Every user with role, state and key count, oldest first.
     pub async fn list_accounts(&self) -> Result<Vec<Account>> {
-        let rows = sqlx::query(
-            "SELECT u.id, u.name, u.created_at, u.role, u.disabled_at, \
-             (SELECT COUNT(*) FROM api_tokens t WHERE t.user_id = u.id) \
-             FROM users u ORDER BY u.created_at, u.id",
-        )
-        .fetch_all(&self.pool)
-        .observed("keys.list_accounts")
-        .await?;
+        let rows = "SELECT u.id, u.name, u.created_at, u.role, u.disabled_at, \
+                    (SELECT COUNT(*) FROM api_tokens t WHERE t.user_id = u.id) \
+                    FROM users u ORDER BY u.created_at, u.id"
+            .with_values(())
+            .fetch_all(&self.pool, "keys.list_accounts")
+            .await?;
         rows.iter().map(account_from).collect()
     }
 
     /// One user as an admin sees it.
     pub async fn account(&self, user_id: &str) -> Result<Account> {
-        let row = sqlx::query(
-            "SELECT u.id, u.name, u.created_at, u.role, u.disabled_at, \
-             (SELECT COUNT(*) FROM api_tokens t WHERE t.user_id = u.id) \
-             FROM users u WHERE u.id = $1",
-        )
-        .bind(user_id)
-        .fetch_optional(&self.pool)
-        .observed("keys.account")
-        .await?
-        .ok_or(StoreError::NotFound)?;
+        let row = "SELECT u.id, u.name, u.created_at, u.role, u.disabled_at, \
+                   (SELECT COUNT(*) FROM api_tokens t WHERE t.user_id = u.id) \
+                   FROM users u WHERE u.id = $1"
+            .with_values((user_id,))
+            .fetch_optional(&self.pool, "keys.account")
+            .await?
+            .ok_or(StoreError::NotFound)?;
         account_from(&row)
     }
 
     /// Makes the user an admin or takes the role away.
     pub async fn set_admin(&self, user_id: &str, admin: bool) -> Result<()> {
-        let done = sqlx::query("UPDATE users SET role = $1 WHERE id = $2")
-            .bind(role(admin))
-            .bind(user_id)
-            .execute(&self.pool)
-            .observed("keys.set_admin")
+        let done = "UPDATE users SET role = $1 WHERE id = $2"
+            .with_values((role(admin), user_id))
+            .execute(&self.pool, "keys.set_admin")
             .await?;
         one_row(done.rows_affected())
     }
@@ -280,17 +251,14 @@ impl Store {
     /// Disabling a disabled user keeps the first time.
     pub async fn set_disabled(&self, user_id: &str, disabled: bool) -> Result<()> {
         let done = if disabled {
-            sqlx::query("UPDATE users SET disabled_at = COALESCE(disabled_at, $1) WHERE id = $2")
-                .bind(self.now_ms())
-                .bind(user_id)
-                .execute(&self.pool)
-                .observed("keys.set_disabled")
+            "UPDATE users SET disabled_at = COALESCE(disabled_at, $1) WHERE id = $2"
+                .with_values((self.now_ms(), user_id))
+                .execute(&self.pool, "keys.set_disabled")
                 .await?
         } else {
-            sqlx::query("UPDATE users SET disabled_at = NULL WHERE id = $1")
-                .bind(user_id)
-                .execute(&self.pool)
-                .observed("keys.set_disabled")
+            "UPDATE users SET disabled_at = NULL WHERE id = $1"
+                .with_values((user_id,))
+                .execute(&self.pool, "keys.set_disabled")
                 .await?
         };
         one_row(done.rows_affected())
@@ -300,18 +268,14 @@ impl Store {
     pub async fn delete_user(&self, user_id: &str) -> Result<()> {
         let mut tx = self.pool.begin().observed("transaction.begin").await?;
         for table in UNLINKED_USER_TABLES {
-            sqlx::query(sqlx::AssertSqlSafe(format!(
-                "DELETE FROM {table} WHERE user_id = $1"
-            )))
-            .bind(user_id)
-            .execute(&mut *tx)
-            .observed("keys.delete_user")
-            .await?;
+            sqlx::AssertSqlSafe(format!("DELETE FROM {table} WHERE user_id = $1"))
+                .with_values((user_id,))
+                .execute(&mut *tx, "keys.delete_user")
+                .await?;
         }
-        let gone = sqlx::query("DELETE FROM users WHERE id = $1")
-            .bind(user_id)
-            .execute(&mut *tx)
-            .observed("keys.delete_user")
+        let gone = "DELETE FROM users WHERE id = $1"
+            .with_values((user_id,))
+            .execute(&mut *tx, "keys.delete_user")
             .await?;
         one_row(gone.rows_affected())?;
         tx.commit().observed("transaction.commit").await?;

@@ -42,6 +42,7 @@ mod settings;
 mod setup;
 mod skills;
 mod spans;
+mod statement;
 mod tail;
 mod tasks;
 mod thread_search;

@@ -8,6 +8,7 @@ use sqlx::any::AnyRow;
 use crate::connect::{Backend, Store};
 use crate::error::{Result, StoreError};
 use crate::observed::Observed;
+use crate::statement::Sql;
 use crate::types::{McpOAuthClient, McpSecrets, McpServer, NewMcpServer};
 use crate::util::{Cols, check_len, check_name, delete_owned, flag, new_id};
 
@@ -153,38 +154,35 @@ impl Store {
         let now = self.now_ms();
         let mut tx = self.pool.begin().observed("transaction.begin").await?;
         if self.backend() == Backend::Postgres {
-            sqlx::query("SELECT id FROM users WHERE id = $1 FOR UPDATE")
-                .bind(user)
-                .fetch_optional(&mut *tx)
-                .observed("mcp.lock_user")
+            "SELECT id FROM users WHERE id = $1 FOR UPDATE"
+                .with_values((user,))
+                .fetch_optional(&mut *tx, "mcp.lock_user")
                 .await?;
         }
-        let done = sqlx::query(
-            "INSERT INTO mcp_servers (id, user_id, name, url, enabled, headers, bearer_token, \
-             created_at, updated_at, secrets_sealed, oauth_client_id, oauth_client_secret) \
-             SELECT $1, id, $3, $4, $5, $6, $7, $8, $8, $9, $11, $12 FROM users WHERE id = $2 \
-             AND (SELECT COUNT(*) FROM mcp_servers WHERE user_id = $2) < $10",
-        )
-        .bind(&id)
-        .bind(user)
-        .bind(&s.name)
-        .bind(&s.url)
-        .bind(flag(s.enabled))
-        .bind(&stored.headers_json)
-        .bind(stored.bearer_token.as_deref())
-        .bind(now)
-        .bind(flag(stored.sealed))
-        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-        .bind(s.oauth_client_id.as_deref())
-        .bind(client_secret.as_deref())
-        .execute(&mut *tx)
-        .observed("mcp.create_mcp_server")
-        .await?;
+        let done = "INSERT INTO mcp_servers (id, user_id, name, url, enabled, headers, bearer_token, \
+                    created_at, updated_at, secrets_sealed, oauth_client_id, oauth_client_secret) \
+                    SELECT $1, id, $3, $4, $5, $6, $7, $8, $8, $9, $11, $12 FROM users WHERE id = $2 \
+                    AND (SELECT COUNT(*) FROM mcp_servers WHERE user_id = $2) < $10"
+            .with_values((
+                &id,
+                user,
+                &s.name,
+                &s.url,
+                flag(s.enabled),
+                &stored.headers_json,
+                stored.bearer_token.as_deref(),
+                now,
+                flag(stored.sealed),
+                i64::try_from(limit).unwrap_or(i64::MAX),
+                s.oauth_client_id.as_deref(),
+                client_secret.as_deref(),
+            ))
+            .execute(&mut *tx, "mcp.create_mcp_server")
+            .await?;
         if done.rows_affected() == 0 {
-            let known = sqlx::query("SELECT id FROM users WHERE id = $1")
-                .bind(user)
-                .fetch_optional(&mut *tx)
-                .observed("mcp.user_exists")
+            let known = "SELECT id FROM users WHERE id = $1"
+                .with_values((user,))
+                .fetch_optional(&mut *tx, "mcp.user_exists")
                 .await?;
             return match known {
                 Some(_) => Ok(None),
@@ -204,14 +202,12 @@ impl Store {
         enabled_only: bool,
     ) -> Result<Vec<(McpServer, McpSecrets)>> {
         // Flags are 0/1, so `enabled >= 0` keeps every row and `enabled >= 1` only enabled ones.
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+        let rows = sqlx::AssertSqlSafe(format!(
             "SELECT {MCP_COLS} FROM mcp_servers WHERE user_id = $1 AND enabled >= $2 \
              ORDER BY created_at, id"
-        )))
-        .bind(user)
-        .bind(flag(enabled_only))
-        .fetch_all(&self.pool)
-        .observed("mcp.query_mcp_servers")
+        ))
+        .with_values((user, flag(enabled_only)))
+        .fetch_all(&self.pool, "mcp.query_mcp_servers")
         .await?;
         rows.iter().map(|row| mcp_from(self, row, enabled_only)).collect()
     }
@@ -223,13 +219,11 @@ impl Store {
     }
 
     async fn mcp_row(&self, user: &str, id: &str, open: bool) -> Result<Option<(McpServer, McpSecrets)>> {
-        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+        let row = sqlx::AssertSqlSafe(format!(
             "SELECT {MCP_COLS} FROM mcp_servers WHERE user_id = $1 AND id = $2"
-        )))
-        .bind(user)
-        .bind(id)
-        .fetch_optional(&self.pool)
-        .observed("mcp.mcp_row")
+        ))
+        .with_values((user, id))
+        .fetch_optional(&self.pool, "mcp.mcp_row")
         .await?;
         row.as_ref().map(|row| mcp_from(self, row, open)).transpose()
     }
@@ -243,25 +237,24 @@ impl Store {
         check_server(s)?;
         let stored = self.seal_mcp_secrets(&s.headers, s.bearer_token.as_deref())?;
         let client_secret = self.seal_client_secret(s)?;
-        let row = sqlx::query(
-            "UPDATE mcp_servers SET name = $3, url = $4, enabled = $5, headers = $6, \
-             bearer_token = $7, updated_at = $8, secrets_sealed = $9, oauth_client_id = $10, \
-             oauth_client_secret = $11 WHERE user_id = $1 AND id = $2 RETURNING created_at",
-        )
-        .bind(user)
-        .bind(id)
-        .bind(&s.name)
-        .bind(&s.url)
-        .bind(flag(s.enabled))
-        .bind(&stored.headers_json)
-        .bind(stored.bearer_token.as_deref())
-        .bind(self.now_ms())
-        .bind(flag(stored.sealed))
-        .bind(s.oauth_client_id.as_deref())
-        .bind(client_secret.as_deref())
-        .fetch_optional(&self.pool)
-        .observed("mcp.update_mcp_server")
-        .await?;
+        let row = "UPDATE mcp_servers SET name = $3, url = $4, enabled = $5, headers = $6, \
+                   bearer_token = $7, updated_at = $8, secrets_sealed = $9, oauth_client_id = $10, \
+                   oauth_client_secret = $11 WHERE user_id = $1 AND id = $2 RETURNING created_at"
+            .with_values((
+                user,
+                id,
+                &s.name,
+                &s.url,
+                flag(s.enabled),
+                &stored.headers_json,
+                stored.bearer_token.as_deref(),
+                self.now_ms(),
+                flag(stored.sealed),
+                s.oauth_client_id.as_deref(),
+                client_secret.as_deref(),
+            ))
+            .fetch_optional(&self.pool, "mcp.update_mcp_server")
+            .await?;
         self.setup_changed(user);
         match row {
             Some(row) => Ok(shown(id.to_owned(), s, row.int(0)?)),
@@ -286,15 +279,12 @@ impl Store {
     /// The OAuth client the user gave with the server, its secret opened; `None` when they gave
     /// none. NotFound when the server is not the user's.
     pub async fn mcp_server_oauth_client(&self, user: &str, id: &str) -> Result<Option<McpOAuthClient>> {
-        let row = sqlx::query(
-            "SELECT oauth_client_id, oauth_client_secret FROM mcp_servers WHERE user_id = $1 AND id = $2",
-        )
-        .bind(user)
-        .bind(id)
-        .fetch_optional(&self.pool)
-        .observed("mcp.mcp_server_oauth_client")
-        .await?
-        .ok_or(StoreError::NotFound)?;
+        let row =
+            "SELECT oauth_client_id, oauth_client_secret FROM mcp_servers WHERE user_id = $1 AND id = $2"
+                .with_values((user, id))
+                .fetch_optional(&self.pool, "mcp.mcp_server_oauth_client")
+                .await?
+                .ok_or(StoreError::NotFound)?;
         let Some(client_id) = row.opt_text(0)? else {
             return Ok(None);
         };

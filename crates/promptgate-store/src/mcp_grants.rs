@@ -6,7 +6,7 @@
 
 use crate::connect::Store;
 use crate::error::Result;
-use crate::observed::Observed;
+use crate::statement::Sql;
 use crate::util::{Cols, check_len};
 
 /// A sealed grant is a few kilobytes; the bound keeps a confused caller from storing megabytes.
@@ -20,50 +20,38 @@ impl Store {
     pub async fn put_mcp_grant(&self, user_id: &str, server_id: &str, grant: &str) -> Result<()> {
         let sealed = self.seal_secret(grant)?;
         check_len("sealed grant", &sealed, MAX_SEALED_GRANT)?;
-        sqlx::query(
-            "INSERT INTO mcp_oauth_grants (user_id, server_id, sealed, updated_at) VALUES ($1, $2, $3, $4) \
-             ON CONFLICT (user_id, server_id) DO UPDATE SET sealed = excluded.sealed, \
-             updated_at = excluded.updated_at",
-        )
-        .bind(user_id)
-        .bind(server_id)
-        .bind(&sealed)
-        .bind(self.now_ms())
-        .execute(&self.pool)
-        .observed("mcp_grants.put_mcp_grant")
-        .await?;
+        "INSERT INTO mcp_oauth_grants (user_id, server_id, sealed, updated_at) VALUES ($1, $2, $3, $4) \
+         ON CONFLICT (user_id, server_id) DO UPDATE SET sealed = excluded.sealed, \
+         updated_at = excluded.updated_at"
+            .with_values((user_id, server_id, &sealed, self.now_ms()))
+            .execute(&self.pool, "mcp_grants.put_mcp_grant")
+            .await?;
         Ok(())
     }
 
     /// The grant, opened.
     pub async fn get_mcp_grant(&self, user_id: &str, server_id: &str) -> Result<Option<String>> {
-        let row = sqlx::query("SELECT sealed FROM mcp_oauth_grants WHERE user_id = $1 AND server_id = $2")
-            .bind(user_id)
-            .bind(server_id)
-            .fetch_optional(&self.pool)
-            .observed("mcp_grants.get_mcp_grant")
+        let row = "SELECT sealed FROM mcp_oauth_grants WHERE user_id = $1 AND server_id = $2"
+            .with_values((user_id, server_id))
+            .fetch_optional(&self.pool, "mcp_grants.get_mcp_grant")
             .await?;
         row.map(|row| self.open_secret(&row.text(0)?)).transpose()
     }
 
     /// The servers of `user_id` that have a grant, without opening any.
     pub async fn mcp_grant_server_ids(&self, user_id: &str) -> Result<Vec<String>> {
-        let rows =
-            sqlx::query("SELECT server_id FROM mcp_oauth_grants WHERE user_id = $1 ORDER BY server_id")
-                .bind(user_id)
-                .fetch_all(&self.pool)
-                .observed("mcp_grants.mcp_grant_server_ids")
-                .await?;
+        let rows = "SELECT server_id FROM mcp_oauth_grants WHERE user_id = $1 ORDER BY server_id"
+            .with_values((user_id,))
+            .fetch_all(&self.pool, "mcp_grants.mcp_grant_server_ids")
+            .await?;
         rows.iter().map(|row| row.text(0)).collect()
     }
 
     /// Forgets the grant; forgetting one that is not there is not an error.
     pub async fn delete_mcp_grant(&self, user_id: &str, server_id: &str) -> Result<()> {
-        sqlx::query("DELETE FROM mcp_oauth_grants WHERE user_id = $1 AND server_id = $2")
-            .bind(user_id)
-            .bind(server_id)
-            .execute(&self.pool)
-            .observed("mcp_grants.delete_mcp_grant")
+        "DELETE FROM mcp_oauth_grants WHERE user_id = $1 AND server_id = $2"
+            .with_values((user_id, server_id))
+            .execute(&self.pool, "mcp_grants.delete_mcp_grant")
             .await?;
         Ok(())
     }
@@ -73,25 +61,19 @@ impl Store {
     /// races a renewal's rotated refresh token.
     pub async fn put_mcp_known_tools(&self, user_id: &str, server_id: &str, tools: &str) -> Result<()> {
         check_len("known tool list", tools, MAX_KNOWN_TOOLS)?;
-        sqlx::query("UPDATE mcp_oauth_grants SET known_tools = $3 WHERE user_id = $1 AND server_id = $2")
-            .bind(user_id)
-            .bind(server_id)
-            .bind(tools)
-            .execute(&self.pool)
-            .observed("mcp_grants.put_mcp_known_tools")
+        "UPDATE mcp_oauth_grants SET known_tools = $3 WHERE user_id = $1 AND server_id = $2"
+            .with_values((user_id, server_id, tools))
+            .execute(&self.pool, "mcp_grants.put_mcp_known_tools")
             .await?;
         Ok(())
     }
 
     /// The tools the server last listed under the user's grant, if any were kept.
     pub async fn mcp_known_tools(&self, user_id: &str, server_id: &str) -> Result<Option<String>> {
-        let row =
-            sqlx::query("SELECT known_tools FROM mcp_oauth_grants WHERE user_id = $1 AND server_id = $2")
-                .bind(user_id)
-                .bind(server_id)
-                .fetch_optional(&self.pool)
-                .observed("mcp_grants.mcp_known_tools")
-                .await?;
+        let row = "SELECT known_tools FROM mcp_oauth_grants WHERE user_id = $1 AND server_id = $2"
+            .with_values((user_id, server_id))
+            .fetch_optional(&self.pool, "mcp_grants.mcp_known_tools")
+            .await?;
         Ok(row.map(|row| row.opt_text(0)).transpose()?.flatten())
     }
 }

@@ -8,6 +8,7 @@ use crate::connect::{Backend, Store};
 use crate::error::{Result, StoreError};
 use crate::observed::Observed;
 use crate::search::search_terms;
+use crate::statement::Sql;
 use crate::types::{Message, MessageStatus, NewMessage, Role};
 use crate::util::{Cols, client_id_or_new, from_json, one_row, to_json};
 
@@ -307,20 +308,19 @@ impl UpdatedMessage {
     where
         E: sqlx::Executor<'e, Database = sqlx::Any>,
     {
-        let done = sqlx::query(
-            "UPDATE messages SET parts = $3, metadata = $4, status = $5, search_text = $6, \
-             search_terms = $7 WHERE user_id = $1 AND id = $2",
-        )
-        .bind(user)
-        .bind(&self.id)
-        .bind(&self.parts)
-        .bind(&self.metadata)
-        .bind(self.status)
-        .bind(&self.text)
-        .bind(&self.terms)
-        .execute(executor)
-        .observed("messages.update_message")
-        .await?;
+        let done = "UPDATE messages SET parts = $3, metadata = $4, status = $5, search_text = $6, \
+                    search_terms = $7 WHERE user_id = $1 AND id = $2"
+            .with_values((
+                user,
+                &self.id,
+                &self.parts,
+                &self.metadata,
+                self.status,
+                &self.text,
+                &self.terms,
+            ))
+            .execute(executor, "messages.update_message")
+            .await?;
         Ok(done.rows_affected())
     }
 }
@@ -420,9 +420,9 @@ impl Store {
     /// Marks every answer still `streaming` as `interrupted`: run at start-up, when no turn of this
     /// store's can be running any more. Returns how many answers were marked.
     pub async fn interrupt_streaming(&self) -> Result<u64> {
-        let done = sqlx::query("UPDATE messages SET status = 'interrupted' WHERE status = 'streaming'")
-            .execute(&self.pool)
-            .observed("messages.interrupt_streaming")
+        let done = "UPDATE messages SET status = 'interrupted' WHERE status = 'streaming'"
+            .with_values(())
+            .execute(&self.pool, "messages.interrupt_streaming")
             .await?;
         Ok(done.rows_affected())
     }
@@ -430,16 +430,13 @@ impl Store {
     /// The thread's messages in order. NotFound when the thread is not the user's.
     pub async fn list_messages(&self, user: &str, thread_id: &str) -> Result<Vec<Message>> {
         // One round trip: the thread row is always there when it exists, messages join onto it.
-        let rows = sqlx::query(
+        let rows =
             "SELECT t.id, m.id, m.thread_id, m.role, m.parts, m.metadata, m.status, m.created_at, m.seq \
              FROM threads t LEFT JOIN messages m ON m.user_id = t.user_id AND m.thread_id = t.id \
-             WHERE t.user_id = $1 AND t.id = $2 ORDER BY m.seq",
-        )
-        .bind(user)
-        .bind(thread_id)
-        .fetch_all(&self.pool)
-        .observed("messages.list_messages")
-        .await?;
+             WHERE t.user_id = $1 AND t.id = $2 ORDER BY m.seq"
+                .with_values((user, thread_id))
+                .fetch_all(&self.pool, "messages.list_messages")
+                .await?;
         if rows.is_empty() {
             return Err(StoreError::NotFound);
         }

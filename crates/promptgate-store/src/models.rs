@@ -7,7 +7,7 @@ use sqlx::any::AnyRow;
 use crate::SYSTEM_OWNER;
 use crate::connect::Store;
 use crate::error::{Result, StoreError};
-use crate::observed::Observed;
+use crate::statement::Sql;
 use crate::util::{Cols, check_id, check_len, check_name, flag, from_json, to_json};
 
 const MODEL_COLS: &str = "owner, id, name, provider, upstream_model, tool_usage, engine, context_window, \
@@ -118,25 +118,26 @@ impl Store {
                  WHERE owner = $1 AND id = $2"
                 .to_owned(),
         };
-        let done = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(owner)
-            .bind(&m.id)
-            .bind(&m.name)
-            .bind(&m.provider)
-            .bind(&m.upstream_model)
-            .bind(i64::from(m.tool_usage))
-            .bind(engine_name(m.engine))
-            .bind(m.context_window)
-            .bind(flag(m.supports_images))
-            .bind(flag(m.supports_parallel_tool_calls))
-            .bind(flag(m.extract_think_tags))
-            .bind(flag(m.start_with_reasoning))
-            .bind(m.reasoning.as_deref())
-            .bind(profile)
-            .bind(self.now_ms())
-            .bind(to_json("model fallbacks", &m.fallbacks)?)
-            .execute(&self.pool)
-            .observed("models.write_model")
+        let done = sqlx::AssertSqlSafe(sql)
+            .with_values((
+                owner,
+                &m.id,
+                &m.name,
+                &m.provider,
+                &m.upstream_model,
+                i64::from(m.tool_usage),
+                engine_name(m.engine),
+                m.context_window,
+                flag(m.supports_images),
+                flag(m.supports_parallel_tool_calls),
+                flag(m.extract_think_tags),
+                flag(m.start_with_reasoning),
+                m.reasoning.as_deref(),
+                profile,
+                self.now_ms(),
+                to_json("model fallbacks", &m.fallbacks)?,
+            ))
+            .execute(&self.pool, "models.write_model")
             .await?;
         self.setup_changed(owner);
         Ok(done.rows_affected())
@@ -154,14 +155,12 @@ impl Store {
     /// System models first, then the user's own, each in creation order. A user's model shadows a
     /// system model of the same id.
     pub async fn list_models(&self, user: &str) -> Result<Vec<Model>> {
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+        let rows = sqlx::AssertSqlSafe(format!(
             "SELECT {MODEL_COLS} FROM models WHERE owner = $1 OR owner = $2 \
              ORDER BY CASE WHEN owner = $2 THEN 0 ELSE 1 END, created_at, id"
-        )))
-        .bind(user)
-        .bind(SYSTEM_OWNER)
-        .fetch_all(&self.pool)
-        .observed("models.list_models")
+        ))
+        .with_values((user, SYSTEM_OWNER))
+        .fetch_all(&self.pool, "models.list_models")
         .await?;
         let models = rows.iter().map(model_from).collect::<Result<Vec<_>>>()?;
         let own: std::collections::HashSet<&str> = models
@@ -183,15 +182,12 @@ impl Store {
 
     /// The user's own model with this id, else the system one.
     pub async fn get_model(&self, user: &str, id: &str) -> Result<Option<Model>> {
-        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+        let row = sqlx::AssertSqlSafe(format!(
             "SELECT {MODEL_COLS} FROM models WHERE id = $1 AND (owner = $2 OR owner = $3) \
              ORDER BY CASE WHEN owner = $2 THEN 0 ELSE 1 END LIMIT 1"
-        )))
-        .bind(id)
-        .bind(user)
-        .bind(SYSTEM_OWNER)
-        .fetch_optional(&self.pool)
-        .observed("models.get_model")
+        ))
+        .with_values((id, user, SYSTEM_OWNER))
+        .fetch_optional(&self.pool, "models.get_model")
         .await?;
         row.as_ref().map(model_from).transpose()
     }
@@ -226,11 +222,9 @@ impl Store {
     }
 
     pub async fn delete_model(&self, user: &str, id: &str) -> Result<()> {
-        let done = sqlx::query("DELETE FROM models WHERE owner = $1 AND id = $2")
-            .bind(user)
-            .bind(id)
-            .execute(&self.pool)
-            .observed("models.delete_model")
+        let done = "DELETE FROM models WHERE owner = $1 AND id = $2"
+            .with_values((user, id))
+            .execute(&self.pool, "models.delete_model")
             .await?;
         self.setup_changed(user);
         if done.rows_affected() == 0 {

@@ -6,6 +6,7 @@ use std::time::Duration;
 use crate::connect::Store;
 use crate::error::Result;
 use crate::observed::Observed;
+use crate::statement::Sql;
 use crate::util::Cols;
 
 /// Who started an authorization, for which provider, and the PKCE verifier to finish it with.
@@ -54,34 +55,26 @@ impl Store {
     ) -> Result<std::result::Result<(), PendingRefused>> {
         let now = self.now_ms();
         let mut tx = self.pool.begin().observed("transaction.begin").await?;
-        sqlx::query("DELETE FROM oauth_pending WHERE user_id = $1 AND expires_at <= $2")
-            .bind(&pending.user_id)
-            .bind(now)
-            .execute(&mut *tx)
-            .observed("oauth_pending.put_oauth_pending")
+        "DELETE FROM oauth_pending WHERE user_id = $1 AND expires_at <= $2"
+            .with_values((&pending.user_id, now))
+            .execute(&mut *tx, "oauth_pending.put_oauth_pending")
             .await?;
-        let mine = sqlx::query("SELECT COUNT(*) FROM oauth_pending WHERE user_id = $1")
-            .bind(&pending.user_id)
-            .fetch_one(&mut *tx)
-            .observed("oauth_pending.put_oauth_pending")
+        let mine = "SELECT COUNT(*) FROM oauth_pending WHERE user_id = $1"
+            .with_values((&pending.user_id,))
+            .fetch_one(&mut *tx, "oauth_pending.put_oauth_pending")
             .await?
             .int(0)?;
         let per_user = i64::try_from(limits.per_user.max(1)).unwrap_or(i64::MAX);
         if mine >= per_user {
-            sqlx::query(
-                "DELETE FROM oauth_pending WHERE state IN \
-                 (SELECT state FROM oauth_pending WHERE user_id = $1 ORDER BY created_at LIMIT $2)",
-            )
-            .bind(&pending.user_id)
-            .bind(mine - per_user + 1)
-            .execute(&mut *tx)
-            .observed("oauth_pending.put_oauth_pending")
-            .await?;
+            "DELETE FROM oauth_pending WHERE state IN \
+             (SELECT state FROM oauth_pending WHERE user_id = $1 ORDER BY created_at LIMIT $2)"
+                .with_values((&pending.user_id, mine - per_user + 1))
+                .execute(&mut *tx, "oauth_pending.put_oauth_pending")
+                .await?;
         }
-        let all = sqlx::query("SELECT COUNT(*) FROM oauth_pending WHERE expires_at > $1")
-            .bind(now)
-            .fetch_one(&mut *tx)
-            .observed("oauth_pending.put_oauth_pending")
+        let all = "SELECT COUNT(*) FROM oauth_pending WHERE expires_at > $1"
+            .with_values((now,))
+            .fetch_one(&mut *tx, "oauth_pending.put_oauth_pending")
             .await?
             .int(0)?;
         if all >= i64::try_from(limits.total).unwrap_or(i64::MAX) {
@@ -93,19 +86,8 @@ impl Store {
             .as_deref()
             .map(|d| self.seal_secret(d))
             .transpose()?;
-        sqlx::query(
-            "INSERT INTO oauth_pending (state, user_id, provider, code_verifier, expires_at, created_at, details) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
-        )
-        .bind(state)
-        .bind(&pending.user_id)
-        .bind(&pending.provider)
-        .bind(&pending.code_verifier)
-        .bind(now.saturating_add(ttl))
-        .bind(now)
-        .bind(details)
-        .execute(&mut *tx)
-        .observed("oauth_pending.put_oauth_pending")
+        "INSERT INTO oauth_pending (state, user_id, provider, code_verifier, expires_at, created_at, details) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)".with_values((state, &pending.user_id, &pending.provider, &pending.code_verifier, now.saturating_add(ttl), now, details)).execute(&mut *tx, "oauth_pending.put_oauth_pending")
         .await?;
         tx.commit().observed("transaction.commit").await?;
         Ok(Ok(()))
@@ -113,14 +95,11 @@ impl Store {
 
     /// The authorization kept under `state`, at most once, and only while it is fresh.
     pub async fn take_oauth_pending(&self, state: &str) -> Result<Option<OAuthPending>> {
-        let row = sqlx::query(
-            "DELETE FROM oauth_pending WHERE state = $1 \
-             RETURNING user_id, provider, code_verifier, expires_at, details",
-        )
-        .bind(state)
-        .fetch_optional(&self.pool)
-        .observed("oauth_pending.take_oauth_pending")
-        .await?;
+        let row = "DELETE FROM oauth_pending WHERE state = $1 \
+                   RETURNING user_id, provider, code_verifier, expires_at, details"
+            .with_values((state,))
+            .fetch_optional(&self.pool, "oauth_pending.take_oauth_pending")
+            .await?;
         let Some(row) = row else { return Ok(None) };
         if row.int(3)? <= self.now_ms() {
             return Ok(None);

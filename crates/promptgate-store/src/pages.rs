@@ -11,6 +11,7 @@ use crate::error::{Result, StoreError};
 use crate::messages::{message_from, role_from};
 use crate::observed::Observed;
 use crate::projects::{THREAD_COLS, thread_from};
+use crate::statement::Sql;
 use crate::types::{Message, Page, Thread, ThreadsAfter};
 use crate::util::{Cols, bound_limit, placeholders};
 
@@ -97,18 +98,14 @@ impl Store {
         limit: u32,
     ) -> Result<Page<Message>> {
         // One round trip: the thread row is always there when it exists, messages join onto it.
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+        let rows = sqlx::AssertSqlSafe(format!(
             "SELECT t.id, {MESSAGE_COLS} FROM threads t \
              LEFT JOIN messages m ON m.user_id = t.user_id AND m.thread_id = t.id AND m.seq < $3 \
              WHERE t.user_id = $1 AND t.id = $2 ORDER BY m.seq DESC {limit_clause}",
             limit_clause = bound_limit(4)
-        )))
-        .bind(user)
-        .bind(thread_id)
-        .bind(before)
-        .bind(i64::from(limit) + 1)
-        .fetch_all(&self.pool)
-        .observed("pages.stored_messages_page")
+        ))
+        .with_values((user, thread_id, before, i64::from(limit) + 1))
+        .fetch_all(&self.pool, "pages.stored_messages_page")
         .await?;
         if rows.is_empty() {
             return Err(StoreError::NotFound);
@@ -129,16 +126,12 @@ impl Store {
     /// read (from an index that holds it) and run through [`current_conversation`], the one place that
     /// decides it.
     async fn current_positions(&self, user: &str, thread_id: &str) -> Result<Vec<i64>> {
-        let rows = sqlx::query(
-            "SELECT t.id, m.seq, m.id, m.role FROM threads t \
-             LEFT JOIN messages m ON m.user_id = t.user_id AND m.thread_id = t.id \
-             WHERE t.user_id = $1 AND t.id = $2 ORDER BY m.seq",
-        )
-        .bind(user)
-        .bind(thread_id)
-        .fetch_all(&self.pool)
-        .observed("pages.current_positions")
-        .await?;
+        let rows = "SELECT t.id, m.seq, m.id, m.role FROM threads t \
+                    LEFT JOIN messages m ON m.user_id = t.user_id AND m.thread_id = t.id \
+                    WHERE t.user_id = $1 AND t.id = $2 ORDER BY m.seq"
+            .with_values((user, thread_id))
+            .fetch_all(&self.pool, "pages.current_positions")
+            .await?;
         if rows.is_empty() {
             return Err(StoreError::NotFound);
         }

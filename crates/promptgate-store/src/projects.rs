@@ -7,6 +7,7 @@ use crate::connect::Store;
 use crate::error::{Result, StoreError};
 use crate::observed::Observed;
 use crate::search::search_terms;
+use crate::statement::Sql;
 use crate::types::{NewProject, NewThread, Thread, ThreadUpdate};
 use crate::util::{Cols, check_name, check_opt_len, client_id_or_new, delete_owned, new_id, one_row};
 
@@ -82,40 +83,34 @@ impl Store {
             name: p.name.clone(),
             instructions: p.instructions.clone(),
         };
-        let done = sqlx::query(
-            "INSERT INTO projects (id, user_id, name, instructions, created_at, updated_at) \
-             SELECT $1, id, $2, $3, $4, $4 FROM users WHERE id = $5",
-        )
-        .bind(&project.id)
-        .bind(&project.name)
-        .bind(project.instructions.as_deref())
-        .bind(self.now_ms())
-        .bind(user)
-        .execute(&self.pool)
-        .observed("projects.create_project")
-        .await?;
+        let done = "INSERT INTO projects (id, user_id, name, instructions, created_at, updated_at) \
+                    SELECT $1, id, $2, $3, $4, $4 FROM users WHERE id = $5"
+            .with_values((
+                &project.id,
+                &project.name,
+                project.instructions.as_deref(),
+                self.now_ms(),
+                user,
+            ))
+            .execute(&self.pool, "projects.create_project")
+            .await?;
         one_row(done.rows_affected())?;
         Ok(project)
     }
 
     /// Oldest first.
     pub async fn list_projects(&self, user: &str) -> Result<Vec<Project>> {
-        let rows = sqlx::query(
-            "SELECT id, name, instructions FROM projects WHERE user_id = $1 ORDER BY created_at, id",
-        )
-        .bind(user)
-        .fetch_all(&self.pool)
-        .observed("projects.list_projects")
-        .await?;
+        let rows = "SELECT id, name, instructions FROM projects WHERE user_id = $1 ORDER BY created_at, id"
+            .with_values((user,))
+            .fetch_all(&self.pool, "projects.list_projects")
+            .await?;
         rows.iter().map(project_from).collect()
     }
 
     pub async fn get_project(&self, user: &str, id: &str) -> Result<Option<Project>> {
-        let row = sqlx::query("SELECT id, name, instructions FROM projects WHERE user_id = $1 AND id = $2")
-            .bind(user)
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .observed("projects.get_project")
+        let row = "SELECT id, name, instructions FROM projects WHERE user_id = $1 AND id = $2"
+            .with_values((user, id))
+            .fetch_optional(&self.pool, "projects.get_project")
             .await?;
         row.as_ref().map(project_from).transpose()
     }
@@ -123,18 +118,11 @@ impl Store {
     /// Replaces name and instructions.
     pub async fn update_project(&self, user: &str, id: &str, p: &NewProject) -> Result<Project> {
         check_project(p)?;
-        let done = sqlx::query(
-            "UPDATE projects SET name = $3, instructions = $4, updated_at = $5 \
-             WHERE user_id = $1 AND id = $2",
-        )
-        .bind(user)
-        .bind(id)
-        .bind(&p.name)
-        .bind(p.instructions.as_deref())
-        .bind(self.now_ms())
-        .execute(&self.pool)
-        .observed("projects.update_project")
-        .await?;
+        let done = "UPDATE projects SET name = $3, instructions = $4, updated_at = $5 \
+                    WHERE user_id = $1 AND id = $2"
+            .with_values((user, id, &p.name, p.instructions.as_deref(), self.now_ms()))
+            .execute(&self.pool, "projects.update_project")
+            .await?;
         one_row(done.rows_affected())?;
         Ok(Project {
             id: id.to_owned(),
@@ -153,19 +141,20 @@ impl Store {
     pub async fn create_thread(&self, user: &str, t: &NewThread) -> Result<Thread> {
         let thread = ThreadRow::of(t)?;
         let now = self.now_ms();
-        let done = sqlx::query(sqlx::AssertSqlSafe(format!(
+        let done = sqlx::AssertSqlSafe(format!(
             "INSERT INTO threads ({THREAD_INSERT_COLS}) \
              SELECT id, $2, $3, $4, $6, $5, $5 FROM users WHERE id = $1 \
              AND ($3 IS NULL OR EXISTS (SELECT 1 FROM projects p WHERE p.id = $3 AND p.user_id = $1))"
-        )))
-        .bind(user)
-        .bind(&thread.id)
-        .bind(t.project_id.as_deref())
-        .bind(t.title.as_deref())
-        .bind(now)
-        .bind(&thread.title_terms)
-        .execute(&self.pool)
-        .observed("projects.create_thread")
+        ))
+        .with_values((
+            user,
+            &thread.id,
+            t.project_id.as_deref(),
+            t.title.as_deref(),
+            now,
+            &thread.title_terms,
+        ))
+        .execute(&self.pool, "projects.create_thread")
         .await
         .map_err(|e| match StoreError::from(e) {
             StoreError::Conflict(_) => StoreError::Conflict(format!("thread {:?} exists", thread.id)),
@@ -176,13 +165,11 @@ impl Store {
     }
 
     pub async fn get_thread(&self, user: &str, id: &str) -> Result<Option<Thread>> {
-        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+        let row = sqlx::AssertSqlSafe(format!(
             "SELECT {THREAD_COLS} FROM threads WHERE user_id = $1 AND id = $2"
-        )))
-        .bind(user)
-        .bind(id)
-        .fetch_optional(&self.pool)
-        .observed("projects.get_thread")
+        ))
+        .with_values((user, id))
+        .fetch_optional(&self.pool, "projects.get_thread")
         .await?;
         row.as_ref().map(|r| thread_from(r, 0)).transpose()
     }
@@ -241,16 +228,11 @@ impl Store {
         project_id: &str,
         exclude: &str,
     ) -> Result<Vec<(String, Option<String>)>> {
-        let rows = sqlx::query(
-            "SELECT id, title FROM threads WHERE user_id = $1 AND project_id = $2 AND id <> $3 \
-             ORDER BY updated_at DESC, id DESC",
-        )
-        .bind(user)
-        .bind(project_id)
-        .bind(exclude)
-        .fetch_all(&self.pool)
-        .observed("projects.sibling_threads")
-        .await?;
+        let rows = "SELECT id, title FROM threads WHERE user_id = $1 AND project_id = $2 AND id <> $3 \
+                    ORDER BY updated_at DESC, id DESC"
+            .with_values((user, project_id, exclude))
+            .fetch_all(&self.pool, "projects.sibling_threads")
+            .await?;
         rows.iter().map(|r| Ok((r.text(0)?, r.opt_text(1)?))).collect()
     }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::connect::Store;
 use crate::error::Result;
-use crate::observed::Observed;
+use crate::statement::Sql;
 use crate::util::Cols;
 
 /// A question to keep while its call waits.
@@ -80,25 +80,24 @@ impl Store {
     pub async fn keep_question(&self, user_id: &str, question: &NewQuestion, ttl: Duration) -> Result<()> {
         let now = self.now_ms();
         let ttl = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
-        sqlx::query(
-            "INSERT INTO tool_questions (user_id, question_id, thread_id, message_id, turn_id, tool_call_id, \
-             kind, question, state, created_at, expires_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', $9, $10) \
-             ON CONFLICT (user_id, question_id) DO NOTHING",
-        )
-        .bind(user_id)
-        .bind(&question.question_id)
-        .bind(&question.thread_id)
-        .bind(&question.message_id)
-        .bind(&question.turn_id)
-        .bind(&question.tool_call_id)
-        .bind(&question.kind)
-        .bind(&question.question)
-        .bind(now)
-        .bind(now.saturating_add(ttl))
-        .execute(&self.pool)
-        .observed("questions.keep_question")
-        .await?;
+        "INSERT INTO tool_questions (user_id, question_id, thread_id, message_id, turn_id, tool_call_id, \
+         kind, question, state, created_at, expires_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', $9, $10) \
+         ON CONFLICT (user_id, question_id) DO NOTHING"
+            .with_values((
+                user_id,
+                &question.question_id,
+                &question.thread_id,
+                &question.message_id,
+                &question.turn_id,
+                &question.tool_call_id,
+                &question.kind,
+                &question.question,
+                now,
+                now.saturating_add(ttl),
+            ))
+            .execute(&self.pool, "questions.keep_question")
+            .await?;
         Ok(())
     }
 
@@ -112,12 +111,9 @@ impl Store {
              WHERE user_id = $1 AND thread_id = $2 AND state = 'pending' AND expires_at > $3 \
              ORDER BY created_at, question_id"
         );
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(user_id)
-            .bind(thread_id)
-            .bind(now)
-            .fetch_all(&self.pool)
-            .observed("questions.pending_questions")
+        let rows = sqlx::AssertSqlSafe(sql)
+            .with_values((user_id, thread_id, now))
+            .fetch_all(&self.pool, "questions.pending_questions")
             .await?;
         rows.iter().map(|row| read(row, now)).collect()
     }
@@ -132,12 +128,9 @@ impl Store {
         let sql = format!(
             "SELECT {COLUMNS} FROM tool_questions WHERE user_id = $1 AND thread_id = $2 AND question_id = $3"
         );
-        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(user_id)
-            .bind(thread_id)
-            .bind(question_id)
-            .fetch_optional(&self.pool)
-            .observed("questions.question")
+        let row = sqlx::AssertSqlSafe(sql)
+            .with_values((user_id, thread_id, question_id))
+            .fetch_optional(&self.pool, "questions.question")
             .await?;
         let now = self.now_ms();
         row.as_ref().map(|row| read(row, now)).transpose()
@@ -152,58 +145,41 @@ impl Store {
         question_id: &str,
         answer: &str,
     ) -> Result<bool> {
-        let done = sqlx::query(
-            "UPDATE tool_questions SET state = 'answered', answer = $4 \
-             WHERE user_id = $1 AND thread_id = $2 AND question_id = $3 AND state = 'pending' \
-             AND expires_at > $5",
-        )
-        .bind(user_id)
-        .bind(thread_id)
-        .bind(question_id)
-        .bind(answer)
-        .bind(self.now_ms())
-        .execute(&self.pool)
-        .observed("questions.answer_question")
-        .await?;
+        let done = "UPDATE tool_questions SET state = 'answered', answer = $4 \
+                    WHERE user_id = $1 AND thread_id = $2 AND question_id = $3 AND state = 'pending' \
+                    AND expires_at > $5"
+            .with_values((user_id, thread_id, question_id, answer, self.now_ms()))
+            .execute(&self.pool, "questions.answer_question")
+            .await?;
         Ok(done.rows_affected() == 1)
     }
 
     /// Ends a pending question unanswered (`Expired` or `Cancelled`). False when it was settled
     /// first (an answer won the race).
     pub async fn end_question(&self, user_id: &str, question_id: &str, state: QuestionState) -> Result<bool> {
-        let done = sqlx::query(
-            "UPDATE tool_questions SET state = $3 \
-             WHERE user_id = $1 AND question_id = $2 AND state = 'pending'",
-        )
-        .bind(user_id)
-        .bind(question_id)
-        .bind(state.as_str())
-        .execute(&self.pool)
-        .observed("questions.end_question")
-        .await?;
+        let done = "UPDATE tool_questions SET state = $3 \
+                    WHERE user_id = $1 AND question_id = $2 AND state = 'pending'"
+            .with_values((user_id, question_id, state.as_str()))
+            .execute(&self.pool, "questions.end_question")
+            .await?;
         Ok(done.rows_affected() == 1)
     }
 
     /// Cancels every question of the thread still pending (Stop).
     pub async fn cancel_questions(&self, user_id: &str, thread_id: &str) -> Result<u64> {
-        let done = sqlx::query(
-            "UPDATE tool_questions SET state = 'cancelled' \
-             WHERE user_id = $1 AND thread_id = $2 AND state = 'pending'",
-        )
-        .bind(user_id)
-        .bind(thread_id)
-        .execute(&self.pool)
-        .observed("questions.cancel_questions")
-        .await?;
+        let done = "UPDATE tool_questions SET state = 'cancelled' \
+                    WHERE user_id = $1 AND thread_id = $2 AND state = 'pending'"
+            .with_values((user_id, thread_id))
+            .execute(&self.pool, "questions.cancel_questions")
+            .await?;
         Ok(done.rows_affected())
     }
 
     /// Drops questions a day after they expired (called with the other periodic expiry).
     pub(crate) async fn forget_old_questions(&self, now: i64) -> Result<()> {
-        sqlx::query("DELETE FROM tool_questions WHERE expires_at < $1")
-            .bind(now - KEPT_AFTER_EXPIRY_MS)
-            .execute(&self.pool)
-            .observed("questions.forget_old_questions")
+        "DELETE FROM tool_questions WHERE expires_at < $1"
+            .with_values((now - KEPT_AFTER_EXPIRY_MS,))
+            .execute(&self.pool, "questions.forget_old_questions")
             .await?;
         Ok(())
     }

@@ -8,6 +8,7 @@
 use crate::connect::{Backend, Store};
 use crate::error::{Result, StoreError};
 use crate::observed::Observed;
+use crate::statement::Sql;
 use crate::types::{NewResponse, StoredResponse};
 use crate::util::{Cols, from_json, one_row, to_json};
 
@@ -87,11 +88,9 @@ impl Store {
             }
             Backend::Sqlite => {
                 let mut tx = self.begin_write().await?;
-                sqlx::query(EXPIRE)
-                    .bind(user)
-                    .bind(cutoff)
-                    .execute(&mut *tx)
-                    .observed("responses.expire")
+                EXPIRE
+                    .with_values((user, cutoff))
+                    .execute(&mut *tx, "responses.expire")
                     .await?;
                 let done = row
                     .bind(sqlx::query(INSERT).bind(user))
@@ -154,11 +153,9 @@ impl Store {
 
     /// Deletes a response; NotFound when the user has none by that id.
     pub async fn delete_response(&self, user: &str, id: &str) -> Result<()> {
-        let done = sqlx::query("DELETE FROM responses WHERE user_id = $1 AND id = $2")
-            .bind(user)
-            .bind(id)
-            .execute(&self.pool)
-            .observed("responses.delete")
+        let done = "DELETE FROM responses WHERE user_id = $1 AND id = $2"
+            .with_values((user, id))
+            .execute(&self.pool, "responses.delete")
             .await?;
         one_row(done.rows_affected())
     }
@@ -175,14 +172,11 @@ impl Store {
             return Ok(None);
         }
         let kept_since = self.now_ms().saturating_sub(max_age_ms);
-        Ok(sqlx::query(sqlx::AssertSqlSafe(format!(
+        Ok(sqlx::AssertSqlSafe(format!(
             "SELECT {columns} FROM responses WHERE user_id = $1 AND id = $2 AND created_at >= $3"
-        )))
-        .bind(user)
-        .bind(id)
-        .bind(kept_since)
-        .fetch_optional(&self.pool)
-        .observed(op)
+        ))
+        .with_values((user, id, kept_since))
+        .fetch_optional(&self.pool, op)
         .await?)
     }
 }

@@ -10,7 +10,7 @@
 //! given the searching user's key, so a search reads only that user's index entries.
 
 use async_trait::async_trait;
-use promptgate_core::storage::{ChatHit, ChatSearch, StorageError};
+use promptgate_core::storage::{ChatHit, ChatSearch, MessageSearch, StorageError};
 
 use crate::connect::{Backend, Store};
 use crate::error::Result;
@@ -163,10 +163,13 @@ impl ChatSearch for Store {
     async fn search_messages(
         &self,
         user_id: &str,
-        thread_ids: &[String],
-        query: &str,
-        limit: u32,
+        search: MessageSearch<'_>,
     ) -> Result<Vec<ChatHit>, StorageError> {
+        let MessageSearch {
+            thread_ids,
+            query,
+            limit,
+        } = search;
         let search = Store::search_messages(self, user_id, thread_ids, query, limit);
         Ok(self.traced(StoreCall::SearchChats, search).await?)
     }

@@ -13,7 +13,7 @@ use promptgate_core::storage::SecretBox;
 
 use crate::connect::Store;
 use crate::error::{Result, StoreError};
-use crate::observed::Observed;
+use crate::statement::Sql;
 use crate::util::{Cols, from_json, to_json};
 
 /// What [`Store::seal_plain_mcp_secrets`] found and did.
@@ -129,22 +129,20 @@ impl Store {
     /// How many MCP server rows hold sealed secrets. A server started without a key must not run
     /// over such rows: every send to those servers would fail.
     pub async fn count_sealed_mcp_servers(&self) -> Result<u64> {
-        let row = sqlx::query("SELECT COUNT(*) FROM mcp_servers WHERE secrets_sealed = 1")
-            .fetch_one(&self.pool)
-            .observed("secrets.count_sealed_mcp_servers")
+        let row = "SELECT COUNT(*) FROM mcp_servers WHERE secrets_sealed = 1"
+            .with_values(())
+            .fetch_one(&self.pool, "secrets.count_sealed_mcp_servers")
             .await?;
         Ok(u64::try_from(row.int(0)?).unwrap_or(0))
     }
 
     /// How many MCP server rows still hold a header or bearer token in clear.
     pub async fn count_plain_mcp_secrets(&self) -> Result<u64> {
-        let row = sqlx::query(
-            "SELECT COUNT(*) FROM mcp_servers WHERE secrets_sealed = 0 \
-             AND (bearer_token IS NOT NULL OR headers <> '{}')",
-        )
-        .fetch_one(&self.pool)
-        .observed("secrets.count_plain_mcp_secrets")
-        .await?;
+        let row = "SELECT COUNT(*) FROM mcp_servers WHERE secrets_sealed = 0 \
+                   AND (bearer_token IS NOT NULL OR headers <> '{}')"
+            .with_values(())
+            .fetch_one(&self.pool, "secrets.count_plain_mcp_secrets")
+            .await?;
         Ok(u64::try_from(row.int(0)?).unwrap_or(0))
     }
 
@@ -155,13 +153,11 @@ impl Store {
         if self.secrets.is_none() {
             return Err(StoreError::Invalid(NO_KEY.to_owned()));
         }
-        let sample = sqlx::query(
-            "SELECT headers, bearer_token FROM mcp_servers WHERE secrets_sealed = 1 \
-             AND (bearer_token IS NOT NULL OR headers <> '{}') LIMIT 1",
-        )
-        .fetch_optional(&self.pool)
-        .observed("secrets.seal_plain_mcp_secrets")
-        .await?;
+        let sample = "SELECT headers, bearer_token FROM mcp_servers WHERE secrets_sealed = 1 \
+                      AND (bearer_token IS NOT NULL OR headers <> '{}') LIMIT 1"
+            .with_values(())
+            .fetch_optional(&self.pool, "secrets.seal_plain_mcp_secrets")
+            .await?;
         if let Some(row) = sample {
             self.open_mcp_secrets(&row.text(0)?, row.opt_text(1)?, true)
                 .map_err(|_| {
@@ -173,37 +169,32 @@ impl Store {
                 })?;
         }
         let already_sealed = self.count_sealed_mcp_servers().await?;
-        let plain = sqlx::query("SELECT id, headers, bearer_token FROM mcp_servers WHERE secrets_sealed = 0")
-            .fetch_all(&self.pool)
-            .observed("secrets.seal_plain_mcp_secrets")
+        let plain = "SELECT id, headers, bearer_token FROM mcp_servers WHERE secrets_sealed = 0"
+            .with_values(())
+            .fetch_all(&self.pool, "secrets.seal_plain_mcp_secrets")
             .await?;
         let mut sealed_now = 0;
         for row in &plain {
             let id = row.text(0)?;
             let (headers, token) = self.open_mcp_secrets(&row.text(1)?, row.opt_text(2)?, false)?;
             let stored = self.seal_mcp_secrets(&headers, token.as_deref())?;
-            let done = sqlx::query(
-                "UPDATE mcp_servers SET headers = $2, bearer_token = $3, secrets_sealed = 1 \
-                 WHERE id = $1 AND secrets_sealed = 0",
-            )
-            .bind(&id)
-            .bind(&stored.headers_json)
-            .bind(stored.bearer_token.as_deref())
-            .execute(&self.pool)
-            .observed("secrets.seal_plain_mcp_secrets")
-            .await?;
+            let done = "UPDATE mcp_servers SET headers = $2, bearer_token = $3, secrets_sealed = 1 \
+                        WHERE id = $1 AND secrets_sealed = 0"
+                .with_values((&id, &stored.headers_json, stored.bearer_token.as_deref()))
+                .execute(&self.pool, "secrets.seal_plain_mcp_secrets")
+                .await?;
             sealed_now += done.rows_affected();
         }
         if sealed_now > 0 && self.backend() == crate::connect::Backend::Sqlite {
             // The clear values still sit in freed pages and in the write-ahead log; rewrite the file
             // and empty the log so they leave the disk with this start.
-            sqlx::query("VACUUM")
-                .execute(&self.pool)
-                .observed("secrets.seal_plain_mcp_secrets")
+            "VACUUM"
+                .with_values(())
+                .execute(&self.pool, "secrets.seal_plain_mcp_secrets")
                 .await?;
-            sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
-                .execute(&self.pool)
-                .observed("secrets.seal_plain_mcp_secrets")
+            "PRAGMA wal_checkpoint(TRUNCATE)"
+                .with_values(())
+                .execute(&self.pool, "secrets.seal_plain_mcp_secrets")
                 .await?;
         }
         Ok(SealingReport {

@@ -3,11 +3,11 @@
 
 use async_trait::async_trait;
 use promptgate_core::settings::{IntegrationProvider, IntegrationState, IntegrationStatus, UserSettings};
-use promptgate_core::storage::{StorageError, TokenVault};
+use promptgate_core::storage::{StorageError, TokenVault, VaultKey};
 
 use crate::connect::Store;
 use crate::error::{Result, StoreError};
-use crate::observed::Observed;
+use crate::statement::Sql;
 use crate::util::{Cols, check_len, flag, from_json, to_json};
 
 /// Sealed OAuth blobs are small; a bound keeps a confused caller from storing megabytes.
@@ -18,10 +18,9 @@ const MAX_SETTINGS_JSON: usize = 64 * 1024;
 impl Store {
     /// The user's settings, or the defaults when none were saved yet.
     pub async fn get_settings(&self, user: &str) -> Result<UserSettings> {
-        let row = sqlx::query("SELECT data FROM user_settings WHERE user_id = $1")
-            .bind(user)
-            .fetch_optional(&self.pool)
-            .observed("settings.get_settings")
+        let row = "SELECT data FROM user_settings WHERE user_id = $1"
+            .with_values((user,))
+            .fetch_optional(&self.pool, "settings.get_settings")
             .await?;
         match row {
             Some(row) => from_json("settings", &row.text(0)?),
@@ -37,29 +36,21 @@ impl Store {
                 "settings are larger than {MAX_SETTINGS_JSON} bytes"
             )));
         }
-        sqlx::query(
-            "INSERT INTO user_settings (user_id, data, updated_at) VALUES ($1, $2, $3) \
-             ON CONFLICT (user_id) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at",
-        )
-        .bind(user)
-        .bind(data)
-        .bind(self.now_ms())
-        .execute(&self.pool)
-        .observed("settings.put_settings")
-        .await?;
+        "INSERT INTO user_settings (user_id, data, updated_at) VALUES ($1, $2, $3) \
+         ON CONFLICT (user_id) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at"
+            .with_values((user, data, self.now_ms()))
+            .execute(&self.pool, "settings.put_settings")
+            .await?;
         self.setup_changed(user);
         Ok(())
     }
 
     /// Connected/enabled state of one provider; both false when never set.
     pub async fn get_integration(&self, user: &str, p: IntegrationProvider) -> Result<IntegrationState> {
-        let row =
-            sqlx::query("SELECT connected, enabled FROM integrations WHERE user_id = $1 AND provider = $2")
-                .bind(user)
-                .bind(p.as_str())
-                .fetch_optional(&self.pool)
-                .observed("settings.get_integration")
-                .await?;
+        let row = "SELECT connected, enabled FROM integrations WHERE user_id = $1 AND provider = $2"
+            .with_values((user, p.as_str()))
+            .fetch_optional(&self.pool, "settings.get_integration")
+            .await?;
         match row {
             Some(row) => Ok(IntegrationState {
                 connected: row.flag(0)?,
@@ -76,20 +67,19 @@ impl Store {
         p: IntegrationProvider,
         s: IntegrationState,
     ) -> Result<()> {
-        sqlx::query(
-            "INSERT INTO integrations (user_id, provider, connected, enabled, updated_at) \
-             VALUES ($1, $2, $3, $4, $5) \
-             ON CONFLICT (user_id, provider) DO UPDATE SET connected = excluded.connected, \
-             enabled = excluded.enabled, updated_at = excluded.updated_at",
-        )
-        .bind(user)
-        .bind(p.as_str())
-        .bind(flag(s.connected))
-        .bind(flag(s.enabled))
-        .bind(self.now_ms())
-        .execute(&self.pool)
-        .observed("settings.put_integration")
-        .await?;
+        "INSERT INTO integrations (user_id, provider, connected, enabled, updated_at) \
+         VALUES ($1, $2, $3, $4, $5) \
+         ON CONFLICT (user_id, provider) DO UPDATE SET connected = excluded.connected, \
+         enabled = excluded.enabled, updated_at = excluded.updated_at"
+            .with_values((
+                user,
+                p.as_str(),
+                flag(s.connected),
+                flag(s.enabled),
+                self.now_ms(),
+            ))
+            .execute(&self.pool, "settings.put_integration")
+            .await?;
         self.setup_changed(user);
         Ok(())
     }
@@ -104,14 +94,11 @@ impl Store {
         &self,
         user: &str,
     ) -> Result<(UserSettings, IntegrationStatus)> {
-        let rows = sqlx::query(
-            "SELECT provider, connected, enabled, NULL FROM integrations WHERE user_id = $1 \
-             UNION ALL SELECT 'settings', 0, 0, data FROM user_settings WHERE user_id = $1",
-        )
-        .bind(user)
-        .fetch_all(&self.pool)
-        .observed("settings.settings_and_integrations")
-        .await?;
+        let rows = "SELECT provider, connected, enabled, NULL FROM integrations WHERE user_id = $1 \
+                    UNION ALL SELECT 'settings', 0, 0, data FROM user_settings WHERE user_id = $1"
+            .with_values((user,))
+            .fetch_all(&self.pool, "settings.settings_and_integrations")
+            .await?;
         let mut settings = UserSettings::default();
         let mut status = IntegrationStatus::default();
         for row in &rows {
@@ -141,29 +128,21 @@ impl Store {
         sealed: &str,
     ) -> Result<()> {
         check_len("sealed secret", sealed, MAX_SEALED_SECRET)?;
-        sqlx::query(
-            "INSERT INTO integrations (user_id, provider, sealed_secret, updated_at) \
-             VALUES ($1, $2, $3, $4) \
-             ON CONFLICT (user_id, provider) DO UPDATE SET sealed_secret = excluded.sealed_secret, \
-             updated_at = excluded.updated_at",
-        )
-        .bind(user)
-        .bind(p.as_str())
-        .bind(sealed)
-        .bind(self.now_ms())
-        .execute(&self.pool)
-        .observed("settings.put_integration_secret")
-        .await?;
+        "INSERT INTO integrations (user_id, provider, sealed_secret, updated_at) \
+         VALUES ($1, $2, $3, $4) \
+         ON CONFLICT (user_id, provider) DO UPDATE SET sealed_secret = excluded.sealed_secret, \
+         updated_at = excluded.updated_at"
+            .with_values((user, p.as_str(), sealed, self.now_ms()))
+            .execute(&self.pool, "settings.put_integration_secret")
+            .await?;
         self.setup_changed(user);
         Ok(())
     }
 
     pub async fn get_integration_secret(&self, user: &str, p: IntegrationProvider) -> Result<Option<String>> {
-        let row = sqlx::query("SELECT sealed_secret FROM integrations WHERE user_id = $1 AND provider = $2")
-            .bind(user)
-            .bind(p.as_str())
-            .fetch_optional(&self.pool)
-            .observed("settings.get_integration_secret")
+        let row = "SELECT sealed_secret FROM integrations WHERE user_id = $1 AND provider = $2"
+            .with_values((user, p.as_str()))
+            .fetch_optional(&self.pool, "settings.get_integration_secret")
             .await?;
         match row {
             Some(row) => row.opt_text(0),
@@ -173,16 +152,11 @@ impl Store {
 
     /// Forgets the stored secret. Deleting a secret that is not there is not an error.
     pub async fn delete_integration_secret(&self, user: &str, p: IntegrationProvider) -> Result<()> {
-        sqlx::query(
-            "UPDATE integrations SET sealed_secret = NULL, updated_at = $3 \
-             WHERE user_id = $1 AND provider = $2",
-        )
-        .bind(user)
-        .bind(p.as_str())
-        .bind(self.now_ms())
-        .execute(&self.pool)
-        .observed("settings.delete_integration_secret")
-        .await?;
+        "UPDATE integrations SET sealed_secret = NULL, updated_at = $3 \
+         WHERE user_id = $1 AND provider = $2"
+            .with_values((user, p.as_str(), self.now_ms()))
+            .execute(&self.pool, "settings.delete_integration_secret")
+            .await?;
         self.setup_changed(user);
         Ok(())
     }
@@ -191,24 +165,17 @@ impl Store {
 /// The integration tokens' vault is the sealed secret column of `integrations`.
 #[async_trait]
 impl TokenVault for Store {
-    async fn load(
-        &self,
-        user_id: &str,
-        provider: IntegrationProvider,
-    ) -> Result<Option<String>, StorageError> {
-        Ok(self.get_integration_secret(user_id, provider).await?)
+    async fn load(&self, key: VaultKey<'_>) -> Result<Option<String>, StorageError> {
+        Ok(self.get_integration_secret(key.user_id, key.provider).await?)
     }
 
-    async fn store(
-        &self,
-        user_id: &str,
-        provider: IntegrationProvider,
-        sealed: &str,
-    ) -> Result<(), StorageError> {
-        Ok(self.put_integration_secret(user_id, provider, sealed).await?)
+    async fn store(&self, key: VaultKey<'_>, sealed: &str) -> Result<(), StorageError> {
+        Ok(self
+            .put_integration_secret(key.user_id, key.provider, sealed)
+            .await?)
     }
 
-    async fn delete(&self, user_id: &str, provider: IntegrationProvider) -> Result<(), StorageError> {
-        Ok(self.delete_integration_secret(user_id, provider).await?)
+    async fn delete(&self, key: VaultKey<'_>) -> Result<(), StorageError> {
+        Ok(self.delete_integration_secret(key.user_id, key.provider).await?)
     }
 }

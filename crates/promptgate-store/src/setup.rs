@@ -26,7 +26,7 @@ use crate::SYSTEM_OWNER;
 use crate::budgets::BudgetedSubjects;
 use crate::connect::Store;
 use crate::error::Result;
-use crate::observed::Observed;
+use crate::statement::Sql;
 use crate::types::{McpSecrets, McpServer};
 use crate::util::Cols;
 
@@ -279,11 +279,9 @@ impl Store {
     }
 
     async fn config_versions(&self, user: &str) -> Result<Versions> {
-        let rows = sqlx::query("SELECT owner, version FROM config_versions WHERE owner IN ($1, $2)")
-            .bind(user)
-            .bind(SYSTEM_OWNER)
-            .fetch_all(&self.pool)
-            .observed("setup.config_versions")
+        let rows = "SELECT owner, version FROM config_versions WHERE owner IN ($1, $2)"
+            .with_values((user, SYSTEM_OWNER))
+            .fetch_all(&self.pool, "setup.config_versions")
             .await?;
         let mut versions = (0, 0);
         for row in &rows {

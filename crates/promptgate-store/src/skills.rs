@@ -6,7 +6,7 @@ use sqlx::any::AnyRow;
 
 use crate::connect::Store;
 use crate::error::{Result, StoreError};
-use crate::observed::Observed;
+use crate::statement::Sql;
 use crate::types::NewSkill;
 use crate::util::{Cols, check_id, check_len, check_name, delete_owned, flag, new_id, one_row};
 
@@ -65,18 +65,19 @@ impl Store {
     /// Runs a statement that writes skill `id` of `user` from `s` ($1 id, $2 user, $3.. fields).
     async fn write_skill(&self, sql: &'static str, user: &str, id: &str, s: &NewSkill) -> Result<()> {
         check_skill(s)?;
-        let done = sqlx::query(sql)
-            .bind(id)
-            .bind(user)
-            .bind(&s.slug)
-            .bind(&s.name)
-            .bind(&s.description)
-            .bind(&s.instructions)
-            .bind(flag(s.enabled))
-            .bind(flag(s.renders_widgets))
-            .bind(self.now_ms())
-            .execute(&self.pool)
-            .observed("skills.write_skill")
+        let done = sql
+            .with_values((
+                id,
+                user,
+                &s.slug,
+                &s.name,
+                &s.description,
+                &s.instructions,
+                flag(s.enabled),
+                flag(s.renders_widgets),
+                self.now_ms(),
+            ))
+            .execute(&self.pool, "skills.write_skill")
             .await
             .map_err(|e| match StoreError::from(e) {
                 StoreError::Conflict(_) => StoreError::Conflict(format!("a skill /{} exists", s.slug)),
@@ -98,26 +99,22 @@ impl Store {
 
     async fn query_skills(&self, user: &str, enabled_only: bool) -> Result<Vec<Skill>> {
         // Flags are 0/1, so `enabled >= 0` keeps every row and `enabled >= 1` only enabled ones.
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+        let rows = sqlx::AssertSqlSafe(format!(
             "SELECT {SKILL_COLS} FROM skills WHERE user_id = $1 AND enabled >= $2 \
              ORDER BY created_at, id"
-        )))
-        .bind(user)
-        .bind(flag(enabled_only))
-        .fetch_all(&self.pool)
-        .observed("skills.query_skills")
+        ))
+        .with_values((user, flag(enabled_only)))
+        .fetch_all(&self.pool, "skills.query_skills")
         .await?;
         rows.iter().map(skill_from).collect()
     }
 
     pub async fn get_skill(&self, user: &str, id: &str) -> Result<Option<Skill>> {
-        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+        let row = sqlx::AssertSqlSafe(format!(
             "SELECT {SKILL_COLS} FROM skills WHERE user_id = $1 AND id = $2"
-        )))
-        .bind(user)
-        .bind(id)
-        .fetch_optional(&self.pool)
-        .observed("skills.get_skill")
+        ))
+        .with_values((user, id))
+        .fetch_optional(&self.pool, "skills.get_skill")
         .await?;
         row.as_ref().map(skill_from).transpose()
     }

@@ -5,7 +5,7 @@
 use crate::connect::Store;
 use crate::error::Result;
 use crate::messages::message_from;
-use crate::observed::Observed;
+use crate::statement::Sql;
 use crate::types::{Message, ThreadContext};
 use crate::util::{Cols, bound_limit};
 
@@ -37,17 +37,13 @@ impl Store {
         bodies: bool,
     ) -> Result<Vec<Message>> {
         let cols = if bodies { TAIL_COLS } else { TAIL_HEAD_COLS };
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+        let rows = sqlx::AssertSqlSafe(format!(
             "SELECT {cols} FROM messages m WHERE m.user_id = $1 AND m.thread_id = $2 AND m.seq < $3 \
              ORDER BY m.seq DESC {limit_clause}",
             limit_clause = bound_limit(4)
-        )))
-        .bind(user)
-        .bind(thread_id)
-        .bind(before)
-        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-        .fetch_all(&self.pool)
-        .observed("tail.thread_messages_before")
+        ))
+        .with_values((user, thread_id, before, i64::try_from(limit).unwrap_or(i64::MAX)))
+        .fetch_all(&self.pool, "tail.thread_messages_before")
         .await?;
         let mut messages = rows
             .iter()
@@ -59,15 +55,11 @@ impl Store {
 
     /// The record standing in for the thread's compacted older part, if it has one.
     pub async fn thread_context(&self, user: &str, thread_id: &str) -> Result<Option<ThreadContext>> {
-        let row = sqlx::query(
-            "SELECT through_seq, covered, summarised, summary, created_at FROM thread_contexts \
-             WHERE user_id = $1 AND thread_id = $2",
-        )
-        .bind(user)
-        .bind(thread_id)
-        .fetch_optional(&self.pool)
-        .observed("tail.thread_context")
-        .await?;
+        let row = "SELECT through_seq, covered, summarised, summary, created_at FROM thread_contexts \
+                   WHERE user_id = $1 AND thread_id = $2"
+            .with_values((user, thread_id))
+            .fetch_optional(&self.pool, "tail.thread_context")
+            .await?;
         row.map(|row| {
             Ok(ThreadContext {
                 through_seq: row.int(0)?,
@@ -88,22 +80,11 @@ impl Store {
         thread_id: &str,
         record: &ThreadContext,
     ) -> Result<()> {
-        sqlx::query(
-            "INSERT INTO thread_contexts (user_id, thread_id, through_seq, covered, summarised, summary, created_at) \
+        "INSERT INTO thread_contexts (user_id, thread_id, through_seq, covered, summarised, summary, created_at) \
              SELECT user_id, id, $3, $4, $5, $6, $7 FROM threads WHERE user_id = $1 AND id = $2 \
              ON CONFLICT (user_id, thread_id) DO UPDATE SET through_seq = excluded.through_seq, \
              covered = excluded.covered, summarised = excluded.summarised, summary = excluded.summary, \
-             created_at = excluded.created_at",
-        )
-        .bind(user)
-        .bind(thread_id)
-        .bind(record.through_seq)
-        .bind(record.covered)
-        .bind(record.summarised)
-        .bind(record.summary.as_deref())
-        .bind(self.now_ms())
-        .execute(&self.pool)
-        .observed("tail.save_thread_context")
+             created_at = excluded.created_at".with_values((user, thread_id, record.through_seq, record.covered, record.summarised, record.summary.as_deref(), self.now_ms())).execute(&self.pool, "tail.save_thread_context")
         .await?;
         Ok(())
     }

@@ -8,6 +8,7 @@ use sqlx::any::AnyRow;
 use crate::connect::Store;
 use crate::error::{Result, StoreError};
 use crate::observed::Observed;
+use crate::statement::Sql;
 use crate::util::{Cols, check_name, new_id, placeholders};
 
 /// One tool call adds or deletes at most this many tasks.
@@ -46,17 +47,11 @@ impl Store {
                 completed: false,
                 created_at: self.now_ms(),
             };
-            let done = sqlx::query(
-                "INSERT INTO tasks (id, user_id, item, completed, created_at) \
-                 SELECT $1, id, $3, 0, $4 FROM users WHERE id = $2",
-            )
-            .bind(&task.id)
-            .bind(user)
-            .bind(&task.item)
-            .bind(task.created_at)
-            .execute(&mut *tx)
-            .observed("tasks.add_tasks")
-            .await?;
+            let done = "INSERT INTO tasks (id, user_id, item, completed, created_at) \
+                        SELECT $1, id, $3, 0, $4 FROM users WHERE id = $2"
+                .with_values((&task.id, user, &task.item, task.created_at))
+                .execute(&mut *tx, "tasks.add_tasks")
+                .await?;
             if done.rows_affected() == 0 {
                 return Err(StoreError::NotFound);
             }
@@ -68,14 +63,11 @@ impl Store {
 
     /// Oldest first.
     pub async fn list_tasks(&self, user: &str) -> Result<Vec<Task>> {
-        let rows = sqlx::query(
-            "SELECT id, item, completed, created_at FROM tasks WHERE user_id = $1 \
-             ORDER BY created_at, id",
-        )
-        .bind(user)
-        .fetch_all(&self.pool)
-        .observed("tasks.list_tasks")
-        .await?;
+        let rows = "SELECT id, item, completed, created_at FROM tasks WHERE user_id = $1 \
+                    ORDER BY created_at, id"
+            .with_values((user,))
+            .fetch_all(&self.pool, "tasks.list_tasks")
+            .await?;
         rows.iter().map(task_from).collect()
     }
 

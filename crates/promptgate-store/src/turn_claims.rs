@@ -22,6 +22,7 @@ use crate::connect::{Backend, Store};
 use crate::error::{Result, StoreError};
 use crate::ledger::INTERRUPT_USAGE;
 use crate::observed::Observed;
+use crate::statement::Sql;
 use crate::util::Cols;
 
 /// The notification channel of turn signals.
@@ -220,11 +221,9 @@ impl Store {
         let payload = serde_json::to_string(signal).map_err(|e| StoreError::Invalid(e.to_string()))?;
         match self.backend() {
             Backend::Postgres => {
-                sqlx::query("SELECT pg_notify($1, $2)")
-                    .bind(TURNS_CHANNEL)
-                    .bind(payload)
-                    .execute(&self.pool)
-                    .observed("turn_claims.signal_turn")
+                "SELECT pg_notify($1, $2)"
+                    .with_values((TURNS_CHANNEL, payload))
+                    .execute(&self.pool, "turn_claims.signal_turn")
                     .await?;
             }
             Backend::Sqlite => self.turn_signals.heard(&payload),
@@ -241,22 +240,11 @@ impl Store {
     pub async fn claim_turn(&self, claim: &NewTurnClaim<'_>, lease: Duration) -> Result<ClaimOutcome> {
         let _write = self.write_waits.wait();
         let now = self.now_ms();
-        let inserted = sqlx::query(
-            "INSERT INTO turn_claims (user_id, thread_id, turn_id, message_id, instance_id, lease_until, created_at) \
+        let inserted = "INSERT INTO turn_claims (user_id, thread_id, turn_id, message_id, instance_id, lease_until, created_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (user_id, thread_id) DO UPDATE SET \
              turn_id = excluded.turn_id, message_id = excluded.message_id, lease_until = excluded.lease_until, \
              created_at = excluded.created_at, stop_requested = 0, follow_requested = 0 \
-             WHERE turn_claims.instance_id = excluded.instance_id",
-        )
-        .bind(claim.user_id)
-        .bind(claim.thread_id)
-        .bind(claim.turn_id)
-        .bind(claim.message_id)
-        .bind(claim.instance_id)
-        .bind(now.saturating_add(ms(lease)))
-        .bind(now)
-        .execute(&self.pool)
-        .observed("turn_claims.claim_turn")
+             WHERE turn_claims.instance_id = excluded.instance_id".with_values((claim.user_id, claim.thread_id, claim.turn_id, claim.message_id, claim.instance_id, now.saturating_add(ms(lease)), now)).execute(&self.pool, "turn_claims.claim_turn")
         .await?;
         if inserted.rows_affected() == 1 {
             return Ok(ClaimOutcome::Claimed);
@@ -264,46 +252,25 @@ impl Store {
         let mut tx = self.pool.begin().observed("transaction.begin").await?;
         // Deleting, not reading, is the take-over: of two instances trying at once, one deletes
         // the row and the other finds nothing to delete.
-        let expired = sqlx::query(
-            "DELETE FROM turn_claims WHERE user_id = $1 AND thread_id = $2 AND lease_until < $3 \
-             RETURNING turn_id, message_id",
-        )
-        .bind(claim.user_id)
-        .bind(claim.thread_id)
-        .bind(now)
-        .fetch_optional(&mut *tx)
-        .observed("turn_claims.claim_turn")
-        .await?;
+        let expired = "DELETE FROM turn_claims WHERE user_id = $1 AND thread_id = $2 AND lease_until < $3 \
+                       RETURNING turn_id, message_id"
+            .with_values((claim.user_id, claim.thread_id, now))
+            .fetch_optional(&mut *tx, "turn_claims.claim_turn")
+            .await?;
         let Some(expired) = expired else {
             return Ok(ClaimOutcome::Busy);
         };
         let interrupted_turn = expired.text(0)?;
-        let marked = sqlx::query(INTERRUPT_ANSWER)
-            .bind(claim.user_id)
-            .bind(claim.thread_id)
-            .bind(expired.text(1)?)
-            .execute(&mut *tx)
-            .observed("turn_claims.claim_turn")
+        let marked = INTERRUPT_ANSWER
+            .with_values((claim.user_id, claim.thread_id, expired.text(1)?))
+            .execute(&mut *tx, "turn_claims.claim_turn")
             .await?;
-        sqlx::query(INTERRUPT_USAGE)
-            .bind(claim.user_id)
-            .bind(&interrupted_turn)
-            .execute(&mut *tx)
-            .observed("turn_claims.claim_turn")
+        INTERRUPT_USAGE
+            .with_values((claim.user_id, &interrupted_turn))
+            .execute(&mut *tx, "turn_claims.claim_turn")
             .await?;
-        let taken = sqlx::query(
-            "INSERT INTO turn_claims (user_id, thread_id, turn_id, message_id, instance_id, lease_until, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
-        )
-        .bind(claim.user_id)
-        .bind(claim.thread_id)
-        .bind(claim.turn_id)
-        .bind(claim.message_id)
-        .bind(claim.instance_id)
-        .bind(now + ms(lease))
-        .bind(now)
-        .execute(&mut *tx)
-        .observed("turn_claims.claim_turn")
+        let taken = "INSERT INTO turn_claims (user_id, thread_id, turn_id, message_id, instance_id, lease_until, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)".with_values((claim.user_id, claim.thread_id, claim.turn_id, claim.message_id, claim.instance_id, now + ms(lease), now)).execute(&mut *tx, "turn_claims.claim_turn")
         .await;
         match taken.map_err(StoreError::from) {
             Ok(_) => {}
@@ -320,16 +287,12 @@ impl Store {
     /// Renews the lease of every turn `instance_id` runs, to `lease` from now. Returns what other
     /// instances asked of them.
     pub async fn renew_turn_claims(&self, instance_id: &str, lease: Duration) -> Result<ClaimRequests> {
-        let rows = sqlx::query(
-            "UPDATE turn_claims SET lease_until = $2 WHERE instance_id = $1 \
-             RETURNING turn_id, stop_requested, follow_requested",
-        )
-        .bind(instance_id)
-        .bind(self.now_ms().saturating_add(ms(lease)))
-        .fetch_all(&self.pool)
-        .observed("turn_claims.renew_turn_claims")
-        .await
-        .map_err(StoreError::from);
+        let rows = "UPDATE turn_claims SET lease_until = $2 WHERE instance_id = $1 \
+                    RETURNING turn_id, stop_requested, follow_requested"
+            .with_values((instance_id, self.now_ms().saturating_add(ms(lease))))
+            .fetch_all(&self.pool, "turn_claims.renew_turn_claims")
+            .await
+            .map_err(StoreError::from);
         // The heartbeat runs through an outage: its failed waits spare the requests theirs (a Stop
         // of a turn running here needs nothing from the database but the token).
         self.reach.saw(&rows);
@@ -359,12 +322,9 @@ impl Store {
         retry: Option<RetrySave<'_>>,
     ) -> Result<bool> {
         let Some(retry) = retry else {
-            let released = sqlx::query(RELEASE_CLAIM)
-                .bind(user_id)
-                .bind(thread_id)
-                .bind(turn_id)
-                .fetch_optional(&self.pool)
-                .observed("turn_claims.end_turn")
+            let released = RELEASE_CLAIM
+                .with_values((user_id, thread_id, turn_id))
+                .fetch_optional(&self.pool, "turn_claims.end_turn")
                 .await?;
             return followed(released.as_ref());
         };
@@ -407,12 +367,9 @@ impl Store {
                     .execute(&mut *tx)
                     .observed("turn_claims.end_turn")
                     .await?;
-                let released = sqlx::query(RELEASE_CLAIM)
-                    .bind(user_id)
-                    .bind(thread_id)
-                    .bind(turn_id)
-                    .fetch_optional(&mut *tx)
-                    .observed("turn_claims.end_turn")
+                let released = RELEASE_CLAIM
+                    .with_values((user_id, thread_id, turn_id))
+                    .fetch_optional(&mut *tx, "turn_claims.end_turn")
                     .await?;
                 tx.commit().observed("transaction.commit").await?;
                 released
@@ -423,16 +380,11 @@ impl Store {
 
     /// The thread's running turn, if its claim is live.
     pub async fn running_turn(&self, user_id: &str, thread_id: &str) -> Result<Option<RunningTurn>> {
-        let row = sqlx::query(
-            "SELECT turn_id, instance_id FROM turn_claims \
-             WHERE user_id = $1 AND thread_id = $2 AND lease_until >= $3",
-        )
-        .bind(user_id)
-        .bind(thread_id)
-        .bind(self.now_ms())
-        .fetch_optional(&self.pool)
-        .observed("turn_claims.running_turn")
-        .await?;
+        let row = "SELECT turn_id, instance_id FROM turn_claims \
+                   WHERE user_id = $1 AND thread_id = $2 AND lease_until >= $3"
+            .with_values((user_id, thread_id, self.now_ms()))
+            .fetch_optional(&self.pool, "turn_claims.running_turn")
+            .await?;
         row.map(|r| {
             Ok(RunningTurn {
                 turn_id: r.text(0)?,
@@ -477,12 +429,9 @@ impl Store {
         thread_id: &str,
         signal: impl FnOnce(String) -> TurnSignal,
     ) -> Result<Option<RunningTurn>> {
-        let row = sqlx::query(mark)
-            .bind(user_id)
-            .bind(thread_id)
-            .bind(self.now_ms())
-            .fetch_optional(&self.pool)
-            .observed("turn_claims.ask_owner")
+        let row = mark
+            .with_values((user_id, thread_id, self.now_ms()))
+            .fetch_optional(&self.pool, "turn_claims.ask_owner")
             .await?;
         let Some(row) = row else { return Ok(None) };
         let running = RunningTurn {
@@ -499,29 +448,19 @@ impl Store {
     pub async fn expire_turn_claims(&self) -> Result<Vec<ExpiredTurn>> {
         let now = self.now_ms();
         let mut tx = self.pool.begin().observed("transaction.begin").await?;
-        let rows = sqlx::query(
-            "DELETE FROM turn_claims WHERE lease_until < $1 RETURNING user_id, thread_id, turn_id, message_id",
-        )
-        .bind(now)
-        .fetch_all(&mut *tx)
-        .observed("turn_claims.expire_turn_claims")
+        let rows = "DELETE FROM turn_claims WHERE lease_until < $1 RETURNING user_id, thread_id, turn_id, message_id".with_values((now,)).fetch_all(&mut *tx, "turn_claims.expire_turn_claims")
         .await?;
         let mut expired = Vec::with_capacity(rows.len());
         for row in &rows {
             let (user_id, thread_id) = (row.text(0)?, row.text(1)?);
-            let marked = sqlx::query(INTERRUPT_ANSWER)
-                .bind(&user_id)
-                .bind(&thread_id)
-                .bind(row.text(3)?)
-                .execute(&mut *tx)
-                .observed("turn_claims.expire_turn_claims")
+            let marked = INTERRUPT_ANSWER
+                .with_values((&user_id, &thread_id, row.text(3)?))
+                .execute(&mut *tx, "turn_claims.expire_turn_claims")
                 .await?;
             let turn_id = row.text(2)?;
-            sqlx::query(INTERRUPT_USAGE)
-                .bind(&user_id)
-                .bind(&turn_id)
-                .execute(&mut *tx)
-                .observed("turn_claims.expire_turn_claims")
+            INTERRUPT_USAGE
+                .with_values((&user_id, &turn_id))
+                .execute(&mut *tx, "turn_claims.expire_turn_claims")
                 .await?;
             expired.push(ExpiredTurn {
                 user_id,
@@ -531,25 +470,21 @@ impl Store {
             });
         }
         tx.commit().observed("transaction.commit").await?;
-        sqlx::query("DELETE FROM turn_retry_states WHERE expires_at < $1")
-            .bind(now - EXPIRED_RETRY_KEPT_MS)
-            .execute(&self.pool)
-            .observed("turn_claims.expire_turn_claims")
+        "DELETE FROM turn_retry_states WHERE expires_at < $1"
+            .with_values((now - EXPIRED_RETRY_KEPT_MS,))
+            .execute(&self.pool, "turn_claims.expire_turn_claims")
             .await?;
-        sqlx::query("DELETE FROM turn_frames WHERE created_at < $1")
-            .bind(now - FRAMES_KEPT_MS)
-            .execute(&self.pool)
-            .observed("turn_claims.expire_turn_claims")
+        "DELETE FROM turn_frames WHERE created_at < $1"
+            .with_values((now - FRAMES_KEPT_MS,))
+            .execute(&self.pool, "turn_claims.expire_turn_claims")
             .await?;
-        sqlx::query("DELETE FROM oauth_pending WHERE expires_at < $1")
-            .bind(now)
-            .execute(&self.pool)
-            .observed("turn_claims.expire_turn_claims")
+        "DELETE FROM oauth_pending WHERE expires_at < $1"
+            .with_values((now,))
+            .execute(&self.pool, "turn_claims.expire_turn_claims")
             .await?;
-        sqlx::query("DELETE FROM client_handoffs WHERE expires_at < $1")
-            .bind(now)
-            .execute(&self.pool)
-            .observed("turn_claims.expire_turn_claims")
+        "DELETE FROM client_handoffs WHERE expires_at < $1"
+            .with_values((now,))
+            .execute(&self.pool, "turn_claims.expire_turn_claims")
             .await?;
         self.forget_old_approvals(now).await?;
         self.forget_old_questions(now).await?;
@@ -566,35 +501,24 @@ impl Store {
         } else {
             self.expire_turn_claims().await?;
         }
-        let done = sqlx::query(
-            "UPDATE messages SET status = 'interrupted' WHERE status = 'streaming' AND NOT EXISTS \
-             (SELECT 1 FROM turn_claims c WHERE c.user_id = messages.user_id \
-              AND c.thread_id = messages.thread_id AND c.message_id = messages.id)",
-        )
-        .execute(&self.pool)
-        .observed("turn_claims.interrupt_unclaimed_answers")
-        .await?;
-        sqlx::query(
-            "UPDATE usage_ledger SET status = 'interrupted' WHERE status = 'unfinished' AND NOT EXISTS \
-             (SELECT 1 FROM turn_claims c WHERE c.user_id = usage_ledger.user_id \
-              AND c.turn_id = usage_ledger.turn_id)",
-        )
-        .execute(&self.pool)
-        .observed("turn_claims.interrupt_unclaimed_answers")
-        .await?;
+        let done = "UPDATE messages SET status = 'interrupted' WHERE status = 'streaming' AND NOT EXISTS \
+                    (SELECT 1 FROM turn_claims c WHERE c.user_id = messages.user_id \
+                     AND c.thread_id = messages.thread_id AND c.message_id = messages.id)"
+            .with_values(())
+            .execute(&self.pool, "turn_claims.interrupt_unclaimed_answers")
+            .await?;
+        "UPDATE usage_ledger SET status = 'interrupted' WHERE status = 'unfinished' AND NOT EXISTS \
+         (SELECT 1 FROM turn_claims c WHERE c.user_id = usage_ledger.user_id \
+          AND c.turn_id = usage_ledger.turn_id)"
+            .with_values(())
+            .execute(&self.pool, "turn_claims.interrupt_unclaimed_answers")
+            .await?;
         Ok(done.rows_affected())
     }
 
     /// What a retry of `turn_id` (a turn of this user's thread) carries over.
     pub async fn retry_state(&self, user_id: &str, thread_id: &str, turn_id: &str) -> Result<RetryLookup> {
-        let row = sqlx::query(
-            "SELECT state, expires_at FROM turn_retry_states WHERE turn_id = $1 AND user_id = $2 AND thread_id = $3",
-        )
-        .bind(turn_id)
-        .bind(user_id)
-        .bind(thread_id)
-        .fetch_optional(&self.pool)
-        .observed("turn_claims.retry_state")
+        let row = "SELECT state, expires_at FROM turn_retry_states WHERE turn_id = $1 AND user_id = $2 AND thread_id = $3".with_values((turn_id, user_id, thread_id)).fetch_optional(&self.pool, "turn_claims.retry_state")
         .await?;
         Ok(match row {
             None => RetryLookup::Unknown,
@@ -607,18 +531,17 @@ impl Store {
     /// under that number is kept: a write tried again after its answer was lost, or a second copy of
     /// an ended turn, adds nothing.
     pub async fn put_turn_frames(&self, turn_id: &str, batch: &FrameBatch) -> Result<()> {
-        sqlx::query(
-            "INSERT INTO turn_frames (turn_id, seq, frames, done, created_at) VALUES ($1, $2, $3, $4, $5) \
-             ON CONFLICT (turn_id, seq) DO NOTHING",
-        )
-        .bind(turn_id)
-        .bind(batch.seq)
-        .bind(&batch.frames)
-        .bind(i64::from(batch.done))
-        .bind(self.now_ms())
-        .execute(&self.pool)
-        .observed("turn_claims.put_turn_frames")
-        .await?;
+        "INSERT INTO turn_frames (turn_id, seq, frames, done, created_at) VALUES ($1, $2, $3, $4, $5) \
+         ON CONFLICT (turn_id, seq) DO NOTHING"
+            .with_values((
+                turn_id,
+                batch.seq,
+                &batch.frames,
+                i64::from(batch.done),
+                self.now_ms(),
+            ))
+            .execute(&self.pool, "turn_claims.put_turn_frames")
+            .await?;
         self.signal_turn(&TurnSignal::Frames {
             turn_id: turn_id.to_owned(),
         })
@@ -627,14 +550,10 @@ impl Store {
 
     /// The batches of a followed turn after `after_seq`, in order.
     pub async fn turn_frames_after(&self, turn_id: &str, after_seq: i64) -> Result<Vec<FrameBatch>> {
-        let rows = sqlx::query(
-            "SELECT seq, frames, done FROM turn_frames WHERE turn_id = $1 AND seq > $2 ORDER BY seq",
-        )
-        .bind(turn_id)
-        .bind(after_seq)
-        .fetch_all(&self.pool)
-        .observed("turn_claims.turn_frames_after")
-        .await?;
+        let rows = "SELECT seq, frames, done FROM turn_frames WHERE turn_id = $1 AND seq > $2 ORDER BY seq"
+            .with_values((turn_id, after_seq))
+            .fetch_all(&self.pool, "turn_claims.turn_frames_after")
+            .await?;
         rows.iter()
             .map(|r| {
                 Ok(FrameBatch {

@@ -4,17 +4,16 @@
 
 use crate::connect::Store;
 use crate::error::Result;
-use crate::observed::Observed;
+use crate::statement::Sql;
 use crate::types::StorageUsage;
 use crate::util::Cols;
 
 impl Store {
     /// The user's usage; nothing counted yet (or no such user) reads as zero.
     pub async fn storage_usage(&self, user: &str) -> Result<StorageUsage> {
-        let row = sqlx::query("SELECT bytes, threads FROM user_storage WHERE user_id = $1")
-            .bind(user)
-            .fetch_optional(&self.pool)
-            .observed("usage.storage_usage")
+        let row = "SELECT bytes, threads FROM user_storage WHERE user_id = $1"
+            .with_values((user,))
+            .fetch_optional(&self.pool, "usage.storage_usage")
             .await?;
         let Some(row) = row else {
             return Ok(StorageUsage::default());

@@ -7,6 +7,7 @@ use crate::connect::Store;
 use crate::error::{Result, StoreError};
 use crate::keys::Caller;
 use crate::observed::Observed;
+use crate::statement::Sql;
 use crate::types::{User, UserTokens};
 use crate::util::{Cols, check_client_id, check_name, new_id};
 
@@ -44,12 +45,9 @@ impl Store {
             name: name.to_owned(),
             created_at: self.now_ms(),
         };
-        sqlx::query("INSERT INTO users (id, name, created_at) VALUES ($1, $2, $3)")
-            .bind(&user.id)
-            .bind(&user.name)
-            .bind(user.created_at)
-            .execute(&self.pool)
-            .observed("users.create_user")
+        "INSERT INTO users (id, name, created_at) VALUES ($1, $2, $3)"
+            .with_values((&user.id, &user.name, user.created_at))
+            .execute(&self.pool, "users.create_user")
             .await?;
         Ok(user)
     }
@@ -59,19 +57,13 @@ impl Store {
     pub async fn ensure_user(&self, id: &str, name: &str) -> Result<User> {
         check_client_id("user", id)?;
         check_name("user name", name, 200)?;
-        sqlx::query(
-            "INSERT INTO users (id, name, created_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING",
-        )
-        .bind(id)
-        .bind(name)
-        .bind(self.now_ms())
-        .execute(&self.pool)
-        .observed("users.ensure_user")
-        .await?;
-        let row = sqlx::query("SELECT id, name, created_at FROM users WHERE id = $1")
-            .bind(id)
-            .fetch_one(&self.pool)
-            .observed("users.ensure_user")
+        "INSERT INTO users (id, name, created_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING"
+            .with_values((id, name, self.now_ms()))
+            .execute(&self.pool, "users.ensure_user")
+            .await?;
+        let row = "SELECT id, name, created_at FROM users WHERE id = $1"
+            .with_values((id,))
+            .fetch_one(&self.pool, "users.ensure_user")
             .await?;
         user_from(&row)
     }
@@ -120,14 +112,12 @@ impl Store {
 
     /// Every user, oldest first, with how many tokens each holds.
     pub async fn list_users(&self) -> Result<Vec<UserTokens>> {
-        let rows = sqlx::query(
-            "SELECT u.id, u.name, u.created_at, \
-             (SELECT COUNT(*) FROM api_tokens t WHERE t.user_id = u.id) \
-             FROM users u ORDER BY u.created_at, u.id",
-        )
-        .fetch_all(&self.pool)
-        .observed("users.list_users")
-        .await?;
+        let rows = "SELECT u.id, u.name, u.created_at, \
+                    (SELECT COUNT(*) FROM api_tokens t WHERE t.user_id = u.id) \
+                    FROM users u ORDER BY u.created_at, u.id"
+            .with_values(())
+            .fetch_all(&self.pool, "users.list_users")
+            .await?;
         rows.iter()
             .map(|row| {
                 Ok(UserTokens {
@@ -141,19 +131,17 @@ impl Store {
     /// Deletes every token of the user; returns how many there were. NotFound for an unknown user.
     pub async fn revoke_tokens(&self, user_id: &str) -> Result<u64> {
         let mut tx = self.pool.begin().observed("transaction.begin").await?;
-        let exists = sqlx::query("SELECT id FROM users WHERE id = $1")
-            .bind(user_id)
-            .fetch_optional(&mut *tx)
-            .observed("users.revoke_tokens")
+        let exists = "SELECT id FROM users WHERE id = $1"
+            .with_values((user_id,))
+            .fetch_optional(&mut *tx, "users.revoke_tokens")
             .await?;
         if exists.is_none() {
             return Err(StoreError::NotFound);
         }
         forget_key_budgets(&mut tx, user_id).await?;
-        let gone = sqlx::query("DELETE FROM api_tokens WHERE user_id = $1")
-            .bind(user_id)
-            .execute(&mut *tx)
-            .observed("users.revoke_tokens")
+        let gone = "DELETE FROM api_tokens WHERE user_id = $1"
+            .with_values((user_id,))
+            .execute(&mut *tx, "users.revoke_tokens")
             .await?;
         tx.commit().observed("transaction.commit").await?;
         Ok(gone.rows_affected())
@@ -163,10 +151,9 @@ impl Store {
     pub async fn rotate_token(&self, user_id: &str) -> Result<String> {
         let mut tx = self.pool.begin().observed("transaction.begin").await?;
         forget_key_budgets(&mut tx, user_id).await?;
-        sqlx::query("DELETE FROM api_tokens WHERE user_id = $1")
-            .bind(user_id)
-            .execute(&mut *tx)
-            .observed("users.rotate_token")
+        "DELETE FROM api_tokens WHERE user_id = $1"
+            .with_values((user_id,))
+            .execute(&mut *tx, "users.rotate_token")
             .await?;
         let token = insert_token(&mut *tx, user_id, self.now_ms(), "users.rotate_token").await?;
         tx.commit().observed("transaction.commit").await?;
@@ -181,17 +168,11 @@ where
     E: sqlx::Executor<'e, Database = sqlx::Any>,
 {
     let token = new_secret();
-    let inserted = sqlx::query(
-        "INSERT INTO api_tokens (token_hash, user_id, created_at, id) \
-         SELECT $1, id, $2, $4 FROM users WHERE id = $3",
-    )
-    .bind(token_hash(&token))
-    .bind(now)
-    .bind(user_id)
-    .bind(new_key_id())
-    .execute(executor)
-    .observed(label)
-    .await?;
+    let inserted = "INSERT INTO api_tokens (token_hash, user_id, created_at, id) \
+                    SELECT $1, id, $2, $4 FROM users WHERE id = $3"
+        .with_values((token_hash(&token), now, user_id, new_key_id()))
+        .execute(executor, label)
+        .await?;
     if inserted.rows_affected() == 0 {
         return Err(StoreError::NotFound);
     }
@@ -201,13 +182,12 @@ where
 /// Drops the limits and spending of every key of the user, whose keys are about to go.
 async fn forget_key_budgets(tx: &mut sqlx::Transaction<'_, sqlx::Any>, user_id: &str) -> Result<()> {
     for table in ["budgets", "budget_spend"] {
-        sqlx::query(sqlx::AssertSqlSafe(format!(
+        sqlx::AssertSqlSafe(format!(
             "DELETE FROM {table} WHERE scope = 'key' AND subject_id IN \
              (SELECT id FROM api_tokens WHERE user_id = $1)"
-        )))
-        .bind(user_id)
-        .execute(&mut **tx)
-        .observed("users.forget_key_budgets")
+        ))
+        .with_values((user_id,))
+        .execute(&mut **tx, "users.forget_key_budgets")
         .await?;
     }
     Ok(())

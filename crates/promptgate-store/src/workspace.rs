@@ -8,6 +8,7 @@ use sqlx::Row;
 use crate::connect::Store;
 use crate::error::{Result, StoreError};
 use crate::observed::Observed;
+use crate::statement::Sql;
 use crate::util::{Cols, check_client_id, flag};
 
 /// The largest single file the store accepts; the workspace's own limits are stricter by default.
@@ -47,15 +48,11 @@ impl Store {
     pub async fn load_workspace(&self, user: &str, thread_id: &str) -> Result<Vec<WorkspaceEntry>> {
         check_client_id("thread", thread_id)?;
         self.require_thread(user, thread_id).await?;
-        let rows = sqlx::query(
-            "SELECT path, is_dir, content FROM workspace_files \
-             WHERE user_id = $1 AND thread_id = $2 ORDER BY path",
-        )
-        .bind(user)
-        .bind(thread_id)
-        .fetch_all(&self.pool)
-        .observed("workspace.load_workspace")
-        .await?;
+        let rows = "SELECT path, is_dir, content FROM workspace_files \
+                    WHERE user_id = $1 AND thread_id = $2 ORDER BY path"
+            .with_values((user, thread_id))
+            .fetch_all(&self.pool, "workspace.load_workspace")
+            .await?;
         rows.iter()
             .map(|row| {
                 Ok(WorkspaceEntry {
@@ -84,51 +81,43 @@ impl Store {
         }
         let now = self.now_ms();
         let mut tx = self.pool.begin().observed("transaction.begin").await?;
-        let owned = sqlx::query("SELECT 1 FROM threads WHERE user_id = $1 AND id = $2")
-            .bind(user)
-            .bind(thread_id)
-            .fetch_optional(&mut *tx)
-            .observed("workspace.save_workspace")
+        let owned = "SELECT 1 FROM threads WHERE user_id = $1 AND id = $2"
+            .with_values((user, thread_id))
+            .fetch_optional(&mut *tx, "workspace.save_workspace")
             .await?;
         if owned.is_none() {
             return Err(StoreError::NotFound);
         }
         for path in &changes.removed {
-            sqlx::query("DELETE FROM workspace_files WHERE user_id = $1 AND thread_id = $2 AND path = $3")
-                .bind(user)
-                .bind(thread_id)
-                .bind(path)
-                .execute(&mut *tx)
-                .observed("workspace.save_workspace")
+            "DELETE FROM workspace_files WHERE user_id = $1 AND thread_id = $2 AND path = $3"
+                .with_values((user, thread_id, path))
+                .execute(&mut *tx, "workspace.save_workspace")
                 .await?;
         }
         for entry in &changes.written {
-            sqlx::query(
-                "INSERT INTO workspace_files (user_id, thread_id, path, is_dir, content, updated_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6) \
-                 ON CONFLICT (user_id, thread_id, path) DO UPDATE SET \
-                 is_dir = excluded.is_dir, content = excluded.content, updated_at = excluded.updated_at",
-            )
-            .bind(user)
-            .bind(thread_id)
-            .bind(&entry.path)
-            .bind(flag(entry.is_dir))
-            .bind(entry.content.clone())
-            .bind(now)
-            .execute(&mut *tx)
-            .observed("workspace.save_workspace")
-            .await?;
+            "INSERT INTO workspace_files (user_id, thread_id, path, is_dir, content, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6) \
+             ON CONFLICT (user_id, thread_id, path) DO UPDATE SET \
+             is_dir = excluded.is_dir, content = excluded.content, updated_at = excluded.updated_at"
+                .with_values((
+                    user,
+                    thread_id,
+                    &entry.path,
+                    flag(entry.is_dir),
+                    entry.content.clone(),
+                    now,
+                ))
+                .execute(&mut *tx, "workspace.save_workspace")
+                .await?;
         }
         tx.commit().observed("transaction.commit").await?;
         Ok(())
     }
 
     async fn require_thread(&self, user: &str, thread_id: &str) -> Result<()> {
-        sqlx::query("SELECT 1 FROM threads WHERE user_id = $1 AND id = $2")
-            .bind(user)
-            .bind(thread_id)
-            .fetch_optional(&self.pool)
-            .observed("workspace.require_thread")
+        "SELECT 1 FROM threads WHERE user_id = $1 AND id = $2"
+            .with_values((user, thread_id))
+            .fetch_optional(&self.pool, "workspace.require_thread")
             .await?
             .map(|_| ())
             .ok_or(StoreError::NotFound)

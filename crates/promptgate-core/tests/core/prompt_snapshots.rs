@@ -33,24 +33,17 @@ fn model_without_tools_gets_widget_skills_with_full_instructions() {
     insta::assert_snapshot!("no_tools_with_skills", full(&setup));
 }
 
+/// A project's section, with searchable sibling chats (the search hint) and without.
 #[test]
-fn project_with_searchable_siblings() {
-    let setup = Setup {
-        project: Setup::everything().project,
-        siblings: 2,
-        ..Setup::bare()
-    };
-    insta::assert_snapshot!("project_with_siblings", full(&setup));
-}
-
-#[test]
-fn project_without_siblings() {
-    let setup = Setup {
-        project: Setup::everything().project,
-        siblings: 0,
-        ..Setup::bare()
-    };
-    insta::assert_snapshot!("project_without_siblings", full(&setup));
+fn project_with_and_without_siblings() {
+    for (siblings, name) in [(2, "project_with_siblings"), (0, "project_without_siblings")] {
+        let setup = Setup {
+            project: Setup::everything().project,
+            siblings,
+            ..Setup::bare()
+        };
+        insta::assert_snapshot!(name, full(&setup));
+    }
 }
 
 #[test]

@@ -9,7 +9,7 @@ use crate::common;
 
 use common::{Outcome, ask, client, run, upstream, with_think_tags};
 use promptgate_llm::scripted::{Script, ScriptedUpstream};
-use promptgate_llm::{Anthropic, AnthropicConfig, ThinkingMode};
+use promptgate_llm::{Anthropic, AnthropicConfig, ChatModel, ThinkingMode};
 
 fn transcript(path: &str) -> Script {
     let path = format!("{}/tests/llm/fixtures/{path}", env!("CARGO_MANIFEST_DIR"));
@@ -33,50 +33,57 @@ fn anthropic(upstream: &ScriptedUpstream) -> Anthropic {
     Anthropic::new(config).unwrap()
 }
 
-#[tokio::test]
-async fn openai_text_with_cached_usage() {
-    let upstream = upstream().await;
-    upstream.push(transcript("openai/text_with_usage.sse"));
-    let outcome = run(&client(&upstream), ask("When is high tide?")).await;
-    insta::assert_snapshot!("openai_text_with_usage", render(&outcome));
-}
+/// Builds the client that speaks a transcript's wire format.
+type Connect = fn(&ScriptedUpstream) -> Box<dyn ChatModel>;
 
+/// Each transcript replayed to its client, with the events parsed pinned under the snapshot's name.
 #[tokio::test]
-async fn openai_reasoning_then_parallel_tool_calls() {
-    let upstream = upstream().await;
-    upstream.push(transcript("openai/reasoning_and_tool_calls.sse"));
-    let outcome = run(&client(&upstream), ask("Tides in Brest and Cherbourg?")).await;
-    insta::assert_snapshot!("openai_reasoning_and_tool_calls", render(&outcome));
-}
-
-#[tokio::test]
-async fn openai_think_tags_split_across_chunks() {
-    let upstream = upstream().await;
-    upstream.push(transcript("openai/think_tags.sse"));
-    let outcome = run(&with_think_tags(&upstream), ask("When is high tide?")).await;
-    insta::assert_snapshot!("openai_think_tags", render(&outcome));
-}
-
-#[tokio::test]
-async fn anthropic_text_with_cache_read() {
-    let upstream = upstream().await;
-    upstream.push(transcript("anthropic/text_cache_read.sse"));
-    let outcome = run(&anthropic(&upstream), ask("When is high tide?")).await;
-    insta::assert_snapshot!("anthropic_text_cache_read", render(&outcome));
-}
-
-#[tokio::test]
-async fn anthropic_thinking_then_tool_use() {
-    let upstream = upstream().await;
-    upstream.push(transcript("anthropic/tool_use_with_thinking.sse"));
-    let outcome = run(&anthropic(&upstream), ask("Tides in Brest?")).await;
-    insta::assert_snapshot!("anthropic_tool_use_with_thinking", render(&outcome));
-}
-
-#[tokio::test]
-async fn anthropic_overloaded_mid_stream() {
-    let upstream = upstream().await;
-    upstream.push(transcript("anthropic/overloaded_mid_stream.sse"));
-    let outcome = run(&anthropic(&upstream), ask("When is high tide?")).await;
-    insta::assert_snapshot!("anthropic_overloaded_mid_stream", render(&outcome));
+async fn transcripts_parse_as_pinned() {
+    let openai: Connect = |upstream| Box::new(client(upstream));
+    let openai_think_tags: Connect = |upstream| Box::new(with_think_tags(upstream));
+    let claude: Connect = |upstream| Box::new(anthropic(upstream));
+    let transcripts = [
+        (
+            "openai_text_with_usage",
+            "openai/text_with_usage.sse",
+            openai,
+            "When is high tide?",
+        ),
+        (
+            "openai_reasoning_and_tool_calls",
+            "openai/reasoning_and_tool_calls.sse",
+            openai,
+            "Tides in Brest and Cherbourg?",
+        ),
+        (
+            "openai_think_tags",
+            "openai/think_tags.sse",
+            openai_think_tags,
+            "When is high tide?",
+        ),
+        (
+            "anthropic_text_cache_read",
+            "anthropic/text_cache_read.sse",
+            claude,
+            "When is high tide?",
+        ),
+        (
+            "anthropic_tool_use_with_thinking",
+            "anthropic/tool_use_with_thinking.sse",
+            claude,
+            "Tides in Brest?",
+        ),
+        (
+            "anthropic_overloaded_mid_stream",
+            "anthropic/overloaded_mid_stream.sse",
+            claude,
+            "When is high tide?",
+        ),
+    ];
+    for (snapshot, fixture, connect, question) in transcripts {
+        let upstream = upstream().await;
+        upstream.push(transcript(fixture));
+        let outcome = run(connect(&upstream).as_ref(), ask(question)).await;
+        insta::assert_snapshot!(snapshot, render(&outcome));
+    }
 }

@@ -221,30 +221,17 @@ async fn failures_say_their_category_and_never_echo_what_the_target_sent() {
         axum::routing::any(|| async { (StatusCode::NOT_FOUND, SECRET).into_response() }),
     ))
     .await;
-    let html = serve_plain(Router::new().route(
-        "/mcp",
-        axum::routing::any(|| async {
-            (
-                StatusCode::OK,
-                [("content-type", "text/html")],
-                format!("<html><body>{SECRET}</body></html>"),
-            )
-                .into_response()
-        }),
-    ))
-    .await;
-    let json_ish = serve_plain(Router::new().route(
-        "/mcp",
-        axum::routing::any(|| async {
-            (
-                StatusCode::OK,
-                [("content-type", "application/json")],
-                format!("{{\"config\": \"{SECRET}\""),
-            )
-                .into_response()
-        }),
-    ))
-    .await;
+    // A 200 whose body is not the protocol, with the secret in it.
+    let answering = |content_type: &'static str, body: String| {
+        serve_plain(Router::new().route(
+            "/mcp",
+            axum::routing::any(move || async move {
+                (StatusCode::OK, [("content-type", content_type)], body).into_response()
+            }),
+        ))
+    };
+    let html = answering("text/html", format!("<html><body>{SECRET}</body></html>")).await;
+    let json_ish = answering("application/json", format!("{{\"config\": \"{SECRET}\"")).await;
     let hub = hub();
     let cases = [
         (not_found, "http_status"),

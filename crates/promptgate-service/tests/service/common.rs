@@ -35,6 +35,13 @@ pub async fn service(
     service_with(store, vec![provider(MODEL, upstream)], vec![model()], tune).await
 }
 
+/// A fresh upstream and the service over `store` that sends to it, untuned.
+pub async fn plain_service(store: &Store) -> (ScriptedUpstream, Service) {
+    let upstream = upstream().await;
+    let service = service(store.clone(), &upstream, |_| {}).await;
+    (upstream, service)
+}
+
 /// An OpenAI-compatible provider `name` answering from `upstream`.
 pub fn provider(name: &str, upstream: &ScriptedUpstream) -> ProviderSettings {
     ProviderSettings {

@@ -7,7 +7,7 @@
 
 use crate::common;
 
-use common::{USER, conversation, finish, message, service, upstream};
+use common::{USER, conversation, finish, message, plain_service};
 use promptgate_llm::scripted::text;
 use promptgate_service::{SendInput, ServiceError};
 use promptgate_store::testing::TestDb;
@@ -22,8 +22,7 @@ fn said(pairs: &[(&'static str, &str)]) -> Vec<(&'static str, String)> {
 }
 
 async fn a_question_whose_turn_left_no_answer_is_answered_not_stored_again(db: TestDb) {
-    let upstream = upstream().await;
-    let service = service(db.store().clone(), &upstream, |_| {}).await;
+    let (upstream, service) = plain_service(db.store()).await;
     // An instance stored the question, then died before its turn wrote anything.
     let thread = NewThread {
         id: Some("t".to_owned()),
@@ -56,8 +55,7 @@ async fn a_question_whose_turn_left_no_answer_is_answered_not_stored_again(db: T
 }
 
 async fn an_edit_replaces_its_message_and_what_followed(db: TestDb) {
-    let upstream = upstream().await;
-    let service = service(db.store().clone(), &upstream, |_| {}).await;
+    let (upstream, service) = plain_service(db.store()).await;
     for (id, words, answer) in [("m1", "Hi", "Hello."), ("m2", "Tides?", "Twice a day.")] {
         upstream.push(text([answer]));
         finish(service.send(message("e", Some(id), words)).await.unwrap()).await;
@@ -89,8 +87,7 @@ async fn an_edit_replaces_its_message_and_what_followed(db: TestDb) {
 }
 
 async fn a_regenerate_answers_the_newest_question_again(db: TestDb) {
-    let upstream = upstream().await;
-    let service = service(db.store().clone(), &upstream, |_| {}).await;
+    let (upstream, service) = plain_service(db.store()).await;
     let regenerate = |thread: &str| {
         let mut request = message(thread, None, "");
         request.input = SendInput::Regenerate;

@@ -15,7 +15,7 @@ use promptgate_service::{CompletionRequest, SendInput, Service};
 use promptgate_store::testing::TestDb;
 use serde_json::json;
 
-use crate::common::{MODEL, USER, finish, message, retry, service, upstream};
+use crate::common::{MODEL, USER, finish, message, plain_service, retry, service, upstream};
 
 /// An answer of `words` whose usage report says `prompt` and `completion` tokens.
 fn answer(words: &str, prompt: u64, completion: u64) -> Script {
@@ -179,8 +179,7 @@ async fn the_ledger_holds_what_the_upstream_reported_for_every_kind_of_turn(db: 
 /// While a turn runs, its row holds the steps that ended (what a process that died now would
 /// leave); its end replaces that row rather than add one.
 async fn a_running_turn_leaves_its_finished_steps_in_the_ledger_and_ends_as_one_row(db: TestDb) {
-    let upstream = upstream().await;
-    let service = service(db.store().clone(), &upstream, |_| {}).await;
+    let (upstream, service) = plain_service(db.store()).await;
     let card = json!({"title": "Tide", "html": "<p>06:40</p>"}).to_string();
     upstream.push(tool_calls(&[("c1", "render_html", &[card.as_str()])]));
     upstream.push(

@@ -9,14 +9,13 @@ use std::time::Duration;
 
 use crate::common;
 
-use common::{conversation, finish, message, retry, service, upstream};
+use common::{conversation, finish, message, plain_service, retry, service, upstream};
 use promptgate_llm::scripted::text;
 use promptgate_service::ServiceError;
 use promptgate_store::testing::TestDb;
 
 async fn a_retry_answers_its_question_again_without_storing_it_twice(db: TestDb) {
-    let upstream = upstream().await;
-    let service = service(db.store().clone(), &upstream, |_| {}).await;
+    let (upstream, service) = plain_service(db.store()).await;
     upstream.push(text(["Half an answer."]));
     let first = service.send(message("t", Some("q"), "Tides?")).await.unwrap();
     let turn = first.turn_id.clone();
@@ -41,8 +40,7 @@ async fn a_retry_answers_its_question_again_without_storing_it_twice(db: TestDb)
 }
 
 async fn a_retry_must_name_a_turn_of_its_thread(db: TestDb) {
-    let upstream = upstream().await;
-    let service = service(db.store().clone(), &upstream, |_| {}).await;
+    let (upstream, service) = plain_service(db.store()).await;
     upstream.push(text(["Elsewhere."]));
     let other = service.send(message("other", Some("q"), "Hi")).await.unwrap();
     let other_turn = other.turn_id.clone();

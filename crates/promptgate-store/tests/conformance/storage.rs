@@ -1,7 +1,9 @@
 //! The store as the tool executors see it: through core's storage traits, with errors in the degree
 //! of detail a tool may pass on.
 
-use promptgate_core::storage::{ArtifactStore, ChatSearch, StorageError, TaskStore, TokenVault};
+use promptgate_core::storage::{
+    ArtifactStore, ChatSearch, MessageSearch, NewArtifact, StorageError, TaskStore, TokenVault, VaultKey,
+};
 
 use crate::common::*;
 
@@ -23,17 +25,32 @@ conformance! {
         thread(store, &bob, "bobs", None, None).await;
         let artifacts: &dyn ArtifactStore = store;
         assert_eq!(
-            artifacts.create_artifact(&alice, Some("bobs"), "Chart", "<svg/>").await,
+            artifacts
+                .create_artifact(
+                    &alice,
+                    NewArtifact {
+                        thread_id: Some("bobs"),
+                        title: "Chart",
+                        html: "<svg/>"
+                    }
+                )
+                .await,
             Err(StorageError::NotFound),
             "another user's chat is not there"
         );
         say(store, &bob, "bobs", Role::User, "my compost recipe").await;
         let chats: &dyn ChatSearch = store;
-        let found = chats.search_messages(&bob, &["bobs".to_owned()], "compost", 8).await.unwrap();
+        let bobs = ["bobs".to_owned()];
+        let compost = MessageSearch {
+            thread_ids: &bobs,
+            query: "compost",
+            limit: 8,
+        };
+        let found = chats.search_messages(&bob, compost).await.unwrap();
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].thread_id, "bobs");
         assert_eq!(
-            chats.search_messages(&alice, &["bobs".to_owned()], "compost", 8).await,
+            chats.search_messages(&alice, compost).await,
             Ok(Vec::new()),
             "naming another user's chat finds nothing"
         );
@@ -43,12 +60,17 @@ conformance! {
         let alice = user(store, "Alice").await;
         let bob = user(store, "Bob").await;
         let vault: &dyn TokenVault = store;
-        vault.store(&alice, IntegrationProvider::Google, "sealed-blob").await.unwrap();
-        assert_eq!(vault.load(&alice, IntegrationProvider::Google).await.unwrap().as_deref(), Some("sealed-blob"));
-        assert_eq!(vault.load(&bob, IntegrationProvider::Google).await, Ok(None));
-        assert_eq!(vault.load(&alice, IntegrationProvider::Microsoft).await, Ok(None));
-        vault.delete(&alice, IntegrationProvider::Google).await.unwrap();
-        assert_eq!(vault.load(&alice, IntegrationProvider::Google).await, Ok(None));
-        assert_eq!(vault.store("no-such-user", IntegrationProvider::Google, "x").await, Err(StorageError::NotFound));
+        let key = |user_id, provider| VaultKey { user_id, provider };
+        let alices_google = key(&alice, IntegrationProvider::Google);
+        vault.store(alices_google, "sealed-blob").await.unwrap();
+        assert_eq!(vault.load(alices_google).await.unwrap().as_deref(), Some("sealed-blob"));
+        assert_eq!(vault.load(key(&bob, IntegrationProvider::Google)).await, Ok(None));
+        assert_eq!(vault.load(key(&alice, IntegrationProvider::Microsoft)).await, Ok(None));
+        vault.delete(alices_google).await.unwrap();
+        assert_eq!(vault.load(alices_google).await, Ok(None));
+        assert_eq!(
+            vault.store(key("no-such-user", IntegrationProvider::Google), "x").await,
+            Err(StorageError::NotFound)
+        );
     }
 }

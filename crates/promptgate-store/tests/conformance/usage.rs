@@ -1,7 +1,7 @@
 //! Each user's storage counters follow every write that changes what they keep, deletes cascaded
 //! from a thread included, and never another user's writes.
 
-use promptgate_core::storage::{ArtifactStore, WorkspaceChanges, WorkspaceEntry};
+use promptgate_core::storage::{ArtifactStore, NewArtifact, WorkspaceChanges, WorkspaceEntry};
 use promptgate_store::StorageUsage;
 
 use crate::common::*;
@@ -29,7 +29,9 @@ conformance! {
         let changes = WorkspaceChanges { written: vec![file("/big.bin", 100_000)], removed: Vec::new() };
         store.save_workspace(&alice, "t1", &changes).await.unwrap();
         let artifacts: &dyn ArtifactStore = store;
-        artifacts.create_artifact(&alice, Some("t1"), "Chart", &"<p>".repeat(1_000)).await.unwrap();
+        let html = "<p>".repeat(1_000);
+        let chart = NewArtifact { thread_id: Some("t1"), title: "Chart", html: &html };
+        artifacts.create_artifact(&alice, chart).await.unwrap();
         let full = store.storage_usage(&alice).await.unwrap();
         assert_eq!(full.bytes, after_message.bytes + 100_000 + "/big.bin".len() as u64 + 5 + 3_000);
 

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use promptgate_core::storage::ArtifactStore;
+use promptgate_core::storage::{ArtifactStore, NewArtifact};
 use promptgate_core::tools::args::RenderHtmlArgs;
 use promptgate_core::tools::names;
 use serde_json::{Value, json};
@@ -87,7 +87,14 @@ impl ToolExecutor for RenderHtml {
         }
         let artifact = self
             .artifacts
-            .create_artifact(&self.user_id, self.thread_id.as_deref(), title, &args.html)
+            .create_artifact(
+                &self.user_id,
+                NewArtifact {
+                    thread_id: self.thread_id.as_deref(),
+                    title,
+                    html: &args.html,
+                },
+            )
             .await
             .map_err(|e| storage_failed("store the artifact", e))?;
         Ok(ToolOutput::json(json!({

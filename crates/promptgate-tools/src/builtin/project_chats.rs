@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use promptgate_core::storage::ChatSearch;
+use promptgate_core::storage::{ChatSearch, MessageSearch};
 use promptgate_core::tools::args::SearchProjectChatsArgs;
 use promptgate_core::tools::names;
 use serde_json::{Value, json};
@@ -100,7 +100,14 @@ impl ToolExecutor for SearchProjectChats {
         let siblings = self.siblings().await?;
         let hits = self
             .chats
-            .search_messages(&self.user_id, &siblings.ids, query, PROJECT_CHAT_HIT_LIMIT)
+            .search_messages(
+                &self.user_id,
+                MessageSearch {
+                    thread_ids: &siblings.ids,
+                    query,
+                    limit: PROJECT_CHAT_HIT_LIMIT,
+                },
+            )
             .await
             .map_err(|e| storage_failed("search the project's chats", e))?;
         if hits.is_empty() {

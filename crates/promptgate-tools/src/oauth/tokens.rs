@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use chrono::{Duration, Utc};
 use promptgate_core::settings::IntegrationProvider;
-use promptgate_core::storage::{StorageError, TokenVault};
+use promptgate_core::storage::{StorageError, TokenVault, VaultKey};
 
 use super::{OAuthClient, TokenSealer, TokenSet};
 use promptgate_core::tools::ToolError;
@@ -114,7 +114,7 @@ impl AccessTokens {
         }
         self.remember(None);
         self.vault
-            .delete(&self.user_id, self.provider)
+            .delete(self.key())
             .await
             .map_err(|err| vault_failed(self.provider, &err))
     }
@@ -181,10 +181,18 @@ impl AccessTokens {
         Ok(renewed.access_token)
     }
 
+    /// Where this user's set from this provider is kept in the vault.
+    fn key(&self) -> VaultKey<'_> {
+        VaultKey {
+            user_id: &self.user_id,
+            provider: self.provider,
+        }
+    }
+
     async fn save(&self, tokens: &TokenSet) -> Result<(), ToolError> {
         let sealed = self.sealer.seal(tokens)?;
         self.vault
-            .store(&self.user_id, self.provider, &sealed)
+            .store(self.key(), &sealed)
             .await
             .map_err(|err| vault_failed(self.provider, &err))?;
         self.remember(Some(tokens.clone()));
@@ -222,7 +230,7 @@ impl AccessTokens {
     async fn load_optional(&self) -> Result<Option<TokenSet>, ToolError> {
         let sealed = self
             .vault
-            .load(&self.user_id, self.provider)
+            .load(self.key())
             .await
             .map_err(|err| vault_failed(self.provider, &err))?;
         let tokens = match sealed {

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use chrono::{Duration, Utc};
 use promptgate_core::settings::IntegrationProvider;
-use promptgate_core::storage::TokenVault;
+use promptgate_core::storage::{TokenVault, VaultKey};
 use promptgate_core::tools::ToolError;
 use promptgate_tools::oauth::{TokenSealer, TokenSet, new_state, pkce_pair, s256_challenge};
 use support::*;
@@ -81,15 +81,24 @@ fn a_started_authorization_keeps_what_the_callback_needs() {
     assert_ne!(config.start_authorization().unwrap().state, pending.state);
 }
 
+/// Google configured against `oauth_base` with no tokens kept, as before the user connects.
+async fn google_not_yet_connected(oauth_base: &str) -> Connected {
+    let setup = connected(IntegrationProvider::Google, oauth_base, valid_tokens("unused")).await;
+    setup
+        .vault
+        .delete(VaultKey {
+            user_id: USER,
+            provider: IntegrationProvider::Google,
+        })
+        .await
+        .unwrap();
+    setup
+}
+
 #[tokio::test]
 async fn connecting_exchanges_the_code_and_stores_the_tokens_sealed() {
     let oauth = serve(oauth_routes()).await;
-    let setup = connected(IntegrationProvider::Google, &oauth.base, valid_tokens("unused")).await;
-    setup
-        .vault
-        .delete(USER, IntegrationProvider::Google)
-        .await
-        .unwrap();
+    let setup = google_not_yet_connected(&oauth.base).await;
 
     setup.tokens.connect("good-code", "the-verifier").await.unwrap();
 
@@ -207,12 +216,7 @@ async fn a_refresh_token_the_provider_refuses_asks_the_user_to_connect_again() {
 #[tokio::test]
 async fn a_provider_that_is_not_connected_says_so() {
     let oauth = serve(oauth_routes()).await;
-    let setup = connected(IntegrationProvider::Google, &oauth.base, valid_tokens("t")).await;
-    setup
-        .vault
-        .delete(USER, IntegrationProvider::Google)
-        .await
-        .unwrap();
+    let setup = google_not_yet_connected(&oauth.base).await;
     let err = setup.tokens.access_token().await.unwrap_err();
     assert_eq!(
         err,

@@ -162,26 +162,26 @@ async fn page_at(addr: SocketAddr, max_length: Option<usize>) -> FetchedPage {
     loaded(fetch(loopback_policy(), &format!("http://{addr}/long.txt"), max_length).await)
 }
 
-#[tokio::test]
-async fn a_body_over_the_byte_cap_stops_being_read() {
+/// The endless body fetched with a `max_length` of 64,000 under a byte cap of `max_body_bytes`.
+async fn endless_under_cap(max_body_bytes: usize) -> FetchedPage {
     let addr = support::serve(site()).await;
     let policy = FetchPolicy {
-        max_body_bytes: 100_000,
+        max_body_bytes,
         ..loopback_policy()
     };
-    let page = loaded(fetch(policy, &format!("http://{addr}/endless.txt"), Some(64_000)).await);
+    loaded(fetch(policy, &format!("http://{addr}/endless.txt"), Some(64_000)).await)
+}
+
+#[tokio::test]
+async fn a_body_over_the_byte_cap_stops_being_read() {
+    let page = endless_under_cap(100_000).await;
     assert!(page.is_truncated);
     assert!(page.text.starts_with(&"x".repeat(64_000)));
 }
 
 #[tokio::test]
 async fn a_body_cut_at_the_cap_below_max_length_says_so() {
-    let addr = support::serve(site()).await;
-    let policy = FetchPolicy {
-        max_body_bytes: 5_000,
-        ..loopback_policy()
-    };
-    let page = loaded(fetch(policy, &format!("http://{addr}/endless.txt"), Some(64_000)).await);
+    let page = endless_under_cap(5_000).await;
     assert!(page.is_truncated);
     assert!(page.text.starts_with(&"x".repeat(5_000)));
     assert!(

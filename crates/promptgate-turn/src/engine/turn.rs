@@ -231,31 +231,14 @@ impl Turn {
         let mut handed_off = Vec::new();
         let mut pending_approvals = Vec::new();
         let (status, finish_reason, error, ending) = match end {
-            End::Finished(reason) => {
-                let reason = UiFinishReason::from(&reason);
-                let finish = UiChunk::Finish {
-                    finish_reason: Some(reason),
-                    message_metadata: None,
-                };
-                (TurnStatus::Complete, Some(reason), None, vec![finish])
-            }
+            End::Finished(reason) => completed(UiFinishReason::from(&reason)),
             End::HandedOff(calls) => {
                 handed_off = calls;
-                let reason = UiFinishReason::ToolCalls;
-                let finish = UiChunk::Finish {
-                    finish_reason: Some(reason),
-                    message_metadata: None,
-                };
-                (TurnStatus::Complete, Some(reason), None, vec![finish])
+                completed(UiFinishReason::ToolCalls)
             }
             End::AwaitingApproval(pending) => {
                 pending_approvals = pending;
-                let reason = UiFinishReason::ToolCalls;
-                let finish = UiChunk::Finish {
-                    finish_reason: Some(reason),
-                    message_metadata: None,
-                };
-                (TurnStatus::Complete, Some(reason), None, vec![finish])
+                completed(UiFinishReason::ToolCalls)
             }
             End::Stopped => {
                 self.plan.tool_cache.drop_unfinished();
@@ -869,6 +852,16 @@ impl Turn {
 }
 
 /// The end of a turn its wall clock cut.
+/// How a turn that completed for `reason` ends: its status, finish reason, no error, and the one
+/// finish chunk.
+fn completed(reason: UiFinishReason) -> (TurnStatus, Option<UiFinishReason>, Option<String>, Vec<UiChunk>) {
+    let finish = UiChunk::Finish {
+        finish_reason: Some(reason),
+        message_metadata: None,
+    };
+    (TurnStatus::Complete, Some(reason), None, vec![finish])
+}
+
 fn out_of_time_text(wall_clock: std::time::Duration) -> String {
     format!(
         "This answer was cut off: the turn reached its time limit of {} seconds. \

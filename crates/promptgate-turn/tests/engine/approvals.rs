@@ -198,16 +198,7 @@ fn a_stored_call_that_was_never_answered_reads_as_not_run() {
          "input": {"path": "b.txt"}, "approval": {"id": "ap2", "approved": false, "reason": "no"}}
     ]})];
     let history = promptgate_turn::to_model_messages(&stored, Default::default());
-    let results: Vec<(String, String)> = history
-        .iter()
-        .filter_map(|m| match m {
-            ChatMessage::Tool {
-                tool_call_id,
-                content,
-            } => Some((tool_call_id.clone(), content.clone())),
-            _ => None,
-        })
-        .collect();
+    let results = tool_results(&history);
     assert_eq!(results.len(), 2, "{history:?}");
     assert!(results[0].1.contains("did not approve it in time"), "{results:?}");
     assert_eq!(results[1].1, "The user denied this tool call: no");

@@ -84,7 +84,7 @@ async fn held_back_text_that_never_closes_is_flushed_before_text_end() {
 
 #[tokio::test(start_paused = true)]
 async fn preamble_text_is_cleaned_before_a_tool_call_and_in_the_models_history() {
-    let tools = vec![tool(spec("lookup", None, false), Arc::new(Echo::default()))];
+    let tools = lookup_tools();
     let model = ScriptedModel::new(vec![
         {
             let mut events = vec![Ok(promptgate_llm::StreamEvent::TextDelta(

@@ -39,10 +39,7 @@ fn read_file() -> ToolDefinition {
 }
 
 fn with_client_tools(model: Arc<ScriptedModel>, keeper: Option<Arc<Kept>>) -> promptgate_turn::TurnPlan {
-    let mut plan = plan(
-        model,
-        vec![tool(spec("lookup", None, false), Arc::new(Echo::default()))],
-    );
+    let mut plan = plan(model, lookup_tools());
     plan.client = ClientTools {
         tools: vec![read_file()],
         choice: ClientToolChoice::Auto,

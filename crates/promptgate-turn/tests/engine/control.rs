@@ -5,27 +5,36 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use promptgate_llm::{FinishReason, LlmError, StreamEvent, TimeoutPhase};
-use promptgate_turn::{RequestBudget, StepPolicy, TurnEvent, TurnStatus, UiChunk, UiFinishReason, run_turn};
+use promptgate_turn::{
+    RequestBudget, StepPolicy, TurnEvent, TurnPlan, TurnStatus, UiChunk, UiFinishReason, run_turn,
+};
 use serde_json::json;
 
 use crate::support::*;
 
-fn lookup_tools() -> Vec<promptgate_turn::RunnableTool> {
-    vec![tool(spec("lookup", None, false), Arc::new(Echo::default()))]
+/// A model that looks up twice and then runs the `after` steps, and a plan for it with the lookup
+/// tool under `policy`.
+fn two_lookups(after: Vec<Script>, policy: StepPolicy) -> (Arc<ScriptedModel>, TurnPlan) {
+    let mut steps = vec![
+        tool_calls(&[("c1", "lookup", "{}")]),
+        tool_calls(&[("c2", "lookup", "{}")]),
+    ];
+    steps.extend(after);
+    let model = ScriptedModel::new(steps);
+    let mut plan = plan(model.clone(), lookup_tools());
+    plan.policy = policy;
+    (model, plan)
 }
 
 #[tokio::test(start_paused = true)]
 async fn the_last_step_offers_no_tools_and_asks_for_the_answer() {
-    let model = ScriptedModel::new(vec![
-        tool_calls(&[("c1", "lookup", "{}")]),
-        tool_calls(&[("c2", "lookup", "{}")]),
-        answer(&["final"]),
-    ]);
-    let mut plan = plan(model.clone(), lookup_tools());
-    plan.policy = StepPolicy {
-        max_steps: 3,
-        ..StepPolicy::default()
-    };
+    let (model, plan) = two_lookups(
+        vec![answer(&["final"])],
+        StepPolicy {
+            max_steps: 3,
+            ..StepPolicy::default()
+        },
+    );
     let done = run(plan).await;
 
     let requests = model.requests();
@@ -46,16 +55,14 @@ async fn the_last_step_offers_no_tools_and_asks_for_the_answer() {
 
 #[tokio::test(start_paused = true)]
 async fn a_tool_call_in_the_last_step_is_refused_and_the_turn_ends() {
-    let model = ScriptedModel::new(vec![
-        tool_calls(&[("c1", "lookup", "{}")]),
-        tool_calls(&[("c2", "lookup", "{}")]),
-    ]);
-    let mut plan = plan(model.clone(), lookup_tools());
-    plan.policy = StepPolicy {
-        max_steps: 2,
-        max_attempts: 1,
-        ..StepPolicy::default()
-    };
+    let (model, plan) = two_lookups(
+        Vec::new(),
+        StepPolicy {
+            max_steps: 2,
+            max_attempts: 1,
+            ..StepPolicy::default()
+        },
+    );
     let done = run(plan).await;
 
     assert_eq!(model.requests().len(), 2);
@@ -69,16 +76,13 @@ async fn a_tool_call_in_the_last_step_is_refused_and_the_turn_ends() {
 
 #[tokio::test(start_paused = true)]
 async fn the_preventive_nudge_follows_enough_tool_steps() {
-    let model = ScriptedModel::new(vec![
-        tool_calls(&[("c1", "lookup", "{}")]),
-        tool_calls(&[("c2", "lookup", "{}")]),
-        answer(&["enough"]),
-    ]);
-    let mut plan = plan(model.clone(), lookup_tools());
-    plan.policy = StepPolicy {
-        nudge_threshold: 2,
-        ..StepPolicy::default()
-    };
+    let (model, plan) = two_lookups(
+        vec![answer(&["enough"])],
+        StepPolicy {
+            nudge_threshold: 2,
+            ..StepPolicy::default()
+        },
+    );
     run(plan).await;
 
     let requests = model.requests();

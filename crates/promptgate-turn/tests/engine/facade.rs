@@ -9,17 +9,18 @@ use promptgate_turn::{TurnEvent, UiChunk};
 
 use crate::support::*;
 
+/// The turn both tests run twice: one lookup, then an answer in two pieces.
+fn script() -> Arc<ScriptedModel> {
+    ScriptedModel::new(vec![
+        tool_calls(&[("c1", "lookup", "{}")]),
+        answer(&["All ", "good."]),
+    ])
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_turn_that_keeps_no_message_streams_the_same_chunks() {
-    let script = || {
-        ScriptedModel::new(vec![
-            tool_calls(&[("c1", "lookup", "{}")]),
-            answer(&["All ", "good."]),
-        ])
-    };
-    let tools = || vec![tool(spec("lookup", None, false), Arc::new(Echo::default()))];
-    let kept = run(plan(script(), tools())).await;
-    let mut unkept_plan = plan(script(), tools());
+    let kept = run(plan(script(), lookup_tools())).await;
+    let mut unkept_plan = plan(script(), lookup_tools());
     unkept_plan.record_message = false;
     let unkept = run(unkept_plan).await;
 
@@ -31,15 +32,8 @@ async fn a_turn_that_keeps_no_message_streams_the_same_chunks() {
 
 #[tokio::test(start_paused = true)]
 async fn a_turn_run_by_its_reader_streams_what_a_spawned_turn_streams() {
-    let script = || {
-        ScriptedModel::new(vec![
-            tool_calls(&[("c1", "lookup", "{}")]),
-            answer(&["All ", "good."]),
-        ])
-    };
-    let tools = || vec![tool(spec("lookup", None, false), Arc::new(Echo::default()))];
-    let spawned = run(plan(script(), tools())).await;
-    let read = promptgate_turn::run_turn_in_reader(plan(script(), tools()));
+    let spawned = run(plan(script(), lookup_tools())).await;
+    let read = promptgate_turn::run_turn_in_reader(plan(script(), lookup_tools()));
     let events: Vec<TurnEvent> = read.events.collect().await;
     let in_reader = finished(events, read.outcome.await.unwrap());
 

@@ -198,6 +198,11 @@ pub fn tool(spec: ToolSpec, executor: Arc<dyn ToolExecutor>) -> RunnableTool {
     RunnableTool::allowed(spec, executor)
 }
 
+/// One allowed tool, `lookup`, that echoes its input.
+pub fn lookup_tools() -> Vec<RunnableTool> {
+    vec![tool(spec("lookup", None, false), Arc::new(Echo::default()))]
+}
+
 pub fn nudges() -> Nudges {
     Nudges {
         final_step: "FINAL: answer now.".into(),
@@ -375,8 +380,12 @@ pub fn system_text(request: &ChatRequest) -> String {
 }
 
 pub fn tool_messages(request: &ChatRequest) -> Vec<(String, String)> {
-    request
-        .messages
+    tool_results(&request.messages)
+}
+
+/// The tool results among `messages`, as (call id, content), in order.
+pub fn tool_results(messages: &[ChatMessage]) -> Vec<(String, String)> {
+    messages
         .iter()
         .filter_map(|message| match message {
             ChatMessage::Tool {

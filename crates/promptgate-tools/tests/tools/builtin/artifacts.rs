@@ -76,11 +76,17 @@ promptgate_store::on_both_backends! {
     }
 }
 
-#[tokio::test]
-async fn each_problem_is_reported_so_the_model_can_fix_it() {
+/// Alice's tool on a fresh SQLite store, outside any thread; keep the store while the tool is used.
+async fn alices_tool() -> (TestDb, RenderHtml) {
     let db = TestDb::sqlite().await;
     let alice = user(&db, "Alice").await;
     let tool = RenderHtml::new(storage(db.store()), &alice, None);
+    (db, tool)
+}
+
+#[tokio::test]
+async fn each_problem_is_reported_so_the_model_can_fix_it() {
+    let (_db, tool) = alices_tool().await;
     let page = |body: &str| format!("<html><body>{body}</body></html>");
 
     assert!(only_error(&tool, "   ", "Empty").await.contains("html is empty"));
@@ -151,9 +157,7 @@ async fn each_problem_is_reported_so_the_model_can_fix_it() {
 
 #[tokio::test]
 async fn all_problems_come_back_together_and_nothing_is_stored() {
-    let db = TestDb::sqlite().await;
-    let alice = user(&db, "Alice").await;
-    let tool = RenderHtml::new(storage(db.store()), &alice, None);
+    let (_db, tool) = alices_tool().await;
     let html = r#"<html><head><script src="http://x.example/a.js"></script>
         <link href="https://x.example/b.css" rel="stylesheet"></head>
         <body><script>fetch("/x")</body></html>"#;
@@ -178,9 +182,7 @@ async fn all_problems_come_back_together_and_nothing_is_stored() {
 
 #[tokio::test]
 async fn malformed_arguments_are_an_error_the_model_sees() {
-    let db = TestDb::sqlite().await;
-    let alice = user(&db, "Alice").await;
-    let tool = RenderHtml::new(storage(db.store()), &alice, None);
+    let (_db, tool) = alices_tool().await;
     let error = refused(&tool, json!({"html": CHART})).await;
     assert!(
         matches!(&error, ToolError::InvalidArguments(m) if m.contains("title")),

@@ -15,7 +15,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use chrono::{Duration, Utc};
 use promptgate_core::settings::IntegrationProvider;
-use promptgate_core::storage::{StorageError, TokenVault};
+use promptgate_core::storage::{StorageError, TokenVault, VaultKey};
 use promptgate_tools::oauth::{
     AccessTokens, OAuthClient, OAuthProviderConfig, RefreshLocks, TokenSealer, TokenSet,
 };
@@ -128,33 +128,22 @@ pub struct MemoryVault {
 
 #[async_trait]
 impl TokenVault for MemoryVault {
-    async fn load(
-        &self,
-        user_id: &str,
-        provider: IntegrationProvider,
-    ) -> Result<Option<String>, StorageError> {
+    async fn load(&self, key: VaultKey<'_>) -> Result<Option<String>, StorageError> {
         self.loads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        Ok(self
-            .blobs
-            .lock()
-            .unwrap()
-            .get(&(user_id.to_owned(), provider))
-            .cloned())
+        Ok(self.raw(key.user_id, key.provider))
     }
-    async fn store(
-        &self,
-        user_id: &str,
-        provider: IntegrationProvider,
-        sealed: &str,
-    ) -> Result<(), StorageError> {
+    async fn store(&self, key: VaultKey<'_>, sealed: &str) -> Result<(), StorageError> {
         self.blobs
             .lock()
             .unwrap()
-            .insert((user_id.to_owned(), provider), sealed.to_owned());
+            .insert((key.user_id.to_owned(), key.provider), sealed.to_owned());
         Ok(())
     }
-    async fn delete(&self, user_id: &str, provider: IntegrationProvider) -> Result<(), StorageError> {
-        self.blobs.lock().unwrap().remove(&(user_id.to_owned(), provider));
+    async fn delete(&self, key: VaultKey<'_>) -> Result<(), StorageError> {
+        self.blobs
+            .lock()
+            .unwrap()
+            .remove(&(key.user_id.to_owned(), key.provider));
         Ok(())
     }
 }
@@ -204,7 +193,13 @@ pub async fn connected(provider: IntegrationProvider, oauth_base: &str, initial:
     let vault = Arc::new(MemoryVault::default());
     let sealer = sealer();
     vault
-        .store(USER, provider, &sealer.seal(&initial).unwrap())
+        .store(
+            VaultKey {
+                user_id: USER,
+                provider,
+            },
+            &sealer.seal(&initial).unwrap(),
+        )
         .await
         .unwrap();
     let oauth = OAuthClient::new(provider_config(provider, oauth_base), http());
@@ -274,18 +269,24 @@ pub fn oauth_routes() -> Router {
         .route("/revoke", post(|| async { "" }))
 }
 
+/// The access tokens of `provider`, connected with a valid `access_token` and renewed on `server`.
+async fn connected_tokens(
+    provider: IntegrationProvider,
+    server: &FakeServer,
+    access_token: &str,
+) -> AccessTokens {
+    connected(provider, &server.base, valid_tokens(access_token))
+        .await
+        .tokens
+}
+
 /// A Gmail + Calendar client whose APIs and token endpoint all live on `server`.
 pub async fn google_client(
     server: &FakeServer,
     access_token: &str,
 ) -> promptgate_tools::google::GoogleClient {
-    let setup = connected(
-        IntegrationProvider::Google,
-        &server.base,
-        valid_tokens(access_token),
-    )
-    .await;
-    let mut client = promptgate_tools::google::GoogleClient::new(http(), setup.tokens);
+    let tokens = connected_tokens(IntegrationProvider::Google, server, access_token).await;
+    let mut client = promptgate_tools::google::GoogleClient::new(http(), tokens);
     client.gmail_base = format!("{}/gmail/v1", server.base);
     client.calendar_base = format!("{}/calendar/v3", server.base);
     client
@@ -296,13 +297,8 @@ pub async fn graph_client(
     server: &FakeServer,
     access_token: &str,
 ) -> promptgate_tools::microsoft::GraphClient {
-    let setup = connected(
-        IntegrationProvider::Microsoft,
-        &server.base,
-        valid_tokens(access_token),
-    )
-    .await;
-    let mut client = promptgate_tools::microsoft::GraphClient::new(http(), setup.tokens);
+    let tokens = connected_tokens(IntegrationProvider::Microsoft, server, access_token).await;
+    let mut client = promptgate_tools::microsoft::GraphClient::new(http(), tokens);
     client.base = format!("{}/v1.0", server.base);
     client
 }

@@ -319,16 +319,14 @@ async fn delete(Caller { state, user }: Caller, Path(id): Path<String>) -> ApiRe
 /// The most input items one page holds.
 const MAX_PAGE: usize = 100;
 
-#[derive(Deserialize, JsonSchema)]
+#[derive(Default, Deserialize, JsonSchema)]
+#[serde(default)]
 pub struct ItemsQuery {
     /// The id of the item the page starts after.
-    #[serde(default)]
     pub after: Option<String>,
     /// 1 to 100 (default 20).
-    #[serde(default)]
     pub limit: Option<usize>,
     /// `desc` (the default: the last item first) or `asc`.
-    #[serde(default)]
     pub order: Option<String>,
 }
 

@@ -356,15 +356,10 @@ fn repo_root() -> std::path::PathBuf {
 fn the_compose_file_follows_the_compose_specification() {
     let bin = repo_root().join("tests/py/.venv/bin/check-jsonschema");
     if !bin.is_file() {
-        assert_ne!(
-            std::env::var("CI").as_deref(),
-            Ok("true"),
-            "tests/py/.venv is missing: run tests/py/install.sh"
+        common::skip_without::<()>(
+            "tests/py/.venv is missing: run tests/py/install.sh",
+            "skipping the compose schema check; run tests/py/install.sh to include it",
         );
-        #[allow(clippy::print_stderr)]
-        {
-            eprintln!("note: skipping the compose schema check; run tests/py/install.sh to include it");
-        }
         return;
     }
     let out = Command::new(bin)

@@ -10,6 +10,7 @@ use crate::web_site;
 
 use common::Gateway;
 use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
+use reqwest::Method;
 use serde_json::{Value, json};
 use web_site::Web;
 
@@ -171,12 +172,13 @@ async fn a_v5_reader_gets_no_citation_fields_but_the_same_text_and_metadata() {
     let (gw, upstream, web) = gateway().await;
     script(&upstream, &web);
     let res = gw
-        .http
-        .post(gw.url("/v1/chat"))
-        .json(&common::use_chat_body("cite-v5", "Tides?", "scripted"))
-        .send()
-        .await
-        .unwrap();
+        .response(
+            Method::POST,
+            "/v1/chat",
+            Some(&common::use_chat_body("cite-v5", "Tides?", "scripted")),
+            None,
+        )
+        .await;
     let sse = common::sse_of(res).await;
     assert_eq!(sse.text(), SHOWN);
     for end in sse.of_type("text-end") {

@@ -197,6 +197,25 @@ impl Gateway {
         format!("http://{}{}", self.addr, path)
     }
 
+    /// Sends a request, with a JSON body and as the user of bearer `token` where given, and returns
+    /// the response unread.
+    pub async fn response(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+        token: Option<&str>,
+    ) -> reqwest::Response {
+        let mut req = self.http.request(method, self.url(path));
+        if let Some(body) = body {
+            req = req.json(body);
+        }
+        if let Some(token) = token {
+            req = req.bearer_auth(token);
+        }
+        req.send().await.unwrap()
+    }
+
     /// Sends a JSON request (or none) and returns the status and the JSON body (Null when empty).
     pub async fn call(
         &self,
@@ -205,14 +224,7 @@ impl Gateway {
         body: Option<Value>,
         token: Option<&str>,
     ) -> (StatusCode, Value) {
-        let mut req = self.http.request(method, self.url(path));
-        if let Some(body) = body {
-            req = req.json(&body);
-        }
-        if let Some(token) = token {
-            req = req.bearer_auth(token);
-        }
-        let res = req.send().await.unwrap();
+        let res = self.response(method, path, body.as_ref(), token).await;
         let status = res.status();
         let bytes = res.bytes().await.unwrap();
         let value = if bytes.is_empty() {
@@ -252,6 +264,11 @@ impl Gateway {
     /// [`Self::put`] as the user of bearer `token`.
     pub async fn put_as(&self, path: &str, body: Value, token: &str) -> (StatusCode, Value) {
         self.call(Method::PUT, path, Some(body), Some(token)).await
+    }
+
+    /// A PATCH with a JSON body as the user of bearer `token`.
+    pub async fn patch_as(&self, path: &str, body: Value, token: &str) -> (StatusCode, Value) {
+        self.call(Method::PATCH, path, Some(body), Some(token)).await
     }
 
     /// [`Self::delete`] as the user of bearer `token`.
@@ -481,6 +498,12 @@ impl Gateway {
     /// POSTs a JSON body and reads the whole SSE answer (as the newest AI SDK reads it).
     pub async fn stream(&self, path: &str, body: Value) -> Sse {
         self.stream_as(NEWEST_UI_STREAM.1, path, body).await
+    }
+
+    /// Sends `text` to `thread` through `/v1/chat` for the `scripted` model and reads the answer.
+    pub async fn chat(&self, thread: &str, text: &str) -> Sse {
+        self.stream("/v1/chat", use_chat_body(thread, text, "scripted"))
+            .await
     }
 
     /// Like [`Gateway::stream`], for a client declaring the UI stream `version` (`v5`, `v6`...).
@@ -871,22 +894,25 @@ pub fn py_peer_python(scenario: &str) -> Option<String> {
     peer_setting("PROMPTGATE_TEST_PY_PEER_PYTHON", scenario)
 }
 
+/// For a test whose outside part (a venv, node_modules, a peer) is missing: fails under `CI=true`,
+/// which installs everything, saying `missing`; elsewhere notes `note` and gives None to skip on.
+pub fn skip_without<T>(missing: &str, note: &str) -> Option<T> {
+    assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "{missing}");
+    #[allow(clippy::print_stderr)]
+    {
+        eprintln!("note: {note}");
+    }
+    None
+}
+
 /// A setting `crates/promptgate-mcp/tests/peers/install.sh` prints; without it `scenario` is
 /// skipped with a note, except in CI, where it must be there.
 fn peer_setting(variable: &str, scenario: &str) -> Option<String> {
     match std::env::var(variable) {
         Ok(value) if !value.is_empty() => Some(value),
-        _ => {
-            assert_ne!(
-                std::env::var("CI").as_deref(),
-                Ok("true"),
-                "{variable} is not set: CI must run crates/promptgate-mcp/tests/peers/install.sh"
-            );
-            #[allow(clippy::print_stderr)]
-            {
-                eprintln!("note: {variable} is not set, so {scenario} is skipped");
-            }
-            None
-        }
+        _ => skip_without(
+            &format!("{variable} is not set: CI must run crates/promptgate-mcp/tests/peers/install.sh"),
+            &format!("{variable} is not set, so {scenario} is skipped"),
+        ),
     }
 }

@@ -56,9 +56,7 @@ fn content(message: &Value) -> String {
 }
 
 async fn send(gw: &Gateway, thread: &str, words: &str) -> common::Sse {
-    let sse = gw
-        .stream("/v1/chat", use_chat_body(thread, words, "scripted"))
-        .await;
+    let sse = gw.chat(thread, words).await;
     assert_eq!(sse.status, StatusCode::OK);
     sse
 }

@@ -16,7 +16,7 @@ use axum::http::{HeaderMap, Method, StatusCode as AxumStatus, Uri};
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
-use common::{Backend, Gateway, error_code, preview_tools, scripted_config, use_chat_body};
+use common::{Backend, Gateway, error_code, preview_tools, scripted_config};
 use promptgate_core::settings::IntegrationProvider;
 use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
 use promptgate_server::config::{AuthMode, Env, IntegrationsConfig, OAuthEntry};
@@ -332,13 +332,13 @@ async fn the_callback_stores_sealed_tokens_and_connects() {
     let Setup { gw, hits, .. } = setup(Backend::Sqlite).await;
     let state = authorize(&gw).await;
     let res = gw
-        .http
-        .get(gw.url(&format!(
-            "/v1/integrations/google/callback?code=good-code&state={state}"
-        )))
-        .send()
-        .await
-        .unwrap();
+        .response(
+            Method::GET,
+            &format!("/v1/integrations/google/callback?code=good-code&state={state}"),
+            None,
+            None,
+        )
+        .await;
     assert_eq!(res.status(), StatusCode::OK);
     let page = res.text().await.unwrap();
     assert!(page.contains("Google is connected"), "{page}");
@@ -475,12 +475,7 @@ async fn a_turn_reads_the_inbox_and_drafts_a_reply(backend: Backend) {
         ],
     )]));
     upstream.push(text(["Drafted a reply to Ann."]));
-    let sse = gw
-        .stream(
-            "/v1/chat",
-            use_chat_body("mail", "Reply to Ann's latest email", "scripted"),
-        )
-        .await;
+    let sse = gw.chat("mail", "Reply to Ann's latest email").await;
     assert_eq!(upstream.calls(), 4);
     assert!(sse.of_type("tool-output-error").is_empty(), "{:?}", sse.events);
     let outputs: HashMap<&str, &Value> = sse

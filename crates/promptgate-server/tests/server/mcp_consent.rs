@@ -111,7 +111,7 @@ pub(crate) fn call_whoami(upstream: &ScriptedUpstream) {
 }
 
 pub(crate) fn send<'a>(gw: &'a Gateway, thread: &'a str) -> impl std::future::Future<Output = Sse> + 'a {
-    gw.stream("/v1/chat", use_chat_body(thread, "who is it?", "scripted"))
+    gw.chat(thread, "who is it?")
 }
 
 /// Waits until the thread's call waits for an authorization, and returns what its card shows.
@@ -346,10 +346,7 @@ async fn google_whose_refresh_token_stopped_working_brings_the_card_and_the_call
             .await;
         assert_eq!(status, StatusCode::OK, "{body}");
     };
-    let (sse, ()) = tokio::join!(
-        gw.stream("/v1/chat", use_chat_body("mail", "my inbox?", "scripted")),
-        user
-    );
+    let (sse, ()) = tokio::join!(gw.chat("mail", "my inbox?"), user);
     assert_eq!(sse.text(), "Two emails.");
     assert!(sse.of_type("tool-output-error").is_empty(), "{:?}", sse.types());
     let states: Vec<&Value> = parts(&sse).iter().map(|part| &part["state"]).collect();

@@ -77,7 +77,7 @@ async fn answer(gw: &Gateway, id: &Value, body: Value) -> (StatusCode, Value) {
 }
 
 fn send(gw: &Gateway) -> impl std::future::Future<Output = Sse> + '_ {
-    gw.stream("/v1/chat", use_chat_body(THREAD, "book me a table", "scripted"))
+    gw.chat(THREAD, "book me a table")
 }
 
 /// The `data` of the stream's elicitation parts, in order.

@@ -17,7 +17,7 @@ use promptgate_server::config::{AuthMode, IntegrationsConfig, OAuthEntry};
 use reqwest::{StatusCode, Url};
 use serde_json::{Value, json};
 
-use crate::common::{self, Backend, Gateway, scripted_config_with, use_chat_body};
+use crate::common::{self, Backend, Gateway, scripted_config_with};
 use crate::integrations_turn::FakeEnv;
 use crate::mcp_consent::{card, parts};
 
@@ -177,10 +177,7 @@ async fn microsoft_whose_refresh_token_stopped_working_brings_the_card_and_the_c
             .await;
         assert_eq!(status, StatusCode::OK, "{body}");
     };
-    let (sse, ()) = tokio::join!(
-        gw.stream("/v1/chat", use_chat_body("mail", "my inbox?", "scripted")),
-        user
-    );
+    let (sse, ()) = tokio::join!(gw.chat("mail", "my inbox?"), user);
     assert_eq!(sse.text(), "One email.");
     assert!(sse.of_type("tool-output-error").is_empty(), "{:?}", sse.types());
     let states: Vec<&Value> = parts(&sse).iter().map(|part| &part["state"]).collect();

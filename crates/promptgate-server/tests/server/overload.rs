@@ -14,7 +14,7 @@ use common::{Backend, Gateway, NEWEST_UI_STREAM, error_code, scripted_config, us
 use promptgate_llm::scripted::{Script, ScriptedUpstream, role_chunk, text};
 use promptgate_server::config::admission::AdmissionConfig;
 use promptgate_server::config::{AuthMode, Config};
-use reqwest::StatusCode;
+use reqwest::{Method, StatusCode};
 use serde_json::json;
 
 /// A config over `upstream` whose admission limit stays at `limit` (it cannot move), and whose
@@ -64,12 +64,13 @@ async fn send(gw: &Gateway, thread: &str, token: Option<&str>) -> reqwest::Respo
 
 /// A chat completion, which keeps no thread.
 async fn complete(gw: &Gateway) -> reqwest::Response {
-    gw.http
-        .post(gw.url("/v1/chat/completions"))
-        .json(&json!({"model": "scripted", "messages": [{"role": "user", "content": "Hi"}]}))
-        .send()
-        .await
-        .unwrap()
+    gw.response(
+        Method::POST,
+        "/v1/chat/completions",
+        Some(&json!({"model": "scripted", "messages": [{"role": "user", "content": "Hi"}]})),
+        None,
+    )
+    .await
 }
 
 /// Asserts `res` is the gate's refusal: 503, `Retry-After`, the JSON error body with a request id.
@@ -114,15 +115,7 @@ async fn past_the_limit_a_send_is_refused_at_once_and_nothing_of_it_is_stored() 
     assert_refused(send(&gw, "refused", None).await).await;
     let completion = complete(&gw).await;
     assert_refused(completion).await;
-    let messages = gw
-        .http
-        .post(gw.url("/v1/messages"))
-        .json(
-            &json!({"model": "scripted", "max_tokens": 64, "messages": [{"role": "user", "content": "Hi"}]}),
-        )
-        .send()
-        .await
-        .unwrap();
+    let messages = gw.response(Method::POST, "/v1/messages", Some(&json!({"model": "scripted", "max_tokens": 64, "messages": [{"role": "user", "content": "Hi"}]}),), None).await;
     assert_eq!(messages.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert!(messages.headers().contains_key("retry-after"));
     let body: serde_json::Value = messages.json().await.unwrap();

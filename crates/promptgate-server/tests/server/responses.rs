@@ -27,12 +27,8 @@ async fn stream(gw: &Gateway, body: Value) -> Vec<Event> {
     let mut body = body;
     body["stream"] = json!(true);
     let res = gw
-        .http
-        .post(gw.url("/v1/responses"))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
+        .response(Method::POST, "/v1/responses", Some(&body), None)
+        .await;
     named_events(res)
         .await
         .into_iter()

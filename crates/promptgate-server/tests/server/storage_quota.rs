@@ -107,9 +107,7 @@ async fn past_the_byte_quota_sends_are_refused_but_the_answer_that_crossed_it_is
     let (gw, upstream) = gateway(backend, AuthMode::SingleUser, "max_stored_bytes = 4000").await;
     let long: Vec<String> = (0..1_000).map(|i| format!("w{i:04} ")).collect();
     upstream.push(text(long.iter().map(String::as_str)));
-    let sse = gw
-        .stream("/v1/chat", use_chat_body("t1", "tell me a lot", "scripted"))
-        .await;
+    let sse = gw.chat("t1", "tell me a lot").await;
     assert_eq!(sse.text(), long.concat(), "the whole answer was streamed");
     let messages = gw.stored_messages("t1", 2).await;
     assert_eq!(
@@ -148,9 +146,7 @@ async fn past_the_byte_quota_sends_are_refused_but_the_answer_that_crossed_it_is
         (Some(0), Some(0)),
         "{usage}"
     );
-    let sse = gw
-        .stream("/v1/chat", use_chat_body("t2", "elsewhere", "scripted"))
-        .await;
+    let sse = gw.chat("t2", "elsewhere").await;
     assert_eq!(sse.text(), "Noted.", "deleting made room");
 }
 

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use promptgate_llm::scripted::{Script, ScriptedUpstream, text};
 use promptgate_server::config::AuthMode;
-use reqwest::StatusCode;
+use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::common::{Backend, Gateway, error_code, init, scripted_config, use_chat_body};
@@ -15,13 +15,7 @@ async fn token_for(gw: &Gateway, name: &str) -> String {
 }
 
 async fn send(gw: &Gateway, token: &str, path: &str, body: Value) -> reqwest::Response {
-    gw.http
-        .post(gw.url(path))
-        .bearer_auth(token)
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
+    gw.response(Method::POST, path, Some(&body), Some(token)).await
 }
 
 fn completion() -> Value {
@@ -123,12 +117,8 @@ async fn a_user_with_a_turn_running_at_the_limit_gets_429_until_it_ends() {
     let _ = bobs.text().await;
 
     let stop = gw
-        .http
-        .post(gw.url("/v1/chat/long/stop"))
-        .bearer_auth(&alice)
-        .send()
-        .await
-        .unwrap();
+        .response(Method::POST, "/v1/chat/long/stop", None, Some(&alice))
+        .await;
     assert!(stop.status().is_success(), "{}", stop.status());
     let _ = tokio::time::timeout(Duration::from_secs(60), running)
         .await

@@ -124,10 +124,7 @@ async fn a_budget_stops_the_next_send_and_resets_with_the_period(backend: Backen
     assert_eq!(third.status, StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(error_code(&third.events[0]), "budget_exceeded");
     assert!(
-        third.events[0]["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("resets at"),
+        common::error_message(&third.events[0]).contains("resets at"),
         "{:?}",
         third.events
     );

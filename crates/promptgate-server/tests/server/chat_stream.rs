@@ -547,12 +547,7 @@ async fn a_retry_on_the_thread_route_answers_the_stored_prompt_without_storing_i
     assert_eq!(retry.text(), "Low tide is at 6:10.");
     // The model sees the question once, as the last message, not the replaced answer after it.
     let sent = upstream.last_request().unwrap();
-    let user_turns: Vec<&Value> = sent["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .collect();
+    let user_turns: Vec<&Value> = common::where_eq(&sent["messages"], "role", "user");
     assert_eq!(user_turns.len(), 1, "{sent}");
     assert_eq!(
         sent["messages"].as_array().unwrap().last().unwrap()["role"],
@@ -561,12 +556,7 @@ async fn a_retry_on_the_thread_route_answers_the_stored_prompt_without_storing_i
 
     // Stored: the question once; the retry's answer replaced the first one.
     let (_, everything) = gw.get("/v1/threads/rq/messages?replaced=true").await;
-    let roles: Vec<&str> = everything
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["role"].as_str().unwrap())
-        .collect();
+    let roles: Vec<&str> = common::strings_at(&everything, "role");
     assert_eq!(roles, ["user", "assistant", "assistant"]);
     let now = gw.stored_messages("rq", 2).await;
     assert_eq!(now.as_array().unwrap().len(), 2);
@@ -629,13 +619,7 @@ async fn voice_mode_and_ask_answers_from_the_body_reach_the_model_as_notes() {
         .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{err}");
     assert_eq!(error_code(&err), "invalid_body");
-    assert!(
-        err["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("either chosen"),
-        "{err}"
-    );
+    assert!(common::error_message(&err).contains("either chosen"), "{err}");
     assert_eq!(gw.stored_messages("notes", 4).await.as_array().unwrap().len(), 4);
 }
 

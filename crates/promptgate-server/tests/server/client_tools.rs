@@ -174,13 +174,7 @@ async fn a_client_tool_named_like_a_server_tool_is_refused() {
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     assert_eq!(error_code(&body), "tool_name_conflict");
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains(taken.as_str()),
-        "{body}"
-    );
+    assert!(common::error_message(&body).contains(taken.as_str()), "{body}");
     assert_eq!(upstream.calls(), 1, "nothing was sent upstream");
 }
 

@@ -346,6 +346,13 @@ pub fn error_code(body: &Value) -> &str {
         .unwrap_or_else(|| panic!("not an error body: {body}"))
 }
 
+/// The message of an error body.
+pub fn error_message(body: &Value) -> &str {
+    body["error"]["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no error message: {body}"))
+}
+
 /// A config whose `scripted` provider points at a scripted upstream, with model `scripted` using it.
 pub fn scripted_config(mode: AuthMode, base_url: &str) -> Config {
     scripted_config_with(mode, base_url, "")
@@ -584,6 +591,14 @@ pub async fn single_user_gateway(backend: Backend) -> (Gateway, promptgate_llm::
     )
     .await;
     (gw, upstream)
+}
+
+/// A fresh scripted upstream and a single-user config whose `scripted` model uses it, with
+/// `extra_toml` added (see [`scripted_config_with`]).
+pub async fn single_user_scripted(extra_toml: &str) -> (promptgate_llm::scripted::ScriptedUpstream, Config) {
+    let upstream = promptgate_llm::scripted::ScriptedUpstream::start().await.unwrap();
+    let config = scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), extra_toml);
+    (upstream, config)
 }
 
 /// A gateway in tokens mode over a fresh scripted upstream, and the token of its one user.
@@ -892,6 +907,35 @@ pub fn node_peers_dir(scenario: &str) -> Option<String> {
 /// The Python that runs the MCP peers (`PROMPTGATE_TEST_PY_PEER_PYTHON`); see [`peer_setting`].
 pub fn py_peer_python(scenario: &str) -> Option<String> {
     peer_setting("PROMPTGATE_TEST_PY_PEER_PYTHON", scenario)
+}
+
+/// The string `key` of each item of the JSON array `list`.
+pub fn strings_at<'a>(list: &'a Value, key: &str) -> Vec<&'a str> {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item[key].as_str().unwrap())
+        .collect()
+}
+
+/// The items of the JSON array `list` whose `key` is `value`.
+pub fn where_eq<'a>(list: &'a Value, key: &str, value: &str) -> Vec<&'a Value> {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .filter(|item| item[key] == value)
+        .collect()
+}
+
+/// Asserts that a process a test ran (`what`) succeeded, showing what it printed where it did not.
+pub fn assert_succeeded(out: &std::process::Output, what: &str) {
+    assert!(
+        out.status.success(),
+        "{what} failed ({}):\n{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// For a test whose outside part (a venv, node_modules, a peer) is missing: fails under `CI=true`,

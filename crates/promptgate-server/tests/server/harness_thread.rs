@@ -227,12 +227,7 @@ async fn skills_ride_on_the_user_text_and_the_client_header_names_the_client() {
 #[tokio::test]
 async fn workspace_limits_come_from_the_config() {
     common::init();
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let config = scripted_config_with(
-        AuthMode::SingleUser,
-        &upstream.base_url(),
-        "[workspace]\nmax_file_bytes = 8\n",
-    );
+    let (upstream, config) = common::single_user_scripted("[workspace]\nmax_file_bytes = 8\n").await;
     let gw = Gateway::start(common::Backend::Sqlite, harness(config)).await;
     let write = json!({"path": "big.txt", "content": "more than eight bytes"}).to_string();
     upstream.push(tool_calls(&[("w1", "write", &[write.as_str()])]));

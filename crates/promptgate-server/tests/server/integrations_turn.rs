@@ -428,13 +428,7 @@ async fn callback_failures_say_what_went_wrong() {
         ))
         .await;
     assert_eq!(status, StatusCode::BAD_GATEWAY);
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("access_denied"),
-        "{body}"
-    );
+    assert!(common::error_message(&body).contains("access_denied"), "{body}");
 
     let (_, view) = gw.get("/v1/integrations/google").await;
     assert_eq!(view["connected"], false, "nothing failed half-way into connected");
@@ -513,12 +507,7 @@ async fn a_turn_reads_the_inbox_and_drafts_a_reply(backend: Backend) {
 
     // The model saw the same results.
     let last = upstream.last_request().unwrap();
-    let tool_messages: Vec<&Value> = last["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .collect();
+    let tool_messages: Vec<&Value> = common::where_eq(&last["messages"], "role", "tool");
     assert_eq!(tool_messages.len(), 3);
 
     // The draft request: JSON, the fresh bearer token, a threaded RFC 5322 message.

@@ -9,21 +9,15 @@ use crate::common;
 
 use std::sync::Arc;
 
-use common::{Backend, Gateway, error_code, scripted_config_with};
+use common::{Backend, Gateway, error_code};
 use promptgate_llm::scripted::{ScriptedUpstream, text};
 use promptgate_mcp::testing::{Logs, McpTestServer, ServerOptions};
-use promptgate_server::config::AuthMode;
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 
 async fn gateway(backend: Backend, mcp_toml: &str) -> (Gateway, ScriptedUpstream) {
     common::init();
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let config = scripted_config_with(
-        AuthMode::SingleUser,
-        &upstream.base_url(),
-        &format!("[mcp]\n{mcp_toml}"),
-    );
+    let (upstream, config) = common::single_user_scripted(&format!("[mcp]\n{mcp_toml}")).await;
     (Gateway::start(backend, config).await, upstream)
 }
 
@@ -43,13 +37,7 @@ async fn registering_past_the_server_limit_is_refused(backend: Backend) {
         .await;
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
     assert_eq!(error_code(&body), "mcp_server_limit");
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("2 MCP servers"),
-        "{body}"
-    );
+    assert!(common::error_message(&body).contains("2 MCP servers"), "{body}");
     assert!(body["error"]["request_id"].is_string(), "{body}");
 
     let (status, _) = gw.delete(&format!("/v1/mcp-servers/{}", ids[0])).await;

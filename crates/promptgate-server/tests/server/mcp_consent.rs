@@ -184,12 +184,7 @@ async fn a_revoked_grant_brings_the_card_and_the_call_completes_once_authorized_
     );
     // The answer keeps the card in its last state.
     let stored = a.stored_messages("t1", 2).await;
-    let kept: Vec<&Value> = stored[1]["parts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|part| part["type"] == "data-authorization")
-        .collect();
+    let kept: Vec<&Value> = common::where_eq(&stored[1]["parts"], "type", "data-authorization");
     assert_eq!(kept.len(), 1, "{stored}");
     assert_eq!(kept[0]["data"]["state"], "authorized");
 }
@@ -306,8 +301,7 @@ async fn a_call_the_grant_is_too_narrow_for_asks_for_the_wider_scopes_and_runs_w
 async fn google_whose_refresh_token_stopped_working_brings_the_card_and_the_call_runs_after_reconnecting() {
     common::init();
     let (google, hits) = fake_google().await;
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let mut config = scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), "");
+    let (upstream, mut config) = common::single_user_scripted("").await;
     config.integrations = Some(google_integrations(&google));
     let gw = Gateway::start_with_env(Backend::Sqlite, config, &FakeEnv).await;
     // Connected with a grant Google will refuse to renew.

@@ -92,8 +92,7 @@ async fn a_user_connects_an_oauth_mcp_server_and_its_tools_work_across_instances
     let Some(python) = python() else { return };
     common::init();
     let (_peer, url) = python_auth_peer(&python, 3600).await;
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let config = scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), TOML);
+    let (upstream, config) = common::single_user_scripted(TOML).await;
     let first = Gateway::start(Backend::Sqlite, config.clone()).await;
     let second = first.another_instance(config).await;
 

@@ -7,10 +7,9 @@ use crate::common;
 
 use std::sync::Arc;
 
-use common::{Backend, Gateway, preview_tools, scripted_config_with, tool_message};
+use common::{Backend, Gateway, preview_tools, tool_message};
 use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
 use promptgate_mcp::testing::McpTestServer;
-use promptgate_server::config::AuthMode;
 use reqwest::StatusCode;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData, Implementation,
@@ -104,8 +103,7 @@ const TEST_TOML: &str = "[web]\nsearch = { kind = \"searxng\", base_url = \"http
 
 async fn gateway(backend: Backend, extra_toml: &str) -> (Gateway, ScriptedUpstream) {
     common::init();
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let config = scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), extra_toml);
+    let (upstream, config) = common::single_user_scripted(extra_toml).await;
     (Gateway::start(backend, config).await, upstream)
 }
 
@@ -156,12 +154,7 @@ async fn mcp_tools_are_offered_called_and_recorded(backend: Backend) {
             "{expected} missing: {names:?}"
         );
     }
-    let fetch_content: Vec<&Value> = shown["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|t| t["name"] == "fetch_content")
-        .collect();
+    let fetch_content: Vec<&Value> = common::where_eq(&shown["tools"], "name", "fetch_content");
     assert_eq!(fetch_content.len(), 1, "{names:?}");
     assert!(
         fetch_content[0].get("mcp").is_none_or(Value::is_null),

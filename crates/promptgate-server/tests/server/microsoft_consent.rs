@@ -12,12 +12,12 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode as AxumStatus, Uri};
 use axum::response::{IntoResponse, Response};
-use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
-use promptgate_server::config::{AuthMode, IntegrationsConfig, OAuthEntry};
+use promptgate_llm::scripted::{text, tool_calls};
+use promptgate_server::config::{IntegrationsConfig, OAuthEntry};
 use reqwest::{StatusCode, Url};
 use serde_json::{Value, json};
 
-use crate::common::{self, Backend, Gateway, scripted_config_with};
+use crate::common::{self, Backend, Gateway};
 use crate::integrations_turn::FakeEnv;
 use crate::mcp_consent::{card, parts};
 
@@ -140,8 +140,7 @@ async fn microsoft_whose_refresh_token_stopped_working_brings_the_card_and_the_c
 {
     common::init();
     let (microsoft, graph) = fake_microsoft().await;
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let mut config = scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), "");
+    let (upstream, mut config) = common::single_user_scripted("").await;
     config.integrations = Some(microsoft_integrations(&microsoft));
     let gw = Gateway::start_with_env(Backend::Sqlite, config, &FakeEnv).await;
     // Connected with a grant Microsoft will refuse to renew.

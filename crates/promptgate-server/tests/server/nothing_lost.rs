@@ -42,8 +42,7 @@ fn text_of(message: &Value) -> String {
 
 async fn gateway_with(backend: Backend, extra_toml: &str) -> (Gateway, ScriptedUpstream) {
     common::init();
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let config = scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), extra_toml);
+    let (upstream, config) = common::single_user_scripted(extra_toml).await;
     (Gateway::start(backend, config).await, upstream)
 }
 

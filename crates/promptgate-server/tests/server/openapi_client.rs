@@ -35,11 +35,7 @@ async fn a_generated_typescript_client_compiles_and_talks_to_the_gateway() {
         .unwrap()
         .expect("the check runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "the generated client did not compile or run:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::common::assert_succeeded(&out, "the generated client's check");
     let seen: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
     assert_eq!(seen["settings_status"], 200, "{seen}");
     assert_eq!(seen["time_zone_before"], "UTC", "{seen}");

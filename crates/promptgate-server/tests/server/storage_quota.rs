@@ -51,13 +51,7 @@ async fn thread_ids(gw: &Gateway, token: &str) -> Vec<String> {
 fn assert_quota_exceeded(status: StatusCode, body: &Value) {
     assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
     assert_eq!(error_code(body), "quota_exceeded", "{body}");
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("delete threads"),
-        "{body}"
-    );
+    assert!(common::error_message(body).contains("delete threads"), "{body}");
 }
 
 async fn a_user_at_the_thread_limit_is_refused_and_nothing_is_written(backend: Backend) {

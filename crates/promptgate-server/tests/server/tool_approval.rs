@@ -22,8 +22,7 @@ const ADD: &str = "{\"tasks\":[\"buy milk\"]}";
 
 async fn gateway(backend: Backend, extra_toml: &str) -> (Gateway, ScriptedUpstream) {
     common::init();
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let config = scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), extra_toml);
+    let (upstream, config) = common::single_user_scripted(extra_toml).await;
     (Gateway::start(backend, config).await, upstream)
 }
 

@@ -614,8 +614,7 @@ async fn a_chat_completions_request_is_traced_and_its_errors_name_the_trace() {
 #[tokio::test]
 async fn with_content_capture_on_the_spans_carry_the_prompt_the_answer_and_the_tool_io() {
     installed(true);
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let config = scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), "");
+    let (upstream, config) = common::single_user_scripted("").await;
     let gw = Gateway::start(Backend::Sqlite, config).await;
     let server = McpTestServer::with_handler(Notes::default()).await;
     let (status, body) = gw

@@ -355,6 +355,15 @@ on_both_backends!(
 
 /// A process killed mid-turn: the ledger keeps the tokens of the steps that ended before, once; the
 /// next turn adds its own row.
+/// A usage row's requests, input tokens and output tokens.
+fn counts(row: &Value) -> (Option<u64>, Option<u64>, Option<u64>) {
+    (
+        row["requests"].as_u64(),
+        row["input_tokens"].as_u64(),
+        row["output_tokens"].as_u64(),
+    )
+}
+
 #[tokio::test]
 async fn a_killed_process_leaves_its_finished_steps_in_the_ledger_once() {
     common::init();
@@ -388,11 +397,7 @@ async fn a_killed_process_leaves_its_finished_steps_in_the_ledger_once() {
     let left = report(port).await;
     let row = &left["data"][0];
     assert_eq!(
-        (
-            row["requests"].as_u64(),
-            row["input_tokens"].as_u64(),
-            row["output_tokens"].as_u64()
-        ),
+        counts(row),
         (Some(1), Some(10), Some(5)),
         "the tool step's tokens, once: {left}"
     );
@@ -424,15 +429,7 @@ async fn a_killed_process_leaves_its_finished_steps_in_the_ledger_once() {
     assert!(res.text().await.unwrap().contains("again."));
     let after = report(port).await;
     let row = &after["data"][0];
-    assert_eq!(
-        (
-            row["requests"].as_u64(),
-            row["input_tokens"].as_u64(),
-            row["output_tokens"].as_u64()
-        ),
-        (Some(2), Some(20), Some(7)),
-        "{after}"
-    );
+    assert_eq!(counts(row), (Some(2), Some(20), Some(7)), "{after}");
     assert_eq!(
         statuses(port).await,
         vec![(json!("complete"), json!(10)), (json!("interrupted"), json!(10))]

@@ -35,13 +35,15 @@ fn patient(mut config: Config) -> Config {
     config
 }
 
-/// A single-user config over `upstream` whose run-queue limit cannot shrink: on a busy test machine
-/// the server's work runs late by far more than it would in production, and must not count as
-/// overload here.
-fn run_queue_ignored(upstream: &ScriptedUpstream) -> Config {
+/// A fresh scripted upstream and a single-user config over it whose run-queue limit cannot shrink:
+/// on a busy test machine the server's work runs late by far more than it would in production, and
+/// must not count as overload here.
+async fn run_queue_ignored() -> (ScriptedUpstream, Config) {
+    common::init();
+    let upstream = ScriptedUpstream::start().await.unwrap();
     let mut config = patient(scripted_config(AuthMode::SingleUser, &upstream.base_url()));
     config.admission.delay_tolerance_ms = 1000;
-    config
+    (upstream, config)
 }
 
 /// An answer that starts and then never goes on: its turn keeps its place under the limit.
@@ -188,9 +190,7 @@ async fn one_user_flooding_the_server_does_not_keep_another_from_being_answered(
 
 #[tokio::test]
 async fn the_limit_grows_while_it_is_in_use_and_work_runs_on_time() {
-    common::init();
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let mut config = run_queue_ignored(&upstream);
+    let (upstream, mut config) = run_queue_ignored().await;
     config.admission.initial_limit = 4;
     config.admission.min_limit = 2;
     let gw = Gateway::start(Backend::Sqlite, config).await;
@@ -224,9 +224,7 @@ async fn hold_the_writer(url: &str) -> sqlx::AnyConnection {
 
 #[tokio::test]
 async fn sends_waiting_for_a_stalled_database_writer_make_further_sends_refused_at_once() {
-    common::init();
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let mut config = run_queue_ignored(&upstream);
+    let (upstream, mut config) = run_queue_ignored().await;
     config.admission.min_limit = 1;
     config.admission.store_delay_tolerance_ms = AdmissionConfig::default().store_delay_tolerance_ms;
     let gw = Gateway::start(Backend::Sqlite, config).await;

@@ -436,12 +436,7 @@ async fn a_second_reader_gets_the_whole_stream_from_start_and_the_same_text() {
     assert_eq!(owner.text(), words("r"));
     assert_eq!(follower.text(), owner.text());
     assert_eq!(follower.events, owner.events, "both readers see the same chunks");
-    assert_eq!(
-        follower.headers["x-promptgate-turn-id"],
-        owner.of_type("start")[0]["messageMetadata"]["turnId"]
-            .as_str()
-            .unwrap()
-    );
+    assert_eq!(follower.headers["x-promptgate-turn-id"], owner.turn_id());
     let stored = gw.stored_messages("two", 2).await;
     assert_eq!(stored[1]["status"], "complete");
 }
@@ -484,10 +479,7 @@ async fn an_unknown_retry_of_is_a_404_on_both_routes_in_both_spellings() {
 
     upstream.push(text(["First."]));
     let first = gw.chat("rt", "hi").await;
-    let turn = first.of_type("start")[0]["messageMetadata"]["turnId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let turn = first.turn_id();
     for field in ["retryOf", "retry_of"] {
         let (status, err) = gw
             .post(
@@ -532,10 +524,7 @@ async fn a_retry_on_the_thread_route_answers_the_stored_prompt_without_storing_i
     let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
     upstream.push(text(["Low tide at six."]));
     let first = gw.chat("rq", "When is low tide?").await;
-    let turn = first.of_type("start")[0]["messageMetadata"]["turnId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let turn = first.turn_id();
 
     upstream.push(text(["Low tide is at 6:10."]));
     let retry = gw

@@ -393,6 +393,14 @@ pub struct Sse {
 }
 
 impl Sse {
+    /// The turn id the answer's start chunk names.
+    pub fn turn_id(&self) -> String {
+        self.of_type("start")[0]["messageMetadata"]["turnId"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
     pub fn types(&self) -> Vec<&str> {
         self.events.iter().filter_map(|e| e["type"].as_str()).collect()
     }

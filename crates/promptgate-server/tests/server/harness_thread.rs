@@ -328,10 +328,7 @@ async fn a_retry_of_a_turn_that_spent_its_web_budget_makes_no_model_request() {
     upstream.push(search_step(&searches(1..=6)));
     upstream.push(text(["Partial findings."]));
     let sse = send(&gw, "r1", "Tell me about tides").await;
-    let turn = sse.of_type("start")[0]["messageMetadata"]["turnId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let turn = sse.turn_id();
     let stored = gw.stored_messages("r1", 2).await;
     let requests = upstream.requests().len();
 

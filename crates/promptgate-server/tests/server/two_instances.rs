@@ -109,12 +109,7 @@ async fn a_reload_on_the_other_instance_resumes_the_stream_from_start() {
     );
     assert_eq!(second_remote.events, owner.events);
     assert_eq!(local.events, owner.events);
-    assert_eq!(
-        remote.headers["x-promptgate-turn-id"],
-        owner.of_type("start")[0]["messageMetadata"]["turnId"]
-            .as_str()
-            .unwrap()
-    );
+    assert_eq!(remote.headers["x-promptgate-turn-id"], owner.turn_id());
 
     let stored = b.stored_messages("r", 2).await;
     assert_eq!(stored[1]["status"], "complete");
@@ -133,10 +128,7 @@ async fn a_retry_on_the_other_instance_finds_its_turn() {
     let (a, b, upstream) = two_instances("").await;
     upstream.push(text(["First."]));
     let first = a.chat("rt", "hi").await;
-    let turn = first.of_type("start")[0]["messageMetadata"]["turnId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let turn = first.turn_id();
 
     upstream.push(text(["Second."]));
     let mut body = use_chat_body("rt", "again", "scripted");
@@ -170,10 +162,7 @@ async fn a_retry_after_its_window_is_a_409_on_any_instance() {
     let (a, b, upstream) = two_instances("[turn]\nretry_window_secs = 0\n").await;
     upstream.push(text(["First."]));
     let first = a.chat("late", "hi").await;
-    let turn = first.of_type("start")[0]["messageMetadata"]["turnId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let turn = first.turn_id();
     tokio::time::sleep(Duration::from_millis(20)).await;
     let mut body = use_chat_body("late", "again", "scripted");
     body["retryOf"] = json!(turn);

@@ -276,6 +276,15 @@ impl Gateway {
         self.call(Method::DELETE, path, None, Some(token)).await
     }
 
+    /// The browser's return from `provider`'s consent screen: the integration callback with the
+    /// authorization `code` and the `state` the authorize step issued.
+    pub async fn oauth_callback(&self, provider: &str, code: &str, state: &str) -> (StatusCode, Value) {
+        self.get(&format!(
+            "/v1/integrations/{provider}/callback?code={code}&state={state}"
+        ))
+        .await
+    }
+
     /// A raw request with an arbitrary body and content type (for malformed input).
     pub async fn raw(
         &self,

@@ -265,11 +265,7 @@ pub(crate) async fn authorize(gw: &Gateway) -> String {
 
 pub(crate) async fn connect(gw: &Gateway) {
     let state = authorize(gw).await;
-    let (status, body) = gw
-        .get(&format!(
-            "/v1/integrations/google/callback?code=good-code&state={state}"
-        ))
-        .await;
+    let (status, body) = gw.oauth_callback("google", "good-code", &state).await;
     assert_eq!(status, StatusCode::OK, "{body}");
 }
 
@@ -366,11 +362,7 @@ async fn connected_and_state_used(gw: &Gateway, state: &str) {
         view,
         json!({"provider": "google", "connected": true, "enabled": true})
     );
-    let (status, body) = gw
-        .get(&format!(
-            "/v1/integrations/google/callback?code=good-code&state={state}"
-        ))
-        .await;
+    let (status, body) = gw.oauth_callback("google", "good-code", state).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert_eq!(error_code(&body), "invalid_state");
 }
@@ -380,11 +372,7 @@ async fn the_callback_may_land_on_another_instance() {
     let Setup { gw, config, .. } = setup(Backend::Postgres).await;
     let other = gw.another_instance_with_env(config, &FakeEnv).await;
     let state = authorize(&gw).await;
-    let (status, body) = other
-        .get(&format!(
-            "/v1/integrations/google/callback?code=good-code&state={state}"
-        ))
-        .await;
+    let (status, body) = other.oauth_callback("google", "good-code", &state).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     // Seen from the instance that started it, whichever instance completed it.
     connected_and_state_used(&gw, &state).await;
@@ -401,19 +389,11 @@ async fn callback_failures_say_what_went_wrong() {
 
     // A state started for Google does not complete Microsoft.
     let state = authorize(&gw).await;
-    let (status, _) = gw
-        .get(&format!(
-            "/v1/integrations/microsoft/callback?code=good-code&state={state}"
-        ))
-        .await;
+    let (status, _) = gw.oauth_callback("microsoft", "good-code", &state).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
 
     let state = authorize(&gw).await;
-    let (status, body) = gw
-        .get(&format!(
-            "/v1/integrations/google/callback?code=stale-code&state={state}"
-        ))
-        .await;
+    let (status, body) = gw.oauth_callback("google", "stale-code", &state).await;
     assert_eq!(status, StatusCode::BAD_GATEWAY);
     assert_eq!(error_code(&body), "provider_error");
     assert!(
@@ -641,11 +621,7 @@ async fn with_tokens_the_state_names_the_user_who_authorized() {
         .unwrap();
 
     // The browser arrives without any Authorization header.
-    let (status, body) = gw
-        .get(&format!(
-            "/v1/integrations/google/callback?code=good-code&state={state}"
-        ))
-        .await;
+    let (status, body) = gw.oauth_callback("google", "good-code", &state).await;
     assert_eq!(status, StatusCode::OK, "{body}");
 
     let (_, view) = gw.get_as("/v1/integrations/google", alice.as_str()).await;

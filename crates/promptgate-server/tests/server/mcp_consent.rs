@@ -306,11 +306,7 @@ async fn google_whose_refresh_token_stopped_working_brings_the_card_and_the_call
     let gw = Gateway::start_with_env(Backend::Sqlite, config, &FakeEnv).await;
     // Connected with a grant Google will refuse to renew.
     let state = crate::integrations_turn::authorize(&gw).await;
-    let (status, body) = gw
-        .get(&format!(
-            "/v1/integrations/google/callback?code=doomed-code&state={state}"
-        ))
-        .await;
+    let (status, body) = gw.oauth_callback("google", "doomed-code", &state).await;
     assert_eq!(status, StatusCode::OK, "{body}");
 
     upstream.push(tool_calls(&[(
@@ -333,11 +329,7 @@ async fn google_whose_refresh_token_stopped_working_brings_the_card_and_the_call
             .1
             .into_owned();
         // The user consents at Google; it sends the browser back with a good code.
-        let (status, body) = gw
-            .get(&format!(
-                "/v1/integrations/google/callback?code=good-code&state={state}"
-            ))
-            .await;
+        let (status, body) = gw.oauth_callback("google", "good-code", &state).await;
         assert_eq!(status, StatusCode::OK, "{body}");
     };
     let (sse, ()) = tokio::join!(gw.chat("mail", "my inbox?"), user);

@@ -147,11 +147,7 @@ async fn microsoft_whose_refresh_token_stopped_working_brings_the_card_and_the_c
     let (status, started) = gw.get("/v1/integrations/microsoft/authorize").await;
     assert_eq!(status, StatusCode::OK, "{started}");
     let state = state_of(started["authorization_url"].as_str().unwrap());
-    let (status, body) = gw
-        .get(&format!(
-            "/v1/integrations/microsoft/callback?code=doomed-code&state={state}"
-        ))
-        .await;
+    let (status, body) = gw.oauth_callback("microsoft", "doomed-code", &state).await;
     assert_eq!(status, StatusCode::OK, "{body}");
 
     upstream.push(tool_calls(&[(
@@ -169,10 +165,7 @@ async fn microsoft_whose_refresh_token_stopped_working_brings_the_card_and_the_c
         assert_eq!(url.path(), "/common/oauth2/v2.0/authorize");
         // The user consents at Microsoft; it sends the browser back with a good code.
         let (status, body) = gw
-            .get(&format!(
-                "/v1/integrations/microsoft/callback?code=good-code&state={}",
-                state_of(url.as_str())
-            ))
+            .oauth_callback("microsoft", "good-code", &state_of(url.as_str()))
             .await;
         assert_eq!(status, StatusCode::OK, "{body}");
     };

@@ -12,8 +12,12 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
+use axum::body::Body;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use futures::Stream;
+use promptgate_service::SendHandle;
 use promptgate_service::events::TurnEvent;
 
 /// Room the buffer starts with: a Responses stream's first frames carry the response twice.
@@ -23,6 +27,9 @@ const KEPT_ROOM: usize = 64 << 10;
 
 /// What a facade writes for a turn's events.
 pub(crate) trait FrameEncoder {
+    /// What a turn answered this way is observed as ([`crate::observe::TurnWatch`]'s kind).
+    const TURN_KIND: &'static str;
+
     /// The end of the stream; it may wait (a Responses stream keeps its response first).
     type Close: Future<Output = Vec<u8>> + Unpin;
 
@@ -32,6 +39,32 @@ pub(crate) trait FrameEncoder {
 
     /// Appends what closes the stream to `out` (frames not yet sent) and hands it back.
     fn close(self, out: Vec<u8>) -> Self::Close;
+}
+
+/// A facade's answer: the whole object, or the turn's events written by the facade's encoder `E`.
+pub(crate) enum FacadeAnswer<E> {
+    /// The object's JSON bytes.
+    Whole(Vec<u8>),
+    /// Boxed: the handle is large and a whole answer need not carry its size.
+    Stream(Box<(SendHandle, E)>),
+}
+
+impl<E> IntoResponse for FacadeAnswer<E>
+where
+    E: FrameEncoder<Close: Send> + Unpin + Send + 'static,
+{
+    fn into_response(self) -> Response {
+        match self {
+            Self::Whole(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
+            Self::Stream(stream) => {
+                let (handle, encoder) = *stream;
+                let watch = crate::observe::TurnWatch::start(E::TURN_KIND, &handle.turn_id, &handle.model_id);
+                let events = crate::observe::watch_turn(watch, handle.events);
+                let frames = EncodedFrames::new(events, encoder);
+                crate::routes::chat::event_stream(Body::from_stream(frames))
+            }
+        }
+    }
 }
 
 /// The body stream of a facade's streamed answer.
@@ -164,6 +197,7 @@ mod tests {
     struct Echo;
 
     impl FrameEncoder for Echo {
+        const TURN_KIND: &'static str = "echo";
         type Close = std::future::Ready<Vec<u8>>;
 
         fn push(&mut self, event: &TurnEvent, out: &mut Vec<u8>) -> bool {

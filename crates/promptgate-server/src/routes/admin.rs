@@ -125,22 +125,18 @@ const MAX_PERIOD_COST: f64 = 1.0e12;
 
 /// The limits on a user or key; `null` or absent is off.
 #[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct BudgetBody {
     /// Tokens (input and output, as the provider reports them) per period.
-    #[serde(default)]
     pub period_tokens: Option<i64>,
     /// Money per period, in the currency of the price table (`[[prices]]`): what the tokens cost
     /// at the answering model's price (counted to the millionth).
-    #[serde(default)]
     pub period_cost: Option<f64>,
     /// The period's length in seconds (86400: a day from 00:00 UTC); windows start at whole
     /// multiples of it since the epoch. Required with `period_tokens` or `period_cost`, which
     /// share it.
-    #[serde(default)]
     pub period_secs: Option<i64>,
     /// Tokens per minute (whole minutes).
-    #[serde(default)]
     pub tokens_per_minute: Option<i64>,
 }
 

@@ -4,14 +4,12 @@
 
 use aide::axum::ApiRouter;
 use aide::axum::routing::post_with;
-use axum::body::Body;
-use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt};
 use promptgate_service::events::TurnError;
 use promptgate_service::events::TurnEvent;
 use promptgate_service::facade::{ClientToolChoice, ToolDefinition, ToolInput, client_tools, facade_history};
 use promptgate_service::records::UsageKind;
-use promptgate_service::{CompletionRequest, OutputCap, SendHandle};
+use promptgate_service::{CompletionRequest, OutputCap};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -23,7 +21,7 @@ use crate::completions_api::{
 };
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::extract::ApiJson;
-use crate::facade_stream::EncodedFrames;
+use crate::facade_stream::FacadeAnswer;
 use crate::state::AppState;
 
 pub fn routes() -> ApiRouter<AppState> {
@@ -272,29 +270,7 @@ pub(crate) async fn read_whole<F: Fold>(
     whole
 }
 
-pub enum Completion {
-    /// The `chat.completion` object's JSON bytes.
-    Whole(Vec<u8>),
-    /// Boxed: the handle is large and a JSON completion need not carry its size.
-    Stream(Box<(SendHandle, CompletionChunks)>),
-}
-
-impl IntoResponse for Completion {
-    fn into_response(self) -> Response {
-        match self {
-            Self::Whole(body) => {
-                ([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response()
-            }
-            Self::Stream(stream) => {
-                let (handle, chunks) = *stream;
-                let watch = crate::observe::TurnWatch::start("completion", &handle.turn_id, &handle.model_id);
-                let events = crate::observe::watch_turn(watch, handle.events);
-                let frames = EncodedFrames::new(events, chunks);
-                super::chat::event_stream(Body::from_stream(frames))
-            }
-        }
-    }
-}
+type Completion = FacadeAnswer<CompletionChunks>;
 
 crate::api_doc::json_or_event_stream_output!(
     Completion,

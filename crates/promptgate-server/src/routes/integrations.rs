@@ -64,12 +64,10 @@ pub struct IntegrationView {
     pub enabled: bool,
 }
 
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[derive(Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
 pub struct IntegrationUpdate {
-    #[serde(default)]
     pub enabled: Option<bool>,
-    #[serde(default)]
     pub connected: Option<bool>,
 }
 
@@ -139,20 +137,16 @@ async fn authorize(
     Ok(Json(AuthorizationStart { authorization_url }))
 }
 
-#[derive(Deserialize, JsonSchema)]
+#[derive(Default, Deserialize, JsonSchema)]
+#[serde(default)]
 pub struct CallbackQuery {
-    #[serde(default)]
     pub code: Option<String>,
-    #[serde(default)]
     pub state: Option<String>,
     /// The authorization server's issuer (RFC 9207): checked for MCP servers, where it is sent or
     /// promised.
-    #[serde(default)]
     pub iss: Option<String>,
     /// Set by the provider when the user declined or the request was refused.
-    #[serde(default)]
     pub error: Option<String>,
-    #[serde(default)]
     pub error_description: Option<String>,
 }
 

@@ -73,26 +73,21 @@ pub enum Format {
     Csv,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
 pub struct UsageParams {
     /// Start of the range, included: an RFC 3339 time or a UTC date (`2026-12-01`). Default: 30
     /// days before `to`.
-    #[serde(default)]
     pub from: Option<String>,
     /// End of the range, excluded: an RFC 3339 time or a UTC date (the start of that day).
     /// Default: now.
-    #[serde(default)]
     pub to: Option<String>,
     /// What the rows add up by (default `model`); `day` is the UTC day.
-    #[serde(default)]
     pub group_by: GroupBy,
     /// A second grouping within each group (`user`, `key`, `model` or `day`), named in each row's
     /// `subgroup`: `group_by=day&then_by=model` is each day's usage by model.
-    #[serde(default)]
     pub then_by: Option<GroupBy>,
     /// `json` (default) or `csv`.
-    #[serde(default)]
     pub format: Format,
 }
 

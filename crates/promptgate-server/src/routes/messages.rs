@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use promptgate_service::events::TurnEvent;
 use promptgate_service::facade::{FileTexts, messages_documents, messages_history, messages_tools};
 use promptgate_service::records::UsageKind;
-use promptgate_service::{CompletionRequest, OutputCap, SendHandle};
+use promptgate_service::{CompletionRequest, OutputCap};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -22,7 +22,7 @@ use serde_json::{Map, Value};
 use crate::auth::{Caller, CurrentUser};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::extract::ApiJson;
-use crate::facade_stream::EncodedFrames;
+use crate::facade_stream::FacadeAnswer;
 use crate::messages_api::{MessageEvents, MessageIdentity, WholeMessage, error_body};
 use crate::state::AppState;
 
@@ -177,27 +177,7 @@ async fn count_tokens(
     Ok(axum::Json(TokenCount { input_tokens }))
 }
 
-pub enum Message {
-    /// The message object's JSON bytes.
-    Whole(Vec<u8>),
-    /// Boxed: the handle is large and a whole message need not carry its size.
-    Stream(Box<(SendHandle, MessageEvents)>),
-}
-
-impl IntoResponse for Message {
-    fn into_response(self) -> Response {
-        match self {
-            Self::Whole(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
-            Self::Stream(stream) => {
-                let (handle, encoder) = *stream;
-                let watch = crate::observe::TurnWatch::start("messages", &handle.turn_id, &handle.model_id);
-                let events = crate::observe::watch_turn(watch, handle.events);
-                let frames = EncodedFrames::new(events, encoder);
-                super::chat::event_stream(Body::from_stream(frames))
-            }
-        }
-    }
-}
+type Message = FacadeAnswer<MessageEvents>;
 
 crate::api_doc::json_or_event_stream_output!(
     Message,

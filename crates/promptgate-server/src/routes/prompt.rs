@@ -43,21 +43,17 @@ pub fn routes() -> ApiRouter<AppState> {
     )
 }
 
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[derive(Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
 pub struct PreviewQuery {
     /// Model id; default: your settings' default model, then the server's.
-    #[serde(default)]
     pub model: Option<String>,
     /// The text of a message you are about to send (its `/slug` tokens add skill instructions).
-    #[serde(default)]
     pub message: Option<String>,
     /// The user talks by voice, as a send's `voice_mode` says: the notes ask for spoken replies.
-    #[serde(default)]
     pub voice_mode: bool,
     /// A new chat only (`GET /v1/prompt`): the project it will be created in. A thread's project is
     /// the thread's own.
-    #[serde(default)]
     pub project_id: Option<String>,
 }
 

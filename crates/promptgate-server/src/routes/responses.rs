@@ -9,13 +9,11 @@
 use aide::axum::ApiRouter;
 use aide::axum::routing::{get_with, post_with};
 use axum::Json;
-use axum::body::Body;
 use axum::extract::Path;
-use axum::response::{IntoResponse, Response};
 use promptgate_service::events::TurnEvent;
 use promptgate_service::facade::{FacadeHistory, responses_history};
 use promptgate_service::records::UsageKind;
-use promptgate_service::{CompletionRequest, OutputCap, ResponseKeeper, ResponseRequest, SendHandle};
+use promptgate_service::{CompletionRequest, OutputCap, ResponseKeeper, ResponseRequest};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -24,7 +22,7 @@ use tracing::Instrument;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::extract::{ApiJson, ApiQuery};
-use crate::facade_stream::{EncodedFrames, FrameEncoder};
+use crate::facade_stream::{FacadeAnswer, FrameEncoder};
 use crate::responses::{CreateResponse, Echo, Frames, Translator, request};
 use crate::state::AppState;
 
@@ -127,7 +125,7 @@ async fn create(
         not_kept: false,
     };
     if body.stream.unwrap_or(false) {
-        return Ok(Created::Stream(Box::new((run.handle, reading))));
+        return Ok(Created::Stream(Box::new((run.handle, Streaming::new(reading)))));
     }
     let watch = crate::observe::TurnWatch::start("response", &run.handle.turn_id, &run.handle.model_id);
     let events = crate::observe::watch_turn(watch, run.handle.events);
@@ -214,29 +212,7 @@ fn with_ids(input: Value, response_id: &str) -> Value {
     Value::Array(items)
 }
 
-enum Created {
-    /// The `Response` object's JSON bytes.
-    Whole(Vec<u8>),
-    /// Boxed: the handle is large and a JSON answer need not carry its size.
-    Stream(Box<(SendHandle, Reading)>),
-}
-
-impl IntoResponse for Created {
-    fn into_response(self) -> Response {
-        match self {
-            Self::Whole(body) => {
-                ([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response()
-            }
-            Self::Stream(stream) => {
-                let (handle, reading) = *stream;
-                let watch = crate::observe::TurnWatch::start("response", &handle.turn_id, &handle.model_id);
-                let events = crate::observe::watch_turn(watch, handle.events);
-                let frames = EncodedFrames::new(events, Streaming::new(reading));
-                super::chat::event_stream(Body::from_stream(frames))
-            }
-        }
-    }
-}
+type Created = FacadeAnswer<Streaming>;
 
 /// A response being streamed: its events as SSE, the terminal one written once it is kept.
 struct Streaming {
@@ -259,6 +235,7 @@ impl Streaming {
 }
 
 impl FrameEncoder for Streaming {
+    const TURN_KIND: &'static str = "response";
     type Close = std::pin::Pin<Box<dyn std::future::Future<Output = Vec<u8>> + Send>>;
 
     fn push(&mut self, event: &TurnEvent, out: &mut Vec<u8>) -> bool {
@@ -319,16 +296,14 @@ async fn delete(Caller { state, user }: Caller, Path(id): Path<String>) -> ApiRe
 /// The most input items one page holds.
 const MAX_PAGE: usize = 100;
 
-#[derive(Deserialize, JsonSchema)]
+#[derive(Default, Deserialize, JsonSchema)]
+#[serde(default)]
 pub struct ItemsQuery {
     /// The id of the item the page starts after.
-    #[serde(default)]
     pub after: Option<String>,
     /// 1 to 100 (default 20).
-    #[serde(default)]
     pub limit: Option<usize>,
     /// `desc` (the default: the last item first) or `asc`.
-    #[serde(default)]
     pub order: Option<String>,
 }
 

@@ -121,21 +121,17 @@ impl From<ThreadUpdate> for records::ThreadUpdate {
     }
 }
 
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[derive(Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
 pub struct ThreadFilter {
     /// Only threads of this project.
-    #[serde(default)]
     pub project_id: Option<String>,
     /// Only threads whose title, or one of whose messages, has every word of this text (as the
     /// start of a word), best match first.
-    #[serde(default)]
     pub q: Option<String>,
     /// Threads per page (default `[limits] page_size`, 50; at most `[limits] max_page_size`, 200).
-    #[serde(default)]
     pub limit: Option<u32>,
     /// Where the page starts: the `cursor` of the previous page's `Link` header.
-    #[serde(default)]
     pub cursor: Option<String>,
 }
 
@@ -217,18 +213,15 @@ async fn delete(Caller { state, user }: Caller, Path(id): Path<String>) -> ApiRe
     Ok(NoContent)
 }
 
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[derive(Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
 pub struct MessageFilter {
     /// Also list messages that an edit or a regenerate replaced (default: only the conversation as
     /// it reads now).
-    #[serde(default)]
     pub replaced: bool,
     /// Messages per page (default `[limits] page_size`, 50; at most `[limits] max_page_size`, 200).
-    #[serde(default)]
     pub limit: Option<u32>,
     /// Where the page ends: the `cursor` of the previous page's `Link` header.
-    #[serde(default)]
     pub cursor: Option<String>,
 }
 

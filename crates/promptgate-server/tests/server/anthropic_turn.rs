@@ -11,7 +11,7 @@ use common::{Backend, Gateway, init, use_chat_body};
 use promptgate_llm::scripted::ScriptedUpstream;
 use promptgate_llm::scripted::anthropic::{Answer, PromptCache, PromptCounts};
 use promptgate_server::config::{AuthMode, Config, EMBEDDED_DEFAULT};
-use reqwest::StatusCode;
+use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 /// The embedded default plus an Anthropic provider at the scripted upstream and a thinking model.
@@ -226,7 +226,7 @@ async fn an_anthropic_model_runs_a_tool_turn_and_later_sends_read_the_cached_pro
 /// The `max_tokens` of a facade request reaching an Anthropic provider that thinks with a budget.
 async fn upstream_length_fields(gw: &Gateway, upstream: &ScriptedUpstream, path: &str, body: Value) -> Value {
     upstream.push(Answer::new().counts(counts(10, 0, 0)).text(["Short."]).script());
-    let res = gw.http.post(gw.url(path)).json(&body).send().await.unwrap();
+    let res = gw.response(Method::POST, path, Some(&body), None).await;
     let status = res.status();
     let answer: Value = res.json().await.unwrap();
     assert_eq!(status, StatusCode::OK, "{answer}");

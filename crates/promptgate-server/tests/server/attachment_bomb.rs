@@ -11,7 +11,7 @@ use std::io::{Read, Write};
 use crate::common;
 
 use base64::Engine as _;
-use common::{Gateway, scripted_config, scripted_config_with};
+use common::{Gateway, scripted_config};
 use flate2::Compression;
 use flate2::write::DeflateEncoder;
 use promptgate_llm::scripted::{ScriptedUpstream, text};
@@ -121,9 +121,7 @@ async fn a_pdf_bomb_is_refused_within_bounds_and_not_read_again() {
 
     // The next send renders the same file again, from what was kept.
     upstream.push(text(["Still no."]));
-    let sse = gw
-        .stream("/v1/chat", common::use_chat_body("bomb", "And now?", "scripted"))
-        .await;
+    let sse = gw.chat("bomb", "And now?").await;
     assert_eq!(sse.text(), "Still no.");
     assert!(
         upstream
@@ -142,12 +140,8 @@ const SLOW_FILES: usize = 4;
 async fn healthz_answers_while_files_slow_to_read_are_read_and_each_is_cut_at_its_limit() {
     common::init();
     let server = common::server_runtime();
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let config = scripted_config_with(
-        AuthMode::SingleUser,
-        &upstream.base_url(),
-        "[documents]\nthreads = 1\nread_timeout_ms = 2000\n",
-    );
+    let (upstream, config) =
+        common::single_user_scripted("[documents]\nthreads = 1\nread_timeout_ms = 2000\n").await;
     let gw = Gateway::start_on(&server, config).await;
     for _ in 0..SLOW_FILES {
         upstream.push(text(["Noted."]));

@@ -59,12 +59,7 @@ fn run(dir: &Path, program: &str, args: &[&str], envs: &[(&str, &Path)]) {
     let out = command
         .output()
         .unwrap_or_else(|e| panic!("{program} does not run: {e}"));
-    assert!(
-        out.status.success(),
-        "{program} {args:?} failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::common::assert_succeeded(&out, &format!("{program} {args:?}"));
 }
 
 #[test]

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use crate::common::{Backend, Gateway, NEWEST_UI_STREAM, Sse, error_code, parse_sse, use_chat_body};
+use crate::common::{self, Backend, Gateway, NEWEST_UI_STREAM, Sse, error_code, parse_sse, use_chat_body};
 use crate::keys_api::{Pair, pair, pair_with};
 use promptgate_llm::scripted::{ScriptedUpstream, text};
 use reqwest::{Method, StatusCode};
@@ -71,7 +71,7 @@ async fn user_id(gw: &Gateway, token: &str) -> String {
     gw.store.user_by_token(token).await.unwrap().unwrap().id
 }
 
-async fn a_budget_stops_the_next_send(backend: Backend) {
+async fn a_budget_stops_the_next_send_and_resets_with_the_period(backend: Backend) {
     let Pair {
         a,
         b,
@@ -124,10 +124,7 @@ async fn a_budget_stops_the_next_send(backend: Backend) {
     assert_eq!(third.status, StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(error_code(&third.events[0]), "budget_exceeded");
     assert!(
-        third.events[0]["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("resets at"),
+        common::error_message(&third.events[0]).contains("resets at"),
         "{:?}",
         third.events
     );
@@ -170,15 +167,7 @@ async fn assert_the_next_period_starts_from_nothing(
     assert!(warnings(&fresh).is_null());
 }
 
-#[tokio::test]
-async fn a_budget_stops_the_next_send_and_resets_with_the_period_postgres() {
-    a_budget_stops_the_next_send(Backend::Postgres).await;
-}
-
-#[tokio::test]
-async fn a_budget_stops_the_next_send_and_resets_with_the_period_sqlite() {
-    a_budget_stops_the_next_send(Backend::Sqlite).await;
-}
+common::on_both_backends!(a_budget_stops_the_next_send_and_resets_with_the_period);
 
 /// The scripted model at 0.1 a token in and out (THREE_WORDS costs 1.3), and an unpriced one.
 const PRICED: &str = "[[prices]]\nmodel = \"scripted\"\ninput = 100000.0\noutput = 100000.0\n\n\
@@ -189,7 +178,7 @@ async fn send_to(gw: &Gateway, token: &str, thread: &str, model: &str) -> (Statu
         .await
 }
 
-async fn a_money_budget_stops_the_next_send(backend: Backend) {
+async fn a_money_budget_stops_the_next_send_and_resets_with_the_period(backend: Backend) {
     let Pair {
         a,
         b,
@@ -285,17 +274,9 @@ async fn a_money_budget_stops_the_next_send(backend: Backend) {
     assert_the_next_period_starts_from_nothing(&b, &upstream, &ada, period_secs, "m4").await;
 }
 
-#[tokio::test]
-async fn a_money_budget_stops_the_next_send_and_resets_with_the_period_postgres() {
-    a_money_budget_stops_the_next_send(Backend::Postgres).await;
-}
+common::on_both_backends!(a_money_budget_stops_the_next_send_and_resets_with_the_period);
 
-#[tokio::test]
-async fn a_money_budget_stops_the_next_send_and_resets_with_the_period_sqlite() {
-    a_money_budget_stops_the_next_send(Backend::Sqlite).await;
-}
-
-async fn a_key_limit_holds_across_instances(backend: Backend) {
+async fn a_tokens_per_minute_limit_holds_across_two_instances(backend: Backend) {
     let Pair {
         a,
         b,
@@ -333,15 +314,7 @@ async fn a_key_limit_holds_across_instances(backend: Backend) {
     assert_eq!(send(&b, &ada, "k3").await.status, StatusCode::OK);
 }
 
-#[tokio::test]
-async fn a_tokens_per_minute_limit_holds_across_two_instances_postgres() {
-    a_key_limit_holds_across_instances(Backend::Postgres).await;
-}
-
-#[tokio::test]
-async fn a_tokens_per_minute_limit_holds_across_two_instances_sqlite() {
-    a_key_limit_holds_across_instances(Backend::Sqlite).await;
-}
+common::on_both_backends!(a_tokens_per_minute_limit_holds_across_two_instances);
 
 impl Gateway {
     /// Waits until the thread's answer is stored (the turn settled its budget in the same writer).
@@ -378,7 +351,7 @@ async fn budget_reads(gw: &Gateway) -> f64 {
 /// A request by a spender without limits reads no budget; once an admin sets one (on the other
 /// instance on Postgres; SQLite serves one instance), the next request counts against it and the
 /// one after is refused.
-async fn no_limits_cost_no_budget_read_until_one_is_set(backend: Backend) {
+async fn a_spender_without_limits_reads_no_budget_until_one_is_set_on_another_instance(backend: Backend) {
     let on_postgres = matches!(backend, Backend::Postgres);
     let Pair {
         a,
@@ -423,12 +396,4 @@ async fn no_limits_cost_no_budget_read_until_one_is_set(backend: Backend) {
     assert!(budget_reads(b).await >= 2.0);
 }
 
-#[tokio::test]
-async fn a_spender_without_limits_reads_no_budget_until_one_is_set_on_another_instance_postgres() {
-    no_limits_cost_no_budget_read_until_one_is_set(Backend::Postgres).await;
-}
-
-#[tokio::test]
-async fn a_spender_without_limits_reads_no_budget_until_one_is_set_sqlite() {
-    no_limits_cost_no_budget_read_until_one_is_set(Backend::Sqlite).await;
-}
+common::on_both_backends!(a_spender_without_limits_reads_no_budget_until_one_is_set_on_another_instance);

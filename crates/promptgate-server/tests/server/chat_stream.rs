@@ -14,7 +14,7 @@ use common::{
 };
 use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
 use promptgate_server::config::AuthMode;
-use reqwest::StatusCode;
+use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 async fn a_use_chat_turn_streams_text_and_is_stored(backend: Backend) {
@@ -22,9 +22,7 @@ async fn a_use_chat_turn_streams_text_and_is_stored(backend: Backend) {
     upstream.push(text(["Hel", "lo ", "Ada"]));
     gw.put("/v1/settings", json!({"preferred_name": "Ada"})).await;
 
-    let sse = gw
-        .stream("/v1/chat", use_chat_body("chat-1", "Say hello", "scripted"))
-        .await;
+    let sse = gw.chat("chat-1", "Say hello").await;
     assert_eq!(sse.status, StatusCode::OK);
     assert_eq!(sse.headers["content-type"], "text/event-stream");
     assert_eq!(sse.headers["x-vercel-ai-ui-message-stream"], "v1");
@@ -71,9 +69,7 @@ async fn a_use_chat_turn_streams_text_and_is_stored(backend: Backend) {
 
     // The next send carries the stored history; the client's copy is not trusted.
     upstream.push(text(["Again"]));
-    let sse = gw
-        .stream("/v1/chat", use_chat_body("chat-1", "Once more", "scripted"))
-        .await;
+    let sse = gw.chat("chat-1", "Once more").await;
     assert_eq!(sse.text(), "Again");
     let messages = upstream.last_request().unwrap()["messages"]
         .as_array()
@@ -91,9 +87,7 @@ async fn an_unknown_tool_becomes_a_tool_error_the_model_sees() {
     let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
     upstream.push(tool_calls(&[("call_1", "no_such_tool", &["{\"x\":", "1}"])]));
     upstream.push(text(["Sorry."]));
-    let sse = gw
-        .stream("/v1/chat", use_chat_body("t", "use a tool", "scripted"))
-        .await;
+    let sse = gw.chat("t", "use a tool").await;
     assert_eq!(upstream.calls(), 2);
     let available = sse.of_type("tool-input-available");
     assert_eq!(available.len(), 1);
@@ -192,9 +186,7 @@ async fn past_the_limit_of_turns_in_flight_a_send_gets_503_and_nothing_is_stored
     upstream.push(text(["back"]));
     let mut answered = None;
     for _ in 0..100 {
-        let sse = gw
-            .stream("/v1/chat", use_chat_body("other", "four", "scripted"))
-            .await;
+        let sse = gw.chat("other", "four").await;
         if sse.status == StatusCode::OK {
             answered = Some(sse);
             break;
@@ -214,7 +206,7 @@ async fn an_upstream_failure_is_an_error_chunk_and_a_stored_error() {
         401,
         "invalid api key sk-secret",
     ));
-    let sse = gw.stream("/v1/chat", use_chat_body("e", "hi", "scripted")).await;
+    let sse = gw.chat("e", "hi").await;
     assert_eq!(sse.status, StatusCode::OK);
     let errors = sse.of_type("error");
     assert_eq!(errors.len(), 1, "{:?}", sse.types());
@@ -300,9 +292,7 @@ async fn a_client_disconnect_stops_the_turn_and_keeps_the_partial_answer() {
     assert!(!partial.contains("p199"));
     // The thread is free again for the next send.
     upstream.push(text(["Back."]));
-    let sse = gw
-        .stream("/v1/chat", use_chat_body("gone", "again", "scripted"))
-        .await;
+    let sse = gw.chat("gone", "again").await;
     assert_eq!(sse.text(), "Back.");
 }
 
@@ -313,9 +303,7 @@ async fn render_html_stores_an_artifact_served_under_a_sandboxing_csp() {
         .to_string();
     upstream.push(tool_calls(&[("call_r", "render_html", &[args.as_str()])]));
     upstream.push(text(["Here it is."]));
-    let sse = gw
-        .stream("/v1/chat", use_chat_body("art", "draw a clock", "scripted"))
-        .await;
+    let sse = gw.chat("art", "draw a clock").await;
     assert_eq!(upstream.calls(), 2);
     // Both upstream answers timed to their first event; the tool call counted and timed.
     assert_eq!(
@@ -352,7 +340,7 @@ async fn render_html_stores_an_artifact_served_under_a_sandboxing_csp() {
     assert_eq!(output["output"]["ok"], true);
     let url = output["output"]["url"].as_str().unwrap();
 
-    let res = gw.http.get(gw.url(url)).send().await.unwrap();
+    let res = gw.response(Method::GET, url, None, None).await;
     assert_eq!(res.status(), StatusCode::OK);
     let csp = common::html_page_policy(&res);
     assert!(
@@ -387,9 +375,7 @@ async fn tasks_tools_are_offered_only_behind_the_experimental_flag() {
         &["{\"tasks\":[\"buy milk\",\"call mum\"]}"],
     )]));
     upstream.push(text(["Added."]));
-    let sse = gw
-        .stream("/v1/chat", use_chat_body("tk", "remind me", "scripted"))
-        .await;
+    let sse = gw.chat("tk", "remind me").await;
     let output = sse.of_type("tool-output-available");
     assert_eq!(output.len(), 1, "{:?}", sse.types());
     let rows = output[0]["output"].to_string();
@@ -422,16 +408,16 @@ async fn continuing_gateway(backend: Backend) -> (Gateway, ScriptedUpstream) {
 #[tokio::test]
 async fn resuming_a_thread_without_a_running_turn_is_204() {
     let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
-    let res = gw.http.get(gw.url("/v1/chat/never/stream")).send().await.unwrap();
+    let res = gw
+        .response(Method::GET, "/v1/chat/never/stream", None, None)
+        .await;
     assert_eq!(res.status(), StatusCode::NO_CONTENT);
     assert!(res.text().await.unwrap().is_empty());
     // Nor once its turn is over.
     upstream.push(text(["Done."]));
-    let sse = gw
-        .stream("/v1/chat", use_chat_body("over", "hi", "scripted"))
-        .await;
+    let sse = gw.chat("over", "hi").await;
     assert_eq!(sse.text(), "Done.");
-    let res = gw.http.get(gw.url("/v1/chat/over/stream")).send().await.unwrap();
+    let res = gw.response(Method::GET, "/v1/chat/over/stream", None, None).await;
     assert_eq!(res.status(), StatusCode::NO_CONTENT);
 }
 
@@ -450,12 +436,7 @@ async fn a_second_reader_gets_the_whole_stream_from_start_and_the_same_text() {
     assert_eq!(owner.text(), words("r"));
     assert_eq!(follower.text(), owner.text());
     assert_eq!(follower.events, owner.events, "both readers see the same chunks");
-    assert_eq!(
-        follower.headers["x-promptgate-turn-id"],
-        owner.of_type("start")[0]["messageMetadata"]["turnId"]
-            .as_str()
-            .unwrap()
-    );
+    assert_eq!(follower.headers["x-promptgate-turn-id"], owner.turn_id());
     let stored = gw.stored_messages("two", 2).await;
     assert_eq!(stored[1]["status"], "complete");
 }
@@ -471,7 +452,7 @@ common::on_both_backends!(with_continue_a_dropped_client_leaves_the_turn_running
 async fn with_stop_a_dropped_client_stops_the_turn_and_its_followers_see_the_end() {
     let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
     let (body, _) = slow_answer_under_way(&gw, &upstream, "halt", "h", 2).await;
-    let res = gw.http.get(gw.url("/v1/chat/halt/stream")).send().await.unwrap();
+    let res = gw.response(Method::GET, "/v1/chat/halt/stream", None, None).await;
     assert_eq!(res.status(), StatusCode::OK);
     drop(body);
     let follower = common::parse_sse(StatusCode::OK, Default::default(), &res.text().await.unwrap());
@@ -497,11 +478,8 @@ async fn an_unknown_retry_of_is_a_404_on_both_routes_in_both_spellings() {
     assert_eq!(status, StatusCode::NOT_FOUND, "a refused retry creates no thread");
 
     upstream.push(text(["First."]));
-    let first = gw.stream("/v1/chat", use_chat_body("rt", "hi", "scripted")).await;
-    let turn = first.of_type("start")[0]["messageMetadata"]["turnId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let first = gw.chat("rt", "hi").await;
+    let turn = first.turn_id();
     for field in ["retryOf", "retry_of"] {
         let (status, err) = gw
             .post(
@@ -545,13 +523,8 @@ async fn an_unknown_retry_of_is_a_404_on_both_routes_in_both_spellings() {
 async fn a_retry_on_the_thread_route_answers_the_stored_prompt_without_storing_it_again() {
     let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
     upstream.push(text(["Low tide at six."]));
-    let first = gw
-        .stream("/v1/chat", use_chat_body("rq", "When is low tide?", "scripted"))
-        .await;
-    let turn = first.of_type("start")[0]["messageMetadata"]["turnId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let first = gw.chat("rq", "When is low tide?").await;
+    let turn = first.turn_id();
 
     upstream.push(text(["Low tide is at 6:10."]));
     let retry = gw
@@ -563,12 +536,7 @@ async fn a_retry_on_the_thread_route_answers_the_stored_prompt_without_storing_i
     assert_eq!(retry.text(), "Low tide is at 6:10.");
     // The model sees the question once, as the last message, not the replaced answer after it.
     let sent = upstream.last_request().unwrap();
-    let user_turns: Vec<&Value> = sent["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .collect();
+    let user_turns: Vec<&Value> = common::where_eq(&sent["messages"], "role", "user");
     assert_eq!(user_turns.len(), 1, "{sent}");
     assert_eq!(
         sent["messages"].as_array().unwrap().last().unwrap()["role"],
@@ -577,12 +545,7 @@ async fn a_retry_on_the_thread_route_answers_the_stored_prompt_without_storing_i
 
     // Stored: the question once; the retry's answer replaced the first one.
     let (_, everything) = gw.get("/v1/threads/rq/messages?replaced=true").await;
-    let roles: Vec<&str> = everything
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["role"].as_str().unwrap())
-        .collect();
+    let roles: Vec<&str> = common::strings_at(&everything, "role");
     assert_eq!(roles, ["user", "assistant", "assistant"]);
     let now = gw.stored_messages("rq", 2).await;
     assert_eq!(now.as_array().unwrap().len(), 2);
@@ -645,13 +608,7 @@ async fn voice_mode_and_ask_answers_from_the_body_reach_the_model_as_notes() {
         .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{err}");
     assert_eq!(error_code(&err), "invalid_body");
-    assert!(
-        err["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("either chosen"),
-        "{err}"
-    );
+    assert!(common::error_message(&err).contains("either chosen"), "{err}");
     assert_eq!(gw.stored_messages("notes", 4).await.as_array().unwrap().len(), 4);
 }
 
@@ -686,20 +643,12 @@ async fn another_user_cannot_follow_a_running_turn() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let as_alice = gw
-        .http
-        .get(gw.url("/v1/chat/bobs/stream"))
-        .bearer_auth(&alice)
-        .send()
-        .await
-        .unwrap();
+        .response(Method::GET, "/v1/chat/bobs/stream", None, Some(&alice))
+        .await;
     assert_eq!(as_alice.status(), StatusCode::NO_CONTENT);
     let as_bob = gw
-        .http
-        .get(gw.url("/v1/chat/bobs/stream"))
-        .bearer_auth(&bob)
-        .send()
-        .await
-        .unwrap();
+        .response(Method::GET, "/v1/chat/bobs/stream", None, Some(&bob))
+        .await;
     assert_eq!(as_bob.status(), StatusCode::OK, "the owner can follow it");
     let (status, _) = gw.post_as("/v1/chat/bobs/stop", json!({}), &bob).await;
     assert_eq!(status, StatusCode::OK);

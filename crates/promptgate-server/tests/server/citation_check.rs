@@ -10,6 +10,7 @@ use crate::web_site;
 
 use common::Gateway;
 use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
+use reqwest::Method;
 use serde_json::{Value, json};
 use web_site::Web;
 
@@ -54,9 +55,7 @@ fn utf16_slice(text: &str, start: &Value, end: &Value) -> String {
 async fn a_turns_citations_are_resolved_checked_and_stored() {
     let (gw, upstream, web) = gateway().await;
     script(&upstream, &web);
-    let sse = gw
-        .stream("/v1/chat", common::use_chat_body("cite-1", "Tides?", "scripted"))
-        .await;
+    let sse = gw.chat("cite-1", "Tides?").await;
     sse.assert_stopped();
 
     // The stream never showed the dangling citation, not even in part.
@@ -129,9 +128,7 @@ async fn a_configured_reviewer_takes_a_second_look_at_the_citations_not_found_su
     script(&upstream, &web);
     // Of the two unsupported claims, the reviewer finds the first one backed after all.
     upstream.push(text(["{\"verdicts\": [\"supported\", \"unsupported\"]}"]));
-    let sse = gw
-        .stream("/v1/chat", common::use_chat_body("cite-r", "Tides?", "scripted"))
-        .await;
+    let sse = gw.chat("cite-r", "Tides?").await;
     assert_eq!(sse.text(), SHOWN);
     assert_eq!(upstream.calls(), 4, "the turn's three requests and one review");
 
@@ -171,12 +168,13 @@ async fn a_v5_reader_gets_no_citation_fields_but_the_same_text_and_metadata() {
     let (gw, upstream, web) = gateway().await;
     script(&upstream, &web);
     let res = gw
-        .http
-        .post(gw.url("/v1/chat"))
-        .json(&common::use_chat_body("cite-v5", "Tides?", "scripted"))
-        .send()
-        .await
-        .unwrap();
+        .response(
+            Method::POST,
+            "/v1/chat",
+            Some(&common::use_chat_body("cite-v5", "Tides?", "scripted")),
+            None,
+        )
+        .await;
     let sse = common::sse_of(res).await;
     assert_eq!(sse.text(), SHOWN);
     for end in sse.of_type("text-end") {
@@ -190,12 +188,7 @@ async fn a_v5_reader_gets_no_citation_fields_but_the_same_text_and_metadata() {
 async fn indexing_and_code_keep_their_brackets() {
     let (gw, upstream, _web) = gateway().await;
     upstream.push(text(["Read xs[3], then `ys[5]`; as the manual says [4]."]));
-    let sse = gw
-        .stream(
-            "/v1/chat",
-            common::use_chat_body("cite-code", "Arrays?", "scripted"),
-        )
-        .await;
+    let sse = gw.chat("cite-code", "Arrays?").await;
     assert_eq!(sse.text(), "Read xs[3], then `ys[5]`; as the manual says.");
     let stored = gw.stored_messages("cite-code", 2).await;
     assert_eq!(stored[1]["metadata"]["citationCounts"]["dangling"], 1);
@@ -208,12 +201,7 @@ async fn an_answer_lists_at_most_200_checked_citations() {
     upstream.push(tool_calls(&[("s1", "search", &[search.as_str()])]));
     let answer = "The sea rises [1]. ".repeat(205);
     upstream.push(text([answer.as_str()]));
-    let sse = gw
-        .stream(
-            "/v1/chat",
-            common::use_chat_body("cite-many", "Tides?", "scripted"),
-        )
-        .await;
+    let sse = gw.chat("cite-many", "Tides?").await;
     assert_eq!(
         sse.text().trim_end(),
         answer.trim_end(),

@@ -7,7 +7,7 @@
 
 use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
 use promptgate_server::config::AuthMode;
-use reqwest::StatusCode;
+use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::common::{self, Backend, Gateway, error_code, scripted_config, single_user_gateway, sse_frames};
@@ -90,13 +90,7 @@ async fn a_function_tool_round_trip_ends_with_tool_calls_and_continues_with_the_
 async fn the_stream_carries_the_call_as_a_tool_calls_delta() {
     let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
     upstream.push(tool_calls(&[("call_w", "get_weather", &["{\"city\":\"Oslo\"}"])]));
-    let res = gw
-        .http
-        .post(gw.url("/v1/chat/completions"))
-        .json(&json!({"model": "scripted", "stream": true, "messages": [question()], "tools": [weather_tool()]}))
-        .send()
-        .await
-        .unwrap();
+    let res = gw.response(Method::POST, "/v1/chat/completions", Some(&json!({"model": "scripted", "stream": true, "messages": [question()], "tools": [weather_tool()]})), None).await;
     let body = res.text().await.unwrap();
     let frames = sse_frames(&body);
     assert!(frames.done);
@@ -180,13 +174,7 @@ async fn a_client_tool_named_like_a_server_tool_is_refused() {
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     assert_eq!(error_code(&body), "tool_name_conflict");
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains(taken.as_str()),
-        "{body}"
-    );
+    assert!(common::error_message(&body).contains(taken.as_str()), "{body}");
     assert_eq!(upstream.calls(), 1, "nothing was sent upstream");
 }
 

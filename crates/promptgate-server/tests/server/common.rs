@@ -197,6 +197,25 @@ impl Gateway {
         format!("http://{}{}", self.addr, path)
     }
 
+    /// Sends a request, with a JSON body and as the user of bearer `token` where given, and returns
+    /// the response unread.
+    pub async fn response(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+        token: Option<&str>,
+    ) -> reqwest::Response {
+        let mut req = self.http.request(method, self.url(path));
+        if let Some(body) = body {
+            req = req.json(body);
+        }
+        if let Some(token) = token {
+            req = req.bearer_auth(token);
+        }
+        req.send().await.unwrap()
+    }
+
     /// Sends a JSON request (or none) and returns the status and the JSON body (Null when empty).
     pub async fn call(
         &self,
@@ -205,14 +224,7 @@ impl Gateway {
         body: Option<Value>,
         token: Option<&str>,
     ) -> (StatusCode, Value) {
-        let mut req = self.http.request(method, self.url(path));
-        if let Some(body) = body {
-            req = req.json(&body);
-        }
-        if let Some(token) = token {
-            req = req.bearer_auth(token);
-        }
-        let res = req.send().await.unwrap();
+        let res = self.response(method, path, body.as_ref(), token).await;
         let status = res.status();
         let bytes = res.bytes().await.unwrap();
         let value = if bytes.is_empty() {
@@ -254,9 +266,23 @@ impl Gateway {
         self.call(Method::PUT, path, Some(body), Some(token)).await
     }
 
+    /// A PATCH with a JSON body as the user of bearer `token`.
+    pub async fn patch_as(&self, path: &str, body: Value, token: &str) -> (StatusCode, Value) {
+        self.call(Method::PATCH, path, Some(body), Some(token)).await
+    }
+
     /// [`Self::delete`] as the user of bearer `token`.
     pub async fn delete_as(&self, path: &str, token: &str) -> (StatusCode, Value) {
         self.call(Method::DELETE, path, None, Some(token)).await
+    }
+
+    /// The browser's return from `provider`'s consent screen: the integration callback with the
+    /// authorization `code` and the `state` the authorize step issued.
+    pub async fn oauth_callback(&self, provider: &str, code: &str, state: &str) -> (StatusCode, Value) {
+        self.get(&format!(
+            "/v1/integrations/{provider}/callback?code={code}&state={state}"
+        ))
+        .await
     }
 
     /// A raw request with an arbitrary body and content type (for malformed input).
@@ -329,6 +355,13 @@ pub fn error_code(body: &Value) -> &str {
         .unwrap_or_else(|| panic!("not an error body: {body}"))
 }
 
+/// The message of an error body.
+pub fn error_message(body: &Value) -> &str {
+    body["error"]["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no error message: {body}"))
+}
+
 /// A config whose `scripted` provider points at a scripted upstream, with model `scripted` using it.
 pub fn scripted_config(mode: AuthMode, base_url: &str) -> Config {
     scripted_config_with(mode, base_url, "")
@@ -369,6 +402,14 @@ pub struct Sse {
 }
 
 impl Sse {
+    /// The turn id the answer's start chunk names.
+    pub fn turn_id(&self) -> String {
+        self.of_type("start")[0]["messageMetadata"]["turnId"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
     pub fn types(&self) -> Vec<&str> {
         self.events.iter().filter_map(|e| e["type"].as_str()).collect()
     }
@@ -483,6 +524,12 @@ impl Gateway {
         self.stream_as(NEWEST_UI_STREAM.1, path, body).await
     }
 
+    /// Sends `text` to `thread` through `/v1/chat` for the `scripted` model and reads the answer.
+    pub async fn chat(&self, thread: &str, text: &str) -> Sse {
+        self.stream("/v1/chat", use_chat_body(thread, text, "scripted"))
+            .await
+    }
+
     /// Like [`Gateway::stream`], for a client declaring the UI stream `version` (`v5`, `v6`...).
     pub async fn stream_as(&self, version: &str, path: &str, body: Value) -> Sse {
         let res = self
@@ -561,6 +608,14 @@ pub async fn single_user_gateway(backend: Backend) -> (Gateway, promptgate_llm::
     )
     .await;
     (gw, upstream)
+}
+
+/// A fresh scripted upstream and a single-user config whose `scripted` model uses it, with
+/// `extra_toml` added (see [`scripted_config_with`]).
+pub async fn single_user_scripted(extra_toml: &str) -> (promptgate_llm::scripted::ScriptedUpstream, Config) {
+    let upstream = promptgate_llm::scripted::ScriptedUpstream::start().await.unwrap();
+    let config = scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), extra_toml);
+    (upstream, config)
 }
 
 /// A gateway in tokens mode over a fresh scripted upstream, and the token of its one user.
@@ -871,22 +926,54 @@ pub fn py_peer_python(scenario: &str) -> Option<String> {
     peer_setting("PROMPTGATE_TEST_PY_PEER_PYTHON", scenario)
 }
 
+/// The string `key` of each item of the JSON array `list`.
+pub fn strings_at<'a>(list: &'a Value, key: &str) -> Vec<&'a str> {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item[key].as_str().unwrap())
+        .collect()
+}
+
+/// The items of the JSON array `list` whose `key` is `value`.
+pub fn where_eq<'a>(list: &'a Value, key: &str, value: &str) -> Vec<&'a Value> {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .filter(|item| item[key] == value)
+        .collect()
+}
+
+/// Asserts that a process a test ran (`what`) succeeded, showing what it printed where it did not.
+pub fn assert_succeeded(out: &std::process::Output, what: &str) {
+    assert!(
+        out.status.success(),
+        "{what} failed ({}):\n{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// For a test whose outside part (a venv, node_modules, a peer) is missing: fails under `CI=true`,
+/// which installs everything, saying `missing`; elsewhere notes `note` and gives None to skip on.
+pub fn skip_without<T>(missing: &str, note: &str) -> Option<T> {
+    assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "{missing}");
+    #[allow(clippy::print_stderr)]
+    {
+        eprintln!("note: {note}");
+    }
+    None
+}
+
 /// A setting `crates/promptgate-mcp/tests/peers/install.sh` prints; without it `scenario` is
 /// skipped with a note, except in CI, where it must be there.
 fn peer_setting(variable: &str, scenario: &str) -> Option<String> {
     match std::env::var(variable) {
         Ok(value) if !value.is_empty() => Some(value),
-        _ => {
-            assert_ne!(
-                std::env::var("CI").as_deref(),
-                Ok("true"),
-                "{variable} is not set: CI must run crates/promptgate-mcp/tests/peers/install.sh"
-            );
-            #[allow(clippy::print_stderr)]
-            {
-                eprintln!("note: {variable} is not set, so {scenario} is skipped");
-            }
-            None
-        }
+        _ => skip_without(
+            &format!("{variable} is not set: CI must run crates/promptgate-mcp/tests/peers/install.sh"),
+            &format!("{variable} is not set, so {scenario} is skipped"),
+        ),
     }
 }

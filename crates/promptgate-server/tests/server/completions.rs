@@ -12,7 +12,7 @@ use promptgate_llm::scripted::{
     Script, ScriptedUpstream, content_chunk, finish_chunk, role_chunk, text, tool_call_chunk, tool_calls,
     usage_chunk,
 };
-use reqwest::StatusCode;
+use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 /// A streamed completion: every `data:` object in order, and whether `[DONE]` closed it.
@@ -40,12 +40,8 @@ async fn stream_completion(gw: &Gateway, question: &str) -> Chunks {
         "stream_options": {"include_usage": true},
     });
     let res = gw
-        .http
-        .post(gw.url("/v1/chat/completions"))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
+        .response(Method::POST, "/v1/chat/completions", Some(&body), None)
+        .await;
     assert_eq!(res.status(), StatusCode::OK);
     assert_eq!(res.headers()["content-type"], "text/event-stream");
     let text = res.text().await.unwrap();

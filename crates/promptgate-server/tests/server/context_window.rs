@@ -449,12 +449,7 @@ async fn an_edit_far_back_rebuilds_the_conversation_and_voids_the_summary() {
     let request = edit_the_third_question(&gw, &upstream, "small").await;
     assert!(!system_of(&request).contains("# Earlier in this conversation"));
     let (_, listed) = gw.get("/v1/threads/long/messages").await;
-    let ids: Vec<&str> = listed
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["id"].as_str().unwrap())
-        .collect();
+    let ids: Vec<&str> = common::strings_at(&listed, "id");
     assert_eq!(
         ids[..5],
         ["question-1", "answer-1", "question-2", "answer-2", "question-3"]

@@ -114,11 +114,7 @@ async fn a_passing_run_prints_a_table_and_exits_zero() {
 
     let out = eval(&upstream, scenarios, "table", &[]).await;
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::common::assert_succeeded(&out, "promptgate eval");
     assert!(stdout.contains("plain     pass"), "{stdout}");
     assert!(stdout.contains("1/1 scenarios passed"), "{stdout}");
 }

@@ -95,12 +95,7 @@ async fn a_web_turn_fails_over_twice_and_keeps_its_budget_and_sources() {
     assert!(sources.iter().any(|(_, url)| *url == harbour), "{sources:?}");
 
     let (_, usage) = gw.get("/v1/usage?group_by=model").await;
-    let groups: Vec<&str> = usage["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["group"].as_str().unwrap())
-        .collect();
+    let groups: Vec<&str> = common::strings_at(&usage["data"], "group");
     assert_eq!(groups, ["web-third"], "{usage}");
 
     // A model of the models API names fallbacks the same way.

@@ -56,9 +56,7 @@ fn content(message: &Value) -> String {
 }
 
 async fn send(gw: &Gateway, thread: &str, words: &str) -> common::Sse {
-    let sse = gw
-        .stream("/v1/chat", use_chat_body(thread, words, "scripted"))
-        .await;
+    let sse = gw.chat(thread, words).await;
     assert_eq!(sse.status, StatusCode::OK);
     sse
 }
@@ -229,12 +227,7 @@ async fn skills_ride_on_the_user_text_and_the_client_header_names_the_client() {
 #[tokio::test]
 async fn workspace_limits_come_from_the_config() {
     common::init();
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let config = scripted_config_with(
-        AuthMode::SingleUser,
-        &upstream.base_url(),
-        "[workspace]\nmax_file_bytes = 8\n",
-    );
+    let (upstream, config) = common::single_user_scripted("[workspace]\nmax_file_bytes = 8\n").await;
     let gw = Gateway::start(common::Backend::Sqlite, harness(config)).await;
     let write = json!({"path": "big.txt", "content": "more than eight bytes"}).to_string();
     upstream.push(tool_calls(&[("w1", "write", &[write.as_str()])]));
@@ -335,10 +328,7 @@ async fn a_retry_of_a_turn_that_spent_its_web_budget_makes_no_model_request() {
     upstream.push(search_step(&searches(1..=6)));
     upstream.push(text(["Partial findings."]));
     let sse = send(&gw, "r1", "Tell me about tides").await;
-    let turn = sse.of_type("start")[0]["messageMetadata"]["turnId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let turn = sse.turn_id();
     let stored = gw.stored_messages("r1", 2).await;
     let requests = upstream.requests().len();
 

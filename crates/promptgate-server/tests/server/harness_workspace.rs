@@ -6,7 +6,7 @@
 
 use crate::common;
 
-use common::{Gateway, scripted_config, tool_message, use_chat_body};
+use common::{Gateway, scripted_config, tool_message};
 use promptgate_core::settings::Engine;
 use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
 use promptgate_server::config::{AuthMode, Config};
@@ -40,12 +40,7 @@ async fn harness_workspace_across_sends_and_a_restart(db: TestDb) {
     upstream.push(tool_calls(&[("c1", "write", &[write.as_str()])]));
     upstream.push(tool_calls(&[("c2", "bash", &[COUNT])]));
     upstream.push(text(["Two distinct requests failed with 500."]));
-    let sse = gw
-        .stream(
-            "/v1/chat",
-            use_chat_body("w1", "How many distinct requests failed?", "scripted"),
-        )
-        .await;
+    let sse = gw.chat("w1", "How many distinct requests failed?").await;
     assert_eq!(sse.status, StatusCode::OK);
     assert_eq!(sse.text(), "Two distinct requests failed with 500.");
     let requests = upstream.requests();
@@ -99,12 +94,7 @@ async fn harness_workspace_across_sends_and_a_restart(db: TestDb) {
         &[r#"{"path": "logs/access.log", "offset": 6}"#],
     )]));
     upstream.push(text(["After the fix, one distinct request fails."]));
-    let sse = gw
-        .stream(
-            "/v1/chat",
-            use_chat_body("w1", "/d is fixed; count again.", "scripted"),
-        )
-        .await;
+    let sse = gw.chat("w1", "/d is fixed; count again.").await;
     assert_eq!(sse.status, StatusCode::OK);
     assert_eq!(sse.text(), "After the fix, one distinct request fails.");
     let requests = upstream.requests();
@@ -123,9 +113,7 @@ async fn harness_workspace_across_sends_and_a_restart(db: TestDb) {
         &[r#"{"path": "../../../etc/passwd"}"#],
     )]));
     upstream.push(text(["That file is outside the workspace."]));
-    let sse = gw
-        .stream("/v1/chat", use_chat_body("w1", "Show /etc/passwd", "scripted"))
-        .await;
+    let sse = gw.chat("w1", "Show /etc/passwd").await;
     assert_eq!(sse.text(), "That file is outside the workspace.");
     let refused = tool_message(&upstream.last_request().unwrap(), "c6");
     assert!(refused.contains("leaves the workspace"), "{refused}");
@@ -137,11 +125,7 @@ async fn harness_workspace_across_sends_and_a_restart(db: TestDb) {
     gw.post("/v1/threads", json!({"id": "w1"})).await;
     upstream.push(tool_calls(&[("c7", "bash", &[r#"{"command": "ls -A"}"#])]));
     upstream.push(text(["Empty."]));
-    gw.stream(
-        "/v1/chat",
-        use_chat_body("w1", "What files are there?", "scripted"),
-    )
-    .await;
+    gw.chat("w1", "What files are there?").await;
     assert_eq!(
         tool_message(&upstream.last_request().unwrap(), "c7"),
         "(no output)"

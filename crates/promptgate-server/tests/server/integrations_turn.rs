@@ -16,7 +16,7 @@ use axum::http::{HeaderMap, Method, StatusCode as AxumStatus, Uri};
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
-use common::{Backend, Gateway, error_code, preview_tools, scripted_config, use_chat_body};
+use common::{Backend, Gateway, error_code, preview_tools, scripted_config};
 use promptgate_core::settings::IntegrationProvider;
 use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
 use promptgate_server::config::{AuthMode, Env, IntegrationsConfig, OAuthEntry};
@@ -265,11 +265,7 @@ pub(crate) async fn authorize(gw: &Gateway) -> String {
 
 pub(crate) async fn connect(gw: &Gateway) {
     let state = authorize(gw).await;
-    let (status, body) = gw
-        .get(&format!(
-            "/v1/integrations/google/callback?code=good-code&state={state}"
-        ))
-        .await;
+    let (status, body) = gw.oauth_callback("google", "good-code", &state).await;
     assert_eq!(status, StatusCode::OK, "{body}");
 }
 
@@ -332,13 +328,13 @@ async fn the_callback_stores_sealed_tokens_and_connects() {
     let Setup { gw, hits, .. } = setup(Backend::Sqlite).await;
     let state = authorize(&gw).await;
     let res = gw
-        .http
-        .get(gw.url(&format!(
-            "/v1/integrations/google/callback?code=good-code&state={state}"
-        )))
-        .send()
-        .await
-        .unwrap();
+        .response(
+            Method::GET,
+            &format!("/v1/integrations/google/callback?code=good-code&state={state}"),
+            None,
+            None,
+        )
+        .await;
     assert_eq!(res.status(), StatusCode::OK);
     let page = res.text().await.unwrap();
     assert!(page.contains("Google is connected"), "{page}");
@@ -366,11 +362,7 @@ async fn connected_and_state_used(gw: &Gateway, state: &str) {
         view,
         json!({"provider": "google", "connected": true, "enabled": true})
     );
-    let (status, body) = gw
-        .get(&format!(
-            "/v1/integrations/google/callback?code=good-code&state={state}"
-        ))
-        .await;
+    let (status, body) = gw.oauth_callback("google", "good-code", state).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert_eq!(error_code(&body), "invalid_state");
 }
@@ -380,11 +372,7 @@ async fn the_callback_may_land_on_another_instance() {
     let Setup { gw, config, .. } = setup(Backend::Postgres).await;
     let other = gw.another_instance_with_env(config, &FakeEnv).await;
     let state = authorize(&gw).await;
-    let (status, body) = other
-        .get(&format!(
-            "/v1/integrations/google/callback?code=good-code&state={state}"
-        ))
-        .await;
+    let (status, body) = other.oauth_callback("google", "good-code", &state).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     // Seen from the instance that started it, whichever instance completed it.
     connected_and_state_used(&gw, &state).await;
@@ -401,19 +389,11 @@ async fn callback_failures_say_what_went_wrong() {
 
     // A state started for Google does not complete Microsoft.
     let state = authorize(&gw).await;
-    let (status, _) = gw
-        .get(&format!(
-            "/v1/integrations/microsoft/callback?code=good-code&state={state}"
-        ))
-        .await;
+    let (status, _) = gw.oauth_callback("microsoft", "good-code", &state).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
 
     let state = authorize(&gw).await;
-    let (status, body) = gw
-        .get(&format!(
-            "/v1/integrations/google/callback?code=stale-code&state={state}"
-        ))
-        .await;
+    let (status, body) = gw.oauth_callback("google", "stale-code", &state).await;
     assert_eq!(status, StatusCode::BAD_GATEWAY);
     assert_eq!(error_code(&body), "provider_error");
     assert!(
@@ -428,13 +408,7 @@ async fn callback_failures_say_what_went_wrong() {
         ))
         .await;
     assert_eq!(status, StatusCode::BAD_GATEWAY);
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("access_denied"),
-        "{body}"
-    );
+    assert!(common::error_message(&body).contains("access_denied"), "{body}");
 
     let (_, view) = gw.get("/v1/integrations/google").await;
     assert_eq!(view["connected"], false, "nothing failed half-way into connected");
@@ -475,12 +449,7 @@ async fn a_turn_reads_the_inbox_and_drafts_a_reply(backend: Backend) {
         ],
     )]));
     upstream.push(text(["Drafted a reply to Ann."]));
-    let sse = gw
-        .stream(
-            "/v1/chat",
-            use_chat_body("mail", "Reply to Ann's latest email", "scripted"),
-        )
-        .await;
+    let sse = gw.chat("mail", "Reply to Ann's latest email").await;
     assert_eq!(upstream.calls(), 4);
     assert!(sse.of_type("tool-output-error").is_empty(), "{:?}", sse.events);
     let outputs: HashMap<&str, &Value> = sse
@@ -518,12 +487,7 @@ async fn a_turn_reads_the_inbox_and_drafts_a_reply(backend: Backend) {
 
     // The model saw the same results.
     let last = upstream.last_request().unwrap();
-    let tool_messages: Vec<&Value> = last["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .collect();
+    let tool_messages: Vec<&Value> = common::where_eq(&last["messages"], "role", "tool");
     assert_eq!(tool_messages.len(), 3);
 
     // The draft request: JSON, the fresh bearer token, a threaded RFC 5322 message.
@@ -657,11 +621,7 @@ async fn with_tokens_the_state_names_the_user_who_authorized() {
         .unwrap();
 
     // The browser arrives without any Authorization header.
-    let (status, body) = gw
-        .get(&format!(
-            "/v1/integrations/google/callback?code=good-code&state={state}"
-        ))
-        .await;
+    let (status, body) = gw.oauth_callback("google", "good-code", &state).await;
     assert_eq!(status, StatusCode::OK, "{body}");
 
     let (_, view) = gw.get_as("/v1/integrations/google", alice.as_str()).await;

@@ -26,25 +26,29 @@ pub fn js_dir_with(needed: &[&str]) -> Option<PathBuf> {
     if needed.iter().all(|path| dir.join(path).exists()) {
         return Some(dir);
     }
-    assert_ne!(
-        std::env::var("CI").as_deref(),
-        Ok("true"),
-        "tests/js lacks {needed:?}: run `npm ci` in tests/js"
-    );
-    eprintln!("note: skipping a JavaScript client check; run `npm ci` in tests/js to include {needed:?}");
-    None
+    common::skip_without(
+        &format!("tests/js lacks {needed:?}: run `npm ci` in tests/js"),
+        &format!("skipping a JavaScript client check; run `npm ci` in tests/js to include {needed:?}"),
+    )
 }
 
 pub async fn run_node(dir: PathBuf, args: Vec<String>) -> (bool, Value) {
+    run_for_json(PathBuf::from("node"), dir, args).await
+}
+
+/// Runs an outside client's check, `program` with `args` in `dir`, and reads the JSON it prints:
+/// whether it succeeded, and that JSON.
+pub async fn run_for_json(program: PathBuf, dir: PathBuf, args: Vec<String>) -> (bool, Value) {
+    let name = program.display().to_string();
     let out =
-        tokio::task::spawn_blocking(move || Command::new("node").current_dir(&dir).args(&args).output())
+        tokio::task::spawn_blocking(move || Command::new(program).current_dir(&dir).args(&args).output())
             .await
             .unwrap()
-            .expect("node runs");
+            .unwrap_or_else(|e| panic!("{name} runs: {e}"));
     let stdout = String::from_utf8_lossy(&out.stdout);
     let value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
         panic!(
-            "node printed no JSON ({e}): {stdout}\nstderr: {}",
+            "{name} printed no JSON ({e}): {stdout}\nstderr: {}",
             String::from_utf8_lossy(&out.stderr)
         )
     });

@@ -9,7 +9,7 @@ use promptgate_server::config::AuthMode;
 use promptgate_server::state::LOCAL_USER_ID;
 use promptgate_store::testing::TestDb;
 use promptgate_store::{NewMessage, NewThread, Role};
-use reqwest::StatusCode;
+use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 async fn gateway(db: &TestDb) -> Gateway {
@@ -22,7 +22,7 @@ async fn gateway(db: &TestDb) -> Gateway {
 
 /// The page at `path`: its body and the target of its `Link: <…>; rel="next"`, if any.
 async fn page(gw: &Gateway, path: &str) -> (Value, Option<String>) {
-    let res = gw.http.get(gw.url(path)).send().await.unwrap();
+    let res = gw.response(Method::GET, path, None, None).await;
     assert_eq!(res.status(), StatusCode::OK, "{path}");
     let next = res.headers().get("link").map(|link| {
         let link = link.to_str().unwrap();

@@ -9,21 +9,15 @@ use crate::common;
 
 use std::sync::Arc;
 
-use common::{Backend, Gateway, error_code, scripted_config_with, use_chat_body};
+use common::{Backend, Gateway, error_code};
 use promptgate_llm::scripted::{ScriptedUpstream, text};
 use promptgate_mcp::testing::{Logs, McpTestServer, ServerOptions};
-use promptgate_server::config::AuthMode;
-use reqwest::StatusCode;
+use reqwest::{Method, StatusCode};
 use serde_json::json;
 
 async fn gateway(backend: Backend, mcp_toml: &str) -> (Gateway, ScriptedUpstream) {
     common::init();
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let config = scripted_config_with(
-        AuthMode::SingleUser,
-        &upstream.base_url(),
-        &format!("[mcp]\n{mcp_toml}"),
-    );
+    let (upstream, config) = common::single_user_scripted(&format!("[mcp]\n{mcp_toml}")).await;
     (Gateway::start(backend, config).await, upstream)
 }
 
@@ -43,13 +37,7 @@ async fn registering_past_the_server_limit_is_refused(backend: Backend) {
         .await;
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
     assert_eq!(error_code(&body), "mcp_server_limit");
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("2 MCP servers"),
-        "{body}"
-    );
+    assert!(common::error_message(&body).contains("2 MCP servers"), "{body}");
     assert!(body["error"]["request_id"].is_string(), "{body}");
 
     let (status, _) = gw.delete(&format!("/v1/mcp-servers/{}", ids[0])).await;
@@ -79,13 +67,7 @@ async fn probing_past_the_allowance_is_refused_with_a_wait() {
         assert_eq!((status, &body["ok"]), (StatusCode::OK, &json!(true)), "{body}");
     }
     let listed = server.state.list_calls.load(std::sync::atomic::Ordering::SeqCst);
-    let response = gw
-        .http
-        .post(gw.url(&probe))
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap();
+    let response = gw.response(Method::POST, &probe, Some(&json!({})), None).await;
     assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
     let wait: u64 = response.headers()["retry-after"]
         .to_str()
@@ -110,7 +92,7 @@ async fn open_sessions_and_their_memory_show_in_metrics() {
         .await;
     gw.post("/v1/threads", json!({"id": "t1"})).await;
     upstream.push(text(["Hello."]));
-    let sse = gw.stream("/v1/chat", use_chat_body("t1", "hi", "scripted")).await;
+    let sse = gw.chat("t1", "hi").await;
     assert_eq!(sse.text(), "Hello.");
 
     assert_eq!(gw.metric("promptgate_mcp_sessions").await, 1.0);
@@ -152,9 +134,7 @@ async fn what_the_toolset_leaves_out_is_logged_once_not_per_tool_and_send() {
     let mut after_second = (Vec::new(), 0);
     for n in 0..4 {
         upstream.push(text(["Fine."]));
-        let sse = gw
-            .stream("/v1/chat", use_chat_body("t1", &format!("send {n}"), "scripted"))
-            .await;
+        let sse = gw.chat("t1", &format!("send {n}")).await;
         assert_eq!(sse.text(), "Fine.");
         let offered = common::offered_tools(&upstream.last_request().unwrap());
         assert_eq!(offered.len(), 128, "the toolset is full");

@@ -111,7 +111,7 @@ pub(crate) fn call_whoami(upstream: &ScriptedUpstream) {
 }
 
 pub(crate) fn send<'a>(gw: &'a Gateway, thread: &'a str) -> impl std::future::Future<Output = Sse> + 'a {
-    gw.stream("/v1/chat", use_chat_body(thread, "who is it?", "scripted"))
+    gw.chat(thread, "who is it?")
 }
 
 /// Waits until the thread's call waits for an authorization, and returns what its card shows.
@@ -184,12 +184,7 @@ async fn a_revoked_grant_brings_the_card_and_the_call_completes_once_authorized_
     );
     // The answer keeps the card in its last state.
     let stored = a.stored_messages("t1", 2).await;
-    let kept: Vec<&Value> = stored[1]["parts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|part| part["type"] == "data-authorization")
-        .collect();
+    let kept: Vec<&Value> = common::where_eq(&stored[1]["parts"], "type", "data-authorization");
     assert_eq!(kept.len(), 1, "{stored}");
     assert_eq!(kept[0]["data"]["state"], "authorized");
 }
@@ -306,17 +301,12 @@ async fn a_call_the_grant_is_too_narrow_for_asks_for_the_wider_scopes_and_runs_w
 async fn google_whose_refresh_token_stopped_working_brings_the_card_and_the_call_runs_after_reconnecting() {
     common::init();
     let (google, hits) = fake_google().await;
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let mut config = scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), "");
+    let (upstream, mut config) = common::single_user_scripted("").await;
     config.integrations = Some(google_integrations(&google));
     let gw = Gateway::start_with_env(Backend::Sqlite, config, &FakeEnv).await;
     // Connected with a grant Google will refuse to renew.
     let state = crate::integrations_turn::authorize(&gw).await;
-    let (status, body) = gw
-        .get(&format!(
-            "/v1/integrations/google/callback?code=doomed-code&state={state}"
-        ))
-        .await;
+    let (status, body) = gw.oauth_callback("google", "doomed-code", &state).await;
     assert_eq!(status, StatusCode::OK, "{body}");
 
     upstream.push(tool_calls(&[(
@@ -339,17 +329,10 @@ async fn google_whose_refresh_token_stopped_working_brings_the_card_and_the_call
             .1
             .into_owned();
         // The user consents at Google; it sends the browser back with a good code.
-        let (status, body) = gw
-            .get(&format!(
-                "/v1/integrations/google/callback?code=good-code&state={state}"
-            ))
-            .await;
+        let (status, body) = gw.oauth_callback("google", "good-code", &state).await;
         assert_eq!(status, StatusCode::OK, "{body}");
     };
-    let (sse, ()) = tokio::join!(
-        gw.stream("/v1/chat", use_chat_body("mail", "my inbox?", "scripted")),
-        user
-    );
+    let (sse, ()) = tokio::join!(gw.chat("mail", "my inbox?"), user);
     assert_eq!(sse.text(), "Two emails.");
     assert!(sse.of_type("tool-output-error").is_empty(), "{:?}", sse.types());
     let states: Vec<&Value> = parts(&sse).iter().map(|part| &part["state"]).collect();

@@ -32,8 +32,7 @@ async fn setup(backend: Backend, extra_toml: &str) -> Option<Setup> {
     let python = common::py_peer_python("the MCP elicitation scenario")?;
     common::init();
     let (peer, url) = python_elicit_peer(&python).await;
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let config = scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), extra_toml);
+    let (upstream, config) = common::single_user_scripted(extra_toml).await;
     let gw = Gateway::start(backend, config).await;
     register(&gw, &url).await;
     Some(Setup {
@@ -77,7 +76,7 @@ async fn answer(gw: &Gateway, id: &Value, body: Value) -> (StatusCode, Value) {
 }
 
 fn send(gw: &Gateway) -> impl std::future::Future<Output = Sse> + '_ {
-    gw.stream("/v1/chat", use_chat_body(THREAD, "book me a table", "scripted"))
+    gw.chat(THREAD, "book me a table")
 }
 
 /// The `data` of the stream's elicitation parts, in order.
@@ -147,12 +146,7 @@ async fn an_accepted_form_reaches_the_server_and_its_result_the_model() {
     );
     // The stored answer keeps the part in its last state; nothing waits any more.
     let stored = gw.stored_messages(THREAD, 2).await;
-    let kept: Vec<&Value> = stored[1]["parts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|part| part["type"] == "data-elicitation")
-        .collect();
+    let kept: Vec<&Value> = common::where_eq(&stored[1]["parts"], "type", "data-elicitation");
     assert_eq!(kept.len(), 1, "{stored}");
     assert_eq!(kept[0]["data"]["state"], "accepted");
     let (_, waiting) = gw.get(&format!("/v1/threads/{THREAD}/elicitations")).await;

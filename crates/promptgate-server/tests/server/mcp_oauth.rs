@@ -9,10 +9,10 @@
 use crate::common;
 use promptgate_mcp::testing::python_auth_peer;
 
-use common::{Backend, Gateway, error_code, scripted_config_with, tool_message, use_chat_body};
+use common::{Backend, Gateway, error_code, scripted_config_with, tool_message};
 use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
 use promptgate_server::config::AuthMode;
-use reqwest::StatusCode;
+use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 /// The redirect base the gateway is configured with; the test carries the browser's redirect to
@@ -56,7 +56,7 @@ pub(crate) async fn probe(gw: &Gateway, id: &str) -> Value {
 }
 
 pub(crate) async fn callback(gw: &Gateway, path: &str) -> (StatusCode, String) {
-    let answer = gw.http.get(gw.url(path)).send().await.unwrap();
+    let answer = gw.response(Method::GET, path, None, None).await;
     (answer.status(), answer.text().await.unwrap())
 }
 
@@ -66,9 +66,7 @@ async fn whoami_turn(gw: &Gateway, upstream: &ScriptedUpstream, thread: &str, ca
     gw.post("/v1/threads", json!({"id": thread})).await;
     upstream.push(tool_calls(&[(call, "notes_whoami", &["{}"])]));
     upstream.push(text(["It is the auth peer."]));
-    let sse = gw
-        .stream("/v1/chat", use_chat_body(thread, "who is it?", "scripted"))
-        .await;
+    let sse = gw.chat(thread, "who is it?").await;
     assert_eq!(sse.text(), "It is the auth peer.");
     assert_eq!(
         tool_message(&upstream.last_request().unwrap(), call),
@@ -94,8 +92,7 @@ async fn a_user_connects_an_oauth_mcp_server_and_its_tools_work_across_instances
     let Some(python) = python() else { return };
     common::init();
     let (_peer, url) = python_auth_peer(&python, 3600).await;
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let config = scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), TOML);
+    let (upstream, config) = common::single_user_scripted(TOML).await;
     let first = Gateway::start(Backend::Sqlite, config.clone()).await;
     let second = first.another_instance(config).await;
 

@@ -5,11 +5,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use crate::common::{self, Backend, Gateway, error_code, scripted_config_with};
+use crate::common::{self, Backend, Gateway, error_code};
 use crate::mcp_oauth::{TOML, callback, consent, peer_control, probe, stats};
-use promptgate_llm::scripted::ScriptedUpstream;
 use promptgate_mcp::testing::python_auth_peer_with;
-use promptgate_server::config::AuthMode;
 use reqwest::StatusCode;
 use serde_json::json;
 
@@ -40,8 +38,7 @@ async fn a_server_without_registration_is_connected_with_the_client_the_user_gav
     common::init();
     let (_peer, url) = python_auth_peer_with(&python, 3600, &["--no-registration"]).await;
     register_by_hand(&url).await;
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let config = scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), TOML);
+    let (_upstream, config) = common::single_user_scripted(TOML).await;
     let gw = Gateway::start(Backend::Sqlite, config).await;
 
     // Without a client of its own the server cannot be authorized: nothing to register with.
@@ -87,8 +84,7 @@ async fn a_server_without_registration_is_connected_with_the_client_the_user_gav
 #[tokio::test]
 async fn an_oauth_client_out_of_bounds_is_refused_with_a_clear_error() {
     common::init();
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let config = scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), TOML);
+    let (_upstream, config) = common::single_user_scripted(TOML).await;
     let gw = Gateway::start(Backend::Sqlite, config).await;
     let url = "https://mcp.example.com/mcp";
     for (body, said) in [

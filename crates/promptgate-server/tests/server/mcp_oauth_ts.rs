@@ -85,8 +85,7 @@ async fn the_typescript_sdk_peer_is_connected_used_renewed_and_revoked_across_in
         ..TsAuthPeer::default()
     };
     let (_peer, url) = typescript_auth_peer(node, options).await;
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let config = scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), TOML);
+    let (upstream, config) = common::single_user_scripted(TOML).await;
     let first = Gateway::start(Backend::Sqlite, config.clone()).await;
     let second = first.another_instance(config.clone()).await;
 
@@ -119,12 +118,7 @@ async fn the_typescript_sdk_peer_is_connected_used_renewed_and_revoked_across_in
 
     let probed = probe(&first, &id).await;
     assert_eq!(probed["ok"], true, "{probed}");
-    let tools: Vec<&str> = probed["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let tools: Vec<&str> = common::strings_at(&probed["tools"], "name");
     assert_eq!(tools, ["whoami", "add_note"]);
     let renewed = stats(&url).await["refreshes"].as_u64().unwrap();
     assert!(renewed >= 1, "renewed before the probe used it");

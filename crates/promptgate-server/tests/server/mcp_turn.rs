@@ -7,10 +7,9 @@ use crate::common;
 
 use std::sync::Arc;
 
-use common::{Backend, Gateway, preview_tools, scripted_config_with, tool_message, use_chat_body};
+use common::{Backend, Gateway, preview_tools, tool_message};
 use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
 use promptgate_mcp::testing::McpTestServer;
-use promptgate_server::config::AuthMode;
 use reqwest::StatusCode;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData, Implementation,
@@ -104,8 +103,7 @@ const TEST_TOML: &str = "[web]\nsearch = { kind = \"searxng\", base_url = \"http
 
 async fn gateway(backend: Backend, extra_toml: &str) -> (Gateway, ScriptedUpstream) {
     common::init();
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let config = scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), extra_toml);
+    let (upstream, config) = common::single_user_scripted(extra_toml).await;
     (Gateway::start(backend, config).await, upstream)
 }
 
@@ -156,12 +154,7 @@ async fn mcp_tools_are_offered_called_and_recorded(backend: Backend) {
             "{expected} missing: {names:?}"
         );
     }
-    let fetch_content: Vec<&Value> = shown["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|t| t["name"] == "fetch_content")
-        .collect();
+    let fetch_content: Vec<&Value> = common::where_eq(&shown["tools"], "name", "fetch_content");
     assert_eq!(fetch_content.len(), 1, "{names:?}");
     assert!(
         fetch_content[0].get("mcp").is_none_or(Value::is_null),
@@ -188,9 +181,7 @@ async fn mcp_tools_are_offered_called_and_recorded(backend: Backend) {
     // The model calls an MCP tool; the UI sees it as a dynamic tool with its origin.
     upstream.push(tool_calls(&[("c1", "fetch_echo", &["{\"message\":", "\"hi\"}"])]));
     upstream.push(text(["It said hi."]));
-    let sse = gw
-        .stream("/v1/chat", use_chat_body("t1", "echo hi", "scripted"))
-        .await;
+    let sse = gw.chat("t1", "echo hi").await;
     assert_eq!(sse.status, StatusCode::OK);
     assert_eq!(sse.text(), "It said hi.");
     let input = event_for(&sse.of_type("tool-input-available"), "c1");
@@ -227,9 +218,7 @@ async fn mcp_tools_are_offered_called_and_recorded(backend: Backend) {
         ("c3", "fetch_2_big", &["{}"]),
     ]));
     upstream.push(text(["Noted."]));
-    let sse = gw
-        .stream("/v1/chat", use_chat_body("t1", "fail and go big", "scripted"))
-        .await;
+    let sse = gw.chat("t1", "fail and go big").await;
     assert_eq!(sse.text(), "Noted.");
     let failed = event_for(&sse.of_type("tool-output-error"), "c2");
     assert_eq!(failed["dynamic"], true);
@@ -267,9 +256,7 @@ async fn failing_servers_are_skipped_and_a_restarted_one_comes_back() {
 
     // The silent server is given up on after the discovery timeout; the send still answers.
     upstream.push(text(["First."]));
-    let sse = gw
-        .stream("/v1/chat", use_chat_body("t2", "one", "scripted"))
-        .await;
+    let sse = gw.chat("t2", "one").await;
     assert_eq!(sse.text(), "First.");
     let tools = common::offered_tools(&upstream.last_request().unwrap());
     assert!(tools.contains(&"files_echo".to_owned()), "{tools:?}");
@@ -289,9 +276,7 @@ async fn failing_servers_are_skipped_and_a_restarted_one_comes_back() {
         &["{\"message\":\"anyone?\"}"],
     )]));
     upstream.push(text(["Second."]));
-    let sse = gw
-        .stream("/v1/chat", use_chat_body("t2", "two", "scripted"))
-        .await;
+    let sse = gw.chat("t2", "two").await;
     assert_eq!(sse.text(), "Second.");
     let failed = event_for(&sse.of_type("tool-output-error"), "c8");
     assert!(
@@ -299,9 +284,7 @@ async fn failing_servers_are_skipped_and_a_restarted_one_comes_back() {
         "{failed}"
     );
     upstream.push(text(["Still here."]));
-    let sse = gw
-        .stream("/v1/chat", use_chat_body("t2", "two again", "scripted"))
-        .await;
+    let sse = gw.chat("t2", "two again").await;
     assert_eq!(sse.text(), "Still here.");
     let tools = common::offered_tools(&upstream.last_request().unwrap());
     assert!(!tools.iter().any(|t| t.starts_with("files_")), "{tools:?}");
@@ -319,9 +302,7 @@ async fn failing_servers_are_skipped_and_a_restarted_one_comes_back() {
     assert!(back, "the restarted server's tools came back");
     upstream.push(tool_calls(&[("c9", "files_echo", &["{\"message\":\"again\"}"])]));
     upstream.push(text(["Third."]));
-    let sse = gw
-        .stream("/v1/chat", use_chat_body("t2", "three", "scripted"))
-        .await;
+    let sse = gw.chat("t2", "three").await;
     assert_eq!(sse.text(), "Third.");
     let output = event_for(&sse.of_type("tool-output-available"), "c9");
     assert_eq!(output["output"]["content"][0]["text"], "echo: again");
@@ -459,9 +440,7 @@ async fn a_turn_calls_server_everything_through_the_gateway() {
         &["{\"message\":\"through the gateway\"}"],
     )]));
     upstream.push(text(["Echoed."]));
-    let sse = gw
-        .stream("/v1/chat", use_chat_body("t3", "echo please", "scripted"))
-        .await;
+    let sse = gw.chat("t3", "echo please").await;
     assert_eq!(sse.text(), "Echoed.");
     let output = event_for(&sse.of_type("tool-output-available"), "e1");
     assert_eq!(output["dynamic"], true);

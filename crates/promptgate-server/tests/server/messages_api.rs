@@ -234,13 +234,7 @@ async fn errors_take_anthropics_shape_and_x_api_key_authenticates() {
         (status, &error["error"]["type"]),
         (StatusCode::BAD_REQUEST, &json!("invalid_request_error"))
     );
-    assert!(
-        error["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("messages[0]"),
-        "{error}"
-    );
+    assert!(common::error_message(&error).contains("messages[0]"), "{error}");
 }
 
 #[tokio::test]
@@ -281,13 +275,7 @@ async fn a_client_tool_named_like_a_server_tool_is_an_invalid_request() {
     assert_eq!(res.status(), StatusCode::BAD_REQUEST);
     let error: Value = res.json().await.unwrap();
     assert_eq!(error["error"]["type"], "invalid_request_error");
-    assert!(
-        error["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("render_html"),
-        "{error}"
-    );
+    assert!(common::error_message(&error).contains("render_html"), "{error}");
     assert_eq!(upstream.calls(), 0);
 }
 

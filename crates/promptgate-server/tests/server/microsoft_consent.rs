@@ -12,12 +12,12 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode as AxumStatus, Uri};
 use axum::response::{IntoResponse, Response};
-use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
-use promptgate_server::config::{AuthMode, IntegrationsConfig, OAuthEntry};
+use promptgate_llm::scripted::{text, tool_calls};
+use promptgate_server::config::{IntegrationsConfig, OAuthEntry};
 use reqwest::{StatusCode, Url};
 use serde_json::{Value, json};
 
-use crate::common::{self, Backend, Gateway, scripted_config_with, use_chat_body};
+use crate::common::{self, Backend, Gateway};
 use crate::integrations_turn::FakeEnv;
 use crate::mcp_consent::{card, parts};
 
@@ -140,19 +140,14 @@ async fn microsoft_whose_refresh_token_stopped_working_brings_the_card_and_the_c
 {
     common::init();
     let (microsoft, graph) = fake_microsoft().await;
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let mut config = scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), "");
+    let (upstream, mut config) = common::single_user_scripted("").await;
     config.integrations = Some(microsoft_integrations(&microsoft));
     let gw = Gateway::start_with_env(Backend::Sqlite, config, &FakeEnv).await;
     // Connected with a grant Microsoft will refuse to renew.
     let (status, started) = gw.get("/v1/integrations/microsoft/authorize").await;
     assert_eq!(status, StatusCode::OK, "{started}");
     let state = state_of(started["authorization_url"].as_str().unwrap());
-    let (status, body) = gw
-        .get(&format!(
-            "/v1/integrations/microsoft/callback?code=doomed-code&state={state}"
-        ))
-        .await;
+    let (status, body) = gw.oauth_callback("microsoft", "doomed-code", &state).await;
     assert_eq!(status, StatusCode::OK, "{body}");
 
     upstream.push(tool_calls(&[(
@@ -170,17 +165,11 @@ async fn microsoft_whose_refresh_token_stopped_working_brings_the_card_and_the_c
         assert_eq!(url.path(), "/common/oauth2/v2.0/authorize");
         // The user consents at Microsoft; it sends the browser back with a good code.
         let (status, body) = gw
-            .get(&format!(
-                "/v1/integrations/microsoft/callback?code=good-code&state={}",
-                state_of(url.as_str())
-            ))
+            .oauth_callback("microsoft", "good-code", &state_of(url.as_str()))
             .await;
         assert_eq!(status, StatusCode::OK, "{body}");
     };
-    let (sse, ()) = tokio::join!(
-        gw.stream("/v1/chat", use_chat_body("mail", "my inbox?", "scripted")),
-        user
-    );
+    let (sse, ()) = tokio::join!(gw.chat("mail", "my inbox?"), user);
     assert_eq!(sse.text(), "One email.");
     assert!(sse.of_type("tool-output-error").is_empty(), "{:?}", sse.types());
     let states: Vec<&Value> = parts(&sse).iter().map(|part| &part["state"]).collect();

@@ -6,7 +6,7 @@
 
 use crate::common;
 
-use common::{Backend, Gateway, error_code, single_user_gateway, use_chat_body};
+use common::{Backend, Gateway, error_code, single_user_gateway};
 use promptgate_llm::scripted::text;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -110,9 +110,7 @@ async fn the_first_send_gets_what_the_preview_showed(backend: Backend) {
     assert_eq!(preview["web_tools_off"], "no_search_backend");
 
     upstream.push(text(["Hello."]));
-    let sse = gw
-        .stream("/v1/chat", use_chat_body("fresh", "Hi", "scripted"))
-        .await;
+    let sse = gw.chat("fresh", "Hi").await;
     assert_eq!(sse.text(), "Hello.");
     // The answer's own request comes first (a title may be asked for after it).
     let sent = upstream.requests().remove(0);

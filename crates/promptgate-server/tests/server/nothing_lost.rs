@@ -42,8 +42,7 @@ fn text_of(message: &Value) -> String {
 
 async fn gateway_with(backend: Backend, extra_toml: &str) -> (Gateway, ScriptedUpstream) {
     common::init();
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let config = scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), extra_toml);
+    let (upstream, config) = common::single_user_scripted(extra_toml).await;
     (Gateway::start(backend, config).await, upstream)
 }
 
@@ -56,9 +55,7 @@ async fn an_answer_is_stored_when_done_is_sent(backend: Backend) {
         let gw = &gw;
         async move {
             let thread = format!("read-after-done-{i}");
-            let sse = gw
-                .stream("/v1/chat", use_chat_body(&thread, "Hello", "scripted"))
-                .await;
+            let sse = gw.chat(&thread, "Hello").await;
             assert!(sse.done, "{:?}", sse.types());
             let (status, messages) = gw.get(&format!("/v1/threads/{thread}/messages")).await;
             assert_eq!(status, StatusCode::OK);
@@ -102,9 +99,7 @@ async fn a_second_send_to_a_busy_thread_is_refused(backend: Backend) {
     assert!(first.trim_end().ends_with("data: [DONE]"), "{first}");
     // Right after [DONE] the thread takes the next message: the slot is freed before the end.
     upstream.push(text(["Next."]));
-    let next = gw
-        .stream("/v1/chat", use_chat_body("busy", "Third", "scripted"))
-        .await;
+    let next = gw.chat("busy", "Third").await;
     assert_eq!(next.status, StatusCode::OK);
     assert_eq!(next.text(), "Next.");
     let (_, messages) = gw.get("/v1/threads/busy/messages?replaced=true").await;
@@ -124,9 +119,7 @@ common::on_both_backends!(a_second_send_to_a_busy_thread_is_refused);
 async fn nul_in_model_text_is_stored_and_refused_in_input(backend: Backend) {
     let (gw, upstream) = gateway_with(backend, "").await;
     upstream.push(text(["Before\u{0}after ", "and more."]));
-    let sse = gw
-        .stream("/v1/chat", use_chat_body("nul", "Say it", "scripted"))
-        .await;
+    let sse = gw.chat("nul", "Say it").await;
     assert!(sse.text().contains('\u{0}'));
     let (_, messages) = gw.get("/v1/threads/nul/messages").await;
     let (answer, stored) = answer_of(&messages);
@@ -156,9 +149,7 @@ async fn nul_in_an_artifact_is_for_the_model_to_fix(backend: Backend) {
     let args = json!({"title": "Clock", "html": "<html><body>Tick\u{0}tock</body></html>"}).to_string();
     upstream.push(tool_calls(&[("call_r", "render_html", &[args.as_str()])]));
     upstream.push(text(["Fixed it."]));
-    let sse = gw
-        .stream("/v1/chat", use_chat_body("nul-art", "draw a clock", "scripted"))
-        .await;
+    let sse = gw.chat("nul-art", "draw a clock").await;
     assert_eq!(sse.text(), "Fixed it.");
     let output = &sse.of_type("tool-output-available")[0]["output"];
     assert_eq!(output["ok"], false, "{output}");
@@ -186,9 +177,7 @@ async fn an_empty_answer_is_retried_once_then_reported() {
     };
     upstream.push(empty());
     upstream.push(empty());
-    let sse = gw
-        .stream("/v1/chat", use_chat_body("empty", "Hello", "scripted"))
-        .await;
+    let sse = gw.chat("empty", "Hello").await;
     assert_eq!(upstream.calls(), 2);
     let errors = sse.of_type("error");
     assert_eq!(errors.len(), 1, "{:?}", sse.types());
@@ -202,9 +191,7 @@ async fn an_empty_answer_is_retried_once_then_reported() {
 
     // A JSON body that is no completion, where a stream was asked for.
     upstream.push(Script::new().step(Step::Status(200, "{}".to_owned())));
-    let sse = gw
-        .stream("/v1/chat", use_chat_body("not-a-stream", "Hello", "scripted"))
-        .await;
+    let sse = gw.chat("not-a-stream", "Hello").await;
     assert_eq!(sse.of_type("error").len(), 1, "{:?}", sse.types());
     let (_, messages) = gw.get("/v1/threads/not-a-stream/messages").await;
     assert_eq!(answer_of(&messages).0["status"], "error");
@@ -404,7 +391,7 @@ async fn a_database_outage_mid_turn_loses_no_answer() {
     let (status, body) = gw.get("/v1/threads").await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
     assert_eq!(error_code(&body), "store_unavailable");
-    let res = gw.http.get(gw.url("/v1/threads")).send().await.unwrap();
+    let res = gw.response(Method::GET, "/v1/threads", None, None).await;
     assert!(res.headers().contains_key("retry-after"));
     let (status, _) = gw.get("/readyz").await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);

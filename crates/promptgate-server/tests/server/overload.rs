@@ -14,7 +14,7 @@ use common::{Backend, Gateway, NEWEST_UI_STREAM, error_code, scripted_config, us
 use promptgate_llm::scripted::{Script, ScriptedUpstream, role_chunk, text};
 use promptgate_server::config::admission::AdmissionConfig;
 use promptgate_server::config::{AuthMode, Config};
-use reqwest::StatusCode;
+use reqwest::{Method, StatusCode};
 use serde_json::json;
 
 /// A config over `upstream` whose admission limit stays at `limit` (it cannot move), and whose
@@ -35,13 +35,15 @@ fn patient(mut config: Config) -> Config {
     config
 }
 
-/// A single-user config over `upstream` whose run-queue limit cannot shrink: on a busy test machine
-/// the server's work runs late by far more than it would in production, and must not count as
-/// overload here.
-fn run_queue_ignored(upstream: &ScriptedUpstream) -> Config {
+/// A fresh scripted upstream and a single-user config over it whose run-queue limit cannot shrink:
+/// on a busy test machine the server's work runs late by far more than it would in production, and
+/// must not count as overload here.
+async fn run_queue_ignored() -> (ScriptedUpstream, Config) {
+    common::init();
+    let upstream = ScriptedUpstream::start().await.unwrap();
     let mut config = patient(scripted_config(AuthMode::SingleUser, &upstream.base_url()));
     config.admission.delay_tolerance_ms = 1000;
-    config
+    (upstream, config)
 }
 
 /// A frontend's origin that the server allows.
@@ -67,12 +69,13 @@ async fn send(gw: &Gateway, thread: &str, token: Option<&str>) -> reqwest::Respo
 
 /// A chat completion, which keeps no thread.
 async fn complete(gw: &Gateway) -> reqwest::Response {
-    gw.http
-        .post(gw.url("/v1/chat/completions"))
-        .json(&json!({"model": "scripted", "messages": [{"role": "user", "content": "Hi"}]}))
-        .send()
-        .await
-        .unwrap()
+    gw.response(
+        Method::POST,
+        "/v1/chat/completions",
+        Some(&json!({"model": "scripted", "messages": [{"role": "user", "content": "Hi"}]})),
+        None,
+    )
+    .await
 }
 
 /// Asserts `res` is the gate's refusal: 503, `Retry-After`, the JSON error body with a request id.
@@ -217,9 +220,7 @@ async fn one_user_flooding_the_server_does_not_keep_another_from_being_answered(
 
 #[tokio::test]
 async fn the_limit_grows_while_it_is_in_use_and_work_runs_on_time() {
-    common::init();
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let mut config = run_queue_ignored(&upstream);
+    let (upstream, mut config) = run_queue_ignored().await;
     config.admission.initial_limit = 4;
     config.admission.min_limit = 2;
     let gw = Gateway::start(Backend::Sqlite, config).await;
@@ -253,9 +254,7 @@ async fn hold_the_writer(url: &str) -> sqlx::AnyConnection {
 
 #[tokio::test]
 async fn sends_waiting_for_a_stalled_database_writer_make_further_sends_refused_at_once() {
-    common::init();
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let mut config = run_queue_ignored(&upstream);
+    let (upstream, mut config) = run_queue_ignored().await;
     config.admission.min_limit = 1;
     config.admission.store_delay_tolerance_ms = AdmissionConfig::default().store_delay_tolerance_ms;
     let gw = Gateway::start(Backend::Sqlite, config).await;

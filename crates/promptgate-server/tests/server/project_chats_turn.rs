@@ -6,7 +6,7 @@
 
 use crate::common;
 
-use common::{Backend, Gateway, single_user_gateway, use_chat_body};
+use common::{Backend, Gateway, single_user_gateway};
 use promptgate_llm::scripted::{text, tool_calls};
 use reqwest::StatusCode;
 use serde_json::json;
@@ -29,9 +29,7 @@ async fn project_chats_are_listed_only_when_searched(backend: Backend) {
         gw.post("/v1/threads", json!({"id": thread, "project_id": pid}))
             .await;
         upstream.push(text(["Noted."]));
-        let sse = gw
-            .stream("/v1/chat", use_chat_body(thread, said, "scripted"))
-            .await;
+        let sse = gw.chat(thread, said).await;
         assert_eq!(sse.text(), "Noted.");
     }
     let offered = common::offered_tools(&upstream.last_request().unwrap());
@@ -51,12 +49,7 @@ async fn project_chats_are_listed_only_when_searched(backend: Backend) {
         &["{\"query\":\"compost\"}"],
     )]));
     upstream.push(text(["Found it."]));
-    let sse = gw
-        .stream(
-            "/v1/chat",
-            use_chat_body("now", "what did I say about compost?", "scripted"),
-        )
-        .await;
+    let sse = gw.chat("now", "what did I say about compost?").await;
     assert_eq!(sse.text(), "Found it.");
     let output = sse
         .of_type("tool-output-available")

@@ -11,12 +11,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 fn tool_names(preview: &Value) -> Vec<&str> {
-    preview["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect()
+    common::strings_at(&preview["tools"], "name")
 }
 
 async fn settings_reach_the_prompt(backend: Backend) {
@@ -207,12 +202,7 @@ async fn unknown_thread_or_model_is_a_404() {
     let gw = Gateway::single_user(Backend::Sqlite).await;
     let (status, err) = gw.get("/v1/threads/missing/prompt").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
-    assert!(
-        err["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("thread missing")
-    );
+    assert!(common::error_message(&err).contains("thread missing"));
     gw.post("/v1/threads", json!({"id": "t"})).await;
     let (status, err) = gw.get("/v1/threads/t/prompt?model=gpt-nothing").await;
     assert_eq!(status, StatusCode::NOT_FOUND);

@@ -7,7 +7,7 @@
 
 use crate::common;
 
-use common::{Backend, Gateway, sent_to_model, single_user_gateway, stored_turns, use_chat_body};
+use common::{Backend, Gateway, sent_to_model, single_user_gateway, stored_turns};
 use promptgate_llm::scripted::text;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -36,12 +36,7 @@ async fn listing_once_answered(gw: &Gateway, path: &str, answer: &str) -> Value 
 async fn a_regenerated_answer_replaces_the_old_one(backend: Backend) {
     let (gw, upstream) = single_user_gateway(backend).await;
     upstream.push(text(["First answer."]));
-    let sse = gw
-        .stream(
-            "/v1/chat",
-            use_chat_body("regen", "Why is the sky blue?", "scripted"),
-        )
-        .await;
+    let sse = gw.chat("regen", "Why is the sky blue?").await;
     assert_eq!(sse.text(), "First answer.");
     let stored = gw.stored_messages("regen", 2).await;
 
@@ -80,9 +75,7 @@ async fn a_regenerated_answer_replaces_the_old_one(backend: Backend) {
 
     // The next message's history carries one answer per question: the one the user kept.
     upstream.push(text(["Follow-up answer."]));
-    let sse = gw
-        .stream("/v1/chat", use_chat_body("regen", "And at sunset?", "scripted"))
-        .await;
+    let sse = gw.chat("regen", "And at sunset?").await;
     assert_eq!(sse.text(), "Follow-up answer.");
     assert_eq!(
         sent_to_model(&upstream.last_request().unwrap()),

@@ -27,12 +27,8 @@ async fn stream(gw: &Gateway, body: Value) -> Vec<Event> {
     let mut body = body;
     body["stream"] = json!(true);
     let res = gw
-        .http
-        .post(gw.url("/v1/responses"))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
+        .response(Method::POST, "/v1/responses", Some(&body), None)
+        .await;
     named_events(res)
         .await
         .into_iter()
@@ -50,12 +46,7 @@ fn last_response(events: &[Event]) -> &Value {
 }
 
 fn output_types(response: &Value) -> Vec<&str> {
-    response["output"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|item| item["type"].as_str().unwrap())
-        .collect()
+    crate::common::strings_at(&response["output"], "type")
 }
 
 /// The messages the model was sent in the upstream request `at`, as `role: text` lines (tool calls
@@ -253,8 +244,7 @@ const TOOLS_TOML: &str = "[web]\nsearch = { kind = \"searxng\", base_url = \"htt
 
 async fn tools_gateway(backend: Backend) -> (Gateway, ScriptedUpstream, McpTestServer) {
     init();
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let config = scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), TOOLS_TOML);
+    let (upstream, config) = crate::common::single_user_scripted(TOOLS_TOML).await;
     let gw = Gateway::start(backend, config).await;
     let mcp = McpTestServer::start(ServerOptions::default()).await;
     let (status, body) = gw
@@ -382,12 +372,7 @@ async fn items_page(gw: &Gateway, path: &str, token: &str, query: &str) -> Value
 }
 
 fn item_texts(page: &Value) -> Vec<&str> {
-    page["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|item| item["content"].as_str().unwrap())
-        .collect()
+    crate::common::strings_at(&page["data"], "content")
 }
 
 #[tokio::test]
@@ -709,10 +694,7 @@ async fn a_response_the_store_does_not_take_ends_failed_and_is_never_reported_co
     assert_eq!(events.last().unwrap().name, "response.failed");
     let failed = last_response(&events);
     assert!(
-        failed["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("could not be stored"),
+        crate::common::error_message(failed).contains("could not be stored"),
         "{failed}"
     );
 

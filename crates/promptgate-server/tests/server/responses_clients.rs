@@ -14,7 +14,7 @@ use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
 use serde_json::{Value, json};
 
 use crate::common::{Backend, single_user_gateway};
-use crate::js_clients::{js_dir, run_node};
+use crate::js_clients::{js_dir, run_for_json, run_node};
 
 /// The answers `responses-check.mjs` asks for, in its order.
 fn queue_js_check(upstream: &ScriptedUpstream) {
@@ -93,7 +93,7 @@ async fn the_openai_js_client_creates_streams_chains_and_round_trips_a_function_
 }
 
 /// tests/py's Python when its venv has `module`, with the folder the scripts are in.
-fn python_with(module: &str) -> Option<(PathBuf, PathBuf)> {
+pub fn python_with(module: &str) -> Option<(PathBuf, PathBuf)> {
     let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/py"));
     let python = dir.join(".venv/bin/python");
     let has_it = python.is_file()
@@ -104,30 +104,16 @@ fn python_with(module: &str) -> Option<(PathBuf, PathBuf)> {
     if has_it {
         return Some((python, dir));
     }
-    assert_ne!(
-        std::env::var("CI").as_deref(),
-        Ok("true"),
-        "tests/py/.venv has no {module} package: run tests/py/install.sh"
-    );
-    eprintln!("note: skipping a Python client check; run tests/py/install.sh to include it");
-    None
+    crate::common::skip_without(
+        &format!("tests/py/.venv has no {module} package: run tests/py/install.sh"),
+        "skipping a Python client check; run tests/py/install.sh to include it",
+    )
 }
 
 /// Runs a script of tests/py against the gateway at `base_url`; its success and the JSON it printed.
-async fn run_python(python: PathBuf, dir: PathBuf, script: &str, base_url: String) -> (bool, Value) {
+pub async fn run_python(python: PathBuf, dir: PathBuf, script: &str, base_url: String) -> (bool, Value) {
     let args = vec![script.to_owned(), base_url, "scripted".to_owned()];
-    let out = tokio::task::spawn_blocking(move || Command::new(python).current_dir(dir).args(args).output())
-        .await
-        .unwrap()
-        .expect("python runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let result = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
-        panic!(
-            "python printed no JSON ({e}): {stdout}\nstderr: {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    (out.status.success(), result)
+    run_for_json(python, dir, args).await
 }
 
 #[tokio::test]
@@ -202,13 +188,10 @@ fn codex() -> Option<PathBuf> {
     if bin.is_file() {
         return Some(bin);
     }
-    assert_ne!(
-        std::env::var("CI").as_deref(),
-        Ok("true"),
-        "tests/codex/node_modules is missing: run `npm ci` in tests/codex"
-    );
-    eprintln!("note: skipping the Codex CLI check; run `npm ci` in tests/codex to include it");
-    None
+    crate::common::skip_without(
+        "tests/codex/node_modules is missing: run `npm ci` in tests/codex",
+        "skipping the Codex CLI check; run `npm ci` in tests/codex to include it",
+    )
 }
 
 /// What the file in Codex's working folder says.

@@ -51,13 +51,7 @@ async fn thread_ids(gw: &Gateway, token: &str) -> Vec<String> {
 fn assert_quota_exceeded(status: StatusCode, body: &Value) {
     assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
     assert_eq!(error_code(body), "quota_exceeded", "{body}");
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("delete threads"),
-        "{body}"
-    );
+    assert!(common::error_message(body).contains("delete threads"), "{body}");
 }
 
 async fn a_user_at_the_thread_limit_is_refused_and_nothing_is_written(backend: Backend) {
@@ -107,9 +101,7 @@ async fn past_the_byte_quota_sends_are_refused_but_the_answer_that_crossed_it_is
     let (gw, upstream) = gateway(backend, AuthMode::SingleUser, "max_stored_bytes = 4000").await;
     let long: Vec<String> = (0..1_000).map(|i| format!("w{i:04} ")).collect();
     upstream.push(text(long.iter().map(String::as_str)));
-    let sse = gw
-        .stream("/v1/chat", use_chat_body("t1", "tell me a lot", "scripted"))
-        .await;
+    let sse = gw.chat("t1", "tell me a lot").await;
     assert_eq!(sse.text(), long.concat(), "the whole answer was streamed");
     let messages = gw.stored_messages("t1", 2).await;
     assert_eq!(
@@ -148,9 +140,7 @@ async fn past_the_byte_quota_sends_are_refused_but_the_answer_that_crossed_it_is
         (Some(0), Some(0)),
         "{usage}"
     );
-    let sse = gw
-        .stream("/v1/chat", use_chat_body("t2", "elsewhere", "scripted"))
-        .await;
+    let sse = gw.chat("t2", "elsewhere").await;
     assert_eq!(sse.text(), "Noted.", "deleting made room");
 }
 

@@ -22,8 +22,7 @@ const ADD: &str = "{\"tasks\":[\"buy milk\"]}";
 
 async fn gateway(backend: Backend, extra_toml: &str) -> (Gateway, ScriptedUpstream) {
     common::init();
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let config = scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), extra_toml);
+    let (upstream, config) = common::single_user_scripted(extra_toml).await;
     (Gateway::start(backend, config).await, upstream)
 }
 
@@ -55,12 +54,7 @@ async fn paused(gw: &Gateway, upstream: &ScriptedUpstream) -> (Sse, String) {
         ("call_add", "addTasks", &[ADD]),
         ("call_get", "getTasks", &["{}"]),
     ]));
-    let sse = gw
-        .stream(
-            "/v1/chat",
-            use_chat_body(THREAD, "remind me to buy milk", "scripted"),
-        )
-        .await;
+    let sse = gw.chat(THREAD, "remind me to buy milk").await;
     let request = sse.of_type("tool-approval-request");
     assert_eq!(request.len(), 1, "{:?}", sse.types());
     let approval_id = request[0]["approvalId"].as_str().unwrap().to_owned();
@@ -218,9 +212,7 @@ async fn a_forged_answer_is_refused_and_a_denial_by_api_call_reaches_the_model()
     assert_eq!(tool_part(&stored[1], "call_add")["state"], "output-denied");
     // The thread is free again, and the denied call reads as denied in later sends.
     upstream.push(text(["Hello again."]));
-    let next = gw
-        .stream("/v1/chat", use_chat_body(THREAD, "hi", "scripted"))
-        .await;
+    let next = gw.chat(THREAD, "hi").await;
     assert_eq!(next.text(), "Hello again.");
     assert_eq!(
         tool_message(&upstream.requests()[2], "call_add"),
@@ -268,12 +260,7 @@ async fn stop_cancels_a_waiting_approval() {
         (StatusCode::CONFLICT, "approval_refused")
     );
     upstream.push(text(["Sure."]));
-    assert_eq!(
-        gw.stream("/v1/chat", use_chat_body(THREAD, "something else", "scripted"))
-            .await
-            .text(),
-        "Sure."
-    );
+    assert_eq!(gw.chat(THREAD, "something else").await.text(), "Sure.");
 }
 
 #[tokio::test]
@@ -362,9 +349,7 @@ async fn another_instance_refuses_a_new_message_while_a_call_waits_and_takes_one
     let (status, body) = b.post(&format!("/v1/threads/{THREAD}/approvals"), answer).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     upstream.push(text(["Next."]));
-    let next = a
-        .stream("/v1/chat", use_chat_body(THREAD, "and now?", "scripted"))
-        .await;
+    let next = a.chat(THREAD, "and now?").await;
     assert_eq!(next.text(), "Next.");
     assert_eq!(a.stored_messages(THREAD, 4).await.as_array().unwrap().len(), 4);
 }
@@ -375,9 +360,7 @@ async fn an_expired_wait_lets_the_thread_take_a_new_message(backend: Backend) {
     asking_user(&gw).await;
     paused(&gw, &upstream).await;
     upstream.push(text(["Moving on."]));
-    let sse = gw
-        .stream("/v1/chat", use_chat_body(THREAD, "never mind", "scripted"))
-        .await;
+    let sse = gw.chat(THREAD, "never mind").await;
     assert_eq!(sse.text(), "Moving on.", "{:?}", sse.types());
 }
 

@@ -181,6 +181,18 @@ fn int(attributes: &[KeyValue], key: &str) -> Option<i64> {
     }
 }
 
+/// Asserts each `(key, value)`: the span's string attribute `key` is `value`.
+fn assert_strings(span: &Span, expected: &[(&str, &str)]) {
+    for (key, want) in expected {
+        assert_eq!(
+            string(&span.attributes, key).as_deref(),
+            Some(*want),
+            "{}: {key}",
+            span.name
+        );
+    }
+}
+
 /// A trace as the receiver got it.
 struct Trace(Vec<Exported>);
 
@@ -413,17 +425,13 @@ async fn a_send_with_web_mcp_and_integration_tools_is_one_trace_with_the_genai_s
     );
     let agent = trace.one("invoke_agent promptgate");
     assert_eq!(agent.parent_span_id, server_span.span_id);
-    assert_eq!(
-        string(&agent.attributes, "gen_ai.operation.name").as_deref(),
-        Some("invoke_agent")
-    );
-    assert_eq!(
-        string(&agent.attributes, "gen_ai.provider.name").as_deref(),
-        Some("openai")
-    );
-    assert_eq!(
-        string(&agent.attributes, "gen_ai.request.model").as_deref(),
-        Some("upstream-model")
+    assert_strings(
+        agent,
+        &[
+            ("gen_ai.operation.name", "invoke_agent"),
+            ("gen_ai.provider.name", "openai"),
+            ("gen_ai.request.model", "upstream-model"),
+        ],
     );
     assert_eq!(int(&agent.attributes, "gen_ai.usage.input_tokens"), Some(20));
 
@@ -432,17 +440,13 @@ async fn a_send_with_web_mcp_and_integration_tools_is_one_trace_with_the_genai_s
     for chat in &chats {
         assert_eq!(chat.parent_span_id, agent.span_id);
         assert_eq!(chat.kind, SpanKind::Client as i32);
-        assert_eq!(
-            string(&chat.attributes, "gen_ai.operation.name").as_deref(),
-            Some("chat")
-        );
-        assert_eq!(
-            string(&chat.attributes, "gen_ai.provider.name").as_deref(),
-            Some("openai")
-        );
-        assert_eq!(
-            string(&chat.attributes, "gen_ai.request.model").as_deref(),
-            Some("upstream-model")
+        assert_strings(
+            chat,
+            &[
+                ("gen_ai.operation.name", "chat"),
+                ("gen_ai.provider.name", "openai"),
+                ("gen_ai.request.model", "upstream-model"),
+            ],
         );
         assert_eq!(int(&chat.attributes, "gen_ai.usage.input_tokens"), Some(10));
         finishes.push(string(&chat.attributes, "gen_ai.response.finish_reasons").unwrap());
@@ -471,21 +475,14 @@ async fn a_send_with_web_mcp_and_integration_tools_is_one_trace_with_the_genai_s
         let span = tools[call];
         assert_eq!(span.name, format!("execute_tool {name}"));
         assert_eq!(span.parent_span_id, agent.span_id);
-        assert_eq!(
-            string(&span.attributes, "gen_ai.operation.name").as_deref(),
-            Some("execute_tool")
-        );
-        assert_eq!(
-            string(&span.attributes, "gen_ai.tool.name").as_deref(),
-            Some(name)
-        );
-        assert_eq!(
-            string(&span.attributes, "gen_ai.tool.type").as_deref(),
-            Some(kind)
-        );
-        assert_eq!(
-            string(&span.attributes, "promptgate.tool.origin").as_deref(),
-            Some(origin)
+        assert_strings(
+            span,
+            &[
+                ("gen_ai.operation.name", "execute_tool"),
+                ("gen_ai.tool.name", name),
+                ("gen_ai.tool.type", kind),
+                ("promptgate.tool.origin", origin),
+            ],
         );
     }
 
@@ -506,17 +503,13 @@ async fn a_send_with_web_mcp_and_integration_tools_is_one_trace_with_the_genai_s
     let mcp = trace.one("tools/call lookup");
     assert_eq!(mcp.parent_span_id, tools["call_mcp"].span_id);
     assert_eq!(mcp.kind, SpanKind::Client as i32);
-    assert_eq!(
-        string(&mcp.attributes, "mcp.method.name").as_deref(),
-        Some("tools/call")
-    );
-    assert_eq!(
-        string(&mcp.attributes, "gen_ai.tool.name").as_deref(),
-        Some("lookup")
-    );
-    assert_eq!(
-        string(&mcp.attributes, "server.address").as_deref(),
-        Some("127.0.0.1")
+    assert_strings(
+        mcp,
+        &[
+            ("mcp.method.name", "tools/call"),
+            ("gen_ai.tool.name", "lookup"),
+            ("server.address", "127.0.0.1"),
+        ],
     );
 
     // The MCP server got the trace context in `_meta`, naming the MCP span as its parent.
@@ -569,20 +562,29 @@ async fn over_grpc_a_sends_spans_reach_the_collectors_trace_service() {
     assert!(trace.0.iter().all(|e| e.service == "promptgate-test"));
 }
 
+/// POSTs a one-message chat completion to `model` as a caller whose trace context is `traceparent`.
+async fn completion_in_trace(
+    gw: &Gateway,
+    traceparent: &str,
+    model: &str,
+    content: &str,
+) -> reqwest::Response {
+    gw.http
+        .post(gw.url("/v1/chat/completions"))
+        .header("traceparent", traceparent)
+        .json(&json!({"model": model, "messages": [{"role": "user", "content": content}]}))
+        .send()
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn a_chat_completions_request_is_traced_and_its_errors_name_the_trace() {
     receiver();
     let (gw, upstream) = common::single_user_gateway(Backend::Sqlite).await;
     upstream.push(text(["Four."]));
     let (trace_id, caller_span, traceparent) = caller_context();
-    let res = gw
-        .http
-        .post(gw.url("/v1/chat/completions"))
-        .header("traceparent", &traceparent)
-        .json(&json!({"model": "scripted", "messages": [{"role": "user", "content": "2+2?"}]}))
-        .send()
-        .await
-        .unwrap();
+    let res = completion_in_trace(&gw, &traceparent, "scripted", "2+2?").await;
     assert_eq!(res.status(), StatusCode::OK);
     let body: Value = res.json().await.unwrap();
     assert_eq!(body["choices"][0]["message"]["content"], "Four.");
@@ -602,14 +604,7 @@ async fn a_chat_completions_request_is_traced_and_its_errors_name_the_trace() {
 
     // An error body names the trace beside the request id.
     let (trace_id, _, traceparent) = caller_context();
-    let res = gw
-        .http
-        .post(gw.url("/v1/chat/completions"))
-        .header("traceparent", &traceparent)
-        .json(&json!({"model": "no-such-model", "messages": [{"role": "user", "content": "hi"}]}))
-        .send()
-        .await
-        .unwrap();
+    let res = completion_in_trace(&gw, &traceparent, "no-such-model", "hi").await;
     assert!(res.status().is_client_error(), "{}", res.status());
     let body: Value = res.json().await.unwrap();
     assert_eq!(body["error"]["trace_id"], trace_id, "{body}");
@@ -619,8 +614,7 @@ async fn a_chat_completions_request_is_traced_and_its_errors_name_the_trace() {
 #[tokio::test]
 async fn with_content_capture_on_the_spans_carry_the_prompt_the_answer_and_the_tool_io() {
     installed(true);
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let config = scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), "");
+    let (upstream, config) = common::single_user_scripted("").await;
     let gw = Gateway::start(Backend::Sqlite, config).await;
     let server = McpTestServer::with_handler(Notes::default()).await;
     let (status, body) = gw
@@ -720,12 +714,7 @@ async fn a_sends_store_calls_are_client_spans_in_its_trace(backend: Backend) {
         assert_eq!(status, StatusCode::CREATED, "{body}");
     }
     upstream.push(text(["Noted."]));
-    let said = gw
-        .stream(
-            "/v1/chat",
-            use_chat_body("roses", "Roses like compost in early spring.", "scripted"),
-        )
-        .await;
+    let said = gw.chat("roses", "Roses like compost in early spring.").await;
     assert_eq!(said.text(), "Noted.");
 
     upstream.push(tool_calls(&[(

@@ -9,9 +9,8 @@ use std::time::Duration;
 
 use crate::common;
 
-use common::{Backend, Gateway, Sse, scripted_config_with, stored_text, use_chat_body};
+use common::{Backend, Gateway, Sse, stored_text, use_chat_body};
 use promptgate_llm::scripted::{Script, ScriptedUpstream, Step, content_chunk, role_chunk, tool_calls};
-use promptgate_server::config::AuthMode;
 use reqwest::StatusCode;
 use serde_json::json;
 
@@ -20,12 +19,7 @@ const CLIENT_PATIENCE: Duration = Duration::from_secs(60);
 
 async fn gateway(turn: &str) -> (Gateway, ScriptedUpstream) {
     common::init();
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let config = scripted_config_with(
-        AuthMode::SingleUser,
-        &upstream.base_url(),
-        &format!("[turn]\n{turn}"),
-    );
+    let (upstream, config) = common::single_user_scripted(&format!("[turn]\n{turn}")).await;
     (Gateway::start(Backend::Sqlite, config).await, upstream)
 }
 

@@ -18,7 +18,7 @@ use common::{
 };
 use promptgate_llm::scripted::{Script, ScriptedUpstream, text};
 use promptgate_server::config::{AuthMode, EMBEDDED_DEFAULT};
-use reqwest::StatusCode;
+use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 /// Short leases, so a dead instance is noticed within seconds.
@@ -57,9 +57,7 @@ async fn a_thread_busy_on_one_instance_is_refused_on_the_other() {
     first.await.unwrap().unwrap();
     a.stored_messages("busy", 2).await;
     upstream.push(text(["Second."]));
-    let sse = b
-        .stream("/v1/chat", use_chat_body("busy", "two", "scripted"))
-        .await;
+    let sse = b.chat("busy", "two").await;
     assert_eq!(sse.status, StatusCode::OK);
     assert_eq!(sse.text(), "Second.");
 }
@@ -88,7 +86,7 @@ async fn stop_on_either_instance_stops_the_turn_where_it_runs() {
 #[tokio::test]
 async fn a_reload_on_the_other_instance_resumes_the_stream_from_start() {
     let (a, b, upstream) = two_instances("").await;
-    let idle = b.http.get(b.url("/v1/chat/r/stream")).send().await.unwrap();
+    let idle = b.response(Method::GET, "/v1/chat/r/stream", None, None).await;
     assert_eq!(idle.status(), StatusCode::NO_CONTENT, "no turn runs yet");
 
     let (body, seen) = slow_answer_under_way(&a, &upstream, "r", "r", 3).await;
@@ -111,16 +109,11 @@ async fn a_reload_on_the_other_instance_resumes_the_stream_from_start() {
     );
     assert_eq!(second_remote.events, owner.events);
     assert_eq!(local.events, owner.events);
-    assert_eq!(
-        remote.headers["x-promptgate-turn-id"],
-        owner.of_type("start")[0]["messageMetadata"]["turnId"]
-            .as_str()
-            .unwrap()
-    );
+    assert_eq!(remote.headers["x-promptgate-turn-id"], owner.turn_id());
 
     let stored = b.stored_messages("r", 2).await;
     assert_eq!(stored[1]["status"], "complete");
-    let idle = b.http.get(b.url("/v1/chat/r/stream")).send().await.unwrap();
+    let idle = b.response(Method::GET, "/v1/chat/r/stream", None, None).await;
     assert_eq!(idle.status(), StatusCode::NO_CONTENT, "the turn is over");
 }
 
@@ -134,11 +127,8 @@ async fn with_continue_a_dropped_client_is_resumed_on_the_other_instance() {
 async fn a_retry_on_the_other_instance_finds_its_turn() {
     let (a, b, upstream) = two_instances("").await;
     upstream.push(text(["First."]));
-    let first = a.stream("/v1/chat", use_chat_body("rt", "hi", "scripted")).await;
-    let turn = first.of_type("start")[0]["messageMetadata"]["turnId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let first = a.chat("rt", "hi").await;
+    let turn = first.turn_id();
 
     upstream.push(text(["Second."]));
     let mut body = use_chat_body("rt", "again", "scripted");
@@ -171,13 +161,8 @@ async fn a_retry_on_the_other_instance_finds_its_turn() {
 async fn a_retry_after_its_window_is_a_409_on_any_instance() {
     let (a, b, upstream) = two_instances("[turn]\nretry_window_secs = 0\n").await;
     upstream.push(text(["First."]));
-    let first = a
-        .stream("/v1/chat", use_chat_body("late", "hi", "scripted"))
-        .await;
-    let turn = first.of_type("start")[0]["messageMetadata"]["turnId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let first = a.chat("late", "hi").await;
+    let turn = first.turn_id();
     tokio::time::sleep(Duration::from_millis(20)).await;
     let mut body = use_chat_body("late", "again", "scripted");
     body["retryOf"] = json!(turn);
@@ -310,16 +295,11 @@ async fn a_killed_instances_turn_is_interrupted_after_its_lease() {
     );
     assert!(followed.done);
     let idle = survivor
-        .http
-        .get(survivor.url("/v1/chat/orphan/stream"))
-        .send()
-        .await
-        .unwrap();
+        .response(Method::GET, "/v1/chat/orphan/stream", None, None)
+        .await;
     assert_eq!(idle.status(), StatusCode::NO_CONTENT);
     upstream.push(text(["Back."]));
-    let sse = survivor
-        .stream("/v1/chat", use_chat_body("orphan", "again", "scripted"))
-        .await;
+    let sse = survivor.chat("orphan", "again").await;
     assert_eq!(sse.status, StatusCode::OK);
     assert_eq!(sse.text(), "Back.");
     let _ = std::fs::remove_dir_all(&dir);

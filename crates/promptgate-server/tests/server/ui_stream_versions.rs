@@ -110,12 +110,7 @@ async fn read_with(dir: std::path::PathBuf, release: &str, gw: &Gateway, turns: 
 }
 
 fn chunks<'a>(result: &'a Value, kind: &str) -> Vec<&'a Value> {
-    result["chunks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|chunk| chunk["type"] == kind)
-        .collect()
+    common::where_eq(&result["chunks"], "type", kind)
 }
 
 fn text_of(result: &Value) -> String {

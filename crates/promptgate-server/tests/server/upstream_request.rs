@@ -159,10 +159,7 @@ async fn an_image_link_is_refused_by_the_facade_and_never_passed_on_by_a_send() 
         .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
     assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("an image must be sent inline as a `data:` URL"),
+        common::error_message(&body).contains("an image must be sent inline as a `data:` URL"),
         "{body}"
     );
     assert_eq!(upstream.calls(), 0);

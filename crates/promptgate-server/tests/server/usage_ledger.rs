@@ -61,24 +61,24 @@ async fn each_user_reads_their_own_usage_as_json_or_csv(backend: Backend) {
     // Ada sends in a thread (10 prompt tokens, 3 words); Bob asks the OpenAI facade.
     upstream.push(text(["Tides ", "are ", "daily."]));
     let res = gw
-        .http
-        .post(gw.url("/v1/chat"))
-        .bearer_auth(&ada_token)
-        .json(&use_chat_body("t", "Tides?", "scripted"))
-        .send()
-        .await
-        .unwrap();
+        .response(
+            Method::POST,
+            "/v1/chat",
+            Some(&use_chat_body("t", "Tides?", "scripted")),
+            Some(&ada_token),
+        )
+        .await;
     assert_eq!(res.status(), StatusCode::OK);
     res.text().await.unwrap();
     upstream.push(text(["Hello ", "there."]));
     let res = gw
-        .http
-        .post(gw.url("/v1/chat/completions"))
-        .bearer_auth(&bob_token)
-        .json(&json!({"model": "scripted", "messages": [{"role": "user", "content": "Hi"}]}))
-        .send()
-        .await
-        .unwrap();
+        .response(
+            Method::POST,
+            "/v1/chat/completions",
+            Some(&json!({"model": "scripted", "messages": [{"role": "user", "content": "Hi"}]})),
+            Some(&bob_token),
+        )
+        .await;
     assert_eq!(res.status(), StatusCode::OK);
     res.text().await.unwrap();
 
@@ -115,12 +115,13 @@ async fn each_user_reads_their_own_usage_as_json_or_csv(backend: Backend) {
     );
 
     let res = gw
-        .http
-        .get(gw.url("/v1/usage?format=csv&group_by=model"))
-        .bearer_auth(&ada_token)
-        .send()
-        .await
-        .unwrap();
+        .response(
+            Method::GET,
+            "/v1/usage?format=csv&group_by=model",
+            None,
+            Some(&ada_token),
+        )
+        .await;
     assert_eq!(res.status(), StatusCode::OK);
     assert_eq!(res.headers()["content-type"], "text/csv; charset=utf-8");
     let csv = res.text().await.unwrap();
@@ -164,12 +165,13 @@ async fn each_user_reads_their_own_usage_as_json_or_csv(backend: Backend) {
     let (_, same) = usage(&gw, "group_by=day&then_by=day", &bob_token).await;
     assert_eq!(error_code(&same), "invalid_query");
     let res = gw
-        .http
-        .get(gw.url("/v1/usage?format=csv&group_by=day&then_by=model"))
-        .bearer_auth(&bob_token)
-        .send()
-        .await
-        .unwrap();
+        .response(
+            Method::GET,
+            "/v1/usage?format=csv&group_by=day&then_by=model",
+            None,
+            Some(&bob_token),
+        )
+        .await;
     let csv = res.text().await.unwrap();
     assert!(csv.starts_with("group,subgroup,requests,"), "{csv}");
     assert!(csv.contains(&format!("\n{today},scripted,2,20,5,")), "{csv}");
@@ -265,7 +267,7 @@ async fn a_facade_client_that_leaves_mid_stream_leaves_a_row(backend: Backend) {
     ];
     for (n, (path, body)) in requests.into_iter().enumerate() {
         leaving_scripts(&upstream);
-        let res = gw.http.post(gw.url(path)).json(&body).send().await.unwrap();
+        let res = gw.response(Method::POST, path, Some(&body), None).await;
         assert_eq!(res.status(), StatusCode::OK, "{path}");
         let mut stream = res.bytes_stream();
         let mut seen = String::new();
@@ -353,6 +355,15 @@ on_both_backends!(
 
 /// A process killed mid-turn: the ledger keeps the tokens of the steps that ended before, once; the
 /// next turn adds its own row.
+/// A usage row's requests, input tokens and output tokens.
+fn counts(row: &Value) -> (Option<u64>, Option<u64>, Option<u64>) {
+    (
+        row["requests"].as_u64(),
+        row["input_tokens"].as_u64(),
+        row["output_tokens"].as_u64(),
+    )
+}
+
 #[tokio::test]
 async fn a_killed_process_leaves_its_finished_steps_in_the_ledger_once() {
     common::init();
@@ -386,11 +397,7 @@ async fn a_killed_process_leaves_its_finished_steps_in_the_ledger_once() {
     let left = report(port).await;
     let row = &left["data"][0];
     assert_eq!(
-        (
-            row["requests"].as_u64(),
-            row["input_tokens"].as_u64(),
-            row["output_tokens"].as_u64()
-        ),
+        counts(row),
         (Some(1), Some(10), Some(5)),
         "the tool step's tokens, once: {left}"
     );
@@ -422,15 +429,7 @@ async fn a_killed_process_leaves_its_finished_steps_in_the_ledger_once() {
     assert!(res.text().await.unwrap().contains("again."));
     let after = report(port).await;
     let row = &after["data"][0];
-    assert_eq!(
-        (
-            row["requests"].as_u64(),
-            row["input_tokens"].as_u64(),
-            row["output_tokens"].as_u64()
-        ),
-        (Some(2), Some(20), Some(7)),
-        "{after}"
-    );
+    assert_eq!(counts(row), (Some(2), Some(20), Some(7)), "{after}");
     assert_eq!(
         statuses(port).await,
         vec![(json!("complete"), json!(10)), (json!("interrupted"), json!(10))]

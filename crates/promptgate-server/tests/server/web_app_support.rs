@@ -176,13 +176,13 @@ async fn a_signed_artifact_link_loads_without_a_header_and_only_as_signed() {
     upstream.push(tool_calls(&[("call_r", "render_html", &[args.as_str()])]));
     upstream.push(text(["Here it is."]));
     let res = gw
-        .http
-        .post(gw.url("/v1/chat"))
-        .bearer_auth(&token)
-        .json(&send("art", user_message("m1", "draw a clock"), None))
-        .send()
-        .await
-        .unwrap();
+        .response(
+            Method::POST,
+            "/v1/chat",
+            Some(&send("art", user_message("m1", "draw a clock"), None)),
+            Some(&token),
+        )
+        .await;
     let body = res.text().await.unwrap();
     let sse = common::parse_sse(StatusCode::OK, Default::default(), &body);
     let artifact = sse.of_type("tool-output-available")[0]["output"]["artifact_id"]
@@ -192,11 +192,8 @@ async fn a_signed_artifact_link_loads_without_a_header_and_only_as_signed() {
 
     // The plain URL needs the header an iframe cannot send.
     let plain = gw
-        .http
-        .get(gw.url(&format!("/v1/artifacts/{artifact}")))
-        .send()
-        .await
-        .unwrap();
+        .response(Method::GET, &format!("/v1/artifacts/{artifact}"), None, None)
+        .await;
     assert_eq!(plain.status(), StatusCode::UNAUTHORIZED);
 
     let link_path = format!("/v1/artifacts/{artifact}/link");
@@ -254,7 +251,7 @@ async fn the_built_app_is_served_at_root_without_shadowing_the_api() {
     let gw = Gateway::start(Backend::Sqlite, config).await;
 
     for page in ["/", "/threads/abc", "/settings"] {
-        let res = gw.http.get(gw.url(page)).send().await.unwrap();
+        let res = gw.response(Method::GET, page, None, None).await;
         assert_eq!(res.status(), StatusCode::OK, "{page}");
         let csp = common::html_page_policy(&res);
         assert!(
@@ -263,7 +260,7 @@ async fn the_built_app_is_served_at_root_without_shadowing_the_api() {
         );
         assert!(res.text().await.unwrap().contains("<title>app</title>"));
     }
-    let res = gw.http.get(gw.url("/assets/app-1.js")).send().await.unwrap();
+    let res = gw.response(Method::GET, "/assets/app-1.js", None, None).await;
     assert_eq!(res.headers()["content-type"], "text/javascript; charset=utf-8");
     assert!(
         res.headers()["cache-control"]
@@ -283,7 +280,7 @@ async fn the_built_app_is_served_at_root_without_shadowing_the_api() {
     assert!(spec["paths"].is_object());
     let (status, _) = gw.post("/somewhere", json!({})).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "only GET and HEAD reach the app");
-    let res = gw.http.get(gw.url("/../Cargo.toml")).send().await.unwrap();
+    let res = gw.response(Method::GET, "/../Cargo.toml", None, None).await;
     assert!(!res.text().await.unwrap().contains("[package]"));
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -71,13 +71,6 @@ fn outputs(sse: &Sse) -> Vec<&Value> {
         .collect()
 }
 
-fn turn_id(sse: &Sse) -> String {
-    sse.of_type("start")[0]["messageMetadata"]["turnId"]
-        .as_str()
-        .unwrap()
-        .to_owned()
-}
-
 #[tokio::test]
 async fn a_cited_web_turn_numbers_charges_and_cleans() {
     let (gw, upstream, web) = gateway().await;
@@ -151,7 +144,7 @@ async fn a_cited_web_turn_numbers_charges_and_cleans() {
     assert_eq!(sources[0]["siteName"], "Coastal Notes", "enriched by the fetch");
     let stored_text = common::stored_text(&stored[1]);
     assert_eq!(stored_text, answer);
-    let first_turn = turn_id(&sse);
+    let first_turn = sse.turn_id();
 
     // An automatic retry keeps the numbers and the spent budget: repeating the search is free and
     // gets the same labels, and the next new call leaves 5 − 3.
@@ -217,7 +210,7 @@ async fn a_retry_answers_a_repeated_search_from_the_first_attempt_without_the_ba
 
     upstream.push(step(&[search("s2", "Tide  Tables")]));
     upstream.push(text(["Datum again [1]."]));
-    let retry = retry_body("web-retry", &stored[0], &turn_id(&first));
+    let retry = retry_body("web-retry", &stored[0], &first.turn_id());
     let sse = gw.stream("/v1/chat", retry).await;
     assert_eq!(
         sse.of_type("finish")[0]["finishReason"],

@@ -58,13 +58,13 @@ async fn bob_with_data(gw: &Gateway) -> Bob {
     .await;
     let thread_id = "bob-thread";
     let sent = gw
-        .http
-        .post(gw.url("/v1/chat"))
-        .bearer_auth(&token)
-        .json(&use_chat_body(thread_id, MARK, "scripted"))
-        .send()
-        .await
-        .unwrap();
+        .response(
+            Method::POST,
+            "/v1/chat",
+            Some(&use_chat_body(thread_id, MARK, "scripted")),
+            Some(&token),
+        )
+        .await;
     assert_eq!(sent.status(), 200);
     let _ = sent.text().await;
     call(

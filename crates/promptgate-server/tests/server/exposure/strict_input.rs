@@ -54,12 +54,13 @@ async fn a_huge_bad_value_is_quoted_only_in_part() {
     let gw = Gateway::single_user(Backend::Sqlite).await;
     let zone = format!("Mars/{}", "x".repeat(900 * 1024));
     let res = gw
-        .http
-        .put(gw.url("/v1/settings"))
-        .json(&json!({"time_zone": zone}))
-        .send()
-        .await
-        .unwrap();
+        .response(
+            Method::PUT,
+            "/v1/settings",
+            Some(&json!({"time_zone": zone})),
+            None,
+        )
+        .await;
     assert_eq!(res.status(), 422);
     let text = res.text().await.unwrap();
     assert!(text.len() < 2048, "the error is {} bytes", text.len());
@@ -72,12 +73,13 @@ async fn a_huge_bad_value_is_quoted_only_in_part() {
 
     // serde's own explanations quote input too.
     let res = gw
-        .http
-        .put(gw.url("/v1/settings"))
-        .json(&json!({"localization": {"distance_unit": "y".repeat(500_000)}}))
-        .send()
-        .await
-        .unwrap();
+        .response(
+            Method::PUT,
+            "/v1/settings",
+            Some(&json!({"localization": {"distance_unit": "y".repeat(500_000)}})),
+            None,
+        )
+        .await;
     assert_eq!(res.status(), 422);
     assert!(res.text().await.unwrap().len() < 2048);
 }

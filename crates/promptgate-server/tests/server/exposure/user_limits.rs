@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use promptgate_llm::scripted::{Script, ScriptedUpstream, text};
-use promptgate_server::config::AuthMode;
-use reqwest::StatusCode;
+use promptgate_server::config::{AuthMode, Config};
+use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::common::{Backend, Gateway, error_code, init, scripted_config, use_chat_body};
@@ -15,13 +15,7 @@ async fn token_for(gw: &Gateway, name: &str) -> String {
 }
 
 async fn send(gw: &Gateway, token: &str, path: &str, body: Value) -> reqwest::Response {
-    gw.http
-        .post(gw.url(path))
-        .bearer_auth(token)
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
+    gw.response(Method::POST, path, Some(&body), Some(token)).await
 }
 
 fn completion() -> Value {
@@ -41,16 +35,30 @@ async fn assert_limited(res: reqwest::Response) {
     assert_eq!(error_code(&body), "rate_limited");
 }
 
+/// A tokens-mode gateway over `upstream`, as `configure` leaves its config, and the tokens of its
+/// two users, alice and bob.
+async fn alice_and_bob(
+    backend: Backend,
+    upstream: &ScriptedUpstream,
+    configure: impl FnOnce(&mut Config),
+) -> (Gateway, String, String) {
+    let mut config = scripted_config(AuthMode::Tokens, &upstream.base_url());
+    configure(&mut config);
+    let gw = Gateway::start(backend, config).await;
+    let alice = token_for(&gw, "alice").await;
+    let bob = token_for(&gw, "bob").await;
+    (gw, alice, bob)
+}
+
 #[tokio::test]
 async fn sends_past_the_per_minute_limit_get_429_with_retry_after_for_that_user_only() {
     init();
     let upstream = ScriptedUpstream::start().await.unwrap();
     upstream.replay_by_default(text(["fine"]));
-    let mut config = scripted_config(AuthMode::Tokens, &upstream.base_url());
-    config.limits.user_sends_per_minute = 2;
-    let gw = Gateway::start(Backend::Sqlite, config).await;
-    let alice = token_for(&gw, "alice").await;
-    let bob = token_for(&gw, "bob").await;
+    let (gw, alice, bob) = alice_and_bob(Backend::Sqlite, &upstream, |config| {
+        config.limits.user_sends_per_minute = 2;
+    })
+    .await;
 
     let first = send(&gw, &alice, "/v1/chat", use_chat_body("a1", "one", "scripted")).await;
     assert_eq!(first.status(), 200);
@@ -93,11 +101,10 @@ async fn a_user_with_a_turn_running_at_the_limit_gets_429_until_it_ends() {
     let upstream = ScriptedUpstream::start().await.unwrap();
     upstream.push(Script::new().hang());
     upstream.replay_by_default(text(["next"]));
-    let mut config = scripted_config(AuthMode::Tokens, &upstream.base_url());
-    config.limits.user_turns_in_flight = 1;
-    let gw = Gateway::start(Backend::Postgres, config).await;
-    let alice = token_for(&gw, "alice").await;
-    let bob = token_for(&gw, "bob").await;
+    let (gw, alice, bob) = alice_and_bob(Backend::Postgres, &upstream, |config| {
+        config.limits.user_turns_in_flight = 1;
+    })
+    .await;
 
     let running = {
         let http = gw.http.clone();
@@ -123,12 +130,8 @@ async fn a_user_with_a_turn_running_at_the_limit_gets_429_until_it_ends() {
     let _ = bobs.text().await;
 
     let stop = gw
-        .http
-        .post(gw.url("/v1/chat/long/stop"))
-        .bearer_auth(&alice)
-        .send()
-        .await
-        .unwrap();
+        .response(Method::POST, "/v1/chat/long/stop", None, Some(&alice))
+        .await;
     assert!(stop.status().is_success(), "{}", stop.status());
     let _ = tokio::time::timeout(Duration::from_secs(60), running)
         .await

@@ -157,8 +157,8 @@ pub async fn track_request(request: Request, next: Next) -> Response {
         route = tracing::field::Empty,
         trace_id = tracing::field::Empty,
     );
-    let server_span = crate::telemetry::server_span(&request, method);
-    let (server_trace, trace_id) = crate::telemetry::server_trace(&server_span).unzip();
+    let server_span = crate::telemetry::server_span(&request);
+    let (server_trace, trace_id) = crate::telemetry::server_trace(&server_span, method, &path).unzip();
     if let Some(trace_id) = &trace_id {
         span.record("trace_id", trace_id.as_str());
     }

@@ -154,16 +154,24 @@ pub struct ServerTrace(opentelemetry::Context);
 
 /// The server span's OpenTelemetry span and its trace id (as the W3C Trace Context writes it, for
 /// the logs and error bodies); `None` when no trace is recorded. Reading it starts the span, so
-/// the turn's spans find a started parent.
-pub fn server_trace(span: &tracing::Span) -> Option<(ServerTrace, String)> {
+/// the turn's spans find a started parent; the request's method (the span's name until the route
+/// is known) and path are set on it then, in one call, the method borrowed (as `tracing` fields
+/// each was copied into a new `String`, the method twice).
+pub fn server_trace(span: &tracing::Span, method: &'static str, path: &str) -> Option<(ServerTrace, String)> {
     if !enabled() || span.is_disabled() {
         return None;
     }
     let context = span.context();
-    let span_context = context.span().span_context().clone();
+    let otel_span = context.span();
+    let span_context = otel_span.span_context().clone();
     if !span_context.is_valid() {
         return None;
     }
+    otel_span.update_name(method);
+    otel_span.set_attributes([
+        KeyValue::new("http.request.method", method),
+        KeyValue::new("url.path", path.to_owned()),
+    ]);
     // Into a buffer: `hex::encode` goes through an iterator of chars, and the formatter's hex of a
     // `u128` through padding; this is on every request.
     let mut id = [0u8; 32];
@@ -173,16 +181,20 @@ pub fn server_trace(span: &tracing::Span) -> Option<(ServerTrace, String)> {
 }
 
 /// The server span of an HTTP request, continuing the caller's trace when the request carries a
-/// valid `traceparent`. Nothing is read from the headers when traces are off. The route and the
-/// status are set when the response is known ([`record_response`]).
-pub fn server_span(request: &axum::extract::Request, method: &'static str) -> tracing::Span {
+/// valid `traceparent`. Nothing is read from the headers when traces are off. The name, method
+/// and path are set when the span is started ([`server_trace`]), the route and the status when
+/// the response is known ([`record_response`]); the fields are declared `Empty` so that the
+/// exporting layer sizes the span's attribute list for them.
+pub fn server_span(request: &axum::extract::Request) -> tracing::Span {
     let span = tracing::info_span!(
         target: "promptgate::otel",
         "http_request",
-        otel.name = method,
+        // The kind is read when the layer makes the span; it cannot be set afterwards.
         otel.kind = "server",
-        "http.request.method" = method,
-        "url.path" = request.uri().path(),
+        "http.request.method" = tracing::field::Empty,
+        "url.path" = tracing::field::Empty,
+        "http.route" = tracing::field::Empty,
+        "http.response.status_code" = tracing::field::Empty,
     );
     if enabled() && request.headers().contains_key(&TRACEPARENT) {
         let parent = TraceContextPropagator::new().extract(&Headers(request.headers()));

@@ -7,12 +7,16 @@
 //! nothing more. Message content and tool arguments are recorded only when the operator asks
 //! (see `span_content`).
 //!
-//! What a turn and a model call ended with is set on the OpenTelemetry span directly, all at once
-//! ([`set_at_end`]): recorded as `tracing` fields, each value looked the span up in the registry
-//! once per layer and took its locks again.
+//! The turn's and the model call's attributes are set on the OpenTelemetry span directly, in one
+//! call when the span is made and one when it ends ([`TraceSpan`]), rather than as `tracing`
+//! fields: the exporting layer copies every string field into a new `String` (and the span's
+//! formatted name twice), where a static key or value set directly is borrowed all the way to the
+//! wire; and each value recorded later looked the span up in the registry again. The fields are
+//! still declared, `Empty`: the layer sizes the span's attribute list by their number, so the
+//! values set directly fit without the list growing.
 
-use opentelemetry::KeyValue;
 use opentelemetry::trace::{Status, TraceContextExt};
+use opentelemetry::{Context, KeyValue};
 use promptgate_core::tools::ToolSpec;
 use promptgate_llm::{FinishReason, LlmError, Usage};
 use tracing::Span;
@@ -21,29 +25,72 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use super::plan::{TurnOutcome, TurnPlan};
 
-/// The agent's name in `gen_ai.agent.name` and the invocation span's name.
+/// The agent's name in `gen_ai.agent.name`.
 const AGENT_NAME: &str = "promptgate";
 
+/// A trace span and, when it is exported, its OpenTelemetry context: read once, when the span is
+/// made (which starts the OpenTelemetry span), and kept for what is set on it when it ends.
+pub(super) struct TraceSpan {
+    pub(super) span: Span,
+    otel: Option<Context>,
+}
+
+impl TraceSpan {
+    /// `span`, started on the exporter's side when it is exported, with `attributes` (made only
+    /// then) set on it and, if given, its name.
+    fn new(span: Span, name: Option<String>, attributes: impl FnOnce() -> Vec<KeyValue>) -> Self {
+        if span.is_disabled() {
+            return Self { span, otel: None };
+        }
+        let context = span.context();
+        if !context.has_active_span() {
+            return Self { span, otel: None };
+        }
+        let otel_span = context.span();
+        if let Some(name) = name {
+            otel_span.update_name(name);
+        }
+        otel_span.set_attributes(attributes());
+        Self {
+            span,
+            otel: Some(context),
+        }
+    }
+}
+
 /// The span of a whole turn.
-pub(super) fn agent(plan: &TurnPlan) -> Span {
-    tracing::info_span!(
+pub(super) fn agent(plan: &TurnPlan) -> TraceSpan {
+    let span = tracing::info_span!(
         target: "promptgate::otel",
-        "invoke_agent",
-        otel.name = "invoke_agent promptgate",
-        "gen_ai.operation.name" = "invoke_agent",
-        "gen_ai.provider.name" = plan.model.provider_name(),
-        "gen_ai.agent.name" = AGENT_NAME,
-        "gen_ai.request.model" = plan.upstream_model.as_str(),
-        "promptgate.model.id" = plan.model_id.as_str(),
-        "promptgate.turn.id" = plan.turn_id.as_str(),
-    )
+        "invoke_agent promptgate",
+        "gen_ai.operation.name" = Empty,
+        "gen_ai.provider.name" = Empty,
+        "gen_ai.agent.name" = Empty,
+        "gen_ai.request.model" = Empty,
+        "promptgate.model.id" = Empty,
+        "promptgate.turn.id" = Empty,
+        "gen_ai.usage.input_tokens" = Empty,
+        "gen_ai.usage.output_tokens" = Empty,
+        "promptgate.turn.status" = Empty,
+        "gen_ai.response.finish_reasons" = Empty,
+    );
+    TraceSpan::new(span, None, || {
+        vec![
+            KeyValue::new("gen_ai.operation.name", "invoke_agent"),
+            KeyValue::new("gen_ai.provider.name", plan.model.provider_name()),
+            KeyValue::new("gen_ai.agent.name", AGENT_NAME),
+            KeyValue::new("gen_ai.request.model", plan.upstream_model.clone()),
+            KeyValue::new("promptgate.model.id", plan.model_id.clone()),
+            KeyValue::new("promptgate.turn.id", plan.turn_id.clone()),
+        ]
+    })
 }
 
 /// Totals and the end of a turn, on its span.
-pub(super) fn record_outcome(span: &Span, outcome: &TurnOutcome) {
-    if span.is_disabled() {
+pub(super) fn record_outcome(span: &TraceSpan, outcome: &TurnOutcome) {
+    let Some(context) = &span.otel else {
         return;
-    }
+    };
     let mut attributes = vec![
         KeyValue::new(
             "gen_ai.usage.input_tokens",
@@ -58,37 +105,53 @@ pub(super) fn record_outcome(span: &Span, outcome: &TurnOutcome) {
     if let Some(reason) = outcome.finish_reason {
         attributes.push(KeyValue::new("gen_ai.response.finish_reasons", reason.as_str()));
     }
-    set_at_end(span, attributes, outcome.error.is_some().then_some("turn_error"));
+    set_at_end(
+        context,
+        attributes,
+        outcome.error.is_some().then_some("turn_error"),
+    );
 }
 
 /// The span of one model call (a client span: the request goes to the upstream), under the turn's.
-pub(super) fn chat(agent: &Span, plan: &TurnPlan) -> Span {
-    tracing::info_span!(
+pub(super) fn chat(agent: &Span, plan: &TurnPlan) -> TraceSpan {
+    let span = tracing::info_span!(
         target: "promptgate::otel",
         parent: agent,
         "chat",
-        otel.name = format!("chat {}", plan.upstream_model),
+        // The kind is read when the layer makes the span; it cannot be set afterwards.
         otel.kind = "client",
-        "gen_ai.operation.name" = "chat",
-        "gen_ai.provider.name" = plan.model.provider_name(),
-        "gen_ai.request.model" = plan.upstream_model.as_str(),
-        "gen_ai.request.stream" = true,
+        "gen_ai.operation.name" = Empty,
+        "gen_ai.provider.name" = Empty,
+        "gen_ai.request.model" = Empty,
+        "gen_ai.request.stream" = Empty,
         "gen_ai.system_instructions" = Empty,
         "gen_ai.input.messages" = Empty,
         "gen_ai.output.messages" = Empty,
-    )
+        "gen_ai.usage.input_tokens" = Empty,
+        "gen_ai.usage.output_tokens" = Empty,
+        "gen_ai.response.finish_reasons" = Empty,
+    );
+    let name = (!span.is_disabled()).then(|| format!("chat {}", plan.upstream_model));
+    TraceSpan::new(span, name, || {
+        vec![
+            KeyValue::new("gen_ai.operation.name", "chat"),
+            KeyValue::new("gen_ai.provider.name", plan.model.provider_name()),
+            KeyValue::new("gen_ai.request.model", plan.upstream_model.clone()),
+            KeyValue::new("gen_ai.request.stream", true),
+        ]
+    })
 }
 
 /// What one model call produced, on its span: the finish reason and the token counts, or why it failed.
 pub(super) fn record_chat(
-    span: &Span,
+    span: &TraceSpan,
     usage: Option<&Usage>,
     finish: Option<&FinishReason>,
     failure: Option<&LlmError>,
 ) {
-    if span.is_disabled() {
+    let Some(context) = &span.otel else {
         return;
-    }
+    };
     let mut attributes = Vec::new();
     if let Some(usage) = usage {
         let counts = [
@@ -108,18 +171,18 @@ pub(super) fn record_chat(
         }
     }
     if let Some(finish) = finish {
-        attributes.push(KeyValue::new(
-            "gen_ai.response.finish_reasons",
-            finish_reason(finish).to_owned(),
-        ));
+        let reason = match finish {
+            FinishReason::Other(other) => KeyValue::new("gen_ai.response.finish_reasons", other.clone()),
+            known => KeyValue::new("gen_ai.response.finish_reasons", known_finish_reason(known)),
+        };
+        attributes.push(reason);
     }
-    set_at_end(span, attributes, failure.map(llm_error_type));
+    set_at_end(context, attributes, failure.map(llm_error_type));
 }
 
-/// Sets `attributes` on the OpenTelemetry span behind `span` (started by then: its children or
-/// its outgoing request read its context), and marks it failed with `error_type` when there is one.
-fn set_at_end(span: &Span, mut attributes: Vec<KeyValue>, error_type: Option<&'static str>) {
-    let context = span.context();
+/// Sets `attributes` on the OpenTelemetry span of `context`, and marks it failed with
+/// `error_type` when there is one.
+fn set_at_end(context: &Context, mut attributes: Vec<KeyValue>, error_type: Option<&'static str>) {
     let otel_span = context.span();
     if let Some(error_type) = error_type {
         attributes.push(KeyValue::new("error.type", error_type));
@@ -167,11 +230,20 @@ pub(super) fn record_tool_error(span: &Span, error: &promptgate_core::tools::Too
 
 pub(super) fn finish_reason(reason: &FinishReason) -> &str {
     match reason {
+        FinishReason::Other(other) => other.as_str(),
+        known => known_finish_reason(known),
+    }
+}
+
+/// The conventions' name of a finish reason the API knows, static so the span borrows it (an
+/// `Other` reason is its own text: empty here).
+fn known_finish_reason(reason: &FinishReason) -> &'static str {
+    match reason {
         FinishReason::Stop => "stop",
         FinishReason::Length => "length",
         FinishReason::ToolCalls => "tool_calls",
         FinishReason::ContentFilter => "content_filter",
-        FinishReason::Other(other) => other.as_str(),
+        FinishReason::Other(_) => "",
     }
 }
 

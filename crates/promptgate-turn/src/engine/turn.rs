@@ -518,21 +518,22 @@ impl Turn {
         self.steps += 1;
         self.out.emit(UiChunk::StartStep).await;
         let mut state = StepState::default();
-        let chat = spans::chat(&self.agent_span, &self.plan);
+        let mut chat = spans::chat(&self.agent_span, &self.plan);
         let capturing = span_content::capturing();
         if capturing {
-            span_content::record_request(&chat, &request.messages);
+            span_content::record_request(&chat.span, &request.messages);
         }
-        self.chat_span = chat.clone();
+        // Lent, not cloned: every clone of an exported span is one more close through each layer.
+        self.chat_span = std::mem::replace(&mut chat.span, tracing::Span::none());
         let streamed = self.stream_step(request, &mut state).await;
-        self.chat_span = tracing::Span::none();
+        chat.span = std::mem::replace(&mut self.chat_span, tracing::Span::none());
         let failure = match &streamed {
             Err(Interrupt::Failed(err)) => Some(err),
             _ => None,
         };
         spans::record_chat(&chat, state.usage.as_ref(), state.finish.as_ref(), failure);
         if capturing {
-            span_content::record_response(&chat, &state.text, &state.calls, state.finish.as_ref());
+            span_content::record_response(&chat.span, &state.text, &state.calls, state.finish.as_ref());
         }
         self.close_open_parts(&mut state).await;
         if let Some(usage) = &state.usage {

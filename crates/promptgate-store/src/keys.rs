@@ -144,7 +144,8 @@ impl Store {
         if expires_at.is_some_and(|at| at <= now) {
             return Err(StoreError::Invalid("expires_at must lie in the future".into()));
         }
-        let mut tx = self.pool.begin().observed("transaction.begin").await?;
+        // It reads before it writes: on SQLite the lock is taken at the start (see `begin_write`).
+        let mut tx = self.begin_write().await?;
         let held = "SELECT COUNT(*) FROM api_tokens WHERE user_id = $1"
             .with_values((user_id,))
             .fetch_one(&mut *tx, "keys.create")

@@ -130,7 +130,8 @@ impl Store {
 
     /// Deletes every token of the user; returns how many there were. NotFound for an unknown user.
     pub async fn revoke_tokens(&self, user_id: &str) -> Result<u64> {
-        let mut tx = self.pool.begin().observed("transaction.begin").await?;
+        // It reads before it writes: on SQLite the lock is taken at the start (see `begin_write`).
+        let mut tx = self.begin_write().await?;
         let exists = "SELECT id FROM users WHERE id = $1"
             .with_values((user_id,))
             .fetch_optional(&mut *tx, "users.revoke_tokens")

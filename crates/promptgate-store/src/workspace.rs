@@ -80,7 +80,8 @@ impl Store {
             check_path(path)?;
         }
         let now = self.now_ms();
-        let mut tx = self.pool.begin().observed("transaction.begin").await?;
+        // It reads before it writes: on SQLite the lock is taken at the start (see `begin_write`).
+        let mut tx = self.begin_write().await?;
         let owned = "SELECT 1 FROM threads WHERE user_id = $1 AND id = $2"
             .with_values((user, thread_id))
             .fetch_optional(&mut *tx, "workspace.save_workspace")

@@ -154,3 +154,44 @@ async fn sqlite_file_takes_many_concurrent_writers_without_lock_errors() {
     assert_eq!(db.list_messages(&alice, "t42").await.unwrap().len(), 2);
     db.close().await;
 }
+
+/// Holds SQLite's write lock on another connection and changes a row under it, as a send of another
+/// instance would; the change is committed when the returned connection gets `COMMIT`.
+async fn another_writer(url: &str) -> sqlx::AnyConnection {
+    use sqlx::Connection;
+    let mut conn = sqlx::AnyConnection::connect(url).await.unwrap();
+    sqlx::query("BEGIN IMMEDIATE").execute(&mut conn).await.unwrap();
+    sqlx::query("UPDATE users SET name = name")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    conn
+}
+
+#[tokio::test]
+async fn writes_that_read_first_wait_for_another_writer_instead_of_failing() {
+    let db = TestDb::sqlite().await;
+    let alice = user(&db, "Alice").await;
+    let url = db.sqlite_url().unwrap();
+    // A transaction that read before it wrote could not take the lock once the other writer had
+    // committed under it ("database is locked", a 500 to the user); one that asks for the lock at
+    // its start waits for it.
+    let mut holder = another_writer(&url).await;
+    let (store, owner) = (db.store().clone(), alice.clone());
+    let creating = tokio::spawn(async move { store.create_key(&owner, "laptop", None).await });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    sqlx::query("COMMIT").execute(&mut holder).await.unwrap();
+    creating.await.unwrap().unwrap();
+
+    let mut holder = another_writer(&url).await;
+    let (store, owner) = (db.store().clone(), alice.clone());
+    let revoking = tokio::spawn(async move { store.revoke_tokens(&owner).await });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    sqlx::query("COMMIT").execute(&mut holder).await.unwrap();
+    assert_eq!(
+        revoking.await.unwrap().unwrap(),
+        1,
+        "the key made above is revoked"
+    );
+    db.close().await;
+}

@@ -9,6 +9,10 @@
 //! of work waits its turn in that queue, so the wait is how long the gateway's own work queues,
 //! whatever the models upstream take.
 
+mod refuse;
+
+pub use refuse::Refuse;
+
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Ready;
@@ -21,7 +25,7 @@ use std::time::Duration;
 
 use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, header};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use futures::future::Either;
 use metrics::{Counter, Gauge};
 use promptgate_core::admission::{AdaptiveLimit, LimitSettings, Load, Refusal, Usage, decide};
@@ -31,7 +35,6 @@ use tower::{Layer, Service};
 use tower_http::cors::{Cors, CorsLayer, ResponseFuture as CorsFuture};
 
 use crate::config::Config;
-use crate::error::{ApiError, ErrorCode};
 
 /// The limits, what runs under them, and who runs it.
 pub struct Gate {
@@ -379,9 +382,7 @@ impl<S> Layer<S> for AdmissionLayer {
         Admission {
             inner,
             gate: Arc::clone(&self.gate),
-            refusals: self.cors.layer(Refuse {
-                retry_after: self.gate.retry_after.clone(),
-            }),
+            refusals: self.cors.layer(Refuse::new(self.gate.retry_after.clone())),
         }
     }
 }
@@ -444,64 +445,6 @@ impl<F: Future<Output = Result<Response, Infallible>>> Future for Held<F> {
             Some(admitted) => res.map(|body| crate::listen::hold_until_body_ends(body, admitted)),
             None => res,
         }))
-    }
-}
-
-/// Answers a request the gate refused (its [`Refusal`] in the extensions), in the shape of the
-/// API it was sent to.
-#[derive(Clone)]
-pub struct Refuse {
-    retry_after: HeaderValue,
-}
-
-impl Service<Request> for Refuse {
-    type Response = Response;
-    type Error = Infallible;
-    type Future = Ready<Result<Response, Infallible>>;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, req: Request) -> Self::Future {
-        let reason = req
-            .extensions()
-            .get::<Refusal>()
-            .copied()
-            .unwrap_or(Refusal::Saturated);
-        let request_id = req.headers().get(&crate::observe::REQUEST_ID);
-        let mut res = if req.uri().path() == "/v1/messages" {
-            crate::routes::messages::anthropic_error(
-                ErrorCode::Overloaded,
-                refusal_message(reason),
-                request_id,
-            )
-        } else {
-            let id = request_id
-                .and_then(|id| id.to_str().ok())
-                .unwrap_or_default()
-                .to_owned();
-            crate::observe::with_request_id(id, || {
-                ApiError::new(ErrorCode::Overloaded, refusal_message(reason)).into_response()
-            })
-        };
-        res.headers_mut()
-            .insert(header::RETRY_AFTER, self.retry_after.clone());
-        std::future::ready(Ok(res))
-    }
-}
-
-fn refusal_message(reason: Refusal) -> &'static str {
-    match reason {
-        Refusal::Saturated => {
-            "the server is running as many turns as it can carry right now; try again shortly"
-        }
-        Refusal::Ceiling => {
-            "the server is running as many turns as it may (turn.max_in_flight); try again shortly"
-        }
-        Refusal::StoreBusy => {
-            "the server's database is taking all the writes it can right now; try again shortly"
-        }
     }
 }
 

@@ -18,7 +18,6 @@ use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::Router;
 use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::Request;
 use axum::response::Response;
@@ -32,6 +31,7 @@ use tower::ServiceExt;
 use clock::{Busy, Clock, Limit};
 use room::OpenConnections;
 
+use crate::app::App;
 use crate::config::ServerConfig;
 use crate::memory::Activity;
 use crate::write_batch::WriteBatch;
@@ -80,7 +80,7 @@ impl ConnectionLimits {
 /// close and returns once the requests in progress have finished.
 pub async fn serve_connections(
     listener: TcpListener,
-    app: Router,
+    app: impl App,
     limits: ConnectionLimits,
     shutdown: impl Future<Output = ()> + Send,
 ) -> std::io::Result<()> {
@@ -182,9 +182,9 @@ async fn make_room(slots: &Arc<Semaphore>, open: &OpenConnections) -> OwnedSemap
 }
 
 /// What one accepted connection's task needs.
-struct OpenConnection {
+struct OpenConnection<A> {
     http: hyper::server::conn::http1::Builder,
-    handler: Handler,
+    handler: Handler<A>,
     clock: Arc<Clock>,
     limits: ConnectionLimits,
     closing: tokio_util::sync::CancellationToken,
@@ -198,7 +198,7 @@ enum Served {
     Closed,
 }
 
-impl OpenConnection {
+impl<A: App> OpenConnection<A> {
     async fn serve(self, tcp: TcpStream) {
         let mut socket = Watched {
             inner: tcp,
@@ -289,13 +289,13 @@ enum Ending {
 
 /// The app behind one connection, marking each request busy until its response body ends.
 #[derive(Clone)]
-struct Handler {
-    app: Router,
+struct Handler<A> {
+    app: A,
     clock: Arc<Clock>,
     activity: Arc<Activity>,
 }
 
-impl hyper::service::Service<Request<Incoming>> for Handler {
+impl<A: App> hyper::service::Service<Request<Incoming>> for Handler<A> {
     type Response = Response;
     type Error = Infallible;
     // Boxed so the connection can be polled by reference and taken apart when it parks.

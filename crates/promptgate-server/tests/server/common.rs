@@ -147,7 +147,9 @@ impl Gateway {
         let addr = listener.local_addr().unwrap();
         let app = promptgate_server::app::build(state.clone());
         let server = tokio::spawn(async move {
-            axum::serve(listener, app).await.unwrap();
+            axum::serve(listener, axum::ServiceExt::into_make_service(app))
+                .await
+                .unwrap();
         });
         Gateway {
             addr,

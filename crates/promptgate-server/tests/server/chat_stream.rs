@@ -164,12 +164,7 @@ async fn past_the_limit_of_turns_in_flight_a_send_gets_503_and_nothing_is_stored
         refused_send(&gw, "other").await,
         (StatusCode::SERVICE_UNAVAILABLE, "overloaded".to_owned())
     );
-    let (status, body) = gw
-        .post(
-            "/v1/chat/completions",
-            json!({"model": "scripted", "messages": [{"role": "user", "content": "three"}]}),
-        )
-        .await;
+    let (status, body) = gw.complete("three").await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
     assert_eq!(error_code(&body), "overloaded");
     let (status, _) = gw.get("/v1/threads/other/messages").await;
@@ -369,12 +364,13 @@ async fn tasks_tools_are_offered_only_behind_the_experimental_flag() {
             .any(|t| t["name"] == "addTasks")
     );
     gw.put("/v1/settings", json!({"experimental_tasks": true})).await;
-    upstream.push(tool_calls(&[(
+    common::one_call(
+        &upstream,
         "call_t",
         "addTasks",
-        &["{\"tasks\":[\"buy milk\",\"call mum\"]}"],
-    )]));
-    upstream.push(text(["Added."]));
+        "{\"tasks\":[\"buy milk\",\"call mum\"]}",
+        "Added.",
+    );
     let sse = gw.chat("tk", "remind me").await;
     let output = sse.of_type("tool-output-available");
     assert_eq!(output.len(), 1, "{:?}", sse.types());

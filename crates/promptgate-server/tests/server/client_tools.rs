@@ -125,8 +125,13 @@ async fn hidden_server_steps_are_put_back_when_the_result_reaches_another_instan
     // A server-side step the client never sees (a call the server answers itself), then the
     // client's tool.
     upstream.push(tool_calls(&[("call_s", "no_such_tool", &["{}"])]));
-    upstream.push(tool_calls(&[("call_c", "get_weather", &["{\"city\":\"Oslo\"}"])]));
-    upstream.push(text(["Clear skies."]));
+    common::one_call(
+        &upstream,
+        "call_c",
+        "get_weather",
+        "{\"city\":\"Oslo\"}",
+        "Clear skies.",
+    );
 
     let body = json!({"model": "scripted", "messages": [question()], "tools": [weather_tool()]});
     let (status, first) = first_instance.post("/v1/chat/completions", body).await;

@@ -530,6 +530,37 @@ impl Gateway {
             .await
     }
 
+    /// Creates a project of the user's; its id.
+    pub async fn create_project(&self, name: &str, instructions: &str) -> String {
+        let body = serde_json::json!({"name": name, "instructions": instructions});
+        let (status, project) = self.post("/v1/projects", body).await;
+        assert_eq!(status, StatusCode::CREATED, "{project}");
+        project["id"].as_str().unwrap().to_owned()
+    }
+
+    /// Creates a skill of the user's from its JSON body.
+    pub async fn create_skill(&self, body: Value) {
+        let (status, skill) = self.post("/v1/skills", body).await;
+        assert_eq!(status, StatusCode::CREATED, "{skill}");
+    }
+
+    /// Starts authorizing the user's MCP server `id` (which asks for OAuth): the URL the user's
+    /// browser is sent to.
+    pub async fn authorization_url(&self, id: &str) -> String {
+        let (status, started) = self
+            .post(&format!("/v1/mcp-servers/{id}/authorize"), serde_json::json!({}))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{started}");
+        started["authorization_url"].as_str().unwrap().to_owned()
+    }
+
+    /// Sends `text` through the OpenAI-compatible `/v1/chat/completions` (not streamed) to the
+    /// `scripted` model; its status and answer.
+    pub async fn complete(&self, text: &str) -> (StatusCode, Value) {
+        let body = serde_json::json!({"model": "scripted", "messages": [{"role": "user", "content": text}]});
+        self.post("/v1/chat/completions", body).await
+    }
+
     /// Like [`Gateway::stream`], for a client declaring the UI stream `version` (`v5`, `v6`...).
     pub async fn stream_as(&self, version: &str, path: &str, body: Value) -> Sse {
         let res = self
@@ -976,4 +1007,56 @@ fn peer_setting(variable: &str, scenario: &str) -> Option<String> {
             &format!("{variable} is not set, so {scenario} is skipped"),
         ),
     }
+}
+
+/// A child process a test started (a peer, a second `promptgate serve`), killed and reaped when the
+/// test ends, passed or failed, so that no process outlives it.
+pub struct Killed(pub std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A loopback port free a moment ago (bound and released), for a process that binds it itself.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Serves `app` on a loopback port until the test's runtime ends; its address.
+pub async fn serve_router(app: axum::Router) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    addr
+}
+
+/// The JSON array of strings `list` as strings.
+pub fn strs(list: &Value) -> Vec<&str> {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item.as_str().unwrap())
+        .collect()
+}
+
+/// Scripts the model's next send: it calls `tool` once (call `id`, with the JSON `arguments`), then
+/// answers `answer` once it has read the result.
+pub fn one_call(
+    upstream: &promptgate_llm::scripted::ScriptedUpstream,
+    id: &str,
+    tool: &str,
+    arguments: &str,
+    answer: &str,
+) {
+    upstream.push(promptgate_llm::scripted::tool_calls(&[(id, tool, &[arguments])]));
+    upstream.push(promptgate_llm::scripted::text([answer]));
 }

@@ -230,10 +230,7 @@ async fn setup_with(backend: Backend, mode: AuthMode) -> Setup {
 pub(crate) async fn fake_google() -> (String, Hits) {
     let hits = Hits::default();
     let app = Router::new().fallback(google_api).with_state(hits.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let google = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (google, hits)
+    (format!("http://{}", common::serve_router(app).await), hits)
 }
 
 /// The integrations section for the fake Google at `google` (secrets read from [`FakeEnv`]).

@@ -64,12 +64,7 @@ async fn demo_gateway() -> Gateway {
 
 /// The chunk types a checker script saw, in order.
 fn chunk_types(result: &Value) -> Vec<&str> {
-    result["chunks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c.as_str().unwrap())
-        .collect()
+    common::strs(&result["chunks"])
 }
 
 #[tokio::test]

@@ -10,7 +10,7 @@ use crate::common;
 use promptgate_mcp::testing::python_auth_peer;
 
 use common::{Backend, Gateway, error_code, scripted_config_with, tool_message};
-use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
+use promptgate_llm::scripted::ScriptedUpstream;
 use promptgate_server::config::AuthMode;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
@@ -64,8 +64,7 @@ pub(crate) async fn callback(gw: &Gateway, path: &str) -> (StatusCode, String) {
 /// the answer comes, and the tool answered as the peer does for an authorized user.
 async fn whoami_turn(gw: &Gateway, upstream: &ScriptedUpstream, thread: &str, call: &str) {
     gw.post("/v1/threads", json!({"id": thread})).await;
-    upstream.push(tool_calls(&[(call, "notes_whoami", &["{}"])]));
-    upstream.push(text(["It is the auth peer."]));
+    common::one_call(upstream, call, "notes_whoami", "{}", "It is the auth peer.");
     let sse = gw.chat(thread, "who is it?").await;
     assert_eq!(sse.text(), "It is the auth peer.");
     assert_eq!(

@@ -57,11 +57,7 @@ async fn a_server_without_registration_is_connected_with_the_client_the_user_gav
     assert_eq!(status, StatusCode::OK, "{replaced}");
     assert_eq!(replaced["oauth_client_id"], CLIENT_ID);
     assert_eq!(replaced["oauth_client_secret_set"], true);
-    let (status, started) = gw
-        .post(&format!("/v1/mcp-servers/{id}/authorize"), json!({}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{started}");
-    let authorization_url = started["authorization_url"].as_str().unwrap();
+    let authorization_url = &gw.authorization_url(id).await;
     assert!(
         authorization_url.contains(&format!("client_id={CLIENT_ID}")),
         "{authorization_url}"

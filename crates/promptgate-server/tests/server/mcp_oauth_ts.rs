@@ -12,7 +12,7 @@ use crate::mcp_oauth::{TOML, callback, consent, consent_back_to, peer_control, p
 use promptgate_mcp::testing::{PeerProcess, TsAuthPeer, typescript_auth_peer};
 
 use common::{Backend, Gateway, NEWEST_UI_STREAM, scripted_config_with, tool_message, use_chat_body};
-use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
+use promptgate_llm::scripted::ScriptedUpstream;
 use promptgate_server::config::{AuthMode, Config};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -64,8 +64,7 @@ async fn call_in_a_turn_as(
     version: &str,
 ) -> String {
     gw.post("/v1/threads", json!({"id": thread})).await;
-    upstream.push(tool_calls(&[("c1", tool, &["{}"])]));
-    upstream.push(text(["Done."]));
+    common::one_call(upstream, "c1", tool, "{}", "Done.");
     let sse = gw
         .stream_as(version, "/v1/chat", use_chat_body(thread, "go", "scripted"))
         .await;
@@ -207,11 +206,7 @@ async fn an_authorization_server_that_takes_client_metadata_documents_reads_the_
         .await
         .unwrap();
     assert_eq!(answer.status(), StatusCode::NOT_FOUND);
-    let (status, started) = production
-        .post(&format!("/v1/mcp-servers/{id}/authorize"), json!({}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{started}");
-    let registered = query_param(started["authorization_url"].as_str().unwrap(), "client_id");
+    let registered = query_param(&production.authorization_url(&id).await, "client_id");
     assert_ne!(registered.as_deref(), Some(client_id.as_str()));
     assert_eq!(stats(&url).await["registrations"], 1);
 }
@@ -243,11 +238,7 @@ async fn a_tool_that_needs_more_scopes_makes_reconnect_ask_for_them() {
     assert_eq!(server["authorization"]["scopes"], "notes:read notes:write");
 
     // Reconnect asks for the union; once granted, the tool works and the server is connected.
-    let (status, started) = gw
-        .post(&format!("/v1/mcp-servers/{id}/authorize"), json!({}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{started}");
-    let authorization_url = started["authorization_url"].as_str().unwrap();
+    let authorization_url = &gw.authorization_url(&id).await;
     assert_eq!(
         query_param(authorization_url, "scope").as_deref(),
         Some("notes:read notes:write")

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use axum::response::IntoResponse;
 use common::{Backend, Gateway, error_code, test_config};
-use promptgate_mcp::testing::McpTestServer;
+use promptgate_mcp::testing::{McpTestServer, dead_url, serve_plain};
 use promptgate_outbound::testing::Tripwire;
 use promptgate_server::config::{AuthMode, Config};
 use promptgate_store::NewMcpServer;
@@ -22,7 +22,6 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler};
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
 
 #[derive(Clone)]
 struct OneTool;
@@ -200,9 +199,7 @@ async fn a_stored_server_whose_address_is_now_refused_is_checked_again_at_probe(
 async fn probe_errors_name_the_category_and_never_echo_the_target() {
     const SECRET: &str = "internal-admin-page-4471";
     async fn serve(status: StatusCode, content_type: &'static str) -> String {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let app = axum::Router::new().route(
+        serve_plain(axum::Router::new().route(
             "/mcp",
             axum::routing::any(move || async move {
                 (
@@ -212,21 +209,15 @@ async fn probe_errors_name_the_category_and_never_echo_the_target() {
                 )
                     .into_response()
             }),
-        );
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        format!("http://{addr}/mcp")
+        ))
+        .await
     }
     let gw = Gateway::start(
         Backend::Sqlite,
         with_probe_timeout(test_config(AuthMode::SingleUser)),
     )
     .await;
-    let closed = {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        format!("http://{}/mcp", listener.local_addr().unwrap())
-    };
+    let closed = dead_url().await;
     let hangs_up = format!("http://127.0.0.1:{}/mcp", Tripwire::start().await.port);
     let cases = [
         (serve(StatusCode::NOT_FOUND, "text/html").await, "http_status"),

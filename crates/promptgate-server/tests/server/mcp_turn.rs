@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use common::{Backend, Gateway, preview_tools, tool_message};
 use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
-use promptgate_mcp::testing::McpTestServer;
+use promptgate_mcp::testing::{McpTestServer, dead_url};
 use reqwest::StatusCode;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData, Implementation,
@@ -162,12 +162,7 @@ async fn mcp_tools_are_offered_called_and_recorded(backend: Backend) {
         fetch_content[0]
     );
     // The preview shows each MCP tool's origin, title and the server's behaviour hints.
-    let search = shown["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == "fetch_search")
-        .unwrap();
+    let search = common::where_eq(&shown["tools"], "name", "fetch_search")[0];
     assert_eq!(
         search["mcp"],
         json!({"name": "Fetch", "url": first.url(), "toolName": "search", "title": "Search the files",
@@ -270,12 +265,13 @@ async fn failing_servers_are_skipped_and_a_restarted_one_comes_back() {
     // Stopped: no send pings first, so the next one still offers the cached tools; the call to one
     // fails, the turn still answers, and the send after it leaves the server out.
     files.stop().await;
-    upstream.push(tool_calls(&[(
+    common::one_call(
+        &upstream,
         "c8",
         "files_echo",
-        &["{\"message\":\"anyone?\"}"],
-    )]));
-    upstream.push(text(["Second."]));
+        "{\"message\":\"anyone?\"}",
+        "Second.",
+    );
     let sse = gw.chat("t2", "two").await;
     assert_eq!(sse.text(), "Second.");
     let failed = event_for(&sse.of_type("tool-output-error"), "c8");
@@ -300,8 +296,7 @@ async fn failing_servers_are_skipped_and_a_restarted_one_comes_back() {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     assert!(back, "the restarted server's tools came back");
-    upstream.push(tool_calls(&[("c9", "files_echo", &["{\"message\":\"again\"}"])]));
-    upstream.push(text(["Third."]));
+    common::one_call(&upstream, "c9", "files_echo", "{\"message\":\"again\"}", "Third.");
     let sse = gw.chat("t2", "three").await;
     assert_eq!(sse.text(), "Third.");
     let output = event_for(&sse.of_type("tool-output-available"), "c9");
@@ -336,12 +331,7 @@ async fn probe_reports_the_server_or_why_it_failed() {
     );
 
     // Nothing listens on a port we just released.
-    let closed = TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap()
-        .local_addr()
-        .unwrap();
-    let refused = register(&gw, "Gone", &format!("http://{closed}/mcp")).await;
+    let refused = register(&gw, "Gone", &dead_url().await).await;
     let (status, body) = gw
         .post(&format!("/v1/mcp-servers/{refused}/probe"), json!({}))
         .await;
@@ -366,29 +356,14 @@ fn node_peers_dir() -> Option<String> {
     common::node_peers_dir("the server-everything turn")
 }
 
-/// A peer process, killed when the test ends.
-pub(crate) struct Peer(pub(crate) std::process::Child);
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[tokio::test]
 async fn a_turn_calls_server_everything_through_the_gateway() {
     let Some(dir) = node_peers_dir() else { return };
     let entry =
         std::path::Path::new(&dir).join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    let port = TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = common::free_port();
     // It listens on every interface; the test only talks to it over loopback.
-    let _peer = Peer(
+    let _peer = common::Killed(
         std::process::Command::new("node")
             .arg(&entry)
             .arg("streamableHttp")

@@ -12,7 +12,6 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode as AxumStatus, Uri};
 use axum::response::{IntoResponse, Response};
-use promptgate_llm::scripted::{text, tool_calls};
 use promptgate_server::config::{IntegrationsConfig, OAuthEntry};
 use reqwest::{StatusCode, Url};
 use serde_json::{Value, json};
@@ -101,10 +100,7 @@ async fn microsoft_api(
 async fn fake_microsoft() -> (String, GraphCalls) {
     let calls = GraphCalls::default();
     let app = Router::new().fallback(microsoft_api).with_state(calls.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (base, calls)
+    (format!("http://{}", common::serve_router(app).await), calls)
 }
 
 fn microsoft_integrations(microsoft: &str) -> IntegrationsConfig {
@@ -150,12 +146,13 @@ async fn microsoft_whose_refresh_token_stopped_working_brings_the_card_and_the_c
     let (status, body) = gw.oauth_callback("microsoft", "doomed-code", &state).await;
     assert_eq!(status, StatusCode::OK, "{body}");
 
-    upstream.push(tool_calls(&[(
+    common::one_call(
+        &upstream,
         "c1",
         "microsoft_list_messages",
-        &[r#"{"top": 5, "skipToken": "", "filter": "", "includeBodyHtml": false}"#],
-    )]));
-    upstream.push(text(["One email."]));
+        r#"{"top": 5, "skipToken": "", "filter": "", "includeBodyHtml": false}"#,
+        "One email.",
+    );
     let user = async {
         let shown = card(&gw, "mail").await;
         assert_eq!(shown["kind"], "integration");

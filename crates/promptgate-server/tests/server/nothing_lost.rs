@@ -225,11 +225,7 @@ impl OwnCluster {
                     .success()
             );
         }
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = common::free_port();
         let cluster = OwnCluster { dir, bin, port };
         let data = cluster.dir.join("data");
         cluster.run(
@@ -524,14 +520,6 @@ fn binary_dir_on(upstream: &ScriptedUpstream, database_url: Option<&str>, extra:
     dir
 }
 
-pub(crate) fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// A send of `text` to `thread` on the server process listening on `port`.
 pub(crate) fn chat_request(port: u16, thread: &str, text: &str) -> reqwest::RequestBuilder {
     reqwest::Client::new()
@@ -581,7 +569,7 @@ async fn a_killed_process_leaves_an_interrupted_partial_answer() {
     common::init();
     let upstream = ScriptedUpstream::start().await.unwrap();
     let dir = binary_dir(&upstream, "[turn]\ncheckpoint_interval_ms = 50\n");
-    let port = free_port();
+    let port = common::free_port();
     let server = start_binary(&dir, port, "first").await;
     upstream.push(
         Script::new()
@@ -621,7 +609,7 @@ async fn sigterm_lets_turns_finish_within_the_grace_and_stores_the_rest_as_stopp
         &upstream,
         "[server]\nshutdown_grace_secs = 2\n[turn]\ncheckpoint_interval_ms = 50\n",
     );
-    let port = free_port();
+    let port = common::free_port();
     let mut server = start_binary(&dir, port, "first").await;
     // One turn that ends within the grace, one that never would.
     upstream.push(text(["Finishing ", "in ", "time."]).with_delay_between(Duration::from_millis(150)));
@@ -702,7 +690,7 @@ async fn an_instance_killed_right_after_start_leaves_the_answer_the_client_was_t
     let upstream = ScriptedUpstream::start().await.unwrap();
     upstream.push(Script::new().hang());
     let dir = binary_dir_on(&upstream, Some(db.url()), "");
-    let port = free_port();
+    let port = common::free_port();
     let server = start_binary(&dir, port, "first").await;
 
     let res = chat_request(port, "killed-early", "Tell me")

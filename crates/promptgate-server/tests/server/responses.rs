@@ -301,8 +301,7 @@ async fn server_tools_show_as_mcp_and_web_search_items_and_the_rest_stays_unseen
 #[tokio::test]
 async fn previous_response_id_continues_the_conversation_the_model_saw() {
     let (gw, upstream, _mcp) = tools_gateway(Backend::Postgres).await;
-    upstream.push(tool_calls(&[("c1", "box_echo", &["{\"message\":\"hi\"}"])]));
-    upstream.push(text(["It said hi."]));
+    crate::common::one_call(&upstream, "c1", "box_echo", "{\"message\":\"hi\"}", "It said hi.");
     let (status, first) = gw
         .post(
             "/v1/responses",

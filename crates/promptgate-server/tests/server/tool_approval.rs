@@ -9,11 +9,9 @@
 
 use crate::common;
 
-use common::{
-    Backend, Gateway, Sse, error_code, parse_sse, scripted_config_with, tool_message, use_chat_body,
-};
+use common::{Backend, Gateway, Sse, error_code, parse_sse, tool_message, use_chat_body};
 use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
-use promptgate_server::config::AuthMode;
+use promptgate_server::config::Config;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -27,6 +25,16 @@ async fn gateway(backend: Backend, extra_toml: &str) -> (Gateway, ScriptedUpstre
 }
 
 /// Tasks on, and `addTasks` asking (the user's choice; the operator's defaults leave it allowed).
+/// A gateway on Postgres, so that more instances share its store, with [`asking_user`]; its upstream
+/// and the config to start those instances with.
+async fn asking_on_postgres() -> (Gateway, ScriptedUpstream, Config) {
+    common::init();
+    let (upstream, config) = common::single_user_scripted("").await;
+    let gw = Gateway::start(Backend::Postgres, config.clone()).await;
+    asking_user(&gw).await;
+    (gw, upstream, config)
+}
+
 async fn asking_user(gw: &Gateway) {
     let (status, _) = gw
         .put(
@@ -271,8 +279,7 @@ async fn clients_that_cannot_answer_get_the_operators_choice() {
     ] {
         let (gw, upstream) = gateway(Backend::Sqlite, extra).await;
         asking_user(&gw).await;
-        upstream.push(tool_calls(&[("call_add", "addTasks", &[ADD])]));
-        upstream.push(text(["Done."]));
+        common::one_call(&upstream, "call_add", "addTasks", ADD, "Done.");
         let sse = stream_as(
             &gw,
             version,
@@ -296,16 +303,12 @@ async fn clients_that_cannot_answer_get_the_operators_choice() {
 
 #[tokio::test]
 async fn the_answer_is_taken_on_another_instance_and_after_a_restart() {
-    common::init();
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let config = || scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), "");
-    let a = Gateway::start(Backend::Postgres, config()).await;
-    asking_user(&a).await;
-    let asking = a.another_instance(config()).await;
+    let (a, upstream, config) = asking_on_postgres().await;
+    let asking = a.another_instance(config.clone()).await;
     let (_, approval_id) = paused(&asking, &upstream).await;
     // The instance that asked goes away; one started afterwards knows the call from the store.
     drop(asking);
-    let restarted = a.another_instance(config()).await;
+    let restarted = a.another_instance(config.clone()).await;
     let (_, waiting) = restarted.get(&format!("/v1/threads/{THREAD}/approvals")).await;
     assert_eq!(waiting[0]["approval_id"], json!(approval_id));
     // Answering on two instances at once: exactly one continues the message.
@@ -331,13 +334,9 @@ async fn the_answer_is_taken_on_another_instance_and_after_a_restart() {
 /// messages again, on either instance.
 #[tokio::test]
 async fn another_instance_refuses_a_new_message_while_a_call_waits_and_takes_one_after_the_answer() {
-    common::init();
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let config = || scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), "");
-    let a = Gateway::start(Backend::Postgres, config()).await;
-    asking_user(&a).await;
+    let (a, upstream, config) = asking_on_postgres().await;
     let (_, approval_id) = paused(&a, &upstream).await;
-    let b = a.another_instance(config()).await;
+    let b = a.another_instance(config.clone()).await;
     let (status, body) = b
         .post("/v1/chat", use_chat_body(THREAD, "never mind", "scripted"))
         .await;
@@ -377,8 +376,7 @@ async fn the_ai_sdks_chat_approves_and_denies_and_continues_its_message() {
         for approved in [true, false] {
             let (gw, upstream) = gateway(Backend::Sqlite, "").await;
             asking_user(&gw).await;
-            upstream.push(tool_calls(&[("call_add", "addTasks", &[ADD])]));
-            upstream.push(text(["All set."]));
+            common::one_call(&upstream, "call_add", "addTasks", ADD, "All set.");
             let request = json!({
                 "chatId": THREAD, "text": "remind me to buy milk", "approved": approved, "reason": "not today",
                 "headers": {"X-Promptgate-UI-Stream": version}, "body": {"model": "scripted"},

@@ -621,12 +621,13 @@ async fn with_content_capture_on_the_spans_carry_the_prompt_the_answer_and_the_t
         .post("/v1/mcp-servers", json!({"name": "Notes", "url": server.url()}))
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
-    upstream.push(tool_calls(&[(
+    common::one_call(
+        &upstream,
         "call_mcp",
         "notes_lookup",
-        &[r#"{"topic": "tides"}"#],
-    )]));
-    upstream.push(text(["High water is at 14:10."]));
+        r#"{"topic": "tides"}"#,
+        "High water is at 14:10.",
+    );
     let (trace_id, _, traceparent) = caller_context();
     traced_send(&gw, &traceparent, "tides-content", SECRET_WORDS).await;
 
@@ -717,12 +718,13 @@ async fn a_sends_store_calls_are_client_spans_in_its_trace(backend: Backend) {
     let said = gw.chat("roses", "Roses like compost in early spring.").await;
     assert_eq!(said.text(), "Noted.");
 
-    upstream.push(tool_calls(&[(
+    common::one_call(
+        &upstream,
         "p1",
         "search_project_chats",
-        &[r#"{"query": "compost"}"#],
-    )]));
-    upstream.push(text(["Found it."]));
+        r#"{"query": "compost"}"#,
+        "Found it.",
+    );
     // A limit on the user, so that the budget check reads the database (without one it is
     // answered from memory, and no span says otherwise).
     let limit = promptgate_store::Budget {

@@ -9,7 +9,7 @@
 
 use crate::common;
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::{
@@ -123,12 +123,16 @@ async fn with_continue_a_dropped_client_is_resumed_on_the_other_instance() {
     common::drop_then_resume(&a, &b, &upstream, "c").await;
 }
 
+/// The thread's first turn ("hi", answered "First."), sent to `gw`: its id.
+async fn first_turn(gw: &Gateway, upstream: &ScriptedUpstream, thread: &str) -> String {
+    upstream.push(text(["First."]));
+    gw.chat(thread, "hi").await.turn_id()
+}
+
 #[tokio::test]
 async fn a_retry_on_the_other_instance_finds_its_turn() {
     let (a, b, upstream) = two_instances("").await;
-    upstream.push(text(["First."]));
-    let first = a.chat("rt", "hi").await;
-    let turn = first.turn_id();
+    let turn = first_turn(&a, &upstream, "rt").await;
 
     upstream.push(text(["Second."]));
     let mut body = use_chat_body("rt", "again", "scripted");
@@ -160,9 +164,7 @@ async fn a_retry_on_the_other_instance_finds_its_turn() {
 #[tokio::test]
 async fn a_retry_after_its_window_is_a_409_on_any_instance() {
     let (a, b, upstream) = two_instances("[turn]\nretry_window_secs = 0\n").await;
-    upstream.push(text(["First."]));
-    let first = a.chat("late", "hi").await;
-    let turn = first.turn_id();
+    let turn = first_turn(&a, &upstream, "late").await;
     tokio::time::sleep(Duration::from_millis(20)).await;
     let mut body = use_chat_body("late", "again", "scripted");
     body["retryOf"] = json!(turn);
@@ -176,16 +178,6 @@ async fn a_retry_after_its_window_is_a_409_on_any_instance() {
     );
 }
 
-/// A `promptgate serve` process, killed (SIGKILL) when dropped if still running.
-struct Process(Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[tokio::test]
 async fn a_killed_instances_turn_is_interrupted_after_its_lease() {
     common::init();
@@ -197,11 +189,7 @@ async fn a_killed_instances_turn_is_interrupted_after_its_lease() {
     .await;
 
     // The other instance is a process of its own, on the same database.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = common::free_port();
     let dir = std::env::temp_dir().join(format!("promptgate-two-{}-{port}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let config = dir.join("promptgate.toml");
@@ -215,7 +203,7 @@ async fn a_killed_instances_turn_is_interrupted_after_its_lease() {
         ),
     )
     .unwrap();
-    let mut doomed = Process(
+    let mut doomed = common::Killed(
         Command::new(env!("CARGO_BIN_EXE_promptgate"))
             .arg("serve")
             .arg("--config")

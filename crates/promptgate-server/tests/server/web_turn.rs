@@ -300,14 +300,9 @@ async fn research_in_the_message_gives_the_research_cap() {
 #[tokio::test]
 async fn loading_the_research_skill_widens_an_auto_budget() {
     let (gw, upstream, _web) = gateway().await;
-    let (status, _) = gw
-        .post(
-            "/v1/skills",
-            json!({"slug": "research", "name": "Research", "description": "Deep research",
-                   "instructions": "Search widely and cite every claim."}),
-        )
-        .await;
-    assert_eq!(status, 201);
+    let research = json!({"slug": "research", "name": "Research", "description": "Deep research",
+                          "instructions": "Search widely and cite every claim."});
+    gw.create_skill(research).await;
     upstream.push(step(&[(
         "k1".into(),
         "skill".into(),

@@ -11,6 +11,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::keys::KeyBody;
+use super::summary;
 use super::validate::required_text;
 use crate::api_doc::{Created, NoContent};
 use crate::auth::{AdminUser, Caller};
@@ -22,7 +23,7 @@ pub fn routes() -> ApiRouter<AppState> {
     ApiRouter::new()
         .api_route(
             "/v1/admin/users",
-            get_with(list_users, |op| op.summary("Every user (admins)")).post_with(create_user, |op| {
+            get_with(list_users, summary("Every user (admins)")).post_with(create_user, |op| {
                 op.summary("Create a user with a first key (admins)").description(
                     "The answer carries the first key's `secret`, this once; hand it to the user.",
                 )
@@ -30,15 +31,16 @@ pub fn routes() -> ApiRouter<AppState> {
         )
         .api_route(
             "/v1/admin/users/{id}",
-            get_with(get_user, |op| op.summary("One user (admins)"))
+            get_with(get_user, summary("One user (admins)"))
                 .patch_with(update_user, |op| {
                     op.summary("Disable or enable a user, or change their role (admins)").description(
                         "A disabled user's keys are refused at once, on every instance; their data stays.",
                     )
                 })
-                .delete_with(delete_user, |op| {
-                    op.summary("Delete a user and everything they keep (admins)")
-                }),
+                .delete_with(
+                    delete_user,
+                    summary("Delete a user and everything they keep (admins)"),
+                ),
         )
         .api_route(
             "/v1/admin/users/{id}/budget",
@@ -51,7 +53,7 @@ pub fn routes() -> ApiRouter<AppState> {
                      refused with 403 `unpriced_model`.",
                     )
             })
-            .get_with(get_user_budget, |op| op.summary("A user's budget (admins)")),
+            .get_with(get_user_budget, summary("A user's budget (admins)")),
         )
         .api_route(
             "/v1/admin/keys/{id}/budget",
@@ -59,7 +61,7 @@ pub fn routes() -> ApiRouter<AppState> {
                 op.summary("Set one key's budget and token limit (admins)")
                     .description("A key's limits hold beside its user's: a send must be within both.")
             })
-            .get_with(get_key_budget, |op| op.summary("One key's budget (admins)")),
+            .get_with(get_key_budget, summary("One key's budget (admins)")),
         )
 }
 

@@ -265,10 +265,7 @@ async fn thread_messages_endpoint_answers_with_the_same_stream() {
     gw.post("/v1/threads", json!({"id": "th"})).await;
     upstream.push(text(["Fine."]));
     let sse = gw
-        .stream(
-            "/v1/threads/th/messages",
-            json!({"message": "How are you?", "model": "scripted"}),
-        )
+        .thread_message("th", json!({"message": "How are you?", "model": "scripted"}))
         .await;
     assert_eq!(sse.text(), "Fine.");
     let stored = gw.stored_messages("th", 2).await;
@@ -494,8 +491,8 @@ async fn an_unknown_retry_of_is_a_404_on_both_routes_in_both_spellings() {
     // A known turn is retried, whichever spelling names it.
     upstream.push(text(["Second."]));
     let sse = gw
-        .stream(
-            "/v1/threads/rt/messages",
+        .thread_message(
+            "rt",
             json!({"message": "again", "model": "scripted", "retryOf": turn}),
         )
         .await;
@@ -524,8 +521,8 @@ async fn a_retry_on_the_thread_route_answers_the_stored_prompt_without_storing_i
 
     upstream.push(text(["Low tide is at 6:10."]));
     let retry = gw
-        .stream(
-            "/v1/threads/rq/messages",
+        .thread_message(
+            "rq",
             json!({"message": "When is low tide?", "model": "scripted", "retry_of": turn}),
         )
         .await;
@@ -587,11 +584,8 @@ async fn voice_mode_and_ask_answers_from_the_body_reach_the_model_as_notes() {
 
     // Without the fields the next send carries neither note.
     upstream.push(text(["Done."]));
-    gw.stream(
-        "/v1/threads/notes/messages",
-        json!({"message": "Thanks", "model": "scripted"}),
-    )
-    .await;
+    gw.thread_message("notes", json!({"message": "Thanks", "model": "scripted"}))
+        .await;
     let sent = upstream.last_request().unwrap().to_string();
     assert!(!sent.contains("voice mode") && !sent.contains("User responses"));
 

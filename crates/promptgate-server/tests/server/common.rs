@@ -429,6 +429,14 @@ impl Sse {
         );
     }
 
+    /// The `tool-output-available` chunk of the tool call `call_id`.
+    pub fn tool_output(&self, call_id: &str) -> &Value {
+        self.events
+            .iter()
+            .find(|e| e["type"] == "tool-output-available" && e["toolCallId"] == call_id)
+            .unwrap_or_else(|| panic!("no output for {call_id}: {:?}", self.types()))
+    }
+
     pub fn text(&self) -> String {
         self.of_type("text-delta")
             .iter()
@@ -522,6 +530,11 @@ impl Gateway {
     /// POSTs a JSON body and reads the whole SSE answer (as the newest AI SDK reads it).
     pub async fn stream(&self, path: &str, body: Value) -> Sse {
         self.stream_as(NEWEST_UI_STREAM.1, path, body).await
+    }
+
+    /// POSTs `body` to the thread's own route, `/v1/threads/{thread}/messages`, and reads the answer.
+    pub async fn thread_message(&self, thread: &str, body: Value) -> Sse {
+        self.stream(&format!("/v1/threads/{thread}/messages"), body).await
     }
 
     /// Sends `text` to `thread` through `/v1/chat` for the `scripted` model and reads the answer.
@@ -1059,4 +1072,13 @@ pub fn one_call(
 ) {
     upstream.push(promptgate_llm::scripted::tool_calls(&[(id, tool, &[arguments])]));
     upstream.push(promptgate_llm::scripted::text([answer]));
+}
+
+/// The query parameter `name` of the URL `url` (an authorization URL's `state`, `scope`...).
+pub fn query_param(url: &str, name: &str) -> Option<String> {
+    url::Url::parse(url)
+        .unwrap()
+        .query_pairs()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned())
 }

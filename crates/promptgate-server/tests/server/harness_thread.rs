@@ -284,11 +284,7 @@ async fn the_web_floor_takes_only_the_web_tools_steers_once_and_lifts_on_promoti
     );
     let sse = send(&gw, "f1", "Tell me about tides").await;
     assert_eq!(sse.text(), "What I found, and what I could not check.");
-    let denied = sse
-        .of_type("tool-output-available")
-        .into_iter()
-        .find(|e| e["toolCallId"] == "s6")
-        .unwrap();
+    let denied = sse.tool_output("s6");
     assert_eq!(denied["output"]["status"], "budget_exhausted");
 
     let requests = upstream.requests();

@@ -72,10 +72,8 @@ async fn harness_workspace_across_sends_and_a_restart(db: TestDb) {
         format!("wrote {} bytes to /home/user/logs/access.log", LOG.len())
     );
     assert_eq!(tool_message(&requests[2], "c2"), "2\n");
-    let outputs = sse.of_type("tool-output-available");
-    let bash = outputs.iter().find(|e| e["toolCallId"] == "c2").unwrap();
     assert_eq!(
-        bash["output"],
+        sse.tool_output("c2")["output"],
         json!({"stdout": "2\n", "stderr": "", "exit_code": 0})
     );
     gw.stored_messages("w1", 2).await;

@@ -610,12 +610,7 @@ async fn with_tokens_the_state_names_the_user_who_authorized() {
         .get_as("/v1/integrations/google/authorize", alice.as_str())
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    let url = Url::parse(body["authorization_url"].as_str().unwrap()).unwrap();
-    let state = url
-        .query_pairs()
-        .find(|(k, _)| k == "state")
-        .map(|(_, v)| v.into_owned())
-        .unwrap();
+    let state = common::query_param(body["authorization_url"].as_str().unwrap(), "state").unwrap();
 
     // The browser arrives without any Authorization header.
     let (status, body) = gw.oauth_callback("google", "good-code", &state).await;

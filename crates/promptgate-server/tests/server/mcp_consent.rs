@@ -310,12 +310,7 @@ async fn google_whose_refresh_token_stopped_working_brings_the_card_and_the_call
         assert_eq!(shown["server"], "Google");
         let url = reqwest::Url::parse(shown["url"].as_str().unwrap()).unwrap();
         assert_eq!(url.path(), "/authorize");
-        let state = url
-            .query_pairs()
-            .find(|(name, _)| name == "state")
-            .unwrap()
-            .1
-            .into_owned();
+        let state = common::query_param(url.as_str(), "state").unwrap();
         // The user consents at Google; it sends the browser back with a good code.
         let (status, body) = gw.oauth_callback("google", "good-code", &state).await;
         assert_eq!(status, StatusCode::OK, "{body}");

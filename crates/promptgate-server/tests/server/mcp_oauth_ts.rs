@@ -29,14 +29,6 @@ async fn register(gw: &Gateway, url: &str) -> (String, Value) {
     (created["id"].as_str().unwrap().to_owned(), created)
 }
 
-fn query_param(url: &str, name: &str) -> Option<String> {
-    url::Url::parse(url)
-        .unwrap()
-        .query_pairs()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v.into_owned())
-}
-
 /// The TypeScript peer with its defaults and one single-user gateway (SQLite) over a scripted model.
 async fn one_gateway_and_the_peer(node: &str) -> (PeerProcess, String, ScriptedUpstream, Gateway) {
     common::init();
@@ -95,12 +87,12 @@ async fn the_typescript_sdk_peer_is_connected_used_renewed_and_revoked_across_in
     );
     let authorization_url = created["authorization"]["authorization_url"].as_str().unwrap();
     assert_eq!(
-        query_param(authorization_url, "scope").as_deref(),
+        common::query_param(authorization_url, "scope").as_deref(),
         Some("notes:read"),
         "the challenge's scope"
     );
     assert_eq!(
-        query_param(authorization_url, "resource").as_deref(),
+        common::query_param(authorization_url, "resource").as_deref(),
         Some(url.as_str())
     );
     assert_eq!(stats(&url).await["registrations"], 1, "registered (RFC 7591)");
@@ -186,7 +178,7 @@ async fn an_authorization_server_that_takes_client_metadata_documents_reads_the_
     let (id, created) = register(&gw, &url).await;
     let authorization_url = created["authorization"]["authorization_url"].as_str().unwrap();
     assert_eq!(
-        query_param(authorization_url, "client_id").as_deref(),
+        common::query_param(authorization_url, "client_id").as_deref(),
         Some(client_id.as_str())
     );
     let path = consent_back_to(authorization_url, &base).await;
@@ -206,7 +198,7 @@ async fn an_authorization_server_that_takes_client_metadata_documents_reads_the_
         .await
         .unwrap();
     assert_eq!(answer.status(), StatusCode::NOT_FOUND);
-    let registered = query_param(&production.authorization_url(&id).await, "client_id");
+    let registered = common::query_param(&production.authorization_url(&id).await, "client_id");
     assert_ne!(registered.as_deref(), Some(client_id.as_str()));
     assert_eq!(stats(&url).await["registrations"], 1);
 }
@@ -240,7 +232,7 @@ async fn a_tool_that_needs_more_scopes_makes_reconnect_ask_for_them() {
     // Reconnect asks for the union; once granted, the tool works and the server is connected.
     let authorization_url = &gw.authorization_url(&id).await;
     assert_eq!(
-        query_param(authorization_url, "scope").as_deref(),
+        common::query_param(authorization_url, "scope").as_deref(),
         Some("notes:read notes:write")
     );
     let path = consent(authorization_url).await;

@@ -122,13 +122,7 @@ fn microsoft_integrations(microsoft: &str) -> IntegrationsConfig {
 
 /// The `state` of the authorization URL `url`.
 fn state_of(url: &str) -> String {
-    Url::parse(url)
-        .unwrap()
-        .query_pairs()
-        .find(|(name, _)| name == "state")
-        .unwrap()
-        .1
-        .into_owned()
+    common::query_param(url, "state").unwrap()
 }
 
 #[tokio::test]

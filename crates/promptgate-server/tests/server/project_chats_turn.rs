@@ -52,11 +52,7 @@ async fn project_chats_are_listed_only_when_searched(backend: Backend) {
     );
     let sse = gw.chat("now", "what did I say about compost?").await;
     assert_eq!(sse.text(), "Found it.");
-    let output = sse
-        .of_type("tool-output-available")
-        .into_iter()
-        .find(|e| e["toolCallId"] == "p1")
-        .expect("the search answered");
+    let output = sse.tool_output("p1");
     assert_eq!(output["output"]["hits"][0]["thread_id"], "roses", "{output}");
     assert_eq!(sibling_listings(&gw).await, 1.0, "the call listed the chats once");
 }

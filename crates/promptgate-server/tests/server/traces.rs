@@ -744,11 +744,7 @@ async fn a_sends_store_calls_are_client_spans_in_its_trace(backend: Backend) {
     let (trace_id, _, traceparent) = caller_context();
     let answer = traced_send(&gw, &traceparent, "now", "what did I say about compost?").await;
     assert_eq!(answer.text(), "Found it.");
-    let output = answer
-        .of_type("tool-output-available")
-        .into_iter()
-        .find(|e| e["toolCallId"] == "p1")
-        .expect("the search answered");
+    let output = answer.tool_output("p1");
     assert_eq!(output["output"]["hits"][0]["thread_id"], "roses", "{output}");
 
     const SAVE: &str = "UPDATE messages INSERT usage_ledger";

@@ -144,8 +144,8 @@ async fn a_retry_on_the_other_instance_finds_its_turn() {
     // The same field on the other route, also on the other instance.
     upstream.push(text(["Third."]));
     let sse = a
-        .stream(
-            "/v1/threads/rt/messages",
+        .thread_message(
+            "rt",
             json!({"message": "more", "model": "scripted", "retry_of": turn}),
         )
         .await;

@@ -11,6 +11,9 @@ use promptgate_store::testing::TestDb;
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 
+mod tools_server;
+pub use tools_server::{ToolsServer, one_string_argument};
+
 pub enum Backend {
     Sqlite,
     Postgres,

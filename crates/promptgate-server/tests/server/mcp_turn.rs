@@ -5,19 +5,11 @@
 
 use crate::common;
 
-use std::sync::Arc;
-
-use common::{Backend, Gateway, preview_tools, tool_message};
+use common::{Backend, Gateway, ToolsServer, one_string_argument, preview_tools, tool_message};
 use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
 use promptgate_mcp::testing::{McpTestServer, dead_url};
 use reqwest::StatusCode;
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
-};
-use rmcp::service::RequestContext;
-use rmcp::{RoleServer, ServerHandler};
+use rmcp::model::{CallToolResult, ContentBlock, Tool, ToolAnnotations};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
@@ -25,61 +17,40 @@ const TOOLS: &[&str] = &["echo", "search", "content", "fail", "big"];
 /// Characters of the `big` tool's answer: over the model-facing cap of 100 000.
 const BIG_CHARS: usize = 150_000;
 
-#[derive(Clone)]
-struct ToolBox;
-
-impl ServerHandler for ToolBox {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("toolbox", "0.9.0"))
-            .with_instructions("Tools for the gateway's tests.")
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        let schema = json!({"type": "object", "properties": {"message": {"type": "string"}}});
-        let schema: Arc<JsonObject> = Arc::new(schema.as_object().cloned().unwrap());
-        // A minute's `ttlMs`, so sends reuse the list as they do with most servers.
-        Ok(ListToolsResult::with_all_items(
-            TOOLS
-                .iter()
-                .map(|name| {
-                    let tool = Tool::new(*name, format!("The {name} tool"), schema.clone());
-                    if *name == "search" {
-                        tool.with_title("Search the files")
-                            .with_annotations(ToolAnnotations::new().read_only(true).open_world(false))
-                    } else {
-                        tool
-                    }
-                })
-                .collect(),
-        )
-        .with_ttl_ms(60_000))
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
+/// A real MCP server with [`TOOLS`]: `search` annotated read-only, `echo` echoing its `message`,
+/// `fail` failing and `big` answering [`BIG_CHARS`] characters; a minute's `ttlMs`, so sends reuse
+/// the list as they do with most servers.
+async fn tool_box() -> McpTestServer {
+    let tools = TOOLS
+        .iter()
+        .map(|name| {
+            let tool = Tool::new(*name, format!("The {name} tool"), one_string_argument("message"));
+            if *name == "search" {
+                tool.with_title("Search the files")
+                    .with_annotations(ToolAnnotations::new().read_only(true).open_world(false))
+            } else {
+                tool
+            }
+        })
+        .collect();
+    ToolsServer::new("toolbox", "0.9.0", tools, |request, _| {
         let message = request
             .arguments
             .as_ref()
             .and_then(|a| a.get("message"))
             .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        let result = match request.name.as_ref() {
+            .unwrap_or_default();
+        match request.name.as_ref() {
             "echo" => CallToolResult::success(vec![ContentBlock::text(format!("echo: {message}"))]),
             "fail" => CallToolResult::error(vec![ContentBlock::text("the disk is full")]),
             "big" => CallToolResult::success(vec![ContentBlock::text("b".repeat(BIG_CHARS))]),
             other => CallToolResult::success(vec![ContentBlock::text(format!("{other} ran"))]),
-        };
-        Ok(result.into())
-    }
+        }
+    })
+    .with_instructions("Tools for the gateway's tests.")
+    .with_ttl_ms(60_000)
+    .start()
+    .await
 }
 
 /// Accepts connections and never answers on them.
@@ -133,8 +104,8 @@ fn event_for<'a>(events: &[&'a Value], call_id: &str) -> &'a Value {
 
 async fn mcp_tools_are_offered_called_and_recorded(backend: Backend) {
     let (gw, upstream) = gateway(backend, TEST_TOML).await;
-    let first = McpTestServer::with_handler(ToolBox).await;
-    let second = McpTestServer::with_handler(ToolBox).await;
+    let first = tool_box().await;
+    let second = tool_box().await;
     register(&gw, "Fetch", &first.url()).await;
     register(&gw, "Fetch", &second.url()).await;
     gw.post("/v1/threads", json!({"id": "t1"})).await;
@@ -244,7 +215,7 @@ common::on_both_backends!(mcp_tools_are_offered_called_and_recorded);
 #[tokio::test]
 async fn failing_servers_are_skipped_and_a_restarted_one_comes_back() {
     let (gw, upstream) = gateway(Backend::Sqlite, TEST_TOML).await;
-    let mut files = McpTestServer::with_handler(ToolBox).await;
+    let mut files = tool_box().await;
     register(&gw, "Files", &files.url()).await;
     register(&gw, "Stuck", &silent_server().await).await;
     gw.post("/v1/threads", json!({"id": "t2"})).await;
@@ -306,7 +277,7 @@ async fn failing_servers_are_skipped_and_a_restarted_one_comes_back() {
 #[tokio::test]
 async fn probe_reports_the_server_or_why_it_failed() {
     let (gw, _upstream) = gateway(Backend::Sqlite, TEST_TOML).await;
-    let server = McpTestServer::with_handler(ToolBox).await;
+    let server = tool_box().await;
     let good = register(&gw, "Files", &server.url()).await;
     let (status, body) = gw.post(&format!("/v1/mcp-servers/{good}/probe"), json!({})).await;
     assert_eq!(status, StatusCode::OK, "{body}");
@@ -378,7 +349,7 @@ async fn a_turn_calls_server_everything_through_the_gateway() {
         .replace("probe_timeout_ms = 800", "probe_timeout_ms = 1000");
     let (gw, upstream) = gateway(Backend::Sqlite, &toml).await;
     let everything = register(&gw, "Everything", &format!("http://127.0.0.1:{port}/mcp")).await;
-    let files = McpTestServer::with_handler(ToolBox).await;
+    let files = tool_box().await;
     register(&gw, "Files", &files.url()).await;
 
     // It needs a moment to boot; the probe says when it is up.

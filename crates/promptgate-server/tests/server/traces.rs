@@ -36,15 +36,13 @@ use promptgate_mcp::testing::McpTestServer;
 use promptgate_server::config::{AuthMode, OtlpProtocol, TelemetryConfig};
 use prost::Message;
 use reqwest::StatusCode;
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-};
-use rmcp::service::RequestContext;
-use rmcp::{RoleServer, ServerHandler};
+use rmcp::model::{CallToolResult, ContentBlock, Tool};
 use serde_json::{Value, json};
 
-use crate::common::{self, Backend, Gateway, NEWEST_UI_STREAM, scripted_config_with, use_chat_body};
+use crate::common::{
+    self, Backend, Gateway, NEWEST_UI_STREAM, ToolsServer, one_string_argument, scripted_config_with,
+    use_chat_body,
+};
 use crate::integrations_turn::{FakeEnv, connect, fake_google, google_integrations};
 use crate::web_site::Web;
 
@@ -316,42 +314,25 @@ struct Notes {
     headers: Arc<Mutex<Vec<Option<String>>>>,
 }
 
-impl ServerHandler for Notes {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("notes", "1.0.0"))
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        let schema = json!({"type": "object", "properties": {"topic": {"type": "string"}}});
-        let schema: Arc<JsonObject> = Arc::new(schema.as_object().cloned().unwrap());
-        Ok(ListToolsResult::with_all_items(vec![Tool::new(
-            "lookup",
-            "Look up a note",
-            schema,
-        )]))
-    }
-
-    async fn call_tool(
-        &self,
-        _request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        // rmcp hands the request's `_meta` to the handler in its context.
-        let traceparent = context.meta.0.get_traceparent().map(str::to_owned);
-        self.traceparents.lock().unwrap().push(traceparent);
-        // The streamable HTTP server puts the request's head into the context's extensions.
-        let header = context
-            .extensions
-            .get::<axum::http::request::Parts>()
-            .and_then(|parts| parts.headers.get("traceparent"))
-            .map(|v| v.to_str().unwrap().to_owned());
-        self.headers.lock().unwrap().push(header);
-        Ok(CallToolResult::success(vec![ContentBlock::text("high water at 14:10")]).into())
+impl Notes {
+    async fn start(&self) -> McpTestServer {
+        let lookup = Tool::new("lookup", "Look up a note", one_string_argument("topic"));
+        let notes = self.clone();
+        ToolsServer::new("notes", "1.0.0", vec![lookup], move |_, context| {
+            // rmcp hands the request's `_meta` to the handler in its context.
+            let traceparent = context.meta.0.get_traceparent().map(str::to_owned);
+            notes.traceparents.lock().unwrap().push(traceparent);
+            // The streamable HTTP server puts the request's head into the context's extensions.
+            let header = context
+                .extensions
+                .get::<axum::http::request::Parts>()
+                .and_then(|parts| parts.headers.get("traceparent"))
+                .map(|v| v.to_str().unwrap().to_owned());
+            notes.headers.lock().unwrap().push(header);
+            CallToolResult::success(vec![ContentBlock::text("high water at 14:10")])
+        })
+        .start()
+        .await
     }
 }
 
@@ -370,7 +351,7 @@ async fn a_send_with_web_mcp_and_integration_tools_is_one_trace_with_the_genai_s
     let gw = Gateway::start_with_env(Backend::Sqlite, config, &FakeEnv).await;
     connect(&gw).await;
     let notes = Notes::default();
-    let server = McpTestServer::with_handler(notes.clone()).await;
+    let server = notes.start().await;
     let (status, body) = gw
         .post("/v1/mcp-servers", json!({"name": "Notes", "url": server.url()}))
         .await;
@@ -616,7 +597,7 @@ async fn with_content_capture_on_the_spans_carry_the_prompt_the_answer_and_the_t
     installed(true);
     let (upstream, config) = common::single_user_scripted("").await;
     let gw = Gateway::start(Backend::Sqlite, config).await;
-    let server = McpTestServer::with_handler(Notes::default()).await;
+    let server = Notes::default().start().await;
     let (status, body) = gw
         .post("/v1/mcp-servers", json!({"name": "Notes", "url": server.url()}))
         .await;

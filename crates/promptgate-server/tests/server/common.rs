@@ -288,6 +288,12 @@ impl Gateway {
         .await
     }
 
+    /// The provider's redirect back after the user consented, which must be accepted.
+    pub async fn oauth_callback_ok(&self, provider: &str, code: &str, state: &str) {
+        let (status, body) = self.oauth_callback(provider, code, state).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+
     /// A raw request with an arbitrary body and content type (for malformed input).
     pub async fn raw(
         &self,

@@ -262,8 +262,7 @@ pub(crate) async fn authorize(gw: &Gateway) -> String {
 
 pub(crate) async fn connect(gw: &Gateway) {
     let state = authorize(gw).await;
-    let (status, body) = gw.oauth_callback("google", "good-code", &state).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    gw.oauth_callback_ok("google", "good-code", &state).await;
 }
 
 /// The local user's Google tokens as the store keeps them (sealed), if any.
@@ -369,8 +368,7 @@ async fn the_callback_may_land_on_another_instance() {
     let Setup { gw, config, .. } = setup(Backend::Postgres).await;
     let other = gw.another_instance_with_env(config, &FakeEnv).await;
     let state = authorize(&gw).await;
-    let (status, body) = other.oauth_callback("google", "good-code", &state).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    other.oauth_callback_ok("google", "good-code", &state).await;
     // Seen from the instance that started it, whichever instance completed it.
     connected_and_state_used(&gw, &state).await;
 }
@@ -613,8 +611,7 @@ async fn with_tokens_the_state_names_the_user_who_authorized() {
     let state = common::query_param(body["authorization_url"].as_str().unwrap(), "state").unwrap();
 
     // The browser arrives without any Authorization header.
-    let (status, body) = gw.oauth_callback("google", "good-code", &state).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    gw.oauth_callback_ok("google", "good-code", &state).await;
 
     let (_, view) = gw.get_as("/v1/integrations/google", alice.as_str()).await;
     assert_eq!(view["connected"], true);

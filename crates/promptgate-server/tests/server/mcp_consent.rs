@@ -293,8 +293,7 @@ async fn google_whose_refresh_token_stopped_working_brings_the_card_and_the_call
     let gw = Gateway::start_with_env(Backend::Sqlite, config, &FakeEnv).await;
     // Connected with a grant Google will refuse to renew.
     let state = crate::integrations_turn::authorize(&gw).await;
-    let (status, body) = gw.oauth_callback("google", "doomed-code", &state).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    gw.oauth_callback_ok("google", "doomed-code", &state).await;
 
     common::one_call(
         &upstream,
@@ -312,8 +311,7 @@ async fn google_whose_refresh_token_stopped_working_brings_the_card_and_the_call
         assert_eq!(url.path(), "/authorize");
         let state = common::query_param(url.as_str(), "state").unwrap();
         // The user consents at Google; it sends the browser back with a good code.
-        let (status, body) = gw.oauth_callback("google", "good-code", &state).await;
-        assert_eq!(status, StatusCode::OK, "{body}");
+        gw.oauth_callback_ok("google", "good-code", &state).await;
     };
     let (sse, ()) = tokio::join!(gw.chat("mail", "my inbox?"), user);
     assert_eq!(sse.text(), "Two emails.");

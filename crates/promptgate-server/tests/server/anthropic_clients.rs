@@ -33,11 +33,7 @@ async fn the_anthropic_sdk_streams_runs_a_tool_round_trip_counts_tokens_and_list
     )]));
     upstream.push(text(["Clear skies ", "in Oslo."]));
     let base = format!("http://{}", gw.addr);
-    let (ok, result) = run_node(
-        dir,
-        vec!["anthropic-check.mjs".into(), base, "scripted".into(), token],
-    )
-    .await;
+    let (ok, result) = run_node(dir, &["anthropic-check.mjs", &base, "scripted", &token]).await;
     assert!(ok, "the Anthropic SDK failed: {result}");
 
     let streamed = &result["streamed"];

@@ -34,11 +34,7 @@ async fn the_openai_js_client_creates_streams_chains_and_round_trips_a_function_
     let Some(dir) = js_dir() else { return };
     let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
     queue_js_check(&upstream);
-    let (ok, result) = run_node(
-        dir,
-        vec!["responses-check.mjs".into(), gw.url("/v1"), "scripted".into()],
-    )
-    .await;
+    let (ok, result) = run_node(dir, &["responses-check.mjs", &gw.url("/v1"), "scripted"]).await;
     assert!(ok, "the openai client rejected the Responses API: {result}");
 
     let created = &result["created"];

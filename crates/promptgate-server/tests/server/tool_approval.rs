@@ -383,11 +383,11 @@ async fn the_ai_sdks_chat_approves_and_denies_and_continues_its_message() {
             });
             let (ok, result) = crate::js_clients::run_node(
                 dir.clone(),
-                vec![
-                    "approval-check.mjs".into(),
-                    package.into(),
-                    gw.url("/v1/chat"),
-                    request.to_string(),
+                &[
+                    "approval-check.mjs",
+                    package,
+                    &gw.url("/v1/chat"),
+                    &request.to_string(),
                 ],
             )
             .await;

@@ -869,12 +869,12 @@ async fn responses_and_messages_requests_from_the_official_clients_are_traced() 
     let (messages_trace, messages_caller, messages_parent) = caller_context();
     let (ok, result) = crate::js_clients::run_node(
         dir,
-        vec![
-            "traced-facades-check.mjs".into(),
-            format!("http://{}", gw.addr),
-            "scripted".into(),
-            responses_parent,
-            messages_parent,
+        &[
+            "traced-facades-check.mjs",
+            &format!("http://{}", gw.addr),
+            "scripted",
+            &responses_parent,
+            &messages_parent,
         ],
     )
     .await;

@@ -653,14 +653,17 @@ pub fn use_chat_body(thread: &str, text: &str, model: &str) -> Value {
 
 /// A single-user gateway whose `scripted` model answers from a fresh scripted upstream on loopback.
 pub async fn single_user_gateway(backend: Backend) -> (Gateway, promptgate_llm::scripted::ScriptedUpstream) {
+    single_user_gateway_with(backend, "").await
+}
+
+/// [`single_user_gateway`] with `extra_toml` added to its config (see [`scripted_config_with`]).
+pub async fn single_user_gateway_with(
+    backend: Backend,
+    extra_toml: &str,
+) -> (Gateway, promptgate_llm::scripted::ScriptedUpstream) {
     init();
-    let upstream = promptgate_llm::scripted::ScriptedUpstream::start().await.unwrap();
-    let gw = Gateway::start(
-        backend,
-        scripted_config(AuthMode::SingleUser, &upstream.base_url()),
-    )
-    .await;
-    (gw, upstream)
+    let (upstream, config) = single_user_scripted(extra_toml).await;
+    (Gateway::start(backend, config).await, upstream)
 }
 
 /// A fresh scripted upstream and a single-user config whose `scripted` model uses it, with

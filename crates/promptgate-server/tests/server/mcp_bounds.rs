@@ -16,9 +16,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::json;
 
 async fn gateway(backend: Backend, mcp_toml: &str) -> (Gateway, ScriptedUpstream) {
-    common::init();
-    let (upstream, config) = common::single_user_scripted(&format!("[mcp]\n{mcp_toml}")).await;
-    (Gateway::start(backend, config).await, upstream)
+    common::single_user_gateway_with(backend, &format!("[mcp]\n{mcp_toml}")).await
 }
 
 async fn registering_past_the_server_limit_is_refused(backend: Backend) {

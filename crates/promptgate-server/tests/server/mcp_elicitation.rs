@@ -33,8 +33,7 @@ async fn setup(backend: Backend, extra_toml: &str) -> Option<Setup> {
     let python = common::py_peer_python("the MCP elicitation scenario")?;
     common::init();
     let (peer, url) = python_elicit_peer(&python).await;
-    let (upstream, config) = common::single_user_scripted(extra_toml).await;
-    let gw = Gateway::start(backend, config).await;
+    let (gw, upstream) = common::single_user_gateway_with(backend, extra_toml).await;
     register(&gw, &url).await;
     book(&upstream);
     Some(Setup {

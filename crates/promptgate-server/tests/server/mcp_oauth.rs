@@ -179,12 +179,7 @@ async fn authorizing_is_refused_without_a_callback_url_or_for_a_server_on_a_refu
     let Some(python) = python() else { return };
     common::init();
     let (_peer, url) = python_auth_peer(&python, 3600).await;
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let unconfigured = Gateway::start(
-        Backend::Sqlite,
-        scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), ""),
-    )
-    .await;
+    let (unconfigured, upstream) = common::single_user_gateway(Backend::Sqlite).await;
     let (_, created) = unconfigured
         .post("/v1/mcp-servers", json!({"name": "Notes", "url": url}))
         .await;
@@ -221,12 +216,7 @@ async fn a_token_about_to_lapse_is_renewed_before_it_is_used() {
     common::init();
     // Tokens that lapse within the minute the gateway keeps in hand.
     let (_peer, url) = python_auth_peer(&python, 30).await;
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let gw = Gateway::start(
-        Backend::Sqlite,
-        scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), TOML),
-    )
-    .await;
+    let (gw, _upstream) = common::single_user_gateway_with(Backend::Sqlite, TOML).await;
     let (_, created) = gw
         .post("/v1/mcp-servers", json!({"name": "Notes", "url": url}))
         .await;

@@ -33,12 +33,7 @@ async fn register(gw: &Gateway, url: &str) -> (String, Value) {
 async fn one_gateway_and_the_peer(node: &str) -> (PeerProcess, String, ScriptedUpstream, Gateway) {
     common::init();
     let (peer, url) = typescript_auth_peer(node, TsAuthPeer::default()).await;
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let gw = Gateway::start(
-        Backend::Sqlite,
-        scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), TOML),
-    )
-    .await;
+    let (gw, upstream) = common::single_user_gateway_with(Backend::Sqlite, TOML).await;
     (peer, url, upstream, gw)
 }
 

@@ -6,7 +6,7 @@
 use crate::common;
 
 use common::{Backend, Gateway, ToolsServer, one_string_argument, preview_tools, tool_message};
-use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
+use promptgate_llm::scripted::{text, tool_calls};
 use promptgate_mcp::testing::{McpTestServer, dead_url};
 use reqwest::StatusCode;
 use rmcp::model::{CallToolResult, ContentBlock, Tool, ToolAnnotations};
@@ -72,12 +72,6 @@ const TEST_TOML: &str = "[web]\nsearch = { kind = \"searxng\", base_url = \"http
     [mcp]\ndiscovery_timeout_ms = 800\nprobe_timeout_ms = 800\nliveness_interval_ms = 600000\n\
     reconnect_initial_backoff_ms = 50\nreconnect_max_backoff_ms = 200\n";
 
-async fn gateway(backend: Backend, extra_toml: &str) -> (Gateway, ScriptedUpstream) {
-    common::init();
-    let (upstream, config) = common::single_user_scripted(extra_toml).await;
-    (Gateway::start(backend, config).await, upstream)
-}
-
 async fn register(gw: &Gateway, name: &str, url: &str) -> String {
     let (status, body) = gw
         .post("/v1/mcp-servers", json!({"name": name, "url": url}))
@@ -103,7 +97,7 @@ fn event_for<'a>(events: &[&'a Value], call_id: &str) -> &'a Value {
 }
 
 async fn mcp_tools_are_offered_called_and_recorded(backend: Backend) {
-    let (gw, upstream) = gateway(backend, TEST_TOML).await;
+    let (gw, upstream) = common::single_user_gateway_with(backend, TEST_TOML).await;
     let first = tool_box().await;
     let second = tool_box().await;
     register(&gw, "Fetch", &first.url()).await;
@@ -214,7 +208,7 @@ common::on_both_backends!(mcp_tools_are_offered_called_and_recorded);
 
 #[tokio::test]
 async fn failing_servers_are_skipped_and_a_restarted_one_comes_back() {
-    let (gw, upstream) = gateway(Backend::Sqlite, TEST_TOML).await;
+    let (gw, upstream) = common::single_user_gateway_with(Backend::Sqlite, TEST_TOML).await;
     let mut files = tool_box().await;
     register(&gw, "Files", &files.url()).await;
     register(&gw, "Stuck", &silent_server().await).await;
@@ -276,7 +270,7 @@ async fn failing_servers_are_skipped_and_a_restarted_one_comes_back() {
 
 #[tokio::test]
 async fn probe_reports_the_server_or_why_it_failed() {
-    let (gw, _upstream) = gateway(Backend::Sqlite, TEST_TOML).await;
+    let (gw, _upstream) = common::single_user_gateway_with(Backend::Sqlite, TEST_TOML).await;
     let server = tool_box().await;
     let good = register(&gw, "Files", &server.url()).await;
     let (status, body) = gw.post(&format!("/v1/mcp-servers/{good}/probe"), json!({})).await;
@@ -347,7 +341,7 @@ async fn a_turn_calls_server_everything_through_the_gateway() {
     let toml = TEST_TOML
         .replace("discovery_timeout_ms = 800", "discovery_timeout_ms = 3000")
         .replace("probe_timeout_ms = 800", "probe_timeout_ms = 1000");
-    let (gw, upstream) = gateway(Backend::Sqlite, &toml).await;
+    let (gw, upstream) = common::single_user_gateway_with(Backend::Sqlite, &toml).await;
     let everything = register(&gw, "Everything", &format!("http://127.0.0.1:{port}/mcp")).await;
     let files = tool_box().await;
     register(&gw, "Files", &files.url()).await;

@@ -40,16 +40,10 @@ fn text_of(message: &Value) -> String {
         .collect()
 }
 
-async fn gateway_with(backend: Backend, extra_toml: &str) -> (Gateway, ScriptedUpstream) {
-    common::init();
-    let (upstream, config) = common::single_user_scripted(extra_toml).await;
-    (Gateway::start(backend, config).await, upstream)
-}
-
 // ---- the answer is there when the stream says done ----
 
 async fn an_answer_is_stored_when_done_is_sent(backend: Backend) {
-    let (gw, upstream) = gateway_with(backend, "").await;
+    let (gw, upstream) = common::single_user_gateway_with(backend, "").await;
     upstream.replay_by_default(text(["Stored ", "before ", "done."]));
     let sends = (0..200).map(|i| {
         let gw = &gw;
@@ -76,7 +70,7 @@ common::on_both_backends!(an_answer_is_stored_when_done_is_sent);
 // ---- one turn per thread, and the thread free as soon as the answer is stored ----
 
 async fn a_second_send_to_a_busy_thread_is_refused(backend: Backend) {
-    let (gw, upstream) = gateway_with(backend, "").await;
+    let (gw, upstream) = common::single_user_gateway_with(backend, "").await;
     upstream.push(
         Script::new()
             .chunk(role_chunk())
@@ -117,7 +111,7 @@ common::on_both_backends!(a_second_send_to_a_busy_thread_is_refused);
 // ---- U+0000 ----
 
 async fn nul_in_model_text_is_stored_and_refused_in_input(backend: Backend) {
-    let (gw, upstream) = gateway_with(backend, "").await;
+    let (gw, upstream) = common::single_user_gateway_with(backend, "").await;
     upstream.push(text(["Before\u{0}after ", "and more."]));
     let sse = gw.chat("nul", "Say it").await;
     assert!(sse.text().contains('\u{0}'));
@@ -145,7 +139,7 @@ async fn nul_in_model_text_is_stored_and_refused_in_input(backend: Backend) {
 /// An artifact the model writes with U+0000 in it is sent back to the model to fix, on both stores
 /// alike, rather than failing on Postgres as if the database were down.
 async fn nul_in_an_artifact_is_for_the_model_to_fix(backend: Backend) {
-    let (gw, upstream) = gateway_with(backend, "").await;
+    let (gw, upstream) = common::single_user_gateway_with(backend, "").await;
     let args = json!({"title": "Clock", "html": "<html><body>Tick\u{0}tock</body></html>"}).to_string();
     upstream.push(tool_calls(&[("call_r", "render_html", &[args.as_str()])]));
     upstream.push(text(["Fixed it."]));
@@ -168,7 +162,7 @@ common::on_both_backends!(
 
 #[tokio::test]
 async fn an_empty_answer_is_retried_once_then_reported() {
-    let (gw, upstream) = gateway_with(Backend::Sqlite, "").await;
+    let (gw, upstream) = common::single_user_gateway_with(Backend::Sqlite, "").await;
     let empty = || {
         Script::new()
             .chunk(role_chunk())

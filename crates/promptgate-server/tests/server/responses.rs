@@ -243,9 +243,7 @@ const TOOLS_TOML: &str = "[web]\nsearch = { kind = \"searxng\", base_url = \"htt
     [mcp]\ndiscovery_timeout_ms = 800\nprobe_timeout_ms = 800\nliveness_interval_ms = 0\n";
 
 async fn tools_gateway(backend: Backend) -> (Gateway, ScriptedUpstream, McpTestServer) {
-    init();
-    let (upstream, config) = crate::common::single_user_scripted(TOOLS_TOML).await;
-    let gw = Gateway::start(backend, config).await;
+    let (gw, upstream) = crate::common::single_user_gateway_with(backend, TOOLS_TOML).await;
     let mcp = McpTestServer::start(ServerOptions::default()).await;
     let (status, body) = gw
         .post("/v1/mcp-servers", json!({"name": "Box", "url": mcp.url()}))

@@ -18,12 +18,6 @@ use serde_json::{Value, json};
 const THREAD: &str = "ap";
 const ADD: &str = "{\"tasks\":[\"buy milk\"]}";
 
-async fn gateway(backend: Backend, extra_toml: &str) -> (Gateway, ScriptedUpstream) {
-    common::init();
-    let (upstream, config) = common::single_user_scripted(extra_toml).await;
-    (Gateway::start(backend, config).await, upstream)
-}
-
 /// Tasks on, and `addTasks` asking (the user's choice; the operator's defaults leave it allowed).
 /// A gateway on Postgres, so that more instances share its store, with [`asking_user`]; its upstream
 /// and the config to start those instances with.
@@ -111,7 +105,7 @@ fn tool_part<'a>(message: &'a Value, call: &str) -> &'a Value {
 
 #[tokio::test]
 async fn an_approved_call_runs_and_continues_the_same_message() {
-    let (gw, upstream) = gateway(Backend::Sqlite, "").await;
+    let (gw, upstream) = common::single_user_gateway_with(Backend::Sqlite, "").await;
     asking_user(&gw).await;
     let (first, approval_id) = paused(&gw, &upstream).await;
 
@@ -173,7 +167,7 @@ async fn an_approved_call_runs_and_continues_the_same_message() {
 
 #[tokio::test]
 async fn a_forged_answer_is_refused_and_a_denial_by_api_call_reaches_the_model() {
-    let (gw, upstream) = gateway(Backend::Sqlite, "").await;
+    let (gw, upstream) = common::single_user_gateway_with(Backend::Sqlite, "").await;
     asking_user(&gw).await;
     let (_, approval_id) = paused(&gw, &upstream).await;
 
@@ -230,7 +224,8 @@ async fn a_forged_answer_is_refused_and_a_denial_by_api_call_reaches_the_model()
 
 #[tokio::test]
 async fn an_expired_approval_is_denied_with_a_reason_the_model_reads() {
-    let (gw, upstream) = gateway(Backend::Sqlite, "[approval]\nexpiry_secs = 0\n").await;
+    let (gw, upstream) =
+        common::single_user_gateway_with(Backend::Sqlite, "[approval]\nexpiry_secs = 0\n").await;
     asking_user(&gw).await;
     paused(&gw, &upstream).await;
     // Expired, the wait no longer holds the thread, but its answer is still taken, as a denial.
@@ -250,7 +245,7 @@ async fn an_expired_approval_is_denied_with_a_reason_the_model_reads() {
 
 #[tokio::test]
 async fn stop_cancels_a_waiting_approval() {
-    let (gw, upstream) = gateway(Backend::Sqlite, "").await;
+    let (gw, upstream) = common::single_user_gateway_with(Backend::Sqlite, "").await;
     asking_user(&gw).await;
     paused(&gw, &upstream).await;
     let late_answer = use_chat_answer(&gw, true, None).await;
@@ -277,7 +272,7 @@ async fn clients_that_cannot_answer_get_the_operators_choice() {
         ("", None, true),
         ("[approval]\nwithout_client = \"deny\"\n", Some("v5"), false),
     ] {
-        let (gw, upstream) = gateway(Backend::Sqlite, extra).await;
+        let (gw, upstream) = common::single_user_gateway_with(Backend::Sqlite, extra).await;
         asking_user(&gw).await;
         common::one_call(&upstream, "call_add", "addTasks", ADD, "Done.");
         let sse = stream_as(
@@ -355,7 +350,7 @@ async fn another_instance_refuses_a_new_message_while_a_call_waits_and_takes_one
 
 /// A call whose time ran out no longer holds the thread: the next message is answered.
 async fn an_expired_wait_lets_the_thread_take_a_new_message(backend: Backend) {
-    let (gw, upstream) = gateway(backend, "[approval]\nexpiry_secs = 0\n").await;
+    let (gw, upstream) = common::single_user_gateway_with(backend, "[approval]\nexpiry_secs = 0\n").await;
     asking_user(&gw).await;
     paused(&gw, &upstream).await;
     upstream.push(text(["Moving on."]));
@@ -374,7 +369,7 @@ async fn the_ai_sdks_chat_approves_and_denies_and_continues_its_message() {
     };
     for (package, version) in [("ai", "v7"), ("ai-6", "v6")] {
         for approved in [true, false] {
-            let (gw, upstream) = gateway(Backend::Sqlite, "").await;
+            let (gw, upstream) = common::single_user_gateway_with(Backend::Sqlite, "").await;
             asking_user(&gw).await;
             common::one_call(&upstream, "call_add", "addTasks", ADD, "All set.");
             let request = json!({
@@ -428,7 +423,7 @@ async fn the_ai_sdks_chat_approves_and_denies_and_continues_its_message() {
 /// config leaves as it is), the user's choice, and the operator's floor over it.
 #[tokio::test]
 async fn the_prompt_preview_shows_each_tools_policy() {
-    let (gw, _upstream) = gateway(
+    let (gw, _upstream) = common::single_user_gateway_with(
         Backend::Sqlite,
         "[approval]\nfloors = { deleteTasks = \"deny\" }\n",
     )
@@ -466,7 +461,8 @@ async fn the_prompt_preview_shows_each_tools_policy() {
 async fn mcp_tools_follow_their_annotations_until_the_user_chooses_for_their_server() {
     use promptgate_mcp::testing::{McpTestServer, ServerOptions};
     let server = McpTestServer::start(ServerOptions::default()).await;
-    let (gw, _upstream) = gateway(Backend::Sqlite, "[approval]\ndefaults = \"by_kind\"\n").await;
+    let (gw, _upstream) =
+        common::single_user_gateway_with(Backend::Sqlite, "[approval]\ndefaults = \"by_kind\"\n").await;
     let (status, body) = gw
         .post("/v1/mcp-servers", json!({"name": "files", "url": server.url()}))
         .await;

@@ -595,8 +595,7 @@ async fn a_chat_completions_request_is_traced_and_its_errors_name_the_trace() {
 #[tokio::test]
 async fn with_content_capture_on_the_spans_carry_the_prompt_the_answer_and_the_tool_io() {
     installed(true);
-    let (upstream, config) = common::single_user_scripted("").await;
-    let gw = Gateway::start(Backend::Sqlite, config).await;
+    let (gw, upstream) = common::single_user_gateway(Backend::Sqlite).await;
     let server = Notes::default().start().await;
     let (status, body) = gw
         .post("/v1/mcp-servers", json!({"name": "Notes", "url": server.url()}))

@@ -180,13 +180,7 @@ async fn a_retry_after_its_window_is_a_409_on_any_instance() {
 
 #[tokio::test]
 async fn a_killed_instances_turn_is_interrupted_after_its_lease() {
-    common::init();
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let survivor = Gateway::start(
-        Backend::Postgres,
-        scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), FAST_LEASES),
-    )
-    .await;
+    let (survivor, upstream) = common::single_user_gateway_with(Backend::Postgres, FAST_LEASES).await;
 
     // The other instance is a process of its own, on the same database.
     let port = common::free_port();

@@ -288,6 +288,15 @@ impl Gateway {
         .await
     }
 
+    /// Registers the MCP server at `url` under `name`, which must be accepted; the created record.
+    pub async fn register_mcp_server(&self, name: &str, url: &str) -> Value {
+        let (status, created) = self
+            .post("/v1/mcp-servers", serde_json::json!({"name": name, "url": url}))
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{created}");
+        created
+    }
+
     /// The provider's redirect back after the user consented, which must be accepted.
     pub async fn oauth_callback_ok(&self, provider: &str, code: &str, state: &str) {
         let (status, body) = self.oauth_callback(provider, code, state).await;

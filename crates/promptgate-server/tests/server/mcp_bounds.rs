@@ -24,10 +24,7 @@ async fn registering_past_the_server_limit_is_refused(backend: Backend) {
     let server = McpTestServer::start(ServerOptions::default()).await;
     let mut ids = Vec::new();
     for name in ["One", "Two"] {
-        let (status, body) = gw
-            .post("/v1/mcp-servers", json!({"name": name, "url": server.url()}))
-            .await;
-        assert_eq!(status, StatusCode::CREATED, "{body}");
+        let body = gw.register_mcp_server(name, &server.url()).await;
         ids.push(body["id"].as_str().unwrap().to_owned());
     }
     let (status, body) = gw

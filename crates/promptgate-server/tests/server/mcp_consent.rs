@@ -88,10 +88,7 @@ pub(crate) async fn registered(backend: Backend, extra_toml: &str) -> Option<(Se
         &WithKey,
     )
     .await;
-    let (status, created) = gw
-        .post("/v1/mcp-servers", json!({"name": "Notes", "url": url}))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let created = gw.register_mcp_server("Notes", &url).await;
     let id = created["id"].as_str().unwrap().to_owned();
     let setup = Setup {
         gw,

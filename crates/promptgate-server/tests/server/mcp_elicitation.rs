@@ -44,10 +44,7 @@ async fn setup(backend: Backend, extra_toml: &str) -> Option<Setup> {
 }
 
 async fn register(gw: &Gateway, url: &str) {
-    let (status, body) = gw
-        .post("/v1/mcp-servers", json!({"name": "Bookings", "url": url}))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+    gw.register_mcp_server("Bookings", url).await;
 }
 
 /// The model books a table, then answers "Done." once it read the result.

@@ -96,10 +96,7 @@ async fn a_user_connects_an_oauth_mcp_server_and_its_tools_work_across_instances
     let second = first.another_instance(config).await;
 
     // Registering the server says it needs authorization, and where to go.
-    let (status, created) = first
-        .post("/v1/mcp-servers", json!({"name": "Notes", "url": url}))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let created = first.register_mcp_server("Notes", &url).await;
     let id = created["id"].as_str().unwrap().to_owned();
     assert_eq!(
         created["authorization"]["state"], "needs_authorization",

@@ -42,10 +42,7 @@ async fn a_server_without_registration_is_connected_with_the_client_the_user_gav
     let gw = Gateway::start(Backend::Sqlite, config).await;
 
     // Without a client of its own the server cannot be authorized: nothing to register with.
-    let (status, plain) = gw
-        .post("/v1/mcp-servers", json!({"name": "Notes", "url": url}))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{plain}");
+    let plain = gw.register_mcp_server("Notes", &url).await;
     let error = plain["authorization"]["error"].as_str().unwrap_or_default();
     assert!(error.contains("registration"), "{plain}");
     assert!(plain["authorization"].get("authorization_url").is_none());

@@ -22,10 +22,7 @@ fn node(scenario: &str) -> Option<&'static str> {
 }
 
 async fn register(gw: &Gateway, url: &str) -> (String, Value) {
-    let (status, created) = gw
-        .post("/v1/mcp-servers", json!({"name": "Notes", "url": url}))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let created = gw.register_mcp_server("Notes", url).await;
     (created["id"].as_str().unwrap().to_owned(), created)
 }
 

@@ -73,10 +73,7 @@ const TEST_TOML: &str = "[web]\nsearch = { kind = \"searxng\", base_url = \"http
     reconnect_initial_backoff_ms = 50\nreconnect_max_backoff_ms = 200\n";
 
 async fn register(gw: &Gateway, name: &str, url: &str) -> String {
-    let (status, body) = gw
-        .post("/v1/mcp-servers", json!({"name": name, "url": url}))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let body = gw.register_mcp_server(name, url).await;
     body["id"].as_str().unwrap().to_owned()
 }
 

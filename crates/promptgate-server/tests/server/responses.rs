@@ -245,10 +245,7 @@ const TOOLS_TOML: &str = "[web]\nsearch = { kind = \"searxng\", base_url = \"htt
 async fn tools_gateway(backend: Backend) -> (Gateway, ScriptedUpstream, McpTestServer) {
     let (gw, upstream) = crate::common::single_user_gateway_with(backend, TOOLS_TOML).await;
     let mcp = McpTestServer::start(ServerOptions::default()).await;
-    let (status, body) = gw
-        .post("/v1/mcp-servers", json!({"name": "Box", "url": mcp.url()}))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+    gw.register_mcp_server("Box", &mcp.url()).await;
     (gw, upstream, mcp)
 }
 

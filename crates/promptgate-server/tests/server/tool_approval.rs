@@ -463,10 +463,7 @@ async fn mcp_tools_follow_their_annotations_until_the_user_chooses_for_their_ser
     let server = McpTestServer::start(ServerOptions::default()).await;
     let (gw, _upstream) =
         common::single_user_gateway_with(Backend::Sqlite, "[approval]\ndefaults = \"by_kind\"\n").await;
-    let (status, body) = gw
-        .post("/v1/mcp-servers", json!({"name": "files", "url": server.url()}))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+    gw.register_mcp_server("files", &server.url()).await;
     let policy_of = |preview: &Value, suffix: &str| -> Value {
         let policies = preview["tool_approval"].as_object().unwrap();
         let (_, policy) = policies

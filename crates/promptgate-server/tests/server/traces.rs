@@ -352,10 +352,7 @@ async fn a_send_with_web_mcp_and_integration_tools_is_one_trace_with_the_genai_s
     connect(&gw).await;
     let notes = Notes::default();
     let server = notes.start().await;
-    let (status, body) = gw
-        .post("/v1/mcp-servers", json!({"name": "Notes", "url": server.url()}))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+    gw.register_mcp_server("Notes", &server.url()).await;
 
     let page = json!({"url": web.page("/tides")}).to_string();
     upstream.push(tool_calls(&[
@@ -597,10 +594,7 @@ async fn with_content_capture_on_the_spans_carry_the_prompt_the_answer_and_the_t
     installed(true);
     let (gw, upstream) = common::single_user_gateway(Backend::Sqlite).await;
     let server = Notes::default().start().await;
-    let (status, body) = gw
-        .post("/v1/mcp-servers", json!({"name": "Notes", "url": server.url()}))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+    gw.register_mcp_server("Notes", &server.url()).await;
     common::one_call(
         &upstream,
         "call_mcp",

@@ -9,8 +9,8 @@ use crate::common;
 use std::time::Duration;
 
 use common::{
-    Backend, Gateway, error_code, hung_turn, read_rest, resume, scripted_config, single_user_gateway,
-    slow_answer_under_way, use_chat_body, words,
+    Backend, Gateway, error_code, hung_turn, message_retry, read_rest, resume, scripted_config,
+    single_user_gateway, slow_answer_under_way, use_chat_body, use_chat_retry, words,
 };
 use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
 use promptgate_server::config::AuthMode;
@@ -461,9 +461,9 @@ async fn with_stop_a_dropped_client_stops_the_turn_and_its_followers_see_the_end
 async fn an_unknown_retry_of_is_a_404_on_both_routes_in_both_spellings() {
     let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
     for field in ["retryOf", "retry_of"] {
-        let mut body = use_chat_body("rt", "hi", "scripted");
-        body[field] = json!("turn_0000");
-        let (status, err) = gw.post("/v1/chat", body).await;
+        let (status, err) = gw
+            .post("/v1/chat", use_chat_retry("rt", "hi", field, "turn_0000"))
+            .await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{field}: {err}");
         assert_eq!(error_code(&err), "unknown_turn");
     }
@@ -477,7 +477,7 @@ async fn an_unknown_retry_of_is_a_404_on_both_routes_in_both_spellings() {
         let (status, err) = gw
             .post(
                 "/v1/threads/rt/messages",
-                json!({"message": "again", "model": "scripted", field: "turn_0000"}),
+                message_retry("again", field, "turn_0000"),
             )
             .await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{field}: {err}");
@@ -491,16 +491,13 @@ async fn an_unknown_retry_of_is_a_404_on_both_routes_in_both_spellings() {
     // A known turn is retried, whichever spelling names it.
     upstream.push(text(["Second."]));
     let sse = gw
-        .thread_message(
-            "rt",
-            json!({"message": "again", "model": "scripted", "retryOf": turn}),
-        )
+        .thread_message("rt", message_retry("again", "retryOf", &turn))
         .await;
     assert_eq!(sse.text(), "Second.");
-    let mut body = use_chat_body("rt", "more", "scripted");
-    body["retry_of"] = json!(turn);
     upstream.push(text(["Third."]));
-    let sse = gw.stream("/v1/chat", body).await;
+    let sse = gw
+        .stream("/v1/chat", use_chat_retry("rt", "more", "retry_of", &turn))
+        .await;
     assert_eq!(sse.text(), "Third.");
     // A turn of another thread is not this thread's to retry.
     let (status, _) = gw
@@ -521,10 +518,7 @@ async fn a_retry_on_the_thread_route_answers_the_stored_prompt_without_storing_i
 
     upstream.push(text(["Low tide is at 6:10."]));
     let retry = gw
-        .thread_message(
-            "rq",
-            json!({"message": "When is low tide?", "model": "scripted", "retry_of": turn}),
-        )
+        .thread_message("rq", message_retry("When is low tide?", "retry_of", &turn))
         .await;
     assert_eq!(retry.text(), "Low tide is at 6:10.");
     // The model sees the question once, as the last message, not the replaced answer after it.

@@ -660,6 +660,20 @@ pub fn use_chat_body(thread: &str, text: &str, model: &str) -> Value {
     })
 }
 
+/// [`use_chat_body`] for the `scripted` model that retries `turn`, naming it with `field` (the AI
+/// SDK's `retryOf`, or `retry_of`).
+pub fn use_chat_retry(thread: &str, text: &str, field: &str, turn: &str) -> Value {
+    let mut body = use_chat_body(thread, text, "scripted");
+    body[field] = Value::from(turn);
+    body
+}
+
+/// A message for a thread's route (`POST /v1/threads/{id}/messages`) to the `scripted` model that
+/// retries `turn`, naming it with `field` (`retryOf` or `retry_of`).
+pub fn message_retry(text: &str, field: &str, turn: &str) -> Value {
+    serde_json::json!({"message": text, "model": "scripted", field: turn})
+}
+
 /// A single-user gateway whose `scripted` model answers from a fresh scripted upstream on loopback.
 pub async fn single_user_gateway(backend: Backend) -> (Gateway, promptgate_llm::scripted::ScriptedUpstream) {
     single_user_gateway_with(backend, "").await

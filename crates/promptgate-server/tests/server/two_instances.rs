@@ -13,8 +13,8 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::{
-    Backend, Gateway, error_code, read_rest, resume, scripted_config_with, slow_answer_under_way,
-    use_chat_body, words,
+    Backend, Gateway, error_code, message_retry, read_rest, resume, scripted_config_with,
+    slow_answer_under_way, use_chat_body, use_chat_retry, words,
 };
 use promptgate_llm::scripted::{Script, ScriptedUpstream, text};
 use promptgate_server::config::{AuthMode, EMBEDDED_DEFAULT};
@@ -135,19 +135,16 @@ async fn a_retry_on_the_other_instance_finds_its_turn() {
     let turn = first_turn(&a, &upstream, "rt").await;
 
     upstream.push(text(["Second."]));
-    let mut body = use_chat_body("rt", "again", "scripted");
-    body["retry_of"] = json!(turn);
-    let sse = b.stream("/v1/chat", body).await;
+    let sse = b
+        .stream("/v1/chat", use_chat_retry("rt", "again", "retry_of", &turn))
+        .await;
     assert_eq!(sse.status, StatusCode::OK);
     assert_eq!(sse.text(), "Second.");
 
     // The same field on the other route, also on the other instance.
     upstream.push(text(["Third."]));
     let sse = a
-        .thread_message(
-            "rt",
-            json!({"message": "more", "model": "scripted", "retry_of": turn}),
-        )
+        .thread_message("rt", message_retry("more", "retry_of", &turn))
         .await;
     assert_eq!(sse.text(), "Third.");
 
@@ -166,9 +163,9 @@ async fn a_retry_after_its_window_is_a_409_on_any_instance() {
     let (a, b, upstream) = two_instances("[turn]\nretry_window_secs = 0\n").await;
     let turn = first_turn(&a, &upstream, "late").await;
     tokio::time::sleep(Duration::from_millis(20)).await;
-    let mut body = use_chat_body("late", "again", "scripted");
-    body["retryOf"] = json!(turn);
-    let (status, err) = b.post("/v1/chat", body).await;
+    let (status, err) = b
+        .post("/v1/chat", use_chat_retry("late", "again", "retryOf", &turn))
+        .await;
     assert_eq!(status, StatusCode::CONFLICT, "{err}");
     assert_eq!(error_code(&err), "retry_expired");
     assert_eq!(

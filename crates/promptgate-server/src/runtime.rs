@@ -184,43 +184,19 @@ pub fn integrations(config: &Config, env: &dyn Env) -> anyhow::Result<Option<Int
     let sealer =
         TokenSealer::from_base64(&key).map_err(|err| anyhow::anyhow!("integrations.token_key_env: {err}"))?;
     let base = section.redirect_base_url.trim_end_matches('/');
-    let callback = |provider: &str| format!("{base}/v1/integrations/{provider}/callback");
     let google = match &section.google {
-        Some(entry) => {
-            let secret = client_secret(entry, "google", env)?;
-            let oauth = with_endpoints(
-                OAuthProviderConfig::google(&entry.client_id, secret, callback("google")),
-                entry,
-            );
-            Some(GoogleSetup {
-                oauth,
-                gmail_base: entry
-                    .api_base_url
-                    .clone()
-                    .unwrap_or_else(|| DEFAULT_GMAIL_BASE.to_owned()),
-                calendar_base: entry
-                    .calendar_base_url
-                    .clone()
-                    .unwrap_or_else(|| DEFAULT_CALENDAR_BASE.to_owned()),
-            })
-        }
+        Some(entry) => Some(GoogleSetup {
+            oauth: oauth_client(entry, "google", base, env, OAuthProviderConfig::google)?,
+            gmail_base: or_default(entry.api_base_url.as_deref(), DEFAULT_GMAIL_BASE),
+            calendar_base: or_default(entry.calendar_base_url.as_deref(), DEFAULT_CALENDAR_BASE),
+        }),
         None => None,
     };
     let microsoft = match &section.microsoft {
-        Some(entry) => {
-            let secret = client_secret(entry, "microsoft", env)?;
-            let oauth = with_endpoints(
-                OAuthProviderConfig::microsoft(&entry.client_id, secret, callback("microsoft")),
-                entry,
-            );
-            Some(MicrosoftSetup {
-                oauth,
-                graph_base: entry
-                    .api_base_url
-                    .clone()
-                    .unwrap_or_else(|| DEFAULT_GRAPH_BASE.to_owned()),
-            })
-        }
+        Some(entry) => Some(MicrosoftSetup {
+            oauth: oauth_client(entry, "microsoft", base, env, OAuthProviderConfig::microsoft)?,
+            graph_base: or_default(entry.api_base_url.as_deref(), DEFAULT_GRAPH_BASE),
+        }),
         None => None,
     };
     Ok(Some(IntegrationSettings {
@@ -230,16 +206,31 @@ pub fn integrations(config: &Config, env: &dyn Env) -> anyhow::Result<Option<Int
     }))
 }
 
-fn client_secret(entry: &OAuthEntry, provider: &str, env: &dyn Env) -> anyhow::Result<String> {
-    env.var(&entry.client_secret_env).with_context(|| {
+/// An API base the file may override, else the provider's own.
+fn or_default(url: Option<&str>, default: &str) -> String {
+    url.unwrap_or(default).to_owned()
+}
+
+/// One provider's OAuth client, made by `make` (its defaults): the secret from the environment, the
+/// callback under `base`, and the file's endpoint overrides.
+fn oauth_client(
+    entry: &OAuthEntry,
+    provider: &str,
+    base: &str,
+    env: &dyn Env,
+    make: fn(String, String, String) -> OAuthProviderConfig,
+) -> anyhow::Result<OAuthProviderConfig> {
+    let secret = env.var(&entry.client_secret_env).with_context(|| {
         format!(
             "integrations.{provider}.client_secret_env: the variable {} is not set",
             entry.client_secret_env
         )
-    })
-}
-
-fn with_endpoints(mut oauth: OAuthProviderConfig, entry: &OAuthEntry) -> OAuthProviderConfig {
+    })?;
+    let mut oauth = make(
+        entry.client_id.clone(),
+        secret,
+        format!("{base}/v1/integrations/{provider}/callback"),
+    );
     if let Some(url) = &entry.auth_url {
         oauth.auth_url = url.clone();
     }
@@ -249,7 +240,7 @@ fn with_endpoints(mut oauth: OAuthProviderConfig, entry: &OAuthEntry) -> OAuthPr
     if let Some(url) = &entry.revoke_url {
         oauth.revoke_url = Some(url.clone());
     }
-    oauth
+    Ok(oauth)
 }
 
 /// Where browsers reach us, for users' MCP servers that ask for OAuth.

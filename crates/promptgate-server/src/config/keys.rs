@@ -162,21 +162,14 @@ impl<'de> Deserializer<'de> for Trace<'_> {
         len: usize,
         visitor: V,
     ) -> Result<V::Value, TraceError> {
-        visitor.visit_seq(One {
-            trace: self,
-            left: len,
-        })
+        self.deserialize_tuple(len, visitor)
     }
 
-    /// A free-form table: its keys are the user's, so the table itself is the key.
+    /// A free-form table: its keys are the user's, so the table itself is the key (and it has no
+    /// fields to trace further).
     fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, TraceError> {
         self.leaf();
-        visitor.visit_map(Fields {
-            trace: self,
-            fields: &[],
-            next: 0,
-            current: String::new(),
-        })
+        self.deserialize_struct("", &[], visitor)
     }
 
     fn deserialize_struct<V: Visitor<'de>>(
@@ -309,10 +302,7 @@ impl<'de> VariantAccess<'de> for Trace<'_> {
     }
 
     fn tuple_variant<V: Visitor<'de>>(self, len: usize, visitor: V) -> Result<V::Value, TraceError> {
-        visitor.visit_seq(One {
-            trace: self,
-            left: len,
-        })
+        self.deserialize_tuple(len, visitor)
     }
 
     fn struct_variant<V: Visitor<'de>>(

@@ -100,7 +100,6 @@ pub struct Config {
     #[serde(default)]
     pub mcp: McpConfig,
     /// Google and Microsoft OAuth clients; without them the integration tools are not offered.
-    #[serde(default)]
     pub integrations: Option<IntegrationsConfig>,
     #[serde(default)]
     pub providers: Vec<ProviderEntry>,
@@ -124,6 +123,20 @@ pub struct Config {
     /// Traces over OTLP.
     #[serde(default)]
     pub telemetry: TelemetryConfig,
+}
+
+/// Records `name` among the `kind`s (providers, models) read so far; the second definition of a name
+/// is refused, as it would silently replace the first.
+fn defined_once<'a>(
+    seen: &mut std::collections::HashSet<&'a str>,
+    kind: &str,
+    name: &'a str,
+) -> Result<(), ConfigError> {
+    if seen.insert(name) {
+        Ok(())
+    } else {
+        Err(ConfigError::Invalid(format!("{kind} {name} is defined twice")))
+    }
 }
 
 /// A default duration in whole milliseconds, as the file states it.
@@ -282,12 +295,7 @@ impl Config {
         }
         let mut names = std::collections::HashSet::new();
         for provider in &self.providers {
-            if !names.insert(provider.name.as_str()) {
-                return Err(ConfigError::Invalid(format!(
-                    "provider {} is defined twice",
-                    provider.name
-                )));
-            }
+            defined_once(&mut names, "provider", &provider.name)?;
             if provider.kind == ProviderKind::Openai && provider.base_url.is_none() {
                 return Err(ConfigError::Invalid(format!(
                     "provider {} needs a base_url",
@@ -325,12 +333,7 @@ impl Config {
         }
         let mut ids = std::collections::HashSet::new();
         for model in &self.models {
-            if !ids.insert(model.id.as_str()) {
-                return Err(ConfigError::Invalid(format!(
-                    "model {} is defined twice",
-                    model.id
-                )));
-            }
+            defined_once(&mut ids, "model", &model.id)?;
             if let Some(unknown) = model.fallbacks.iter().find(|f| !model_ids.contains(&f.as_str())) {
                 return Err(ConfigError::Invalid(format!(
                     "model {} names fallback {unknown}, which is not a configured model",

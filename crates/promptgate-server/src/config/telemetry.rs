@@ -125,24 +125,28 @@ mod tests {
         }
     }
 
+    /// The section `file` as the environment `vars` leaves it.
+    fn with_env(mut file: TelemetryConfig, vars: &[(&'static str, &'static str)]) -> TelemetryConfig {
+        file.apply_env(&Vars(vars.iter().copied().collect()));
+        file
+    }
+
     fn after(vars: &[(&'static str, &'static str)], enabled: bool) -> bool {
-        let mut config = TelemetryConfig {
+        let file = TelemetryConfig {
             enabled,
             ..TelemetryConfig::default()
         };
-        config.apply_env(&Vars(vars.iter().copied().collect()));
-        config.enabled
+        with_env(file, vars).enabled
     }
 
     #[test]
     fn the_genai_variable_decides_whether_content_is_recorded() {
-        let capture = |vars: &[(&'static str, &'static str)], file: bool| {
-            let mut config = TelemetryConfig {
-                capture_content: file,
+        let capture = |vars: &[(&'static str, &'static str)], capture_content: bool| {
+            let file = TelemetryConfig {
+                capture_content,
                 ..TelemetryConfig::default()
             };
-            config.apply_env(&Vars(vars.iter().copied().collect()));
-            config.capture_content
+            with_env(file, vars).capture_content
         };
         let name = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT";
         assert!(!capture(&[], false));
@@ -153,13 +157,12 @@ mod tests {
 
     #[test]
     fn the_protocol_variables_pick_grpc_over_the_file() {
-        let protocol = |vars: &[(&'static str, &'static str)], file: OtlpProtocol| {
-            let mut config = TelemetryConfig {
-                protocol: file,
+        let protocol = |vars: &[(&'static str, &'static str)], protocol: OtlpProtocol| {
+            let file = TelemetryConfig {
+                protocol,
                 ..TelemetryConfig::default()
             };
-            config.apply_env(&Vars(vars.iter().copied().collect()));
-            config.protocol
+            with_env(file, vars).protocol
         };
         use OtlpProtocol::{Grpc, HttpProtobuf};
         assert_eq!(protocol(&[], HttpProtobuf), HttpProtobuf);

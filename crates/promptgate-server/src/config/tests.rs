@@ -12,6 +12,11 @@ impl Env for FakeEnv {
     }
 }
 
+/// Why `validate` refuses the config file `text` (which parses).
+fn refused(text: &str) -> String {
+    Config::parse(text).unwrap().validate().unwrap_err().to_string()
+}
+
 #[test]
 fn embedded_default_is_single_user_on_loopback_with_the_demo_model() {
     let config = Config::load(None, &FakeEnv(HashMap::new())).unwrap();
@@ -95,7 +100,7 @@ fn a_model_must_name_a_defined_provider() {
         "provider = \"demo\"\nupstream_model",
         "provider = \"nope\"\nupstream_model",
     );
-    let err = Config::parse(&text).unwrap().validate().unwrap_err().to_string();
+    let err = refused(&text);
     assert!(err.contains("provider nope"), "{err}");
 }
 
@@ -117,11 +122,7 @@ fn an_anthropic_provider_needs_no_base_url_and_alone_takes_max_tokens_and_thinki
         "{EMBEDDED_DEFAULT}\n[[providers]]\nname = \"local\"\nkind = \"openai\"\n\
          base_url = \"http://127.0.0.1:1/v1\"\nthinking = \"adaptive\"\n"
     );
-    let err = Config::parse(&misplaced)
-        .unwrap()
-        .validate()
-        .unwrap_err()
-        .to_string();
+    let err = refused(&misplaced);
     assert!(err.contains("anthropic"), "{err}");
     let unknown = format!(
         "{EMBEDDED_DEFAULT}\n[[providers]]\nname = \"claude\"\nkind = \"anthropic\"\nthinking = \"lots\"\n"
@@ -151,23 +152,19 @@ fn mcp_loopback_follows_the_auth_mode_unless_set() {
 #[test]
 fn mcp_timings_must_be_usable() {
     let zero = format!("{EMBEDDED_DEFAULT}\n[mcp]\nreconnect_initial_backoff_ms = 0\n");
-    let err = Config::parse(&zero).unwrap().validate().unwrap_err().to_string();
+    let err = refused(&zero);
     assert!(err.contains("mcp.reconnect_initial_backoff_ms"), "{err}");
     let inverted = format!(
         "{EMBEDDED_DEFAULT}\n[mcp]\nreconnect_initial_backoff_ms = 500\nreconnect_max_backoff_ms = 100\n"
     );
-    let err = Config::parse(&inverted)
-        .unwrap()
-        .validate()
-        .unwrap_err()
-        .to_string();
+    let err = refused(&inverted);
     assert!(err.contains("mcp.reconnect_max_backoff_ms"), "{err}");
     // Liveness is checked in the background now: a zero interval would ping without pause.
     let zero = format!("{EMBEDDED_DEFAULT}\n[mcp]\nliveness_interval_ms = 0\n");
-    let err = Config::parse(&zero).unwrap().validate().unwrap_err().to_string();
+    let err = refused(&zero);
     assert!(err.contains("mcp.liveness_interval_ms"), "{err}");
     let none = format!("{EMBEDDED_DEFAULT}\n[mcp]\nmax_sessions = 0\n");
-    let err = Config::parse(&none).unwrap().validate().unwrap_err().to_string();
+    let err = refused(&none);
     assert!(err.contains("mcp.max_sessions"), "{err}");
     let tuned = format!(
         "{EMBEDDED_DEFAULT}\n[mcp]\ndiscovery_timeout_ms = 500\nliveness_interval_ms = 50\nmax_servers_per_user = 3\n"
@@ -185,7 +182,7 @@ fn mcp_timings_must_be_usable() {
 #[test]
 fn turns_in_flight_must_be_positive() {
     let zero = format!("{EMBEDDED_DEFAULT}\n[turn]\nmax_in_flight = 0\n");
-    let err = Config::parse(&zero).unwrap().validate().unwrap_err().to_string();
+    let err = refused(&zero);
     assert!(err.contains("turn.max_in_flight"), "{err}");
     let two = Config::parse(&format!("{EMBEDDED_DEFAULT}\n[turn]\nmax_in_flight = 2\n")).unwrap();
     assert!(two.validate().is_ok());
@@ -264,11 +261,7 @@ fn the_documented_integrations_example_parses_and_needs_its_secrets() {
 #[test]
 fn held_history_has_a_bound_and_zero_holds_nothing() {
     let too_much = format!("{EMBEDDED_DEFAULT}\n[context]\nheld_history_mib = 70000\n");
-    let err = Config::parse(&too_much)
-        .unwrap()
-        .validate()
-        .unwrap_err()
-        .to_string();
+    let err = refused(&too_much);
     assert!(
         err.contains("context.held_history_mib must be at most 65536"),
         "{err}"

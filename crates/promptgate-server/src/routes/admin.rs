@@ -11,6 +11,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::keys::KeyBody;
+use super::summary;
 use super::validate::required_text;
 use crate::api_doc::{Created, NoContent};
 use crate::auth::{AdminUser, Caller};
@@ -22,7 +23,7 @@ pub fn routes() -> ApiRouter<AppState> {
     ApiRouter::new()
         .api_route(
             "/v1/admin/users",
-            get_with(list_users, |op| op.summary("Every user (admins)")).post_with(create_user, |op| {
+            get_with(list_users, summary("Every user (admins)")).post_with(create_user, |op| {
                 op.summary("Create a user with a first key (admins)").description(
                     "The answer carries the first key's `secret`, this once; hand it to the user.",
                 )
@@ -30,19 +31,20 @@ pub fn routes() -> ApiRouter<AppState> {
         )
         .api_route(
             "/v1/admin/users/{id}",
-            get_with(get_user, |op| op.summary("One user (admins)"))
+            get_with(get_user, summary("One user (admins)"))
                 .patch_with(update_user, |op| {
                     op.summary("Disable or enable a user, or change their role (admins)").description(
                         "A disabled user's keys are refused at once, on every instance; their data stays.",
                     )
                 })
-                .delete_with(delete_user, |op| {
-                    op.summary("Delete a user and everything they keep (admins)")
-                }),
+                .delete_with(
+                    delete_user,
+                    summary("Delete a user and everything they keep (admins)"),
+                ),
         )
         .api_route(
             "/v1/admin/users/{id}/budget",
-            put_with(set_user_budget, |op| {
+            put_with(set_budget::<OfUser>, |op| {
                 op.summary("Set a user's budget and token limit (admins)")
                     .description(
                         "Every limit is optional; all of them off removes the budget. Past a limit a send \
@@ -51,15 +53,15 @@ pub fn routes() -> ApiRouter<AppState> {
                      refused with 403 `unpriced_model`.",
                     )
             })
-            .get_with(get_user_budget, |op| op.summary("A user's budget (admins)")),
+            .get_with(get_budget::<OfUser>, summary("A user's budget (admins)")),
         )
         .api_route(
             "/v1/admin/keys/{id}/budget",
-            put_with(set_key_budget, |op| {
+            put_with(set_budget::<OfKey>, |op| {
                 op.summary("Set one key's budget and token limit (admins)")
                     .description("A key's limits hold beside its user's: a send must be within both.")
             })
-            .get_with(get_key_budget, |op| op.summary("One key's budget (admins)")),
+            .get_with(get_budget::<OfKey>, summary("One key's budget (admins)")),
         )
 }
 
@@ -250,45 +252,39 @@ async fn delete_user(
     Ok(NoContent)
 }
 
-async fn set_budget(
-    state: &AppState,
-    scope: BudgetScope,
-    id: &str,
-    body: &BudgetBody,
+/// Which budgets a route reads and writes, as a type, so that one pair of handlers serves both
+/// `/users/{id}/budget` and `/keys/{id}/budget`: the two differ in nothing but the scope.
+trait Scope {
+    const SCOPE: BudgetScope;
+}
+
+/// A user's budget, shared by all their keys.
+struct OfUser;
+
+impl Scope for OfUser {
+    const SCOPE: BudgetScope = BudgetScope::User;
+}
+
+/// One key's own budget.
+struct OfKey;
+
+impl Scope for OfKey {
+    const SCOPE: BudgetScope = BudgetScope::Key;
+}
+
+async fn set_budget<S: Scope>(
+    Caller { state, user: _admin }: Caller<AdminUser>,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<BudgetBody>,
 ) -> ApiResult<Json<BudgetBody>> {
     let budget = body.checked()?;
-    state.service.set_budget(scope, id, &budget).await?;
-    Ok(Json(state.service.budget_of(scope, id).await?.into()))
+    state.service.set_budget(S::SCOPE, &id, &budget).await?;
+    Ok(Json(state.service.budget_of(S::SCOPE, &id).await?.into()))
 }
 
-async fn set_user_budget(
-    Caller { state, user: _admin }: Caller<AdminUser>,
-    Path(id): Path<String>,
-    ApiJson(body): ApiJson<BudgetBody>,
-) -> ApiResult<Json<BudgetBody>> {
-    set_budget(&state, BudgetScope::User, &id, &body).await
-}
-
-async fn get_user_budget(
+async fn get_budget<S: Scope>(
     Caller { state, user: _admin }: Caller<AdminUser>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<BudgetBody>> {
-    Ok(Json(
-        state.service.budget_of(BudgetScope::User, &id).await?.into(),
-    ))
-}
-
-async fn set_key_budget(
-    Caller { state, user: _admin }: Caller<AdminUser>,
-    Path(id): Path<String>,
-    ApiJson(body): ApiJson<BudgetBody>,
-) -> ApiResult<Json<BudgetBody>> {
-    set_budget(&state, BudgetScope::Key, &id, &body).await
-}
-
-async fn get_key_budget(
-    Caller { state, user: _admin }: Caller<AdminUser>,
-    Path(id): Path<String>,
-) -> ApiResult<Json<BudgetBody>> {
-    Ok(Json(state.service.budget_of(BudgetScope::Key, &id).await?.into()))
+    Ok(Json(state.service.budget_of(S::SCOPE, &id).await?.into()))
 }

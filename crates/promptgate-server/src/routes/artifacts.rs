@@ -18,6 +18,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::summary;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::extract::ApiQuery;
@@ -51,21 +52,21 @@ pub fn routes() -> ApiRouter<AppState> {
     ApiRouter::new()
         .api_route(
             "/v1/artifacts/{id}",
-            get_with(artifact, |op| op.summary("An HTML artifact, served sandboxed")),
+            get_with(artifact, summary("An HTML artifact, served sandboxed")),
         )
         .api_route(
             "/v1/artifacts/{id}/link",
-            post_with(link, |op| {
-                op.summary(
-                    "A short-lived signed URL of an artifact, loadable without a header (for an iframe)",
-                )
-            }),
+            post_with(
+                link,
+                summary("A short-lived signed URL of an artifact, loadable without a header (for an iframe)"),
+            ),
         )
         .api_route(
             "/v1/artifacts/{id}/view",
-            get_with(view, |op| {
-                op.summary("An HTML artifact through a signed link (no Authorization header), sandboxed")
-            }),
+            get_with(
+                view,
+                summary("An HTML artifact through a signed link (no Authorization header), sandboxed"),
+            ),
         )
 }
 

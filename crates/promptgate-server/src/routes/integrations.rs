@@ -14,6 +14,7 @@ use promptgate_service::OAuthCallback;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::summary;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
@@ -23,35 +24,21 @@ pub fn routes() -> ApiRouter<AppState> {
     ApiRouter::new()
         .api_route(
             "/v1/integrations",
-            get_with(list, |op| op.summary("Both integrations and their state")),
+            get_with(list, summary("Both integrations and their state")),
         )
         .api_route(
             "/v1/integrations/{provider}",
-            get_with(get_one, |op| {
-                op.summary("One integration (`google` or `microsoft`)")
-            })
-            .put_with(put_one, |op| {
-                op.summary("Enable or disable an integration; `connected: false` disconnects it")
-            })
-            .delete_with(delete_one, |op| {
-                op.summary(
-                    "Disconnect: revoke the grant where the provider supports it and forget the tokens",
-                )
-            }),
+            get_with(get_one, summary("One integration (`google` or `microsoft`)"))
+                .put_with(put_one, summary("Enable or disable an integration; `connected: false` disconnects it"))
+                .delete_with(delete_one, summary("Disconnect: revoke the grant where the provider supports it and forget the tokens")),
         )
         .api_route(
             "/v1/integrations/{provider}/authorize",
-            get_with(authorize, |op| {
-                op.summary("Start connecting an integration: the URL to send the user's browser to")
-            }),
+            get_with(authorize, summary("Start connecting an integration: the URL to send the user's browser to")),
         )
         .api_route(
             "/v1/integrations/{provider}/callback",
-            get_with(callback, |op| {
-                op.summary(
-                    "Where the provider redirects the browser; completes the connection (no Authorization header: `state` identifies the user)",
-                )
-            }),
+            get_with(callback, summary("Where the provider redirects the browser; completes the connection (no Authorization header: `state` identifies the user)")),
         )
 }
 

@@ -9,6 +9,7 @@ use promptgate_service::records::{self, MAX_KEYS_PER_USER};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::summary;
 use super::validate::required_text;
 use crate::api_doc::{Created, NoContent};
 use crate::auth::Caller;
@@ -20,21 +21,19 @@ pub fn routes() -> ApiRouter<AppState> {
     ApiRouter::new()
         .api_route(
             "/v1/keys",
-            get_with(list_keys, |op| op.summary("Your API keys (never their secrets)")).post_with(
-                create_key,
-                |op| {
-                    op.summary("Create an API key").description(
-                        "The answer carries the key's `secret`, this once: send it as \
-                         `Authorization: Bearer <secret>`. A user holds at most 100 keys.",
-                    )
-                },
-            ),
+            get_with(list_keys, summary("Your API keys (never their secrets)")).post_with(create_key, |op| {
+                op.summary("Create an API key").description(
+                    "The answer carries the key's `secret`, this once: send it as \
+                     `Authorization: Bearer <secret>`. A user holds at most 100 keys.",
+                )
+            }),
         )
         .api_route(
             "/v1/keys/{id}",
-            delete_with(delete_key, |op| {
-                op.summary("Revoke and delete one of your keys; requests with it get 401 at once")
-            }),
+            delete_with(
+                delete_key,
+                summary("Revoke and delete one of your keys; requests with it get 401 at once"),
+            ),
         )
 }
 

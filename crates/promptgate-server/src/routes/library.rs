@@ -10,6 +10,7 @@ use promptgate_service::records;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::summary;
 use super::validate::{bounded_text, optional_text, required_text};
 use crate::api_doc::{Created, NoContent};
 use crate::auth::Caller;
@@ -21,29 +22,30 @@ pub fn routes() -> ApiRouter<AppState> {
     ApiRouter::new()
         .api_route(
             "/v1/projects",
-            get_with(list_projects, |op| op.summary("Your projects"))
-                .post_with(create_project, |op| op.summary("Create a project")),
+            get_with(list_projects, summary("Your projects"))
+                .post_with(create_project, summary("Create a project")),
         )
         .api_route(
             "/v1/projects/{id}",
-            get_with(get_project, |op| op.summary("One project"))
-                .put_with(update_project, |op| {
-                    op.summary("Replace a project's name and instructions")
-                })
-                .delete_with(delete_project, |op| {
-                    op.summary("Delete a project (its threads stay, unassigned)")
-                }),
+            get_with(get_project, summary("One project"))
+                .put_with(
+                    update_project,
+                    summary("Replace a project's name and instructions"),
+                )
+                .delete_with(
+                    delete_project,
+                    summary("Delete a project (its threads stay, unassigned)"),
+                ),
         )
         .api_route(
             "/v1/skills",
-            get_with(list_skills, |op| op.summary("Your skills"))
-                .post_with(create_skill, |op| op.summary("Create a skill")),
+            get_with(list_skills, summary("Your skills")).post_with(create_skill, summary("Create a skill")),
         )
         .api_route(
             "/v1/skills/{id}",
-            get_with(get_skill, |op| op.summary("One skill"))
-                .put_with(update_skill, |op| op.summary("Replace a skill"))
-                .delete_with(delete_skill, |op| op.summary("Delete a skill")),
+            get_with(get_skill, summary("One skill"))
+                .put_with(update_skill, summary("Replace a skill"))
+                .delete_with(delete_skill, summary("Delete a skill")),
         )
 }
 

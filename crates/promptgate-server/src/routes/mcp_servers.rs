@@ -20,6 +20,7 @@ use serde_json::Value;
 
 use super::integrations::{AuthorizationStart, CallbackQuery};
 use super::library::yes;
+use super::summary;
 use super::validate::required_text;
 use crate::api_doc::{Created, NoContent};
 use crate::auth::Caller;
@@ -34,23 +35,17 @@ pub fn routes() -> ApiRouter<AppState> {
     ApiRouter::new()
         .api_route(
             "/v1/mcp-servers",
-            get_with(list_mcp, |op| {
-                op.summary("Your MCP servers (secrets are never returned)")
-            })
-            .post_with(create_mcp, |op| {
+            get_with(list_mcp, summary("Your MCP servers (secrets are never returned)"))
+                .post_with(create_mcp, |op| {
                 op.summary("Register an MCP server (streamable HTTP)")
                     .description(MCP_SERVER_LIMIT)
             }),
         )
         .api_route(
             "/v1/mcp-servers/{id}",
-            get_with(get_mcp, |op| {
-                op.summary("One MCP server (secrets are never returned)")
-            })
-            .put_with(update_mcp, |op| {
-                op.summary("Replace an MCP server, secrets included")
-            })
-            .delete_with(delete_mcp, |op| op.summary("Delete an MCP server")),
+            get_with(get_mcp, summary("One MCP server (secrets are never returned)"))
+                .put_with(update_mcp, summary("Replace an MCP server, secrets included"))
+                .delete_with(delete_mcp, summary("Delete an MCP server")),
         )
         .api_route(
             "/v1/mcp-servers/{id}/authorize",

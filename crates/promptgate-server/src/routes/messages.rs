@@ -235,14 +235,10 @@ async fn rewrite_error(res: Response) -> Response {
         return (parts.status, axum::Json(body)).into_response();
     };
     let ours: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    let message = ours
-        .pointer("/error/message")
-        .and_then(Value::as_str)
-        .unwrap_or("an error occurred");
+    let text_at = |pointer: &str| ours.pointer(pointer).and_then(Value::as_str);
+    let message = text_at("/error/message").unwrap_or("an error occurred");
     // Every error body carries a code of the table; a body without one is named by its status.
-    let code = ours
-        .pointer("/error/code")
-        .and_then(Value::as_str)
+    let code = text_at("/error/code")
         .and_then(ErrorCode::parse)
         .unwrap_or_else(|| ErrorCode::for_status(parts.status));
     // Anthropic answers a malformed request with 400, where this server says 422.

@@ -21,3 +21,12 @@ pub mod settings;
 pub mod threads;
 pub mod usage;
 mod validate;
+
+use aide::transform::TransformOperation;
+
+/// The documentation of an operation that needs only its one-line summary, for `get_with` and
+/// the other `_with` methods: `get_with(list, summary("Your threads"))`. Operations that also say
+/// more (a description, a response) write their own closure.
+pub(crate) fn summary(text: &'static str) -> impl FnOnce(TransformOperation<'_>) -> TransformOperation<'_> {
+    move |op| op.summary(text)
+}

@@ -17,6 +17,7 @@ use promptgate_core::settings::Model;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::Serialize;
 
+use super::summary;
 use super::validate::{check_id, optional_text, required_text};
 use crate::api_doc::{Created, NoContent};
 use crate::auth::Caller;
@@ -40,19 +41,19 @@ pub fn routes() -> ApiRouter<AppState> {
                          `x-api-key: <token>`.",
                 )
             })
-            .post_with(create, |op| {
-                op.summary("Add a model that uses a configured provider")
-            }),
+            .post_with(create, summary("Add a model that uses a configured provider")),
         )
         .api_route(
             "/v1/models/{id}",
-            get_with(get_one, |op| {
-                op.summary("One model with its profile (also an OpenAI model object)")
-            })
-            .put_with(update, |op| {
-                op.summary("Replace one of your models (system models are read-only)")
-            })
-            .delete_with(delete, |op| op.summary("Delete one of your models")),
+            get_with(
+                get_one,
+                summary("One model with its profile (also an OpenAI model object)"),
+            )
+            .put_with(
+                update,
+                summary("Replace one of your models (system models are read-only)"),
+            )
+            .delete_with(delete, summary("Delete one of your models")),
         )
 }
 

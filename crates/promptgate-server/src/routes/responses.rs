@@ -19,6 +19,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tracing::Instrument;
 
+use super::summary;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::extract::{ApiJson, ApiQuery};
@@ -52,16 +53,15 @@ pub fn kept_routes() -> ApiRouter<AppState> {
     ApiRouter::new()
         .api_route(
             "/v1/responses/{id}",
-            get_with(retrieve, |op| {
-                op.summary("A kept response, as its client received it")
-            })
-            .delete_with(delete, |op| op.summary("Delete a kept response")),
+            get_with(retrieve, summary("A kept response, as its client received it"))
+                .delete_with(delete, summary("Delete a kept response")),
         )
         .api_route(
             "/v1/responses/{id}/input_items",
-            get_with(input_items, |op| {
-                op.summary("The input items of a kept response's request, paged (`after`, `limit`, `order`)")
-            }),
+            get_with(
+                input_items,
+                summary("The input items of a kept response's request, paged (`after`, `limit`, `order`)"),
+            ),
         )
 }
 

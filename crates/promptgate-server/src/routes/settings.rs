@@ -9,6 +9,7 @@ use axum::Json;
 use promptgate_core::settings::UserSettings;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 
+use super::summary;
 use super::validate::{bounded_text, merge_json};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult, preview};
@@ -18,9 +19,10 @@ use crate::state::AppState;
 pub fn routes() -> ApiRouter<AppState> {
     ApiRouter::new().api_route(
         "/v1/settings",
-        get_with(get_settings, |op| {
-            op.summary("The user's settings (defaults where never set)")
-        })
+        get_with(
+            get_settings,
+            summary("The user's settings (defaults where never set)"),
+        )
         .put_with(put_settings, |op| {
             op.summary("Update settings").description(
                 "Fields you send replace the stored ones (nested objects merge key by key); fields you \

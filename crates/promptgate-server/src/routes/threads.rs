@@ -10,6 +10,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
 
 use super::pages::{Cursor, Paged, cursor, page_limit};
+use super::summary;
 use super::validate::{client_id, optional_text};
 use crate::api_doc::{Created, NoContent};
 use crate::auth::Caller;
@@ -21,26 +22,18 @@ pub fn routes() -> ApiRouter<AppState> {
     ApiRouter::new()
         .api_route(
             "/v1/threads",
-            get_with(list, |op| {
-                op.summary("Your threads, most recently updated first (with `q`: best match first), a page at a time")
-            })
-            .post_with(create, |op| {
-                op.summary("Create a thread (optionally with your own id)")
-            }),
+            get_with(list, summary("Your threads, most recently updated first (with `q`: best match first), a page at a time"))
+                .post_with(create, summary("Create a thread (optionally with your own id)")),
         )
         .api_route(
             "/v1/threads/{id}",
-            get_with(get_one, |op| op.summary("One thread"))
-                .put_with(update, |op| {
-                    op.summary("Rename a thread or move it to another project")
-                })
-                .delete_with(delete, |op| op.summary("Delete a thread and its messages")),
+            get_with(get_one, summary("One thread"))
+                .put_with(update, summary("Rename a thread or move it to another project"))
+                .delete_with(delete, summary("Delete a thread and its messages")),
         )
         .api_route(
             "/v1/threads/{id}/messages",
-            get_with(messages, |op| {
-                op.summary("The thread's stored messages (UI message parts and metadata) in conversation order, the newest page first; `replaced=true` adds messages an edit or a regenerate replaced")
-            }),
+            get_with(messages, summary("The thread's stored messages (UI message parts and metadata) in conversation order, the newest page first; `replaced=true` adds messages an edit or a regenerate replaced")),
         )
 }
 

@@ -33,20 +33,11 @@ async fn the_anthropic_sdk_streams_runs_a_tool_round_trip_counts_tokens_and_list
     )]));
     upstream.push(text(["Clear skies ", "in Oslo."]));
     let base = format!("http://{}", gw.addr);
-    let (ok, result) = run_node(
-        dir,
-        vec!["anthropic-check.mjs".into(), base, "scripted".into(), token],
-    )
-    .await;
+    let (ok, result) = run_node(dir, &["anthropic-check.mjs", &base, "scripted", &token]).await;
     assert!(ok, "the Anthropic SDK failed: {result}");
 
     let streamed = &result["streamed"];
-    let texts: Vec<&str> = streamed["texts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t.as_str().unwrap())
-        .collect();
+    let texts = common::strs(&streamed["texts"]);
     assert!(texts.len() > 1, "the answer arrives in pieces: {texts:?}");
     assert_eq!(texts.concat(), "Hello from the gateway.");
     let content = streamed["message"]["content"].as_array().unwrap();
@@ -59,12 +50,7 @@ async fn the_anthropic_sdk_streams_runs_a_tool_round_trip_counts_tokens_and_list
 
     let call = &result["call"];
     assert_eq!(call["stop_reason"], "tool_use");
-    let use_block = call["content"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|b| b["type"] == "tool_use")
-        .unwrap();
+    let use_block = common::where_eq(&call["content"], "type", "tool_use")[0];
     assert_eq!(use_block["input"], json!({"city": "Oslo"}));
     assert_eq!(result["answer"]["content"][0]["text"], "Clear skies in Oslo.");
     let sent = upstream.requests()[2]["messages"].as_array().unwrap().clone();

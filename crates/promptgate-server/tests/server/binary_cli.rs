@@ -3,30 +3,12 @@
 // Helpers in test files fail the test loudly; that is their job.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use crate::common;
+use crate::common::{self, Killed, free_port};
 
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 fn promptgate() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_promptgate"));
@@ -51,14 +33,14 @@ async fn wait_ready(http: &reqwest::Client, base: &str) {
 /// `promptgate serve` on `db` at a free loopback port, once it answers `/readyz`: the process
 /// (killed when dropped) and the base URL. `configure` adds what the test varies.
 /// [`serve_ready`] in tokens mode: every request needs a user's token.
-async fn serve_ready_with_tokens(db: &str) -> (Server, String) {
+async fn serve_ready_with_tokens(db: &str) -> (Killed, String) {
     serve_ready(db, |cmd| {
         cmd.env("PROMPTGATE_AUTH_MODE", "tokens");
     })
     .await
 }
 
-async fn serve_ready(db: &str, configure: impl FnOnce(&mut Command)) -> (Server, String) {
+async fn serve_ready(db: &str, configure: impl FnOnce(&mut Command)) -> (Killed, String) {
     let listen = format!("127.0.0.1:{}", free_port());
     let mut cmd = promptgate();
     cmd.arg("serve")
@@ -66,7 +48,7 @@ async fn serve_ready(db: &str, configure: impl FnOnce(&mut Command)) -> (Server,
         .env("PROMPTGATE_LISTEN", &listen)
         .stdout(Stdio::null());
     configure(&mut cmd);
-    let server = Server(cmd.spawn().unwrap());
+    let server = Killed(cmd.spawn().unwrap());
     let base = format!("http://{listen}");
     wait_ready(&reqwest::Client::new(), &base).await;
     (server, base)
@@ -711,7 +693,7 @@ async fn serve_listen_picks_the_port_and_the_log_says_where_to_open_the_app() {
         if with_app {
             cmd.arg("--config").arg(&config);
         }
-        let mut server = Server(cmd.spawn().unwrap());
+        let mut server = Killed(cmd.spawn().unwrap());
         let stderr = server.0.stderr.take().unwrap();
         let log = read_log_until(stderr, expected).await;
         let url = format!("http://127.0.0.1:{port}/");
@@ -741,10 +723,7 @@ async fn failing_server(body: &'static str) -> std::net::SocketAddr {
             (axum::http::StatusCode::UNPROCESSABLE_ENTITY, body)
         }
     });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    addr
+    common::serve_router(app).await
 }
 
 #[tokio::test]

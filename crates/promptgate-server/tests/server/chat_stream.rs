@@ -9,8 +9,8 @@ use crate::common;
 use std::time::Duration;
 
 use common::{
-    Backend, Gateway, error_code, hung_turn, read_rest, resume, scripted_config, single_user_gateway,
-    slow_answer_under_way, use_chat_body, words,
+    Backend, Gateway, error_code, hung_turn, message_retry, read_rest, resume, scripted_config,
+    single_user_gateway, slow_answer_under_way, use_chat_body, use_chat_retry, words,
 };
 use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
 use promptgate_server::config::AuthMode;
@@ -164,12 +164,7 @@ async fn past_the_limit_of_turns_in_flight_a_send_gets_503_and_nothing_is_stored
         refused_send(&gw, "other").await,
         (StatusCode::SERVICE_UNAVAILABLE, "overloaded".to_owned())
     );
-    let (status, body) = gw
-        .post(
-            "/v1/chat/completions",
-            json!({"model": "scripted", "messages": [{"role": "user", "content": "three"}]}),
-        )
-        .await;
+    let (status, body) = gw.complete("three").await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
     assert_eq!(error_code(&body), "overloaded");
     let (status, _) = gw.get("/v1/threads/other/messages").await;
@@ -270,10 +265,7 @@ async fn thread_messages_endpoint_answers_with_the_same_stream() {
     gw.post("/v1/threads", json!({"id": "th"})).await;
     upstream.push(text(["Fine."]));
     let sse = gw
-        .stream(
-            "/v1/threads/th/messages",
-            json!({"message": "How are you?", "model": "scripted"}),
-        )
+        .thread_message("th", json!({"message": "How are you?", "model": "scripted"}))
         .await;
     assert_eq!(sse.text(), "Fine.");
     let stored = gw.stored_messages("th", 2).await;
@@ -369,12 +361,13 @@ async fn tasks_tools_are_offered_only_behind_the_experimental_flag() {
             .any(|t| t["name"] == "addTasks")
     );
     gw.put("/v1/settings", json!({"experimental_tasks": true})).await;
-    upstream.push(tool_calls(&[(
+    common::one_call(
+        &upstream,
         "call_t",
         "addTasks",
-        &["{\"tasks\":[\"buy milk\",\"call mum\"]}"],
-    )]));
-    upstream.push(text(["Added."]));
+        "{\"tasks\":[\"buy milk\",\"call mum\"]}",
+        "Added.",
+    );
     let sse = gw.chat("tk", "remind me").await;
     let output = sse.of_type("tool-output-available");
     assert_eq!(output.len(), 1, "{:?}", sse.types());
@@ -468,9 +461,9 @@ async fn with_stop_a_dropped_client_stops_the_turn_and_its_followers_see_the_end
 async fn an_unknown_retry_of_is_a_404_on_both_routes_in_both_spellings() {
     let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
     for field in ["retryOf", "retry_of"] {
-        let mut body = use_chat_body("rt", "hi", "scripted");
-        body[field] = json!("turn_0000");
-        let (status, err) = gw.post("/v1/chat", body).await;
+        let (status, err) = gw
+            .post("/v1/chat", use_chat_retry("rt", "hi", field, "turn_0000"))
+            .await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{field}: {err}");
         assert_eq!(error_code(&err), "unknown_turn");
     }
@@ -484,7 +477,7 @@ async fn an_unknown_retry_of_is_a_404_on_both_routes_in_both_spellings() {
         let (status, err) = gw
             .post(
                 "/v1/threads/rt/messages",
-                json!({"message": "again", "model": "scripted", field: "turn_0000"}),
+                message_retry("again", field, "turn_0000"),
             )
             .await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{field}: {err}");
@@ -498,16 +491,13 @@ async fn an_unknown_retry_of_is_a_404_on_both_routes_in_both_spellings() {
     // A known turn is retried, whichever spelling names it.
     upstream.push(text(["Second."]));
     let sse = gw
-        .stream(
-            "/v1/threads/rt/messages",
-            json!({"message": "again", "model": "scripted", "retryOf": turn}),
-        )
+        .thread_message("rt", message_retry("again", "retryOf", &turn))
         .await;
     assert_eq!(sse.text(), "Second.");
-    let mut body = use_chat_body("rt", "more", "scripted");
-    body["retry_of"] = json!(turn);
     upstream.push(text(["Third."]));
-    let sse = gw.stream("/v1/chat", body).await;
+    let sse = gw
+        .stream("/v1/chat", use_chat_retry("rt", "more", "retry_of", &turn))
+        .await;
     assert_eq!(sse.text(), "Third.");
     // A turn of another thread is not this thread's to retry.
     let (status, _) = gw
@@ -528,10 +518,7 @@ async fn a_retry_on_the_thread_route_answers_the_stored_prompt_without_storing_i
 
     upstream.push(text(["Low tide is at 6:10."]));
     let retry = gw
-        .stream(
-            "/v1/threads/rq/messages",
-            json!({"message": "When is low tide?", "model": "scripted", "retry_of": turn}),
-        )
+        .thread_message("rq", message_retry("When is low tide?", "retry_of", &turn))
         .await;
     assert_eq!(retry.text(), "Low tide is at 6:10.");
     // The model sees the question once, as the last message, not the replaced answer after it.
@@ -591,11 +578,8 @@ async fn voice_mode_and_ask_answers_from_the_body_reach_the_model_as_notes() {
 
     // Without the fields the next send carries neither note.
     upstream.push(text(["Done."]));
-    gw.stream(
-        "/v1/threads/notes/messages",
-        json!({"message": "Thanks", "model": "scripted"}),
-    )
-    .await;
+    gw.thread_message("notes", json!({"message": "Thanks", "model": "scripted"}))
+        .await;
     let sent = upstream.last_request().unwrap().to_string();
     assert!(!sent.contains("voice mode") && !sent.contains("User responses"));
 

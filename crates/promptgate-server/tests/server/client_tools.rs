@@ -37,6 +37,23 @@ fn offered(upstream: &ScriptedUpstream, n: usize) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The client's second request: the question, the model's call from the `first` answer, and the
+/// client's `result` for the call `call_id`; the answer, which must be 200.
+async fn send_result(gw: &Gateway, first: &Value, call_id: &str, result: &str) -> Value {
+    let (status, second) = gw
+        .post(
+            "/v1/chat/completions",
+            json!({"model": "scripted", "tools": [weather_tool()], "messages": [
+                question(),
+                first["choices"][0]["message"],
+                {"role": "tool", "tool_call_id": call_id, "content": result}
+            ]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{second}");
+    second
+}
+
 #[tokio::test]
 async fn a_function_tool_round_trip_ends_with_tool_calls_and_continues_with_the_result() {
     let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
@@ -66,17 +83,7 @@ async fn a_function_tool_round_trip_ends_with_tool_calls_and_continues_with_the_
     assert!(tools.len() > 1, "the server's tools are offered too: {tools:?}");
     assert_eq!(upstream.calls(), 1, "the gateway does not run the client's tool");
 
-    let (status, second) = gw
-        .post(
-            "/v1/chat/completions",
-            json!({"model": "scripted", "tools": [weather_tool()], "messages": [
-                question(),
-                first["choices"][0]["message"],
-                {"role": "tool", "tool_call_id": "call_w", "content": "{\"sky\":\"clear\"}"}
-            ]}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{second}");
+    let second = send_result(&gw, &first, "call_w", "{\"sky\":\"clear\"}").await;
     assert_eq!(second["choices"][0]["message"]["content"], "It is sunny.");
     assert_eq!(second["choices"][0]["finish_reason"], "stop");
     let messages = upstream.requests()[1]["messages"].as_array().unwrap().clone();
@@ -125,8 +132,13 @@ async fn hidden_server_steps_are_put_back_when_the_result_reaches_another_instan
     // A server-side step the client never sees (a call the server answers itself), then the
     // client's tool.
     upstream.push(tool_calls(&[("call_s", "no_such_tool", &["{}"])]));
-    upstream.push(tool_calls(&[("call_c", "get_weather", &["{\"city\":\"Oslo\"}"])]));
-    upstream.push(text(["Clear skies."]));
+    common::one_call(
+        &upstream,
+        "call_c",
+        "get_weather",
+        "{\"city\":\"Oslo\"}",
+        "Clear skies.",
+    );
 
     let body = json!({"model": "scripted", "messages": [question()], "tools": [weather_tool()]});
     let (status, first) = first_instance.post("/v1/chat/completions", body).await;
@@ -135,17 +147,7 @@ async fn hidden_server_steps_are_put_back_when_the_result_reaches_another_instan
     let given = call["id"].as_str().unwrap();
     assert_ne!(given, "call_c", "the client gets an id of the gateway's");
 
-    let (status, second) = second_instance
-        .post(
-            "/v1/chat/completions",
-            json!({"model": "scripted", "tools": [weather_tool()], "messages": [
-                question(),
-                first["choices"][0]["message"],
-                {"role": "tool", "tool_call_id": given, "content": "clear"}
-            ]}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{second}");
+    let second = send_result(&second_instance, &first, given, "clear").await;
     assert_eq!(second["choices"][0]["message"]["content"], "Clear skies.");
     // Past the system prompt, the model reads what it saw before, its own call, then the result.
     common::assert_continued(&upstream, (1, 2), "call_c", "clear");

@@ -11,6 +11,9 @@ use promptgate_store::testing::TestDb;
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 
+mod tools_server;
+pub use tools_server::{ToolsServer, one_string_argument};
+
 pub enum Backend {
     Sqlite,
     Postgres,
@@ -287,6 +290,21 @@ impl Gateway {
         .await
     }
 
+    /// Registers the MCP server at `url` under `name`, which must be accepted; the created record.
+    pub async fn register_mcp_server(&self, name: &str, url: &str) -> Value {
+        let (status, created) = self
+            .post("/v1/mcp-servers", serde_json::json!({"name": name, "url": url}))
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{created}");
+        created
+    }
+
+    /// The provider's redirect back after the user consented, which must be accepted.
+    pub async fn oauth_callback_ok(&self, provider: &str, code: &str, state: &str) {
+        let (status, body) = self.oauth_callback(provider, code, state).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+
     /// A raw request with an arbitrary body and content type (for malformed input).
     pub async fn raw(
         &self,
@@ -431,6 +449,14 @@ impl Sse {
         );
     }
 
+    /// The `tool-output-available` chunk of the tool call `call_id`.
+    pub fn tool_output(&self, call_id: &str) -> &Value {
+        self.events
+            .iter()
+            .find(|e| e["type"] == "tool-output-available" && e["toolCallId"] == call_id)
+            .unwrap_or_else(|| panic!("no output for {call_id}: {:?}", self.types()))
+    }
+
     pub fn text(&self) -> String {
         self.of_type("text-delta")
             .iter()
@@ -526,10 +552,46 @@ impl Gateway {
         self.stream_as(NEWEST_UI_STREAM.1, path, body).await
     }
 
+    /// POSTs `body` to the thread's own route, `/v1/threads/{thread}/messages`, and reads the answer.
+    pub async fn thread_message(&self, thread: &str, body: Value) -> Sse {
+        self.stream(&format!("/v1/threads/{thread}/messages"), body).await
+    }
+
     /// Sends `text` to `thread` through `/v1/chat` for the `scripted` model and reads the answer.
     pub async fn chat(&self, thread: &str, text: &str) -> Sse {
         self.stream("/v1/chat", use_chat_body(thread, text, "scripted"))
             .await
+    }
+
+    /// Creates a project of the user's; its id.
+    pub async fn create_project(&self, name: &str, instructions: &str) -> String {
+        let body = serde_json::json!({"name": name, "instructions": instructions});
+        let (status, project) = self.post("/v1/projects", body).await;
+        assert_eq!(status, StatusCode::CREATED, "{project}");
+        project["id"].as_str().unwrap().to_owned()
+    }
+
+    /// Creates a skill of the user's from its JSON body.
+    pub async fn create_skill(&self, body: Value) {
+        let (status, skill) = self.post("/v1/skills", body).await;
+        assert_eq!(status, StatusCode::CREATED, "{skill}");
+    }
+
+    /// Starts authorizing the user's MCP server `id` (which asks for OAuth): the URL the user's
+    /// browser is sent to.
+    pub async fn authorization_url(&self, id: &str) -> String {
+        let (status, started) = self
+            .post(&format!("/v1/mcp-servers/{id}/authorize"), serde_json::json!({}))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{started}");
+        started["authorization_url"].as_str().unwrap().to_owned()
+    }
+
+    /// Sends `text` through the OpenAI-compatible `/v1/chat/completions` (not streamed) to the
+    /// `scripted` model; its status and answer.
+    pub async fn complete(&self, text: &str) -> (StatusCode, Value) {
+        let body = serde_json::json!({"model": "scripted", "messages": [{"role": "user", "content": text}]});
+        self.post("/v1/chat/completions", body).await
     }
 
     /// Like [`Gateway::stream`], for a client declaring the UI stream `version` (`v5`, `v6`...).
@@ -600,16 +662,33 @@ pub fn use_chat_body(thread: &str, text: &str, model: &str) -> Value {
     })
 }
 
+/// [`use_chat_body`] for the `scripted` model that retries `turn`, naming it with `field` (the AI
+/// SDK's `retryOf`, or `retry_of`).
+pub fn use_chat_retry(thread: &str, text: &str, field: &str, turn: &str) -> Value {
+    let mut body = use_chat_body(thread, text, "scripted");
+    body[field] = Value::from(turn);
+    body
+}
+
+/// A message for a thread's route (`POST /v1/threads/{id}/messages`) to the `scripted` model that
+/// retries `turn`, naming it with `field` (`retryOf` or `retry_of`).
+pub fn message_retry(text: &str, field: &str, turn: &str) -> Value {
+    serde_json::json!({"message": text, "model": "scripted", field: turn})
+}
+
 /// A single-user gateway whose `scripted` model answers from a fresh scripted upstream on loopback.
 pub async fn single_user_gateway(backend: Backend) -> (Gateway, promptgate_llm::scripted::ScriptedUpstream) {
+    single_user_gateway_with(backend, "").await
+}
+
+/// [`single_user_gateway`] with `extra_toml` added to its config (see [`scripted_config_with`]).
+pub async fn single_user_gateway_with(
+    backend: Backend,
+    extra_toml: &str,
+) -> (Gateway, promptgate_llm::scripted::ScriptedUpstream) {
     init();
-    let upstream = promptgate_llm::scripted::ScriptedUpstream::start().await.unwrap();
-    let gw = Gateway::start(
-        backend,
-        scripted_config(AuthMode::SingleUser, &upstream.base_url()),
-    )
-    .await;
-    (gw, upstream)
+    let (upstream, config) = single_user_scripted(extra_toml).await;
+    (Gateway::start(backend, config).await, upstream)
 }
 
 /// A fresh scripted upstream and a single-user config whose `scripted` model uses it, with
@@ -978,4 +1057,65 @@ fn peer_setting(variable: &str, scenario: &str) -> Option<String> {
             &format!("{variable} is not set, so {scenario} is skipped"),
         ),
     }
+}
+
+/// A child process a test started (a peer, a second `promptgate serve`), killed and reaped when the
+/// test ends, passed or failed, so that no process outlives it.
+pub struct Killed(pub std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A loopback port free a moment ago (bound and released), for a process that binds it itself.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Serves `app` on a loopback port until the test's runtime ends; its address.
+pub async fn serve_router(app: axum::Router) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    addr
+}
+
+/// The JSON array of strings `list` as strings.
+pub fn strs(list: &Value) -> Vec<&str> {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item.as_str().unwrap())
+        .collect()
+}
+
+/// Scripts the model's next send: it calls `tool` once (call `id`, with the JSON `arguments`), then
+/// answers `answer` once it has read the result.
+pub fn one_call(
+    upstream: &promptgate_llm::scripted::ScriptedUpstream,
+    id: &str,
+    tool: &str,
+    arguments: &str,
+    answer: &str,
+) {
+    upstream.push(promptgate_llm::scripted::tool_calls(&[(id, tool, &[arguments])]));
+    upstream.push(promptgate_llm::scripted::text([answer]));
+}
+
+/// The query parameter `name` of the URL `url` (an authorization URL's `state`, `scope`...).
+pub fn query_param(url: &str, name: &str) -> Option<String> {
+    url::Url::parse(url)
+        .unwrap()
+        .query_pairs()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned())
 }

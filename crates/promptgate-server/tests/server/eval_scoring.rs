@@ -25,12 +25,14 @@ fn with_calls(calls: &[(&str, Value)]) -> Observed {
     }
 }
 
+/// Criteria as a scenario file writes them (camel-case keys), so each test names only what it checks.
+fn criteria(keys: Value) -> Criteria {
+    serde_json::from_value(keys).unwrap()
+}
+
 #[test]
 fn citations_count_distinct_brackets_of_both_kinds_but_not_titled_markers() {
-    let criteria = Criteria {
-        min_citations: Some(3),
-        ..Criteria::default()
-    };
+    let criteria = criteria(json!({"minCitations": 3}));
     assert!(score(&criteria, &answer("a [1] b [2] c 【1】 d [1]")).is_empty());
     assert_eq!(
         score(&criteria, &answer("a [1] b 【2†title】 c [1](http://x)")),
@@ -40,10 +42,7 @@ fn citations_count_distinct_brackets_of_both_kinds_but_not_titled_markers() {
 
 #[test]
 fn an_empty_or_blank_answer_fails_must_produce_output() {
-    let criteria = Criteria {
-        must_produce_output: true,
-        ..Criteria::default()
-    };
+    let criteria = criteria(json!({"mustProduceOutput": true}));
     assert_eq!(
         score(&criteria, &answer(" \n")),
         ["Empty response: no text output produced"]
@@ -58,27 +57,18 @@ fn only_web_tools_count_towards_tool_call_limits() {
         ("skill", json!({"name": "research"})),
         ("fetch_content", json!({"url": "https://a.example"})),
     ]);
-    let too_many = Criteria {
-        max_tool_calls: Some(1),
-        ..Criteria::default()
-    };
     assert_eq!(
-        score(&too_many, &observed),
+        score(&criteria(json!({"maxToolCalls": 1})), &observed),
         ["Too many web tool calls: 2 (max: 1)"]
     );
-    let too_few = Criteria {
-        min_tool_calls: Some(3),
-        ..Criteria::default()
-    };
-    assert_eq!(score(&too_few, &observed), ["Too few web tool calls: 2 (min: 3)"]);
+    assert_eq!(
+        score(&criteria(json!({"minToolCalls": 3})), &observed),
+        ["Too few web tool calls: 2 (min: 3)"]
+    );
 }
 
 #[test]
 fn duplicates_ignore_key_order_but_not_case_or_spacing() {
-    let criteria = Criteria {
-        no_duplicate_tool_calls: true,
-        ..Criteria::default()
-    };
     let observed = with_calls(&[
         ("search", json!({"query": "tides", "max_results": 5})),
         ("search", json!({"max_results": 5, "query": "tides"})),
@@ -86,25 +76,20 @@ fn duplicates_ignore_key_order_but_not_case_or_spacing() {
         ("skill", json!({"name": "x"})),
         ("skill", json!({"name": "x"})),
     ]);
-    assert_eq!(score(&criteria, &observed), ["Duplicate web tool calls: 1"]);
+    assert_eq!(
+        score(&criteria(json!({"noDuplicateToolCalls": true})), &observed),
+        ["Duplicate web tool calls: 1"]
+    );
 }
 
 #[test]
 fn widgets_are_found_by_tag_name() {
     let text = "See <widget:link-preview url=\"a\"/> and <widget:weather-forecast city=\"x\"/>";
-    let forbid = Criteria {
-        must_not_use_widgets: true,
-        ..Criteria::default()
-    };
     assert_eq!(
-        score(&forbid, &answer(text)),
+        score(&criteria(json!({"mustNotUseWidgets": true})), &answer(text)),
         ["Unexpected widget tags found: link-preview, weather-forecast"]
     );
-    let require = Criteria {
-        must_use_link_previews: true,
-        must_use_widget: Some("map".into()),
-        ..Criteria::default()
-    };
+    let require = criteria(json!({"mustUseLinkPreviews": true, "mustUseWidget": "map"}));
     assert_eq!(
         score(&require, &answer(text)),
         ["No <widget:map> tag found in response"]
@@ -120,67 +105,57 @@ fn widgets_are_found_by_tag_name() {
 
 #[test]
 fn steps_over_the_limit_fail() {
-    let criteria = Criteria {
-        max_steps: Some(1),
-        ..Criteria::default()
-    };
-    assert_eq!(score(&criteria, &with_calls(&[])), ["Too many steps: 2 (max: 1)"]);
+    assert_eq!(
+        score(&criteria(json!({"maxSteps": 1})), &with_calls(&[])),
+        ["Too many steps: 2 (max: 1)"]
+    );
 }
 
-fn preview(attributes: &str) -> String {
-    format!("Read this <widget:link-preview {attributes}/> for more.")
+/// How the link criteria score an answer of one link preview for each set of attributes, with
+/// `more` text after them.
+fn score_previews(keys: Value, attributes: &[&str], more: &str) -> Vec<String> {
+    let mut text: String = attributes
+        .iter()
+        .map(|a| format!("Read this <widget:link-preview {a}/> for more."))
+        .collect();
+    text.push_str(more);
+    score(&criteria(keys), &answer(&text))
 }
 
 #[test]
 fn homepage_links_fail_whatever_the_quotes_or_attribute_order() {
-    let criteria = Criteria {
-        no_homepage_links: true,
-        ..Criteria::default()
-    };
-    let text = [
-        preview(r#"url="https://example.com""#),
-        preview("title='Docs' url='https://Docs.example.org/?ref=x#top'"),
-        preview(r#"url="https://example.com/guide/tides" title="a > b""#),
-        preview(r#"url="https://example.com""#),
-    ]
-    .concat();
+    let attributes = [
+        r#"url="https://example.com""#,
+        "title='Docs' url='https://Docs.example.org/?ref=x#top'",
+        r#"url="https://example.com/guide/tides" title="a > b""#,
+        r#"url="https://example.com""#,
+    ];
     assert_eq!(
-        score(&criteria, &answer(&text)),
+        score_previews(json!({"noHomepageLinks": true}), &attributes, ""),
         ["Homepage links found: https://example.com, https://Docs.example.org/?ref=x#top"]
     );
 }
 
 #[test]
 fn links_with_a_path_are_not_homepages() {
-    let criteria = Criteria {
-        no_homepage_links: true,
-        ..Criteria::default()
-    };
-    let text = [
-        preview(r#"url="https://example.com/guide""#),
-        preview("title='x' url='http://example.com:8080/a/b?q=1'"),
-        "<widget:link-preview-card url=\"https://example.com/\"/>".to_owned(),
-        "plain https://example.com/ text".to_owned(),
-    ]
-    .concat();
-    assert!(score(&criteria, &answer(&text)).is_empty());
+    let attributes = [
+        r#"url="https://example.com/guide""#,
+        "title='x' url='http://example.com:8080/a/b?q=1'",
+    ];
+    let more = "<widget:link-preview-card url=\"https://example.com/\"/>plain https://example.com/ text";
+    assert!(score_previews(json!({"noHomepageLinks": true}), &attributes, more).is_empty());
 }
 
 #[test]
 fn review_sites_and_their_subdomains_fail() {
-    let criteria = Criteria {
-        no_review_sites: true,
-        ..Criteria::default()
-    };
-    let text = [
-        preview(r#"url="https://www.yelp.com/biz/cafe-x""#),
-        preview("url='https://old.Reddit.com/r/tides/comments/1' title='thread'"),
-        preview(r#"url="https://www.nytimes.com/wirecutter/reviews/best-kettle/""#),
-        preview(r#"url="https://uk.trustpilot.com""#),
-    ]
-    .concat();
+    let attributes = [
+        r#"url="https://www.yelp.com/biz/cafe-x""#,
+        "url='https://old.Reddit.com/r/tides/comments/1' title='thread'",
+        r#"url="https://www.nytimes.com/wirecutter/reviews/best-kettle/""#,
+        r#"url="https://uk.trustpilot.com""#,
+    ];
     assert_eq!(
-        score(&criteria, &answer(&text)),
+        score_previews(json!({"noReviewSites": true}), &attributes, ""),
         ["Review-site links found: https://www.yelp.com/biz/cafe-x, \
           https://old.Reddit.com/r/tides/comments/1, \
           https://www.nytimes.com/wirecutter/reviews/best-kettle/, https://uk.trustpilot.com"]
@@ -189,39 +164,29 @@ fn review_sites_and_their_subdomains_fail() {
 
 #[test]
 fn sites_that_merely_resemble_review_sites_pass() {
-    let criteria = Criteria {
-        no_review_sites: true,
-        ..Criteria::default()
-    };
-    let text = [
-        preview(r#"url="https://notyelp.com/biz/cafe-x""#),
-        preview("url='https://www.nytimes.com/2024/01/01/science/tides.html'"),
-        preview(r#"url="https://reddit.com.example.org/r/tides""#),
-        preview(r#"title="reddit.com" url="https://noaa.gov/tides""#),
-    ]
-    .concat();
-    assert!(score(&criteria, &answer(&text)).is_empty());
+    let attributes = [
+        r#"url="https://notyelp.com/biz/cafe-x""#,
+        "url='https://www.nytimes.com/2024/01/01/science/tides.html'",
+        r#"url="https://reddit.com.example.org/r/tides""#,
+        r#"title="reddit.com" url="https://noaa.gov/tides""#,
+    ];
+    assert!(score_previews(json!({"noReviewSites": true}), &attributes, "").is_empty());
 }
 
 #[test]
 fn link_hosts_are_read_without_case_www_or_a_trailing_dot_and_odd_links_are_ignored() {
-    let criteria = Criteria {
-        no_homepage_links: true,
-        no_review_sites: true,
-        ..Criteria::default()
-    };
-    let text = [
-        preview(r#"url="https://WWW.Yelp.com./biz?b#c""#),
-        preview(r#"url="http://user@host.example:81""#),
-        preview(r#"url="//cdn.example.net/x""#),
-        preview(r#"url="www.tripadvisor.com/hotel""#),
-        preview(r#"url="/relative/path""#),
-        preview(r#"url="mailto:a@example.com""#),
-        preview(r#"url="ftp://example.com/""#),
-    ]
-    .concat();
+    let attributes = [
+        r#"url="https://WWW.Yelp.com./biz?b#c""#,
+        r#"url="http://user@host.example:81""#,
+        r#"url="//cdn.example.net/x""#,
+        r#"url="www.tripadvisor.com/hotel""#,
+        r#"url="/relative/path""#,
+        r#"url="mailto:a@example.com""#,
+        r#"url="ftp://example.com/""#,
+    ];
+    let both = json!({"noHomepageLinks": true, "noReviewSites": true});
     assert_eq!(
-        score(&criteria, &answer(&text)),
+        score_previews(both, &attributes, ""),
         [
             "Homepage links found: http://user@host.example:81",
             "Review-site links found: https://WWW.Yelp.com./biz?b#c, www.tripadvisor.com/hotel",

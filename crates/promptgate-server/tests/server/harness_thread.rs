@@ -65,21 +65,14 @@ async fn harness_kept_while_its_signature_holds_then_rebuilt(db: TestDb) {
     let upstream = ScriptedUpstream::start().await.unwrap();
     let config = || harness(scripted_config(AuthMode::SingleUser, &upstream.base_url()));
     let gw = Gateway::over_store(db.another_instance().await, db.url(), config()).await;
-    let (_, project) = gw
-        .post(
-            "/v1/projects",
-            json!({"name": "Ops", "instructions": "Count carefully."}),
-        )
-        .await;
-    let pid = project["id"].as_str().unwrap().to_owned();
+    let pid = gw.create_project("Ops", "Count carefully.").await;
     gw.post("/v1/threads", json!({"id": "h1", "project_id": pid}))
         .await;
 
     // First send: write the log, count with a pipeline, answer from the count.
     let write = json!({"path": "logs/access.log", "content": LOG}).to_string();
     upstream.push(tool_calls(&[("c1", "write", &[write.as_str()])]));
-    upstream.push(tool_calls(&[("c2", "bash", &[COUNT])]));
-    upstream.push(text(["Two distinct requests failed."]));
+    common::one_call(&upstream, "c2", "bash", COUNT, "Two distinct requests failed.");
     let sse = send(&gw, "h1", "How many distinct requests failed?").await;
     assert_eq!(sse.text(), "Two distinct requests failed.");
     assert_eq!(tool_message(&upstream.last_request().unwrap(), "c2"), "2\n");
@@ -98,8 +91,7 @@ async fn harness_kept_while_its_signature_holds_then_rebuilt(db: TestDb) {
         json!({"path": "logs/access.log", "edits": [{"oldText": "GET /d 500", "newText": "GET /d 200"}]})
             .to_string();
     upstream.push(tool_calls(&[("c3", "edit", &[edit.as_str()])]));
-    upstream.push(tool_calls(&[("c4", "bash", &[COUNT])]));
-    upstream.push(text(["One distinct request fails now."]));
+    common::one_call(&upstream, "c4", "bash", COUNT, "One distinct request fails now.");
     let sse = send(&gw, "h1", "/d is fixed; count again.").await;
     assert_eq!(sse.text(), "One distinct request fails now.");
     let requests = upstream.requests();
@@ -134,8 +126,7 @@ async fn harness_kept_while_its_signature_holds_then_rebuilt(db: TestDb) {
         )
         .await;
     assert_eq!(status, StatusCode::OK);
-    upstream.push(tool_calls(&[("c5", "bash", &[COUNT])]));
-    upstream.push(text(["Still one."]));
+    common::one_call(&upstream, "c5", "bash", COUNT, "Still one.");
     send(&gw, "h1", "Check once more.").await;
     let requests = upstream.requests();
     let rebuilt = &requests[before];
@@ -154,12 +145,13 @@ async fn harness_kept_while_its_signature_holds_then_rebuilt(db: TestDb) {
     // After a restart nothing is kept in memory: rebuilt again, over the same workspace.
     let gw = Gateway::over_store(db.another_instance().await, db.url(), config()).await;
     let before = upstream.requests().len();
-    upstream.push(tool_calls(&[(
+    common::one_call(
+        &upstream,
         "c6",
         "bash",
-        &[r#"{"command": "grep -c ' 200' logs/access.log"}"#],
-    )]));
-    upstream.push(text(["Three succeeded."]));
+        r#"{"command": "grep -c ' 200' logs/access.log"}"#,
+        "Three succeeded.",
+    );
     let sse = send(&gw, "h1", "How many succeeded?").await;
     assert_eq!(sse.text(), "Three succeeded.");
     let requests = upstream.requests();
@@ -183,14 +175,9 @@ async fn skills_ride_on_the_user_text_and_the_client_header_names_the_client() {
         harness(scripted_config(AuthMode::SingleUser, &upstream.base_url())),
     )
     .await;
-    let (status, _) = gw
-        .post(
-            "/v1/skills",
-            json!({"slug": "haiku", "name": "Haiku", "description": "Answers in verse",
-                   "instructions": "Answer in a haiku."}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED);
+    let haiku = json!({"slug": "haiku", "name": "Haiku", "description": "Answers in verse",
+                       "instructions": "Answer in a haiku."});
+    gw.create_skill(haiku).await;
     upstream.push(text(["Waves fold into foam"]));
     let res = gw
         .http
@@ -288,15 +275,16 @@ async fn the_web_floor_takes_only_the_web_tools_steers_once_and_lifts_on_promoti
     // Six distinct searches against an auto budget of five: the sixth is denied.
     upstream.push(search_step(&searches(1..=6)));
     upstream.push(tool_calls(&[("b1", "bash", &[r#"{"command": "echo noted"}"#])]));
-    upstream.push(tool_calls(&[("k1", "skill", &[r#"{"name": "research"}"#])]));
-    upstream.push(text(["What I found, and what I could not check."]));
+    common::one_call(
+        &upstream,
+        "k1",
+        "skill",
+        r#"{"name": "research"}"#,
+        "What I found, and what I could not check.",
+    );
     let sse = send(&gw, "f1", "Tell me about tides").await;
     assert_eq!(sse.text(), "What I found, and what I could not check.");
-    let denied = sse
-        .of_type("tool-output-available")
-        .into_iter()
-        .find(|e| e["toolCallId"] == "s6")
-        .unwrap();
+    let denied = sse.tool_output("s6");
     assert_eq!(denied["output"]["status"], "budget_exhausted");
 
     let requests = upstream.requests();

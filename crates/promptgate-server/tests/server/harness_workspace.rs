@@ -8,7 +8,7 @@ use crate::common;
 
 use common::{Gateway, scripted_config, tool_message};
 use promptgate_core::settings::Engine;
-use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
+use promptgate_llm::scripted::{ScriptedUpstream, tool_calls};
 use promptgate_server::config::{AuthMode, Config};
 use promptgate_store::testing::TestDb;
 use reqwest::StatusCode;
@@ -38,8 +38,13 @@ async fn harness_workspace_across_sends_and_a_restart(db: TestDb) {
     // First send: write the file, run the pipeline, answer from its output.
     let write = json!({"path": "logs/access.log", "content": LOG}).to_string();
     upstream.push(tool_calls(&[("c1", "write", &[write.as_str()])]));
-    upstream.push(tool_calls(&[("c2", "bash", &[COUNT])]));
-    upstream.push(text(["Two distinct requests failed with 500."]));
+    common::one_call(
+        &upstream,
+        "c2",
+        "bash",
+        COUNT,
+        "Two distinct requests failed with 500.",
+    );
     let sse = gw.chat("w1", "How many distinct requests failed?").await;
     assert_eq!(sse.status, StatusCode::OK);
     assert_eq!(sse.text(), "Two distinct requests failed with 500.");
@@ -67,10 +72,8 @@ async fn harness_workspace_across_sends_and_a_restart(db: TestDb) {
         format!("wrote {} bytes to /home/user/logs/access.log", LOG.len())
     );
     assert_eq!(tool_message(&requests[2], "c2"), "2\n");
-    let outputs = sse.of_type("tool-output-available");
-    let bash = outputs.iter().find(|e| e["toolCallId"] == "c2").unwrap();
     assert_eq!(
-        bash["output"],
+        sse.tool_output("c2")["output"],
         json!({"stdout": "2\n", "stderr": "", "exit_code": 0})
     );
     gw.stored_messages("w1", 2).await;
@@ -88,12 +91,13 @@ async fn harness_workspace_across_sends_and_a_restart(db: TestDb) {
             .to_string();
     upstream.push(tool_calls(&[("c3", "edit", &[edit.as_str()])]));
     upstream.push(tool_calls(&[("c4", "bash", &[COUNT])]));
-    upstream.push(tool_calls(&[(
+    common::one_call(
+        &upstream,
         "c5",
         "read",
-        &[r#"{"path": "logs/access.log", "offset": 6}"#],
-    )]));
-    upstream.push(text(["After the fix, one distinct request fails."]));
+        r#"{"path": "logs/access.log", "offset": 6}"#,
+        "After the fix, one distinct request fails.",
+    );
     let sse = gw.chat("w1", "/d is fixed; count again.").await;
     assert_eq!(sse.status, StatusCode::OK);
     assert_eq!(sse.text(), "After the fix, one distinct request fails.");
@@ -107,12 +111,13 @@ async fn harness_workspace_across_sends_and_a_restart(db: TestDb) {
     assert_eq!(tool_message(&requests[n - 1], "c5"), "GET /d 200\n");
 
     // A failed call goes back to the model as an error it can act on, and the turn goes on.
-    upstream.push(tool_calls(&[(
+    common::one_call(
+        &upstream,
         "c6",
         "read",
-        &[r#"{"path": "../../../etc/passwd"}"#],
-    )]));
-    upstream.push(text(["That file is outside the workspace."]));
+        r#"{"path": "../../../etc/passwd"}"#,
+        "That file is outside the workspace.",
+    );
     let sse = gw.chat("w1", "Show /etc/passwd").await;
     assert_eq!(sse.text(), "That file is outside the workspace.");
     let refused = tool_message(&upstream.last_request().unwrap(), "c6");
@@ -123,8 +128,7 @@ async fn harness_workspace_across_sends_and_a_restart(db: TestDb) {
     let (status, _) = gw.delete("/v1/threads/w1").await;
     assert_eq!(status, StatusCode::NO_CONTENT);
     gw.post("/v1/threads", json!({"id": "w1"})).await;
-    upstream.push(tool_calls(&[("c7", "bash", &[r#"{"command": "ls -A"}"#])]));
-    upstream.push(text(["Empty."]));
+    common::one_call(&upstream, "c7", "bash", r#"{"command": "ls -A"}"#, "Empty.");
     gw.chat("w1", "What files are there?").await;
     assert_eq!(
         tool_message(&upstream.last_request().unwrap(), "c7"),
@@ -147,20 +151,20 @@ async fn a_completion_without_a_thread_gets_a_workspace_for_that_request_only() 
     .await;
     let completion = json!({"model": "scripted", "messages": [{"role": "user", "content": "sum 1..4"}]});
 
-    upstream.push(tool_calls(&[(
+    common::one_call(
+        &upstream,
         "c1",
         "bash",
-        &[r#"{"command": "seq 1 4 > n.txt && paste -sd+ n.txt | bc"}"#],
-    )]));
-    upstream.push(text(["10"]));
+        r#"{"command": "seq 1 4 > n.txt && paste -sd+ n.txt | bc"}"#,
+        "10",
+    );
     let (status, body) = gw.post("/v1/chat/completions", completion.clone()).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["choices"][0]["message"]["content"], "10");
     assert_eq!(tool_message(&upstream.last_request().unwrap(), "c1"), "10\n");
 
     // The next completion starts with an empty workspace.
-    upstream.push(tool_calls(&[("c2", "bash", &[r#"{"command": "ls -A"}"#])]));
-    upstream.push(text(["nothing"]));
+    common::one_call(&upstream, "c2", "bash", r#"{"command": "ls -A"}"#, "nothing");
     let (status, _) = gw.post("/v1/chat/completions", completion).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(

@@ -230,10 +230,7 @@ async fn setup_with(backend: Backend, mode: AuthMode) -> Setup {
 pub(crate) async fn fake_google() -> (String, Hits) {
     let hits = Hits::default();
     let app = Router::new().fallback(google_api).with_state(hits.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let google = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (google, hits)
+    (format!("http://{}", common::serve_router(app).await), hits)
 }
 
 /// The integrations section for the fake Google at `google` (secrets read from [`FakeEnv`]).
@@ -265,8 +262,7 @@ pub(crate) async fn authorize(gw: &Gateway) -> String {
 
 pub(crate) async fn connect(gw: &Gateway) {
     let state = authorize(gw).await;
-    let (status, body) = gw.oauth_callback("google", "good-code", &state).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    gw.oauth_callback_ok("google", "good-code", &state).await;
 }
 
 /// The local user's Google tokens as the store keeps them (sealed), if any.
@@ -372,8 +368,7 @@ async fn the_callback_may_land_on_another_instance() {
     let Setup { gw, config, .. } = setup(Backend::Postgres).await;
     let other = gw.another_instance_with_env(config, &FakeEnv).await;
     let state = authorize(&gw).await;
-    let (status, body) = other.oauth_callback("google", "good-code", &state).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    other.oauth_callback_ok("google", "good-code", &state).await;
     // Seen from the instance that started it, whichever instance completed it.
     connected_and_state_used(&gw, &state).await;
 }
@@ -613,16 +608,10 @@ async fn with_tokens_the_state_names_the_user_who_authorized() {
         .get_as("/v1/integrations/google/authorize", alice.as_str())
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    let url = Url::parse(body["authorization_url"].as_str().unwrap()).unwrap();
-    let state = url
-        .query_pairs()
-        .find(|(k, _)| k == "state")
-        .map(|(_, v)| v.into_owned())
-        .unwrap();
+    let state = common::query_param(body["authorization_url"].as_str().unwrap(), "state").unwrap();
 
     // The browser arrives without any Authorization header.
-    let (status, body) = gw.oauth_callback("google", "good-code", &state).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    gw.oauth_callback_ok("google", "good-code", &state).await;
 
     let (_, view) = gw.get_as("/v1/integrations/google", alice.as_str()).await;
     assert_eq!(view["connected"], true);

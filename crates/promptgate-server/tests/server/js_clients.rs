@@ -32,8 +32,21 @@ pub fn js_dir_with(needed: &[&str]) -> Option<PathBuf> {
     )
 }
 
-pub async fn run_node(dir: PathBuf, args: Vec<String>) -> (bool, Value) {
-    run_for_json(PathBuf::from("node"), dir, args).await
+/// What the AI SDK's `useChat` sends for the user's `words` in `chat`, asking for `model`; the
+/// checks in tests/js take it whole.
+pub fn chat_request(chat: &str, model: &str, words: &str) -> Value {
+    json!({
+        "chatId": chat,
+        "messages": [{"id": format!("{chat}-u"), "role": "user", "parts": [{"type": "text", "text": words}]}],
+        "body": {"model": model},
+    })
+}
+
+/// Runs `node` with `args` in `dir` (see [`run_for_json`]). The arguments are copied, so the future
+/// owns everything and a test may spawn it.
+pub fn run_node(dir: PathBuf, args: &[&str]) -> impl Future<Output = (bool, Value)> + 'static {
+    let args = args.iter().map(|arg| (*arg).to_owned()).collect();
+    run_for_json(PathBuf::from("node"), dir, args)
 }
 
 /// Runs an outside client's check, `program` with `args` in `dir`, and reads the JSON it prints:
@@ -64,30 +77,17 @@ async fn demo_gateway() -> Gateway {
 
 /// The chunk types a checker script saw, in order.
 fn chunk_types(result: &Value) -> Vec<&str> {
-    result["chunks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c.as_str().unwrap())
-        .collect()
+    common::strs(&result["chunks"])
 }
 
 #[tokio::test]
 async fn the_ai_sdk_accepts_our_stream_and_rebuilds_the_stored_message() {
     let Some(dir) = js_dir() else { return };
     let gw = demo_gateway().await;
-    let request = json!({
-        "chatId": "js-chat",
-        "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Make me a tiny page"}]}],
-        "body": {"model": "demo"}
-    });
+    let request = chat_request("js-chat", "demo", "Make me a tiny page");
     let (ok, result) = run_node(
         dir,
-        vec![
-            "ui-stream-check.mjs".into(),
-            gw.url("/v1/chat"),
-            request.to_string(),
-        ],
+        &["ui-stream-check.mjs", &gw.url("/v1/chat"), &request.to_string()],
     )
     .await;
     assert!(ok, "the AI SDK rejected the stream: {result}");
@@ -143,12 +143,7 @@ async fn the_openai_client_consumes_the_facade_streamed_and_whole() {
     let gw = demo_gateway().await;
     let (ok, result) = run_node(
         dir,
-        vec![
-            "openai-check.mjs".into(),
-            gw.url("/v1"),
-            "demo".into(),
-            "Make me a tiny page".into(),
-        ],
+        &["openai-check.mjs", &gw.url("/v1"), "demo", "Make me a tiny page"],
     )
     .await;
     assert!(ok, "the openai client rejected the facade: {result}");
@@ -211,18 +206,14 @@ async fn resume_with_the_ai_sdk(backend: Backend, on_another_instance: bool) {
     let expected: String = words.concat();
     upstream
         .push(promptgate_llm::scripted::text(words).with_delay_between(std::time::Duration::from_millis(25)));
-    let request = json!({
-        "chatId": "js-resume",
-        "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Talk for a while"}]}],
-        "body": {"model": "scripted"}
-    });
+    let request = chat_request("js-resume", "scripted", "Talk for a while");
     let (ok, result) = run_node(
         dir,
-        vec![
-            "resume-check.mjs".into(),
-            gw.url("/v1/chat"),
-            request.to_string(),
-            resume_api,
+        &[
+            "resume-check.mjs",
+            &gw.url("/v1/chat"),
+            &request.to_string(),
+            &resume_api,
         ],
     )
     .await;
@@ -287,11 +278,7 @@ async fn the_openai_client_runs_a_function_tool_round_trip() {
     let Some(dir) = js_dir() else { return };
     let (gw, upstream) = common::single_user_gateway(Backend::Sqlite).await;
     weather_round_trip(&upstream);
-    let (ok, result) = run_node(
-        dir,
-        vec!["openai-tools-check.mjs".into(), gw.url("/v1"), "scripted".into()],
-    )
-    .await;
+    let (ok, result) = run_node(dir, &["openai-tools-check.mjs", &gw.url("/v1"), "scripted"]).await;
     assert!(ok, "the openai client failed the round trip: {result}");
     assert_weather_round_trip(&result, &upstream);
 }
@@ -308,11 +295,11 @@ async fn the_openai_client_raises_an_error_for_a_completion_the_server_cut() {
     );
     let client = tokio::spawn(run_node(
         dir,
-        vec![
-            "openai-cut-check.mjs".into(),
-            gw.url("/v1"),
-            "scripted".into(),
-            "Tell me everything".into(),
+        &[
+            "openai-cut-check.mjs",
+            &gw.url("/v1"),
+            "scripted",
+            "Tell me everything",
         ],
     ));
     while upstream.calls() == 0 {
@@ -343,15 +330,7 @@ async fn the_openai_client_sets_an_output_cap_on_chat_completions() {
     let Some(dir) = js_dir() else { return };
     let (gw, upstream) = common::single_user_gateway(Backend::Sqlite).await;
     upstream.replay_by_default(promptgate_llm::scripted::text(["Hello."]));
-    let (ok, result) = run_node(
-        dir,
-        vec![
-            "openai-max-tokens-check.mjs".into(),
-            gw.url("/v1"),
-            "scripted".into(),
-        ],
-    )
-    .await;
+    let (ok, result) = run_node(dir, &["openai-max-tokens-check.mjs", &gw.url("/v1"), "scripted"]).await;
     assert!(ok, "the openai client failed: {result}");
     for mode in ["whole", "streamed"] {
         assert_eq!(result[mode]["content"], "Hello.", "{mode}: {result}");

@@ -16,9 +16,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::json;
 
 async fn gateway(backend: Backend, mcp_toml: &str) -> (Gateway, ScriptedUpstream) {
-    common::init();
-    let (upstream, config) = common::single_user_scripted(&format!("[mcp]\n{mcp_toml}")).await;
-    (Gateway::start(backend, config).await, upstream)
+    common::single_user_gateway_with(backend, &format!("[mcp]\n{mcp_toml}")).await
 }
 
 async fn registering_past_the_server_limit_is_refused(backend: Backend) {
@@ -26,10 +24,7 @@ async fn registering_past_the_server_limit_is_refused(backend: Backend) {
     let server = McpTestServer::start(ServerOptions::default()).await;
     let mut ids = Vec::new();
     for name in ["One", "Two"] {
-        let (status, body) = gw
-            .post("/v1/mcp-servers", json!({"name": name, "url": server.url()}))
-            .await;
-        assert_eq!(status, StatusCode::CREATED, "{body}");
+        let body = gw.register_mcp_server(name, &server.url()).await;
         ids.push(body["id"].as_str().unwrap().to_owned());
     }
     let (status, body) = gw

@@ -15,7 +15,7 @@ use crate::mcp_oauth::{TOML, callback, consent, peer_control};
 use promptgate_mcp::testing::{PeerProcess, python_auth_peer};
 
 use common::{Backend, Gateway, Sse, scripted_config_with, tool_message, use_chat_body};
-use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
+use promptgate_llm::scripted::ScriptedUpstream;
 use promptgate_server::config::AuthMode;
 use promptgate_server::state::LOCAL_USER_ID;
 use reqwest::StatusCode;
@@ -45,20 +45,18 @@ pub(crate) struct Setup {
 
 /// A gateway with the auth peer registered as "Notes" and authorized by the user, and the peer
 /// armed to revoke every grant the moment the next tool call arrives: the send lists the tools
-/// with a good token, and its call meets `401` with renewing refused.
+/// with a good token, and its call meets `401` with renewing refused. The model is scripted to make
+/// that call ([`call_whoami`]).
 async fn setup(backend: Backend, extra_toml: &str) -> Option<Setup> {
     let setup = authorized(backend, extra_toml).await?;
     arm(&setup.url).await;
+    call_whoami(&setup.upstream);
     Some(setup)
 }
 
 /// The user authorizes the server `id` in their browser (the peer consents at once).
 pub(crate) async fn authorize(gw: &Gateway, id: &str) {
-    let (status, started) = gw
-        .post(&format!("/v1/mcp-servers/{id}/authorize"), json!({}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{started}");
-    let path = consent(started["authorization_url"].as_str().unwrap()).await;
+    let path = consent(&gw.authorization_url(id).await).await;
     assert_eq!(callback(gw, &path).await.0, StatusCode::OK);
 }
 
@@ -90,10 +88,7 @@ pub(crate) async fn registered(backend: Backend, extra_toml: &str) -> Option<(Se
         &WithKey,
     )
     .await;
-    let (status, created) = gw
-        .post("/v1/mcp-servers", json!({"name": "Notes", "url": url}))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let created = gw.register_mcp_server("Notes", &url).await;
     let id = created["id"].as_str().unwrap().to_owned();
     let setup = Setup {
         gw,
@@ -106,8 +101,7 @@ pub(crate) async fn registered(backend: Backend, extra_toml: &str) -> Option<(Se
 
 /// The model calls the server's tool once, then answers "Done." with what it read.
 pub(crate) fn call_whoami(upstream: &ScriptedUpstream) {
-    upstream.push(tool_calls(&[("c1", WHOAMI, &["{}"])]));
-    upstream.push(text(["Done."]));
+    common::one_call(upstream, "c1", WHOAMI, "{}", "Done.");
 }
 
 pub(crate) fn send<'a>(gw: &'a Gateway, thread: &'a str) -> impl std::future::Future<Output = Sse> + 'a {
@@ -151,7 +145,6 @@ async fn a_revoked_grant_brings_the_card_and_the_call_completes_once_authorized_
     };
     let config = scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), TOML);
     let b = a.another_instance_with_env(config.clone(), &WithKey).await;
-    call_whoami(&upstream);
     let user = async {
         let shown = card(&a, "t1").await;
         assert_eq!(shown["kind"], "mcp");
@@ -198,7 +191,6 @@ async fn without_an_authorization_in_time_the_model_reads_that_the_user_did_not_
     else {
         return;
     };
-    call_whoami(&upstream);
     let sse = send(&gw, "t1").await;
     assert_eq!(sse.text(), "Done.");
     assert_eq!(parts(&sse).last().unwrap()["state"], "expired");
@@ -216,7 +208,6 @@ async fn stop_ends_the_wait_and_a_later_consent_still_connects() {
     else {
         return;
     };
-    call_whoami(&upstream);
     let user = async {
         let shown = card(&gw, "t1").await;
         let (status, body) = gw.post("/v1/chat/t1/stop", json!({})).await;
@@ -246,7 +237,6 @@ async fn a_client_that_cannot_show_the_card_gets_the_error_at_once() {
     else {
         return;
     };
-    call_whoami(&upstream);
     let sse = gw
         .stream_as("v5", "/v1/chat", use_chat_body("t1", "who is it?", "scripted"))
         .await;
@@ -261,12 +251,7 @@ async fn a_client_that_cannot_show_the_card_gets_the_error_at_once() {
     authorize(&gw, listed[0]["id"].as_str().unwrap()).await;
     arm(&url).await;
     call_whoami(&upstream);
-    let (status, body) = gw
-        .post(
-            "/v1/chat/completions",
-            json!({"model": "scripted", "messages": [{"role": "user", "content": "who?"}]}),
-        )
-        .await;
+    let (status, body) = gw.complete("who?").await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let result = result_the_model_read(&upstream);
     assert!(result.contains("the user did not connect Notes"), "{result}");
@@ -280,8 +265,7 @@ async fn a_call_the_grant_is_too_narrow_for_asks_for_the_wider_scopes_and_runs_w
     else {
         return;
     };
-    upstream.push(tool_calls(&[("c1", "notes_write_note", &[r#"{"text": "hi"}"#])]));
-    upstream.push(text(["Noted."]));
+    common::one_call(&upstream, "c1", "notes_write_note", r#"{"text": "hi"}"#, "Noted.");
     let user = async {
         let shown = card(&gw, "t1").await;
         // The step-up asks for what was granted and what the server's challenge names.
@@ -306,15 +290,15 @@ async fn google_whose_refresh_token_stopped_working_brings_the_card_and_the_call
     let gw = Gateway::start_with_env(Backend::Sqlite, config, &FakeEnv).await;
     // Connected with a grant Google will refuse to renew.
     let state = crate::integrations_turn::authorize(&gw).await;
-    let (status, body) = gw.oauth_callback("google", "doomed-code", &state).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    gw.oauth_callback_ok("google", "doomed-code", &state).await;
 
-    upstream.push(tool_calls(&[(
+    common::one_call(
+        &upstream,
         "c1",
         "google_check_inbox",
-        &["{\"max_results\": 2}"],
-    )]));
-    upstream.push(text(["Two emails."]));
+        "{\"max_results\": 2}",
+        "Two emails.",
+    );
     let user = async {
         let shown = card(&gw, "mail").await;
         assert_eq!(shown["kind"], "integration");
@@ -322,15 +306,9 @@ async fn google_whose_refresh_token_stopped_working_brings_the_card_and_the_call
         assert_eq!(shown["server"], "Google");
         let url = reqwest::Url::parse(shown["url"].as_str().unwrap()).unwrap();
         assert_eq!(url.path(), "/authorize");
-        let state = url
-            .query_pairs()
-            .find(|(name, _)| name == "state")
-            .unwrap()
-            .1
-            .into_owned();
+        let state = common::query_param(url.as_str(), "state").unwrap();
         // The user consents at Google; it sends the browser back with a good code.
-        let (status, body) = gw.oauth_callback("google", "good-code", &state).await;
-        assert_eq!(status, StatusCode::OK, "{body}");
+        gw.oauth_callback_ok("google", "good-code", &state).await;
     };
     let (sse, ()) = tokio::join!(gw.chat("mail", "my inbox?"), user);
     assert_eq!(sse.text(), "Two emails.");

@@ -12,7 +12,7 @@ use std::time::Duration;
 use crate::common;
 
 use common::{Backend, Gateway, Sse, error_code, scripted_config_with, tool_message, use_chat_body};
-use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
+use promptgate_llm::scripted::ScriptedUpstream;
 use promptgate_mcp::testing::{PeerProcess, python_elicit_peer};
 use promptgate_server::config::AuthMode;
 use reqwest::StatusCode;
@@ -27,14 +27,15 @@ struct Setup {
     _peer: PeerProcess,
 }
 
-/// A gateway with the peer registered as "Bookings", or `None` when the peer cannot run here.
+/// A gateway with the peer registered as "Bookings" and the model scripted to book a table ([`book`]),
+/// or `None` when the peer cannot run here.
 async fn setup(backend: Backend, extra_toml: &str) -> Option<Setup> {
     let python = common::py_peer_python("the MCP elicitation scenario")?;
     common::init();
     let (peer, url) = python_elicit_peer(&python).await;
-    let (upstream, config) = common::single_user_scripted(extra_toml).await;
-    let gw = Gateway::start(backend, config).await;
+    let (gw, upstream) = common::single_user_gateway_with(backend, extra_toml).await;
     register(&gw, &url).await;
+    book(&upstream);
     Some(Setup {
         gw,
         upstream,
@@ -43,16 +44,12 @@ async fn setup(backend: Backend, extra_toml: &str) -> Option<Setup> {
 }
 
 async fn register(gw: &Gateway, url: &str) {
-    let (status, body) = gw
-        .post("/v1/mcp-servers", json!({"name": "Bookings", "url": url}))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+    gw.register_mcp_server("Bookings", url).await;
 }
 
 /// The model books a table, then answers "Done." once it read the result.
 fn book(upstream: &ScriptedUpstream) {
-    upstream.push(tool_calls(&[("call_1", BOOK, &[r#"{"restaurant":"Luigi"}"#])]));
-    upstream.push(text(["Done."]));
+    common::one_call(upstream, "call_1", BOOK, r#"{"restaurant":"Luigi"}"#, "Done.");
 }
 
 /// Waits until the thread lists a waiting question, and returns it.
@@ -73,6 +70,12 @@ async fn answer(gw: &Gateway, id: &Value, body: Value) -> (StatusCode, Value) {
         body,
     )
     .await
+}
+
+/// The thread lists no waiting question.
+async fn assert_nothing_waits(gw: &Gateway) {
+    let (_, waiting) = gw.get(&format!("/v1/threads/{THREAD}/elicitations")).await;
+    assert_eq!(waiting, json!([]));
 }
 
 fn send(gw: &Gateway) -> impl std::future::Future<Output = Sse> + '_ {
@@ -96,7 +99,6 @@ async fn an_accepted_form_reaches_the_server_and_its_result_the_model() {
     let Some(Setup { gw, upstream, _peer }) = setup(Backend::Sqlite, "").await else {
         return;
     };
-    book(&upstream);
     let user = async {
         let asked = question(&gw).await;
         assert_eq!(asked["mode"], "form");
@@ -149,8 +151,7 @@ async fn an_accepted_form_reaches_the_server_and_its_result_the_model() {
     let kept: Vec<&Value> = common::where_eq(&stored[1]["parts"], "type", "data-elicitation");
     assert_eq!(kept.len(), 1, "{stored}");
     assert_eq!(kept[0]["data"]["state"], "accepted");
-    let (_, waiting) = gw.get(&format!("/v1/threads/{THREAD}/elicitations")).await;
-    assert_eq!(waiting, json!([]));
+    assert_nothing_waits(&gw).await;
 }
 
 #[tokio::test]
@@ -158,7 +159,6 @@ async fn a_declined_form_reaches_the_server() {
     let Some(Setup { gw, upstream, _peer }) = setup(Backend::Sqlite, "").await else {
         return;
     };
-    book(&upstream);
     let user = async {
         let asked = question(&gw).await;
         let (status, body) = answer(&gw, &asked["elicitationId"], json!({"action": "decline"})).await;
@@ -176,7 +176,6 @@ async fn an_unanswered_question_expires_and_the_server_is_told_cancel() {
     let Some(Setup { gw, upstream, _peer }) = setup(Backend::Sqlite, toml).await else {
         return;
     };
-    book(&upstream);
     let sse = send(&gw).await;
     assert_eq!(sse.text(), "Done.");
     let shown = parts(&sse);
@@ -196,7 +195,6 @@ async fn stop_ends_the_wait() {
     let Some(Setup { gw, upstream, _peer }) = setup(Backend::Sqlite, "").await else {
         return;
     };
-    book(&upstream);
     let user = async {
         let asked = question(&gw).await;
         let (status, body) = gw.post(&format!("/v1/chat/{THREAD}/stop"), json!({})).await;
@@ -210,8 +208,7 @@ async fn stop_ends_the_wait() {
     assert_eq!(upstream.requests().len(), 1, "the model was not asked again");
     let (status, _) = answer(&gw, &asked["elicitationId"], json!({"action": "decline"})).await;
     assert_eq!(status, StatusCode::CONFLICT);
-    let (_, waiting) = gw.get(&format!("/v1/threads/{THREAD}/elicitations")).await;
-    assert_eq!(waiting, json!([]));
+    assert_nothing_waits(&gw).await;
 }
 
 #[tokio::test]
@@ -219,7 +216,6 @@ async fn clients_that_cannot_show_it_decline_at_once() {
     let Some(Setup { gw, upstream, _peer }) = setup(Backend::Sqlite, "").await else {
         return;
     };
-    book(&upstream);
     let sse = gw
         .stream_as(
             "v5",
@@ -233,12 +229,7 @@ async fn clients_that_cannot_show_it_decline_at_once() {
 
     // The OpenAI-compatible facade cannot show it either.
     book(&upstream);
-    let (status, body) = gw
-        .post(
-            "/v1/chat/completions",
-            json!({"model": "scripted", "messages": [{"role": "user", "content": "book"}]}),
-        )
-        .await;
+    let (status, body) = gw.complete("book").await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let result = tool_message(&upstream.requests()[3], "call_1");
     assert!(result.contains("decline: nothing booked"), "{result}");
@@ -256,7 +247,6 @@ async fn the_answer_given_on_another_instance_reaches_the_waiting_call() {
             "",
         ))
         .await;
-    book(&upstream);
     let user = async {
         // The other instance lists the question and takes the answer; answering on both at once,
         // exactly one answer counts.

@@ -10,7 +10,7 @@ use crate::common;
 use promptgate_mcp::testing::python_auth_peer;
 
 use common::{Backend, Gateway, error_code, scripted_config_with, tool_message};
-use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
+use promptgate_llm::scripted::ScriptedUpstream;
 use promptgate_server::config::AuthMode;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
@@ -64,8 +64,7 @@ pub(crate) async fn callback(gw: &Gateway, path: &str) -> (StatusCode, String) {
 /// the answer comes, and the tool answered as the peer does for an authorized user.
 async fn whoami_turn(gw: &Gateway, upstream: &ScriptedUpstream, thread: &str, call: &str) {
     gw.post("/v1/threads", json!({"id": thread})).await;
-    upstream.push(tool_calls(&[(call, "notes_whoami", &["{}"])]));
-    upstream.push(text(["It is the auth peer."]));
+    common::one_call(upstream, call, "notes_whoami", "{}", "It is the auth peer.");
     let sse = gw.chat(thread, "who is it?").await;
     assert_eq!(sse.text(), "It is the auth peer.");
     assert_eq!(
@@ -97,10 +96,7 @@ async fn a_user_connects_an_oauth_mcp_server_and_its_tools_work_across_instances
     let second = first.another_instance(config).await;
 
     // Registering the server says it needs authorization, and where to go.
-    let (status, created) = first
-        .post("/v1/mcp-servers", json!({"name": "Notes", "url": url}))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let created = first.register_mcp_server("Notes", &url).await;
     let id = created["id"].as_str().unwrap().to_owned();
     assert_eq!(
         created["authorization"]["state"], "needs_authorization",
@@ -180,12 +176,7 @@ async fn authorizing_is_refused_without_a_callback_url_or_for_a_server_on_a_refu
     let Some(python) = python() else { return };
     common::init();
     let (_peer, url) = python_auth_peer(&python, 3600).await;
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let unconfigured = Gateway::start(
-        Backend::Sqlite,
-        scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), ""),
-    )
-    .await;
+    let (unconfigured, upstream) = common::single_user_gateway(Backend::Sqlite).await;
     let (_, created) = unconfigured
         .post("/v1/mcp-servers", json!({"name": "Notes", "url": url}))
         .await;
@@ -222,12 +213,7 @@ async fn a_token_about_to_lapse_is_renewed_before_it_is_used() {
     common::init();
     // Tokens that lapse within the minute the gateway keeps in hand.
     let (_peer, url) = python_auth_peer(&python, 30).await;
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let gw = Gateway::start(
-        Backend::Sqlite,
-        scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), TOML),
-    )
-    .await;
+    let (gw, _upstream) = common::single_user_gateway_with(Backend::Sqlite, TOML).await;
     let (_, created) = gw
         .post("/v1/mcp-servers", json!({"name": "Notes", "url": url}))
         .await;

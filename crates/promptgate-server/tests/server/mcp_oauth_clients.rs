@@ -42,10 +42,7 @@ async fn a_server_without_registration_is_connected_with_the_client_the_user_gav
     let gw = Gateway::start(Backend::Sqlite, config).await;
 
     // Without a client of its own the server cannot be authorized: nothing to register with.
-    let (status, plain) = gw
-        .post("/v1/mcp-servers", json!({"name": "Notes", "url": url}))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{plain}");
+    let plain = gw.register_mcp_server("Notes", &url).await;
     let error = plain["authorization"]["error"].as_str().unwrap_or_default();
     assert!(error.contains("registration"), "{plain}");
     assert!(plain["authorization"].get("authorization_url").is_none());
@@ -57,11 +54,7 @@ async fn a_server_without_registration_is_connected_with_the_client_the_user_gav
     assert_eq!(status, StatusCode::OK, "{replaced}");
     assert_eq!(replaced["oauth_client_id"], CLIENT_ID);
     assert_eq!(replaced["oauth_client_secret_set"], true);
-    let (status, started) = gw
-        .post(&format!("/v1/mcp-servers/{id}/authorize"), json!({}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{started}");
-    let authorization_url = started["authorization_url"].as_str().unwrap();
+    let authorization_url = &gw.authorization_url(id).await;
     assert!(
         authorization_url.contains(&format!("client_id={CLIENT_ID}")),
         "{authorization_url}"

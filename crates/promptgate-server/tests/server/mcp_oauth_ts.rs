@@ -12,7 +12,7 @@ use crate::mcp_oauth::{TOML, callback, consent, consent_back_to, peer_control, p
 use promptgate_mcp::testing::{PeerProcess, TsAuthPeer, typescript_auth_peer};
 
 use common::{Backend, Gateway, NEWEST_UI_STREAM, scripted_config_with, tool_message, use_chat_body};
-use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
+use promptgate_llm::scripted::ScriptedUpstream;
 use promptgate_server::config::{AuthMode, Config};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -22,31 +22,15 @@ fn node(scenario: &str) -> Option<&'static str> {
 }
 
 async fn register(gw: &Gateway, url: &str) -> (String, Value) {
-    let (status, created) = gw
-        .post("/v1/mcp-servers", json!({"name": "Notes", "url": url}))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let created = gw.register_mcp_server("Notes", url).await;
     (created["id"].as_str().unwrap().to_owned(), created)
-}
-
-fn query_param(url: &str, name: &str) -> Option<String> {
-    url::Url::parse(url)
-        .unwrap()
-        .query_pairs()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v.into_owned())
 }
 
 /// The TypeScript peer with its defaults and one single-user gateway (SQLite) over a scripted model.
 async fn one_gateway_and_the_peer(node: &str) -> (PeerProcess, String, ScriptedUpstream, Gateway) {
     common::init();
     let (peer, url) = typescript_auth_peer(node, TsAuthPeer::default()).await;
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let gw = Gateway::start(
-        Backend::Sqlite,
-        scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), TOML),
-    )
-    .await;
+    let (gw, upstream) = common::single_user_gateway_with(Backend::Sqlite, TOML).await;
     (peer, url, upstream, gw)
 }
 
@@ -64,8 +48,7 @@ async fn call_in_a_turn_as(
     version: &str,
 ) -> String {
     gw.post("/v1/threads", json!({"id": thread})).await;
-    upstream.push(tool_calls(&[("c1", tool, &["{}"])]));
-    upstream.push(text(["Done."]));
+    common::one_call(upstream, "c1", tool, "{}", "Done.");
     let sse = gw
         .stream_as(version, "/v1/chat", use_chat_body(thread, "go", "scripted"))
         .await;
@@ -96,12 +79,12 @@ async fn the_typescript_sdk_peer_is_connected_used_renewed_and_revoked_across_in
     );
     let authorization_url = created["authorization"]["authorization_url"].as_str().unwrap();
     assert_eq!(
-        query_param(authorization_url, "scope").as_deref(),
+        common::query_param(authorization_url, "scope").as_deref(),
         Some("notes:read"),
         "the challenge's scope"
     );
     assert_eq!(
-        query_param(authorization_url, "resource").as_deref(),
+        common::query_param(authorization_url, "resource").as_deref(),
         Some(url.as_str())
     );
     assert_eq!(stats(&url).await["registrations"], 1, "registered (RFC 7591)");
@@ -187,7 +170,7 @@ async fn an_authorization_server_that_takes_client_metadata_documents_reads_the_
     let (id, created) = register(&gw, &url).await;
     let authorization_url = created["authorization"]["authorization_url"].as_str().unwrap();
     assert_eq!(
-        query_param(authorization_url, "client_id").as_deref(),
+        common::query_param(authorization_url, "client_id").as_deref(),
         Some(client_id.as_str())
     );
     let path = consent_back_to(authorization_url, &base).await;
@@ -207,11 +190,7 @@ async fn an_authorization_server_that_takes_client_metadata_documents_reads_the_
         .await
         .unwrap();
     assert_eq!(answer.status(), StatusCode::NOT_FOUND);
-    let (status, started) = production
-        .post(&format!("/v1/mcp-servers/{id}/authorize"), json!({}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{started}");
-    let registered = query_param(started["authorization_url"].as_str().unwrap(), "client_id");
+    let registered = common::query_param(&production.authorization_url(&id).await, "client_id");
     assert_ne!(registered.as_deref(), Some(client_id.as_str()));
     assert_eq!(stats(&url).await["registrations"], 1);
 }
@@ -243,13 +222,9 @@ async fn a_tool_that_needs_more_scopes_makes_reconnect_ask_for_them() {
     assert_eq!(server["authorization"]["scopes"], "notes:read notes:write");
 
     // Reconnect asks for the union; once granted, the tool works and the server is connected.
-    let (status, started) = gw
-        .post(&format!("/v1/mcp-servers/{id}/authorize"), json!({}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{started}");
-    let authorization_url = started["authorization_url"].as_str().unwrap();
+    let authorization_url = &gw.authorization_url(&id).await;
     assert_eq!(
-        query_param(authorization_url, "scope").as_deref(),
+        common::query_param(authorization_url, "scope").as_deref(),
         Some("notes:read notes:write")
     );
     let path = consent(authorization_url).await;

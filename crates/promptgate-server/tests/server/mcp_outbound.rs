@@ -9,42 +9,23 @@ use crate::common;
 use std::sync::Arc;
 
 use axum::response::IntoResponse;
-use common::{Backend, Gateway, error_code, test_config};
-use promptgate_mcp::testing::McpTestServer;
+use common::{Backend, Gateway, ToolsServer, error_code, test_config};
+use promptgate_mcp::testing::{McpTestServer, dead_url, serve_plain};
 use promptgate_outbound::testing::Tripwire;
 use promptgate_server::config::{AuthMode, Config};
 use promptgate_store::NewMcpServer;
 use reqwest::{Method, StatusCode};
-use rmcp::model::{
-    ErrorData, Implementation, JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
-    ServerConfig, Tool,
-};
-use rmcp::service::RequestContext;
-use rmcp::{RoleServer, ServerHandler};
+use rmcp::model::{CallToolResult, JsonObject, Tool};
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
 
-#[derive(Clone)]
-struct OneTool;
-
-impl ServerHandler for OneTool {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("local-tools", "1.0.0"))
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        let schema: Arc<JsonObject> = Arc::new(JsonObject::new());
-        Ok(ListToolsResult::with_all_items(vec![Tool::new(
-            "lookup",
-            "Looks things up",
-            schema,
-        )]))
-    }
+/// An MCP server with one tool, `lookup`, that the tests only list.
+async fn one_tool() -> McpTestServer {
+    let lookup = Tool::new("lookup", "Looks things up", Arc::new(JsonObject::new()));
+    ToolsServer::new("local-tools", "1.0.0", vec![lookup], |_, _| {
+        CallToolResult::success(vec![])
+    })
+    .start()
+    .await
 }
 
 async fn token_for(gw: &Gateway, name: &str) -> String {
@@ -128,7 +109,7 @@ async fn tokens_mode_refuses_loopback_and_private_servers_at_registration() {
 
 #[tokio::test]
 async fn tokens_mode_with_allow_loopback_reaches_a_local_server() {
-    let server = McpTestServer::with_handler(OneTool).await;
+    let server = one_tool().await;
     let mut config = with_probe_timeout(test_config(AuthMode::Tokens));
     config.mcp.allow_loopback = Some(true);
     let gw = Gateway::start(Backend::Sqlite, config).await;
@@ -146,7 +127,7 @@ async fn tokens_mode_with_allow_loopback_reaches_a_local_server() {
 
 #[tokio::test]
 async fn single_user_mode_allows_loopback_by_default_but_not_private_or_metadata() {
-    let server = McpTestServer::with_handler(OneTool).await;
+    let server = one_tool().await;
     let gw = Gateway::start(
         Backend::Sqlite,
         with_probe_timeout(test_config(AuthMode::SingleUser)),
@@ -200,9 +181,7 @@ async fn a_stored_server_whose_address_is_now_refused_is_checked_again_at_probe(
 async fn probe_errors_name_the_category_and_never_echo_the_target() {
     const SECRET: &str = "internal-admin-page-4471";
     async fn serve(status: StatusCode, content_type: &'static str) -> String {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let app = axum::Router::new().route(
+        serve_plain(axum::Router::new().route(
             "/mcp",
             axum::routing::any(move || async move {
                 (
@@ -212,21 +191,15 @@ async fn probe_errors_name_the_category_and_never_echo_the_target() {
                 )
                     .into_response()
             }),
-        );
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        format!("http://{addr}/mcp")
+        ))
+        .await
     }
     let gw = Gateway::start(
         Backend::Sqlite,
         with_probe_timeout(test_config(AuthMode::SingleUser)),
     )
     .await;
-    let closed = {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        format!("http://{}/mcp", listener.local_addr().unwrap())
-    };
+    let closed = dead_url().await;
     let hangs_up = format!("http://127.0.0.1:{}/mcp", Tripwire::start().await.port);
     let cases = [
         (serve(StatusCode::NOT_FOUND, "text/html").await, "http_status"),

@@ -82,11 +82,7 @@ async fn credential_recorder() -> (String, Arc<Mutex<Vec<(String, String)>>>) {
             }
         }),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
+    let addr = common::serve_router(app).await;
     (format!("http://{addr}/mcp"), seen)
 }
 

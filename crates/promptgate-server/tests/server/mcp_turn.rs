@@ -5,19 +5,11 @@
 
 use crate::common;
 
-use std::sync::Arc;
-
-use common::{Backend, Gateway, preview_tools, tool_message};
-use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
-use promptgate_mcp::testing::McpTestServer;
+use common::{Backend, Gateway, ToolsServer, one_string_argument, preview_tools, tool_message};
+use promptgate_llm::scripted::{text, tool_calls};
+use promptgate_mcp::testing::{McpTestServer, dead_url};
 use reqwest::StatusCode;
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
-};
-use rmcp::service::RequestContext;
-use rmcp::{RoleServer, ServerHandler};
+use rmcp::model::{CallToolResult, ContentBlock, Tool, ToolAnnotations};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
@@ -25,61 +17,40 @@ const TOOLS: &[&str] = &["echo", "search", "content", "fail", "big"];
 /// Characters of the `big` tool's answer: over the model-facing cap of 100 000.
 const BIG_CHARS: usize = 150_000;
 
-#[derive(Clone)]
-struct ToolBox;
-
-impl ServerHandler for ToolBox {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("toolbox", "0.9.0"))
-            .with_instructions("Tools for the gateway's tests.")
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        let schema = json!({"type": "object", "properties": {"message": {"type": "string"}}});
-        let schema: Arc<JsonObject> = Arc::new(schema.as_object().cloned().unwrap());
-        // A minute's `ttlMs`, so sends reuse the list as they do with most servers.
-        Ok(ListToolsResult::with_all_items(
-            TOOLS
-                .iter()
-                .map(|name| {
-                    let tool = Tool::new(*name, format!("The {name} tool"), schema.clone());
-                    if *name == "search" {
-                        tool.with_title("Search the files")
-                            .with_annotations(ToolAnnotations::new().read_only(true).open_world(false))
-                    } else {
-                        tool
-                    }
-                })
-                .collect(),
-        )
-        .with_ttl_ms(60_000))
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
+/// A real MCP server with [`TOOLS`]: `search` annotated read-only, `echo` echoing its `message`,
+/// `fail` failing and `big` answering [`BIG_CHARS`] characters; a minute's `ttlMs`, so sends reuse
+/// the list as they do with most servers.
+async fn tool_box() -> McpTestServer {
+    let tools = TOOLS
+        .iter()
+        .map(|name| {
+            let tool = Tool::new(*name, format!("The {name} tool"), one_string_argument("message"));
+            if *name == "search" {
+                tool.with_title("Search the files")
+                    .with_annotations(ToolAnnotations::new().read_only(true).open_world(false))
+            } else {
+                tool
+            }
+        })
+        .collect();
+    ToolsServer::new("toolbox", "0.9.0", tools, |request, _| {
         let message = request
             .arguments
             .as_ref()
             .and_then(|a| a.get("message"))
             .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        let result = match request.name.as_ref() {
+            .unwrap_or_default();
+        match request.name.as_ref() {
             "echo" => CallToolResult::success(vec![ContentBlock::text(format!("echo: {message}"))]),
             "fail" => CallToolResult::error(vec![ContentBlock::text("the disk is full")]),
             "big" => CallToolResult::success(vec![ContentBlock::text("b".repeat(BIG_CHARS))]),
             other => CallToolResult::success(vec![ContentBlock::text(format!("{other} ran"))]),
-        };
-        Ok(result.into())
-    }
+        }
+    })
+    .with_instructions("Tools for the gateway's tests.")
+    .with_ttl_ms(60_000)
+    .start()
+    .await
 }
 
 /// Accepts connections and never answers on them.
@@ -101,17 +72,8 @@ const TEST_TOML: &str = "[web]\nsearch = { kind = \"searxng\", base_url = \"http
     [mcp]\ndiscovery_timeout_ms = 800\nprobe_timeout_ms = 800\nliveness_interval_ms = 600000\n\
     reconnect_initial_backoff_ms = 50\nreconnect_max_backoff_ms = 200\n";
 
-async fn gateway(backend: Backend, extra_toml: &str) -> (Gateway, ScriptedUpstream) {
-    common::init();
-    let (upstream, config) = common::single_user_scripted(extra_toml).await;
-    (Gateway::start(backend, config).await, upstream)
-}
-
 async fn register(gw: &Gateway, name: &str, url: &str) -> String {
-    let (status, body) = gw
-        .post("/v1/mcp-servers", json!({"name": name, "url": url}))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let body = gw.register_mcp_server(name, url).await;
     body["id"].as_str().unwrap().to_owned()
 }
 
@@ -132,9 +94,9 @@ fn event_for<'a>(events: &[&'a Value], call_id: &str) -> &'a Value {
 }
 
 async fn mcp_tools_are_offered_called_and_recorded(backend: Backend) {
-    let (gw, upstream) = gateway(backend, TEST_TOML).await;
-    let first = McpTestServer::with_handler(ToolBox).await;
-    let second = McpTestServer::with_handler(ToolBox).await;
+    let (gw, upstream) = common::single_user_gateway_with(backend, TEST_TOML).await;
+    let first = tool_box().await;
+    let second = tool_box().await;
     register(&gw, "Fetch", &first.url()).await;
     register(&gw, "Fetch", &second.url()).await;
     gw.post("/v1/threads", json!({"id": "t1"})).await;
@@ -162,12 +124,7 @@ async fn mcp_tools_are_offered_called_and_recorded(backend: Backend) {
         fetch_content[0]
     );
     // The preview shows each MCP tool's origin, title and the server's behaviour hints.
-    let search = shown["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == "fetch_search")
-        .unwrap();
+    let search = common::where_eq(&shown["tools"], "name", "fetch_search")[0];
     assert_eq!(
         search["mcp"],
         json!({"name": "Fetch", "url": first.url(), "toolName": "search", "title": "Search the files",
@@ -248,8 +205,8 @@ common::on_both_backends!(mcp_tools_are_offered_called_and_recorded);
 
 #[tokio::test]
 async fn failing_servers_are_skipped_and_a_restarted_one_comes_back() {
-    let (gw, upstream) = gateway(Backend::Sqlite, TEST_TOML).await;
-    let mut files = McpTestServer::with_handler(ToolBox).await;
+    let (gw, upstream) = common::single_user_gateway_with(Backend::Sqlite, TEST_TOML).await;
+    let mut files = tool_box().await;
     register(&gw, "Files", &files.url()).await;
     register(&gw, "Stuck", &silent_server().await).await;
     gw.post("/v1/threads", json!({"id": "t2"})).await;
@@ -270,12 +227,13 @@ async fn failing_servers_are_skipped_and_a_restarted_one_comes_back() {
     // Stopped: no send pings first, so the next one still offers the cached tools; the call to one
     // fails, the turn still answers, and the send after it leaves the server out.
     files.stop().await;
-    upstream.push(tool_calls(&[(
+    common::one_call(
+        &upstream,
         "c8",
         "files_echo",
-        &["{\"message\":\"anyone?\"}"],
-    )]));
-    upstream.push(text(["Second."]));
+        "{\"message\":\"anyone?\"}",
+        "Second.",
+    );
     let sse = gw.chat("t2", "two").await;
     assert_eq!(sse.text(), "Second.");
     let failed = event_for(&sse.of_type("tool-output-error"), "c8");
@@ -300,8 +258,7 @@ async fn failing_servers_are_skipped_and_a_restarted_one_comes_back() {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     assert!(back, "the restarted server's tools came back");
-    upstream.push(tool_calls(&[("c9", "files_echo", &["{\"message\":\"again\"}"])]));
-    upstream.push(text(["Third."]));
+    common::one_call(&upstream, "c9", "files_echo", "{\"message\":\"again\"}", "Third.");
     let sse = gw.chat("t2", "three").await;
     assert_eq!(sse.text(), "Third.");
     let output = event_for(&sse.of_type("tool-output-available"), "c9");
@@ -310,8 +267,8 @@ async fn failing_servers_are_skipped_and_a_restarted_one_comes_back() {
 
 #[tokio::test]
 async fn probe_reports_the_server_or_why_it_failed() {
-    let (gw, _upstream) = gateway(Backend::Sqlite, TEST_TOML).await;
-    let server = McpTestServer::with_handler(ToolBox).await;
+    let (gw, _upstream) = common::single_user_gateway_with(Backend::Sqlite, TEST_TOML).await;
+    let server = tool_box().await;
     let good = register(&gw, "Files", &server.url()).await;
     let (status, body) = gw.post(&format!("/v1/mcp-servers/{good}/probe"), json!({})).await;
     assert_eq!(status, StatusCode::OK, "{body}");
@@ -336,12 +293,7 @@ async fn probe_reports_the_server_or_why_it_failed() {
     );
 
     // Nothing listens on a port we just released.
-    let closed = TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap()
-        .local_addr()
-        .unwrap();
-    let refused = register(&gw, "Gone", &format!("http://{closed}/mcp")).await;
+    let refused = register(&gw, "Gone", &dead_url().await).await;
     let (status, body) = gw
         .post(&format!("/v1/mcp-servers/{refused}/probe"), json!({}))
         .await;
@@ -366,29 +318,14 @@ fn node_peers_dir() -> Option<String> {
     common::node_peers_dir("the server-everything turn")
 }
 
-/// A peer process, killed when the test ends.
-pub(crate) struct Peer(pub(crate) std::process::Child);
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[tokio::test]
 async fn a_turn_calls_server_everything_through_the_gateway() {
     let Some(dir) = node_peers_dir() else { return };
     let entry =
         std::path::Path::new(&dir).join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    let port = TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = common::free_port();
     // It listens on every interface; the test only talks to it over loopback.
-    let _peer = Peer(
+    let _peer = common::Killed(
         std::process::Command::new("node")
             .arg(&entry)
             .arg("streamableHttp")
@@ -401,9 +338,9 @@ async fn a_turn_calls_server_everything_through_the_gateway() {
     let toml = TEST_TOML
         .replace("discovery_timeout_ms = 800", "discovery_timeout_ms = 3000")
         .replace("probe_timeout_ms = 800", "probe_timeout_ms = 1000");
-    let (gw, upstream) = gateway(Backend::Sqlite, &toml).await;
+    let (gw, upstream) = common::single_user_gateway_with(Backend::Sqlite, &toml).await;
     let everything = register(&gw, "Everything", &format!("http://127.0.0.1:{port}/mcp")).await;
-    let files = McpTestServer::with_handler(ToolBox).await;
+    let files = tool_box().await;
     register(&gw, "Files", &files.url()).await;
 
     // It needs a moment to boot; the probe says when it is up.

@@ -21,6 +21,15 @@ impl Events {
         self.0.iter().map(|(name, _)| name.as_str()).collect()
     }
 
+    /// The content blocks the stream opened, in order.
+    fn blocks_started(&self) -> Vec<&Value> {
+        self.0
+            .iter()
+            .filter(|(name, _)| name == "content_block_start")
+            .map(|(_, data)| &data["content_block"])
+            .collect()
+    }
+
     fn text(&self) -> String {
         self.0
             .iter()
@@ -161,12 +170,7 @@ async fn reasoning_reaches_the_client_as_a_signed_thinking_block() {
     let body = json!({"model": "scripted", "max_tokens": 64, "stream": true,
         "messages": [{"role": "user", "content": "Think."}]});
     let events = events(post(&gw, "/v1/messages", body).await).await;
-    let blocks: Vec<&Value> = events
-        .0
-        .iter()
-        .filter(|(name, _)| name == "content_block_start")
-        .map(|(_, data)| &data["content_block"])
-        .collect();
+    let blocks = events.blocks_started();
     assert_eq!(
         blocks[0],
         &json!({"type": "thinking", "thinking": "", "signature": ""})
@@ -298,12 +302,7 @@ async fn a_streamed_tool_use_after_hidden_server_steps_continues_on_another_inst
     let body = json!({"model": "scripted", "max_tokens": 64, "stream": true,
         "tools": [weather_tool()], "messages": [question]});
     let events = events(post(&first_instance, "/v1/messages", body).await).await;
-    let starts: Vec<&Value> = events
-        .0
-        .iter()
-        .filter(|(name, _)| name == "content_block_start")
-        .map(|(_, data)| &data["content_block"])
-        .collect();
+    let starts = events.blocks_started();
     assert_eq!(starts.len(), 1, "only the client's call shows: {starts:?}");
     assert_eq!(starts[0]["type"], "tool_use");
     assert_eq!(starts[0]["name"], "get_weather");
@@ -338,20 +337,25 @@ async fn a_streamed_tool_use_after_hidden_server_steps_continues_on_another_inst
     common::assert_continued(&upstream, (1, 2), "call_c", "clear");
 }
 
-#[tokio::test]
-async fn a_required_length_is_not_forced_on_an_openai_compatible_model_and_one_call_per_step_is() {
-    let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
+/// What the model was sent for a Messages request with a length cap and a tool choice (answered).
+async fn sent_for(gw: &Gateway, upstream: &ScriptedUpstream, max_tokens: u32, choice: &Value) -> Value {
     upstream.push(text(["Fine."]));
-    let mut choice = json!({"type": "auto", "disable_parallel_tool_use": true});
     let res = post(
-        &gw,
+        gw,
         "/v1/messages",
-        json!({"model": "scripted", "max_tokens": 32_000, "tools": [weather_tool()], "tool_choice": choice,
+        json!({"model": "scripted", "max_tokens": max_tokens, "tools": [weather_tool()], "tool_choice": choice,
                "messages": [{"role": "user", "content": "Hi"}]}),
     )
     .await;
     assert_eq!(res.status(), StatusCode::OK);
-    let sent = upstream.last_request().unwrap();
+    upstream.last_request().unwrap()
+}
+
+#[tokio::test]
+async fn a_required_length_is_not_forced_on_an_openai_compatible_model_and_one_call_per_step_is() {
+    let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
+    let mut choice = json!({"type": "auto", "disable_parallel_tool_use": true});
+    let sent = sent_for(&gw, &upstream, 32_000, &choice).await;
     for field in ["max_tokens", "max_completion_tokens"] {
         assert!(
             sent.get(field).is_none(),
@@ -361,22 +365,8 @@ async fn a_required_length_is_not_forced_on_an_openai_compatible_model_and_one_c
     assert_eq!(sent["parallel_tool_calls"], false, "{sent}");
 
     choice["disable_parallel_tool_use"] = json!(false);
-    upstream.push(text(["Fine."]));
-    let res = post(
-        &gw,
-        "/v1/messages",
-        json!({"model": "scripted", "max_tokens": 64, "tools": [weather_tool()], "tool_choice": choice,
-               "messages": [{"role": "user", "content": "Hi"}]}),
-    )
-    .await;
-    assert_eq!(res.status(), StatusCode::OK);
-    assert!(
-        upstream
-            .last_request()
-            .unwrap()
-            .get("parallel_tool_calls")
-            .is_none()
-    );
+    let sent = sent_for(&gw, &upstream, 64, &choice).await;
+    assert!(sent.get("parallel_tool_calls").is_none(), "{sent}");
 
     let res = post(
         &gw,

@@ -12,7 +12,6 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode as AxumStatus, Uri};
 use axum::response::{IntoResponse, Response};
-use promptgate_llm::scripted::{text, tool_calls};
 use promptgate_server::config::{IntegrationsConfig, OAuthEntry};
 use reqwest::{StatusCode, Url};
 use serde_json::{Value, json};
@@ -101,10 +100,7 @@ async fn microsoft_api(
 async fn fake_microsoft() -> (String, GraphCalls) {
     let calls = GraphCalls::default();
     let app = Router::new().fallback(microsoft_api).with_state(calls.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (base, calls)
+    (format!("http://{}", common::serve_router(app).await), calls)
 }
 
 fn microsoft_integrations(microsoft: &str) -> IntegrationsConfig {
@@ -126,13 +122,7 @@ fn microsoft_integrations(microsoft: &str) -> IntegrationsConfig {
 
 /// The `state` of the authorization URL `url`.
 fn state_of(url: &str) -> String {
-    Url::parse(url)
-        .unwrap()
-        .query_pairs()
-        .find(|(name, _)| name == "state")
-        .unwrap()
-        .1
-        .into_owned()
+    common::query_param(url, "state").unwrap()
 }
 
 #[tokio::test]
@@ -147,15 +137,15 @@ async fn microsoft_whose_refresh_token_stopped_working_brings_the_card_and_the_c
     let (status, started) = gw.get("/v1/integrations/microsoft/authorize").await;
     assert_eq!(status, StatusCode::OK, "{started}");
     let state = state_of(started["authorization_url"].as_str().unwrap());
-    let (status, body) = gw.oauth_callback("microsoft", "doomed-code", &state).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    gw.oauth_callback_ok("microsoft", "doomed-code", &state).await;
 
-    upstream.push(tool_calls(&[(
+    common::one_call(
+        &upstream,
         "c1",
         "microsoft_list_messages",
-        &[r#"{"top": 5, "skipToken": "", "filter": "", "includeBodyHtml": false}"#],
-    )]));
-    upstream.push(text(["One email."]));
+        r#"{"top": 5, "skipToken": "", "filter": "", "includeBodyHtml": false}"#,
+        "One email.",
+    );
     let user = async {
         let shown = card(&gw, "mail").await;
         assert_eq!(shown["kind"], "integration");
@@ -164,10 +154,8 @@ async fn microsoft_whose_refresh_token_stopped_working_brings_the_card_and_the_c
         let url = Url::parse(shown["url"].as_str().unwrap()).unwrap();
         assert_eq!(url.path(), "/common/oauth2/v2.0/authorize");
         // The user consents at Microsoft; it sends the browser back with a good code.
-        let (status, body) = gw
-            .oauth_callback("microsoft", "good-code", &state_of(url.as_str()))
+        gw.oauth_callback_ok("microsoft", "good-code", &state_of(url.as_str()))
             .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
     };
     let (sse, ()) = tokio::join!(gw.chat("mail", "my inbox?"), user);
     assert_eq!(sse.text(), "One email.");

@@ -58,13 +58,7 @@ common::on_both_backends!(a_new_chat_shows_its_first_send);
 
 async fn a_new_chat_in_a_project_reads_the_project(backend: Backend) {
     let gw = Gateway::single_user(backend).await;
-    let (_, project) = gw
-        .post(
-            "/v1/projects",
-            json!({"name": "Launch", "instructions": "Keep a changelog."}),
-        )
-        .await;
-    let pid = project["id"].as_str().unwrap().to_owned();
+    let pid = gw.create_project("Launch", "Keep a changelog.").await;
 
     let (status, first) = gw.get(&format!("/v1/prompt?project_id={pid}")).await;
     assert_eq!(status, StatusCode::OK, "{first}");

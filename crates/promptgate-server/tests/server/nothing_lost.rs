@@ -40,16 +40,10 @@ fn text_of(message: &Value) -> String {
         .collect()
 }
 
-async fn gateway_with(backend: Backend, extra_toml: &str) -> (Gateway, ScriptedUpstream) {
-    common::init();
-    let (upstream, config) = common::single_user_scripted(extra_toml).await;
-    (Gateway::start(backend, config).await, upstream)
-}
-
 // ---- the answer is there when the stream says done ----
 
 async fn an_answer_is_stored_when_done_is_sent(backend: Backend) {
-    let (gw, upstream) = gateway_with(backend, "").await;
+    let (gw, upstream) = common::single_user_gateway_with(backend, "").await;
     upstream.replay_by_default(text(["Stored ", "before ", "done."]));
     let sends = (0..200).map(|i| {
         let gw = &gw;
@@ -76,7 +70,7 @@ common::on_both_backends!(an_answer_is_stored_when_done_is_sent);
 // ---- one turn per thread, and the thread free as soon as the answer is stored ----
 
 async fn a_second_send_to_a_busy_thread_is_refused(backend: Backend) {
-    let (gw, upstream) = gateway_with(backend, "").await;
+    let (gw, upstream) = common::single_user_gateway_with(backend, "").await;
     upstream.push(
         Script::new()
             .chunk(role_chunk())
@@ -117,7 +111,7 @@ common::on_both_backends!(a_second_send_to_a_busy_thread_is_refused);
 // ---- U+0000 ----
 
 async fn nul_in_model_text_is_stored_and_refused_in_input(backend: Backend) {
-    let (gw, upstream) = gateway_with(backend, "").await;
+    let (gw, upstream) = common::single_user_gateway_with(backend, "").await;
     upstream.push(text(["Before\u{0}after ", "and more."]));
     let sse = gw.chat("nul", "Say it").await;
     assert!(sse.text().contains('\u{0}'));
@@ -145,7 +139,7 @@ async fn nul_in_model_text_is_stored_and_refused_in_input(backend: Backend) {
 /// An artifact the model writes with U+0000 in it is sent back to the model to fix, on both stores
 /// alike, rather than failing on Postgres as if the database were down.
 async fn nul_in_an_artifact_is_for_the_model_to_fix(backend: Backend) {
-    let (gw, upstream) = gateway_with(backend, "").await;
+    let (gw, upstream) = common::single_user_gateway_with(backend, "").await;
     let args = json!({"title": "Clock", "html": "<html><body>Tick\u{0}tock</body></html>"}).to_string();
     upstream.push(tool_calls(&[("call_r", "render_html", &[args.as_str()])]));
     upstream.push(text(["Fixed it."]));
@@ -168,7 +162,7 @@ common::on_both_backends!(
 
 #[tokio::test]
 async fn an_empty_answer_is_retried_once_then_reported() {
-    let (gw, upstream) = gateway_with(Backend::Sqlite, "").await;
+    let (gw, upstream) = common::single_user_gateway_with(Backend::Sqlite, "").await;
     let empty = || {
         Script::new()
             .chunk(role_chunk())
@@ -225,11 +219,7 @@ impl OwnCluster {
                     .success()
             );
         }
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = common::free_port();
         let cluster = OwnCluster { dir, bin, port };
         let data = cluster.dir.join("data");
         cluster.run(
@@ -524,14 +514,6 @@ fn binary_dir_on(upstream: &ScriptedUpstream, database_url: Option<&str>, extra:
     dir
 }
 
-pub(crate) fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// A send of `text` to `thread` on the server process listening on `port`.
 pub(crate) fn chat_request(port: u16, thread: &str, text: &str) -> reqwest::RequestBuilder {
     reqwest::Client::new()
@@ -581,7 +563,7 @@ async fn a_killed_process_leaves_an_interrupted_partial_answer() {
     common::init();
     let upstream = ScriptedUpstream::start().await.unwrap();
     let dir = binary_dir(&upstream, "[turn]\ncheckpoint_interval_ms = 50\n");
-    let port = free_port();
+    let port = common::free_port();
     let server = start_binary(&dir, port, "first").await;
     upstream.push(
         Script::new()
@@ -621,7 +603,7 @@ async fn sigterm_lets_turns_finish_within_the_grace_and_stores_the_rest_as_stopp
         &upstream,
         "[server]\nshutdown_grace_secs = 2\n[turn]\ncheckpoint_interval_ms = 50\n",
     );
-    let port = free_port();
+    let port = common::free_port();
     let mut server = start_binary(&dir, port, "first").await;
     // One turn that ends within the grace, one that never would.
     upstream.push(text(["Finishing ", "in ", "time."]).with_delay_between(Duration::from_millis(150)));
@@ -702,7 +684,7 @@ async fn an_instance_killed_right_after_start_leaves_the_answer_the_client_was_t
     let upstream = ScriptedUpstream::start().await.unwrap();
     upstream.push(Script::new().hang());
     let dir = binary_dir_on(&upstream, Some(db.url()), "");
-    let port = free_port();
+    let port = common::free_port();
     let server = start_binary(&dir, port, "first").await;
 
     let res = chat_request(port, "killed-early", "Tell me")

@@ -7,7 +7,7 @@
 use crate::common;
 
 use common::{Backend, Gateway, single_user_gateway};
-use promptgate_llm::scripted::{text, tool_calls};
+use promptgate_llm::scripted::text;
 use reqwest::StatusCode;
 use serde_json::json;
 
@@ -43,19 +43,16 @@ async fn project_chats_are_listed_only_when_searched(backend: Backend) {
         "offering the tool listed nothing"
     );
 
-    upstream.push(tool_calls(&[(
+    common::one_call(
+        &upstream,
         "p1",
         "search_project_chats",
-        &["{\"query\":\"compost\"}"],
-    )]));
-    upstream.push(text(["Found it."]));
+        "{\"query\":\"compost\"}",
+        "Found it.",
+    );
     let sse = gw.chat("now", "what did I say about compost?").await;
     assert_eq!(sse.text(), "Found it.");
-    let output = sse
-        .of_type("tool-output-available")
-        .into_iter()
-        .find(|e| e["toolCallId"] == "p1")
-        .expect("the search answered");
+    let output = sse.tool_output("p1");
     assert_eq!(output["output"]["hits"][0]["thread_id"], "roses", "{output}");
     assert_eq!(sibling_listings(&gw).await, 1.0, "the call listed the chats once");
 }

@@ -106,13 +106,7 @@ async fn toolset_follows_settings_integrations_and_projects() {
         .put_integration(user, IntegrationProvider::Microsoft, off)
         .await
         .unwrap();
-    let (_, project) = gw
-        .post(
-            "/v1/projects",
-            json!({"name": "Launch", "instructions": "Keep a changelog."}),
-        )
-        .await;
-    let pid = project["id"].as_str().unwrap();
+    let pid = &gw.create_project("Launch", "Keep a changelog.").await;
     gw.post("/v1/threads", json!({"id": "a", "project_id": pid}))
         .await;
     gw.post(
@@ -181,12 +175,7 @@ async fn a_model_without_tools_gets_no_tools_and_slash_skills_become_notes() {
     let (_, preview) = gw
         .get("/v1/threads/t/prompt?model=demo&message=please%20%2Fhaiku%20this")
         .await;
-    let notes: Vec<&str> = preview["notes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| n.as_str().unwrap())
-        .collect();
+    let notes = common::strs(&preview["notes"]);
     assert_eq!(notes.len(), 2, "{notes:?}");
     assert_eq!(notes[1], "Write exactly three lines.");
     assert!(

@@ -243,14 +243,9 @@ const TOOLS_TOML: &str = "[web]\nsearch = { kind = \"searxng\", base_url = \"htt
     [mcp]\ndiscovery_timeout_ms = 800\nprobe_timeout_ms = 800\nliveness_interval_ms = 0\n";
 
 async fn tools_gateway(backend: Backend) -> (Gateway, ScriptedUpstream, McpTestServer) {
-    init();
-    let (upstream, config) = crate::common::single_user_scripted(TOOLS_TOML).await;
-    let gw = Gateway::start(backend, config).await;
+    let (gw, upstream) = crate::common::single_user_gateway_with(backend, TOOLS_TOML).await;
     let mcp = McpTestServer::start(ServerOptions::default()).await;
-    let (status, body) = gw
-        .post("/v1/mcp-servers", json!({"name": "Box", "url": mcp.url()}))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+    gw.register_mcp_server("Box", &mcp.url()).await;
     (gw, upstream, mcp)
 }
 
@@ -301,8 +296,7 @@ async fn server_tools_show_as_mcp_and_web_search_items_and_the_rest_stays_unseen
 #[tokio::test]
 async fn previous_response_id_continues_the_conversation_the_model_saw() {
     let (gw, upstream, _mcp) = tools_gateway(Backend::Postgres).await;
-    upstream.push(tool_calls(&[("c1", "box_echo", &["{\"message\":\"hi\"}"])]));
-    upstream.push(text(["It said hi."]));
+    crate::common::one_call(&upstream, "c1", "box_echo", "{\"message\":\"hi\"}", "It said hi.");
     let (status, first) = gw
         .post(
             "/v1/responses",

@@ -34,11 +34,7 @@ async fn the_openai_js_client_creates_streams_chains_and_round_trips_a_function_
     let Some(dir) = js_dir() else { return };
     let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
     queue_js_check(&upstream);
-    let (ok, result) = run_node(
-        dir,
-        vec!["responses-check.mjs".into(), gw.url("/v1"), "scripted".into()],
-    )
-    .await;
+    let (ok, result) = run_node(dir, &["responses-check.mjs", &gw.url("/v1"), "scripted"]).await;
     assert!(ok, "the openai client rejected the Responses API: {result}");
 
     let created = &result["created"];
@@ -53,12 +49,7 @@ async fn the_openai_js_client_creates_streams_chains_and_round_trips_a_function_
     let streamed = &result["streamed"];
     assert_eq!(streamed["text"], "Once upon a time.");
     assert_eq!(streamed["deltas"], "Once upon a time.");
-    let events: Vec<&str> = streamed["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e.as_str().unwrap())
-        .collect();
+    let events = crate::common::strs(&streamed["events"]);
     assert_eq!(events.first(), Some(&"response.created"), "{events:?}");
     assert_eq!(events.last(), Some(&"response.completed"), "{events:?}");
 
@@ -202,12 +193,13 @@ async fn the_codex_cli_runs_a_task_with_its_own_tool_through_a_custom_provider()
     let Some(codex) = codex() else { return };
     let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
     // Codex's shell tool reads the file, then the model answers from what it read.
-    upstream.push(tool_calls(&[(
+    crate::common::one_call(
+        &upstream,
         "call_c",
         "exec_command",
-        &["{\"cmd\":\"cat note.txt\"}"],
-    )]));
-    upstream.push(text(["The note says: greetings."]));
+        "{\"cmd\":\"cat note.txt\"}",
+        "The note says: greetings.",
+    );
 
     let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("codex-{}", std::process::id()));
     let (home, work) = (root.join("home"), root.join("work"));

@@ -9,24 +9,26 @@
 
 use crate::common;
 
-use common::{
-    Backend, Gateway, Sse, error_code, parse_sse, scripted_config_with, tool_message, use_chat_body,
-};
+use common::{Backend, Gateway, Sse, error_code, parse_sse, tool_message, use_chat_body};
 use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
-use promptgate_server::config::AuthMode;
+use promptgate_server::config::Config;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 const THREAD: &str = "ap";
 const ADD: &str = "{\"tasks\":[\"buy milk\"]}";
 
-async fn gateway(backend: Backend, extra_toml: &str) -> (Gateway, ScriptedUpstream) {
+/// Tasks on, and `addTasks` asking (the user's choice; the operator's defaults leave it allowed).
+/// A gateway on Postgres, so that more instances share its store, with [`asking_user`]; its upstream
+/// and the config to start those instances with.
+async fn asking_on_postgres() -> (Gateway, ScriptedUpstream, Config) {
     common::init();
-    let (upstream, config) = common::single_user_scripted(extra_toml).await;
-    (Gateway::start(backend, config).await, upstream)
+    let (upstream, config) = common::single_user_scripted("").await;
+    let gw = Gateway::start(Backend::Postgres, config.clone()).await;
+    asking_user(&gw).await;
+    (gw, upstream, config)
 }
 
-/// Tasks on, and `addTasks` asking (the user's choice; the operator's defaults leave it allowed).
 async fn asking_user(gw: &Gateway) {
     let (status, _) = gw
         .put(
@@ -103,7 +105,7 @@ fn tool_part<'a>(message: &'a Value, call: &str) -> &'a Value {
 
 #[tokio::test]
 async fn an_approved_call_runs_and_continues_the_same_message() {
-    let (gw, upstream) = gateway(Backend::Sqlite, "").await;
+    let (gw, upstream) = common::single_user_gateway_with(Backend::Sqlite, "").await;
     asking_user(&gw).await;
     let (first, approval_id) = paused(&gw, &upstream).await;
 
@@ -165,7 +167,7 @@ async fn an_approved_call_runs_and_continues_the_same_message() {
 
 #[tokio::test]
 async fn a_forged_answer_is_refused_and_a_denial_by_api_call_reaches_the_model() {
-    let (gw, upstream) = gateway(Backend::Sqlite, "").await;
+    let (gw, upstream) = common::single_user_gateway_with(Backend::Sqlite, "").await;
     asking_user(&gw).await;
     let (_, approval_id) = paused(&gw, &upstream).await;
 
@@ -222,7 +224,8 @@ async fn a_forged_answer_is_refused_and_a_denial_by_api_call_reaches_the_model()
 
 #[tokio::test]
 async fn an_expired_approval_is_denied_with_a_reason_the_model_reads() {
-    let (gw, upstream) = gateway(Backend::Sqlite, "[approval]\nexpiry_secs = 0\n").await;
+    let (gw, upstream) =
+        common::single_user_gateway_with(Backend::Sqlite, "[approval]\nexpiry_secs = 0\n").await;
     asking_user(&gw).await;
     paused(&gw, &upstream).await;
     // Expired, the wait no longer holds the thread, but its answer is still taken, as a denial.
@@ -242,7 +245,7 @@ async fn an_expired_approval_is_denied_with_a_reason_the_model_reads() {
 
 #[tokio::test]
 async fn stop_cancels_a_waiting_approval() {
-    let (gw, upstream) = gateway(Backend::Sqlite, "").await;
+    let (gw, upstream) = common::single_user_gateway_with(Backend::Sqlite, "").await;
     asking_user(&gw).await;
     paused(&gw, &upstream).await;
     let late_answer = use_chat_answer(&gw, true, None).await;
@@ -269,10 +272,9 @@ async fn clients_that_cannot_answer_get_the_operators_choice() {
         ("", None, true),
         ("[approval]\nwithout_client = \"deny\"\n", Some("v5"), false),
     ] {
-        let (gw, upstream) = gateway(Backend::Sqlite, extra).await;
+        let (gw, upstream) = common::single_user_gateway_with(Backend::Sqlite, extra).await;
         asking_user(&gw).await;
-        upstream.push(tool_calls(&[("call_add", "addTasks", &[ADD])]));
-        upstream.push(text(["Done."]));
+        common::one_call(&upstream, "call_add", "addTasks", ADD, "Done.");
         let sse = stream_as(
             &gw,
             version,
@@ -296,16 +298,12 @@ async fn clients_that_cannot_answer_get_the_operators_choice() {
 
 #[tokio::test]
 async fn the_answer_is_taken_on_another_instance_and_after_a_restart() {
-    common::init();
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let config = || scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), "");
-    let a = Gateway::start(Backend::Postgres, config()).await;
-    asking_user(&a).await;
-    let asking = a.another_instance(config()).await;
+    let (a, upstream, config) = asking_on_postgres().await;
+    let asking = a.another_instance(config.clone()).await;
     let (_, approval_id) = paused(&asking, &upstream).await;
     // The instance that asked goes away; one started afterwards knows the call from the store.
     drop(asking);
-    let restarted = a.another_instance(config()).await;
+    let restarted = a.another_instance(config.clone()).await;
     let (_, waiting) = restarted.get(&format!("/v1/threads/{THREAD}/approvals")).await;
     assert_eq!(waiting[0]["approval_id"], json!(approval_id));
     // Answering on two instances at once: exactly one continues the message.
@@ -331,13 +329,9 @@ async fn the_answer_is_taken_on_another_instance_and_after_a_restart() {
 /// messages again, on either instance.
 #[tokio::test]
 async fn another_instance_refuses_a_new_message_while_a_call_waits_and_takes_one_after_the_answer() {
-    common::init();
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let config = || scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), "");
-    let a = Gateway::start(Backend::Postgres, config()).await;
-    asking_user(&a).await;
+    let (a, upstream, config) = asking_on_postgres().await;
     let (_, approval_id) = paused(&a, &upstream).await;
-    let b = a.another_instance(config()).await;
+    let b = a.another_instance(config.clone()).await;
     let (status, body) = b
         .post("/v1/chat", use_chat_body(THREAD, "never mind", "scripted"))
         .await;
@@ -356,7 +350,7 @@ async fn another_instance_refuses_a_new_message_while_a_call_waits_and_takes_one
 
 /// A call whose time ran out no longer holds the thread: the next message is answered.
 async fn an_expired_wait_lets_the_thread_take_a_new_message(backend: Backend) {
-    let (gw, upstream) = gateway(backend, "[approval]\nexpiry_secs = 0\n").await;
+    let (gw, upstream) = common::single_user_gateway_with(backend, "[approval]\nexpiry_secs = 0\n").await;
     asking_user(&gw).await;
     paused(&gw, &upstream).await;
     upstream.push(text(["Moving on."]));
@@ -375,21 +369,20 @@ async fn the_ai_sdks_chat_approves_and_denies_and_continues_its_message() {
     };
     for (package, version) in [("ai", "v7"), ("ai-6", "v6")] {
         for approved in [true, false] {
-            let (gw, upstream) = gateway(Backend::Sqlite, "").await;
+            let (gw, upstream) = common::single_user_gateway_with(Backend::Sqlite, "").await;
             asking_user(&gw).await;
-            upstream.push(tool_calls(&[("call_add", "addTasks", &[ADD])]));
-            upstream.push(text(["All set."]));
+            common::one_call(&upstream, "call_add", "addTasks", ADD, "All set.");
             let request = json!({
                 "chatId": THREAD, "text": "remind me to buy milk", "approved": approved, "reason": "not today",
                 "headers": {"X-Promptgate-UI-Stream": version}, "body": {"model": "scripted"},
             });
             let (ok, result) = crate::js_clients::run_node(
                 dir.clone(),
-                vec![
-                    "approval-check.mjs".into(),
-                    package.into(),
-                    gw.url("/v1/chat"),
-                    request.to_string(),
+                &[
+                    "approval-check.mjs",
+                    package,
+                    &gw.url("/v1/chat"),
+                    &request.to_string(),
                 ],
             )
             .await;
@@ -430,7 +423,7 @@ async fn the_ai_sdks_chat_approves_and_denies_and_continues_its_message() {
 /// config leaves as it is), the user's choice, and the operator's floor over it.
 #[tokio::test]
 async fn the_prompt_preview_shows_each_tools_policy() {
-    let (gw, _upstream) = gateway(
+    let (gw, _upstream) = common::single_user_gateway_with(
         Backend::Sqlite,
         "[approval]\nfloors = { deleteTasks = \"deny\" }\n",
     )
@@ -468,11 +461,9 @@ async fn the_prompt_preview_shows_each_tools_policy() {
 async fn mcp_tools_follow_their_annotations_until_the_user_chooses_for_their_server() {
     use promptgate_mcp::testing::{McpTestServer, ServerOptions};
     let server = McpTestServer::start(ServerOptions::default()).await;
-    let (gw, _upstream) = gateway(Backend::Sqlite, "[approval]\ndefaults = \"by_kind\"\n").await;
-    let (status, body) = gw
-        .post("/v1/mcp-servers", json!({"name": "files", "url": server.url()}))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (gw, _upstream) =
+        common::single_user_gateway_with(Backend::Sqlite, "[approval]\ndefaults = \"by_kind\"\n").await;
+    gw.register_mcp_server("files", &server.url()).await;
     let policy_of = |preview: &Value, suffix: &str| -> Value {
         let policies = preview["tool_approval"].as_object().unwrap();
         let (_, policy) = policies

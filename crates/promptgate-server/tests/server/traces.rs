@@ -36,15 +36,13 @@ use promptgate_mcp::testing::McpTestServer;
 use promptgate_server::config::{AuthMode, OtlpProtocol, TelemetryConfig};
 use prost::Message;
 use reqwest::StatusCode;
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-};
-use rmcp::service::RequestContext;
-use rmcp::{RoleServer, ServerHandler};
+use rmcp::model::{CallToolResult, ContentBlock, Tool};
 use serde_json::{Value, json};
 
-use crate::common::{self, Backend, Gateway, NEWEST_UI_STREAM, scripted_config_with, use_chat_body};
+use crate::common::{
+    self, Backend, Gateway, NEWEST_UI_STREAM, ToolsServer, one_string_argument, scripted_config_with,
+    use_chat_body,
+};
 use crate::integrations_turn::{FakeEnv, connect, fake_google, google_integrations};
 use crate::web_site::Web;
 
@@ -316,42 +314,25 @@ struct Notes {
     headers: Arc<Mutex<Vec<Option<String>>>>,
 }
 
-impl ServerHandler for Notes {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("notes", "1.0.0"))
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        let schema = json!({"type": "object", "properties": {"topic": {"type": "string"}}});
-        let schema: Arc<JsonObject> = Arc::new(schema.as_object().cloned().unwrap());
-        Ok(ListToolsResult::with_all_items(vec![Tool::new(
-            "lookup",
-            "Look up a note",
-            schema,
-        )]))
-    }
-
-    async fn call_tool(
-        &self,
-        _request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        // rmcp hands the request's `_meta` to the handler in its context.
-        let traceparent = context.meta.0.get_traceparent().map(str::to_owned);
-        self.traceparents.lock().unwrap().push(traceparent);
-        // The streamable HTTP server puts the request's head into the context's extensions.
-        let header = context
-            .extensions
-            .get::<axum::http::request::Parts>()
-            .and_then(|parts| parts.headers.get("traceparent"))
-            .map(|v| v.to_str().unwrap().to_owned());
-        self.headers.lock().unwrap().push(header);
-        Ok(CallToolResult::success(vec![ContentBlock::text("high water at 14:10")]).into())
+impl Notes {
+    async fn start(&self) -> McpTestServer {
+        let lookup = Tool::new("lookup", "Look up a note", one_string_argument("topic"));
+        let notes = self.clone();
+        ToolsServer::new("notes", "1.0.0", vec![lookup], move |_, context| {
+            // rmcp hands the request's `_meta` to the handler in its context.
+            let traceparent = context.meta.0.get_traceparent().map(str::to_owned);
+            notes.traceparents.lock().unwrap().push(traceparent);
+            // The streamable HTTP server puts the request's head into the context's extensions.
+            let header = context
+                .extensions
+                .get::<axum::http::request::Parts>()
+                .and_then(|parts| parts.headers.get("traceparent"))
+                .map(|v| v.to_str().unwrap().to_owned());
+            notes.headers.lock().unwrap().push(header);
+            CallToolResult::success(vec![ContentBlock::text("high water at 14:10")])
+        })
+        .start()
+        .await
     }
 }
 
@@ -370,11 +351,8 @@ async fn a_send_with_web_mcp_and_integration_tools_is_one_trace_with_the_genai_s
     let gw = Gateway::start_with_env(Backend::Sqlite, config, &FakeEnv).await;
     connect(&gw).await;
     let notes = Notes::default();
-    let server = McpTestServer::with_handler(notes.clone()).await;
-    let (status, body) = gw
-        .post("/v1/mcp-servers", json!({"name": "Notes", "url": server.url()}))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let server = notes.start().await;
+    gw.register_mcp_server("Notes", &server.url()).await;
 
     let page = json!({"url": web.page("/tides")}).to_string();
     upstream.push(tool_calls(&[
@@ -614,19 +592,16 @@ async fn a_chat_completions_request_is_traced_and_its_errors_name_the_trace() {
 #[tokio::test]
 async fn with_content_capture_on_the_spans_carry_the_prompt_the_answer_and_the_tool_io() {
     installed(true);
-    let (upstream, config) = common::single_user_scripted("").await;
-    let gw = Gateway::start(Backend::Sqlite, config).await;
-    let server = McpTestServer::with_handler(Notes::default()).await;
-    let (status, body) = gw
-        .post("/v1/mcp-servers", json!({"name": "Notes", "url": server.url()}))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    upstream.push(tool_calls(&[(
+    let (gw, upstream) = common::single_user_gateway(Backend::Sqlite).await;
+    let server = Notes::default().start().await;
+    gw.register_mcp_server("Notes", &server.url()).await;
+    common::one_call(
+        &upstream,
         "call_mcp",
         "notes_lookup",
-        &[r#"{"topic": "tides"}"#],
-    )]));
-    upstream.push(text(["High water is at 14:10."]));
+        r#"{"topic": "tides"}"#,
+        "High water is at 14:10.",
+    );
     let (trace_id, _, traceparent) = caller_context();
     traced_send(&gw, &traceparent, "tides-content", SECRET_WORDS).await;
 
@@ -717,12 +692,13 @@ async fn a_sends_store_calls_are_client_spans_in_its_trace(backend: Backend) {
     let said = gw.chat("roses", "Roses like compost in early spring.").await;
     assert_eq!(said.text(), "Noted.");
 
-    upstream.push(tool_calls(&[(
+    common::one_call(
+        &upstream,
         "p1",
         "search_project_chats",
-        &[r#"{"query": "compost"}"#],
-    )]));
-    upstream.push(text(["Found it."]));
+        r#"{"query": "compost"}"#,
+        "Found it.",
+    );
     // A limit on the user, so that the budget check reads the database (without one it is
     // answered from memory, and no span says otherwise).
     let limit = promptgate_store::Budget {
@@ -742,11 +718,7 @@ async fn a_sends_store_calls_are_client_spans_in_its_trace(backend: Backend) {
     let (trace_id, _, traceparent) = caller_context();
     let answer = traced_send(&gw, &traceparent, "now", "what did I say about compost?").await;
     assert_eq!(answer.text(), "Found it.");
-    let output = answer
-        .of_type("tool-output-available")
-        .into_iter()
-        .find(|e| e["toolCallId"] == "p1")
-        .expect("the search answered");
+    let output = answer.tool_output("p1");
     assert_eq!(output["output"]["hits"][0]["thread_id"], "roses", "{output}");
 
     const SAVE: &str = "UPDATE messages INSERT usage_ledger";
@@ -890,12 +862,12 @@ async fn responses_and_messages_requests_from_the_official_clients_are_traced() 
     let (messages_trace, messages_caller, messages_parent) = caller_context();
     let (ok, result) = crate::js_clients::run_node(
         dir,
-        vec![
-            "traced-facades-check.mjs".into(),
-            format!("http://{}", gw.addr),
-            "scripted".into(),
-            responses_parent,
-            messages_parent,
+        &[
+            "traced-facades-check.mjs",
+            &format!("http://{}", gw.addr),
+            "scripted",
+            &responses_parent,
+            &messages_parent,
         ],
     )
     .await;

@@ -18,9 +18,7 @@ use serde_json::json;
 const CLIENT_PATIENCE: Duration = Duration::from_secs(60);
 
 async fn gateway(turn: &str) -> (Gateway, ScriptedUpstream) {
-    common::init();
-    let (upstream, config) = common::single_user_scripted(&format!("[turn]\n{turn}")).await;
-    (Gateway::start(Backend::Sqlite, config).await, upstream)
+    common::single_user_gateway_with(Backend::Sqlite, &format!("[turn]\n{turn}")).await
 }
 
 /// A gateway with a user's model `endless` whose profile allows a million steps in one attempt,

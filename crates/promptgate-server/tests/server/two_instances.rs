@@ -9,12 +9,12 @@
 
 use crate::common;
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::{
-    Backend, Gateway, error_code, read_rest, resume, scripted_config_with, slow_answer_under_way,
-    use_chat_body, words,
+    Backend, Gateway, error_code, message_retry, read_rest, resume, scripted_config_with,
+    slow_answer_under_way, use_chat_body, use_chat_retry, words,
 };
 use promptgate_llm::scripted::{Script, ScriptedUpstream, text};
 use promptgate_server::config::{AuthMode, EMBEDDED_DEFAULT};
@@ -123,27 +123,28 @@ async fn with_continue_a_dropped_client_is_resumed_on_the_other_instance() {
     common::drop_then_resume(&a, &b, &upstream, "c").await;
 }
 
+/// The thread's first turn ("hi", answered "First."), sent to `gw`: its id.
+async fn first_turn(gw: &Gateway, upstream: &ScriptedUpstream, thread: &str) -> String {
+    upstream.push(text(["First."]));
+    gw.chat(thread, "hi").await.turn_id()
+}
+
 #[tokio::test]
 async fn a_retry_on_the_other_instance_finds_its_turn() {
     let (a, b, upstream) = two_instances("").await;
-    upstream.push(text(["First."]));
-    let first = a.chat("rt", "hi").await;
-    let turn = first.turn_id();
+    let turn = first_turn(&a, &upstream, "rt").await;
 
     upstream.push(text(["Second."]));
-    let mut body = use_chat_body("rt", "again", "scripted");
-    body["retry_of"] = json!(turn);
-    let sse = b.stream("/v1/chat", body).await;
+    let sse = b
+        .stream("/v1/chat", use_chat_retry("rt", "again", "retry_of", &turn))
+        .await;
     assert_eq!(sse.status, StatusCode::OK);
     assert_eq!(sse.text(), "Second.");
 
     // The same field on the other route, also on the other instance.
     upstream.push(text(["Third."]));
     let sse = a
-        .stream(
-            "/v1/threads/rt/messages",
-            json!({"message": "more", "model": "scripted", "retry_of": turn}),
-        )
+        .thread_message("rt", message_retry("more", "retry_of", &turn))
         .await;
     assert_eq!(sse.text(), "Third.");
 
@@ -160,13 +161,11 @@ async fn a_retry_on_the_other_instance_finds_its_turn() {
 #[tokio::test]
 async fn a_retry_after_its_window_is_a_409_on_any_instance() {
     let (a, b, upstream) = two_instances("[turn]\nretry_window_secs = 0\n").await;
-    upstream.push(text(["First."]));
-    let first = a.chat("late", "hi").await;
-    let turn = first.turn_id();
+    let turn = first_turn(&a, &upstream, "late").await;
     tokio::time::sleep(Duration::from_millis(20)).await;
-    let mut body = use_chat_body("late", "again", "scripted");
-    body["retryOf"] = json!(turn);
-    let (status, err) = b.post("/v1/chat", body).await;
+    let (status, err) = b
+        .post("/v1/chat", use_chat_retry("late", "again", "retryOf", &turn))
+        .await;
     assert_eq!(status, StatusCode::CONFLICT, "{err}");
     assert_eq!(error_code(&err), "retry_expired");
     assert_eq!(
@@ -176,32 +175,12 @@ async fn a_retry_after_its_window_is_a_409_on_any_instance() {
     );
 }
 
-/// A `promptgate serve` process, killed (SIGKILL) when dropped if still running.
-struct Process(Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[tokio::test]
 async fn a_killed_instances_turn_is_interrupted_after_its_lease() {
-    common::init();
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let survivor = Gateway::start(
-        Backend::Postgres,
-        scripted_config_with(AuthMode::SingleUser, &upstream.base_url(), FAST_LEASES),
-    )
-    .await;
+    let (survivor, upstream) = common::single_user_gateway_with(Backend::Postgres, FAST_LEASES).await;
 
     // The other instance is a process of its own, on the same database.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = common::free_port();
     let dir = std::env::temp_dir().join(format!("promptgate-two-{}-{port}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let config = dir.join("promptgate.toml");
@@ -215,7 +194,7 @@ async fn a_killed_instances_turn_is_interrupted_after_its_lease() {
         ),
     )
     .unwrap();
-    let mut doomed = Process(
+    let mut doomed = common::Killed(
         Command::new(env!("CARGO_BIN_EXE_promptgate"))
             .arg("serve")
             .arg("--config")

@@ -15,17 +15,13 @@ use promptgate_server::config::AuthMode;
 use serde_json::{Value, json};
 
 use crate::common::{self, Backend, Gateway};
-use crate::js_clients::{js_dir, run_node};
+use crate::js_clients::{chat_request, js_dir, run_node};
 
 /// The text the scripted model answers the first turn with.
 const ANSWER: &str = "Tides rise twice a day.";
 
 fn turn(chat: &str, model: &str, words: &str, header: Option<&str>, stop_after: Option<&str>) -> Value {
-    let mut turn = json!({
-        "chatId": chat,
-        "messages": [{"id": format!("{chat}-u"), "role": "user", "parts": [{"type": "text", "text": words}]}],
-        "body": {"model": model},
-    });
+    let mut turn = chat_request(chat, model, words);
     if let Some(version) = header {
         turn["headers"] = json!({"X-Promptgate-UI-Stream": version});
     }
@@ -97,11 +93,11 @@ async fn read_turns(release: &str, header: Option<&str>) -> Vec<Value> {
 async fn read_with(dir: std::path::PathBuf, release: &str, gw: &Gateway, turns: &Value) -> Vec<Value> {
     let (ok, results) = run_node(
         dir,
-        vec![
-            "ui-stream-versions-check.mjs".into(),
-            release.into(),
-            gw.url("/v1/chat"),
-            turns.to_string(),
+        &[
+            "ui-stream-versions-check.mjs",
+            release,
+            &gw.url("/v1/chat"),
+            &turns.to_string(),
         ],
     )
     .await;

@@ -369,7 +369,7 @@ async fn a_killed_process_leaves_its_finished_steps_in_the_ledger_once() {
     common::init();
     let upstream = ScriptedUpstream::start().await.unwrap();
     let dir = crate::nothing_lost::binary_dir(&upstream, "[turn]\ncheckpoint_interval_ms = 50\n");
-    let port = crate::nothing_lost::free_port();
+    let port = common::free_port();
     let server = crate::nothing_lost::start_binary(&dir, port, "first").await;
     let card = json!({"title": "Tide", "html": "<p>06:40</p>"}).to_string();
     upstream.push(tool_calls(&[("c1", "render_html", &[card.as_str()])]));
@@ -442,11 +442,11 @@ async fn a_killed_process_leaves_its_finished_steps_in_the_ledger_once() {
 /// ledger after the restart, none waiting in memory was lost.
 #[tokio::test]
 async fn a_clean_stop_writes_the_facade_rows_it_gathered() {
-    use crate::nothing_lost::{binary_dir, free_port, start_binary};
+    use crate::nothing_lost::{binary_dir, start_binary};
     common::init();
     let upstream = ScriptedUpstream::start().await.unwrap();
     let dir = binary_dir(&upstream, "");
-    let port = free_port();
+    let port = common::free_port();
     let mut server = start_binary(&dir, port, "first").await;
     let gw_url = format!("http://127.0.0.1:{port}");
     let http = reqwest::Client::new();

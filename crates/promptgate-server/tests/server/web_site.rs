@@ -50,9 +50,9 @@ pub struct Web {
 
 impl Web {
     pub async fn start() -> Web {
-        let site = serve(site()).await;
+        let site = crate::common::serve_router(site()).await;
         let searches = Arc::new(AtomicUsize::new(0));
-        let search = serve(searxng(site, Arc::clone(&searches))).await;
+        let search = crate::common::serve_router(searxng(site, Arc::clone(&searches))).await;
         Web {
             site,
             search,
@@ -109,19 +109,6 @@ pub async fn scripted_web_gateway_with(more: &str) -> (crate::common::Gateway, S
     config.auth.mode = AuthMode::SingleUser;
     let gw = crate::common::Gateway::start(crate::common::Backend::Sqlite, config).await;
     (gw, upstream, web)
-}
-
-async fn serve(app: Router) -> SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap_or_else(|e| panic!("cannot bind a loopback port: {e}"));
-    let addr = listener
-        .local_addr()
-        .unwrap_or_else(|e| panic!("no local address: {e}"));
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    addr
 }
 
 fn html(body: &'static str) -> impl IntoResponse {

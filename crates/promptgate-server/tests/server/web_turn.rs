@@ -179,17 +179,10 @@ async fn a_cited_web_turn_numbers_charges_and_cleans() {
     upstream.push(text(["That is all I could check [1]."]));
     let sse = gw.stream("/v1/chat", body("web-1", "And the harbour?")).await;
     // Parallel calls report in the order they finish; the denial comes at once.
-    let output_of = |id: &str| {
-        sse.of_type("tool-output-available")
-            .into_iter()
-            .find(|e| e["toolCallId"] == id)
-            .map(|e| e["output"].clone())
-            .unwrap_or_else(|| panic!("no output for {id}"))
-    };
     for n in 1..=5 {
-        assert!(output_of(&format!("n{n}"))["results"].is_array());
+        assert!(sse.tool_output(&format!("n{n}"))["output"]["results"].is_array());
     }
-    assert_eq!(output_of("n6")["status"], "budget_exhausted");
+    assert_eq!(sse.tool_output("n6")["output"]["status"], "budget_exhausted");
     let last = upstream.last_request().unwrap();
     assert_eq!(last["tool_choice"], "none");
 }
@@ -300,14 +293,9 @@ async fn research_in_the_message_gives_the_research_cap() {
 #[tokio::test]
 async fn loading_the_research_skill_widens_an_auto_budget() {
     let (gw, upstream, _web) = gateway().await;
-    let (status, _) = gw
-        .post(
-            "/v1/skills",
-            json!({"slug": "research", "name": "Research", "description": "Deep research",
-                   "instructions": "Search widely and cite every claim."}),
-        )
-        .await;
-    assert_eq!(status, 201);
+    let research = json!({"slug": "research", "name": "Research", "description": "Deep research",
+                          "instructions": "Search widely and cite every claim."});
+    gw.create_skill(research).await;
     upstream.push(step(&[(
         "k1".into(),
         "skill".into(),

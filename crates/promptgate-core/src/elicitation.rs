@@ -27,10 +27,13 @@ const MAX_PATTERN_BYTES: usize = 64 * 1024;
 /// Checks the message a server asks with.
 pub fn check_message(message: &str) -> Result<(), String> {
     let chars = message.chars().count();
-    if chars > MAX_MESSAGE_CHARS {
-        return Err(format!(
-            "the message has {chars} characters; at most {MAX_MESSAGE_CHARS} are shown"
-        ));
+    at_most("the message", chars, "characters", MAX_MESSAGE_CHARS, "shown")
+}
+
+/// Refuses a `count` over `max`: "`what` has `count` `unit`; at most `max` are `verb`".
+fn at_most(what: &str, count: usize, unit: &str, max: usize, verb: &str) -> Result<(), String> {
+    if count > max {
+        return Err(format!("{what} has {count} {unit}; at most {max} are {verb}"));
     }
     Ok(())
 }
@@ -38,21 +41,12 @@ pub fn check_message(message: &str) -> Result<(), String> {
 /// Checks a form-mode request's schema: a flat object of primitive fields, within the bounds.
 pub fn check_form(schema: &Value) -> Result<(), String> {
     let size = schema.to_string().len();
-    if size > MAX_SCHEMA_BYTES {
-        return Err(format!(
-            "the form's schema has {size} bytes; at most {MAX_SCHEMA_BYTES} are accepted"
-        ));
-    }
+    at_most("the form's schema", size, "bytes", MAX_SCHEMA_BYTES, "accepted")?;
     if schema.get("type").and_then(Value::as_str) != Some("object") {
         return Err("the form's schema is not of type object".into());
     }
     let properties = fields(schema)?;
-    if properties.len() > MAX_FIELDS {
-        return Err(format!(
-            "the form has {} fields; at most {MAX_FIELDS} are shown",
-            properties.len()
-        ));
-    }
+    at_most("the form", properties.len(), "fields", MAX_FIELDS, "shown")?;
     for (name, field) in properties {
         check_field(field).map_err(|why| format!("field {name:?}: {why}"))?;
     }
@@ -67,11 +61,7 @@ pub fn check_form(schema: &Value) -> Result<(), String> {
 /// Checks a URL-mode request's URL: http or https, with a host, within the length bound.
 pub fn check_url(url: &str) -> Result<(), String> {
     let chars = url.chars().count();
-    if chars > MAX_URL_CHARS {
-        return Err(format!(
-            "the URL has {chars} characters; at most {MAX_URL_CHARS} are shown"
-        ));
-    }
+    at_most("the URL", chars, "characters", MAX_URL_CHARS, "shown")?;
     let parsed = url::Url::parse(url).map_err(|_| "the URL does not parse".to_owned())?;
     if !matches!(parsed.scheme(), "http" | "https") {
         return Err("the URL is neither http nor https".into());

@@ -1,5 +1,7 @@
 //! Skills: which ones the prompt discloses and how, and the `/slug` tokens that load one for a message.
 
+use std::fmt::Write;
+
 use crate::prompt::sanitize::{
     BLOCK_MAX_CHARS, DESCRIPTION_MAX_CHARS, SHORT_FIELD_MAX_CHARS, block, single_line,
 };
@@ -32,10 +34,10 @@ pub fn skill_catalog(skills: &[&Skill]) -> Option<String> {
         if i > 0 {
             out.push('\n');
         }
-        out.push_str("- ");
-        out.push_str(&single_line(&skill.slug, SHORT_FIELD_MAX_CHARS));
-        out.push_str(": ");
-        out.push_str(&single_line(&skill.description, DESCRIPTION_MAX_CHARS));
+        let slug = single_line(&skill.slug, SHORT_FIELD_MAX_CHARS);
+        let description = single_line(&skill.description, DESCRIPTION_MAX_CHARS);
+        // Writing to a String cannot fail.
+        let _ = write!(out, "- {slug}: {description}");
     }
     Some(out)
 }

@@ -314,18 +314,9 @@ fn word_count(text: &str) -> u64 {
     text.split_whitespace().count() as u64
 }
 
+/// The demo answers about words, so images are left out.
 fn user_text(content: &UserContent) -> String {
-    match content {
-        UserContent::Text(text) => text.clone(),
-        UserContent::Parts(parts) => parts
-            .iter()
-            .filter_map(|p| match p {
-                crate::ContentPart::Text { text } => Some(text.as_str()),
-                crate::ContentPart::ImageUrl { .. } => None,
-            })
-            .collect::<Vec<_>>()
-            .join(" "),
-    }
+    content.joined_text(" ", None)
 }
 
 fn message_text(message: &ChatMessage) -> String {

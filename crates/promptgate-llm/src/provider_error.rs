@@ -24,6 +24,21 @@ pub(crate) fn message_from_json(value: &Value) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// The start of a payload, for error messages.
+pub(crate) fn preview(data: &str) -> &str {
+    match data.char_indices().nth(200) {
+        Some((cut, _)) => &data[..cut],
+        None => data,
+    }
+}
+
+/// The error a provider reported as a JSON payload (in a stream or as a body), with the status the
+/// caller read for it; the whole payload, cut short, stands in for a message it does not have.
+pub(crate) fn from_payload(status: u16, value: &Value) -> LlmError {
+    let message = message_from_json(value).unwrap_or_else(|| preview(&value.to_string()).to_owned());
+    refusal(status, Some(value), sanitise(&message, None))
+}
+
 /// A status code the provider put inside an in-stream error, when it gave one.
 pub(crate) fn status_from_json(value: &Value) -> Option<u16> {
     let error = value.get("error")?;

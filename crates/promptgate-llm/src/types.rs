@@ -36,6 +36,24 @@ pub enum UserContent {
     Parts(Vec<ContentPart>),
 }
 
+impl UserContent {
+    /// The text as one string: parts joined by `separator`, each image standing as `image` (or left
+    /// out when `None`), for readers that take text only.
+    pub fn joined_text(&self, separator: &str, image: Option<&str>) -> String {
+        match self {
+            UserContent::Text(text) => text.clone(),
+            UserContent::Parts(parts) => parts
+                .iter()
+                .filter_map(|part| match part {
+                    ContentPart::Text { text } => Some(text.as_str()),
+                    ContentPart::ImageUrl { .. } => image,
+                })
+                .collect::<Vec<_>>()
+                .join(separator),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContentPart {

@@ -1,14 +1,51 @@
-//! A tripwire for address-policy tests (cargo feature `testing`): listeners on one loopback port that
-//! count every connection, and that port written every way a URL can spell loopback. A refusal that
-//! still connected shows up as a hit.
+//! Test support for address-policy tests (cargo feature `testing`). A tripwire: listeners on one
+//! loopback port that count every connection, and that port written every way a URL can spell
+//! loopback; a refusal that still connected shows up as a hit. A zone: a resolver with fixed
+//! answers, so a test can name hosts no real DNS knows (or that resolve somewhere internal).
 //!
 //! Setup failures panic: this module only runs inside tests, where a panic is the failure report.
 #![allow(clippy::expect_used)]
 
+use std::collections::HashMap;
+use std::io;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use async_trait::async_trait;
 use tokio::net::TcpListener;
+
+use crate::HostResolver;
+
+/// Answers fixed addresses for the names it knows, like a zone file; any other name is unknown.
+pub struct Zone(HashMap<String, Vec<IpAddr>>);
+
+impl Zone {
+    /// Each name with the addresses it resolves to, written as literals.
+    pub fn new(names: &[(&str, &[&str])]) -> Self {
+        let table = names
+            .iter()
+            .map(|(name, ips)| {
+                let ips = ips
+                    .iter()
+                    .map(|ip| ip.parse().expect("a zone's addresses are IP literals"))
+                    .collect();
+                ((*name).to_owned(), ips)
+            })
+            .collect();
+        Self(table)
+    }
+}
+
+#[async_trait]
+impl HostResolver for Zone {
+    async fn resolve(&self, host: &str, port: u16) -> io::Result<Vec<SocketAddr>> {
+        match self.0.get(host) {
+            Some(ips) => Ok(ips.iter().map(|ip| SocketAddr::new(*ip, port)).collect()),
+            None => Err(io::Error::new(io::ErrorKind::NotFound, "unknown name")),
+        }
+    }
+}
 
 /// Listeners on one port of 127.0.0.1, 127.0.0.2 and ::1 (the last two where the machine has them).
 pub struct Tripwire {

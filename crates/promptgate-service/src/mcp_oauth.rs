@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::consent::WaitingCall;
-use crate::oauth::{OAuthCallback, limits, valid_code, valid_state};
+use crate::oauth::{OAuthCallback, limits, valid_code};
 use crate::{Service, ServiceError};
 
 /// The `provider` of an MCP server's pending authorization: this prefix and the server's id.
@@ -269,12 +269,7 @@ impl Service {
     /// instance: checks `state` (once, while fresh) and `iss`, trades the code for tokens and keeps
     /// them. Returns the server's name for the page the browser shows.
     pub async fn complete_mcp_authorization(&self, callback: &OAuthCallback) -> Result<String, ServiceError> {
-        let state = valid_state(callback)?;
-        let pending = self
-            .store
-            .take_oauth_pending(state)
-            .await?
-            .ok_or(ServiceError::UnknownAuthorization)?;
+        let pending = self.take_pending(callback).await?;
         let server_id = pending
             .provider
             .strip_prefix(PROVIDER_PREFIX)

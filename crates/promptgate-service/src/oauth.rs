@@ -51,7 +51,7 @@ pub struct OAuthCallback {
 }
 
 /// The callback's `state`, when it is one we could have issued.
-pub(crate) fn valid_state(callback: &OAuthCallback) -> Result<&str, ServiceError> {
+fn valid_state(callback: &OAuthCallback) -> Result<&str, ServiceError> {
     plausible(&callback.state, MAX_STATE_LEN, ServiceError::UnknownAuthorization)
 }
 
@@ -160,6 +160,15 @@ impl Service {
         Ok(started.url)
     }
 
+    /// The pending authorization the callback's `state` names, taken out so that it serves once.
+    pub(crate) async fn take_pending(&self, callback: &OAuthCallback) -> Result<OAuthPending, ServiceError> {
+        let state = valid_state(callback)?;
+        self.store
+            .take_oauth_pending(state)
+            .await?
+            .ok_or(ServiceError::UnknownAuthorization)
+    }
+
     /// Completes an authorization the provider redirected back: exchanges the code for tokens and
     /// marks the integration connected. Returns the provider's name for the page the browser shows.
     pub async fn complete_authorization(
@@ -167,12 +176,7 @@ impl Service {
         provider: IntegrationProvider,
         callback: &OAuthCallback,
     ) -> Result<String, ServiceError> {
-        let key = valid_state(callback)?;
-        let pending = self
-            .store
-            .take_oauth_pending(key)
-            .await?
-            .ok_or(ServiceError::UnknownAuthorization)?;
+        let pending = self.take_pending(callback).await?;
         if pending.provider != provider.as_str() {
             return Err(ServiceError::UnknownAuthorization);
         }

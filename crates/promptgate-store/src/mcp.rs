@@ -10,7 +10,7 @@ use crate::error::{Result, StoreError};
 use crate::observed::Observed;
 use crate::statement::Sql;
 use crate::types::{McpOAuthClient, McpSecrets, McpServer, NewMcpServer};
-use crate::util::{Cols, check_len, check_name, delete_owned, flag, new_id};
+use crate::util::{Cols, check_len, check_name, delete_owned, flag, new_id, owned_rows};
 
 pub(crate) const MCP_COLS: &str = "id, name, url, enabled, headers, bearer_token, created_at, secrets_sealed, \
      oauth_client_id, oauth_client_secret";
@@ -201,13 +201,14 @@ impl Store {
         user: &str,
         enabled_only: bool,
     ) -> Result<Vec<(McpServer, McpSecrets)>> {
-        // Flags are 0/1, so `enabled >= 0` keeps every row and `enabled >= 1` only enabled ones.
-        let rows = sqlx::AssertSqlSafe(format!(
-            "SELECT {MCP_COLS} FROM mcp_servers WHERE user_id = $1 AND enabled >= $2 \
-             ORDER BY created_at, id"
-        ))
-        .with_values((user, flag(enabled_only)))
-        .fetch_all(&self.pool, "mcp.query_mcp_servers")
+        let rows = owned_rows(
+            self,
+            MCP_COLS,
+            "mcp_servers",
+            user,
+            enabled_only,
+            "mcp.query_mcp_servers",
+        )
         .await?;
         rows.iter().map(|row| mcp_from(self, row, enabled_only)).collect()
     }

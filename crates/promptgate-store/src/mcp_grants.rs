@@ -31,11 +31,10 @@ impl Store {
 
     /// The grant, opened.
     pub async fn get_mcp_grant(&self, user_id: &str, server_id: &str) -> Result<Option<String>> {
-        let row = "SELECT sealed FROM mcp_oauth_grants WHERE user_id = $1 AND server_id = $2"
-            .with_values((user_id, server_id))
-            .fetch_optional(&self.pool, "mcp_grants.get_mcp_grant")
+        let sealed = self
+            .grant_column("sealed", user_id, server_id, "mcp_grants.get_mcp_grant")
             .await?;
-        row.map(|row| self.open_secret(&row.text(0)?)).transpose()
+        sealed.map(|sealed| self.open_secret(&sealed)).transpose()
     }
 
     /// The servers of `user_id` that have a grant, without opening any.
@@ -70,10 +69,25 @@ impl Store {
 
     /// The tools the server last listed under the user's grant, if any were kept.
     pub async fn mcp_known_tools(&self, user_id: &str, server_id: &str) -> Result<Option<String>> {
-        let row = "SELECT known_tools FROM mcp_oauth_grants WHERE user_id = $1 AND server_id = $2"
-            .with_values((user_id, server_id))
-            .fetch_optional(&self.pool, "mcp_grants.mcp_known_tools")
-            .await?;
+        self.grant_column("known_tools", user_id, server_id, "mcp_grants.mcp_known_tools")
+            .await
+    }
+
+    /// One text column of the user's grant row for the server; `None` without a grant (or when the
+    /// column is empty).
+    async fn grant_column(
+        &self,
+        column: &'static str,
+        user_id: &str,
+        server_id: &str,
+        op: &'static str,
+    ) -> Result<Option<String>> {
+        let row = sqlx::AssertSqlSafe(format!(
+            "SELECT {column} FROM mcp_oauth_grants WHERE user_id = $1 AND server_id = $2"
+        ))
+        .with_values((user_id, server_id))
+        .fetch_optional(&self.pool, op)
+        .await?;
         Ok(row.map(|row| row.opt_text(0)).transpose()?.flatten())
     }
 }

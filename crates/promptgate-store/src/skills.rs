@@ -8,7 +8,7 @@ use crate::connect::Store;
 use crate::error::{Result, StoreError};
 use crate::statement::Sql;
 use crate::types::NewSkill;
-use crate::util::{Cols, check_id, check_len, check_name, delete_owned, flag, new_id, one_row};
+use crate::util::{Cols, check_id, check_len, check_name, delete_owned, flag, new_id, one_row, owned_rows};
 
 const SKILL_COLS: &str = "id, slug, name, description, instructions, enabled, renders_widgets";
 const MAX_DESCRIPTION: usize = 2_000;
@@ -98,13 +98,14 @@ impl Store {
     }
 
     async fn query_skills(&self, user: &str, enabled_only: bool) -> Result<Vec<Skill>> {
-        // Flags are 0/1, so `enabled >= 0` keeps every row and `enabled >= 1` only enabled ones.
-        let rows = sqlx::AssertSqlSafe(format!(
-            "SELECT {SKILL_COLS} FROM skills WHERE user_id = $1 AND enabled >= $2 \
-             ORDER BY created_at, id"
-        ))
-        .with_values((user, flag(enabled_only)))
-        .fetch_all(&self.pool, "skills.query_skills")
+        let rows = owned_rows(
+            self,
+            SKILL_COLS,
+            "skills",
+            user,
+            enabled_only,
+            "skills.query_skills",
+        )
         .await?;
         rows.iter().map(skill_from).collect()
     }

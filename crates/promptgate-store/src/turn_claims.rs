@@ -397,42 +397,37 @@ impl Store {
     /// Asks the thread's running turn to stop, wherever it runs: marks its claim and signals its
     /// owner. `None` when no turn runs in the thread.
     pub async fn request_turn_stop(&self, user_id: &str, thread_id: &str) -> Result<Option<RunningTurn>> {
-        self.ask_owner(
-            "UPDATE turn_claims SET stop_requested = 1 \
-             WHERE user_id = $1 AND thread_id = $2 AND lease_until >= $3 RETURNING turn_id, instance_id",
-            user_id,
-            thread_id,
-            |turn_id| TurnSignal::Stop { turn_id },
-        )
+        self.ask_owner("stop_requested", user_id, thread_id, |turn_id| TurnSignal::Stop {
+            turn_id,
+        })
         .await
     }
 
     /// Asks the owner of the thread's running turn to copy its stream into the store for a reader
     /// here: marks the claim and signals the owner. `None` when no turn runs in the thread.
     pub async fn request_turn_follow(&self, user_id: &str, thread_id: &str) -> Result<Option<RunningTurn>> {
-        self.ask_owner(
-            "UPDATE turn_claims SET follow_requested = 1 \
-             WHERE user_id = $1 AND thread_id = $2 AND lease_until >= $3 RETURNING turn_id, instance_id",
-            user_id,
-            thread_id,
-            |turn_id| TurnSignal::Follow { turn_id },
-        )
+        self.ask_owner("follow_requested", user_id, thread_id, |turn_id| {
+            TurnSignal::Follow { turn_id }
+        })
         .await
     }
 
-    /// Marks a request on the thread's live claim (`mark`, a constant statement) and signals the
-    /// owner; the mark is what the owner's heartbeat finds should the signal be lost.
+    /// Marks a request on the thread's live claim (`flag`, one of the claim's request columns) and
+    /// signals the owner; the mark is what the owner's heartbeat finds should the signal be lost.
     async fn ask_owner(
         &self,
-        mark: &'static str,
+        flag: &'static str,
         user_id: &str,
         thread_id: &str,
         signal: impl FnOnce(String) -> TurnSignal,
     ) -> Result<Option<RunningTurn>> {
-        let row = mark
-            .with_values((user_id, thread_id, self.now_ms()))
-            .fetch_optional(&self.pool, "turn_claims.ask_owner")
-            .await?;
+        let row = sqlx::AssertSqlSafe(format!(
+            "UPDATE turn_claims SET {flag} = 1 \
+             WHERE user_id = $1 AND thread_id = $2 AND lease_until >= $3 RETURNING turn_id, instance_id"
+        ))
+        .with_values((user_id, thread_id, self.now_ms()))
+        .fetch_optional(&self.pool, "turn_claims.ask_owner")
+        .await?;
         let Some(row) = row else { return Ok(None) };
         let running = RunningTurn {
             turn_id: row.text(0)?,

@@ -7,6 +7,7 @@ use sqlx::Row;
 use sqlx::any::AnyRow;
 
 use crate::error::{Result, StoreError};
+use crate::statement::Sql;
 
 pub(crate) fn new_id() -> String {
     uuid::Uuid::now_v7().to_string()
@@ -124,6 +125,26 @@ pub(crate) async fn delete_owned(
     .execute(&store.pool)
     .await?;
     one_row(done.rows_affected())
+}
+
+/// `cols` of `user`'s rows in `table` (a table with `user_id`, `id`, `created_at` and an `enabled`
+/// flag), in creation order: every row, or with `enabled_only` the enabled ones.
+pub(crate) async fn owned_rows(
+    store: &crate::connect::Store,
+    cols: &str,
+    table: &'static str,
+    user: &str,
+    enabled_only: bool,
+    op: &'static str,
+) -> Result<Vec<AnyRow>> {
+    // Flags are 0/1, so `enabled >= 0` keeps every row and `enabled >= 1` only enabled ones.
+    let rows = sqlx::AssertSqlSafe(format!(
+        "SELECT {cols} FROM {table} WHERE user_id = $1 AND enabled >= $2 ORDER BY created_at, id"
+    ))
+    .with_values((user, flag(enabled_only)))
+    .fetch_all(&store.pool, op)
+    .await?;
+    Ok(rows)
 }
 
 /// Affected-row count of a write that targets one row by key: zero means the row is not the caller's.

@@ -279,29 +279,24 @@ impl UiMessageBuilder {
             UiChunk::ToolOutputAvailable {
                 tool_call_id, output, ..
             } => {
-                let part = self.tool_mut(tool_call_id)?;
-                part.state = ToolState::OutputAvailable;
-                part.output = Some(output.clone());
+                self.tool_in(tool_call_id, ToolState::OutputAvailable)?.output = Some(output.clone());
             }
             UiChunk::ToolOutputError {
                 tool_call_id,
                 error_text,
                 ..
             } => {
-                let part = self.tool_mut(tool_call_id)?;
-                part.state = ToolState::OutputError;
-                part.error_text = Some(error_text.clone());
+                self.tool_in(tool_call_id, ToolState::OutputError)?.error_text = Some(error_text.clone());
             }
             UiChunk::ToolApprovalRequest {
                 approval_id,
                 tool_call_id,
             } => {
-                let part = self.tool_mut(tool_call_id)?;
-                part.state = ToolState::ApprovalRequested;
-                part.approval = Some(json!({"id": approval_id}));
+                self.tool_in(tool_call_id, ToolState::ApprovalRequested)?.approval =
+                    Some(json!({"id": approval_id}));
             }
             UiChunk::ToolOutputDenied { tool_call_id } => {
-                self.tool_mut(tool_call_id)?.state = ToolState::OutputDenied;
+                self.tool_in(tool_call_id, ToolState::OutputDenied)?;
             }
             UiChunk::SourceUrl {
                 source_id,
@@ -437,6 +432,13 @@ impl UiMessageBuilder {
                 _ => None,
             })
             .ok_or_else(|| TurnError::InvalidChunk(format!("part `{id}` is not open")))
+    }
+
+    /// The tool part of `tool_call_id`, moved on to `state`.
+    fn tool_in(&mut self, tool_call_id: &str, state: ToolState) -> Result<&mut ToolPart, TurnError> {
+        let part = self.tool_mut(tool_call_id)?;
+        part.state = state;
+        Ok(part)
     }
 
     fn tool_mut(&mut self, tool_call_id: &str) -> Result<&mut ToolPart, TurnError> {

@@ -17,6 +17,13 @@ fn fetch(url: &str) -> Value {
 }
 
 /// Admits `n` distinct searches and asserts each one runs.
+/// An auto-intent budget with all five of its calls spent on distinct searches.
+fn spent_auto_budget() -> WebBudget {
+    let mut budget = WebBudget::new(WebIntent::Auto, true);
+    spend(&mut budget, 5);
+    budget
+}
+
 fn spend(budget: &mut WebBudget, n: u32) {
     for i in 0..n {
         let admission = budget.admit("search", &search(&format!("topic {i}")));
@@ -89,8 +96,7 @@ fn a_fresh_budget_reports_its_intent_and_cap() {
 
 #[test]
 fn an_auto_budget_promotes_to_research_once_and_keeps_its_counts() {
-    let mut budget = WebBudget::new(WebIntent::Auto, true);
-    spend(&mut budget, 5);
+    let mut budget = spent_auto_budget();
     assert!(is_exhausted_result(&budget.admit("search", &search("one more"))));
     assert!(budget.is_exhausted());
 
@@ -140,8 +146,7 @@ fn promotion_applies_only_from_auto_to_research_when_enabled() {
 
 #[test]
 fn exhaustion_alone_never_promotes() {
-    let mut budget = WebBudget::new(WebIntent::Auto, true);
-    spend(&mut budget, 5);
+    let mut budget = spent_auto_budget();
     for i in 0..3 {
         assert!(is_exhausted_result(
             &budget.admit("fetch_content", &fetch(&format!("https://x.test/{i}")))
@@ -153,8 +158,7 @@ fn exhaustion_alone_never_promotes() {
 
 #[test]
 fn the_sixth_distinct_call_of_an_auto_turn_is_denied() {
-    let mut budget = WebBudget::new(WebIntent::Auto, true);
-    spend(&mut budget, 5);
+    let mut budget = spent_auto_budget();
     let denied = budget.admit("fetch_content", &fetch("https://example.com/a"));
     let Admission::Exhausted(result) = denied else {
         panic!("expected a denial, got {denied:?}");
@@ -168,8 +172,7 @@ fn the_sixth_distinct_call_of_an_auto_turn_is_denied() {
 
 #[test]
 fn a_denied_call_is_not_remembered() {
-    let mut budget = WebBudget::new(WebIntent::Auto, true);
-    spend(&mut budget, 5);
+    let mut budget = spent_auto_budget();
     assert!(is_exhausted_result(&budget.admit("search", &search("late"))));
     assert!(is_exhausted_result(&budget.admit("search", &search("late"))));
     assert_eq!(budget.exhausted_attempts(), 2);
@@ -207,8 +210,7 @@ fn a_failed_call_keeps_its_charge_but_may_run_again() {
 
 #[test]
 fn non_web_tools_are_never_charged() {
-    let mut budget = WebBudget::new(WebIntent::Auto, true);
-    spend(&mut budget, 5);
+    let mut budget = spent_auto_budget();
     for _ in 0..3 {
         assert!(matches!(
             budget.admit("getTasks", &json!({})),

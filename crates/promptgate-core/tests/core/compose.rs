@@ -4,8 +4,9 @@ use chrono::{TimeZone, Utc};
 use promptgate_core::compose::{ComposeInput, UpstreamIdentity, compose_send};
 use promptgate_core::prompt::HarnessKind;
 use promptgate_core::settings::{Engine, IntegrationStatus, Model, Project, Skill, UserSettings};
-use promptgate_core::tools::mcp_names::{McpServerTools, McpToolDef};
-use serde_json::json;
+use promptgate_core::tools::mcp_names::McpServerTools;
+
+use crate::mcp_merge::server;
 
 fn model(tool_usage: i32, engine: Engine) -> Model {
     Model {
@@ -18,23 +19,6 @@ fn model(tool_usage: i32, engine: Engine) -> Model {
         supports_parallel_tool_calls: true,
         system: true,
         ..Model::default()
-    }
-}
-
-fn server(id: &str, name: &str, tools: &[&str]) -> McpServerTools {
-    McpServerTools {
-        server_id: id.into(),
-        name: name.into(),
-        url: format!("http://127.0.0.1/{id}"),
-        tools: tools
-            .iter()
-            .map(|t| McpToolDef {
-                name: (*t).into(),
-                description: Some(format!("does {t}")),
-                input_schema: json!({"type": "object"}),
-                ..McpToolDef::default()
-            })
-            .collect(),
     }
 }
 

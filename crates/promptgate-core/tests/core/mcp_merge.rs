@@ -19,7 +19,8 @@ fn tool(name: &str) -> McpToolDef {
     }
 }
 
-fn server(id: &str, name: &str, tools: &[&str]) -> McpServerTools {
+/// A server offering `tools` (each made by [`tool`]); the compose tests use it too.
+pub(crate) fn server(id: &str, name: &str, tools: &[&str]) -> McpServerTools {
     McpServerTools {
         server_id: id.to_owned(),
         name: name.to_owned(),

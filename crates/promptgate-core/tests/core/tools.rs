@@ -382,22 +382,18 @@ fn draft_recipients_take_one_address_or_many() {
 
 #[test]
 fn outlook_paging_treats_empty_strings_as_absent() {
-    let first: MicrosoftListMessagesArgs = parse_args(
-        "microsoft_list_messages",
-        &json!({"top": 10, "skipToken": "", "filter": " ", "includeBodyHtml": false}),
-    )
-    .expect("valid");
-    assert_eq!(
-        (first.top(), first.skip_token(), first.filter()),
-        (10, None, None)
-    );
-    let next: MicrosoftListMessagesArgs = parse_args(
-        "microsoft_list_messages",
-        &json!({"top": 80, "skipToken": "abc", "filter": "isRead eq false", "includeBodyHtml": true}),
-    )
-    .expect("valid");
-    assert_eq!(
-        (next.top(), next.skip_token(), next.filter()),
-        (50, Some("abc"), Some("isRead eq false"))
-    );
+    let cases = [
+        (
+            json!({"top": 10, "skipToken": "", "filter": " ", "includeBodyHtml": false}),
+            (10, None, None),
+        ),
+        (
+            json!({"top": 80, "skipToken": "abc", "filter": "isRead eq false", "includeBodyHtml": true}),
+            (50, Some("abc"), Some("isRead eq false")),
+        ),
+    ];
+    for (input, expected) in cases {
+        let args: MicrosoftListMessagesArgs = parse_args("microsoft_list_messages", &input).expect("valid");
+        assert_eq!((args.top(), args.skip_token(), args.filter()), expected);
+    }
 }

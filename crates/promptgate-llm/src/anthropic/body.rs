@@ -366,6 +366,14 @@ mod tests {
         }
     }
 
+    /// [`second_send`] asking for `effort` of reasoning.
+    fn second_send_at(effort: Option<&str>) -> ChatRequest {
+        ChatRequest {
+            reasoning_effort: effort.map(str::to_owned),
+            ..second_send()
+        }
+    }
+
     fn second_send() -> ChatRequest {
         ChatRequest {
             model: "claude".into(),
@@ -519,8 +527,7 @@ mod tests {
     #[test]
     fn adaptive_thinking_names_the_effort() {
         let memory = ThinkingMemory::default();
-        let mut request = second_send();
-        request.reasoning_effort = Some("medium".into());
+        let request = second_send_at(Some("medium"));
         let body = build(
             &request,
             &BodyOptions {
@@ -535,8 +542,7 @@ mod tests {
     #[test]
     fn a_client_cap_bounds_the_answer_but_not_above_the_configured_limit() {
         let memory = ThinkingMemory::default();
-        let mut request = second_send();
-        request.reasoning_effort = None;
+        let mut request = second_send_at(None);
         request.max_output_tokens = Some(300);
         assert_eq!(build(&request, &options(&memory))["max_tokens"], json!(300));
         // Claude Code asks for more than the model is configured to give.
@@ -547,8 +553,7 @@ mod tests {
     #[test]
     fn under_a_client_cap_the_thinking_budget_stays_below_it_or_thinking_is_left_out() {
         let memory = ThinkingMemory::default();
-        let mut request = second_send();
-        request.reasoning_effort = Some("high".into());
+        let mut request = second_send_at(Some("high"));
         request.temperature = Some(0.3);
         let limits = BodyOptions {
             max_tokens: 32_000,
@@ -581,8 +586,7 @@ mod tests {
     #[test]
     fn an_adaptive_model_takes_the_client_cap_as_it_is() {
         let memory = ThinkingMemory::default();
-        let mut request = second_send();
-        request.reasoning_effort = Some("medium".into());
+        let mut request = second_send_at(Some("medium"));
         request.max_output_tokens = Some(700);
         let body = build(
             &request,

@@ -112,7 +112,10 @@ impl MessageEvents {
             return Ok(Vec::new());
         }
         let event: Value = serde_json::from_str(data).map_err(|e| {
-            LlmError::Protocol(format!("an event is not valid JSON ({e}): {}", preview(data)))
+            LlmError::Protocol(format!(
+                "an event is not valid JSON ({e}): {}",
+                provider_error::preview(data)
+            ))
         })?;
         let kind = event.get("type").and_then(Value::as_str).unwrap_or(name);
         let mut out = Vec::new();
@@ -343,20 +346,7 @@ pub(crate) fn error_event(event: &Value) -> LlmError {
         .pointer("/error/type")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    let message =
-        provider_error::message_from_json(event).unwrap_or_else(|| preview(&event.to_string()).to_owned());
-    provider_error::refusal(
-        status_of(error_type),
-        Some(event),
-        provider_error::sanitise(&message, None),
-    )
-}
-
-fn preview(data: &str) -> &str {
-    match data.char_indices().nth(200) {
-        Some((cut, _)) => &data[..cut],
-        None => data,
-    }
+    provider_error::from_payload(status_of(error_type), event)
 }
 
 #[cfg(test)]

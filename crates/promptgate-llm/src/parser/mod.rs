@@ -89,7 +89,10 @@ impl ChunkParser {
         let chunk: WireChunk = match scan::read_chunk(data) {
             Some(chunk) => chunk,
             None => serde_json::from_str(data).map_err(|e| {
-                LlmError::Protocol(format!("a chunk is not valid JSON ({e}): {}", preview(data)))
+                LlmError::Protocol(format!(
+                    "a chunk is not valid JSON ({e}): {}",
+                    provider_error::preview(data)
+                ))
             })?,
         };
         self.saw_chunk = true;
@@ -204,21 +207,7 @@ impl ChunkParser {
 
 /// The error a provider reported inside the stream (`{"error": …}` data or an `error` event).
 pub(crate) fn in_stream_error(value: &Value) -> LlmError {
-    let message =
-        provider_error::message_from_json(value).unwrap_or_else(|| preview(&value.to_string()).to_owned());
-    provider_error::refusal(
-        provider_error::status_from_json(value).unwrap_or(502),
-        Some(value),
-        provider_error::sanitise(&message, None),
-    )
-}
-
-/// The start of a payload, for error messages.
-fn preview(data: &str) -> &str {
-    match data.char_indices().nth(200) {
-        Some((cut, _)) => &data[..cut],
-        None => data,
-    }
+    provider_error::from_payload(provider_error::status_from_json(value).unwrap_or(502), value)
 }
 
 #[derive(Debug, Default, Deserialize, PartialEq)]

@@ -7,7 +7,7 @@ use crate::common;
 
 use std::sync::Arc;
 
-use common::{run, upstream};
+use common::{next_errors, run, upstream};
 use promptgate_llm::scripted::anthropic::{self, Answer, PromptCounts};
 use promptgate_llm::scripted::{Script, ScriptedUpstream, Step};
 use promptgate_llm::{
@@ -337,19 +337,13 @@ async fn a_prompt_too_long_for_claude_is_told_apart_from_other_refusals() {
         "messages: roles must alternate",
     ));
     let model = client(&upstream, ThinkingMode::Adaptive);
-    let long = run(&model, ask("a")).await.error;
+    let errors = next_errors(&model, ["a", "b", "c"].map(ask)).await;
     assert_eq!(
-        long,
+        errors[0],
         Some(LlmError::ContextTooLong(
             "prompt is too long: 215012 tokens > 200000 maximum".into()
         ))
     );
-    assert!(matches!(
-        run(&model, ask("b")).await.error,
-        Some(LlmError::ContextTooLong(_))
-    ));
-    assert!(matches!(
-        run(&model, ask("c")).await.error,
-        Some(LlmError::Status { status: 400, .. })
-    ));
+    assert!(matches!(errors[1], Some(LlmError::ContextTooLong(_))));
+    assert!(matches!(errors[2], Some(LlmError::Status { status: 400, .. })));
 }

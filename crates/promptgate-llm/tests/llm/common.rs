@@ -109,6 +109,18 @@ impl Outcome {
     }
 }
 
+/// The error (or none) of each request, sent one after the other: for a queue of refusals.
+pub async fn next_errors(
+    model: &dyn ChatModel,
+    requests: impl IntoIterator<Item = ChatRequest>,
+) -> Vec<Option<LlmError>> {
+    let mut errors = Vec::new();
+    for request in requests {
+        errors.push(run(model, request).await.error);
+    }
+    errors
+}
+
 pub async fn run(model: &dyn ChatModel, request: ChatRequest) -> Outcome {
     let mut stream = match model.stream(request).await {
         Ok(stream) => stream,

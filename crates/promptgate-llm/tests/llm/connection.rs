@@ -5,7 +5,7 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::{ask, client, run, upstream, with_timeouts};
+use common::{ask, client, next_errors, run, upstream, with_timeouts};
 use promptgate_llm::scripted::{Script, Step, content_chunk, finish_chunk, text};
 use promptgate_llm::{ChatModel, LlmError, OpenAiCompatible, ProviderConfig, StreamEvent, TimeoutPhase};
 
@@ -295,21 +295,13 @@ async fn a_prompt_longer_than_the_window_is_told_apart_from_other_refusals() {
     ));
     let model = client(&upstream);
 
-    let exceeded = run(&model, ask("q")).await.error;
+    let errors = next_errors(&model, ["q"; 4].map(ask)).await;
     assert!(
-        matches!(&exceeded, Some(LlmError::ContextTooLong(message)) if message.contains("128000 tokens")),
-        "{exceeded:?}"
+        matches!(&errors[0], Some(LlmError::ContextTooLong(message)) if message.contains("128000 tokens")),
+        "{:?}",
+        errors[0]
     );
-    assert!(matches!(
-        run(&model, ask("q")).await.error,
-        Some(LlmError::ContextTooLong(_))
-    ));
-    assert!(matches!(
-        run(&model, ask("q")).await.error,
-        Some(LlmError::Status { status: 400, .. })
-    ));
-    assert!(matches!(
-        run(&model, ask("q")).await.error,
-        Some(LlmError::Status { status: 429, .. })
-    ));
+    assert!(matches!(errors[1], Some(LlmError::ContextTooLong(_))));
+    assert!(matches!(errors[2], Some(LlmError::Status { status: 400, .. })));
+    assert!(matches!(errors[3], Some(LlmError::Status { status: 429, .. })));
 }

@@ -136,9 +136,15 @@ async fn openai_compatible_plain_question() {
 }
 
 #[tokio::test]
-async fn anthropic_with_adaptive_thinking_tools_an_image_and_cache_breakpoints() {
-    let body = anthropic_body(ThinkingMode::Adaptive, second_step()).await;
-    insta::assert_yaml_snapshot!("anthropic_second_step_adaptive", body);
+async fn anthropic_with_adaptive_thinking() {
+    // A plain question, and a second step with tools, an image and cache breakpoints.
+    for (name, request) in [
+        ("anthropic_plain_question", plain_question()),
+        ("anthropic_second_step_adaptive", second_step()),
+    ] {
+        let body = anthropic_body(ThinkingMode::Adaptive, request).await;
+        insta::assert_yaml_snapshot!(name, body);
+    }
 }
 
 #[tokio::test]
@@ -147,12 +153,6 @@ async fn anthropic_with_a_thinking_budget() {
     request.reasoning_effort = Some("low".into());
     let body = anthropic_body(ThinkingMode::Budget, request).await;
     insta::assert_yaml_snapshot!("anthropic_thinking_budget", body);
-}
-
-#[tokio::test]
-async fn anthropic_plain_question() {
-    let body = anthropic_body(ThinkingMode::Adaptive, plain_question()).await;
-    insta::assert_yaml_snapshot!("anthropic_plain_question", body);
 }
 
 #[tokio::test]

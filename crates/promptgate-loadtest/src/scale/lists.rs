@@ -214,11 +214,7 @@ async fn fill_threads(pool: &AnyPool, backend: Backend, user: &str, size: u64) -
         ),
     ];
     for sql in statements {
-        sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(user)
-            .bind(i64::try_from(size)?)
-            .execute(pool)
-            .await?;
+        insert_series(pool, sql, user, size).await?;
     }
     Ok(())
 }
@@ -252,9 +248,14 @@ async fn fill_long_thread(pool: &AnyPool, backend: Backend, user: &str) -> anyho
          CASE WHEN i % 2 = 1 THEN NULL ELSE 'complete' END, \
          'message ' || i || ' of the long thread', 'message ' || i || ' of the long thread', i FROM {n}"
     );
+    insert_series(pool, sql, user, LONG_THREAD).await
+}
+
+/// Runs one generated insert: `$1` is the user, `$2` the length of the series its rows come from.
+async fn insert_series(pool: &AnyPool, sql: String, user: &str, rows: u64) -> anyhow::Result<()> {
     sqlx::query(sqlx::AssertSqlSafe(sql))
         .bind(user)
-        .bind(i64::try_from(LONG_THREAD)?)
+        .bind(i64::try_from(rows)?)
         .execute(pool)
         .await?;
     Ok(())

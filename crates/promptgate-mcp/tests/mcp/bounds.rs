@@ -96,11 +96,7 @@ async fn servers(n: usize) -> (Vec<McpTestServer>, Vec<McpServerConfig>) {
     let mut running = Vec::new();
     let mut configs = Vec::new();
     for i in 0..n {
-        let server = McpTestServer::start(ServerOptions {
-            ttl_ms: Some(60_000),
-            ..legacy()
-        })
-        .await;
+        let server = start_with_ttl(60_000, legacy()).await;
         configs.push(config(&format!("s{i}"), &format!("Server {i}"), &server.url()));
         running.push(server);
     }

@@ -27,6 +27,15 @@ pub fn legacy() -> ServerOptions {
     }
 }
 
+/// The built-in server with `options`, its tool list cached for `ttl_ms`.
+pub async fn start_with_ttl(ttl_ms: u64, options: ServerOptions) -> McpTestServer {
+    McpTestServer::start(ServerOptions {
+        ttl_ms: Some(ttl_ms),
+        ..options
+    })
+    .await
+}
+
 pub fn hub() -> McpHub {
     hub_with(HubSettings::default())
 }

@@ -92,11 +92,7 @@ async fn a_cached_list_is_reused_until_its_ttl() {
 
 #[tokio::test]
 async fn a_server_ttl_of_zero_is_honoured() {
-    let server = McpTestServer::start(ServerOptions {
-        ttl_ms: Some(0),
-        ..ServerOptions::default()
-    })
-    .await;
+    let server = start_with_ttl(0, ServerOptions::default()).await;
     let hub = hub_with(HubSettings {
         tool_list_ttl: Duration::from_secs(3600),
         ..HubSettings::default()

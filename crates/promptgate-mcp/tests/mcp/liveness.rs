@@ -31,11 +31,7 @@ fn is_ready(outcome: &DiscoveryOutcome) -> bool {
 
 #[tokio::test]
 async fn a_send_takes_the_cached_tools_without_waiting_on_a_liveness_check() {
-    let server = McpTestServer::start(ServerOptions {
-        ttl_ms: Some(60_000),
-        ..legacy()
-    })
-    .await;
+    let server = start_with_ttl(60_000, legacy()).await;
     let hub = hub_with(quick());
     let servers = [config("s1", "Slow to ping", &server.url())];
     assert!(is_ready(&hub.discover(&servers, BUDGET).await[0]));
@@ -67,12 +63,8 @@ async fn a_send_takes_the_cached_tools_without_waiting_on_a_liveness_check() {
 // A test body shared by both eras.
 #[allow(clippy::unwrap_used)]
 async fn down_and_back(options: ServerOptions) {
-    let mut server = McpTestServer::start(ServerOptions {
-        // The list stays cached for a minute; only a check can notice the stop.
-        ttl_ms: Some(60_000),
-        ..options
-    })
-    .await;
+    // The list stays cached for a minute; only a check can notice the stop.
+    let mut server = start_with_ttl(60_000, options).await;
     let hub = hub_with(quick());
     let servers = [config("s1", "Flaky", &server.url())];
     assert_eq!(
@@ -132,11 +124,7 @@ async fn a_stopped_legacy_server_is_noticed_in_the_background_and_comes_back() {
 #[tokio::test]
 #[allow(clippy::unwrap_used)]
 async fn a_failing_call_takes_its_server_out_of_the_next_send() {
-    let mut server = McpTestServer::start(ServerOptions {
-        ttl_ms: Some(60_000),
-        ..legacy()
-    })
-    .await;
+    let mut server = start_with_ttl(60_000, legacy()).await;
     // No background check within the test: only the call can tell.
     let hub = hub_with(HubSettings {
         liveness_interval: Duration::from_secs(3600),
@@ -162,11 +150,7 @@ async fn a_failing_call_takes_its_server_out_of_the_next_send() {
 #[tokio::test]
 async fn a_server_that_stays_down_is_logged_once_and_retried_quietly() {
     let (logs, _guard) = Logs::capture();
-    let server = McpTestServer::start(ServerOptions {
-        ttl_ms: Some(60_000),
-        ..legacy()
-    })
-    .await;
+    let server = start_with_ttl(60_000, legacy()).await;
     let hub = hub_with(HubSettings {
         reconnect_initial_backoff: Duration::from_millis(10),
         reconnect_max_backoff: Duration::from_millis(40),
@@ -221,11 +205,7 @@ async fn a_server_that_stays_down_is_logged_once_and_retried_quietly() {
 
 #[tokio::test]
 async fn a_shut_down_hub_stops_reconnecting_in_the_background() {
-    let server = McpTestServer::start(ServerOptions {
-        ttl_ms: Some(60_000),
-        ..ServerOptions::default()
-    })
-    .await;
+    let server = start_with_ttl(60_000, ServerOptions::default()).await;
     let hub = hub_with(quick());
     let servers = [config("s1", "Going", &server.url())];
     assert!(is_ready(&hub.discover(&servers, BUDGET).await[0]));

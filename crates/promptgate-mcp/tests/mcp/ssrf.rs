@@ -6,20 +6,16 @@
 
 use crate::common;
 
-use std::collections::HashMap;
-use std::io;
-use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use axum::Router;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use common::*;
 use promptgate_mcp::{DiscoveryOutcome, HubSettings, McpError, McpHub};
-use promptgate_outbound::testing::Tripwire;
-use promptgate_outbound::{AddressPolicy, HostResolver, Outbound};
+use promptgate_outbound::testing::{Tripwire, Zone};
+use promptgate_outbound::{AddressPolicy, Outbound};
 use serde_json::json;
 
 const BUDGET: Duration = Duration::from_secs(3);
@@ -109,27 +105,9 @@ async fn internal_ranges_and_metadata_are_refused_and_allow_private_keeps_metada
     refused(private.check_url("http://127.0.0.1/").await, "loopback");
 }
 
-/// Answers fixed addresses for the names it knows, like a zone file; a name it answers
-/// differently on each lookup plays a rebinding attacker.
-struct Zone(HashMap<&'static str, Vec<IpAddr>>);
-
-#[async_trait]
-impl HostResolver for Zone {
-    async fn resolve(&self, host: &str, port: u16) -> io::Result<Vec<SocketAddr>> {
-        match self.0.get(host) {
-            Some(ips) => Ok(ips.iter().map(|ip| SocketAddr::new(*ip, port)).collect()),
-            None => Err(io::Error::new(io::ErrorKind::NotFound, "unknown name")),
-        }
-    }
-}
-
 fn hub_with_zone(policy: AddressPolicy, names: &[(&'static str, &[&str])]) -> McpHub {
     init();
-    let zone = names
-        .iter()
-        .map(|(name, ips)| (*name, ips.iter().map(|ip| ip.parse().unwrap()).collect()))
-        .collect();
-    let outbound = Outbound::with_resolver(policy, Arc::new(Zone(zone)));
+    let outbound = Outbound::with_resolver(policy, Arc::new(Zone::new(names)));
     McpHub::with_outbound(Arc::new(outbound), HubSettings::default())
 }
 

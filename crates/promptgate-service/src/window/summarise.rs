@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use promptgate_core::prompt::{SUMMARISER_INSTRUCTIONS, summariser_task};
 use promptgate_llm::tokens::Tokenizer;
-use promptgate_llm::{ChatMessage, ChatRequest, ContentPart, UserContent};
+use promptgate_llm::{ChatMessage, ChatRequest, UserContent};
 use promptgate_store::{Message, ThreadTail};
 use promptgate_turn::history::HistoryOptions;
 
@@ -168,18 +168,9 @@ fn transcript_entry(message: &Message) -> String {
     lines.join("\n")
 }
 
+/// The summariser reads text only; an image is marked where it stood.
 fn user_text(content: &UserContent) -> String {
-    match content {
-        UserContent::Text(text) => text.clone(),
-        UserContent::Parts(parts) => parts
-            .iter()
-            .map(|part| match part {
-                ContentPart::Text { text } => text.as_str(),
-                ContentPart::ImageUrl { .. } => "[image]",
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
-    }
+    content.joined_text("\n", Some("[image]"))
 }
 
 fn quoted(text: &str, max_chars: usize) -> String {

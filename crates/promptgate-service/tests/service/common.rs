@@ -134,6 +134,14 @@ pub fn retry(mut request: SendRequest, turn: &str) -> SendRequest {
 
 /// Reads a started turn to its end and returns the text it streamed. The answer is stored and the
 /// thread free by then.
+/// Sends `request` and reads its answer to the end; the turn's id, for a retry to name.
+pub async fn finished_turn(service: &Service, request: SendRequest) -> String {
+    let handle = service.send(request).await.unwrap();
+    let turn = handle.turn_id.clone();
+    finish(handle).await;
+    turn
+}
+
 pub async fn finish(handle: SendHandle) -> String {
     let mut text = String::new();
     let mut events = handle.events;

@@ -15,7 +15,7 @@ use promptgate_service::{CompletionRequest, SendInput, Service};
 use promptgate_store::testing::TestDb;
 use serde_json::json;
 
-use crate::common::{MODEL, USER, finish, message, plain_service, retry, service, upstream};
+use crate::common::{MODEL, USER, finish, finished_turn, message, plain_service, retry, service, upstream};
 
 /// An answer of `words` whose usage report says `prompt` and `completion` tokens.
 fn answer(words: &str, prompt: u64, completion: u64) -> Script {
@@ -93,9 +93,7 @@ async fn the_ledger_holds_what_the_upstream_reported_for_every_kind_of_turn(db: 
             .delay(std::time::Duration::from_millis(100))
             .cut(),
     );
-    let failed = service.send(message("t", Some("q2"), "Tides?")).await.unwrap();
-    let failed_turn = failed.turn_id.clone();
-    finish(failed).await;
+    let failed_turn = finished_turn(&service, message("t", Some("q2"), "Tides?")).await;
     upstream.push(answer("High at noon.", 400, 50));
     finish(
         service
@@ -105,13 +103,7 @@ async fn the_ledger_holds_what_the_upstream_reported_for_every_kind_of_turn(db: 
     )
     .await;
     // A turn stopped while the upstream still streams.
-    upstream.push(
-        Script::new()
-            .chunk(role_chunk())
-            .chunk(content_chunk("Long"))
-            .chunk(usage_chunk(500, 60))
-            .hang(),
-    );
+    upstream.push(hanging_answer("Long", 500, 60));
     let long = service
         .send(message("s", Some("q3"), "Tell me all"))
         .await
@@ -182,13 +174,7 @@ async fn a_running_turn_leaves_its_finished_steps_in_the_ledger_and_ends_as_one_
     let (upstream, service) = plain_service(db.store()).await;
     let card = json!({"title": "Tide", "html": "<p>06:40</p>"}).to_string();
     upstream.push(tool_calls(&[("c1", "render_html", &[card.as_str()])]));
-    upstream.push(
-        Script::new()
-            .chunk(role_chunk())
-            .chunk(content_chunk("Drawn"))
-            .chunk(usage_chunk(70, 8))
-            .hang(),
-    );
+    upstream.push(hanging_answer("Drawn", 70, 8));
     let running = service
         .send(message("c", Some("q"), "Draw the tide"))
         .await
@@ -235,3 +221,12 @@ promptgate_store::on_both_backends!(
     the_ledger_holds_what_the_upstream_reported_for_every_kind_of_turn,
     a_running_turn_leaves_its_finished_steps_in_the_ledger_and_ends_as_one_row,
 );
+
+/// An answer that reports its usage, then keeps the stream open: a turn still running.
+fn hanging_answer(text: &str, prompt_tokens: u64, completion_tokens: u64) -> Script {
+    Script::new()
+        .chunk(role_chunk())
+        .chunk(content_chunk(text))
+        .chunk(usage_chunk(prompt_tokens, completion_tokens))
+        .hang()
+}

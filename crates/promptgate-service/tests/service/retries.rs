@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::common;
 
-use common::{conversation, finish, message, plain_service, retry, service, upstream};
+use common::{conversation, finish, finished_turn, message, plain_service, retry, service, upstream};
 use promptgate_llm::scripted::text;
 use promptgate_service::ServiceError;
 use promptgate_store::testing::TestDb;
@@ -17,9 +17,7 @@ use promptgate_store::testing::TestDb;
 async fn a_retry_answers_its_question_again_without_storing_it_twice(db: TestDb) {
     let (upstream, service) = plain_service(db.store()).await;
     upstream.push(text(["Half an answer."]));
-    let first = service.send(message("t", Some("q"), "Tides?")).await.unwrap();
-    let turn = first.turn_id.clone();
-    finish(first).await;
+    let turn = finished_turn(&service, message("t", Some("q"), "Tides?")).await;
 
     // The thread-messages route sends no message id; the retry is recognised by its words.
     upstream.push(text(["The whole answer."]));
@@ -42,9 +40,7 @@ async fn a_retry_answers_its_question_again_without_storing_it_twice(db: TestDb)
 async fn a_retry_must_name_a_turn_of_its_thread(db: TestDb) {
     let (upstream, service) = plain_service(db.store()).await;
     upstream.push(text(["Elsewhere."]));
-    let other = service.send(message("other", Some("q"), "Hi")).await.unwrap();
-    let other_turn = other.turn_id.clone();
-    finish(other).await;
+    let other_turn = finished_turn(&service, message("other", Some("q"), "Hi")).await;
 
     // Each in a thread of its own: a refused send frees its thread's claim in the background.
     for (thread, turn) in [("t1", "turn_0000"), ("t2", other_turn.as_str())] {
@@ -68,9 +64,7 @@ async fn a_retry_after_its_window_is_refused_and_stores_nothing(db: TestDb) {
     })
     .await;
     upstream.push(text(["First."]));
-    let first = service.send(message("late", Some("q1"), "Hi")).await.unwrap();
-    let turn = first.turn_id.clone();
-    finish(first).await;
+    let turn = finished_turn(&service, message("late", Some("q1"), "Hi")).await;
 
     match service
         .send(retry(message("late", Some("q2"), "Again"), &turn))

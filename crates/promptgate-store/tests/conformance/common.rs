@@ -92,3 +92,16 @@ pub fn skill(slug: &str, enabled: bool) -> NewSkill {
         renders_widgets: false,
     }
 }
+
+/// An enabled MCP server with no headers, token or OAuth client; tests set what they look at.
+pub fn mcp_server(name: &str) -> NewMcpServer {
+    NewMcpServer {
+        name: name.to_owned(),
+        url: "https://mcp.example.com/mcp".to_owned(),
+        enabled: true,
+        headers: std::collections::BTreeMap::new(),
+        bearer_token: None,
+        oauth_client_id: None,
+        oauth_client_secret: None,
+    }
+}

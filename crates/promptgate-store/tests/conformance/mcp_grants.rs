@@ -1,31 +1,18 @@
 //! MCP OAuth: the sealed grant per user and server, gone with its server, and a pending
 //! authorization carrying the details its callback needs.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use promptgate_store::{OAuthPending, PendingLimits};
 
 use crate::common::*;
 
-fn server(name: &str) -> NewMcpServer {
-    NewMcpServer {
-        name: name.to_owned(),
-        url: "https://mcp.example.com/mcp".to_owned(),
-        enabled: true,
-        headers: BTreeMap::new(),
-        bearer_token: None,
-        oauth_client_id: None,
-        oauth_client_secret: None,
-    }
-}
-
 conformance! {
     async fn an_mcp_grant_is_kept_per_user_and_server_and_goes_with_its_server(store: &Store) {
         let alice = user(store, "Alice").await;
         let bob = user(store, "Bob").await;
-        let notes = store.create_mcp_server(&alice, &server("Notes")).await.unwrap();
-        let files = store.create_mcp_server(&alice, &server("Files")).await.unwrap();
+        let notes = store.create_mcp_server(&alice, &mcp_server("Notes")).await.unwrap();
+        let files = store.create_mcp_server(&alice, &mcp_server("Files")).await.unwrap();
         assert_eq!(store.get_mcp_grant(&alice, &notes.id).await.unwrap(), None);
 
         store.put_mcp_grant(&alice, &notes.id, "sealed-1").await.unwrap();
@@ -50,7 +37,7 @@ conformance! {
     async fn the_tools_a_server_listed_are_kept_with_its_grant_and_go_with_it(store: &Store) {
         let alice = user(store, "Alice").await;
         let bob = user(store, "Bob").await;
-        let notes = store.create_mcp_server(&alice, &server("Notes")).await.unwrap();
+        let notes = store.create_mcp_server(&alice, &mcp_server("Notes")).await.unwrap();
         store.put_mcp_known_tools(&alice, &notes.id, "[1]").await.unwrap();
         assert_eq!(store.mcp_known_tools(&alice, &notes.id).await.unwrap(), None, "nothing is kept without a grant");
 
@@ -78,7 +65,7 @@ conformance! {
         let given = NewMcpServer {
             oauth_client_id: Some("notes-client".to_owned()),
             oauth_client_secret: Some("s3cret".to_owned()),
-            ..server("Notes")
+            ..mcp_server("Notes")
         };
         let notes = store.create_mcp_server(&alice, &given).await.unwrap();
         assert_eq!(notes.oauth_client_id.as_deref(), Some("notes-client"));
@@ -91,19 +78,19 @@ conformance! {
         assert!(store.mcp_server_oauth_client(&bob, &notes.id).await.is_err(), "another user's server is not theirs");
 
         // An update replaces it, as it replaces every secret: a public client, then none.
-        let public = NewMcpServer { oauth_client_id: Some("public".to_owned()), ..server("Notes") };
+        let public = NewMcpServer { oauth_client_id: Some("public".to_owned()), ..mcp_server("Notes") };
         let updated = store.update_mcp_server(&alice, &notes.id, &public).await.unwrap();
         assert!(!updated.oauth_client_secret_set);
         let client = store.mcp_server_oauth_client(&alice, &notes.id).await.unwrap().unwrap();
         assert_eq!((client.client_id.as_str(), client.client_secret), ("public", None));
-        store.update_mcp_server(&alice, &notes.id, &server("Notes")).await.unwrap();
+        store.update_mcp_server(&alice, &notes.id, &mcp_server("Notes")).await.unwrap();
         assert_eq!(store.mcp_server_oauth_client(&alice, &notes.id).await.unwrap(), None);
 
-        let orphan = NewMcpServer { oauth_client_secret: Some("s".to_owned()), ..server("X") };
+        let orphan = NewMcpServer { oauth_client_secret: Some("s".to_owned()), ..mcp_server("X") };
         assert!(store.create_mcp_server(&alice, &orphan).await.is_err(), "a secret needs its client id");
-        let long = NewMcpServer { oauth_client_id: Some("x".repeat(3_000)), ..server("X") };
+        let long = NewMcpServer { oauth_client_id: Some("x".repeat(3_000)), ..mcp_server("X") };
         assert!(store.create_mcp_server(&alice, &long).await.is_err(), "bounded");
-        let broken = NewMcpServer { oauth_client_id: Some("a\nb".to_owned()), ..server("X") };
+        let broken = NewMcpServer { oauth_client_id: Some("a\nb".to_owned()), ..mcp_server("X") };
         assert!(store.create_mcp_server(&alice, &broken).await.is_err(), "printable");
     }
 

@@ -2,6 +2,11 @@
 
 use crate::common::*;
 
+/// Each message's id with its position in the thread.
+fn positions(messages: &[Message]) -> Vec<(&str, i64)> {
+    messages.iter().map(|m| (m.id.as_str(), m.seq)).collect()
+}
+
 conformance! {
     async fn a_thread_starts_with_its_first_message_or_not_at_all(store: &Store) {
         let alice = user(store, "Alice").await;
@@ -69,8 +74,7 @@ conformance! {
             )
             .await
             .unwrap();
-        let ids: Vec<(&str, i64)> = first.iter().map(|m| (m.id.as_str(), m.seq)).collect();
-        assert_eq!(ids, [("q1", 1), ("a1", 2)]);
+        assert_eq!(positions(&first), [("q1", 1), ("a1", 2)]);
 
         let next = store
             .append_messages(
@@ -79,8 +83,7 @@ conformance! {
             )
             .await
             .unwrap();
-        let ids: Vec<(&str, i64)> = next.iter().map(|m| (m.id.as_str(), m.seq)).collect();
-        assert_eq!(ids, [("q2", 3), ("a2", 4)]);
+        assert_eq!(positions(&next), [("q2", 3), ("a2", 4)]);
         let listed = store.list_messages(&alice, "pair").await.unwrap();
         assert_eq!(listed, [first, next].concat());
         assert_eq!(listed[3].status, Some(MessageStatus::Streaming));

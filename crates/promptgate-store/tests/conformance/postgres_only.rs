@@ -7,6 +7,20 @@ use sqlx::Connection;
 
 /// A Postgres store whose change listener is connected, a second instance on the same database, and a
 /// user.
+/// Names the user `name` through the other instance, then waits until a send here sees it.
+async fn rename_elsewhere<F, Fut>(other: &Store, user: &str, load: &F, name: &str, what: &str)
+where
+    F: Fn(Option<&'static str>) -> Fut,
+    Fut: Future<Output = SendContext>,
+{
+    let settings = UserSettings {
+        preferred_name: name.to_owned(),
+        ..UserSettings::default()
+    };
+    other.put_settings(user, &settings).await.unwrap();
+    soon(load, None, what, |c| c.settings.preferred_name == name).await;
+}
+
 async fn listening_with_another_instance() -> (TestDb, Store, String) {
     let db = TestDb::postgres().await;
     let other = db.another_instance().await;
@@ -40,12 +54,7 @@ async fn a_cached_setup_is_served_from_memory_until_a_change_is_announced() {
     assert_eq!(load(None).await.settings.preferred_name, "Ali");
 
     // A regular write through another instance is announced and reaches a send within moments.
-    settings.preferred_name = "Announced".to_owned();
-    other.put_settings(&alice, &settings).await.unwrap();
-    soon(&load, None, "an announced change", |c| {
-        c.settings.preferred_name == "Announced"
-    })
-    .await;
+    rename_elsewhere(&other, &alice, &load, "Announced", "an announced change").await;
 
     by_hand.close().await.unwrap();
     other.close().await;
@@ -72,21 +81,24 @@ async fn a_lost_listener_connection_never_leaves_a_send_with_a_stale_setup() {
     assert!(!cut.is_empty(), "the listener has a connection of its own");
 
     // Whether or not the listener is back when this lands, the change must reach a send.
-    let mut settings = UserSettings::default();
-    settings.preferred_name = "During the cut".to_owned();
-    other.put_settings(&alice, &settings).await.unwrap();
-    soon(&load, None, "a change made while the listener was cut", |c| {
-        c.settings.preferred_name == "During the cut"
-    })
+    rename_elsewhere(
+        &other,
+        &alice,
+        &load,
+        "During the cut",
+        "a change made while the listener was cut",
+    )
     .await;
 
     // The listener comes back by itself and notifications flow again.
     listening(store).await;
-    settings.preferred_name = "After".to_owned();
-    other.put_settings(&alice, &settings).await.unwrap();
-    soon(&load, None, "a change after the listener came back", |c| {
-        c.settings.preferred_name == "After"
-    })
+    rename_elsewhere(
+        &other,
+        &alice,
+        &load,
+        "After",
+        "a change after the listener came back",
+    )
     .await;
 
     admin.close().await.unwrap();

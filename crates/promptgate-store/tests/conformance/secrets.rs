@@ -6,16 +6,13 @@ use crate::common::*;
 
 fn server(name: &str, enabled: bool) -> NewMcpServer {
     NewMcpServer {
-        name: name.to_owned(),
-        url: "https://mcp.example.com/mcp".to_owned(),
         enabled,
         headers: BTreeMap::from([
             ("X-Api-Key".to_owned(), "header-secret-1".to_owned()),
             ("X-Team".to_owned(), "header-secret-2".to_owned()),
         ]),
         bearer_token: Some("bearer-secret".to_owned()),
-        oauth_client_id: None,
-        oauth_client_secret: None,
+        ..mcp_server(name)
     }
 }
 

@@ -19,12 +19,14 @@ pub fn html_to_text(html: &str) -> String {
         Ok(text) => text.trim().to_owned(),
         Err(err) => {
             tracing::debug!(error = %err, "HTML could not be converted; stripping tags");
-            strip_tags(html)
+            without_tags(html).trim().to_owned()
         }
     }
 }
 
-fn strip_tags(html: &str) -> String {
+/// The text outside `<...>` tags, crudely: no parsing, entities left as they are. Also what
+/// search snippets are cleaned with.
+pub(crate) fn without_tags(html: &str) -> String {
     let mut out = String::with_capacity(html.len());
     let mut in_tag = false;
     for ch in html.chars() {
@@ -35,7 +37,7 @@ fn strip_tags(html: &str) -> String {
             _ => {}
         }
     }
-    out.trim().to_owned()
+    out
 }
 
 /// Undoes the few HTML entities Gmail puts into message snippets.

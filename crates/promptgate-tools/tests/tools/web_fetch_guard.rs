@@ -6,14 +6,12 @@
 
 use crate::web_support as support;
 
-use std::collections::HashMap;
-use std::io;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
-use promptgate_tools::web::{FetchPolicy, HostResolver, SafeFetcher};
+use promptgate_outbound::testing::Zone;
+use promptgate_tools::web::{FetchPolicy, SafeFetcher};
 use support::{failure, fetch, loaded, loopback_policy, only_this_server, site};
 
 #[tokio::test]
@@ -149,26 +147,9 @@ async fn redirects_to_other_schemes_are_refused() {
     );
 }
 
-/// Answers fixed addresses for the names it knows, like a zone file.
-struct FixedResolver(HashMap<&'static str, Vec<IpAddr>>);
-
-#[async_trait]
-impl HostResolver for FixedResolver {
-    async fn resolve(&self, host: &str, port: u16) -> io::Result<Vec<SocketAddr>> {
-        match self.0.get(host) {
-            Some(ips) => Ok(ips.iter().map(|ip| SocketAddr::new(*ip, port)).collect()),
-            None => Err(io::Error::new(io::ErrorKind::NotFound, "unknown name")),
-        }
-    }
-}
-
 fn fetcher_with_names(policy: FetchPolicy, names: &[(&'static str, &[&str])]) -> SafeFetcher {
     support::init();
-    let table = names
-        .iter()
-        .map(|(name, ips)| (*name, ips.iter().filter_map(|ip| ip.parse().ok()).collect()))
-        .collect();
-    SafeFetcher::with_resolver(policy, Arc::new(FixedResolver(table)))
+    SafeFetcher::with_resolver(policy, Arc::new(Zone::new(names)))
 }
 
 #[tokio::test]

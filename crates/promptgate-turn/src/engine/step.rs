@@ -88,18 +88,7 @@ impl Turn {
                     return;
                 }
                 self.close_reasoning(state).await;
-                let id = match &state.open_text {
-                    Some(id) => id.clone(),
-                    None => {
-                        let id = self.next_part_id("text");
-                        self.out.emit(UiChunk::TextStart { id: id.clone() }).await;
-                        state.open_text = Some(id.clone());
-                        state.citations = CitationCleaner::new();
-                        state.markers = self.citable_sources().map(MarkerScanner::new);
-                        state.part_text.clear();
-                        id
-                    }
-                };
+                let id = self.text_part(state).await;
                 let mut cleaned = state.citations.push(&delta);
                 if let Some(markers) = &mut state.markers {
                     cleaned = markers.push(&cleaned);
@@ -111,16 +100,7 @@ impl Turn {
                     return;
                 }
                 self.close_text(state).await;
-                let id = match &state.open_reasoning {
-                    Some(id) => id.clone(),
-                    None => {
-                        let id = self.next_part_id("reasoning");
-                        self.out.emit(UiChunk::ReasoningStart { id: id.clone() }).await;
-                        self.reasoning_times.start();
-                        state.open_reasoning = Some(id.clone());
-                        id
-                    }
-                };
+                let id = self.reasoning_part(state).await;
                 self.out.emit(UiChunk::ReasoningDelta { id, delta }).await;
             }
             StreamEvent::ToolCallStarted { index, id, name } => {
@@ -209,6 +189,20 @@ impl Turn {
         self.close_reasoning(state).await;
     }
 
+    /// The open text part's id; a new part is started (and announced) when none is open.
+    async fn text_part(&mut self, state: &mut StepState) -> String {
+        if let Some(id) = &state.open_text {
+            return id.clone();
+        }
+        let id = self.next_part_id("text");
+        self.out.emit(UiChunk::TextStart { id: id.clone() }).await;
+        state.open_text = Some(id.clone());
+        state.citations = CitationCleaner::new();
+        state.markers = self.citable_sources().map(MarkerScanner::new);
+        state.part_text.clear();
+        id
+    }
+
     async fn close_text(&mut self, state: &mut StepState) {
         if let Some(id) = state.open_text.take() {
             // Whatever the cleaner still holds can no longer become a marker.
@@ -280,6 +274,18 @@ impl Turn {
         state.text.push_str(&delta);
         state.part_text.push_str(&delta);
         self.out.emit(UiChunk::TextDelta { id, delta }).await;
+    }
+
+    /// The open reasoning part's id; a new part is started (and timed) when none is open.
+    async fn reasoning_part(&mut self, state: &mut StepState) -> String {
+        if let Some(id) = &state.open_reasoning {
+            return id.clone();
+        }
+        let id = self.next_part_id("reasoning");
+        self.out.emit(UiChunk::ReasoningStart { id: id.clone() }).await;
+        self.reasoning_times.start();
+        state.open_reasoning = Some(id.clone());
+        id
     }
 
     async fn close_reasoning(&mut self, state: &mut StepState) {

@@ -5,7 +5,7 @@ use crate::common;
 
 use common::{call, sh, text, ws};
 use promptgate_core::prompt::{ENVIRONMENT_BLOCK, WORKSPACE_COMMANDS};
-use promptgate_workspace::{command_names, help_text};
+use promptgate_workspace::{ToolOutcome, Workspace, command_names, help_text};
 use serde_json::json;
 
 const LOG: &str = "GET /a 200\nPOST /b 500\nGET /c 200\nGET /a 404\nPOST /b 500\nGET /d 500\n";
@@ -32,6 +32,16 @@ async fn a_pipeline_counts_over_a_written_file() {
     assert_eq!(out, "200 2\n404 1\n500 3\n");
 }
 
+/// One edit of `notes.md`.
+async fn edit_notes(ws: &mut Workspace, old: &str, new: &str) -> ToolOutcome {
+    call(
+        ws,
+        "edit",
+        json!({"path": "notes.md", "edits": [{"oldText": old, "newText": new}]}),
+    )
+    .await
+}
+
 #[tokio::test]
 async fn edit_then_read_sees_the_change_and_refuses_ambiguity() {
     let mut ws = ws();
@@ -41,12 +51,7 @@ async fn edit_then_read_sees_the_change_and_refuses_ambiguity() {
         json!({"path": "notes.md", "content": "alpha\nbeta\ngamma\nbeta\n"}),
     )
     .await;
-    let ambiguous = call(
-        &mut ws,
-        "edit",
-        json!({"path": "notes.md", "edits": [{"oldText": "beta", "newText": "B"}]}),
-    )
-    .await;
+    let ambiguous = edit_notes(&mut ws, "beta", "B").await;
     assert!(ambiguous.is_error);
     assert!(
         ambiguous.output["error"]
@@ -54,12 +59,7 @@ async fn edit_then_read_sees_the_change_and_refuses_ambiguity() {
             .unwrap()
             .contains("more than once")
     );
-    let missing = call(
-        &mut ws,
-        "edit",
-        json!({"path": "notes.md", "edits": [{"oldText": "delta", "newText": "D"}]}),
-    )
-    .await;
+    let missing = edit_notes(&mut ws, "delta", "D").await;
     assert!(missing.is_error);
 
     let edited = call(

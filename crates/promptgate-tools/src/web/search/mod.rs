@@ -20,6 +20,7 @@ pub use searxng::SearxNg;
 
 use super::fetch::FetchedPage;
 use super::http::{describe_transport_error, read_capped};
+use crate::oauth::text::without_tags;
 use promptgate_core::tools::ToolError;
 use promptgate_outbound::ensure_tls_provider;
 
@@ -241,17 +242,7 @@ fn non_empty(value: Option<String>) -> Option<String> {
 
 /// Snippets come with `<strong>` highlights and entities; the model and the UI want plain text.
 pub(crate) fn strip_html(text: &str) -> String {
-    let mut without_tags = String::with_capacity(text.len());
-    let mut in_tag = false;
-    for c in text.chars() {
-        match c {
-            '<' => in_tag = true,
-            '>' if in_tag => in_tag = false,
-            _ if !in_tag => without_tags.push(c),
-            _ => {}
-        }
-    }
-    let decoded = decode_entities(&without_tags);
+    let decoded = decode_entities(&without_tags(text));
     decoded.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 

@@ -115,7 +115,8 @@ async fn start_peer(
     );
     let url = format!("http://127.0.0.1:{port}/mcp");
     let client = reqwest::Client::new();
-    for _ in 0..150 {
+    // A minute: a Python peer imports its SDK first, which took over 15 s on a loaded 2-core CI box.
+    for _ in 0..600 {
         let answer = client.post(&url).json(&serde_json::json!({})).send().await;
         if answer.is_ok_and(|a| ready(a.status())) {
             return (peer, url);

@@ -48,8 +48,9 @@ const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGHS: u64 = 0x8080_8080_8080_8080;
 
 /// Whether any of the eight bytes of `word` must be escaped in a JSON string: a control character
-/// (below 0x20), `"` or `\`. The classic exact tests for "some byte is zero / less than n".
-fn needs_escape(word: u64) -> bool {
+/// (below 0x20), `"` or `\`. The classic exact tests for "some byte is zero / less than n". Also
+/// what ends a plain run inside a JSON string being read (`parser::scan`): the same three cases.
+pub(crate) fn needs_escape(word: u64) -> bool {
     let below_space = word.wrapping_sub(ONES * 0x20) & !word & HIGHS;
     let quote = word ^ (ONES * u64::from(b'"'));
     let backslash = word ^ (ONES * u64::from(b'\\'));

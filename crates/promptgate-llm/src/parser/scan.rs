@@ -133,6 +133,15 @@ impl<'a> Scanner<'a> {
         let mut escaped = false;
         let mut at = start;
         loop {
+            // Eight plain bytes at a time (no quote, backslash or control character among them):
+            // this loop was over a third of the reader's instructions when it went byte by byte.
+            if let Some(word) = bytes.get(at..at + 8)
+                && let Ok(word) = <[u8; 8]>::try_from(word)
+                && !crate::json_text::needs_escape(u64::from_le_bytes(word))
+            {
+                at += 8;
+                continue;
+            }
             match *bytes.get(at)? {
                 b'"' => break,
                 b'\\' => {

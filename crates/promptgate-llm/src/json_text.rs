@@ -48,14 +48,22 @@ const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGHS: u64 = 0x8080_8080_8080_8080;
 
 /// Whether any of the eight bytes of `word` must be escaped in a JSON string: a control character
-/// (below 0x20), `"` or `\`. The classic exact tests for "some byte is zero / less than n".
+/// (below 0x20), `"` or `\`.
 fn needs_escape(word: u64) -> bool {
+    special_bytes(word) != 0
+}
+
+/// The high bit of each byte of `word` (read little-endian) that is a control character, `"` or
+/// `\`: the classic tests for "some byte is zero / less than n". Above the first such byte a bit
+/// may be set wrongly (a borrow), so only the lowest set bit places a byte exactly; the reader of
+/// JSON strings (`parser::scan`) uses it to jump to the first byte that ends a plain run.
+pub(crate) fn special_bytes(word: u64) -> u64 {
     let below_space = word.wrapping_sub(ONES * 0x20) & !word & HIGHS;
     let quote = word ^ (ONES * u64::from(b'"'));
     let backslash = word ^ (ONES * u64::from(b'\\'));
     let is_quote = quote.wrapping_sub(ONES) & !quote & HIGHS;
     let is_backslash = backslash.wrapping_sub(ONES) & !backslash & HIGHS;
-    (below_space | is_quote | is_backslash) != 0
+    below_space | is_quote | is_backslash
 }
 
 /// Appends `text` as a JSON string, quotes included, byte for byte as `serde_json` writes it.

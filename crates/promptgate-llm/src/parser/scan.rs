@@ -133,6 +133,20 @@ impl<'a> Scanner<'a> {
         let mut escaped = false;
         let mut at = start;
         loop {
+            // Eight bytes at a time up to the first quote, backslash or control character, which
+            // the match below reads: this loop was over a third of the reader's instructions when
+            // it went byte by byte. (Testing a word per byte instead cost more than it saved on the
+            // short keys and values chunks are made of.)
+            if let Some(word) = bytes.get(at..at + 8)
+                && let Ok(word) = <[u8; 8]>::try_from(word)
+            {
+                let special = crate::json_text::special_bytes(u64::from_le_bytes(word));
+                if special == 0 {
+                    at += 8;
+                    continue;
+                }
+                at += (special.trailing_zeros() / 8) as usize;
+            }
             match *bytes.get(at)? {
                 b'"' => break,
                 b'\\' => {

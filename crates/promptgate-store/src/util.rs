@@ -129,6 +129,37 @@ pub(crate) async fn delete_owned(
     one_row(done.rows_affected())
 }
 
+/// `cols` of `user`'s row `id` in `table` (a table with `user_id` and `id` columns), if there is one.
+pub(crate) async fn owned_row(
+    store: &crate::connect::Store,
+    cols: &str,
+    table: &'static str,
+    user: &str,
+    id: &str,
+    op: &'static str,
+) -> Result<Option<AnyRow>> {
+    keyed_row(store, cols, table, "id", user, id, op).await
+}
+
+/// `cols` of `user`'s row in `table` whose `key_col` is `key` (the row's key within the user's).
+pub(crate) async fn keyed_row(
+    store: &crate::connect::Store,
+    cols: &str,
+    table: &'static str,
+    key_col: &'static str,
+    user: &str,
+    key: &str,
+    op: &'static str,
+) -> Result<Option<AnyRow>> {
+    let row = sqlx::AssertSqlSafe(format!(
+        "SELECT {cols} FROM {table} WHERE user_id = $1 AND {key_col} = $2"
+    ))
+    .with_values((user, key))
+    .fetch_optional(&store.pool, op)
+    .await?;
+    Ok(row)
+}
+
 /// `cols` of `user`'s rows in `table` (a table with `user_id`, `id`, `created_at` and an `enabled`
 /// flag), in creation order: every row, or with `enabled_only` the enabled ones.
 pub(crate) async fn owned_rows(

@@ -40,6 +40,18 @@ impl Service {
         thread_id: &str,
     ) -> Result<Vec<StoredApproval>, ServiceError> {
         let waiting = self.store.pending_approvals(user_id, thread_id).await?;
+        self.waiting_in_known_thread(user_id, thread_id, waiting).await
+    }
+
+    /// What the thread waits for, as read for the user; an empty read is `UnknownThread` unless
+    /// the thread is the user's, since it cannot tell a thread waiting for nothing from another
+    /// user's.
+    pub(crate) async fn waiting_in_known_thread<T>(
+        &self,
+        user_id: &str,
+        thread_id: &str,
+        waiting: Vec<T>,
+    ) -> Result<Vec<T>, ServiceError> {
         if waiting.is_empty() {
             self.known_thread(user_id, thread_id).await?;
         }

@@ -419,6 +419,14 @@ mod tests {
         super::follow(feed, "turn_1".into(), Duration::from_secs(5), JSON_LINES)
     }
 
+    /// A reader of `feed`, which must be one that can be followed.
+    fn follower(feed: &Arc<TurnFeed>) -> FollowStream {
+        let Follow::Stream(stream) = follow(Arc::clone(feed)) else {
+            panic!("a turn with frames can be followed");
+        };
+        stream
+    }
+
     /// A turn's feed and the writer that keeps it running.
     fn running() -> (Arc<TurnFeed>, FeedWriter) {
         let feed = Arc::new(TurnFeed::default());
@@ -435,10 +443,8 @@ mod tests {
     async fn a_follower_gets_every_frame_from_the_first_then_done() {
         let (feed, writer) = running();
         writer.0.push(frame("a"));
-        let Follow::Stream(follower) = follow(Arc::clone(&feed)) else {
-            panic!("a running turn can be followed");
-        };
-        let reading = TaskTracker::new().spawn(read_all(follower));
+        let reader = follower(&feed);
+        let reading = TaskTracker::new().spawn(read_all(reader));
         writer.0.push(frame("b"));
         drop(writer);
         let body = reading.await.unwrap();
@@ -457,9 +463,7 @@ mod tests {
     async fn past_the_bound_a_new_reader_is_refused_and_a_lagging_one_told_why() {
         let (feed, writer) = running();
         writer.0.push(frame("start"));
-        let Follow::Stream(lagging) = follow(Arc::clone(&feed)) else {
-            panic!("a running turn can be followed");
-        };
+        let lagging = follower(&feed);
         let big = "x".repeat(64 << 10);
         for _ in 0..(MAX_FEED_BYTES / big.len() + 1) {
             writer.0.push(frame(&big));
@@ -487,9 +491,7 @@ mod tests {
         writer.0.push(JSON_LINES.frame(&titled));
         drop(writer);
         let read = |version| {
-            let Follow::Stream(stream) = follow(Arc::clone(&feed)) else {
-                panic!("a turn with frames can be followed");
-            };
+            let stream = follower(&feed);
             read_all(stream.for_version(JSON_LINES, version))
         };
         let newest = read(UiStreamVersion::V7).await;

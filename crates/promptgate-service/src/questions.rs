@@ -179,10 +179,7 @@ impl Service {
         thread_id: &str,
     ) -> Result<Vec<StoredQuestion>, ServiceError> {
         let waiting = self.store.pending_questions(user_id, thread_id).await?;
-        if waiting.is_empty() {
-            self.known_thread(user_id, thread_id).await?;
-        }
-        Ok(waiting)
+        self.waiting_in_known_thread(user_id, thread_id, waiting).await
     }
 
     /// The question `question_id` of the thread while it still waits: `NotFound` when the thread

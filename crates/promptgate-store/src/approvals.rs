@@ -9,7 +9,7 @@ use crate::connect::Store;
 use crate::error::Result;
 use crate::observed::Observed;
 use crate::statement::Sql;
-use crate::util::Cols;
+use crate::util::{Cols, expiry};
 
 /// A call to keep as waiting for approval.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,7 +41,7 @@ pub struct StoredApproval {
 
 /// How long answered, cancelled and expired approvals are kept after they expire, so a late or
 /// replayed answer is told what became of its call rather than that it never existed.
-const KEPT_AFTER_EXPIRY_MS: i64 = 24 * 60 * 60 * 1000;
+pub(crate) const KEPT_AFTER_EXPIRY_MS: i64 = 24 * 60 * 60 * 1000;
 
 const COLUMNS: &str =
     "approval_id, thread_id, message_id, tool_call_id, tool_name, input, created_at, expires_at, model_id";
@@ -58,7 +58,6 @@ impl Store {
         ttl: Duration,
     ) -> Result<()> {
         let now = self.now_ms();
-        let ttl = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
         let mut tx = self.pool.begin().observed("transaction.begin").await?;
         for approval in approvals {
             "INSERT INTO tool_approvals (user_id, approval_id, thread_id, message_id, tool_call_id, \
@@ -74,7 +73,7 @@ impl Store {
                     &approval.tool_name,
                     &approval.input,
                     now,
-                    now.saturating_add(ttl),
+                    expiry(now, ttl),
                     &approval.model_id,
                 ))
                 .execute(&mut *tx, "approvals.keep_approvals")
@@ -146,15 +145,6 @@ impl Store {
         }
         tx.commit().observed("transaction.commit").await?;
         Ok(true)
-    }
-
-    /// Drops approvals a day after they expired (called with the other periodic expiry).
-    pub(crate) async fn forget_old_approvals(&self, now: i64) -> Result<()> {
-        "DELETE FROM tool_approvals WHERE expires_at < $1"
-            .with_values((now - KEPT_AFTER_EXPIRY_MS,))
-            .execute(&self.pool, "approvals.forget_old_approvals")
-            .await?;
-        Ok(())
     }
 }
 

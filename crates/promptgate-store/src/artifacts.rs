@@ -8,7 +8,7 @@ use sqlx::any::AnyRow;
 use crate::connect::Store;
 use crate::error::{Result, StoreError};
 use crate::statement::Sql;
-use crate::util::{Cols, check_name, new_id, one_row};
+use crate::util::{Cols, check_name, new_id, one_row, owned_row};
 
 const MAX_TITLE: usize = 200;
 /// A rendered page, not a site: bounded so one tool call cannot fill the database.
@@ -58,11 +58,8 @@ impl Store {
     }
 
     pub async fn get_artifact(&self, user: &str, id: &str) -> Result<Option<Artifact>> {
-        let row = "SELECT id, thread_id, title, html, created_at FROM artifacts \
-                   WHERE user_id = $1 AND id = $2"
-            .with_values((user, id))
-            .fetch_optional(&self.pool, "artifacts.get_artifact")
-            .await?;
+        let cols = "id, thread_id, title, html, created_at";
+        let row = owned_row(self, cols, "artifacts", user, id, "artifacts.get_artifact").await?;
         row.as_ref().map(artifact_from).transpose()
     }
 }

@@ -8,7 +8,7 @@ use crate::connect::Store;
 use crate::error::Result;
 use crate::observed::Observed;
 use crate::statement::Sql;
-use crate::util::Cols;
+use crate::util::{Cols, count_of_user, expiry, per_user_cap};
 
 /// How long hand-offs are kept and how many per user.
 #[derive(Debug, Clone, Copy)]
@@ -32,21 +32,16 @@ impl Store {
         limits: HandoffLimits,
     ) -> Result<()> {
         let now = self.now_ms();
-        let ttl = i64::try_from(limits.ttl.as_millis()).unwrap_or(i64::MAX);
         let mut tx = self.pool.begin().observed("transaction.begin").await?;
         "INSERT INTO client_handoffs (user_id, handoff_key, body, created_at, expires_at) \
          VALUES ($1, $2, $3, $4, $5) \
          ON CONFLICT (user_id, handoff_key) DO UPDATE SET body = excluded.body, \
          created_at = excluded.created_at, expires_at = excluded.expires_at"
-            .with_values((user_id, key, body, now, now.saturating_add(ttl)))
+            .with_values((user_id, key, body, now, expiry(now, limits.ttl)))
             .execute(&mut *tx, "handoffs.keep_handoff")
             .await?;
-        let kept = "SELECT COUNT(*) FROM client_handoffs WHERE user_id = $1"
-            .with_values((user_id,))
-            .fetch_one(&mut *tx, "handoffs.keep_handoff")
-            .await?
-            .int(0)?;
-        let per_user = i64::try_from(limits.per_user.max(1)).unwrap_or(i64::MAX);
+        let kept = count_of_user(&mut *tx, "client_handoffs", user_id, "handoffs.keep_handoff").await?;
+        let per_user = per_user_cap(limits.per_user);
         if kept > per_user {
             "DELETE FROM client_handoffs WHERE user_id = $1 AND handoff_key IN \
              (SELECT handoff_key FROM client_handoffs WHERE user_id = $1 \

@@ -10,7 +10,7 @@ use crate::error::{Result, StoreError};
 use crate::observed::Observed;
 use crate::statement::Sql;
 use crate::types::{McpOAuthClient, McpSecrets, McpServer, NewMcpServer};
-use crate::util::{Cols, check_len, check_name, delete_owned, flag, new_id, owned_rows};
+use crate::util::{Cols, check_len, check_name, delete_owned, flag, new_id, owned_row, owned_rows};
 
 pub(crate) const MCP_COLS: &str = "id, name, url, enabled, headers, bearer_token, created_at, secrets_sealed, \
      oauth_client_id, oauth_client_secret";
@@ -220,12 +220,7 @@ impl Store {
     }
 
     async fn mcp_row(&self, user: &str, id: &str, open: bool) -> Result<Option<(McpServer, McpSecrets)>> {
-        let row = sqlx::AssertSqlSafe(format!(
-            "SELECT {MCP_COLS} FROM mcp_servers WHERE user_id = $1 AND id = $2"
-        ))
-        .with_values((user, id))
-        .fetch_optional(&self.pool, "mcp.mcp_row")
-        .await?;
+        let row = owned_row(self, MCP_COLS, "mcp_servers", user, id, "mcp.mcp_row").await?;
         row.as_ref().map(|row| mcp_from(self, row, open)).transpose()
     }
 
@@ -280,12 +275,10 @@ impl Store {
     /// The OAuth client the user gave with the server, its secret opened; `None` when they gave
     /// none. NotFound when the server is not the user's.
     pub async fn mcp_server_oauth_client(&self, user: &str, id: &str) -> Result<Option<McpOAuthClient>> {
-        let row =
-            "SELECT oauth_client_id, oauth_client_secret FROM mcp_servers WHERE user_id = $1 AND id = $2"
-                .with_values((user, id))
-                .fetch_optional(&self.pool, "mcp.mcp_server_oauth_client")
-                .await?
-                .ok_or(StoreError::NotFound)?;
+        let cols = "oauth_client_id, oauth_client_secret";
+        let row = owned_row(self, cols, "mcp_servers", user, id, "mcp.mcp_server_oauth_client")
+            .await?
+            .ok_or(StoreError::NotFound)?;
         let Some(client_id) = row.opt_text(0)? else {
             return Ok(None);
         };

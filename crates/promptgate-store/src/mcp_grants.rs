@@ -7,7 +7,7 @@
 use crate::connect::Store;
 use crate::error::Result;
 use crate::statement::Sql;
-use crate::util::{Cols, check_len};
+use crate::util::{Cols, check_len, keyed_row};
 
 /// A sealed grant is a few kilobytes; the bound keeps a confused caller from storing megabytes.
 const MAX_SEALED_GRANT: usize = 64 * 1024;
@@ -82,11 +82,15 @@ impl Store {
         server_id: &str,
         op: &'static str,
     ) -> Result<Option<String>> {
-        let row = sqlx::AssertSqlSafe(format!(
-            "SELECT {column} FROM mcp_oauth_grants WHERE user_id = $1 AND server_id = $2"
-        ))
-        .with_values((user_id, server_id))
-        .fetch_optional(&self.pool, op)
+        let row = keyed_row(
+            self,
+            column,
+            "mcp_oauth_grants",
+            "server_id",
+            user_id,
+            server_id,
+            op,
+        )
         .await?;
         Ok(row.map(|row| row.opt_text(0)).transpose()?.flatten())
     }

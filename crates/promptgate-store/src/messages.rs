@@ -92,6 +92,22 @@ pub(crate) fn message_from(row: &AnyRow, at: usize) -> Result<Message> {
     })
 }
 
+/// The messages of a read of `threads` left-joined with `messages` (the thread's id first, each
+/// message's columns from the second): NotFound when no thread row came back, none when the
+/// thread has no messages.
+pub(crate) fn joined_messages(rows: &[AnyRow]) -> Result<Vec<Message>> {
+    if rows.is_empty() {
+        return Err(StoreError::NotFound);
+    }
+    let mut messages = Vec::with_capacity(rows.len());
+    for row in rows {
+        if row.opt_text(1)?.is_some() {
+            messages.push(message_from(row, 1)?);
+        }
+    }
+    Ok(messages)
+}
+
 /// The columns a new message is written with, in the order of [`MessageRows::insert`]'s values.
 pub(crate) const MESSAGE_INSERT_COLS: &str = "user_id, id, thread_id, seq, role, parts, metadata, status, \
      search_text, search_terms, created_at";
@@ -437,15 +453,6 @@ impl Store {
                 .with_values((user, thread_id))
                 .fetch_all(&self.pool, "messages.list_messages")
                 .await?;
-        if rows.is_empty() {
-            return Err(StoreError::NotFound);
-        }
-        let mut messages = Vec::with_capacity(rows.len());
-        for row in &rows {
-            if row.opt_text(1)?.is_some() {
-                messages.push(message_from(row, 1)?);
-            }
-        }
-        Ok(messages)
+        joined_messages(&rows)
     }
 }

@@ -7,7 +7,7 @@ use crate::connect::Store;
 use crate::error::Result;
 use crate::observed::Observed;
 use crate::statement::Sql;
-use crate::util::Cols;
+use crate::util::{Cols, count_of_user, expiry, per_user_cap};
 
 /// Who started an authorization, for which provider, and the PKCE verifier to finish it with.
 #[derive(Clone, PartialEq, Eq)]
@@ -59,12 +59,14 @@ impl Store {
             .with_values((&pending.user_id, now))
             .execute(&mut *tx, "oauth_pending.put_oauth_pending")
             .await?;
-        let mine = "SELECT COUNT(*) FROM oauth_pending WHERE user_id = $1"
-            .with_values((&pending.user_id,))
-            .fetch_one(&mut *tx, "oauth_pending.put_oauth_pending")
-            .await?
-            .int(0)?;
-        let per_user = i64::try_from(limits.per_user.max(1)).unwrap_or(i64::MAX);
+        let mine = count_of_user(
+            &mut *tx,
+            "oauth_pending",
+            &pending.user_id,
+            "oauth_pending.put_oauth_pending",
+        )
+        .await?;
+        let per_user = per_user_cap(limits.per_user);
         if mine >= per_user {
             "DELETE FROM oauth_pending WHERE state IN \
              (SELECT state FROM oauth_pending WHERE user_id = $1 ORDER BY created_at LIMIT $2)"
@@ -80,14 +82,13 @@ impl Store {
         if all >= i64::try_from(limits.total).unwrap_or(i64::MAX) {
             return Ok(Err(PendingRefused::TooMany));
         }
-        let ttl = i64::try_from(limits.ttl.as_millis()).unwrap_or(i64::MAX);
         let details = pending
             .details
             .as_deref()
             .map(|d| self.seal_secret(d))
             .transpose()?;
         "INSERT INTO oauth_pending (state, user_id, provider, code_verifier, expires_at, created_at, details) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7)".with_values((state, &pending.user_id, &pending.provider, &pending.code_verifier, now.saturating_add(ttl), now, details)).execute(&mut *tx, "oauth_pending.put_oauth_pending")
+             VALUES ($1, $2, $3, $4, $5, $6, $7)".with_values((state, &pending.user_id, &pending.provider, &pending.code_verifier, expiry(now, limits.ttl), now, details)).execute(&mut *tx, "oauth_pending.put_oauth_pending")
         .await?;
         tx.commit().observed("transaction.commit").await?;
         Ok(Ok(()))

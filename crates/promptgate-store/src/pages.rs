@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::connect::Store;
 use crate::conversation::current_conversation;
 use crate::error::{Result, StoreError};
-use crate::messages::{message_from, role_from};
+use crate::messages::{joined_messages, message_from, role_from};
 use crate::observed::Observed;
 use crate::projects::{THREAD_COLS, thread_from};
 use crate::statement::Sql;
@@ -107,16 +107,7 @@ impl Store {
         .with_values((user, thread_id, before, i64::from(limit) + 1))
         .fetch_all(&self.pool, "pages.stored_messages_page")
         .await?;
-        if rows.is_empty() {
-            return Err(StoreError::NotFound);
-        }
-        let mut newest_first = Vec::with_capacity(rows.len());
-        for row in &rows {
-            if row.opt_text(1)?.is_some() {
-                newest_first.push(message_from(row, 1)?);
-            }
-        }
-        let mut page = Page::of(newest_first, limit);
+        let mut page = Page::of(joined_messages(&rows)?, limit);
         page.items.reverse();
         Ok(page)
     }

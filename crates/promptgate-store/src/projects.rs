@@ -9,7 +9,9 @@ use crate::observed::Observed;
 use crate::search::search_terms;
 use crate::statement::Sql;
 use crate::types::{NewProject, NewThread, Thread, ThreadUpdate};
-use crate::util::{Cols, check_name, check_opt_len, client_id_or_new, delete_owned, new_id, one_row};
+use crate::util::{
+    Cols, check_name, check_opt_len, client_id_or_new, delete_owned, new_id, one_row, owned_row,
+};
 
 const MAX_PROJECT_NAME: usize = 200;
 const MAX_INSTRUCTIONS: usize = 32 * 1024;
@@ -108,10 +110,8 @@ impl Store {
     }
 
     pub async fn get_project(&self, user: &str, id: &str) -> Result<Option<Project>> {
-        let row = "SELECT id, name, instructions FROM projects WHERE user_id = $1 AND id = $2"
-            .with_values((user, id))
-            .fetch_optional(&self.pool, "projects.get_project")
-            .await?;
+        let cols = "id, name, instructions";
+        let row = owned_row(self, cols, "projects", user, id, "projects.get_project").await?;
         row.as_ref().map(project_from).transpose()
     }
 
@@ -165,12 +165,7 @@ impl Store {
     }
 
     pub async fn get_thread(&self, user: &str, id: &str) -> Result<Option<Thread>> {
-        let row = sqlx::AssertSqlSafe(format!(
-            "SELECT {THREAD_COLS} FROM threads WHERE user_id = $1 AND id = $2"
-        ))
-        .with_values((user, id))
-        .fetch_optional(&self.pool, "projects.get_thread")
-        .await?;
+        let row = owned_row(self, THREAD_COLS, "threads", user, id, "projects.get_thread").await?;
         row.as_ref().map(|r| thread_from(r, 0)).transpose()
     }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::connect::Store;
 use crate::error::Result;
 use crate::statement::Sql;
-use crate::util::Cols;
+use crate::util::{Cols, expiry};
 
 /// A question to keep while its call waits.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,7 +70,7 @@ pub struct StoredQuestion {
 
 /// How long settled questions are kept after they expire, so a late answer is told what became of
 /// the question rather than that it never existed.
-const KEPT_AFTER_EXPIRY_MS: i64 = 24 * 60 * 60 * 1000;
+pub(crate) const KEPT_AFTER_EXPIRY_MS: i64 = 24 * 60 * 60 * 1000;
 
 const COLUMNS: &str = "question_id, thread_id, message_id, turn_id, tool_call_id, kind, question, state, \
                        answer, created_at, expires_at";
@@ -79,7 +79,6 @@ impl Store {
     /// Keeps a question, answerable for `ttl` from now.
     pub async fn keep_question(&self, user_id: &str, question: &NewQuestion, ttl: Duration) -> Result<()> {
         let now = self.now_ms();
-        let ttl = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
         "INSERT INTO tool_questions (user_id, question_id, thread_id, message_id, turn_id, tool_call_id, \
          kind, question, state, created_at, expires_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', $9, $10) \
@@ -94,7 +93,7 @@ impl Store {
                 &question.kind,
                 &question.question,
                 now,
-                now.saturating_add(ttl),
+                expiry(now, ttl),
             ))
             .execute(&self.pool, "questions.keep_question")
             .await?;
@@ -173,15 +172,6 @@ impl Store {
             .execute(&self.pool, "questions.cancel_questions")
             .await?;
         Ok(done.rows_affected())
-    }
-
-    /// Drops questions a day after they expired (called with the other periodic expiry).
-    pub(crate) async fn forget_old_questions(&self, now: i64) -> Result<()> {
-        "DELETE FROM tool_questions WHERE expires_at < $1"
-            .with_values((now - KEPT_AFTER_EXPIRY_MS,))
-            .execute(&self.pool, "questions.forget_old_questions")
-            .await?;
-        Ok(())
     }
 }
 

@@ -8,7 +8,9 @@ use crate::connect::Store;
 use crate::error::{Result, StoreError};
 use crate::statement::Sql;
 use crate::types::NewSkill;
-use crate::util::{Cols, check_id, check_len, check_name, delete_owned, flag, new_id, one_row, owned_rows};
+use crate::util::{
+    Cols, check_id, check_len, check_name, delete_owned, flag, new_id, one_row, owned_row, owned_rows,
+};
 
 const SKILL_COLS: &str = "id, slug, name, description, instructions, enabled, renders_widgets";
 const MAX_DESCRIPTION: usize = 2_000;
@@ -111,12 +113,7 @@ impl Store {
     }
 
     pub async fn get_skill(&self, user: &str, id: &str) -> Result<Option<Skill>> {
-        let row = sqlx::AssertSqlSafe(format!(
-            "SELECT {SKILL_COLS} FROM skills WHERE user_id = $1 AND id = $2"
-        ))
-        .with_values((user, id))
-        .fetch_optional(&self.pool, "skills.get_skill")
-        .await?;
+        let row = owned_row(self, SKILL_COLS, "skills", user, id, "skills.get_skill").await?;
         row.as_ref().map(skill_from).transpose()
     }
 

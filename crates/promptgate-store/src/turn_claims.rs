@@ -23,7 +23,8 @@ use crate::error::{Result, StoreError};
 use crate::ledger::INTERRUPT_USAGE;
 use crate::observed::Observed;
 use crate::statement::Sql;
-use crate::util::Cols;
+use crate::util::{Cols, expiry, millis};
+use crate::{approvals, questions};
 
 /// The notification channel of turn signals.
 pub const TURNS_CHANNEL: &str = "promptgate_turns";
@@ -196,10 +197,6 @@ fn followed(released: Option<&sqlx::any::AnyRow>) -> Result<bool> {
     released.map_or(Ok(false), |row| row.flag(0))
 }
 
-fn ms(d: Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
-}
-
 impl Store {
     /// Turn signals this process hears from now on (from every instance, itself included).
     pub fn turn_signals(&self) -> broadcast::Receiver<TurnSignal> {
@@ -244,7 +241,7 @@ impl Store {
              VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (user_id, thread_id) DO UPDATE SET \
              turn_id = excluded.turn_id, message_id = excluded.message_id, lease_until = excluded.lease_until, \
              created_at = excluded.created_at, stop_requested = 0, follow_requested = 0 \
-             WHERE turn_claims.instance_id = excluded.instance_id".with_values((claim.user_id, claim.thread_id, claim.turn_id, claim.message_id, claim.instance_id, now.saturating_add(ms(lease)), now)).execute(&self.pool, "turn_claims.claim_turn")
+             WHERE turn_claims.instance_id = excluded.instance_id".with_values((claim.user_id, claim.thread_id, claim.turn_id, claim.message_id, claim.instance_id, expiry(now, lease), now)).execute(&self.pool, "turn_claims.claim_turn")
         .await?;
         if inserted.rows_affected() == 1 {
             return Ok(ClaimOutcome::Claimed);
@@ -270,7 +267,7 @@ impl Store {
             .execute(&mut *tx, "turn_claims.claim_turn")
             .await?;
         let taken = "INSERT INTO turn_claims (user_id, thread_id, turn_id, message_id, instance_id, lease_until, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7)".with_values((claim.user_id, claim.thread_id, claim.turn_id, claim.message_id, claim.instance_id, now + ms(lease), now)).execute(&mut *tx, "turn_claims.claim_turn")
+             VALUES ($1, $2, $3, $4, $5, $6, $7)".with_values((claim.user_id, claim.thread_id, claim.turn_id, claim.message_id, claim.instance_id, now + millis(lease), now)).execute(&mut *tx, "turn_claims.claim_turn")
         .await;
         match taken.map_err(StoreError::from) {
             Ok(_) => {}
@@ -289,7 +286,7 @@ impl Store {
     pub async fn renew_turn_claims(&self, instance_id: &str, lease: Duration) -> Result<ClaimRequests> {
         let rows = "UPDATE turn_claims SET lease_until = $2 WHERE instance_id = $1 \
                     RETURNING turn_id, stop_requested, follow_requested"
-            .with_values((instance_id, self.now_ms().saturating_add(ms(lease))))
+            .with_values((instance_id, expiry(self.now_ms(), lease)))
             .fetch_all(&self.pool, "turn_claims.renew_turn_claims")
             .await
             .map_err(StoreError::from);
@@ -340,7 +337,7 @@ impl Store {
              WHERE turn_retry_states.user_id = excluded.user_id \
              AND turn_retry_states.thread_id = excluded.thread_id"
         );
-        let expires_at = self.now_ms().saturating_add(ms(retry.window));
+        let expires_at = expiry(self.now_ms(), retry.window);
         let bind = |sql: String| {
             let query = sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(user_id)
@@ -465,25 +462,45 @@ impl Store {
             });
         }
         tx.commit().observed("transaction.commit").await?;
-        "DELETE FROM turn_retry_states WHERE expires_at < $1"
-            .with_values((now - EXPIRED_RETRY_KEPT_MS,))
-            .execute(&self.pool, "turn_claims.expire_turn_claims")
+        const OP: &str = "turn_claims.expire_turn_claims";
+        self.drop_before("turn_retry_states", "expires_at", now - EXPIRED_RETRY_KEPT_MS, OP)
             .await?;
-        "DELETE FROM turn_frames WHERE created_at < $1"
-            .with_values((now - FRAMES_KEPT_MS,))
-            .execute(&self.pool, "turn_claims.expire_turn_claims")
+        self.drop_before("turn_frames", "created_at", now - FRAMES_KEPT_MS, OP)
             .await?;
-        "DELETE FROM oauth_pending WHERE expires_at < $1"
-            .with_values((now,))
-            .execute(&self.pool, "turn_claims.expire_turn_claims")
-            .await?;
-        "DELETE FROM client_handoffs WHERE expires_at < $1"
-            .with_values((now,))
-            .execute(&self.pool, "turn_claims.expire_turn_claims")
-            .await?;
-        self.forget_old_approvals(now).await?;
-        self.forget_old_questions(now).await?;
+        self.drop_before("oauth_pending", "expires_at", now, OP).await?;
+        self.drop_before("client_handoffs", "expires_at", now, OP).await?;
+        let kept_since = now - approvals::KEPT_AFTER_EXPIRY_MS;
+        self.drop_before(
+            "tool_approvals",
+            "expires_at",
+            kept_since,
+            "approvals.forget_old_approvals",
+        )
+        .await?;
+        let kept_since = now - questions::KEPT_AFTER_EXPIRY_MS;
+        self.drop_before(
+            "tool_questions",
+            "expires_at",
+            kept_since,
+            "questions.forget_old_questions",
+        )
+        .await?;
         Ok(expired)
+    }
+
+    /// Drops the rows of `table` whose `column` (a time in ms) is before `cutoff`.
+    async fn drop_before(
+        &self,
+        table: &'static str,
+        column: &'static str,
+        cutoff: i64,
+        op: &'static str,
+    ) -> Result<()> {
+        sqlx::AssertSqlSafe(format!("DELETE FROM {table} WHERE {column} < $1"))
+            .with_values((cutoff,))
+            .execute(&self.pool, op)
+            .await?;
+        Ok(())
     }
 
     /// At start-up: marks `interrupted` the answers left streaming by turns that no live claim

@@ -1,5 +1,7 @@
 //! Small pieces every repository module uses: ids, input bounds, and column conversions.
 
+use std::time::Duration;
+
 use promptgate_core::ids::{CLIENT_ID, IdRule};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -7,7 +9,7 @@ use sqlx::Row;
 use sqlx::any::AnyRow;
 
 use crate::error::{Result, StoreError};
-use crate::statement::Sql;
+use crate::statement::{On, Sql};
 
 pub(crate) fn new_id() -> String {
     uuid::Uuid::now_v7().to_string()
@@ -127,6 +129,37 @@ pub(crate) async fn delete_owned(
     one_row(done.rows_affected())
 }
 
+/// `cols` of `user`'s row `id` in `table` (a table with `user_id` and `id` columns), if there is one.
+pub(crate) async fn owned_row(
+    store: &crate::connect::Store,
+    cols: &str,
+    table: &'static str,
+    user: &str,
+    id: &str,
+    op: &'static str,
+) -> Result<Option<AnyRow>> {
+    keyed_row(store, cols, table, "id", user, id, op).await
+}
+
+/// `cols` of `user`'s row in `table` whose `key_col` is `key` (the row's key within the user's).
+pub(crate) async fn keyed_row(
+    store: &crate::connect::Store,
+    cols: &str,
+    table: &'static str,
+    key_col: &'static str,
+    user: &str,
+    key: &str,
+    op: &'static str,
+) -> Result<Option<AnyRow>> {
+    let row = sqlx::AssertSqlSafe(format!(
+        "SELECT {cols} FROM {table} WHERE user_id = $1 AND {key_col} = $2"
+    ))
+    .with_values((user, key))
+    .fetch_optional(&store.pool, op)
+    .await?;
+    Ok(row)
+}
+
 /// `cols` of `user`'s rows in `table` (a table with `user_id`, `id`, `created_at` and an `enabled`
 /// flag), in creation order: every row, or with `enabled_only` the enabled ones.
 pub(crate) async fn owned_rows(
@@ -145,6 +178,36 @@ pub(crate) async fn owned_rows(
     .fetch_all(&store.pool, op)
     .await?;
     Ok(rows)
+}
+
+/// A duration as the milliseconds the tables store; one too long to count reads as forever.
+pub(crate) fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// The `expires_at` of a row kept for `ttl` from `now`.
+pub(crate) fn expiry(now: i64, ttl: Duration) -> i64 {
+    now.saturating_add(millis(ttl))
+}
+
+/// How many of `user`'s rows `table` holds (a table with a `user_id` column), for a per-user limit.
+pub(crate) async fn count_of_user<'c>(
+    on: impl On<'c>,
+    table: &'static str,
+    user: &str,
+    op: &'static str,
+) -> Result<i64> {
+    sqlx::AssertSqlSafe(format!("SELECT COUNT(*) FROM {table} WHERE user_id = $1"))
+        .with_values((user,))
+        .fetch_one(on, op)
+        .await?
+        .int(0)
+}
+
+/// A per-user row limit as the count it is compared with; at least one, so the row being kept
+/// always fits.
+pub(crate) fn per_user_cap(per_user: usize) -> i64 {
+    i64::try_from(per_user.max(1)).unwrap_or(i64::MAX)
 }
 
 /// Affected-row count of a write that targets one row by key: zero means the row is not the caller's.

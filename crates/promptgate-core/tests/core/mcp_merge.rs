@@ -3,8 +3,8 @@
 
 use promptgate_core::settings::UserSettings;
 use promptgate_core::tools::mcp_names::{
-    MAX_TOOL_NAME_CHARS, MAX_TOOLS, McpServerTools, McpToolDef, NotOfferedReason, PrefixAllocator,
-    left_out_summary, merge, sanitize_tool_prefix, upstream_tool_name,
+    MAX_TOOL_NAME_CHARS, MAX_TOOLS, McpServerTools, McpToolDef, MergeOutcome, NotOfferedReason,
+    PrefixAllocator, left_out_summary, merge, sanitize_tool_prefix, upstream_tool_name,
 };
 use promptgate_core::tools::{McpOrigin, McpToolHints, available};
 use regex::Regex;
@@ -27,6 +27,18 @@ pub(crate) fn server(id: &str, name: &str, tools: &[&str]) -> McpServerTools {
         url: format!("https://{id}.test/mcp"),
         tools: tools.iter().map(|t| tool(t)).collect(),
     }
+}
+
+/// A server offering 100 tools, `t0` to `t99`: more than fit beside the built-ins.
+fn hundred_tools(id: &str, name: &str) -> McpServerTools {
+    let names: Vec<String> = (0..100).map(|i| format!("t{i}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    server(id, name, &names)
+}
+
+/// The names of the tools a merge offered, in order.
+fn added_names(outcome: &MergeOutcome) -> Vec<&str> {
+    outcome.added.iter().map(|t| t.name.as_str()).collect()
 }
 
 fn builtin_names() -> Vec<String> {
@@ -88,7 +100,7 @@ fn tools_merge_with_their_origin_and_a_summary() {
             server("s2", "Weather!", &["today"]),
         ],
     );
-    let names: Vec<&str> = outcome.added.iter().map(|t| t.name.as_str()).collect();
+    let names = added_names(&outcome);
     assert_eq!(names, ["notes_find", "notes_add", "weather_today"]);
     assert_eq!(
         outcome.summary().as_deref(),
@@ -169,7 +181,7 @@ fn the_first_registration_of_a_name_wins() {
             server("s3", "fetch_2", &["page", "other"]),
         ],
     );
-    let names: Vec<&str> = outcome.added.iter().map(|t| t.name.as_str()).collect();
+    let names = added_names(&outcome);
     // s2 is `fetch_2`; s3's base `fetch_2` is taken, so it is `fetch_2_2`.
     assert_eq!(
         names,
@@ -219,7 +231,7 @@ fn names_are_made_acceptable_to_upstreams() {
 #[test]
 fn sanitised_names_that_collide_on_one_server_keep_the_first() {
     let outcome = merge([], &[server("s1", "files", &["read.file", "read_file"])]);
-    let names: Vec<&str> = outcome.added.iter().map(|t| t.name.as_str()).collect();
+    let names = added_names(&outcome);
     assert_eq!(names, ["files_read_file"]);
     assert_eq!(
         outcome.added[0].mcp.as_ref().map(|m| m.tool_name.as_str()),
@@ -231,11 +243,9 @@ fn sanitised_names_that_collide_on_one_server_keep_the_first() {
 #[test]
 fn the_toolset_is_capped_and_the_dropped_tools_are_named() {
     let builtins = builtin_names();
-    let many: Vec<String> = (0..100).map(|i| format!("t{i}")).collect();
-    let many: Vec<&str> = many.iter().map(String::as_str).collect();
     let outcome = merge(
         builtins.iter().map(String::as_str),
-        &[server("s1", "one", &many), server("s2", "two", &many)],
+        &[hundred_tools("s1", "one"), hundred_tools("s2", "two")],
     );
     assert_eq!(builtins.len() + outcome.added.len(), MAX_TOOLS);
     let dropped: Vec<&str> = outcome.dropped_for_limit().map(|d| d.name.as_str()).collect();
@@ -261,15 +271,13 @@ fn the_toolset_is_capped_and_the_dropped_tools_are_named() {
 #[test]
 fn what_a_send_left_out_is_one_line_naming_a_few() {
     let builtins = builtin_names();
-    let many: Vec<String> = (0..100).map(|i| format!("t{i}")).collect();
-    let many: Vec<&str> = many.iter().map(String::as_str).collect();
     let outcome = merge(
         builtins.iter().map(String::as_str),
         &[
             // `fetch` + `content` collides with the built-in `fetch_content`.
             server("s0", "fetch", &["content"]),
-            server("s1", "one", &many),
-            server("s2", "two", &many),
+            hundred_tools("s1", "one"),
+            hundred_tools("s2", "two"),
         ],
     );
     let dropped = outcome.dropped_for_limit().count();

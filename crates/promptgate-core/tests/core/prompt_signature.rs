@@ -55,62 +55,33 @@ fn signature_ignores_the_clock_but_follows_project_instructions() {
 
 #[test]
 fn signature_follows_connection_thinking_level_and_regeneration() {
-    let base = harness_signature(&model(), "medium", "S", 0);
+    let of_model = |changed: HarnessModel<'_>| harness_signature(&changed, "medium", "S", 0);
+    let base = of_model(model());
     let variants = [
-        harness_signature(
-            &HarnessModel {
-                model_id: "qwen3-8b",
-                ..model()
-            },
-            "medium",
-            "S",
-            0,
-        ),
-        harness_signature(
-            &HarnessModel {
-                api_key: Some("sk-other"),
-                ..model()
-            },
-            "medium",
-            "S",
-            0,
-        ),
-        harness_signature(
-            &HarnessModel {
-                base_url: "http://127.0.0.1:9090/v1",
-                ..model()
-            },
-            "medium",
-            "S",
-            0,
-        ),
-        harness_signature(
-            &HarnessModel {
-                reasoning: false,
-                ..model()
-            },
-            "medium",
-            "S",
-            0,
-        ),
-        harness_signature(
-            &HarnessModel {
-                context_window: None,
-                ..model()
-            },
-            "medium",
-            "S",
-            0,
-        ),
-        harness_signature(
-            &HarnessModel {
-                supports_images: true,
-                ..model()
-            },
-            "medium",
-            "S",
-            0,
-        ),
+        of_model(HarnessModel {
+            model_id: "qwen3-8b",
+            ..model()
+        }),
+        of_model(HarnessModel {
+            api_key: Some("sk-other"),
+            ..model()
+        }),
+        of_model(HarnessModel {
+            base_url: "http://127.0.0.1:9090/v1",
+            ..model()
+        }),
+        of_model(HarnessModel {
+            reasoning: false,
+            ..model()
+        }),
+        of_model(HarnessModel {
+            context_window: None,
+            ..model()
+        }),
+        of_model(HarnessModel {
+            supports_images: true,
+            ..model()
+        }),
         harness_signature(&model(), "high", "S", 0),
         harness_signature(&model(), "medium", "S2", 0),
         harness_signature(&model(), "medium", "S", 1),

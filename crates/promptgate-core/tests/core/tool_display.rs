@@ -83,27 +83,26 @@ fn braces_that_are_not_placeholders_stay() {
 #[test]
 fn without_a_verb_the_message_is_guessed_from_the_name() {
     let long_query = json!({"query": "how do lifetimes interact with async closures"});
-    assert_eq!(
-        loading_message("notes_search", None, &long_query),
-        "Searching for \"how do lifetimes int…\"..."
-    );
-    assert_eq!(
-        loading_message("find_docs", Some("  "), &json!({"query": "short"})),
-        "Searching for \"short\"..."
-    );
-    assert_eq!(loading_message("notes_search", None, &json!({})), "Searching...");
-    assert_eq!(
-        loading_message("get_forecast", None, &json!({})),
-        "Loading data..."
-    );
-    assert_eq!(
-        loading_message("weather_now", None, &json!({})),
-        "Checking the weather..."
-    );
-    assert_eq!(
-        loading_message("frobnicate", None, &json!({})),
-        "Using Frobnicate..."
-    );
+    for (name, verb, input, expected) in [
+        (
+            "notes_search",
+            None,
+            long_query,
+            "Searching for \"how do lifetimes int…\"...",
+        ),
+        (
+            "find_docs",
+            Some("  "),
+            json!({"query": "short"}),
+            "Searching for \"short\"...",
+        ),
+        ("notes_search", None, json!({}), "Searching..."),
+        ("get_forecast", None, json!({}), "Loading data..."),
+        ("weather_now", None, json!({}), "Checking the weather..."),
+        ("frobnicate", None, json!({}), "Using Frobnicate..."),
+    ] {
+        assert_eq!(loading_message(name, verb, &input), expected, "{name} {input}");
+    }
 }
 
 #[test]

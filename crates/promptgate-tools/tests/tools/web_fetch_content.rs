@@ -10,14 +10,14 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use promptgate_tools::web::{FetchPolicy, FetchedPage};
-use support::{failure, fetch, loaded, loopback_policy, site};
+use support::{failure, fetch, loaded, loopback_failure, loopback_page, loopback_policy, site};
 
 #[tokio::test]
 async fn an_article_becomes_markdown_with_its_metadata() {
     let addr = support::serve(site()).await;
     let url = format!("http://{addr}/article");
 
-    let page = loaded(fetch(loopback_policy(), &url, None).await);
+    let page = loopback_page(&url).await;
 
     assert_eq!(page.requested_url, url);
     assert_eq!(page.final_url, url);
@@ -56,7 +56,7 @@ async fn an_article_becomes_markdown_with_its_metadata() {
 #[tokio::test]
 async fn a_page_too_thin_for_extraction_still_gives_its_text_and_a_default_favicon() {
     let addr = support::serve(site()).await;
-    let page = loaded(fetch(loopback_policy(), &format!("http://{addr}/bare"), None).await);
+    let page = loopback_page(&format!("http://{addr}/bare")).await;
     assert!(page.text.contains("Only a line of text."), "{}", page.text);
     assert_eq!(page.meta.favicon, Some(format!("http://{addr}/favicon.ico")));
     assert_eq!(page.meta.image, None);
@@ -67,25 +67,25 @@ async fn text_markdown_and_json_are_returned_as_text() {
     let addr = support::serve(site()).await;
     let base = format!("http://{addr}");
 
-    let plain = loaded(fetch(loopback_policy(), &format!("{base}/notes.txt"), None).await);
+    let plain = loopback_page(&format!("{base}/notes.txt")).await;
     assert_eq!(plain.text, "plain notes: caf\u{e9} \u{2615}");
     assert_eq!(plain.content_type, "text/plain");
     assert_eq!(plain.title, None);
 
-    let markdown = loaded(fetch(loopback_policy(), &format!("{base}/readme.md"), None).await);
+    let markdown = loopback_page(&format!("{base}/readme.md")).await;
     assert_eq!(markdown.text, "# Title\n\n- item");
 
-    let latin1 = loaded(fetch(loopback_policy(), &format!("{base}/latin1.txt"), None).await);
+    let latin1 = loopback_page(&format!("{base}/latin1.txt")).await;
     assert_eq!(latin1.text, "Smörgåsbord \u{20ac}");
 
-    let json = loaded(fetch(loopback_policy(), &format!("{base}/data.json"), None).await);
+    let json = loopback_page(&format!("{base}/data.json")).await;
     assert_eq!(json.content_type, "application/json");
     assert_eq!(
         json.text,
         "{\n  \"levels\": [\n    1,\n    2\n  ],\n  \"name\": \"tide\"\n}"
     );
 
-    let untyped = loaded(fetch(loopback_policy(), &format!("{base}/untyped"), None).await);
+    let untyped = loopback_page(&format!("{base}/untyped")).await;
     assert_eq!(untyped.text, "no content type, just text");
     assert_eq!(untyped.content_type, "text/plain");
 }
@@ -104,31 +104,39 @@ async fn pages_see_the_configured_user_agent() {
 #[tokio::test]
 async fn binary_content_is_refused_by_type() {
     let addr = support::serve(site()).await;
-    assert_eq!(
-        failure(fetch(loopback_policy(), &format!("http://{addr}/archive.bin"), None).await),
-        "Fetch content failed: unsupported content type application/octet-stream"
-    );
-    assert_eq!(
-        failure(fetch(loopback_policy(), &format!("http://{addr}/photo.png"), None).await),
-        "Fetch content failed: unsupported content type image/png"
-    );
+    for (path, refused) in [
+        (
+            "archive.bin",
+            "Fetch content failed: unsupported content type application/octet-stream",
+        ),
+        (
+            "photo.png",
+            "Fetch content failed: unsupported content type image/png",
+        ),
+    ] {
+        assert_eq!(loopback_failure(&format!("http://{addr}/{path}")).await, refused);
+    }
 }
 
 #[tokio::test]
 async fn error_statuses_and_bad_urls_are_clear_errors() {
     let addr = support::serve(site()).await;
-    assert_eq!(
-        failure(fetch(loopback_policy(), &format!("http://{addr}/missing"), None).await),
-        "Fetch content failed: the server answered 404 Not Found"
-    );
-    assert_eq!(
-        failure(fetch(loopback_policy(), "file:///etc/passwd", None).await),
-        "Fetch content failed: only http and https URLs can be fetched, not file:"
-    );
-    assert_eq!(
-        failure(fetch(loopback_policy(), "not a url", None).await),
-        "Fetch content failed: \"not a url\" is not a valid URL"
-    );
+    for (url, refused) in [
+        (
+            format!("http://{addr}/missing"),
+            "Fetch content failed: the server answered 404 Not Found",
+        ),
+        (
+            "file:///etc/passwd".to_owned(),
+            "Fetch content failed: only http and https URLs can be fetched, not file:",
+        ),
+        (
+            "not a url".to_owned(),
+            "Fetch content failed: \"not a url\" is not a valid URL",
+        ),
+    ] {
+        assert_eq!(loopback_failure(&url).await, refused, "{url}");
+    }
 }
 
 #[tokio::test]

@@ -12,20 +12,22 @@ use std::time::Duration;
 
 use promptgate_outbound::testing::Zone;
 use promptgate_tools::web::{FetchPolicy, SafeFetcher};
-use support::{failure, fetch, loaded, loopback_policy, only_this_server, site};
+use support::{
+    failure, fetch, loaded, loopback_failure, loopback_page, loopback_policy, only_this_server, site,
+};
 
 #[tokio::test]
 async fn redirects_within_loopback_are_followed_when_loopback_is_allowed() {
     let addr = support::serve(site()).await;
     let other = support::serve(site()).await;
 
-    let page = loaded(fetch(loopback_policy(), &format!("http://{addr}/hops/5"), None).await);
+    let page = loopback_page(&format!("http://{addr}/hops/5")).await;
     assert_eq!(page.text, "arrived");
     assert_eq!(page.final_url, format!("http://{addr}/hops/0"));
     assert_eq!(page.requested_url, format!("http://{addr}/hops/5"));
 
     let hop = format!("http://{addr}/go?to=http://{other}/notes.txt");
-    let page = loaded(fetch(loopback_policy(), &hop, None).await);
+    let page = loopback_page(&hop).await;
     assert_eq!(page.final_url, format!("http://{other}/notes.txt"));
 }
 
@@ -33,7 +35,7 @@ async fn redirects_within_loopback_are_followed_when_loopback_is_allowed() {
 async fn more_than_five_redirects_are_refused() {
     let addr = support::serve(site()).await;
     assert_eq!(
-        failure(fetch(loopback_policy(), &format!("http://{addr}/hops/6"), None).await),
+        loopback_failure(&format!("http://{addr}/hops/6")).await,
         "Fetch content failed: too many redirects (more than 5)"
     );
 }
@@ -124,7 +126,7 @@ async fn redirects_to_internal_addresses_are_refused_at_every_hop() {
 #[tokio::test]
 async fn https_to_a_server_that_does_not_speak_tls_is_a_clear_error() {
     let addr = support::serve(site()).await;
-    let message = failure(fetch(loopback_policy(), &format!("https://{addr}/notes.txt"), None).await);
+    let message = loopback_failure(&format!("https://{addr}/notes.txt")).await;
     assert!(
         message.starts_with("Fetch content failed: could not set up a secure connection to 127.0.0.1 ("),
         "{message}"

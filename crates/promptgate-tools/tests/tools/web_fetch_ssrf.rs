@@ -8,7 +8,7 @@ use crate::web_support as support;
 
 use promptgate_outbound::testing::Tripwire;
 use promptgate_tools::web::{FetchPolicy, SafeFetcher};
-use support::{failure, fetch, loopback_policy, only_this_server, site};
+use support::{failure, fetch, loopback_failure, only_this_server, site};
 
 #[tokio::test]
 async fn every_loopback_form_is_refused_without_a_connection() {
@@ -38,7 +38,7 @@ async fn every_loopback_form_is_refused_after_a_redirect_without_a_connection() 
 async fn the_tripwire_sees_a_connection_the_policy_allows() {
     let wire = Tripwire::start().await;
     let url = format!("http://127.0.0.1:{}/notes.txt", wire.port);
-    let message = failure(fetch(loopback_policy(), &url, None).await);
+    let message = loopback_failure(&url).await;
     assert!(!message.contains("not allowed"), "{message}");
     assert!(wire.hits() > 0);
 }

@@ -14,7 +14,7 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::get;
 use promptgate_core::tools::ToolError;
-use promptgate_tools::web::{SearchBackend, SearchConfig};
+use promptgate_tools::web::{SearchBackend, SearchConfig, SearchHit};
 use serde_json::{Value, json};
 
 /// What the fake backend saw: query parameters and the subscription token header.
@@ -90,10 +90,7 @@ async fn searxng_results_are_mapped_and_cleaned() {
     let seen = Seen::default();
     let backend = searxng(searxng_server(seen.clone()).await).await;
 
-    let hits = backend
-        .search("rust & async", 10)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let hits = found(&backend, "rust & async", 10).await;
 
     let (params, _) = seen.last();
     assert_eq!(params.get("q").map(String::as_str), Some("rust & async"));
@@ -126,12 +123,9 @@ async fn searxng_results_are_mapped_and_cleaned() {
 #[tokio::test]
 async fn searxng_result_count_is_clamped() {
     let backend = searxng(searxng_server(Seen::default()).await).await;
-    let many = backend
-        .search("rust", 100)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let many = found(&backend, "rust", 100).await;
     assert_eq!(many.len(), 25);
-    let none = backend.search("rust", 0).await.unwrap_or_else(|e| panic!("{e}"));
+    let none = found(&backend, "rust", 0).await;
     assert_eq!(none.len(), 1);
 }
 
@@ -190,10 +184,7 @@ async fn brave_results_are_mapped_with_token_and_count() {
         "secret-token-123",
     );
 
-    let hits = backend
-        .search("tokio runtime", 7)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let hits = found(&backend, "tokio runtime", 7).await;
 
     let (params, token) = seen.last();
     assert_eq!(params.get("q").map(String::as_str), Some("tokio runtime"));
@@ -238,7 +229,15 @@ async fn brave_count_is_clamped_to_what_brave_accepts() {
     assert_eq!(seen.last().0.get("count").map(String::as_str), Some("1"));
 }
 
-fn failure(result: Result<Vec<promptgate_tools::web::SearchHit>, ToolError>) -> String {
+/// What a search that must succeed found.
+async fn found(backend: &Arc<dyn SearchBackend>, query: &str, count: usize) -> Vec<SearchHit> {
+    backend
+        .search(query, count)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn failure(result: Result<Vec<SearchHit>, ToolError>) -> String {
     match result {
         Err(ToolError::Failed(message)) => message,
         other => panic!("expected a failure, got {other:?}"),

@@ -201,6 +201,16 @@ pub async fn fetch(
     SafeFetcher::new(policy).fetch(url, max_length).await
 }
 
+/// `url` fetched under [`loopback_policy`] at the default length; the fetch must succeed.
+pub async fn loopback_page(url: &str) -> FetchedPage {
+    loaded(fetch(loopback_policy(), url, None).await)
+}
+
+/// Why fetching `url` under [`loopback_policy`] at the default length failed; it must fail.
+pub async fn loopback_failure(url: &str) -> String {
+    failure(fetch(loopback_policy(), url, None).await)
+}
+
 pub fn loaded(result: Result<FetchedPage, ToolError>) -> FetchedPage {
     result.unwrap_or_else(|e| panic!("fetch failed: {e}"))
 }

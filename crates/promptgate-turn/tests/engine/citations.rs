@@ -14,17 +14,6 @@ use serde_json::json;
 
 use crate::support::*;
 
-/// The text deltas, in order.
-fn deltas(chunks: &[UiChunk]) -> Vec<String> {
-    chunks
-        .iter()
-        .filter_map(|chunk| match chunk {
-            UiChunk::TextDelta { delta, .. } => Some(delta.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
 #[tokio::test(start_paused = true)]
 async fn a_marker_split_across_deltas_never_reaches_the_client_even_in_part() {
     let model = ScriptedModel::new(vec![answer(&[

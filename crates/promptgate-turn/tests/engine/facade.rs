@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use promptgate_turn::{TurnEvent, UiChunk};
+use promptgate_turn::TurnEvent;
 
 use crate::support::*;
 
@@ -38,15 +38,7 @@ async fn a_turn_run_by_its_reader_streams_what_a_spawned_turn_streams() {
     let in_reader = finished(events, read.outcome.await.unwrap());
 
     assert_eq!(types(&in_reader.chunks), types(&spawned.chunks));
-    let text: String = in_reader
-        .chunks
-        .iter()
-        .filter_map(|chunk| match chunk {
-            UiChunk::TextDelta { delta, .. } => Some(delta.as_str()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(text, "All good.");
+    assert_eq!(deltas(&in_reader.chunks).concat(), "All good.");
     assert_eq!(in_reader.outcome.status, spawned.outcome.status);
     assert_eq!(in_reader.outcome.usage_total, spawned.outcome.usage_total);
 }

@@ -379,6 +379,17 @@ pub fn system_text(request: &ChatRequest) -> String {
     }
 }
 
+/// The text deltas, in order.
+pub fn deltas(chunks: &[UiChunk]) -> Vec<String> {
+    chunks
+        .iter()
+        .filter_map(|chunk| match chunk {
+            UiChunk::TextDelta { delta, .. } => Some(delta.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 pub fn tool_messages(request: &ChatRequest) -> Vec<(String, String)> {
     tool_results(&request.messages)
 }

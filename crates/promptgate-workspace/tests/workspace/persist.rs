@@ -34,6 +34,18 @@ async fn open(store: &Store, user: &str, thread: &str) -> ThreadWorkspace {
         .unwrap()
 }
 
+/// A send's session on `user`'s `thread` (none: a session whose files are not kept), with the
+/// default limits.
+fn send_session(store: &Store, user: &str, thread: Option<&str>) -> WorkspaceSession {
+    WorkspaceSession::new(
+        Arc::new(store.clone()),
+        user,
+        thread,
+        WorkspaceLimits::default(),
+        ShellPool::default(),
+    )
+}
+
 async fn bash(ws: &mut ThreadWorkspace, command: &str) -> String {
     let out = ws
         .run_tool(
@@ -131,13 +143,7 @@ async fn kept_across_turns_and_restarts(db: TestDb) {
 async fn a_session_saves_after_every_call(db: TestDb) {
     let alice = db.create_user("Alice").await.unwrap().id;
     new_thread(&db, &alice, "chat").await;
-    let session = WorkspaceSession::new(
-        Arc::new(db.store().clone()),
-        &alice,
-        Some("chat"),
-        WorkspaceLimits::default(),
-        ShellPool::default(),
-    );
+    let session = send_session(&db, &alice, Some("chat"));
     let wrote = session
         .call("write", &json!({"path": "a.txt", "content": "b\na\nb\n"}), now())
         .await
@@ -145,13 +151,7 @@ async fn a_session_saves_after_every_call(db: TestDb) {
     assert_eq!(wrote.model_text(), "wrote 6 bytes to /home/user/a.txt");
 
     // Another send (another session) sees the file at once: the call saved it.
-    let other = WorkspaceSession::new(
-        Arc::new(db.store().clone()),
-        &alice,
-        Some("chat"),
-        WorkspaceLimits::default(),
-        ShellPool::default(),
-    );
+    let other = send_session(&db, &alice, Some("chat"));
     let counted = other
         .call(
             "bash",
@@ -185,13 +185,7 @@ async fn a_session_saves_after_every_call(db: TestDb) {
     ));
 
     // Without a thread, the files last for the session only and nothing is stored.
-    let facade = WorkspaceSession::new(
-        Arc::new(db.store().clone()),
-        &alice,
-        None,
-        WorkspaceLimits::default(),
-        ShellPool::default(),
-    );
+    let facade = send_session(&db, &alice, None);
     facade
         .call("write", &json!({"path": "a.txt", "content": "facade"}), now())
         .await
@@ -208,13 +202,7 @@ async fn a_session_saves_after_every_call(db: TestDb) {
 
     // A session on someone else's thread fails to load, and does nothing.
     let bob = db.create_user("Bob").await.unwrap().id;
-    let intruder = WorkspaceSession::new(
-        Arc::new(db.store().clone()),
-        &bob,
-        Some("chat"),
-        WorkspaceLimits::default(),
-        ShellPool::default(),
-    );
+    let intruder = send_session(&db, &bob, Some("chat"));
     let denied = intruder
         .call("write", &json!({"path": "a.txt", "content": "bob"}), now())
         .await;

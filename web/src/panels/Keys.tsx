@@ -1,8 +1,8 @@
 // The signed-in user's API keys: create one (its secret is shown once), see when each was last used,
 // revoke one.
-import { useCallback, useEffect, useState } from 'react';
-import { api, messageOf, type Schemas } from '../api';
-import { ActionForm, Field } from './common';
+import { useState } from 'react';
+import { api, type Schemas } from '../api';
+import { ActionForm, Field, useList } from './common';
 
 type Key = Schemas['KeyBody'];
 
@@ -11,16 +11,9 @@ export function when(ms: number | null | undefined): string {
 }
 
 export function KeysPanel() {
-  const [keys, setKeys] = useState<Key[]>([]);
-  const [error, setError] = useState<string | null>(null);
+  const [keys, reload, error] = useList<Key>('/v1/keys');
   const [name, setName] = useState('');
   const [secret, setSecret] = useState<string | null>(null);
-  const reload = useCallback(() => {
-    api<Schemas['KeyList']>('/v1/keys')
-      .then((list) => (setKeys(list.data), setError(null)))
-      .catch((e) => setError(messageOf(e)));
-  }, []);
-  useEffect(reload, [reload]);
   return (
     <div>
       <h2 id="panel-title">API keys</h2>

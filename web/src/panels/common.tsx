@@ -2,12 +2,14 @@
 import { useCallback, useEffect, useState, type ReactNode } from 'react';
 import { api, messageOf } from '../api';
 
+/// The items at `path`, whether it answers them bare or, like the key list, under `data` beside
+/// other fields; with the function that reads them again and the error of the last read.
 export function useList<T>(path: string): [T[], () => void, string | null] {
   const [items, setItems] = useState<T[]>([]);
   const [error, setError] = useState<string | null>(null);
   const load = useCallback(() => {
-    api<T[]>(path)
-      .then((x) => (setItems(x), setError(null)))
+    api<T[] | { data: T[] }>(path)
+      .then((x) => (setItems(Array.isArray(x) ? x : x.data), setError(null)))
       .catch((e) => setError(messageOf(e)));
   }, [path]);
   useEffect(load, [load]);

@@ -2,7 +2,7 @@
 // revoke one.
 import { useState } from 'react';
 import { api, type Schemas } from '../api';
-import { ActionForm, Field, useList } from './common';
+import { CreateByName, useList } from './common';
 
 type Key = Schemas['KeyBody'];
 
@@ -12,7 +12,6 @@ export function when(ms: number | null | undefined): string {
 
 export function KeysPanel() {
   const [keys, reload, error] = useList<Key>('/v1/keys');
-  const [name, setName] = useState('');
   const [secret, setSecret] = useState<string | null>(null);
   return (
     <div>
@@ -36,20 +35,16 @@ export function KeysPanel() {
           </li>
         ))}
       </ul>
-      <ActionForm
-        action={async () => {
+      <CreateByName
+        heading="New key"
+        label="Key name"
+        submit="Create key"
+        create={async (name) => {
           const created = await api<Key>('/v1/keys', { method: 'POST', body: { name } });
           setSecret(created.secret ?? null);
-          setName('');
           reload();
         }}
-      >
-        <h3>New key</h3>
-        <Field label="Key name">
-          <input value={name} onChange={(e) => setName(e.target.value)} required />
-        </Field>
-        <button type="submit">Create key</button>
-      </ActionForm>
+      />
     </div>
   );
 }

@@ -25,6 +25,25 @@ export function Field({ label, children }: { label: string; children: ReactNode 
   );
 }
 
+/// A form that creates something from a name alone; the field empties once it is created.
+export function CreateByName(props: { heading: string; label: string; submit: string; create(name: string): Promise<void> }) {
+  const [name, setName] = useState('');
+  return (
+    <ActionForm
+      action={async () => {
+        await props.create(name);
+        setName('');
+      }}
+    >
+      <h3>{props.heading}</h3>
+      <Field label={props.label}>
+        <input value={name} onChange={(e) => setName(e.target.value)} required />
+      </Field>
+      <button type="submit">{props.submit}</button>
+    </ActionForm>
+  );
+}
+
 /// A form whose submit runs `action`; what it throws is shown under the form.
 export function ActionForm({ action, children }: { action(): Promise<void>; children: ReactNode }) {
   const [note, setNote] = useState<string | null>(null);

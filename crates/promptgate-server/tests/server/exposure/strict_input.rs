@@ -137,13 +137,9 @@ async fn errors_no_handler_produces_are_json_with_a_code() {
             open.push(tcp);
         }
     });
-    let (status, server) = gw
-        .post(
-            "/v1/mcp-servers",
-            json!({"name": "silent", "url": format!("http://{silent_addr}/mcp")}),
-        )
+    let server = gw
+        .register_mcp_server("silent", &format!("http://{silent_addr}/mcp"))
         .await;
-    assert_eq!(status, 201, "{server}");
     let timed_out = raw(
         gw.addr,
         &format!(

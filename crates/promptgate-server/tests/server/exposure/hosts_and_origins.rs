@@ -16,6 +16,14 @@ async fn with_host(gw: &Gateway, method: &str, path: &str, host: &str, extra: &s
     raw(gw.addr, &head, body).await
 }
 
+/// A CORS header the answer must carry, lowercased: the names and methods it lists have no case.
+fn listed(answer: &Raw, name: &str) -> String {
+    answer
+        .header(name)
+        .unwrap_or_else(|| panic!("no {name}: {answer:?}"))
+        .to_ascii_lowercase()
+}
+
 /// A JSON request as a page on `origin` sends it.
 async fn json_from_origin(
     gw: &Gateway,
@@ -102,13 +110,9 @@ async fn a_foreign_origin_cannot_change_state_whatever_the_content_type() {
     let port = gw.addr.port();
     let host = format!("127.0.0.1:{port}");
     gw.post("/v1/threads", json!({"id": "kept"})).await;
-    let (status, server) = gw
-        .post(
-            "/v1/mcp-servers",
-            json!({"name": "docs", "url": "https://mcp.example.com/mcp"}),
-        )
+    let server = gw
+        .register_mcp_server("docs", "https://mcp.example.com/mcp")
         .await;
-    assert_eq!(status, 201, "{server}");
     let probe = format!("/v1/mcp-servers/{}/probe", server["id"].as_str().unwrap());
 
     for origin in ["http://attacker.example", "null", "http://localhost:5173"] {
@@ -214,15 +218,9 @@ async fn a_frontend_on_a_listed_origin_gets_cors_and_others_do_not() {
         allowed.header("access-control-allow-origin"),
         Some("http://localhost:5173")
     );
-    let methods = allowed
-        .header("access-control-allow-methods")
-        .unwrap()
-        .to_ascii_lowercase();
+    let methods = listed(&allowed, "access-control-allow-methods");
     assert!(methods.contains("post"), "{methods}");
-    let headers = allowed
-        .header("access-control-allow-headers")
-        .unwrap()
-        .to_ascii_lowercase();
+    let headers = listed(&allowed, "access-control-allow-headers");
     assert!(
         headers.contains("authorization") && headers.contains("content-type"),
         "{headers}"
@@ -244,10 +242,7 @@ async fn a_frontend_on_a_listed_origin_gets_cors_and_others_do_not() {
         answered.header("access-control-allow-origin"),
         Some("http://localhost:5173")
     );
-    let exposed = answered
-        .header("access-control-expose-headers")
-        .unwrap()
-        .to_ascii_lowercase();
+    let exposed = listed(&answered, "access-control-expose-headers");
     assert!(exposed.contains("x-vercel-ai-ui-message-stream"), "{exposed}");
     assert!(answered.body.contains("\"finish\""), "{}", answered.body);
 

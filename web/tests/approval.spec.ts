@@ -21,15 +21,20 @@ async function expectCardFor(page: Page, task: string) {
   await expect(page.locator('.tool[data-tool="addTasks"] .tool-outcome')).toHaveText('waits for your approval');
 }
 
+/// A new chat asks to be reminded of `task`: the answer waits on the approval card for it.
+async function askToRemind(page: Page, task: string) {
+  await newChat(page, 'scripted');
+  await send(page, `Please remind me to ${task}`);
+  await expectCardFor(page, task);
+}
+
 test.describe('tool approval', () => {
   test.beforeEach(async ({ request }) => askForTasks(request, true));
   test.afterEach(async ({ request }) => askForTasks(request, false));
 
   test('an approved call runs and shows its output, and the answer continues', async ({ page }, info) => {
     const task = `water the plants ${tag(info)}`;
-    await newChat(page, 'scripted');
-    await send(page, `Please remind me to ${task}`);
-    await expectCardFor(page, task);
+    await askToRemind(page, task);
     // The card is reached and answered from the keyboard.
     await card(page).getByRole('button', { name: 'Approve' }).focus();
     await page.keyboard.press('Enter');
@@ -74,9 +79,7 @@ test.describe('tool approval', () => {
 
   test('a waiting call shows after a reload and in another browser, and is approved there', async ({ page, browser }, info) => {
     const task = `call the plumber ${tag(info)}`;
-    await newChat(page, 'scripted');
-    await send(page, `Please remind me to ${task}`);
-    await expectCardFor(page, task);
+    await askToRemind(page, task);
     await expect(page).toHaveURL(/thread=/);
 
     // Another browser (its own storage and cookies) opens the thread and sees the same card.
@@ -106,9 +109,7 @@ test.describe('tool approval', () => {
 
   test('a card answered in another browser meanwhile shows the stored outcome here', async ({ page, browser }, info) => {
     const task = `book the ferry ${tag(info)}`;
-    await newChat(page, 'scripted');
-    await send(page, `Please remind me to ${task}`);
-    await expectCardFor(page, task);
+    await askToRemind(page, task);
     // The other browser has the default model picked; the model that asked goes on all the same.
     const other = await browser.newContext();
     try {

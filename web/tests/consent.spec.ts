@@ -46,6 +46,15 @@ async function expectCard(page: Page, name: string) {
   await expect(page.getByRole('status').filter({ hasText: 'A tool waits for your authorization above' })).toBeVisible();
 }
 
+/// A new chat calls `tool` of the connected server `name` after arming the revocation: the answer
+/// waits on the authorization card.
+async function callAfterRevocation(page: Page, request: APIRequestContext, name: string, tool: string) {
+  await revokeOnNextCall(request);
+  await newChat(page, 'scripted');
+  await send(page, `Please call ${tool} for me`);
+  await expectCard(page, name);
+}
+
 test.describe('consent in the middle of a turn', () => {
   test.skip(!peer(), 'the Python auth peer is not installed: run crates/promptgate-mcp/tests/peers/install.sh');
   let server = '';
@@ -57,10 +66,7 @@ test.describe('consent in the middle of a turn', () => {
     const name = `Vault ${tag(info)}`;
     const tool = `vault_${tag(info)}_whoami`;
     server = await connect(request, name);
-    await revokeOnNextCall(request);
-    await newChat(page, 'scripted');
-    await send(page, `Please call ${tool} for me`);
-    await expectCard(page, name);
+    await callAfterRevocation(page, request, name, tool);
     const axe = await new AxeBuilder({ page }).include('.authorization').analyze();
     expect(axe.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')).toEqual([]);
     await shot(page, 'authorization');
@@ -89,10 +95,7 @@ test.describe('consent in the middle of a turn', () => {
     const name = `Safe ${tag(info)}`;
     const tool = `safe_${tag(info)}_whoami`;
     server = await connect(request, name);
-    await revokeOnNextCall(request);
-    await newChat(page, 'scripted');
-    await send(page, `Please call ${tool} for me`);
-    await expectCard(page, name);
+    await callAfterRevocation(page, request, name, tool);
     await stopButton(page).click();
     await expect(card(page, name)).toHaveCount(0);
     await expect(answers(page).last().locator('.authorization-ended')).toBeVisible();

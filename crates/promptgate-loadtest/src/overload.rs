@@ -9,6 +9,7 @@ use std::time::Duration;
 use crate::error::LoadError;
 use crate::gateway::{BENCH_MODEL, GatewayProcess};
 use crate::load::{RunResult, Target, drive};
+use crate::report::ms_tenths;
 use crate::scenario::{Options, Scenario};
 
 /// The steps, as multiples of the path's rate (`--rate`, else [`base_rate`]).
@@ -89,10 +90,6 @@ pub async fn steps(target: &Target, rate: f64, options: &Options) -> Result<Vec<
     Ok(results)
 }
 
-fn ms(d: Duration) -> String {
-    format!("{:.1}", d.as_secs_f64() * 1000.0)
-}
-
 /// The Markdown table of one path's steps.
 pub fn markdown(scenario: Scenario, rate: f64, shape: &StepShape, results: &[RunResult]) -> String {
     let peak = results.iter().map(|r| r.achieved_rate).fold(0.0, f64::max);
@@ -131,13 +128,13 @@ pub fn markdown(scenario: Scenario, rate: f64, shape: &StepShape, results: &[Run
             } else {
                 0.0
             },
-            ms(r.total.p50),
-            ms(r.total.p99),
-            ms(r.refusal.p50),
-            ms(r.refusal.p99),
-            ms(r.total_wire.p99),
-            ms(r.refusal_wire.p99),
-            ms(r.max_schedule_lag),
+            ms_tenths(r.total.p50),
+            ms_tenths(r.total.p99),
+            ms_tenths(r.refusal.p50),
+            ms_tenths(r.refusal.p99),
+            ms_tenths(r.total_wire.p99),
+            ms_tenths(r.refusal_wire.p99),
+            ms_tenths(r.max_schedule_lag),
         );
     }
     if let Some(error) = results

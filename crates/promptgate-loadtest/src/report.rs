@@ -11,7 +11,12 @@ fn ms(d: Duration) -> String {
     format!("{:.3}", d.as_secs_f64() * 1000.0)
 }
 
-fn mib(kib: u64) -> String {
+/// Milliseconds to the tenth, the precision of the overload and scale tables.
+pub(crate) fn ms_tenths(d: Duration) -> String {
+    format!("{:.1}", d.as_secs_f64() * 1000.0)
+}
+
+pub(crate) fn mib(kib: u64) -> String {
     format!("{:.1}", kib as f64 / 1024.0)
 }
 

@@ -3,7 +3,7 @@
 // minute).
 import { useCallback, useEffect, useState } from 'react';
 import { api, messageOf, type Schemas } from '../api';
-import { ActionForm, Field } from './common';
+import { ActionForm, CreateByName, Field } from './common';
 import { UsageChart } from './UsageChart';
 
 type User = Schemas['UserBody'];
@@ -83,7 +83,6 @@ function BudgetForm({ user }: { user: User }) {
 export function AdminPanel() {
   const [users, setUsers] = useState<User[]>([]);
   const [error, setError] = useState<string | null>(null);
-  const [name, setName] = useState('');
   const [secret, setSecret] = useState<string | null>(null);
   const reload = useCallback(() => {
     api<Schemas['UserList']>('/v1/admin/users')
@@ -132,20 +131,16 @@ export function AdminPanel() {
           </li>
         ))}
       </ul>
-      <ActionForm
-        action={async () => {
+      <CreateByName
+        heading="New user"
+        label="User name"
+        submit="Create user"
+        create={async (name) => {
           const created = await api<Schemas['CreatedUser']>('/v1/admin/users', { method: 'POST', body: { name } });
           setSecret(created.key.secret ?? null);
-          setName('');
           reload();
         }}
-      >
-        <h3>New user</h3>
-        <Field label="User name">
-          <input value={name} onChange={(e) => setName(e.target.value)} required />
-        </Field>
-        <button type="submit">Create user</button>
-      </ActionForm>
+      />
     </div>
   );
 }

@@ -1,8 +1,8 @@
 // The signed-in user's API keys: create one (its secret is shown once), see when each was last used,
 // revoke one.
-import { useCallback, useEffect, useState } from 'react';
-import { api, messageOf, type Schemas } from '../api';
-import { ActionForm, Field } from './common';
+import { useState } from 'react';
+import { api, type Schemas } from '../api';
+import { CreateByName, useList } from './common';
 
 type Key = Schemas['KeyBody'];
 
@@ -11,16 +11,8 @@ export function when(ms: number | null | undefined): string {
 }
 
 export function KeysPanel() {
-  const [keys, setKeys] = useState<Key[]>([]);
-  const [error, setError] = useState<string | null>(null);
-  const [name, setName] = useState('');
+  const [keys, reload, error] = useList<Key>('/v1/keys');
   const [secret, setSecret] = useState<string | null>(null);
-  const reload = useCallback(() => {
-    api<Schemas['KeyList']>('/v1/keys')
-      .then((list) => (setKeys(list.data), setError(null)))
-      .catch((e) => setError(messageOf(e)));
-  }, []);
-  useEffect(reload, [reload]);
   return (
     <div>
       <h2 id="panel-title">API keys</h2>
@@ -43,20 +35,16 @@ export function KeysPanel() {
           </li>
         ))}
       </ul>
-      <ActionForm
-        action={async () => {
+      <CreateByName
+        heading="New key"
+        label="Key name"
+        submit="Create key"
+        create={async (name) => {
           const created = await api<Key>('/v1/keys', { method: 'POST', body: { name } });
           setSecret(created.secret ?? null);
-          setName('');
           reload();
         }}
-      >
-        <h3>New key</h3>
-        <Field label="Key name">
-          <input value={name} onChange={(e) => setName(e.target.value)} required />
-        </Field>
-        <button type="submit">Create key</button>
-      </ActionForm>
+      />
     </div>
   );
 }

@@ -23,6 +23,7 @@ use tokio::time::Instant;
 use super::ScaleShape;
 use crate::error::LoadError;
 use crate::gateway::{BENCH_MODEL, GatewayProcess, Placement};
+use crate::report::{mib, ms_tenths};
 use crate::stats::Percentiles;
 use crate::wire::BenchUpstream;
 
@@ -282,7 +283,6 @@ async fn checked(sent: reqwest::Result<reqwest::Response>) -> Result<Value, Load
 
 /// The report's section: one table, both curves, each store.
 pub fn markdown(report: &McpScaleReport, out: &mut String) {
-    let ms = |d: Duration| format!("{:.1}", d.as_secs_f64() * 1000.0);
     let _ = writeln!(
         out,
         "### Scale: a send's time to its first answer token (ms)\n\n\
@@ -300,13 +300,13 @@ pub fn markdown(report: &McpScaleReport, out: &mut String) {
         };
         let _ = writeln!(
             out,
-            "| {} | {has} | {} | {} | {} | {:.1} | {:.1} |",
+            "| {} | {has} | {} | {} | {} | {:.1} | {} |",
             point.store,
-            ms(point.first_token.p50),
-            ms(point.first_token.p90),
-            ms(point.first_token.max),
+            ms_tenths(point.first_token.p50),
+            ms_tenths(point.first_token.p90),
+            ms_tenths(point.first_token.max),
             point.mcp_requests_per_send,
-            point.rss_kib as f64 / 1024.0,
+            mib(point.rss_kib),
         );
     }
     out.push('\n');

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 
 use crate::error::LoadError;
 use crate::gateway::{GatewayProcess, Placement};
+use crate::report::{mib, ms_tenths};
 
 /// Thread lengths measured by default, in messages.
 pub const SIZES: [usize; 5] = [10, 100, 1_000, 5_000, 20_000];
@@ -91,10 +92,6 @@ pub async fn run(
     Ok(out)
 }
 
-fn ms(d: Duration) -> String {
-    format!("{:.1}", d.as_secs_f64() * 1000.0)
-}
-
 fn median<T: Copy + Ord>(mut values: Vec<T>) -> Option<T> {
     values.sort_unstable();
     values.get(values.len() / 2).copied()
@@ -103,12 +100,11 @@ fn median<T: Copy + Ord>(mut values: Vec<T>) -> Option<T> {
 fn table_row(store: &str, row: &Row, fill: Duration) -> String {
     let first = row.first_send.map_or_else(
         || "n/a".to_owned(),
-        |s| format!("{} / {}", ms(s.first_byte), ms(s.first_text)),
+        |s| format!("{} / {}", ms_tenths(s.first_byte), ms_tenths(s.first_text)),
     );
     let byte = median(row.samples.iter().map(|s| s.first_byte).collect());
     let text = median(row.samples.iter().map(|s| s.first_text).collect());
-    let mib =
-        |kib: Option<u64>| kib.map_or_else(|| "n/a".to_owned(), |kib| format!("{:.1}", kib as f64 / 1024.0));
+    let mib_or_na = |kib: Option<u64>| kib.map_or_else(|| "n/a".to_owned(), mib);
     // Every send of this thread, the first included: the most it ever held above idle.
     let highest = row
         .first_send
@@ -120,10 +116,10 @@ fn table_row(store: &str, row: &Row, fill: Duration) -> String {
         "| {store} | {} | {:.1} | {first} | {} | {} | {} | {} | {} | {} |",
         row.size,
         fill.as_secs_f64(),
-        mib(row.first_send.map(|s| s.peak_above_before())),
-        byte.map_or_else(|| "n/a".to_owned(), ms),
-        text.map_or_else(|| "n/a".to_owned(), ms),
-        mib(highest),
+        mib_or_na(row.first_send.map(|s| s.peak_above_before())),
+        byte.map_or_else(|| "n/a".to_owned(), ms_tenths),
+        text.map_or_else(|| "n/a".to_owned(), ms_tenths),
+        mib_or_na(highest),
         row.sent_messages,
         row.prompt_tokens,
     )

@@ -89,36 +89,32 @@ async fn claude_code_completes_a_task_with_its_own_tool_through_the_gateway() {
     upstream.push(text(["Wrote hello.txt."]));
 
     let base = format!("http://{}", gw.addr);
-    let out = tokio::task::spawn_blocking(move || {
-        Command::new("timeout")
-            .arg("180")
-            .arg(claude)
-            .args([
-                "-p",
-                "Write hello.txt saying hi",
-                "--permission-mode",
-                "acceptEdits",
-            ])
-            .current_dir(&work)
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("HOME", &home)
-            .env("ANTHROPIC_BASE_URL", base)
-            .env("ANTHROPIC_API_KEY", token)
-            // The recipe of docs/api.md: every model Claude Code uses named by its environment.
-            .env("ANTHROPIC_MODEL", "scripted")
-            // Side requests (titles, summaries) go to the offline demo model, not to the script.
-            .env("ANTHROPIC_DEFAULT_HAIKU_MODEL", "demo")
-            .env("ANTHROPIC_SMALL_FAST_MODEL", "demo")
-            .env("DISABLE_TELEMETRY", "1")
-            .env("DISABLE_ERROR_REPORTING", "1")
-            .env("DISABLE_AUTOUPDATER", "1")
-            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-            .output()
-    })
-    .await
-    .unwrap()
-    .expect("claude runs");
+    let mut claude_code = Command::new("timeout");
+    claude_code
+        .arg("180")
+        .arg(claude)
+        .args([
+            "-p",
+            "Write hello.txt saying hi",
+            "--permission-mode",
+            "acceptEdits",
+        ])
+        .current_dir(&work)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", &home)
+        .env("ANTHROPIC_BASE_URL", base)
+        .env("ANTHROPIC_API_KEY", token)
+        // The recipe of docs/api.md: every model Claude Code uses named by its environment.
+        .env("ANTHROPIC_MODEL", "scripted")
+        // Side requests (titles, summaries) go to the offline demo model, not to the script.
+        .env("ANTHROPIC_DEFAULT_HAIKU_MODEL", "demo")
+        .env("ANTHROPIC_SMALL_FAST_MODEL", "demo")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_ERROR_REPORTING", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
+    let out = common::output_of(claude_code, "claude").await;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "claude failed: {stdout}\n{stderr}");

@@ -1025,6 +1025,15 @@ pub fn where_eq<'a>(list: &'a Value, key: &str, value: &str) -> Vec<&'a Value> {
         .collect()
 }
 
+/// Runs an outside program (`what`) to its end on a blocking thread, so the gateway it talks to,
+/// served on the test's runtime, keeps answering it.
+pub async fn output_of(mut command: std::process::Command, what: &str) -> std::process::Output {
+    tokio::task::spawn_blocking(move || command.output())
+        .await
+        .unwrap()
+        .unwrap_or_else(|e| panic!("{what} does not run: {e}"))
+}
+
 /// Asserts that a process a test ran (`what`) succeeded, showing what it printed where it did not.
 pub fn assert_succeeded(out: &std::process::Output, what: &str) {
     assert!(

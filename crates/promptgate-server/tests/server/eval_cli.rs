@@ -53,9 +53,7 @@ async fn eval_with(
         .arg(&file)
         .args(["--model", "scripted"])
         .args(args);
-    tokio::task::spawn_blocking(move || cmd.output().unwrap())
-        .await
-        .unwrap()
+    crate::common::output_of(cmd, "promptgate eval").await
 }
 
 const TWO_SCENARIOS: &str = r#"scenarios:

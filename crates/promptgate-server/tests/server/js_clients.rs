@@ -53,11 +53,9 @@ pub fn run_node(dir: PathBuf, args: &[&str]) -> impl Future<Output = (bool, Valu
 /// whether it succeeded, and that JSON.
 pub async fn run_for_json(program: PathBuf, dir: PathBuf, args: Vec<String>) -> (bool, Value) {
     let name = program.display().to_string();
-    let out =
-        tokio::task::spawn_blocking(move || Command::new(program).current_dir(&dir).args(&args).output())
-            .await
-            .unwrap()
-            .unwrap_or_else(|e| panic!("{name} runs: {e}"));
+    let mut client = Command::new(program);
+    client.current_dir(&dir).args(&args);
+    let out = common::output_of(client, &name).await;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
         panic!(

@@ -85,7 +85,7 @@ async fn preview(gw: &Gateway, thread: &str) -> Value {
     body
 }
 
-/// The content of the tool message answering `call_id` in an upstream request.
+/// The chunk among `events` (all of one type) that belongs to the tool call `call_id`.
 fn event_for<'a>(events: &[&'a Value], call_id: &str) -> &'a Value {
     events
         .iter()
@@ -145,7 +145,7 @@ async fn mcp_tools_are_offered_called_and_recorded(backend: Backend) {
     assert_eq!(input["toolName"], "fetch_echo");
     assert_eq!(input["dynamic"], true);
     assert_eq!(input["input"], json!({"message": "hi"}));
-    let output = event_for(&sse.of_type("tool-output-available"), "c1");
+    let output = sse.tool_output("c1");
     assert_eq!(output["dynamic"], true);
     assert_eq!(output["output"]["content"][0]["text"], "echo: hi");
     let origin = json!({"name": "Fetch", "url": first.url(), "toolName": "echo"});
@@ -188,7 +188,7 @@ async fn mcp_tools_are_offered_called_and_recorded(backend: Backend) {
             .iter()
             .all(|e| e["toolCallId"] != "c2")
     );
-    let big = event_for(&sse.of_type("tool-output-available"), "c3");
+    let big = sse.tool_output("c3");
     assert_eq!(big["dynamic"], true);
     let request = upstream.last_request().unwrap();
     let cut = tool_message(&request, "c3");
@@ -261,7 +261,7 @@ async fn failing_servers_are_skipped_and_a_restarted_one_comes_back() {
     common::one_call(&upstream, "c9", "files_echo", "{\"message\":\"again\"}", "Third.");
     let sse = gw.chat("t2", "three").await;
     assert_eq!(sse.text(), "Third.");
-    let output = event_for(&sse.of_type("tool-output-available"), "c9");
+    let output = sse.tool_output("c9");
     assert_eq!(output["output"]["content"][0]["text"], "echo: again");
 }
 
@@ -379,7 +379,7 @@ async fn a_turn_calls_server_everything_through_the_gateway() {
     upstream.push(text(["Echoed."]));
     let sse = gw.chat("t3", "echo please").await;
     assert_eq!(sse.text(), "Echoed.");
-    let output = event_for(&sse.of_type("tool-output-available"), "e1");
+    let output = sse.tool_output("e1");
     assert_eq!(output["dynamic"], true);
     assert_eq!(
         output["output"]["content"][0]["text"],

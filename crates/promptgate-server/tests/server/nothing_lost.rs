@@ -495,6 +495,15 @@ pub(crate) fn binary_dir(upstream: &ScriptedUpstream, extra: &str) -> PathBuf {
     binary_dir_on(upstream, None, extra)
 }
 
+/// A scripted upstream, a [`binary_dir`] on it with `extra` appended, and a free port: what a test
+/// starts the binary on, and starts it on again after killing or stopping it.
+pub(crate) async fn binary_setup(extra: &str) -> (ScriptedUpstream, PathBuf, u16) {
+    common::init();
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    let dir = binary_dir(&upstream, extra);
+    (upstream, dir, common::free_port())
+}
+
 /// [`binary_dir`] on `database_url` (`None`: a SQLite file in the directory).
 fn binary_dir_on(upstream: &ScriptedUpstream, database_url: Option<&str>, extra: &str) -> PathBuf {
     let dir = scratch_dir("lost");
@@ -560,10 +569,7 @@ pub(crate) async fn wait_for_checkpoint(port: u16, thread: &str, needle: &str) -
 
 #[tokio::test]
 async fn a_killed_process_leaves_an_interrupted_partial_answer() {
-    common::init();
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let dir = binary_dir(&upstream, "[turn]\ncheckpoint_interval_ms = 50\n");
-    let port = common::free_port();
+    let (upstream, dir, port) = binary_setup("[turn]\ncheckpoint_interval_ms = 50\n").await;
     let server = start_binary(&dir, port, "first").await;
     upstream.push(
         Script::new()
@@ -597,13 +603,8 @@ async fn a_killed_process_leaves_an_interrupted_partial_answer() {
 
 #[tokio::test]
 async fn sigterm_lets_turns_finish_within_the_grace_and_stores_the_rest_as_stopped() {
-    common::init();
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let dir = binary_dir(
-        &upstream,
-        "[server]\nshutdown_grace_secs = 2\n[turn]\ncheckpoint_interval_ms = 50\n",
-    );
-    let port = common::free_port();
+    let (upstream, dir, port) =
+        binary_setup("[server]\nshutdown_grace_secs = 2\n[turn]\ncheckpoint_interval_ms = 50\n").await;
     let mut server = start_binary(&dir, port, "first").await;
     // One turn that ends within the grace, one that never would.
     upstream.push(text(["Finishing ", "in ", "time."]).with_delay_between(Duration::from_millis(150)));

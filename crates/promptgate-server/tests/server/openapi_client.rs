@@ -30,10 +30,9 @@ async fn a_generated_typescript_client_compiles_and_talks_to_the_gateway() {
     config.auth.mode = AuthMode::SingleUser;
     let gw = Gateway::start(Backend::Sqlite, config).await;
     let base = gw.url("");
-    let out = tokio::task::spawn_blocking(move || Command::new(dir.join("check.sh")).arg(base).output())
-        .await
-        .unwrap()
-        .expect("the check runs");
+    let mut check = Command::new(dir.join("check.sh"));
+    check.arg(base);
+    let out = crate::common::output_of(check, "the generated client's check").await;
     let stdout = String::from_utf8_lossy(&out.stdout);
     crate::common::assert_succeeded(&out, "the generated client's check");
     let seen: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"));

@@ -190,16 +190,9 @@ fn python_tools() -> Option<PathBuf> {
 }
 
 async fn run(program: PathBuf, args: Vec<String>, dir: PathBuf) -> (bool, String) {
-    let out = tokio::task::spawn_blocking(move || {
-        Command::new(&program)
-            .args(&args)
-            .current_dir(&dir)
-            .env("NO_COLOR", "1")
-            .output()
-    })
-    .await
-    .unwrap()
-    .expect("the checker runs");
+    let mut checker = Command::new(&program);
+    checker.args(&args).current_dir(&dir).env("NO_COLOR", "1");
+    let out = common::output_of(checker, "the checker").await;
     let text = format!(
         "{}\n{}",
         String::from_utf8_lossy(&out.stdout),

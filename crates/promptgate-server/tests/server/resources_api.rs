@@ -75,14 +75,7 @@ common::on_both_backends!(users_only_ever_see_their_own_rows);
 #[tokio::test]
 async fn projects_threads_and_messages() {
     let gw = Gateway::single_user(Backend::Sqlite).await;
-    let (status, project) = gw
-        .post(
-            "/v1/projects",
-            json!({"name": "Garden", "instructions": "Answer in haiku."}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{project}");
-    let pid = project["id"].as_str().unwrap().to_owned();
+    let pid = gw.create_project("Garden", "Answer in haiku.").await;
 
     let (status, thread) = gw
         .post("/v1/threads", json!({"project_id": pid, "title": "Roses"}))

@@ -214,22 +214,14 @@ async fn the_codex_cli_runs_a_task_with_its_own_tool_through_a_custom_provider()
     );
     std::fs::write(home.join("config.toml"), config).unwrap();
     let args = ["exec", "--skip-git-repo-check", "What does note.txt say?"];
-    let out = tokio::task::spawn_blocking({
-        let (home, work) = (home.clone(), work.clone());
-        move || {
-            Command::new(codex)
-                .args(args)
-                .current_dir(work)
-                .env("CODEX_HOME", &home)
-                .env("HOME", &home)
-                .env("PROMPTGATE_KEY", "any-key-in-single-user-mode")
-                .stdin(std::process::Stdio::null())
-                .output()
-        }
-    })
-    .await
-    .unwrap()
-    .expect("codex runs");
+    let mut exec = Command::new(codex);
+    exec.args(args)
+        .current_dir(&work)
+        .env("CODEX_HOME", &home)
+        .env("HOME", &home)
+        .env("PROMPTGATE_KEY", "any-key-in-single-user-mode")
+        .stdin(std::process::Stdio::null());
+    let out = crate::common::output_of(exec, "codex").await;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let _ = std::fs::remove_dir_all(&root);

@@ -366,10 +366,8 @@ fn counts(row: &Value) -> (Option<u64>, Option<u64>, Option<u64>) {
 
 #[tokio::test]
 async fn a_killed_process_leaves_its_finished_steps_in_the_ledger_once() {
-    common::init();
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let dir = crate::nothing_lost::binary_dir(&upstream, "[turn]\ncheckpoint_interval_ms = 50\n");
-    let port = common::free_port();
+    let (upstream, dir, port) =
+        crate::nothing_lost::binary_setup("[turn]\ncheckpoint_interval_ms = 50\n").await;
     let server = crate::nothing_lost::start_binary(&dir, port, "first").await;
     let card = json!({"title": "Tide", "html": "<p>06:40</p>"}).to_string();
     upstream.push(tool_calls(&[("c1", "render_html", &[card.as_str()])]));
@@ -386,29 +384,18 @@ async fn a_killed_process_leaves_its_finished_steps_in_the_ledger_once() {
     let _ = stream.await;
 
     let server = crate::nothing_lost::start_binary(&dir, port, "second").await;
-    let report = |port: u16| async move {
-        reqwest::get(format!("http://127.0.0.1:{port}/v1/usage?group_by=model"))
-            .await
-            .unwrap()
-            .json::<Value>()
-            .await
-            .unwrap()
-    };
-    let left = report(port).await;
+    let http = reqwest::Client::new();
+    let usage_by =
+        |group: &str| common::json_of(http.get(format!("http://127.0.0.1:{port}/v1/usage?group_by={group}")));
+    let left = usage_by("model").await;
     let row = &left["data"][0];
     assert_eq!(
         counts(row),
         (Some(1), Some(10), Some(5)),
         "the tool step's tokens, once: {left}"
     );
-    let statuses = |port: u16| async move {
-        let report = reqwest::get(format!("http://127.0.0.1:{port}/v1/usage?group_by=status"))
-            .await
-            .unwrap()
-            .json::<Value>()
-            .await
-            .unwrap();
-        report["data"]
+    let statuses = || async {
+        usage_by("status").await["data"]
             .as_array()
             .unwrap()
             .iter()
@@ -416,7 +403,7 @@ async fn a_killed_process_leaves_its_finished_steps_in_the_ledger_once() {
             .collect::<Vec<_>>()
     };
     assert_eq!(
-        statuses(port).await,
+        statuses().await,
         vec![(json!("interrupted"), json!(10))],
         "the row of the turn whose answer start-up marked interrupted says so"
     );
@@ -427,11 +414,11 @@ async fn a_killed_process_leaves_its_finished_steps_in_the_ledger_once() {
         .await
         .unwrap();
     assert!(res.text().await.unwrap().contains("again."));
-    let after = report(port).await;
+    let after = usage_by("model").await;
     let row = &after["data"][0];
     assert_eq!(counts(row), (Some(2), Some(20), Some(7)), "{after}");
     assert_eq!(
-        statuses(port).await,
+        statuses().await,
         vec![(json!("complete"), json!(10)), (json!("interrupted"), json!(10))]
     );
     drop(server);
@@ -442,11 +429,8 @@ async fn a_killed_process_leaves_its_finished_steps_in_the_ledger_once() {
 /// ledger after the restart, none waiting in memory was lost.
 #[tokio::test]
 async fn a_clean_stop_writes_the_facade_rows_it_gathered() {
-    use crate::nothing_lost::{binary_dir, start_binary};
-    common::init();
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let dir = binary_dir(&upstream, "");
-    let port = common::free_port();
+    use crate::nothing_lost::{binary_setup, start_binary};
+    let (upstream, dir, port) = binary_setup("").await;
     let mut server = start_binary(&dir, port, "first").await;
     let gw_url = format!("http://127.0.0.1:{port}");
     let http = reqwest::Client::new();

@@ -113,6 +113,22 @@ async fn roundtrip_rest(tcp: &mut TcpStream, rest: &str) -> Raw {
     }
 }
 
+/// A keep-alive connection whose first request has been answered, so the idle timeout is the
+/// clock it runs on.
+async fn asked_once(addr: SocketAddr) -> TcpStream {
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    assert_eq!(roundtrip(&mut tcp, "/healthz").await.status, 200);
+    tcp
+}
+
+/// [`serve`] in front of the scripted model, for tests whose sends reach a provider.
+async fn serve_scripted(limits: ConnectionLimits) -> (Served, ScriptedUpstream) {
+    init();
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    let config = scripted_config(AuthMode::SingleUser, &upstream.base_url());
+    (serve(config, limits).await, upstream)
+}
+
 async fn healthz(http: &reqwest::Client, addr: SocketAddr) -> u16 {
     http.get(format!("http://{addr}/healthz"))
         .send()
@@ -135,8 +151,7 @@ async fn idle_half_sent_and_stalled_connections_are_closed_while_healthz_keeps_a
         .write_all(b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\nx-slow: ")
         .await
         .unwrap();
-    let mut kept_alive = TcpStream::connect(addr).await.unwrap();
-    assert_eq!(roundtrip(&mut kept_alive, "/healthz").await.status, 200);
+    let mut kept_alive = asked_once(addr).await;
     let mut stalled_body = TcpStream::connect(addr).await.unwrap();
     stalled_body
         .write_all(
@@ -237,8 +252,7 @@ async fn a_request_hyper_cannot_parse_gets_a_json_error_with_its_status() {
     assert_eq!(answer.status, 431, "{answer:?}");
     assert_eq!(answer.code(), "headers_too_large");
     // The connection's next clients are served as usual.
-    let mut tcp = TcpStream::connect(server.addr).await.unwrap();
-    assert_eq!(roundtrip(&mut tcp, "/healthz").await.status, 200);
+    asked_once(server.addr).await;
 }
 
 #[tokio::test]
@@ -251,8 +265,7 @@ async fn a_keep_alive_connection_left_idle_still_answers_its_next_requests_until
         },
     )
     .await;
-    let mut tcp = TcpStream::connect(server.addr).await.unwrap();
-    assert_eq!(roundtrip(&mut tcp, "/healthz").await.status, 200);
+    let mut tcp = asked_once(server.addr).await;
 
     // Parked: the next request is served on the same connection.
     tokio::time::sleep(Duration::from_millis(600)).await;
@@ -277,8 +290,7 @@ async fn a_keep_alive_connection_left_idle_still_answers_its_next_requests_until
     assert_eq!(answers.matches("HTTP/1.1 200 OK").count(), 2, "{answers}");
 
     // And a parked connection is still closed once idle for the idle timeout.
-    let mut idle = TcpStream::connect(server.addr).await.unwrap();
-    assert_eq!(roundtrip(&mut idle, "/healthz").await.status, 200);
+    let mut idle = asked_once(server.addr).await;
     assert!(closed_by_server(&mut idle).await.is_empty());
 }
 
@@ -291,8 +303,7 @@ async fn past_the_connection_cap_connections_that_ask_nothing_make_room_and_heal
     let server = serve(test_config(AuthMode::SingleUser), limits(300, 300, 8)).await;
     let addr = server.addr;
     // A keep-alive client that asked before the flood.
-    let mut regular = TcpStream::connect(addr).await.unwrap();
-    assert_eq!(roundtrip(&mut regular, "/healthz").await.status, 200);
+    let _regular = asked_once(addr).await;
     // Three times the cap of connections that send nothing, each accepted in turn.
     let mut silent = Vec::new();
     for _ in 0..24 {
@@ -331,8 +342,7 @@ async fn a_connection_that_never_asks_is_closed_at_the_first_request_timeout_and
         },
     )
     .await;
-    let mut asked = TcpStream::connect(server.addr).await.unwrap();
-    assert_eq!(roundtrip(&mut asked, "/healthz").await.status, 200);
+    let mut asked = asked_once(server.addr).await;
     let mut silent = TcpStream::connect(server.addr).await.unwrap();
     assert!(closed_by_server(&mut silent).await.is_empty());
     // A connection that has asked before keeps the idle timeout.
@@ -341,10 +351,7 @@ async fn a_connection_that_never_asks_is_closed_at_the_first_request_timeout_and
 
 #[tokio::test]
 async fn past_the_connection_cap_a_client_waits_while_every_connection_has_a_request_in_progress() {
-    init();
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let config = scripted_config(AuthMode::SingleUser, &upstream.base_url());
-    let server = serve(config, limits(300, 300, 2)).await;
+    let (server, upstream) = serve_scripted(limits(300, 300, 2)).await;
     let addr = server.addr;
     // Two answers that never end hold both slots with a request in progress.
     let mut streams = Vec::new();
@@ -419,10 +426,7 @@ async fn slow_stream(
 
 #[tokio::test]
 async fn a_stream_with_pauses_longer_than_the_connection_timeouts_is_not_cut() {
-    init();
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let config = scripted_config(AuthMode::SingleUser, &upstream.base_url());
-    let server = serve(config, limits(1, 1, 64)).await;
+    let (server, upstream) = serve_scripted(limits(1, 1, 64)).await;
     let stream = slow_stream(server.addr, &upstream).await;
     let sse = tokio::time::timeout(HANG_GUARD, stream).await.unwrap().unwrap();
     assert!(sse.done, "the stream was cut: {:?}", sse.types());
@@ -431,13 +435,9 @@ async fn a_stream_with_pauses_longer_than_the_connection_timeouts_is_not_cut() {
 
 #[tokio::test]
 async fn shutdown_closes_idle_connections_and_returns_once_streams_are_done() {
-    init();
-    let upstream = ScriptedUpstream::start().await.unwrap();
-    let config = scripted_config(AuthMode::SingleUser, &upstream.base_url());
-    let mut server = serve(config, limits(60, 60, 64)).await;
+    let (mut server, upstream) = serve_scripted(limits(60, 60, 64)).await;
     let addr = server.addr;
-    let mut idle = TcpStream::connect(addr).await.unwrap();
-    assert_eq!(roundtrip(&mut idle, "/healthz").await.status, 200);
+    let mut idle = asked_once(addr).await;
     let stream = slow_stream(addr, &upstream).await;
 
     server.stop.take().unwrap().send(()).unwrap();

@@ -16,6 +16,27 @@ async fn with_host(gw: &Gateway, method: &str, path: &str, host: &str, extra: &s
     raw(gw.addr, &head, body).await
 }
 
+/// A CORS header the answer must carry, lowercased: the names and methods it lists have no case.
+fn listed(answer: &Raw, name: &str) -> String {
+    answer
+        .header(name)
+        .unwrap_or_else(|| panic!("no {name}: {answer:?}"))
+        .to_ascii_lowercase()
+}
+
+/// A JSON request as a page on `origin` sends it.
+async fn json_from_origin(
+    gw: &Gateway,
+    method: &str,
+    path: &str,
+    host: &str,
+    origin: &str,
+    body: &[u8],
+) -> Raw {
+    let extra = format!("origin: {origin}\r\ncontent-type: application/json");
+    with_host(gw, method, path, host, &extra, body).await
+}
+
 #[tokio::test]
 async fn a_rebinding_page_can_neither_read_nor_change_anything_in_single_user_mode() {
     let gw = Gateway::single_user(Backend::Sqlite).await;
@@ -24,15 +45,7 @@ async fn a_rebinding_page_can_neither_read_nor_change_anything_in_single_user_mo
 
     let evil = format!("attacker.example:{port}");
     let body = br#"{"preferred_name": "Mallory"}"#;
-    let put = with_host(
-        &gw,
-        "PUT",
-        "/v1/settings",
-        &evil,
-        &format!("content-type: application/json\r\norigin: http://{evil}"),
-        body,
-    )
-    .await;
+    let put = json_from_origin(&gw, "PUT", "/v1/settings", &evil, &format!("http://{evil}"), body).await;
     assert_eq!(put.status, 421, "{put:?}");
     assert_eq!(put.code(), "host_not_allowed");
     let read = with_host(&gw, "GET", "/v1/settings", &evil, "", b"").await;
@@ -97,13 +110,9 @@ async fn a_foreign_origin_cannot_change_state_whatever_the_content_type() {
     let port = gw.addr.port();
     let host = format!("127.0.0.1:{port}");
     gw.post("/v1/threads", json!({"id": "kept"})).await;
-    let (status, server) = gw
-        .post(
-            "/v1/mcp-servers",
-            json!({"name": "docs", "url": "https://mcp.example.com/mcp"}),
-        )
+    let server = gw
+        .register_mcp_server("docs", "https://mcp.example.com/mcp")
         .await;
-    assert_eq!(status, 201, "{server}");
     let probe = format!("/v1/mcp-servers/{}/probe", server["id"].as_str().unwrap());
 
     for origin in ["http://attacker.example", "null", "http://localhost:5173"] {
@@ -136,12 +145,12 @@ async fn a_foreign_origin_cannot_change_state_whatever_the_content_type() {
         )
         .await;
         assert_eq!(delete.status, 403, "{delete:?}");
-        let put = with_host(
+        let put = json_from_origin(
             &gw,
             "PUT",
             "/v1/settings",
             &host,
-            &format!("origin: {origin}\r\ncontent-type: application/json"),
+            origin,
             br#"{"preferred_name": "Mallory"}"#,
         )
         .await;
@@ -153,12 +162,12 @@ async fn a_foreign_origin_cannot_change_state_whatever_the_content_type() {
     assert_ne!(settings["preferred_name"], "Mallory");
 
     // The server's own pages (same origin) and clients that send no Origin are served.
-    let own = with_host(
+    let own = json_from_origin(
         &gw,
         "PUT",
         "/v1/settings",
         &host,
-        &format!("origin: http://{host}\r\ncontent-type: application/json"),
+        &format!("http://{host}"),
         br#"{"preferred_name": "Own page"}"#,
     )
     .await;
@@ -209,15 +218,9 @@ async fn a_frontend_on_a_listed_origin_gets_cors_and_others_do_not() {
         allowed.header("access-control-allow-origin"),
         Some("http://localhost:5173")
     );
-    let methods = allowed
-        .header("access-control-allow-methods")
-        .unwrap()
-        .to_ascii_lowercase();
+    let methods = listed(&allowed, "access-control-allow-methods");
     assert!(methods.contains("post"), "{methods}");
-    let headers = allowed
-        .header("access-control-allow-headers")
-        .unwrap()
-        .to_ascii_lowercase();
+    let headers = listed(&allowed, "access-control-allow-headers");
     assert!(
         headers.contains("authorization") && headers.contains("content-type"),
         "{headers}"
@@ -231,17 +234,7 @@ async fn a_frontend_on_a_listed_origin_gets_cors_and_others_do_not() {
         let host = host.clone();
         let body = body.clone();
         let gw = &gw;
-        async move {
-            with_host(
-                gw,
-                "POST",
-                "/v1/chat",
-                &host,
-                &format!("origin: {origin}\r\ncontent-type: application/json"),
-                &body,
-            )
-            .await
-        }
+        async move { json_from_origin(gw, "POST", "/v1/chat", &host, origin, &body).await }
     };
     let answered = send("http://localhost:5173").await;
     assert_eq!(answered.status, 200, "{answered:?}");
@@ -249,10 +242,7 @@ async fn a_frontend_on_a_listed_origin_gets_cors_and_others_do_not() {
         answered.header("access-control-allow-origin"),
         Some("http://localhost:5173")
     );
-    let exposed = answered
-        .header("access-control-expose-headers")
-        .unwrap()
-        .to_ascii_lowercase();
+    let exposed = listed(&answered, "access-control-expose-headers");
     assert!(exposed.contains("x-vercel-ai-ui-message-stream"), "{exposed}");
     assert!(answered.body.contains("\"finish\""), "{}", answered.body);
 

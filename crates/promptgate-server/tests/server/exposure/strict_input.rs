@@ -91,42 +91,42 @@ async fn errors_no_handler_produces_are_json_with_a_code() {
     let gw = Gateway::start(Backend::Sqlite, config).await;
     let host = "host: 127.0.0.1";
 
-    let bad_path = raw(
-        gw.addr,
-        &format!("GET /v1/threads/%FF%FE HTTP/1.1\r\n{host}"),
-        b"",
-    )
-    .await;
-    assert_eq!(bad_path.status, 400, "{bad_path:?}");
-    assert_eq!(bad_path.code(), "invalid_request");
-
-    let wrong_method = raw(gw.addr, &format!("PATCH /v1/settings HTTP/1.1\r\n{host}"), b"").await;
-    assert_eq!(wrong_method.status, 405);
-    assert_eq!(wrong_method.code(), "method_not_allowed");
-
-    let long_uri = raw(
-        gw.addr,
-        &format!(
-            "GET /v1/threads?project_id={} HTTP/1.1\r\n{host}",
-            "p".repeat(10_000)
+    for (what, head, status, code) in [
+        (
+            "a path that is not UTF-8",
+            format!("GET /v1/threads/%FF%FE HTTP/1.1\r\n{host}"),
+            400,
+            "invalid_request",
         ),
-        b"",
-    )
-    .await;
-    assert_eq!(long_uri.status, 414, "{long_uri:?}");
-    assert_eq!(long_uri.code(), "uri_too_long");
-
-    let big_head = raw(
-        gw.addr,
-        &format!(
-            "GET /v1/settings HTTP/1.1\r\n{host}\r\nx-filler: {}",
-            "h".repeat(40_000)
+        (
+            "a method the route lacks",
+            format!("PATCH /v1/settings HTTP/1.1\r\n{host}"),
+            405,
+            "method_not_allowed",
         ),
-        b"",
-    )
-    .await;
-    assert_eq!(big_head.status, 431, "{big_head:?}");
-    assert_eq!(big_head.code(), "headers_too_large");
+        (
+            "a long URI",
+            format!(
+                "GET /v1/threads?project_id={} HTTP/1.1\r\n{host}",
+                "p".repeat(10_000)
+            ),
+            414,
+            "uri_too_long",
+        ),
+        (
+            "a big head",
+            format!(
+                "GET /v1/settings HTTP/1.1\r\n{host}\r\nx-filler: {}",
+                "h".repeat(40_000)
+            ),
+            431,
+            "headers_too_large",
+        ),
+    ] {
+        let answer = raw(gw.addr, &head, b"").await;
+        assert_eq!(answer.status, status, "{what}: {answer:?}");
+        assert_eq!(answer.code(), code, "{what}");
+    }
 
     // A probe of an MCP server that accepts and never answers outlives the request deadline.
     let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -137,13 +137,9 @@ async fn errors_no_handler_produces_are_json_with_a_code() {
             open.push(tcp);
         }
     });
-    let (status, server) = gw
-        .post(
-            "/v1/mcp-servers",
-            json!({"name": "silent", "url": format!("http://{silent_addr}/mcp")}),
-        )
+    let server = gw
+        .register_mcp_server("silent", &format!("http://{silent_addr}/mcp"))
         .await;
-    assert_eq!(status, 201, "{server}");
     let timed_out = raw(
         gw.addr,
         &format!(

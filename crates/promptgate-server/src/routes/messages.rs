@@ -245,10 +245,8 @@ async fn rewrite_error(res: Response) -> Response {
     if parts.status == StatusCode::UNPROCESSABLE_ENTITY {
         parts.status = StatusCode::BAD_REQUEST;
     }
-    let mut body = error_body(code, message);
-    if let Some(id) = ours.pointer("/error/request_id") {
-        body["request_id"] = id.clone();
-    }
+    let request_id = text_at("/error/request_id");
+    let body = error_body_with_id(code, message, request_id);
     parts.headers.remove(header::CONTENT_LENGTH);
     parts
         .headers
@@ -260,13 +258,19 @@ async fn rewrite_error(res: Response) -> Response {
 /// [`anthropic_boundary`] would have rewritten it: Anthropic's body with the request's id, and the
 /// id in `request-id`.
 pub fn anthropic_error(code: ErrorCode, message: &str, request_id: Option<&HeaderValue>) -> Response {
-    let mut body = error_body(code, message);
-    if let Some(id) = request_id.and_then(|id| id.to_str().ok()) {
-        body["request_id"] = Value::from(id);
-    }
+    let body = error_body_with_id(code, message, request_id.and_then(|id| id.to_str().ok()));
     let mut res = (code.status(), axum::Json(body)).into_response();
     if let Some(id) = request_id {
         res.headers_mut().insert("request-id", id.clone());
     }
     res
+}
+
+/// Anthropic's error body with the request's id beside the error, where Anthropic puts its own.
+fn error_body_with_id(code: ErrorCode, message: &str, request_id: Option<&str>) -> Value {
+    let mut body = error_body(code, message);
+    if let Some(id) = request_id {
+        body["request_id"] = Value::from(id);
+    }
+    body
 }

@@ -58,7 +58,7 @@ impl Store {
         ttl: Duration,
     ) -> Result<()> {
         let now = self.now_ms();
-        let mut tx = self.pool.begin().observed("transaction.begin").await?;
+        let mut tx = self.begin_writing_first().await?;
         for approval in approvals {
             "INSERT INTO tool_approvals (user_id, approval_id, thread_id, message_id, tool_call_id, \
              tool_name, input, state, created_at, expires_at, model_id) \
@@ -131,7 +131,7 @@ impl Store {
         approval_ids: &[String],
         state: &str,
     ) -> Result<bool> {
-        let mut tx = self.pool.begin().observed("transaction.begin").await?;
+        let mut tx = self.begin_writing_first().await?;
         for id in approval_ids {
             let done = "UPDATE tool_approvals SET state = $4 \
                         WHERE user_id = $1 AND thread_id = $2 AND approval_id = $3 AND state = 'pending'"

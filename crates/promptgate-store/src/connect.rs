@@ -238,6 +238,10 @@ impl Store {
             Backend::Sqlite => (Arc::new(SetupCache::new(ChangeSignals::None)), None),
             Backend::Postgres => {
                 let setups = Arc::new(SetupCache::new(ChangeSignals::Listener));
+                #[expect(
+                    clippy::disallowed_methods,
+                    reason = "the store has no task tracker: the listener lives as long as the store, which aborts it on close"
+                )]
                 let task = tokio::spawn(crate::listener::follow_changes(
                     url,
                     Arc::downgrade(&setups),
@@ -300,6 +304,18 @@ impl Store {
         Ok(self.pool.begin_with(begin).observed("transaction.begin").await?)
     }
 
+    /// A transaction whose first statement writes. SQLite takes the writer's lock at that
+    /// statement, waiting for it as the busy timeout allows, so a deferred BEGIN is enough; one that
+    /// may read before its first write needs [`Store::begin_write`].
+    pub(crate) async fn begin_writing_first(&self) -> Result<sqlx::Transaction<'static, sqlx::Any>> {
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the one place a deferred transaction begins"
+        )]
+        let begin = self.pool.begin();
+        Ok(begin.observed("transaction.begin").await?)
+    }
+
     /// How long this store's writes wait for the database, shared by its clones.
     pub fn write_waits(&self) -> Arc<crate::write_waits::WriteWaits> {
         Arc::clone(&self.write_waits)
@@ -324,6 +340,10 @@ impl Store {
 
     /// Now in epoch milliseconds, strictly greater than any time this store handed out before.
     pub(crate) fn now_ms(&self) -> i64 {
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the store stamps rows with the wall clock itself (the crate's conventions)"
+        )]
         let wall = chrono::Utc::now().timestamp_millis();
         let mut last = self.last_ms.load(Ordering::Relaxed);
         loop {

@@ -32,7 +32,7 @@ impl Store {
         limits: HandoffLimits,
     ) -> Result<()> {
         let now = self.now_ms();
-        let mut tx = self.pool.begin().observed("transaction.begin").await?;
+        let mut tx = self.begin_writing_first().await?;
         "INSERT INTO client_handoffs (user_id, handoff_key, body, created_at, expires_at) \
          VALUES ($1, $2, $3, $4, $5) \
          ON CONFLICT (user_id, handoff_key) DO UPDATE SET body = excluded.body, \

@@ -188,7 +188,7 @@ impl Store {
 
     /// Deletes one of the user's keys, and the limits set on it; another user's key is NotFound.
     pub async fn delete_key(&self, user_id: &str, key_id: &str) -> Result<()> {
-        let mut tx = self.pool.begin().observed("transaction.begin").await?;
+        let mut tx = self.begin_writing_first().await?;
         let gone = "DELETE FROM api_tokens WHERE user_id = $1 AND id = $2"
             .with_values((user_id, key_id))
             .execute(&mut *tx, "keys.delete")
@@ -267,7 +267,7 @@ impl Store {
 
     /// Deletes the user and everything they keep, at once.
     pub async fn delete_user(&self, user_id: &str) -> Result<()> {
-        let mut tx = self.pool.begin().observed("transaction.begin").await?;
+        let mut tx = self.begin_writing_first().await?;
         for table in UNLINKED_USER_TABLES {
             sqlx::AssertSqlSafe(format!("DELETE FROM {table} WHERE user_id = $1"))
                 .with_values((user_id,))

@@ -12,6 +12,8 @@
 //! chat search, token vault, workspace files), through which the tool executors and the harness
 //! workspace use it without depending on this crate; their errors carry [`StoreError`]'s detail only as far as `StorageError` allows.
 
+#![deny(clippy::disallowed_methods)]
+
 mod approvals;
 mod artifacts;
 mod budgets;

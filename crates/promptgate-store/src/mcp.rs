@@ -152,7 +152,7 @@ impl Store {
         let client_secret = self.seal_client_secret(s)?;
         let id = new_id();
         let now = self.now_ms();
-        let mut tx = self.pool.begin().observed("transaction.begin").await?;
+        let mut tx = self.begin_writing_first().await?;
         if self.backend() == Backend::Postgres {
             "SELECT id FROM users WHERE id = $1 FOR UPDATE"
                 .with_values((user,))

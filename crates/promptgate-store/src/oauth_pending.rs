@@ -54,7 +54,7 @@ impl Store {
         limits: PendingLimits,
     ) -> Result<std::result::Result<(), PendingRefused>> {
         let now = self.now_ms();
-        let mut tx = self.pool.begin().observed("transaction.begin").await?;
+        let mut tx = self.begin_writing_first().await?;
         "DELETE FROM oauth_pending WHERE user_id = $1 AND expires_at <= $2"
             .with_values((&pending.user_id, now))
             .execute(&mut *tx, "oauth_pending.put_oauth_pending")

@@ -38,7 +38,7 @@ impl Store {
         for item in items {
             check_name("task", item, MAX_ITEM)?;
         }
-        let mut tx = self.pool.begin().observed("transaction.begin").await?;
+        let mut tx = self.begin_writing_first().await?;
         let mut tasks = Vec::with_capacity(items.len());
         for item in items {
             let task = Task {

@@ -246,7 +246,7 @@ impl Store {
         if inserted.rows_affected() == 1 {
             return Ok(ClaimOutcome::Claimed);
         }
-        let mut tx = self.pool.begin().observed("transaction.begin").await?;
+        let mut tx = self.begin_writing_first().await?;
         // Deleting, not reading, is the take-over: of two instances trying at once, one deletes
         // the row and the other finds nothing to delete.
         let expired = "DELETE FROM turn_claims WHERE user_id = $1 AND thread_id = $2 AND lease_until < $3 \
@@ -439,7 +439,7 @@ impl Store {
     /// it; each expired claim is handled by exactly one.
     pub async fn expire_turn_claims(&self) -> Result<Vec<ExpiredTurn>> {
         let now = self.now_ms();
-        let mut tx = self.pool.begin().observed("transaction.begin").await?;
+        let mut tx = self.begin_writing_first().await?;
         let rows = "DELETE FROM turn_claims WHERE lease_until < $1 RETURNING user_id, thread_id, turn_id, message_id".with_values((now,)).fetch_all(&mut *tx, "turn_claims.expire_turn_claims")
         .await?;
         let mut expired = Vec::with_capacity(rows.len());

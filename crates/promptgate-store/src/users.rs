@@ -21,7 +21,12 @@ pub(crate) fn token_hash(token: &str) -> String {
 
 /// A fresh bearer secret: the prefix and 32 random bytes in hex.
 pub(crate) fn new_secret() -> String {
-    format!("{TOKEN_PREFIX}{}", hex::encode(rand::random::<[u8; 32]>()))
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a secret must come from the system's randomness, never a seed"
+    )]
+    let secret: [u8; 32] = rand::random();
+    format!("{TOKEN_PREFIX}{}", hex::encode(secret))
 }
 
 /// The public id of a key issued from the command line.
@@ -150,7 +155,7 @@ impl Store {
 
     /// Replaces every token of the user with one new token, at once: no moment with both or neither.
     pub async fn rotate_token(&self, user_id: &str) -> Result<String> {
-        let mut tx = self.pool.begin().observed("transaction.begin").await?;
+        let mut tx = self.begin_writing_first().await?;
         forget_key_budgets(&mut tx, user_id).await?;
         "DELETE FROM api_tokens WHERE user_id = $1"
             .with_values((user_id,))

@@ -23,7 +23,7 @@ use crate::error::{Result, StoreError};
 use crate::ledger::INTERRUPT_USAGE;
 use crate::observed::Observed;
 use crate::statement::Sql;
-use crate::util::{Cols, expiry, millis};
+use crate::util::{Cols, expiry};
 use crate::{approvals, questions};
 
 /// The notification channel of turn signals.
@@ -267,7 +267,7 @@ impl Store {
             .execute(&mut *tx, "turn_claims.claim_turn")
             .await?;
         let taken = "INSERT INTO turn_claims (user_id, thread_id, turn_id, message_id, instance_id, lease_until, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7)".with_values((claim.user_id, claim.thread_id, claim.turn_id, claim.message_id, claim.instance_id, now + millis(lease), now)).execute(&mut *tx, "turn_claims.claim_turn")
+             VALUES ($1, $2, $3, $4, $5, $6, $7)".with_values((claim.user_id, claim.thread_id, claim.turn_id, claim.message_id, claim.instance_id, expiry(now, lease), now)).execute(&mut *tx, "turn_claims.claim_turn")
         .await;
         match taken.map_err(StoreError::from) {
             Ok(_) => {}

@@ -181,7 +181,7 @@ pub(crate) async fn owned_rows(
 }
 
 /// A duration as the milliseconds the tables store; one too long to count reads as forever.
-pub(crate) fn millis(d: Duration) -> i64 {
+fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 

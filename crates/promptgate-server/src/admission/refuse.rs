@@ -124,11 +124,13 @@ impl Written {
         })
     }
 
-    /// The refusal for `request_id`, or none if the id needs escaping in JSON (quotes, backslashes,
-    /// tabs: a client's own id may hold them), which the whole writer does.
+    /// The refusal for `request_id`, or none unless the id is printable ASCII that JSON writes as
+    /// it is: quotes, backslashes and tabs need escaping, and bytes outside ASCII are no text the
+    /// whole writer would copy; it answers those itself.
     fn answer(&self, api: Api, reason: Refusal, request_id: &HeaderValue) -> Option<Response> {
         let id = request_id.as_bytes();
-        if id.iter().any(|b| matches!(b, b'"' | b'\\') || *b < 0x20) {
+        let copied_as_is = |b: &u8| (b' '..=b'~').contains(b) && !matches!(b, b'"' | b'\\');
+        if !id.iter().all(copied_as_is) {
             return None;
         }
         let around = match api {
@@ -237,6 +239,15 @@ mod tests {
         for id in ["say \"hi\"", "back\\slash", "tab\there"] {
             let id = HeaderValue::from_str(id).unwrap();
             assert!(written.answer(Api::Ours, Refusal::Saturated, &id).is_none());
+        }
+    }
+
+    #[test]
+    fn an_id_outside_ascii_is_left_to_the_whole_writer() {
+        let written = Written::new().unwrap();
+        let id = HeaderValue::from_bytes("café".as_bytes()).unwrap();
+        for api in [Api::Ours, Api::Anthropic] {
+            assert!(written.answer(api, Refusal::Saturated, &id).is_none());
         }
     }
 }

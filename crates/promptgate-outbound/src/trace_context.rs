@@ -3,7 +3,8 @@
 //! too continues the caller's trace.
 //!
 //! It lives here, below every crate that makes requests, because the context comes from whichever
-//! span is current and not from anything passed down: the server installs the OpenTelemetry layer
+//! span is current (entered, or attached as an OpenTelemetry context) and not from anything passed
+//! down: the server installs the OpenTelemetry layer
 //! (or not), and code that only makes requests needs no knowledge of it. Without the layer every
 //! span context is invalid and nothing is added.
 
@@ -26,9 +27,16 @@ pub struct TraceContext {
     pub tracestate: Option<String>,
 }
 
-/// The current span's trace context; `None` when no trace is being recorded.
+/// The current span's trace context: the entered `tracing` span's when it is exported, else the
+/// attached OpenTelemetry context's (the spans every request makes are made with the tracer
+/// directly and attached, not entered); `None` when no trace is being recorded.
 pub fn current() -> Option<TraceContext> {
-    let context = tracing::Span::current().context();
+    let entered = tracing::Span::current().context();
+    let context = if entered.has_active_span() {
+        entered
+    } else {
+        opentelemetry::Context::current()
+    };
     let span = context.span();
     let span_context = span.span_context();
     if !span_context.is_valid() {

@@ -72,7 +72,6 @@ fn acceptable_request_id(id: &[u8], max_len: usize) -> bool {
 
 tokio::task_local! {
     static CURRENT_REQUEST_ID: String;
-    static CURRENT_TRACE_ID: Option<String>;
 }
 
 /// Runs `f` as a part of the request `id`, for an answer made before the request's scope begins
@@ -86,9 +85,10 @@ pub fn current_request_id() -> Option<String> {
     CURRENT_REQUEST_ID.try_with(Clone::clone).ok()
 }
 
-/// The trace id of the request being handled on this task, when traces are exported.
+/// The trace id of the request being handled here, when traces are exported: its server span is
+/// attached while it is handled.
 pub fn current_trace_id() -> Option<String> {
-    CURRENT_TRACE_ID.try_with(Clone::clone).ok().flatten()
+    promptgate_service::trace::current_trace_id()
 }
 
 /// The process's Prometheus recorder. Installed once; every server in the process (tests start many)
@@ -157,20 +157,20 @@ pub async fn track_request(request: Request, next: Next) -> Response {
         route = tracing::field::Empty,
         trace_id = tracing::field::Empty,
     );
-    let server_span = crate::telemetry::server_span(&request);
-    let (server_trace, trace_id) = crate::telemetry::server_trace(&server_span, method, &path).unzip();
+    let (server_trace, trace_id) = crate::telemetry::server_span(&request, method, &path).unzip();
     if let Some(trace_id) = &trace_id {
         span.record("trace_id", trace_id.as_str());
     }
     // Error bodies become JSON inside the request's scope, so they carry its id.
     let answer = async { crate::boundary::json_errors(next.run(request).await).await };
-    // The log span is the current one inside (the turn records its id there); the server span
-    // around it is the parent of the turn's trace spans, and closes with the response head.
+    // The log span is the current one inside (the turn records its id there); the server span is
+    // attached around it, the parent of the spans made while the request is handled.
     let answer = CURRENT_REQUEST_ID.scope(request_id, answer.instrument(span.clone()));
-    let response = CURRENT_TRACE_ID
-        .scope(trace_id, answer)
-        .instrument(server_span.clone())
-        .await;
+    let response = promptgate_service::trace::in_context(
+        server_trace.as_ref().map(crate::telemetry::ServerTrace::context),
+        answer,
+    )
+    .await;
     // Unknown paths share one label, so a scan cannot blow up the number of series.
     let route = response
         .extensions()

@@ -1,24 +1,24 @@
 //! Traces: the OpenTelemetry layer under `tracing`, exporting over OTLP/HTTP (protobuf) or OTLP/gRPC
 //! when `[telemetry]` or the standard `OTEL_*` variables turn it on.
 //!
-//! Which spans are exported: the ones on targets under `promptgate::` (the HTTP request's server
-//! span and the GenAI and MCP spans of turns, tools and upstream calls); the rest of the code's
-//! spans and every log event stay in the logs only. The exporter batches on its own thread, so a
-//! request pays for building its spans and queueing them, never for the network. When export is off
-//! no layer is installed: the GenAI spans' callsites are disabled in the log filter and cost one
-//! check each.
+//! Which spans are exported: the HTTP request's server span, the turn's agent span and each model
+//! call's, made with the tracer directly (`promptgate_service::trace`), and the `tracing` spans on
+//! targets under `promptgate::` (tool calls, MCP requests, web fetches and searches, store calls);
+//! the rest of the code's spans and every log event stay in the logs only. The exporter batches on
+//! its own thread, so a request pays for building its spans and queueing them, never for the
+//! network. When export is off no layer and no tracer is installed: nothing is made, and the
+//! `tracing` spans' callsites are disabled in the log filter and cost one check each.
 
 use std::sync::OnceLock;
 
-use opentelemetry::KeyValue;
 use opentelemetry::propagation::{Extractor, TextMapPropagator};
-use opentelemetry::trace::{Status, TraceContextExt, TracerProvider as _};
+use opentelemetry::trace::{SpanBuilder, SpanKind, Status, TraceContextExt, TracerProvider as _};
+use opentelemetry::{Context, KeyValue};
 use opentelemetry_otlp::{Protocol, SpanExporter, WithExportConfig};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing::Subscriber;
-use tracing_opentelemetry::OpenTelemetrySpanExt;
 use tracing_subscriber::Layer;
 use tracing_subscriber::filter::{LevelFilter, filter_fn};
 use tracing_subscriber::registry::LookupSpan;
@@ -120,8 +120,10 @@ where
     crate::telemetry_polls::WithoutPolls(exporting)
 }
 
-/// Keeps the provider, so [`shutdown`] can flush what is still queued.
+/// Keeps the provider, so [`shutdown`] can flush what is still queued, and gives its tracer to the
+/// spans made without `tracing` (the request's, the turn's and the model calls').
 pub fn keep(provider: SdkTracerProvider) {
+    promptgate_service::trace::install(provider.tracer("promptgate"));
     let _ = PROVIDER.set(provider);
 }
 
@@ -148,68 +150,54 @@ pub fn shutdown() {
     }
 }
 
-/// The OpenTelemetry span behind a request's server span, read once when the request starts, for
-/// the response's attributes ([`record_response`]).
-pub struct ServerTrace(opentelemetry::Context);
+/// A request's server span, as the context the handler runs in.
+pub struct ServerTrace(Context);
 
-/// The server span's OpenTelemetry span and its trace id (as the W3C Trace Context writes it, for
-/// the logs and error bodies); `None` when no trace is recorded. Reading it starts the span, so
-/// the turn's spans find a started parent; the request's method (the span's name until the route
-/// is known) and path are set on it then, in one call, the method borrowed (as `tracing` fields
-/// each was copied into a new `String`, the method twice).
-pub fn server_trace(span: &tracing::Span, method: &'static str, path: &str) -> Option<(ServerTrace, String)> {
-    if !enabled() || span.is_disabled() {
-        return None;
+impl ServerTrace {
+    /// The context to attach while the request is handled.
+    pub fn context(&self) -> Context {
+        self.0.clone()
     }
-    let context = span.context();
-    let otel_span = context.span();
-    let span_context = otel_span.span_context().clone();
-    if !span_context.is_valid() {
-        return None;
-    }
-    otel_span.update_name(method);
-    otel_span.set_attributes([
-        KeyValue::new("http.request.method", method),
-        KeyValue::new("url.path", path.to_owned()),
-    ]);
-    // Into a buffer: `hex::encode` goes through an iterator of chars, and the formatter's hex of a
-    // `u128` through padding; this is on every request.
-    let mut id = [0u8; 32];
-    hex::encode_to_slice(span_context.trace_id().to_bytes(), &mut id).ok()?;
-    let id = String::from_utf8(id.to_vec()).ok()?;
-    Some((ServerTrace(context), id))
 }
 
-/// The server span of an HTTP request, continuing the caller's trace when the request carries a
-/// valid `traceparent`. Nothing is read from the headers when traces are off. The name, method
-/// and path are set when the span is started ([`server_trace`]), the route and the status when
-/// the response is known ([`record_response`]); the fields are declared `Empty` so that the
-/// exporting layer sizes the span's attribute list for them.
-pub fn server_span(request: &axum::extract::Request) -> tracing::Span {
-    let span = tracing::info_span!(
-        target: "promptgate::otel",
-        "http_request",
-        // The kind is read when the layer makes the span; it cannot be set afterwards.
-        otel.kind = "server",
-        "http.request.method" = tracing::field::Empty,
-        "url.path" = tracing::field::Empty,
-        "http.route" = tracing::field::Empty,
-        "http.response.status_code" = tracing::field::Empty,
-    );
-    if enabled() && request.headers().contains_key(&TRACEPARENT) {
-        let parent = TraceContextPropagator::new().extract(&Headers(request.headers()));
-        if parent.span().span_context().is_valid() {
-            let _ = span.set_parent(parent);
-        }
+/// The server span of an HTTP request, and its trace id (as the W3C Trace Context writes it, for
+/// the request's log lines); `None` when no trace is recorded. It continues the caller's trace
+/// when the request carries a valid `traceparent` (nothing is read from the headers when traces
+/// are off). Named by the method until the route is known; the route and the status are set when
+/// the response is ([`record_response`]). The span ends when the last clone of its context is
+/// dropped: with the response head, or later when work the request handed to a task of its own
+/// outlives it.
+pub fn server_span(
+    request: &axum::extract::Request,
+    method: &'static str,
+    path: &str,
+) -> Option<(ServerTrace, String)> {
+    if !enabled() {
+        return None;
     }
-    span
+    let parent = if request.headers().contains_key(&TRACEPARENT) {
+        TraceContextPropagator::new().extract(&Headers(request.headers()))
+    } else {
+        Context::new()
+    };
+    let context = promptgate_service::trace::start(&parent, || {
+        SpanBuilder::from_name(method)
+            .with_kind(SpanKind::Server)
+            // Room for the route and the status, set when the response is known.
+            .with_attributes(promptgate_service::trace::with_room(
+                [
+                    KeyValue::new("http.request.method", method),
+                    KeyValue::new("url.path", path.to_owned()),
+                ],
+                2,
+            ))
+    })?;
+    let id = promptgate_service::trace::trace_id(&context)?;
+    Some((ServerTrace(context), id))
 }
 
 /// The route and status of a request, on its server span (named `{method} {route}` as the HTTP
 /// conventions say; a 5xx is an error of ours).
-///
-/// They go straight to the OpenTelemetry span read when the request started: no lookup of the
-/// span at all, where recording each as a `tracing` field looked it up once per layer and field.
 pub fn record_response(trace: Option<&ServerTrace>, method: &str, route: &str, status: u16) {
     let Some(trace) = trace else {
         return;
@@ -245,7 +233,7 @@ impl Extractor for Headers<'_> {
 /// The trace of the request being handled, for an answer's metadata: its id, and its page in the
 /// operator's trace UI when `[telemetry] trace_ui_url` is set.
 pub fn trace_link(config: &TelemetryConfig) -> Option<promptgate_service::TraceLink> {
-    let id = crate::observe::current_trace_id()?;
+    let id = promptgate_service::trace::current_trace_id()?;
     let url = config.trace_url(&id);
     Some(promptgate_service::TraceLink { id, url })
 }

@@ -132,6 +132,8 @@ pub use open::Database;
 pub use prepare::{Asking, Prepared, RunParts};
 pub use preview::{PreviewAsk, SendPreview, WebToolsOff};
 pub use promptgate_store::{StoreError, WriteWaits};
+/// The spans every request makes, for the transport's server span and the work it hands to tasks.
+pub use promptgate_turn::trace;
 pub use providers::{ModelProvider, ProviderClient, Providers, check_request_fields};
 pub use quota::{StorageQuota, StorageReport};
 pub use record::{PendingSave, PendingSaves};

@@ -24,6 +24,7 @@ use super::TurnIds;
 use super::ledger::UsageTag;
 use super::live::{Continuation, Slot};
 use promptgate_turn::engine::{AnswerRecorder, PendingApproval, TurnOutcome, TurnStatus};
+use promptgate_turn::trace::Scope;
 
 /// Failures of the final save that are neither an outage nor a race (a driver error of unknown
 /// cause) are tried this many times, not for the whole retry window.
@@ -98,9 +99,9 @@ pub(crate) struct AnswerWriter {
 
 /// The answer so far: parts and metadata.
 type Snapshot = Option<(Vec<Value>, Value)>;
-/// The final answer, with where to say whether it was stored and the turn's span (its trace's
+/// The final answer, with where to say whether it was stored and the turn's scope (its trace's
 /// spans of the final save belong to the turn).
-type Ending = (TurnOutcome, oneshot::Sender<bool>, tracing::Span);
+type Ending = (TurnOutcome, oneshot::Sender<bool>, Scope);
 
 /// The engine's side: snapshots go into a watch channel (only the newest matters), the outcome
 /// into a oneshot.
@@ -122,7 +123,7 @@ impl AnswerRecorder for ChannelRecorder {
             .take();
         let (stored_tx, stored_rx) = oneshot::channel();
         if let Some(sender) = sender {
-            let _ = sender.send((outcome, stored_tx, tracing::Span::current()));
+            let _ = sender.send((outcome, stored_tx, Scope::current()));
         }
         Box::pin(async move { stored_rx.await.unwrap_or(false) })
     }
@@ -194,9 +195,9 @@ impl AnswerWriter {
             .as_ref()
             .map(|(outcome, ..)| (outcome.usage_total.clone(), self.usage.cost_of(outcome)));
         let mut approvals = Vec::new();
-        let turn_span = ended
+        let turn_scope = ended
             .as_ref()
-            .map_or_else(tracing::Span::current, |(.., span)| span.clone());
+            .map_or_else(Scope::current, |(.., scope)| scope.clone());
         let (message, stored_tx, status, usage) = match ended {
             Some((outcome, stored_tx, _)) => {
                 let usage = self.usage.record(&self.turn_id, &outcome);
@@ -231,9 +232,8 @@ impl AnswerWriter {
                 )
             }
         };
-        let stored = self
-            .save_final(&message, &approvals, usage.as_ref())
-            .instrument(turn_span)
+        let stored = turn_scope
+            .instrument(self.save_final(&message, &approvals, usage.as_ref()))
             .await;
         if stored && let Some(usage) = &usage {
             self.usage.count(usage);

@@ -10,6 +10,8 @@
 //! - [`client_tools`]: tools the client runs, and the steps kept across a hand-off to it.
 //! - [`facade`]: an OpenAI chat-completions request's messages as the turn's history.
 //! - [`window`]: the newest whole turns of a conversation that fit a context window.
+//! - [`trace`]: the request's, the turn's and the model calls' trace spans, and the context work
+//!   under them runs in.
 //!
 //! # Running a turn
 //!
@@ -38,6 +40,7 @@ pub mod message;
 mod pdf;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+pub mod trace;
 pub mod ui;
 pub mod window;
 

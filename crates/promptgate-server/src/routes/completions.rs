@@ -13,7 +13,6 @@ use promptgate_service::{CompletionRequest, OutputCap};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value};
-use tracing::Instrument;
 
 use crate::auth::Caller;
 use crate::completions_api::{
@@ -262,7 +261,9 @@ pub(crate) async fn read_whole<F: Fold>(
             let _ = done.send(response);
         }
     };
-    state.service.spawn(read.in_current_span());
+    state
+        .service
+        .spawn(promptgate_service::trace::Scope::current().instrument(read));
     let whole = whole.await.ok();
     if whole.is_none() {
         tracing::error!("the task reading a completion ended without it");

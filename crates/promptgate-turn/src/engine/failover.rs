@@ -15,7 +15,6 @@ use std::time::Duration;
 use promptgate_core::breaker::{Breaker, BreakerSettings};
 use promptgate_llm::{ChatModel, ChatRequest, EventStream, LlmError, StreamEvent, TimeoutPhase};
 use tokio::time::Instant;
-use tracing::Instrument;
 
 use super::step::Interrupt;
 use super::turn::Turn;
@@ -228,11 +227,15 @@ impl Turn {
         request: ChatRequest,
     ) -> Result<Opened, Interrupt> {
         use futures::StreamExt;
+        use opentelemetry::context::FutureExt;
         self.upstream_requests += 1;
-        // The call's span is current while the request goes out, so its `traceparent` names the
+        // The call's span is attached while the request goes out, so its `traceparent` names the
         // call; the frames of the answer are read outside it (entering a span on every poll was
         // most of what exporting traces cost, docs/benchmarks.md).
-        let opening = model.stream(request).instrument(self.chat_span.clone());
+        let mut opening = model.stream(request);
+        if let Some(context) = self.chat_span.clone() {
+            opening = Box::pin(opening.with_context(context));
+        }
         let mut stream = match self.out.wait(opening).await {
             None | Some(Err(LlmError::Cancelled)) => return Err(Interrupt::Stopped),
             Some(Err(err)) => return Err(Interrupt::Failed(err)),

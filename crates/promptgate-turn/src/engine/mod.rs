@@ -124,7 +124,7 @@ fn prepare_run(mut plan: TurnPlan) -> (PendingRun, TurnRun) {
         let _admission = admission;
         // Boxed apart: the run's future is large, and this block is moved into its instrumented
         // box; holding it inline copied it whole once more per turn.
-        let run = Box::pin(turn::Turn::new(plan, events_tx, stop, agent.span.clone()).run());
+        let run = Box::pin(turn::Turn::new(plan, events_tx, stop, agent.clone()).run());
         let outcome = run.await;
         tracing::info!(
             status = outcome.status.as_str(),

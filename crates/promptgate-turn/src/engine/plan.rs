@@ -336,7 +336,7 @@ pub trait AnswerRecorder: Send + Sync {
 
     /// The final answer. Resolves to true once it is stored; the turn waits for that (at most
     /// `TurnLimits::save_grace`) before the stream says it is done. Called with the turn's trace
-    /// span current.
+    /// context attached (`crate::trace::Scope::current` takes it along).
     fn finish(&self, outcome: TurnOutcome) -> Pin<Box<dyn Future<Output = bool> + Send>>;
 }
 

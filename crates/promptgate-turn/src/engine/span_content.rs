@@ -8,10 +8,12 @@
 //! needs no setting of its own, and with content off it pays one cached check per call and builds
 //! nothing.
 
+use opentelemetry::KeyValue;
 use promptgate_llm::{ChatMessage, ContentPart, FinishReason, UserContent};
 use serde_json::{Value, json};
 use tracing::Span;
 
+use super::spans::TraceSpan;
 use super::step::StreamedCall;
 
 /// The target whose callsites say whether content is recorded; never used for an event or a span.
@@ -23,7 +25,7 @@ pub(super) fn capturing() -> bool {
 }
 
 /// The request of a model call, on its span: the system prompt apart, as the conventions ask.
-pub(super) fn record_request(span: &Span, messages: &[ChatMessage]) {
+pub(super) fn record_request(span: &TraceSpan, messages: &[ChatMessage]) {
     let mut system = Vec::new();
     let mut input = Vec::new();
     for message in messages {
@@ -32,13 +34,13 @@ pub(super) fn record_request(span: &Span, messages: &[ChatMessage]) {
             other => input.push(input_message(other)),
         }
     }
-    span.record("gen_ai.system_instructions", Value::Array(system).to_string());
-    span.record("gen_ai.input.messages", Value::Array(input).to_string());
+    span.set(|| KeyValue::new("gen_ai.system_instructions", Value::Array(system).to_string()));
+    span.set(|| KeyValue::new("gen_ai.input.messages", Value::Array(input).to_string()));
 }
 
 /// What the model answered in one call, on its span.
 pub(super) fn record_response(
-    span: &Span,
+    span: &TraceSpan,
     text: &str,
     calls: &[StreamedCall],
     finish: Option<&FinishReason>,
@@ -54,7 +56,7 @@ pub(super) fn record_response(
     );
     let finish_reason = finish.map_or("", super::spans::finish_reason);
     let output = json!([{"role": "assistant", "parts": parts, "finish_reason": finish_reason}]);
-    span.record("gen_ai.output.messages", output.to_string());
+    span.set(|| KeyValue::new("gen_ai.output.messages", output.to_string()));
 }
 
 /// A tool call's arguments as the model wrote them, on its span.

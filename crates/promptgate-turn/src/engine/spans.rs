@@ -2,20 +2,16 @@
 //! (v1.41.0) say: the agent invocation (`invoke_agent promptgate`), each model call
 //! (`chat {model}`) and each tool call (`execute_tool {name}`).
 //!
-//! They use the `promptgate::otel` target, which the log output leaves out: they are for the trace
-//! exporter, and when it is off their callsites are disabled, so a turn pays a check per span and
-//! nothing more. Message content and tool arguments are recorded only when the operator asks
-//! (see `span_content`).
-//!
-//! The turn's and the model call's attributes are set on the OpenTelemetry span directly, in one
-//! call when the span is made and one when it ends ([`TraceSpan`]), rather than as `tracing`
-//! fields: the exporting layer copies every string field into a new `String` (and the span's
-//! formatted name twice), where a static key or value set directly is borrowed all the way to the
-//! wire; and each value recorded later looked the span up in the registry again. The fields are
-//! still declared, `Empty`: the layer sizes the span's attribute list by their number, so the
-//! values set directly fit without the list growing.
+//! The agent and model-call spans are made with the OpenTelemetry tracer directly (see
+//! [`crate::trace`] for why), their attributes set in one call when the span is made and one when
+//! it ends; they exist only while spans are exported. The tool spans are `tracing` spans on the
+//! `promptgate::otel` target, which the log output leaves out: when the exporter is off their
+//! callsite is disabled, so a turn pays a check per tool call and nothing more. They are given the
+//! agent span as their parent explicitly, and the spans made under them (web, MCP, store) find them
+//! as `tracing` parents. Message content and tool arguments are recorded only when the operator
+//! asks (see `span_content`).
 
-use opentelemetry::trace::{Status, TraceContextExt};
+use opentelemetry::trace::{SpanBuilder, SpanKind, Status, TraceContextExt};
 use opentelemetry::{Context, KeyValue};
 use promptgate_core::tools::ToolSpec;
 use promptgate_llm::{FinishReason, LlmError, Usage};
@@ -24,71 +20,61 @@ use tracing::field::Empty;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use super::plan::{TurnOutcome, TurnPlan};
+use crate::trace;
 
 /// The agent's name in `gen_ai.agent.name`.
 const AGENT_NAME: &str = "promptgate";
 
-/// A trace span and, when it is exported, its OpenTelemetry context: read once, when the span is
-/// made (which starts the OpenTelemetry span), and kept for what is set on it when it ends.
-pub(super) struct TraceSpan {
-    pub(super) span: Span,
-    otel: Option<Context>,
-}
+/// An exported span made with the tracer, as the context the work under it runs in; empty when
+/// nothing is exported. The span ends when the last clone is dropped.
+#[derive(Debug, Clone, Default)]
+pub(super) struct TraceSpan(Option<Context>);
 
 impl TraceSpan {
-    /// `span`, started on the exporter's side when it is exported, with `attributes` (made only
-    /// then) set on it and, if given, its name.
-    fn new(span: Span, name: Option<String>, attributes: impl FnOnce() -> Vec<KeyValue>) -> Self {
-        if span.is_disabled() {
-            return Self { span, otel: None };
-        }
-        let context = span.context();
-        if !context.has_active_span() {
-            return Self { span, otel: None };
-        }
-        let otel_span = context.span();
-        if let Some(name) = name {
-            otel_span.update_name(name);
-        }
-        otel_span.set_attributes(attributes());
-        Self {
-            span,
-            otel: Some(context),
+    /// The context to attach for the work under the span.
+    pub(super) fn context(&self) -> Option<&Context> {
+        self.0.as_ref()
+    }
+
+    /// Lends the context to the work under the span, leaving this empty (see `Turn::chat_span`).
+    pub(super) fn take(&mut self) -> Option<Context> {
+        self.0.take()
+    }
+
+    /// Gives the lent context back.
+    pub(super) fn put_back(&mut self, context: Option<Context>) {
+        self.0 = context;
+    }
+
+    /// Sets one attribute, when the span is exported.
+    pub(super) fn set(&self, attribute: impl FnOnce() -> KeyValue) {
+        if let Some(context) = &self.0 {
+            context.span().set_attribute(attribute());
         }
     }
 }
 
-/// The span of a whole turn.
+/// The span of a whole turn, under the span current where the turn is prepared (the request's).
 pub(super) fn agent(plan: &TurnPlan) -> TraceSpan {
-    let span = tracing::info_span!(
-        target: "promptgate::otel",
-        "invoke_agent promptgate",
-        "gen_ai.operation.name" = Empty,
-        "gen_ai.provider.name" = Empty,
-        "gen_ai.agent.name" = Empty,
-        "gen_ai.request.model" = Empty,
-        "promptgate.model.id" = Empty,
-        "promptgate.turn.id" = Empty,
-        "gen_ai.usage.input_tokens" = Empty,
-        "gen_ai.usage.output_tokens" = Empty,
-        "promptgate.turn.status" = Empty,
-        "gen_ai.response.finish_reasons" = Empty,
-    );
-    TraceSpan::new(span, None, || {
-        vec![
-            KeyValue::new("gen_ai.operation.name", "invoke_agent"),
-            KeyValue::new("gen_ai.provider.name", plan.model.provider_name()),
-            KeyValue::new("gen_ai.agent.name", AGENT_NAME),
-            KeyValue::new("gen_ai.request.model", plan.upstream_model.clone()),
-            KeyValue::new("promptgate.model.id", plan.model_id.clone()),
-            KeyValue::new("promptgate.turn.id", plan.turn_id.clone()),
-        ]
-    })
+    TraceSpan(trace::start_here(|| {
+        // Room for what `record_outcome` adds: the totals, the status, the finish reason, an error.
+        SpanBuilder::from_name("invoke_agent promptgate").with_attributes(trace::with_room(
+            [
+                KeyValue::new("gen_ai.operation.name", "invoke_agent"),
+                KeyValue::new("gen_ai.provider.name", plan.model.provider_name()),
+                KeyValue::new("gen_ai.agent.name", AGENT_NAME),
+                KeyValue::new("gen_ai.request.model", plan.upstream_model.clone()),
+                KeyValue::new("promptgate.model.id", plan.model_id.clone()),
+                KeyValue::new("promptgate.turn.id", plan.turn_id.clone()),
+            ],
+            5,
+        ))
+    }))
 }
 
 /// Totals and the end of a turn, on its span.
 pub(super) fn record_outcome(span: &TraceSpan, outcome: &TurnOutcome) {
-    let Some(context) = &span.otel else {
+    let Some(context) = span.context() else {
         return;
     };
     let mut attributes = vec![
@@ -113,33 +99,24 @@ pub(super) fn record_outcome(span: &TraceSpan, outcome: &TurnOutcome) {
 }
 
 /// The span of one model call (a client span: the request goes to the upstream), under the turn's.
-pub(super) fn chat(agent: &Span, plan: &TurnPlan) -> TraceSpan {
-    let span = tracing::info_span!(
-        target: "promptgate::otel",
-        parent: agent,
-        "chat",
-        // The kind is read when the layer makes the span; it cannot be set afterwards.
-        otel.kind = "client",
-        "gen_ai.operation.name" = Empty,
-        "gen_ai.provider.name" = Empty,
-        "gen_ai.request.model" = Empty,
-        "gen_ai.request.stream" = Empty,
-        "gen_ai.system_instructions" = Empty,
-        "gen_ai.input.messages" = Empty,
-        "gen_ai.output.messages" = Empty,
-        "gen_ai.usage.input_tokens" = Empty,
-        "gen_ai.usage.output_tokens" = Empty,
-        "gen_ai.response.finish_reasons" = Empty,
-    );
-    let name = (!span.is_disabled()).then(|| format!("chat {}", plan.upstream_model));
-    TraceSpan::new(span, name, || {
-        vec![
-            KeyValue::new("gen_ai.operation.name", "chat"),
-            KeyValue::new("gen_ai.provider.name", plan.model.provider_name()),
-            KeyValue::new("gen_ai.request.model", plan.upstream_model.clone()),
-            KeyValue::new("gen_ai.request.stream", true),
-        ]
-    })
+pub(super) fn chat(agent: &TraceSpan, plan: &TurnPlan) -> TraceSpan {
+    let Some(agent) = agent.context() else {
+        return TraceSpan::default();
+    };
+    TraceSpan(trace::start(agent, || {
+        SpanBuilder::from_name(format!("chat {}", plan.upstream_model))
+            .with_kind(SpanKind::Client)
+            // Room for what `record_chat` adds: five token counts, the finish reason, an error.
+            .with_attributes(trace::with_room(
+                [
+                    KeyValue::new("gen_ai.operation.name", "chat"),
+                    KeyValue::new("gen_ai.provider.name", plan.model.provider_name()),
+                    KeyValue::new("gen_ai.request.model", plan.upstream_model.clone()),
+                    KeyValue::new("gen_ai.request.stream", true),
+                ],
+                7,
+            ))
+    }))
 }
 
 /// What one model call produced, on its span: the finish reason and the token counts, or why it failed.
@@ -149,7 +126,7 @@ pub(super) fn record_chat(
     finish: Option<&FinishReason>,
     failure: Option<&LlmError>,
 ) {
-    let Some(context) = &span.otel else {
+    let Some(context) = span.context() else {
         return;
     };
     let mut attributes = Vec::new();
@@ -194,11 +171,10 @@ fn set_at_end(context: &Context, mut attributes: Vec<KeyValue>, error_type: Opti
 /// The span of one tool call. `gen_ai.tool.type` is the conventions' coarse kind (an MCP tool is an
 /// `extension`, anything else a `function`); `promptgate.tool.origin` says where it runs. Under the
 /// turn's span.
-pub(super) fn tool(agent: &Span, spec: &ToolSpec, call_id: &str) -> Span {
+pub(super) fn tool(agent: &TraceSpan, spec: &ToolSpec, call_id: &str) -> Span {
     let origin = promptgate_core::tools::origin(spec);
-    tracing::info_span!(
+    let span = tracing::info_span!(
         target: "promptgate::otel",
-        parent: agent,
         "execute_tool",
         otel.name = format!("execute_tool {}", spec.name),
         "gen_ai.operation.name" = "execute_tool",
@@ -211,7 +187,12 @@ pub(super) fn tool(agent: &Span, spec: &ToolSpec, call_id: &str) -> Span {
         "gen_ai.tool.call.result" = Empty,
         "error.type" = Empty,
         otel.status_code = Empty,
-    )
+    );
+    if let Some(agent) = agent.context() {
+        // Before anything starts the span on the exporter's side, which would fix its parent.
+        let _ = span.set_parent(agent.clone());
+    }
+    span
 }
 
 /// A failed tool call, on its span.

@@ -106,15 +106,14 @@ pub(super) struct Turn {
     pub(super) citations: Vec<Citation>,
     /// Set once a part's citations were checked.
     pub(super) citation_counts: Option<CitationCounts>,
-    /// The span of the model call under way: current only while a request to the upstream is
-    /// opened (see `failover::first_event`), not on every frame of its answer.
-    pub(super) chat_span: tracing::Span,
-    /// The turn's own span: the explicit parent of its model and tool calls' spans, and current
-    /// only while the final answer is handed to the recorder. It is not entered around the turn's
-    /// polls: the turn is polled once per frame of the answer, and with traces exported each enter
-    /// and exit went through the registry (a stack push, a reference taken and dropped) for a span
-    /// that nothing in those polls reads.
-    agent_span: tracing::Span,
+    /// The span of the model call under way, lent by `step` while the call is made: attached only
+    /// while a request to the upstream is opened (see `failover::first_event`), not on every frame
+    /// of its answer.
+    pub(super) chat_span: Option<opentelemetry::Context>,
+    /// The turn's own span: the explicit parent of its model and tool calls' spans, and attached
+    /// only while the final answer is handed to the recorder. It is not attached around the turn's
+    /// polls: the turn is polled once per frame of the answer, and nothing in those polls reads it.
+    agent_span: spans::TraceSpan,
 }
 
 impl Turn {
@@ -122,7 +121,7 @@ impl Turn {
         mut plan: TurnPlan,
         events: mpsc::Sender<TurnEvent>,
         stop: CancellationToken,
-        agent_span: tracing::Span,
+        agent_span: spans::TraceSpan,
     ) -> Self {
         let budget = plan
             .request_budget
@@ -191,7 +190,7 @@ impl Turn {
             text_parts: 0,
             citations: Vec::new(),
             citation_counts: None,
-            chat_span: tracing::Span::none(),
+            chat_span: None,
             agent_span,
         }
     }
@@ -288,9 +287,10 @@ impl Turn {
         };
         if let Some(recorder) = self.plan.recorder.clone() {
             let grace = self.plan.limits.save_grace;
-            // The recorder takes the current span as the parent of the final save's spans, which
-            // belong to the turn.
-            let finishing = self.agent_span.in_scope(|| recorder.finish(outcome.clone()));
+            // The recorder takes the attached context as the parent of the final save's spans,
+            // which belong to the turn.
+            let finishing =
+                crate::trace::within(self.agent_span.context(), || recorder.finish(outcome.clone()));
             let stored = tokio::time::timeout(grace, finishing).await.unwrap_or(false);
             if !stored {
                 tracing::warn!(
@@ -521,19 +521,19 @@ impl Turn {
         let mut chat = spans::chat(&self.agent_span, &self.plan);
         let capturing = span_content::capturing();
         if capturing {
-            span_content::record_request(&chat.span, &request.messages);
+            span_content::record_request(&chat, &request.messages);
         }
-        // Lent, not cloned: every clone of an exported span is one more close through each layer.
-        self.chat_span = std::mem::replace(&mut chat.span, tracing::Span::none());
+        // Lent, not cloned: the span ends with its last clone, which must not outlive the step.
+        self.chat_span = chat.take();
         let streamed = self.stream_step(request, &mut state).await;
-        chat.span = std::mem::replace(&mut self.chat_span, tracing::Span::none());
+        chat.put_back(self.chat_span.take());
         let failure = match &streamed {
             Err(Interrupt::Failed(err)) => Some(err),
             _ => None,
         };
         spans::record_chat(&chat, state.usage.as_ref(), state.finish.as_ref(), failure);
         if capturing {
-            span_content::record_response(&chat.span, &state.text, &state.calls, state.finish.as_ref());
+            span_content::record_response(&chat, &state.text, &state.calls, state.finish.as_ref());
         }
         self.close_open_parts(&mut state).await;
         if let Some(usage) = &state.usage {

@@ -27,16 +27,21 @@ pub struct TraceContext {
     pub tracestate: Option<String>,
 }
 
-/// The current span's trace context: the entered `tracing` span's when it is exported, else the
-/// attached OpenTelemetry context's (the spans every request makes are made with the tracer
-/// directly and attached, not entered); `None` when no trace is being recorded.
-pub fn current() -> Option<TraceContext> {
+/// The OpenTelemetry context of the span current here: the entered `tracing` span's when it is
+/// exported, else the attached one (the spans every request makes are made with the tracer
+/// directly and attached, not entered).
+pub fn current_context() -> opentelemetry::Context {
     let entered = tracing::Span::current().context();
-    let context = if entered.has_active_span() {
+    if entered.has_active_span() {
         entered
     } else {
         opentelemetry::Context::current()
-    };
+    }
+}
+
+/// The current span's trace context ([`current_context`]); `None` when no trace is being recorded.
+pub fn current() -> Option<TraceContext> {
+    let context = current_context();
     let span = context.span();
     let span_context = span.span_context();
     if !span_context.is_valid() {

@@ -127,9 +127,9 @@ pub fn keep(provider: SdkTracerProvider) {
     let _ = PROVIDER.set(provider);
 }
 
-/// Whether spans are exported in this process.
+/// Whether spans are exported in this process (the tracer is installed with the provider).
 pub fn enabled() -> bool {
-    PROVIDER.get().is_some()
+    promptgate_service::trace::exporting()
 }
 
 /// Sends what is queued now, waiting for the collector's answer (blocks the calling thread).

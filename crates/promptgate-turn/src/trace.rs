@@ -23,9 +23,9 @@ use opentelemetry::context::{FutureExt as _, WithContext};
 use opentelemetry::trace::{SpanBuilder, TraceContextExt, Tracer as _};
 use opentelemetry::{Context, KeyValue};
 use opentelemetry_sdk::trace::SdkTracer;
+use promptgate_outbound::trace_context::current_context;
 use tracing::Instrument as _;
 use tracing::instrument::Instrumented;
-use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
 /// The exporter's tracer, set once when the server installs the exporter.
 static TRACER: OnceLock<SdkTracer> = OnceLock::new();
@@ -63,17 +63,7 @@ pub fn start_here(builder: impl FnOnce() -> SpanBuilder) -> Option<Context> {
     if !exporting() {
         return None;
     }
-    start(&current(), builder)
-}
-
-/// The context a span made here would have as its parent.
-pub fn current() -> Context {
-    let entered = tracing::Span::current().context();
-    if entered.has_active_span() {
-        entered
-    } else {
-        Context::current()
-    }
+    start(&current_context(), builder)
 }
 
 /// The trace id of the span current here, as the W3C Trace Context writes it (for error bodies and
@@ -82,7 +72,7 @@ pub fn current_trace_id() -> Option<String> {
     if !exporting() {
         return None;
     }
-    trace_id(&current())
+    trace_id(&current_context())
 }
 
 /// The trace id of `context`'s span, as the W3C Trace Context writes it; `None` when it has none.

@@ -80,7 +80,7 @@ pub struct UsageParams {
     /// days before `to`.
     pub from: Option<String>,
     /// End of the range, excluded: an RFC 3339 time or a UTC date (the start of that day).
-    /// Default: now.
+    /// Default: now, with every request recorded so far included.
     pub to: Option<String>,
     /// What the rows add up by (default `model`); `day` is the UTC day.
     pub group_by: GroupBy,
@@ -148,6 +148,10 @@ async fn usage(
         Some(text) => parse_time("to", text)?,
         None => Utc::now().timestamp_millis(),
     };
+    // Without an end the range is open: the store stamps rows from a clock that never repeats a
+    // millisecond, so under a burst its stamps run a little ahead of the wall clock, and a row
+    // recorded just before this request would fall past `now`.
+    let to_ms = if params.to.is_some() { to } else { i64::MAX };
     let from = match params.from.as_deref() {
         Some(text) => parse_time("from", text)?,
         None => to.saturating_sub(DEFAULT_DAYS * DAY_MS),
@@ -167,7 +171,7 @@ async fn usage(
     let query = UsageQuery {
         user: (!everyone).then(|| user.id.clone()),
         from_ms: from,
-        to_ms: to,
+        to_ms,
         group_by: first,
         then_by: then_by.map(|(_, g)| g),
     };

@@ -235,6 +235,39 @@ async fn the_operator_of_a_single_user_deployment_sees_everyone(backend: Backend
     assert_eq!(body["data"][0]["unpriced_requests"], 1);
 }
 
+/// A report without `to` counts every row recorded before it, also after a burst: the store's
+/// stamps never repeat a millisecond, so a burst puts them ahead of the wall clock for a moment.
+async fn a_report_without_an_end_counts_a_burst_recorded_just_before(backend: Backend) {
+    const BURST: u64 = 150;
+    let (gw, _upstream) = common::single_user_gateway(backend).await;
+    let user = gw.store.create_user("burst").await.unwrap();
+    for n in 0..BURST {
+        let row = UsageRecord {
+            user_id: user.id.clone(),
+            turn_id: format!("turn_burst_{n}"),
+            key_id: None,
+            thread_id: None,
+            kind: UsageKind::Responses,
+            model: "scripted".to_owned(),
+            provider: "scripted".to_owned(),
+            tokens: TokenCounts {
+                input: 1,
+                ..TokenCounts::default()
+            },
+            tool_calls: 0,
+            web_calls: 0,
+            duration_ms: 1,
+            status: "complete".to_owned(),
+            cost: None,
+        };
+        gw.store.record_usage(&row).await.unwrap();
+    }
+    let (status, body) = gw.get("/v1/usage?group_by=model").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(requests_in(&body), BURST, "{body}");
+    assert_eq!(body["data"][0]["input_tokens"], BURST, "{body}");
+}
+
 /// What a streamed facade request's client reads before it leaves: the first words of the second
 /// step's answer, after a tool step; the upstream then reports the step's tokens and hangs.
 fn leaving_scripts(upstream: &ScriptedUpstream) {
@@ -350,6 +383,7 @@ on_both_backends!(
     facade_rows_that_end_together_are_written_together,
     each_user_reads_their_own_usage_as_json_or_csv,
     the_operator_of_a_single_user_deployment_sees_everyone,
+    a_report_without_an_end_counts_a_burst_recorded_just_before,
     a_facade_client_that_leaves_mid_stream_leaves_a_row,
 );
 

@@ -278,6 +278,9 @@ test('keyboard: Escape closes panels and gives the focus back, the prompt scroll
   await newChat(page, 'scripted');
   await send(page, 'A thread to inspect');
   await expect(answers(page).last()).toContainText('to: A thread to inspect');
+  // Escape stops a running answer before it closes anything, and the text shows before the stream
+  // ends: wait for the answer to be over.
+  await expect(sendButton(page)).toBeVisible();
   await expect(page.getByRole('heading', { level: 1 })).toHaveText('promptgate');
 
   // A panel opened from the keyboard takes the focus; Escape closes it and the focus goes back.

@@ -56,9 +56,17 @@ fn run(dir: &Path, program: &str, args: &[&str], envs: &[(&str, &Path)]) {
     for (key, value) in envs {
         command.env(key, value);
     }
-    let out = command
+    let mut out = command
         .output()
         .unwrap_or_else(|e| panic!("{program} does not run: {e}"));
+    // Playwright lists every passed test before the failures' errors; without those lines a failed
+    // run's errors stay within what a shortened CI log keeps.
+    out.stdout = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|line| !line.trim_start().starts_with('✓'))
+        .flat_map(|line| [line, "\n"])
+        .collect::<String>()
+        .into_bytes();
     crate::common::assert_succeeded(&out, &format!("{program} {args:?}"));
 }
 

@@ -5,7 +5,9 @@
 //! - Every row belongs to a user and every query filters by the caller's user id: another user's row
 //!   answers [`StoreError::NotFound`] (or is absent from lists), never "forbidden".
 //! - Times are epoch milliseconds taken from the system clock inside the store, made strictly
-//!   increasing per [`Store`] so that "newest first" is a total order even within one millisecond.
+//!   increasing per [`Store`] so that "newest first" holds even within one millisecond, as long as
+//!   that keeps them within a second of the wall clock (under a sustained load they repeat instead
+//!   of running further ahead, and lists break the tie by id).
 //! - Generated ids are UUID v7 strings; thread and message ids may be chosen by the client.
 //!
 //! [`Store`] also implements the storage traits of `promptgate_core::storage` (task list, artifacts,

@@ -250,4 +250,17 @@ conformance! {
         store.put_oauth_pending("gone", &pending("dave"), expired).await.unwrap().unwrap();
         assert_eq!(store.take_oauth_pending("gone").await.unwrap(), None, "expired");
     }
+
+    async fn a_burst_of_calls_keeps_the_stores_times_within_a_second_of_the_clock(store: &Store) {
+        // Each call that asks for the time takes a millisecond of the store's strictly increasing
+        // times; thousands within a fraction of a second must not carry them seconds ahead.
+        let ada = user(store, "Ada").await;
+        for _ in 0..3_000 {
+            store.running_turn(&ada, "t").await.unwrap();
+        }
+        thread(store, &ada, "t", None, None).await;
+        let wall = chrono::Utc::now().timestamp_millis();
+        let stamped = store.get_thread(&ada, "t").await.unwrap().unwrap().created_at;
+        assert!(stamped <= wall + 1_000, "stamped {} ms ahead of the clock", stamped - wall);
+    }
 }

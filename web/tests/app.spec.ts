@@ -2,7 +2,7 @@
 // size and theme the config's projects name.
 import AxeBuilder from '@axe-core/playwright';
 import { SEARCH_RESULTS } from './upstream.mjs';
-import { answers, base_url, expect, isPhone, newChat, openPanel, send, sendButton, shot, sidebar, tag, test } from './helpers';
+import { answered, answers, base_url, expect, isPhone, newChat, openPanel, send, sendButton, shot, sidebar, tag, test } from './helpers';
 
 test('a message shows the tool part with its progress title, then the answer; the tool reads as done', async ({ page }, info) => {
   await newChat(page, 'demo');
@@ -204,7 +204,7 @@ test('an attachment is sent with the message and kept in the thread', async ({ p
 test('a setting changed in the app shows in the inspector', async ({ page }) => {
   await newChat(page, 'scripted');
   await send(page, 'Hello there');
-  await expect(answers(page).last()).toContainText('to: Hello there');
+  await answered(page, 'to: Hello there');
 
   await openPanel(page, 'Settings');
   await page.getByLabel('Your name').fill('Ada Lovelace');
@@ -248,7 +248,7 @@ test('the inspector of a new chat shows the prompt its first send gets, and says
   await shot(page, 'inspector-new-chat');
   await page.keyboard.press('Escape');
   await send(page, 'Hello, gate');
-  await expect(answers(page).last()).toContainText('to: Hello, gate');
+  await answered(page, 'to: Hello, gate');
   expect(notFound).toEqual([]);
 
   // Turned off in Settings, the inspector says so, for the thread and for a new chat alike.
@@ -277,10 +277,7 @@ test('the inspector of a new chat shows the prompt its first send gets, and says
 test('keyboard: Escape closes panels and gives the focus back, the prompt scrolls by keyboard, shortcuts are listed', async ({ page }) => {
   await newChat(page, 'scripted');
   await send(page, 'A thread to inspect');
-  await expect(answers(page).last()).toContainText('to: A thread to inspect');
-  // Escape stops a running answer before it closes anything, and the text shows before the stream
-  // ends: wait for the answer to be over.
-  await expect(sendButton(page)).toBeVisible();
+  await answered(page, 'to: A thread to inspect');
   await expect(page.getByRole('heading', { level: 1 })).toHaveText('promptgate');
 
   // A panel opened from the keyboard takes the focus; Escape closes it and the focus goes back.
@@ -338,7 +335,7 @@ test('an MCP server is added and probed, and its tools join the next send', asyn
   try {
     await page.getByLabel('Model').selectOption('scripted');
     await send(page, 'Hi MCP');
-    await expect(answers(page).last()).toContainText('to: Hi MCP');
+    await answered(page, 'to: Hi MCP');
     await page.getByRole('button', { name: 'Inspector', exact: true }).click();
     await expect(page.locator('.tool-list')).toContainText('everything_echo');
     await page.keyboard.press('Escape');
@@ -384,7 +381,7 @@ test('threads are renamed and deleted; skills and projects are added', async ({ 
   const title = `A thread to rename ${tag(info)}`;
   await newChat(page, 'scripted');
   await send(page, title);
-  await expect(answers(page).last()).toContainText(`to: ${title}`);
+  await answered(page, `to: ${title}`);
   const threads = await sidebar(page);
   const item = threads.locator('.threads li', { hasText: title });
   await item.getByRole('button', { name: `Rename ${title}` }).click();

@@ -56,6 +56,13 @@ export async function newChat(page: Page, model: 'demo' | 'scripted') {
 export const answers = (page: Page) => page.locator('.msg.assistant');
 export const sendButton = (page: Page) => page.getByRole('button', { name: 'Send', exact: true });
 
+/// Waits for the last answer to show `text` and for its stream to end (Send is back): the text shows
+/// before the end, and while an answer runs Escape stops it instead of closing a panel.
+export async function answered(page: Page, text: string) {
+  await expect(answers(page).last()).toContainText(text);
+  await expect(sendButton(page)).toBeVisible();
+}
+
 export async function send(page: Page, text: string) {
   // While an answer is still streaming the composer offers Stop and Enter sends nothing; its text can
   // show before the stream has finished, so wait for Send as a user would.

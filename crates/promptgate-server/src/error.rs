@@ -280,6 +280,13 @@ impl ApiError {
         self
     }
 
+    /// [`Self::with_retry_after`] for a wait: whole seconds rounded up, at least one, so a client
+    /// that waits as told is not refused again.
+    pub fn with_retry_after_wait(self, wait: std::time::Duration) -> Self {
+        let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+        self.with_retry_after(secs.max(1))
+    }
+
     /// Has the request's log say what failed on our side.
     fn logged(mut self, failure: FailureLog) -> Self {
         self.failure = Some(failure);
@@ -372,7 +379,7 @@ impl From<ServiceError> for ApiError {
             ),
             ServiceError::McpServerLimit(_) => Self::new(ErrorCode::McpServerLimit, err.to_string()),
             ServiceError::TooManyProbes(wait) => {
-                Self::new(ErrorCode::TooManyProbes, err.to_string()).with_retry_after(wait.as_secs().max(1))
+                Self::new(ErrorCode::TooManyProbes, err.to_string()).with_retry_after_wait(wait)
             }
             ServiceError::ConnectByAuthorizing(p) => Self::invalid(format!(
                 "an integration is connected by authorizing it: GET /v1/integrations/{}/authorize",
@@ -399,9 +406,7 @@ impl From<ServiceError> for ApiError {
             ServiceError::QuotaExceeded(m) => Self::new(ErrorCode::QuotaExceeded, m),
             ServiceError::OverBudget(refusal) => {
                 let code = ErrorCode::parse(refusal.code()).unwrap_or(ErrorCode::BudgetExceeded);
-                let wait = refusal.retry_after;
-                let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-                Self::new(code, refusal.to_string()).with_retry_after(secs.max(1))
+                Self::new(code, refusal.to_string()).with_retry_after_wait(refusal.retry_after)
             }
             ServiceError::NotAdmin => Self::new(ErrorCode::AdminOnly, err.to_string()),
             ServiceError::UnpricedModel(_) => Self::new(ErrorCode::UnpricedModel, err.to_string()),
@@ -560,6 +565,17 @@ mod tests {
         assert!(response.extensions().get::<FailureLog>().is_some());
         let refused = ApiError::from(ServiceError::Store(StoreError::Invalid("slug is empty".into())));
         assert_eq!((refused.code, refused.failure), (ErrorCode::InvalidBody, None));
+    }
+
+    #[test]
+    fn a_wait_is_told_in_whole_seconds_rounded_up() {
+        let wait = |ms| {
+            ApiError::from(ServiceError::TooManyProbes(std::time::Duration::from_millis(ms))).retry_after
+        };
+        // A client told to wait one second where 1.8 are needed would be refused again.
+        assert_eq!(wait(1_800), Some(2));
+        assert_eq!(wait(3_000), Some(3));
+        assert_eq!(wait(0), Some(1));
     }
 
     #[test]

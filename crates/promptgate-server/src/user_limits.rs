@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::extract::{FromRequestParts, Request, State};
-use axum::http::{HeaderValue, Method, header};
+use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -172,11 +172,9 @@ fn refused(refusal: &Refusal) -> Response {
                 .to_owned(),
         ),
     };
-    let secs = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);
-    let mut res = ApiError::new(ErrorCode::RateLimited, message).into_response();
-    res.headers_mut()
-        .insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
-    res
+    ApiError::new(ErrorCode::RateLimited, message)
+        .with_retry_after_wait(retry_after)
+        .into_response()
 }
 
 #[cfg(test)]

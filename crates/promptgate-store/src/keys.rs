@@ -97,11 +97,12 @@ const UNLINKED_USER_TABLES: &[&str] = &[
 ];
 
 impl Store {
-    /// The caller a bearer secret stands for: its key is known and not expired, its user not
-    /// disabled. Writes the key's last use when the stored one is older than [`LAST_USED_EVERY_MS`].
-    pub(crate) async fn caller_in_store(&self, hash: &str) -> Result<Option<Caller>> {
+    /// The caller a bearer secret stands for, with its key's expiry: its key is known and not
+    /// expired, its user not disabled. Writes the key's last use when the stored one is older than
+    /// [`LAST_USED_EVERY_MS`].
+    pub(crate) async fn caller_in_store(&self, hash: &str) -> Result<Option<(Caller, Option<i64>)>> {
         let now = self.now_ms();
-        let row = "SELECT u.id, u.name, u.created_at, t.id, u.role, t.last_used_at \
+        let row = "SELECT u.id, u.name, u.created_at, t.id, u.role, t.last_used_at, t.expires_at \
                    FROM api_tokens t JOIN users u ON u.id = t.user_id \
                    WHERE t.token_hash = $1 AND u.disabled_at IS NULL \
                    AND (t.expires_at IS NULL OR t.expires_at > $2)"
@@ -121,7 +122,7 @@ impl Store {
         if row.opt_int(5)?.is_none_or(|at| at <= now - LAST_USED_EVERY_MS) {
             self.touch_key(&caller.key_id, now).await;
         }
-        Ok(Some(caller))
+        Ok(Some((caller, row.opt_int(6)?)))
     }
 
     /// Records a key's use. Instances racing for the same minute write once: the condition holds

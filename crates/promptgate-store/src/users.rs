@@ -94,21 +94,22 @@ impl Store {
         }
         let hash = token_hash(token);
         if self.reach.known_unreachable()
-            && let Some(caller) = self.recent_tokens.recall(&hash)
+            && let Some(caller) = self.recent_tokens.recall(&hash, self.now_ms())
         {
             return Ok(Some(caller));
         }
         let found = self.caller_in_store(&hash).await;
         self.reach.saw(&found);
         match found {
-            Ok(caller) => {
-                match &caller {
-                    Some(caller) => self.recent_tokens.remember(&hash, caller),
-                    None => self.recent_tokens.forget_hash(&hash),
-                }
-                Ok(caller)
+            Ok(Some((caller, expires_at))) => {
+                self.recent_tokens.remember(&hash, &caller, expires_at);
+                Ok(Some(caller))
             }
-            Err(err) => match self.recent_tokens.recall(&hash) {
+            Ok(None) => {
+                self.recent_tokens.forget_hash(&hash);
+                Ok(None)
+            }
+            Err(err) => match self.recent_tokens.recall(&hash, self.now_ms()) {
                 Some(caller) if err.is_unavailable() => Ok(Some(caller)),
                 _ => Err(err),
             },

@@ -314,6 +314,20 @@ fn success(answer: Answer, what: &str) -> Result<Value, McpError> {
     }))
 }
 
+/// A lifetime in whole seconds. RFC 6749 asks for a number; servers also send `3600.0` or `"3600"`,
+/// and a lifetime read as absent would leave the token unrenewed until a request is refused.
+fn whole_seconds(value: &Value) -> Option<i64> {
+    match value {
+        Value::Number(n) => n.as_i64().or_else(|| {
+            n.as_f64()
+                .filter(|f| f.is_finite())
+                .map(|f| f.clamp(i64::MIN as f64, i64::MAX as f64) as i64)
+        }),
+        Value::String(text) => text.trim().parse().ok(),
+        _ => None,
+    }
+}
+
 fn read_tokens(document: &Value, now_ms: i64) -> Result<TokenSet, McpError> {
     let access_token =
         field(document, "access_token").ok_or_else(|| refused("the token answer has no access_token"))?;
@@ -323,7 +337,7 @@ fn read_tokens(document: &Value, now_ms: i64) -> Result<TokenSet, McpError> {
     }
     let expires_at_ms = document
         .get("expires_in")
-        .and_then(Value::as_i64)
+        .and_then(whole_seconds)
         .filter(|s| *s > 0)
         .map(|s| now_ms.saturating_add(s.saturating_mul(1000)));
     Ok(TokenSet {
@@ -382,6 +396,14 @@ mod tests {
         assert_eq!(tokens.expires_at_ms, Some(61_000));
         assert!(tokens.expires_within(0, 61_000));
         assert!(!tokens.expires_within(30_000, 20_000));
+        for lifetime in [json!(60.0), json!("60"), json!(60.7)] {
+            let tokens = read_tokens(
+                &json!({"access_token": "at", "token_type": "bearer", "expires_in": lifetime}),
+                1_000,
+            )
+            .unwrap();
+            assert_eq!(tokens.expires_at_ms, Some(61_000), "{lifetime}");
+        }
         assert!(read_tokens(&json!({"access_token": "at", "token_type": "mac"}), 0).is_err());
         assert!(read_tokens(&json!({"token_type": "bearer"}), 0).is_err());
     }

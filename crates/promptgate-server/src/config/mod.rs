@@ -260,6 +260,8 @@ impl Config {
                 "server.header_read_timeout_secs",
                 self.server.header_read_timeout_secs,
             ),
+            // Zero would keep nothing readable while clients still ask to keep responses.
+            ("responses.retention_days", self.responses.retention_days),
             ("server.idle_timeout_secs", self.server.idle_timeout_secs),
             (
                 "server.first_request_timeout_secs",

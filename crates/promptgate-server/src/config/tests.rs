@@ -83,6 +83,15 @@ fn workspace_limits_default_to_the_workspace_crate_and_follow_file_and_environme
 }
 
 #[test]
+fn responses_kept_for_zero_days_is_refused() {
+    let mut config =
+        Config::parse(&format!("{EMBEDDED_DEFAULT}\n[responses]\nretention_days = 0\n")).unwrap();
+    config.apply_env(&FakeEnv(HashMap::new())).unwrap();
+    let err = config.validate().unwrap_err().to_string();
+    assert!(err.contains("responses.retention_days must be positive"), "{err}");
+}
+
+#[test]
 fn single_user_mode_refuses_a_public_address() {
     let env = FakeEnv(HashMap::from([("PROMPTGATE_LISTEN", "0.0.0.0:8080")]));
     let err = Config::load(None, &env).unwrap_err().to_string();

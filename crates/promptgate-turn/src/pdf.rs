@@ -7,7 +7,8 @@
 //! buffer (no parser involved, so none can be tricked into inflating more), then every page's
 //! drawing is walked, each form counted every time it is drawn, nested at most
 //! [`MAX_FORM_DEPTH`] deep. Encrypted files and compressions this server does not bound (LZW,
-//! ASCII85) are refused instead of read. The reading itself stops at its [`Deadline`]: the
+//! ASCII85) are refused instead of read, and so are arrays and dictionaries nested past
+//! [`MAX_NESTING`] in the file, an object stream or a drawing (the parser recurses into them). The reading itself stops at its [`Deadline`]: the
 //! extractor is given an output that fails once the time is up, so a file that is slow to draw
 //! frees its thread at the limit instead of holding it until the parser is done.
 
@@ -29,6 +30,10 @@ pub const MAX_TOKENS_PER_DRAWING: usize = 200_000;
 const MAX_NESTED_INFLATIONS: usize = 8;
 /// Pages up the page tree a page inherits from, at most.
 const MAX_PAGE_TREE_DEPTH: usize = 64;
+/// Arrays and dictionaries inside each other, at most this deep. The parser reads them by
+/// recursion, and a small file of nothing but `[` runs its thread out of stack, which ends the
+/// process, not the read; real documents nest a few levels.
+pub const MAX_NESTING: usize = 128;
 
 /// How much of a PDF is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,6 +105,7 @@ pub(crate) fn pdf_text(bytes: &[u8], limits: PdfLimits, deadline: Deadline) -> R
         limit: limits.max_expanded_bytes,
     };
     refuse_unbounded_features(bytes)?;
+    refuse_deep_nesting(bytes)?;
     inflate_every_stream(bytes, &mut budget, deadline)?;
     // A malformed file may make the parser panic; that is the file's fault, and it must cost the
     // user one unreadable attachment, not the turn.
@@ -221,6 +227,8 @@ fn hex(digit: u8) -> Option<u8> {
 /// start (after each `stream` keyword), to its end whatever the stream's declared length, and
 /// again while what came out is zlib data itself. A parser reading any of these streams gets at
 /// most what was counted here.
+/// An object stream's objects are parsed as the file's are, so its inflated data is held to
+/// [`MAX_NESTING`] too.
 fn inflate_every_stream(pdf: &[u8], budget: &mut Budget, deadline: Deadline) -> Result<(), Unreadable> {
     for keyword in memchr::memmem::find_iter(pdf, b"stream") {
         deadline.check()?;
@@ -231,8 +239,90 @@ fn inflate_every_stream(pdf: &[u8], budget: &mut Budget, deadline: Deadline) -> 
                 None => break,
             }
         }
+        if matches!(data, std::borrow::Cow::Owned(_)) && is_object_stream(pdf, keyword) {
+            refuse_deep_nesting(&data)?;
+        }
     }
     Ok(())
+}
+
+/// Whether the dictionary before the `stream` keyword at `keyword` (from its object's `obj`) names
+/// `/ObjStm`.
+fn is_object_stream(pdf: &[u8], keyword: usize) -> bool {
+    let head = &pdf[..keyword];
+    let from = memchr::memmem::rfind(head, b"obj").unwrap_or(0);
+    names(&head[from..]).any(|name| name == b"ObjStm")
+}
+
+fn refuse_deep_nesting(data: &[u8]) -> Result<(), Unreadable> {
+    if nests_too_deep(data) {
+        return Err(format!(
+            "it is a PDF with arrays or dictionaries nested more than {MAX_NESTING} deep"
+        ));
+    }
+    Ok(())
+}
+
+/// Whether `data`, in the PDF's object or drawing syntax, nests arrays and dictionaries more than
+/// [`MAX_NESTING`] deep. Strings, comments and stream data are passed over, as the parser passes
+/// over them; a closing bracket without an opening one counts for nothing.
+fn nests_too_deep(data: &[u8]) -> bool {
+    let mut depth = 0usize;
+    let mut at = 0;
+    while let Some(&byte) = data.get(at) {
+        let next = data.get(at + 1).copied();
+        match byte {
+            b'[' => depth += 1,
+            b']' => depth = depth.saturating_sub(1),
+            b'<' if next == Some(b'<') => {
+                depth += 1;
+                at += 1;
+            }
+            b'>' if next == Some(b'>') => {
+                depth = depth.saturating_sub(1);
+                at += 1;
+            }
+            // A hex string.
+            b'<' => at = memchr::memchr(b'>', &data[at..]).map_or(data.len(), |end| at + end),
+            b'(' => at = literal_end(data, at),
+            b'%' => at = memchr::memchr2(b'\r', b'\n', &data[at..]).map_or(data.len(), |end| at + end),
+            b's' if data[at..].starts_with(b"stream")
+                && at
+                    .checked_sub(1)
+                    .is_none_or(|before| !data[before].is_ascii_alphanumeric()) =>
+            {
+                at = memchr::memmem::find(&data[at..], b"endstream").map_or(data.len(), |end| at + end + 8);
+            }
+            _ => {}
+        }
+        if depth > MAX_NESTING {
+            return true;
+        }
+        at += 1;
+    }
+    false
+}
+
+/// Where the literal string opening at `open` ends: its closing parenthesis (balanced ones
+/// inside, a backslash escaping the byte after it), or the end of `data`.
+fn literal_end(data: &[u8], open: usize) -> usize {
+    let mut depth = 0usize;
+    let mut at = open;
+    while let Some(&byte) = data.get(at) {
+        match byte {
+            b'\\' => at += 1,
+            b'(' => depth += 1,
+            b')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return at;
+                }
+            }
+            _ => {}
+        }
+        at += 1;
+    }
+    data.len()
 }
 
 /// Where a stream's data starts after its keyword: spaces, then one end of line.
@@ -327,6 +417,7 @@ fn draw(
             "it is a PDF that draws forms nested more than {MAX_FORM_DEPTH} deep (or in themselves)"
         ));
     }
+    refuse_deep_nesting(content)?;
     if tokens(content) > MAX_TOKENS_PER_DRAWING {
         return Err(format!(
             "it is a PDF with a page or form of more than {MAX_TOKENS_PER_DRAWING} drawing instructions"
@@ -474,6 +565,65 @@ mod tests {
 
     fn minute() -> Deadline {
         Deadline::after(Duration::from_secs(60))
+    }
+
+    #[test]
+    fn a_file_nested_deeper_than_the_parser_can_go_is_refused_before_it() {
+        // Unchecked, this file runs the reading thread out of stack: the process ends.
+        let deep = format!("{}{}", "[".repeat(20_000), "]".repeat(20_000));
+        let file = one_page("4 0 R", &format!("<< /Junk {deep} >>"), stream("", TEXT), vec![]);
+        assert_eq!(
+            refusal(&file, PdfLimits::default()),
+            format!("it is a PDF with arrays or dictionaries nested more than {MAX_NESTING} deep")
+        );
+        let dicts = format!("{}{}", "<< /A ".repeat(5_000), ">>".repeat(5_000));
+        let file = one_page("4 0 R", &dicts, stream("", TEXT), vec![]);
+        assert!(refusal(&file, PdfLimits::default()).contains("nested more than"));
+    }
+
+    #[test]
+    fn nesting_inside_compressed_drawings_and_object_streams_is_refused_too() {
+        let deep = format!("{}{}", "[".repeat(20_000), "]".repeat(20_000));
+        let drawing = format!("BT /F1 12 Tf 72 720 Td {deep} TJ ET");
+        let file = one_page(
+            "4 0 R",
+            FONT,
+            stream("/Filter /FlateDecode", &zlib(drawing.as_bytes())),
+            vec![],
+        );
+        assert!(refusal(&file, PdfLimits::default()).contains("nested more than"));
+        let objects = format!("5 0 {deep}");
+        let packed = stream(
+            "/Type /ObjStm /N 1 /First 4 /Filter /FlateDecode",
+            &zlib(objects.as_bytes()),
+        );
+        let file = one_page("4 0 R", FONT, stream("", TEXT), vec![packed]);
+        assert!(refusal(&file, PdfLimits::default()).contains("nested more than"));
+    }
+
+    #[test]
+    fn brackets_in_strings_comments_and_other_streams_do_not_count() {
+        let words = format!(
+            "BT /F1 12 Tf 72 720 Td ({}Tide tables) Tj ET % {}",
+            "[".repeat(500),
+            "<<".repeat(500)
+        );
+        let file = one_page("4 0 R", FONT, stream("", words.as_bytes()), vec![]);
+        assert!(
+            pdf_text(&file, PdfLimits::default(), minute())
+                .unwrap()
+                .contains("Tide tables")
+        );
+        // Image data is bytes, not syntax: a flat region of the byte `[` is no nesting.
+        let image = stream(
+            "/Type /XObject /Subtype /Image /Width 100 /Height 100 /ColorSpace /DeviceGray /BitsPerComponent 8 /Filter /FlateDecode",
+            &zlib(&[b'['; 10_000]),
+        );
+        let file = one_page("4 0 R", FONT, stream("", TEXT), vec![image]);
+        assert_eq!(
+            pdf_text(&file, PdfLimits::default(), minute()).unwrap().trim(),
+            "Tide tables"
+        );
     }
 
     #[test]

@@ -124,13 +124,15 @@ fn key_of(id: &str) -> Option<&str> {
 
 /// The keys of the kept hand-offs a conversation points to, each once, in order.
 pub fn handoff_keys(messages: &[ChatMessage]) -> Vec<String> {
+    // A set beside the list: a client may send tens of thousands of calls in one request.
+    let mut seen = std::collections::HashSet::new();
     let mut keys: Vec<String> = Vec::new();
     for message in messages {
         let ChatMessage::Assistant { tool_calls, .. } = message else {
             continue;
         };
         for key in tool_calls.iter().filter_map(|call| key_of(&call.id)) {
-            if !keys.iter().any(|known| known == key) {
+            if seen.insert(key) {
                 keys.push(key.to_owned());
             }
         }

@@ -261,10 +261,14 @@ fn check_bounds<T: PartialOrd + std::fmt::Display>(
 fn check_choices(field: &Value, value: &Value) -> Result<(), String> {
     let chosen = value.as_array().ok_or("must be a list of choices")?;
     let offered = field.get("items").and_then(options).unwrap_or_default();
+    // Each choice once: the list is then no longer than what was offered, however long it was sent.
+    let mut seen = std::collections::HashSet::new();
     for choice in chosen {
-        match choice.as_str() {
-            Some(choice) if offered.contains(&choice) => {}
-            _ => return Err(format!("may only hold {}", offered.join(", "))),
+        let Some(choice) = choice.as_str().filter(|c| offered.contains(c)) else {
+            return Err(format!("may only hold {}", offered.join(", ")));
+        };
+        if !seen.insert(choice) {
+            return Err(format!("holds {choice} more than once"));
         }
     }
     check_bounds(
@@ -341,6 +345,10 @@ mod tests {
             (
                 json!({"name": "Ada", "guests": 2, "extras": ["beer"]}),
                 "may only hold",
+            ),
+            (
+                json!({"name": "Ada", "guests": 2, "extras": vec!["cake"; 100_000]}),
+                "holds cake more than once",
             ),
             (json!("Ada"), "must be an object"),
         ];

@@ -29,13 +29,13 @@ pub enum FileText {
 }
 
 /// The text a model sees for an attached file, or [`FileText::Label`] when there is none to give.
-/// A PDF's reading stops at `deadline`.
+/// A PDF is read within `pdf`'s limits and by its deadline; without them (a caller on a runtime
+/// worker, where parsing one would hold every other request) it gets its label.
 pub(crate) fn file_text(
     name: &str,
     media_type: &str,
     url: &str,
-    pdf: PdfLimits,
-    deadline: Deadline,
+    pdf: Option<(PdfLimits, Deadline)>,
 ) -> FileText {
     if !has_text(name, media_type, url) {
         return FileText::Label;
@@ -43,9 +43,10 @@ pub(crate) fn file_text(
     let (Some(kind), Some(bytes)) = (readable(name, media_type), data_url_bytes(url)) else {
         return FileText::Label;
     };
-    let text = match kind {
-        Readable::Pdf => pdf_text(&bytes, pdf, deadline),
-        Readable::Text => {
+    let text = match (kind, pdf) {
+        (Readable::Pdf, Some((limits, deadline))) => pdf_text(&bytes, limits, deadline),
+        (Readable::Pdf, None) => return FileText::Label,
+        (Readable::Text, _) => {
             let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
             std::str::from_utf8(bytes)
                 .map(str::to_owned)
@@ -161,7 +162,7 @@ mod tests {
 
     fn read(name: &str, media_type: &str, url: &str) -> FileText {
         let minute = Deadline::after(std::time::Duration::from_secs(60));
-        file_text(name, media_type, url, PdfLimits::default(), minute)
+        file_text(name, media_type, url, Some((PdfLimits::default(), minute)))
     }
 
     fn inline(media_type: &str, text: &str) -> String {

@@ -227,8 +227,7 @@ impl Inner {
             &file.name,
             &file.media_type,
             &file.url,
-            self.settings.pdf,
-            deadline,
+            Some((self.settings.pdf, deadline)),
         ) {
             FileText::Text(text) => text,
             FileText::Label => crate::history::file_label(&file.name, &file.media_type),

@@ -319,8 +319,8 @@ fn document_text(block: &Value, files: &FileTexts) -> String {
         }
         (Some("base64"), Some(data)) => {
             let url = format!("data:{media_type};base64,{data}");
-            let unused = crate::pdf::Deadline::after(std::time::Duration::ZERO);
-            match file_text(name, media_type, &url, crate::pdf::PdfLimits::default(), unused) {
+            // Read here, on the request's worker: a PDF under another type gets its label.
+            match file_text(name, media_type, &url, None) {
                 FileText::Text(text) => text,
                 FileText::Label => {
                     format!("[attached: {name} ({media_type}), which the gateway cannot read]")
@@ -477,6 +477,18 @@ mod tests {
                 "filename": "bomb", "url": "data:application/pdf;base64,JVBERi0xLjQK"}]})
             ]
         );
+
+        // A PDF under another type is not parsed on the request's worker either: only named.
+        let disguised = json!([{"role": "user", "content": [
+            {"type": "document", "title": "x.pdf", "source": {"type": "base64", "media_type": "application/octet-stream", "data": "JVBERi0xLjQK"}}
+        ]}]);
+        let history = messages_history(None, disguised.as_array().unwrap(), &NO_FILE_TEXTS).unwrap();
+        let seen = format!("{:?}", history.messages[0]);
+        assert!(
+            seen.contains("[attached: x.pdf (application/octet-stream), which the gateway cannot read]"),
+            "{seen}"
+        );
+        assert!(messages_documents(disguised.as_array().unwrap()).is_empty());
     }
 
     #[test]

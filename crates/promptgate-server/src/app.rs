@@ -57,7 +57,7 @@ fn streaming_routes() -> ApiRouter<AppState> {
 
 /// The Anthropic Messages API: streaming too, and with errors in Anthropic's shape.
 fn messages_routes() -> ApiRouter<AppState> {
-    routes::messages::routes()
+    routes::messages::routes().merge(routes::messages::counting_routes())
 }
 
 fn api_info() -> OpenApi {
@@ -119,14 +119,18 @@ pub fn build(state: AppState) -> impl App {
     // `promptgate openapi` prints.
     let spec = Arc::new(openapi());
 
-    let rest = documented.layer(TimeoutLayer::with_status_code(
+    let timeout = TimeoutLayer::with_status_code(
         StatusCode::GATEWAY_TIMEOUT,
         Duration::from_secs(limits.request_timeout_secs),
-    ));
+    );
+    let rest = documented.layer(timeout);
     // Streams are bounded by the turn's own limits, not by the request timeout.
     let mut streaming_api = api_info();
     let mut streaming = streaming_routes().finish_api(&mut streaming_api);
-    let mut messages = messages_routes().finish_api(&mut streaming_api);
+    let mut messages = routes::messages::routes().finish_api(&mut streaming_api);
+    let counting = routes::messages::counting_routes()
+        .finish_api(&mut streaming_api)
+        .layer(timeout);
     if state.config.auth.mode == AuthMode::Tokens {
         let per_user = UserLimits::new(&limits);
         let limit =
@@ -136,7 +140,9 @@ pub fn build(state: AppState) -> impl App {
     }
     // Outside the per-user limits, so their refusals take Anthropic's shape too (the admission
     // gate's refusals, answered before routing, take it in the gate).
-    let messages = messages.route_layer(axum::middleware::from_fn(routes::messages::anthropic_boundary));
+    let messages = messages
+        .merge(counting)
+        .route_layer(axum::middleware::from_fn(routes::messages::anthropic_boundary));
     let policy = boundary::Policy::new(&state.config);
     let cors = boundary::cors(&state.config);
     // Outside everything but the request id, so a refusal costs next to nothing (see the layer).

@@ -50,6 +50,12 @@ pub fn routes() -> ApiRouter<AppState> {
                     )
             }),
         )
+}
+
+/// `count_tokens`: the Messages API's shape, but no stream, so it is held to the request timeout
+/// (it reads the request's PDFs and asks the user's MCP servers for their tools).
+pub fn counting_routes() -> ApiRouter<AppState> {
+    ApiRouter::new()
         .api_route(
             "/v1/messages/count_tokens",
             post_with(count_tokens, |op| {

@@ -219,3 +219,21 @@ async fn the_messages_api_reads_its_pdfs_as_a_send_reads_attachments_bomb_includ
     assert_eq!(status, 200, "{count}");
     assert_eq!(gw.metric(reads).await, 2.0);
 }
+
+/// `count_tokens` reads the request's PDFs but streams nothing, so it ends at the request timeout
+/// however long its files take, answered in Anthropic's shape.
+#[tokio::test]
+async fn counting_tokens_ends_at_the_request_timeout_whatever_its_files_take() {
+    common::init();
+    let (_upstream, mut config) =
+        common::single_user_scripted("[documents]\nthreads = 1\nread_timeout_ms = 5000\n").await;
+    config.limits.request_timeout_secs = 1;
+    let gw = Gateway::start(common::Backend::Sqlite, config).await;
+    let documents: Vec<Value> = (0..3)
+        .map(|n| pdf_document(&format!("slow-{n}.pdf"), &slow_pdf(n)))
+        .collect();
+    let body = json!({"model": "scripted", "messages": [{"role": "user", "content": documents}]});
+    let (status, answer) = gw.post("/v1/messages/count_tokens", body).await;
+    assert_eq!(status, 504, "{answer}");
+    assert_eq!(answer["type"], "error", "{answer}");
+}

@@ -64,6 +64,8 @@ test('the admin view charts usage per day by user and by model, with budgets', a
   const benDemo = await sendAs(request, b.secret, 'demo', 'Tell me about tides');
   const budget = { period_tokens: 50000, period_cost: 2.5, period_secs: 86400 };
   expect((await request.put(`${tokensBase()}/v1/admin/users/${a.id}/budget`, { headers: admin(), data: budget })).status()).toBe(200);
+  const hourly = { period_tokens: 100000, period_secs: 3600 };
+  expect((await request.put(`${tokensBase()}/v1/admin/users/${b.id}/budget`, { headers: admin(), data: hourly })).status()).toBe(200);
 
   await page.goto(tokensBase() + '/');
   await page.getByLabel('Access token').fill(process.env.PROMPTGATE_ADMIN_TOKEN!);
@@ -80,7 +82,8 @@ test('the admin view charts usage per day by user and by model, with budgets', a
   await expect(legend.locator(`li[data-series="${ann}"]`)).toContainText(`${(annDemo + annLite).toLocaleString('en-US')} tokens`);
   await expect(legend.locator(`li[data-series="${ann}"]`)).toContainText('budget: 50,000 tokens a day, 2.5 a day');
   await expect(legend.locator(`li[data-series="${ann}"]`)).toContainText('cost');
-  await expect(legend.locator(`li[data-series="${ben}"]`)).not.toContainText('budget');
+  // A period of whole hours reads in hours, not as a fraction of a day.
+  await expect(legend.locator(`li[data-series="${ben}"]`)).toContainText('budget: 100,000 tokens an hour');
   const box = await chart.boundingBox();
   expect(box!.width).toBeLessThanOrEqual(page.viewportSize()!.width);
   expect(box!.height).toBeGreaterThan(50);

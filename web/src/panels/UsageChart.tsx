@@ -46,11 +46,24 @@ export function toSeries(rows: Row[], days: string[], label: (id: string) => str
 const number = (n: number) => n.toLocaleString('en-US');
 const money = (n: number) => n.toLocaleString('en-US', { maximumFractionDigits: 4 });
 
+/// A budget's period in its largest whole unit: "a day", "per 7 days", "an hour", "per 90 seconds".
+function periodText(secs: number): string {
+  const units: [number, string][] = [
+    [86_400, 'day'],
+    [3_600, 'hour'],
+    [60, 'minute'],
+    [1, 'second'],
+  ];
+  const [size, name] = units.find(([size]) => secs % size === 0) ?? [1, 'second'];
+  const count = secs / size;
+  if (count === 1) return name === 'hour' ? 'an hour' : `a ${name}`;
+  return `per ${number(count)} ${name}s`;
+}
+
 /// An admin's budget on a user, in words; empty when none is set.
 export function budgetText(budget: Budget | undefined): string {
   if (!budget) return '';
-  const days = budget.period_secs ? budget.period_secs / 86_400 : 0;
-  const per = days === 1 ? 'a day' : `per ${number(days)} days`;
+  const per = periodText(budget.period_secs ?? 0);
   const parts = [];
   if (budget.period_tokens) parts.push(`${number(budget.period_tokens)} tokens ${per}`);
   if (budget.period_cost) parts.push(`${money(budget.period_cost)} ${per}`);

@@ -459,17 +459,20 @@ mod tests {
         let err = messages_history(None, linked.as_array().unwrap(), &NO_FILE_TEXTS).unwrap_err();
         assert!(err.to_string().contains("inline"), "{err}");
 
-        let pdf = json!([{"role": "user", "content": [
-            {"type": "document", "title": "bomb", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0xLjQK"}}
-        ]}]);
-        let history = messages_history(None, pdf.as_array().unwrap(), &NO_FILE_TEXTS).unwrap();
-        let seen = format!("{:?}", history.messages[0]);
+        // A base64 document as the model sees it, and what the file reader is handed.
+        let sent = |title: &str, media_type: &str| {
+            let messages = json!([{"role": "user", "content": [{"type": "document", "title": title,
+                "source": {"type": "base64", "media_type": media_type, "data": "JVBERi0xLjQK"}}]}]);
+            let messages = messages.as_array().unwrap();
+            let history = messages_history(None, messages, &NO_FILE_TEXTS).unwrap();
+            (format!("{:?}", history.messages[0]), messages_documents(messages))
+        };
+        let (seen, documents) = sent("bomb", "application/pdf");
         assert!(
             seen.contains("[attached: bomb (application/pdf), which was not read]"),
             "{seen}"
         );
         // The file reader is handed the PDF as the chat attachment it would be.
-        let documents = messages_documents(pdf.as_array().unwrap());
         assert_eq!(
             documents,
             vec![
@@ -477,18 +480,13 @@ mod tests {
                 "filename": "bomb", "url": "data:application/pdf;base64,JVBERi0xLjQK"}]})
             ]
         );
-
         // A PDF under another type is not parsed on the request's worker either: only named.
-        let disguised = json!([{"role": "user", "content": [
-            {"type": "document", "title": "x.pdf", "source": {"type": "base64", "media_type": "application/octet-stream", "data": "JVBERi0xLjQK"}}
-        ]}]);
-        let history = messages_history(None, disguised.as_array().unwrap(), &NO_FILE_TEXTS).unwrap();
-        let seen = format!("{:?}", history.messages[0]);
+        let (seen, documents) = sent("x.pdf", "application/octet-stream");
         assert!(
             seen.contains("[attached: x.pdf (application/octet-stream), which the gateway cannot read]"),
             "{seen}"
         );
-        assert!(messages_documents(disguised.as_array().unwrap()).is_empty());
+        assert!(documents.is_empty());
     }
 
     #[test]

@@ -88,6 +88,7 @@ fn service_config(config: &Config) -> ServiceConfig {
         kept_harnesses: config.turn.kept_harnesses,
         kept_harness_bytes: config.turn.kept_harness_bytes,
         response_retention: Duration::from_secs(config.responses.retention_days.saturating_mul(86_400)),
+        responses_per_user: config.responses.max_per_user,
         context: config.context.settings(),
         quota: config.quotas.quota(),
         citation_review: config.citations.settings(),

@@ -48,6 +48,8 @@ pub const DEFAULT_SAVE_RETRY: Duration = Duration::from_secs(600);
 
 /// How long a kept response of the Responses API stays, as the API keeps them by default.
 pub const DEFAULT_RESPONSE_RETENTION: Duration = Duration::from_secs(30 * 24 * 60 * 60);
+/// How many kept responses of the Responses API each user may hold; past it the oldest go.
+pub const DEFAULT_RESPONSES_PER_USER: usize = 1_000;
 
 /// Enough for a busy single instance; each turn holds a client connection, an upstream connection
 /// and its history, so without a bound overload turns into memory.
@@ -92,6 +94,8 @@ pub struct ServiceConfig {
     pub kept_harness_bytes: usize,
     /// How long a kept response of the Responses API can be read and continued.
     pub response_retention: Duration,
+    /// How many kept responses each user holds at most; storing one more drops the oldest.
+    pub responses_per_user: usize,
     /// How a send fits its thread to the model's context window.
     pub context: ContextSettings,
     /// What each user may keep.
@@ -184,6 +188,7 @@ impl Default for ServiceConfig {
             kept_harnesses: DEFAULT_KEPT_HARNESSES,
             kept_harness_bytes: DEFAULT_KEPT_HARNESS_BYTES,
             response_retention: DEFAULT_RESPONSE_RETENTION,
+            responses_per_user: DEFAULT_RESPONSES_PER_USER,
             context: ContextSettings::default(),
             quota: crate::quota::StorageQuota::default(),
             citation_review: CitationReviewSettings::default(),

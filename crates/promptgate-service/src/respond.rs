@@ -112,7 +112,12 @@ impl ResponseKeeper {
         Ok(self
             .service
             .store
-            .save_response(&self.user_id, &response, max_age)
+            .save_response(
+                &self.user_id,
+                &response,
+                max_age,
+                self.service.config.responses_per_user,
+            )
             .await?)
     }
 }

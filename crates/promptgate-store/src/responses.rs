@@ -2,8 +2,9 @@
 //! its request, and the conversation the model saw up to its end, which `previous_response_id`
 //! continues from. Each row holds its whole conversation, so a chain never depends on an older row.
 //!
-//! Rows live for the deployment's retention: older ones are invisible to every read and are deleted
-//! when their user stores a new response.
+//! Rows live for the deployment's retention, and each user keeps at most the deployment's number of
+//! them: older ones are invisible to every read and are deleted when their user stores a new
+//! response, as are those past the number, oldest first.
 
 use crate::connect::{Backend, Store};
 use crate::error::{Result, StoreError};
@@ -19,15 +20,19 @@ pub const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
 /// Ids are the gateway's own (`resp_` and a UUID); anything longer is not one of ours.
 const MAX_ID_CHARS: usize = 128;
 
-/// Deletes the user's ($1) responses created before $2.
-const EXPIRE: &str = "DELETE FROM responses WHERE user_id = $1 AND created_at < $2";
+/// Deletes the user's ($1) responses created before $2, and those past the newest $3 (the time of
+/// the one at that offset and older: of rows stamped alike, all go).
+const EXPIRE: &str = "DELETE FROM responses WHERE user_id = $1 AND (created_at < $2 OR created_at <= \
+     (SELECT created_at FROM responses WHERE user_id = $1 ORDER BY created_at DESC LIMIT 1 OFFSET $3))";
 /// Keeps a response of the user $1 (nothing when there is no such user).
 const INSERT: &str = "INSERT INTO responses (user_id, id, previous_response_id, body, input_items, \
      conversation, created_at) SELECT id, $2, $3, $4, $5, $6, $7 FROM users WHERE id = $1";
-/// [`EXPIRE`] and then [`INSERT`] in one Postgres statement, the insert's values from $3 on.
+/// [`EXPIRE`] and then [`INSERT`] in one Postgres statement, the insert's values from $4 on.
 const EXPIRE_AND_INSERT: &str = "WITH expired AS (DELETE FROM responses WHERE user_id = $1 AND \
-     created_at < $2) INSERT INTO responses (user_id, id, previous_response_id, body, input_items, \
-     conversation, created_at) SELECT id, $3, $4, $5, $6, $7, $8 FROM users WHERE id = $1";
+     (created_at < $2 OR created_at <= (SELECT created_at FROM responses WHERE user_id = $1 \
+     ORDER BY created_at DESC LIMIT 1 OFFSET $3))) INSERT INTO responses (user_id, id, \
+     previous_response_id, body, input_items, conversation, created_at) \
+     SELECT id, $4, $5, $6, $7, $8, $9 FROM users WHERE id = $1";
 
 /// A response's values as its insert binds them, after the user (and the cutoff).
 struct ResponseRow<'a> {
@@ -54,8 +59,15 @@ impl<'a> ResponseRow<'a> {
 }
 
 impl Store {
-    /// Keeps a response, and deletes the user's responses older than `max_age_ms`.
-    pub async fn save_response(&self, user: &str, response: &NewResponse, max_age_ms: i64) -> Result<()> {
+    /// Keeps a response, and deletes the user's responses older than `max_age_ms` and, oldest
+    /// first, those beyond the newest `per_user` (this one among them).
+    pub async fn save_response(
+        &self,
+        user: &str,
+        response: &NewResponse,
+        max_age_ms: i64,
+        per_user: usize,
+    ) -> Result<()> {
         check_id(&response.id)?;
         let body = to_json("response body", &response.body)?;
         let items = to_json("response input items", &response.input_items)?;
@@ -67,6 +79,8 @@ impl Store {
         }
         let now = self.now_ms();
         let cutoff = now.saturating_sub(max_age_ms);
+        // The newest `per_user - 1` others stay beside the new one.
+        let kept_others = i64::try_from(per_user.saturating_sub(1)).unwrap_or(i64::MAX);
         let row = ResponseRow {
             response,
             body,
@@ -80,7 +94,10 @@ impl Store {
         // start, so it never has to give way half done.
         let done = match self.backend() {
             Backend::Postgres => {
-                let save = sqlx::query(EXPIRE_AND_INSERT).bind(user).bind(cutoff);
+                let save = sqlx::query(EXPIRE_AND_INSERT)
+                    .bind(user)
+                    .bind(cutoff)
+                    .bind(kept_others);
                 row.bind(save)
                     .execute(&self.pool)
                     .observed("responses.save")
@@ -89,7 +106,7 @@ impl Store {
             Backend::Sqlite => {
                 let mut tx = self.begin_write().await?;
                 EXPIRE
-                    .with_values((user, cutoff))
+                    .with_values((user, cutoff, kept_others))
                     .execute(&mut *tx, "responses.expire")
                     .await?;
                 let done = row

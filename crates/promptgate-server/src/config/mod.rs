@@ -262,6 +262,7 @@ impl Config {
             ),
             // Zero would keep nothing readable while clients still ask to keep responses.
             ("responses.retention_days", self.responses.retention_days),
+            ("responses.max_per_user", self.responses.max_per_user as u64),
             ("server.idle_timeout_secs", self.server.idle_timeout_secs),
             (
                 "server.first_request_timeout_secs",

@@ -15,7 +15,7 @@ use crate::elicitation::Elicitor;
 use crate::entry::{ServerEntry, lock};
 use crate::error::McpError;
 use crate::pool::{HubUsage, Pool, PoolKey, Usage};
-use crate::probes::ProbeLimits;
+use crate::probes::{ProbeLimits, ProbePermit};
 use crate::result::McpToolResult;
 use crate::session::{DiscoveredTool, Session};
 
@@ -327,6 +327,13 @@ impl McpHub {
                 Err(error)
             }
         }
+    }
+
+    /// A place among `user`'s probes for other work that reaches a server of theirs on demand (an
+    /// authorization's discovery and client registration), held until the permit is dropped; refused
+    /// as a probe is.
+    pub fn admit_probe(&self, user: &str) -> Result<ProbePermit, McpError> {
+        self.probes.admit(user, Instant::now())
     }
 
     /// Connects to `config` afresh (no pooled session, no cache) and reports what the server says

@@ -29,6 +29,7 @@ pub use elicitation::{ElicitationAnswer, ElicitationAsk, Elicitor};
 pub use error::McpError;
 pub use hub::{DiscoveryOutcome, McpHub, ProbeReport};
 pub use pool::HubUsage;
+pub use probes::ProbePermit;
 /// The address policy MCP connections are checked by; the same type `[web.fetch]` uses.
 pub use promptgate_outbound::AddressPolicy;
 pub use result::McpToolResult;

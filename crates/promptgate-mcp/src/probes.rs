@@ -33,7 +33,8 @@ impl Usage {
 }
 
 /// One running probe of a user; dropping it frees the place.
-pub(crate) struct ProbePermit {
+#[must_use = "the probe's place is freed when the permit is dropped"]
+pub struct ProbePermit {
     limits: Arc<ProbeLimits>,
     user: String,
 }

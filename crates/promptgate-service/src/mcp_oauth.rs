@@ -77,6 +77,7 @@ struct PendingDetails {
 fn from_mcp(error: McpError) -> ServiceError {
     match error {
         McpError::RefusedAddress(reason) => ServiceError::RefusedAddress(reason),
+        McpError::TooManyProbes { retry_after } => ServiceError::TooManyProbes(retry_after),
         other => ServiceError::McpAuthorization(other.to_string()),
     }
 }
@@ -155,6 +156,9 @@ impl Service {
             .mcp_oauth_redirect
             .clone()
             .ok_or(ServiceError::McpOAuthNotConfigured)?;
+        // Discovery and registration reach the server and its authorization server on the user's
+        // demand, as a probe does, and count as one.
+        let _contact = hub.admit_probe(user_id).map_err(from_mcp)?;
         let oauth = hub.oauth();
         let challenge = oauth
             .challenge(&server.url)

@@ -51,16 +51,25 @@ common::on_both_backends!(registering_past_the_server_limit_is_refused);
 
 #[tokio::test]
 async fn probing_past_the_allowance_is_refused_with_a_wait() {
-    let (gw, _upstream) = gateway(Backend::Sqlite, "probes_per_minute = 2\n").await;
+    let (gw, _upstream) = gateway(
+        Backend::Sqlite,
+        "probes_per_minute = 2\noauth_redirect_base_url = \"http://gw.test\"\n",
+    )
+    .await;
     let server = McpTestServer::start(ServerOptions::default()).await;
     let (_, body) = gw
         .post("/v1/mcp-servers", json!({"name": "Files", "url": server.url()}))
         .await;
-    let probe = format!("/v1/mcp-servers/{}/probe", body["id"].as_str().unwrap());
-    for _ in 0..2 {
-        let (status, body) = gw.post(&probe, json!({})).await;
-        assert_eq!((status, &body["ok"]), (StatusCode::OK, &json!(true)), "{body}");
-    }
+    let id = body["id"].as_str().unwrap();
+    // Starting an authorization reaches the server on demand as a probe does (and may register a
+    // client at its authorization server): it takes a place too, whether or not the server asks.
+    let (status, body) = gw
+        .post(&format!("/v1/mcp-servers/{id}/authorize"), json!({}))
+        .await;
+    assert_ne!(error_code(&body), "too_many_probes", "{status} {body}");
+    let probe = format!("/v1/mcp-servers/{id}/probe");
+    let (status, body) = gw.post(&probe, json!({})).await;
+    assert_eq!((status, &body["ok"]), (StatusCode::OK, &json!(true)), "{body}");
     let listed = server.state.list_calls.load(std::sync::atomic::Ordering::SeqCst);
     let response = gw.response(Method::POST, &probe, Some(&json!({})), None).await;
     assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);

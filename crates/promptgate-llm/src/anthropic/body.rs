@@ -211,6 +211,9 @@ fn image_block(url: &str) -> Value {
 
 /// The smallest thinking budget Anthropic accepts.
 const MIN_THINKING_BUDGET: u64 = 1024;
+/// The largest budget a numeric reasoning setting asks for: past any model's output, and a
+/// setting a user wrote (up to 32 digits) stays far from overflowing the arithmetic below.
+const MAX_THINKING_BUDGET: u64 = 128_000;
 
 /// `thinking` (and `output_config`) for the model's reasoning setting, with the `max_tokens` it
 /// needs. `None` when the setting is off, or when the client's cap leaves no room to think.
@@ -243,7 +246,7 @@ fn thinking_config(
                     .parse::<u64>()
                     .ok()
                     .filter(|n| *n >= MIN_THINKING_BUDGET)
-                    .unwrap_or(8192),
+                    .map_or(8192, |n| n.min(MAX_THINKING_BUDGET)),
             };
             let total = max_tokens.max(wanted + ANSWER_ROOM_TOKENS);
             let total = client_cap.map_or(total, |cap| cap.min(total));
@@ -574,6 +577,16 @@ mod tests {
         let body = build(&request, &limits);
         assert_eq!(body["max_tokens"], json!(3000));
         assert_eq!(body["thinking"]["budget_tokens"], json!(1500));
+
+        // A budget written as a huge number asks for the most any model gives, no more.
+        let mut huge = second_send_at(Some("18446744073709551615"));
+        huge.max_output_tokens = None;
+        let body = build(&huge, &limits);
+        assert_eq!(body["thinking"]["budget_tokens"], json!(MAX_THINKING_BUDGET));
+        assert_eq!(
+            body["max_tokens"],
+            json!(MAX_THINKING_BUDGET + ANSWER_ROOM_TOKENS)
+        );
 
         // Too small to think at all: no thinking, and the sampling settings are sent again.
         request.max_output_tokens = Some(1500);

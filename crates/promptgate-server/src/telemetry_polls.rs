@@ -4,10 +4,11 @@
 //! once per upstream chunk through the request's and the turn's spans, a tool call's future through
 //! its own span and those of the calls it makes. The exporting layer sat behind a per-layer
 //! filter, so each enter and exit looked the span up in the registry to ask the filter, then
-//! looked it up again, took its extension lock and read the clock to note a provisional end time. None of that is needed: with context activation and busy/idle
-//! timing off the exporter does nothing on enter, and a span with no noted end ends when it closes,
-//! which for these spans is when their future is done. So the wrapper simply does not pass enters
-//! and exits on; every other call goes through unchanged.
+//! looked it up again, took its extension lock and read the clock to note a provisional end time.
+//! None of that is needed: with context activation and busy/idle timing off the exporter does
+//! nothing on enter, and a span with no noted end ends when it closes, which for these spans is
+//! when their future is done. So the wrapper simply does not pass enters and exits on; every other
+//! call goes through unchanged.
 //!
 //! The log output, beside the exporter, has a per-layer filter too, and pays the same lookup on
 //! every enter and exit of every exported span (to find that it does not log them). It is wrapped

@@ -199,20 +199,19 @@ async fn each_user_reads_their_own_usage_as_json_or_csv(backend: Backend) {
     );
 }
 
-/// The one user of a single-user deployment is its operator and reads everyone's rows.
-async fn the_operator_of_a_single_user_deployment_sees_everyone(backend: Backend) {
-    let (gw, _upstream) = common::single_user_gateway(backend).await;
-    let other = gw.store.create_user("guest").await.unwrap();
-    let row = UsageRecord {
-        user_id: other.id.clone(),
-        turn_id: "turn_elsewhere".to_owned(),
-        key_id: Some("key_guest".to_owned()),
+/// A completed Responses API request of `user`'s on the scripted model, recorded straight in the
+/// store, with `input` prompt tokens and no key.
+fn completed_row(user: &str, turn: &str, input: u64) -> UsageRecord {
+    UsageRecord {
+        user_id: user.to_owned(),
+        turn_id: turn.to_owned(),
+        key_id: None,
         thread_id: None,
         kind: UsageKind::Responses,
         model: "scripted".to_owned(),
         provider: "scripted".to_owned(),
         tokens: TokenCounts {
-            input: 7,
+            input,
             ..TokenCounts::default()
         },
         tool_calls: 0,
@@ -220,7 +219,15 @@ async fn the_operator_of_a_single_user_deployment_sees_everyone(backend: Backend
         duration_ms: 5,
         status: "complete".to_owned(),
         cost: None,
-    };
+    }
+}
+
+/// The one user of a single-user deployment is its operator and reads everyone's rows.
+async fn the_operator_of_a_single_user_deployment_sees_everyone(backend: Backend) {
+    let (gw, _upstream) = common::single_user_gateway(backend).await;
+    let other = gw.store.create_user("guest").await.unwrap();
+    let mut row = completed_row(&other.id, "turn_elsewhere", 7);
+    row.key_id = Some("key_guest".to_owned());
     gw.store.record_usage(&row).await.unwrap();
     let (status, body) = gw.get("/v1/usage?group_by=key").await;
     assert_eq!(status, StatusCode::OK, "{body}");
@@ -236,30 +243,14 @@ async fn the_operator_of_a_single_user_deployment_sees_everyone(backend: Backend
 }
 
 /// A report without `to` counts every row recorded before it, also after a burst: the store's
-/// stamps never repeat a millisecond, so a burst puts them ahead of the wall clock for a moment.
+/// stamps increase by at least a millisecond each, so a burst puts them up to a second ahead of the
+/// wall clock.
 async fn a_report_without_an_end_counts_a_burst_recorded_just_before(backend: Backend) {
     const BURST: u64 = 150;
     let (gw, _upstream) = common::single_user_gateway(backend).await;
     let user = gw.store.create_user("burst").await.unwrap();
     for n in 0..BURST {
-        let row = UsageRecord {
-            user_id: user.id.clone(),
-            turn_id: format!("turn_burst_{n}"),
-            key_id: None,
-            thread_id: None,
-            kind: UsageKind::Responses,
-            model: "scripted".to_owned(),
-            provider: "scripted".to_owned(),
-            tokens: TokenCounts {
-                input: 1,
-                ..TokenCounts::default()
-            },
-            tool_calls: 0,
-            web_calls: 0,
-            duration_ms: 1,
-            status: "complete".to_owned(),
-            cost: None,
-        };
+        let row = completed_row(&user.id, &format!("turn_burst_{n}"), 1);
         gw.store.record_usage(&row).await.unwrap();
     }
     let (status, body) = gw.get("/v1/usage?group_by=model").await;

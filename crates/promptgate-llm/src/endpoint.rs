@@ -28,6 +28,10 @@ pub struct Timeouts {
     pub first_byte: Duration,
     /// The longest silence allowed between two pieces of the body once it started.
     pub idle: Duration,
+    /// From sending a request for a whole answer ([`crate::ChatRequest::whole_answer`]) until
+    /// its first byte: the provider says nothing while the model writes, so this is the time the
+    /// whole answer may take. As long as OpenAI's own clients wait.
+    pub whole_answer: Duration,
 }
 
 impl Default for Timeouts {
@@ -36,6 +40,7 @@ impl Default for Timeouts {
             connect: Duration::from_secs(10),
             first_byte: Duration::from_secs(60),
             idle: Duration::from_secs(60),
+            whole_answer: Duration::from_secs(600),
         }
     }
 }
@@ -132,15 +137,29 @@ impl Endpoint {
         })
     }
 
+    /// The wait for a request's first byte: a whole answer's first byte comes when it is written.
+    pub fn first_byte_limit(&self, whole_answer: bool) -> Duration {
+        if whole_answer {
+            self.timeouts.whole_answer
+        } else {
+            self.timeouts.first_byte
+        }
+    }
+
     /// Posts a request body. Returns the successful response and the first-byte deadline, which
     /// the body's first event shares; a refusal becomes [`LlmError::Status`] with the provider's
     /// message (key removed) and the wait it asked for.
-    pub async fn post(&self, body: Vec<u8>) -> Result<(reqwest::Response, Instant), LlmError> {
-        let first_byte_deadline = Instant::now() + self.timeouts.first_byte;
+    pub async fn post(
+        &self,
+        body: Vec<u8>,
+        whole_answer: bool,
+    ) -> Result<(reqwest::Response, Instant), LlmError> {
+        let first_byte_limit = self.first_byte_limit(whole_answer);
+        let first_byte_deadline = Instant::now() + first_byte_limit;
         let request = self.http.post(self.parsed_url.clone()).body(body);
         let pending = promptgate_outbound::trace_context::inject(request).send();
         let response = match tokio::time::timeout_at(first_byte_deadline, pending).await {
-            Err(_) => return Err(timeout(TimeoutPhase::FirstByte, self.timeouts.first_byte)),
+            Err(_) => return Err(timeout(TimeoutPhase::FirstByte, first_byte_limit)),
             Ok(Err(e)) => return Err(self.send_error(e)),
             Ok(Ok(response)) => response,
         };
@@ -179,17 +198,19 @@ impl Endpoint {
         }
     }
 
-    /// Runs one streamed request with its metrics: the request counted, the time to its first
-    /// event recorded, and any error it fails with or its stream ends with counted by kind.
+    /// Runs one request with its metrics: the request counted, the time to its first event
+    /// recorded (for a streamed answer: a whole one has no first token to time), and any error it
+    /// fails with or its stream ends with counted by kind.
     pub async fn observed(
         &self,
+        whole_answer: bool,
         request: impl Future<Output = Result<EventStream, LlmError>>,
     ) -> Result<EventStream, LlmError> {
         let started = std::time::Instant::now();
         let provider = self.name.clone();
         metrics::counter!("promptgate_upstream_requests_total", "provider" => provider.clone()).increment(1);
         match request.await {
-            Ok(stream) => Ok(metered(provider, started, stream)),
+            Ok(stream) => Ok(metered(provider, (!whole_answer).then_some(started), stream)),
             Err(err) => {
                 count_upstream_error(&provider, &err);
                 Err(err)
@@ -216,18 +237,18 @@ fn count_upstream_error(provider: &str, err: &LlmError) {
         .increment(1);
 }
 
-/// Records the time to the first event (the first token, or the first tool-call fragment) and any
-/// error the stream ends with.
-fn metered(provider: String, started: std::time::Instant, stream: EventStream) -> EventStream {
-    let mut first = true;
+/// Records the time from `started` to the first event (the first token, or the first tool-call
+/// fragment) and any error the stream ends with.
+fn metered(provider: String, started: Option<std::time::Instant>, stream: EventStream) -> EventStream {
+    let mut first = started;
     Box::pin(stream.map(move |item| {
         match &item {
-            Ok(_) if first => {
-                first = false;
-                metrics::histogram!("promptgate_upstream_time_to_first_token_seconds", "provider" => provider.clone())
-                    .record(started.elapsed().as_secs_f64());
+            Ok(_) => {
+                if let Some(started) = first.take() {
+                    metrics::histogram!("promptgate_upstream_time_to_first_token_seconds", "provider" => provider.clone())
+                        .record(started.elapsed().as_secs_f64());
+                }
             }
-            Ok(_) => {}
             Err(err) => count_upstream_error(&provider, err),
         }
         item

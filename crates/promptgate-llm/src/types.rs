@@ -129,6 +129,11 @@ pub struct ChatRequest {
     /// The client's limit on the tokens this request may produce. Each provider writes it in its
     /// own field and keeps within any limit it is configured with.
     pub max_output_tokens: Option<u64>,
+    /// Ask for the answer in one piece rather than streamed, for a caller that shows nothing
+    /// before the end (a facade client that asked for one JSON answer): the provider writes one
+    /// body and the gateway reads one, instead of a frame per token. Providers without a reading
+    /// of whole answers (Anthropic's) stream as usual.
+    pub whole_answer: bool,
     pub extra: Map<String, Value>,
     /// Where the prompt stops being the same from one request to the next. Providers that cache
     /// only where they are told (Anthropic) place their breakpoints from it; the OpenAI-compatible

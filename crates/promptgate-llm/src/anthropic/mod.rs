@@ -115,7 +115,7 @@ impl Anthropic {
                 memory: &self.options.memory,
             },
         )?;
-        let (response, first_byte_deadline) = self.endpoint.post(body).await?;
+        let (response, first_byte_deadline) = self.endpoint.post(body, false).await?;
         let parser = Remembering {
             events: MessageEvents::new(),
             options: Arc::clone(&self.options),
@@ -132,7 +132,9 @@ impl Anthropic {
 #[async_trait::async_trait]
 impl ChatModel for Anthropic {
     async fn stream(&self, request: ChatRequest) -> Result<EventStream, LlmError> {
-        self.endpoint.observed(self.stream_unmetered(request)).await
+        self.endpoint
+            .observed(false, self.stream_unmetered(request))
+            .await
     }
 
     fn provider_name(&self) -> &'static str {

@@ -13,11 +13,12 @@ use crate::json_text;
 use crate::{ChatMessage, ChatRequest, LlmError, ToolDefinition, UserContent};
 
 /// Builds the upstream body. `extra` is merged last so provider options and fields a client
-/// passed through reach the provider untouched, except that it cannot turn streaming off or
-/// drop the usage report: the client depends on both.
+/// passed through reach the provider untouched, except that it cannot choose between a stream
+/// and a whole answer (the request does) or drop a stream's usage report: the client depends on
+/// both.
 pub(crate) fn request_body(request: &ChatRequest) -> Result<Vec<u8>, LlmError> {
     if request.extra.contains_key("stream") {
-        tracing::debug!("ignoring an extra `stream` field: the client always streams");
+        tracing::debug!("ignoring an extra `stream` field: the request says whether to stream");
     }
     let mut body = Object::default();
     write_body(&mut body, request)
@@ -37,8 +38,11 @@ fn write_body(body: &mut Object, request: &ChatRequest) -> serde_json::Result<()
         body.key("messages");
         write_messages(&mut body.out, &request.messages)?;
     }
-    body.entry("stream", &true)?;
+    body.entry("stream", &!request.whole_answer)?;
+    // A whole answer always reports its usage, and OpenAI refuses `stream_options` without a
+    // stream.
     match extra.get("stream_options") {
+        _ if request.whole_answer => {}
         Some(Value::Object(options)) => {
             let mut merged = options.clone();
             merged.insert("include_usage".into(), Value::Bool(true));
@@ -214,6 +218,7 @@ mod tests {
             parallel_tool_calls: Some(false),
             reasoning_effort: Some("low".to_owned()),
             max_output_tokens: Some(300),
+            whole_answer: false,
             extra: Map::new(),
             cache: Default::default(),
         }
@@ -268,6 +273,22 @@ mod tests {
             json!({"other": 1, "include_usage": true})
         );
         assert_eq!(value["top_p"], json!(0.9));
+    }
+
+    #[test]
+    fn a_whole_answer_is_asked_for_without_stream_options_whatever_the_extras_say() {
+        let mut request = request();
+        request.whole_answer = true;
+        request.extra = json!({"stream": true, "stream_options": {"include_usage": true}})
+            .as_object()
+            .cloned()
+            .unwrap();
+        let text = String::from_utf8(request_body(&request).unwrap()).unwrap();
+        assert_eq!(text.matches("\"stream\"").count(), 1, "{text}");
+        let value: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(value["stream"], json!(false));
+        assert!(value.get("stream_options").is_none(), "{value}");
+        assert_eq!(value["max_completion_tokens"], json!(300));
     }
 
     #[test]

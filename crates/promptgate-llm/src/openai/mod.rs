@@ -108,14 +108,18 @@ impl OpenAiCompatible {
 #[async_trait::async_trait]
 impl ChatModel for OpenAiCompatible {
     async fn stream(&self, request: ChatRequest) -> Result<EventStream, LlmError> {
-        self.endpoint.observed(self.stream_unmetered(request)).await
+        let whole_answer = request.whole_answer;
+        self.endpoint
+            .observed(whole_answer, self.stream_unmetered(request))
+            .await
     }
 }
 
 impl OpenAiCompatible {
     async fn stream_unmetered(&self, request: ChatRequest) -> Result<EventStream, LlmError> {
         let body = body::request_body(&request)?;
-        let (response, first_byte_deadline) = self.endpoint.post(body).await?;
+        let whole_answer = request.whole_answer;
+        let (response, first_byte_deadline) = self.endpoint.post(body, whole_answer).await?;
         let timeouts = self.endpoint.timeouts;
         let is_json = response
             .headers()
@@ -123,7 +127,8 @@ impl OpenAiCompatible {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|kind| kind.starts_with("application/json"));
         if is_json {
-            let body = timed_body(response, first_byte_deadline, timeouts.first_byte, timeouts.idle);
+            let first_byte_limit = self.endpoint.first_byte_limit(whole_answer);
+            let body = timed_body(response, first_byte_deadline, first_byte_limit, timeouts.idle);
             let events = non_streamed::read(body, ChunkParser::new(self.parser)).await?;
             return Ok(Box::pin(futures::stream::iter(events.into_iter().map(Ok))));
         }

@@ -95,6 +95,44 @@ impl ChunkParser {
                 ))
             })?,
         };
+        self.push_wire(chunk, out)
+    }
+
+    /// Reads a whole answer, one `chat.completion` body, as a stream that sent it as its only
+    /// chunk and then `[DONE]`: each choice's `message` is read as its delta. Returns every event
+    /// of the answer, ending with `Finished`.
+    pub fn push_completion(&mut self, body: &[u8]) -> Result<Vec<StreamEvent>, LlmError> {
+        let completion: WireCompletion = serde_json::from_slice(body)
+            .map_err(|e| LlmError::Protocol(format!("the JSON answer is not valid JSON: {e}")))?;
+        let is_error = completion.error.as_ref().is_some_and(|e| !e.is_null());
+        if !is_error && completion.choices.as_ref().is_none_or(Vec::is_empty) {
+            // Neither a completion nor an error: reading it as an empty answer would hide the fault.
+            return Err(LlmError::Protocol(
+                "the answer was a JSON body that is not a chat completion".to_owned(),
+            ));
+        }
+        let chunk = WireChunk {
+            choices: completion.choices.map(|choices| {
+                choices
+                    .into_iter()
+                    .map(|choice| WireChoice {
+                        index: choice.index,
+                        delta: choice.message,
+                        finish_reason: choice.finish_reason,
+                    })
+                    .collect()
+            }),
+            usage: completion.usage,
+            error: completion.error,
+        };
+        let mut out = Vec::new();
+        self.push_wire(chunk, &mut out)?;
+        self.done = true;
+        out.extend(self.finish()?);
+        Ok(out)
+    }
+
+    fn push_wire(&mut self, chunk: WireChunk, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
         self.saw_chunk = true;
         if let Some(error) = chunk.error.filter(|e| !e.is_null()) {
             let wrapped = serde_json::json!({ "error": error });
@@ -218,6 +256,27 @@ struct WireChunk {
     usage: Option<WireUsage>,
     #[serde(default)]
     error: Option<Value>,
+}
+
+/// A whole answer: a chunk whose choices carry a `message` where a chunk's carry a `delta`.
+#[derive(Debug, Default, Deserialize, PartialEq)]
+struct WireCompletion {
+    #[serde(default)]
+    choices: Option<Vec<WholeChoice>>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Debug, Default, Deserialize, PartialEq)]
+struct WholeChoice {
+    #[serde(default)]
+    index: Option<u64>,
+    #[serde(default)]
+    message: Option<WireDelta>,
+    #[serde(default)]
+    finish_reason: Option<Value>,
 }
 
 #[derive(Debug, Default, Deserialize, PartialEq)]

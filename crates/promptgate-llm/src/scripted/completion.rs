@@ -8,6 +8,7 @@ use super::{Script, Step};
 
 pub(super) fn from_script(script: &Script) -> Value {
     let mut content = String::new();
+    let mut reasoning = String::new();
     let mut calls: BTreeMap<u64, (String, String, String)> = BTreeMap::new();
     let mut finish_reason = Value::Null;
     let mut usage = Value::Null;
@@ -33,6 +34,9 @@ pub(super) fn from_script(script: &Script) -> Value {
             let delta = &choice["delta"];
             if let Some(text) = delta.get("content").and_then(Value::as_str) {
                 content.push_str(text);
+            }
+            if let Some(text) = delta.get("reasoning_content").and_then(Value::as_str) {
+                reasoning.push_str(text);
             }
             let fragments = delta
                 .get("tool_calls")
@@ -60,6 +64,9 @@ pub(super) fn from_script(script: &Script) -> Value {
     }
 
     let mut message = json!({ "role": "assistant", "content": if content.is_empty() { Value::Null } else { Value::String(content) } });
+    if !reasoning.is_empty() {
+        message["reasoning_content"] = Value::String(reasoning);
+    }
     if !calls.is_empty() {
         let calls: Vec<Value> = calls
             .into_values()

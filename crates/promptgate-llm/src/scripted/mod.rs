@@ -253,11 +253,7 @@ async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes
     }
 
     if !flag.stream {
-        return (
-            [(header::CONTENT_TYPE, "application/json")],
-            rendered.completion.clone(),
-        )
-            .into_response();
+        return whole_answer(steps, extra_headers, &rendered, shared).await;
     }
     let body = match &rendered.sse {
         Some(sse) => Body::from(sse.clone()),
@@ -272,6 +268,45 @@ async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes
         body,
     )
         .into_response()
+}
+
+/// The answer to a request that did not ask for a stream: the script's `chat.completion` in one
+/// body, once the script's pauses have passed, as a server says nothing while its model writes. A
+/// hang (or an endless repeat) never answers, a cut drops the connection after the headers, and
+/// a status in the body's place answers with that status. A client that leaves before the answer
+/// counts as a disconnect.
+async fn whole_answer(
+    steps: VecDeque<Step>,
+    headers: HeaderMap,
+    rendered: &RenderedScript,
+    shared: Arc<Shared>,
+) -> Response {
+    let mut waiting = Playback {
+        steps: VecDeque::new(),
+        shared,
+        complete: false,
+    };
+    let json = [(header::CONTENT_TYPE, "application/json")];
+    for step in steps {
+        match step {
+            Step::Delay(delay) => tokio::time::sleep(delay).await,
+            Step::Hang | Step::Repeat(_) => std::future::pending::<()>().await,
+            Step::Cut => {
+                waiting.mark_complete();
+                let cut = std::io::Error::new(std::io::ErrorKind::ConnectionAborted, "scripted cut");
+                let body = Body::from_stream(futures::stream::once(async { Err::<Bytes, _>(cut) }));
+                return (headers, json, body).into_response();
+            }
+            Step::Status(status, body) => {
+                waiting.mark_complete();
+                let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+                return (status, headers, json, body).into_response();
+            }
+            Step::Chunk(_) | Step::Raw(_) | Step::Comment | Step::Done | Step::Header(..) => {}
+        }
+    }
+    waiting.mark_complete();
+    (headers, json, rendered.completion.clone()).into_response()
 }
 
 fn error(status: StatusCode, message: &str) -> Response {

@@ -44,6 +44,7 @@ pub fn with_timeouts(upstream: &ScriptedUpstream, first_byte_ms: u64, idle_ms: u
         connect: Duration::from_secs(5),
         first_byte: Duration::from_millis(first_byte_ms),
         idle: Duration::from_millis(idle_ms),
+        ..Timeouts::default()
     };
     OpenAiCompatible::new(config).expect("a valid provider config")
 }
@@ -67,6 +68,14 @@ pub fn ask(text: &str) -> ChatRequest {
             },
         ],
         ..ChatRequest::default()
+    }
+}
+
+/// [`ask`], with the answer asked for whole rather than streamed.
+pub fn ask_whole(text: &str) -> ChatRequest {
+    ChatRequest {
+        whole_answer: true,
+        ..ask(text)
     }
 }
 

@@ -72,6 +72,43 @@ async fn a_slow_first_byte_times_out() {
 }
 
 #[tokio::test]
+async fn a_whole_answer_is_asked_for_once_and_waited_for_as_long_as_its_own_limit() {
+    let upstream = upstream().await;
+    upstream.set_recording(true);
+    let slow = Script::new()
+        .delay(Duration::from_millis(600))
+        .chunk(content_chunk("written "))
+        .chunk(content_chunk("whole"))
+        .chunk(finish_chunk("stop"))
+        .done();
+    upstream.push(slow.clone());
+    upstream.push(slow);
+    upstream.push(Script::new().hang());
+    let mut config = common::config(&upstream);
+    config.timeouts.first_byte = Duration::from_millis(200);
+    config.timeouts.whole_answer = Duration::from_millis(1_500);
+    let model = OpenAiCompatible::new(config).unwrap();
+
+    let answered = run(&model, common::ask_whole("q")).await;
+    assert_eq!(answered.error, None);
+    assert_eq!(answered.text(), "written whole");
+    let sent = upstream.last_request().unwrap();
+    assert_eq!(sent["stream"], serde_json::json!(false));
+    assert!(sent.get("stream_options").is_none(), "{sent}");
+    // The same pause before a streamed answer's first byte is past its limit.
+    let streamed = run(&model, ask("q")).await;
+    assert_timed_out(&streamed.error, TimeoutPhase::FirstByte);
+    let hung = run(&model, common::ask_whole("q")).await;
+    assert_timed_out(&hung.error, TimeoutPhase::FirstByte);
+    match hung.error {
+        Some(LlmError::Timeout { seconds, .. }) => {
+            assert_eq!(seconds, 2, "the whole answer's limit, 1.5 s, rounded up")
+        }
+        other => panic!("expected a timeout, got {other:?}"),
+    }
+}
+
+#[tokio::test]
 async fn an_idle_gap_times_out_but_keep_alive_comments_do_not() {
     let upstream = upstream().await;
     upstream.push(

@@ -417,6 +417,36 @@ async fn a_provider_that_ignores_stream_and_answers_with_json_is_still_understoo
 }
 
 #[tokio::test]
+async fn a_whole_answer_carries_its_reasoning_and_its_errors_and_is_not_mistaken_for_empty() {
+    let upstream = upstream().await;
+    let answer = json!({"choices": [{"index": 0, "finish_reason": "stop", "message": {
+        "role": "assistant", "reasoning_content": "Thinking it over.", "content": "Done."}}]});
+    upstream.push(Script::new().step(Step::Status(200, answer.to_string())));
+    let refusal = json!({"error": {"message": "the model is overloaded", "code": 503}});
+    upstream.push(Script::new().step(Step::Status(200, refusal.to_string())));
+    upstream.push(Script::new().step(Step::Status(200, json!({"id": "x"}).to_string())));
+    let model = client(&upstream);
+
+    let answered = run(&model, common::ask_whole("q")).await;
+    assert_eq!(answered.error, None);
+    assert_eq!(answered.reasoning(), "Thinking it over.");
+    assert_eq!(answered.text(), "Done.");
+    assert_eq!(answered.last(), Some(&StreamEvent::Finished(FinishReason::Stop)));
+    let refused = run(&model, common::ask_whole("q")).await;
+    assert!(
+        matches!(&refused.error, Some(LlmError::Status { status: 503, message }) if message.contains("overloaded")),
+        "{:?}",
+        refused.error
+    );
+    let neither = run(&model, common::ask_whole("q")).await;
+    assert!(
+        matches!(&neither.error, Some(LlmError::Protocol(m)) if m.contains("not a chat completion")),
+        "{:?}",
+        neither.error
+    );
+}
+
+#[tokio::test]
 async fn a_page_that_is_not_an_event_stream_hints_at_the_base_url() {
     let upstream = upstream().await;
     upstream.push(Script::new().raw("Welcome to my web app\n\n"));

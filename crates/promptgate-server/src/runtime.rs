@@ -145,6 +145,7 @@ fn timeouts(entry: &ProviderEntry) -> Timeouts {
         connect: secs(entry.connect_timeout_secs, defaults.connect),
         first_byte: secs(entry.first_byte_timeout_secs, defaults.first_byte),
         idle: secs(entry.idle_timeout_secs, defaults.idle),
+        whole_answer: secs(entry.whole_answer_timeout_secs, defaults.whole_answer),
     }
 }
 

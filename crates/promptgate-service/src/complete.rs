@@ -46,6 +46,9 @@ pub struct CompletionRequest {
     pub key_id: Option<String>,
     /// Which facade the request came through, for the usage ledger.
     pub facade: UsageKind,
+    /// The client reads the answer as it is written. A client that waits for one whole answer
+    /// has each model request answered whole too (see `StepPolicy::whole_answers`).
+    pub streamed: bool,
 }
 
 /// A client's limit on the answer's length, by what it says about the answer the client wants.
@@ -122,6 +125,7 @@ impl Service {
             on_end,
             key_id,
             facade,
+            streamed,
         } = request;
         needs_a_user_message(&conversation)?;
         let spender = Spender {
@@ -192,6 +196,7 @@ impl Service {
         if parallel_tool_calls == Some(false) {
             plan.policy.parallel_tool_calls = false;
         }
+        plan.policy.whole_answers = !streamed;
         plan.failover = failover;
         let so_far = Arc::new(UsageSoFar::default());
         plan.usage_so_far = Some(Arc::clone(&so_far));

@@ -22,6 +22,9 @@ pub struct ProviderEntry {
     pub first_byte_timeout_secs: Option<u64>,
     #[serde(default)]
     pub idle_timeout_secs: Option<u64>,
+    /// How long an answer asked for whole (a facade client that did not ask to stream) may take.
+    #[serde(default)]
+    pub whole_answer_timeout_secs: Option<u64>,
     /// Anthropic only: the answer's length limit (`max_tokens`, which its API requires).
     #[serde(default)]
     pub max_tokens: Option<u64>,

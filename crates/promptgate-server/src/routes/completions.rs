@@ -115,6 +115,7 @@ async fn completions(
             output_cap: max_output_tokens.map(OutputCap::Chosen),
             on_end: Vec::new(),
             facade: UsageKind::ChatCompletions,
+            streamed: body.stream,
         })
         .await?;
     let identity = CompletionIdentity {

@@ -134,6 +134,7 @@ impl MessagesBody {
             on_end: Vec::new(),
             key_id,
             facade: UsageKind::Messages,
+            streamed: self.stream,
         };
         Ok((request, self.stream))
     }

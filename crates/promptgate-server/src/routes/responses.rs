@@ -93,6 +93,7 @@ async fn create(
                 output_cap: body.max_output_tokens.map(OutputCap::Chosen),
                 on_end: Vec::new(),
                 facade: UsageKind::Responses,
+                streamed: body.stream.unwrap_or(false),
             },
             previous_response_id: body.previous_response_id.clone(),
             store,

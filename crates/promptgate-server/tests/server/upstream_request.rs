@@ -186,3 +186,50 @@ async fn an_image_link_is_refused_by_the_facade_and_never_passed_on_by_a_send() 
         "inline images still go"
     );
 }
+
+#[tokio::test]
+async fn every_facade_asks_the_provider_for_a_whole_answer_when_its_client_does_not_stream() {
+    let (gw, upstream) = gateway(&[]).await;
+    upstream.set_recording(true);
+    upstream.replay_by_default(text(["Written ", "whole."]));
+    let user = json!([{"role": "user", "content": "Hi"}]);
+    let facades = [
+        (
+            "/v1/chat/completions",
+            json!({"model": "scripted", "messages": user}),
+        ),
+        (
+            "/v1/responses",
+            json!({"model": "scripted", "input": "Hi", "store": false}),
+        ),
+        (
+            "/v1/messages",
+            json!({"model": "scripted", "max_tokens": 100, "messages": user}),
+        ),
+    ];
+    for (path, body) in facades {
+        for stream in [false, true] {
+            let mut body = body.clone();
+            body["stream"] = json!(stream);
+            let res = gw
+                .http
+                .post(gw.url(path))
+                .header("anthropic-version", "2023-06-01")
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status(), StatusCode::OK, "{path}, stream {stream}");
+            let answer = res.text().await.unwrap();
+            let sent = upstream.last_request().unwrap();
+            assert_eq!(sent["stream"], json!(stream), "{path}: {sent}");
+            if stream {
+                assert!(answer.contains("whole."), "{path}: {answer}");
+                assert_eq!(sent["stream_options"]["include_usage"], json!(true), "{path}");
+            } else {
+                assert!(answer.contains("Written whole."), "{path}: {answer}");
+                assert!(sent.get("stream_options").is_none(), "{path}: {sent}");
+            }
+        }
+    }
+}

@@ -125,6 +125,7 @@ async fn the_ledger_holds_what_the_upstream_reported_for_every_kind_of_turn(db: 
             on_end: Vec::new(),
             key_id: Some("key_1".to_owned()),
             facade: UsageKind::ChatCompletions,
+            streamed: false,
         })
         .await
         .unwrap();

@@ -89,6 +89,9 @@ pub struct StepPolicy {
     pub max_output_tokens: Option<u64>,
     /// The model takes images: those MCP tools return are shown to it after the step's results.
     pub tool_images: bool,
+    /// Each step asks the provider for its answer whole (a facade client that reads one JSON
+    /// answer and sees nothing before it): one body to read instead of a frame per token.
+    pub whole_answers: bool,
 }
 
 impl StepPolicy {
@@ -102,6 +105,7 @@ impl StepPolicy {
             reasoning_effort: None,
             max_output_tokens: None,
             tool_images: false,
+            whole_answers: false,
         }
     }
 }

@@ -482,6 +482,7 @@ impl Turn {
             temperature: plan.policy.temperature,
             reasoning_effort: plan.policy.reasoning_effort.clone(),
             max_output_tokens: plan.policy.max_output_tokens,
+            whole_answer: plan.policy.whole_answers,
             extra: plan.extra.clone(),
             cache: CacheHints {
                 stable_system_len: plan.system_stable_len,

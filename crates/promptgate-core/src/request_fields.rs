@@ -5,6 +5,8 @@
 //! (`model`, `messages`, `tools`, `n`, `max_tokens`, `store`, `service_tier`, ...) is the server's,
 //! unless the operator allows a field for a provider (`allow_request_fields`).
 
+use serde_json::Value;
+
 /// Open to users and facade callers on every provider.
 pub const OPEN_FIELDS: [&str; 15] = [
     "temperature",
@@ -44,6 +46,67 @@ pub fn refusal_message(refused: &[&str], allowed: &[String]) -> String {
     )
 }
 
+/// What is wrong with `value` as the open field `field`, in the words of an error for the caller;
+/// `None` when a provider can read it. The checks are the types every OpenAI-compatible provider
+/// reads and the ranges OpenAI documents, so that a caller's slip is answered as the caller's
+/// rather than as the provider's refusal of the gateway's request. `null` leaves the provider's
+/// default. A field the operator opened (`allow_request_fields`) is the operator's to vouch for.
+pub fn value_problem(field: &str, value: &Value) -> Option<String> {
+    if value.is_null() {
+        return None;
+    }
+    let number_in = |low: f64, high: f64| match value.as_f64() {
+        Some(n) if (low..=high).contains(&n) => None,
+        _ => Some(format!("must be a number from {low} to {high}")),
+    };
+    let strings = |items: &[Value]| items.iter().all(Value::is_string);
+    match field {
+        "temperature" => number_in(0.0, 2.0),
+        "top_p" | "min_p" => number_in(0.0, 1.0),
+        "frequency_penalty" | "presence_penalty" => number_in(-2.0, 2.0),
+        "repetition_penalty" => match value.as_f64() {
+            Some(n) if n > 0.0 => None,
+            _ => Some("must be a number above 0".to_owned()),
+        },
+        // -1 is how several servers (vLLM, llama.cpp) say "no top-k".
+        "top_k" => match value.as_i64() {
+            Some(k) if k >= -1 => None,
+            _ => Some("must be a whole number, -1 or more".to_owned()),
+        },
+        "seed" => (!value.is_i64() && !value.is_u64()).then(|| "must be a whole number".to_owned()),
+        "top_logprobs" => match value.as_u64() {
+            Some(n) if n <= 20 => None,
+            _ => Some("must be a whole number from 0 to 20".to_owned()),
+        },
+        "logprobs" => (!value.is_boolean()).then(|| "must be true or false".to_owned()),
+        "user" => (!value.is_string()).then(|| "must be a string".to_owned()),
+        "stop" => match value {
+            Value::String(_) => None,
+            Value::Array(items) if strings(items) => None,
+            _ => Some("must be a string or a list of strings".to_owned()),
+        },
+        "stop_sequences" => match value {
+            Value::Array(items) if strings(items) => None,
+            _ => Some("must be a list of strings".to_owned()),
+        },
+        "logit_bias" => match value {
+            Value::Object(biases)
+                if biases
+                    .values()
+                    .all(|b| b.as_f64().is_some_and(|b| (-100.0..=100.0).contains(&b))) =>
+            {
+                None
+            }
+            _ => Some("must map token ids to numbers from -100 to 100".to_owned()),
+        },
+        "response_format" => match value.get("type") {
+            Some(Value::String(_)) => None,
+            _ => Some("must be an object with a string `type`".to_owned()),
+        },
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -70,5 +133,51 @@ mod tests {
         let message = refusal_message(&["max_tokens"], &["store".to_owned()]);
         assert!(message.contains("cannot be set here: max_tokens;"), "{message}");
         assert!(message.contains("user, store (the operator"), "{message}");
+    }
+
+    #[test]
+    fn an_open_field_with_a_value_no_provider_reads_is_named_with_what_it_takes() {
+        use serde_json::json;
+        let readable = [
+            ("temperature", json!(0.7)),
+            ("temperature", json!(2)),
+            ("top_p", json!(1)),
+            ("top_k", json!(-1)),
+            ("seed", json!(42)),
+            ("stop", json!("END")),
+            ("stop", json!(["a", "b"])),
+            ("stop_sequences", json!(["a"])),
+            ("logit_bias", json!({"50256": -100, "11": 2.5})),
+            ("logprobs", json!(true)),
+            ("top_logprobs", json!(5)),
+            ("response_format", json!({"type": "json_object"})),
+            ("user", json!("u-1")),
+            ("temperature", Value::Null),
+            ("an_operator_field", json!({"anything": true})),
+        ];
+        for (field, value) in readable {
+            assert_eq!(value_problem(field, &value), None, "{field} = {value}");
+        }
+        let unreadable = [
+            ("temperature", json!(3), "from 0 to 2"),
+            ("temperature", json!("hot"), "a number"),
+            ("top_p", json!(-0.1), "from 0 to 1"),
+            ("presence_penalty", json!(2.5), "from -2 to 2"),
+            ("repetition_penalty", json!(0), "above 0"),
+            ("top_k", json!(1.5), "whole number"),
+            ("seed", json!("42"), "whole number"),
+            ("stop", json!([1, 2]), "list of strings"),
+            ("stop_sequences", json!("END"), "list of strings"),
+            ("logit_bias", json!({"50256": 101}), "-100 to 100"),
+            ("logit_bias", json!([1]), "token ids"),
+            ("logprobs", json!(1), "true or false"),
+            ("top_logprobs", json!(21), "0 to 20"),
+            ("response_format", json!("json"), "string `type`"),
+            ("user", json!(7), "a string"),
+        ];
+        for (field, value, says) in unreadable {
+            let problem = value_problem(field, &value).unwrap_or_default();
+            assert!(problem.contains(says), "{field} = {value}: {problem:?}");
+        }
     }
 }

@@ -313,9 +313,10 @@ impl ApiError {
         Self::new(ErrorCode::InvalidBody, message)
     }
 
-    /// 422 `field_not_allowed` when `fields` of an upstream request are not the caller's to set.
-    pub fn fields_allowed<'a>(
-        fields: impl IntoIterator<Item = &'a str>,
+    /// 422 `field_not_allowed` when `fields` of an upstream request are not the caller's to set,
+    /// 422 `invalid_body` when an open one has a value no provider reads.
+    pub fn fields_allowed(
+        fields: &serde_json::Map<String, serde_json::Value>,
         allowed: &[String],
     ) -> Result<(), Self> {
         promptgate_service::check_request_fields(fields, allowed).map_err(Self::from)

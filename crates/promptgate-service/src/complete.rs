@@ -139,7 +139,7 @@ impl Service {
         let (prepared, provider) = self
             .prepare_completion(&user_id, model.as_deref(), conversation, &client_tools)
             .await?;
-        check_request_fields(extra.keys().map(String::as_str), &provider.allowed_request_fields)?;
+        check_request_fields(&extra, &provider.allowed_request_fields)?;
         self.refuse_unpriced(&budget, &user_id, &prepared.model).await?;
         let client = ClientTools {
             tools: client_tools,

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use promptgate_core::request_fields::{refusal_message, refused_fields};
+use promptgate_core::request_fields::{OPEN_FIELDS, refusal_message, refused_fields, value_problem};
 use promptgate_core::settings::Model;
 use promptgate_llm::{Anthropic, ChatModel, DemoModel, OpenAiCompatible, ParserOptions};
 
@@ -78,15 +78,22 @@ impl ModelProvider {
 
 /// Refuses upstream request fields a user or facade caller may not set on a provider whose
 /// operator allowed `allowed` beyond the open ones.
-pub fn check_request_fields<'a>(
-    fields: impl IntoIterator<Item = &'a str>,
+pub fn check_request_fields(
+    fields: &serde_json::Map<String, serde_json::Value>,
     allowed: &[String],
 ) -> Result<(), ServiceError> {
-    let refused = refused_fields(fields, allowed);
-    if refused.is_empty() {
-        return Ok(());
+    let refused = refused_fields(fields.keys().map(String::as_str), allowed);
+    if !refused.is_empty() {
+        return Err(ServiceError::FieldsNotAllowed(refusal_message(&refused, allowed)));
     }
-    Err(ServiceError::FieldsNotAllowed(refusal_message(&refused, allowed)))
+    let mut problems = fields
+        .iter()
+        .filter(|(field, _)| OPEN_FIELDS.contains(&field.as_str()))
+        .filter_map(|(field, value)| value_problem(field, value).map(|why| format!("{field}: {why}")));
+    match problems.next() {
+        Some(problem) => Err(ServiceError::InvalidMessage(problem)),
+        None => Ok(()),
+    }
 }
 
 /// Providers by name.

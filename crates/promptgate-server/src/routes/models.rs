@@ -166,7 +166,7 @@ fn user_model(input: ModelDefinition, state: &AppState) -> Result<Model, ApiErro
         )));
     };
     if let Some(options) = &input.profile.provider_options {
-        ApiError::fields_allowed(options.keys().map(String::as_str), &provider.allow_request_fields)?;
+        ApiError::fields_allowed(options, &provider.allow_request_fields)?;
     }
     if let Some(t) = input.profile.temperature
         && !(0.0..=2.0).contains(&t)

@@ -129,6 +129,36 @@ async fn a_facade_caller_cannot_rewrite_the_request_on_the_operators_key() {
 }
 
 #[tokio::test]
+async fn a_value_no_provider_reads_is_the_callers_mistake_not_an_upstream_error() {
+    let (gw, upstream) = gateway(&[]).await;
+    for (field, names) in [
+        (
+            json!({"temperature": 3}),
+            "temperature: must be a number from 0 to 2",
+        ),
+        (
+            json!({"stop": [1, 2]}),
+            "stop: must be a string or a list of strings",
+        ),
+        (json!({"logit_bias": {"50256": 500}}), "logit_bias:"),
+        (json!({"top_logprobs": 99, "logprobs": true}), "top_logprobs:"),
+    ] {
+        let (status, body) = complete(&gw, field.clone()).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{field}: {body}");
+        assert_eq!(error_code(&body), "invalid_body");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains(names), "{field}: {message}");
+    }
+    let (status, body) = gw.post("/v1/models", user_model(json!({"top_p": 2}))).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("top_p:"),
+        "{body}"
+    );
+    assert_eq!(upstream.calls(), 0, "nothing went upstream");
+}
+
+#[tokio::test]
 async fn the_operator_opens_a_field_for_one_provider() {
     let (gw, upstream) = gateway(&["service_tier"]).await;
     upstream.push(text(["Short."]));

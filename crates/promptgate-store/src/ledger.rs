@@ -157,14 +157,16 @@ pub struct UsageGroup {
 const INSERT_INTO: &str = "INSERT INTO usage_ledger (user_id, turn_id, key_id, thread_id, kind, model, provider, \
      input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, tool_calls, \
      web_calls, duration_ms, status, cost, created_at) VALUES ";
-/// A row written again replaces the turn's row: each write of a turn counts it once.
+/// A row written again replaces the turn's row: each write of a turn counts it once, at the time of
+/// its latest write. A long turn's row is written first at a checkpoint; dated there, a turn that
+/// ran past midnight counted on the day before, while its budget is charged when it ends.
 const ON_CONFLICT: &str = " ON CONFLICT (user_id, turn_id) DO UPDATE SET key_id = excluded.key_id, \
      thread_id = excluded.thread_id, kind = excluded.kind, model = excluded.model, \
      provider = excluded.provider, input_tokens = excluded.input_tokens, \
      output_tokens = excluded.output_tokens, cache_read_tokens = excluded.cache_read_tokens, \
      cache_write_tokens = excluded.cache_write_tokens, reasoning_tokens = excluded.reasoning_tokens, \
      tool_calls = excluded.tool_calls, web_calls = excluded.web_calls, duration_ms = excluded.duration_ms, \
-     status = excluded.status, cost = excluded.cost";
+     status = excluded.status, cost = excluded.cost, created_at = excluded.created_at";
 /// Values a row binds.
 const COLUMNS: usize = 18;
 /// Rows one statement writes at most: well inside both databases' limits on bound values.

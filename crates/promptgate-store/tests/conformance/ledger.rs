@@ -95,6 +95,32 @@ conformance! {
         assert_eq!((report[0].requests, report[0].tokens.input), (2, 107));
     }
 
+    async fn a_turns_row_counts_when_its_answer_was_last_saved_not_at_its_first_checkpoint(store: &Store) {
+        let ada = user(store, "Ada").await;
+        thread(store, &ada, "t", None, None).await;
+        say(store, &ada, "t", Role::User, "A long one?").await;
+        let mut so_far = record(&ada, "turn_1", "gpt", 60, 5, None);
+        so_far.status = "unfinished".to_owned();
+        so_far.thread_id = Some("t".to_owned());
+        let mut checkpoint = answer("t", "a1", "Part");
+        checkpoint.status = Some(MessageStatus::Streaming);
+        store.save_answer_with_usage(&ada, &checkpoint, &so_far).await.unwrap();
+        // A report's range boundary falls between the checkpoint and the turn's end.
+        tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+        let boundary = chrono::Utc::now().timestamp_millis();
+        tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+        let mut done = record(&ada, "turn_1", "gpt", 100, 20, None);
+        done.thread_id = Some("t".to_owned());
+        store.save_answer_with_usage(&ada, &answer("t", "a1", "Part and whole."), &done).await.unwrap();
+
+        let range = |from_ms, to_ms| UsageQuery { from_ms, to_ms, ..everyone(UsageGrouping::Model) };
+        let after = store.usage_report(&range(boundary, i64::MAX)).await.unwrap();
+        assert_eq!(after.len(), 1, "the turn ended after the boundary: {after:?}");
+        assert_eq!((after[0].requests, after[0].tokens.input), (1, 100));
+        let before = store.usage_report(&range(0, boundary)).await.unwrap();
+        assert!(before.is_empty(), "counted once, where it ended: {before:?}");
+    }
+
     async fn reports_add_up_by_user_key_model_and_day_for_one_user_or_everyone(store: &Store) {
         let ada = user(store, "Ada").await;
         let bob = user(store, "Bob").await;

@@ -269,12 +269,22 @@ pub trait ChatModel: Send + Sync {
     fn provider_name(&self) -> &'static str {
         "openai"
     }
+
+    /// Asks for an answer whole when a request says so ([`ChatRequest::whole_answer`]); a model
+    /// that does not streams it anyway.
+    fn answers_whole(&self) -> bool {
+        false
+    }
 }
 
 /// The whole text of a model's answer, for the side requests that read it at once (a summary, a
-/// citation review) rather than stream it to anyone.
+/// citation review) rather than stream it to anyone: asked for whole where the model can.
 pub async fn answer_text(model: &dyn ChatModel, request: ChatRequest) -> Result<String, LlmError> {
     use futures::StreamExt;
+    let request = ChatRequest {
+        whole_answer: true,
+        ..request
+    };
     let mut stream = model.stream(request).await?;
     let mut text = String::new();
     while let Some(event) = stream.next().await {

@@ -113,6 +113,10 @@ impl ChatModel for OpenAiCompatible {
             .observed(whole_answer, self.stream_unmetered(request))
             .await
     }
+
+    fn answers_whole(&self) -> bool {
+        true
+    }
 }
 
 impl OpenAiCompatible {

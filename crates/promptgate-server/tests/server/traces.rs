@@ -172,6 +172,13 @@ fn string(attributes: &[KeyValue], key: &str) -> Option<String> {
     }
 }
 
+fn boolean(attributes: &[KeyValue], key: &str) -> Option<bool> {
+    match value(attributes, key)? {
+        Any::BoolValue(b) => Some(*b),
+        _ => None,
+    }
+}
+
 fn int(attributes: &[KeyValue], key: &str) -> Option<i64> {
     match value(attributes, key)? {
         Any::IntValue(i) => Some(*i),
@@ -427,6 +434,7 @@ async fn a_send_with_web_mcp_and_integration_tools_is_one_trace_with_the_genai_s
             ],
         );
         assert_eq!(int(&chat.attributes, "gen_ai.usage.input_tokens"), Some(10));
+        assert_eq!(boolean(&chat.attributes, "gen_ai.request.stream"), Some(true));
         finishes.push(string(&chat.attributes, "gen_ai.response.finish_reasons").unwrap());
     }
     finishes.sort();
@@ -579,6 +587,8 @@ async fn a_chat_completions_request_is_traced_and_its_errors_name_the_trace() {
     // before the request's span, so it would be here by now).
     assert!(trace.named("SELECT budgets budget_spend").is_empty());
     assert_eq!(int(&chat.attributes, "gen_ai.usage.output_tokens"), Some(1));
+    // The client asked for one JSON answer, and so did the gateway of its provider.
+    assert_eq!(boolean(&chat.attributes, "gen_ai.request.stream"), Some(false));
 
     // An error body names the trace beside the request id.
     let (trace_id, _, traceparent) = caller_context();

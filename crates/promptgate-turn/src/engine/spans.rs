@@ -112,7 +112,10 @@ pub(super) fn chat(agent: &TraceSpan, plan: &TurnPlan) -> TraceSpan {
                     KeyValue::new("gen_ai.operation.name", "chat"),
                     KeyValue::new("gen_ai.provider.name", plan.model.provider_name()),
                     KeyValue::new("gen_ai.request.model", plan.upstream_model.clone()),
-                    KeyValue::new("gen_ai.request.stream", true),
+                    KeyValue::new(
+                        "gen_ai.request.stream",
+                        !(plan.policy.whole_answers && plan.model.answers_whole()),
+                    ),
                 ],
                 7,
             ))

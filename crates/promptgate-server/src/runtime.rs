@@ -132,6 +132,7 @@ pub fn providers(config: &Config, env: &dyn Env) -> anyhow::Result<Vec<ProviderS
                 Some(ThinkingStyle::Budget) => ThinkingMode::Budget,
             },
             allowed_request_fields: entry.allow_request_fields.clone(),
+            whole_answers: entry.whole_answers.unwrap_or(true),
         });
     }
     Ok(out)

@@ -250,6 +250,9 @@ pub struct ProviderSettings {
     pub thinking: ThinkingMode,
     /// Request fields users and facade callers may set beyond the open ones.
     pub allowed_request_fields: Vec<String>,
+    /// OpenAI-compatible only: answers a client reads whole are asked for whole (see
+    /// `promptgate_llm::ProviderConfig::whole_answers`).
+    pub whole_answers: bool,
 }
 
 /// The integrations' OAuth clients and the key their token sets are sealed with.

@@ -205,6 +205,7 @@ fn providers(entries: &[ProviderSettings]) -> Result<Providers, ServiceError> {
                 let mut provider = ProviderConfig::new(entry.name.clone(), base_url.clone());
                 provider.api_key = entry.api_key.clone();
                 provider.timeouts = entry.timeouts;
+                provider.whole_answers = entry.whole_answers;
                 ProviderClient::OpenAi(OpenAiCompatible::new(provider).map_err(unusable)?)
             }
             ProviderKind::Anthropic => {

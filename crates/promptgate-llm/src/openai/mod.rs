@@ -28,6 +28,10 @@ pub struct ProviderConfig {
     /// Sent with every request, e.g. `HTTP-Referer` for OpenRouter or `api-key` for Azure.
     pub extra_headers: Vec<(String, String)>,
     pub timeouts: Timeouts,
+    /// OpenAI-compatible providers: a request that asks for its answer whole
+    /// ([`ChatRequest::whole_answer`]) gets `stream: false`. Off for a server that answers only
+    /// streams (some refuse `stream: false` for their reasoning models): every answer is streamed.
+    pub whole_answers: bool,
 }
 
 impl ProviderConfig {
@@ -38,6 +42,7 @@ impl ProviderConfig {
             api_key: None,
             extra_headers: Vec::new(),
             timeouts: Timeouts::default(),
+            whole_answers: true,
         }
     }
 }
@@ -52,6 +57,7 @@ impl std::fmt::Debug for ProviderConfig {
             .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
             .field("extra_headers", &header_names)
             .field("timeouts", &self.timeouts)
+            .field("whole_answers", &self.whole_answers)
             .finish()
     }
 }
@@ -62,6 +68,7 @@ impl std::fmt::Debug for ProviderConfig {
 pub struct OpenAiCompatible {
     endpoint: Arc<Endpoint>,
     parser: ParserOptions,
+    whole_answers: bool,
 }
 
 impl std::fmt::Debug for OpenAiCompatible {
@@ -90,6 +97,7 @@ impl OpenAiCompatible {
         Ok(Self {
             endpoint: Arc::new(endpoint),
             parser: ParserOptions::default(),
+            whole_answers: config.whole_answers,
         })
     }
 
@@ -107,7 +115,8 @@ impl OpenAiCompatible {
 
 #[async_trait::async_trait]
 impl ChatModel for OpenAiCompatible {
-    async fn stream(&self, request: ChatRequest) -> Result<EventStream, LlmError> {
+    async fn stream(&self, mut request: ChatRequest) -> Result<EventStream, LlmError> {
+        request.whole_answer &= self.whole_answers;
         let whole_answer = request.whole_answer;
         self.endpoint
             .observed(whole_answer, self.stream_unmetered(request))
@@ -115,7 +124,7 @@ impl ChatModel for OpenAiCompatible {
     }
 
     fn answers_whole(&self) -> bool {
-        true
+        self.whole_answers
     }
 }
 

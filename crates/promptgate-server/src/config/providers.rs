@@ -25,6 +25,10 @@ pub struct ProviderEntry {
     /// How long an answer asked for whole (a facade client that did not ask to stream) may take.
     #[serde(default)]
     pub whole_answer_timeout_secs: Option<u64>,
+    /// OpenAI-compatible only: `false` streams every answer, for a server that refuses
+    /// `stream: false` (default `true`).
+    #[serde(default)]
+    pub whole_answers: Option<bool>,
     /// Anthropic only: the answer's length limit (`max_tokens`, which its API requires).
     #[serde(default)]
     pub max_tokens: Option<u64>,

@@ -263,3 +263,22 @@ async fn every_facade_asks_the_provider_for_a_whole_answer_when_its_client_does_
         }
     }
 }
+
+#[tokio::test]
+async fn a_provider_that_only_streams_is_never_asked_for_a_whole_answer() {
+    common::init();
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    upstream.set_recording(true);
+    upstream.push(text(["Streamed ", "anyway."]));
+    let mut config = scripted_config(AuthMode::SingleUser, &upstream.base_url());
+    for provider in &mut config.providers {
+        provider.whole_answers = Some(false);
+    }
+    let gw = Gateway::start(common::Backend::Sqlite, config).await;
+    let (status, body) = complete(&gw, json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["choices"][0]["message"]["content"], "Streamed anyway.");
+    let sent = upstream.last_request().unwrap();
+    assert_eq!(sent["stream"], json!(true), "{sent}");
+    assert_eq!(sent["stream_options"]["include_usage"], json!(true));
+}

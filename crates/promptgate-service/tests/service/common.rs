@@ -53,6 +53,7 @@ pub fn provider(name: &str, upstream: &ScriptedUpstream) -> ProviderSettings {
         max_tokens: None,
         allowed_request_fields: Vec::new(),
         thinking: ThinkingMode::default(),
+        whole_answers: true,
     }
 }
 

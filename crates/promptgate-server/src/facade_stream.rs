@@ -1,6 +1,6 @@
 //! A facade's streamed answer as a response body: the turn's events, each written as SSE frames by
-//! the facade's [`FrameEncoder`], one body chunk per event that makes any (most engine events make
-//! none), then what closes the stream. The chat completions, Responses and Messages streams all go
+//! the facade's [`FrameEncoder`] (most engine events make none), the frames of the events that are
+//! ready together in one body chunk, then what closes the stream. The chat completions, Responses and Messages streams all go
 //! through it, so what a frame costs besides its own JSON is paid the same way by the three.
 //!
 //! The frames are written into one buffer the stream keeps and copied out at their size, so a
@@ -22,6 +22,8 @@ use promptgate_service::events::TurnEvent;
 
 /// Room the buffer starts with: a Responses stream's first frames carry the response twice.
 const FIRST_ROOM: usize = 2048;
+/// Ready events gathered into one chunk up to this size.
+const GATHERED_ROOM: usize = 16 << 10;
 /// A buffer grown past this by one large frame (a client tool's arguments) is not kept.
 const KEPT_ROOM: usize = 64 << 10;
 
@@ -109,7 +111,14 @@ where
         let this = self.get_mut();
         loop {
             if let Some(encoder) = this.encoder.as_mut() {
-                let ended = match ready!(this.events.as_mut().poll_next(cx)) {
+                // Events that are ready together go out as one chunk (one frame and one write
+                // instead of one each); nothing waits for them, the chunk leaves once none is ready.
+                let event = match this.events.as_mut().poll_next(cx) {
+                    Poll::Pending if !this.buffer.is_empty() => return Poll::Ready(Some(Ok(this.chunk()))),
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(event) => event,
+                };
+                let ended = match event {
                     Some(event) => encoder.push(&event, &mut this.buffer),
                     // The turn stopped sending: whatever it said is all there is.
                     None => true,
@@ -117,7 +126,7 @@ where
                 if ended {
                     let written = std::mem::take(&mut this.buffer);
                     this.closing = this.encoder.take().map(|encoder| encoder.close(written));
-                } else if !this.buffer.is_empty() {
+                } else if this.buffer.len() >= GATHERED_ROOM {
                     return Poll::Ready(Some(Ok(this.chunk())));
                 }
                 continue;
@@ -227,17 +236,37 @@ mod tests {
         })
     }
 
-    async fn chunks(events: Vec<TurnEvent>) -> Vec<String> {
-        EncodedFrames::new(futures::stream::iter(events), Echo)
+    /// The chunks of a turn whose events come in `groups`: the events of a group ready together,
+    /// the turn pausing before each group.
+    async fn chunks(groups: Vec<Vec<TurnEvent>>) -> Vec<String> {
+        let events = futures::stream::iter(groups)
+            .then(|group| async move {
+                tokio::task::yield_now().await;
+                futures::stream::iter(group)
+            })
+            .flatten();
+        EncodedFrames::new(events, Echo)
             .map(|chunk| String::from_utf8(chunk.unwrap().to_vec()).unwrap())
             .collect()
             .await
     }
 
     #[tokio::test]
-    async fn one_chunk_per_event_that_writes_and_the_close_after_the_last() {
-        let events = vec![text("a"), TurnEvent::KeepAlive, text("b")];
-        assert_eq!(chunks(events).await, ["a", "b", "end"]);
+    async fn events_ready_together_share_a_chunk_and_a_pause_sends_what_was_gathered() {
+        let groups = vec![
+            vec![text("a")],
+            vec![text("b"), TurnEvent::KeepAlive, text("c")],
+            vec![text("d")],
+        ];
+        assert_eq!(chunks(groups).await, ["a", "bc", "dend"]);
+    }
+
+    #[tokio::test]
+    async fn a_gathered_chunk_goes_out_once_it_is_large() {
+        let big = "x".repeat(GATHERED_ROOM / 2);
+        let groups = vec![vec![text(&big), text(&big), text(&big)]];
+        let sizes: Vec<usize> = chunks(groups).await.iter().map(String::len).collect();
+        assert_eq!(sizes, [GATHERED_ROOM, GATHERED_ROOM / 2 + "end".len()]);
     }
 
     #[tokio::test]
@@ -246,7 +275,7 @@ mod tests {
             finish_reason: None,
             message_metadata: None,
         });
-        let events = vec![text("a"), finish, text("late")];
-        assert_eq!(chunks(events).await, ["a", "last end"]);
+        let groups = vec![vec![text("a")], vec![finish, text("late")]];
+        assert_eq!(chunks(groups).await, ["a", "last end"]);
     }
 }

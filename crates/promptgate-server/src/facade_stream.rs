@@ -1,7 +1,8 @@
 //! A facade's streamed answer as a response body: the turn's events, each written as SSE frames by
 //! the facade's [`FrameEncoder`] (most engine events make none), the frames of the events that are
-//! ready together in one body chunk, then what closes the stream. The chat completions, Responses and Messages streams all go
-//! through it, so what a frame costs besides its own JSON is paid the same way by the three.
+//! ready together in one body chunk, then what closes the stream. The chat completions, Responses
+//! and Messages streams all go through it, so what a frame costs besides its own JSON is paid the
+//! same way by the three.
 //!
 //! The frames are written into one buffer the stream keeps and copied out at their size, so a
 //! stream allocates one chunk per event instead of growing a fresh vector for each (a Responses

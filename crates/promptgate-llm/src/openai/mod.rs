@@ -133,15 +133,18 @@ impl OpenAiCompatible {
         let body = body::request_body(&request)?;
         let whole_answer = request.whole_answer;
         let (response, first_byte_deadline) = self.endpoint.post(body, whole_answer).await?;
-        let timeouts = self.endpoint.timeouts;
+        // The first byte's limit is the one `post` waited for, whichever way the answer comes.
+        let timeouts = Timeouts {
+            first_byte: self.endpoint.first_byte_limit(whole_answer),
+            ..self.endpoint.timeouts
+        };
         let is_json = response
             .headers()
             .get(CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|kind| kind.starts_with("application/json"));
         if is_json {
-            let first_byte_limit = self.endpoint.first_byte_limit(whole_answer);
-            let body = timed_body(response, first_byte_deadline, first_byte_limit, timeouts.idle);
+            let body = timed_body(response, first_byte_deadline, timeouts.first_byte, timeouts.idle);
             let events = non_streamed::read(body, ChunkParser::new(self.parser)).await?;
             return Ok(Box::pin(futures::stream::iter(events.into_iter().map(Ok))));
         }

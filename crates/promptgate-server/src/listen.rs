@@ -372,7 +372,7 @@ impl Watched {
         write: impl FnOnce(Pin<&mut TcpStream>, &mut Context<'_>) -> Poll<std::io::Result<usize>>,
     ) -> Poll<std::io::Result<usize>> {
         if self.batch.should_wait(offered, std::time::Instant::now()) {
-            cx.waker().wake_by_ref();
+            wake_once_idle(cx);
             return Poll::Pending;
         }
         let result = write(Pin::new(&mut self.inner), cx);
@@ -387,6 +387,16 @@ impl Watched {
         self.clock.unsent.store(unsent, Ordering::Release);
         result
     }
+}
+
+/// Has the connection polled again once its worker has run the tasks that are ready and read the
+/// sockets that have bytes (tokio's own yield). A plain wake would put it at the back of the run
+/// queue and wake an idle worker to take it: a thread woken, and the connection moved to it, for
+/// every frame a stream holds back.
+fn wake_once_idle(cx: &mut Context<'_>) {
+    let mut yielded = std::pin::pin!(tokio::task::yield_now());
+    // Its first poll hands the waker to the scheduler and is always pending.
+    let _ = yielded.as_mut().poll(cx);
 }
 
 impl AsyncRead for Watched {

@@ -5,8 +5,10 @@
 //! one decoded piece, the connection serving our client turns it into a frame, and hyper flushes as
 //! soon as the body has nothing more ready. When the upstream sent a burst, that is one socket write
 //! (and one wake-up of the reader on the other end) per frame, the largest cost of an unpaced stream.
-//! Reporting a write as "not yet" and waking the connection again lets the other ready tasks run
-//! first; hyper keeps the bytes and adds the frames that arrived meanwhile, and writes them together.
+//! Reporting a write as "not yet" and having the connection polled again once its worker has run
+//! the other ready tasks and read its sockets (the upstream's next frames among them) lets those
+//! frames be produced first; hyper keeps the bytes, adds the frames that arrived meanwhile, and
+//! writes them together. The wait wakes no other worker (see `listen::wake_once_idle`).
 //!
 //! The first write after a request was read goes out at once (a JSON answer, a stream's head), so
 //! only a stream's later frames can wait, each by one scheduler turn. A wait that gained nothing (a

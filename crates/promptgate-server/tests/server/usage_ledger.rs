@@ -361,9 +361,17 @@ async fn facade_rows_that_end_together_are_written_together(backend: Backend) {
     }
     assert_eq!(report["data"][0]["requests"], FACADE_REQUESTS, "{report}");
     assert_eq!(report["data"][0]["input_tokens"], 10 * FACADE_REQUESTS);
-    let inserts = gw
-        .metric(r#"promptgate_store_query_duration_seconds_count{op="ledger.insert"}"#)
-        .await;
+    // A statement is timed once its future completes, which can be after another connection has
+    // read the rows it committed: the count is read once it has settled.
+    let series = r#"promptgate_store_query_duration_seconds_count{op="ledger.insert"}"#;
+    for _ in 0..400 {
+        if gw.metric(series).await >= 1.0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let inserts = gw.metric(series).await;
     assert!(
         (1.0..FACADE_REQUESTS as f64).contains(&inserts),
         "{inserts} inserts for {FACADE_REQUESTS} rows"

@@ -123,6 +123,7 @@ impl Translator {
 pub(crate) fn turn_failure(message: &str, code: Option<&str>) -> TurnError {
     match code {
         Some(promptgate_service::events::CONTEXT_TOO_LONG) => TurnError::ContextTooLong(message.to_owned()),
+        Some(promptgate_service::events::REQUEST_REFUSED) => TurnError::RequestRefused(message.to_owned()),
         _ => TurnError::Failed(message.to_owned()),
     }
 }

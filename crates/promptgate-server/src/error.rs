@@ -76,6 +76,7 @@ error_codes! {
     InvalidParameter = 400, "invalid_parameter": "A parameter of a Responses API request has a value the gateway cannot honour; the message names it.";
     UnsupportedParameter = 400, "unsupported_parameter": "The OpenAI-compatible facade does not support a parameter the request sets.";
     ContextTooLong = 400, "context_too_long": "The conversation does not fit the model's context window, even with its older part left out.";
+    RequestRefused = 400, "request_refused": "The model provider refused the request as invalid (a value out of the model's range, a field it does not take); sending it again unchanged gets the same answer. The provider's reason is in the server's log.";
     ToolNameConflict = 400, "tool_name_conflict": "A tool the client defines has the name of one of the server's tools.";
     InvalidState = 400, "invalid_state": "An integration's OAuth callback names an authorization that is unknown, used or expired.";
     InvalidCallback = 400, "invalid_callback": "An integration's OAuth callback carries no authorization code.";
@@ -161,11 +162,13 @@ impl ErrorCode {
 }
 
 impl ErrorCode {
-    /// The code of a failed turn a facade answers: a conversation too long for the model is the
-    /// client's request at fault, any other failure the upstream's.
+    /// The code of a failed turn a facade answers: a conversation too long for the model, or a
+    /// request the provider refused as invalid, is the client's request at fault (and a client
+    /// does not retry a 400); any other failure the upstream's.
     pub fn of_turn(err: &TurnError) -> ErrorCode {
         match err {
             TurnError::ContextTooLong(_) => ErrorCode::ContextTooLong,
+            TurnError::RequestRefused(_) => ErrorCode::RequestRefused,
             _ => ErrorCode::UpstreamError,
         }
     }

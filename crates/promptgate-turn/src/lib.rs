@@ -72,4 +72,8 @@ pub enum TurnError {
     /// (`context_too_long`); the text is safe to show to the user.
     #[error("{0}")]
     ContextTooLong(String),
+    /// The turn failed because the provider refused the request as invalid (`request_refused`):
+    /// the same request would be refused again. The text is safe to show to the user.
+    #[error("{0}")]
+    RequestRefused(String),
 }

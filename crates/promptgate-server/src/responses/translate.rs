@@ -9,7 +9,7 @@
 //! shapes for work the server does); every other server tool runs unseen, as on the chat facade. A
 //! call to one of the client's function tools is a `function_call` item; the turn ends with it.
 
-use promptgate_service::events::{TurnEvent, UiChunk, UiFinishReason};
+use promptgate_service::events::{TurnError, TurnEvent, UiChunk, UiFinishReason};
 use serde_json::Value;
 
 use super::calls::{Call, output_text};
@@ -19,8 +19,17 @@ use super::object::{
     Usage,
 };
 
-/// What failed responses say went wrong (`error.code`).
-const SERVER_ERROR: &str = "server_error";
+/// What a failed response says went wrong (`error.code`), in the Responses API's words: a prompt
+/// longer than the model's window and a request the provider refused are the client's to change
+/// (Codex, for one, stops on `context_length_exceeded` instead of asking again); anything else is
+/// the server's.
+fn failure_code(turn_code: Option<&str>) -> &'static str {
+    match turn_code {
+        Some(promptgate_service::events::CONTEXT_TOO_LONG) => "context_length_exceeded",
+        Some(promptgate_service::events::REQUEST_REFUSED) => "invalid_prompt",
+        _ => "server_error",
+    }
+}
 /// The message of a response whose turn was stopped before it ended.
 pub const STOPPED_TEXT: &str = "The response was stopped before it finished.";
 
@@ -30,6 +39,8 @@ struct End {
     status: Status,
     shortfall: Option<Shortfall>,
     error: Option<String>,
+    /// The turn's `errorCode`, when it failed with one.
+    turn_code: Option<String>,
 }
 
 /// Folds a turn's events into the response, writing the stream's events when given [`Frames`].
@@ -44,6 +55,8 @@ pub struct Translator {
     pub(super) calls: Vec<Call>,
     usage: Option<Usage>,
     error_text: Option<String>,
+    /// The `errorCode` the turn's metadata named before its error.
+    error_code: Option<String>,
     end: Option<End>,
 }
 
@@ -59,6 +72,7 @@ impl Translator {
             calls: Vec::new(),
             usage: None,
             error_text: None,
+            error_code: None,
             end: None,
         }
     }
@@ -139,6 +153,9 @@ impl Translator {
                 if let Some(usage) = message_metadata.get("usage") {
                     self.usage = Some(Usage::from_metadata(usage));
                 }
+                if let Some(code) = message_metadata.get("errorCode").and_then(Value::as_str) {
+                    self.error_code = Some(code.to_owned());
+                }
                 if let Some(Value::Object(invoked)) = message_metadata.get("mcpTools") {
                     for (name, origin) in invoked {
                         self.mcp_call_located(name, origin, out.as_deref_mut());
@@ -212,12 +229,14 @@ impl Translator {
         serde_json::to_vec(&self.response_object(Some(now))).unwrap_or_default()
     }
 
-    /// True when the response failed: its error message, for a client that did not stream.
-    pub fn failure(&self) -> Option<&str> {
-        self.end
-            .as_ref()
-            .filter(|end| end.status == Status::Failed)
-            .and_then(|end| end.error.as_deref())
+    /// How the response failed, when it did, for a client that did not stream.
+    pub fn failure(&self) -> Option<TurnError> {
+        let end = self.end.as_ref().filter(|end| end.status == Status::Failed)?;
+        let message = end.error.as_deref()?;
+        Some(crate::completions_api::turn_failure(
+            message,
+            end.turn_code.as_deref(),
+        ))
     }
 
     /// The response as it stands (`in_progress` until it ended), ended at `now` when it ended.
@@ -228,9 +247,10 @@ impl Translator {
             status,
             output: &self.items,
             usage: end.and(self.usage),
-            error: end
-                .and_then(|end| end.error.as_deref())
-                .map(|message| (SERVER_ERROR, message)),
+            error: end.and_then(|end| {
+                let message = end.error.as_deref()?;
+                Some((failure_code(end.turn_code.as_deref()), message))
+            }),
             shortfall: end.and_then(|end| end.shortfall),
             completed_at: now.filter(|_| status == Status::Completed),
         };
@@ -246,11 +266,13 @@ impl Translator {
             },
             shortfall,
             error: None,
+            turn_code: None,
         };
         match reason {
-            Some(UiFinishReason::Error) => {
-                failed(self.error_text.as_deref().unwrap_or("The response failed."))
-            }
+            Some(UiFinishReason::Error) => End {
+                turn_code: self.error_code.clone(),
+                ..failed(self.error_text.as_deref().unwrap_or("The response failed."))
+            },
             Some(UiFinishReason::Length) => done(Some(Shortfall::MaxOutputTokens)),
             Some(UiFinishReason::ContentFilter) => done(Some(Shortfall::ContentFilter)),
             // A turn that ends on a call of the client's is complete: the client answers it next.
@@ -427,6 +449,7 @@ fn failed(message: &str) -> End {
         status: Status::Failed,
         shortfall: None,
         error: Some(message.to_owned()),
+        turn_code: None,
     }
 }
 

@@ -139,8 +139,8 @@ async fn create(
         // The client has seen nothing of it: asking again loses nothing.
         return Err(ApiError::new(ErrorCode::NotStored, NOT_KEPT_TEXT));
     }
-    if let Some(message) = translator.failure() {
-        return Err(ApiError::new(ErrorCode::UpstreamError, message));
+    if let Some(failure) = translator.failure() {
+        return Err(super::completions::whole_turn_failed(failure));
     }
     Ok(Created::Whole(translator.final_json(reading.ended_at)))
 }

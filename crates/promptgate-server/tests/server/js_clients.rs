@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use common::{Backend, Gateway};
+use promptgate_llm::scripted::Script;
 use promptgate_server::config::{AuthMode, Config, EMBEDDED_DEFAULT};
 use serde_json::{Value, json};
 
@@ -354,4 +355,35 @@ async fn the_openai_client_sets_an_output_cap_on_chat_completions() {
             "{refusal}"
         );
     }
+}
+
+#[tokio::test]
+async fn a_request_the_provider_refuses_is_a_400_the_official_clients_do_not_retry() {
+    let Some(dir) = js_dir_with(&["node_modules/openai", "node_modules/@anthropic-ai/sdk"]) else {
+        return;
+    };
+    let (gw, upstream) = common::single_user_gateway(Backend::Sqlite).await;
+    let too_many = json!({"error": {"message": "max_tokens is too large: 900000. This model supports at most 16384 completion tokens.",
+        "type": "invalid_request_error", "param": "max_tokens", "code": null}});
+    for _ in 0..3 {
+        upstream.push(Script::status(400, &too_many.to_string()));
+    }
+    // A retry would reach this answer and make the call succeed.
+    upstream.replay_by_default(promptgate_llm::scripted::text(["Once upon a time."]));
+    let base = format!("http://{}", gw.addr);
+    let (ok, result) = run_node(dir, &["refused-check.mjs", &base, "scripted"]).await;
+    assert!(ok, "a client failed: {result}");
+    for facade in ["completions", "responses"] {
+        let refusal = &result[facade];
+        assert_eq!(refusal["status"], 400, "{facade}: {refusal}");
+        assert_eq!(refusal["code"], "request_refused", "{facade}: {refusal}");
+        let message = refusal["message"].as_str().unwrap();
+        assert!(
+            message.contains("will not help") && !message.contains("16384"),
+            "what the provider said stays in the log: {message}"
+        );
+    }
+    assert_eq!(result["messages"]["status"], 400, "{result}");
+    assert_eq!(result["messages"]["code"], "invalid_request_error", "{result}");
+    assert_eq!(upstream.calls(), 3, "each client asked once: {result}");
 }

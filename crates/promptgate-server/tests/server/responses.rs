@@ -237,6 +237,36 @@ async fn a_whole_response_is_one_object_and_a_failed_one_an_error() {
     );
 }
 
+#[tokio::test]
+async fn a_prompt_too_long_or_refused_fails_the_response_with_the_apis_own_code() {
+    let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
+    let refusal = |message: &str, code: Value| {
+        json!({"error": {"message": message, "type": "invalid_request_error", "code": code}}).to_string()
+    };
+    let too_long = refusal(
+        "This model's maximum context length is 8192 tokens.",
+        json!("context_length_exceeded"),
+    );
+    let too_many = refusal("max_output_tokens is too large", Value::Null);
+    let cases = [
+        (too_long, "context_length_exceeded", "context_too_long"),
+        (too_many, "invalid_prompt", "request_refused"),
+    ];
+    let request = json!({"model": "scripted", "input": "a story", "store": false});
+    for (answer, stream_code, whole_code) in cases {
+        upstream.push(Script::status(400, &answer));
+        let events = stream(&gw, request.clone()).await;
+        assert_eq!(events.last().unwrap().name, "response.failed");
+        let failed = last_response(&events);
+        assert_eq!(failed["error"]["code"], stream_code, "{failed}");
+        upstream.push(Script::status(400, &answer));
+        let (status, err) = gw.post("/v1/responses", request.clone()).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{err}");
+        assert_eq!(error_code(&err), whole_code);
+    }
+    assert_eq!(upstream.calls(), 4, "a refusal is not asked again");
+}
+
 /// Web tools on (the search backend is a port nothing listens on, so searches fail) and MCP
 /// timings short enough for tests.
 const TOOLS_TOML: &str = "[web]\nsearch = { kind = \"searxng\", base_url = \"http://127.0.0.1:9\" }\n\n\

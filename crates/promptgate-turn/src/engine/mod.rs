@@ -38,7 +38,9 @@ pub use plan::{
 };
 pub use span_content::CONTENT_TARGET;
 pub use tools::ToolCache;
-pub use turn::{CONTEXT_TOO_LONG, CONTEXT_TOO_LONG_TEXT, EMPTY_ANSWER_TEXT, NOT_STORED_TEXT};
+pub use turn::{
+    CONTEXT_TOO_LONG, CONTEXT_TOO_LONG_TEXT, EMPTY_ANSWER_TEXT, NOT_STORED_TEXT, REQUEST_REFUSED,
+};
 
 use crate::ui::TurnEvent;
 

@@ -39,6 +39,9 @@ pub const NOT_STORED_TEXT: &str = "This answer is not stored yet: the database d
 pub const EMPTY_ANSWER_TEXT: &str = "The model returned an empty answer. Please try again.";
 /// The error code of a turn whose prompt the provider found longer than the model's context window.
 pub const CONTEXT_TOO_LONG: &str = "context_too_long";
+/// The error code of a turn whose request the provider refused as invalid for another reason (a value
+/// out of the model's range, a field it does not take): the same request would be refused again.
+pub const REQUEST_REFUSED: &str = "request_refused";
 /// What the user reads then: the history was already fitted, so what is left is the newest message
 /// (or the setup) itself, or a model whose window is smaller than it says.
 pub const CONTEXT_TOO_LONG_TEXT: &str = "The conversation does not fit this model's context window, even with \
@@ -934,8 +937,15 @@ pub fn usage_metadata(usage: &Usage) -> Value {
 fn error_code(err: &LlmError) -> Option<&'static str> {
     match err {
         LlmError::ContextTooLong(_) => Some(CONTEXT_TOO_LONG),
+        LlmError::Status { status, .. } if refuses_the_request(*status) => Some(REQUEST_REFUSED),
         _ => None,
     }
+}
+
+/// A status with which the provider says the request itself is at fault, so that asking again
+/// cannot succeed. (A 404 names a model the operator configured; 401 and 403 their credentials.)
+fn refuses_the_request(status: u16) -> bool {
+    matches!(status, 400 | 413 | 422)
 }
 
 /// A short explanation for the user. The details (provider messages, addresses) go to the log
@@ -953,6 +963,11 @@ fn user_facing_error(err: &LlmError) -> String {
         LlmError::Status {
             status: 503 | 529, ..
         } => "The model provider is overloaded right now. Please try again in a moment.".to_owned(),
+        LlmError::Status { status, .. } if refuses_the_request(*status) => format!(
+            "The model provider refused the request as invalid (HTTP {status}, {REQUEST_REFUSED}): a value it \
+             sets, such as the output token cap, may be outside what the model takes. Sending it again \
+             unchanged will not help."
+        ),
         LlmError::Status { status, .. } => format!("The model provider returned an error (HTTP {status})."),
         LlmError::Timeout { .. } => {
             "The model provider did not respond in time. Please try again.".to_owned()
@@ -996,6 +1011,10 @@ mod tests {
             },
             LlmError::Protocol(secret.into()),
             LlmError::ContextTooLong(secret.into()),
+            LlmError::Status {
+                status: 400,
+                message: secret.into(),
+            },
         ];
         let texts: Vec<String> = errors.iter().map(user_facing_error).collect();
         for text in &texts {
@@ -1009,5 +1028,12 @@ mod tests {
         assert!(texts[6].contains("context_too_long") && !texts[6].contains("HTTP"));
         assert_eq!(error_code(&errors[6]), Some(CONTEXT_TOO_LONG));
         assert_eq!(error_code(&errors[1]), None);
+        assert!(texts[7].contains("HTTP 400") && texts[7].contains("will not help"));
+        assert_eq!(error_code(&errors[7]), Some(REQUEST_REFUSED));
+        assert_eq!(
+            error_code(&errors[3]),
+            None,
+            "a 500 may pass: asking again can help"
+        );
     }
 }

@@ -10,10 +10,10 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use promptgate_llm::scripted::{ScriptedUpstream, text, tool_calls};
+use promptgate_llm::scripted::{Script, ScriptedUpstream, text, tool_calls};
 use serde_json::{Value, json};
 
-use crate::common::{Backend, single_user_gateway};
+use crate::common::{Backend, Gateway, single_user_gateway};
 use crate::js_clients::{js_dir, run_for_json, run_node};
 
 /// The answers `responses-check.mjs` asks for, in its order.
@@ -188,6 +188,35 @@ fn codex() -> Option<PathBuf> {
 /// What the file in Codex's working folder says.
 const WORKSPACE_NOTE: &str = "greetings from the workspace";
 
+/// Runs `codex exec` on `question` against `gw` with a custom provider on the Responses wire API,
+/// in a fresh home and a working folder holding the note; `retries` are its stream retries.
+async fn codex_exec(codex: PathBuf, gw: &Gateway, question: &str, retries: u8) -> std::process::Output {
+    let root =
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("codex-{}-{retries}", std::process::id()));
+    let (home, work) = (root.join("home"), root.join("work"));
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::write(work.join("note.txt"), WORKSPACE_NOTE).unwrap();
+    let config = format!(
+        "model = \"scripted\"\nmodel_provider = \"promptgate\"\n\n[model_providers.promptgate]\n\
+         name = \"promptgate\"\nbase_url = \"{}\"\nenv_key = \"PROMPTGATE_KEY\"\nwire_api = \"responses\"\n\
+         request_max_retries = 0\nstream_max_retries = {retries}\n",
+        gw.url("/v1")
+    );
+    std::fs::write(home.join("config.toml"), config).unwrap();
+    let args = ["exec", "--skip-git-repo-check", question];
+    let mut exec = Command::new(codex);
+    exec.args(args)
+        .current_dir(&work)
+        .env("CODEX_HOME", &home)
+        .env("HOME", &home)
+        .env("PROMPTGATE_KEY", "any-key-in-single-user-mode")
+        .stdin(std::process::Stdio::null());
+    let out = crate::common::output_of(exec, "codex").await;
+    let _ = std::fs::remove_dir_all(&root);
+    out
+}
+
 #[tokio::test]
 async fn the_codex_cli_runs_a_task_with_its_own_tool_through_a_custom_provider() {
     let Some(codex) = codex() else { return };
@@ -201,30 +230,9 @@ async fn the_codex_cli_runs_a_task_with_its_own_tool_through_a_custom_provider()
         "The note says: greetings.",
     );
 
-    let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("codex-{}", std::process::id()));
-    let (home, work) = (root.join("home"), root.join("work"));
-    std::fs::create_dir_all(&home).unwrap();
-    std::fs::create_dir_all(&work).unwrap();
-    std::fs::write(work.join("note.txt"), WORKSPACE_NOTE).unwrap();
-    let config = format!(
-        "model = \"scripted\"\nmodel_provider = \"promptgate\"\n\n[model_providers.promptgate]\n\
-         name = \"promptgate\"\nbase_url = \"{}\"\nenv_key = \"PROMPTGATE_KEY\"\nwire_api = \"responses\"\n\
-         request_max_retries = 0\nstream_max_retries = 0\n",
-        gw.url("/v1")
-    );
-    std::fs::write(home.join("config.toml"), config).unwrap();
-    let args = ["exec", "--skip-git-repo-check", "What does note.txt say?"];
-    let mut exec = Command::new(codex);
-    exec.args(args)
-        .current_dir(&work)
-        .env("CODEX_HOME", &home)
-        .env("HOME", &home)
-        .env("PROMPTGATE_KEY", "any-key-in-single-user-mode")
-        .stdin(std::process::Stdio::null());
-    let out = crate::common::output_of(exec, "codex").await;
+    let out = codex_exec(codex, &gw, "What does note.txt say?", 0).await;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let _ = std::fs::remove_dir_all(&root);
     assert!(out.status.success(), "codex failed: {stdout}\nstderr: {stderr}");
     assert!(
         stdout.contains("The note says: greetings."),
@@ -240,4 +248,27 @@ async fn the_codex_cli_runs_a_task_with_its_own_tool_through_a_custom_provider()
     );
     let result = crate::common::tool_message(&requests[1], "call_c");
     assert!(result.contains(WORKSPACE_NOTE), "{result}");
+}
+
+#[tokio::test]
+async fn the_codex_cli_stops_on_a_prompt_too_long_instead_of_asking_again() {
+    let Some(codex) = codex() else { return };
+    let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
+    let too_long = json!({"error": {"message": "This model's maximum context length is 8192 tokens.",
+        "type": "invalid_request_error", "code": "context_length_exceeded"}});
+    for _ in 0..3 {
+        upstream.push(Script::status(400, &too_long.to_string()));
+    }
+    // Asked again, the model would answer: a retry shows as this text.
+    upstream.replay_by_default(text(["Asked again."]));
+
+    let out = codex_exec(codex, &gw, "Summarise everything.", 2).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stdout.contains("Asked again."), "{stdout}\nstderr: {stderr}");
+    assert_eq!(
+        upstream.calls(),
+        1,
+        "Codex reads context_length_exceeded as final: {stdout}\nstderr: {stderr}"
+    );
 }

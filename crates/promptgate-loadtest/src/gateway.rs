@@ -52,6 +52,8 @@ pub struct Placement {
     pub workers: Option<usize>,
     /// Run [`crate::bare_proxy`] in the gateway's place: the floor under the facade's cost.
     pub bare_proxy: bool,
+    /// Run [`crate::bare_refuser`] in the gateway's place: the floor under a refusal.
+    pub bare_refuser: bool,
     /// Run this `promptgate` executable (`serve --config`) instead of this driver's own build, to
     /// measure another build (an earlier commit, say) the same way.
     pub exe: Option<PathBuf>,
@@ -125,6 +127,8 @@ impl GatewayProcess {
                 .arg("serve-bare-proxy")
                 .arg(&listen)
                 .arg(upstream_base_url);
+        } else if placement.bare_refuser {
+            command.arg("serve-bare-refuser").arg(&listen);
         } else if placement.exe.is_some() {
             command.arg("serve").arg("--config").arg(&config_path);
         } else {

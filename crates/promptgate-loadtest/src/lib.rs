@@ -2,6 +2,7 @@
 //! process in front of it, and the same request rate sent direct and through the gateway, back to back.
 
 pub mod bare_proxy;
+pub mod bare_refuser;
 pub mod error;
 pub mod gateway;
 pub mod load;

@@ -73,6 +73,11 @@ struct Cli {
     /// floor under the facade's cost on this machine. Facade scenarios only.
     #[arg(long)]
     bare_proxy: bool,
+    /// In the gateway's place, run a server that answers every request with a fixed 503 on one
+    /// thread with epoll and nothing else: the kernel's floor under a refusal on this machine.
+    /// For the overload scenarios, whose table then shows its CPU per request.
+    #[arg(long, conflicts_with = "bare_proxy")]
+    bare_refuser: bool,
     /// Worker threads of the driver's own runtime (its client and the upstream). One leaves the
     /// other core of a 2-core machine to the gateway, as a client and a provider on other machines
     /// would.
@@ -150,6 +155,9 @@ enum Mode {
         listen: String,
         upstream_base_url: String,
     },
+    /// Runs the bare refuser in the gateway's place (`--bare-refuser`).
+    #[command(hide = true)]
+    ServeBareRefuser { listen: String },
 }
 
 fn seconds(value: f64, flag: &str) -> anyhow::Result<Duration> {
@@ -217,6 +225,7 @@ async fn drive(cli: Cli) -> anyhow::Result<()> {
             cpus: cli.gateway_cpus,
             workers: cli.gateway_workers.map(usize::from),
             bare_proxy: cli.bare_proxy,
+            bare_refuser: cli.bare_refuser,
             exe: cli.gateway_exe,
         },
         scale: promptgate_loadtest::scale::ScaleShape {
@@ -254,7 +263,7 @@ async fn scale_lists(sizes: Vec<u64>, reps: usize, postgres_url: Option<String>)
 fn main() -> ExitCode {
     let serving = matches!(
         std::env::args().nth(1).as_deref(),
-        Some("serve-gateway" | "serve-bare-proxy")
+        Some("serve-gateway" | "serve-bare-proxy" | "serve-bare-refuser")
     );
     // The scale scenario's MCP servers run in the driver; rmcp's notes on each session are noise here.
     let default_filter = if serving { "warn" } else { "info,rmcp=warn" };
@@ -285,6 +294,7 @@ fn main() -> ExitCode {
                 listen,
                 upstream_base_url,
             }) => promptgate_loadtest::bare_proxy::serve(&listen, &upstream_base_url).await,
+            Some(Mode::ServeBareRefuser { listen }) => promptgate_loadtest::bare_refuser::serve(&listen),
             Some(Mode::ScaleLists { sizes, reps }) => scale_lists(sizes, reps, cli.postgres_url).await,
             None => drive(cli).await,
         }

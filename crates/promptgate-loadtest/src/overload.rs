@@ -75,8 +75,19 @@ pub fn target(scenario: Scenario, gateway: &GatewayProcess) -> Result<Target, Lo
     }
 }
 
-/// Runs every step against `target`, the rate rising.
-pub async fn steps(target: &Target, rate: f64, options: &Options) -> Result<Vec<RunResult>, LoadError> {
+/// One step's run, and the CPU time the gateway spent over it.
+pub struct Step {
+    pub run: RunResult,
+    pub gateway_cpu: Option<Duration>,
+}
+
+/// Runs every step against `target` on `gateway`, the rate rising.
+pub async fn steps(
+    target: &Target,
+    gateway: &GatewayProcess,
+    rate: f64,
+    options: &Options,
+) -> Result<Vec<Step>, LoadError> {
     let shape = &options.overload;
     let mut results = Vec::new();
     for multiple in &shape.multiples {
@@ -84,15 +95,20 @@ pub async fn steps(target: &Target, rate: f64, options: &Options) -> Result<Vec<
         tracing::info!(offered, "overload step");
         // A short lead-in at the step's rate opens its connections outside the measured window.
         drive(target, offered, options.warmup.min(Duration::from_millis(500))).await?;
-        results.push(drive(target, offered, shape.step).await?);
+        let before = gateway.cpu_time();
+        let run = drive(target, offered, shape.step).await?;
+        let gateway_cpu = before
+            .zip(gateway.cpu_time())
+            .map(|(before, after)| after.saturating_sub(before));
+        results.push(Step { run, gateway_cpu });
         tokio::time::sleep(shape.rest).await;
     }
     Ok(results)
 }
 
 /// The Markdown table of one path's steps.
-pub fn markdown(scenario: Scenario, rate: f64, shape: &StepShape, results: &[RunResult]) -> String {
-    let peak = results.iter().map(|r| r.achieved_rate).fold(0.0, f64::max);
+pub fn markdown(scenario: Scenario, rate: f64, shape: &StepShape, steps: &[Step]) -> String {
+    let peak = steps.iter().map(|s| s.run.achieved_rate).fold(0.0, f64::max);
     let mut out = String::new();
     let limiter = if shape.adaptive_off {
         "adaptive admission off".to_owned()
@@ -109,13 +125,16 @@ pub fn markdown(scenario: Scenario, rate: f64, shape: &StepShape, results: &[Run
     );
     let _ = writeln!(
         out,
-        "| offered /s | × unit | sent | answered | refused (503) | other errors | goodput /s | of peak | answered p50 / p99 ms | refusal p50 / p99 ms | on the wire: answered / refusal p99 ms | driver lag ms |"
+        "| offered /s | × unit | sent | answered | refused (503) | other errors | goodput /s | of peak | answered p50 / p99 ms | refusal p50 / p99 ms | on the wire: answered / refusal p99 ms | driver lag ms | gateway CPU: core / µs a request |"
     );
-    let _ = writeln!(out, "|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---:|");
-    for r in results {
+    let _ = writeln!(
+        out,
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---:|---|"
+    );
+    for Step { run: r, gateway_cpu } in steps {
         let _ = writeln!(
             out,
-            "| {:.0} | {:.1} | {} | {} | {} | {} | {:.0} | {:.0}% | {} / {} | {} / {} | {} / {} | {} |",
+            "| {:.0} | {:.1} | {} | {} | {} | {} | {:.0} | {:.0}% | {} / {} | {} / {} | {} / {} | {} | {} |",
             r.offered_rate,
             r.offered_rate / rate,
             r.sent,
@@ -135,14 +154,28 @@ pub fn markdown(scenario: Scenario, rate: f64, shape: &StepShape, results: &[Run
             ms_tenths(r.total_wire.p99),
             ms_tenths(r.refusal_wire.p99),
             ms_tenths(r.max_schedule_lag),
+            cpu_share(*gateway_cpu, shape.step, r.sent),
         );
     }
-    if let Some(error) = results
+    if let Some(error) = steps
         .iter()
-        .filter_map(|r| r.first_error.as_deref())
+        .filter_map(|s| s.run.first_error.as_deref())
         .find(|e| !e.starts_with("HTTP 503"))
     {
         let _ = writeln!(out, "\nFirst error other than a refusal: {error}");
     }
     out
+}
+
+/// The gateway's CPU over a step as a share of one core and per request sent, or a dash without
+/// /proc. Ticks are 10 ms, so a step of a few seconds reads to a fraction of a percent.
+fn cpu_share(cpu: Option<Duration>, step: Duration, sent: u64) -> String {
+    match cpu {
+        Some(cpu) if sent > 0 && !step.is_zero() => format!(
+            "{:.0}% / {:.1}",
+            100.0 * cpu.as_secs_f64() / step.as_secs_f64(),
+            cpu.as_secs_f64() * 1e6 / sent as f64
+        ),
+        _ => "–".to_owned(),
+    }
 }

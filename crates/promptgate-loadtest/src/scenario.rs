@@ -505,7 +505,7 @@ async fn overload(
     let rate = options
         .rate
         .unwrap_or_else(|| crate::overload::base_rate(scenario));
-    let results = crate::overload::steps(&target, rate, options).await?;
+    let results = crate::overload::steps(&target, &gateway, rate, options).await?;
     Ok(crate::overload::markdown(scenario, rate, shape, &results))
 }
 

@@ -14,7 +14,7 @@ pub struct DocumentsConfig {
     pub max_expanded_bytes: usize,
     /// One file's reading, at most.
     pub read_timeout_ms: u64,
-    /// Files read at once on this server.
+    /// Files read at once on this server; one user's files take at most all but one of them.
     pub threads: usize,
     /// Files whose text (or why it could not be read) is kept for later sends.
     pub kept_files: usize,

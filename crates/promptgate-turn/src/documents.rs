@@ -7,6 +7,10 @@
 //! later send of the thread finds it. A reading stops at its time limit (a PDF's extraction is
 //! cut there, see [`crate::pdf`]) and frees its thread; the file then reads as too slow, on this
 //! send and later ones.
+//!
+//! One user's files take at most all but one of the threads (one, when there are two), and they
+//! wait for their turn among themselves before they wait for a thread: a request with a hundred
+//! files slow to read holds its share and no more, and another user's file is read beside it.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
@@ -32,7 +36,8 @@ pub struct DocumentSettings {
     pub pdf: PdfLimits,
     /// One file's reading, at most; past it the model is told the file took too long.
     pub read_timeout: Duration,
-    /// Files read at once on this server.
+    /// Files read at once on this server; one user's files take at most all but one of them
+    /// (one, when there are two or fewer).
     pub threads: usize,
     /// Files whose outcome is kept, so later sends do not read them again.
     pub kept: usize,
@@ -134,6 +139,8 @@ pub struct DocumentReader {
 struct Inner {
     settings: DocumentSettings,
     threads: Arc<Semaphore>,
+    /// Each reading user's share of the threads, while they have files being read or waiting.
+    shares: Mutex<HashMap<String, Arc<Semaphore>>>,
     kept: Mutex<KeptOutcomes>,
 }
 
@@ -149,6 +156,7 @@ impl DocumentReader {
             inner: Arc::new(Inner {
                 settings,
                 threads: Arc::new(Semaphore::new(settings.threads.max(1))),
+                shares: Mutex::new(HashMap::new()),
                 kept: Mutex::new(KeptOutcomes::default()),
             }),
         }
@@ -172,17 +180,24 @@ impl DocumentReader {
 
     async fn read_one(&self, owner: &str, file: FileRef) -> String {
         let limit = self.inner.settings.read_timeout;
+        let waited_until = tokio::time::Instant::now() + limit;
         let (name, media_type) = (file.name.clone(), file.media_type.clone());
         let too_slow = |why: &str| unreadable(&name, &media_type, why);
+        let share = Share::of(&self.inner, owner);
+        let Ok(Ok(turn)) =
+            tokio::time::timeout_at(waited_until, Arc::clone(&share.gate).acquire_owned()).await
+        else {
+            return too_slow("the user's other files took the time there was to read it");
+        };
         let Ok(Ok(permit)) =
-            tokio::time::timeout(limit, Arc::clone(&self.inner.threads).acquire_owned()).await
+            tokio::time::timeout_at(waited_until, Arc::clone(&self.inner.threads).acquire_owned()).await
         else {
             return too_slow("the server was too busy reading other files to read it");
         };
         let inner = Arc::clone(&self.inner);
         let owner = owner.to_owned();
         let reading = tokio::task::spawn_blocking(move || {
-            let _permit = permit;
+            let _held = (permit, turn);
             inner.text_of(&owner, &file, Deadline::after(limit))
         });
         match tokio::time::timeout(limit + BACKSTOP, reading).await {
@@ -199,7 +214,45 @@ impl DocumentReader {
     }
 }
 
+/// A user's share of the reading threads, held while one of their files waits or is read; the
+/// last one out removes it, so the map holds only users with files in hand.
+struct Share<'a> {
+    inner: &'a Inner,
+    owner: &'a str,
+    gate: Arc<Semaphore>,
+}
+
+impl<'a> Share<'a> {
+    fn of(inner: &'a Inner, owner: &'a str) -> Self {
+        let threads = inner.settings.threads.max(1);
+        let gate = Arc::clone(
+            inner
+                .shares()
+                .entry(owner.to_owned())
+                .or_insert_with(|| Arc::new(Semaphore::new(threads.saturating_sub(1).max(1)))),
+        );
+        Self { inner, owner, gate }
+    }
+}
+
+impl Drop for Share<'_> {
+    fn drop(&mut self) {
+        let mut shares = self.inner.shares();
+        // The map's and this one: nobody else waits or reads (a reading cut off at the backstop
+        // still holds its turn, and leaves the share for the user's next file to remove).
+        if Arc::strong_count(&self.gate) == 2 {
+            shares.remove(self.owner);
+        }
+    }
+}
+
 impl Inner {
+    fn shares(&self) -> MutexGuard<'_, HashMap<String, Arc<Semaphore>>> {
+        self.shares
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     fn kept(&self) -> MutexGuard<'_, KeptOutcomes> {
         self.kept
             .lock()
@@ -308,5 +361,22 @@ mod tests {
             files.get_inline("other.pdf", "application/pdf", "JVBERi0xLjQK"),
             None
         );
+    }
+
+    #[tokio::test]
+    async fn a_users_share_of_the_threads_is_let_go_once_their_files_are_read() {
+        let reader = DocumentReader::default();
+        let file = |n: u8| {
+            serde_json::json!({"type": "file", "filename": format!("notes-{n}.txt"),
+                "mediaType": "text/plain", "url": format!("data:text/plain;base64,{}", ["SGk=", "WW8="][n as usize])})
+        };
+        let message = serde_json::json!({"role": "user", "parts": [file(0), file(1)]});
+        let texts = reader.read("ada", &[message]).await;
+        assert_eq!(texts.texts.len(), 2);
+        assert!(
+            reader.inner.shares().is_empty(),
+            "no share is kept for a user with no file in hand"
+        );
+        assert_eq!(reader.inner.threads.available_permits(), 2);
     }
 }

@@ -158,7 +158,7 @@ async fn healthz_answers_while_files_slow_to_read_are_read_and_each_is_cut_at_it
     for request in &told {
         assert!(
             request.contains("it took longer than 2 seconds to read and could not be read")
-                || request.contains("the server was too busy reading other files to read it"),
+                || request.contains("the user's other files took the time there was to read it"),
             "{request}"
         );
     }
@@ -218,6 +218,53 @@ async fn the_messages_api_reads_its_pdfs_as_a_send_reads_attachments_bomb_includ
     let (status, count) = gw.post("/v1/messages/count_tokens", body).await;
     assert_eq!(status, 200, "{count}");
     assert_eq!(gw.metric(reads).await, 2.0);
+}
+
+#[tokio::test]
+async fn one_users_files_slow_to_read_leave_a_thread_to_another_users_file() {
+    common::init();
+    let upstream = ScriptedUpstream::start().await.unwrap();
+    upstream.replay_by_default(text(["Noted."]));
+    let config = common::scripted_config_with(
+        AuthMode::Tokens,
+        &upstream.base_url(),
+        "[documents]\nthreads = 2\nread_timeout_ms = 3000\n",
+    );
+    let gw = Gateway::start(common::Backend::Sqlite, config).await;
+    let mut tokens = Vec::new();
+    for name in ["ada", "bob"] {
+        let user = gw.store.create_user(name).await.unwrap();
+        tokens.push(gw.store.issue_token(&user.id).await.unwrap());
+    }
+    let ask = |documents: Vec<Value>| json!({"model": "scripted", "max_tokens": 64, "messages": [{"role": "user", "content": documents}]});
+
+    // Ada's one request attaches more files slow to read than there are threads.
+    let slow: Vec<Value> = (0..4)
+        .map(|n| pdf_document(&format!("slow-{n}.pdf"), &slow_pdf(n)))
+        .collect();
+    let ada = gw.post_as("/v1/messages", ask(slow), &tokens[0]);
+    // Bob's file arrives once hers are being read or wait.
+    let bob = async {
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        let small = pdf_with_content(&zlib(b"BT /F1 12 Tf 72 720 Td (Tide tables) Tj ET"));
+        gw.post_as(
+            "/v1/messages",
+            ask(vec![pdf_document("tides.pdf", &small)]),
+            &tokens[1],
+        )
+        .await
+    };
+    let ((ada_status, _), (bob_status, _)) = tokio::join!(ada, bob);
+    assert_eq!((ada_status.as_u16(), bob_status.as_u16()), (200, 200));
+    let told: Vec<String> = upstream.requests().iter().map(Value::to_string).collect();
+    let bobs = told.iter().find(|r| r.contains("tides.pdf")).unwrap();
+    assert!(bobs.contains("Tide tables"), "Bob's file was read: {bobs}");
+    let adas = told.iter().find(|r| r.contains("slow-0.pdf")).unwrap();
+    assert!(adas.contains("took longer than 3 seconds"), "{adas}");
+    assert!(
+        adas.contains("the user's other files took the time there was to read it"),
+        "her files waited for each other, not for the server: {adas}"
+    );
 }
 
 /// `count_tokens` reads the request's PDFs but streams nothing, so it ends at the request timeout

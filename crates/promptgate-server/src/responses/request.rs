@@ -2,6 +2,7 @@
 //! alone (they change nothing a gateway decides), and which are refused because what they ask for
 //! cannot be done here.
 
+use promptgate_core::request_fields::value_problem;
 use promptgate_service::facade::{ClientToolChoice, ToolDefinition, ToolInput, client_tools};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -89,13 +90,14 @@ pub fn check(body: &CreateResponse) -> Result<Checked, ApiError> {
     let (choice, offered) = client_choice(&tool_choice, &definitions)?;
     let client_tools = if offered { definitions } else { Vec::new() };
     let mut sampling = Map::new();
-    if let Some(temperature) = body.temperature {
-        in_range("temperature", temperature, 0.0, 2.0)?;
-        sampling.insert("temperature".into(), temperature.into());
-    }
-    if let Some(top_p) = body.top_p {
-        in_range("top_p", top_p, 0.0, 1.0)?;
-        sampling.insert("top_p".into(), top_p.into());
+    for (name, value) in [("temperature", body.temperature), ("top_p", body.top_p)] {
+        if let Some(value) = value {
+            let value = Value::from(value);
+            if let Some(problem) = value_problem(name, &value) {
+                return Err(param(name, &problem));
+            }
+            sampling.insert(name.into(), value);
+        }
     }
     if body.max_output_tokens == Some(0) {
         return Err(param("max_output_tokens", "must be at least 1"));
@@ -225,14 +227,6 @@ fn check_metadata(metadata: &Map<String, Value>) -> Result<(), ApiError> {
     Ok(())
 }
 
-fn in_range(name: &str, value: f64, low: f64, high: f64) -> Result<(), ApiError> {
-    if (low..=high).contains(&value) {
-        Ok(())
-    } else {
-        Err(param(name, &format!("must be between {low} and {high}")))
-    }
-}
-
 /// A refused parameter: 400, as the API answers one.
 fn param(name: &str, problem: &str) -> ApiError {
     ApiError::new(ErrorCode::InvalidParameter, format!("{name}: {problem}"))
@@ -316,7 +310,10 @@ mod tests {
                 json!({"tool_choice": {"type": "function", "name": "absent"}}),
                 "not among `tools`",
             ),
-            (json!({"temperature": 3}), "temperature: must be between 0 and 2"),
+            (
+                json!({"temperature": 3}),
+                "temperature: must be a number from 0 to 2",
+            ),
             (json!({"top_p": -1}), "top_p"),
             (json!({"max_output_tokens": 0}), "max_output_tokens"),
             (json!({"metadata": {"k": 5}}), "values are strings"),

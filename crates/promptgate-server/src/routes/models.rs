@@ -13,6 +13,7 @@ use aide::axum::routing::get_with;
 use axum::Json;
 use axum::extract::Path;
 use promptgate_core::ids::MODEL_ID;
+use promptgate_core::request_fields::value_problem;
 use promptgate_core::settings::Model;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::Serialize;
@@ -168,10 +169,12 @@ fn user_model(input: ModelDefinition, state: &AppState) -> Result<Model, ApiErro
     if let Some(options) = &input.profile.provider_options {
         ApiError::fields_allowed(options, &provider.allow_request_fields)?;
     }
-    if let Some(t) = input.profile.temperature
-        && !(0.0..=2.0).contains(&t)
+    if let Some(problem) = input
+        .profile
+        .temperature
+        .and_then(|t| value_problem("temperature", &t.into()))
     {
-        return Err(ApiError::invalid("profile.temperature must be between 0 and 2"));
+        return Err(ApiError::invalid(format!("profile.temperature {problem}")));
     }
     if input.profile.max_steps == Some(0) {
         return Err(ApiError::invalid("profile.max_steps must be at least 1"));

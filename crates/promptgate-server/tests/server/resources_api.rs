@@ -258,6 +258,18 @@ async fn system_models_are_read_only_and_user_models_need_a_configured_provider(
         )
         .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{err}");
+    // A profile's temperature is held to the range the chat facade holds a request's to.
+    let (status, err) = gw
+        .post(
+            "/v1/models",
+            json!({"id": "hot", "provider": "demo", "profile": {"temperature": 2.5}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{err}");
+    assert_eq!(
+        err["error"]["message"],
+        "profile.temperature must be a number from 0 to 2"
+    );
     assert_eq!(gw.delete("/v1/models/mine").await.0, StatusCode::NO_CONTENT);
     let (_, after): (StatusCode, Value) = gw.get("/v1/models/mine").await;
     assert_eq!(error_code(&after), "not_found");

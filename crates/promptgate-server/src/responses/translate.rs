@@ -30,6 +30,7 @@ fn failure_code(turn_code: Option<&str>) -> &'static str {
         _ => "server_error",
     }
 }
+
 /// The message of a response whose turn was stopped before it ended.
 pub const STOPPED_TEXT: &str = "The response was stopped before it finished.";
 

@@ -7,6 +7,7 @@
 // usage: node refused-check.mjs <base-url-without-/v1> <model>
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
+import { anthropicCode, apiError, openaiCode } from './api-error.mjs';
 
 const [base, model] = process.argv.slice(2);
 if (!base || !model) {
@@ -18,30 +19,18 @@ const openai = new OpenAI({ baseURL: `${base}/v1`, apiKey });
 const anthropic = new Anthropic({ baseURL: base, apiKey });
 const words = 'Write a very long story.';
 
-// What the call threw: its status and the error's code (OpenAI) or type (Anthropic).
-async function refusal(call, codeOf) {
-  try {
-    await call();
-    return { status: null, code: null, message: null };
-  } catch (e) {
-    if (!(e instanceof OpenAI.APIError) && !(e instanceof Anthropic.APIError)) throw e;
-    return { status: e.status, ...codeOf(e) };
-  }
-}
-
 try {
-  const openaiCode = (e) => ({ code: e.error?.code ?? null, message: e.error?.message ?? null });
-  const completions = await refusal(
+  const completions = await apiError(
     () => openai.chat.completions.create({ model, messages: [{ role: 'user', content: words }], max_tokens: 900000 }),
     openaiCode,
   );
-  const responses = await refusal(
+  const responses = await apiError(
     () => openai.responses.create({ model, input: words, max_output_tokens: 900000, store: false }),
     openaiCode,
   );
-  const messages = await refusal(
+  const messages = await apiError(
     () => anthropic.messages.create({ model, max_tokens: 20000, messages: [{ role: 'user', content: words }] }),
-    (e) => ({ code: e.error?.error?.type ?? null, message: e.error?.error?.message ?? null }),
+    anthropicCode,
   );
   process.stdout.write(JSON.stringify({ completions, responses, messages }) + '\n');
 } catch (e) {

@@ -29,8 +29,8 @@ enum Delta<'a> {
     /// The `n`-th call of a client tool.
     ToolCall(usize, &'a ClientToolCall),
     Finish(&'static str),
-    /// The turn's error text, and its code when the turn gave one (`context_too_long`).
-    Error(&'a str, Option<String>),
+    /// The turn's error text, and what its metadata said about the failure.
+    Error(&'a str, FailureNote),
     /// The turn stopped before its end.
     Cut,
 }
@@ -48,8 +48,8 @@ struct Translator {
     usage: Option<OpenAiUsage>,
     /// Client tool calls so far.
     tool_calls: usize,
-    /// The `errorCode` the turn's metadata named before its error.
-    error_code: Option<String>,
+    /// What the turn's metadata said about its failure before its error.
+    failure_note: FailureNote,
     /// A finish, an error or a cut was seen: nothing more is translated.
     done: bool,
     /// The turn ended by itself (a finish reason was sent).
@@ -90,9 +90,7 @@ impl Translator {
                 if let Some(usage) = message_metadata.get("usage") {
                     self.usage = Some(OpenAiUsage::from_metadata(usage));
                 }
-                if let Some(code) = message_metadata.get("errorCode").and_then(Value::as_str) {
-                    self.error_code = Some(code.to_owned());
-                }
+                self.failure_note.read(message_metadata);
                 None
             }
             UiChunk::Finish { finish_reason, .. } => {
@@ -111,20 +109,46 @@ impl Translator {
             }
             UiChunk::Error { error_text } => {
                 self.done = true;
-                Some(Delta::Error(error_text, self.error_code.clone()))
+                Some(Delta::Error(error_text, self.failure_note.clone()))
             }
             _ => None,
         }
     }
 }
 
-/// The failure of a turn whose stream ended with `message`, after metadata naming `code` (its
-/// `errorCode`) when the engine gave one.
-pub(crate) fn turn_failure(message: &str, code: Option<&str>) -> TurnError {
-    match code {
-        Some(promptgate_service::events::CONTEXT_TOO_LONG) => TurnError::ContextTooLong(message.to_owned()),
-        Some(promptgate_service::events::REQUEST_REFUSED) => TurnError::RequestRefused(message.to_owned()),
-        _ => TurnError::Failed(message.to_owned()),
+/// What a turn's metadata said about its failure before the error itself: its `errorCode` and the
+/// wait the provider asked for (`retryAfterSecs`). Every facade reads a failure through it.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(crate) struct FailureNote {
+    pub(crate) code: Option<String>,
+    retry_after: Option<u64>,
+}
+
+impl FailureNote {
+    /// Takes what a turn's `metadata` says about its failure, if anything.
+    pub(crate) fn read(&mut self, metadata: &Value) {
+        if let Some(code) = metadata.get("errorCode").and_then(Value::as_str) {
+            self.code = Some(code.to_owned());
+        }
+        if let Some(secs) = metadata.get("retryAfterSecs").and_then(Value::as_u64) {
+            self.retry_after = Some(secs);
+        }
+    }
+
+    /// The failure of a turn whose stream ended with `message`.
+    pub(crate) fn failure(&self, message: &str) -> TurnError {
+        use promptgate_service::events::{
+            CONTEXT_TOO_LONG, PROVIDER_OVERLOADED, PROVIDER_RATE_LIMITED, REQUEST_REFUSED,
+        };
+        let message = message.to_owned();
+        let retry_after = self.retry_after;
+        match self.code.as_deref() {
+            Some(CONTEXT_TOO_LONG) => TurnError::ContextTooLong(message),
+            Some(REQUEST_REFUSED) => TurnError::RequestRefused(message),
+            Some(PROVIDER_RATE_LIMITED) => TurnError::ProviderRateLimited { message, retry_after },
+            Some(PROVIDER_OVERLOADED) => TurnError::ProviderOverloaded { message, retry_after },
+            _ => TurnError::Failed(message),
+        }
     }
 }
 
@@ -361,9 +385,9 @@ impl CompletionChunks {
                 None,
             ),
             Delta::Finish(reason) => (DeltaFields::default(), Some(*reason)),
-            Delta::Error(message, code) => {
+            Delta::Error(message, note) => {
                 emit(Err(
-                    json!({"error": {"message": message, "type": "upstream_error", "code": code}}),
+                    json!({"error": {"message": message, "type": "upstream_error", "code": note.code}}),
                 ));
                 return;
             }
@@ -530,7 +554,7 @@ impl CompletionResponse {
                 },
             }),
             Some(Delta::Finish(reason)) => self.finish_reason = Some(reason),
-            Some(Delta::Error(message, code)) => self.error = Some(turn_failure(message, code.as_deref())),
+            Some(Delta::Error(message, note)) => self.error = Some(note.failure(message)),
             Some(Delta::Cut) | Some(Delta::Role) | None => {}
         }
     }

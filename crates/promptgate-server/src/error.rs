@@ -112,6 +112,7 @@ error_codes! {
     BudgetExceeded = 429, "budget_exceeded": "The token budget of the user or key for the current period is spent; the message says which and when it resets, `Retry-After` how long until then.";
     CostBudgetExceeded = 429, "cost_budget_exceeded": "The money budget of the user or key for the current period is spent; the message says which and when it resets, `Retry-After` how long until then.";
     TokensPerMinuteExceeded = 429, "tokens_per_minute_exceeded": "The tokens-per-minute limit of the user or key is spent; the message says which, `Retry-After` when the minute ends.";
+    ProviderRateLimited = 429, "provider_rate_limited": "The model provider was rate limiting requests and no fallback model answered; `Retry-After` says how long the provider asked to wait, when it said.";
     RateLimited = 429, "rate_limited": "Too many requests or turns for this user; `Retry-After` says when to try again.";
     HeadersTooLarge = 431, "headers_too_large": "The request headers are larger than the server accepts.";
     Internal = 500, "internal": "A failure on the server's side; the details are in its log under the request id.";
@@ -121,6 +122,7 @@ error_codes! {
     Interrupted = 503, "interrupted": "The server cut the answer short (it was shutting down); ask again.";
     NotStored = 503, "not_stored": "The answer could not be stored, so it is not given; nothing was kept and asking again loses nothing.";
     StoreUnavailable = 503, "store_unavailable": "The database is unavailable; `Retry-After` says when to try again.";
+    ProviderOverloaded = 503, "provider_overloaded": "The model provider was overloaded and no fallback model answered; `Retry-After` says how long the provider asked to wait, when it said.";
     Overloaded = 503, "overloaded": "The server runs as many turns as it may; try again shortly.";
     ProviderUnavailable = 503, "provider_unavailable": "The model's provider is not configured on this server.";
     IntegrationNotConfigured = 503, "integration_not_configured": "This server has no OAuth client for the integration.";
@@ -169,6 +171,8 @@ impl ErrorCode {
         match err {
             TurnError::ContextTooLong(_) => ErrorCode::ContextTooLong,
             TurnError::RequestRefused(_) => ErrorCode::RequestRefused,
+            TurnError::ProviderRateLimited { .. } => ErrorCode::ProviderRateLimited,
+            TurnError::ProviderOverloaded { .. } => ErrorCode::ProviderOverloaded,
             _ => ErrorCode::UpstreamError,
         }
     }

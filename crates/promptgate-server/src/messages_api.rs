@@ -13,6 +13,7 @@ use promptgate_service::facade::write_json_str;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::completions_api::FailureNote;
 use crate::error::ErrorCode;
 
 /// What the message is, whether streamed or not.
@@ -89,8 +90,8 @@ struct Translator {
     index: usize,
     tool_calls: usize,
     usage: MessagesUsage,
-    /// The `errorCode` the turn's metadata named before its error.
-    error_code: Option<String>,
+    /// What the turn's metadata said about its failure before its error.
+    failure_note: FailureNote,
     done: bool,
 }
 
@@ -101,7 +102,7 @@ impl Default for Translator {
             index: 0,
             tool_calls: 0,
             usage: MessagesUsage::default(),
-            error_code: None,
+            failure_note: FailureNote::default(),
             done: false,
         }
     }
@@ -140,9 +141,7 @@ impl Translator {
                 if let Some(usage) = message_metadata.get("usage") {
                     self.usage = MessagesUsage::from_metadata(usage);
                 }
-                if let Some(code) = message_metadata.get("errorCode").and_then(Value::as_str) {
-                    self.error_code = Some(code.to_owned());
-                }
+                self.failure_note.read(message_metadata);
             }
             UiChunk::Finish { finish_reason, .. } => {
                 let reason = match finish_reason {
@@ -192,7 +191,7 @@ impl Translator {
 
     /// How the turn failed, its stream having ended with `message`.
     fn failure(&self, message: &str) -> TurnError {
-        crate::completions_api::turn_failure(message, self.error_code.as_deref())
+        self.failure_note.failure(message)
     }
 
     fn end<'a>(&mut self, reason: &'static str, emit: &mut impl FnMut(Step<'a>)) {

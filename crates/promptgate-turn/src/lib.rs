@@ -76,4 +76,29 @@ pub enum TurnError {
     /// the same request would be refused again. The text is safe to show to the user.
     #[error("{0}")]
     RequestRefused(String),
+    /// The provider was rate limiting requests (`provider_rate_limited`) and no fallback answered;
+    /// asking again later can succeed, after `retry_after` seconds when the provider said.
+    #[error("{message}")]
+    ProviderRateLimited {
+        message: String,
+        retry_after: Option<u64>,
+    },
+    /// The provider was overloaded (`provider_overloaded`), as with a rate limit.
+    #[error("{message}")]
+    ProviderOverloaded {
+        message: String,
+        retry_after: Option<u64>,
+    },
+}
+
+impl TurnError {
+    /// Seconds after which the provider said the same request may succeed.
+    pub fn retry_after(&self) -> Option<u64> {
+        match self {
+            Self::ProviderRateLimited { retry_after, .. } | Self::ProviderOverloaded { retry_after, .. } => {
+                *retry_after
+            }
+            _ => None,
+        }
+    }
 }

@@ -18,6 +18,7 @@ use super::object::{
     Echo, Item, ItemKind, ItemStatus, Part, ResponseObject, Shortfall, State, Status, SummaryPart, TextPart,
     Usage,
 };
+use crate::completions_api::FailureNote;
 
 /// What a failed response says went wrong (`error.code`), in the Responses API's words: a prompt
 /// longer than the model's window and a request the provider refused are the client's to change
@@ -27,6 +28,7 @@ fn failure_code(turn_code: Option<&str>) -> &'static str {
     match turn_code {
         Some(promptgate_service::events::CONTEXT_TOO_LONG) => "context_length_exceeded",
         Some(promptgate_service::events::REQUEST_REFUSED) => "invalid_prompt",
+        Some(promptgate_service::events::PROVIDER_RATE_LIMITED) => "rate_limit_exceeded",
         _ => "server_error",
     }
 }
@@ -40,8 +42,8 @@ struct End {
     status: Status,
     shortfall: Option<Shortfall>,
     error: Option<String>,
-    /// The turn's `errorCode`, when it failed with one.
-    turn_code: Option<String>,
+    /// What the turn's metadata said about its failure, when it failed.
+    note: FailureNote,
 }
 
 /// Folds a turn's events into the response, writing the stream's events when given [`Frames`].
@@ -56,8 +58,8 @@ pub struct Translator {
     pub(super) calls: Vec<Call>,
     usage: Option<Usage>,
     error_text: Option<String>,
-    /// The `errorCode` the turn's metadata named before its error.
-    error_code: Option<String>,
+    /// What the turn's metadata said about its failure before its error.
+    failure_note: FailureNote,
     end: Option<End>,
 }
 
@@ -73,7 +75,7 @@ impl Translator {
             calls: Vec::new(),
             usage: None,
             error_text: None,
-            error_code: None,
+            failure_note: FailureNote::default(),
             end: None,
         }
     }
@@ -154,9 +156,7 @@ impl Translator {
                 if let Some(usage) = message_metadata.get("usage") {
                     self.usage = Some(Usage::from_metadata(usage));
                 }
-                if let Some(code) = message_metadata.get("errorCode").and_then(Value::as_str) {
-                    self.error_code = Some(code.to_owned());
-                }
+                self.failure_note.read(message_metadata);
                 if let Some(Value::Object(invoked)) = message_metadata.get("mcpTools") {
                     for (name, origin) in invoked {
                         self.mcp_call_located(name, origin, out.as_deref_mut());
@@ -234,10 +234,7 @@ impl Translator {
     pub fn failure(&self) -> Option<TurnError> {
         let end = self.end.as_ref().filter(|end| end.status == Status::Failed)?;
         let message = end.error.as_deref()?;
-        Some(crate::completions_api::turn_failure(
-            message,
-            end.turn_code.as_deref(),
-        ))
+        Some(end.note.failure(message))
     }
 
     /// The response as it stands (`in_progress` until it ended), ended at `now` when it ended.
@@ -250,7 +247,7 @@ impl Translator {
             usage: end.and(self.usage),
             error: end.and_then(|end| {
                 let message = end.error.as_deref()?;
-                Some((failure_code(end.turn_code.as_deref()), message))
+                Some((failure_code(end.note.code.as_deref()), message))
             }),
             shortfall: end.and_then(|end| end.shortfall),
             completed_at: now.filter(|_| status == Status::Completed),
@@ -267,11 +264,11 @@ impl Translator {
             },
             shortfall,
             error: None,
-            turn_code: None,
+            note: FailureNote::default(),
         };
         match reason {
             Some(UiFinishReason::Error) => End {
-                turn_code: self.error_code.clone(),
+                note: self.failure_note.clone(),
                 ..failed(self.error_text.as_deref().unwrap_or("The response failed."))
             },
             Some(UiFinishReason::Length) => done(Some(Shortfall::MaxOutputTokens)),
@@ -450,7 +447,7 @@ fn failed(message: &str) -> End {
         status: Status::Failed,
         shortfall: None,
         error: Some(message.to_owned()),
-        turn_code: None,
+        note: FailureNote::default(),
     }
 }
 

@@ -166,7 +166,11 @@ fn output_cap(extra: &mut Map<String, Value>) -> Result<Option<u64>, ApiError> {
 
 /// The error a facade answers when the turn it read whole failed.
 pub(crate) fn whole_turn_failed(err: TurnError) -> ApiError {
-    ApiError::new(ErrorCode::of_turn(&err), err.to_string())
+    let failed = ApiError::new(ErrorCode::of_turn(&err), err.to_string());
+    match err.retry_after() {
+        Some(secs) => failed.with_retry_after(secs.max(1)),
+        None => failed,
+    }
 }
 
 /// The request's function tools and its tool choice. `none` offers none of them: the client

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use common::{Backend, Gateway};
-use promptgate_llm::scripted::Script;
+use promptgate_llm::scripted::{Script, Step};
 use promptgate_server::config::{AuthMode, Config, EMBEDDED_DEFAULT};
 use serde_json::{Value, json};
 
@@ -386,4 +386,49 @@ async fn a_request_the_provider_refuses_is_a_400_the_official_clients_do_not_ret
     assert_eq!(result["messages"]["status"], 400, "{result}");
     assert_eq!(result["messages"]["code"], "invalid_request_error", "{result}");
     assert_eq!(upstream.calls(), 3, "each client asked once: {result}");
+}
+
+#[tokio::test]
+async fn a_busy_provider_reaches_the_official_clients_as_their_own_error_with_its_wait() {
+    let Some(dir) = js_dir_with(&["node_modules/openai", "node_modules/@anthropic-ai/sdk"]) else {
+        return;
+    };
+    let (gw, upstream) = common::single_user_gateway(Backend::Sqlite).await;
+    let busy = |status: u16, wait: &str| {
+        Script::new()
+            .step(Step::Header("retry-after".into(), wait.into()))
+            .step(Step::Status(
+                status,
+                json!({"error": {"message": "slow down"}}).to_string(),
+            ))
+    };
+    // Each client calls twice: the provider is rate limiting, then overloaded (Anthropic's 529).
+    for (status, wait) in [(429, "7"), (503, "2"), (429, "7"), (529, "3")] {
+        upstream.push(busy(status, wait));
+    }
+    let base = format!("http://{}", gw.addr);
+    let (ok, result) = run_node(dir, &["busy-check.mjs", &base, "scripted", "2"]).await;
+    assert!(ok, "a client failed: {result}");
+    let seen = |api: &str, at: usize| {
+        let call = &result[api][at];
+        (
+            call["status"].clone(),
+            call["code"].clone(),
+            call["retryAfter"].clone(),
+        )
+    };
+    assert_eq!(
+        [seen("completions", 0), seen("completions", 1)],
+        [
+            (json!(429), json!("provider_rate_limited"), json!("7")),
+            (json!(503), json!("provider_overloaded"), json!("2")),
+        ]
+    );
+    assert_eq!(
+        [seen("messages", 0), seen("messages", 1)],
+        [
+            (json!(429), json!("rate_limit_error"), json!("7")),
+            (json!(503), json!("overloaded_error"), json!("3")),
+        ]
+    );
 }

@@ -9,7 +9,8 @@ use crate::common::{
     Backend, Gateway, error_code, init, named_events, scripted_config_with, single_user_gateway,
 };
 use promptgate_llm::scripted::{
-    Script, ScriptedUpstream, content_chunk, finish_chunk, reasoning_chunk, role_chunk, text, tool_calls,
+    Script, ScriptedUpstream, Step, content_chunk, finish_chunk, reasoning_chunk, role_chunk, text,
+    tool_calls,
 };
 use promptgate_mcp::testing::{McpTestServer, ServerOptions};
 use promptgate_server::config::AuthMode;
@@ -265,6 +266,39 @@ async fn a_prompt_too_long_or_refused_fails_the_response_with_the_apis_own_code(
         assert_eq!(error_code(&err), whole_code);
     }
     assert_eq!(upstream.calls(), 4, "a refusal is not asked again");
+}
+
+#[tokio::test]
+async fn a_rate_limited_provider_fails_the_response_with_the_wait_it_asked_for() {
+    let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
+    let limited = || {
+        Script::new()
+            .step(Step::Header("retry-after".into(), "7".into()))
+            .step(Step::Status(
+                429,
+                json!({"error": {"message": "slow down"}}).to_string(),
+            ))
+    };
+    let request = json!({"model": "scripted", "input": "a story", "store": false});
+    upstream.push(limited());
+    let events = stream(&gw, request.clone()).await;
+    let failed = last_response(&events);
+    assert_eq!(failed["error"]["code"], "rate_limit_exceeded", "{failed}");
+    assert!(
+        failed["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("try again in 7s"),
+        "in the words Codex reads its wait from: {failed}"
+    );
+    upstream.push(limited());
+    let res = gw
+        .response(Method::POST, "/v1/responses", Some(&request), None)
+        .await;
+    assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(res.headers()["retry-after"], "7");
+    let err: Value = res.json().await.unwrap();
+    assert_eq!(error_code(&err), "provider_rate_limited");
 }
 
 /// Web tools on (the search backend is a port nothing listens on, so searches fail) and MCP

@@ -42,6 +42,11 @@ pub const CONTEXT_TOO_LONG: &str = "context_too_long";
 /// The error code of a turn whose request the provider refused as invalid for another reason (a value
 /// out of the model's range, a field it does not take): the same request would be refused again.
 pub const REQUEST_REFUSED: &str = "request_refused";
+/// The error codes of a turn whose provider said it was rate limiting (429) or overloaded (503, 529)
+/// and no fallback answered: asking again later can succeed, after `retryAfterSecs` when the
+/// provider said how long.
+pub const PROVIDER_RATE_LIMITED: &str = "provider_rate_limited";
+pub const PROVIDER_OVERLOADED: &str = "provider_overloaded";
 /// What the user reads then: the history was already fitted, so what is left is the newest message
 /// (or the setup) itself, or a model whose window is smaller than it says.
 pub const CONTEXT_TOO_LONG_TEXT: &str = "The conversation does not fit this model's context window, even with \
@@ -553,7 +558,10 @@ impl Turn {
                 self.abandon_calls(&state.calls, CUT_OFF_TEXT).await;
                 if let Some(code) = error_code(&err) {
                     // The UI stream's error chunk has no field for it; the metadata does.
-                    let metadata = json!({"errorCode": code});
+                    let mut metadata = json!({"errorCode": code});
+                    if let Some(wait) = retry_after_secs(&err) {
+                        metadata["retryAfterSecs"] = wait.into();
+                    }
                     self.out
                         .emit(UiChunk::MessageMetadata {
                             message_metadata: metadata,
@@ -938,8 +946,18 @@ fn error_code(err: &LlmError) -> Option<&'static str> {
     match err {
         LlmError::ContextTooLong(_) => Some(CONTEXT_TOO_LONG),
         LlmError::Status { status, .. } if refuses_the_request(*status) => Some(REQUEST_REFUSED),
+        LlmError::Status { status: 429, .. } => Some(PROVIDER_RATE_LIMITED),
+        LlmError::Status {
+            status: 503 | 529, ..
+        } => Some(PROVIDER_OVERLOADED),
         _ => None,
     }
+}
+
+/// The provider's `Retry-After`, in whole seconds rounded up.
+fn retry_after_secs(err: &LlmError) -> Option<u64> {
+    let wait = err.retry_after()?;
+    Some(wait.as_secs() + u64::from(wait.subsec_nanos() > 0))
 }
 
 /// A status with which the provider says the request itself is at fault, so that asking again
@@ -954,15 +972,20 @@ fn user_facing_error(err: &LlmError) -> String {
     match err {
         LlmError::ContextTooLong(_) => CONTEXT_TOO_LONG_TEXT.to_owned(),
         LlmError::Connect(_) => "The model provider could not be reached. Please try again.".to_owned(),
-        LlmError::Status { status: 429, .. } => {
-            "The model provider is rate limiting requests. Please try again in a moment.".to_owned()
-        }
+        // "try again in Ns" is how OpenAI says it, and what Codex reads the wait from.
+        LlmError::Status { status: 429, .. } => match retry_after_secs(err) {
+            Some(secs) => format!("The model provider is rate limiting requests; try again in {secs}s."),
+            None => "The model provider is rate limiting requests. Please try again in a moment.".to_owned(),
+        },
         LlmError::Status {
             status: 401 | 403, ..
         } => "The model provider rejected the gateway's credentials.".to_owned(),
         LlmError::Status {
             status: 503 | 529, ..
-        } => "The model provider is overloaded right now. Please try again in a moment.".to_owned(),
+        } => match retry_after_secs(err) {
+            Some(secs) => format!("The model provider is overloaded right now; try again in {secs}s."),
+            None => "The model provider is overloaded right now. Please try again in a moment.".to_owned(),
+        },
         LlmError::Status { status, .. } if refuses_the_request(*status) => format!(
             "The model provider refused the request as invalid (HTTP {status}, {REQUEST_REFUSED}): a value it \
              sets, such as the output token cap, may be outside what the model takes. Sending it again \
@@ -1027,7 +1050,8 @@ mod tests {
         assert!(texts[4].contains("in time"));
         assert!(texts[6].contains("context_too_long") && !texts[6].contains("HTTP"));
         assert_eq!(error_code(&errors[6]), Some(CONTEXT_TOO_LONG));
-        assert_eq!(error_code(&errors[1]), None);
+        assert_eq!(error_code(&errors[1]), Some(PROVIDER_RATE_LIMITED));
+        assert_eq!(retry_after_secs(&errors[1]), None, "the provider named no wait");
         assert!(texts[7].contains("HTTP 400") && texts[7].contains("will not help"));
         assert_eq!(error_code(&errors[7]), Some(REQUEST_REFUSED));
         assert_eq!(

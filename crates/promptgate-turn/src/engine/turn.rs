@@ -960,6 +960,15 @@ fn retry_after_secs(err: &LlmError) -> Option<u64> {
     Some(wait.as_secs() + u64::from(wait.subsec_nanos() > 0))
 }
 
+/// `condition`, and when to ask again: "try again in Ns" when the provider said (how OpenAI says it,
+/// and what Codex reads the wait from), "in a moment" when it did not.
+fn come_back_later(condition: &str, err: &LlmError) -> String {
+    match retry_after_secs(err) {
+        Some(secs) => format!("{condition}; try again in {secs}s."),
+        None => format!("{condition}. Please try again in a moment."),
+    }
+}
+
 /// A status with which the provider says the request itself is at fault, so that asking again
 /// cannot succeed. (A 404 names a model the operator configured; 401 and 403 their credentials.)
 fn refuses_the_request(status: u16) -> bool {
@@ -972,20 +981,15 @@ fn user_facing_error(err: &LlmError) -> String {
     match err {
         LlmError::ContextTooLong(_) => CONTEXT_TOO_LONG_TEXT.to_owned(),
         LlmError::Connect(_) => "The model provider could not be reached. Please try again.".to_owned(),
-        // "try again in Ns" is how OpenAI says it, and what Codex reads the wait from.
-        LlmError::Status { status: 429, .. } => match retry_after_secs(err) {
-            Some(secs) => format!("The model provider is rate limiting requests; try again in {secs}s."),
-            None => "The model provider is rate limiting requests. Please try again in a moment.".to_owned(),
-        },
+        LlmError::Status { status: 429, .. } => {
+            come_back_later("The model provider is rate limiting requests", err)
+        }
         LlmError::Status {
             status: 401 | 403, ..
         } => "The model provider rejected the gateway's credentials.".to_owned(),
         LlmError::Status {
             status: 503 | 529, ..
-        } => match retry_after_secs(err) {
-            Some(secs) => format!("The model provider is overloaded right now; try again in {secs}s."),
-            None => "The model provider is overloaded right now. Please try again in a moment.".to_owned(),
-        },
+        } => come_back_later("The model provider is overloaded right now", err),
         LlmError::Status { status, .. } if refuses_the_request(*status) => format!(
             "The model provider refused the request as invalid (HTTP {status}, {REQUEST_REFUSED}): a value it \
              sets, such as the output token cap, may be outside what the model takes. Sending it again \

@@ -168,7 +168,7 @@ fn output_cap(extra: &mut Map<String, Value>) -> Result<Option<u64>, ApiError> {
 pub(crate) fn whole_turn_failed(err: TurnError) -> ApiError {
     let failed = ApiError::new(ErrorCode::of_turn(&err), err.to_string());
     match err.retry_after() {
-        Some(secs) => failed.with_retry_after(secs.max(1)),
+        Some(secs) => failed.with_retry_after_wait(std::time::Duration::from_secs(secs)),
         None => failed,
     }
 }

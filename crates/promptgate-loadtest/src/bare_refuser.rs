@@ -1,10 +1,18 @@
 //! The floor under a refusal: a server that answers every request with a fixed `503` (and
-//! `/readyz` with `200`) and does nothing else: one thread, the kernel's readiness queue (epoll),
-//! one read and one write a request over keep-alive connections, no runtime and no HTTP stack
-//! beyond finding where a request ends. What it spends per request is what the kernel spends to
-//! take a request in and send an answer out on this machine; promptgate's refusal (its HTTP stack,
-//! its runtime, the gate) comes on top. Past saturation that sum sets how much of a core the
-//! refusals take from the answers (docs/benchmarks.md, "Past saturation").
+//! `/readyz` with `200`) and does nothing else, on one of three stacks ([`RefuserStack`]):
+//!
+//! - `epoll`: one thread, the kernel's readiness queue, one read and one write a request over
+//!   keep-alive connections, no runtime and no HTTP stack beyond finding where a request ends.
+//!   What it spends per request is what the kernel spends to take a request in and send an answer
+//!   out on this machine.
+//! - `tokio`: the same reads and writes from a task per connection on the gateway's runtime (as
+//!   the gateway builds it): what the runtime adds to the kernel's part.
+//! - `hyper`: the gateway's own accept loop and connection handling (hyper, axum's router) with a
+//!   handler that answers the prepared refusal: what the HTTP stack adds on top.
+//!
+//! promptgate's refusal (the gate, its headers) comes on top of the last. Past saturation that sum
+//! sets how much of a core the refusals take from the answers (docs/benchmarks.md, "Past
+//! saturation").
 
 use std::collections::HashMap;
 use std::io::{ErrorKind, Read, Write};
@@ -29,8 +37,37 @@ struct Connection {
     pending: Vec<u8>,
 }
 
+/// Which stack answers the refusals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RefuserStack {
+    Epoll,
+    Tokio,
+    Hyper,
+}
+
+impl RefuserStack {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Epoll => "epoll",
+            Self::Tokio => "tokio",
+            Self::Hyper => "hyper",
+        }
+    }
+}
+
+/// Serves on `listen` with `stack` until the process is killed.
+pub async fn serve(listen: &str, stack: RefuserStack) -> anyhow::Result<()> {
+    match stack {
+        Stack::Epoll => serve_epoll(listen),
+        Stack::Tokio => serve_tokio(listen).await,
+        Stack::Hyper => serve_hyper(listen).await,
+    }
+}
+
+use RefuserStack as Stack;
+
 /// Serves on `listen` until the process is killed. Blocks its thread.
-pub fn serve(listen: &str) -> anyhow::Result<()> {
+fn serve_epoll(listen: &str) -> anyhow::Result<()> {
     let listener = TcpListener::bind(listen)?;
     listener.set_nonblocking(true)?;
     let epoll = Epoll::new(EpollCreateFlags::empty())?;
@@ -91,6 +128,63 @@ impl Connection {
         }
         self.pending.len() < BUFFER
     }
+}
+
+/// A task a connection on the runtime the caller runs in, each answering what arrives with one
+/// read and one write, as [`serve_epoll`] does on its one thread.
+async fn serve_tokio(listen: &str) -> anyhow::Result<()> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let listener = tokio::net::TcpListener::bind(listen).await?;
+    let mut connections = tokio::task::JoinSet::new();
+    loop {
+        let (mut stream, _) = listener.accept().await?;
+        stream.set_nodelay(true)?;
+        while connections.try_join_next().is_some() {}
+        connections.spawn(async move {
+            let mut pending = Vec::new();
+            let mut scratch = vec![0u8; BUFFER];
+            while let Ok(read) = stream.read(&mut scratch).await
+                && read > 0
+                && pending.len() < BUFFER
+            {
+                pending.extend_from_slice(&scratch[..read]);
+                while let Some((length, ready)) = whole_request(&pending) {
+                    let answer = if ready { READY } else { REFUSAL };
+                    if stream.write_all(answer).await.is_err() {
+                        return;
+                    }
+                    pending.drain(..length);
+                }
+            }
+        });
+    }
+}
+
+/// The gateway's accept loop and connection handling with its default limits, and a router that
+/// answers every request but `/readyz` with the refusal's status, headers and body.
+async fn serve_hyper(listen: &str) -> anyhow::Result<()> {
+    use axum::http::{HeaderValue, StatusCode, header};
+    use promptgate_server::config::ServerConfig;
+    use promptgate_server::listen::{ConnectionLimits, serve_connections};
+
+    let text = std::str::from_utf8(REFUSAL)?;
+    let body = text.split_once("\r\n\r\n").map_or("", |(_, body)| body);
+    let refusal = move || async move {
+        let mut response = axum::response::Response::new(axum::body::Body::from(body));
+        *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+        let headers = response.headers_mut();
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        response
+    };
+    let app = axum::Router::new()
+        .route("/readyz", axum::routing::get(|| async { "ready" }))
+        .fallback(refusal);
+    let listener = tokio::net::TcpListener::bind(listen).await?;
+    let limits = ConnectionLimits::from_config(&ServerConfig::default());
+    serve_connections(listener, app, limits, std::future::pending()).await?;
+    Ok(())
 }
 
 /// The length of the first request in `bytes` when it has arrived whole, and whether it asks for

@@ -53,7 +53,7 @@ pub struct Placement {
     /// Run [`crate::bare_proxy`] in the gateway's place: the floor under the facade's cost.
     pub bare_proxy: bool,
     /// Run [`crate::bare_refuser`] in the gateway's place: the floor under a refusal.
-    pub bare_refuser: bool,
+    pub bare_refuser: Option<crate::bare_refuser::RefuserStack>,
     /// Run this `promptgate` executable (`serve --config`) instead of this driver's own build, to
     /// measure another build (an earlier commit, say) the same way.
     pub exe: Option<PathBuf>,
@@ -127,8 +127,8 @@ impl GatewayProcess {
                 .arg("serve-bare-proxy")
                 .arg(&listen)
                 .arg(upstream_base_url);
-        } else if placement.bare_refuser {
-            command.arg("serve-bare-refuser").arg(&listen);
+        } else if let Some(stack) = placement.bare_refuser {
+            command.arg("serve-bare-refuser").arg(&listen).arg(stack.name());
         } else if placement.exe.is_some() {
             command.arg("serve").arg("--config").arg(&config_path);
         } else {

@@ -73,11 +73,12 @@ struct Cli {
     /// floor under the facade's cost on this machine. Facade scenarios only.
     #[arg(long)]
     bare_proxy: bool,
-    /// In the gateway's place, run a server that answers every request with a fixed 503 on one
-    /// thread with epoll and nothing else: the kernel's floor under a refusal on this machine.
-    /// For the overload scenarios, whose table then shows its CPU per request.
-    #[arg(long, conflicts_with = "bare_proxy")]
-    bare_refuser: bool,
+    /// In the gateway's place, run a server that answers every request with a fixed 503 and
+    /// nothing else: on one thread with epoll (the default; the kernel's floor under a refusal on
+    /// this machine), on the gateway's runtime (`tokio`), or through the gateway's HTTP stack
+    /// (`hyper`). For the overload scenarios, whose table then shows its CPU per request.
+    #[arg(long, conflicts_with = "bare_proxy", num_args = 0..=1, default_missing_value = "epoll")]
+    bare_refuser: Option<promptgate_loadtest::bare_refuser::RefuserStack>,
     /// Worker threads of the driver's own runtime (its client and the upstream). One leaves the
     /// other core of a 2-core machine to the gateway, as a client and a provider on other machines
     /// would.
@@ -157,7 +158,11 @@ enum Mode {
     },
     /// Runs the bare refuser in the gateway's place (`--bare-refuser`).
     #[command(hide = true)]
-    ServeBareRefuser { listen: String },
+    ServeBareRefuser {
+        listen: String,
+        #[arg(value_enum)]
+        stack: promptgate_loadtest::bare_refuser::RefuserStack,
+    },
 }
 
 fn seconds(value: f64, flag: &str) -> anyhow::Result<Duration> {
@@ -279,6 +284,9 @@ fn main() -> ExitCode {
     // The gateway child takes its worker count from TOKIO_WORKER_THREADS, which the driver sets.
     if cli.command.is_none() {
         runtime.worker_threads(usize::from(cli.driver_workers));
+    } else {
+        // What the gateway's binary sets, so a floor measured on this runtime is the gateway's.
+        runtime.event_interval(promptgate_server::listen::EVENT_INTERVAL);
     }
     let runtime = match runtime.enable_all().build() {
         Ok(rt) => rt,
@@ -294,7 +302,9 @@ fn main() -> ExitCode {
                 listen,
                 upstream_base_url,
             }) => promptgate_loadtest::bare_proxy::serve(&listen, &upstream_base_url).await,
-            Some(Mode::ServeBareRefuser { listen }) => promptgate_loadtest::bare_refuser::serve(&listen),
+            Some(Mode::ServeBareRefuser { listen, stack }) => {
+                promptgate_loadtest::bare_refuser::serve(&listen, stack).await
+            }
             Some(Mode::ScaleLists { sizes, reps }) => scale_lists(sizes, reps, cli.postgres_url).await,
             None => drive(cli).await,
         }

@@ -521,26 +521,31 @@ fn the_long_threads_scenario_reports_each_thread_length() {
     );
 }
 
+/// The JSON step test at 20 requests/s a unit, with steps short enough for a test.
+const BRIEF_JSON_STEPS: &[&str] = &[
+    "--scenario",
+    "overload-json",
+    "--rate",
+    "20",
+    "--step-secs",
+    "0.5",
+    "--warmup",
+    "0.2",
+    "--gateway-workers",
+    "1",
+];
+
 /// The step test past saturation through the binary: a table per path, a row per step, with the
 /// answered and refused requests counted apart; well under capacity nothing is refused.
 #[test]
 fn the_overload_steps_report_goodput_and_refusals_per_step() {
-    let stdout = run_binary(&[
-        "--scenario",
-        "overload-json",
-        "--scenario",
-        "overload-send",
-        "--rate",
-        "20",
-        "--step-multiples",
-        "0.5,1",
-        "--step-secs",
-        "0.5",
-        "--warmup",
-        "0.2",
-        "--gateway-workers",
-        "1",
-    ]);
+    let stdout = run_binary(
+        &[
+            ["--scenario", "overload-send", "--step-multiples", "0.5,1"].as_slice(),
+            BRIEF_JSON_STEPS,
+        ]
+        .concat(),
+    );
     for path in ["chat completions, JSON", "sends, SQLite"] {
         assert!(
             stdout.contains(&format!("## Past saturation: {path} (adaptive admission on")),
@@ -555,4 +560,30 @@ fn the_overload_steps_report_goodput_and_refusals_per_step() {
         ("10", "10", "0"),
         "every request answered, none refused: {step:?}"
     );
+}
+
+/// The floors under a refusal: each stack in the gateway's place refuses every request of the step
+/// test with the 503 the driver counts as a refusal, and answers the driver's readiness check.
+#[test]
+fn every_bare_refuser_stack_refuses_each_request_of_a_step() {
+    for stack in ["epoll", "tokio", "hyper"] {
+        let stdout = run_binary(
+            &[
+                ["--step-multiples", "1", "--bare-refuser", stack].as_slice(),
+                BRIEF_JSON_STEPS,
+            ]
+            .concat(),
+        );
+        let step = table_row(&stdout, "| 20 | 1.0 |");
+        assert_eq!(
+            (
+                step[3].as_str(),
+                step[4].as_str(),
+                step[5].as_str(),
+                step[6].as_str()
+            ),
+            ("10", "0", "10", "0"),
+            "{stack}: every request refused, nothing else: {step:?}"
+        );
+    }
 }

@@ -7,14 +7,6 @@ use std::process::ExitCode;
 use clap::Parser;
 use promptgate_server::cli::{Cli, run};
 
-/// How many tasks a busy worker runs before it looks at its sockets and timers again (Tokio's
-/// default is 61). Past saturation a new request is not even seen until then, and then waits
-/// behind the work already queued: on one core with 61, refusals took 1.2–1.8 ms at the median
-/// and their p99 passed 5 ms in most steps at twice and three times capacity; with 8, 0.9–1.2 ms
-/// and under 5 ms in all but one step of twelve (docs/benchmarks.md). An idle worker looks at once
-/// whatever this says, so below saturation it changes nothing measurable.
-const EVENT_INTERVAL: u32 = 8;
-
 fn main() -> ExitCode {
     // One TLS crypto provider for every HTTP client in the process (reqwest is built without a
     // default), the trace exporter's included.
@@ -23,7 +15,7 @@ fn main() -> ExitCode {
     promptgate_server::logging::init(promptgate_server::cli::telemetry(&cli).as_ref());
 
     let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .event_interval(EVENT_INTERVAL)
+        .event_interval(promptgate_server::listen::EVENT_INTERVAL)
         .enable_all()
         .build()
     {

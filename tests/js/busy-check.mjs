@@ -1,8 +1,10 @@
 // A provider that is rate limiting or overloaded, reached through the official clients with retries
 // off: the `openai` client's chat completions and `@anthropic-ai/sdk`'s Messages API. Each must see
 // the provider's condition as its own error class (429 RateLimitError, 503 overloaded) with the wait
-// the provider asked for. Prints {"completions": [...], "messages": [...]}, one {status, code,
-// message, retryAfter} per call, as JSON.
+// the provider asked for; so must a stream (chat completions, Responses, Messages), whose status
+// the clients read before any event. Prints {"completions": [...], "messages": [...], "streamed":
+// {"completions", "responses", "messages"}}, one {status, code, message, retryAfter} per call, as
+// JSON.
 //
 // usage: node busy-check.mjs <base-url-without-/v1> <model> <calls-each>
 import OpenAI from 'openai';
@@ -32,7 +34,26 @@ try {
       await apiError(() => anthropic.messages.create({ model, max_tokens: 256, messages }), anthropicCode),
     );
   }
-  process.stdout.write(JSON.stringify({ completions, messages: answers }) + '\n');
+  const drain = async (stream) => {
+    for await (const _ of stream) {
+      // Read to its end: an error event would be thrown here.
+    }
+  };
+  const streamed = {
+    completions: await apiError(
+      async () => drain(await openai.chat.completions.create({ model, messages, stream: true })),
+      openaiCode,
+    ),
+    responses: await apiError(
+      async () => drain(await openai.responses.create({ model, input: 'Hello?', stream: true })),
+      openaiCode,
+    ),
+    messages: await apiError(
+      () => anthropic.messages.stream({ model, max_tokens: 256, messages }).finalMessage(),
+      anthropicCode,
+    ),
+  };
+  process.stdout.write(JSON.stringify({ completions, messages: answers, streamed }) + '\n');
 } catch (e) {
   process.stdout.write(JSON.stringify({ failure: String(e?.message ?? e) }) + '\n');
   process.exit(1);

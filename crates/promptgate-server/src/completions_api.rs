@@ -439,8 +439,6 @@ impl CompletionChunks {
 
 /// The chunks as a streamed body's frames, with the heartbeat comment while the turn's tools run.
 impl crate::facade_stream::FrameEncoder for CompletionChunks {
-    const TURN_KIND: &'static str = "completion";
-
     type Close = std::future::Ready<Vec<u8>>;
 
     fn push(&mut self, event: &TurnEvent, out: &mut Vec<u8>) -> bool {

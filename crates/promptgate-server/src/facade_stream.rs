@@ -7,19 +7,28 @@
 //! The frames are written into one buffer the stream keeps and copied out at their size, so a
 //! stream allocates one chunk per event instead of growing a fresh vector for each (a Responses
 //! event that carries the whole response is over a kilobyte).
+//!
+//! A stream's status waits for the provider ([`answering`]): until the turn's first event that is
+//! part of its answer, for at most [`OPENING_AT_MOST`]. A turn that fails before any of its answer
+//! (the provider busy, refusing the request, out of reach with no fallback left) is then answered
+//! as a whole answer's failure is, with its own status (429 and `Retry-After`, 400, 502), which the
+//! official clients act on (they retry a 429 or 503 after the wait, and stop on a 400); an error
+//! event inside a `200` stream they only report. Once the answer has begun, a later failure can
+//! only be an error event.
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use futures::Stream;
+use futures::{Stream, StreamExt};
 use promptgate_service::SendHandle;
-use promptgate_service::events::TurnEvent;
+use promptgate_service::events::{TurnEvent, UiChunk};
 
 /// Room the buffer starts with: a Responses stream's first frames carry the response twice.
 const FIRST_ROOM: usize = 2048;
@@ -28,11 +37,71 @@ const GATHERED_ROOM: usize = 16 << 10;
 /// A buffer grown past this by one large frame (a client tool's arguments) is not kept.
 const KEPT_ROOM: usize = 64 << 10;
 
+/// How long a stream's status waits for the first event of its answer. A provider that refuses or
+/// is busy says so within a second or two (a fallback's attempt included); a model that thinks
+/// longer before its first token gets its stream, and heartbeats, as before.
+const OPENING_AT_MOST: Duration = Duration::from_secs(5);
+
+/// A facade turn's events, seen by its [`crate::observe::TurnWatch`] from the first.
+pub(crate) type FacadeEvents = Pin<Box<dyn Stream<Item = TurnEvent> + Send>>;
+
+/// The events of `handle`'s turn, observed as a turn of `kind` (`completion`, `response`,
+/// `messages`). Call inside the request's span so the turn's summary carries its id.
+pub(crate) fn watched(kind: &'static str, handle: SendHandle) -> FacadeEvents {
+    let watch = crate::observe::TurnWatch::start(kind, &handle.turn_id, &handle.model_id);
+    Box::pin(crate::observe::watch_turn(watch, handle.events))
+}
+
+/// How a facade answers a turn: as a stream, or read whole.
+pub(crate) enum Answering {
+    Stream(FacadeEvents),
+    /// Asked for whole, or a stream whose turn failed before any of its answer.
+    Whole(FacadeEvents),
+}
+
+/// How to answer a turn whose client asked for a stream (`streamed`) or not; for a stream, once its
+/// first events say how the provider answered (the module's header).
+pub(crate) async fn answering(events: FacadeEvents, streamed: bool) -> Answering {
+    if !streamed {
+        return Answering::Whole(events);
+    }
+    let (read, rest) = opening(events, OPENING_AT_MOST).await;
+    let failed = matches!(read.last(), Some(TurnEvent::Chunk(UiChunk::Error { .. })));
+    let events: FacadeEvents = Box::pin(futures::stream::iter(read).chain(rest));
+    if failed {
+        Answering::Whole(events)
+    } else {
+        Answering::Stream(events)
+    }
+}
+
+/// Reads `events` up to the first that is not the turn's preamble (its start, its metadata, a step
+/// that began and ended with nothing of the answer, as a failed attempt's does), or for `at_most`:
+/// what was read, and the rest.
+async fn opening(mut events: FacadeEvents, at_most: Duration) -> (Vec<TurnEvent>, FacadeEvents) {
+    let deadline = tokio::time::Instant::now() + at_most;
+    let mut read = Vec::new();
+    // An event not yet given is not lost when the wait ends: the stream keeps it for its next read.
+    while let Ok(Some(event)) = tokio::time::timeout_at(deadline, events.next()).await {
+        let preamble = matches!(
+            event,
+            TurnEvent::Chunk(
+                UiChunk::Start { .. }
+                    | UiChunk::StartStep
+                    | UiChunk::MessageMetadata { .. }
+                    | UiChunk::FinishStep
+            )
+        );
+        read.push(event);
+        if !preamble {
+            break;
+        }
+    }
+    (read, events)
+}
+
 /// What a facade writes for a turn's events.
 pub(crate) trait FrameEncoder {
-    /// What a turn answered this way is observed as ([`crate::observe::TurnWatch`]'s kind).
-    const TURN_KIND: &'static str;
-
     /// The end of the stream; it may wait (a Responses stream keeps its response first).
     type Close: Future<Output = Vec<u8>> + Unpin;
 
@@ -48,8 +117,8 @@ pub(crate) trait FrameEncoder {
 pub(crate) enum FacadeAnswer<E> {
     /// The object's JSON bytes.
     Whole(Vec<u8>),
-    /// Boxed: the handle is large and a whole answer need not carry its size.
-    Stream(Box<(SendHandle, E)>),
+    /// Boxed: the encoder can be large and a whole answer need not carry its size.
+    Stream(Box<(FacadeEvents, E)>),
 }
 
 impl<E> IntoResponse for FacadeAnswer<E>
@@ -60,9 +129,7 @@ where
         match self {
             Self::Whole(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
             Self::Stream(stream) => {
-                let (handle, encoder) = *stream;
-                let watch = crate::observe::TurnWatch::start(E::TURN_KIND, &handle.turn_id, &handle.model_id);
-                let events = crate::observe::watch_turn(watch, handle.events);
+                let (events, encoder) = *stream;
                 let frames = EncodedFrames::new(events, encoder);
                 crate::routes::chat::event_stream(Body::from_stream(frames))
             }
@@ -179,13 +246,16 @@ pub(crate) mod test_turns {
         ]
     }
 
-    /// A turn whose provider could not be reached: its start, the error, the error finish.
-    pub(crate) fn unreachable_provider() -> [TurnEvent; 3] {
+    /// A turn whose provider could not be reached: its start, a step that ended with nothing, the
+    /// error, the error finish.
+    pub(crate) fn unreachable_provider() -> [TurnEvent; 5] {
         [
             chunk(UiChunk::Start {
                 message_id: None,
                 message_metadata: None,
             }),
+            chunk(UiChunk::StartStep),
+            chunk(UiChunk::FinishStep),
             chunk(UiChunk::Error {
                 error_text: "The model provider could not be reached.".into(),
             }),
@@ -207,7 +277,6 @@ mod tests {
     struct Echo;
 
     impl FrameEncoder for Echo {
-        const TURN_KIND: &'static str = "echo";
         type Close = std::future::Ready<Vec<u8>>;
 
         fn push(&mut self, event: &TurnEvent, out: &mut Vec<u8>) -> bool {
@@ -250,6 +319,54 @@ mod tests {
             .map(|chunk| String::from_utf8(chunk.unwrap().to_vec()).unwrap())
             .collect()
             .await
+    }
+
+    /// How `events` are answered, and every event the answer reads.
+    async fn answered(events: Vec<TurnEvent>, streamed: bool) -> (&'static str, Vec<TurnEvent>) {
+        match answering(Box::pin(futures::stream::iter(events)), streamed).await {
+            Answering::Stream(events) => ("stream", events.collect().await),
+            Answering::Whole(events) => ("whole", events.collect().await),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_stream_whose_turn_fails_before_its_answer_is_read_whole_with_every_event() {
+        let failed = test_turns::unreachable_provider().to_vec();
+        assert_eq!(answered(failed.clone(), true).await, ("whole", failed));
+    }
+
+    #[tokio::test]
+    async fn a_stream_whose_answer_began_is_streamed_from_its_first_event() {
+        let mut turn = test_turns::reasoning_then_preamble(Some("m"));
+        turn.push(test_turns::unreachable_provider()[3].clone());
+        assert_eq!(
+            answered(turn.clone(), true).await,
+            ("stream", turn),
+            "a failure after the answer began is an event of the stream"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_whole_answer_is_read_whole_and_a_turn_that_ends_unsaid_is_streamed() {
+        let failed = test_turns::unreachable_provider().to_vec();
+        assert_eq!(answered(failed.clone(), false).await, ("whole", failed));
+        let start = vec![test_turns::unreachable_provider()[0].clone()];
+        assert_eq!(answered(start.clone(), true).await, ("stream", start));
+    }
+
+    #[tokio::test]
+    async fn the_status_waits_no_longer_than_its_bound_and_nothing_read_is_lost() {
+        let start = test_turns::unreachable_provider()[0].clone();
+        let later = text("late");
+        let events: FacadeEvents = Box::pin(futures::stream::iter([start.clone()]).chain(
+            futures::stream::once(async {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                text("late")
+            }),
+        ));
+        let (read, rest) = opening(events, Duration::from_millis(20)).await;
+        assert_eq!(read, [start]);
+        assert_eq!(rest.collect::<Vec<_>>().await, [later]);
     }
 
     #[tokio::test]

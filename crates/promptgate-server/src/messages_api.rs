@@ -425,8 +425,6 @@ struct StopFields {
 
 /// The events as a streamed body's frames; the stream just ends after `message_stop`.
 impl crate::facade_stream::FrameEncoder for MessageEvents {
-    const TURN_KIND: &'static str = "messages";
-
     type Close = std::future::Ready<Vec<u8>>;
 
     fn push(&mut self, event: &TurnEvent, out: &mut Vec<u8>) -> bool {

@@ -20,7 +20,7 @@ use crate::completions_api::{
 };
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::extract::ApiJson;
-use crate::facade_stream::FacadeAnswer;
+use crate::facade_stream::{Answering, FacadeAnswer, answering, watched};
 use crate::state::AppState;
 
 pub fn routes() -> ApiRouter<AppState> {
@@ -123,14 +123,13 @@ async fn completions(
         created: chrono::Utc::now().timestamp(),
         model: handle.model_id.clone(),
     };
-    if body.stream {
-        return Ok(Completion::Stream(Box::new((
-            handle,
-            CompletionChunks::new(identity, include_usage),
-        ))));
-    }
-    let watch = crate::observe::TurnWatch::start("completion", &handle.turn_id, &handle.model_id);
-    let events = crate::observe::watch_turn(watch, handle.events);
+    let events = match answering(watched("completion", handle), body.stream).await {
+        Answering::Stream(events) => {
+            let chunks = CompletionChunks::new(identity, include_usage);
+            return Ok(Completion::Stream(Box::new((events, chunks))));
+        }
+        Answering::Whole(events) => events,
+    };
     let Some(response) = read_whole(&state, CompletionResponse::new(identity), events).await else {
         return Err(ApiError::internal());
     };

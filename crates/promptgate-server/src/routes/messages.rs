@@ -22,7 +22,7 @@ use serde_json::{Map, Value};
 use crate::auth::{Caller, CurrentUser};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::extract::ApiJson;
-use crate::facade_stream::FacadeAnswer;
+use crate::facade_stream::{Answering, FacadeAnswer, answering, watched};
 use crate::messages_api::{MessageEvents, MessageIdentity, WholeMessage, error_body};
 use crate::state::AppState;
 
@@ -150,11 +150,12 @@ async fn messages(
         id: format!("msg_{}", handle.turn_id.trim_start_matches("turn_")),
         model: handle.model_id.clone(),
     };
-    if stream {
-        return Ok(Message::Stream(Box::new((handle, MessageEvents::new(identity)))));
-    }
-    let watch = crate::observe::TurnWatch::start("messages", &handle.turn_id, &handle.model_id);
-    let events = crate::observe::watch_turn(watch, handle.events);
+    let events = match answering(watched("messages", handle), stream).await {
+        Answering::Stream(events) => {
+            return Ok(Message::Stream(Box::new((events, MessageEvents::new(identity)))));
+        }
+        Answering::Whole(events) => events,
+    };
     let whole = super::completions::read_whole(&state, WholeMessage::new(identity), events)
         .await
         .ok_or_else(ApiError::internal)?;

@@ -23,7 +23,7 @@ use super::summary;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::extract::{ApiJson, ApiQuery};
-use crate::facade_stream::{FacadeAnswer, FrameEncoder};
+use crate::facade_stream::{Answering, FacadeAnswer, FrameEncoder, answering, watched};
 use crate::responses::{CreateResponse, Echo, Frames, Translator, request};
 use crate::state::AppState;
 
@@ -125,11 +125,10 @@ async fn create(
         ended_at: 0,
         not_kept: false,
     };
-    if body.stream.unwrap_or(false) {
-        return Ok(Created::Stream(Box::new((run.handle, Streaming::new(reading)))));
-    }
-    let watch = crate::observe::TurnWatch::start("response", &run.handle.turn_id, &run.handle.model_id);
-    let events = crate::observe::watch_turn(watch, run.handle.events);
+    let events = match answering(watched("response", run.handle), body.stream.unwrap_or(false)).await {
+        Answering::Stream(events) => return Ok(Created::Stream(Box::new((events, Streaming::new(reading))))),
+        Answering::Whole(events) => events,
+    };
     let Some(mut reading) = super::completions::read_whole(&state, reading, events).await else {
         return Err(ApiError::internal());
     };
@@ -236,7 +235,6 @@ impl Streaming {
 }
 
 impl FrameEncoder for Streaming {
-    const TURN_KIND: &'static str = "response";
     type Close = std::pin::Pin<Box<dyn std::future::Future<Output = Vec<u8>> + Send>>;
 
     fn push(&mut self, event: &TurnEvent, out: &mut Vec<u8>) -> bool {

@@ -402,8 +402,12 @@ async fn a_busy_provider_reaches_the_official_clients_as_their_own_error_with_it
                 json!({"error": {"message": "slow down"}}).to_string(),
             ))
     };
-    // Each client calls twice: the provider is rate limiting, then overloaded (Anthropic's 529).
-    for (status, wait) in [(429, "7"), (503, "2"), (429, "7"), (529, "3")] {
+    // Each client calls twice: the provider is rate limiting, then overloaded (Anthropic's 529);
+    // then one stream each, rate limited.
+    for (status, wait) in [(429, "7"), (503, "2"), (429, "7"), (529, "3")]
+        .into_iter()
+        .chain([(429, "5"); 3])
+    {
         upstream.push(busy(status, wait));
     }
     let base = format!("http://{}", gw.addr);
@@ -430,5 +434,27 @@ async fn a_busy_provider_reaches_the_official_clients_as_their_own_error_with_it
             (json!(429), json!("rate_limit_error"), json!("7")),
             (json!(503), json!("overloaded_error"), json!("3")),
         ]
+    );
+    // A stream the provider refused before its first token has the status a client retries on.
+    let streamed = |api: &str| {
+        let call = &result["streamed"][api];
+        (
+            call["status"].clone(),
+            call["code"].clone(),
+            call["retryAfter"].clone(),
+        )
+    };
+    assert_eq!(
+        [
+            streamed("completions"),
+            streamed("responses"),
+            streamed("messages")
+        ],
+        [
+            (json!(429), json!("provider_rate_limited"), json!("5")),
+            (json!(429), json!("provider_rate_limited"), json!("5")),
+            (json!(429), json!("rate_limit_error"), json!("5")),
+        ],
+        "{result}"
     );
 }

@@ -215,31 +215,35 @@ async fn a_whole_response_is_one_object_and_a_failed_one_an_error() {
         "{err}"
     );
 
-    // The provider fails: an error for a whole response, `response.failed` for a stream.
-    upstream.push(Script::status(500, "upstream broke"));
-    let (status, err) = gw
-        .post("/v1/responses", json!({"model": "scripted", "input": "again"}))
-        .await;
-    assert_eq!(status, StatusCode::BAD_GATEWAY, "{err}");
-    assert_eq!(error_code(&err), "upstream_error");
-    assert!(
-        !err.to_string().contains("upstream broke"),
-        "provider details stay in the log: {err}"
-    );
-    upstream.push(Script::status(500, "upstream broke"));
+    // The provider fails before the answer begins: an error, for a stream as for a whole response.
+    for streamed in [false, true] {
+        upstream.push(Script::status(500, "upstream broke"));
+        let again = json!({"model": "scripted", "input": "again", "stream": streamed});
+        let (status, err) = gw.post("/v1/responses", again).await;
+        assert_eq!(status, StatusCode::BAD_GATEWAY, "streamed {streamed}: {err}");
+        assert_eq!(error_code(&err), "upstream_error");
+        assert!(
+            !err.to_string().contains("upstream broke"),
+            "provider details stay in the log: {err}"
+        );
+    }
+    // Once the stream has begun, a failure is its last event: `response.failed`.
+    upstream.push(Script::from(vec![
+        Step::Chunk(role_chunk()),
+        Step::Chunk(content_chunk("Half ")),
+        Step::Delay(std::time::Duration::from_millis(100)),
+        Step::Cut,
+    ]));
     let events = stream(&gw, json!({"model": "scripted", "input": "again"})).await;
+    assert_eq!(events[0].name, "response.created");
     assert_eq!(events.last().unwrap().name, "response.failed");
     let failed = last_response(&events);
     assert_eq!(failed["status"], "failed");
-    assert_eq!(failed["error"]["code"], "server_error");
-    assert!(
-        failed["error"]["message"].as_str().unwrap().contains("HTTP 500"),
-        "{failed}"
-    );
+    assert_eq!(failed["error"]["code"], "server_error", "{failed}");
 }
 
 #[tokio::test]
-async fn a_prompt_too_long_or_refused_fails_the_response_with_the_apis_own_code() {
+async fn a_prompt_too_long_or_refused_is_a_400_streamed_or_not_and_never_asked_again() {
     let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
     let refusal = |message: &str, code: Value| {
         json!({"error": {"message": message, "type": "invalid_request_error", "code": code}}).to_string()
@@ -249,27 +253,22 @@ async fn a_prompt_too_long_or_refused_fails_the_response_with_the_apis_own_code(
         json!("context_length_exceeded"),
     );
     let too_many = refusal("max_output_tokens is too large", Value::Null);
-    let cases = [
-        (too_long, "context_length_exceeded", "context_too_long"),
-        (too_many, "invalid_prompt", "request_refused"),
-    ];
-    let request = json!({"model": "scripted", "input": "a story", "store": false});
-    for (answer, stream_code, whole_code) in cases {
-        upstream.push(Script::status(400, &answer));
-        let events = stream(&gw, request.clone()).await;
-        assert_eq!(events.last().unwrap().name, "response.failed");
-        let failed = last_response(&events);
-        assert_eq!(failed["error"]["code"], stream_code, "{failed}");
-        upstream.push(Script::status(400, &answer));
-        let (status, err) = gw.post("/v1/responses", request.clone()).await;
-        assert_eq!(status, StatusCode::BAD_REQUEST, "{err}");
-        assert_eq!(error_code(&err), whole_code);
+    let cases = [(too_long, "context_too_long"), (too_many, "request_refused")];
+    for (answer, code) in cases {
+        for streamed in [true, false] {
+            upstream.push(Script::status(400, &answer));
+            let request =
+                json!({"model": "scripted", "input": "a story", "store": false, "stream": streamed});
+            let (status, err) = gw.post("/v1/responses", request).await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "streamed {streamed}: {err}");
+            assert_eq!(error_code(&err), code, "streamed {streamed}");
+        }
     }
     assert_eq!(upstream.calls(), 4, "a refusal is not asked again");
 }
 
 #[tokio::test]
-async fn a_rate_limited_provider_fails_the_response_with_the_wait_it_asked_for() {
+async fn a_rate_limited_provider_is_a_429_with_the_wait_it_asked_for_streamed_or_not() {
     let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
     let limited = || {
         Script::new()
@@ -279,26 +278,24 @@ async fn a_rate_limited_provider_fails_the_response_with_the_wait_it_asked_for()
                 json!({"error": {"message": "slow down"}}).to_string(),
             ))
     };
-    let request = json!({"model": "scripted", "input": "a story", "store": false});
-    upstream.push(limited());
-    let events = stream(&gw, request.clone()).await;
-    let failed = last_response(&events);
-    assert_eq!(failed["error"]["code"], "rate_limit_exceeded", "{failed}");
-    assert!(
-        failed["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("try again in 7s"),
-        "in the words Codex reads its wait from: {failed}"
-    );
-    upstream.push(limited());
-    let res = gw
-        .response(Method::POST, "/v1/responses", Some(&request), None)
-        .await;
-    assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
-    assert_eq!(res.headers()["retry-after"], "7");
-    let err: Value = res.json().await.unwrap();
-    assert_eq!(error_code(&err), "provider_rate_limited");
+    for streamed in [true, false] {
+        let request = json!({"model": "scripted", "input": "a story", "store": false, "stream": streamed});
+        upstream.push(limited());
+        let res = gw
+            .response(Method::POST, "/v1/responses", Some(&request), None)
+            .await;
+        assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS, "streamed {streamed}");
+        assert_eq!(res.headers()["retry-after"], "7");
+        let err: Value = res.json().await.unwrap();
+        assert!(
+            err["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("try again in 7s"),
+            "{err}"
+        );
+        assert_eq!(error_code(&err), "provider_rate_limited");
+    }
 }
 
 /// Web tools on (the search backend is a port nothing listens on, so searches fail) and MCP

@@ -13,7 +13,7 @@ use std::process::Command;
 use promptgate_llm::scripted::{text, tool_calls};
 use serde_json::json;
 
-use crate::common::{self, Backend};
+use crate::common::{self, Backend, Gateway};
 use crate::js_clients::{js_dir_with, run_node};
 
 /// Claude Code's launcher, as `npm ci` installs it in tests/js.
@@ -88,32 +88,7 @@ async fn claude_code_completes_a_task_with_its_own_tool_through_the_gateway() {
     upstream.push(tool_calls(&[("call_write", "Write", &[write.as_str()])]));
     upstream.push(text(["Wrote hello.txt."]));
 
-    let base = format!("http://{}", gw.addr);
-    let mut claude_code = Command::new("timeout");
-    claude_code
-        .arg("180")
-        .arg(claude)
-        .args([
-            "-p",
-            "Write hello.txt saying hi",
-            "--permission-mode",
-            "acceptEdits",
-        ])
-        .current_dir(&work)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", &home)
-        .env("ANTHROPIC_BASE_URL", base)
-        .env("ANTHROPIC_API_KEY", token)
-        // The recipe of docs/api.md: every model Claude Code uses named by its environment.
-        .env("ANTHROPIC_MODEL", "scripted")
-        // Side requests (titles, summaries) go to the offline demo model, not to the script.
-        .env("ANTHROPIC_DEFAULT_HAIKU_MODEL", "demo")
-        .env("ANTHROPIC_SMALL_FAST_MODEL", "demo")
-        .env("DISABLE_TELEMETRY", "1")
-        .env("DISABLE_ERROR_REPORTING", "1")
-        .env("DISABLE_AUTOUPDATER", "1")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
+    let claude_code = claude_print(&claude, &gw, &token, &work, "Write hello.txt saying hi");
     let out = common::output_of(claude_code, "claude").await;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -134,6 +109,63 @@ async fn claude_code_completes_a_task_with_its_own_tool_through_the_gateway() {
     let result = common::tool_message(&requests[1], "call_write");
     assert!(result.contains("hello.txt"), "{result}");
     let _ = std::fs::remove_dir_all(home_of(&target));
+}
+
+/// `claude -p PROMPT` in `work` against the gateway with `token`, accepting its edits, every model
+/// it uses named by its environment as docs/api.md's recipe says.
+fn claude_print(
+    claude: &std::path::Path,
+    gw: &Gateway,
+    token: &str,
+    work: &std::path::Path,
+    prompt: &str,
+) -> Command {
+    let home = work.parent().unwrap();
+    let mut claude_code = Command::new("timeout");
+    claude_code
+        .arg("180")
+        .arg(claude)
+        .args(["-p", prompt, "--permission-mode", "acceptEdits"])
+        .current_dir(work)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("ANTHROPIC_BASE_URL", format!("http://{}", gw.addr))
+        .env("ANTHROPIC_API_KEY", token)
+        .env("ANTHROPIC_MODEL", "scripted")
+        // Side requests (titles, summaries) go to the offline demo model, not to the script.
+        .env("ANTHROPIC_DEFAULT_HAIKU_MODEL", "demo")
+        .env("ANTHROPIC_SMALL_FAST_MODEL", "demo")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_ERROR_REPORTING", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
+    claude_code
+}
+
+/// A provider rate limiting the first request: the stream is answered `429` with the provider's
+/// wait before any event, and Claude Code asks again after it and prints the answer.
+#[tokio::test]
+async fn claude_code_asks_again_after_a_busy_provider_and_prints_the_answer() {
+    let Some(dir) = js_dir_with(&[CLAUDE]) else { return };
+    let (gw, upstream, token) = common::tokens_gateway(Backend::Sqlite).await;
+    let home = std::env::temp_dir().join(format!("promptgate-claude-busy-{}", std::process::id()));
+    let work = home.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    upstream.push(crate::common::rate_limited("1"));
+    upstream.replay_by_default(text(["Asked again, answered."]));
+
+    let out = common::output_of(
+        claude_print(&dir.join(CLAUDE), &gw, &token, &work, "Say hello"),
+        "claude",
+    )
+    .await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "claude failed: {stdout}\n{stderr}");
+    assert_eq!(stdout.trim(), "Asked again, answered.", "stderr: {stderr}");
+    assert_eq!(upstream.calls(), 2, "asked once more after the wait");
+    let _ = std::fs::remove_dir_all(&home);
 }
 
 fn home_of(target: &std::path::Path) -> PathBuf {

@@ -1128,3 +1128,14 @@ pub fn query_param(url: &str, name: &str) -> Option<String> {
         .find(|(k, _)| k == name)
         .map(|(_, v)| v.into_owned())
 }
+
+/// A provider answering `429` with the wait it asks for (`retry-after`, seconds).
+pub fn rate_limited(wait: &str) -> promptgate_llm::scripted::Script {
+    use promptgate_llm::scripted::{Script, Step};
+    Script::new()
+        .step(Step::Header("retry-after".into(), wait.into()))
+        .step(Step::Status(
+            429,
+            serde_json::json!({"error": {"message": "slow down"}}).to_string(),
+        ))
+}

@@ -272,3 +272,22 @@ async fn the_codex_cli_stops_on_a_prompt_too_long_instead_of_asking_again() {
         "Codex reads context_length_exceeded as final: {stdout}\nstderr: {stderr}"
     );
 }
+
+/// A provider rate limiting the first request: the stream is answered `429` with the provider's
+/// wait before any event, and Codex asks again after it and finishes its task.
+#[tokio::test]
+async fn the_codex_cli_asks_again_after_a_busy_provider_and_finishes_its_task() {
+    let Some(codex) = codex() else { return };
+    let (gw, upstream) = single_user_gateway(Backend::Sqlite).await;
+    upstream.push(crate::common::rate_limited("1"));
+    upstream.replay_by_default(text(["Asked again, answered."]));
+
+    let out = codex_exec(codex, &gw, "Say hello.", 2).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stdout.contains("Asked again, answered."),
+        "{stdout}\nstderr: {stderr}"
+    );
+    assert_eq!(upstream.calls(), 2, "{stdout}\nstderr: {stderr}");
+}

@@ -46,25 +46,21 @@ pub enum RefuserStack {
 }
 
 impl RefuserStack {
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Epoll => "epoll",
-            Self::Tokio => "tokio",
-            Self::Hyper => "hyper",
-        }
+    /// The stack's name on the command line.
+    pub fn name(self) -> String {
+        clap::ValueEnum::to_possible_value(&self)
+            .map_or_else(String::new, |value| value.get_name().to_owned())
     }
 }
 
 /// Serves on `listen` with `stack` until the process is killed.
 pub async fn serve(listen: &str, stack: RefuserStack) -> anyhow::Result<()> {
     match stack {
-        Stack::Epoll => serve_epoll(listen),
-        Stack::Tokio => serve_tokio(listen).await,
-        Stack::Hyper => serve_hyper(listen).await,
+        RefuserStack::Epoll => serve_epoll(listen),
+        RefuserStack::Tokio => serve_tokio(listen).await,
+        RefuserStack::Hyper => serve_hyper(listen).await,
     }
 }
-
-use RefuserStack as Stack;
 
 /// Serves on `listen` until the process is killed. Blocks its thread.
 fn serve_epoll(listen: &str) -> anyhow::Result<()> {
@@ -130,7 +126,7 @@ impl Connection {
     }
 }
 
-/// A task a connection on the runtime the caller runs in, each answering what arrives with one
+/// A task per connection on the runtime the caller runs in, each answering what arrives with one
 /// read and one write, as [`serve_epoll`] does on its one thread.
 async fn serve_tokio(listen: &str) -> anyhow::Result<()> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -24,3 +24,13 @@ def report(check: Callable[[], Any]) -> int:
         return 1
     print(json.dumps(result))
     return 0
+
+
+def check_with_openai(script: str, run: Callable[[Any, str], Any]) -> int:
+    """A checker's whole run: the `openai` client its command line points at (retries off), given
+    with the model to `run`, whose result is reported."""
+    from openai import OpenAI
+
+    base_url, model, api_key = command_line(script)
+    client = OpenAI(base_url=base_url, api_key=api_key, max_retries=0)
+    return report(lambda: run(client, model))

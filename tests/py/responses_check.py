@@ -12,9 +12,7 @@ usage: python responses_check.py <base-url-ending-in-/v1> <model> [api-key]
 import json
 import sys
 
-from openai import OpenAI
-
-from checker import command_line, report
+from checker import check_with_openai
 
 WEATHER = {
     "type": "function",
@@ -76,11 +74,5 @@ def run(client, model):
     }
 
 
-def main() -> int:
-    base_url, model, api_key = command_line("responses_check.py")
-    client = OpenAI(base_url=base_url, api_key=api_key, max_retries=0)
-    return report(lambda: run(client, model))
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(check_with_openai("responses_check.py", run))

@@ -20,3 +20,26 @@ async fn the_openai_python_client_runs_a_function_tool_round_trip() {
     assert!(ok, "the Python client failed the round trip: {result}");
     assert_weather_round_trip(&result, &upstream);
 }
+
+/// A stream the provider refuses before its first token is the Python client's `RateLimitError`
+/// with the provider's wait, for chat completions and the Responses API alike.
+#[tokio::test]
+async fn the_openai_python_client_sees_a_busy_provider_as_a_rate_limit_error_on_a_stream() {
+    let Some((python, dir)) = python_with("openai") else {
+        return;
+    };
+    let (gw, upstream) = common::single_user_gateway(Backend::Sqlite).await;
+    for _ in 0..2 {
+        upstream.push(common::rate_limited("5"));
+    }
+    let (ok, result) = run_python(python, dir, "busy_check.py", gw.url("/v1")).await;
+    assert!(ok, "the Python client failed: {result}");
+    for api in ["completions", "responses"] {
+        assert_eq!(
+            result[api],
+            serde_json::json!({"status": 429, "code": "provider_rate_limited", "retry_after": "5", "rate_limit_error": true}),
+            "{api}: {result}"
+        );
+    }
+    assert_eq!(upstream.calls(), 2, "retries are off: each stream asked once");
+}

@@ -182,6 +182,20 @@ impl GatewayProcess {
         cpu_time_of(&stat)
     }
 
+    /// Runs `work`, and says the CPU time `gateways` spent meanwhile, when /proc tells it for each.
+    pub async fn cpu_spent_during<T>(
+        gateways: &[&GatewayProcess],
+        work: impl std::future::Future<Output = T>,
+    ) -> (T, Option<Duration>) {
+        let cpu = || gateways.iter().map(|g| g.cpu_time()).sum::<Option<Duration>>();
+        let before = cpu();
+        let done = work.await;
+        let spent = cpu()
+            .zip(before)
+            .map(|(after, before)| after.saturating_sub(before));
+        (done, spent)
+    }
+
     async fn wait_ready(&mut self, client: &reqwest::Client) -> Result<(), LoadError> {
         let step = Duration::from_millis(50);
         let attempts = READY_WITHIN.as_millis() / step.as_millis();

@@ -95,12 +95,12 @@ pub async fn steps(
         tracing::info!(offered, "overload step");
         // A short lead-in at the step's rate opens its connections outside the measured window.
         drive(target, offered, options.warmup.min(Duration::from_millis(500))).await?;
-        let before = gateway.cpu_time();
-        let run = drive(target, offered, shape.step).await?;
-        let gateway_cpu = before
-            .zip(gateway.cpu_time())
-            .map(|(before, after)| after.saturating_sub(before));
-        results.push(Step { run, gateway_cpu });
+        let (run, gateway_cpu) =
+            GatewayProcess::cpu_spent_during(&[gateway], drive(target, offered, shape.step)).await;
+        results.push(Step {
+            run: run?,
+            gateway_cpu,
+        });
         tokio::time::sleep(shape.rest).await;
     }
     Ok(results)

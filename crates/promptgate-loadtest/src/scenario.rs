@@ -665,11 +665,6 @@ fn targets(
     })
 }
 
-/// CPU time of all the gateway processes together, when /proc tells it for each.
-fn gateway_cpu(gateways: &[&GatewayProcess]) -> Option<Duration> {
-    gateways.iter().map(|g| g.cpu_time()).sum()
-}
-
 async fn compare(
     scenario: Scenario,
     direct: &Target,
@@ -708,11 +703,9 @@ async fn compare(
         warm_up(direct, rate, lead_in).await?;
         direct_runs.push(drive_stretch(direct, rate, slice).await?);
         warm_up(through, rate, lead_in).await?;
-        let before = gateway_cpu(gateways);
-        gateway_runs.push(drive_stretch(through, rate, slice).await?);
-        let used = gateway_cpu(gateways)
-            .zip(before)
-            .map(|(after, before)| after.saturating_sub(before));
+        let (run, used) =
+            GatewayProcess::cpu_spent_during(gateways, drive_stretch(through, rate, slice)).await;
+        gateway_runs.push(run?);
         cpu = cpu.zip(used).map(|(sum, used)| sum + used);
     }
     let gateway_wall = gateway_runs.iter().map(|r| r.elapsed()).sum();

@@ -51,7 +51,7 @@ impl Store {
                     SELECT $1, id, $3, $4, $5, $6 FROM users WHERE id = $2 \
                     AND ($3 IS NULL OR EXISTS (SELECT 1 FROM threads t WHERE t.user_id = $2 AND t.id = $3))"
             .with_values((&artifact.id, user, thread_id, title, html, artifact.created_at))
-            .execute(&self.pool, "artifacts.create_artifact")
+            .execute(&self.writer, "artifacts.create_artifact")
             .await?;
         one_row(done.rows_affected())?;
         Ok(artifact)

@@ -24,10 +24,16 @@ pub enum Backend {
     Sqlite,
 }
 
-/// The repository. Cheap to clone: clones share the connection pool and the clock.
+/// The repository. Cheap to clone: clones share the connection pools and the clock.
 #[derive(Clone)]
 pub struct Store {
+    /// Where reads run.
     pub(crate) pool: AnyPool,
+    /// Where every write runs: on a SQLite file a pool of its own with one connection, so writes
+    /// queue in the pool instead of polling in SQLite's busy handler, and the one connection that
+    /// writes keeps its page cache (a connection drops it whenever another one has committed). On
+    /// Postgres and in-memory SQLite, the same pool as reads.
+    pub(crate) writer: AnyPool,
     backend: Backend,
     last_ms: Arc<AtomicI64>,
     pub(crate) setups: Arc<SetupCache>,
@@ -143,7 +149,8 @@ const MIGRATIONS: &[SchemaVersion] = &[
 ];
 
 const SQLITE_BUSY_TIMEOUT_MS: u32 = 5_000;
-const SQLITE_FILE_CONNECTIONS: u32 = 4;
+/// Connections that read a SQLite file; its writes have one more of their own.
+const SQLITE_READERS: u32 = 4;
 const POSTGRES_CONNECTIONS: u32 = 16;
 /// How long a query waits for a Postgres connection. Short, so that while Postgres is down a request
 /// fails fast with "unavailable" instead of hanging.
@@ -182,16 +189,17 @@ impl Store {
                 "database URL must start with sqlite: or postgres://".to_owned(),
             ));
         };
-        let pool = match backend {
+        let (pool, writer) = match backend {
             Backend::Postgres => {
-                AnyPoolOptions::new()
+                let pool = AnyPoolOptions::new()
                     .max_connections(POSTGRES_CONNECTIONS)
                     .acquire_timeout(postgres_acquire)
                     .connect(&url)
-                    .await?
+                    .await?;
+                (pool.clone(), pool)
             }
             Backend::Sqlite if is_sqlite_memory(&url) => {
-                AnyPoolOptions::new()
+                let pool = AnyPoolOptions::new()
                     .max_connections(1)
                     .min_connections(1)
                     .idle_timeout(None)
@@ -204,31 +212,13 @@ impl Store {
                         })
                     })
                     .connect(&url)
-                    .await?
+                    .await?;
+                (pool.clone(), pool)
             }
             Backend::Sqlite => {
-                AnyPoolOptions::new()
-                    .max_connections(SQLITE_FILE_CONNECTIONS)
-                    .acquire_timeout(ACQUIRE_TIMEOUT)
-                    // A file connection cannot go stale the way a network one can, and the check is
-                    // a round trip to the connection's worker thread before every query.
-                    .test_before_acquire(false)
-                    .after_connect(|conn, _| {
-                        Box::pin(async move {
-                            conn.execute("PRAGMA journal_mode = WAL").await?;
-                            // In WAL mode NORMAL cannot corrupt the database; it only skips the fsync
-                            // per commit (a power cut may lose the last commits, a crash does not).
-                            conn.execute("PRAGMA synchronous = NORMAL").await?;
-                            conn.execute(sqlx::AssertSqlSafe(format!(
-                                "PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}"
-                            )))
-                            .await?;
-                            conn.execute("PRAGMA foreign_keys = ON").await?;
-                            Ok(())
-                        })
-                    })
-                    .connect(&url)
-                    .await?
+                // The writer first: it switches the file to WAL before any reader opens it.
+                let writer = sqlite_file_pool(1).connect(&url).await?;
+                (sqlite_file_pool(SQLITE_READERS).connect(&url).await?, writer)
             }
         };
         // SQLite has one instance, whose signals never leave the process; Postgres hears them once
@@ -253,6 +243,7 @@ impl Store {
         let reach_span = (backend == Backend::Postgres).then_some(postgres_acquire + crate::reach::OVERLAP);
         Ok(Store {
             pool,
+            writer,
             backend,
             last_ms: Arc::new(AtomicI64::new(0)),
             setups,
@@ -287,7 +278,7 @@ impl Store {
                 ))
             })
             .collect();
-        Migrator::with_migrations(migrations).run(&self.pool).await?;
+        Migrator::with_migrations(migrations).run(&self.writer).await?;
         Ok(())
     }
 
@@ -301,7 +292,11 @@ impl Store {
             Backend::Postgres => "BEGIN",
         };
         let _waiting = self.write_waits.wait();
-        Ok(self.pool.begin_with(begin).observed("transaction.begin").await?)
+        Ok(self
+            .writer
+            .begin_with(begin)
+            .observed("transaction.begin")
+            .await?)
     }
 
     /// A transaction whose first statement writes. SQLite takes the writer's lock at that
@@ -312,7 +307,7 @@ impl Store {
             clippy::disallowed_methods,
             reason = "the one place a deferred transaction begins"
         )]
-        let begin = self.pool.begin();
+        let begin = self.writer.begin();
         Ok(begin.observed("transaction.begin").await?)
     }
 
@@ -336,6 +331,7 @@ impl Store {
             listener.0.abort();
         }
         self.pool.close().await;
+        self.writer.close().await;
     }
 
     /// Now in epoch milliseconds: strictly greater than any time this store handed out before while
@@ -377,6 +373,32 @@ fn next_stamp(wall: i64, last: i64) -> i64 {
     } else {
         wall.max(last + 1)
     }
+}
+
+/// Options for a pool of `connections` on a SQLite file.
+fn sqlite_file_pool(connections: u32) -> AnyPoolOptions {
+    AnyPoolOptions::new()
+        .max_connections(connections)
+        .acquire_timeout(ACQUIRE_TIMEOUT)
+        // A file connection cannot go stale the way a network one can, and the check is a round
+        // trip to the connection's worker thread before every query.
+        .test_before_acquire(false)
+        .after_connect(|conn, _| {
+            Box::pin(async move {
+                conn.execute("PRAGMA journal_mode = WAL").await?;
+                // In WAL mode NORMAL cannot corrupt the database; it only skips the fsync per
+                // commit (a power cut may lose the last commits, a crash does not).
+                conn.execute("PRAGMA synchronous = NORMAL").await?;
+                // Writes queue in the writer's pool, so this wait is for another process that has
+                // the same file open.
+                conn.execute(sqlx::AssertSqlSafe(format!(
+                    "PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}"
+                )))
+                .await?;
+                conn.execute("PRAGMA foreign_keys = ON").await?;
+                Ok(())
+            })
+        })
 }
 
 fn is_sqlite_memory(url: &str) -> bool {

@@ -84,7 +84,7 @@ impl Store {
                 .bind(&thread.title_terms);
                 let returned = rows
                     .bind(query)
-                    .fetch_all(&self.pool)
+                    .fetch_all(&self.writer)
                     .observed("first_message.create_thread_with_message")
                     .await
                     .map_err(conflict)?;

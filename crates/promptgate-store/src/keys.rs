@@ -131,7 +131,7 @@ impl Store {
         let done = "UPDATE api_tokens SET last_used_at = $1 WHERE id = $2 \
                     AND (last_used_at IS NULL OR last_used_at <= $3)"
             .with_values((now, key_id, now - LAST_USED_EVERY_MS))
-            .execute(&self.pool, "keys.touch")
+            .execute(&self.writer, "keys.touch")
             .await;
         if let Err(err) = done {
             tracing::debug!(error = %err, "a key's last use was not recorded");
@@ -244,7 +244,7 @@ impl Store {
     pub async fn set_admin(&self, user_id: &str, admin: bool) -> Result<()> {
         let done = "UPDATE users SET role = $1 WHERE id = $2"
             .with_values((role(admin), user_id))
-            .execute(&self.pool, "keys.set_admin")
+            .execute(&self.writer, "keys.set_admin")
             .await?;
         one_row(done.rows_affected())
     }
@@ -255,12 +255,12 @@ impl Store {
         let done = if disabled {
             "UPDATE users SET disabled_at = COALESCE(disabled_at, $1) WHERE id = $2"
                 .with_values((self.now_ms(), user_id))
-                .execute(&self.pool, "keys.set_disabled")
+                .execute(&self.writer, "keys.set_disabled")
                 .await?
         } else {
             "UPDATE users SET disabled_at = NULL WHERE id = $1"
                 .with_values((user_id,))
-                .execute(&self.pool, "keys.set_disabled")
+                .execute(&self.writer, "keys.set_disabled")
                 .await?
         };
         one_row(done.rows_affected())

@@ -334,7 +334,7 @@ impl Store {
         let now = self.now_ms();
         match rows.as_slice() {
             [] => Ok(()),
-            few if few.len() <= USAGE_ROWS_PER_STATEMENT => insert(&self.pool, few, now).await,
+            few if few.len() <= USAGE_ROWS_PER_STATEMENT => insert(&self.writer, few, now).await,
             many => {
                 let mut tx = self.begin_write().await?;
                 for chunk in many.chunks(USAGE_ROWS_PER_STATEMENT) {

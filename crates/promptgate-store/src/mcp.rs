@@ -249,7 +249,7 @@ impl Store {
                 s.oauth_client_id.as_deref(),
                 client_secret.as_deref(),
             ))
-            .fetch_optional(&self.pool, "mcp.update_mcp_server")
+            .fetch_optional(&self.writer, "mcp.update_mcp_server")
             .await?;
         self.setup_changed(user);
         match row {

@@ -24,7 +24,7 @@ impl Store {
          ON CONFLICT (user_id, server_id) DO UPDATE SET sealed = excluded.sealed, \
          updated_at = excluded.updated_at"
             .with_values((user_id, server_id, &sealed, self.now_ms()))
-            .execute(&self.pool, "mcp_grants.put_mcp_grant")
+            .execute(&self.writer, "mcp_grants.put_mcp_grant")
             .await?;
         Ok(())
     }
@@ -50,7 +50,7 @@ impl Store {
     pub async fn delete_mcp_grant(&self, user_id: &str, server_id: &str) -> Result<()> {
         "DELETE FROM mcp_oauth_grants WHERE user_id = $1 AND server_id = $2"
             .with_values((user_id, server_id))
-            .execute(&self.pool, "mcp_grants.delete_mcp_grant")
+            .execute(&self.writer, "mcp_grants.delete_mcp_grant")
             .await?;
         Ok(())
     }
@@ -62,7 +62,7 @@ impl Store {
         check_len("known tool list", tools, MAX_KNOWN_TOOLS)?;
         "UPDATE mcp_oauth_grants SET known_tools = $3 WHERE user_id = $1 AND server_id = $2"
             .with_values((user_id, server_id, tools))
-            .execute(&self.pool, "mcp_grants.put_mcp_known_tools")
+            .execute(&self.writer, "mcp_grants.put_mcp_known_tools")
             .await?;
         Ok(())
     }

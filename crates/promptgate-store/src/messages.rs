@@ -379,7 +379,7 @@ impl Store {
                 .bind(now);
             let inserted = rows
                 .bind(query)
-                .fetch_all(&self.pool)
+                .fetch_all(&self.writer)
                 .observed("messages.append_message")
                 .await;
             match inserted {
@@ -406,7 +406,7 @@ impl Store {
         status: Option<MessageStatus>,
     ) -> Result<()> {
         let update = UpdatedMessage::new(id, parts, metadata, status)?;
-        one_row(update.run(&self.pool, user).await?)
+        one_row(update.run(&self.writer, user).await?)
     }
 
     /// Writes an answer whatever became of its earlier writes: updates the row when it exists, else
@@ -438,7 +438,7 @@ impl Store {
     pub async fn interrupt_streaming(&self) -> Result<u64> {
         let done = "UPDATE messages SET status = 'interrupted' WHERE status = 'streaming'"
             .with_values(())
-            .execute(&self.pool, "messages.interrupt_streaming")
+            .execute(&self.writer, "messages.interrupt_streaming")
             .await?;
         Ok(done.rows_affected())
     }

@@ -137,7 +137,7 @@ impl Store {
                 self.now_ms(),
                 to_json("model fallbacks", &m.fallbacks)?,
             ))
-            .execute(&self.pool, "models.write_model")
+            .execute(&self.writer, "models.write_model")
             .await?;
         self.setup_changed(owner);
         Ok(done.rows_affected())
@@ -224,7 +224,7 @@ impl Store {
     pub async fn delete_model(&self, user: &str, id: &str) -> Result<()> {
         let done = "DELETE FROM models WHERE owner = $1 AND id = $2"
             .with_values((user, id))
-            .execute(&self.pool, "models.delete_model")
+            .execute(&self.writer, "models.delete_model")
             .await?;
         self.setup_changed(user);
         if done.rows_affected() == 0 {

@@ -99,7 +99,7 @@ impl Store {
         let row = "DELETE FROM oauth_pending WHERE state = $1 \
                    RETURNING user_id, provider, code_verifier, expires_at, details"
             .with_values((state,))
-            .fetch_optional(&self.pool, "oauth_pending.take_oauth_pending")
+            .fetch_optional(&self.writer, "oauth_pending.take_oauth_pending")
             .await?;
         let Some(row) = row else { return Ok(None) };
         if row.int(3)? <= self.now_ms() {

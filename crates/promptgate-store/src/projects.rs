@@ -94,7 +94,7 @@ impl Store {
                 self.now_ms(),
                 user,
             ))
-            .execute(&self.pool, "projects.create_project")
+            .execute(&self.writer, "projects.create_project")
             .await?;
         one_row(done.rows_affected())?;
         Ok(project)
@@ -121,7 +121,7 @@ impl Store {
         let done = "UPDATE projects SET name = $3, instructions = $4, updated_at = $5 \
                     WHERE user_id = $1 AND id = $2"
             .with_values((user, id, &p.name, p.instructions.as_deref(), self.now_ms()))
-            .execute(&self.pool, "projects.update_project")
+            .execute(&self.writer, "projects.update_project")
             .await?;
         one_row(done.rows_affected())?;
         Ok(Project {
@@ -154,7 +154,7 @@ impl Store {
             now,
             &thread.title_terms,
         ))
-        .execute(&self.pool, "projects.create_thread")
+        .execute(&self.writer, "projects.create_thread")
         .await
         .map_err(|e| match StoreError::from(e) {
             StoreError::Conflict(_) => StoreError::Conflict(format!("thread {:?} exists", thread.id)),
@@ -202,7 +202,7 @@ impl Store {
                 .bind(search_terms(title.as_deref().unwrap_or("")));
         }
         let row = query
-            .fetch_optional(&self.pool)
+            .fetch_optional(&self.writer)
             .observed("projects.update_thread")
             .await?;
         match row {

@@ -95,7 +95,7 @@ impl Store {
                 now,
                 expiry(now, ttl),
             ))
-            .execute(&self.pool, "questions.keep_question")
+            .execute(&self.writer, "questions.keep_question")
             .await?;
         Ok(())
     }
@@ -148,7 +148,7 @@ impl Store {
                     WHERE user_id = $1 AND thread_id = $2 AND question_id = $3 AND state = 'pending' \
                     AND expires_at > $5"
             .with_values((user_id, thread_id, question_id, answer, self.now_ms()))
-            .execute(&self.pool, "questions.answer_question")
+            .execute(&self.writer, "questions.answer_question")
             .await?;
         Ok(done.rows_affected() == 1)
     }
@@ -159,7 +159,7 @@ impl Store {
         let done = "UPDATE tool_questions SET state = $3 \
                     WHERE user_id = $1 AND question_id = $2 AND state = 'pending'"
             .with_values((user_id, question_id, state.as_str()))
-            .execute(&self.pool, "questions.end_question")
+            .execute(&self.writer, "questions.end_question")
             .await?;
         Ok(done.rows_affected() == 1)
     }
@@ -169,7 +169,7 @@ impl Store {
         let done = "UPDATE tool_questions SET state = 'cancelled' \
                     WHERE user_id = $1 AND thread_id = $2 AND state = 'pending'"
             .with_values((user_id, thread_id))
-            .execute(&self.pool, "questions.cancel_questions")
+            .execute(&self.writer, "questions.cancel_questions")
             .await?;
         Ok(done.rows_affected())
     }

@@ -99,7 +99,7 @@ impl Store {
                     .bind(cutoff)
                     .bind(kept_others);
                 row.bind(save)
-                    .execute(&self.pool)
+                    .execute(&self.writer)
                     .observed("responses.save")
                     .await
             }
@@ -172,7 +172,7 @@ impl Store {
     pub async fn delete_response(&self, user: &str, id: &str) -> Result<()> {
         let done = "DELETE FROM responses WHERE user_id = $1 AND id = $2"
             .with_values((user, id))
-            .execute(&self.pool, "responses.delete")
+            .execute(&self.writer, "responses.delete")
             .await?;
         one_row(done.rows_affected())
     }

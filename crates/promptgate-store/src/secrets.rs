@@ -181,7 +181,7 @@ impl Store {
             let done = "UPDATE mcp_servers SET headers = $2, bearer_token = $3, secrets_sealed = 1 \
                         WHERE id = $1 AND secrets_sealed = 0"
                 .with_values((&id, &stored.headers_json, stored.bearer_token.as_deref()))
-                .execute(&self.pool, "secrets.seal_plain_mcp_secrets")
+                .execute(&self.writer, "secrets.seal_plain_mcp_secrets")
                 .await?;
             sealed_now += done.rows_affected();
         }
@@ -190,11 +190,11 @@ impl Store {
             // and empty the log so they leave the disk with this start.
             "VACUUM"
                 .with_values(())
-                .execute(&self.pool, "secrets.seal_plain_mcp_secrets")
+                .execute(&self.writer, "secrets.seal_plain_mcp_secrets")
                 .await?;
             "PRAGMA wal_checkpoint(TRUNCATE)"
                 .with_values(())
-                .execute(&self.pool, "secrets.seal_plain_mcp_secrets")
+                .execute(&self.writer, "secrets.seal_plain_mcp_secrets")
                 .await?;
         }
         Ok(SealingReport {

@@ -39,7 +39,7 @@ impl Store {
         "INSERT INTO user_settings (user_id, data, updated_at) VALUES ($1, $2, $3) \
          ON CONFLICT (user_id) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at"
             .with_values((user, data, self.now_ms()))
-            .execute(&self.pool, "settings.put_settings")
+            .execute(&self.writer, "settings.put_settings")
             .await?;
         self.setup_changed(user);
         Ok(())
@@ -78,7 +78,7 @@ impl Store {
                 flag(s.enabled),
                 self.now_ms(),
             ))
-            .execute(&self.pool, "settings.put_integration")
+            .execute(&self.writer, "settings.put_integration")
             .await?;
         self.setup_changed(user);
         Ok(())
@@ -133,7 +133,7 @@ impl Store {
          ON CONFLICT (user_id, provider) DO UPDATE SET sealed_secret = excluded.sealed_secret, \
          updated_at = excluded.updated_at"
             .with_values((user, p.as_str(), sealed, self.now_ms()))
-            .execute(&self.pool, "settings.put_integration_secret")
+            .execute(&self.writer, "settings.put_integration_secret")
             .await?;
         self.setup_changed(user);
         Ok(())
@@ -155,7 +155,7 @@ impl Store {
         "UPDATE integrations SET sealed_secret = NULL, updated_at = $3 \
          WHERE user_id = $1 AND provider = $2"
             .with_values((user, p.as_str(), self.now_ms()))
-            .execute(&self.pool, "settings.delete_integration_secret")
+            .execute(&self.writer, "settings.delete_integration_secret")
             .await?;
         self.setup_changed(user);
         Ok(())

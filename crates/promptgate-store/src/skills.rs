@@ -79,7 +79,7 @@ impl Store {
                 flag(s.renders_widgets),
                 self.now_ms(),
             ))
-            .execute(&self.pool, "skills.write_skill")
+            .execute(&self.writer, "skills.write_skill")
             .await
             .map_err(|e| match StoreError::from(e) {
                 StoreError::Conflict(_) => StoreError::Conflict(format!("a skill /{} exists", s.slug)),

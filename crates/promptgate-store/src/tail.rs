@@ -84,7 +84,7 @@ impl Store {
              SELECT user_id, id, $3, $4, $5, $6, $7 FROM threads WHERE user_id = $1 AND id = $2 \
              ON CONFLICT (user_id, thread_id) DO UPDATE SET through_seq = excluded.through_seq, \
              covered = excluded.covered, summarised = excluded.summarised, summary = excluded.summary, \
-             created_at = excluded.created_at".with_values((user, thread_id, record.through_seq, record.covered, record.summarised, record.summary.as_deref(), self.now_ms())).execute(&self.pool, "tail.save_thread_context")
+             created_at = excluded.created_at".with_values((user, thread_id, record.through_seq, record.covered, record.summarised, record.summary.as_deref(), self.now_ms())).execute(&self.writer, "tail.save_thread_context")
         .await?;
         Ok(())
     }

@@ -85,7 +85,7 @@ impl Store {
         for id in ids {
             q = q.bind(id.as_str());
         }
-        Ok(q.execute(&self.pool)
+        Ok(q.execute(&self.writer)
             .observed("tasks.delete_tasks")
             .await?
             .rows_affected())

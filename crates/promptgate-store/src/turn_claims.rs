@@ -220,7 +220,7 @@ impl Store {
             Backend::Postgres => {
                 "SELECT pg_notify($1, $2)"
                     .with_values((TURNS_CHANNEL, payload))
-                    .execute(&self.pool, "turn_claims.signal_turn")
+                    .execute(&self.writer, "turn_claims.signal_turn")
                     .await?;
             }
             Backend::Sqlite => self.turn_signals.heard(&payload),
@@ -241,7 +241,7 @@ impl Store {
              VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (user_id, thread_id) DO UPDATE SET \
              turn_id = excluded.turn_id, message_id = excluded.message_id, lease_until = excluded.lease_until, \
              created_at = excluded.created_at, stop_requested = 0, follow_requested = 0 \
-             WHERE turn_claims.instance_id = excluded.instance_id".with_values((claim.user_id, claim.thread_id, claim.turn_id, claim.message_id, claim.instance_id, expiry(now, lease), now)).execute(&self.pool, "turn_claims.claim_turn")
+             WHERE turn_claims.instance_id = excluded.instance_id".with_values((claim.user_id, claim.thread_id, claim.turn_id, claim.message_id, claim.instance_id, expiry(now, lease), now)).execute(&self.writer, "turn_claims.claim_turn")
         .await?;
         if inserted.rows_affected() == 1 {
             return Ok(ClaimOutcome::Claimed);
@@ -287,7 +287,7 @@ impl Store {
         let rows = "UPDATE turn_claims SET lease_until = $2 WHERE instance_id = $1 \
                     RETURNING turn_id, stop_requested, follow_requested"
             .with_values((instance_id, expiry(self.now_ms(), lease)))
-            .fetch_all(&self.pool, "turn_claims.renew_turn_claims")
+            .fetch_all(&self.writer, "turn_claims.renew_turn_claims")
             .await
             .map_err(StoreError::from);
         // The heartbeat runs through an outage: its failed waits spare the requests theirs (a Stop
@@ -321,7 +321,7 @@ impl Store {
         let Some(retry) = retry else {
             let released = RELEASE_CLAIM
                 .with_values((user_id, thread_id, turn_id))
-                .fetch_optional(&self.pool, "turn_claims.end_turn")
+                .fetch_optional(&self.writer, "turn_claims.end_turn")
                 .await?;
             return followed(released.as_ref());
         };
@@ -354,7 +354,7 @@ impl Store {
             Backend::Postgres => {
                 // A data-modifying WITH runs to completion whether or not the DELETE reads it.
                 bind(format!("WITH saved AS ({save}) {RELEASE_CLAIM}"))
-                    .fetch_optional(&self.pool)
+                    .fetch_optional(&self.writer)
                     .observed("turn_claims.end_turn")
                     .await?
             }
@@ -423,7 +423,7 @@ impl Store {
              WHERE user_id = $1 AND thread_id = $2 AND lease_until >= $3 RETURNING turn_id, instance_id"
         ))
         .with_values((user_id, thread_id, self.now_ms()))
-        .fetch_optional(&self.pool, "turn_claims.ask_owner")
+        .fetch_optional(&self.writer, "turn_claims.ask_owner")
         .await?;
         let Some(row) = row else { return Ok(None) };
         let running = RunningTurn {
@@ -498,7 +498,7 @@ impl Store {
     ) -> Result<()> {
         sqlx::AssertSqlSafe(format!("DELETE FROM {table} WHERE {column} < $1"))
             .with_values((cutoff,))
-            .execute(&self.pool, op)
+            .execute(&self.writer, op)
             .await?;
         Ok(())
     }
@@ -509,7 +509,9 @@ impl Store {
     /// claim is a previous run's and is released first. Returns how many answers were marked.
     pub async fn interrupt_unclaimed_answers(&self, only_instance: bool) -> Result<u64> {
         if only_instance {
-            sqlx::query("DELETE FROM turn_claims").execute(&self.pool).await?;
+            sqlx::query("DELETE FROM turn_claims")
+                .execute(&self.writer)
+                .await?;
         } else {
             self.expire_turn_claims().await?;
         }
@@ -517,13 +519,13 @@ impl Store {
                     (SELECT 1 FROM turn_claims c WHERE c.user_id = messages.user_id \
                      AND c.thread_id = messages.thread_id AND c.message_id = messages.id)"
             .with_values(())
-            .execute(&self.pool, "turn_claims.interrupt_unclaimed_answers")
+            .execute(&self.writer, "turn_claims.interrupt_unclaimed_answers")
             .await?;
         "UPDATE usage_ledger SET status = 'interrupted' WHERE status = 'unfinished' AND NOT EXISTS \
          (SELECT 1 FROM turn_claims c WHERE c.user_id = usage_ledger.user_id \
           AND c.turn_id = usage_ledger.turn_id)"
             .with_values(())
-            .execute(&self.pool, "turn_claims.interrupt_unclaimed_answers")
+            .execute(&self.writer, "turn_claims.interrupt_unclaimed_answers")
             .await?;
         Ok(done.rows_affected())
     }
@@ -552,7 +554,7 @@ impl Store {
                 i64::from(batch.done),
                 self.now_ms(),
             ))
-            .execute(&self.pool, "turn_claims.put_turn_frames")
+            .execute(&self.writer, "turn_claims.put_turn_frames")
             .await?;
         self.signal_turn(&TurnSignal::Frames {
             turn_id: turn_id.to_owned(),

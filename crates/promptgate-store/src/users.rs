@@ -52,7 +52,7 @@ impl Store {
         };
         "INSERT INTO users (id, name, created_at) VALUES ($1, $2, $3)"
             .with_values((&user.id, &user.name, user.created_at))
-            .execute(&self.pool, "users.create_user")
+            .execute(&self.writer, "users.create_user")
             .await?;
         Ok(user)
     }
@@ -64,7 +64,7 @@ impl Store {
         check_name("user name", name, 200)?;
         "INSERT INTO users (id, name, created_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING"
             .with_values((id, name, self.now_ms()))
-            .execute(&self.pool, "users.ensure_user")
+            .execute(&self.writer, "users.ensure_user")
             .await?;
         let row = "SELECT id, name, created_at FROM users WHERE id = $1"
             .with_values((id,))
@@ -76,7 +76,7 @@ impl Store {
     /// Issues a new API token for the user and returns its plaintext; only its SHA-256 is stored, so
     /// this is the one moment it can be shown.
     pub async fn issue_token(&self, user_id: &str) -> Result<String> {
-        insert_token(&self.pool, user_id, self.now_ms(), "users.issue_token").await
+        insert_token(&self.writer, user_id, self.now_ms(), "users.issue_token").await
     }
 
     /// The user a bearer token belongs to; `None` for any token we did not issue, an expired one,

@@ -124,7 +124,7 @@ pub(crate) async fn delete_owned(
     )))
     .bind(user)
     .bind(id)
-    .execute(&store.pool)
+    .execute(&store.writer)
     .await?;
     one_row(done.rows_affected())
 }

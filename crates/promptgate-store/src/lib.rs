@@ -9,6 +9,10 @@
 //!   that keeps them within a second of the wall clock (under a sustained load they repeat instead
 //!   of running further ahead, and lists break the tie by id).
 //! - Generated ids are UUID v7 strings; thread and message ids may be chosen by the client.
+//! - A statement that writes runs on `self.writer` or in a transaction from `begin_write` /
+//!   `begin_writing_first` (which take it); `self.pool` is for reads. On a SQLite file the two are
+//!   different pools, and a write on the readers' pool still succeeds but waits in SQLite's busy
+//!   handler whenever it meets another write (see `connect`).
 //!
 //! [`Store`] also implements the storage traits of `promptgate_core::storage` (task list, artifacts,
 //! chat search, token vault, workspace files), through which the tool executors and the harness

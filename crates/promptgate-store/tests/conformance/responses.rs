@@ -1,3 +1,7 @@
+//! Responses kept for the Responses API: read back by their user only, a deleted one leaves those that
+//! continue it, and each is bounded in size, kept for a bounded time, and a user keeps a bounded
+//! number of them, the oldest going first.
+
 use crate::common::*;
 
 /// A day: long enough that nothing in a test expires unless the test says so.

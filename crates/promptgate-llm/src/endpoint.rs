@@ -3,12 +3,16 @@
 //! [`LlmError::Status`], and the upstream metrics.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use futures::StreamExt;
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST, HeaderMap, HeaderName, HeaderValue};
+use http_body_util::Full;
 use tokio::time::Instant;
 
+use crate::connection::{DrivenBody, Http1Client, SendError};
 use crate::provider_error;
 use crate::transport::timeout;
 use crate::{EventStream, LlmError, TimeoutPhase};
@@ -17,6 +21,17 @@ use crate::{EventStream, LlmError, TimeoutPhase};
 const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 /// The longest wait for the body of an error response.
 const ERROR_BODY_WAIT: Duration = Duration::from_secs(10);
+
+/// The environment's proxy settings, which general HTTP clients follow and provider connections do
+/// not: said in the log, so an operator who relied on one knows.
+const PROXY_VARIABLES: [&str; 6] = [
+    "HTTPS_PROXY",
+    "https_proxy",
+    "HTTP_PROXY",
+    "http_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+];
 
 /// How long to wait for each phase of a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,18 +87,21 @@ pub(crate) struct EndpointConfig<'a> {
 pub(crate) struct Endpoint {
     pub name: String,
     pub url: String,
-    parsed_url: reqwest::Url,
+    /// The request target (path and query) every request is sent to.
+    target: http::Uri,
+    /// Every request's headers: the wire format's, the operator's, the key and `Host`.
+    headers: HeaderMap,
     api_key: Option<String>,
     pub timeouts: Timeouts,
-    http: reqwest::Client,
+    http: Arc<Http1Client>,
 }
+
+/// A provider's response, its body read as it streams.
+pub(crate) type Response = http::Response<DrivenBody>;
 
 impl Endpoint {
     /// Checks the configuration and builds the HTTP client.
     pub fn new(config: EndpointConfig<'_>) -> Result<Self, LlmError> {
-        // reqwest is built without a default TLS crypto provider and would panic without one.
-        // Installing fails harmlessly when the process already chose a provider.
-        let _ = rustls::crypto::ring::default_provider().install_default();
         let invalid = |what: &str| LlmError::Connect(format!("provider `{}`: {what}", config.name));
         let base = config.base_url.trim().trim_end_matches('/');
         if !(base.starts_with("http://") || base.starts_with("https://")) {
@@ -91,7 +109,12 @@ impl Endpoint {
         }
         let url = format!("{base}/{}", config.path);
         // Parsed once here rather than on every request.
-        let parsed_url = reqwest::Url::parse(&url).map_err(|e| invalid(&format!("invalid base URL: {e}")))?;
+        let parsed_url = url::Url::parse(&url).map_err(|e| invalid(&format!("invalid base URL: {e}")))?;
+        let target = match parsed_url.query() {
+            Some(query) => format!("{}?{query}", parsed_url.path()),
+            None => parsed_url.path().to_owned(),
+        };
+        let target = http::Uri::try_from(target).map_err(|e| invalid(&format!("invalid base URL: {e}")))?;
 
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
@@ -110,7 +133,7 @@ impl Endpoint {
         }
         if let Some(key) = config.api_key.filter(|k| !k.is_empty()) {
             let (name, text) = match config.key_header {
-                KeyHeader::Bearer => (reqwest::header::AUTHORIZATION, format!("Bearer {key}")),
+                KeyHeader::Bearer => (AUTHORIZATION, format!("Bearer {key}")),
                 KeyHeader::Plain(name) => (HeaderName::from_static(name), key.to_owned()),
             };
             let mut value = HeaderValue::try_from(text)
@@ -119,21 +142,33 @@ impl Endpoint {
             headers.insert(name, value);
         }
 
-        let http = reqwest::Client::builder()
-            .default_headers(headers)
-            .connect_timeout(config.timeouts.connect)
-            // A redirect is reported, not followed: following turns a POST into a bodiless GET
-            // (301, 302) or re-sends the prompt, key included, to wherever the answer points.
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|e| LlmError::Connect(format!("could not build the HTTP client: {}", describe(&e))))?;
+        let host = HeaderValue::try_from(Http1Client::authority(&parsed_url))
+            .map_err(|_| invalid("the base URL's host is not a valid header value"))?;
+        headers.insert(HOST, host);
+        // Redirects are not followed: following turns a POST into a bodiless GET (301, 302) or
+        // re-sends the prompt, key included, to wherever the answer points. A 3xx is a refusal.
+        let tls = match parsed_url.scheme() {
+            "https" => Some(
+                promptgate_outbound::platform_tls_config()
+                    .map_err(|e| invalid(&format!("no TLS root certificates: {e}")))?,
+            ),
+            _ => None,
+        };
+        let http = Http1Client::new(&parsed_url, tls, config.timeouts.connect).map_err(|e| invalid(&e))?;
+        if let Some(variable) = PROXY_VARIABLES
+            .into_iter()
+            .find(|v| std::env::var_os(v).is_some())
+        {
+            tracing::warn!(provider = %config.name, variable, "model provider connections are direct; the proxy in the environment is not used");
+        }
         Ok(Self {
             name: config.name.to_owned(),
             url,
-            parsed_url,
+            target,
+            headers,
             api_key: config.api_key.map(str::to_owned),
             timeouts: config.timeouts,
-            http,
+            http: Arc::new(http),
         })
     }
 
@@ -149,15 +184,15 @@ impl Endpoint {
     /// Posts a request body. Returns the successful response and the first-byte deadline, which
     /// the body's first event shares; a refusal becomes [`LlmError::Status`] with the provider's
     /// message (key removed) and the wait it asked for.
-    pub async fn post(
-        &self,
-        body: Vec<u8>,
-        whole_answer: bool,
-    ) -> Result<(reqwest::Response, Instant), LlmError> {
+    pub async fn post(&self, body: Vec<u8>, whole_answer: bool) -> Result<(Response, Instant), LlmError> {
         let first_byte_limit = self.first_byte_limit(whole_answer);
         let first_byte_deadline = Instant::now() + first_byte_limit;
-        let request = self.http.post(self.parsed_url.clone()).body(body);
-        let pending = promptgate_outbound::trace_context::inject(request).send();
+        let mut request = http::Request::new(Full::new(Bytes::from(body)));
+        *request.method_mut() = http::Method::POST;
+        *request.uri_mut() = self.target.clone();
+        *request.headers_mut() = self.headers.clone();
+        promptgate_outbound::trace_context::inject_headers(request.headers_mut());
+        let pending = self.http.send(request);
         let response = match tokio::time::timeout_at(first_byte_deadline, pending).await {
             Err(_) => return Err(timeout(TimeoutPhase::FirstByte, first_byte_limit)),
             Ok(Err(e)) => return Err(self.send_error(e)),
@@ -184,17 +219,10 @@ impl Endpoint {
         Ok((response, first_byte_deadline))
     }
 
-    fn send_error(&self, error: reqwest::Error) -> LlmError {
-        if error.is_connect() && error.is_timeout() {
-            timeout(TimeoutPhase::Connect, self.timeouts.connect)
-        } else if error.is_timeout() {
-            timeout(TimeoutPhase::FirstByte, self.timeouts.first_byte)
-        } else {
-            LlmError::Connect(format!(
-                "provider `{}`: {}",
-                self.name,
-                describe(&error.without_url())
-            ))
+    fn send_error(&self, error: SendError) -> LlmError {
+        match error {
+            SendError::ConnectTimeout => timeout(TimeoutPhase::Connect, self.timeouts.connect),
+            error => LlmError::Connect(format!("provider `{}`: {error}", self.name)),
         }
     }
 
@@ -256,11 +284,12 @@ fn metered(provider: String, started: Option<std::time::Instant>, stream: EventS
 }
 
 /// Reads at most [`MAX_ERROR_BODY_BYTES`] of an error response, giving up at the deadline.
-async fn read_bounded(mut response: reqwest::Response, deadline: Instant) -> Vec<u8> {
+async fn read_bounded(response: Response, deadline: Instant) -> Vec<u8> {
+    let mut response = response.into_body();
     let mut body = Vec::new();
     while body.len() < MAX_ERROR_BODY_BYTES {
-        match tokio::time::timeout_at(deadline, response.chunk()).await {
-            Ok(Ok(Some(chunk))) => body.extend_from_slice(&chunk),
+        match tokio::time::timeout_at(deadline, response.next()).await {
+            Ok(Some(Ok(chunk))) => body.extend_from_slice(&chunk),
             _ => break,
         }
     }
@@ -268,7 +297,7 @@ async fn read_bounded(mut response: reqwest::Response, deadline: Instant) -> Vec
     body
 }
 
-/// An error with its causes, which is where reqwest keeps the useful part.
+/// An error with its causes, which is where hyper keeps the useful part.
 pub(crate) fn describe(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();

@@ -19,6 +19,7 @@
 
 mod anthropic;
 mod assembler;
+mod connection;
 mod demo;
 mod endpoint;
 pub mod json_text;

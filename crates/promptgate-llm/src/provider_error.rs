@@ -64,7 +64,7 @@ pub(crate) fn message_from_body(body: &[u8]) -> String {
 
 /// The wait a refusing provider asked for (`Retry-After` in seconds, or Anthropic's and OpenAI's
 /// millisecond variants), when it gave one.
-pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<std::time::Duration> {
+pub(crate) fn retry_after(headers: &http::HeaderMap) -> Option<std::time::Duration> {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
     if let Some(ms) = header("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
         return (ms.is_finite() && ms >= 0.0).then(|| std::time::Duration::from_secs_f64(ms / 1000.0));

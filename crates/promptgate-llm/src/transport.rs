@@ -11,6 +11,8 @@ use bytes::Bytes;
 use futures::Stream;
 use tokio::time::Instant;
 
+use crate::connection::DrivenBody;
+use crate::endpoint::Response;
 use crate::{LlmError, TimeoutPhase};
 
 /// One SSE line longer than this is not a chat chunk.
@@ -22,7 +24,7 @@ const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
 pub(crate) enum BodyError {
     Timeout(TimeoutPhase, Duration),
     TooLarge(&'static str),
-    Transport(reqwest::Error),
+    Transport(hyper::Error),
 }
 
 impl std::fmt::Display for BodyError {
@@ -42,7 +44,7 @@ impl From<BodyError> for LlmError {
             BodyError::TooLarge(what) => LlmError::Protocol(format!("{what} is too large")),
             BodyError::Transport(e) => LlmError::Protocol(format!(
                 "the connection failed mid-stream: {}",
-                crate::endpoint::describe(&e.without_url())
+                crate::endpoint::describe(&e)
             )),
         }
     }
@@ -55,12 +57,10 @@ pub(crate) fn timeout(phase: TimeoutPhase, limit: Duration) -> LlmError {
     }
 }
 
-type Body = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
-
 /// A stream of its own rather than an async block behind `stream::unfold`, which moved the whole
 /// state into a fresh future and back out for every piece of the body (a copy per token).
 struct Timed {
-    body: Body,
+    body: DrivenBody,
     first_byte_deadline: Instant,
     first_byte_limit: Duration,
     idle: Duration,
@@ -78,13 +78,13 @@ struct Timed {
 
 /// `first_byte_deadline` is shared with the wait for the response headers.
 pub(crate) fn timed_body(
-    response: reqwest::Response,
+    response: Response,
     first_byte_deadline: Instant,
     first_byte_limit: Duration,
     idle: Duration,
 ) -> impl Stream<Item = Result<Bytes, BodyError>> + Send {
     Timed {
-        body: Box::pin(response.bytes_stream()),
+        body: response.into_body(),
         first_byte_deadline,
         first_byte_limit,
         idle,
@@ -124,7 +124,7 @@ impl Stream for Timed {
         };
         // The body first, then the alarm; an alarm that rang early is re-armed for this wait.
         let next = loop {
-            if let Poll::Ready(next) = s.body.as_mut().poll_next(cx) {
+            if let Poll::Ready(next) = Pin::new(&mut s.body).poll_next(cx) {
                 break Ok(next);
             }
             if s.alarm.as_mut().poll(cx).is_pending() {

@@ -15,9 +15,10 @@ pub fn ensure_tls_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
-/// A TLS configuration that verifies servers against the system's root certificates. Building one
-/// reads every root certificate from disk, so it is built once per [`Outbound`] and cloned.
-fn platform_tls_config() -> Result<rustls::ClientConfig, rustls::Error> {
+/// A TLS configuration that verifies servers against the system's root certificates, offering HTTP/2
+/// and HTTP/1.1. Building one reads every root certificate from disk, so it is built once per
+/// [`Outbound`] (or model provider) and cloned.
+pub fn platform_tls_config() -> Result<rustls::ClientConfig, rustls::Error> {
     use rustls_platform_verifier::BuilderVerifierExt;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ClientConfig::builder_with_provider(provider)

@@ -27,6 +27,6 @@ pub mod testing;
 pub mod trace_context;
 
 pub use address::{RestrictedRange, classify};
-pub use client::{Outbound, Target, ensure_tls_provider};
+pub use client::{Outbound, Target, ensure_tls_provider, platform_tls_config};
 pub use policy::{AddressPolicy, OutboundError};
 pub use resolve::{HostResolver, SystemResolver};

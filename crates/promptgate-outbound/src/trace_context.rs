@@ -9,7 +9,7 @@
 //! span context is invalid and nothing is added.
 
 use opentelemetry::trace::{SpanContext, TraceContextExt};
-use reqwest::header::HeaderName;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 /// The header names, as the W3C Trace Context recommendation spells them.
@@ -68,15 +68,29 @@ fn traceparent(context: &SpanContext) -> Option<String> {
 
 /// Adds the current trace context to a request's headers (nothing when no trace is recorded).
 pub fn inject(request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
-    match current() {
-        None => request,
-        Some(context) => {
-            // Static names: a name given as text is parsed, and copied, on every request.
-            let request = request.header(HeaderName::from_static(TRACEPARENT), context.traceparent);
-            match context.tracestate {
-                Some(state) => request.header(HeaderName::from_static(TRACESTATE), state),
-                None => request,
-            }
+    let mut headers = HeaderMap::new();
+    inject_headers(&mut headers);
+    if headers.is_empty() {
+        request
+    } else {
+        request.headers(headers)
+    }
+}
+
+/// [`inject`] for a request already built: the current trace context added to `headers`.
+pub fn inject_headers(headers: &mut HeaderMap) {
+    let Some(context) = current() else {
+        return;
+    };
+    let values = [
+        (TRACEPARENT, Some(context.traceparent)),
+        (TRACESTATE, context.tracestate),
+    ];
+    for (name, value) in values {
+        // A value that is not a valid header is left out rather than failing the request. Static
+        // names: a name given as text is parsed, and copied, on every request.
+        if let Some(value) = value.and_then(|v| HeaderValue::try_from(v).ok()) {
+            headers.insert(HeaderName::from_static(name), value);
         }
     }
 }

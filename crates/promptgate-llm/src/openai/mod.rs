@@ -6,7 +6,7 @@ mod non_streamed;
 use std::sync::Arc;
 
 use crate::sse::SseEvent;
-use reqwest::header::CONTENT_TYPE;
+use http::header::CONTENT_TYPE;
 
 use crate::endpoint::{Endpoint, EndpointConfig, KeyHeader};
 use crate::parser::{ChunkParser, ParserOptions, in_stream_error};

@@ -37,7 +37,7 @@ pub(crate) trait EventParser: Send + Unpin + 'static {
 
 /// The events of a successful streamed response.
 pub(crate) fn event_stream<P: EventParser>(
-    response: reqwest::Response,
+    response: crate::endpoint::Response,
     first_byte_deadline: Instant,
     timeouts: Timeouts,
     parser: P,

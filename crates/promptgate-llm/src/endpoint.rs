@@ -1,18 +1,15 @@
-//! What every provider client shares whatever its wire format: the checked endpoint URL, an HTTP
-//! client carrying the provider's headers, the request with its deadlines, refusals turned into
-//! [`LlmError::Status`], and the upstream metrics.
+//! What every provider client shares whatever its wire format: the checked endpoint URL, the
+//! provider's headers, the route requests take ([`Route`]), the request with its deadlines, refusals
+//! turned into [`LlmError::Status`], and the upstream metrics.
 
 use std::future::Future;
-use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use futures::StreamExt;
 use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST, HeaderMap, HeaderName, HeaderValue};
-use http_body_util::Full;
 use tokio::time::Instant;
 
-use crate::connection::{DrivenBody, Http1Client, SendError};
+use crate::connection::{Http1Client, ResponseBody, Route, SendError};
 use crate::provider_error;
 use crate::transport::timeout;
 use crate::{EventStream, LlmError, TimeoutPhase};
@@ -22,16 +19,22 @@ const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 /// The longest wait for the body of an error response.
 const ERROR_BODY_WAIT: Duration = Duration::from_secs(10);
 
-/// The environment's proxy settings, which general HTTP clients follow and provider connections do
-/// not: said in the log, so an operator who relied on one knows.
-const PROXY_VARIABLES: [&str; 6] = [
-    "HTTPS_PROXY",
-    "https_proxy",
-    "HTTP_PROXY",
-    "http_proxy",
-    "ALL_PROXY",
-    "all_proxy",
-];
+/// The environment's proxy variables for a scheme, in the order curl reads them.
+const HTTPS_PROXY_VARIABLES: [&str; 4] = ["HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"];
+const HTTP_PROXY_VARIABLES: [&str; 4] = ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"];
+
+/// The proxy the environment names for `base_url`'s scheme, if any.
+pub(crate) fn environment_proxy(base_url: &str) -> Option<String> {
+    let variables = if base_url.trim_start().starts_with("https://") {
+        HTTPS_PROXY_VARIABLES
+    } else {
+        HTTP_PROXY_VARIABLES
+    };
+    variables
+        .into_iter()
+        .filter_map(|name| std::env::var(name).ok())
+        .find(|value| !value.trim().is_empty())
+}
 
 /// How long to wait for each phase of a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,6 +83,8 @@ pub(crate) struct EndpointConfig<'a> {
     pub fixed_headers: &'a [(&'static str, &'static str)],
     /// Headers from the operator's config.
     pub extra_headers: &'a [(String, String)],
+    /// An HTTP proxy to reach the endpoint through.
+    pub proxy: Option<&'a str>,
     pub timeouts: Timeouts,
 }
 
@@ -87,17 +92,15 @@ pub(crate) struct EndpointConfig<'a> {
 pub(crate) struct Endpoint {
     pub name: String,
     pub url: String,
-    /// The request target (path and query) every request is sent to.
-    target: http::Uri,
     /// Every request's headers: the wire format's, the operator's, the key and `Host`.
     headers: HeaderMap,
     api_key: Option<String>,
     pub timeouts: Timeouts,
-    http: Arc<Http1Client>,
+    route: Route,
 }
 
 /// A provider's response, its body read as it streams.
-pub(crate) type Response = http::Response<DrivenBody>;
+pub(crate) type Response = http::Response<ResponseBody>;
 
 impl Endpoint {
     /// Checks the configuration and builds the HTTP client.
@@ -110,11 +113,6 @@ impl Endpoint {
         let url = format!("{base}/{}", config.path);
         // Parsed once here rather than on every request.
         let parsed_url = url::Url::parse(&url).map_err(|e| invalid(&format!("invalid base URL: {e}")))?;
-        let target = match parsed_url.query() {
-            Some(query) => format!("{}?{query}", parsed_url.path()),
-            None => parsed_url.path().to_owned(),
-        };
-        let target = http::Uri::try_from(target).map_err(|e| invalid(&format!("invalid base URL: {e}")))?;
 
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
@@ -145,8 +143,6 @@ impl Endpoint {
         let host = HeaderValue::try_from(Http1Client::authority(&parsed_url))
             .map_err(|_| invalid("the base URL's host is not a valid header value"))?;
         headers.insert(HOST, host);
-        // Redirects are not followed: following turns a POST into a bodiless GET (301, 302) or
-        // re-sends the prompt, key included, to wherever the answer points. A 3xx is a refusal.
         let tls = match parsed_url.scheme() {
             "https" => Some(
                 promptgate_outbound::platform_tls_config()
@@ -154,21 +150,15 @@ impl Endpoint {
             ),
             _ => None,
         };
-        let http = Http1Client::new(&parsed_url, tls, config.timeouts.connect).map_err(|e| invalid(&e))?;
-        if let Some(variable) = PROXY_VARIABLES
-            .into_iter()
-            .find(|v| std::env::var_os(v).is_some())
-        {
-            tracing::warn!(provider = %config.name, variable, "model provider connections are direct; the proxy in the environment is not used");
-        }
+        let route =
+            Route::new(&parsed_url, tls, config.timeouts.connect, config.proxy).map_err(|e| invalid(&e))?;
         Ok(Self {
             name: config.name.to_owned(),
             url,
-            target,
             headers,
             api_key: config.api_key.map(str::to_owned),
             timeouts: config.timeouts,
-            http: Arc::new(http),
+            route,
         })
     }
 
@@ -187,18 +177,15 @@ impl Endpoint {
     pub async fn post(&self, body: Vec<u8>, whole_answer: bool) -> Result<(Response, Instant), LlmError> {
         let first_byte_limit = self.first_byte_limit(whole_answer);
         let first_byte_deadline = Instant::now() + first_byte_limit;
-        let mut request = http::Request::new(Full::new(Bytes::from(body)));
-        *request.method_mut() = http::Method::POST;
-        *request.uri_mut() = self.target.clone();
-        *request.headers_mut() = self.headers.clone();
-        promptgate_outbound::trace_context::inject_headers(request.headers_mut());
-        let pending = self.http.send(request);
+        let pending = self.route.send(&self.headers, body);
         let response = match tokio::time::timeout_at(first_byte_deadline, pending).await {
             Err(_) => return Err(timeout(TimeoutPhase::FirstByte, first_byte_limit)),
             Ok(Err(e)) => return Err(self.send_error(e)),
             Ok(Ok(response)) => response,
         };
         let status = response.status();
+        // A redirect is a refusal too, never followed: following turns a POST into a bodiless GET
+        // (301, 302) or re-sends the prompt, key included, to wherever the answer points.
         if !status.is_success() {
             // The headers may have come just before the deadline; the body gets its own short wait.
             let body_deadline = Instant::now() + self.timeouts.idle.min(ERROR_BODY_WAIT);

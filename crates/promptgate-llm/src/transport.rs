@@ -11,7 +11,7 @@ use bytes::Bytes;
 use futures::Stream;
 use tokio::time::Instant;
 
-use crate::connection::DrivenBody;
+use crate::connection::ResponseBody;
 use crate::endpoint::Response;
 use crate::{LlmError, TimeoutPhase};
 
@@ -24,7 +24,8 @@ const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
 pub(crate) enum BodyError {
     Timeout(TimeoutPhase, Duration),
     TooLarge(&'static str),
-    Transport(hyper::Error),
+    /// The connection failed; its description with the causes.
+    Transport(String),
 }
 
 impl std::fmt::Display for BodyError {
@@ -42,10 +43,7 @@ impl From<BodyError> for LlmError {
         match error {
             BodyError::Timeout(phase, limit) => timeout(phase, limit),
             BodyError::TooLarge(what) => LlmError::Protocol(format!("{what} is too large")),
-            BodyError::Transport(e) => LlmError::Protocol(format!(
-                "the connection failed mid-stream: {}",
-                crate::endpoint::describe(&e)
-            )),
+            BodyError::Transport(e) => LlmError::Protocol(format!("the connection failed mid-stream: {e}")),
         }
     }
 }
@@ -60,7 +58,7 @@ pub(crate) fn timeout(phase: TimeoutPhase, limit: Duration) -> LlmError {
 /// A stream of its own rather than an async block behind `stream::unfold`, which moved the whole
 /// state into a fresh future and back out for every piece of the body (a copy per token).
 struct Timed {
-    body: DrivenBody,
+    body: ResponseBody,
     first_byte_deadline: Instant,
     first_byte_limit: Duration,
     idle: Duration,

@@ -89,6 +89,7 @@ impl Anthropic {
             key_header: KeyHeader::Plain("x-api-key"),
             fixed_headers: &[("anthropic-version", ANTHROPIC_VERSION)],
             extra_headers: &provider.extra_headers,
+            proxy: provider.proxy.as_deref(),
             timeouts: provider.timeouts,
         })?;
         Ok(Self {

@@ -11,6 +11,7 @@
 //! HTTP/1.1 only, over TCP or TLS (ALPN offers nothing else); redirects are the caller's to refuse.
 
 mod driver;
+mod route;
 #[cfg(test)]
 mod tests;
 
@@ -30,6 +31,7 @@ use tokio_util::either::Either;
 
 pub(crate) use driver::DrivenBody;
 use driver::{Driver, Sender};
+pub(crate) use route::{ResponseBody, Route};
 
 /// What a connection runs over.
 pub(crate) type Io = Either<TcpStream, TlsStream<TcpStream>>;
@@ -49,6 +51,19 @@ pub(crate) enum SendError {
     Connect(String),
     #[error("{}", crate::endpoint::describe(.0))]
     Http(#[from] hyper::Error),
+    /// Through a proxy, which reqwest speaks.
+    #[error("{0}")]
+    Proxied(String),
+}
+
+impl SendError {
+    fn from_reqwest(error: reqwest::Error) -> Self {
+        if error.is_connect() && error.is_timeout() {
+            Self::ConnectTimeout
+        } else {
+            Self::Proxied(crate::endpoint::describe(&error.without_url()))
+        }
+    }
 }
 
 /// The destination's TLS side: what is offered and the name the certificate must carry.

@@ -32,13 +32,19 @@ pub struct ProviderConfig {
     /// ([`ChatRequest::whole_answer`]) gets `stream: false`. Off for a server that answers only
     /// streams (some refuse `stream: false` for their reasoning models): every answer is streamed.
     pub whole_answers: bool,
+    /// An HTTP proxy (`http://host:port`, credentials in the URL if it needs them) to reach the
+    /// provider through. [`ProviderConfig::new`] takes the environment's: `HTTPS_PROXY` for an https
+    /// base URL, `HTTP_PROXY` for http, else `ALL_PROXY`, hosts in `NO_PROXY` reached directly.
+    pub proxy: Option<String>,
 }
 
 impl ProviderConfig {
     pub fn new(name: impl Into<String>, base_url: impl Into<String>) -> Self {
+        let base_url = base_url.into();
         Self {
             name: name.into(),
-            base_url: base_url.into(),
+            proxy: crate::endpoint::environment_proxy(&base_url),
+            base_url,
             api_key: None,
             extra_headers: Vec::new(),
             timeouts: Timeouts::default(),
@@ -58,6 +64,8 @@ impl std::fmt::Debug for ProviderConfig {
             .field("extra_headers", &header_names)
             .field("timeouts", &self.timeouts)
             .field("whole_answers", &self.whole_answers)
+            // A proxy's URL may carry its password.
+            .field("proxy", &self.proxy.as_ref().map(|_| "[set]"))
             .finish()
     }
 }
@@ -92,6 +100,7 @@ impl OpenAiCompatible {
             key_header: KeyHeader::Bearer,
             fixed_headers: &[],
             extra_headers: &config.extra_headers,
+            proxy: config.proxy.as_deref(),
             timeouts: config.timeouts,
         })?;
         Ok(Self {

@@ -342,3 +342,24 @@ async fn a_prompt_longer_than_the_window_is_told_apart_from_other_refusals() {
     assert!(matches!(errors[2], Some(LlmError::Status { status: 400, .. })));
     assert!(matches!(errors[3], Some(LlmError::Status { status: 429, .. })));
 }
+
+#[tokio::test]
+async fn a_provider_behind_a_proxy_is_reached_through_it() {
+    // The scripted upstream stands in for a forward proxy: it reads the absolute-form request a
+    // client sends to a proxy by its path. The provider's own name resolves nowhere (`.invalid`),
+    // so an answer can only have come through the proxy.
+    let proxy = upstream().await;
+    proxy.push(text(["through the proxy"]));
+    let mut config = ProviderConfig::new("behind-a-proxy", "http://provider.invalid/v1");
+    config.api_key = Some("sk-test-secret".to_owned());
+    config.proxy = Some(format!("http://{}", proxy.addr()));
+    let model = OpenAiCompatible::new(config).expect("config");
+    let outcome = run(&model, ask("q")).await;
+    assert_eq!(outcome.error, None);
+    assert_eq!(outcome.text(), "through the proxy");
+
+    let headers = proxy.request_headers().pop().expect("one request");
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    assert_eq!(header("host").as_deref(), Some("provider.invalid"));
+    assert_eq!(header("authorization").as_deref(), Some("Bearer sk-test-secret"));
+}

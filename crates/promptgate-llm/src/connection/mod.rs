@@ -15,7 +15,8 @@ mod route;
 #[cfg(test)]
 mod tests;
 
-use std::net::IpAddr;
+use std::collections::VecDeque;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -183,23 +184,19 @@ impl Http1Client {
             .map_err(|_| SendError::ConnectTimeout)?
     }
 
-    /// The first of the host's addresses that accepts a connection.
+    /// A connection to one of the host's addresses ([`connect_first`]).
     async fn open_tcp(&self) -> Result<TcpStream, SendError> {
-        let addrs = tokio::net::lookup_host((self.host.as_str(), self.port))
+        let addrs: Vec<SocketAddr> = tokio::net::lookup_host((self.host.as_str(), self.port))
             .await
-            .map_err(|e| SendError::Connect(format!("{}: {e}", self.host)))?;
-        let mut failure = SendError::Connect(format!("{}: no address", self.host));
-        for addr in addrs {
-            match TcpStream::connect(addr).await {
-                Ok(stream) => {
-                    // Each streamed request is written whole at once; Nagle would only hold it.
-                    let _ = stream.set_nodelay(true);
-                    return Ok(stream);
-                }
-                Err(e) => failure = SendError::Connect(format!("{addr}: {e}")),
-            }
+            .map_err(|e| SendError::Connect(format!("{}: {e}", self.host)))?
+            .collect();
+        if addrs.is_empty() {
+            return Err(SendError::Connect(format!("{}: no address", self.host)));
         }
-        Err(failure)
+        let stream = connect_first(addrs).await?;
+        // Each request is written whole at once; Nagle would only hold it.
+        let _ = stream.set_nodelay(true);
+        Ok(stream)
     }
 
     /// The most recently used connection still within its idle time.
@@ -243,6 +240,62 @@ impl Http1Client {
         match url.port() {
             Some(port) => format!("{host}:{port}"),
             None => host.to_owned(),
+        }
+    }
+}
+
+/// How long one connection attempt runs alone before the next address is tried beside it (RFC 8305's
+/// connection attempt delay).
+const ATTEMPT_DELAY: Duration = Duration::from_millis(250);
+
+/// `addrs` with the two families taken in turn, starting with the first address's, each family in
+/// the resolver's order.
+fn interleaved(addrs: Vec<SocketAddr>) -> Vec<SocketAddr> {
+    let first_is_v6 = addrs.first().is_some_and(SocketAddr::is_ipv6);
+    let count = addrs.len();
+    let (mut preferred, mut other): (VecDeque<SocketAddr>, VecDeque<SocketAddr>) =
+        addrs.into_iter().partition(|a| a.is_ipv6() == first_is_v6);
+    let mut order = Vec::with_capacity(count);
+    while !(preferred.is_empty() && other.is_empty()) {
+        order.extend(preferred.pop_front());
+        order.extend(other.pop_front());
+    }
+    order
+}
+
+/// Connects to the first of `addrs` that answers, the families taken in turn. An address that
+/// drops connection attempts (an IPv6 route that goes nowhere is the usual one) holds the next
+/// one back by [`ATTEMPT_DELAY`], not by the whole connect timeout; an address that refuses at once
+/// hands over at once.
+async fn connect_first(addrs: Vec<SocketAddr>) -> Result<TcpStream, SendError> {
+    let mut order = interleaved(addrs).into_iter();
+    let attempt = |addr: SocketAddr| async move { (addr, TcpStream::connect(addr).await) };
+    let mut attempts = futures::stream::FuturesUnordered::new();
+    let mut failure = None;
+    loop {
+        if attempts.is_empty() {
+            match order.next() {
+                Some(addr) => attempts.push(attempt(addr)),
+                None => {
+                    return Err(failure.unwrap_or_else(|| SendError::Connect("no address".to_owned())));
+                }
+            }
+        }
+        tokio::select! {
+            Some((addr, result)) = futures::StreamExt::next(&mut attempts) => match result {
+                Ok(stream) => return Ok(stream),
+                Err(e) => {
+                    failure = Some(SendError::Connect(format!("{addr}: {e}")));
+                    if let Some(addr) = order.next() {
+                        attempts.push(attempt(addr));
+                    }
+                }
+            },
+            () = tokio::time::sleep(ATTEMPT_DELAY), if order.len() > 0 => {
+                if let Some(addr) = order.next() {
+                    attempts.push(attempt(addr));
+                }
+            }
         }
     }
 }

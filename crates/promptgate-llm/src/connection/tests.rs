@@ -21,7 +21,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 
-use super::Http1Client;
+use super::{Http1Client, connect_first, interleaved};
 
 const CERT: &[u8] = include_bytes!("testdata/cert.pem");
 const KEY: &[u8] = include_bytes!("testdata/key.pem");
@@ -160,4 +160,72 @@ async fn a_kept_connection_the_server_closed_is_replaced_before_the_request_goes
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(read_to_end(&client, &authority).await, BODY);
     assert_eq!(*connections.lock().unwrap(), 2);
+}
+
+#[test]
+fn addresses_are_tried_one_family_then_the_other() {
+    let addr = |text: &str| text.parse::<std::net::SocketAddr>().unwrap();
+    let resolved = vec![
+        addr("[2001:db8::1]:443"),
+        addr("[2001:db8::2]:443"),
+        addr("192.0.2.1:443"),
+        addr("[2001:db8::3]:443"),
+    ];
+    assert_eq!(
+        interleaved(resolved),
+        vec![
+            addr("[2001:db8::1]:443"),
+            addr("192.0.2.1:443"),
+            addr("[2001:db8::2]:443"),
+            addr("[2001:db8::3]:443"),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn an_address_that_drops_connections_does_not_hold_up_the_next() {
+    // 127.0.0.1 never answers: a listener that never accepts, its backlog full, drops further
+    // attempts as a route that goes nowhere does (the kernel retries such an attempt for minutes).
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let silent = socket.listen(0).unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let mut fillers = Vec::new();
+    while let Ok(Ok(stream)) = tokio::time::timeout(
+        Duration::from_millis(200),
+        tokio::net::TcpStream::connect(("127.0.0.1", port)),
+    )
+    .await
+    {
+        fillers.push(stream);
+    }
+    let answering = TcpListener::bind(("127.0.0.2", port)).await.unwrap();
+    let addrs = vec![
+        format!("127.0.0.1:{port}").parse().unwrap(),
+        format!("127.0.0.2:{port}").parse().unwrap(),
+    ];
+    let connected = tokio::time::timeout(Duration::from_secs(5), connect_first(addrs))
+        .await
+        .expect("the second address was tried while the first hung")
+        .unwrap();
+    assert_eq!(connected.peer_addr().unwrap(), answering.local_addr().unwrap());
+}
+
+#[tokio::test]
+async fn an_address_that_refuses_hands_over_to_the_next_and_the_last_failure_is_told() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let only_refusals = vec![format!("127.0.0.1:{port}").parse().unwrap()];
+    let error = connect_first(only_refusals).await.unwrap_err();
+    assert!(
+        error.to_string().contains(&format!("127.0.0.1:{port}")),
+        "{error}"
+    );
+
+    let answering = TcpListener::bind("127.0.0.2:0").await.unwrap();
+    let open = answering.local_addr().unwrap();
+    let addrs = vec![format!("127.0.0.1:{port}").parse().unwrap(), open];
+    let connected = connect_first(addrs).await.unwrap();
+    assert_eq!(connected.peer_addr().unwrap(), open);
 }

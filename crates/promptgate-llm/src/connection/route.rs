@@ -71,6 +71,8 @@ impl Route {
                 target,
             });
         };
+        // reqwest is built without a TLS crypto provider of its own and panics without one.
+        promptgate_outbound::ensure_tls_provider();
         let proxy = reqwest::Proxy::all(proxy)
             .map_err(|e| format!("invalid proxy: {}", crate::endpoint::describe(&e)))?
             .no_proxy(reqwest::NoProxy::from_env());

@@ -21,7 +21,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 
-use super::{Http1Client, connect_first, interleaved};
+use super::{Http1Client, Route, connect_first, interleaved};
 
 const CERT: &[u8] = include_bytes!("testdata/cert.pem");
 const KEY: &[u8] = include_bytes!("testdata/key.pem");
@@ -228,4 +228,12 @@ async fn an_address_that_refuses_hands_over_to_the_next_and_the_last_failure_is_
     let addrs = vec![format!("127.0.0.1:{port}").parse().unwrap(), open];
     let connected = connect_first(addrs).await.unwrap();
     assert_eq!(connected.peer_addr().unwrap(), open);
+}
+
+#[test]
+fn a_proxied_route_is_built_in_a_process_that_chose_no_tls_provider() {
+    // Each test runs in a process of its own: nothing installed a provider before this.
+    let url = url::Url::parse("http://provider.invalid/v1/chat/completions").unwrap();
+    let route = Route::new(&url, None, Duration::from_secs(1), Some("http://127.0.0.1:9"));
+    assert!(matches!(route, Ok(Route::Proxied { .. })));
 }
